@@ -1,0 +1,41 @@
+//! The HTML shell and the client-side routes.
+
+use leptos::prelude::*;
+use leptos_meta::{MetaTags, Title, provide_meta_context};
+use leptos_router::components::{Route, Router, Routes};
+use leptos_router::path;
+
+use crate::ui::session_page::SessionPage;
+
+/// The document around every server-rendered page.
+pub fn shell(options: LeptosOptions) -> impl IntoView {
+    view! {
+        <!DOCTYPE html>
+        <html lang="en">
+            <head>
+                <meta charset="utf-8"/>
+                <meta name="viewport" content="width=device-width, initial-scale=1"/>
+                <meta name="color-scheme" content="light dark"/>
+                <link rel="stylesheet" href="/pkg/countersign.css"/>
+                <HydrationScripts options/>
+                <MetaTags/>
+            </head>
+            <body>
+                <App/>
+            </body>
+        </html>
+    }
+}
+
+#[component]
+pub fn App() -> impl IntoView {
+    provide_meta_context();
+    view! {
+        <Title text="Countersign"/>
+        <Router>
+            <Routes fallback=|| view! { <p class="not-found">"Nothing here. " <a href="/">"Back to your sessions"</a></p> }>
+                <Route path=path!("/sessions/:sid") view=SessionPage/>
+            </Routes>
+        </Router>
+    }
+}

@@ -1,0 +1,125 @@
+//! The `countersign` binary: parses the command line and runs the chosen command.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use countersign::server::{self, settings::ServeArgs};
+
+#[derive(Parser)]
+#[command(
+    name = "countersign",
+    version,
+    about = "A chat with a tool-using agent that waits for your countersignature."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the server (HTTP API, live feed and web UI).
+    Serve(ServeArgs),
+}
+
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| "countersign=info,tower_http=warn".into());
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = term => {}
+    }
+}
+
+async fn serve(args: ServeArgs) -> ExitCode {
+    let settings = match args.resolve() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let token = settings.token.reveal().to_owned();
+    let workspace = settings.workspace.clone();
+    let data_dir = settings.data_dir.clone();
+    let config_path = settings.config_path.clone();
+    let running = match server::start(settings, None).await {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let addr = running.addr;
+    let login_host = if addr.ip().is_unspecified() {
+        format!("127.0.0.1:{}", addr.port())
+    } else {
+        addr.to_string()
+    };
+    println!("listening on http://{addr}");
+    println!("workspace: {}", workspace.display());
+    println!("data dir: {}", data_dir.display());
+    if let Some(path) = config_path {
+        println!("config: {}", path.display());
+    }
+    println!("login: http://{login_host}/login?token={token}");
+    let mut task = running.task;
+    tokio::select! {
+        _ = shutdown_signal() => {}
+        result = &mut task => {
+            return match result {
+                Ok(Ok(())) => ExitCode::SUCCESS,
+                Ok(Err(e)) => { eprintln!("error: server stopped: {e}"); ExitCode::from(1) }
+                Err(e) => { eprintln!("error: server task failed: {e}"); ExitCode::from(1) }
+            };
+        }
+    }
+    tracing::info!("shutting down");
+    running.shutdown.cancel();
+    match tokio::time::timeout(Duration::from_secs(5), task).await {
+        Ok(Ok(Ok(()))) => ExitCode::SUCCESS,
+        Ok(Ok(Err(e))) => {
+            eprintln!("error: server stopped: {e}");
+            ExitCode::from(1)
+        }
+        Ok(Err(e)) => {
+            eprintln!("error: server task failed: {e}");
+            ExitCode::from(1)
+        }
+        Err(_) => {
+            eprintln!("warning: connections still open after 5 s; exiting anyway");
+            ExitCode::SUCCESS
+        }
+    }
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing();
+    match cli.command {
+        Command::Serve(args) => serve(args).await,
+    }
+}

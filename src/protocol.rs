@@ -1,0 +1,289 @@
+//! Wire types shared by the server and the browser: exactly the JSON of protocol.md.
+//!
+//! Ids and times are plain strings here so the wasm bundle carries neither `uuid` nor `chrono`;
+//! the server creates them and is the only side that parses them.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// How much the person wants to be asked. Per message; the session remembers the last one.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    Plan,
+    #[default]
+    Ask,
+    AutoEdit,
+    Yolo,
+}
+
+impl Mode {
+    pub const ALL: [Mode; 4] = [Mode::Plan, Mode::Ask, Mode::AutoEdit, Mode::Yolo];
+
+    /// The wire spelling (`"auto_edit"`), also used in the database and the mode picker.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Plan => "plan",
+            Mode::Ask => "ask",
+            Mode::AutoEdit => "auto_edit",
+            Mode::Yolo => "yolo",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Mode> {
+        Mode::ALL.into_iter().find(|m| m.as_str() == s)
+    }
+
+    /// What the mode picker shows.
+    pub fn label(self) -> &'static str {
+        match self {
+            Mode::Plan => "Plan",
+            Mode::Ask => "Ask",
+            Mode::AutoEdit => "Auto-edit",
+            Mode::Yolo => "Yolo",
+        }
+    }
+
+    /// The one-line description shown on hover and focus (ui.md "Modes").
+    pub fn description(self) -> &'static str {
+        match self {
+            Mode::Plan => "reads only; changes nothing",
+            Mode::Ask => "asks before every change",
+            Mode::AutoEdit => "edits files freely, asks before commands",
+            Mode::Yolo => "runs everything except sensitive actions",
+        }
+    }
+}
+
+/// Who changed a session's mode.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ModeSource {
+    User,
+    Message,
+    Restore,
+}
+
+/// What a tool may do to the world; the policy keys on it.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolClass {
+    Read,
+    Edit,
+    Exec,
+    Config,
+    Decision,
+}
+
+/// The policy's answer for one tool call.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Run,
+    Ask,
+    Refuse,
+}
+
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolStatus {
+    Ok,
+    Error,
+    Denied,
+    Refused,
+    Timeout,
+    Cancelled,
+    Interrupted,
+}
+
+impl ToolStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolStatus::Ok => "ok",
+            ToolStatus::Error => "error",
+            ToolStatus::Denied => "denied",
+            ToolStatus::Refused => "refused",
+            ToolStatus::Timeout => "timeout",
+            ToolStatus::Cancelled => "cancelled",
+            ToolStatus::Interrupted => "interrupted",
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnStatus {
+    Completed,
+    Cancelled,
+    Failed,
+    Stopped,
+}
+
+impl TurnStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TurnStatus::Completed => "completed",
+            TurnStatus::Cancelled => "cancelled",
+            TurnStatus::Failed => "failed",
+            TurnStatus::Stopped => "stopped",
+        }
+    }
+}
+
+/// One entry of a session's log. `seq` is absent only on transient events (`assistant_delta`).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Event {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seq: Option<u64>,
+    pub at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_id: Option<String>,
+    #[serde(flatten)]
+    pub body: EventBody,
+}
+
+impl Event {
+    /// The `event:` name on the SSE stream and the `type` field in JSON.
+    pub fn kind(&self) -> &'static str {
+        self.body.kind()
+    }
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum EventBody {
+    UserMessage {
+        text: String,
+        approval_mode: Mode,
+    },
+    ModeChanged {
+        previous: Mode,
+        next: Mode,
+        source: ModeSource,
+    },
+    AssistantDelta {
+        text: String,
+    },
+    AssistantMessage {
+        text: String,
+        html: String,
+    },
+    ToolCall {
+        call_id: String,
+        tool: String,
+        args: Value,
+        class: ToolClass,
+        verdict: Verdict,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rule_id: Option<String>,
+    },
+    ToolStarted {
+        call_id: String,
+    },
+    ToolResult {
+        call_id: String,
+        tool: String,
+        status: ToolStatus,
+        output: String,
+    },
+    TurnFinished {
+        status: TurnStatus,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+}
+
+impl EventBody {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            EventBody::UserMessage { .. } => "user_message",
+            EventBody::ModeChanged { .. } => "mode_changed",
+            EventBody::AssistantDelta { .. } => "assistant_delta",
+            EventBody::AssistantMessage { .. } => "assistant_message",
+            EventBody::ToolCall { .. } => "tool_call",
+            EventBody::ToolStarted { .. } => "tool_started",
+            EventBody::ToolResult { .. } => "tool_result",
+            EventBody::TurnFinished { .. } => "turn_finished",
+        }
+    }
+}
+
+/// A session as the API and the sidebar show it.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Session {
+    pub id: String,
+    pub title: String,
+    pub created_at: String,
+    pub approval_mode: Mode,
+    pub running_turn_id: Option<String>,
+    pub pending_approvals: u64,
+}
+
+/// `GET /api/v1/sessions/{sid}`: everything a page needs to restore a session.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Snapshot {
+    pub session: Session,
+    pub events: Vec<Event>,
+    pub pending: Vec<Value>,
+    pub cursor: u64,
+}
+
+/// The JSON error body every non-2xx answer carries.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct ErrorDetail {
+    pub code: String,
+    pub message: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_serialize_flat_with_type_tag() {
+        let ev = Event {
+            seq: Some(3),
+            at: "2026-01-01T00:00:00Z".into(),
+            turn_id: Some("t".into()),
+            body: EventBody::ToolResult {
+                call_id: "c".into(),
+                tool: "read_file".into(),
+                status: ToolStatus::Ok,
+                output: "x".into(),
+            },
+        };
+        let json = serde_json::to_value(&ev).unwrap();
+        assert_eq!(json["type"], "tool_result");
+        assert_eq!(json["seq"], 3);
+        assert_eq!(json["status"], "ok");
+        let back: Event = serde_json::from_value(json).unwrap();
+        assert_eq!(back, ev);
+    }
+
+    #[test]
+    fn transient_events_have_no_seq() {
+        let ev = Event {
+            seq: None,
+            at: "t".into(),
+            turn_id: None,
+            body: EventBody::AssistantDelta { text: "hi".into() },
+        };
+        let json = serde_json::to_value(&ev).unwrap();
+        assert!(json.get("seq").is_none());
+        assert!(json.get("turn_id").is_none());
+    }
+
+    #[test]
+    fn modes_round_trip_their_wire_names() {
+        for m in Mode::ALL {
+            assert_eq!(Mode::parse(m.as_str()), Some(m));
+            assert_eq!(serde_json::to_value(m).unwrap(), m.as_str());
+        }
+        assert_eq!(Mode::parse("auto-edit"), None);
+    }
+}

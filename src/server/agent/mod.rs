@@ -1,0 +1,92 @@
+//! The agent: a turn loop over a `Provider`, the tools it may call, and the bridge from the
+//! session's event log to the conversation a model reads.
+
+pub mod provider;
+pub mod recovery;
+pub mod running;
+pub mod tools;
+pub mod turn;
+
+use provider::{ChatMessage, ToolCallRequest};
+
+use crate::protocol::{Event, EventBody, ToolClass, ToolStatus};
+
+/// The instructions a real model gets at the start of every conversation.
+pub const SYSTEM_PROMPT: &str = "You are a careful coding assistant working inside one workspace folder. \
+Use the tools to read, search, write and edit files and to run shell commands there; paths are relative to the workspace. \
+Some actions may need the person's approval or may be refused; when a tool result says a call was denied or refused, \
+read the reason, do not retry the same call, and adapt. Keep answers short and say what you did.";
+
+/// Tools that later issues add; known here so their calls get the right class meanwhile.
+fn class_of_later_tool(tool: &str) -> Option<ToolClass> {
+    match tool {
+        "request_approval" | "exit_plan" => Some(ToolClass::Decision),
+        "config_set" => Some(ToolClass::Config),
+        _ => None,
+    }
+}
+
+/// The class of any tool name the agent may produce (unknown names count as `exec`: the most
+/// guarded class that still describes "something we cannot vouch for").
+pub fn class_of(tool: &str) -> ToolClass {
+    tools::class_of(tool)
+        .or_else(|| class_of_later_tool(tool))
+        .unwrap_or(ToolClass::Exec)
+}
+
+/// How a tool result reads to the model.
+pub fn tool_result_text(status: ToolStatus, output: &str) -> String {
+    match status {
+        ToolStatus::Ok => output.to_owned(),
+        other => format!("[{}] {}", other.as_str(), output),
+    }
+}
+
+/// Rebuilds the conversation from a session's log: user messages, assistant text with the tool
+/// calls it made, and tool results. The log is the only memory a turn has, which is what makes
+/// a turn resumable after a restart.
+pub fn conversation_from_log(events: &[Event]) -> Vec<ChatMessage> {
+    let mut messages: Vec<ChatMessage> = Vec::new();
+    for event in events {
+        match &event.body {
+            EventBody::UserMessage { text, .. } => messages.push(ChatMessage::User(text.clone())),
+            EventBody::AssistantMessage { text, .. } => messages.push(ChatMessage::Assistant {
+                text: text.clone(),
+                tool_calls: Vec::new(),
+            }),
+            EventBody::ToolCall {
+                call_id,
+                tool,
+                args,
+                ..
+            } => {
+                let call = ToolCallRequest {
+                    id: call_id.clone(),
+                    name: tool.clone(),
+                    args: args.clone(),
+                };
+                match messages.last_mut() {
+                    Some(ChatMessage::Assistant { tool_calls, .. }) => tool_calls.push(call),
+                    _ => messages.push(ChatMessage::Assistant {
+                        text: String::new(),
+                        tool_calls: vec![call],
+                    }),
+                }
+            }
+            EventBody::ToolResult {
+                call_id,
+                status,
+                output,
+                ..
+            } => messages.push(ChatMessage::Tool {
+                call_id: call_id.clone(),
+                output: tool_result_text(*status, output),
+            }),
+            EventBody::ModeChanged { .. }
+            | EventBody::AssistantDelta { .. }
+            | EventBody::ToolStarted { .. }
+            | EventBody::TurnFinished { .. } => {}
+        }
+    }
+    messages
+}

@@ -1,0 +1,673 @@
+//! The `openai` provider: one streamed `POST {base_url}/chat/completions` per model call, for any
+//! OpenAI-compatible endpoint (OpenAI itself, llama.cpp, vLLM, Ollama, LM Studio, ...).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use eventsource_stream::{Event, EventStreamError, Eventsource};
+use futures::StreamExt;
+use reqwest::header::CONTENT_TYPE;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::{
+    ChatMessage, Completion, CompletionRequest, DeltaSink, Provider, ProviderError,
+    ToolCallRequest, ToolSpec,
+};
+
+/// How much of an error body is kept: enough to read the server's message, not a whole page.
+const ERROR_BODY_LIMIT: usize = 2000;
+
+/// Where and how to reach the model.
+#[derive(Clone, Debug)]
+pub struct OpenAiSettings {
+    /// Up to and including the API version, e.g. `http://127.0.0.1:8080/v1`.
+    pub base_url: String,
+    pub model: String,
+    /// Sent as `Authorization: Bearer`; local servers usually need none.
+    pub api_key: Option<ApiKey>,
+    /// Upper bound on one whole model call, streaming included.
+    pub request_timeout: Duration,
+}
+
+/// An API key. Kept apart from `String` so it cannot be serialized or printed by accident.
+#[derive(Clone)]
+pub struct ApiKey(String);
+
+impl ApiKey {
+    pub fn new(key: String) -> Self {
+        Self(key)
+    }
+
+    /// The only way to read the key; used for the `Authorization` header and nothing else.
+    fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ApiKey(***)")
+    }
+}
+
+/// Talks to one OpenAI-compatible endpoint through one pooled HTTP client.
+#[derive(Debug)]
+pub struct OpenAiProvider {
+    client: reqwest::Client,
+    endpoint: String,
+    model: String,
+    api_key: Option<ApiKey>,
+    request_timeout: Duration,
+}
+
+impl OpenAiProvider {
+    pub fn new(settings: OpenAiSettings) -> Result<Self, ProviderError> {
+        let base_url = settings.base_url.trim().trim_end_matches('/');
+        if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+            return Err(ProviderError::Config(format!(
+                "the model base URL must start with http:// or https://, got {base_url:?}"
+            )));
+        }
+        if settings.model.trim().is_empty() {
+            return Err(ProviderError::Config("no model name is set".to_owned()));
+        }
+        if settings.request_timeout.is_zero() {
+            return Err(ProviderError::Config(
+                "the model request timeout must be longer than zero".to_owned(),
+            ));
+        }
+        let client = reqwest::Client::builder().build().map_err(|e| {
+            ProviderError::Config(format!("the HTTP client could not be built: {e}"))
+        })?;
+        Ok(Self {
+            client,
+            endpoint: format!("{base_url}/chat/completions"),
+            model: settings.model,
+            api_key: settings.api_key,
+            request_timeout: settings.request_timeout,
+        })
+    }
+
+    /// Sends the request and waits for the response headers.
+    async fn send(&self, request: &CompletionRequest) -> Result<reqwest::Response, ProviderError> {
+        let body = WireRequest::new(&self.model, request);
+        let mut builder = self
+            .client
+            .post(&self.endpoint)
+            .timeout(self.request_timeout)
+            .json(&body);
+        if let Some(key) = &self.api_key {
+            builder = builder.bearer_auth(key.expose());
+        }
+        builder.send().await.map_err(|e| self.transport_error(e))
+    }
+
+    /// Turns a reqwest failure into a sentence that says what went wrong and where.
+    fn transport_error(&self, error: reqwest::Error) -> ProviderError {
+        let endpoint = &self.endpoint;
+        let (timed_out, connect) = (error.is_timeout(), error.is_connect());
+        let reason = error_chain(&error.without_url());
+        let sentence = if timed_out {
+            let secs = self.request_timeout.as_secs_f64();
+            format!("no complete answer from {endpoint} within {secs} s ({reason})")
+        } else if connect {
+            format!("could not connect to {endpoint}: {reason}")
+        } else {
+            format!("the connection to {endpoint} failed: {reason}")
+        };
+        ProviderError::Transport(sentence)
+    }
+
+    /// Reads an event stream chunk by chunk, streaming text out as it arrives.
+    async fn read_stream(
+        &self,
+        response: reqwest::Response,
+        deltas: DeltaSink<'_>,
+        cancel: &CancellationToken,
+    ) -> Result<Completion, ProviderError> {
+        let mut events = response.bytes_stream().eventsource();
+        let mut acc = Accumulator::default();
+        loop {
+            let next = tokio::select! {
+                biased;
+                () = cancel.cancelled() => return Err(ProviderError::Cancelled),
+                next = events.next() => next,
+            };
+            let event = match next {
+                None => break,
+                Some(event) => event.map_err(|e| self.stream_error(e))?,
+            };
+            if event.data.trim() == "[DONE]" {
+                return Ok(acc.finish());
+            }
+            acc.apply(parse_event(&event)?, deltas)?;
+        }
+        if acc.finish_reason.is_none() {
+            return Err(ProviderError::Transport(format!(
+                "the stream from {} ended before the answer was complete",
+                self.endpoint
+            )));
+        }
+        Ok(acc.finish())
+    }
+
+    fn stream_error(&self, error: EventStreamError<reqwest::Error>) -> ProviderError {
+        match error {
+            EventStreamError::Transport(e) => self.transport_error(e),
+            EventStreamError::Utf8(e) => {
+                ProviderError::Protocol(format!("the event stream is not UTF-8: {e}"))
+            }
+            EventStreamError::Parser(e) => {
+                ProviderError::Protocol(format!("the event stream is malformed: {e:?}"))
+            }
+        }
+    }
+
+    /// Reads a whole body, for error answers and servers that ignore `stream: true`.
+    async fn read_body(
+        &self,
+        response: reqwest::Response,
+        cancel: &CancellationToken,
+    ) -> Result<String, ProviderError> {
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => Err(ProviderError::Cancelled),
+            body = response.text() => body.map_err(|e| self.transport_error(e)),
+        }
+    }
+}
+
+#[async_trait]
+impl Provider for OpenAiProvider {
+    fn name(&self) -> &str {
+        "openai"
+    }
+
+    async fn complete(
+        &self,
+        request: &CompletionRequest,
+        deltas: DeltaSink<'_>,
+        cancel: &CancellationToken,
+    ) -> Result<Completion, ProviderError> {
+        tracing::debug!(
+            endpoint = %self.endpoint,
+            model = %self.model,
+            messages = request.messages.len(),
+            tools = request.tools.len(),
+            "calling the model"
+        );
+        let response = tokio::select! {
+            biased;
+            () = cancel.cancelled() => return Err(ProviderError::Cancelled),
+            response = self.send(request) => response?,
+        };
+        let status = response.status();
+        if !status.is_success() {
+            let body = self.read_body(response, cancel).await?;
+            tracing::debug!(
+                status = status.as_u16(),
+                "the model endpoint refused the call"
+            );
+            return Err(ProviderError::Http {
+                status: status.as_u16(),
+                body: truncate(&body, ERROR_BODY_LIMIT),
+            });
+        }
+        let completion = if is_json(&response) {
+            let body = self.read_body(response, cancel).await?;
+            parse_whole_answer(&body, deltas)?
+        } else {
+            self.read_stream(response, deltas, cancel).await?
+        };
+        tracing::debug!(
+            tokens = completion.tokens,
+            tool_calls = completion.tool_calls.len(),
+            text_chars = completion.text.chars().count(),
+            "the model answered"
+        );
+        Ok(completion)
+    }
+}
+
+// ---- request wire format -------------------------------------------------------------------
+
+#[derive(Serialize)]
+struct WireRequest<'a> {
+    model: &'a str,
+    messages: Vec<WireMessage<'a>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<WireTool<'a>>,
+    stream: bool,
+    stream_options: StreamOptions,
+}
+
+impl<'a> WireRequest<'a> {
+    fn new(model: &'a str, request: &'a CompletionRequest) -> Self {
+        Self {
+            model,
+            messages: request.messages.iter().map(WireMessage::from).collect(),
+            tools: request.tools.iter().map(WireTool::from).collect(),
+            stream: true,
+            stream_options: StreamOptions {
+                include_usage: true,
+            },
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
+}
+
+#[derive(Serialize)]
+#[serde(tag = "role", rename_all = "lowercase")]
+enum WireMessage<'a> {
+    System {
+        content: &'a str,
+    },
+    User {
+        content: &'a str,
+    },
+    Assistant {
+        /// `null` rather than `""` when the model only asked for tools, as OpenAI sends it.
+        content: Option<&'a str>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<WireToolCall<'a>>,
+    },
+    Tool {
+        tool_call_id: &'a str,
+        content: &'a str,
+    },
+}
+
+impl<'a> From<&'a ChatMessage> for WireMessage<'a> {
+    fn from(message: &'a ChatMessage) -> Self {
+        match message {
+            ChatMessage::System(content) => Self::System { content },
+            ChatMessage::User(content) => Self::User { content },
+            ChatMessage::Assistant { text, tool_calls } => Self::Assistant {
+                content: (!text.is_empty()).then_some(text.as_str()),
+                tool_calls: tool_calls.iter().map(WireToolCall::from).collect(),
+            },
+            ChatMessage::Tool { call_id, output } => Self::Tool {
+                tool_call_id: call_id,
+                content: output,
+            },
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct WireToolCall<'a> {
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: WireFunctionCall<'a>,
+}
+
+#[derive(Serialize)]
+struct WireFunctionCall<'a> {
+    name: &'a str,
+    /// A JSON document in a string, as the API wants it.
+    arguments: String,
+}
+
+impl<'a> From<&'a ToolCallRequest> for WireToolCall<'a> {
+    fn from(call: &'a ToolCallRequest) -> Self {
+        // Arguments that were not valid JSON are kept raw; send them back exactly as the model
+        // wrote them so it sees its own mistake.
+        let arguments = match &call.args {
+            Value::String(raw) => raw.clone(),
+            args => args.to_string(),
+        };
+        Self {
+            id: &call.id,
+            kind: "function",
+            function: WireFunctionCall {
+                name: &call.name,
+                arguments,
+            },
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct WireTool<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: WireFunction<'a>,
+}
+
+#[derive(Serialize)]
+struct WireFunction<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a Value,
+}
+
+impl<'a> From<&'a ToolSpec> for WireTool<'a> {
+    fn from(spec: &'a ToolSpec) -> Self {
+        Self {
+            kind: "function",
+            function: WireFunction {
+                name: spec.name,
+                description: spec.description,
+                parameters: &spec.parameters,
+            },
+        }
+    }
+}
+
+// ---- response wire format ------------------------------------------------------------------
+
+/// One `chat.completion.chunk`; every field is optional because servers differ in what they omit.
+#[derive(Deserialize)]
+struct Chunk {
+    #[serde(default)]
+    choices: Vec<ChunkChoice>,
+    usage: Option<Usage>,
+    error: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct ChunkChoice {
+    #[serde(default)]
+    index: u32,
+    delta: Option<Delta>,
+    finish_reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Delta {
+    content: Option<String>,
+    tool_calls: Option<Vec<DeltaToolCall>>,
+}
+
+#[derive(Deserialize)]
+struct DeltaToolCall {
+    index: Option<usize>,
+    id: Option<String>,
+    function: Option<DeltaFunction>,
+}
+
+#[derive(Deserialize)]
+struct DeltaFunction {
+    name: Option<String>,
+    /// A string piece per the API; a few servers send the whole object instead.
+    arguments: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct Usage {
+    total_tokens: Option<u64>,
+    prompt_tokens: Option<u64>,
+    completion_tokens: Option<u64>,
+}
+
+impl Usage {
+    fn total(&self) -> u64 {
+        self.total_tokens.unwrap_or_else(|| {
+            self.prompt_tokens.unwrap_or(0) + self.completion_tokens.unwrap_or(0)
+        })
+    }
+}
+
+/// A non-streamed `chat.completion`, from servers that answer `stream: true` with plain JSON.
+#[derive(Deserialize)]
+struct WholeAnswer {
+    #[serde(default)]
+    choices: Vec<WholeChoice>,
+    usage: Option<Usage>,
+    error: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct WholeChoice {
+    #[serde(default)]
+    index: u32,
+    message: Option<WholeMessage>,
+    finish_reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct WholeMessage {
+    content: Option<String>,
+    tool_calls: Option<Vec<DeltaToolCall>>,
+}
+
+impl WholeAnswer {
+    /// The same answer as one big chunk, so one code path assembles both kinds.
+    fn into_chunk(self) -> Chunk {
+        let choices = self
+            .choices
+            .into_iter()
+            .filter_map(|choice| {
+                let message = choice.message?;
+                Some(ChunkChoice {
+                    index: choice.index,
+                    delta: Some(Delta {
+                        content: message.content,
+                        tool_calls: message.tool_calls.map(number_calls),
+                    }),
+                    finish_reason: choice.finish_reason,
+                })
+            })
+            .collect();
+        Chunk {
+            choices,
+            usage: self.usage,
+            error: self.error,
+        }
+    }
+}
+
+/// Whole tool calls carry no `index`; their position is it.
+fn number_calls(calls: Vec<DeltaToolCall>) -> Vec<DeltaToolCall> {
+    calls
+        .into_iter()
+        .enumerate()
+        .map(|(index, call)| DeltaToolCall {
+            index: Some(index),
+            ..call
+        })
+        .collect()
+}
+
+// ---- assembling the answer -----------------------------------------------------------------
+
+/// The answer so far, built from chunks.
+#[derive(Default)]
+struct Accumulator {
+    text: String,
+    /// Keyed by the call's `index`, so calls come out in the order the model made them.
+    calls: BTreeMap<usize, PartialCall>,
+    /// The index the last piece went to, for servers that omit `index`.
+    last_index: Option<usize>,
+    tokens: u64,
+    finish_reason: Option<String>,
+}
+
+#[derive(Default)]
+struct PartialCall {
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+impl Accumulator {
+    fn apply(&mut self, chunk: Chunk, deltas: DeltaSink<'_>) -> Result<(), ProviderError> {
+        if let Some(error) = chunk.error {
+            return Err(ProviderError::Protocol(error_message(&error)));
+        }
+        if let Some(usage) = chunk.usage {
+            self.tokens = usage.total();
+        }
+        // Only one choice is ever asked for (`n` is left at 1).
+        for choice in chunk.choices.into_iter().filter(|c| c.index == 0) {
+            if let Some(delta) = choice.delta {
+                self.apply_delta(delta, deltas);
+            }
+            if choice.finish_reason.is_some() {
+                self.finish_reason = choice.finish_reason;
+            }
+        }
+        Ok(())
+    }
+
+    fn apply_delta(&mut self, delta: Delta, deltas: DeltaSink<'_>) {
+        if let Some(text) = delta.content.filter(|t| !t.is_empty()) {
+            deltas(&text);
+            self.text.push_str(&text);
+        }
+        for piece in delta.tool_calls.unwrap_or_default() {
+            self.apply_tool_piece(piece);
+        }
+    }
+
+    fn apply_tool_piece(&mut self, piece: DeltaToolCall) {
+        let index = self.index_of(&piece);
+        self.last_index = Some(index);
+        let call = self.calls.entry(index).or_default();
+        if let Some(id) = piece.id.filter(|id| !id.is_empty())
+            && call.id.is_empty()
+        {
+            call.id = id;
+        }
+        let Some(function) = piece.function else {
+            return;
+        };
+        // A name arrives whole in one piece on OpenAI; some servers split it, others repeat it.
+        if let Some(name) = function.name.filter(|n| *n != call.name) {
+            call.name.push_str(&name);
+        }
+        match function.arguments {
+            Some(Value::String(part)) => call.arguments.push_str(&part),
+            Some(Value::Null) | None => {}
+            Some(whole) => call.arguments.push_str(&whole.to_string()),
+        }
+    }
+
+    /// Which call a piece belongs to. The API always sends `index`; without it, a new id starts
+    /// a new call and anything else continues the last one.
+    fn index_of(&self, piece: &DeltaToolCall) -> usize {
+        if let Some(index) = piece.index {
+            return index;
+        }
+        let next = self.calls.keys().next_back().map_or(0, |last| last + 1);
+        let Some(last) = self.last_index else {
+            return next;
+        };
+        match piece.id.as_deref() {
+            Some(id) if !id.is_empty() && self.calls.get(&last).is_some_and(|c| c.id != id) => next,
+            _ => last,
+        }
+    }
+
+    fn finish(self) -> Completion {
+        let tool_calls = self
+            .calls
+            .into_iter()
+            .map(|(index, call)| call.finish(index))
+            .collect();
+        Completion {
+            text: self.text,
+            tool_calls,
+            tokens: self.tokens,
+        }
+    }
+}
+
+impl PartialCall {
+    fn finish(self, index: usize) -> ToolCallRequest {
+        // Some local servers leave the id out; the tool result still needs one to point at.
+        let id = if self.id.is_empty() {
+            format!("call_{index}")
+        } else {
+            self.id
+        };
+        ToolCallRequest {
+            id,
+            name: self.name,
+            args: parse_arguments(self.arguments),
+        }
+    }
+}
+
+/// The arguments as JSON: nothing means no arguments; text that is not JSON is kept raw so the
+/// tool can say what was wrong with it.
+fn parse_arguments(raw: String) -> Value {
+    if raw.trim().is_empty() {
+        return Value::Object(serde_json::Map::new());
+    }
+    serde_json::from_str(&raw).unwrap_or(Value::String(raw))
+}
+
+fn parse_event(event: &Event) -> Result<Chunk, ProviderError> {
+    serde_json::from_str(&event.data).map_err(|e| {
+        let data = truncate(&event.data, ERROR_BODY_LIMIT);
+        if event.event == "error" {
+            ProviderError::Protocol(data)
+        } else {
+            ProviderError::Protocol(format!("unreadable chunk ({e}): {data}"))
+        }
+    })
+}
+
+/// Turns a whole JSON answer into a completion; its text still reaches the sink, in one piece.
+fn parse_whole_answer(body: &str, deltas: DeltaSink<'_>) -> Result<Completion, ProviderError> {
+    let answer: WholeAnswer = serde_json::from_str(body).map_err(|e| {
+        let body = truncate(body, ERROR_BODY_LIMIT);
+        ProviderError::Protocol(format!("unreadable answer ({e}): {body}"))
+    })?;
+    let mut acc = Accumulator::default();
+    acc.apply(answer.into_chunk(), deltas)?;
+    Ok(acc.finish())
+}
+
+/// The human-readable part of an API error object.
+fn error_message(error: &Value) -> String {
+    match error {
+        Value::String(message) => message.clone(),
+        _ => match error.get("message").and_then(Value::as_str) {
+            Some(message) => message.to_owned(),
+            None => error.to_string(),
+        },
+    }
+}
+
+fn is_json(response: &reqwest::Response) -> bool {
+    response
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().starts_with("application/json"))
+}
+
+/// An error and its causes on one line; reqwest's own message alone ("error sending request")
+/// hides the useful part ("Connection refused").
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+/// At most `limit` characters, cut on a character boundary.
+fn truncate(text: &str, limit: usize) -> String {
+    match text.char_indices().nth(limit) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
+    }
+}

@@ -1,0 +1,285 @@
+//! The file tools (read, list, write, edit), working on paths `confine` already resolved.
+
+use std::io;
+
+use tokio::fs;
+use tokio::io::AsyncReadExt;
+
+use super::confine::Resolved;
+use super::output::{cap_bytes, cap_text};
+use super::{ToolError, ToolOutput};
+
+pub(crate) async fn read_file(target: &Resolved, limit: usize) -> Result<ToolOutput, ToolError> {
+    let fail = |e| ToolError::io("read", &target.shown, e);
+    let meta = fs::metadata(&target.abs).await.map_err(fail)?;
+    if meta.is_dir() {
+        return Err(ToolError::IsADirectory(target.shown.clone()));
+    }
+    // Only the part that will be shown is read, however large the file.
+    let file = fs::File::open(&target.abs).await.map_err(fail)?;
+    let mut kept = Vec::new();
+    file.take(u64::try_from(limit).unwrap_or(u64::MAX))
+        .read_to_end(&mut kept)
+        .await
+        .map_err(fail)?;
+    let total = usize::try_from(meta.len())
+        .unwrap_or(usize::MAX)
+        .max(kept.len());
+    if total == 0 {
+        return Ok(ToolOutput::ok("(empty file)"));
+    }
+    Ok(ToolOutput::ok(cap_bytes(&kept, total, limit)))
+}
+
+pub(crate) async fn list_files(target: &Resolved, limit: usize) -> Result<ToolOutput, ToolError> {
+    let fail = |e| ToolError::io("list", &target.shown, e);
+    if !fs::metadata(&target.abs).await.map_err(fail)?.is_dir() {
+        return Err(ToolError::NotADirectory(target.shown.clone()));
+    }
+    let mut entries = fs::read_dir(&target.abs).await.map_err(fail)?;
+    let mut names = Vec::new();
+    while let Some(entry) = entries.next_entry().await.map_err(fail)? {
+        let mut name = entry.file_name().to_string_lossy().into_owned();
+        // Not following symlinks: a link is listed as itself, not as what it points to.
+        if entry.file_type().await.is_ok_and(|t| t.is_dir()) {
+            name.push('/');
+        }
+        names.push(name);
+    }
+    if names.is_empty() {
+        return Ok(ToolOutput::ok("(empty directory)"));
+    }
+    names.sort();
+    Ok(ToolOutput::ok(cap_text(&names.join("\n"), limit)))
+}
+
+pub(crate) async fn write_file(target: &Resolved, content: &str) -> Result<ToolOutput, ToolError> {
+    let existed = match fs::metadata(&target.abs).await {
+        Ok(meta) if meta.is_dir() => return Err(ToolError::IsADirectory(target.shown.clone())),
+        Ok(_) => true,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => false,
+        Err(e) => return Err(ToolError::io("write", &target.shown, e)),
+    };
+    if let Some(parent) = target.abs.parent() {
+        fs::create_dir_all(parent)
+            .await
+            .map_err(|e| ToolError::io("create the directories for", &target.shown, e))?;
+    }
+    fs::write(&target.abs, content)
+        .await
+        .map_err(|e| ToolError::io("write", &target.shown, e))?;
+    let how = if existed { "replaced" } else { "new file" };
+    Ok(ToolOutput::ok(format!(
+        "wrote {} bytes to {} ({how})",
+        content.len(),
+        target.shown
+    )))
+}
+
+pub(crate) async fn edit_file(
+    target: &Resolved,
+    old: &str,
+    new: &str,
+) -> Result<ToolOutput, ToolError> {
+    let bytes = fs::read(&target.abs)
+        .await
+        .map_err(|e| ToolError::io("read", &target.shown, e))?;
+    let text = String::from_utf8(bytes).map_err(|_| ToolError::NotText(target.shown.clone()))?;
+    match occurrences(&text, old) {
+        0 => {
+            return Err(ToolError::EditMismatch(format!(
+                "`old` text not found in {}",
+                target.shown
+            )));
+        }
+        1 => {}
+        n => {
+            return Err(ToolError::EditMismatch(format!(
+                "`old` text occurs {n} times in {}; make it unique",
+                target.shown
+            )));
+        }
+    }
+    fs::write(&target.abs, text.replacen(old, new, 1))
+        .await
+        .map_err(|e| ToolError::io("write", &target.shown, e))?;
+    Ok(ToolOutput::ok(format!(
+        "edited {} (1 replacement)",
+        target.shown
+    )))
+}
+
+/// Counts overlapping occurrences too: `aa` in `aaa` is ambiguous, so it counts as two.
+fn occurrences(text: &str, needle: &str) -> usize {
+    let mut count = 0;
+    let mut from = 0;
+    while let Some(at) = text.get(from..).and_then(|rest| rest.find(needle)) {
+        count += 1;
+        let start = from + at;
+        let step = text
+            .get(start..)
+            .and_then(|rest| rest.chars().next())
+            .map_or(1, char::len_utf8);
+        from = start + step;
+    }
+    count
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{ctx, run};
+    use super::occurrences;
+    use crate::protocol::ToolStatus;
+    use serde_json::json;
+    use std::fs;
+
+    #[test]
+    fn occurrences_count_overlaps() {
+        assert_eq!(occurrences("aaa", "aa"), 2);
+        assert_eq!(occurrences("é-é", "é"), 2);
+        assert_eq!(occurrences("abc", "x"), 0);
+    }
+
+    #[tokio::test]
+    async fn read_file_returns_text_and_truncates() {
+        let ws = tempfile::tempdir().unwrap();
+        fs::write(ws.path().join("short.txt"), "hello\n").unwrap();
+        fs::write(ws.path().join("long.txt"), "x".repeat(5000)).unwrap();
+        let c = ctx(ws.path(), 100);
+
+        let out = run(&c, "read_file", json!({"path": "short.txt"})).await;
+        assert_eq!(
+            (out.status, out.output.as_str()),
+            (ToolStatus::Ok, "hello\n")
+        );
+
+        let out = run(&c, "read_file", json!({"path": "long.txt"})).await;
+        assert_eq!(out.status, ToolStatus::Ok);
+        assert_eq!(
+            out.output,
+            format!("{}\n…[truncated, 5000 bytes total]", "x".repeat(100))
+        );
+
+        let out = run(&c, "read_file", json!({"path": "missing.txt"})).await;
+        assert_eq!(out.status, ToolStatus::Error);
+        assert_eq!(out.output, "`missing.txt` does not exist");
+    }
+
+    #[tokio::test]
+    async fn list_files_is_sorted_flat_and_marks_directories() {
+        let ws = tempfile::tempdir().unwrap();
+        fs::create_dir_all(ws.path().join("src/deep")).unwrap();
+        fs::write(ws.path().join("b.txt"), "").unwrap();
+        fs::write(ws.path().join("a.txt"), "").unwrap();
+        fs::write(ws.path().join("src/main.rs"), "").unwrap();
+        let c = ctx(ws.path(), 10_000);
+
+        let out = run(&c, "list_files", json!({})).await;
+        assert_eq!(
+            (out.status, out.output.as_str()),
+            (ToolStatus::Ok, "a.txt\nb.txt\nsrc/")
+        );
+        let out = run(&c, "list_files", json!({"path": "src"})).await;
+        assert_eq!(out.output, "deep/\nmain.rs");
+        let out = run(&c, "list_files", json!({"path": "a.txt"})).await;
+        assert_eq!(out.status, ToolStatus::Error);
+    }
+
+    #[tokio::test]
+    async fn write_file_creates_directories_and_reports_new_or_replaced() {
+        let ws = tempfile::tempdir().unwrap();
+        let c = ctx(ws.path(), 10_000);
+
+        let out = run(
+            &c,
+            "write_file",
+            json!({"path": "a/b/notes.md", "content": "hello"}),
+        )
+        .await;
+        assert_eq!(out.output, "wrote 5 bytes to a/b/notes.md (new file)");
+        let out = run(
+            &c,
+            "write_file",
+            json!({"path": "./a/b/notes.md", "content": "hi"}),
+        )
+        .await;
+        assert_eq!(out.output, "wrote 2 bytes to a/b/notes.md (replaced)");
+        assert_eq!(
+            fs::read_to_string(ws.path().join("a/b/notes.md")).unwrap(),
+            "hi"
+        );
+
+        let out = run(&c, "write_file", json!({"path": "a", "content": "x"})).await;
+        assert_eq!(
+            (out.status, out.output.as_str()),
+            (ToolStatus::Error, "`a` is a directory, not a file")
+        );
+    }
+
+    #[tokio::test]
+    async fn edit_file_replaces_exactly_one_occurrence() {
+        let ws = tempfile::tempdir().unwrap();
+        let file = ws.path().join("notes.md");
+        fs::write(&file, "one two three").unwrap();
+        let c = ctx(ws.path(), 10_000);
+
+        let out = run(
+            &c,
+            "edit_file",
+            json!({"path": "notes.md", "old": "two", "new": "2"}),
+        )
+        .await;
+        assert_eq!(
+            (out.status, out.output.as_str()),
+            (ToolStatus::Ok, "edited notes.md (1 replacement)")
+        );
+        assert_eq!(fs::read_to_string(&file).unwrap(), "one 2 three");
+    }
+
+    #[tokio::test]
+    async fn edit_file_refuses_absent_ambiguous_and_empty_old_text() {
+        let ws = tempfile::tempdir().unwrap();
+        let file = ws.path().join("notes.md");
+        let original = "x y x z x";
+        fs::write(&file, original).unwrap();
+        let c = ctx(ws.path(), 10_000);
+
+        let out = run(
+            &c,
+            "edit_file",
+            json!({"path": "notes.md", "old": "nope", "new": "-"}),
+        )
+        .await;
+        assert_eq!(
+            (out.status, out.output.as_str()),
+            (ToolStatus::Error, "`old` text not found in notes.md")
+        );
+
+        let out = run(
+            &c,
+            "edit_file",
+            json!({"path": "notes.md", "old": "x", "new": "-"}),
+        )
+        .await;
+        assert_eq!(
+            (out.status, out.output.as_str()),
+            (
+                ToolStatus::Error,
+                "`old` text occurs 3 times in notes.md; make it unique"
+            )
+        );
+
+        let out = run(
+            &c,
+            "edit_file",
+            json!({"path": "notes.md", "old": "", "new": "-"}),
+        )
+        .await;
+        assert_eq!(
+            (out.status, out.output.as_str()),
+            (ToolStatus::Error, "invalid arguments: `old` is empty")
+        );
+
+        assert_eq!(fs::read_to_string(&file).unwrap(), original);
+    }
+}

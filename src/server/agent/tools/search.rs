@@ -1,0 +1,185 @@
+//! `search`: plain substring search through the text files under a workspace path.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+
+use tokio_util::sync::CancellationToken;
+use walkdir::WalkDir;
+
+use super::confine::Resolved;
+use super::output::cap_text;
+use super::{ToolError, ToolOutput};
+use crate::protocol::ToolStatus;
+
+/// Enough to locate things; a model wanting more should narrow the pattern or the path.
+const MAX_MATCHES: usize = 200;
+/// Longer matching lines (minified files) are clipped so a few can't fill the output.
+const MAX_LINE_BYTES: usize = 300;
+
+pub(crate) async fn search(
+    target: Resolved,
+    pattern: String,
+    limit: usize,
+    cancel: CancellationToken,
+) -> Result<ToolOutput, ToolError> {
+    // Checked first so a typo reads as "does not exist", not as "no matches".
+    tokio::fs::metadata(&target.abs)
+        .await
+        .map_err(|e| ToolError::io("search", &target.shown, e))?;
+    let scan = tokio::task::spawn_blocking(move || scan(&target, &pattern, &cancel)).await;
+    let Ok(scan) = scan else {
+        return Ok(ToolOutput::error("search failed unexpectedly"));
+    };
+    if scan.cancelled {
+        return Ok(ToolOutput {
+            status: ToolStatus::Cancelled,
+            output: "search cancelled".into(),
+        });
+    }
+    if scan.lines.is_empty() {
+        return Ok(ToolOutput::ok("no matches"));
+    }
+    let mut lines = scan.lines;
+    // One match past the limit was collected only to know whether there are more.
+    let more = lines.len() > MAX_MATCHES;
+    lines.truncate(MAX_MATCHES);
+    let mut text = lines.join("\n");
+    if more {
+        text.push_str(&format!("\n…[stopped at {MAX_MATCHES} matches]"));
+    }
+    Ok(ToolOutput::ok(cap_text(&text, limit)))
+}
+
+struct Scan {
+    lines: Vec<String>,
+    cancelled: bool,
+}
+
+/// Walks without following symlinks (so nothing outside the workspace is read), skipping `.git`.
+fn scan(target: &Resolved, pattern: &str, cancel: &CancellationToken) -> Scan {
+    let mut lines = Vec::new();
+    let walk = WalkDir::new(&target.abs)
+        .sort_by_file_name()
+        .into_iter()
+        .filter_entry(|e| e.depth() == 0 || e.file_name() != ".git");
+    for entry in walk {
+        if cancel.is_cancelled() {
+            return Scan {
+                lines,
+                cancelled: true,
+            };
+        }
+        // Unreadable entries are skipped: a search reports what it can see.
+        let Ok(entry) = entry else { continue };
+        if !entry.file_type().is_file() {
+            continue;
+        }
+        let shown = entry
+            .path()
+            .strip_prefix(&target.root)
+            .unwrap_or(entry.path())
+            .to_string_lossy()
+            .into_owned();
+        search_file(entry.path(), &shown, pattern, &mut lines);
+        if lines.len() > MAX_MATCHES {
+            break;
+        }
+    }
+    Scan {
+        lines,
+        cancelled: false,
+    }
+}
+
+/// Appends `file:line: text` for each matching line; binary files (a NUL early on) are skipped.
+fn search_file(path: &Path, shown: &str, pattern: &str, lines: &mut Vec<String>) {
+    let Ok(file) = File::open(path) else { return };
+    let mut reader = BufReader::new(file);
+    match reader.fill_buf() {
+        Ok(head) if !head.contains(&0) => {}
+        _ => return,
+    }
+    let mut buf = Vec::new();
+    let mut number = 0usize;
+    while lines.len() <= MAX_MATCHES {
+        buf.clear();
+        match reader.read_until(b'\n', &mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(_) => number += 1,
+        }
+        let line = String::from_utf8_lossy(&buf);
+        if line.contains(pattern) {
+            let line = line.trim_end_matches(['\n', '\r']);
+            lines.push(format!("{shown}:{number}: {}", clip(line)));
+        }
+    }
+}
+
+fn clip(line: &str) -> String {
+    if line.len() <= MAX_LINE_BYTES {
+        return line.to_owned();
+    }
+    let mut end = MAX_LINE_BYTES;
+    while !line.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", line.get(..end).unwrap_or(line))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{ctx, run};
+    use crate::protocol::ToolStatus;
+    use serde_json::json;
+    use std::fs;
+
+    #[tokio::test]
+    async fn finds_file_and_line_skipping_git_and_binary_files() {
+        let ws = tempfile::tempdir().unwrap();
+        fs::create_dir_all(ws.path().join("src")).unwrap();
+        fs::create_dir_all(ws.path().join(".git")).unwrap();
+        fs::write(ws.path().join("src/lib.rs"), "fn a() {}\nfn needle() {}\n").unwrap();
+        fs::write(ws.path().join("notes.md"), "a needle here\r\nnone\n").unwrap();
+        fs::write(ws.path().join(".git/config"), "needle\n").unwrap();
+        fs::write(ws.path().join("blob.bin"), b"needle\0\x01").unwrap();
+        let c = ctx(ws.path(), 10_000);
+
+        let out = run(&c, "search", json!({"pattern": "needle"})).await;
+        assert_eq!(out.status, ToolStatus::Ok);
+        assert_eq!(
+            out.output,
+            "notes.md:1: a needle here\nsrc/lib.rs:2: fn needle() {}"
+        );
+
+        let out = run(&c, "search", json!({"pattern": "needle", "path": "src"})).await;
+        assert_eq!(out.output, "src/lib.rs:2: fn needle() {}");
+
+        let out = run(&c, "search", json!({"pattern": "n.edle"})).await;
+        assert_eq!(
+            (out.status, out.output.as_str()),
+            (ToolStatus::Ok, "no matches")
+        );
+
+        let out = run(&c, "search", json!({"pattern": "x", "path": "nowhere"})).await;
+        assert_eq!(out.status, ToolStatus::Error);
+    }
+
+    #[tokio::test]
+    async fn stops_at_the_match_limit() {
+        let ws = tempfile::tempdir().unwrap();
+        fs::write(ws.path().join("many.txt"), "hit\n".repeat(1000)).unwrap();
+        let c = ctx(ws.path(), 1_000_000);
+
+        let out = run(&c, "search", json!({"pattern": "hit"})).await;
+        let lines: Vec<&str> = out.output.lines().collect();
+        assert_eq!(lines.len(), super::MAX_MATCHES + 1);
+        assert_eq!(lines.last(), Some(&"…[stopped at 200 matches]"));
+
+        // Exactly at the limit nothing was left out, so there is no note.
+        fs::write(ws.path().join("many.txt"), "hit\n".repeat(200)).unwrap();
+        let out = run(&c, "search", json!({"pattern": "hit"})).await;
+        assert_eq!(out.output.lines().count(), super::MAX_MATCHES);
+        assert!(!out.output.contains("stopped"));
+    }
+}

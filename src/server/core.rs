@@ -1,0 +1,220 @@
+//! The core operations behind every route and server function: sessions, modes, messages,
+//! cancel. Handlers and server functions are thin wrappers over these, so the checks are the
+//! same whichever door a request comes through.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use super::agent::provider::Provider;
+use super::agent::running::RunningTurns;
+use super::agent::turn;
+use super::config::Config;
+use super::error::ApiError;
+use super::event_log::EventLog;
+use super::store::{NewEvent, SessionRow, now_rfc3339};
+use crate::protocol::{EventBody, Mode, ModeSource, Session, Snapshot};
+
+/// The longest message a person may send, in characters (protocol.md).
+pub const MAX_MESSAGE_CHARS: usize = 32_768;
+const MAX_TITLE_CHARS: usize = 200;
+const DEFAULT_TITLE: &str = "New session";
+
+pub struct Core {
+    pub log: EventLog,
+    pub config: Config,
+    pub provider: Arc<dyn Provider>,
+    /// Canonical path of the folder the tools are confined to.
+    pub workspace: PathBuf,
+    /// Fired once on graceful shutdown; SSE streams and background tasks watch it.
+    pub shutdown: CancellationToken,
+    pub turns: RunningTurns,
+}
+
+/// A stored mode that does not parse falls back to `ask`: fail closed.
+pub fn stored_mode(row: &SessionRow) -> Mode {
+    Mode::parse(&row.approval_mode).unwrap_or(Mode::Ask)
+}
+
+/// Parses a mode from the wire, with the protocol's error.
+pub fn parse_mode(raw: &str) -> Result<Mode, ApiError> {
+    Mode::parse(raw).ok_or(ApiError::InvalidApprovalMode)
+}
+
+fn parse_session_id(raw: &str) -> Result<String, ApiError> {
+    uuid::Uuid::parse_str(raw)
+        .map(|u| u.hyphenated().to_string())
+        .map_err(|_| ApiError::UnknownSession(raw.chars().take(64).collect()))
+}
+
+impl Core {
+    fn session_view(&self, row: &SessionRow) -> Session {
+        Session {
+            id: row.id.clone(),
+            title: row.title.clone(),
+            created_at: row.created_at.clone(),
+            approval_mode: stored_mode(row),
+            running_turn_id: self.turns.running_turn_id(&row.id),
+            pending_approvals: 0,
+        }
+    }
+
+    async fn session_row(&self, raw_id: &str) -> Result<SessionRow, ApiError> {
+        let id = parse_session_id(raw_id)?;
+        self.log
+            .store()
+            .get_session(&id)
+            .await?
+            .ok_or(ApiError::UnknownSession(id))
+    }
+
+    /// The canonical id of an existing session, or `unknown_session`.
+    pub async fn existing_session_id(&self, raw_id: &str) -> Result<String, ApiError> {
+        Ok(self.session_row(raw_id).await?.id)
+    }
+
+    pub async fn create_session(
+        &self,
+        title: Option<String>,
+        mode: Option<&str>,
+    ) -> Result<Session, ApiError> {
+        let mode = match mode {
+            Some(raw) => parse_mode(raw)?,
+            None => self.config.approvals.default_mode,
+        };
+        let title = match title.as_deref().map(str::trim) {
+            None | Some("") => DEFAULT_TITLE.to_owned(),
+            Some(t) if t.chars().count() > MAX_TITLE_CHARS => {
+                return Err(ApiError::InvalidTitle(format!(
+                    "title must be at most {MAX_TITLE_CHARS} characters"
+                )));
+            }
+            Some(t) => t.to_owned(),
+        };
+        let row = SessionRow {
+            id: uuid::Uuid::new_v4().to_string(),
+            title,
+            created_at: now_rfc3339(),
+            approval_mode: mode.as_str().to_owned(),
+            last_seq: 0,
+        };
+        self.log.store().create_session(&row).await?;
+        Ok(self.session_view(&row))
+    }
+
+    pub async fn list_sessions(&self) -> Result<Vec<Session>, ApiError> {
+        let rows = self.log.store().list_sessions().await?;
+        Ok(rows.iter().map(|r| self.session_view(r)).collect())
+    }
+
+    pub async fn snapshot(&self, session_id: &str) -> Result<Snapshot, ApiError> {
+        let row = self.session_row(session_id).await?;
+        let events = self.log.all_events(&row.id).await?;
+        let cursor = events.last().and_then(|e| e.seq).unwrap_or(0);
+        Ok(Snapshot {
+            session: self.session_view(&row),
+            events,
+            pending: Vec::new(),
+            cursor,
+        })
+    }
+
+    pub async fn delete_session(&self, session_id: &str) -> Result<(), ApiError> {
+        let row = self.session_row(session_id).await?;
+        if !self
+            .turns
+            .cancel_and_wait(&row.id, Duration::from_secs(10))
+            .await
+        {
+            tracing::warn!(session = %row.id, "turn did not stop within 10 s; deleting anyway");
+        }
+        self.log.store().delete_session(&row.id).await?;
+        self.log.forget(&row.id);
+        Ok(())
+    }
+
+    /// Sets the session's remembered mode; returns `(previous, current)`.
+    pub async fn set_mode(
+        &self,
+        session_id: &str,
+        raw_mode: &str,
+    ) -> Result<(Mode, Mode), ApiError> {
+        let mode = parse_mode(raw_mode)?;
+        let row = self.session_row(session_id).await?;
+        let previous = stored_mode(&row);
+        if previous != mode {
+            let event = NewEvent::new(
+                None,
+                EventBody::ModeChanged {
+                    previous,
+                    next: mode,
+                    source: ModeSource::User,
+                },
+            );
+            self.log.append(&row.id, vec![event], Some(mode)).await?;
+        }
+        Ok((previous, mode))
+    }
+
+    /// Records the message and starts a turn; returns its id at once (the turn runs on).
+    pub async fn send_message(
+        self: &Arc<Self>,
+        session_id: &str,
+        text: &str,
+        raw_mode: Option<&str>,
+    ) -> Result<String, ApiError> {
+        let requested = raw_mode.map(parse_mode).transpose()?;
+        let chars = text.chars().count();
+        if chars == 0 || text.trim().is_empty() {
+            return Err(ApiError::InvalidMessage("text must not be empty".into()));
+        }
+        if chars > MAX_MESSAGE_CHARS {
+            return Err(ApiError::InvalidMessage(format!(
+                "text must be at most {MAX_MESSAGE_CHARS} characters (got {chars})"
+            )));
+        }
+        let row = self.session_row(session_id).await?;
+        if self.shutdown.is_cancelled() {
+            return Err(ApiError::ShuttingDown);
+        }
+        let turn_id = uuid::Uuid::new_v4().to_string();
+        let lease = self
+            .turns
+            .try_start(&row.id, &turn_id)
+            .ok_or(ApiError::TurnInProgress)?;
+        let previous = stored_mode(&row);
+        let mode = requested.unwrap_or(previous);
+        let mut events = Vec::with_capacity(2);
+        if mode != previous {
+            events.push(NewEvent::new(
+                Some(&turn_id),
+                EventBody::ModeChanged {
+                    previous,
+                    next: mode,
+                    source: ModeSource::Message,
+                },
+            ));
+        }
+        events.push(NewEvent::new(
+            Some(&turn_id),
+            EventBody::UserMessage {
+                text: text.to_owned(),
+                approval_mode: mode,
+            },
+        ));
+        let set_mode = (mode != previous).then_some(mode);
+        if let Err(err) = self.log.append(&row.id, events, set_mode).await {
+            self.turns.finish(&row.id, &turn_id);
+            return Err(err.into());
+        }
+        turn::spawn(self.clone(), row.id, lease, mode);
+        Ok(turn_id)
+    }
+
+    pub async fn cancel(&self, session_id: &str) -> Result<String, ApiError> {
+        let row = self.session_row(session_id).await?;
+        self.turns.cancel(&row.id).ok_or(ApiError::NoTurnRunning)
+    }
+}

@@ -1,0 +1,105 @@
+//! The one error type of the core operations, with the wire code and HTTP status of each.
+//!
+//! REST handlers and server functions both return it, so a failure reads the same everywhere.
+//! Internal causes are logged, never sent: the client gets a code and a plain sentence.
+
+use http::StatusCode;
+
+use super::store::StoreError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error(
+        "not authenticated: open the login URL printed at startup, or send `Authorization: Bearer <token>`"
+    )]
+    Unauthorized,
+    #[error("cross-origin request refused: state-changing requests must come from this site")]
+    Csrf,
+    #[error("the request body is larger than 1 MiB")]
+    PayloadTooLarge,
+    #[error("the request body is not valid JSON: {0}")]
+    InvalidJson(String),
+    #[error("{0}")]
+    InvalidRequest(String),
+    #[error("approval_mode must be one of plan, ask, auto_edit, yolo")]
+    InvalidApprovalMode,
+    #[error("{0}")]
+    InvalidMessage(String),
+    #[error("{0}")]
+    InvalidTitle(String),
+    #[error("no session with id {0}")]
+    UnknownSession(String),
+    #[error("no such route: {0}")]
+    NotFound(String),
+    #[error("method not allowed")]
+    MethodNotAllowed,
+    #[error("a turn is already running in this session; wait for it or cancel it")]
+    TurnInProgress,
+    #[error("no turn is running in this session")]
+    NoTurnRunning,
+    #[error("the server is shutting down")]
+    ShuttingDown,
+    #[error("the database could not be written; nothing was changed, try again")]
+    StorageUnavailable,
+    #[error("internal error; see the server log")]
+    Internal(String),
+}
+
+impl ApiError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            ApiError::Unauthorized => "unauthorized",
+            ApiError::Csrf => "csrf",
+            ApiError::PayloadTooLarge => "payload_too_large",
+            ApiError::InvalidJson(_) => "invalid_json",
+            ApiError::InvalidRequest(_) => "invalid_request",
+            ApiError::InvalidApprovalMode => "invalid_approval_mode",
+            ApiError::InvalidMessage(_) => "invalid_message",
+            ApiError::InvalidTitle(_) => "invalid_title",
+            ApiError::UnknownSession(_) => "unknown_session",
+            ApiError::NotFound(_) => "not_found",
+            ApiError::MethodNotAllowed => "method_not_allowed",
+            ApiError::TurnInProgress => "turn_in_progress",
+            ApiError::NoTurnRunning => "no_turn_running",
+            ApiError::ShuttingDown => "shutting_down",
+            ApiError::StorageUnavailable => "storage_unavailable",
+            ApiError::Internal(_) => "internal",
+        }
+    }
+
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::Csrf => StatusCode::FORBIDDEN,
+            ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::InvalidJson(_)
+            | ApiError::InvalidRequest(_)
+            | ApiError::InvalidApprovalMode
+            | ApiError::InvalidMessage(_)
+            | ApiError::InvalidTitle(_) => StatusCode::BAD_REQUEST,
+            ApiError::UnknownSession(_) | ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::TurnInProgress | ApiError::NoTurnRunning => StatusCode::CONFLICT,
+            ApiError::ShuttingDown | ApiError::StorageUnavailable => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
+            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(err: StoreError) -> Self {
+        match err {
+            StoreError::UnknownSession(id) => ApiError::UnknownSession(id),
+            StoreError::Database(e) => {
+                tracing::error!(error = %e, "database error");
+                ApiError::StorageUnavailable
+            }
+            other => {
+                tracing::error!(error = %other, "store error");
+                ApiError::Internal(other.to_string())
+            }
+        }
+    }
+}

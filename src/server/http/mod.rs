@@ -1,0 +1,144 @@
+//! The HTTP surface: router assembly, layers, and the page routes that are not Leptos views.
+
+pub mod auth;
+pub mod error;
+pub mod json;
+pub mod sessions;
+pub mod sse;
+
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::middleware::{self, Next};
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::routing::{get, post, put};
+use http::{HeaderValue, StatusCode, header};
+use leptos_axum::{LeptosRoutes, generate_route_list};
+use tower_http::compression::CompressionLayer;
+use tower_http::services::ServeDir;
+use tower_http::set_header::SetResponseHeaderLayer;
+use tower_http::timeout::TimeoutLayer;
+use tower_http::trace::TraceLayer;
+
+use crate::app::{App, shell};
+use crate::server::error::ApiError;
+use crate::server::state::AppState;
+
+/// Bodies above this answer `413 payload_too_large`.
+pub const BODY_LIMIT: usize = 1024 * 1024;
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+const CSP: &str = "default-src 'self'; script-src 'self' 'unsafe-inline' 'wasm-unsafe-eval'; \
+style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; \
+frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
+
+/// The whole application router (tests drive it directly; `serve` binds it to a socket).
+pub fn router(state: AppState) -> Router {
+    let api = Router::new()
+        .route("/health", get(sessions::health))
+        .route("/sessions", post(sessions::create).get(sessions::list))
+        .route(
+            "/sessions/{sid}",
+            get(sessions::snapshot).delete(sessions::delete),
+        )
+        .route("/sessions/{sid}/mode", put(sessions::set_mode))
+        .route("/sessions/{sid}/messages", post(sessions::send_message))
+        .route("/sessions/{sid}/cancel", post(sessions::cancel))
+        .fallback(api_not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            REQUEST_TIMEOUT,
+        ));
+    // The feed has no request timeout: it is meant to stay open.
+    let feed = Router::new().route("/sessions/{sid}/events", get(sse::feed));
+
+    let leptos_options = state.leptos_options.clone();
+    let routes = generate_route_list(App);
+    let pkg_dir = format!("{}/pkg", leptos_options.site_root);
+    let pages = Router::new()
+        .route("/", get(home))
+        .route("/login", get(auth::login))
+        .leptos_routes(&state, routes, {
+            let options = leptos_options.clone();
+            move || shell(options.clone())
+        })
+        .layer(TimeoutLayer::with_status_code(
+            StatusCode::REQUEST_TIMEOUT,
+            REQUEST_TIMEOUT,
+        ));
+
+    Router::new()
+        .nest("/api/v1", api.merge(feed))
+        .merge(pages)
+        .nest_service("/pkg", ServeDir::new(pkg_dir))
+        .fallback(page_not_found)
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            auth::require_auth,
+        ))
+        .layer(middleware::from_fn(reject_oversized))
+        .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(CompressionLayer::new())
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::X_CONTENT_TYPE_OPTIONS,
+            HeaderValue::from_static("nosniff"),
+        ))
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::X_FRAME_OPTIONS,
+            HeaderValue::from_static("DENY"),
+        ))
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::REFERRER_POLICY,
+            HeaderValue::from_static("no-referrer"),
+        ))
+        .layer(SetResponseHeaderLayer::if_not_present(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static(CSP),
+        ))
+        .layer(TraceLayer::new_for_http())
+        .with_state(state)
+}
+
+/// A declared `Content-Length` over the limit is refused before anything reads the body.
+async fn reject_oversized(req: Request, next: Next) -> Response {
+    let declared = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    if declared.is_some_and(|len| len > BODY_LIMIT) {
+        return ApiError::PayloadTooLarge.into_response();
+    }
+    next.run(req).await
+}
+
+async fn api_not_found(req: Request) -> ApiError {
+    ApiError::NotFound(req.uri().path().to_owned())
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::MethodNotAllowed
+}
+
+async fn page_not_found(req: Request) -> Response {
+    if req.uri().path().starts_with("/api/") {
+        return ApiError::NotFound(req.uri().path().to_owned()).into_response();
+    }
+    (
+        StatusCode::NOT_FOUND,
+        Html(r#"<!doctype html><title>Not found · Countersign</title><p>Nothing here. <a href="/">Back to your sessions</a></p>"#),
+    )
+        .into_response()
+}
+
+/// `/` opens the most recent session, creating one on first use.
+async fn home(State(state): State<AppState>) -> Result<Response, ApiError> {
+    let sessions = state.core.list_sessions().await?;
+    let id = match sessions.first() {
+        Some(session) => session.id.clone(),
+        None => state.core.create_session(None, None).await?.id,
+    };
+    Ok(Redirect::to(&format!("/sessions/{id}")).into_response())
+}

@@ -1,0 +1,102 @@
+//! REST handlers for health, sessions, modes, messages and cancel. Each is a thin wrapper
+//! over one `Core` operation.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::response::IntoResponse;
+use http::StatusCode;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::json::ApiJson;
+use crate::server::error::ApiError;
+use crate::server::state::AppState;
+
+pub async fn health() -> impl IntoResponse {
+    Json(json!({ "status": "ok", "version": env!("CARGO_PKG_VERSION") }))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateSession {
+    title: Option<String>,
+    approval_mode: Option<String>,
+}
+
+pub async fn create(
+    State(state): State<AppState>,
+    ApiJson(body): ApiJson<CreateSession>,
+) -> Result<impl IntoResponse, ApiError> {
+    let session = state
+        .core
+        .create_session(body.title, body.approval_mode.as_deref())
+        .await?;
+    Ok((StatusCode::CREATED, Json(session)))
+}
+
+pub async fn list(State(state): State<AppState>) -> Result<impl IntoResponse, ApiError> {
+    Ok(Json(state.core.list_sessions().await?))
+}
+
+pub async fn snapshot(
+    State(state): State<AppState>,
+    Path(sid): Path<String>,
+) -> Result<impl IntoResponse, ApiError> {
+    Ok(Json(state.core.snapshot(&sid).await?))
+}
+
+pub async fn delete(
+    State(state): State<AppState>,
+    Path(sid): Path<String>,
+) -> Result<impl IntoResponse, ApiError> {
+    state.core.delete_session(&sid).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SetMode {
+    approval_mode: Option<String>,
+}
+
+pub async fn set_mode(
+    State(state): State<AppState>,
+    Path(sid): Path<String>,
+    ApiJson(body): ApiJson<SetMode>,
+) -> Result<impl IntoResponse, ApiError> {
+    let raw = body.approval_mode.ok_or(ApiError::InvalidApprovalMode)?;
+    let (previous, current) = state.core.set_mode(&sid, &raw).await?;
+    Ok(Json(
+        json!({ "previous": previous, "approval_mode": current }),
+    ))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SendMessage {
+    text: Option<String>,
+    approval_mode: Option<String>,
+}
+
+pub async fn send_message(
+    State(state): State<AppState>,
+    Path(sid): Path<String>,
+    ApiJson(body): ApiJson<SendMessage>,
+) -> Result<impl IntoResponse, ApiError> {
+    let text = body
+        .text
+        .ok_or_else(|| ApiError::InvalidMessage("text is required".into()))?;
+    let turn_id = state
+        .core
+        .send_message(&sid, &text, body.approval_mode.as_deref())
+        .await?;
+    Ok((StatusCode::ACCEPTED, Json(json!({ "turn_id": turn_id }))))
+}
+
+pub async fn cancel(
+    State(state): State<AppState>,
+    Path(sid): Path<String>,
+) -> Result<impl IntoResponse, ApiError> {
+    let turn_id = state.core.cancel(&sid).await?;
+    Ok(Json(json!({ "turn_id": turn_id })))
+}

@@ -1,0 +1,173 @@
+//! `serve`'s flags and environment, resolved into the settings the server starts with.
+//!
+//! Precedence: flag, then environment variable (clap reads both), then config file, then the
+//! embedded defaults: a data directory under the user's data home and a workspace inside it —
+//! never the home directory itself, never the repository.
+
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use rand::RngCore;
+
+use super::config::{Config, ConfigError};
+use super::http::auth::AccessToken;
+
+#[derive(Args, Debug, Clone)]
+pub struct ServeArgs {
+    /// Address to listen on; port 0 picks a free port.
+    #[arg(long, env = "COUNTERSIGN_ADDR", default_value = "127.0.0.1:8080")]
+    pub addr: SocketAddr,
+    /// Where the database, the token and the default workspace live.
+    #[arg(long, env = "COUNTERSIGN_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// The folder the agent's tools are confined to (default: <data-dir>/workspace).
+    #[arg(long, env = "COUNTERSIGN_WORKSPACE")]
+    pub workspace: Option<PathBuf>,
+    /// Access token for the API and the UI (default: generated once, stored in the data dir).
+    #[arg(long, env = "COUNTERSIGN_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// TOML config file (default: <data-dir>/config.toml when it exists).
+    #[arg(long, env = "COUNTERSIGN_CONFIG")]
+    pub config: Option<PathBuf>,
+}
+
+pub struct Settings {
+    pub addr: SocketAddr,
+    pub data_dir: PathBuf,
+    pub workspace: PathBuf,
+    pub token: AccessToken,
+    pub config: Config,
+    pub config_path: Option<PathBuf>,
+    pub database_url: String,
+    pub site_root: PathBuf,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("cannot use {what} {path}: {source}")]
+    Io {
+        what: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(
+        "refusing to use {0} as the workspace: give the agent a dedicated folder with --workspace"
+    )]
+    UnsafeWorkspace(PathBuf),
+    #[error("the access token must be at least 8 characters")]
+    WeakToken,
+    #[error("no data directory: set --data-dir or HOME")]
+    NoDataDir,
+}
+
+fn io_err(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> SettingsError {
+    let path = path.to_owned();
+    move |source| SettingsError::Io { what, path, source }
+}
+
+fn default_data_dir() -> Option<PathBuf> {
+    if let Some(xdg) = std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
+        return Some(PathBuf::from(xdg).join("countersign"));
+    }
+    let home = std::env::var_os("HOME").filter(|v| !v.is_empty())?;
+    Some(PathBuf::from(home).join(".local/share/countersign"))
+}
+
+/// Reads the stored token, or creates one (mode 0600) on first start.
+fn stored_or_new_token(data_dir: &Path) -> Result<String, SettingsError> {
+    let path = data_dir.join("token");
+    if let Ok(existing) = std::fs::read_to_string(&path) {
+        let existing = existing.trim().to_owned();
+        if existing.len() >= 8 {
+            return Ok(existing);
+        }
+    }
+    let mut bytes = [0u8; 24];
+    rand::rng().fill_bytes(&mut bytes);
+    let token = hex::encode(bytes);
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options.open(&path).map_err(io_err("token file", &path))?;
+    file.write_all(token.as_bytes())
+        .map_err(io_err("token file", &path))?;
+    Ok(token)
+}
+
+/// Where the compiled browser bundle lives: next to the binary (`target/<profile>/../site`),
+/// or `target/site` under the working directory.
+fn find_site_root() -> PathBuf {
+    if let Some(root) = std::env::var_os("COUNTERSIGN_SITE_ROOT") {
+        return PathBuf::from(root);
+    }
+    let mut candidates = Vec::new();
+    if let Ok(exe) = std::env::current_exe() {
+        for up in exe.ancestors().skip(1).take(3) {
+            candidates.push(up.join("site"));
+        }
+    }
+    candidates.push(PathBuf::from("target/site"));
+    candidates
+        .iter()
+        .find(|c| c.join("pkg/countersign.js").is_file())
+        .cloned()
+        .unwrap_or_else(|| PathBuf::from("target/site"))
+}
+
+impl ServeArgs {
+    pub fn resolve(self) -> Result<Settings, SettingsError> {
+        let data_dir = match self.data_dir {
+            Some(dir) => dir,
+            None => default_data_dir().ok_or(SettingsError::NoDataDir)?,
+        };
+        std::fs::create_dir_all(&data_dir).map_err(io_err("data directory", &data_dir))?;
+        let data_dir = data_dir
+            .canonicalize()
+            .map_err(io_err("data directory", &data_dir))?;
+
+        let default_config = data_dir.join("config.toml");
+        let config_path = self
+            .config
+            .or_else(|| default_config.is_file().then_some(default_config));
+        let config = match &config_path {
+            Some(path) => Config::load(path)?,
+            None => Config::default(),
+        };
+
+        let workspace = self.workspace.unwrap_or_else(|| data_dir.join("workspace"));
+        std::fs::create_dir_all(&workspace).map_err(io_err("workspace", &workspace))?;
+        let workspace = workspace
+            .canonicalize()
+            .map_err(io_err("workspace", &workspace))?;
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        if workspace == Path::new("/") || home.is_some_and(|h| h == workspace) {
+            return Err(SettingsError::UnsafeWorkspace(workspace));
+        }
+
+        let token = match self.token {
+            Some(t) if t.trim().len() < 8 => return Err(SettingsError::WeakToken),
+            Some(t) => t.trim().to_owned(),
+            None => stored_or_new_token(&data_dir)?,
+        };
+        let database_url = if config.storage.database_url.is_empty() {
+            format!("sqlite://{}", data_dir.join("countersign.db").display())
+        } else {
+            config.storage.database_url.clone()
+        };
+        Ok(Settings {
+            addr: self.addr,
+            data_dir,
+            workspace,
+            token: AccessToken::new(token),
+            config,
+            config_path,
+            database_url,
+            site_root: find_site_root(),
+        })
+    }
+}

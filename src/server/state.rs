@@ -1,0 +1,22 @@
+//! The state every handler and server function sees.
+
+use std::sync::Arc;
+
+use axum::extract::FromRef;
+use leptos::config::LeptosOptions;
+
+use super::core::Core;
+use super::http::auth::Auth;
+
+#[derive(Clone)]
+pub struct AppState {
+    pub core: Arc<Core>,
+    pub auth: Arc<Auth>,
+    pub leptos_options: LeptosOptions,
+}
+
+impl FromRef<AppState> for LeptosOptions {
+    fn from_ref(state: &AppState) -> Self {
+        state.leptos_options.clone()
+    }
+}

@@ -1,0 +1,106 @@
+//! Persistence behind one trait: sessions and their append-only event logs.
+//!
+//! SQLite is the default (`sqlite.rs`); the trait is what lets PostgreSQL follow for
+//! several instances. Everything above this module talks to `dyn Store` only.
+
+pub mod sqlite;
+
+use async_trait::async_trait;
+
+use crate::protocol::{Event, EventBody, Mode};
+
+/// A session as stored. `approval_mode` stays a string here: a record that does not parse is
+/// a fact about the database the caller must decide on (it falls back to `ask`, fail closed).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SessionRow {
+    pub id: String,
+    pub title: String,
+    pub created_at: String,
+    pub approval_mode: String,
+    pub last_seq: u64,
+}
+
+/// An event about to be appended; the store assigns `seq` and `at`.
+#[derive(Clone, Debug)]
+pub struct NewEvent {
+    pub turn_id: Option<String>,
+    pub body: EventBody,
+}
+
+impl NewEvent {
+    pub fn new(turn_id: Option<&str>, body: EventBody) -> Self {
+        NewEvent {
+            turn_id: turn_id.map(str::to_owned),
+            body,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("unknown session {0}")]
+    UnknownSession(String),
+    #[error("database error: {0}")]
+    Database(#[from] sqlx::Error),
+    #[error("database migration failed: {0}")]
+    Migration(#[from] sqlx::migrate::MigrateError),
+    #[error("stored event {session_id}#{seq} is unreadable: {reason}")]
+    Corrupt {
+        session_id: String,
+        seq: u64,
+        reason: String,
+    },
+    #[error("unsupported database url `{0}` (expected sqlite://…)")]
+    UnsupportedUrl(String),
+}
+
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    async fn create_session(&self, row: &SessionRow) -> Result<(), StoreError>;
+
+    /// Newest first.
+    async fn list_sessions(&self) -> Result<Vec<SessionRow>, StoreError>;
+
+    async fn get_session(&self, id: &str) -> Result<Option<SessionRow>, StoreError>;
+
+    /// Removes the session and its log. `false` when it did not exist.
+    async fn delete_session(&self, id: &str) -> Result<bool, StoreError>;
+
+    /// Appends `events` in one transaction with consecutive seqs (no gaps: the seq is taken
+    /// from the session row inside the same transaction). `set_mode` updates the session's
+    /// remembered mode in that same transaction, so a `mode_changed` event and the mode can
+    /// never disagree.
+    async fn append(
+        &self,
+        session_id: &str,
+        events: &[NewEvent],
+        set_mode: Option<Mode>,
+    ) -> Result<Vec<Event>, StoreError>;
+
+    /// Events with `seq > after`, oldest first, at most `limit`.
+    async fn events_after(
+        &self,
+        session_id: &str,
+        after: u64,
+        limit: u32,
+    ) -> Result<Vec<Event>, StoreError>;
+
+    /// Sessions whose last turn has a `user_message` but no `turn_finished` (restart recovery).
+    async fn sessions_with_unfinished_turns(&self) -> Result<Vec<String>, StoreError>;
+}
+
+/// Opens the store named by `database_url`.
+pub async fn open(database_url: &str) -> Result<std::sync::Arc<dyn Store>, StoreError> {
+    if database_url.starts_with("sqlite:") {
+        Ok(std::sync::Arc::new(
+            sqlite::SqliteStore::open(database_url).await?,
+        ))
+    } else {
+        Err(StoreError::UnsupportedUrl(database_url.to_owned()))
+    }
+}
+
+/// RFC 3339 UTC with milliseconds: the one timestamp format of the wire and the database.
+pub fn now_rfc3339() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}

@@ -1,0 +1,302 @@
+//! The SQLite store: one file, WAL, a single writer connection and a small reader pool.
+//!
+//! Why one writer: SQLite allows one writer at a time anyway, and a deferred transaction that
+//! reads then writes can fail with SQLITE_BUSY_SNAPSHOT under concurrency; funnelling writes
+//! through one connection makes commits queue instead of fail. `synchronous = FULL`: a commit
+//! is on disk before `append` returns, so an event is never sent before it would survive a
+//! power cut, let alone a `kill -9`.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use sqlx::Row;
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+};
+
+use super::{NewEvent, SessionRow, Store, StoreError, now_rfc3339};
+use crate::protocol::{Event, Mode};
+
+pub struct SqliteStore {
+    writer: SqlitePool,
+    readers: SqlitePool,
+}
+
+impl SqliteStore {
+    pub async fn open(url: &str) -> Result<Self, StoreError> {
+        let options = SqliteConnectOptions::from_str(url)?
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Full)
+            .foreign_keys(true)
+            .busy_timeout(Duration::from_secs(5));
+        let writer = SqlitePoolOptions::new()
+            .max_connections(1)
+            .connect_with(options.clone())
+            .await?;
+        sqlx::migrate!("./migrations").run(&writer).await?;
+        let readers = SqlitePoolOptions::new()
+            .max_connections(4)
+            .connect_with(options.read_only(true))
+            .await?;
+        Ok(SqliteStore { writer, readers })
+    }
+}
+
+fn session_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<SessionRow, sqlx::Error> {
+    Ok(SessionRow {
+        id: row.try_get("id")?,
+        title: row.try_get("title")?,
+        created_at: row.try_get("created_at")?,
+        approval_mode: row.try_get("approval_mode")?,
+        last_seq: row.try_get::<i64, _>("last_seq")?.max(0) as u64,
+    })
+}
+
+fn event_from_row(session_id: &str, row: &sqlx::sqlite::SqliteRow) -> Result<Event, StoreError> {
+    let seq = row.try_get::<i64, _>("seq")?.max(0) as u64;
+    let body: String = row.try_get("body")?;
+    serde_json::from_str(&body).map_err(|e| StoreError::Corrupt {
+        session_id: session_id.to_owned(),
+        seq,
+        reason: e.to_string(),
+    })
+}
+
+const SESSION_COLUMNS: &str = "id, title, created_at, approval_mode, last_seq";
+
+#[async_trait]
+impl Store for SqliteStore {
+    async fn create_session(&self, row: &SessionRow) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO sessions (id, title, created_at, approval_mode, last_seq) VALUES (?1, ?2, ?3, ?4, 0)",
+        )
+        .bind(&row.id)
+        .bind(&row.title)
+        .bind(&row.created_at)
+        .bind(&row.approval_mode)
+        .execute(&self.writer)
+        .await?;
+        Ok(())
+    }
+
+    async fn list_sessions(&self) -> Result<Vec<SessionRow>, StoreError> {
+        let rows = sqlx::query(&format!(
+            "SELECT {SESSION_COLUMNS} FROM sessions ORDER BY created_at DESC, rowid DESC"
+        ))
+        .fetch_all(&self.readers)
+        .await?;
+        Ok(rows
+            .iter()
+            .map(session_from_row)
+            .collect::<Result<_, _>>()?)
+    }
+
+    async fn get_session(&self, id: &str) -> Result<Option<SessionRow>, StoreError> {
+        let row = sqlx::query(&format!(
+            "SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?1"
+        ))
+        .bind(id)
+        .fetch_optional(&self.readers)
+        .await?;
+        Ok(row.as_ref().map(session_from_row).transpose()?)
+    }
+
+    async fn delete_session(&self, id: &str) -> Result<bool, StoreError> {
+        let done = sqlx::query("DELETE FROM sessions WHERE id = ?1")
+            .bind(id)
+            .execute(&self.writer)
+            .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    async fn append(
+        &self,
+        session_id: &str,
+        events: &[NewEvent],
+        set_mode: Option<Mode>,
+    ) -> Result<Vec<Event>, StoreError> {
+        let count = events.len() as i64;
+        let mut tx = self.writer.begin().await?;
+        let last: Option<i64> = sqlx::query_scalar(
+            "UPDATE sessions SET last_seq = last_seq + ?1, approval_mode = COALESCE(?2, approval_mode)
+             WHERE id = ?3 RETURNING last_seq",
+        )
+        .bind(count)
+        .bind(set_mode.map(Mode::as_str))
+        .bind(session_id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let Some(last) = last else {
+            return Err(StoreError::UnknownSession(session_id.to_owned()));
+        };
+        let at = now_rfc3339();
+        let mut stored = Vec::with_capacity(events.len());
+        for (i, new) in events.iter().enumerate() {
+            let seq = (last - count + 1 + i as i64).max(1) as u64;
+            let event = Event {
+                seq: Some(seq),
+                at: at.clone(),
+                turn_id: new.turn_id.clone(),
+                body: new.body.clone(),
+            };
+            let json = serde_json::to_string(&event).map_err(|e| StoreError::Corrupt {
+                session_id: session_id.to_owned(),
+                seq,
+                reason: e.to_string(),
+            })?;
+            sqlx::query(
+                "INSERT INTO events (session_id, seq, kind, turn_id, at, body) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )
+            .bind(session_id)
+            .bind(seq as i64)
+            .bind(event.kind())
+            .bind(&event.turn_id)
+            .bind(&event.at)
+            .bind(json)
+            .execute(&mut *tx)
+            .await?;
+            stored.push(event);
+        }
+        tx.commit().await?;
+        Ok(stored)
+    }
+
+    async fn events_after(
+        &self,
+        session_id: &str,
+        after: u64,
+        limit: u32,
+    ) -> Result<Vec<Event>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT seq, body FROM events WHERE session_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
+        )
+        .bind(session_id)
+        .bind(after.min(i64::MAX as u64) as i64)
+        .bind(limit as i64)
+        .fetch_all(&self.readers)
+        .await?;
+        rows.iter().map(|r| event_from_row(session_id, r)).collect()
+    }
+
+    async fn sessions_with_unfinished_turns(&self) -> Result<Vec<String>, StoreError> {
+        let ids = sqlx::query_scalar(
+            "SELECT s.id FROM sessions s WHERE (
+                SELECT e.kind FROM events e
+                WHERE e.session_id = s.id AND e.kind IN ('user_message', 'turn_finished')
+                ORDER BY e.seq DESC LIMIT 1
+             ) = 'user_message'",
+        )
+        .fetch_all(&self.readers)
+        .await?;
+        Ok(ids)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::EventBody;
+
+    async fn temp_store() -> (tempfile::TempDir, SqliteStore) {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("t.db").display());
+        let store = SqliteStore::open(&url).await.unwrap();
+        (dir, store)
+    }
+
+    fn session(id: &str) -> SessionRow {
+        SessionRow {
+            id: id.into(),
+            title: "t".into(),
+            created_at: now_rfc3339(),
+            approval_mode: "ask".into(),
+            last_seq: 0,
+        }
+    }
+
+    fn msg(text: &str) -> NewEvent {
+        NewEvent::new(
+            Some("turn"),
+            EventBody::UserMessage {
+                text: text.into(),
+                approval_mode: Mode::Ask,
+            },
+        )
+    }
+
+    #[tokio::test]
+    async fn seq_starts_at_one_and_has_no_gaps_under_concurrency() {
+        let (_dir, store) = temp_store().await;
+        let store = std::sync::Arc::new(store);
+        store.create_session(&session("s")).await.unwrap();
+        let mut tasks = Vec::new();
+        for i in 0..20 {
+            let store = store.clone();
+            tasks.push(tokio::spawn(async move {
+                store
+                    .append("s", &[msg(&format!("a{i}")), msg(&format!("b{i}"))], None)
+                    .await
+                    .unwrap()
+            }));
+        }
+        for t in tasks {
+            let evs = t.await.unwrap();
+            assert_eq!(evs[1].seq.unwrap(), evs[0].seq.unwrap() + 1);
+        }
+        let all = store.events_after("s", 0, 1000).await.unwrap();
+        let seqs: Vec<u64> = all.iter().map(|e| e.seq.unwrap()).collect();
+        assert_eq!(seqs, (1..=40).collect::<Vec<_>>());
+        assert_eq!(store.events_after("s", 38, 10).await.unwrap().len(), 2);
+    }
+
+    #[tokio::test]
+    async fn append_to_unknown_session_fails_and_mode_follows_in_same_transaction() {
+        let (_dir, store) = temp_store().await;
+        assert!(matches!(
+            store.append("nope", &[msg("x")], None).await,
+            Err(StoreError::UnknownSession(_))
+        ));
+        store.create_session(&session("s")).await.unwrap();
+        store
+            .append("s", &[msg("x")], Some(Mode::Yolo))
+            .await
+            .unwrap();
+        let row = store.get_session("s").await.unwrap().unwrap();
+        assert_eq!(row.approval_mode, "yolo");
+        assert_eq!(row.last_seq, 1);
+    }
+
+    #[tokio::test]
+    async fn delete_removes_the_log_and_unfinished_turns_are_found() {
+        let (_dir, store) = temp_store().await;
+        store.create_session(&session("a")).await.unwrap();
+        store.create_session(&session("b")).await.unwrap();
+        store.append("a", &[msg("x")], None).await.unwrap();
+        store.append("b", &[msg("y")], None).await.unwrap();
+        store
+            .append(
+                "b",
+                &[NewEvent::new(
+                    Some("turn"),
+                    EventBody::TurnFinished {
+                        status: crate::protocol::TurnStatus::Completed,
+                        error: None,
+                    },
+                )],
+                None,
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            store.sessions_with_unfinished_turns().await.unwrap(),
+            vec!["a".to_string()]
+        );
+        assert!(store.delete_session("a").await.unwrap());
+        assert!(!store.delete_session("a").await.unwrap());
+        assert!(store.events_after("a", 0, 10).await.unwrap().is_empty());
+        let list = store.list_sessions().await.unwrap();
+        assert_eq!(list.len(), 1);
+    }
+}

@@ -1,0 +1,159 @@
+//! The chat of one session: header, transcript (from the log, then live) and composer.
+
+use std::time::Duration;
+
+use leptos::prelude::*;
+
+use crate::protocol::{Mode, Snapshot, TurnStatus};
+use crate::ui::browser;
+use crate::ui::composer::Composer;
+use crate::ui::feed::{Connection, Feed};
+use crate::ui::session_page::SessionsChanged;
+use crate::ui::tool_card::ToolCard;
+use crate::ui::transcript::{self, Item};
+
+/// What the demo agent understands, as examples that fill the composer.
+const EXAMPLES: [&str; 5] = [
+    "write notes.md: hello",
+    "run: ls -la",
+    "read notes.md",
+    "ask prep_plan: Drop null rows | Remove rows where **price** is empty",
+    "propose plan: 1. read the data\\n2. clean it",
+];
+
+#[component]
+pub fn ChatView(snapshot: Snapshot) -> impl IntoView {
+    let title = snapshot.session.title.clone();
+    let feed = Feed::new(snapshot);
+    #[cfg(feature = "hydrate")]
+    crate::ui::feed::connect(feed);
+
+    let draft = RwSignal::new(String::new());
+    let now_ms = RwSignal::new(0.0f64);
+    Effect::new(move |_| {
+        if let Ok(handle) = set_interval_with_handle(
+            move || now_ms.set(browser::now_ms()),
+            Duration::from_secs(1),
+        ) {
+            on_cleanup(move || handle.clear());
+        }
+    });
+
+    let items = Memo::new(move |_| transcript::build(&feed.events.read()));
+    Effect::new(move |_| {
+        items.track();
+        feed.streaming.track();
+        browser::scroll_to_end("transcript");
+    });
+    let changed = expect_context::<SessionsChanged>();
+    Effect::new(move |was_running: Option<bool>| {
+        let running = feed.running_turn.read().is_some();
+        if was_running.is_some() && was_running != Some(running) {
+            changed.0.notify();
+        }
+        running
+    });
+
+    view! {
+        <header class="chat-header">
+            <h1 class="session-title">{title}</h1>
+            <ConnectionDot connection=feed.connection/>
+            <span class="mode-badge" data-testid="session-mode" data-mode=move || feed.mode.get().as_str()>
+                {move || feed.mode.get().label()}
+            </span>
+        </header>
+        <section id="transcript" class="transcript" aria-live="polite">
+            <Show when=move || items.read().is_empty() && feed.streaming.read().is_empty()>
+                <FirstRun draft/>
+            </Show>
+            <For each=move || items.get() key=|item| item.key() let:item>
+                {render_item(item, now_ms)}
+            </For>
+            <Show when=move || !feed.streaming.read().is_empty()>
+                <div class="msg assistant streaming" data-testid="assistant-streaming">
+                    <p>{move || feed.streaming.get()}</p>
+                </div>
+            </Show>
+        </section>
+        <Composer feed draft/>
+    }
+}
+
+fn render_item(item: Item, now_ms: RwSignal<f64>) -> AnyView {
+    match item {
+        Item::User { text, mode, .. } => view! {
+            <div class="msg user" data-testid="user-message">
+                <span class="who">"You"</span>
+                <div class="text">{text}</div>
+                <span class="mode-tag" title="approval mode of this message">{mode.label()}</span>
+            </div>
+        }
+        .into_any(),
+        Item::Assistant { html, .. } => view! {
+            <div class="msg assistant" data-testid="assistant-message" inner_html=html></div>
+        }
+        .into_any(),
+        Item::Tool(tool) => view! { <ToolCard item=tool now_ms/> }.into_any(),
+        Item::ModeChange { previous, next, .. } => view! {
+            <div class="note">{format!("Approval mode: {} → {}", previous.label(), next.label())}</div>
+        }
+        .into_any(),
+        Item::TurnEnd { status, error, .. } => match status {
+            TurnStatus::Completed => view! { <hr class="turn-end"/> }.into_any(),
+            other => view! {
+                <div class=format!("note turn-{}", other.as_str()) data-testid="turn-end" data-status=other.as_str() role="status">
+                    {match other {
+                        TurnStatus::Cancelled => "Turn cancelled.".to_owned(),
+                        TurnStatus::Stopped => "Turn stopped.".to_owned(),
+                        _ => format!("Turn failed: {}", error.unwrap_or_default()),
+                    }}
+                </div>
+            }
+            .into_any(),
+        },
+    }
+}
+
+#[component]
+fn ConnectionDot(connection: RwSignal<Connection>) -> impl IntoView {
+    let label = move || match connection.get() {
+        Connection::Connecting => "connecting".to_owned(),
+        Connection::Live => "live".to_owned(),
+        Connection::Reconnecting(secs) => format!("reconnecting (retry in {secs}s)"),
+    };
+    let state = move || match connection.get() {
+        Connection::Connecting => "connecting",
+        Connection::Live => "live",
+        Connection::Reconnecting(_) => "reconnecting",
+    };
+    view! {
+        <span class="connection" data-testid="connection" data-state=state>
+            <span class="dot" aria-hidden="true"></span>
+            {label}
+        </span>
+    }
+}
+
+#[component]
+fn FirstRun(draft: RwSignal<String>) -> impl IntoView {
+    view! {
+        <div class="first-run">
+            <h2>"Start with an example"</h2>
+            <p>"With no model configured, the offline demo agent turns lines like these into tool calls:"</p>
+            <ul class="examples">
+                {EXAMPLES.into_iter().map(|example| view! {
+                    <li>
+                        <button type="button" class="example" on:click=move |_| draft.set(example.replace("\\n", "\n"))>
+                            <code>{example}</code>
+                        </button>
+                    </li>
+                }).collect_view()}
+            </ul>
+            <p class="muted">
+                "To use a real model, set " <code>"[provider] kind = \"openai\""</code>
+                " with " <code>"base_url"</code> " and " <code>"model"</code> " in the config file."
+            </p>
+            <p class="muted">{format!("Modes: {}.", Mode::ALL.map(|m| format!("{} — {}", m.label(), m.description())).join("; "))}</p>
+        </div>
+    }
+}

@@ -1,0 +1,118 @@
+//! The composer: message field, mode picker, Send and Stop. Enter sends, Shift+Enter is a
+//! newline, Shift+Tab cycles the approval mode.
+
+use leptos::ev::KeyboardEvent;
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+
+use crate::api;
+use crate::protocol::Mode;
+use crate::ui::feed::Feed;
+
+fn next_mode(mode: Mode) -> Mode {
+    let i = Mode::ALL.iter().position(|m| *m == mode).unwrap_or(0);
+    Mode::ALL[(i + 1) % Mode::ALL.len()]
+}
+
+#[component]
+pub fn Composer(feed: Feed, draft: RwSignal<String>) -> impl IntoView {
+    let error = RwSignal::new(None::<String>);
+    let sending = RwSignal::new(false);
+    let running = move || feed.running_turn.read().is_some();
+
+    let send = move || {
+        let text = draft.get_untracked();
+        if text.trim().is_empty() || sending.get_untracked() {
+            return;
+        }
+        sending.set(true);
+        error.set(None);
+        draft.set(String::new());
+        let session_id = feed.session_id.get_value();
+        let mode = feed.mode.get_untracked();
+        spawn_local(async move {
+            if let Err(err) =
+                api::send_message(session_id, text.clone(), mode.as_str().to_owned()).await
+            {
+                draft.set(text);
+                error.set(Some(api::error_message(&err)));
+            }
+            sending.set(false);
+        });
+    };
+
+    let choose_mode = move |mode: Mode| {
+        if feed.mode.get_untracked() == mode {
+            return;
+        }
+        feed.mode.set(mode);
+        let session_id = feed.session_id.get_value();
+        spawn_local(async move {
+            if let Err(err) = api::set_mode(session_id, mode.as_str().to_owned()).await {
+                error.set(Some(api::error_message(&err)));
+            }
+        });
+    };
+
+    let on_keydown = move |ev: KeyboardEvent| {
+        if ev.key() == "Enter" && !ev.shift_key() && !ev.is_composing() {
+            ev.prevent_default();
+            send();
+        } else if ev.key() == "Tab" && ev.shift_key() {
+            ev.prevent_default();
+            choose_mode(next_mode(feed.mode.get_untracked()));
+        }
+    };
+
+    let stop = move |_| {
+        let session_id = feed.session_id.get_value();
+        spawn_local(async move {
+            if let Err(err) = api::cancel_turn(session_id).await {
+                error.set(Some(api::error_message(&err)));
+            }
+        });
+    };
+
+    view! {
+        <form class="composer" on:submit=move |ev| { ev.prevent_default(); send(); }>
+            <textarea
+                data-testid="composer"
+                aria-label="Message to the agent"
+                placeholder="Ask the agent…  (Enter sends, Shift+Enter adds a line)"
+                rows="3"
+                prop:value=move || draft.get()
+                on:input=move |ev| draft.set(event_target_value(&ev))
+                on:keydown=on_keydown
+            ></textarea>
+            <div class="composer-bar">
+                <label class="mode-picker">
+                    <span>"Approvals"</span>
+                    <select
+                        data-testid="mode-picker"
+                        prop:value=move || feed.mode.get().as_str()
+                        on:change=move |ev| {
+                            if let Some(mode) = Mode::parse(&event_target_value(&ev)) {
+                                choose_mode(mode);
+                            }
+                        }
+                    >
+                        {Mode::ALL.into_iter().map(|m| view! {
+                            <option value=m.as_str() title=m.description() selected=move || feed.mode.get() == m>
+                                {format!("{} — {}", m.label(), m.description())}
+                            </option>
+                        }).collect_view()}
+                    </select>
+                </label>
+                <span class="composer-actions">
+                    <Show when=running>
+                        <button type="button" class="stop" data-testid="stop" on:click=stop>"Stop"</button>
+                    </Show>
+                    <button type="submit" class="send" data-testid="send" disabled=move || sending.get() || running()>
+                        "Send"
+                    </button>
+                </span>
+            </div>
+            {move || error.get().map(|e| view! { <p class="error" role="alert">{e}</p> })}
+        </form>
+    }
+}

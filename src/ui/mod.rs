@@ -1,0 +1,10 @@
+//! The user interface: components rendered on the server and hydrated in the browser.
+
+pub mod browser;
+pub mod chat;
+pub mod composer;
+pub mod feed;
+pub mod session_page;
+pub mod sidebar;
+pub mod tool_card;
+pub mod transcript;

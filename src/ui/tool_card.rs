@@ -1,0 +1,76 @@
+//! One tool call in the transcript: what it does, whether it runs (and for how long), and its
+//! result, collapsed to one line unless it failed.
+
+use leptos::prelude::*;
+
+use crate::protocol::{ToolClass, ToolStatus};
+use crate::ui::browser;
+use crate::ui::transcript::{ToolItem, outcome_line, summary};
+
+fn class_name(class: ToolClass) -> &'static str {
+    match class {
+        ToolClass::Read => "read",
+        ToolClass::Edit => "edit",
+        ToolClass::Exec => "exec",
+        ToolClass::Config => "config",
+        ToolClass::Decision => "decision",
+    }
+}
+
+/// Seconds since `started_at`, once the browser clock is ticking (`now_ms > 0`).
+fn elapsed(started_at: &str, now_ms: f64) -> Option<u64> {
+    if now_ms <= 0.0 {
+        return None;
+    }
+    let start = browser::parse_time_ms(started_at)?;
+    Some(((now_ms - start).max(0.0) / 1000.0) as u64)
+}
+
+#[component]
+pub fn ToolCard(item: ToolItem, now_ms: RwSignal<f64>) -> impl IntoView {
+    let title = summary(&item.tool, &item.args);
+    let args = serde_json::to_string_pretty(&item.args).unwrap_or_default();
+    let class = class_name(item.class);
+    match item.result {
+        Some((status, output)) => {
+            let failed = !matches!(status, ToolStatus::Ok);
+            let line = outcome_line(&output);
+            view! {
+                <details class=format!("tool tool-{class} status-{}", status.as_str())
+                    data-testid="tool-result" data-status=status.as_str() data-call-id=item.call_id open=failed>
+                    <summary>
+                        <span class="tool-title">{title}</span>
+                        <span class="tool-outcome">{format!(" → {line}")}</span>
+                        <span class="tool-status">{status.as_str()}</span>
+                    </summary>
+                    <pre class="tool-output">{output}</pre>
+                    <details class="tool-args"><summary>"arguments"</summary><pre>{args}</pre></details>
+                </details>
+            }
+            .into_any()
+        }
+        None => {
+            let started = item.started_at.clone();
+            let state = if started.is_some() {
+                "running"
+            } else {
+                "pending"
+            };
+            let clock = move || match started.as_deref() {
+                Some(at) => match elapsed(at, now_ms.get()) {
+                    Some(secs) => format!("running · {secs}s"),
+                    None => "running…".to_owned(),
+                },
+                None => "waiting…".to_owned(),
+            };
+            view! {
+                <div class=format!("tool tool-{class} status-{state}") data-testid="tool-result" data-status=state data-call-id=item.call_id>
+                    <span class="spinner" aria-hidden="true"></span>
+                    <span class="tool-title">{title}</span>
+                    <span class="tool-status">{clock}</span>
+                </div>
+            }
+            .into_any()
+        }
+    }
+}

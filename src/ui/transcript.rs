@@ -1,0 +1,244 @@
+//! Events → the items the transcript shows. Pure, so it renders the same on the server and in
+//! the browser, and tests can check it without a DOM.
+
+use serde_json::Value;
+
+use crate::protocol::{Event, EventBody, Mode, ToolClass, ToolStatus, TurnStatus};
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolItem {
+    pub call_id: String,
+    pub tool: String,
+    pub args: Value,
+    pub class: ToolClass,
+    /// When `tool_started` was recorded (RFC 3339), if it was.
+    pub started_at: Option<String>,
+    pub result: Option<(ToolStatus, String)>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Item {
+    User {
+        seq: u64,
+        text: String,
+        mode: Mode,
+    },
+    Assistant {
+        seq: u64,
+        html: String,
+    },
+    Tool(ToolItem),
+    ModeChange {
+        seq: u64,
+        previous: Mode,
+        next: Mode,
+    },
+    TurnEnd {
+        seq: u64,
+        status: TurnStatus,
+        error: Option<String>,
+    },
+}
+
+impl Item {
+    /// Stable while the item's content is unchanged; changes when a tool gets its result, so
+    /// the keyed list re-renders exactly that row.
+    pub fn key(&self) -> String {
+        match self {
+            Item::User { seq, .. }
+            | Item::Assistant { seq, .. }
+            | Item::ModeChange { seq, .. }
+            | Item::TurnEnd { seq, .. } => format!("e{seq}"),
+            Item::Tool(t) => format!(
+                "t{}:{}:{}",
+                t.call_id,
+                t.started_at.is_some(),
+                t.result.as_ref().map(|r| r.0.as_str()).unwrap_or("pending")
+            ),
+        }
+    }
+}
+
+/// Builds the transcript from the durable events, oldest first.
+pub fn build(events: &[Event]) -> Vec<Item> {
+    let mut items: Vec<Item> = Vec::with_capacity(events.len());
+    for event in events {
+        let seq = event.seq.unwrap_or(0);
+        match &event.body {
+            EventBody::UserMessage {
+                text,
+                approval_mode,
+            } => items.push(Item::User {
+                seq,
+                text: text.clone(),
+                mode: *approval_mode,
+            }),
+            EventBody::AssistantMessage { html, .. } => items.push(Item::Assistant {
+                seq,
+                html: html.clone(),
+            }),
+            EventBody::ModeChanged { previous, next, .. } => items.push(Item::ModeChange {
+                seq,
+                previous: *previous,
+                next: *next,
+            }),
+            EventBody::ToolCall {
+                call_id,
+                tool,
+                args,
+                class,
+                ..
+            } => items.push(Item::Tool(ToolItem {
+                call_id: call_id.clone(),
+                tool: tool.clone(),
+                args: args.clone(),
+                class: *class,
+                started_at: None,
+                result: None,
+            })),
+            EventBody::ToolStarted { call_id } => {
+                if let Some(tool) = find_tool(&mut items, call_id) {
+                    tool.started_at = Some(event.at.clone());
+                }
+            }
+            EventBody::ToolResult {
+                call_id,
+                status,
+                output,
+                ..
+            } => {
+                if let Some(tool) = find_tool(&mut items, call_id) {
+                    tool.result = Some((*status, output.clone()));
+                }
+            }
+            EventBody::TurnFinished { status, error } => items.push(Item::TurnEnd {
+                seq,
+                status: *status,
+                error: error.clone(),
+            }),
+            EventBody::AssistantDelta { .. } => {}
+        }
+    }
+    items
+}
+
+fn find_tool<'a>(items: &'a mut [Item], call_id: &str) -> Option<&'a mut ToolItem> {
+    items.iter_mut().rev().find_map(|item| match item {
+        Item::Tool(t) if t.call_id == call_id => Some(t),
+        _ => None,
+    })
+}
+
+/// One line saying what a tool call does: `write_file notes.md`, `shell: ls -la`.
+pub fn summary(tool: &str, args: &Value) -> String {
+    let field = |k: &str| args.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+    match tool {
+        "shell" => format!("shell: {}", field("command")),
+        "search" => format!("search \"{}\"", field("pattern")),
+        "list_files" => format!(
+            "list_files {}",
+            args.get("path").and_then(Value::as_str).unwrap_or(".")
+        ),
+        "request_approval" => format!("decision: {}", field("title")),
+        "config_set" => format!("config_set {}", field("key")),
+        "exit_plan" => "exit_plan".to_owned(),
+        other => format!("{other} {}", field("path")).trim().to_owned(),
+    }
+}
+
+/// The short outcome shown on a collapsed tool row: the first line of output, clipped.
+pub fn outcome_line(output: &str) -> String {
+    let first = output
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim();
+    let clipped: String = first.chars().take(80).collect();
+    if clipped.len() < first.len() {
+        format!("{clipped}…")
+    } else {
+        clipped
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::Verdict;
+    use serde_json::json;
+
+    fn ev(seq: u64, body: EventBody) -> Event {
+        Event {
+            seq: Some(seq),
+            at: format!("t{seq}"),
+            turn_id: Some("turn".into()),
+            body,
+        }
+    }
+
+    #[test]
+    fn tool_events_merge_into_one_row_whose_key_changes_with_its_state() {
+        let events = vec![
+            ev(
+                1,
+                EventBody::UserMessage {
+                    text: "write a: x".into(),
+                    approval_mode: Mode::Ask,
+                },
+            ),
+            ev(
+                2,
+                EventBody::ToolCall {
+                    call_id: "c".into(),
+                    tool: "write_file".into(),
+                    args: json!({"path": "a", "content": "x"}),
+                    class: ToolClass::Edit,
+                    verdict: Verdict::Run,
+                    rule_id: None,
+                },
+            ),
+        ];
+        let before = build(&events);
+        assert_eq!(before.len(), 2);
+        let mut events = events;
+        events.push(ev(
+            3,
+            EventBody::ToolStarted {
+                call_id: "c".into(),
+            },
+        ));
+        events.push(ev(
+            4,
+            EventBody::ToolResult {
+                call_id: "c".into(),
+                tool: "write_file".into(),
+                status: ToolStatus::Ok,
+                output: "wrote".into(),
+            },
+        ));
+        let after = build(&events);
+        assert_eq!(after.len(), 2);
+        match &after[1] {
+            Item::Tool(t) => {
+                assert_eq!(t.started_at.as_deref(), Some("t3"));
+                assert_eq!(t.result, Some((ToolStatus::Ok, "wrote".into())));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_ne!(before[1].key(), after[1].key());
+        assert_eq!(before[0].key(), after[0].key());
+    }
+
+    #[test]
+    fn summaries_name_what_happens() {
+        assert_eq!(
+            summary("write_file", &json!({"path": "notes.md"})),
+            "write_file notes.md"
+        );
+        assert_eq!(
+            summary("shell", &json!({"command": "ls -la"})),
+            "shell: ls -la"
+        );
+        assert_eq!(outcome_line("\n first line \nsecond"), "first line");
+    }
+}
