@@ -1,0 +1,64 @@
+# Shared helpers for the project scripts: install what is missing, build the site.
+# Sourced, not run.
+
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+WASM_BINDGEN_VERSION="0.2.130"   # must equal the wasm-bindgen crate version in Cargo.toml
+
+say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+
+as_root() {
+  if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else
+    echo "need root to run: $*" >&2; return 1; fi
+}
+
+apt_updated=""
+apt_install() {
+  if [ -z "$apt_updated" ]; then as_root apt-get update -qq >/dev/null; apt_updated=1; fi
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "$@" >/dev/null
+}
+
+ensure_rust() {
+  command -v rustup >/dev/null || { echo "rustup is required: https://rustup.rs" >&2; exit 1; }
+  # Installs the toolchain pinned in rust-toolchain.toml if missing; the target is added
+  # explicitly because rustup does not add listed targets to an installed toolchain.
+  rustup show active-toolchain >/dev/null 2>&1 || rustup toolchain install
+  rustup target add wasm32-unknown-unknown >/dev/null 2>&1
+  export PATH="$HOME/.cargo/bin:$PATH"
+}
+
+ensure_wasm_bindgen() {
+  if ! wasm-bindgen --version 2>/dev/null | grep -q "$WASM_BINDGEN_VERSION"; then
+    say "installing wasm-bindgen-cli $WASM_BINDGEN_VERSION (about 2 minutes, once)"
+    # No --locked: a locked dependency of this release is missing from the registry.
+    cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION" --quiet
+  fi
+}
+
+# build_site debug|release: the wasm bundle, its JS glue and the CSS into target/site/pkg.
+build_site() {
+  local profile="$1" cargo_profile_flag=() dir=debug
+  if [ "$profile" = release ]; then cargo_profile_flag=(--profile wasm-release); dir=wasm-release; fi
+  say "building the browser bundle ($profile)"
+  cargo build --lib --target wasm32-unknown-unknown --no-default-features --features hydrate \
+    "${cargo_profile_flag[@]}" --quiet
+  mkdir -p target/site/pkg
+  wasm-bindgen "target/wasm32-unknown-unknown/$dir/countersign.wasm" \
+    --target web --no-typescript --out-dir target/site/pkg --out-name countersign
+  if [ "$profile" = release ] && command -v wasm-opt >/dev/null; then
+    wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int \
+      -o target/site/pkg/countersign_bg.wasm target/site/pkg/countersign_bg.wasm
+  fi
+  cp style/main.css target/site/pkg/countersign.css
+  cp -r public/. target/site/ 2>/dev/null || true
+}
+
+# build_server debug|release
+build_server() {
+  local flag=()
+  [ "$1" = release ] && flag=(--release)
+  say "building the server ($1)"
+  cargo build --features ssr --bin countersign "${flag[@]}" --quiet
+}
