@@ -62,3 +62,14 @@ build_server() {
   say "building the server ($1)"
   cargo build --features ssr --bin countersign "${flag[@]}" --quiet
 }
+
+# What the browser tests need: Debian's Chromium, Node.js with npm, and Playwright from npm
+# (its own browser download is skipped: it cannot be fetched here and is not needed).
+ensure_e2e_deps() {
+  command -v chromium >/dev/null || { say "installing chromium"; apt_install chromium; }
+  command -v npm >/dev/null || { say "installing nodejs and npm"; apt_install nodejs npm; }
+  if [ ! -x end2end/node_modules/.bin/playwright ]; then
+    say "installing Playwright (npm)"
+    (cd end2end && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --silent)
+  fi
+}

@@ -14,23 +14,22 @@ pub fn go_to(url: &str) {
 /// Milliseconds since the epoch, now.
 pub fn now_ms() -> f64 {
     #[cfg(feature = "hydrate")]
-    return js_sys::Date::now();
+    let now = js_sys::Date::now();
     #[cfg(not(feature = "hydrate"))]
-    0.0
+    let now = 0.0;
+    now
 }
 
 /// Milliseconds since the epoch of an RFC 3339 time, if it parses.
 pub fn parse_time_ms(rfc3339: &str) -> Option<f64> {
     #[cfg(feature = "hydrate")]
-    {
-        let ms = js_sys::Date::parse(rfc3339);
-        return (!ms.is_nan()).then_some(ms);
-    }
+    let ms = Some(js_sys::Date::parse(rfc3339)).filter(|ms| !ms.is_nan());
     #[cfg(not(feature = "hydrate"))]
-    {
+    let ms = {
         let _ = rfc3339;
         None
-    }
+    };
+    ms
 }
 
 /// Scrolls the transcript's end into view.
