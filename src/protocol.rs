@@ -177,6 +177,10 @@ pub enum EventBody {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         rule_id: Option<String>,
     },
+    /// A gate opened: the turn waits for a person's answer.
+    ApprovalRequest(ApprovalRequestBody),
+    /// A gate's one and only resolution.
+    ApprovalResolved(Resolution),
     ToolStarted {
         call_id: String,
     },
@@ -201,11 +205,181 @@ impl EventBody {
             EventBody::AssistantDelta { .. } => "assistant_delta",
             EventBody::AssistantMessage { .. } => "assistant_message",
             EventBody::ToolCall { .. } => "tool_call",
+            EventBody::ApprovalRequest(_) => "approval_request",
+            EventBody::ApprovalResolved(_) => "approval_resolved",
             EventBody::ToolStarted { .. } => "tool_started",
             EventBody::ToolResult { .. } => "tool_result",
             EventBody::TurnFinished { .. } => "turn_finished",
         }
     }
+}
+
+/// What kind of thing a gate asks about.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum GateKind {
+    Tool,
+    Decision,
+    Budget,
+}
+
+/// Why a call was gated.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum GateReason {
+    Mode,
+    SafetyFloor,
+    AgentCheckpoint,
+    Budget,
+}
+
+/// A person's answer to a gate, or what resolved it without one.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    Approve,
+    Edit,
+    Deny,
+    AllowAlways,
+    Timeout,
+    Cancelled,
+}
+
+impl Decision {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Approve => "approve",
+            Decision::Edit => "edit",
+            Decision::Deny => "deny",
+            Decision::AllowAlways => "allow_always",
+            Decision::Timeout => "timeout",
+            Decision::Cancelled => "cancelled",
+        }
+    }
+
+    /// The decisions a person may send (timeout and cancelled are the server's).
+    pub fn parse_answer(s: &str) -> Option<Decision> {
+        [
+            Decision::Approve,
+            Decision::Edit,
+            Decision::Deny,
+            Decision::AllowAlways,
+        ]
+        .into_iter()
+        .find(|d| d.as_str() == s)
+    }
+
+    /// Whether the gated action goes ahead under this decision.
+    pub fn lets_it_run(self) -> bool {
+        matches!(
+            self,
+            Decision::Approve | Decision::Edit | Decision::AllowAlways
+        )
+    }
+}
+
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum AnsweredBy {
+    User,
+    Timeout,
+    Rule,
+    System,
+}
+
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum TimeoutOutcome {
+    Deny,
+    ProceedUnapproved,
+}
+
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum RuleScope {
+    Session,
+    Workspace,
+}
+
+/// Everything an approval card shows, except the turn id (which the event carries).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct ApprovalRequestBody {
+    pub approval_id: String,
+    pub session_id: String,
+    pub call_id: String,
+    pub kind: GateKind,
+    pub tool: String,
+    pub class: ToolClass,
+    pub args: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision_kind: Option<String>,
+    pub title: String,
+    pub summary: String,
+    pub proposal_md: String,
+    pub proposal_html: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diff: Option<String>,
+    pub reason: GateReason,
+    /// The reason in words, for the card ("touches .env — always asks, even in Yolo").
+    pub reason_detail: String,
+    pub allowed_decisions: Vec<Decision>,
+    pub digest: String,
+    pub created_at: String,
+    pub expires_at: String,
+    pub timeout_outcome: TimeoutOutcome,
+    /// The rule Allow always would create by default (tool · pattern), when offered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suggested_rule: Option<RuleSuggestion>,
+}
+
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct RuleSuggestion {
+    pub tool: String,
+    pub pattern: String,
+}
+
+/// An ApprovalRequest as listed outside the event stream (snapshot, inbox).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct ApprovalRequest {
+    pub turn_id: String,
+    #[serde(flatten)]
+    pub body: ApprovalRequestBody,
+}
+
+/// How a gate was resolved; the `approval_resolved` event and the 409/410 answers carry it.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Resolution {
+    pub approval_id: String,
+    pub decision: Decision,
+    pub answered_by: AnsweredBy,
+    pub resolved_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Replacement arguments (kind tool) or the revised proposal (kind decision).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edits: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule_id: Option<String>,
+    /// The browser tab that answered, so it can say "you" and others "another tab".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
+}
+
+/// A standing rule created by Allow always.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct Rule {
+    pub id: String,
+    pub tool: String,
+    pub pattern: String,
+    pub scope: RuleScope,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    pub created_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_by_approval: Option<String>,
+    pub uses: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_used_at: Option<String>,
 }
 
 /// A session as the API and the sidebar show it.
@@ -224,7 +398,7 @@ pub struct Session {
 pub struct Snapshot {
     pub session: Session,
     pub events: Vec<Event>,
-    pub pending: Vec<Value>,
+    pub pending: Vec<ApprovalRequest>,
     pub cursor: u64,
 }
 

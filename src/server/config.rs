@@ -161,6 +161,14 @@ pub enum ConfigError {
     },
     #[error("invalid config file {path}: {message}")]
     Parse { path: PathBuf, message: String },
+    #[error(
+        "invalid config file {path}: `safety.paths` entry `{pattern}` is not a valid glob: {message}"
+    )]
+    InvalidGlob {
+        path: PathBuf,
+        pattern: String,
+        message: String,
+    },
     #[error("invalid config file {path}: `{key}` {problem}")]
     Invalid {
         path: PathBuf,
@@ -202,6 +210,15 @@ impl Config {
         }
         if self.tools.output_limit_bytes < 1024 {
             return Err(invalid("tools.output_limit_bytes", "must be at least 1024"));
+        }
+        for pattern in &self.safety.paths {
+            if let Err(e) = globset::Glob::new(pattern) {
+                return Err(ConfigError::InvalidGlob {
+                    path: path.to_owned(),
+                    pattern: pattern.clone(),
+                    message: e.to_string(),
+                });
+            }
         }
         if self.provider.kind == ProviderKind::Openai {
             if !(self.provider.base_url.starts_with("http://")

@@ -14,6 +14,8 @@ use super::agent::turn;
 use super::config::Config;
 use super::error::ApiError;
 use super::event_log::EventLog;
+use super::gate::floor::SafetyFloor;
+use super::gate::registry::GateRegistry;
 use super::store::{NewEvent, SessionRow, now_rfc3339};
 use crate::protocol::{EventBody, Mode, ModeSource, Session, Snapshot};
 
@@ -31,6 +33,9 @@ pub struct Core {
     /// Fired once on graceful shutdown; SSE streams and background tasks watch it.
     pub shutdown: CancellationToken,
     pub turns: RunningTurns,
+    /// Turns parked on a gate, by approval id.
+    pub gates: GateRegistry,
+    pub floor: SafetyFloor,
 }
 
 /// A stored mode that does not parse falls back to `ask`: fail closed.
@@ -50,18 +55,18 @@ fn parse_session_id(raw: &str) -> Result<String, ApiError> {
 }
 
 impl Core {
-    fn session_view(&self, row: &SessionRow) -> Session {
+    fn session_view(&self, row: &SessionRow, pending_approvals: u64) -> Session {
         Session {
             id: row.id.clone(),
             title: row.title.clone(),
             created_at: row.created_at.clone(),
             approval_mode: stored_mode(row),
             running_turn_id: self.turns.running_turn_id(&row.id),
-            pending_approvals: 0,
+            pending_approvals,
         }
     }
 
-    async fn session_row(&self, raw_id: &str) -> Result<SessionRow, ApiError> {
+    pub(super) async fn session_row(&self, raw_id: &str) -> Result<SessionRow, ApiError> {
         let id = parse_session_id(raw_id)?;
         self.log
             .store()
@@ -101,22 +106,28 @@ impl Core {
             last_seq: 0,
         };
         self.log.store().create_session(&row).await?;
-        Ok(self.session_view(&row))
+        Ok(self.session_view(&row, 0))
     }
 
     pub async fn list_sessions(&self) -> Result<Vec<Session>, ApiError> {
         let rows = self.log.store().list_sessions().await?;
-        Ok(rows.iter().map(|r| self.session_view(r)).collect())
+        let pending = self.log.store().pending_gates(None).await?;
+        let count = |id: &str| pending.iter().filter(|g| g.body.session_id == id).count() as u64;
+        Ok(rows
+            .iter()
+            .map(|r| self.session_view(r, count(&r.id)))
+            .collect())
     }
 
     pub async fn snapshot(&self, session_id: &str) -> Result<Snapshot, ApiError> {
         let row = self.session_row(session_id).await?;
         let events = self.log.all_events(&row.id).await?;
         let cursor = events.last().and_then(|e| e.seq).unwrap_or(0);
+        let pending = self.log.store().pending_gates(Some(&row.id)).await?;
         Ok(Snapshot {
-            session: self.session_view(&row),
+            session: self.session_view(&row, pending.len() as u64),
             events,
-            pending: Vec::new(),
+            pending,
             cursor,
         })
     }

@@ -6,6 +6,7 @@
 use http::StatusCode;
 
 use super::store::StoreError;
+use crate::protocol::Resolution;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
@@ -37,6 +38,26 @@ pub enum ApiError {
     TurnInProgress,
     #[error("no turn is running in this session")]
     NoTurnRunning,
+    #[error("no approval {0} in this session")]
+    UnknownApproval(String),
+    #[error("no standing rule {0}")]
+    UnknownRule(String),
+    #[error("{0}")]
+    InvalidDecision(String),
+    #[error(
+        "this decision needs `edits`: replacement arguments (an object) or a revised proposal (text)"
+    )]
+    EditsRequired,
+    #[error("{0}")]
+    InvalidEdits(String),
+    #[error("{0}")]
+    NotAllowed(String),
+    #[error("the card changed since you saw it (digest mismatch); reload it and decide again")]
+    StaleDigest,
+    #[error("this approval was already answered: {}", describe(.0))]
+    AlreadyResolved(Box<Resolution>),
+    #[error("this approval is no longer open: {}", describe(.0))]
+    Gone(Box<Resolution>),
     #[error("the server is shutting down")]
     ShuttingDown,
     #[error("the database could not be written; nothing was changed, try again")]
@@ -61,6 +82,15 @@ impl ApiError {
             ApiError::MethodNotAllowed => "method_not_allowed",
             ApiError::TurnInProgress => "turn_in_progress",
             ApiError::NoTurnRunning => "no_turn_running",
+            ApiError::UnknownApproval(_) => "unknown_approval",
+            ApiError::UnknownRule(_) => "unknown_rule",
+            ApiError::InvalidDecision(_) => "invalid_decision",
+            ApiError::EditsRequired => "edits_required",
+            ApiError::InvalidEdits(_) => "invalid_edits",
+            ApiError::NotAllowed(_) => "not_allowed",
+            ApiError::StaleDigest => "stale_digest",
+            ApiError::AlreadyResolved(_) => "already_resolved",
+            ApiError::Gone(_) => "gone",
             ApiError::ShuttingDown => "shutting_down",
             ApiError::StorageUnavailable => "storage_unavailable",
             ApiError::Internal(_) => "internal",
@@ -76,8 +106,17 @@ impl ApiError {
             | ApiError::InvalidRequest(_)
             | ApiError::InvalidApprovalMode
             | ApiError::InvalidMessage(_)
-            | ApiError::InvalidTitle(_) => StatusCode::BAD_REQUEST,
-            ApiError::UnknownSession(_) | ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            | ApiError::InvalidTitle(_)
+            | ApiError::InvalidDecision(_)
+            | ApiError::EditsRequired
+            | ApiError::InvalidEdits(_) => StatusCode::BAD_REQUEST,
+            ApiError::NotAllowed(_) => StatusCode::FORBIDDEN,
+            ApiError::UnknownSession(_)
+            | ApiError::NotFound(_)
+            | ApiError::UnknownApproval(_)
+            | ApiError::UnknownRule(_) => StatusCode::NOT_FOUND,
+            ApiError::StaleDigest | ApiError::AlreadyResolved(_) => StatusCode::CONFLICT,
+            ApiError::Gone(_) => StatusCode::GONE,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::TurnInProgress | ApiError::NoTurnRunning => StatusCode::CONFLICT,
             ApiError::ShuttingDown | ApiError::StorageUnavailable => {
@@ -88,10 +127,42 @@ impl ApiError {
     }
 }
 
+impl ApiError {
+    /// The resolution that 409 `already_resolved` and 410 `gone` carry.
+    pub fn resolution(&self) -> Option<&Resolution> {
+        match self {
+            ApiError::AlreadyResolved(r) | ApiError::Gone(r) => Some(r),
+            _ => None,
+        }
+    }
+
+    /// 410 when the gate ended without an answer (cancelled, expired), else 409.
+    pub fn for_resolved(resolution: Resolution) -> ApiError {
+        use crate::protocol::Decision;
+        match resolution.decision {
+            Decision::Cancelled | Decision::Timeout => ApiError::Gone(Box::new(resolution)),
+            _ => ApiError::AlreadyResolved(Box::new(resolution)),
+        }
+    }
+}
+
+fn describe(resolution: &Resolution) -> String {
+    format!(
+        "{} by {}",
+        resolution.decision.as_str(),
+        serde_json::to_value(resolution.answered_by)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default()
+    )
+}
+
 impl From<StoreError> for ApiError {
     fn from(err: StoreError) -> Self {
         match err {
             StoreError::UnknownSession(id) => ApiError::UnknownSession(id),
+            StoreError::UnknownApproval(id) => ApiError::UnknownApproval(id),
+            StoreError::AlreadyResolved(resolution) => ApiError::for_resolved(*resolution),
             StoreError::Database(e) => {
                 tracing::error!(error = %e, "database error");
                 ApiError::StorageUnavailable

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::broadcast;
 
-use super::store::{NewEvent, Store, StoreError, now_rfc3339};
+use super::store::{Commit, NewEvent, Store, StoreError, now_rfc3339};
 use crate::protocol::{Event, EventBody, Mode};
 
 /// Live capacity per session; a subscriber that falls further behind re-reads the store.
@@ -81,22 +81,24 @@ impl EventLog {
         events: Vec<NewEvent>,
         set_mode: Option<Mode>,
     ) -> Result<Vec<Event>, StoreError> {
-        self.append_then(session_id, events, set_mode, || ()).await
+        self.commit(session_id, events, Commit::mode(set_mode), || ())
+            .await
     }
 
-    /// Appends, runs `on_commit` after the commit but before anyone is told, then publishes.
+    /// Appends with `commit`'s side changes (mode, gate, rule use) in the same transaction,
+    /// runs `on_commit` after the commit but before anyone is told, then publishes.
     /// `on_commit` is how in-memory state (e.g. "no turn running") changes before a client can
     /// react to the event that announces it.
-    pub async fn append_then(
+    pub async fn commit(
         &self,
         session_id: &str,
         events: Vec<NewEvent>,
-        set_mode: Option<Mode>,
+        commit: Commit,
         on_commit: impl FnOnce(),
     ) -> Result<Vec<Event>, StoreError> {
         let channel = self.channel(session_id);
         let _ordered = channel.append_lock.lock().await;
-        let stored = self.store.append(session_id, &events, set_mode).await?;
+        let stored = self.store.append(session_id, &events, &commit).await?;
         on_commit();
         for event in &stored {
             if let Some(seq) = event.seq {

@@ -1,10 +1,12 @@
 //! Everything that runs only on the server (feature `ssr`): startup, HTTP, the agent, storage.
 
 pub mod agent;
+pub mod approvals;
 pub mod config;
 pub mod core;
 pub mod error;
 pub mod event_log;
+pub mod gate;
 pub mod http;
 pub mod markdown;
 pub mod settings;
@@ -31,6 +33,8 @@ pub enum StartError {
         source: std::io::Error,
         hint: &'static str,
     },
+    #[error("invalid configuration: {0}")]
+    Config(String),
     #[error("cannot open the database: {0}")]
     Store(#[from] store::StoreError),
     #[error("cannot start the model provider: {0}")]
@@ -105,6 +109,8 @@ pub async fn start(
         Some(p) => p,
         None => provider_from_config(&settings.config)?,
     };
+    let floor =
+        gate::floor::SafetyFloor::new(&settings.config.safety).map_err(StartError::Config)?;
     let shutdown = CancellationToken::new();
     let core = Arc::new(core::Core {
         log,
@@ -113,6 +119,8 @@ pub async fn start(
         workspace: settings.workspace.clone(),
         shutdown: shutdown.clone(),
         turns: Default::default(),
+        gates: Default::default(),
+        floor,
     });
     let leptos_options = LeptosOptions::builder()
         .output_name("countersign")

@@ -116,7 +116,9 @@ pub fn build(events: &[Event]) -> Vec<Item> {
                 status: *status,
                 error: error.clone(),
             }),
-            EventBody::AssistantDelta { .. } => {}
+            EventBody::AssistantDelta { .. }
+            | EventBody::ApprovalRequest(_)
+            | EventBody::ApprovalResolved(_) => {}
         }
     }
     items

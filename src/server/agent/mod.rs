@@ -1,6 +1,7 @@
 //! The agent: a turn loop over a `Provider`, the tools it may call, and the bridge from the
 //! session's event log to the conversation a model reads.
 
+pub mod gates_text;
 pub mod provider;
 pub mod recovery;
 pub mod running;
@@ -16,6 +17,32 @@ pub const SYSTEM_PROMPT: &str = "You are a careful coding assistant working insi
 Use the tools to read, search, write and edit files and to run shell commands there; paths are relative to the workspace. \
 Some actions may need the person's approval or may be refused; when a tool result says a call was denied or refused, \
 read the reason, do not retry the same call, and adapt. Keep answers short and say what you did.";
+
+/// Added to the system prompt whenever checkpoints are offered (every mode but yolo).
+pub const CHECKPOINT_PROMPT: &str = "\n\nBefore a consequential decision — choosing the target column, a data preparation plan, \
+a model shortlist, or an expensive run — put it to the person with request_approval (kind: target_column, prep_plan, \
+model_shortlist, expensive_run or other; a one-line title; the proposal in markdown) and follow the answer. \
+If the result says nobody answered in time, you may proceed, but say clearly in your reply that the decision is UNAPPROVED.";
+
+/// The `request_approval` tool as the model sees it.
+pub fn checkpoint_spec() -> provider::ToolSpec {
+    provider::ToolSpec {
+        name: "request_approval",
+        description: "Ask the person to approve a consequential decision before going on; returns their answer.",
+        class: ToolClass::Decision,
+        parameters: serde_json::json!({
+            "type": "object",
+            "properties": {
+                "kind": {"type": "string", "enum": ["target_column", "prep_plan", "model_shortlist", "expensive_run", "other"]},
+                "title": {"type": "string", "description": "one line"},
+                "proposal": {"type": "string", "description": "the proposal, in markdown"},
+                "context": {"type": "string", "description": "optional background"}
+            },
+            "required": ["kind", "title", "proposal"],
+            "additionalProperties": false
+        }),
+    }
+}
 
 /// Tools that later issues add; known here so their calls get the right class meanwhile.
 fn class_of_later_tool(tool: &str) -> Option<ToolClass> {
@@ -82,7 +109,10 @@ pub fn conversation_from_log(events: &[Event]) -> Vec<ChatMessage> {
                 call_id: call_id.clone(),
                 output: tool_result_text(*status, output),
             }),
-            EventBody::ModeChanged { .. }
+            // The outcome of a gate reaches the model as its tool result.
+            EventBody::ApprovalRequest(_)
+            | EventBody::ApprovalResolved(_)
+            | EventBody::ModeChanged { .. }
             | EventBody::AssistantDelta { .. }
             | EventBody::ToolStarted { .. }
             | EventBody::TurnFinished { .. } => {}

@@ -2,13 +2,15 @@
 //!
 //! A tool with `tool_started` but no `tool_result` is reported `interrupted` and never re-run;
 //! calls that had not started are reported not run; the turn ends `failed` with a sentence
-//! saying why. (Resuming turns parked on a gate is the durable-gates work; nothing parks yet.)
+//! saying why. A gate still pending in such a turn is resolved `cancelled` by the system (its
+//! card says so; a late answer gets 410). Resuming parked turns instead is the durable-gates
+//! work.
 
 use std::collections::HashSet;
 
-use crate::protocol::{Event, EventBody, ToolStatus, TurnStatus};
+use crate::protocol::{AnsweredBy, Decision, Event, EventBody, Resolution, ToolStatus, TurnStatus};
 use crate::server::event_log::EventLog;
-use crate::server::store::{NewEvent, StoreError};
+use crate::server::store::{Commit, GateChange, NewEvent, StoreError, now_rfc3339};
 
 pub const INTERRUPTED_OUTPUT: &str = "the server stopped while this ran; it was not run again";
 const NOT_STARTED_OUTPUT: &str = "the server stopped before this ran; it was not run";
@@ -18,6 +20,33 @@ const TURN_ERROR: &str = "the server stopped during this turn; send the message 
 pub async fn close_unfinished_turns(log: &EventLog) -> Result<usize, StoreError> {
     let sessions = log.store().sessions_with_unfinished_turns().await?;
     for session_id in &sessions {
+        for gate in log.store().pending_gates(Some(session_id)).await? {
+            let resolution = Resolution {
+                approval_id: gate.body.approval_id.clone(),
+                decision: Decision::Cancelled,
+                answered_by: AnsweredBy::System,
+                resolved_at: now_rfc3339(),
+                reason: Some("the server restarted while this waited".into()),
+                edits: None,
+                rule_id: None,
+                client_id: None,
+            };
+            let event = NewEvent::new(
+                Some(&gate.turn_id),
+                EventBody::ApprovalResolved(resolution.clone()),
+            );
+            let commit = Commit {
+                gate: Some(GateChange::Resolve {
+                    resolution,
+                    new_rule: None,
+                }),
+                ..Commit::default()
+            };
+            match log.commit(session_id, vec![event], commit, || ()).await {
+                Ok(_) | Err(StoreError::AlreadyResolved(_)) => {}
+                Err(other) => return Err(other),
+            }
+        }
         let events = log.all_events(session_id).await?;
         let closing = closing_events(&events);
         if !closing.is_empty() {

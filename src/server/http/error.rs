@@ -17,6 +17,19 @@ impl IntoResponse for ApiError {
                 message: self.to_string(),
             },
         };
-        (self.status(), Json(body)).into_response()
+        let mut json = serde_json::to_value(body).unwrap_or_default();
+        if let (Some(resolution), Some(obj)) = (self.resolution(), json.as_object_mut()) {
+            let r = serde_json::json!({
+                "decision": resolution.decision,
+                "answered_by": resolution.answered_by,
+                "resolved_at": resolution.resolved_at,
+                "reason": resolution.reason,
+            });
+            obj.insert("resolution".into(), r.clone());
+            if let Some(error) = obj.get_mut("error").and_then(|e| e.as_object_mut()) {
+                error.insert("resolution".into(), r);
+            }
+        }
+        (self.status(), Json(json)).into_response()
     }
 }

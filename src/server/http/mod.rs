@@ -1,5 +1,6 @@
 //! The HTTP surface: router assembly, layers, and the page routes that are not Leptos views.
 
+pub mod approvals;
 pub mod auth;
 pub mod error;
 pub mod json;
@@ -45,6 +46,10 @@ pub fn router(state: AppState) -> Router {
         .route("/sessions/{sid}/mode", put(sessions::set_mode))
         .route("/sessions/{sid}/messages", post(sessions::send_message))
         .route("/sessions/{sid}/cancel", post(sessions::cancel))
+        .route("/sessions/{sid}/approvals/{aid}", post(approvals::decide))
+        .route("/approvals", get(approvals::pending))
+        .route("/rules", get(approvals::rules))
+        .route("/rules/{id}", axum::routing::delete(approvals::revoke_rule))
         .fallback(api_not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(TimeoutLayer::with_status_code(

@@ -7,7 +7,7 @@ pub mod sqlite;
 
 use async_trait::async_trait;
 
-use crate::protocol::{Event, EventBody, Mode};
+use crate::protocol::{ApprovalRequest, Event, EventBody, Mode, Resolution, Rule};
 
 /// A session as stored. `approval_mode` stays a string here: a record that does not parse is
 /// a fact about the database the caller must decide on (it falls back to `ask`, fail closed).
@@ -36,8 +36,50 @@ impl NewEvent {
     }
 }
 
+/// A change to a gate, committed in the same transaction as the events that announce it.
+#[derive(Clone, Debug)]
+pub enum GateChange {
+    Open(Box<ApprovalRequest>),
+    /// Compare-and-set: succeeds only while the gate is pending; `new_rule` (Allow always) is
+    /// stored only if it does.
+    Resolve {
+        resolution: Resolution,
+        new_rule: Option<Rule>,
+    },
+}
+
+/// What else an append commits atomically with its events.
+#[derive(Clone, Debug, Default)]
+pub struct Commit {
+    /// The session's remembered mode.
+    pub set_mode: Option<Mode>,
+    pub gate: Option<GateChange>,
+    /// A standing rule that was applied: its use count and last use go up.
+    pub rule_used: Option<String>,
+}
+
+impl Commit {
+    pub fn mode(mode: Option<Mode>) -> Self {
+        Commit {
+            set_mode: mode,
+            ..Commit::default()
+        }
+    }
+}
+
+/// A gate as stored: its request and, once resolved, its resolution.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GateRow {
+    pub request: ApprovalRequest,
+    pub resolution: Option<Resolution>,
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
+    #[error("approval {} is already resolved", .0.approval_id)]
+    AlreadyResolved(Box<Resolution>),
+    #[error("no approval {0} in this session")]
+    UnknownApproval(String),
     #[error("unknown session {0}")]
     UnknownSession(String),
     #[error("database error: {0}")]
@@ -67,15 +109,34 @@ pub trait Store: Send + Sync + 'static {
     async fn delete_session(&self, id: &str) -> Result<bool, StoreError>;
 
     /// Appends `events` in one transaction with consecutive seqs (no gaps: the seq is taken
-    /// from the session row inside the same transaction). `set_mode` updates the session's
-    /// remembered mode in that same transaction, so a `mode_changed` event and the mode can
-    /// never disagree.
+    /// from the session row inside the same transaction), together with `commit`'s changes,
+    /// so e.g. a `mode_changed` event and the mode, or an `approval_resolved` event and the
+    /// gate's compare-and-set, can never disagree. A lost compare-and-set appends nothing and
+    /// answers `AlreadyResolved` with the winner's resolution.
     async fn append(
         &self,
         session_id: &str,
         events: &[NewEvent],
-        set_mode: Option<Mode>,
+        commit: &Commit,
     ) -> Result<Vec<Event>, StoreError>;
+
+    async fn get_gate(
+        &self,
+        session_id: &str,
+        approval_id: &str,
+    ) -> Result<Option<GateRow>, StoreError>;
+
+    /// Pending gates, oldest first; of one session or of all.
+    async fn pending_gates(
+        &self,
+        session_id: Option<&str>,
+    ) -> Result<Vec<ApprovalRequest>, StoreError>;
+
+    /// Standing rules in force (not revoked), oldest first.
+    async fn list_rules(&self) -> Result<Vec<Rule>, StoreError>;
+
+    /// Revokes a rule; `false` when there is no such rule in force.
+    async fn revoke_rule(&self, rule_id: &str) -> Result<bool, StoreError>;
 
     /// Events with `seq > after`, oldest first, at most `limit`.
     async fn events_after(

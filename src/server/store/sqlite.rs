@@ -15,8 +15,8 @@ use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
 
-use super::{NewEvent, SessionRow, Store, StoreError, now_rfc3339};
-use crate::protocol::{Event, Mode};
+use super::{Commit, GateChange, GateRow, NewEvent, SessionRow, Store, StoreError, now_rfc3339};
+use crate::protocol::{ApprovalRequest, Event, Resolution, Rule, RuleScope};
 
 pub struct SqliteStore {
     writer: SqlitePool,
@@ -62,6 +62,100 @@ fn event_from_row(session_id: &str, row: &sqlx::sqlite::SqliteRow) -> Result<Eve
         seq,
         reason: e.to_string(),
     })
+}
+
+fn parse_json<T: serde::de::DeserializeOwned>(
+    session_id: &str,
+    text: &str,
+) -> Result<T, StoreError> {
+    serde_json::from_str(text).map_err(|e| StoreError::Corrupt {
+        session_id: session_id.to_owned(),
+        seq: 0,
+        reason: e.to_string(),
+    })
+}
+
+fn to_json<T: serde::Serialize>(session_id: &str, value: &T) -> Result<String, StoreError> {
+    serde_json::to_string(value).map_err(|e| StoreError::Corrupt {
+        session_id: session_id.to_owned(),
+        seq: 0,
+        reason: e.to_string(),
+    })
+}
+
+/// Opens or resolves a gate inside the append's transaction.
+async fn apply_gate_change(
+    tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
+    session_id: &str,
+    change: &GateChange,
+) -> Result<(), StoreError> {
+    match change {
+        GateChange::Open(request) => {
+            sqlx::query(
+                "INSERT INTO approvals (approval_id, session_id, turn_id, request, created_at, expires_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )
+            .bind(&request.body.approval_id)
+            .bind(session_id)
+            .bind(&request.turn_id)
+            .bind(to_json(session_id, request)?)
+            .bind(&request.body.created_at)
+            .bind(&request.body.expires_at)
+            .execute(&mut **tx)
+            .await?;
+        }
+        GateChange::Resolve {
+            resolution,
+            new_rule,
+        } => {
+            let won = sqlx::query(
+                "UPDATE approvals SET resolution = ?1, resolved_at = ?2
+                 WHERE approval_id = ?3 AND session_id = ?4 AND resolution IS NULL",
+            )
+            .bind(to_json(session_id, resolution)?)
+            .bind(&resolution.resolved_at)
+            .bind(&resolution.approval_id)
+            .bind(session_id)
+            .execute(&mut **tx)
+            .await?
+            .rows_affected()
+                == 1;
+            if !won {
+                let existing: Option<Option<String>> = sqlx::query_scalar(
+                    "SELECT resolution FROM approvals WHERE approval_id = ?1 AND session_id = ?2",
+                )
+                .bind(&resolution.approval_id)
+                .bind(session_id)
+                .fetch_optional(&mut **tx)
+                .await?;
+                return Err(match existing.flatten() {
+                    Some(json) => StoreError::AlreadyResolved(Box::new(parse_json::<Resolution>(
+                        session_id, &json,
+                    )?)),
+                    None => StoreError::UnknownApproval(resolution.approval_id.clone()),
+                });
+            }
+            if let Some(rule) = new_rule {
+                sqlx::query(
+                    "INSERT INTO rules (id, tool, pattern, scope, session_id, created_at, created_by_approval, uses)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 0)",
+                )
+                .bind(&rule.id)
+                .bind(&rule.tool)
+                .bind(&rule.pattern)
+                .bind(match rule.scope {
+                    RuleScope::Session => "session",
+                    RuleScope::Workspace => "workspace",
+                })
+                .bind(&rule.session_id)
+                .bind(&rule.created_at)
+                .bind(&rule.created_by_approval)
+                .execute(&mut **tx)
+                .await?;
+            }
+        }
+    }
+    Ok(())
 }
 
 const SESSION_COLUMNS: &str = "id, title, created_at, approval_mode, last_seq";
@@ -115,16 +209,26 @@ impl Store for SqliteStore {
         &self,
         session_id: &str,
         events: &[NewEvent],
-        set_mode: Option<Mode>,
+        commit: &Commit,
     ) -> Result<Vec<Event>, StoreError> {
         let count = events.len() as i64;
         let mut tx = self.writer.begin().await?;
+        if let Some(change) = &commit.gate {
+            apply_gate_change(&mut tx, session_id, change).await?;
+        }
+        if let Some(rule_id) = &commit.rule_used {
+            sqlx::query("UPDATE rules SET uses = uses + 1, last_used_at = ?1 WHERE id = ?2")
+                .bind(now_rfc3339())
+                .bind(rule_id)
+                .execute(&mut *tx)
+                .await?;
+        }
         let last: Option<i64> = sqlx::query_scalar(
             "UPDATE sessions SET last_seq = last_seq + ?1, approval_mode = COALESCE(?2, approval_mode)
              WHERE id = ?3 RETURNING last_seq",
         )
         .bind(count)
-        .bind(set_mode.map(Mode::as_str))
+        .bind(commit.set_mode.map(|m| m.as_str()))
         .bind(session_id)
         .fetch_optional(&mut *tx)
         .await?;
@@ -180,6 +284,84 @@ impl Store for SqliteStore {
         rows.iter().map(|r| event_from_row(session_id, r)).collect()
     }
 
+    async fn get_gate(
+        &self,
+        session_id: &str,
+        approval_id: &str,
+    ) -> Result<Option<GateRow>, StoreError> {
+        let row = sqlx::query(
+            "SELECT request, resolution FROM approvals WHERE approval_id = ?1 AND session_id = ?2",
+        )
+        .bind(approval_id)
+        .bind(session_id)
+        .fetch_optional(&self.writer)
+        .await?;
+        let Some(row) = row else { return Ok(None) };
+        let request: String = row.try_get("request")?;
+        let resolution: Option<String> = row.try_get("resolution")?;
+        Ok(Some(GateRow {
+            request: parse_json(session_id, &request)?,
+            resolution: resolution.map(|r| parse_json(session_id, &r)).transpose()?,
+        }))
+    }
+
+    async fn pending_gates(
+        &self,
+        session_id: Option<&str>,
+    ) -> Result<Vec<ApprovalRequest>, StoreError> {
+        let rows: Vec<(String, String)> = sqlx::query_as(
+            "SELECT session_id, request FROM approvals
+             WHERE resolution IS NULL AND (?1 IS NULL OR session_id = ?1)
+             ORDER BY created_at, rowid",
+        )
+        .bind(session_id)
+        .fetch_all(&self.readers)
+        .await?;
+        rows.iter()
+            .map(|(sid, request)| parse_json(sid, request))
+            .collect()
+    }
+
+    async fn list_rules(&self) -> Result<Vec<Rule>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT id, tool, pattern, scope, session_id, created_at, created_by_approval, uses, last_used_at
+             FROM rules WHERE revoked_at IS NULL ORDER BY created_at, rowid",
+        )
+        .fetch_all(&self.readers)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                let scope: String = row.try_get("scope")?;
+                Ok(Rule {
+                    id: row.try_get("id")?,
+                    tool: row.try_get("tool")?,
+                    pattern: row.try_get("pattern")?,
+                    scope: if scope == "workspace" {
+                        RuleScope::Workspace
+                    } else {
+                        RuleScope::Session
+                    },
+                    session_id: row.try_get("session_id")?,
+                    created_at: row.try_get("created_at")?,
+                    created_by_approval: row.try_get("created_by_approval")?,
+                    uses: row.try_get::<i64, _>("uses")?.max(0) as u64,
+                    last_used_at: row.try_get("last_used_at")?,
+                })
+            })
+            .collect::<Result<_, sqlx::Error>>()
+            .map_err(StoreError::from)
+    }
+
+    async fn revoke_rule(&self, rule_id: &str) -> Result<bool, StoreError> {
+        let done =
+            sqlx::query("UPDATE rules SET revoked_at = ?1 WHERE id = ?2 AND revoked_at IS NULL")
+                .bind(now_rfc3339())
+                .bind(rule_id)
+                .execute(&self.writer)
+                .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
     async fn sessions_with_unfinished_turns(&self) -> Result<Vec<String>, StoreError> {
         let ids = sqlx::query_scalar(
             "SELECT s.id FROM sessions s WHERE (
@@ -197,7 +379,7 @@ impl Store for SqliteStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::EventBody;
+    use crate::protocol::{EventBody, Mode};
 
     async fn temp_store() -> (tempfile::TempDir, SqliteStore) {
         let dir = tempfile::tempdir().unwrap();
@@ -236,7 +418,11 @@ mod tests {
             let store = store.clone();
             tasks.push(tokio::spawn(async move {
                 store
-                    .append("s", &[msg(&format!("a{i}")), msg(&format!("b{i}"))], None)
+                    .append(
+                        "s",
+                        &[msg(&format!("a{i}")), msg(&format!("b{i}"))],
+                        &Commit::default(),
+                    )
                     .await
                     .unwrap()
             }));
@@ -255,12 +441,12 @@ mod tests {
     async fn append_to_unknown_session_fails_and_mode_follows_in_same_transaction() {
         let (_dir, store) = temp_store().await;
         assert!(matches!(
-            store.append("nope", &[msg("x")], None).await,
+            store.append("nope", &[msg("x")], &Commit::default()).await,
             Err(StoreError::UnknownSession(_))
         ));
         store.create_session(&session("s")).await.unwrap();
         store
-            .append("s", &[msg("x")], Some(Mode::Yolo))
+            .append("s", &[msg("x")], &Commit::mode(Some(Mode::Yolo)))
             .await
             .unwrap();
         let row = store.get_session("s").await.unwrap().unwrap();
@@ -273,8 +459,14 @@ mod tests {
         let (_dir, store) = temp_store().await;
         store.create_session(&session("a")).await.unwrap();
         store.create_session(&session("b")).await.unwrap();
-        store.append("a", &[msg("x")], None).await.unwrap();
-        store.append("b", &[msg("y")], None).await.unwrap();
+        store
+            .append("a", &[msg("x")], &Commit::default())
+            .await
+            .unwrap();
+        store
+            .append("b", &[msg("y")], &Commit::default())
+            .await
+            .unwrap();
         store
             .append(
                 "b",
@@ -285,7 +477,7 @@ mod tests {
                         error: None,
                     },
                 )],
-                None,
+                &Commit::default(),
             )
             .await
             .unwrap();

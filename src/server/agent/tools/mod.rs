@@ -82,6 +82,14 @@ pub fn validate(tool: &str, args: &Value, workspace: &Path) -> Result<(), ToolEr
     Ok(())
 }
 
+/// The current text of a file the call names, read through the same confinement as the tools
+/// (for the diff an approval card shows). `None` when it does not exist or is not readable.
+pub fn current_text(workspace: &Path, raw_path: &str) -> Option<String> {
+    let target = confine::resolve(workspace, raw_path).ok()?;
+    let bytes = std::fs::read(&target.abs).ok()?;
+    Some(String::from_utf8_lossy(&bytes).into_owned())
+}
+
 /// The path argument of a file tool (lexically normalized, `./a/../b` → `b`, so one file has
 /// one spelling; `.` when a listing or search names none), or the command of `shell`. For
 /// display and rule matching; `None` for unknown tools or when the field isn't a string.

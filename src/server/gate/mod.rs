@@ -1,0 +1,8 @@
+//! Approval gates: the policy that decides run / ask / refuse, the safety floor, standing
+//! rules, the shape of an approval request, and the registry where waiting turns park.
+
+pub mod floor;
+pub mod policy;
+pub mod registry;
+pub mod request;
+pub mod rules;

@@ -1,0 +1,135 @@
+//! Standing rules (from Allow always): which calls a rule covers, and the default pattern a
+//! card offers. File tools match a path glob; `shell` matches a command exactly, or by prefix
+//! when the pattern ends in `*` (`echo *` covers every `echo …`).
+
+use globset::Glob;
+use serde_json::Value;
+
+use crate::protocol::Rule;
+use crate::server::agent::tools;
+
+fn is_command_tool(tool: &str) -> bool {
+    tool == "shell"
+}
+
+/// Whether `rule` covers this call.
+pub fn covers(rule: &Rule, tool: &str, args: &Value) -> bool {
+    if rule.tool != tool {
+        return false;
+    }
+    let Some(subject) = tools::subject(tool, args) else {
+        return false;
+    };
+    if is_command_tool(tool) {
+        let command = subject.trim();
+        match rule.pattern.strip_suffix('*') {
+            Some(prefix) => command.starts_with(prefix) && !prefix.trim().is_empty(),
+            None => command == rule.pattern.trim(),
+        }
+    } else {
+        Glob::new(&rule.pattern)
+            .map(|g| {
+                g.compile_matcher()
+                    .is_match(subject.trim_start_matches("./"))
+            })
+            .unwrap_or(false)
+    }
+}
+
+/// The pattern Allow always proposes: the exact path, or the command's first word and `*`.
+pub fn default_pattern(tool: &str, args: &Value) -> Option<String> {
+    let subject = tools::subject(tool, args)?;
+    if is_command_tool(tool) {
+        let first = subject.split_whitespace().next()?;
+        Some(format!("{first} *"))
+    } else {
+        Some(subject)
+    }
+}
+
+/// Checks a pattern a person typed for a rule.
+pub fn validate_pattern(tool: &str, pattern: &str) -> Result<(), String> {
+    let trimmed = pattern.trim();
+    if trimmed.is_empty() || trimmed == "*" || trimmed == "**" {
+        return Err("the rule pattern must not be empty or match everything".into());
+    }
+    if is_command_tool(tool) {
+        return Ok(());
+    }
+    Glob::new(trimmed)
+        .map(|_| ())
+        .map_err(|e| format!("the rule pattern `{trimmed}` is not a valid glob: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::RuleScope;
+    use serde_json::json;
+
+    fn rule(tool: &str, pattern: &str) -> Rule {
+        Rule {
+            id: "r".into(),
+            tool: tool.into(),
+            pattern: pattern.into(),
+            scope: RuleScope::Session,
+            session_id: None,
+            created_at: String::new(),
+            created_by_approval: None,
+            uses: 0,
+            last_used_at: None,
+        }
+    }
+
+    #[test]
+    fn command_rules_match_exactly_or_by_prefix() {
+        let echo = rule("shell", "echo *");
+        assert!(covers(&echo, "shell", &json!({"command": "echo hi"})));
+        assert!(!covers(&echo, "shell", &json!({"command": "rm x"})));
+        assert!(!covers(&echo, "write_file", &json!({"path": "echo"})));
+        let exact = rule("shell", "ls -la");
+        assert!(covers(&exact, "shell", &json!({"command": "ls -la"})));
+        assert!(!covers(&exact, "shell", &json!({"command": "ls -la /"})));
+    }
+
+    #[test]
+    fn path_rules_are_globs_over_normalized_paths() {
+        let docs = rule("write_file", "docs/*.md");
+        assert!(covers(
+            &docs,
+            "write_file",
+            &json!({"path": "docs/a.md", "content": ""})
+        ));
+        assert!(covers(
+            &docs,
+            "write_file",
+            &json!({"path": "./docs/x/../b.md", "content": ""})
+        ));
+        assert!(!covers(
+            &docs,
+            "write_file",
+            &json!({"path": "src/a.md", "content": ""})
+        ));
+        assert!(!covers(
+            &docs,
+            "edit_file",
+            &json!({"path": "docs/a.md", "old": "a", "new": "b"})
+        ));
+    }
+
+    #[test]
+    fn defaults_and_validation() {
+        assert_eq!(
+            default_pattern("shell", &json!({"command": "echo hi there"})).unwrap(),
+            "echo *"
+        );
+        assert_eq!(
+            default_pattern("write_file", &json!({"path": "notes.md"})).unwrap(),
+            "notes.md"
+        );
+        assert!(validate_pattern("write_file", "a[").is_err());
+        assert!(validate_pattern("shell", "  ").is_err());
+        assert!(validate_pattern("write_file", "**").is_err());
+        assert!(validate_pattern("write_file", "docs/**").is_ok());
+    }
+}

@@ -1,0 +1,56 @@
+//! REST handlers for decisions, the pending inbox and standing rules.
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::response::IntoResponse;
+use http::StatusCode;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::json::ApiJson;
+use crate::server::approvals::DecisionRequest;
+use crate::server::error::ApiError;
+use crate::server::state::AppState;
+
+pub async fn decide(
+    State(state): State<AppState>,
+    Path((sid, aid)): Path<(String, String)>,
+    ApiJson(body): ApiJson<DecisionRequest>,
+) -> Result<impl IntoResponse, ApiError> {
+    let resolution = state.core.decide(&sid, &aid, body).await?;
+    Ok(Json(json!({
+        "approval_id": resolution.approval_id,
+        "decision": resolution.decision,
+        "resolved_at": resolution.resolved_at,
+        "rule_id": resolution.rule_id,
+    })))
+}
+
+#[derive(Deserialize)]
+pub struct InboxQuery {
+    status: Option<String>,
+}
+
+pub async fn pending(
+    State(state): State<AppState>,
+    Query(query): Query<InboxQuery>,
+) -> Result<impl IntoResponse, ApiError> {
+    match query.status.as_deref() {
+        None | Some("pending") => Ok(Json(state.core.pending_approvals().await?)),
+        Some(other) => Err(ApiError::InvalidRequest(format!(
+            "status must be `pending`, not `{other}`"
+        ))),
+    }
+}
+
+pub async fn rules(State(state): State<AppState>) -> Result<impl IntoResponse, ApiError> {
+    Ok(Json(state.core.list_rules().await?))
+}
+
+pub async fn revoke_rule(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<impl IntoResponse, ApiError> {
+    state.core.revoke_rule(&id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,16 @@
+//! Contract tests for the public HTTP + SSE protocol (docs/protocol.md), run against a real
+//! server started in-process on a loopback ephemeral port.
+//!
+//! One test binary (modules below) to keep link time down. Build and run with
+//! `cargo test --features ssr --test api`.
+
+#![cfg(feature = "ssr")]
+
+mod common;
+
+mod agent;
+mod auth;
+mod errors;
+mod restart;
+mod sessions;
+mod sse;
