@@ -4,7 +4,7 @@
 use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
 
-use crate::protocol::{Session, Snapshot};
+use crate::protocol::{DecideOutcome, DecisionInput, ErrorBody, Session, Snapshot};
 
 #[cfg(feature = "ssr")]
 mod backend {
@@ -16,20 +16,28 @@ mod backend {
     use crate::server::error::ApiError;
     use crate::server::state::AppState;
 
-    pub fn core() -> Result<Arc<Core>, ServerFnError> {
+    use crate::protocol::ErrorBody;
+
+    pub fn core() -> Result<Arc<Core>, ErrorBody> {
         use_context::<AppState>()
             .map(|s| s.core)
-            .ok_or_else(|| ServerFnError::new("internal: server state missing"))
+            .ok_or_else(|| ErrorBody::new("internal", "server state missing"))
     }
 
-    /// The client shows `message`; `code` keeps it machine-readable.
-    pub fn to_server_error(err: ApiError) -> ServerFnError {
-        ServerFnError::new(format!("{}: {}", err.code(), err))
+    /// The protocol's JSON error body, with the HTTP status the REST route would answer.
+    pub fn to_server_error(err: ApiError) -> ErrorBody {
+        if let Some(response) = use_context::<leptos_axum::ResponseOptions>() {
+            response.set_status(err.status());
+        }
+        if let ApiError::Internal(cause) = &err {
+            tracing::error!(%cause, "internal error in a server function");
+        }
+        ErrorBody::new(err.code(), err.to_string())
     }
 }
 
 #[server(prefix = "/api/ui", endpoint = "snapshot", input = Json)]
-pub async fn get_snapshot(session_id: String) -> Result<Snapshot, ServerFnError> {
+pub async fn get_snapshot(session_id: String) -> Result<Snapshot, ErrorBody> {
     let core = backend::core()?;
     core.snapshot(&session_id)
         .await
@@ -37,13 +45,13 @@ pub async fn get_snapshot(session_id: String) -> Result<Snapshot, ServerFnError>
 }
 
 #[server(prefix = "/api/ui", endpoint = "sessions", input = Json)]
-pub async fn list_sessions() -> Result<Vec<Session>, ServerFnError> {
+pub async fn list_sessions() -> Result<Vec<Session>, ErrorBody> {
     let core = backend::core()?;
     core.list_sessions().await.map_err(backend::to_server_error)
 }
 
 #[server(prefix = "/api/ui", endpoint = "create_session", input = Json)]
-pub async fn create_session() -> Result<Session, ServerFnError> {
+pub async fn create_session() -> Result<Session, ErrorBody> {
     let core = backend::core()?;
     core.create_session(None, None)
         .await
@@ -51,7 +59,7 @@ pub async fn create_session() -> Result<Session, ServerFnError> {
 }
 
 #[server(prefix = "/api/ui", endpoint = "delete_session", input = Json)]
-pub async fn delete_session(session_id: String) -> Result<(), ServerFnError> {
+pub async fn delete_session(session_id: String) -> Result<(), ErrorBody> {
     let core = backend::core()?;
     core.delete_session(&session_id)
         .await
@@ -63,7 +71,7 @@ pub async fn send_message(
     session_id: String,
     text: String,
     approval_mode: String,
-) -> Result<String, ServerFnError> {
+) -> Result<String, ErrorBody> {
     let core = backend::core()?;
     core.send_message(&session_id, &text, Some(&approval_mode))
         .await
@@ -71,7 +79,7 @@ pub async fn send_message(
 }
 
 #[server(prefix = "/api/ui", endpoint = "set_mode", input = Json)]
-pub async fn set_mode(session_id: String, approval_mode: String) -> Result<(), ServerFnError> {
+pub async fn set_mode(session_id: String, approval_mode: String) -> Result<(), ErrorBody> {
     let core = backend::core()?;
     core.set_mode(&session_id, &approval_mode)
         .await
@@ -80,7 +88,7 @@ pub async fn set_mode(session_id: String, approval_mode: String) -> Result<(), S
 }
 
 #[server(prefix = "/api/ui", endpoint = "cancel", input = Json)]
-pub async fn cancel_turn(session_id: String) -> Result<(), ServerFnError> {
+pub async fn cancel_turn(session_id: String) -> Result<(), ErrorBody> {
     let core = backend::core()?;
     core.cancel(&session_id)
         .await
@@ -88,16 +96,40 @@ pub async fn cancel_turn(session_id: String) -> Result<(), ServerFnError> {
         .map_err(backend::to_server_error)
 }
 
-/// The human part of a server function error (`"code: message"` → `message`).
-pub fn error_message(err: &ServerFnError) -> String {
-    let text = match err {
-        ServerFnError::ServerError(m) => m.clone(),
-        other => other.to_string(),
+#[server(prefix = "/api/ui", endpoint = "decide", input = Json)]
+pub async fn decide(
+    session_id: String,
+    approval_id: String,
+    input: DecisionInput,
+) -> Result<DecideOutcome, ErrorBody> {
+    use crate::server::approvals::{DecisionRequest, RuleRequest};
+    use crate::server::error::ApiError;
+    let core = backend::core()?;
+    let rule =
+        (input.rule_scope.is_some() || input.rule_pattern.is_some()).then_some(RuleRequest {
+            scope: input.rule_scope,
+            pattern: input.rule_pattern,
+        });
+    let request = DecisionRequest {
+        decision: Some(input.decision),
+        digest: input.digest,
+        edits: input.edits,
+        reason: input.reason,
+        rule,
+        client_id: input.client_id,
     };
-    match text.split_once(": ") {
-        Some((code, rest)) if code.chars().all(|c| c.is_ascii_lowercase() || c == '_') => {
-            rest.to_owned()
+    match core.decide(&session_id, &approval_id, request).await {
+        Ok(resolution) => Ok(DecideOutcome::Decided { resolution }),
+        Err(ApiError::AlreadyResolved(resolution) | ApiError::Gone(resolution)) => {
+            Ok(DecideOutcome::Lost {
+                resolution: *resolution,
+            })
         }
-        _ => text,
+        Err(other) => Err(backend::to_server_error(other)),
     }
+}
+
+/// What the UI shows for a failed server function.
+pub fn error_message(err: &ErrorBody) -> String {
+    err.error.message.clone()
 }

@@ -9,6 +9,8 @@
 //! (components and the client-side feed reducer), `api` (server functions, thin wrappers over
 //! `server::core`), `server/` (ssr only).
 
+#![recursion_limit = "256"]
+
 pub mod api;
 pub mod app;
 pub mod protocol;

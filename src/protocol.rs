@@ -178,7 +178,7 @@ pub enum EventBody {
         rule_id: Option<String>,
     },
     /// A gate opened: the turn waits for a person's answer.
-    ApprovalRequest(ApprovalRequestBody),
+    ApprovalRequest(Box<ApprovalRequestBody>),
     /// A gate's one and only resolution.
     ApprovalResolved(Resolution),
     ToolStarted {
@@ -382,6 +382,32 @@ pub struct Rule {
     pub last_used_at: Option<String>,
 }
 
+/// A decision as the UI sends it (the same fields as the REST body, flattened for a form).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct DecisionInput {
+    pub decision: String,
+    #[serde(default)]
+    pub digest: Option<String>,
+    #[serde(default)]
+    pub edits: Option<Value>,
+    #[serde(default)]
+    pub reason: Option<String>,
+    #[serde(default)]
+    pub rule_scope: Option<String>,
+    #[serde(default)]
+    pub rule_pattern: Option<String>,
+    #[serde(default)]
+    pub client_id: Option<String>,
+}
+
+/// What a decision from the UI came to: it stood, or another answer had won the race.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum DecideOutcome {
+    Decided { resolution: Resolution },
+    Lost { resolution: Resolution },
+}
+
 /// A session as the API and the sidebar show it.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct Session {
@@ -412,6 +438,39 @@ pub struct ErrorBody {
 pub struct ErrorDetail {
     pub code: String,
     pub message: String,
+}
+
+impl ErrorBody {
+    pub fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
+        ErrorBody {
+            error: ErrorDetail {
+                code: code.into(),
+                message: message.into(),
+            },
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorBody {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.error.message)
+    }
+}
+
+/// Server functions fail with the same JSON error body as the REST routes.
+impl leptos::server_fn::error::FromServerFnError for ErrorBody {
+    type Encoder = leptos::server_fn::codec::JsonEncoding;
+
+    fn from_server_fn_error(value: leptos::server_fn::error::ServerFnErrorErr) -> Self {
+        use leptos::server_fn::error::ServerFnErrorErr as E;
+        let code = match &value {
+            E::Args(_) | E::MissingArg(_) | E::Deserialization(_) => "invalid_request",
+            E::Request(_) | E::Response(_) => "network",
+            E::UnsupportedRequestMethod(_) => "method_not_allowed",
+            _ => "internal",
+        };
+        ErrorBody::new(code, value.to_string())
+    }
 }
 
 #[cfg(test)]

@@ -37,6 +37,8 @@ test('chat with the demo agent, reload, and follow from a second tab', async ({ 
 
   await page.getByTestId('composer').fill('write notes.md: hello');
   await page.getByTestId('composer').press('Enter');
+  // Ask mode (the default): the write waits for a countersignature.
+  await page.locator('[data-testid=approval-card][data-state=pending] [data-action=approve]').click();
 
   const result = page.locator('[data-testid=tool-result][data-status=ok]');
   await expect(result).toHaveCount(1);
@@ -60,6 +62,7 @@ test('chat with the demo agent, reload, and follow from a second tab', async ({ 
   const second = await context.newPage();
   await second.goto(sessionUrl);
   await expect(second.getByTestId('connection')).toHaveAttribute('data-state', 'live');
+  await page.getByTestId('mode-picker').selectOption('yolo');
   await page.getByTestId('composer').fill('run: echo from-the-first-tab');
   await page.getByTestId('send').click();
   await expect(second.locator('[data-testid=tool-result][data-status=ok]')).toHaveCount(2);

@@ -16,6 +16,7 @@ use super::error::ApiError;
 use super::event_log::EventLog;
 use super::gate::floor::SafetyFloor;
 use super::gate::registry::GateRegistry;
+use super::keyed_lock::KeyedLocks;
 use super::store::{NewEvent, SessionRow, now_rfc3339};
 use crate::protocol::{EventBody, Mode, ModeSource, Session, Snapshot};
 
@@ -36,6 +37,8 @@ pub struct Core {
     /// Turns parked on a gate, by approval id.
     pub gates: GateRegistry,
     pub floor: SafetyFloor,
+    /// Serializes read-the-mode-then-append per session.
+    pub session_locks: KeyedLocks,
 }
 
 /// A stored mode that does not parse falls back to `ask`: fail closed.
@@ -153,7 +156,9 @@ impl Core {
         raw_mode: &str,
     ) -> Result<(Mode, Mode), ApiError> {
         let mode = parse_mode(raw_mode)?;
-        let row = self.session_row(session_id).await?;
+        let id = self.existing_session_id(session_id).await?;
+        let _serial = self.session_locks.lock(&id).await;
+        let row = self.session_row(&id).await?;
         let previous = stored_mode(&row);
         if previous != mode {
             let event = NewEvent::new(
@@ -186,7 +191,9 @@ impl Core {
                 "text must be at most {MAX_MESSAGE_CHARS} characters (got {chars})"
             )));
         }
-        let row = self.session_row(session_id).await?;
+        let id = self.existing_session_id(session_id).await?;
+        let _serial = self.session_locks.lock(&id).await;
+        let row = self.session_row(&id).await?;
         if self.shutdown.is_cancelled() {
             return Err(ApiError::ShuttingDown);
         }

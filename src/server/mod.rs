@@ -8,6 +8,7 @@ pub mod error;
 pub mod event_log;
 pub mod gate;
 pub mod http;
+pub mod keyed_lock;
 pub mod markdown;
 pub mod settings;
 pub mod state;
@@ -121,6 +122,7 @@ pub async fn start(
         turns: Default::default(),
         gates: Default::default(),
         floor,
+        session_locks: Default::default(),
     });
     let leptos_options = LeptosOptions::builder()
         .output_name("countersign")

@@ -44,3 +44,123 @@ pub fn scroll_to_end(element_id: &str) {
     #[cfg(not(feature = "hydrate"))]
     let _ = element_id;
 }
+
+/// Scrolls an element into view (smoothly, centred).
+pub fn scroll_into_view(element_id: &str) {
+    #[cfg(feature = "hydrate")]
+    if let Some(el) = web_sys::window()
+        .and_then(|w| w.document())
+        .and_then(|d| d.get_element_by_id(element_id))
+    {
+        let options = web_sys::ScrollIntoViewOptions::new();
+        options.set_behavior(web_sys::ScrollBehavior::Smooth);
+        options.set_block(web_sys::ScrollLogicalPosition::Center);
+        el.scroll_into_view_with_scroll_into_view_options(&options);
+    }
+    #[cfg(not(feature = "hydrate"))]
+    let _ = element_id;
+}
+
+/// Moves keyboard focus to an element, if it exists.
+pub fn focus(element_id: &str) {
+    #[cfg(feature = "hydrate")]
+    {
+        use wasm_bindgen::JsCast;
+        if let Some(el) = web_sys::window()
+            .and_then(|w| w.document())
+            .and_then(|d| d.get_element_by_id(element_id))
+            .and_then(|e| e.dyn_into::<web_sys::HtmlElement>().ok())
+        {
+            let _ = el.focus();
+        }
+    }
+    #[cfg(not(feature = "hydrate"))]
+    let _ = element_id;
+}
+
+/// Whether the page is currently hidden (another tab in front, window minimized).
+pub fn page_hidden() -> bool {
+    #[cfg(feature = "hydrate")]
+    let hidden = web_sys::window()
+        .and_then(|w| w.document())
+        .map(|d| d.hidden())
+        .unwrap_or(false);
+    #[cfg(not(feature = "hydrate"))]
+    let hidden = false;
+    hidden
+}
+
+/// A new gate: ask for notification permission the first time; when the tab is hidden and
+/// permission is granted, show a notification whose click focuses the tab and the card.
+pub fn notify_gate(approval_id: &str, title: &str, summary: &str) {
+    #[cfg(feature = "hydrate")]
+    {
+        use wasm_bindgen::JsCast;
+        use wasm_bindgen::closure::Closure;
+        use web_sys::{Notification, NotificationOptions, NotificationPermission};
+        match Notification::permission() {
+            NotificationPermission::Default => {
+                let _ = Notification::request_permission();
+            }
+            NotificationPermission::Granted if page_hidden() => {
+                let options = NotificationOptions::new();
+                options.set_body(summary);
+                options.set_tag(approval_id);
+                if let Ok(note) =
+                    Notification::new_with_options(&format!("Approval needed: {title}"), &options)
+                {
+                    let card = format!("gate-{approval_id}");
+                    let on_click = Closure::<dyn FnMut()>::new(move || {
+                        if let Some(w) = web_sys::window() {
+                            let _ = w.focus();
+                        }
+                        scroll_into_view(&card);
+                        focus(&card);
+                    });
+                    note.set_onclick(Some(on_click.as_ref().unchecked_ref()));
+                    // The notification lives beyond this call; so must its handler.
+                    on_click.forget();
+                }
+            }
+            _ => {}
+        }
+    }
+    #[cfg(not(feature = "hydrate"))]
+    let _ = (approval_id, title, summary);
+}
+
+/// Sets the document title.
+pub fn set_title(title: &str) {
+    #[cfg(feature = "hydrate")]
+    if let Some(doc) = web_sys::window().and_then(|w| w.document()) {
+        doc.set_title(title);
+    }
+    #[cfg(not(feature = "hydrate"))]
+    let _ = title;
+}
+
+/// This tab's id: created once per tab and kept in `sessionStorage`, so a reload keeps it.
+pub fn tab_id() -> String {
+    #[cfg(feature = "hydrate")]
+    {
+        const KEY: &str = "countersign-tab";
+        let storage = web_sys::window().and_then(|w| w.session_storage().ok().flatten());
+        if let Some(existing) = storage
+            .as_ref()
+            .and_then(|s| s.get_item(KEY).ok().flatten())
+        {
+            return existing;
+        }
+        let id = format!(
+            "tab-{:08x}{:08x}",
+            (js_sys::Math::random() * f64::from(u32::MAX)) as u32,
+            (js_sys::Math::random() * f64::from(u32::MAX)) as u32
+        );
+        if let Some(storage) = storage {
+            let _ = storage.set_item(KEY, &id);
+        }
+        id
+    }
+    #[cfg(not(feature = "hydrate"))]
+    String::new()
+}

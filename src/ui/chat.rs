@@ -4,10 +4,14 @@ use std::time::Duration;
 
 use leptos::prelude::*;
 
+use leptos_meta::Title;
+
 use crate::protocol::{Mode, Snapshot, TurnStatus};
 use crate::ui::browser;
+use crate::ui::card::ApprovalCard;
 use crate::ui::composer::Composer;
 use crate::ui::feed::{Connection, Feed};
+use crate::ui::gates::{self, BulkBar, CardBus, ClientId};
 use crate::ui::session_page::SessionsChanged;
 use crate::ui::tool_card::ToolCard;
 use crate::ui::transcript::{self, Item};
@@ -24,7 +28,11 @@ const EXAMPLES: [&str; 5] = [
 #[component]
 pub fn ChatView(snapshot: Snapshot) -> impl IntoView {
     let title = snapshot.session.title.clone();
+    let session_id = snapshot.session.id.clone();
     let feed = Feed::new(snapshot);
+    provide_context(ClientId::new());
+    let bus = CardBus::new();
+    provide_context(bus);
     #[cfg(feature = "hydrate")]
     crate::ui::feed::connect(feed);
 
@@ -40,6 +48,17 @@ pub fn ChatView(snapshot: Snapshot) -> impl IntoView {
     });
 
     let items = Memo::new(move |_| transcript::build(&feed.events.read()));
+    let pending = Memo::new(move |_| transcript::pending_gates(&items.read()));
+    gates::watch_pending(pending);
+    let initial_title = gates::tab_title(pending.get_untracked().len());
+    gates::install_keyboard(bus, pending);
+    let announcement = move || {
+        pending
+            .read()
+            .last()
+            .map(|g| format!("Approval needed: {}", g.summary))
+            .unwrap_or_default()
+    };
     Effect::new(move |_| {
         items.track();
         feed.streaming.track();
@@ -49,12 +68,14 @@ pub fn ChatView(snapshot: Snapshot) -> impl IntoView {
     Effect::new(move |was_running: Option<bool>| {
         let running = feed.running_turn.read().is_some();
         if was_running.is_some() && was_running != Some(running) {
-            changed.0.notify();
+            changed.notify();
         }
         running
     });
 
     view! {
+        <Title text=initial_title/>
+        <div class="sr-only" aria-live="polite" data-testid="announcer">{announcement}</div>
         <header class="chat-header">
             <h1 class="session-title">{title}</h1>
             <ConnectionDot connection=feed.connection/>
@@ -62,7 +83,7 @@ pub fn ChatView(snapshot: Snapshot) -> impl IntoView {
                 {move || feed.mode.get().label()}
             </span>
         </header>
-        <section id="transcript" class="transcript" aria-live="polite">
+        <section id="transcript" class="transcript">
             <Show when=move || items.read().is_empty() && feed.streaming.read().is_empty()>
                 <FirstRun draft/>
             </Show>
@@ -75,6 +96,7 @@ pub fn ChatView(snapshot: Snapshot) -> impl IntoView {
                 </div>
             </Show>
         </section>
+        <BulkBar session_id pending/>
         <Composer feed draft/>
     }
 }
@@ -94,6 +116,7 @@ fn render_item(item: Item, now_ms: RwSignal<f64>) -> AnyView {
         }
         .into_any(),
         Item::Tool(tool) => view! { <ToolCard item=tool now_ms/> }.into_any(),
+        Item::Gate(gate) => view! { <ApprovalCard item=*gate now_ms/> }.into_any(),
         Item::ModeChange { previous, next, .. } => view! {
             <div class="note">{format!("Approval mode: {} → {}", previous.label(), next.label())}</div>
         }

@@ -72,12 +72,14 @@ impl Feed {
 }
 
 /// Every durable event type the server sends, plus the transient delta.
-pub const EVENT_TYPES: [&str; 8] = [
+pub const EVENT_TYPES: [&str; 10] = [
     "user_message",
     "mode_changed",
     "assistant_delta",
     "assistant_message",
     "tool_call",
+    "approval_request",
+    "approval_resolved",
     "tool_started",
     "tool_result",
     "turn_finished",

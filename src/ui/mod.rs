@@ -1,9 +1,11 @@
 //! The user interface: components rendered on the server and hydrated in the browser.
 
 pub mod browser;
+pub mod card;
 pub mod chat;
 pub mod composer;
 pub mod feed;
+pub mod gates;
 pub mod session_page;
 pub mod sidebar;
 pub mod tool_card;

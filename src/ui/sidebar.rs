@@ -11,7 +11,7 @@ use crate::ui::session_page::SessionsChanged;
 
 #[component]
 pub fn Sidebar(
-    sessions: Resource<Result<Vec<Session>, ServerFnError>>,
+    sessions: Resource<Result<Vec<Session>, crate::protocol::ErrorBody>>,
     current: Memo<String>,
 ) -> impl IntoView {
     let changed = expect_context::<SessionsChanged>();
@@ -22,7 +22,7 @@ pub fn Sidebar(
         spawn_local(async move {
             match api::create_session().await {
                 Ok(session) => {
-                    changed.0.notify();
+                    changed.notify();
                     navigate(&format!("/sessions/{}", session.id), Default::default());
                 }
                 Err(err) => error.set(Some(api::error_message(&err))),
@@ -71,7 +71,7 @@ fn SessionList(
                         spawn_local(async move {
                             match api::delete_session(id).await {
                                 Ok(()) => {
-                                    changed.0.notify();
+                                    changed.notify();
                                     if was_current {
                                         browser::go_to("/");
                                     }

@@ -3,7 +3,7 @@
 
 use leptos::prelude::*;
 
-use crate::protocol::{ToolClass, ToolStatus};
+use crate::protocol::{ToolClass, ToolStatus, Verdict};
 use crate::ui::browser;
 use crate::ui::transcript::{ToolItem, outcome_line, summary};
 
@@ -51,8 +51,11 @@ pub fn ToolCard(item: ToolItem, now_ms: RwSignal<f64>) -> impl IntoView {
         }
         None => {
             let started = item.started_at.clone();
+            let awaiting = item.verdict == Verdict::Ask && started.is_none();
             let state = if started.is_some() {
                 "running"
+            } else if awaiting {
+                "awaiting"
             } else {
                 "pending"
             };
@@ -61,6 +64,7 @@ pub fn ToolCard(item: ToolItem, now_ms: RwSignal<f64>) -> impl IntoView {
                     Some(secs) => format!("running · {secs}s"),
                     None => "running…".to_owned(),
                 },
+                None if awaiting => "awaiting approval".to_owned(),
                 None => "waiting…".to_owned(),
             };
             view! {

@@ -3,7 +3,10 @@
 
 use serde_json::Value;
 
-use crate::protocol::{Event, EventBody, Mode, ToolClass, ToolStatus, TurnStatus};
+use crate::protocol::{
+    ApprovalRequestBody, Event, EventBody, Mode, Resolution, ToolClass, ToolStatus, TurnStatus,
+    Verdict,
+};
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct ToolItem {
@@ -11,13 +14,22 @@ pub struct ToolItem {
     pub tool: String,
     pub args: Value,
     pub class: ToolClass,
+    pub verdict: Verdict,
     /// When `tool_started` was recorded (RFC 3339), if it was.
     pub started_at: Option<String>,
     pub result: Option<(ToolStatus, String)>,
 }
 
+/// An approval card: the request and, once there is one, its resolution.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GateItem {
+    pub request: ApprovalRequestBody,
+    pub resolution: Option<Resolution>,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum Item {
+    Gate(Box<GateItem>),
     User {
         seq: u64,
         text: String,
@@ -49,6 +61,14 @@ impl Item {
             | Item::Assistant { seq, .. }
             | Item::ModeChange { seq, .. }
             | Item::TurnEnd { seq, .. } => format!("e{seq}"),
+            Item::Gate(g) => format!(
+                "g{}:{}",
+                g.request.approval_id,
+                g.resolution
+                    .as_ref()
+                    .map(|r| r.decision.as_str())
+                    .unwrap_or("pending")
+            ),
             Item::Tool(t) => format!(
                 "t{}:{}:{}",
                 t.call_id,
@@ -87,12 +107,14 @@ pub fn build(events: &[Event]) -> Vec<Item> {
                 tool,
                 args,
                 class,
+                verdict,
                 ..
             } => items.push(Item::Tool(ToolItem {
                 call_id: call_id.clone(),
                 tool: tool.clone(),
                 args: args.clone(),
                 class: *class,
+                verdict: *verdict,
                 started_at: None,
                 result: None,
             })),
@@ -116,9 +138,19 @@ pub fn build(events: &[Event]) -> Vec<Item> {
                 status: *status,
                 error: error.clone(),
             }),
-            EventBody::AssistantDelta { .. }
-            | EventBody::ApprovalRequest(_)
-            | EventBody::ApprovalResolved(_) => {}
+            EventBody::ApprovalRequest(request) => items.push(Item::Gate(Box::new(GateItem {
+                request: (**request).clone(),
+                resolution: None,
+            }))),
+            EventBody::ApprovalResolved(resolution) => {
+                if let Some(gate) = items.iter_mut().rev().find_map(|item| match item {
+                    Item::Gate(g) if g.request.approval_id == resolution.approval_id => Some(g),
+                    _ => None,
+                }) {
+                    gate.resolution = Some(resolution.clone());
+                }
+            }
+            EventBody::AssistantDelta { .. } => {}
         }
     }
     items
@@ -129,6 +161,17 @@ fn find_tool<'a>(items: &'a mut [Item], call_id: &str) -> Option<&'a mut ToolIte
         Item::Tool(t) if t.call_id == call_id => Some(t),
         _ => None,
     })
+}
+
+/// The gates still waiting for an answer, oldest first.
+pub fn pending_gates(items: &[Item]) -> Vec<ApprovalRequestBody> {
+    items
+        .iter()
+        .filter_map(|item| match item {
+            Item::Gate(g) if g.resolution.is_none() => Some(g.request.clone()),
+            _ => None,
+        })
+        .collect()
 }
 
 /// One line saying what a tool call does: `write_file notes.md`, `shell: ls -la`.
@@ -166,7 +209,6 @@ pub fn outcome_line(output: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::Verdict;
     use serde_json::json;
 
     fn ev(seq: u64, body: EventBody) -> Event {

@@ -505,6 +505,7 @@ pub struct Sse {
 
 impl Sse {
     /// Sends the request; a non-200 answer comes back as `Err(Resp)`.
+    #[allow(clippy::result_large_err)] // a test helper: the error is the whole response, on purpose
     pub async fn open(rb: RequestBuilder) -> Result<Sse, Resp> {
         let resp = tokio::time::timeout(SOON, rb.send())
             .await

@@ -10,7 +10,9 @@ mod common;
 
 mod agent;
 mod auth;
+mod concurrency;
 mod errors;
 mod restart;
+mod server_fns;
 mod sessions;
 mod sse;

@@ -54,12 +54,12 @@ async fn create_session_with_title_and_mode() {
 
     // Every mode is accepted.
     for mode in ["plan", "ask", "auto_edit", "yolo"] {
-        let s = ts.create(json!({ "approval_mode": mode })).await;
-        assert_eq!(s["approval_mode"], mode);
+        let made = ts.create(json!({ "approval_mode": mode })).await;
+        assert_eq!(made["approval_mode"], mode);
+        // The session reads back the same through GET.
+        let snap = ts.snapshot(made["id"].as_str().unwrap()).await;
+        assert_eq!(snap["session"], made);
     }
-    // The session reads back the same through GET.
-    let snap = ts.snapshot(s["id"].as_str().unwrap()).await;
-    assert_eq!(snap["session"]["approval_mode"], "yolo");
 }
 
 #[tokio::test]
@@ -470,7 +470,7 @@ async fn message_mode_applies_to_the_turn_and_persists() {
         vec!["user_message", "assistant_message", "turn_finished"]
     );
     assert_eq!(events[7]["approval_mode"], "yolo");
-    assert_eq!(seqs(&events), (1..=9).collect::<Vec<u64>>());
+    assert_eq!(seqs(&events), (1..=10).collect::<Vec<u64>>());
 }
 
 #[tokio::test]

@@ -68,6 +68,31 @@ async fn feed_headers_and_frames() {
 }
 
 #[tokio::test]
+async fn feed_is_not_compressed_for_browsers_that_accept_gzip() {
+    // Browsers always send Accept-Encoding; a compressed (buffered) feed would stall live events.
+    let ts = TestServer::start().await;
+    let sid = session_with_events(&ts, 1).await;
+    let mut feed = Sse::open(
+        ts.req(Method::GET, &format!("/api/v1/sessions/{sid}/events"))
+            .header("accept-encoding", "gzip, deflate, br, zstd"),
+    )
+    .await
+    .expect("feed");
+    assert!(
+        feed.headers.get("content-encoding").is_none(),
+        "{:?}",
+        feed.headers
+    );
+    assert_eq!(frame_seqs(&feed.until_seq(SOON, 1).await), vec![1]);
+    bump(&ts, &sid, "yolo").await;
+    let f = feed
+        .next_frame(Duration::from_secs(5))
+        .await
+        .expect("live frame");
+    assert_eq!(f.seq(), Some(2));
+}
+
+#[tokio::test]
 async fn feed_replays_after_the_cursor_from_query_header_or_the_max_of_both() {
     let ts = TestServer::start().await;
     let sid = session_with_events(&ts, 6).await;

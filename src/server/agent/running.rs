@@ -13,6 +13,8 @@ struct RunningTurn {
     turn_id: String,
     cancel: CancellationToken,
     finished: watch::Receiver<bool>,
+    /// Set when the turn has decided how it ends; a cancel after that is too late.
+    sealed: bool,
 }
 
 /// Given to the task that runs a turn; dropping it marks the turn finished for waiters.
@@ -55,6 +57,7 @@ impl RunningTurns {
                 turn_id: turn_id.to_owned(),
                 cancel: cancel.clone(),
                 finished: finished_rx,
+                sealed: false,
             },
         );
         Some(TurnLease {
@@ -62,6 +65,20 @@ impl RunningTurns {
             cancel,
             finished: finished_tx,
         })
+    }
+
+    /// Fixes how the turn ends: returns whether a cancel was requested, and makes any later
+    /// cancel answer "no turn running", so a cancel that was answered 200 is never followed
+    /// by a `completed` turn.
+    pub fn seal(&self, session_id: &str, turn_id: &str) -> bool {
+        let mut turns = self.lock();
+        match turns.get_mut(session_id) {
+            Some(turn) if turn.turn_id == turn_id => {
+                turn.sealed = true;
+                turn.cancel.is_cancelled()
+            }
+            _ => false,
+        }
     }
 
     /// Releases the session, if `turn_id` still holds it.
@@ -79,7 +96,7 @@ impl RunningTurns {
     /// Signals cancellation; returns the turn id that was asked to stop.
     pub fn cancel(&self, session_id: &str) -> Option<String> {
         let turns = self.lock();
-        let turn = turns.get(session_id)?;
+        let turn = turns.get(session_id).filter(|t| !t.sealed)?;
         turn.cancel.cancel();
         Some(turn.turn_id.clone())
     }

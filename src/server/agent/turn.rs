@@ -69,7 +69,9 @@ pub fn spawn(core: Arc<Core>, session_id: String, lease: TurnLease, mode: Mode) 
             mode,
         };
         let outcome = turn.drive().await;
+        let cancel_requested = core.turns.seal(&session_id, &lease.turn_id);
         let (status, error) = match outcome {
+            Ok(()) if cancel_requested => (TurnStatus::Cancelled, None),
             Ok(()) => (TurnStatus::Completed, None),
             Err(TurnEnd::Cancelled) => (TurnStatus::Cancelled, None),
             Err(TurnEnd::Failed(message)) => {
@@ -363,7 +365,10 @@ impl Turn {
             ..Commit::default()
         };
         self.commit(
-            vec![call_event, EventBody::ApprovalRequest(gate.body.clone())],
+            vec![
+                call_event,
+                EventBody::ApprovalRequest(Box::new(gate.body.clone())),
+            ],
             commit,
         )
         .await?;

@@ -34,14 +34,12 @@ where
         } else {
             &bytes
         };
-        serde_json::from_slice(bytes).map(ApiJson).map_err(|e| {
-            use serde_json::error::Category;
-            match e.classify() {
-                Category::Syntax | Category::Eof | Category::Io => {
-                    ApiError::InvalidJson(e.to_string())
-                }
-                Category::Data => ApiError::InvalidRequest(format!("invalid request body: {e}")),
-            }
-        })
+        // Syntax first, then shape: a body that is not JSON at all is `invalid_json` even when
+        // a typed parse would have stumbled on an unknown field before reaching the bad byte.
+        let value: serde_json::Value =
+            serde_json::from_slice(bytes).map_err(|e| ApiError::InvalidJson(e.to_string()))?;
+        serde_json::from_value(value)
+            .map(ApiJson)
+            .map_err(|e| ApiError::InvalidRequest(format!("invalid request body: {e}")))
     }
 }

@@ -17,7 +17,7 @@ use axum::routing::{get, post, put};
 use http::{HeaderValue, StatusCode, header};
 use leptos_axum::{LeptosRoutes, generate_route_list};
 use tower_http::compression::CompressionLayer;
-use tower_http::services::ServeDir;
+use tower_http::services::{ServeDir, ServeFile};
 use tower_http::set_header::SetResponseHeaderLayer;
 use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
@@ -78,6 +78,14 @@ pub fn router(state: AppState) -> Router {
         .nest("/api/v1", api.merge(feed))
         .merge(pages)
         .nest_service("/pkg", ServeDir::new(pkg_dir))
+        .route_service(
+            "/favicon.svg",
+            ServeFile::new(format!("{}/favicon.svg", leptos_options.site_root)),
+        )
+        .route_service(
+            "/favicon.ico",
+            ServeFile::new(format!("{}/favicon.svg", leptos_options.site_root)),
+        )
         .fallback(page_not_found)
         .layer(middleware::from_fn_with_state(
             state.clone(),

@@ -1,0 +1,348 @@
+//! The approval card: what will happen, why it was gated, the proposal or diff, the exact
+//! arguments, a live countdown, and only the answers the gate allows. Resolved cards collapse
+//! to one line saying who or what resolved them.
+
+mod diff;
+mod panels;
+
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+
+use crate::api;
+use crate::protocol::{
+    AnsweredBy, ApprovalRequestBody, DecideOutcome, Decision, DecisionInput, GateKind, GateReason,
+    Resolution, TimeoutOutcome, ToolClass,
+};
+use crate::ui::browser;
+use crate::ui::gates::{CardBus, CardCommand, ClientId};
+use crate::ui::transcript::GateItem;
+use diff::Diff;
+use panels::{AlwaysPanel, DenyPanel, EditPanel};
+
+fn kind_class(request: &ApprovalRequestBody) -> &'static str {
+    match (request.kind, request.class) {
+        (GateKind::Budget, _) => "budget",
+        (GateKind::Decision, _) | (_, ToolClass::Decision) => "decision",
+        (_, ToolClass::Edit) => "edit",
+        (_, ToolClass::Exec) => "exec",
+        (_, ToolClass::Config) => "config",
+        (_, ToolClass::Read) => "read",
+    }
+}
+
+fn kind_attr(kind: GateKind) -> &'static str {
+    match kind {
+        GateKind::Tool => "tool",
+        GateKind::Decision => "decision",
+        GateKind::Budget => "budget",
+    }
+}
+
+fn badge(request: &ApprovalRequestBody) -> String {
+    match (&request.kind, &request.decision_kind) {
+        (GateKind::Decision, Some(k)) => format!("Decision: {}", k.replace('_', " ")),
+        _ => request.title.clone(),
+    }
+}
+
+/// `HH:MM` (UTC) of an RFC 3339 time.
+fn clock(rfc3339: &str) -> String {
+    rfc3339
+        .get(11..16)
+        .map(|t| format!("{t} UTC"))
+        .unwrap_or_default()
+}
+
+/// The outcome chip of a resolved card ("Approved by you · 12:03 UTC").
+pub fn outcome_text(
+    request: &ApprovalRequestBody,
+    resolution: &Resolution,
+    my_client: &str,
+) -> String {
+    let who = match resolution.answered_by {
+        AnsweredBy::User
+            if !my_client.is_empty() && resolution.client_id.as_deref() == Some(my_client) =>
+        {
+            "by you"
+        }
+        AnsweredBy::User => "in another tab or device",
+        AnsweredBy::Rule => "by a standing rule",
+        AnsweredBy::Timeout => "by the timeout",
+        AnsweredBy::System => "by the server",
+    };
+    let at = clock(&resolution.resolved_at);
+    match resolution.decision {
+        Decision::Approve => format!("Approved {who} · {at}"),
+        Decision::Edit => format!("Approved (edited) {who} · {at}"),
+        Decision::AllowAlways => format!("Always allowed {who} · {at}"),
+        Decision::Deny => match &resolution.reason {
+            Some(reason) => format!("Denied — {reason}"),
+            None => format!("Denied {who} · {at}"),
+        },
+        Decision::Timeout => match request.timeout_outcome {
+            TimeoutOutcome::ProceedUnapproved => "Timed out — proceeded unapproved".to_owned(),
+            TimeoutOutcome::Deny => "Timed out — not run".to_owned(),
+        },
+        Decision::Cancelled => "Cancelled — not run".to_owned(),
+    }
+}
+
+fn countdown(expires_at: &str, now_ms: f64) -> (String, &'static str) {
+    let Some(expires) = browser::parse_time_ms(expires_at).filter(|_| now_ms > 0.0) else {
+        return ("⏱ …".to_owned(), "");
+    };
+    let left = ((expires - now_ms) / 1000.0).floor();
+    if left <= 0.0 {
+        return ("expired".to_owned(), "expired");
+    }
+    let left = left as u64;
+    let text = if left >= 3600 {
+        format!(
+            "⏱ {}:{:02}:{:02}",
+            left / 3600,
+            (left % 3600) / 60,
+            left % 60
+        )
+    } else {
+        format!("⏱ {}:{:02}", left / 60, left % 60)
+    };
+    let level = if left < 60 {
+        "urgent"
+    } else if left < 300 {
+        "soon"
+    } else {
+        ""
+    };
+    (text, level)
+}
+
+/// The card's details, shared by the pending and the resolved form.
+#[component]
+fn CardBody(request: ApprovalRequestBody) -> impl IntoView {
+    let args = serde_json::to_string_pretty(&request.args).unwrap_or_default();
+    let proposal = (!request.proposal_html.is_empty()).then(|| {
+        view! { <div class="proposal" data-testid="proposal" inner_html=request.proposal_html.clone()></div> }
+    });
+    let diff = request.diff.clone().map(|text| view! { <Diff text/> });
+    view! {
+        <p class="card-why">"Why: " {request.reason_detail.clone()}</p>
+        {proposal}
+        {diff}
+        <details class="card-args">
+            <summary>"Arguments"</summary>
+            <pre data-testid="card-args">{args}</pre>
+        </details>
+    }
+}
+
+#[component]
+pub fn ApprovalCard(item: GateItem, now_ms: RwSignal<f64>) -> impl IntoView {
+    match item.resolution {
+        Some(resolution) => view! { <ResolvedCard request=item.request resolution/> }.into_any(),
+        None => view! { <PendingCard request=item.request now_ms/> }.into_any(),
+    }
+}
+
+#[component]
+fn ResolvedCard(request: ApprovalRequestBody, resolution: Resolution) -> impl IntoView {
+    let client = use_context::<ClientId>().unwrap_or_default();
+    let text = {
+        let (request, resolution) = (request.clone(), resolution.clone());
+        move || outcome_text(&request, &resolution, &client.0.get())
+    };
+    let decision = resolution.decision.as_str();
+    view! {
+        <article
+            class=format!("card resolved kind-{} decision-{decision}", kind_class(&request))
+            id=format!("gate-{}", request.approval_id)
+            data-testid="approval-card"
+            data-approval-id=request.approval_id.clone()
+            data-kind=kind_attr(request.kind)
+            data-state="resolved"
+            data-decision=decision
+        >
+            <details>
+                <summary class="card-line">
+                    <span class="badge">{badge(&request)}</span>
+                    <span class="chip" data-testid="card-outcome">{text}</span>
+                    <span class="card-summary muted">{request.summary.clone()}</span>
+                </summary>
+                <CardBody request=request.clone()/>
+            </details>
+        </article>
+    }
+}
+
+/// Which inline panel is open.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Panel {
+    None,
+    Edit,
+    Deny,
+    Always,
+}
+
+#[component]
+fn PendingCard(request: ApprovalRequestBody, now_ms: RwSignal<f64>) -> impl IntoView {
+    let client = use_context::<ClientId>().unwrap_or_default();
+    let bus = use_context::<CardBus>().unwrap_or_default();
+    let approval_id = request.approval_id.clone();
+    let panel = RwSignal::new(Panel::None);
+    let sending = RwSignal::new(false);
+    let notice = RwSignal::new(None::<String>);
+    let allowed = request.allowed_decisions.clone();
+    let allows = move |d: Decision| allowed.contains(&d);
+
+    let send = {
+        let session_id = request.session_id.clone();
+        let approval_id = approval_id.clone();
+        let digest = request.digest.clone();
+        Callback::new(move |mut input: DecisionInput| {
+            if sending.get_untracked() {
+                return;
+            }
+            input.digest = Some(digest.clone());
+            input.client_id = Some(client.get_untracked());
+            sending.set(true);
+            notice.set(None);
+            let (session_id, approval_id) = (session_id.clone(), approval_id.clone());
+            spawn_local(async move {
+                match api::decide(session_id, approval_id, input).await {
+                    // The card turns resolved when the feed brings approval_resolved.
+                    Ok(DecideOutcome::Decided { .. }) => {}
+                    Ok(DecideOutcome::Lost { resolution }) => {
+                        sending.set(false);
+                        let what = match resolution.decision {
+                            Decision::Approve | Decision::Edit | Decision::AllowAlways => {
+                                "Already approved in another tab"
+                            }
+                            Decision::Deny => "Already denied in another tab",
+                            Decision::Timeout => "This approval expired",
+                            Decision::Cancelled => "This turn was cancelled",
+                        };
+                        notice.set(Some(what.to_owned()));
+                    }
+                    Err(err) => {
+                        sending.set(false);
+                        notice.set(Some(api::error_message(&err)));
+                    }
+                }
+            });
+        })
+    };
+
+    let approve = move || {
+        send.run(DecisionInput {
+            decision: "approve".into(),
+            ..DecisionInput::default()
+        })
+    };
+
+    // Keyboard and bar commands addressed to this card.
+    {
+        let approval_id = approval_id.clone();
+        let allows = allows.clone();
+        Effect::new(move |_| {
+            let Some((target, command)) = bus.command.get() else {
+                return;
+            };
+            if target != approval_id {
+                return;
+            }
+            bus.command.set(None);
+            match command {
+                CardCommand::Approve if allows(Decision::Approve) => approve(),
+                CardCommand::Edit if allows(Decision::Edit) => panel.set(Panel::Edit),
+                CardCommand::Deny if allows(Decision::Deny) => panel.set(Panel::Deny),
+                CardCommand::AllowAlways if allows(Decision::AllowAlways) => {
+                    panel.set(Panel::Always)
+                }
+                CardCommand::Close => panel.set(Panel::None),
+                _ => {}
+            }
+        });
+    }
+
+    let expires_at = StoredValue::new(request.expires_at.clone());
+    let timer = move || expires_at.with_value(|at| countdown(at, now_ms.get()));
+    let floor = request.reason == GateReason::SafetyFloor;
+    let is_active = {
+        let approval_id = approval_id.clone();
+        move || bus.active.get().as_deref() == Some(approval_id.as_str())
+    };
+    let button = move |decision: Decision,
+                       label: &'static str,
+                       key: &'static str,
+                       on: Box<dyn Fn() + Send + Sync>| {
+        allows(decision).then(|| {
+            let class = if decision == Decision::Approve { "primary" } else { "" };
+            view! {
+                <button type="button" class=class data-action=decision.as_str() disabled=move || sending.get()
+                    on:click=move |_| on()>
+                    {move || if sending.get() && decision == Decision::Approve { "Sending…" } else { label }}
+                    " " <kbd>{key}</kbd>
+                </button>
+            }
+        })
+    };
+    let approve_button = button(Decision::Approve, "Approve", "a", Box::new(approve));
+    let edit_button = button(
+        Decision::Edit,
+        "Edit",
+        "e",
+        Box::new(move || panel.set(Panel::Edit)),
+    );
+    let deny_button = button(
+        Decision::Deny,
+        "Deny",
+        "d",
+        Box::new(move || panel.set(Panel::Deny)),
+    );
+    let always_button = button(
+        Decision::AllowAlways,
+        "Always allow",
+        "A",
+        Box::new(move || panel.set(Panel::Always)),
+    );
+
+    let edit_request = request.clone();
+    let always_request = request.clone();
+    view! {
+        <article
+            class=format!("card pending kind-{}", kind_class(&request))
+            class:floor=floor
+            class:active=is_active
+            id=format!("gate-{}", request.approval_id)
+            tabindex="0"
+            data-testid="approval-card"
+            data-approval-id=request.approval_id.clone()
+            data-kind=kind_attr(request.kind)
+            data-state="pending"
+        >
+            <header class="card-head">
+                <span class="badge">{badge(&request)}</span>
+                {floor.then(|| view! { <span class="badge sensitive">"Sensitive"</span> })}
+                <span class="needs">"needs your approval"</span>
+                <span class=move || format!("countdown {}", timer().1) data-testid="countdown">{move || timer().0}</span>
+            </header>
+            <p class="card-summary" data-testid="card-summary">{request.summary.clone()}</p>
+            <CardBody request=request.clone()/>
+            <div class="card-actions">
+                {approve_button}
+                {edit_button}
+                {deny_button}
+                {always_button}
+            </div>
+            <Show when=move || panel.get() == Panel::Edit>
+                <EditPanel request=edit_request.clone() panel send/>
+            </Show>
+            <Show when=move || panel.get() == Panel::Deny>
+                <DenyPanel approval_id=approval_id.clone() panel send/>
+            </Show>
+            <Show when=move || panel.get() == Panel::Always>
+                <AlwaysPanel request=always_request.clone() panel send/>
+            </Show>
+            {move || notice.get().map(|n| view! { <p class="card-notice" role="status" data-testid="card-notice">{n}</p> })}
+        </article>
+    }
+}

@@ -1,0 +1,208 @@
+//! The UI's server functions (`/api/ui/*`): thin wrappers over the same core operations as the
+//! REST routes, with the same checks (protocol.md preamble) and the same error body (Errors).
+
+use countersign::server::agent::provider::scripted::ScriptStep;
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::common::*;
+
+async fn call(ts: &TestServer, name: &str, args: Value) -> Resp {
+    send(ts.req(Method::POST, &format!("/api/ui/{name}")).json(&args)).await
+}
+
+#[tokio::test]
+async fn server_functions_reach_the_same_core_operations() {
+    let ts = TestServer::scripted([reply("from the UI")]).await;
+    let s = call(&ts, "create_session", json!({})).await.expect(200);
+    assert_session_shape(&s);
+    assert_eq!(s["approval_mode"], "ask");
+    let sid = s["id"].as_str().unwrap();
+    let listed = call(&ts, "sessions", json!({})).await.expect(200);
+    assert_eq!(listed, json!([s.clone()]));
+    assert_eq!(json!(ts.list().await), listed);
+
+    call(
+        &ts,
+        "set_mode",
+        json!({"session_id": sid, "approval_mode": "plan"}),
+    )
+    .await
+    .expect(200);
+    let turn = call(
+        &ts,
+        "send_message",
+        json!({"session_id": sid, "text": "hi", "approval_mode": "yolo"}),
+    )
+    .await
+    .expect(200);
+    let turn = turn.as_str().expect("turn id string").to_owned();
+    let events = ts.wait_turn(sid, &turn).await;
+    assert_eq!(
+        types(&events),
+        vec![
+            "mode_changed",
+            "mode_changed",
+            "user_message",
+            "assistant_message",
+            "turn_finished"
+        ]
+    );
+    assert_eq!(events[0]["source"], "user");
+    assert_eq!(events[1]["source"], "message");
+    let snap = call(&ts, "snapshot", json!({"session_id": sid}))
+        .await
+        .expect(200);
+    assert_eq!(snap, ts.snapshot(sid).await);
+    call(&ts, "delete_session", json!({"session_id": sid}))
+        .await
+        .expect(200);
+    assert_eq!(ts.list().await, Vec::<Value>::new());
+}
+
+#[tokio::test]
+async fn server_functions_refuse_what_the_rest_routes_refuse_and_change_nothing() {
+    let ts = TestServer::scripted([ScriptStep::Stall]).await;
+    let sid = ts.create_id(json!({})).await;
+    let before = ts.state().await;
+    let refused: Vec<(&str, Value, &str)> = vec![
+        (
+            "snapshot",
+            json!({"session_id": unknown_sid()}),
+            "unknown_session",
+        ),
+        ("snapshot", json!({"session_id": "nope"}), "unknown_session"),
+        (
+            "delete_session",
+            json!({"session_id": unknown_sid()}),
+            "unknown_session",
+        ),
+        (
+            "set_mode",
+            json!({"session_id": sid, "approval_mode": "YOLO"}),
+            "invalid_approval_mode",
+        ),
+        (
+            "send_message",
+            json!({"session_id": sid, "text": "", "approval_mode": "ask"}),
+            "invalid_message",
+        ),
+        (
+            "send_message",
+            json!({"session_id": sid, "text": "x".repeat(32_769), "approval_mode": "ask"}),
+            "invalid_message",
+        ),
+        (
+            "send_message",
+            json!({"session_id": sid, "text": "hi", "approval_mode": "root"}),
+            "invalid_approval_mode",
+        ),
+        ("cancel", json!({"session_id": sid}), "no_turn_running"),
+    ];
+    for (name, args, code) in &refused {
+        let r = call(&ts, name, args.clone()).await;
+        assert!(!r.status.is_success(), "{name} {args}: {r:?}");
+        assert!(
+            r.body.contains(code),
+            "{name}: the answer does not carry {code}: {r:?}"
+        );
+    }
+    assert_eq!(ts.state().await, before);
+
+    // A turn in progress blocks a second one through either door.
+    let turn = ts.send_msg(&sid, "stall", None).await;
+    let before = ts.state().await;
+    let r = call(
+        &ts,
+        "send_message",
+        json!({"session_id": sid, "text": "again", "approval_mode": "yolo"}),
+    )
+    .await;
+    assert!(
+        !r.status.is_success() && r.body.contains("turn_in_progress"),
+        "{r:?}"
+    );
+    assert_eq!(ts.state().await, before);
+    call(&ts, "cancel", json!({"session_id": sid}))
+        .await
+        .expect(200);
+    let events = ts.wait_turn(&sid, &turn).await;
+    assert_eq!(events.last().unwrap()["status"], "cancelled");
+}
+
+/// protocol.md "Errors": every non-2xx answer has the body `{"error":{"code","message"}}`.
+/// Server functions answer every failure `500 text/plain` with `ServerError|<code>: <message>`
+/// (or `Deserialization|…`), so an unknown session is a 500, not a 404, and not JSON.
+#[tokio::test]
+
+async fn server_function_errors_use_the_protocol_error_body() {
+    let ts = TestServer::start().await;
+    let sid = ts.create_id(json!({})).await;
+    call(&ts, "snapshot", json!({"session_id": unknown_sid()}))
+        .await
+        .expect_error(404, "unknown_session");
+    call(
+        &ts,
+        "set_mode",
+        json!({"session_id": sid, "approval_mode": "YOLO"}),
+    )
+    .await
+    .expect_error(400, "invalid_approval_mode");
+    call(
+        &ts,
+        "send_message",
+        json!({"session_id": sid, "text": "", "approval_mode": "ask"}),
+    )
+    .await
+    .expect_error(400, "invalid_message");
+    call(&ts, "cancel", json!({"session_id": sid}))
+        .await
+        .expect_error(409, "no_turn_running");
+}
+
+fn chunked(body: Vec<u8>) -> reqwest::Body {
+    let chunks: Vec<Result<Vec<u8>, std::io::Error>> =
+        body.chunks(64 * 1024).map(|c| Ok(c.to_vec())).collect();
+    reqwest::Body::wrap_stream(futures::stream::iter(chunks))
+}
+
+/// protocol.md "Auth": bodies over 1 MiB are `413 payload_too_large` — server functions too.
+#[tokio::test]
+async fn server_function_bodies_over_1_mib_are_413() {
+    let ts = TestServer::start().await;
+    let sid = ts.create_id(json!({})).await;
+    let before = ts.state().await;
+    let body = serde_json::to_vec(&json!({
+        "session_id": sid, "text": "x".repeat(2 * 1024 * 1024), "approval_mode": "ask"
+    }))
+    .unwrap();
+    // Declared length.
+    let r = send(
+        ts.req(Method::POST, "/api/ui/send_message")
+            .header("content-type", "application/json")
+            .body(body.clone()),
+    )
+    .await;
+    r.expect_error(413, "payload_too_large");
+    assert_eq!(ts.state().await, before);
+}
+
+#[tokio::test]
+#[ignore = "bug: a chunked body over 1 MiB to a server function is cut off at the limit but answered 500 text/plain `Deserialization|length limit exceeded`, not 413 payload_too_large"]
+async fn server_function_chunked_bodies_over_1_mib_are_413() {
+    let ts = TestServer::start().await;
+    let sid = ts.create_id(json!({})).await;
+    let before = ts.state().await;
+    let body = serde_json::to_vec(&json!({
+        "session_id": sid, "text": "x".repeat(2 * 1024 * 1024), "approval_mode": "ask"
+    }))
+    .unwrap();
+    let r = send(
+        ts.req(Method::POST, "/api/ui/send_message")
+            .header("content-type", "application/json")
+            .body(chunked(body)),
+    )
+    .await;
+    r.expect_error(413, "payload_too_large");
+    assert_eq!(ts.state().await, before);
+}
