@@ -745,26 +745,54 @@ async fn a_decision_sent_after_cancel_answered_is_gone() {
     .await;
     let mut problems = Vec::new();
     for ((sid, turn, _, file), r) in gates.iter().zip(&answers) {
-        let snap = srv.wait_turn(sid, turn).await;
-        let evs = turn_events(&snap, turn);
-        let decision = only(&evs, "approval_resolved")["decision"].clone();
-        if r.status.as_u16() != 410 || decision != "cancelled" || srv.ws(file).exists() {
-            problems.push(format!(
-                "{file}: decision after cancel answered {} {}; resolution {decision}; \
-                 tool ran: {}; turn {}",
-                r.status,
-                r.text,
-                srv.ws(file).exists(),
-                only(&evs, "turn_finished")["status"]
-            ));
-        }
+        problems.extend(cancel_race_problem(srv, sid, turn, file, r).await);
+    }
+    // And one at a time: cancel, wait for its 200, then decide.
+    for i in 0..10 {
+        let sid = srv.session().await;
+        let file = format!("seq{i}.txt");
+        let turn = srv
+            .send_msg(&sid, &format!("write {file}: x"), Some("ask"))
+            .await;
+        let card = srv.wait_gate(&sid).await;
+        srv.post(&format!("/api/v1/sessions/{sid}/cancel"), json!({}))
+            .await
+            .expect(200);
+        let r = srv
+            .decide(&sid, &aid(&card), json!({"decision": "approve"}))
+            .await;
+        problems.extend(cancel_race_problem(srv, &sid, &turn, &file, &r).await);
     }
     assert!(
         problems.is_empty(),
-        "{} of 20:\n{}",
+        "{} problem(s):\n{}",
         problems.len(),
         problems.join("\n")
     );
+}
+
+/// What went wrong, if anything, for a decision sent after its turn's cancel answered 200.
+async fn cancel_race_problem(
+    srv: &Srv,
+    sid: &str,
+    turn: &str,
+    file: &str,
+    r: &Resp,
+) -> Option<String> {
+    let snap = srv.wait_turn(sid, turn).await;
+    let evs = turn_events(&snap, turn);
+    let decision = only(&evs, "approval_resolved")["decision"].clone();
+    let ran = srv.ws(file).exists();
+    (r.status.as_u16() != 410 || decision != "cancelled" || ran).then(|| {
+        format!(
+            "{file}: the decision after cancel answered {} {}; resolution {decision}; \
+             tool ran: {ran}; turn {}; events {:?}",
+            r.status,
+            r.text,
+            only(&evs, "turn_finished")["status"],
+            types(&evs)
+        )
+    })
 }
 
 // ---------------------------------------------------------------------------------------------

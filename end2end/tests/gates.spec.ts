@@ -137,3 +137,25 @@ test('a click that loses the race says it was already approved elsewhere', async
   // The first page heard the real answer.
   await expect(page.locator('[data-testid=approval-card]')).toHaveAttribute('data-state', 'resolved');
 });
+
+test('several pending cards get an Approve all bar, and keys act on the focused card', async ({ page }) => {
+  await login(page, server);
+  await newSession(page);
+  await send(page, 'parallel:\nwrite all-a.txt: 1\nwrite all-b.txt: 2');
+  await expect(pendingCards(page)).toHaveCount(2);
+  await expect(page).toHaveTitle('(2) Countersign — approval needed');
+  const bar = page.getByTestId('bulk-bar');
+  await expect(bar).toContainText('2 pending');
+  await bar.locator('[data-action=approve-all]').click();
+  await expect(page.locator('[data-testid=approval-card][data-state=resolved][data-decision=approve]')).toHaveCount(2);
+  await expect(bar).toHaveCount(0);
+  expect(readFileSync(join(server.workspace, 'all-a.txt'), 'utf8')).toBe('1');
+  expect(readFileSync(join(server.workspace, 'all-b.txt'), 'utf8')).toBe('2');
+
+  // A new gate takes focus while the composer is empty; `a` approves it.
+  await send(page, 'run: echo keyed');
+  await expect(pendingCards(page)).toHaveCount(1);
+  await expect(pendingCards(page)).toBeFocused();
+  await page.keyboard.press('a');
+  await expect(page.locator('[data-testid=tool-result][data-status=ok]').last()).toContainText('echo keyed');
+});

@@ -164,3 +164,20 @@ pub fn tab_id() -> String {
     #[cfg(not(feature = "hydrate"))]
     String::new()
 }
+
+/// Whether the composer holds no text (and so may lose focus to a new card).
+pub fn composer_is_empty() -> bool {
+    #[cfg(feature = "hydrate")]
+    let empty = {
+        use wasm_bindgen::JsCast;
+        web_sys::window()
+            .and_then(|w| w.document())
+            .and_then(|d| d.query_selector("[data-testid=composer]").ok().flatten())
+            .and_then(|e| e.dyn_into::<web_sys::HtmlTextAreaElement>().ok())
+            .map(|t| t.value().trim().is_empty())
+            .unwrap_or(true)
+    };
+    #[cfg(not(feature = "hydrate"))]
+    let empty = true;
+    empty
+}

@@ -187,8 +187,20 @@ pub fn watch_pending(pending: Memo<Vec<ApprovalRequestBody>>) {
     Effect::new(move |seen: Option<Vec<String>>| {
         let now: Vec<ApprovalRequestBody> = pending.get();
         let seen = seen.unwrap_or_else(|| now.iter().map(|g| g.approval_id.clone()).collect());
-        for gate in now.iter().filter(|g| !seen.contains(&g.approval_id)) {
+        let fresh: Vec<&ApprovalRequestBody> = now
+            .iter()
+            .filter(|g| !seen.contains(&g.approval_id))
+            .collect();
+        for gate in &fresh {
             crate::ui::browser::notify_gate(&gate.approval_id, &gate.title, &gate.summary);
+        }
+        // With nothing typed, focus goes to the new card so a/e/d act on it at once.
+        if let Some(first) = fresh.first() {
+            if crate::ui::browser::composer_is_empty() {
+                let id = format!("gate-{}", first.approval_id);
+                // After the card is in the DOM.
+                request_animation_frame(move || crate::ui::browser::focus(&id));
+            }
         }
         now.iter()
             .map(|g| g.approval_id.clone())

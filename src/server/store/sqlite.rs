@@ -491,4 +491,88 @@ mod tests {
         let list = store.list_sessions().await.unwrap();
         assert_eq!(list.len(), 1);
     }
+
+    fn gate(id: &str) -> ApprovalRequest {
+        serde_json::from_value(serde_json::json!({
+            "turn_id": "turn", "approval_id": id, "session_id": "s", "call_id": "c",
+            "kind": "tool", "tool": "shell", "class": "exec", "args": {"command": "ls"},
+            "title": "Shell", "summary": "shell: ls", "proposal_md": "", "proposal_html": "",
+            "reason": "mode", "reason_detail": "", "allowed_decisions": ["approve", "deny"],
+            "digest": "d", "created_at": now_rfc3339(), "expires_at": now_rfc3339(),
+            "timeout_outcome": "deny"
+        }))
+        .unwrap()
+    }
+
+    fn resolution(id: &str, decision: crate::protocol::Decision) -> Resolution {
+        Resolution {
+            approval_id: id.into(),
+            decision,
+            answered_by: crate::protocol::AnsweredBy::User,
+            resolved_at: now_rfc3339(),
+            reason: None,
+            edits: None,
+            rule_id: None,
+            client_id: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn exactly_one_of_fifty_concurrent_resolutions_commits() {
+        use crate::protocol::Decision;
+        let (_dir, store) = temp_store().await;
+        let store = std::sync::Arc::new(store);
+        store.create_session(&session("s")).await.unwrap();
+        let open = Commit {
+            gate: Some(GateChange::Open(Box::new(gate("g")))),
+            ..Commit::default()
+        };
+        store.append("s", &[msg("ask")], &open).await.unwrap();
+        assert_eq!(store.pending_gates(Some("s")).await.unwrap().len(), 1);
+        let mut tasks = Vec::new();
+        for i in 0..50 {
+            let store = store.clone();
+            tasks.push(tokio::spawn(async move {
+                let decision = if i % 2 == 0 {
+                    Decision::Approve
+                } else {
+                    Decision::Deny
+                };
+                let commit = Commit {
+                    gate: Some(GateChange::Resolve {
+                        resolution: resolution("g", decision),
+                        new_rule: None,
+                    }),
+                    ..Commit::default()
+                };
+                store.append("s", &[msg("resolved")], &commit).await
+            }));
+        }
+        let mut won = 0;
+        for t in tasks {
+            match t.await.unwrap() {
+                Ok(_) => won += 1,
+                Err(StoreError::AlreadyResolved(_)) => {}
+                Err(other) => panic!("{other}"),
+            }
+        }
+        assert_eq!(won, 1);
+        // The losers appended nothing: one "ask" and one "resolved" event.
+        assert_eq!(store.events_after("s", 0, 100).await.unwrap().len(), 2);
+        assert!(store.pending_gates(None).await.unwrap().is_empty());
+        let row = store.get_gate("s", "g").await.unwrap().unwrap();
+        assert!(row.resolution.is_some());
+        assert!(store.get_gate("other", "g").await.unwrap().is_none());
+        let unknown = Commit {
+            gate: Some(GateChange::Resolve {
+                resolution: resolution("nope", Decision::Approve),
+                new_rule: None,
+            }),
+            ..Commit::default()
+        };
+        assert!(matches!(
+            store.append("s", &[msg("x")], &unknown).await,
+            Err(StoreError::UnknownApproval(_))
+        ));
+    }
 }
