@@ -117,6 +117,7 @@ pub async fn decide(
         reason: input.reason,
         rule,
         client_id: input.client_id,
+        execution_mode: input.execution_mode,
     };
     match core.decide(&session_id, &approval_id, request).await {
         Ok(resolution) => Ok(DecideOutcome::Decided { resolution }),

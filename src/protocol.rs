@@ -330,6 +330,9 @@ pub struct ApprovalRequestBody {
     /// The rule Allow always would create by default (tool · pattern), when offered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suggested_rule: Option<RuleSuggestion>,
+    /// A plan card's default execution mode (the mode before plan); the person may pick another.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub execution_mode: Option<Mode>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -363,6 +366,9 @@ pub struct Resolution {
     /// The browser tab that answered, so it can say "you" and others "another tab".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_id: Option<String>,
+    /// For a plan card: the mode the session leaves plan mode for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub execution_mode: Option<Mode>,
 }
 
 /// A standing rule created by Allow always.
@@ -398,6 +404,8 @@ pub struct DecisionInput {
     pub rule_pattern: Option<String>,
     #[serde(default)]
     pub client_id: Option<String>,
+    #[serde(default)]
+    pub execution_mode: Option<String>,
 }
 
 /// What a decision from the UI came to: it stood, or another answer had won the race.

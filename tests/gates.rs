@@ -563,8 +563,9 @@ async fn timeouts_fail_tool_gates_closed_and_let_checkpoints_proceed_unapproved(
         )
         .await;
 
-    let tool_card = srv.wait_gate(&tool_sid).await;
-    let dec_card = srv.wait_gate(&dec_sid).await;
+    // From the log, not the pending list: under load a 2 s gate may already be gone.
+    let tool_card = srv.wait_request_event(&tool_sid).await;
+    let dec_card = srv.wait_request_event(&dec_sid).await;
     for card in [&tool_card, &dec_card] {
         let window = (parse_time(str_of(card, "expires_at"))
             - parse_time(str_of(card, "created_at")))
@@ -632,7 +633,7 @@ async fn decision_timeout_deny_makes_a_timed_out_checkpoint_not_approved() {
     let turn = srv
         .send_msg(&sid, "ask prep_plan: Drop nulls | drop rows", Some("ask"))
         .await;
-    let card = srv.wait_gate(&sid).await;
+    let card = srv.wait_request_event(&sid).await;
     assert_eq!(card["timeout_outcome"], "deny");
     let snap = srv.wait_turn(&sid, &turn).await;
     let evs = turn_events(&snap, &turn);
@@ -707,11 +708,14 @@ async fn cancel_resolves_pending_gates_cancelled_and_later_decisions_are_gone() 
 }
 
 /// Once `POST …/cancel` has answered 200 the turn is cancelled: a decision sent after that
-/// answer must be 410 gone, and the tool must not run. The cancel answer does not wait for the
-/// turn task to commit the `cancelled` resolution, so under load the decision can win the
-/// compare-and-set; twenty sessions (cancel, then approve) side by side make that likely.
+/// answer must be 410 gone, and the tool must not run. But the cancel answer only signals the
+/// turn's token; the `cancelled` resolution is committed later by the turn task, and `decide`
+/// does not look at the token. When the turn task is slow to run (CPU contention), a decision
+/// sent after the 200 wins the compare-and-set and `after_gate` runs the tool in the cancelled
+/// turn. This is a stress test: it failed once (sequential form, full suite under load:
+/// "a decision after the cancel answered won: 200 approve") and passes when the machine is idle.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "bug: POST …/cancel answers 200 before the gate is resolved cancelled; a decision sent after that answer can still win (200) and the tool runs after the cancel"]
+#[ignore = "bug (timing-dependent): POST …/cancel answers 200 before the gate is resolved cancelled; a decision sent after that answer can still win (200) and the tool then runs in the cancelled turn"]
 async fn a_decision_sent_after_cancel_answered_is_gone() {
     let srv = Srv::start(None).await;
     let mut gates = Vec::new();

@@ -28,6 +28,8 @@ pub struct DecisionRequest {
     pub rule: Option<RuleRequest>,
     /// The answering browser tab (optional), so the card can say "you" or "another tab".
     pub client_id: Option<String>,
+    /// For a plan card: the mode to leave plan mode for (default: the card's).
+    pub execution_mode: Option<String>,
 }
 
 #[derive(Deserialize, Debug, Clone, Default)]
@@ -143,6 +145,7 @@ impl Core {
             edits: None,
             rule_id: None,
             client_id: None,
+            execution_mode: None,
         };
         match self
             .commit_resolution(session_id, request, resolution, None)
@@ -240,6 +243,23 @@ impl Core {
             Decision::AllowAlways => Some(self.new_rule(&request, body.rule.as_ref())?),
             _ => None,
         };
+        let execution_mode = match body.execution_mode.as_deref() {
+            None => request.body.execution_mode,
+            Some(_) if request.body.decision_kind.as_deref() != Some("plan") => {
+                return Err(ApiError::InvalidDecision(
+                    "execution_mode applies only to a plan card".into(),
+                ));
+            }
+            Some(raw) => match super::core::parse_mode(raw)? {
+                crate::protocol::Mode::Plan => {
+                    return Err(ApiError::InvalidDecision(
+                        "a plan runs in plan, ask, auto_edit or yolo — pick one other than plan"
+                            .into(),
+                    ));
+                }
+                mode => Some(mode),
+            },
+        };
         let reason = body
             .reason
             .map(|r| r.trim().chars().take(MAX_REASON_CHARS).collect::<String>())
@@ -253,6 +273,7 @@ impl Core {
             edits,
             rule_id: new_rule.as_ref().map(|r| r.id.clone()),
             client_id: body.client_id.map(|c| c.chars().take(64).collect()),
+            execution_mode: execution_mode.filter(|_| decision.lets_it_run()),
         };
         Ok(self
             .commit_resolution(&session, &request, resolution, new_rule)

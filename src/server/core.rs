@@ -107,6 +107,8 @@ impl Core {
             created_at: now_rfc3339(),
             approval_mode: mode.as_str().to_owned(),
             last_seq: 0,
+            pre_plan_mode: None,
+            plan_execution_mode: None,
         };
         self.log.store().create_session(&row).await?;
         Ok(self.session_view(&row, 0))
@@ -172,6 +174,40 @@ impl Core {
             self.log.append(&row.id, vec![event], Some(mode)).await?;
         }
         Ok((previous, mode))
+    }
+
+    /// Leaves plan mode for `next` (an approved plan card); a no-op when the session already
+    /// left plan mode. Returns the mode now in force.
+    pub async fn leave_plan(&self, session_id: &str, next: Mode) -> Result<Mode, ApiError> {
+        let _serial = self.session_locks.lock(session_id).await;
+        let row = self.session_row(session_id).await?;
+        let previous = stored_mode(&row);
+        if previous != Mode::Plan {
+            return Ok(previous);
+        }
+        let event = NewEvent::new(
+            None,
+            EventBody::ModeChanged {
+                previous,
+                next,
+                source: ModeSource::User,
+            },
+        );
+        self.log.append(&row.id, vec![event], Some(next)).await?;
+        Ok(next)
+    }
+
+    /// Where a plan returns to by default: the mode before plan, else `ask`.
+    pub async fn pre_plan_mode(&self, session_id: &str) -> Mode {
+        match self.session_row(session_id).await {
+            Ok(row) => row
+                .pre_plan_mode
+                .as_deref()
+                .and_then(Mode::parse)
+                .filter(|m| *m != Mode::Plan)
+                .unwrap_or(Mode::Ask),
+            Err(_) => Mode::Ask,
+        }
     }
 
     /// Records the message and starts a turn; returns its id at once (the turn runs on).

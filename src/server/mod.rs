@@ -102,10 +102,6 @@ pub async fn start(
     })?;
     let store = store::open(&settings.database_url).await?;
     let log = event_log::EventLog::new(store);
-    let closed = agent::recovery::close_unfinished_turns(&log).await?;
-    if closed > 0 {
-        tracing::info!(closed, "closed turns left unfinished by the last run");
-    }
     let provider = match provider {
         Some(p) => p,
         None => provider_from_config(&settings.config)?,
@@ -124,6 +120,15 @@ pub async fn start(
         floor,
         session_locks: Default::default(),
     });
+    let repaired = agent::recovery::restore_modes(&core).await?;
+    let resumed = agent::recovery::resume_unfinished_turns(&core).await?;
+    if repaired + resumed > 0 {
+        tracing::info!(
+            resumed,
+            repaired,
+            "recovered the last run's turns and modes"
+        );
+    }
     let leptos_options = LeptosOptions::builder()
         .output_name("countersign")
         .site_root(settings.site_root.display().to_string())

@@ -206,6 +206,20 @@ impl Srv {
         self.wait_pending(sid, 1).await.remove(0)
     }
 
+    /// Waits for the session's first `approval_request` event; returns it. Unlike the pending
+    /// list, the event stays in the log after the gate resolves.
+    pub async fn wait_request_event(&self, sid: &str) -> Value {
+        let snap = self
+            .wait_snapshot(sid, "an approval_request event", |s| {
+                events(s).iter().any(|e| e["type"] == "approval_request")
+            })
+            .await;
+        events(&snap)
+            .into_iter()
+            .find(|e| e["type"] == "approval_request")
+            .unwrap()
+    }
+
     /// Waits until the turn's `turn_finished` is stored; returns the snapshot.
     pub async fn wait_turn(&self, sid: &str, turn_id: &str) -> Value {
         self.wait_snapshot(sid, &format!("turn {turn_id} to finish"), |s| {

@@ -1,9 +1,11 @@
 //! The agent: a turn loop over a `Provider`, the tools it may call, and the bridge from the
 //! session's event log to the conversation a model reads.
 
+mod gate_wait;
 pub mod gates_text;
 pub mod provider;
 pub mod recovery;
+mod resume;
 pub mod running;
 pub mod tools;
 pub mod turn;
@@ -23,6 +25,29 @@ pub const CHECKPOINT_PROMPT: &str = "\n\nBefore a consequential decision — cho
 a model shortlist, or an expensive run — put it to the person with request_approval (kind: target_column, prep_plan, \
 model_shortlist, expensive_run or other; a one-line title; the proposal in markdown) and follow the answer. \
 If the result says nobody answered in time, you may proceed, but say clearly in your reply that the decision is UNAPPROVED.";
+
+/// Added in plan mode: how to leave it.
+pub const PLAN_PROMPT: &str = "\n\nYou are in plan mode: you may read, but nothing that changes files or runs commands will run. \
+Investigate, then propose your plan with exit_plan (the plan in markdown). If the person approves it, the session leaves \
+plan mode and you carry the plan out in the same turn; if they deny it, revise the plan using their reason.";
+
+/// The tool that leaves plan mode once the person approves the plan.
+pub const EXIT_PLAN_TOOL: &str = "exit_plan";
+
+/// The `exit_plan` tool as the model sees it (offered in plan mode only).
+pub fn exit_plan_spec() -> provider::ToolSpec {
+    provider::ToolSpec {
+        name: EXIT_PLAN_TOOL,
+        description: "Propose your plan; if the person approves, plan mode ends and you carry it out.",
+        class: ToolClass::Decision,
+        parameters: serde_json::json!({
+            "type": "object",
+            "properties": {"plan": {"type": "string", "description": "the plan, in markdown"}},
+            "required": ["plan"],
+            "additionalProperties": false
+        }),
+    }
+}
 
 /// The `request_approval` tool as the model sees it.
 pub fn checkpoint_spec() -> provider::ToolSpec {

@@ -10,33 +10,37 @@ use std::time::Duration;
 use futures::future::join_all;
 use tokio_util::sync::CancellationToken;
 
-use super::gates_text;
 use super::provider::{ChatMessage, CompletionRequest, ProviderError, ToolCallRequest};
 use super::running::TurnLease;
 use super::tools::{self, ToolContext};
 use super::{
-    CHECKPOINT_PROMPT, SYSTEM_PROMPT, checkpoint_spec, class_of, conversation_from_log,
-    tool_result_text,
+    CHECKPOINT_PROMPT, EXIT_PLAN_TOOL, SYSTEM_PROMPT, checkpoint_spec, class_of,
+    conversation_from_log, tool_result_text,
 };
 use crate::protocol::{
-    AnsweredBy, ApprovalRequest, Decision, EventBody, GateKind, Mode, Resolution, ToolClass,
-    ToolStatus, TurnStatus, Verdict,
+    ApprovalRequest, EventBody, Mode, ToolClass, ToolStatus, TurnStatus, Verdict,
 };
 use crate::server::core::Core;
 use crate::server::gate::policy::{self, Outcome};
 use crate::server::gate::request;
 use crate::server::markdown;
-use crate::server::store::{Commit, GateChange, NewEvent, StoreError};
+use crate::server::store::{Commit, NewEvent, StoreError};
 
 /// The agent's checkpoint tool: a decision put to the person.
 pub const CHECKPOINT_TOOL: &str = "request_approval";
+
+/// Calls that are not workspace tools but decisions put to the person.
+enum Special {
+    Checkpoint(request::Checkpoint),
+    Plan(String),
+}
 
 /// A safety stop for runaway loops until the budget kill-switch lands.
 const MAX_MODEL_CALLS: usize = 200;
 
 /// Why a turn ended other than by completing.
 #[derive(Debug, thiserror::Error)]
-enum TurnEnd {
+pub(super) enum TurnEnd {
     #[error("cancelled")]
     Cancelled,
     #[error("{0}")]
@@ -66,7 +70,7 @@ pub fn spawn(core: Arc<Core>, session_id: String, lease: TurnLease, mode: Mode) 
             session_id: session_id.clone(),
             turn_id: lease.turn_id.clone(),
             cancel: lease.cancel.clone(),
-            mode,
+            mode: std::sync::Mutex::new(mode),
         };
         let outcome = turn.drive().await;
         let cancel_requested = core.turns.seal(&session_id, &lease.turn_id);
@@ -96,20 +100,33 @@ pub fn spawn(core: Arc<Core>, session_id: String, lease: TurnLease, mode: Mode) 
     });
 }
 
-struct Turn {
-    core: Arc<Core>,
-    session_id: String,
-    turn_id: String,
-    cancel: CancellationToken,
-    mode: Mode,
+pub(super) struct Turn {
+    pub(super) core: Arc<Core>,
+    pub(super) session_id: String,
+    pub(super) turn_id: String,
+    pub(super) cancel: CancellationToken,
+    /// The turn's approval mode; leaving plan mode changes it mid-turn.
+    mode: std::sync::Mutex<Mode>,
 }
 
 impl Turn {
-    async fn append(&self, bodies: Vec<EventBody>) -> Result<(), TurnEnd> {
+    pub(super) fn mode(&self) -> Mode {
+        *self.mode.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(super) fn set_mode(&self, mode: Mode) {
+        *self.mode.lock().unwrap_or_else(|p| p.into_inner()) = mode;
+    }
+
+    pub(super) async fn append(&self, bodies: Vec<EventBody>) -> Result<(), TurnEnd> {
         self.commit(bodies, Commit::default()).await
     }
 
-    async fn commit(&self, bodies: Vec<EventBody>, commit: Commit) -> Result<(), TurnEnd> {
+    pub(super) async fn commit(
+        &self,
+        bodies: Vec<EventBody>,
+        commit: Commit,
+    ) -> Result<(), TurnEnd> {
         let events = bodies
             .into_iter()
             .map(|b| NewEvent::new(Some(&self.turn_id), b))
@@ -121,24 +138,38 @@ impl Turn {
         Ok(())
     }
 
-    async fn drive(&self) -> Result<(), TurnEnd> {
-        let history = self.core.log.all_events(&self.session_id).await?;
-        let checkpoints = self.mode != Mode::Yolo;
+    /// What the model is told and offered in the current mode.
+    fn prompt_and_tools(&self) -> (String, Vec<super::provider::ToolSpec>) {
         let mut prompt = SYSTEM_PROMPT.to_owned();
         let mut tools = tools::specs();
-        if checkpoints {
+        let mode = self.mode();
+        if mode != Mode::Yolo {
             prompt.push_str(CHECKPOINT_PROMPT);
             tools.push(checkpoint_spec());
         }
-        let mut messages = vec![ChatMessage::System(prompt)];
-        messages.extend(conversation_from_log(&history));
+        if mode == Mode::Plan {
+            prompt.push_str(super::PLAN_PROMPT);
+            tools.push(super::exit_plan_spec());
+        }
+        (prompt, tools)
+    }
+
+    async fn drive(&self) -> Result<(), TurnEnd> {
+        // A turn resumed after a restart first finishes the calls it had recorded.
+        self.finish_open_calls().await?;
+        let history = self.core.log.all_events(&self.session_id).await?;
+        let mut messages = conversation_from_log(&history);
         for _ in 0..MAX_MODEL_CALLS {
             if self.cancel.is_cancelled() {
                 return Err(TurnEnd::Cancelled);
             }
+            let (prompt, tools) = self.prompt_and_tools();
+            let mut conversation = Vec::with_capacity(messages.len() + 1);
+            conversation.push(ChatMessage::System(prompt));
+            conversation.extend(messages.iter().cloned());
             let request = CompletionRequest {
-                messages: messages.clone(),
-                tools: tools.clone(),
+                messages: conversation,
+                tools,
             };
             let sink = |text: &str| {
                 self.core.log.publish_transient(
@@ -216,12 +247,12 @@ impl Turn {
                 )
                 .await;
         }
-        let checkpoint = if call.name == CHECKPOINT_TOOL {
-            Some(request::parse_checkpoint(&call.args))
-        } else {
-            None
+        let special = match call.name.as_str() {
+            CHECKPOINT_TOOL => Some(request::parse_checkpoint(&call.args).map(Special::Checkpoint)),
+            EXIT_PLAN_TOOL => Some(request::parse_plan(&call.args).map(Special::Plan)),
+            _ => None,
         };
-        let invalid = match &checkpoint {
+        let invalid = match &special {
             Some(parsed) => parsed.as_ref().err().cloned(),
             None if tools::class_of(&call.name).is_none() => Some(unavailable(&call.name)),
             None => tools::validate(&call.name, &call.args, &self.core.workspace)
@@ -238,11 +269,21 @@ impl Turn {
                 )
                 .await;
         }
+        if call.name == EXIT_PLAN_TOOL && self.mode() != Mode::Plan {
+            return self
+                .finish_without_running(
+                    call,
+                    vec![record_call(Verdict::Refuse, None)],
+                    ToolStatus::Refused,
+                    "not in plan mode: there is no plan mode to leave; carry on".into(),
+                )
+                .await;
+        }
         let floor = match class {
             ToolClass::Decision => None,
             _ => self.core.floor.check(&call.name, &call.args),
         };
-        let rule = match (floor.is_some(), class, self.mode) {
+        let rule = match (floor.is_some(), class, self.mode()) {
             (
                 false,
                 ToolClass::Edit | ToolClass::Exec | ToolClass::Config,
@@ -255,7 +296,7 @@ impl Turn {
             _ => None,
         };
         let outcome = policy::decide(&policy::Call {
-            mode: self.mode,
+            mode: self.mode(),
             class,
             floor: floor.as_deref(),
             rule_id: rule.as_ref().map(|r| r.id.as_str()),
@@ -280,7 +321,7 @@ impl Turn {
                 self.execute(call, &call.args).await
             }
             Outcome::Ask { reason } => {
-                let detail = policy::reason_detail(reason, self.mode, class, floor.as_deref());
+                let detail = policy::reason_detail(reason, self.mode(), class, floor.as_deref());
                 let common = request::Common {
                     approval_id: uuid::Uuid::new_v4().to_string(),
                     session_id: self.session_id.clone(),
@@ -289,13 +330,17 @@ impl Turn {
                     created_at: chrono::Utc::now(),
                     timeout: Duration::from_secs(self.core.config.approvals.timeout_secs),
                 };
-                let body = match checkpoint {
-                    Some(Ok(checkpoint)) => request::decision_gate(
+                let body = match special {
+                    Some(Ok(Special::Checkpoint(checkpoint))) => request::decision_gate(
                         common,
                         call,
                         &checkpoint,
                         self.core.config.approvals.decision_timeout,
                     ),
+                    Some(Ok(Special::Plan(plan))) => {
+                        let default = self.core.pre_plan_mode(&self.session_id).await;
+                        request::plan_gate(common, call, &plan, default)
+                    }
                     _ => request::tool_gate(common, call, class, &self.core.workspace),
                 };
                 let gate = ApprovalRequest {
@@ -311,7 +356,7 @@ impl Turn {
     }
 
     /// Records the call and a result without running anything.
-    async fn finish_without_running(
+    pub(super) async fn finish_without_running(
         &self,
         call: &ToolCallRequest,
         mut events: Vec<EventBody>,
@@ -329,7 +374,7 @@ impl Turn {
     }
 
     /// Runs a tool: `tool_started` is committed first, so a crash leaves evidence.
-    async fn execute(
+    pub(super) async fn execute(
         &self,
         call: &ToolCallRequest,
         args: &serde_json::Value,
@@ -349,95 +394,7 @@ impl Turn {
         Ok((output.status, output.output))
     }
 
-    /// Opens the gate (call + request in one commit) and waits for the resolution that stands:
-    /// a person's, the deadline's, or the cancel's — whichever wins the compare-and-set.
-    async fn wait_for_gate(
-        &self,
-        call_event: EventBody,
-        gate: ApprovalRequest,
-    ) -> Result<Resolution, TurnEnd> {
-        // Park before the request is visible, so an instant answer finds the waiter.
-        let (_parked, answer) = self.core.gates.park(&gate.body.approval_id);
-        let deadline = tokio::time::Instant::now()
-            + Duration::from_secs(self.core.config.approvals.timeout_secs);
-        let commit = Commit {
-            gate: Some(GateChange::Open(Box::new(gate.clone()))),
-            ..Commit::default()
-        };
-        self.commit(
-            vec![
-                call_event,
-                EventBody::ApprovalRequest(Box::new(gate.body.clone())),
-            ],
-            commit,
-        )
-        .await?;
-        let resolution = tokio::select! {
-            answered = answer => match answered {
-                Ok(resolution) => resolution,
-                // The sender went away without an answer; read what the store says.
-                Err(_) => self.core.resolve_by_server(&self.session_id, &gate, Decision::Cancelled, AnsweredBy::System).await?,
-            },
-            _ = tokio::time::sleep_until(deadline) => {
-                self.core.resolve_by_server(&self.session_id, &gate, Decision::Timeout, AnsweredBy::Timeout).await?
-            }
-            _ = self.cancel.cancelled() => {
-                self.core.resolve_by_server(&self.session_id, &gate, Decision::Cancelled, AnsweredBy::System).await?
-            }
-        };
-        Ok(resolution)
-    }
-
-    /// Acts on a gate's resolution: run (as shown or as edited), or say why not.
-    async fn after_gate(
-        &self,
-        call: &ToolCallRequest,
-        gate: &ApprovalRequest,
-        resolution: Resolution,
-    ) -> Result<(ToolStatus, String), TurnEnd> {
-        let minutes = self.core.config.approvals.timeout_secs.div_ceil(60);
-        let no_run = |status: ToolStatus, output: String| async move {
-            self.finish_without_running(call, Vec::new(), status, output)
-                .await
-        };
-        if gate.body.kind == GateKind::Decision {
-            let (status, output) = gates_text::decision_outcome(gate, &resolution, minutes);
-            return no_run(status, output).await;
-        }
-        match resolution.decision {
-            Decision::Approve | Decision::AllowAlways => self.execute(call, &call.args).await,
-            Decision::Edit => {
-                let edited = resolution
-                    .edits
-                    .clone()
-                    .unwrap_or_else(|| call.args.clone());
-                self.execute(call, &edited).await
-            }
-            Decision::Deny => {
-                no_run(
-                    ToolStatus::Denied,
-                    gates_text::denied(resolution.reason.as_deref()),
-                )
-                .await
-            }
-            Decision::Timeout => {
-                no_run(
-                    ToolStatus::Timeout,
-                    format!("no answer within {minutes} min; the call was not run"),
-                )
-                .await
-            }
-            Decision::Cancelled => {
-                no_run(
-                    ToolStatus::Cancelled,
-                    "the turn was cancelled while this waited for approval; it was not run".into(),
-                )
-                .await
-            }
-        }
-    }
-
-    fn tool_context(&self) -> ToolContext {
+    pub(super) fn tool_context(&self) -> ToolContext {
         let config = &self.core.config.tools;
         ToolContext {
             workspace: self.core.workspace.clone(),

@@ -87,6 +87,7 @@ mod tests {
             edits: None,
             rule_id: None,
             client_id: None,
+            execution_mode: None,
         }
     }
 

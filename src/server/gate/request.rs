@@ -9,7 +9,8 @@ use sha2::{Digest, Sha256};
 use similar::TextDiff;
 
 use crate::protocol::{
-    ApprovalRequestBody, Decision, GateKind, GateReason, RuleSuggestion, TimeoutOutcome, ToolClass,
+    ApprovalRequestBody, Decision, GateKind, GateReason, Mode, RuleSuggestion, TimeoutOutcome,
+    ToolClass,
 };
 use crate::server::agent::provider::ToolCallRequest;
 use crate::server::agent::tools;
@@ -261,6 +262,7 @@ pub fn tool_gate(
         expires_at,
         timeout_outcome: TimeoutOutcome::Deny,
         suggested_rule,
+        execution_mode: None,
     }
 }
 
@@ -301,7 +303,59 @@ pub fn decision_gate(
             DecisionTimeout::Deny => TimeoutOutcome::Deny,
         },
         suggested_rule: None,
+        execution_mode: None,
     }
+}
+
+/// The card for leaving plan mode (`exit_plan`): the plan, and the mode it would run in.
+pub fn plan_gate(
+    common: Common,
+    call: &ToolCallRequest,
+    plan: &str,
+    default_mode: Mode,
+) -> ApprovalRequestBody {
+    let (created_at, expires_at) = times(&common);
+    ApprovalRequestBody {
+        approval_id: common.approval_id,
+        session_id: common.session_id,
+        call_id: call.id.clone(),
+        kind: GateKind::Decision,
+        tool: call.name.clone(),
+        class: ToolClass::Decision,
+        args: call.args.clone(),
+        decision_kind: Some("plan".into()),
+        title: "Leave plan mode and carry out this plan".into(),
+        summary: format!("Plan: execute in {} mode", default_mode.label()),
+        proposal_html: markdown::render(plan),
+        proposal_md: plan.to_owned(),
+        diff: None,
+        reason: common.reason,
+        reason_detail: common.reason_detail,
+        allowed_decisions: vec![Decision::Approve, Decision::Edit, Decision::Deny],
+        digest: proposal_digest(plan),
+        created_at,
+        expires_at,
+        timeout_outcome: TimeoutOutcome::Deny,
+        suggested_rule: None,
+        execution_mode: Some(default_mode),
+    }
+}
+
+/// Validates `exit_plan {plan}`.
+pub fn parse_plan(args: &Value) -> Result<String, String> {
+    let obj = args.as_object().ok_or("exit_plan takes an object {plan}")?;
+    if let Some(unknown) = obj.keys().find(|k| k.as_str() != "plan") {
+        return Err(format!("exit_plan: unknown field `{unknown}`"));
+    }
+    let plan = obj
+        .get("plan")
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .unwrap_or("");
+    if plan.is_empty() {
+        return Err("exit_plan: `plan` must be a non-empty string".into());
+    }
+    Ok(plan.to_owned())
 }
 
 #[cfg(test)]

@@ -18,6 +18,10 @@ pub struct SessionRow {
     pub created_at: String,
     pub approval_mode: String,
     pub last_seq: u64,
+    /// The mode the session had when it entered plan mode (where a plan returns to).
+    pub pre_plan_mode: Option<String>,
+    /// The mode an approved plan left plan mode for.
+    pub plan_execution_mode: Option<String>,
 }
 
 /// An event about to be appended; the store assigns `seq` and `at`.

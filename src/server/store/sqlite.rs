@@ -51,6 +51,8 @@ fn session_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<SessionRow, sqlx::E
         created_at: row.try_get("created_at")?,
         approval_mode: row.try_get("approval_mode")?,
         last_seq: row.try_get::<i64, _>("last_seq")?.max(0) as u64,
+        pre_plan_mode: row.try_get("pre_plan_mode")?,
+        plan_execution_mode: row.try_get("plan_execution_mode")?,
     })
 }
 
@@ -158,7 +160,8 @@ async fn apply_gate_change(
     Ok(())
 }
 
-const SESSION_COLUMNS: &str = "id, title, created_at, approval_mode, last_seq";
+const SESSION_COLUMNS: &str =
+    "id, title, created_at, approval_mode, last_seq, pre_plan_mode, plan_execution_mode";
 
 #[async_trait]
 impl Store for SqliteStore {
@@ -224,7 +227,14 @@ impl Store for SqliteStore {
                 .await?;
         }
         let last: Option<i64> = sqlx::query_scalar(
-            "UPDATE sessions SET last_seq = last_seq + ?1, approval_mode = COALESCE(?2, approval_mode)
+            // SET expressions all see the old row: entering plan remembers the mode it left,
+            // leaving plan remembers the mode it left for.
+            "UPDATE sessions SET last_seq = last_seq + ?1,
+                 pre_plan_mode = CASE WHEN ?2 = 'plan' AND approval_mode <> 'plan'
+                                      THEN approval_mode ELSE pre_plan_mode END,
+                 plan_execution_mode = CASE WHEN ?2 IS NOT NULL AND ?2 <> 'plan' AND approval_mode = 'plan'
+                                            THEN ?2 ELSE plan_execution_mode END,
+                 approval_mode = COALESCE(?2, approval_mode)
              WHERE id = ?3 RETURNING last_seq",
         )
         .bind(count)
@@ -395,6 +405,8 @@ mod tests {
             created_at: now_rfc3339(),
             approval_mode: "ask".into(),
             last_seq: 0,
+            pre_plan_mode: None,
+            plan_execution_mode: None,
         }
     }
 
@@ -514,6 +526,7 @@ mod tests {
             edits: None,
             rule_id: None,
             client_id: None,
+            execution_mode: None,
         }
     }
 

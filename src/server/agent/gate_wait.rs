@@ -1,0 +1,202 @@
+//! A turn at a gate: open it, wait for the resolution that stands, and act on it.
+//!
+//! **Invariant:** the turn parks on the registry before the request is committed, and checks
+//! the store once more after parking when it resumes a gate, so an answer is never missed.
+
+use std::time::Duration;
+
+use super::gates_text;
+use super::provider::ToolCallRequest;
+use super::turn::{Turn, TurnEnd};
+use crate::protocol::{
+    AnsweredBy, ApprovalRequest, Decision, EventBody, GateKind, Mode, Resolution, ToolStatus,
+};
+use crate::server::store::{Commit, GateChange};
+
+/// How long until an RFC 3339 deadline (zero when it has passed or does not parse).
+fn until(expires_at: &str) -> Duration {
+    chrono::DateTime::parse_from_rfc3339(expires_at)
+        .ok()
+        .and_then(|t| {
+            (t.with_timezone(&chrono::Utc) - chrono::Utc::now())
+                .to_std()
+                .ok()
+        })
+        .unwrap_or(Duration::ZERO)
+}
+
+impl Turn {
+    /// Opens the gate (call + request + approvals row in one commit) and waits for it.
+    pub(super) async fn wait_for_gate(
+        &self,
+        call_event: EventBody,
+        gate: ApprovalRequest,
+    ) -> Result<Resolution, TurnEnd> {
+        // Park before the request is visible, so an instant answer finds the waiter.
+        let parked = self.core.gates.park(&gate.body.approval_id);
+        let commit = Commit {
+            gate: Some(GateChange::Open(Box::new(gate.clone()))),
+            ..Commit::default()
+        };
+        self.commit(
+            vec![
+                call_event,
+                EventBody::ApprovalRequest(Box::new(gate.body.clone())),
+            ],
+            commit,
+        )
+        .await?;
+        self.await_resolution(&gate, parked).await
+    }
+
+    /// Waits on a gate opened before a restart: parks again with its original deadline.
+    pub(super) async fn rejoin_gate(&self, gate: &ApprovalRequest) -> Result<Resolution, TurnEnd> {
+        let parked = self.core.gates.park(&gate.body.approval_id);
+        // An answer committed before we parked woke nobody: read it from the store.
+        if let Some(row) = self
+            .core
+            .log
+            .store()
+            .get_gate(&self.session_id, &gate.body.approval_id)
+            .await?
+            && let Some(resolution) = row.resolution
+        {
+            return Ok(resolution);
+        }
+        self.await_resolution(gate, parked).await
+    }
+
+    /// The resolution that stands: a person's, the deadline's, or the cancel's — whichever
+    /// wins the compare-and-set.
+    async fn await_resolution(
+        &self,
+        gate: &ApprovalRequest,
+        parked: (
+            crate::server::gate::registry::ParkGuard,
+            tokio::sync::oneshot::Receiver<Resolution>,
+        ),
+    ) -> Result<Resolution, TurnEnd> {
+        let (_guard, answer) = parked;
+        let deadline = tokio::time::Instant::now() + until(&gate.body.expires_at);
+        let server_says = |decision, by| {
+            self.core
+                .resolve_by_server(&self.session_id, gate, decision, by)
+        };
+        let resolution = tokio::select! {
+            answered = answer => match answered {
+                Ok(resolution) => resolution,
+                // The sender went away without an answer; read what the store says.
+                Err(_) => server_says(Decision::Cancelled, AnsweredBy::System).await?,
+            },
+            _ = tokio::time::sleep_until(deadline) => server_says(Decision::Timeout, AnsweredBy::Timeout).await?,
+            _ = self.cancel.cancelled() => server_says(Decision::Cancelled, AnsweredBy::System).await?,
+        };
+        Ok(resolution)
+    }
+
+    pub(super) async fn after_gate(
+        &self,
+        call: &ToolCallRequest,
+        gate: &ApprovalRequest,
+        resolution: Resolution,
+    ) -> Result<(ToolStatus, String), TurnEnd> {
+        let minutes = self.core.config.approvals.timeout_secs.div_ceil(60);
+        let no_run = |status: ToolStatus, output: String| async move {
+            self.finish_without_running(call, Vec::new(), status, output)
+                .await
+        };
+        if gate.body.decision_kind.as_deref() == Some("plan") {
+            return self.after_plan(call, gate, &resolution).await;
+        }
+        if gate.body.kind == GateKind::Decision {
+            let (status, output) = gates_text::decision_outcome(gate, &resolution, minutes);
+            return no_run(status, output).await;
+        }
+        match resolution.decision {
+            Decision::Approve | Decision::AllowAlways => self.execute(call, &call.args).await,
+            Decision::Edit => {
+                let edited = resolution
+                    .edits
+                    .clone()
+                    .unwrap_or_else(|| call.args.clone());
+                self.execute(call, &edited).await
+            }
+            Decision::Deny => {
+                no_run(
+                    ToolStatus::Denied,
+                    gates_text::denied(resolution.reason.as_deref()),
+                )
+                .await
+            }
+            Decision::Timeout => {
+                no_run(
+                    ToolStatus::Timeout,
+                    format!("no answer within {minutes} min; the call was not run"),
+                )
+                .await
+            }
+            Decision::Cancelled => {
+                no_run(
+                    ToolStatus::Cancelled,
+                    "the turn was cancelled while this waited for approval; it was not run".into(),
+                )
+                .await
+            }
+        }
+    }
+
+    /// A plan card: approving leaves plan mode (for the mode picked on the card) and the turn
+    /// goes on executing; anything else keeps plan mode and tells the agent why.
+    async fn after_plan(
+        &self,
+        call: &ToolCallRequest,
+        gate: &ApprovalRequest,
+        resolution: &Resolution,
+    ) -> Result<(ToolStatus, String), TurnEnd> {
+        let (status, output) = if resolution.decision.lets_it_run() {
+            let wanted = resolution
+                .execution_mode
+                .or(gate.body.execution_mode)
+                .unwrap_or(Mode::Ask);
+            let now = self
+                .core
+                .leave_plan(&self.session_id, wanted)
+                .await
+                .map_err(|e| TurnEnd::Failed(format!("could not leave plan mode: {e}")))?;
+            self.set_mode(now);
+            let revised = resolution
+                .edits
+                .as_ref()
+                .and_then(|e| e.as_str())
+                .map(|r| format!("\nThe person revised it; follow this version:\n{r}"))
+                .unwrap_or_default();
+            (
+                ToolStatus::Ok,
+                format!(
+                    "plan approved: now in {} mode; carry the plan out{revised}",
+                    now.label()
+                ),
+            )
+        } else {
+            match resolution.decision {
+                Decision::Deny => (
+                    ToolStatus::Denied,
+                    format!(
+                        "{}; still in plan mode",
+                        gates_text::denied(resolution.reason.as_deref())
+                    ),
+                ),
+                Decision::Timeout => (
+                    ToolStatus::Timeout,
+                    "no answer in time: still in plan mode; nothing was carried out".to_owned(),
+                ),
+                _ => (
+                    ToolStatus::Cancelled,
+                    "the turn was cancelled while the plan waited; still in plan mode".to_owned(),
+                ),
+            }
+        };
+        self.finish_without_running(call, Vec::new(), status, output)
+            .await
+    }
+}

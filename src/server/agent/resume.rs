@@ -1,0 +1,140 @@
+//! Finishing the calls a turn had recorded before the process stopped: the part of a turn
+//! that makes it resumable from the log alone.
+//!
+//! For each `tool_call` of the turn without a `tool_result`: a gate already resolved is acted
+//! on; a gate still pending is re-joined with its original deadline (an expired one resolves
+//! `timeout` at once); a call whose run verdict was committed but that never started runs now
+//! (nothing of it happened: `tool_started` is committed before a tool runs); a call that had
+//! started was reported `interrupted` by recovery before the turn resumed, and is never re-run.
+
+use std::collections::{HashMap, HashSet};
+
+use futures::future::join_all;
+
+use super::provider::ToolCallRequest;
+use super::recovery::INTERRUPTED_OUTPUT;
+use super::turn::{Turn, TurnEnd};
+use crate::protocol::{
+    ApprovalRequest, ApprovalRequestBody, EventBody, Resolution, ToolStatus, Verdict,
+};
+
+/// A recorded call that has no result yet, with what the log knows about it.
+struct OpenCall {
+    call: ToolCallRequest,
+    verdict: Verdict,
+    started: bool,
+    gate: Option<ApprovalRequestBody>,
+    resolution: Option<Resolution>,
+}
+
+impl Turn {
+    pub(super) async fn finish_open_calls(&self) -> Result<(), TurnEnd> {
+        let events = self.core.log.all_events(&self.session_id).await?;
+        let Some(start) = events
+            .iter()
+            .rposition(|e| matches!(e.body, EventBody::UserMessage { .. }))
+        else {
+            return Ok(());
+        };
+        let mut calls = Vec::new();
+        let mut finished = HashSet::new();
+        let mut started = HashSet::new();
+        let mut gates: HashMap<String, ApprovalRequestBody> = HashMap::new();
+        let mut resolutions: HashMap<String, Resolution> = HashMap::new();
+        for event in &events[start..] {
+            match &event.body {
+                EventBody::ToolCall {
+                    call_id,
+                    tool,
+                    args,
+                    verdict,
+                    ..
+                } => calls.push((
+                    ToolCallRequest {
+                        id: call_id.clone(),
+                        name: tool.clone(),
+                        args: args.clone(),
+                    },
+                    *verdict,
+                )),
+                EventBody::ToolResult { call_id, .. } => {
+                    finished.insert(call_id.clone());
+                }
+                EventBody::ToolStarted { call_id } => {
+                    started.insert(call_id.clone());
+                }
+                EventBody::ApprovalRequest(body) => {
+                    gates.insert(body.call_id.clone(), (**body).clone());
+                }
+                EventBody::ApprovalResolved(resolution) => {
+                    resolutions.insert(resolution.approval_id.clone(), resolution.clone());
+                }
+                _ => {}
+            }
+        }
+        let open: Vec<OpenCall> = calls
+            .into_iter()
+            .filter(|(call, _)| !finished.contains(&call.id))
+            .map(|(call, verdict)| {
+                let gate = gates.remove(&call.id);
+                let resolution = gate
+                    .as_ref()
+                    .and_then(|g| resolutions.remove(&g.approval_id));
+                OpenCall {
+                    started: started.contains(&call.id),
+                    call,
+                    verdict,
+                    gate,
+                    resolution,
+                }
+            })
+            .collect();
+        if open.is_empty() {
+            return Ok(());
+        }
+        tracing::info!(session = %self.session_id, calls = open.len(), "resuming a turn's open calls");
+        for outcome in join_all(open.into_iter().map(|o| self.finish_open_call(o))).await {
+            outcome?;
+        }
+        Ok(())
+    }
+
+    async fn finish_open_call(&self, open: OpenCall) -> Result<(), TurnEnd> {
+        let call = &open.call;
+        match (open.gate, open.resolution) {
+            (Some(body), resolution) => {
+                let gate = ApprovalRequest {
+                    turn_id: self.turn_id.clone(),
+                    body,
+                };
+                let resolution = match resolution {
+                    Some(resolution) => resolution,
+                    None => self.rejoin_gate(&gate).await?,
+                };
+                self.after_gate(call, &gate, resolution).await?;
+            }
+            (None, _) if open.started => {
+                self.finish_without_running(
+                    call,
+                    Vec::new(),
+                    ToolStatus::Interrupted,
+                    INTERRUPTED_OUTPUT.to_owned(),
+                )
+                .await?;
+            }
+            (None, _) if open.verdict == Verdict::Run => {
+                self.execute(call, &call.args).await?;
+            }
+            (None, _) => {
+                self.finish_without_running(
+                    call,
+                    Vec::new(),
+                    ToolStatus::Cancelled,
+                    "the server stopped before this ran; it was not run".to_owned(),
+                )
+                .await?;
+            }
+        }
+        Ok(())
+    }
+}
