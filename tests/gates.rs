@@ -711,9 +711,10 @@ async fn cancel_resolves_pending_gates_cancelled_and_later_decisions_are_gone() 
 /// answer must be 410 gone, and the tool must not run. But the cancel answer only signals the
 /// turn's token; the `cancelled` resolution is committed later by the turn task, and `decide`
 /// does not look at the token. When the turn task is slow to run (CPU contention), a decision
-/// sent after the 200 wins the compare-and-set and `after_gate` runs the tool in the cancelled
-/// turn. This is a stress test: it failed once (sequential form, full suite under load:
-/// "a decision after the cancel answered won: 200 approve") and passes when the machine is idle.
+/// sent after the 200 wins the compare-and-set and the tool runs in the cancelled turn.
+/// A stress test: it fails in about half of the `--ignored` runs (next to the other ignored
+/// tests), e.g. "seq2.txt: the decision after cancel answered 200 OK …approve…; tool ran: true;
+/// turn cancelled", and usually passes when run alone on an idle machine.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "bug (timing-dependent): POST …/cancel answers 200 before the gate is resolved cancelled; a decision sent after that answer can still win (200) and the tool then runs in the cancelled turn"]
 async fn a_decision_sent_after_cancel_answered_is_gone() {
@@ -1633,39 +1634,77 @@ async fn config_set_is_gated_in_ask_mode() {
     assert_eq!(pending[0]["reason"], "mode");
 }
 
-/// product.md "Leaving plan mode": `propose plan:` in plan mode opens a decision card;
-/// approving it switches the session back to the mode it had before plan.
+/// product.md "Leaving plan mode": `propose plan:` in plan mode opens a plan card (a decision,
+/// no Allow always); denying keeps plan mode and passes the reason; approving switches the
+/// session back to the mode it had before plan, or to the one picked on the card.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "bug: exit_plan is not implemented: `propose plan:` ends in tool_result error (unknown tool) instead of a plan card"]
-async fn approving_a_plan_leaves_plan_mode() {
+async fn a_plan_card_leaves_plan_mode_only_when_approved() {
     let srv = Srv::start(None).await;
     let sid = srv.session().await;
+
+    // Deny: still in plan mode, the agent reads why.
     let turn = srv
         .send_msg(&sid, "propose plan: 1. write a.txt", Some("plan"))
         .await;
-    let snap = srv
-        .wait_snapshot(&sid, "a card or the end of the turn", |s| {
-            events(s)
-                .iter()
-                .any(|e| e["type"] == "turn_finished" && e["turn_id"] == turn)
-                || s["pending"].as_array().is_some_and(|p| !p.is_empty())
-        })
-        .await;
-    let pending = snap["pending"].as_array().unwrap();
-    assert_eq!(
-        pending.len(),
-        1,
-        "no plan card: {:#?}",
-        turn_events(&snap, &turn)
-    );
-    let card = &pending[0];
+    let card = srv.wait_gate(&sid).await;
     assert_eq!(card["kind"], "decision");
     assert_eq!(card["decision_kind"], "plan");
-    srv.decide(&sid, &aid(card), json!({"decision": "approve"}))
+    assert_eq!(card["tool"], "exit_plan");
+    assert_eq!(
+        sorted_strs(&card["allowed_decisions"]),
+        sorted(&["approve", "edit", "deny"])
+    );
+    srv.decide(&sid, &aid(&card), json!({"decision": "allow_always"}))
+        .await
+        .expect_error(403, "not_allowed");
+    srv.decide(
+        &sid,
+        &aid(&card),
+        json!({"decision": "deny", "reason": "too vague"}),
+    )
+    .await
+    .expect(200);
+    let snap = srv.wait_turn(&sid, &turn).await;
+    let evs = turn_events(&snap, &turn);
+    let result = only(&evs, "tool_result");
+    assert_eq!(result["status"], "denied");
+    assert!(str_of(result, "output").contains("too vague"), "{result}");
+    assert_eq!(snap["session"]["approval_mode"], "plan");
+
+    // Approve: back to the mode before plan (ask).
+    let turn = srv
+        .send_msg(&sid, "propose plan: 1. write a.txt", Some("plan"))
+        .await;
+    let card = srv.wait_gate(&sid).await;
+    srv.decide(&sid, &aid(&card), json!({"decision": "approve"}))
         .await
         .expect(200);
     let snap = srv.wait_turn(&sid, &turn).await;
+    assert_eq!(only(&turn_events(&snap, &turn), "tool_result")["status"], "ok");
     assert_eq!(snap["session"]["approval_mode"], "ask");
+
+    // Approve with a picked execution mode.
+    let turn = srv
+        .send_msg(&sid, "propose plan: 2. write b.txt", Some("plan"))
+        .await;
+    let card = srv.wait_gate(&sid).await;
+    srv.decide(
+        &sid,
+        &aid(&card),
+        json!({"decision": "approve", "execution_mode": "plan"}),
+    )
+    .await
+    .expect_error(400, "invalid_decision");
+    srv.assert_still_pending(&sid, &aid(&card)).await;
+    srv.decide(
+        &sid,
+        &aid(&card),
+        json!({"decision": "approve", "execution_mode": "auto_edit"}),
+    )
+    .await
+    .expect(200);
+    let snap = srv.wait_turn(&sid, &turn).await;
+    assert_eq!(snap["session"]["approval_mode"], "auto_edit");
 }
 
 /// product.md "Budget kill-switch": a turn past its tool-call ceiling suspends on a budget card

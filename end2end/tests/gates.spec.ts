@@ -159,3 +159,21 @@ test('several pending cards get an Approve all bar, and keys act on the focused 
   await page.keyboard.press('a');
   await expect(page.locator('[data-testid=tool-result][data-status=ok]').last()).toContainText('echo keyed');
 });
+
+test('a plan card leaves plan mode for the picked mode and the turn goes on', async ({ page }) => {
+  await login(page, server);
+  await newSession(page);
+  await page.getByTestId('mode-picker').selectOption('plan');
+  await expect(page.getByTestId('session-mode')).toHaveAttribute('data-mode', 'plan');
+  await send(page, 'propose plan: 1. write the file\nwrite planned.txt: done');
+  const card = pendingCards(page);
+  await expect(card).toHaveAttribute('data-kind', 'decision');
+  await expect(card.getByTestId('execution-mode')).toHaveValue('ask');
+  await card.getByTestId('execution-mode').selectOption('auto_edit');
+  await card.locator('[data-action=approve]').click();
+  await expect(page.getByTestId('session-mode')).toHaveAttribute('data-mode', 'auto_edit');
+  // In auto_edit the write runs without a card.
+  await expect(page.locator('[data-testid=tool-result][data-status=ok]').last()).toContainText('write_file planned.txt');
+  expect(readFileSync(join(server.workspace, 'planned.txt'), 'utf8')).toBe('done');
+  await expect(pendingCards(page)).toHaveCount(0);
+});

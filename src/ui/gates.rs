@@ -195,12 +195,12 @@ pub fn watch_pending(pending: Memo<Vec<ApprovalRequestBody>>) {
             crate::ui::browser::notify_gate(&gate.approval_id, &gate.title, &gate.summary);
         }
         // With nothing typed, focus goes to the new card so a/e/d act on it at once.
-        if let Some(first) = fresh.first() {
-            if crate::ui::browser::composer_is_empty() {
-                let id = format!("gate-{}", first.approval_id);
-                // After the card is in the DOM.
-                request_animation_frame(move || crate::ui::browser::focus(&id));
-            }
+        if let Some(first) = fresh.first()
+            && crate::ui::browser::composer_is_empty()
+        {
+            let id = format!("gate-{}", first.approval_id);
+            // After the card is in the DOM.
+            request_animation_frame(move || crate::ui::browser::focus(&id));
         }
         now.iter()
             .map(|g| g.approval_id.clone())

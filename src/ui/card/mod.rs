@@ -11,7 +11,7 @@ use leptos::task::spawn_local;
 use crate::api;
 use crate::protocol::{
     AnsweredBy, ApprovalRequestBody, DecideOutcome, Decision, DecisionInput, GateKind, GateReason,
-    Resolution, TimeoutOutcome, ToolClass,
+    Mode, Resolution, TimeoutOutcome, ToolClass,
 };
 use crate::ui::browser;
 use crate::ui::gates::{CardBus, CardCommand, ClientId};
@@ -191,6 +191,8 @@ fn PendingCard(request: ApprovalRequestBody, now_ms: RwSignal<f64>) -> impl Into
     let sending = RwSignal::new(false);
     let notice = RwSignal::new(None::<String>);
     let allowed = request.allowed_decisions.clone();
+    let is_plan = request.decision_kind.as_deref() == Some("plan");
+    let execution_mode = RwSignal::new(request.execution_mode.unwrap_or(Mode::Ask));
     let allows = move |d: Decision| allowed.contains(&d);
 
     let send = {
@@ -203,6 +205,9 @@ fn PendingCard(request: ApprovalRequestBody, now_ms: RwSignal<f64>) -> impl Into
             }
             input.digest = Some(digest.clone());
             input.client_id = Some(client.get_untracked());
+            if is_plan && input.execution_mode.is_none() {
+                input.execution_mode = Some(execution_mode.get_untracked().as_str().to_owned());
+            }
             sending.set(true);
             notice.set(None);
             let (session_id, approval_id) = (session_id.clone(), approval_id.clone());
@@ -327,6 +332,21 @@ fn PendingCard(request: ApprovalRequestBody, now_ms: RwSignal<f64>) -> impl Into
             </header>
             <p class="card-summary" data-testid="card-summary">{request.summary.clone()}</p>
             <CardBody request=request.clone()/>
+            {is_plan.then(|| view! {
+                <label class="exec-mode">
+                    "On approval, leave plan mode for "
+                    <select data-testid="execution-mode" prop:value=move || execution_mode.get().as_str()
+                        on:change=move |ev| {
+                            if let Some(mode) = Mode::parse(&event_target_value(&ev)) {
+                                execution_mode.set(mode);
+                            }
+                        }>
+                        {[Mode::Ask, Mode::AutoEdit, Mode::Yolo].into_iter().map(|m| view! {
+                            <option value=m.as_str() selected=move || execution_mode.get() == m>{m.label()}</option>
+                        }).collect_view()}
+                    </select>
+                </label>
+            })}
             <div class="card-actions">
                 {approve_button}
                 {edit_button}
