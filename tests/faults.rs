@@ -19,7 +19,13 @@ async fn get(client: &reqwest::Client, url: String) -> (u16, Value) {
 }
 
 async fn post(client: &reqwest::Client, url: String, body: Value) -> (u16, Value) {
-    let r = client.post(url).bearer_auth(TOKEN).json(&body).send().await.unwrap();
+    let r = client
+        .post(url)
+        .bearer_auth(TOKEN)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
     (r.status().as_u16(), r.json().await.unwrap_or(Value::Null))
 }
 
@@ -39,10 +45,17 @@ async fn a_decision_that_cannot_commit_is_503_and_the_gate_stays_pending() {
 
     let (_, session) = post(&client, format!("{base}/sessions"), json!({})).await;
     let sid = session["id"].as_str().unwrap().to_owned();
-    post(&client, format!("{base}/sessions/{sid}/messages"), json!({"text": "write fault.txt: x"})).await;
+    post(
+        &client,
+        format!("{base}/sessions/{sid}/messages"),
+        json!({"text": "write fault.txt: x"}),
+    )
+    .await;
     let mut pending = Value::Null;
     for _ in 0..100 {
-        pending = get(&client, format!("{base}/approvals?status=pending")).await.1;
+        pending = get(&client, format!("{base}/approvals?status=pending"))
+            .await
+            .1;
         if pending.as_array().is_some_and(|a| a.len() == 1) {
             break;
         }
@@ -56,7 +69,10 @@ async fn a_decision_that_cannot_commit_is_503_and_the_gate_stays_pending() {
     let mut blocker = sqlx::SqliteConnection::connect(&format!("sqlite://{}", db.display()))
         .await
         .unwrap();
-    sqlx::query("BEGIN EXCLUSIVE").execute(&mut blocker).await.unwrap();
+    sqlx::query("BEGIN EXCLUSIVE")
+        .execute(&mut blocker)
+        .await
+        .unwrap();
 
     let (status, body) = post(
         &client,
@@ -66,7 +82,12 @@ async fn a_decision_that_cannot_commit_is_503_and_the_gate_stays_pending() {
     .await;
     assert_eq!(status, 503, "{body}");
     assert_eq!(body["error"]["code"], "storage_unavailable");
-    assert!(body["error"]["message"].as_str().unwrap().contains("nothing was changed"));
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("nothing was changed")
+    );
 
     // Reads still work while writes cannot, and nothing moved.
     let (status, during) = get(&client, format!("{base}/sessions/{sid}")).await;
@@ -92,6 +113,9 @@ async fn a_decision_that_cannot_commit_is_503_and_the_gate_stays_pending() {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    assert_eq!(std::fs::read_to_string(dir.path().join("ws/fault.txt")).unwrap(), "x");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("ws/fault.txt")).unwrap(),
+        "x"
+    );
     running.shutdown.cancel();
 }

@@ -716,7 +716,6 @@ async fn cancel_resolves_pending_gates_cancelled_and_later_decisions_are_gone() 
 /// tests), e.g. "seq2.txt: the decision after cancel answered 200 OK …approve…; tool ran: true;
 /// turn cancelled", and usually passes when run alone on an idle machine.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "bug (timing-dependent): POST …/cancel answers 200 before the gate is resolved cancelled; a decision sent after that answer can still win (200) and the tool then runs in the cancelled turn"]
 async fn a_decision_sent_after_cancel_answered_is_gone() {
     let srv = Srv::start(None).await;
     let mut gates = Vec::new();
@@ -1220,7 +1219,6 @@ async fn modes_decide_run_ask_or_refuse_through_http() {
 /// The person's edited arguments are validated like the agent's: an edit that moves a
 /// harmless write onto a safety-floor path must not slip past the floor.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "bug: edits are not re-checked against the safety floor (an edit to .env on a mode gate writes it with no floor card)"]
 async fn edits_cannot_move_a_call_onto_the_safety_floor() {
     let srv = Srv::start(None).await;
     let sid = srv.session().await;
@@ -1560,7 +1558,6 @@ async fn deleting_a_session_closes_its_pending_gate() {
 /// A standing rule `echo *` is meant for `echo …`; a compound command that merely starts with
 /// `echo` (`echo ok; touch pwned.txt`) runs something the person never allowed, so it must ask.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "bug: a shell rule `echo *` is a plain prefix match, so it also auto-runs compound commands like `echo ok; touch pwned.txt`"]
 async fn a_prefix_rule_does_not_cover_chained_commands() {
     let srv = Srv::start(None).await;
     let sid = srv.session().await;
@@ -1607,7 +1604,7 @@ async fn a_prefix_rule_does_not_cover_chained_commands() {
 
 /// product.md: config (config_set) asks in ask mode; the demo's `set <key> = <value>`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "bug: config_set is not implemented: `set k = v` in ask mode ends in tool_result error (unknown tool) instead of a config card"]
+#[ignore = "not yet: config_set is the configuration issue (6)"]
 async fn config_set_is_gated_in_ask_mode() {
     let srv = Srv::start(None).await;
     let sid = srv.session().await;
@@ -1680,7 +1677,10 @@ async fn a_plan_card_leaves_plan_mode_only_when_approved() {
         .await
         .expect(200);
     let snap = srv.wait_turn(&sid, &turn).await;
-    assert_eq!(only(&turn_events(&snap, &turn), "tool_result")["status"], "ok");
+    assert_eq!(
+        only(&turn_events(&snap, &turn), "tool_result")["status"],
+        "ok"
+    );
     assert_eq!(snap["session"]["approval_mode"], "ask");
 
     // Approve with a picked execution mode.
@@ -1710,7 +1710,7 @@ async fn a_plan_card_leaves_plan_mode_only_when_approved() {
 /// product.md "Budget kill-switch": a turn past its tool-call ceiling suspends on a budget card
 /// (no Allow always), in every mode.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "bug: budget gates are not implemented: `loop 5` with budget.max_tool_calls = 3 runs all 5 calls with no budget card"]
+#[ignore = "not yet: budget gates are the accountability issue (5)"]
 async fn a_turn_past_its_tool_call_budget_suspends_on_a_budget_card() {
     let srv = Srv::start(Some("[budget]\nmax_tool_calls = 3\n")).await;
     let sid = srv.session().await;

@@ -82,6 +82,15 @@ impl Core {
                 }
                 tools::validate(&request.body.tool, edits, &self.workspace)
                     .map_err(|e| ApiError::InvalidEdits(e.to_string()))?;
+                // An edit may not turn an ordinary card into a floor action the person was
+                // never shown as one: the floor gets its own card.
+                if request.body.reason != crate::protocol::GateReason::SafetyFloor
+                    && let Some(floor) = self.floor.check(&request.body.tool, edits)
+                {
+                    return Err(ApiError::NotAllowed(format!(
+                        "the edited call {floor}, which is on the safety floor; deny this card and ask the agent instead"
+                    )));
+                }
                 Ok(edits.clone())
             }
             GateKind::Budget => Err(ApiError::NotAllowed(
@@ -209,6 +218,13 @@ impl Core {
             return Err(ApiError::for_resolved(resolution));
         }
         let request = gate.request;
+        // A cancel that was already answered wins over any later decision.
+        if self.turns.is_cancelling(&session, &request.turn_id) {
+            let resolution = self
+                .resolve_by_server(&session, &request, Decision::Cancelled, AnsweredBy::System)
+                .await?;
+            return Err(ApiError::for_resolved(resolution));
+        }
         if expired(&request) {
             let resolution = self
                 .resolve_by_server(&session, &request, Decision::Timeout, AnsweredBy::Timeout)

@@ -112,6 +112,14 @@ impl Turn {
             let (status, output) = gates_text::decision_outcome(gate, &resolution, minutes);
             return no_run(status, output).await;
         }
+        // A turn being cancelled runs nothing more, whatever the gate says.
+        if self.cancel.is_cancelled() && resolution.decision.lets_it_run() {
+            return no_run(
+                ToolStatus::Cancelled,
+                "the turn was cancelled; this was not run".into(),
+            )
+            .await;
+        }
         match resolution.decision {
             Decision::Approve | Decision::AllowAlways => self.execute(call, &call.args).await,
             Decision::Edit => {

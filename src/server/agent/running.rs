@@ -89,6 +89,13 @@ impl RunningTurns {
         }
     }
 
+    /// Whether `turn_id` is running in the session and a cancel has been requested for it.
+    pub fn is_cancelling(&self, session_id: &str, turn_id: &str) -> bool {
+        self.lock()
+            .get(session_id)
+            .is_some_and(|t| t.turn_id == turn_id && t.cancel.is_cancelled())
+    }
+
     pub fn running_turn_id(&self, session_id: &str) -> Option<String> {
         self.lock().get(session_id).map(|t| t.turn_id.clone())
     }

@@ -12,6 +12,11 @@ fn is_command_tool(tool: &str) -> bool {
     tool == "shell"
 }
 
+/// Characters that make one command line do more than one simple command.
+fn has_shell_control(text: &str) -> bool {
+    text.contains(['\n', ';', '&', '|', '`', '>', '<', '(', ')', '{', '}']) || text.contains("$(")
+}
+
 /// Whether `rule` covers this call.
 pub fn covers(rule: &Rule, tool: &str, args: &Value) -> bool {
     if rule.tool != tool {
@@ -23,7 +28,13 @@ pub fn covers(rule: &Rule, tool: &str, args: &Value) -> bool {
     if is_command_tool(tool) {
         let command = subject.trim();
         match rule.pattern.strip_suffix('*') {
-            Some(prefix) => command.starts_with(prefix) && !prefix.trim().is_empty(),
+            // A prefix never covers a command that chains, pipes, substitutes or redirects:
+            // `echo *` must not let `echo ok; rm -rf x` through.
+            Some(prefix) => {
+                command.starts_with(prefix)
+                    && !prefix.trim().is_empty()
+                    && !has_shell_control(&command[prefix.len()..])
+            }
             None => command == rule.pattern.trim(),
         }
     } else {
@@ -86,6 +97,20 @@ mod tests {
         let echo = rule("shell", "echo *");
         assert!(covers(&echo, "shell", &json!({"command": "echo hi"})));
         assert!(!covers(&echo, "shell", &json!({"command": "rm x"})));
+        for chained in [
+            "echo ok; touch x",
+            "echo a && rm b",
+            "echo $(rm x)",
+            "echo `id`",
+            "echo a | sh",
+            "echo a > f",
+            "echo a\nrm b",
+        ] {
+            assert!(
+                !covers(&echo, "shell", &json!({"command": chained})),
+                "{chained}"
+            );
+        }
         assert!(!covers(&echo, "write_file", &json!({"path": "echo"})));
         let exact = rule("shell", "ls -la");
         assert!(covers(&exact, "shell", &json!({"command": "ls -la"})));
