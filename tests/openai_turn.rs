@@ -19,8 +19,11 @@ use serde_json::{Value, json};
 const TOKEN: &str = "openai-turn-token";
 const KEY: &str = "sk-fixture-key";
 
+/// One request the fixture received: its Authorization header and JSON body.
+type Request = (Option<String>, Value);
+
 #[derive(Clone, Default)]
-struct Seen(Arc<Mutex<Vec<(Option<String>, Value)>>>);
+struct Seen(Arc<Mutex<Vec<Request>>>);
 
 fn chunk(delta: Value, finish: Option<&str>) -> String {
     let body = json!({
