@@ -312,7 +312,8 @@ impl Node {
     }
 
     pub async fn post(&self, path: &str, body: Value) -> Resp {
-        self.send(self.client.post(self.url(path)).json(&body)).await
+        self.send(self.client.post(self.url(path)).json(&body))
+            .await
     }
 
     pub async fn put(&self, path: &str, body: Value) -> Resp {
@@ -339,7 +340,9 @@ impl Node {
     }
 
     pub async fn snapshot(&self, sid: &str) -> Value {
-        self.get(&format!("/api/v1/sessions/{sid}")).await.expect(200)
+        self.get(&format!("/api/v1/sessions/{sid}"))
+            .await
+            .expect(200)
     }
 
     pub async fn decide(&self, sid: &str, aid: &str, body: Value) -> Resp {
@@ -349,7 +352,10 @@ impl Node {
 
     /// The inbox: pending gates across sessions.
     pub async fn inbox(&self) -> Vec<Value> {
-        let v = self.get("/api/v1/approvals?status=pending").await.expect(200);
+        let v = self
+            .get("/api/v1/approvals?status=pending")
+            .await
+            .expect(200);
         v.as_array().expect("inbox is an array").clone()
     }
 
@@ -454,7 +460,10 @@ pub enum StreamEnd {
 }
 
 /// Reads until the stream ends or `deadline`.
-pub async fn sse_until_end(resp: &mut reqwest::Response, deadline: tokio::time::Instant) -> StreamEnd {
+pub async fn sse_until_end(
+    resp: &mut reqwest::Response,
+    deadline: tokio::time::Instant,
+) -> StreamEnd {
     loop {
         match tokio::time::timeout_at(deadline, resp.chunk()).await {
             Ok(Ok(Some(_))) => continue,

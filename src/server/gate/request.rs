@@ -266,12 +266,14 @@ pub fn tool_gate(
     }
 }
 
-/// The card for an agent checkpoint (`request_approval`).
-pub fn decision_gate(
+/// A decision card: the agent puts a proposal to the person (checkpoint or plan).
+fn decision_card(
     common: Common,
     call: &ToolCallRequest,
     checkpoint: &Checkpoint,
-    on_timeout: DecisionTimeout,
+    summary: String,
+    timeout_outcome: TimeoutOutcome,
+    execution_mode: Option<Mode>,
 ) -> ApprovalRequestBody {
     let (created_at, expires_at) = times(&common);
     ApprovalRequestBody {
@@ -284,11 +286,7 @@ pub fn decision_gate(
         args: call.args.clone(),
         decision_kind: Some(checkpoint.kind.clone()),
         title: checkpoint.title.clone(),
-        summary: format!(
-            "Decision ({}): {}",
-            checkpoint.kind.replace('_', " "),
-            checkpoint.title
-        ),
+        summary,
         proposal_html: markdown::render(&checkpoint.proposal),
         proposal_md: checkpoint.proposal.clone(),
         diff: None,
@@ -298,47 +296,53 @@ pub fn decision_gate(
         digest: proposal_digest(&checkpoint.proposal),
         created_at,
         expires_at,
-        timeout_outcome: match on_timeout {
-            DecisionTimeout::ProceedUnapproved => TimeoutOutcome::ProceedUnapproved,
-            DecisionTimeout::Deny => TimeoutOutcome::Deny,
-        },
+        timeout_outcome,
         suggested_rule: None,
-        execution_mode: None,
+        execution_mode,
     }
 }
 
-/// The card for leaving plan mode (`exit_plan`): the plan, and the mode it would run in.
+/// The card for an agent checkpoint (`request_approval`).
+pub fn decision_gate(
+    common: Common,
+    call: &ToolCallRequest,
+    checkpoint: &Checkpoint,
+    on_timeout: DecisionTimeout,
+) -> ApprovalRequestBody {
+    let summary = format!(
+        "Decision ({}): {}",
+        checkpoint.kind.replace('_', " "),
+        checkpoint.title
+    );
+    let timeout_outcome = match on_timeout {
+        DecisionTimeout::ProceedUnapproved => TimeoutOutcome::ProceedUnapproved,
+        DecisionTimeout::Deny => TimeoutOutcome::Deny,
+    };
+    decision_card(common, call, checkpoint, summary, timeout_outcome, None)
+}
+
+/// The card for leaving plan mode (`exit_plan`): the plan, and the mode it would run in. An
+/// unanswered plan keeps plan mode (there is nothing to proceed with unapproved).
 pub fn plan_gate(
     common: Common,
     call: &ToolCallRequest,
     plan: &str,
     default_mode: Mode,
 ) -> ApprovalRequestBody {
-    let (created_at, expires_at) = times(&common);
-    ApprovalRequestBody {
-        approval_id: common.approval_id,
-        session_id: common.session_id,
-        call_id: call.id.clone(),
-        kind: GateKind::Decision,
-        tool: call.name.clone(),
-        class: ToolClass::Decision,
-        args: call.args.clone(),
-        decision_kind: Some("plan".into()),
+    let checkpoint = Checkpoint {
+        kind: "plan".into(),
         title: "Leave plan mode and carry out this plan".into(),
-        summary: format!("Plan: execute in {} mode", default_mode.label()),
-        proposal_html: markdown::render(plan),
-        proposal_md: plan.to_owned(),
-        diff: None,
-        reason: common.reason,
-        reason_detail: common.reason_detail,
-        allowed_decisions: vec![Decision::Approve, Decision::Edit, Decision::Deny],
-        digest: proposal_digest(plan),
-        created_at,
-        expires_at,
-        timeout_outcome: TimeoutOutcome::Deny,
-        suggested_rule: None,
-        execution_mode: Some(default_mode),
-    }
+        proposal: plan.to_owned(),
+    };
+    let summary = format!("Plan: execute in {} mode", default_mode.label());
+    decision_card(
+        common,
+        call,
+        &checkpoint,
+        summary,
+        TimeoutOutcome::Deny,
+        Some(default_mode),
+    )
 }
 
 /// Validates `exit_plan {plan}`.

@@ -1,0 +1,897 @@
+//! Process-level crash tests (docs/product.md "Durability"; docs/protocol.md): the real
+//! `countersign` binary is started as a child process, killed with SIGKILL (`kill -9`) or
+//! stopped with SIGTERM at chosen moments, and started again on the same data directory.
+//!
+//! What is checked: pending gates come back with the same approval id and `expires_at` and
+//! stay actionable; a gate that expired while the server was down resolves `timeout` at once;
+//! a tool that had started is reported `interrupted` and never re-run; a decision committed
+//! right before the kill is neither lost nor doubled; approval modes survive (a corrupted mode
+//! record falls back to `ask`); a plan approved after a restart leaves plan mode; SIGTERM with
+//! live SSE clients exits promptly and keeps pending gates pending.
+//!
+//! Every crash scenario loops at least 10 times. Build and run with
+//! `cargo test --features ssr --test durable`.
+
+#![cfg(feature = "ssr")]
+
+#[path = "durable/harness.rs"]
+mod harness;
+
+use std::time::{Duration, Instant};
+
+use harness::*;
+use serde_json::{Value, json};
+
+const INTERRUPTED: &str = "the server stopped while this ran; it was not run again";
+
+/// The gate's card as the inbox lists it, for one session.
+async fn inbox_for(node: &Node, sid: &str) -> Vec<Value> {
+    node.inbox()
+        .await
+        .into_iter()
+        .filter(|g| g["session_id"] == sid)
+        .collect()
+}
+
+/// After a restart: the log is exactly what it was before the kill, the same card is pending
+/// (same id, same `expires_at`, same everything) in the snapshot and in the inbox, and the
+/// resumed turn holds the session.
+async fn assert_gate_parked_again(
+    node: &Node,
+    sid: &str,
+    turn: &str,
+    before: &Value,
+    card: &Value,
+) {
+    let snap = node.snapshot(sid).await;
+    assert_eq!(
+        snap["events"], before["events"],
+        "the log changed across the restart"
+    );
+    assert_eq!(snap["cursor"], before["cursor"]);
+    assert_eq!(snap["pending"], json!([card]), "the pending card changed");
+    assert_eq!(snap["session"]["running_turn_id"], json!(turn));
+    assert_eq!(snap["session"]["pending_approvals"], json!(1));
+    let inbox = inbox_for(node, sid).await;
+    assert_eq!(inbox.len(), 1, "inbox: {inbox:?}");
+    assert_eq!(inbox[0]["approval_id"], card["approval_id"]);
+    assert_eq!(inbox[0]["expires_at"], card["expires_at"]);
+    assert_eq!(inbox[0]["created_at"], card["created_at"]);
+    assert_eq!(inbox[0]["digest"], card["digest"]);
+    assert_eq!(
+        &inbox[0], card,
+        "the inbox card differs from the snapshot's"
+    );
+}
+
+/// The card agrees with the approval_request event and the tool_call before it.
+fn assert_card_is_logged(snap: &Value, card: &Value) -> String {
+    let evs = events(snap);
+    let requests = of_type(&evs, "approval_request");
+    assert_eq!(requests.len(), 1, "{evs:?}");
+    let req = &requests[0];
+    for key in [
+        "approval_id",
+        "call_id",
+        "expires_at",
+        "created_at",
+        "digest",
+        "tool",
+        "args",
+    ] {
+        assert_eq!(
+            req[key], card[key],
+            "{key} differs between the event and the card"
+        );
+    }
+    let call_id = card["call_id"].as_str().unwrap().to_owned();
+    let calls = for_call(&evs, "tool_call", &call_id);
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0]["verdict"], "ask");
+    call_id
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. A pending gate comes back after kill -9: same id, same deadline, still actionable.
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pending_gate_is_parked_again_after_kill_9_and_a_decision_finishes_the_turn() {
+    let mut lab = Lab::new(None);
+    let mut node = lab.start().await;
+    for i in 0..10 {
+        let sid = node.session(json!({ "title": format!("gate {i}") })).await;
+        let file = format!("marker-{i}.txt");
+        let turn = node
+            .message(&sid, &format!("write {file}: hello {i}"), Some("ask"))
+            .await;
+        let (before, card) = node.wait_gate(&sid).await;
+        let aid = card["approval_id"].as_str().unwrap().to_owned();
+        let expires_at = card["expires_at"].as_str().unwrap().to_owned();
+        assert_eq!(card["kind"], "tool");
+        assert_eq!(card["tool"], "write_file");
+        assert_eq!(card["turn_id"], json!(turn));
+        let call_id = assert_card_is_logged(&before, &card);
+        let cursor_before = cursor(&before);
+
+        // kill -9 while parked; every third iteration crashes a second time right after the
+        // restart (a resumed turn that is killed again must come back the same way).
+        node.kill9().await;
+        node = lab.start().await;
+        assert_gate_parked_again(&node, &sid, &turn, &before, &card).await;
+        if i % 3 == 2 {
+            node.kill9().await;
+            node = lab.start().await;
+            assert_gate_parked_again(&node, &sid, &turn, &before, &card).await;
+        }
+        assert_eq!(lab.read(&file), None, "nothing may run before the decision");
+
+        let (body, status, content) = match i % 3 {
+            0 => (
+                json!({"decision": "approve", "digest": card["digest"]}),
+                "ok",
+                Some(format!("hello {i}")),
+            ),
+            1 => (
+                json!({"decision": "edit", "edits": {"path": file, "content": format!("edited {i}")}}),
+                "ok",
+                Some(format!("edited {i}")),
+            ),
+            _ => (
+                json!({"decision": "deny", "reason": "not now"}),
+                "denied",
+                None,
+            ),
+        };
+        let decided = node.decide(&sid, &aid, body.clone()).await.expect(200);
+        assert_eq!(decided["approval_id"], json!(aid));
+        assert_eq!(decided["decision"], body["decision"]);
+
+        let done = node.wait_turn(&sid, &turn).await;
+        let evs = events(&done);
+        assert_contiguous(&evs);
+        assert_eq!(&evs[..cursor_before as usize], &events(&before)[..]);
+        let new = after(&evs, cursor_before);
+        let want: Vec<&str> = if status == "ok" {
+            vec![
+                "approval_resolved",
+                "tool_started",
+                "tool_result",
+                "assistant_message",
+                "turn_finished",
+            ]
+        } else {
+            vec![
+                "approval_resolved",
+                "tool_result",
+                "assistant_message",
+                "turn_finished",
+            ]
+        };
+        assert_eq!(types(&new), want, "{new:?}");
+        assert_eq!(new[0]["approval_id"], json!(aid));
+        assert_eq!(new[0]["decision"], body["decision"]);
+        assert_eq!(new[0]["answered_by"], "user");
+        let result = &for_call(&new, "tool_result", &call_id)[0];
+        assert_eq!(result["status"], status, "{result}");
+        assert_eq!(new.last().unwrap()["status"], "completed");
+        assert_eq!(new.last().unwrap()["turn_id"], json!(turn));
+        assert_eq!(lab.read(&file), content);
+        // The gate is gone from every list and cannot be answered twice.
+        assert_eq!(done["pending"], json!([]));
+        assert!(inbox_for(&node, &sid).await.is_empty());
+        let again = node
+            .decide(&sid, &aid, json!({"decision": "approve"}))
+            .await
+            .expect_error(409, "already_resolved");
+        assert_eq!(again["resolution"]["decision"], body["decision"]);
+        // The deadline on record never moved.
+        let req = &of_type(&evs, "approval_request")[0];
+        assert_eq!(req["expires_at"], json!(expires_at));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. A gate that expired while the server was down resolves `timeout` right after restart.
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gate_that_expired_while_down_resolves_timeout_at_restart_and_never_runs() {
+    let mut lab = Lab::new(Some("[approvals]\ntimeout_secs = 2\n"));
+    let mut node = lab.start().await;
+    for i in 0..10 {
+        let sid = node.session(json!({})).await;
+        let file = format!("late-{i}.txt");
+        let turn = node
+            .message(&sid, &format!("write {file}: too late"), Some("ask"))
+            .await;
+        let (before, card) = node.wait_gate(&sid).await;
+        node.kill9().await;
+        let aid = card["approval_id"].as_str().unwrap().to_owned();
+        let call_id = assert_card_is_logged(&before, &card);
+        assert!(resolutions(&events(&before), &aid).is_empty());
+        let created = parse_time(card["created_at"].as_str().unwrap());
+        let expires = parse_time(card["expires_at"].as_str().unwrap());
+        assert_eq!((expires - created).num_milliseconds(), 2000, "{card}");
+
+        // Stay down until the deadline has passed.
+        let wait = (expires - chrono::Utc::now()).to_std().unwrap_or_default();
+        tokio::time::sleep(wait + Duration::from_millis(150)).await;
+        let restarted_at = chrono::Utc::now();
+        node = lab.start().await;
+        // "Right after restart": well within a couple of seconds.
+        let done = node
+            .wait_turn_for(&sid, &turn, Duration::from_secs(5))
+            .await;
+        let evs = events(&done);
+        assert_contiguous(&evs);
+        assert_eq!(&evs[..cursor(&before) as usize], &events(&before)[..]);
+        let new = after(&evs, cursor(&before));
+        assert_eq!(
+            types(&new),
+            [
+                "approval_resolved",
+                "tool_result",
+                "assistant_message",
+                "turn_finished"
+            ],
+            "{new:?}"
+        );
+        assert_eq!(new[0]["approval_id"], json!(aid));
+        assert_eq!(new[0]["decision"], "timeout");
+        assert_eq!(new[0]["answered_by"], "timeout");
+        assert!(
+            parse_time(new[0]["at"].as_str().unwrap())
+                >= restarted_at - chrono::Duration::milliseconds(5)
+        );
+        assert!(parse_time(new[0]["at"].as_str().unwrap()) >= expires);
+        assert_eq!(new[1]["call_id"], json!(call_id));
+        assert_eq!(new[1]["status"], "timeout");
+        assert!(for_call(&evs, "tool_started", &call_id).is_empty());
+        assert_eq!(new[3]["status"], "completed");
+        assert_eq!(lab.read(&file), None, "a timed-out tool ran");
+        assert_eq!(done["pending"], json!([]));
+        assert!(inbox_for(&node, &sid).await.is_empty());
+        let gone = node
+            .decide(&sid, &aid, json!({"decision": "approve"}))
+            .await
+            .expect_error(410, "gone");
+        assert_eq!(gone["resolution"]["decision"], "timeout");
+        assert_eq!(gone["resolution"]["answered_by"], "timeout");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. A tool killed mid-run is reported `interrupted` and never re-run.
+// ---------------------------------------------------------------------------------------------
+
+/// A shell command that records that it started and its process group, then runs long.
+fn slow_command(i: usize) -> String {
+    format!("run: echo start >> started-{i}.txt; echo $$ > pid-{i}.txt; exec sleep 30")
+}
+
+/// Waits until the slow command really runs (tool_started logged and its pid file written).
+async fn wait_slow_command_running(
+    lab: &Lab,
+    node: &Node,
+    sid: &str,
+    i: usize,
+) -> (Value, String, i32) {
+    let snap = node
+        .wait_snap(sid, "tool_started", |s| {
+            !of_type(&events(s), "tool_started").is_empty()
+        })
+        .await;
+    let pgid: i32 = wait_file_line(&lab.ws_path(&format!("pid-{i}.txt")), SOON)
+        .await
+        .trim()
+        .parse()
+        .expect("pid");
+    lab.adopt_orphan(pgid);
+    // The log cannot have moved on: the command sleeps.
+    let snap2 = node.snapshot(sid).await;
+    assert_eq!(snap2["events"], snap["events"]);
+    let started = of_type(&events(&snap), "tool_started");
+    assert_eq!(started.len(), 1);
+    let call_id = started[0]["call_id"].as_str().unwrap().to_owned();
+    (snap2, call_id, pgid)
+}
+
+/// After the restart: the open call is reported interrupted, the agent summarizes, the turn
+/// completes, and the command did not run a second time.
+async fn assert_interrupted_not_rerun(
+    lab: &Lab,
+    node: &Node,
+    sid: &str,
+    turn: &str,
+    before: &Value,
+    call_id: &str,
+    i: usize,
+) {
+    // A re-run would sleep 30 s before any result: give up well before that.
+    let done = node.wait_turn_for(sid, turn, Duration::from_secs(12)).await;
+    let evs = events(&done);
+    assert_contiguous(&evs);
+    assert_eq!(&evs[..cursor(before) as usize], &events(before)[..]);
+    let new = after(&evs, cursor(before));
+    assert_eq!(
+        types(&new),
+        ["tool_result", "assistant_message", "turn_finished"],
+        "{new:?}"
+    );
+    assert_eq!(new[0]["call_id"], json!(call_id));
+    assert_eq!(new[0]["tool"], "shell");
+    assert_eq!(new[0]["status"], "interrupted");
+    assert_eq!(new[0]["output"], INTERRUPTED);
+    let summary = new[1]["text"].as_str().unwrap();
+    assert!(
+        summary.contains(&format!("[interrupted] {INTERRUPTED}")),
+        "the agent's summary does not mention the interruption: {summary}"
+    );
+    assert_eq!(new[2]["status"], "completed");
+    assert_eq!(for_call(&evs, "tool_started", call_id).len(), 1);
+    assert_eq!(of_type(&evs, "tool_call").len(), 1);
+    assert_eq!(
+        lab.lines(&format!("started-{i}.txt")),
+        ["start"],
+        "the command ran again"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_killed_mid_run_is_reported_interrupted_and_never_rerun() {
+    let mut lab = Lab::new(None);
+    let mut node = lab.start().await;
+    for i in 0..10 {
+        let sid = node.session(json!({})).await;
+        let turn = node.message(&sid, &slow_command(i), Some("yolo")).await;
+        let (before, call_id, pgid) = wait_slow_command_running(&lab, &node, &sid, i).await;
+        let call = &for_call(&events(&before), "tool_call", &call_id)[0];
+        assert_eq!(call["verdict"], "run");
+        node.kill9().await;
+        lab.reap(pgid);
+        node = lab.start().await;
+        assert_interrupted_not_rerun(&lab, &node, &sid, &turn, &before, &call_id, i).await;
+        // Later turns of the session work normally (the session was released).
+        let t2 = node
+            .message(&sid, "run: echo after >> after.txt", None)
+            .await;
+        let snap = node.wait_turn(&sid, &t2).await;
+        assert_eq!(
+            of_type(&events(&snap), "turn_finished").last().unwrap()["status"],
+            "completed"
+        );
+    }
+    assert_eq!(lab.lines("after.txt").len(), 10);
+}
+
+/// The same, for a gated call that was approved and had started when the process died: the
+/// resolution is on record, but the tool must still not run again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approved_tool_killed_mid_run_is_reported_interrupted_and_never_rerun() {
+    let mut lab = Lab::new(None);
+    let mut node = lab.start().await;
+    for i in 0..10 {
+        let sid = node.session(json!({})).await;
+        let turn = node.message(&sid, &slow_command(i), Some("ask")).await;
+        let (_, card) = node.wait_gate(&sid).await;
+        let aid = card["approval_id"].as_str().unwrap().to_owned();
+        node.decide(&sid, &aid, json!({"decision": "approve"}))
+            .await
+            .expect(200);
+        let (before, call_id, pgid) = wait_slow_command_running(&lab, &node, &sid, i).await;
+        assert_eq!(card["call_id"], json!(call_id));
+        node.kill9().await;
+        lab.reap(pgid);
+        node = lab.start().await;
+        assert_interrupted_not_rerun(&lab, &node, &sid, &turn, &before, &call_id, i).await;
+        assert_eq!(
+            resolutions(&events(&node.snapshot(&sid).await), &aid).len(),
+            1
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4. A decision committed right before the kill: resolved (ran once) or pending, never both.
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_decision_racing_a_kill_is_neither_lost_nor_doubled() {
+    let mut lab = Lab::new(None);
+    let mut node = lab.start().await;
+    let (mut stayed_pending, mut resolved_ok, mut resolved_interrupted) = (0, 0, 0);
+    for i in 0..21usize {
+        let delay = Duration::from_millis(i as u64); // 0..=20 ms
+        let sid = node.session(json!({})).await;
+        let file = format!("counter-{i}.txt");
+        let turn = node
+            .message(&sid, &format!("run: echo x >> {file}"), Some("ask"))
+            .await;
+        let (before, card) = node.wait_gate(&sid).await;
+        let aid = card["approval_id"].as_str().unwrap().to_owned();
+        let call_id = assert_card_is_logged(&before, &card);
+
+        // Fire the approval and kill the process a few ms later.
+        let url = node.url(&format!("/api/v1/sessions/{sid}/approvals/{aid}"));
+        let client = node.client.clone();
+        let post = tokio::spawn(async move {
+            client
+                .post(url)
+                .bearer_auth(TOKEN)
+                .json(&json!({"decision": "approve"}))
+                .send()
+                .await
+                .map(|r| r.status().as_u16())
+        });
+        tokio::time::sleep(delay).await;
+        node.kill9().await;
+        let answered = post.await.unwrap().ok();
+        // Let a shell the kill orphaned finish its append before counting.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let ran_before_restart = lab.lines(&file).len();
+        assert!(ran_before_restart <= 1);
+
+        node = lab.start().await;
+        let snap = node.snapshot(&sid).await;
+        let evs = events(&snap);
+        assert_contiguous(&evs);
+        assert_eq!(&evs[..cursor(&before) as usize], &events(&before)[..]);
+        let res = resolutions(&evs, &aid);
+        let pending_here = snap["pending"].as_array().unwrap().len();
+        let in_inbox = inbox_for(&node, &sid).await.len();
+        match res.len() {
+            0 => {
+                // Still pending: nothing ran, the same card is actionable; a 200 was not lost.
+                assert_ne!(
+                    answered,
+                    Some(200),
+                    "the decision was acknowledged, then lost"
+                );
+                assert_eq!((pending_here, in_inbox), (1, 1), "{snap}");
+                assert_eq!(snap["pending"][0], card);
+                assert_eq!(ran_before_restart, 0);
+                assert!(for_call(&evs, "tool_started", &call_id).is_empty());
+                stayed_pending += 1;
+                node.decide(&sid, &aid, json!({"decision": "approve"}))
+                    .await
+                    .expect(200);
+            }
+            1 => {
+                assert_eq!(
+                    (pending_here, in_inbox),
+                    (0, 0),
+                    "resolved but still listed pending: {snap}"
+                );
+                assert_eq!(res[0]["decision"], "approve");
+                assert_eq!(res[0]["answered_by"], "user");
+                node.decide(&sid, &aid, json!({"decision": "deny"}))
+                    .await
+                    .expect_error(409, "already_resolved");
+            }
+            n => panic!("{n} resolutions of one gate: {res:?}"),
+        }
+        let done = node.wait_turn(&sid, &turn).await;
+        let evs = events(&done);
+        assert_contiguous(&evs);
+        assert_eq!(resolutions(&evs, &aid).len(), 1);
+        let started = for_call(&evs, "tool_started", &call_id);
+        let results = for_call(&evs, "tool_result", &call_id);
+        assert_eq!(started.len(), 1, "tool_started {started:?}");
+        assert_eq!(results.len(), 1, "tool_result {results:?}");
+        let lines = lab.lines(&file);
+        match results[0]["status"].as_str().unwrap() {
+            "ok" => {
+                assert_eq!(
+                    lines,
+                    ["x"],
+                    "iteration {i}: an approved tool must run exactly once"
+                );
+                resolved_ok += 1;
+            }
+            "interrupted" => {
+                assert_eq!(results[0]["output"], INTERRUPTED);
+                assert!(
+                    lines.len() <= 1,
+                    "iteration {i}: interrupted tool ran again: {lines:?}"
+                );
+                resolved_interrupted += 1;
+            }
+            other => panic!("unexpected tool_result status {other}: {results:?}"),
+        }
+        assert_eq!(
+            of_type(&evs, "turn_finished").last().unwrap()["status"],
+            "completed"
+        );
+    }
+    eprintln!(
+        "decision race: {stayed_pending} stayed pending, {resolved_ok} resumed and ran, {resolved_interrupted} interrupted"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// 5. kill -9 at a random moment of a multi-step yolo turn: no call runs twice, none is lost.
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kill_at_any_moment_of_a_running_turn_neither_loses_nor_repeats_a_call() {
+    let mut lab = Lab::new(None);
+    let mut node = lab.start().await;
+    for i in 0..12usize {
+        let sid = node.session(json!({})).await;
+        let file = format!("steps-{i}.txt");
+        let text: Vec<String> = (1..=4)
+            .map(|k| format!("run: echo {k} >> {file}"))
+            .collect();
+        let turn = node.message(&sid, &text.join("\n"), Some("yolo")).await;
+        // Spread the kills over the turn (each step takes a few ms of shell + commits).
+        tokio::time::sleep(Duration::from_millis((i as u64 * 13) % 120)).await;
+        node.kill9().await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        node = lab.start().await;
+        let done = node.wait_turn(&sid, &turn).await;
+        let evs = events(&done);
+        assert_contiguous(&evs);
+        let calls = of_type(&evs, "tool_call");
+        assert_eq!(
+            calls.len(),
+            4,
+            "every line is one call, issued once: {calls:?}"
+        );
+        let lines = lab.lines(&file);
+        for (k, call) in calls.iter().enumerate() {
+            let call_id = call["call_id"].as_str().unwrap();
+            assert_eq!(call["args"]["command"], format!("echo {} >> {file}", k + 1));
+            assert_eq!(call["verdict"], "run");
+            let results = for_call(&evs, "tool_result", call_id);
+            assert_eq!(results.len(), 1, "{results:?}");
+            assert!(for_call(&evs, "tool_started", call_id).len() == 1);
+            let times = lines.iter().filter(|l| **l == (k + 1).to_string()).count();
+            match results[0]["status"].as_str().unwrap() {
+                "ok" => assert_eq!(times, 1, "step {} ran {times} times: {lines:?}", k + 1),
+                "interrupted" => assert!(times <= 1, "step {} ran {times} times", k + 1),
+                other => panic!("status {other}: {results:?}"),
+            }
+        }
+        let mut sorted = lines.clone();
+        sorted.sort();
+        sorted.dedup();
+        assert_eq!(sorted, lines, "steps ran out of order or twice: {lines:?}");
+        assert_eq!(of_type(&evs, "turn_finished").len(), 1);
+        assert_eq!(of_type(&evs, "turn_finished")[0]["status"], "completed");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 6. Approval modes survive kill -9; a corrupt mode record falls back to `ask`.
+// ---------------------------------------------------------------------------------------------
+
+fn last_mode_changed(events: &[Value]) -> Option<Value> {
+    of_type(events, "mode_changed").last().cloned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approval_modes_survive_kill_9_and_a_corrupt_record_falls_back_to_ask() {
+    let mut lab = Lab::new(None);
+    let mut node = lab.start().await;
+    // A: yolo; B: the one we corrupt; C: untouched, default ask.
+    let a = node.session(json!({"title": "A"})).await;
+    let t = node.message(&a, "list", Some("yolo")).await;
+    node.wait_turn(&a, &t).await;
+    let b = node.session(json!({"title": "B"})).await;
+    let t = node.message(&b, "list", Some("auto_edit")).await;
+    node.wait_turn(&b, &t).await;
+    let c = node.session(json!({"title": "C"})).await;
+    let mut b_mode = "auto_edit";
+    let mut restores = 0;
+    let garbage = [
+        "garbage",
+        "YOLO",
+        "",
+        "plan ",
+        "{\"mode\":\"yolo\"}",
+        "ask\n",
+        "null",
+    ];
+    for i in 0..10usize {
+        let snap_a = node.snapshot(&a).await;
+        let snap_b = node.snapshot(&b).await;
+        let snap_c = node.snapshot(&c).await;
+        node.kill9().await;
+        let corrupt = i % 2 == 0;
+        if corrupt {
+            let g = garbage[(i / 2) % garbage.len()].replace('\'', "''");
+            lab.sql(&format!(
+                "UPDATE sessions SET approval_mode = '{g}' WHERE id = '{b}'"
+            ));
+        }
+        node = lab.start().await;
+
+        // A and C are untouched.
+        let a_now = node.snapshot(&a).await;
+        assert_eq!(a_now["session"]["approval_mode"], "yolo");
+        assert_eq!(a_now["events"], snap_a["events"]);
+        let c_now = node.snapshot(&c).await;
+        assert_eq!(c_now["session"]["approval_mode"], "ask");
+        assert_eq!(c_now["events"], snap_c["events"]);
+        assert_eq!(c_now["cursor"], 0);
+
+        let b_now = node.snapshot(&b).await;
+        let b_evs = events(&b_now);
+        assert_contiguous(&b_evs);
+        assert_eq!(&b_evs[..cursor(&snap_b) as usize], &events(&snap_b)[..]);
+        if corrupt {
+            restores += 1;
+            assert_eq!(
+                b_now["session"]["approval_mode"], "ask",
+                "corrupt mode must come back as ask"
+            );
+            let new = after(&b_evs, cursor(&snap_b));
+            assert_eq!(types(&new), ["mode_changed"], "{new:?}");
+            assert_eq!(new[0]["previous"], b_mode);
+            assert_eq!(new[0]["next"], "ask");
+            assert_eq!(new[0]["source"], "restore");
+            assert!(
+                new[0].get("turn_id").is_none_or(Value::is_null),
+                "{}",
+                new[0]
+            );
+            b_mode = "ask";
+        } else {
+            assert_eq!(
+                b_now["session"]["approval_mode"], b_mode,
+                "mode lost across restart"
+            );
+            assert_eq!(b_now["events"], snap_b["events"]);
+        }
+        let restore_events = b_evs
+            .iter()
+            .filter(|e| e["type"] == "mode_changed" && e["source"] == "restore")
+            .count();
+        assert_eq!(restore_events, restores, "one restore event per corruption");
+        // In every listing too.
+        let list = node.get("/api/v1/sessions").await.expect(200);
+        let row = |id: &str| {
+            list.as_array()
+                .unwrap()
+                .iter()
+                .find(|s| s["id"] == id)
+                .cloned()
+                .unwrap()
+        };
+        assert_eq!(row(&a)["approval_mode"], "yolo");
+        assert_eq!(row(&b)["approval_mode"], json!(b_mode));
+        assert_eq!(row(&c)["approval_mode"], "ask");
+
+        // Yolo is really in force: a shell command runs without a card.
+        let t = node
+            .message(&a, &format!("run: echo {i} >> a.txt"), None)
+            .await;
+        let done = node.wait_turn(&a, &t).await;
+        let new = after(&events(&done), cursor(&a_now));
+        assert!(of_type(&new, "approval_request").is_empty(), "{new:?}");
+        assert_eq!(of_type(&new, "tool_result")[0]["status"], "ok");
+
+        // An explicit mode on the next message wins now (and after the next restart).
+        let next = if i % 2 == 0 { "auto_edit" } else { "yolo" };
+        let t = node
+            .message(&b, &format!("write b-{i}.txt: v{i}"), Some(next))
+            .await;
+        let done = node.wait_turn(&b, &t).await;
+        let new = after(&events(&done), cursor(&b_now));
+        if next != b_mode {
+            let mc = last_mode_changed(&new).expect("mode_changed for the message's mode");
+            assert_eq!(mc["previous"], b_mode);
+            assert_eq!(mc["next"], next);
+            assert_eq!(mc["source"], "message");
+        } else {
+            assert!(last_mode_changed(&new).is_none());
+        }
+        assert!(of_type(&new, "approval_request").is_empty(), "{new:?}");
+        assert_eq!(
+            lab.read(&format!("b-{i}.txt")).as_deref(),
+            Some(format!("v{i}").as_str())
+        );
+        assert_eq!(done["session"]["approval_mode"], next);
+        b_mode = next;
+    }
+    // And once more after the last explicit mode.
+    node.kill9().await;
+    node = lab.start().await;
+    assert_eq!(
+        node.snapshot(&b).await["session"]["approval_mode"],
+        json!(b_mode)
+    );
+    assert_eq!(node.snapshot(&a).await["session"]["approval_mode"], "yolo");
+    assert_eq!(lab.lines("a.txt").len(), 10);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 7. A plan card approved after kill -9 leaves plan mode for the card's execution mode.
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plan_approved_after_kill_9_leaves_plan_mode_and_the_turn_carries_it_out() {
+    let mut lab = Lab::new(None);
+    let mut node = lab.start().await;
+    for i in 0..10usize {
+        let sid = node.session(json!({})).await;
+        let r = node
+            .put(
+                &format!("/api/v1/sessions/{sid}/mode"),
+                json!({"approval_mode": "auto_edit"}),
+            )
+            .await
+            .expect(200);
+        assert_eq!(r, json!({"previous": "ask", "approval_mode": "auto_edit"}));
+        let r = node
+            .put(
+                &format!("/api/v1/sessions/{sid}/mode"),
+                json!({"approval_mode": "plan"}),
+            )
+            .await
+            .expect(200);
+        assert_eq!(r, json!({"previous": "auto_edit", "approval_mode": "plan"}));
+        let file = format!("after-plan-{i}.txt");
+        let turn = node
+            .message(
+                &sid,
+                &format!("propose plan: do it {i}\nwrite {file}: x{i}"),
+                None,
+            )
+            .await;
+        let (before, card) = node.wait_gate(&sid).await;
+        assert_eq!(card["kind"], "decision");
+        assert_eq!(card["decision_kind"], "plan");
+        assert_eq!(card["tool"], "exit_plan");
+        assert_eq!(card["execution_mode"], "auto_edit");
+        let aid = card["approval_id"].as_str().unwrap().to_owned();
+        let call_id = assert_card_is_logged(&before, &card);
+
+        node.kill9().await;
+        node = lab.start().await;
+        assert_gate_parked_again(&node, &sid, &turn, &before, &card).await;
+        assert_eq!(
+            node.snapshot(&sid).await["session"]["approval_mode"],
+            "plan"
+        );
+
+        node.decide(&sid, &aid, json!({"decision": "approve"}))
+            .await
+            .expect(200);
+        let done = node.wait_turn(&sid, &turn).await;
+        assert_eq!(done["session"]["approval_mode"], "auto_edit");
+        let evs = events(&done);
+        assert_contiguous(&evs);
+        let new = after(&evs, cursor(&before));
+        assert_eq!(
+            types(&new),
+            [
+                "approval_resolved",
+                "mode_changed",
+                "tool_result",
+                "tool_call",
+                "tool_started",
+                "tool_result",
+                "assistant_message",
+                "turn_finished"
+            ],
+            "{new:?}"
+        );
+        assert_eq!(new[0]["decision"], "approve");
+        assert_eq!(new[1]["previous"], "plan");
+        assert_eq!(new[1]["next"], "auto_edit");
+        assert_eq!(new[2]["call_id"], json!(call_id));
+        assert_eq!(new[2]["status"], "ok");
+        assert_eq!(new[3]["tool"], "write_file");
+        assert_eq!(
+            new[3]["verdict"], "run",
+            "auto_edit runs writes without a card"
+        );
+        assert_eq!(new[5]["status"], "ok");
+        assert_eq!(new[7]["status"], "completed");
+        assert_eq!(lab.read(&file).as_deref(), Some(format!("x{i}").as_str()));
+
+        if i % 2 == 1 {
+            // The mode it left plan for survives the next crash too.
+            node.kill9().await;
+            node = lab.start().await;
+            let snap = node.snapshot(&sid).await;
+            assert_eq!(snap["session"]["approval_mode"], "auto_edit");
+            assert_eq!(snap["events"], done["events"]);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 8. SIGTERM with three SSE clients: prompt exit, streams end, pending gate stays pending.
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_with_three_sse_clients_exits_promptly_and_keeps_the_gate_pending() {
+    let mut lab = Lab::new(None);
+    let mut node = lab.start().await;
+    for i in 0..10usize {
+        let sid = node.session(json!({})).await;
+        let other = node.session(json!({})).await;
+        let file = format!("term-{i}.txt");
+        let turn = node
+            .message(&sid, &format!("run: echo t >> {file}"), Some("ask"))
+            .await;
+        let (before, card) = node.wait_gate(&sid).await;
+        let aid = card["approval_id"].as_str().unwrap().to_owned();
+        let last = cursor(&before);
+        // Three clients: two replaying this session, one idle on another session.
+        let mut s1 = node.sse(&sid, 0).await;
+        let mut s2 = node.sse(&sid, last - 1).await;
+        let mut s3 = node.sse(&other, 0).await;
+        sse_read_until(&mut s1, &format!("id: {last}\n"), SOON).await;
+        sse_read_until(&mut s2, &format!("id: {last}\n"), SOON).await;
+
+        let t0 = tokio::time::Instant::now();
+        let exited = node.sigterm(Duration::from_secs(5)).await;
+        let (status, took) = exited.unwrap_or_else(|| {
+            panic!(
+                "iteration {i}: still running 5 s after SIGTERM\n{}",
+                lab.logs()
+            )
+        });
+        assert!(took < Duration::from_secs(5), "{took:?}");
+        assert!(
+            status.success(),
+            "exit status after SIGTERM: {status:?}\n{}",
+            lab.logs()
+        );
+        let deadline = t0 + Duration::from_secs(5);
+        for (n, s) in [&mut s1, &mut s2, &mut s3].into_iter().enumerate() {
+            let end = sse_until_end(s, deadline).await;
+            assert_ne!(end, StreamEnd::StillOpen, "stream {n} did not end");
+        }
+        assert!(
+            !lab.logs().contains("still open after 5 s"),
+            "{}",
+            lab.logs()
+        );
+
+        node = lab.start().await;
+        assert_gate_parked_again(&node, &sid, &turn, &before, &card).await;
+        assert_eq!(lab.read(&file), None);
+        node.decide(&sid, &aid, json!({"decision": "approve"}))
+            .await
+            .expect(200);
+        let done = node.wait_turn(&sid, &turn).await;
+        let new = after(&events(&done), last);
+        assert_eq!(
+            types(&new),
+            [
+                "approval_resolved",
+                "tool_started",
+                "tool_result",
+                "assistant_message",
+                "turn_finished"
+            ]
+        );
+        assert_eq!(new[2]["status"], "ok");
+        assert_eq!(new[4]["status"], "completed");
+        assert_eq!(lab.lines(&file), ["t"]);
+    }
+}
+
+/// Sanity: a restart takes well under a second, so the loops above stay quick.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_starts_quickly_and_a_kill_9_leaves_it_restartable() {
+    let mut lab = Lab::new(None);
+    let t = Instant::now();
+    let node = lab.start().await;
+    let health = node.get("/api/v1/health").await.expect(200);
+    assert_eq!(health["status"], "ok");
+    node.kill9().await;
+    let node = lab.start().await;
+    assert!(
+        node.started_in < Duration::from_secs(5),
+        "{:?}",
+        node.started_in
+    );
+    node.get("/api/v1/health").await.expect(200);
+    assert!(t.elapsed() < Duration::from_secs(20));
+}
