@@ -416,6 +416,34 @@ pub enum DecideOutcome {
     Lost { resolution: Resolution },
 }
 
+/// One entry of the append-only, hash-chained audit log.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct AuditEntry {
+    /// Position in the chain, from 1.
+    pub n: u64,
+    pub at: String,
+    /// `user:<client id or api>`, `rule:<id>`, `timeout`, `system` or `agent`.
+    pub actor: String,
+    /// `gate_opened`, `gate_resolved`, `rule_created`, `rule_revoked`, `rule_used`,
+    /// `mode_changed` or `config_changed`.
+    pub action: String,
+    /// What it is about: an approval, rule or session id.
+    pub subject: String,
+    pub detail: Value,
+    pub prev_hash: String,
+    /// sha256 over `prev_hash` and the entry's canonical JSON (without `hash`).
+    pub hash: String,
+}
+
+/// `GET /api/v1/audit/verify`.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct AuditVerdict {
+    pub ok: bool,
+    pub entries: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_bad: Option<u64>,
+}
+
 /// A session as the API and the sidebar show it.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct Session {

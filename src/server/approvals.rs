@@ -305,11 +305,45 @@ impl Core {
         Ok(self.log.store().list_rules().await?)
     }
 
-    pub async fn revoke_rule(&self, rule_id: &str) -> Result<(), ApiError> {
-        if self.log.store().revoke_rule(rule_id).await? {
+    pub async fn revoke_rule(&self, rule_id: &str, actor: &str) -> Result<(), ApiError> {
+        if self.log.store().revoke_rule(rule_id, actor).await? {
             Ok(())
         } else {
             Err(ApiError::UnknownRule(rule_id.chars().take(64).collect()))
+        }
+    }
+
+    /// Audit entries after `after` (at most 500), optionally of one action or subject.
+    pub async fn audit(
+        &self,
+        after: u64,
+        action: Option<&str>,
+        subject: Option<&str>,
+    ) -> Result<Vec<crate::protocol::AuditEntry>, ApiError> {
+        Ok(self
+            .log
+            .store()
+            .audit_after(after, 500, action, subject)
+            .await?)
+    }
+
+    /// Walks the whole audit chain.
+    pub async fn verify_audit(&self) -> Result<crate::protocol::AuditVerdict, ApiError> {
+        let mut verifier = super::audit::Verifier::new();
+        let mut after = 0;
+        loop {
+            let page = self
+                .log
+                .store()
+                .audit_after(after, 1000, None, None)
+                .await?;
+            for entry in &page {
+                verifier.check(entry);
+            }
+            match page.last() {
+                Some(last) if page.len() == 1000 => after = last.n,
+                _ => return Ok(verifier.verdict()),
+            }
         }
     }
 

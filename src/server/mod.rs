@@ -2,6 +2,7 @@
 
 pub mod agent;
 pub mod approvals;
+pub mod audit;
 pub mod config;
 pub mod core;
 pub mod error;

@@ -389,9 +389,15 @@ impl Node {
 
     /// Waits for the first pending gate of the session; returns (snapshot, card).
     pub async fn wait_gate(&self, sid: &str) -> (Value, Value) {
+        // Both the card and its approval_request event: a snapshot is not read atomically
+        // (see `snapshots_are_consistent_with_their_pending_cards` in durable.rs).
         let snap = self
             .wait_snap(sid, "a pending gate", |s| {
                 s["pending"].as_array().is_some_and(|p| !p.is_empty())
+                    && events(s).iter().any(|e| {
+                        e["type"] == "approval_request"
+                            && e["approval_id"] == s["pending"][0]["approval_id"]
+                    })
             })
             .await;
         let card = snap["pending"][0].clone();

@@ -51,6 +51,34 @@ pub async fn revoke_rule(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<impl IntoResponse, ApiError> {
-    state.core.revoke_rule(&id).await?;
+    state.core.revoke_rule(&id, "user:api").await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+#[derive(Deserialize)]
+pub struct AuditQuery {
+    after: Option<String>,
+    action: Option<String>,
+    subject: Option<String>,
+}
+
+pub async fn audit(
+    State(state): State<AppState>,
+    Query(query): Query<AuditQuery>,
+) -> Result<impl IntoResponse, ApiError> {
+    let after = match query.after.as_deref().map(str::trim) {
+        None | Some("") => 0,
+        Some(raw) => raw.parse::<u64>().map_err(|_| {
+            ApiError::InvalidRequest(format!("after must be a non-negative integer, got `{raw}`"))
+        })?,
+    };
+    let entries = state
+        .core
+        .audit(after, query.action.as_deref(), query.subject.as_deref())
+        .await?;
+    Ok(Json(entries))
+}
+
+pub async fn verify_audit(State(state): State<AppState>) -> Result<impl IntoResponse, ApiError> {
+    Ok(Json(state.core.verify_audit().await?))
 }

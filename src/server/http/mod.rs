@@ -50,6 +50,8 @@ pub fn router(state: AppState) -> Router {
         .route("/approvals", get(approvals::pending))
         .route("/rules", get(approvals::rules))
         .route("/rules/{id}", axum::routing::delete(approvals::revoke_rule))
+        .route("/audit", get(approvals::audit))
+        .route("/audit/verify", get(approvals::verify_audit))
         .fallback(api_not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(TimeoutLayer::with_status_code(

@@ -7,7 +7,7 @@ pub mod sqlite;
 
 use async_trait::async_trait;
 
-use crate::protocol::{ApprovalRequest, Event, EventBody, Mode, Resolution, Rule};
+use crate::protocol::{ApprovalRequest, AuditEntry, Event, EventBody, Mode, Resolution, Rule};
 
 /// A session as stored. `approval_mode` stays a string here: a record that does not parse is
 /// a fact about the database the caller must decide on (it falls back to `ask`, fail closed).
@@ -140,8 +140,17 @@ pub trait Store: Send + Sync + 'static {
     /// Standing rules in force (not revoked), oldest first.
     async fn list_rules(&self) -> Result<Vec<Rule>, StoreError>;
 
-    /// Revokes a rule; `false` when there is no such rule in force.
-    async fn revoke_rule(&self, rule_id: &str) -> Result<bool, StoreError>;
+    /// Revokes a rule (and audits it as `actor`); `false` when there is no such rule in force.
+    async fn revoke_rule(&self, rule_id: &str, actor: &str) -> Result<bool, StoreError>;
+
+    /// Audit entries with `n > after`, oldest first, optionally of one action or subject.
+    async fn audit_after(
+        &self,
+        after: u64,
+        limit: u32,
+        action: Option<&str>,
+        subject: Option<&str>,
+    ) -> Result<Vec<AuditEntry>, StoreError>;
 
     /// Events with `seq > after`, oldest first, at most `limit`.
     async fn events_after(

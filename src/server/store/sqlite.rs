@@ -16,7 +16,8 @@ use sqlx::sqlite::{
 };
 
 use super::{Commit, GateChange, GateRow, NewEvent, SessionRow, Store, StoreError, now_rfc3339};
-use crate::protocol::{ApprovalRequest, Event, Resolution, Rule, RuleScope};
+use crate::protocol::{ApprovalRequest, AuditEntry, Event, Resolution, Rule, RuleScope};
+use crate::server::audit;
 
 pub struct SqliteStore {
     writer: SqlitePool,
@@ -83,6 +84,44 @@ fn to_json<T: serde::Serialize>(session_id: &str, value: &T) -> Result<String, S
         seq: 0,
         reason: e.to_string(),
     })
+}
+
+/// Chains `drafts` onto the audit log inside the caller's transaction.
+async fn append_audit(
+    tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
+    drafts: Vec<audit::AuditDraft>,
+) -> Result<(), StoreError> {
+    if drafts.is_empty() {
+        return Ok(());
+    }
+    let last: Option<(i64, String)> =
+        sqlx::query_as("SELECT n, hash FROM audit ORDER BY n DESC LIMIT 1")
+            .fetch_optional(&mut **tx)
+            .await?;
+    let (mut n, mut prev) = last
+        .map(|(n, h)| (n.max(0) as u64, h))
+        .unwrap_or((0, audit::GENESIS.to_owned()));
+    let at = now_rfc3339();
+    for draft in drafts {
+        n += 1;
+        let entry = audit::seal(draft, n, at.clone(), prev);
+        sqlx::query(
+            "INSERT INTO audit (n, at, actor, action, subject, detail, prev_hash, hash)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        )
+        .bind(entry.n as i64)
+        .bind(&entry.at)
+        .bind(&entry.actor)
+        .bind(&entry.action)
+        .bind(&entry.subject)
+        .bind(serde_json::to_string(&entry.detail).unwrap_or_default())
+        .bind(&entry.prev_hash)
+        .bind(&entry.hash)
+        .execute(&mut **tx)
+        .await?;
+        prev = entry.hash;
+    }
+    Ok(())
 }
 
 /// Opens or resolves a gate inside the append's transaction.
@@ -273,6 +312,11 @@ impl Store for SqliteStore {
             .await?;
             stored.push(event);
         }
+        let new_rule = match &commit.gate {
+            Some(GateChange::Resolve { new_rule, .. }) => new_rule.as_ref(),
+            _ => None,
+        };
+        append_audit(&mut tx, audit::drafts_for(session_id, &stored, new_rule)).await?;
         tx.commit().await?;
         Ok(stored)
     }
@@ -362,14 +406,64 @@ impl Store for SqliteStore {
             .map_err(StoreError::from)
     }
 
-    async fn revoke_rule(&self, rule_id: &str) -> Result<bool, StoreError> {
+    async fn revoke_rule(&self, rule_id: &str, actor: &str) -> Result<bool, StoreError> {
+        let mut tx = self.writer.begin().await?;
         let done =
             sqlx::query("UPDATE rules SET revoked_at = ?1 WHERE id = ?2 AND revoked_at IS NULL")
                 .bind(now_rfc3339())
                 .bind(rule_id)
-                .execute(&self.writer)
+                .execute(&mut *tx)
                 .await?;
-        Ok(done.rows_affected() > 0)
+        if done.rows_affected() == 0 {
+            return Ok(false);
+        }
+        let draft = audit::AuditDraft {
+            actor: actor.to_owned(),
+            action: "rule_revoked",
+            subject: rule_id.to_owned(),
+            detail: serde_json::json!({}),
+        };
+        append_audit(&mut tx, vec![draft]).await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    async fn audit_after(
+        &self,
+        after: u64,
+        limit: u32,
+        action: Option<&str>,
+        subject: Option<&str>,
+    ) -> Result<Vec<AuditEntry>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT n, at, actor, action, subject, detail, prev_hash, hash FROM audit
+             WHERE n > ?1 AND (?2 IS NULL OR action = ?2) AND (?3 IS NULL OR subject = ?3)
+             ORDER BY n LIMIT ?4",
+        )
+        .bind(after.min(i64::MAX as u64) as i64)
+        .bind(action)
+        .bind(subject)
+        .bind(limit as i64)
+        .fetch_all(&self.readers)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                let detail: String = row.try_get("detail")?;
+                Ok(AuditEntry {
+                    n: row.try_get::<i64, _>("n")?.max(0) as u64,
+                    at: row.try_get("at")?,
+                    actor: row.try_get("actor")?,
+                    action: row.try_get("action")?,
+                    subject: row.try_get("subject")?,
+                    // An unparseable detail is kept as text: verify must see it, not fail.
+                    detail: serde_json::from_str(&detail)
+                        .unwrap_or(serde_json::Value::String(detail)),
+                    prev_hash: row.try_get("prev_hash")?,
+                    hash: row.try_get("hash")?,
+                })
+            })
+            .collect::<Result<_, sqlx::Error>>()
+            .map_err(StoreError::from)
     }
 
     async fn sessions_with_unfinished_turns(&self) -> Result<Vec<String>, StoreError> {

@@ -1,0 +1,128 @@
+//! Terminal formatting for the remote commands: aligned columns, short ids, relative times,
+//! and text made safe to print (no control characters from agent-written strings).
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+
+/// Columns padded to their widest cell, two spaces apart; the last column is not padded.
+pub struct Table {
+    header: Vec<String>,
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    pub fn new(header: &[&str]) -> Table {
+        Table {
+            header: header.iter().map(|h| (*h).to_owned()).collect(),
+            rows: Vec::new(),
+        }
+    }
+
+    pub fn row(&mut self, cells: Vec<String>) {
+        self.rows.push(cells);
+    }
+
+    pub fn render(&self) -> String {
+        let widths = self.widths();
+        std::iter::once(&self.header)
+            .chain(&self.rows)
+            .map(|row| render_row(row, &widths))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    fn widths(&self) -> Vec<usize> {
+        let mut widths: Vec<usize> = self.header.iter().map(|h| width(h)).collect();
+        for row in &self.rows {
+            for (i, cell) in row.iter().enumerate() {
+                if let Some(w) = widths.get_mut(i) {
+                    *w = (*w).max(width(cell));
+                }
+            }
+        }
+        widths
+    }
+}
+
+fn render_row(row: &[String], widths: &[usize]) -> String {
+    let last = row.len().saturating_sub(1);
+    let mut line = String::new();
+    for (i, cell) in row.iter().enumerate() {
+        line.push_str(cell);
+        if i < last {
+            let pad = widths.get(i).copied().unwrap_or(0).saturating_sub(width(cell));
+            line.push_str(&" ".repeat(pad + 2));
+        }
+    }
+    line.trim_end().to_owned()
+}
+
+fn width(s: &str) -> usize {
+    s.chars().count()
+}
+
+/// The first 8 characters of an id (what the tables show; commands accept it back).
+pub fn short_id(id: &str) -> String {
+    id.chars().take(super::MIN_PREFIX).collect()
+}
+
+/// One line with no control characters (an agent-written string could carry escapes).
+pub fn clean(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
+/// At most `max` characters, ending in `…` when cut.
+pub fn truncate(s: &str, max: usize) -> String {
+    if width(s) <= max {
+        return s.to_owned();
+    }
+    let mut cut: String = s.chars().take(max.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
+}
+
+/// Pretty JSON for `--json`.
+pub fn pretty(value: &Value) -> String {
+    serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
+}
+
+pub fn parse_time(at: &str) -> Option<DateTime<Utc>> {
+    DateTime::parse_from_rfc3339(at)
+        .ok()
+        .map(|t| t.with_timezone(&Utc))
+}
+
+/// "in 29m", "3s ago", "now"; the raw text when it is not a time.
+pub fn relative(at: &str, now: DateTime<Utc>) -> String {
+    let Some(t) = parse_time(at) else {
+        return clean(at);
+    };
+    let secs = (t - now).num_seconds();
+    match secs {
+        0 => "now".to_owned(),
+        s if s > 0 => format!("in {}", span(s)),
+        s => format!("{} ago", span(-s)),
+    }
+}
+
+/// A time as `2026-01-02 15:04:05` (UTC); the raw text when it is not a time.
+pub fn utc(at: &str) -> String {
+    parse_time(at)
+        .map(|t| t.format("%Y-%m-%d %H:%M:%S").to_string())
+        .unwrap_or_else(|| clean(at))
+}
+
+/// A positive number of seconds in the largest sensible units: 45s, 29m, 1h 5m, 2d 3h.
+pub fn span(secs: i64) -> String {
+    let (d, h, m) = (secs / 86_400, secs % 86_400 / 3600, secs % 3600 / 60);
+    match secs {
+        s if s < 60 => format!("{s}s"),
+        s if s < 3600 => format!("{m}m"),
+        s if s < 86_400 && m == 0 => format!("{h}h"),
+        s if s < 86_400 => format!("{h}h {m}m"),
+        _ if h == 0 => format!("{d}d"),
+        _ => format!("{d}d {h}h"),
+    }
+}
