@@ -4,6 +4,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
+use countersign::cli;
 use countersign::server::{self, settings::ServeArgs};
 
 #[derive(Parser)]
@@ -21,6 +22,12 @@ struct Cli {
 enum Command {
     /// Run the server (HTTP API, live feed and web UI).
     Serve(ServeArgs),
+    /// Pending approval gates: list them and answer them from the terminal.
+    Approvals(cli::ApprovalsArgs),
+    /// Standing rules created by Allow always: list and revoke.
+    Rules(cli::RulesArgs),
+    /// The hash-chained audit log: export it, verify it.
+    Audit(cli::AuditArgs),
 }
 
 fn init_tracing() {
@@ -121,5 +128,8 @@ async fn main() -> ExitCode {
     init_tracing();
     match cli.command {
         Command::Serve(args) => serve(args).await,
+        Command::Approvals(args) => cli::approvals(args).await,
+        Command::Rules(args) => cli::rules(args).await,
+        Command::Audit(args) => cli::audit(args).await,
     }
 }

@@ -18,7 +18,9 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 pub enum CliError {
     #[error("{0}")]
     Usage(String),
-    #[error("no access token: pass --token or set COUNTERSIGN_TOKEN (no readable token file at {0})")]
+    #[error(
+        "no access token: pass --token or set COUNTERSIGN_TOKEN (no readable token file at {0})"
+    )]
     NoToken(String),
     #[error("cannot connect to {url}: is the server running at {url}?")]
     Unreachable { url: String },
@@ -174,7 +176,11 @@ pub fn typed<T: DeserializeOwned>(value: Value, what: &str) -> Result<T, CliErro
 }
 
 fn parse_base(url: &str) -> Result<Url, CliError> {
-    let bad = || CliError::Usage(format!("--url must be an http:// or https:// URL, not `{url}`"));
+    let bad = || {
+        CliError::Usage(format!(
+            "--url must be an http:// or https:// URL, not `{url}`"
+        ))
+    };
     let parsed = Url::parse(url).map_err(|_| bad())?;
     if !matches!(parsed.scheme(), "http" | "https") || parsed.cannot_be_a_base() {
         return Err(bad());

@@ -194,7 +194,10 @@ pub fn match_id<'a, T>(
     wanted: &str,
 ) -> Result<IdMatch<'a, T>, CliError> {
     let wanted = wanted.trim().to_ascii_lowercase();
-    if let Some(exact) = items.iter().find(|i| id_of(i).eq_ignore_ascii_case(&wanted)) {
+    if let Some(exact) = items
+        .iter()
+        .find(|i| id_of(i).eq_ignore_ascii_case(&wanted))
+    {
         return Ok(IdMatch::One(exact));
     }
     if wanted.chars().count() < MIN_PREFIX {

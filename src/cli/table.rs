@@ -50,7 +50,11 @@ fn render_row(row: &[String], widths: &[usize]) -> String {
     for (i, cell) in row.iter().enumerate() {
         line.push_str(cell);
         if i < last {
-            let pad = widths.get(i).copied().unwrap_or(0).saturating_sub(width(cell));
+            let pad = widths
+                .get(i)
+                .copied()
+                .unwrap_or(0)
+                .saturating_sub(width(cell));
             line.push_str(&" ".repeat(pad + 2));
         }
     }

@@ -27,9 +27,10 @@ fn until(expires_at: &str) -> Duration {
 
 impl Turn {
     /// Opens the gate (call + request + approvals row in one commit) and waits for it.
+    /// `call_event` is the gated call's `tool_call`; a budget gate has none.
     pub(super) async fn wait_for_gate(
         &self,
-        call_event: EventBody,
+        call_event: Option<EventBody>,
         gate: ApprovalRequest,
     ) -> Result<Resolution, TurnEnd> {
         // Park before the request is visible, so an instant answer finds the waiter.
@@ -38,14 +39,9 @@ impl Turn {
             gate: Some(GateChange::Open(Box::new(gate.clone()))),
             ..Commit::default()
         };
-        self.commit(
-            vec![
-                call_event,
-                EventBody::ApprovalRequest(Box::new(gate.body.clone())),
-            ],
-            commit,
-        )
-        .await?;
+        let mut events: Vec<EventBody> = call_event.into_iter().collect();
+        events.push(EventBody::ApprovalRequest(Box::new(gate.body.clone())));
+        self.commit(events, commit).await?;
         self.await_resolution(&gate, parked).await
     }
 

@@ -1,6 +1,7 @@
 //! The agent: a turn loop over a `Provider`, the tools it may call, and the bridge from the
 //! session's event log to the conversation a model reads.
 
+pub mod budget;
 mod gate_wait;
 pub mod gates_text;
 pub mod provider;

@@ -18,6 +18,16 @@ use crate::protocol::{
     ApprovalRequest, ApprovalRequestBody, EventBody, Resolution, ToolStatus, Verdict,
 };
 
+/// The key under which the turn's latest budget card sits in `gates` (empty when none).
+fn budget_key(gates: &HashMap<String, ApprovalRequestBody>) -> String {
+    gates
+        .iter()
+        .filter(|(_, g)| g.kind == crate::protocol::GateKind::Budget)
+        .max_by(|a, b| a.1.created_at.cmp(&b.1.created_at))
+        .map(|(k, _)| k.clone())
+        .unwrap_or_default()
+}
+
 /// A recorded call that has no result yet, with what the log knows about it.
 struct OpenCall {
     call: ToolCallRequest,
@@ -72,6 +82,8 @@ impl Turn {
                 _ => {}
             }
         }
+        // A budget card left open: wait for it (or act on its answer) before anything else.
+        let budget_gate = gates.remove(&budget_key(&gates));
         let open: Vec<OpenCall> = calls
             .into_iter()
             .filter(|(call, _)| !finished.contains(&call.id))
@@ -89,6 +101,23 @@ impl Turn {
                 }
             })
             .collect();
+        if let Some(body) = budget_gate {
+            let resolution = match resolutions.remove(&body.approval_id) {
+                Some(resolution) => resolution,
+                None => {
+                    let gate = ApprovalRequest {
+                        turn_id: self.turn_id.clone(),
+                        body,
+                    };
+                    self.rejoin_gate(&gate).await?
+                }
+            };
+            match resolution.decision {
+                d if d.lets_it_run() => {}
+                crate::protocol::Decision::Cancelled => return Err(TurnEnd::Cancelled),
+                _ => return Err(TurnEnd::Stopped),
+            }
+        }
         if open.is_empty() {
             return Ok(());
         }

@@ -10,6 +10,7 @@ use std::time::Duration;
 use futures::future::join_all;
 use tokio_util::sync::CancellationToken;
 
+use super::budget::Budget;
 use super::provider::{ChatMessage, CompletionRequest, ProviderError, ToolCallRequest};
 use super::running::TurnLease;
 use super::tools::{self, ToolContext};
@@ -45,6 +46,9 @@ pub(super) enum TurnEnd {
     Cancelled,
     #[error("{0}")]
     Failed(String),
+    /// The person stopped it at a budget card (or the card timed out).
+    #[error("stopped")]
+    Stopped,
 }
 
 impl From<StoreError> for TurnEnd {
@@ -78,6 +82,7 @@ pub fn spawn(core: Arc<Core>, session_id: String, lease: TurnLease, mode: Mode) 
             Ok(()) if cancel_requested => (TurnStatus::Cancelled, None),
             Ok(()) => (TurnStatus::Completed, None),
             Err(TurnEnd::Cancelled) => (TurnStatus::Cancelled, None),
+            Err(TurnEnd::Stopped) => (TurnStatus::Stopped, None),
             Err(TurnEnd::Failed(message)) => {
                 tracing::warn!(session = %session_id, turn = %lease.turn_id, %message, "turn failed");
                 (TurnStatus::Failed, Some(message))
@@ -159,9 +164,14 @@ impl Turn {
         self.finish_open_calls().await?;
         let history = self.core.log.all_events(&self.session_id).await?;
         let mut messages = conversation_from_log(&history);
+        let mut budget = Budget::new(self.core.config.budget.clone());
         for _ in 0..MAX_MODEL_CALLS {
             if self.cancel.is_cancelled() {
                 return Err(TurnEnd::Cancelled);
+            }
+            if let Some(why) = budget.exceeded() {
+                self.budget_gate(&why).await?;
+                budget.refresh();
             }
             let (prompt, tools) = self.prompt_and_tools();
             let mut conversation = Vec::with_capacity(messages.len() + 1);
@@ -185,6 +195,7 @@ impl Turn {
                 .provider
                 .complete(&request, &sink, &self.cancel)
                 .await?;
+            budget.spend_tokens(completion.tokens);
             if !completion.text.trim().is_empty() {
                 let html = markdown::render(&completion.text);
                 self.append(vec![EventBody::AssistantMessage {
@@ -200,6 +211,7 @@ impl Turn {
             if completion.tool_calls.is_empty() {
                 return Ok(());
             }
+            budget.spend_calls(completion.tool_calls.len());
             let results = self.run_batch(&completion.tool_calls).await?;
             messages.extend(results);
             if self.cancel.is_cancelled() {
@@ -348,7 +360,7 @@ impl Turn {
                     body,
                 };
                 let resolution = self
-                    .wait_for_gate(record_call(Verdict::Ask, None), gate.clone())
+                    .wait_for_gate(Some(record_call(Verdict::Ask, None)), gate.clone())
                     .await?;
                 self.after_gate(call, &gate, resolution).await
             }

@@ -267,7 +267,7 @@ pub fn tool_gate(
 }
 
 /// A decision card: the agent puts a proposal to the person (checkpoint or plan).
-fn decision_card(
+pub fn decision_card(
     common: Common,
     call: &ToolCallRequest,
     checkpoint: &Checkpoint,

@@ -71,6 +71,14 @@ pub fn outcome_text(
         AnsweredBy::System => "by the server",
     };
     let at = clock(&resolution.resolved_at);
+    if request.kind == GateKind::Budget {
+        return match resolution.decision {
+            Decision::Timeout => "Timed out — turn stopped".to_owned(),
+            Decision::Cancelled => "Cancelled".to_owned(),
+            d if d.lets_it_run() => format!("Continued {who} · {at}"),
+            _ => format!("Stopped {who} · {at}"),
+        };
+    }
     match resolution.decision {
         Decision::Approve => format!("Approved {who} · {at}"),
         Decision::Edit => format!("Approved (edited) {who} · {at}"),
@@ -192,6 +200,7 @@ fn PendingCard(request: ApprovalRequestBody, now_ms: RwSignal<f64>) -> impl Into
     let notice = RwSignal::new(None::<String>);
     let allowed = request.allowed_decisions.clone();
     let is_plan = request.decision_kind.as_deref() == Some("plan");
+    let is_budget = request.kind == GateKind::Budget;
     let execution_mode = RwSignal::new(request.execution_mode.unwrap_or(Mode::Ask));
     let allows = move |d: Decision| allowed.contains(&d);
 
@@ -258,6 +267,12 @@ fn PendingCard(request: ApprovalRequestBody, now_ms: RwSignal<f64>) -> impl Into
             match command {
                 CardCommand::Approve if allows(Decision::Approve) => approve(),
                 CardCommand::Edit if allows(Decision::Edit) => panel.set(Panel::Edit),
+                CardCommand::Deny if allows(Decision::Deny) && is_budget => {
+                    send.run(DecisionInput {
+                        decision: "deny".into(),
+                        ..DecisionInput::default()
+                    })
+                }
                 CardCommand::Deny if allows(Decision::Deny) => panel.set(Panel::Deny),
                 CardCommand::AllowAlways if allows(Decision::AllowAlways) => {
                     panel.set(Panel::Always)
@@ -290,19 +305,32 @@ fn PendingCard(request: ApprovalRequestBody, now_ms: RwSignal<f64>) -> impl Into
             }
         })
     };
-    let approve_button = button(Decision::Approve, "Approve", "a", Box::new(approve));
+    // A budget card reads Continue / Stop, and Stop needs no reason.
+    let budget = request.kind == GateKind::Budget;
+    let stop = move || {
+        send.run(DecisionInput {
+            decision: "deny".into(),
+            ..DecisionInput::default()
+        })
+    };
+    let approve_label = if budget { "Continue" } else { "Approve" };
+    let approve_button = button(Decision::Approve, approve_label, "a", Box::new(approve));
     let edit_button = button(
         Decision::Edit,
         "Edit",
         "e",
         Box::new(move || panel.set(Panel::Edit)),
     );
-    let deny_button = button(
-        Decision::Deny,
-        "Deny",
-        "d",
-        Box::new(move || panel.set(Panel::Deny)),
-    );
+    let deny_button = if budget {
+        button(Decision::Deny, "Stop", "d", Box::new(stop))
+    } else {
+        button(
+            Decision::Deny,
+            "Deny",
+            "d",
+            Box::new(move || panel.set(Panel::Deny)),
+        )
+    };
     let always_button = button(
         Decision::AllowAlways,
         "Always allow",

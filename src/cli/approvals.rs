@@ -1,0 +1,366 @@
+//! `countersign approvals …`: the pending inbox, and answering one gate by id or id prefix.
+//!
+//! The decision route needs the gate's session, so an id is looked up in the inbox first and,
+//! when it is no longer pending, in the sessions' logs (so a late answer gets the server's
+//! `409 already_resolved` / `410 gone`, told in words).
+
+use std::collections::HashSet;
+use std::io::Read;
+
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::client::{CliError, Client, typed};
+use super::table::{self, Table, clean, short_id, truncate};
+use super::{ApprovalsCommand, IdMatch, RuleScopeArg, match_id};
+use crate::protocol::{AnsweredBy, ApprovalRequest, Decision, GateKind, GateReason};
+
+/// A gate, as far as answering it goes: from the inbox or from a session's log.
+#[derive(Deserialize, Clone, Debug)]
+struct GateRef {
+    approval_id: String,
+    session_id: String,
+    kind: GateKind,
+    tool: String,
+    #[serde(default)]
+    summary: String,
+    #[serde(default)]
+    args: Value,
+}
+
+impl From<&ApprovalRequest> for GateRef {
+    fn from(gate: &ApprovalRequest) -> Self {
+        GateRef {
+            approval_id: gate.body.approval_id.clone(),
+            session_id: gate.body.session_id.clone(),
+            kind: gate.body.kind,
+            tool: gate.body.tool.clone(),
+            summary: summary_text(gate),
+            args: gate.body.args.clone(),
+        }
+    }
+}
+
+enum Answer {
+    Approve,
+    Deny(Option<String>),
+    Edit(String),
+    AllowAlways {
+        scope: RuleScopeArg,
+        pattern: Option<String>,
+    },
+}
+
+pub async fn run(client: &Client, json: bool, command: ApprovalsCommand) -> Result<(), CliError> {
+    let (id, answer) = match command {
+        ApprovalsCommand::List => return list(client, json).await,
+        ApprovalsCommand::Approve { approval_id } => (approval_id, Answer::Approve),
+        ApprovalsCommand::Deny {
+            approval_id,
+            reason,
+        } => (approval_id, Answer::Deny(reason)),
+        ApprovalsCommand::Edit { approval_id, edits } => {
+            (approval_id, Answer::Edit(read_edits(edits)?))
+        }
+        ApprovalsCommand::AllowAlways {
+            approval_id,
+            scope,
+            pattern,
+        } => (approval_id, Answer::AllowAlways { scope, pattern }),
+    };
+    decide(client, json, &id, answer).await
+}
+
+/// `GET /api/v1/approvals?status=pending`: the raw answer and the gates, oldest first.
+async fn pending(client: &Client) -> Result<(Value, Vec<ApprovalRequest>), CliError> {
+    let raw = client.get(&["approvals"], &[("status", "pending")]).await?;
+    let mut gates: Vec<ApprovalRequest> = typed(raw.clone(), "the pending list")?;
+    gates.sort_by_key(|g| table::parse_time(&g.body.created_at));
+    Ok((raw, gates))
+}
+
+async fn list(client: &Client, json: bool) -> Result<(), CliError> {
+    let (raw, gates) = pending(client).await?;
+    if json {
+        println!("{}", table::pretty(&raw));
+    } else if gates.is_empty() {
+        println!("no pending approvals");
+    } else {
+        println!("{}", inbox_table(&gates, Utc::now()).render());
+    }
+    Ok(())
+}
+
+fn inbox_table(gates: &[ApprovalRequest], now: DateTime<Utc>) -> Table {
+    let mut table = Table::new(&["ID", "SESSION", "KIND", "SUMMARY", "EXPIRES"]);
+    for gate in gates {
+        table.row(vec![
+            short_id(&gate.body.approval_id),
+            short_id(&gate.body.session_id),
+            kind_label(gate),
+            truncate(&summary_text(gate), 64),
+            time_left(&gate.body.expires_at, now),
+        ]);
+    }
+    table
+}
+
+fn kind_label(gate: &ApprovalRequest) -> String {
+    match gate.body.kind {
+        GateKind::Tool => format!("tool {}", clean(&gate.body.tool)),
+        GateKind::Decision => format!(
+            "decision {}",
+            clean(gate.body.decision_kind.as_deref().unwrap_or("other"))
+        ),
+        GateKind::Budget => "budget".to_owned(),
+    }
+}
+
+/// The card's one-line summary (its title when empty), flagged when it is a floor action.
+fn summary_text(gate: &ApprovalRequest) -> String {
+    let text = if gate.body.summary.trim().is_empty() {
+        &gate.body.title
+    } else {
+        &gate.body.summary
+    };
+    let floor = match gate.body.reason {
+        GateReason::SafetyFloor => "[safety floor] ",
+        _ => "",
+    };
+    clean(&format!("{floor}{text}"))
+}
+
+fn time_left(expires_at: &str, now: DateTime<Utc>) -> String {
+    match table::parse_time(expires_at) {
+        Some(t) if t <= now => "expired".to_owned(),
+        _ => table::relative(expires_at, now),
+    }
+}
+
+async fn decide(client: &Client, json: bool, wanted: &str, answer: Answer) -> Result<(), CliError> {
+    let gate = find_gate(client, wanted).await?;
+    let body = decision_body(&answer, &gate)?;
+    let path = ["sessions", &gate.session_id, "approvals", &gate.approval_id];
+    let reply = client
+        .post(&path, &body)
+        .await
+        .map_err(|e| explain_resolved(e, &gate))?;
+    if json {
+        println!("{}", table::pretty(&reply));
+    } else {
+        println!("{}", done_line(&answer, &gate, &reply));
+    }
+    Ok(())
+}
+
+/// The gate an id (or id prefix) names: pending ones first, then every session's log.
+async fn find_gate(client: &Client, wanted: &str) -> Result<GateRef, CliError> {
+    let (_, gates) = pending(client).await?;
+    let open: Vec<GateRef> = gates.iter().map(GateRef::from).collect();
+    if let Some(gate) = pick(&open, wanted)? {
+        return Ok(gate);
+    }
+    let logged = logged_gates(client).await?;
+    pick(&logged, wanted)?.ok_or_else(|| {
+        CliError::NoMatch(format!(
+            "no approval matches `{}` in any session (`countersign approvals list` shows the pending ones)",
+            clean(wanted)
+        ))
+    })
+}
+
+fn pick(gates: &[GateRef], wanted: &str) -> Result<Option<GateRef>, CliError> {
+    match match_id(gates, |g| &g.approval_id, wanted)? {
+        IdMatch::One(gate) => Ok(Some(gate.clone())),
+        IdMatch::None => Ok(None),
+        IdMatch::Many(found) => Err(CliError::NoMatch(format!(
+            "`{}` matches {} approvals ({}); give more of the id",
+            clean(wanted),
+            found.len(),
+            found
+                .iter()
+                .map(|g| g.approval_id.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+    }
+}
+
+/// Every gate any session's log has opened, resolved or not.
+async fn logged_gates(client: &Client) -> Result<Vec<GateRef>, CliError> {
+    let sessions: Vec<Value> = typed(client.get(&["sessions"], &[]).await?, "the session list")?;
+    let mut seen = HashSet::new();
+    let mut gates = Vec::new();
+    for id in sessions.iter().filter_map(|s| s["id"].as_str()) {
+        let snapshot = match client.get(&["sessions", id], &[]).await {
+            Ok(snapshot) => snapshot,
+            // Deleted since it was listed.
+            Err(CliError::Api { code, .. }) if code == "unknown_session" => continue,
+            Err(e) => return Err(e),
+        };
+        for gate in gates_in(&snapshot) {
+            if seen.insert(gate.approval_id.clone()) {
+                gates.push(gate);
+            }
+        }
+    }
+    Ok(gates)
+}
+
+fn gates_in(snapshot: &Value) -> Vec<GateRef> {
+    snapshot["events"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|e| e["type"] == "approval_request")
+        .filter_map(|e| serde_json::from_value(e.clone()).ok())
+        .collect()
+}
+
+fn read_edits(edits: String) -> Result<String, CliError> {
+    if edits != "-" {
+        return Ok(edits);
+    }
+    let mut text = String::new();
+    std::io::stdin()
+        .read_to_string(&mut text)
+        .map_err(|e| CliError::Usage(format!("cannot read --edits from stdin: {e}")))?;
+    Ok(text.trim_end_matches(['\n', '\r']).to_owned())
+}
+
+fn decision_body(answer: &Answer, gate: &GateRef) -> Result<Value, CliError> {
+    Ok(match answer {
+        Answer::Approve => json!({"decision": "approve"}),
+        Answer::Deny(None) => json!({"decision": "deny"}),
+        Answer::Deny(Some(reason)) => json!({"decision": "deny", "reason": reason}),
+        Answer::Edit(text) => json!({"decision": "edit", "edits": edits_value(gate, text)?}),
+        Answer::AllowAlways { scope, pattern } => {
+            let mut rule = json!({"scope": scope.as_str()});
+            if let Some(pattern) = pattern {
+                rule["pattern"] = json!(pattern);
+            }
+            json!({"decision": "allow_always", "rule": rule})
+        }
+    })
+}
+
+/// A tool gate takes a JSON object of replacement arguments; a decision takes text.
+fn edits_value(gate: &GateRef, text: &str) -> Result<Value, CliError> {
+    if gate.kind != GateKind::Tool {
+        return Ok(Value::String(text.to_owned()));
+    }
+    match serde_json::from_str::<Value>(text) {
+        Ok(value @ Value::Object(_)) => Ok(value),
+        _ => Err(CliError::Usage(format!(
+            "--edits for a tool gate is the full replacement arguments as a JSON object; this card's are {}",
+            truncate(&gate.args.to_string(), 300)
+        ))),
+    }
+}
+
+fn done_line(answer: &Answer, gate: &GateRef, reply: &Value) -> String {
+    let verb = match answer {
+        Answer::Approve => "approved",
+        Answer::Deny(_) => "denied",
+        Answer::Edit(_) => "approved with edits",
+        Answer::AllowAlways { .. } => "allowed always",
+    };
+    let what = if gate.summary.is_empty() {
+        clean(&gate.tool)
+    } else {
+        clean(&gate.summary)
+    };
+    let mut line = format!("{verb} {}: {what}", short_id(&gate.approval_id));
+    if let Answer::Deny(Some(reason)) = answer {
+        line.push_str(&format!(" (reason: {})", truncate(&clean(reason), 120)));
+    }
+    if let (Answer::AllowAlways { scope, .. }, Some(rule)) = (answer, reply["rule_id"].as_str()) {
+        line.push_str(&format!(
+            "\nrule {} created ({} scope); `countersign rules list` shows it",
+            short_id(rule),
+            scope.as_str()
+        ));
+    }
+    line
+}
+
+/// What `409 already_resolved` / `410 gone` carry about the answer that stands.
+#[derive(Deserialize)]
+struct ResolutionWords {
+    decision: Decision,
+    answered_by: AnsweredBy,
+    resolved_at: String,
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+impl ResolutionWords {
+    fn describe(&self, now: DateTime<Utc>) -> String {
+        let what = match self.decision {
+            Decision::Timeout => "expired without an answer".to_owned(),
+            Decision::Cancelled => "cancelled with its turn".to_owned(),
+            d => format!("{} {}", verb(d), by_whom(self.answered_by)),
+        };
+        let mut text = format!("{what} {}", table::relative(&self.resolved_at, now));
+        if let Some(reason) = self.reason.as_deref().filter(|r| !r.trim().is_empty()) {
+            text.push_str(&format!(" (reason: {})", truncate(&clean(reason), 120)));
+        }
+        text
+    }
+}
+
+fn verb(decision: Decision) -> &'static str {
+    match decision {
+        Decision::Approve => "approved",
+        Decision::Edit => "approved with edits",
+        Decision::Deny => "denied",
+        Decision::AllowAlways => "allowed always",
+        Decision::Timeout => "expired",
+        Decision::Cancelled => "cancelled",
+    }
+}
+
+fn by_whom(answered_by: AnsweredBy) -> &'static str {
+    match answered_by {
+        AnsweredBy::User => "by a person",
+        AnsweredBy::Rule => "by a standing rule",
+        AnsweredBy::Timeout => "on timeout",
+        AnsweredBy::System => "by the server",
+    }
+}
+
+/// Rewrites a 409/410 answer's message to say, in words, how the gate was resolved.
+fn explain_resolved(err: CliError, gate: &GateRef) -> CliError {
+    let CliError::Api {
+        status,
+        code,
+        message,
+        body,
+    } = err
+    else {
+        return err;
+    };
+    let lead = match code.as_str() {
+        "already_resolved" => "was already answered",
+        "gone" => "is no longer open",
+        _ => "",
+    };
+    let words = body
+        .get("resolution")
+        .or_else(|| body["error"].get("resolution"))
+        .and_then(|r| serde_json::from_value::<ResolutionWords>(r.clone()).ok())
+        .map(|r| r.describe(Utc::now()));
+    let message = match words {
+        Some(words) if !lead.is_empty() => {
+            format!("approval {} {lead}: {words}", short_id(&gate.approval_id))
+        }
+        _ => message,
+    };
+    CliError::Api {
+        status,
+        code,
+        message,
+        body,
+    }
+}

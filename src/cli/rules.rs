@@ -1,0 +1,104 @@
+//! `countersign rules …`: list the standing rules Allow always created, and revoke one.
+
+use chrono::{DateTime, Utc};
+use serde_json::{Value, json};
+
+use super::client::{CliError, Client, typed};
+use super::table::{self, Table, clean, short_id, truncate};
+use super::{IdMatch, RulesCommand, match_id};
+use crate::protocol::{Rule, RuleScope};
+
+pub async fn run(client: &Client, json: bool, command: RulesCommand) -> Result<(), CliError> {
+    match command {
+        RulesCommand::List => list(client, json).await,
+        RulesCommand::Revoke { rule_id } => revoke(client, json, &rule_id).await,
+    }
+}
+
+async fn fetch(client: &Client) -> Result<(Value, Vec<Rule>), CliError> {
+    let raw = client.get(&["rules"], &[]).await?;
+    let rules = typed(raw.clone(), "the rule list")?;
+    Ok((raw, rules))
+}
+
+async fn list(client: &Client, json: bool) -> Result<(), CliError> {
+    let (raw, rules) = fetch(client).await?;
+    if json {
+        println!("{}", table::pretty(&raw));
+    } else if rules.is_empty() {
+        println!("no standing rules");
+    } else {
+        println!("{}", rules_table(&rules, Utc::now()).render());
+    }
+    Ok(())
+}
+
+fn rules_table(rules: &[Rule], now: DateTime<Utc>) -> Table {
+    let mut table = Table::new(&[
+        "ID",
+        "TOOL",
+        "PATTERN",
+        "SCOPE",
+        "USES",
+        "CREATED",
+        "LAST USED",
+    ]);
+    for rule in rules {
+        table.row(vec![
+            short_id(&rule.id),
+            clean(&rule.tool),
+            truncate(&clean(&rule.pattern), 48),
+            scope_label(rule),
+            rule.uses.to_string(),
+            table::relative(&rule.created_at, now),
+            rule.last_used_at
+                .as_deref()
+                .map_or_else(|| "never".to_owned(), |t| table::relative(t, now)),
+        ]);
+    }
+    table
+}
+
+fn scope_label(rule: &Rule) -> String {
+    match (rule.scope, rule.session_id.as_deref()) {
+        (RuleScope::Workspace, _) => "workspace".to_owned(),
+        (RuleScope::Session, Some(sid)) => format!("session {}", short_id(sid)),
+        (RuleScope::Session, None) => "session".to_owned(),
+    }
+}
+
+async fn revoke(client: &Client, json: bool, wanted: &str) -> Result<(), CliError> {
+    let (_, rules) = fetch(client).await?;
+    let rule = match match_id(&rules, |r| &r.id, wanted)? {
+        IdMatch::One(rule) => rule,
+        IdMatch::None => {
+            return Err(CliError::NoMatch(format!(
+                "no standing rule matches `{}` (`countersign rules list` shows them)",
+                clean(wanted)
+            )));
+        }
+        IdMatch::Many(found) => {
+            return Err(CliError::NoMatch(format!(
+                "`{}` matches {} rules; give more of the id",
+                clean(wanted),
+                found.len()
+            )));
+        }
+    };
+    client.delete(&["rules", &rule.id]).await?;
+    if json {
+        println!(
+            "{}",
+            table::pretty(&json!({"id": rule.id, "revoked": true}))
+        );
+    } else {
+        println!(
+            "revoked rule {}: {} {} ({})",
+            short_id(&rule.id),
+            clean(&rule.tool),
+            truncate(&clean(&rule.pattern), 48),
+            scope_label(rule)
+        );
+    }
+    Ok(())
+}
