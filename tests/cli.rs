@@ -597,15 +597,36 @@ async fn sigterm_during_a_command_kills_it_and_the_restart_reports_it_interrupte
 
     let mut p = Proc::spawn(serve_cmd(&args));
     let (base, _) = p.started();
-    let v: Value = http()
-        .get(format!("{base}/api/v1/sessions/{sid}"))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    // The resumed turn reports the command interrupted (never re-run) and goes on to finish.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let v: Value = loop {
+        let v: Value = http()
+            .get(format!("{base}/api/v1/sessions/{sid}"))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if v["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["type"] == "turn_finished")
+        {
+            break v;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the resumed turn never finished: {v}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(
+        processes_with_cmdline(&sleep_arg).is_empty(),
+        "the interrupted command was run again"
+    );
     let events = v["events"].as_array().unwrap();
     let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
     assert_eq!(
@@ -616,18 +637,25 @@ async fn sigterm_during_a_command_kills_it_and_the_restart_reports_it_interrupte
             "tool_call",
             "tool_started",
             "tool_result",
+            "assistant_message",
             "turn_finished"
         ],
         "{v:#}"
     );
     let seqs: Vec<u64> = events.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
-    assert_eq!(seqs, vec![1, 2, 3, 4, 5, 6]);
+    assert_eq!(seqs, vec![1, 2, 3, 4, 5, 6, 7]);
     assert_eq!(events[4]["status"], "interrupted");
+    assert_eq!(
+        events[4]["output"],
+        "the server stopped while this ran; it was not run again"
+    );
     assert_eq!(events[4]["call_id"], events[2]["call_id"]);
     assert!(
-        events[5]["status"] == "failed" || events[5]["status"] == "stopped",
-        "{}",
-        events[5]
+        events[5]["text"]
+            .as_str()
+            .unwrap()
+            .contains("not run again")
     );
+    assert_eq!(events[6]["status"], "completed");
     assert_eq!(v["session"]["running_turn_id"], Value::Null);
 }

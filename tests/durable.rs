@@ -308,9 +308,35 @@ async fn assert_interrupted_not_rerun(
     call_id: &str,
     i: usize,
 ) {
-    // A re-run would sleep 30 s before any result: give up well before that.
-    let done = node.wait_turn_for(sid, turn, Duration::from_secs(12)).await;
+    // Wait for the end of the turn, or for evidence of a re-run (a second tool_started or a
+    // second start marker; a re-run would then sleep 30 s).
+    let marker = format!("started-{i}.txt");
+    let done = node
+        .wait_snap_for(sid, "turn_finished or a re-run", SOON, |s| {
+            let evs = events(s);
+            evs.iter()
+                .any(|e| e["type"] == "turn_finished" && e["turn_id"] == turn)
+                || for_call(&evs, "tool_started", call_id).len() > 1
+                || lab.lines(&marker).len() > 1
+        })
+        .await;
+    if let Some(line) = lab.read(&format!("pid-{i}.txt")) {
+        // A re-run started a new shell group: make sure it dies with the lab.
+        if let Ok(pgid) = line.trim().parse() {
+            lab.adopt_orphan(pgid);
+        }
+    }
+    assert_eq!(
+        lab.lines(&marker),
+        ["start"],
+        "iteration {i}: the command ran again after the restart"
+    );
     let evs = events(&done);
+    assert_eq!(
+        for_call(&evs, "tool_started", call_id).len(),
+        1,
+        "iteration {i}: the call was started again after the restart"
+    );
     assert_contiguous(&evs);
     assert_eq!(&evs[..cursor(before) as usize], &events(before)[..]);
     let new = after(&evs, cursor(before));
@@ -408,9 +434,11 @@ async fn an_approved_tool_killed_mid_run_is_reported_interrupted_and_never_rerun
 async fn decision_racing_a_kill(decision: &str) {
     let mut lab = Lab::new(None);
     let mut node = lab.start().await;
-    let (mut stayed_pending, mut resolved_ok, mut resolved_interrupted, mut denied) = (0, 0, 0, 0);
+    let (mut stayed_pending, mut resolved_before, mut ran, mut interrupted, mut denied) =
+        (0, 0, 0, 0, 0);
     for i in 0..21usize {
-        let delay = Duration::from_millis(i as u64); // 0..=20 ms
+        // 0 µs … 18 ms, denser near 0 where the commit happens.
+        let delay = Duration::from_micros(i as u64 * i as u64 * 45);
         let sid = node.session(json!({})).await;
         let file = format!("counter-{i}.txt");
         let turn = node
@@ -474,6 +502,7 @@ async fn decision_racing_a_kill(decision: &str) {
                 );
                 assert_eq!(res[0]["decision"], decision);
                 assert_eq!(res[0]["answered_by"], "user");
+                resolved_before += 1;
                 node.decide(&sid, &aid, json!({"decision": "deny"}))
                     .await
                     .expect_error(409, "already_resolved");
@@ -490,13 +519,13 @@ async fn decision_racing_a_kill(decision: &str) {
         let lines = lab.lines(&file);
         match results[0]["status"].as_str().unwrap() {
             "ok" => {
-                assert_eq!(started.len(), 1, "iteration {i}: tool_started {started:?}");
                 assert_eq!(
                     lines,
                     ["x"],
                     "iteration {i}: an approved tool must run exactly once"
                 );
-                resolved_ok += 1;
+                assert_eq!(started.len(), 1, "iteration {i}: tool_started {started:?}");
+                ran += 1;
             }
             "interrupted" => {
                 assert_eq!(started.len(), 1, "iteration {i}: tool_started {started:?}");
@@ -505,7 +534,7 @@ async fn decision_racing_a_kill(decision: &str) {
                     lines.len() <= 1,
                     "iteration {i}: interrupted tool ran again: {lines:?}"
                 );
-                resolved_interrupted += 1;
+                interrupted += 1;
             }
             "denied" => {
                 assert_eq!(decision, "deny");
@@ -526,8 +555,8 @@ async fn decision_racing_a_kill(decision: &str) {
         );
     }
     eprintln!(
-        "{decision} racing a kill: {stayed_pending} stayed pending; resolved before the kill: \
-         {resolved_ok} ran, {resolved_interrupted} interrupted, {denied} denied"
+        "{decision} racing a kill: {stayed_pending} stayed pending, {resolved_before} were \
+         resolved before the kill; results: {ran} ran, {interrupted} interrupted, {denied} denied"
     );
 }
 
@@ -1023,4 +1052,102 @@ async fn snapshots_are_consistent_with_their_pending_cards() {
         bad.len(),
         bad.join("\n")
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// 10. Parallel gates: every card of a batch comes back; one answered before the kill stays done.
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_gate_of_a_parallel_batch_is_parked_again_and_none_runs_twice() {
+    let mut lab = Lab::new(None);
+    let mut node = lab.start().await;
+    for i in 0..10usize {
+        let sid = node.session(json!({})).await;
+        let (fa, fb) = (format!("pa-{i}.txt"), format!("pb-{i}.txt"));
+        let turn = node
+            .message(
+                &sid,
+                &format!("parallel:\nrun: echo a >> {fa}\nrun: echo b >> {fb}"),
+                Some("ask"),
+            )
+            .await;
+        let snap = node
+            .wait_snap(&sid, "two pending gates", |s| {
+                s["pending"].as_array().unwrap().len() == 2
+                    && of_type(&events(s), "approval_request").len() == 2
+            })
+            .await;
+        let cards = snap["pending"].as_array().unwrap().clone();
+        let card_of = |file: &str| {
+            cards
+                .iter()
+                .find(|c| c["args"]["command"].as_str().unwrap().ends_with(file))
+                .cloned()
+                .unwrap()
+        };
+        let (ca, cb) = (card_of(&fa), card_of(&fb));
+        assert_ne!(ca["approval_id"], cb["approval_id"]);
+        // Odd iterations answer one card before the crash and let it run.
+        let answered_first = i % 2 == 1;
+        if answered_first {
+            node.decide(
+                &sid,
+                ca["approval_id"].as_str().unwrap(),
+                json!({"decision": "approve"}),
+            )
+            .await
+            .expect(200);
+            let call = ca["call_id"].as_str().unwrap().to_owned();
+            node.wait_snap(&sid, "the first call's result", |s| {
+                !for_call(&events(s), "tool_result", &call).is_empty()
+            })
+            .await;
+        }
+        let before = node.snapshot(&sid).await;
+        node.kill9().await;
+        node = lab.start().await;
+        let snap = node.snapshot(&sid).await;
+        assert_eq!(snap["events"], before["events"]);
+        let still: Vec<Value> = if answered_first {
+            vec![cb.clone()]
+        } else {
+            vec![ca.clone(), cb.clone()]
+        };
+        let mut pending = snap["pending"].as_array().unwrap().clone();
+        pending.sort_by_key(|c| c["args"]["command"].as_str().unwrap().to_owned());
+        assert_eq!(
+            pending, still,
+            "the pending cards changed across the restart"
+        );
+        assert_eq!(inbox_for(&node, &sid).await.len(), still.len());
+        assert_eq!(snap["session"]["running_turn_id"], json!(turn));
+        for card in &still {
+            node.decide(
+                &sid,
+                card["approval_id"].as_str().unwrap(),
+                json!({"decision": "approve"}),
+            )
+            .await
+            .expect(200);
+        }
+        let done = node.wait_turn(&sid, &turn).await;
+        let evs = events(&done);
+        assert_contiguous(&evs);
+        for card in [&ca, &cb] {
+            let call = card["call_id"].as_str().unwrap();
+            assert_eq!(for_call(&evs, "tool_started", call).len(), 1);
+            let results = for_call(&evs, "tool_result", call);
+            assert_eq!(results.len(), 1);
+            assert_eq!(results[0]["status"], "ok");
+            assert_eq!(
+                resolutions(&evs, card["approval_id"].as_str().unwrap()).len(),
+                1
+            );
+        }
+        assert_eq!(lab.lines(&fa), ["a"]);
+        assert_eq!(lab.lines(&fb), ["b"]);
+        assert_eq!(of_type(&evs, "turn_finished")[0]["status"], "completed");
+        assert_eq!(of_type(&evs, "assistant_message").len(), 1);
+    }
 }

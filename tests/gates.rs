@@ -1710,7 +1710,6 @@ async fn a_plan_card_leaves_plan_mode_only_when_approved() {
 /// product.md "Budget kill-switch": a turn past its tool-call ceiling suspends on a budget card
 /// (no Allow always), in every mode.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "not yet: budget gates are the accountability issue (5)"]
 async fn a_turn_past_its_tool_call_budget_suspends_on_a_budget_card() {
     let srv = Srv::start(Some("[budget]\nmax_tool_calls = 3\n")).await;
     let sid = srv.session().await;

@@ -78,7 +78,7 @@ fn audit_table(entries: &[AuditEntry]) -> Table {
             truncate(&clean(&entry.actor), 24),
             clean(&entry.action),
             subject_label(&entry.subject),
-            truncate(&clean(&detail_text(&entry.detail)), 60),
+            truncate(&clean(&detail_text(&entry.detail)), 80),
         ]);
     }
     table
@@ -94,9 +94,23 @@ fn subject_label(subject: &str) -> String {
     }
 }
 
+/// `key=value …` with nulls left out and long values cut (digests, ids), else compact JSON.
 fn detail_text(detail: &Value) -> String {
     match detail {
         Value::Null => String::new(),
+        Value::String(s) => s.clone(),
+        Value::Object(map) => map
+            .iter()
+            .filter(|(_, v)| !v.is_null())
+            .map(|(k, v)| format!("{k}={}", truncate(&value_text(v), 20)))
+            .collect::<Vec<_>>()
+            .join(" "),
+        other => other.to_string(),
+    }
+}
+
+fn value_text(value: &Value) -> String {
+    match value {
         Value::String(s) => s.clone(),
         other => other.to_string(),
     }

@@ -196,8 +196,8 @@ fn error_answer(status: StatusCode, text: &str) -> CliError {
     {
         Some(parsed) => CliError::Api {
             status: status.as_u16(),
-            code: parsed.error.code,
-            message: parsed.error.message,
+            code: super::table::clean(&parsed.error.code),
+            message: super::table::clean(&parsed.error.message),
             body: body.unwrap_or_default(),
         },
         None => CliError::Protocol {

@@ -98,14 +98,14 @@ pub fn parse_time(at: &str) -> Option<DateTime<Utc>> {
         .map(|t| t.with_timezone(&Utc))
 }
 
-/// "in 29m", "3s ago", "now"; the raw text when it is not a time.
+/// "in 29m", "3s ago", "just now"; the raw text when it is not a time.
 pub fn relative(at: &str, now: DateTime<Utc>) -> String {
     let Some(t) = parse_time(at) else {
         return clean(at);
     };
     let secs = (t - now).num_seconds();
     match secs {
-        0 => "now".to_owned(),
+        0 => "just now".to_owned(),
         s if s > 0 => format!("in {}", span(s)),
         s => format!("{} ago", span(-s)),
     }

@@ -1,0 +1,854 @@
+//! The remote CLI (`countersign approvals|rules|audit …`) run as a process against a real
+//! server started in-process with the demo agent, and against a small fake server for answers
+//! a real one cannot easily be made to give (paging, a broken chain, ambiguous ids, odd errors).
+//!
+//! Run with `cargo test --features ssr --test cli_remote`.
+
+#![cfg(feature = "ssr")]
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::extract::{Query, State};
+use axum::response::IntoResponse;
+use axum::routing::{get, post};
+use countersign::server::{self, settings::ServeArgs};
+use http::StatusCode;
+use serde_json::{Value, json};
+use tokio::io::AsyncWriteExt;
+
+const BIN: &str = env!("CARGO_BIN_EXE_countersign");
+const TOKEN: &str = "t-123456789";
+const SOON: Duration = Duration::from_secs(30);
+const ENV_VARS: [&str; 4] = [
+    "COUNTERSIGN_URL",
+    "COUNTERSIGN_TOKEN",
+    "COUNTERSIGN_DATA_DIR",
+    "XDG_DATA_HOME",
+];
+
+// ---------------------------------------------------------------------------------------------
+// Running the binary
+// ---------------------------------------------------------------------------------------------
+
+#[derive(Debug)]
+struct Out {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Out {
+    #[track_caller]
+    fn ok(&self) -> &str {
+        assert_eq!(self.code, 0, "expected success: {self:#?}");
+        assert!(self.stderr.is_empty(), "stderr on success: {self:#?}");
+        &self.stdout
+    }
+
+    /// Asserts a failure with `code` and a single `error: …` line containing each of `words`.
+    #[track_caller]
+    fn fails(&self, code: i32, words: &[&str]) -> &str {
+        assert_eq!(self.code, code, "exit code: {self:#?}");
+        let err = self.stderr.trim_end();
+        assert!(err.starts_with("error: "), "stderr: {self:#?}");
+        assert_eq!(err.lines().count(), 1, "one line: {self:#?}");
+        for word in words {
+            assert!(err.contains(word), "stderr lacks {word:?}: {self:#?}");
+        }
+        err
+    }
+
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {self:#?}"))
+    }
+}
+
+/// `countersign <args…>` with none of our environment's CLI settings, `env` added, and an
+/// empty home (so no real token file is found).
+async fn run_with(args: &[&str], env: &[(&str, &str)], stdin: Option<&str>) -> Out {
+    let mut cmd = tokio::process::Command::new(BIN);
+    cmd.args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env("HOME", "/nonexistent/countersign-cli-remote")
+        .env("RUST_LOG", "warn")
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    for var in ENV_VARS {
+        cmd.env_remove(var);
+    }
+    cmd.envs(env.iter().copied());
+    let mut child = cmd.spawn().expect("spawn countersign");
+    if let Some(text) = stdin {
+        let mut pipe = child.stdin.take().expect("stdin");
+        pipe.write_all(text.as_bytes()).await.expect("write stdin");
+        drop(pipe);
+    }
+    let output = tokio::time::timeout(SOON, child.wait_with_output())
+        .await
+        .expect("the CLI finished in time")
+        .expect("the CLI ran");
+    Out {
+        code: output.status.code().expect("exited, not killed"),
+        stdout: String::from_utf8(output.stdout).expect("utf-8 stdout"),
+        stderr: String::from_utf8(output.stderr).expect("utf-8 stderr"),
+    }
+}
+
+/// `countersign <args…> --url <url> --token <token>`.
+async fn run_at(url: &str, token: &str, args: &[&str]) -> Out {
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend(["--url", url, "--token", token]);
+    run_with(&all, &[], None).await
+}
+
+fn short(id: &str) -> &str {
+    &id[..8]
+}
+
+/// The output line that mentions `needle`, and its index.
+#[track_caller]
+fn line_with<'a>(text: &'a str, needle: &str) -> (usize, &'a str) {
+    text.lines()
+        .enumerate()
+        .find(|(_, l)| l.contains(needle))
+        .unwrap_or_else(|| panic!("no line with {needle:?} in:\n{text}"))
+}
+
+// ---------------------------------------------------------------------------------------------
+// A real server
+// ---------------------------------------------------------------------------------------------
+
+struct Srv {
+    dir: tempfile::TempDir,
+    server: server::Server,
+    url: String,
+    http: reqwest::Client,
+}
+
+impl Drop for Srv {
+    fn drop(&mut self) {
+        self.server.shutdown.cancel();
+    }
+}
+
+impl Srv {
+    async fn start() -> Srv {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let args = ServeArgs {
+            addr: "127.0.0.1:0".parse().unwrap(),
+            data_dir: Some(dir.path().join("data")),
+            workspace: Some(dir.path().join("ws")),
+            token: Some(TOKEN.into()),
+            config: None,
+        };
+        let server = server::start(args.resolve().expect("settings"), None)
+            .await
+            .expect("server starts");
+        let url = format!("http://{}", server.addr);
+        Srv {
+            dir,
+            server,
+            url,
+            http: reqwest::Client::new(),
+        }
+    }
+
+    fn ws(&self, rel: &str) -> PathBuf {
+        self.dir.path().join("ws").join(rel)
+    }
+
+    async fn cli(&self, args: &[&str]) -> Out {
+        run_at(&self.url, TOKEN, args).await
+    }
+
+    async fn api(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
+        let mut req = self
+            .http
+            .request(method, format!("{}/api/v1{path}", self.url))
+            .bearer_auth(TOKEN);
+        if let Some(body) = body {
+            req = req.json(&body);
+        }
+        let resp = req.send().await.expect("request");
+        let status = resp.status().as_u16();
+        let text = resp.text().await.expect("body");
+        let value = serde_json::from_str(&text).unwrap_or(Value::Null);
+        (status, value)
+    }
+
+    async fn get(&self, path: &str) -> Value {
+        let (status, value) = self.api(reqwest::Method::GET, path, None).await;
+        assert_eq!(status, 200, "GET {path}: {value}");
+        value
+    }
+
+    async fn pending(&self) -> Vec<Value> {
+        self.get("/approvals?status=pending")
+            .await
+            .as_array()
+            .expect("array")
+            .clone()
+    }
+
+    /// A new session whose demo agent is sent `text`; returns the session id and its gate.
+    async fn gate(&self, text: &str) -> (String, Value) {
+        let (status, session) = self
+            .api(reqwest::Method::POST, "/sessions", Some(json!({})))
+            .await;
+        assert_eq!(status, 201, "{session}");
+        let sid = session["id"].as_str().expect("id").to_owned();
+        let path = format!("/sessions/{sid}/messages");
+        let (status, v) = self
+            .api(reqwest::Method::POST, &path, Some(json!({ "text": text })))
+            .await;
+        assert_eq!(status, 202, "{v}");
+        let gate = self.wait_gate(&sid).await;
+        (sid, gate)
+    }
+
+    async fn wait_gate(&self, sid: &str) -> Value {
+        let deadline = Instant::now() + SOON;
+        loop {
+            if let Some(g) = self
+                .pending()
+                .await
+                .into_iter()
+                .find(|g| g["session_id"] == sid)
+            {
+                return g;
+            }
+            assert!(Instant::now() < deadline, "no gate opened in {sid}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Polls the session's log until an event satisfies `pred`; returns it.
+    async fn wait_event(&self, sid: &str, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + SOON;
+        loop {
+            let snap = self.get(&format!("/sessions/{sid}")).await;
+            if let Some(e) = snap["events"]
+                .as_array()
+                .and_then(|es| es.iter().find(|e| pred(e)))
+            {
+                return e.clone();
+            }
+            assert!(Instant::now() < deadline, "no {what} in {sid}: {snap:#}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    async fn wait_file(&self, rel: &str, content: &str) {
+        let deadline = Instant::now() + SOON;
+        let path = self.ws(rel);
+        while std::fs::read_to_string(&path).ok().as_deref() != Some(content) {
+            assert!(
+                Instant::now() < deadline,
+                "{} never held {content:?} (has {:?})",
+                path.display(),
+                std::fs::read_to_string(&path).ok()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+fn id_of(v: &Value, key: &str) -> String {
+    v[key]
+        .as_str()
+        .unwrap_or_else(|| panic!("no {key}: {v}"))
+        .to_owned()
+}
+
+// ---------------------------------------------------------------------------------------------
+// approvals
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_shows_pending_gates_oldest_first_in_columns() {
+    let srv = Srv::start().await;
+    assert_eq!(
+        srv.cli(&["approvals", "list"]).await.ok().trim(),
+        "no pending approvals"
+    );
+    let (sid1, g1) = srv.gate("write a.txt: x").await;
+    let (sid2, g2) = srv.gate("run: echo hi").await;
+    let (a1, a2) = (id_of(&g1, "approval_id"), id_of(&g2, "approval_id"));
+
+    let out = srv.cli(&["approvals", "list"]).await;
+    let text = out.ok();
+    let header = text.lines().next().expect("a header");
+    for column in ["ID", "SESSION", "KIND", "SUMMARY", "EXPIRES"] {
+        assert!(header.contains(column), "header: {header}");
+    }
+    let (i1, row1) = line_with(text, short(&a1));
+    let (i2, row2) = line_with(text, short(&a2));
+    assert!(i1 < i2, "oldest first:\n{text}");
+    assert!(
+        row1.contains(short(&sid1)) && row1.contains("write_file"),
+        "{row1}"
+    );
+    assert!(
+        row2.contains(short(&sid2)) && row2.contains("echo hi"),
+        "{row2}"
+    );
+    for row in [row1, row2] {
+        assert!(row.ends_with("in 29m") || row.ends_with("in 30m"), "{row}");
+        // Aligned: the time left starts under the EXPIRES header.
+        assert_eq!(
+            row.rfind("in "),
+            header.find("EXPIRES"),
+            "\n{header}\n{row}"
+        );
+    }
+
+    let listed = srv.cli(&["approvals", "list", "--json"]).await;
+    listed.ok();
+    let ids: Vec<String> = listed
+        .json()
+        .as_array()
+        .expect("an array")
+        .iter()
+        .map(|g| id_of(g, "approval_id"))
+        .collect();
+    assert_eq!(ids, vec![a1, a2]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approve_by_prefix_runs_the_call_and_a_second_answer_is_refused() {
+    let srv = Srv::start().await;
+    let (_, gate) = srv.gate("write a.txt: x").await;
+    let aid = id_of(&gate, "approval_id");
+
+    let out = srv.cli(&["approvals", "approve", &aid[..12]]).await;
+    let text = out.ok();
+    assert!(
+        text.starts_with(&format!("approved {}", short(&aid))),
+        "{text}"
+    );
+    srv.wait_file("a.txt", "x").await;
+
+    let again = srv.cli(&["approvals", "approve", &aid]).await;
+    again.fails(1, &["already", "approved by a person", short(&aid)]);
+    assert!(again.stdout.is_empty(), "{again:#?}");
+
+    let as_json = srv.cli(&["approvals", "deny", &aid, "--json"]).await;
+    assert_eq!(as_json.code, 1, "{as_json:#?}");
+    let body = as_json.json();
+    assert_eq!(body["error"]["code"], "already_resolved", "{body}");
+    assert_eq!(body["resolution"]["decision"], "approve", "{body}");
+
+    let listed = srv.cli(&["approvals", "list"]).await;
+    assert_eq!(listed.ok().trim(), "no pending approvals");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approve_json_prints_the_servers_answer() {
+    let srv = Srv::start().await;
+    let (_, gate) = srv.gate("write j.txt: json").await;
+    let aid = id_of(&gate, "approval_id");
+    let out = srv.cli(&["approvals", "--json", "approve", &aid]).await;
+    out.ok();
+    let body = out.json();
+    assert_eq!(body["approval_id"], aid.as_str(), "{body}");
+    assert_eq!(body["decision"], "approve", "{body}");
+    srv.wait_file("j.txt", "json").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deny_with_reason_reaches_the_agent_as_the_tool_result() {
+    let srv = Srv::start().await;
+    let (sid, gate) = srv.gate("run: echo hi").await;
+    let aid = id_of(&gate, "approval_id");
+    let call = id_of(&gate, "call_id");
+
+    let out = srv
+        .cli(&["approvals", "deny", &aid, "--reason", "not on a friday"])
+        .await;
+    let text = out.ok();
+    assert!(
+        text.contains("denied") && text.contains("not on a friday"),
+        "{text}"
+    );
+
+    let result = srv
+        .wait_event(&sid, "tool_result", |e| {
+            e["type"] == "tool_result" && e["call_id"] == call.as_str()
+        })
+        .await;
+    assert_eq!(result["status"], "denied", "{result}");
+    let output = result["output"].as_str().expect("output");
+    assert!(output.contains("not on a friday"), "{result}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn edit_replaces_a_tools_arguments_and_a_decisions_proposal() {
+    let srv = Srv::start().await;
+    let (_, gate) = srv.gate("write a.txt: x").await;
+    let aid = id_of(&gate, "approval_id");
+
+    let bad = srv
+        .cli(&["approvals", "edit", &aid, "--edits", "content: y"])
+        .await;
+    bad.fails(2, &["JSON object", "a.txt"]);
+    let outside = srv
+        .cli(&[
+            "approvals",
+            "edit",
+            &aid,
+            "--edits",
+            r#"{"path":"../escape.txt","content":"y"}"#,
+        ])
+        .await;
+    outside.fails(1, &["invalid_edits"]);
+    assert!(
+        srv.pending()
+            .await
+            .iter()
+            .any(|g| g["approval_id"] == aid.as_str()),
+        "a refused edit leaves the gate pending"
+    );
+
+    let edits = r#"{"path":"a.txt","content":"edited"}"#;
+    let out = srv
+        .cli(&["approvals", "edit", &aid, "--edits", edits])
+        .await;
+    assert!(out.ok().contains("approved with edits"), "{out:#?}");
+    srv.wait_file("a.txt", "edited").await;
+
+    // A decision card takes text; `-` reads it from stdin.
+    let (sid, card) = srv.gate("ask prep_plan: Clean data | drop nulls").await;
+    let cid = id_of(&card, "approval_id");
+    assert_eq!(card["kind"], "decision");
+    let mut args: Vec<&str> = vec!["approvals", "edit", &cid, "--edits", "-"];
+    args.extend(["--url", &srv.url, "--token", TOKEN]);
+    let out = run_with(&args, &[], Some("drop nulls, keep outliers\n")).await;
+    out.ok();
+    let resolved = srv
+        .wait_event(&sid, "approval_resolved", |e| {
+            e["type"] == "approval_resolved" && e["approval_id"] == cid.as_str()
+        })
+        .await;
+    assert_eq!(resolved["decision"], "edit", "{resolved}");
+    assert_eq!(resolved["edits"], "drop nulls, keep outliers", "{resolved}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn allow_always_creates_a_rule_with_the_chosen_scope() {
+    let srv = Srv::start().await;
+    let (_, gate) = srv.gate("run: echo hi").await;
+    let aid = id_of(&gate, "approval_id");
+    let out = srv
+        .cli(&["approvals", "allow-always", &aid, "--scope", "workspace"])
+        .await;
+    let text = out.ok();
+    let rules = srv.get("/rules").await;
+    let rule = rules
+        .as_array()
+        .and_then(|rs| rs.iter().find(|r| r["created_by_approval"] == aid.as_str()))
+        .unwrap_or_else(|| panic!("no rule from {aid}: {rules}"));
+    assert_eq!(rule["scope"], "workspace", "{rule}");
+    assert!(text.contains(short(&id_of(rule, "id"))), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_and_too_short_ids_are_refused_and_change_nothing() {
+    let srv = Srv::start().await;
+    let (_, gate) = srv.gate("write a.txt: x").await;
+    let aid = id_of(&gate, "approval_id");
+
+    let unknown = "00000000-0000-4000-8000-000000000000";
+    srv.cli(&["approvals", "approve", unknown])
+        .await
+        .fails(1, &["no approval matches", unknown]);
+    srv.cli(&["approvals", "approve", "0000"])
+        .await
+        .fails(2, &["too short"]);
+    srv.cli(&["approvals", "approve", &aid[..4]])
+        .await
+        .fails(2, &["too short"]);
+    assert_eq!(srv.pending().await.len(), 1, "still pending");
+    assert!(!srv.ws("a.txt").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_turns_gate_is_gone() {
+    let srv = Srv::start().await;
+    let (sid, gate) = srv.gate("write a.txt: x").await;
+    let aid = id_of(&gate, "approval_id");
+    let (status, v) = srv
+        .api(
+            reqwest::Method::POST,
+            &format!("/sessions/{sid}/cancel"),
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{v}");
+    srv.cli(&["approvals", "approve", &aid])
+        .await
+        .fails(1, &["gone", "cancelled"]);
+    assert!(!srv.ws("a.txt").exists());
+}
+
+// ---------------------------------------------------------------------------------------------
+// connection, token, environment
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_token_is_reported_as_such() {
+    let srv = Srv::start().await;
+    for args in [
+        &["approvals", "list"][..],
+        &["rules", "list"],
+        &["audit", "verify"],
+    ] {
+        run_at(&srv.url, "wrong-token-999", args)
+            .await
+            .fails(3, &["token was refused"]);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_server_at_the_url_is_reported_as_such() {
+    let free = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let url = format!("http://{}", free.local_addr().expect("addr"));
+    drop(free);
+    for args in [
+        &["approvals", "list"][..],
+        &[
+            "approvals",
+            "approve",
+            "00000000-0000-4000-8000-000000000000",
+        ],
+        &["rules", "list"],
+        &["audit", "export"],
+    ] {
+        run_at(&url, TOKEN, args)
+            .await
+            .fails(3, &["is the server running at", &url]);
+    }
+    run_at("ftp://example.com", TOKEN, &["rules", "list"])
+        .await
+        .fails(2, &["--url"]);
+}
+
+fn write_token(dir: &Path) {
+    std::fs::create_dir_all(dir).expect("mkdir");
+    std::fs::write(dir.join("token"), format!("{TOKEN}\n")).expect("token file");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn url_and_token_come_from_the_environment_or_the_data_dir() {
+    let srv = Srv::start().await;
+    let url = srv.url.as_str();
+    let list = ["approvals", "list"];
+    let out = run_with(
+        &list,
+        &[("COUNTERSIGN_URL", url), ("COUNTERSIGN_TOKEN", TOKEN)],
+        None,
+    )
+    .await;
+    assert_eq!(out.ok().trim(), "no pending approvals");
+
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let data = tmp.path().join("data");
+    write_token(&data);
+    let data_str = data.to_str().expect("utf-8 path");
+    let out = run_with(
+        &list,
+        &[("COUNTERSIGN_URL", url), ("COUNTERSIGN_DATA_DIR", data_str)],
+        None,
+    )
+    .await;
+    out.ok();
+
+    let xdg = tmp.path().join("xdg");
+    write_token(&xdg.join("countersign"));
+    let xdg_str = xdg.to_str().expect("utf-8 path");
+    let out = run_with(
+        &list,
+        &[("COUNTERSIGN_URL", url), ("XDG_DATA_HOME", xdg_str)],
+        None,
+    )
+    .await;
+    out.ok();
+
+    let out = run_with(&list, &[("COUNTERSIGN_URL", url)], None).await;
+    out.fails(2, &["no access token", "--token"]);
+    // The flag wins over the environment.
+    let out = run_with(
+        &["approvals", "list", "--token", "wrong-token-999"],
+        &[("COUNTERSIGN_URL", url), ("COUNTERSIGN_TOKEN", TOKEN)],
+        None,
+    )
+    .await;
+    out.fails(3, &["token"]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// rules
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rules_list_and_revoke_after_allow_always() {
+    let srv = Srv::start().await;
+    assert_eq!(
+        srv.cli(&["rules", "list"]).await.ok().trim(),
+        "no standing rules"
+    );
+    let (sid, gate) = srv.gate("run: echo hi").await;
+    let aid = id_of(&gate, "approval_id");
+    let path = format!("/sessions/{sid}/approvals/{aid}");
+    let (status, answer) = srv
+        .api(
+            reqwest::Method::POST,
+            &path,
+            Some(json!({"decision": "allow_always"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{answer}");
+    let rule_id = id_of(&answer, "rule_id");
+    let rule = srv.get("/rules").await[0].clone();
+    let pattern = rule["pattern"].as_str().expect("pattern");
+
+    let out = srv.cli(&["rules", "list"]).await;
+    let (_, row) = line_with(out.ok(), short(&rule_id));
+    assert!(row.contains("shell") && row.contains(pattern), "{row}");
+    assert!(row.contains(&format!("session {}", short(&sid))), "{row}");
+
+    let listed = srv.cli(&["rules", "list", "--json"]).await;
+    listed.ok();
+    assert_eq!(listed.json()[0]["id"], rule_id.as_str());
+
+    let out = srv.cli(&["rules", "revoke", &rule_id[..10]]).await;
+    assert!(
+        out.ok()
+            .starts_with(&format!("revoked rule {}", short(&rule_id)))
+    );
+    assert_eq!(srv.get("/rules").await, json!([]));
+
+    srv.cli(&["rules", "revoke", &rule_id])
+        .await
+        .fails(1, &["no standing rule"]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// audit
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn audit_export_and_verify_the_real_log() {
+    let srv = Srv::start().await;
+    let (_, gate) = srv.gate("write a.txt: x").await;
+    let aid = id_of(&gate, "approval_id");
+    srv.cli(&["approvals", "approve", &aid]).await.ok();
+    srv.wait_file("a.txt", "x").await;
+
+    let lines = srv.cli(&["audit", "export", "--jsonl"]).await;
+    let entries: Vec<Value> = lines
+        .ok()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert!(entries.len() >= 2, "{entries:?}");
+    for (i, entry) in entries.iter().enumerate() {
+        assert_eq!(entry["n"], json!(i + 1), "{entry}");
+    }
+    let actions: Vec<&str> = entries
+        .iter()
+        .filter_map(|e| e["action"].as_str())
+        .collect();
+    assert!(actions.contains(&"gate_opened") && actions.contains(&"gate_resolved"));
+
+    let array = srv.cli(&["audit", "export", "--json"]).await;
+    array.ok();
+    assert_eq!(array.json(), Value::Array(entries.clone()));
+
+    let table = srv.cli(&["audit", "export"]).await;
+    let text = table.ok();
+    assert!(
+        text.lines().next().is_some_and(|h| h.contains("ACTION")),
+        "{text}"
+    );
+    let (_, row) = line_with(text, "gate_resolved");
+    assert!(
+        row.contains(short(&aid)) && row.contains("decision=approve"),
+        "{row}"
+    );
+
+    let n = entries.len();
+    let verify = srv.cli(&["audit", "verify"]).await;
+    let text = verify.ok();
+    assert!(
+        text.contains("intact") && text.contains(&format!("{n} entries")),
+        "{text}"
+    );
+
+    // Alter entry 2 behind the server's back: the chain breaks there.
+    let db = srv.dir.path().join("data/countersign.db");
+    let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", db.display()))
+        .await
+        .expect("open the database");
+    sqlx::query("UPDATE audit SET actor = 'user:mallory' WHERE n = 2")
+        .execute(&pool)
+        .await
+        .expect("tamper");
+    pool.close().await;
+    srv.cli(&["audit", "verify"])
+        .await
+        .fails(1, &["entry 2 is the first bad one"]);
+    let as_json = srv.cli(&["audit", "verify", "--json"]).await;
+    assert_eq!(as_json.code, 1, "{as_json:#?}");
+    assert_eq!(as_json.json()["first_bad"], 2);
+    assert_eq!(as_json.json()["ok"], false);
+}
+
+// ---------------------------------------------------------------------------------------------
+// A fake server
+// ---------------------------------------------------------------------------------------------
+
+/// Serves `router` on a loopback port; returns its base URL.
+async fn fake(router: Router) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("addr"));
+    tokio::spawn(async move { axum::serve(listener, router).await });
+    url
+}
+
+fn entry(n: u64) -> Value {
+    json!({"n": n, "at": "2026-01-01T00:00:00Z", "actor": "agent", "action": "gate_opened",
+           "subject": format!("subject-{n}"), "detail": {}, "prev_hash": "p", "hash": "h"})
+}
+
+type Seen = Arc<Mutex<Vec<String>>>;
+
+async fn audit_page(
+    State(seen): State<Seen>,
+    Query(q): Query<HashMap<String, String>>,
+) -> impl IntoResponse {
+    let after: u64 = q.get("after").and_then(|a| a.parse().ok()).unwrap_or(0);
+    seen.lock().unwrap().push(after.to_string());
+    let page: Vec<Value> = (after + 1..=5).take(2).map(entry).collect();
+    axum::Json(Value::Array(page))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn export_pages_until_an_empty_page() {
+    let seen: Seen = Arc::default();
+    let url = fake(
+        Router::new()
+            .route("/api/v1/audit", get(audit_page))
+            .with_state(seen.clone()),
+    )
+    .await;
+    let out = run_at(&url, TOKEN, &["audit", "export", "--jsonl"]).await;
+    let ns: Vec<u64> = out
+        .ok()
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).expect("json")["n"]
+                .as_u64()
+                .expect("n")
+        })
+        .collect();
+    assert_eq!(ns, vec![1, 2, 3, 4, 5]);
+    assert_eq!(*seen.lock().unwrap(), vec!["0", "2", "4", "5"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn verify_names_the_first_bad_entry() {
+    let url = fake(Router::new().route(
+        "/api/v1/audit/verify",
+        get(|| async { axum::Json(json!({"ok": false, "entries": 7, "first_bad": 4})) }),
+    ))
+    .await;
+    run_at(&url, TOKEN, &["audit", "verify"])
+        .await
+        .fails(1, &["entry 4 is the first bad one", "7 entries"]);
+}
+
+fn fake_gate(id: &str) -> Value {
+    json!({
+        "approval_id": id, "session_id": "5e55e55e-0000-4000-8000-000000000000",
+        "turn_id": "t", "call_id": "c", "kind": "tool", "tool": "shell", "class": "exec",
+        "args": {"command": "ls"}, "title": "Run a command", "summary": "shell: ls",
+        "proposal_md": "", "proposal_html": "", "reason": "mode", "reason_detail": "",
+        "allowed_decisions": ["approve", "deny"], "digest": "d",
+        "created_at": "2026-01-01T00:00:00Z", "expires_at": "2026-01-01T00:30:00Z",
+        "timeout_outcome": "deny"
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ambiguous_prefix_decides_nothing() {
+    let posts: Seen = Arc::default();
+    let router = Router::new()
+        .route(
+            "/api/v1/approvals",
+            get(|| async {
+                axum::Json(json!([
+                    fake_gate("abcdef12-0000-4000-8000-000000000000"),
+                    fake_gate("abcdef12-1111-4000-8000-000000000000"),
+                ]))
+            }),
+        )
+        .route(
+            "/api/v1/sessions/{sid}/approvals/{aid}",
+            post(|State(posts): State<Seen>| async move {
+                posts.lock().unwrap().push("post".into());
+                axum::Json(json!({}))
+            }),
+        )
+        .with_state(posts.clone());
+    let url = fake(router).await;
+    run_at(&url, TOKEN, &["approvals", "approve", "abcdef12"])
+        .await
+        .fails(1, &["matches 2 approvals", "abcdef12-1111"]);
+    assert!(posts.lock().unwrap().is_empty(), "nothing was decided");
+    // A longer prefix is unique.
+    run_at(&url, TOKEN, &["approvals", "approve", "abcdef12-1"])
+        .await
+        .ok();
+    assert_eq!(posts.lock().unwrap().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_errors_are_one_line_with_their_code() {
+    let router = Router::new()
+        .route(
+            "/api/v1/rules",
+            get(|| async {
+                let body = json!({"error": {"code": "storage_unavailable",
+                                            "message": "the database could not be written"}});
+                (StatusCode::SERVICE_UNAVAILABLE, axum::Json(body))
+            }),
+        )
+        .route(
+            "/api/v1/audit/verify",
+            get(|| async { (StatusCode::BAD_GATEWAY, "<html>proxy error</html>") }),
+        );
+    let url = fake(router).await;
+    run_at(&url, TOKEN, &["rules", "list"]).await.fails(
+        1,
+        &["storage_unavailable: the database could not be written"],
+    );
+    let as_json = run_at(&url, TOKEN, &["rules", "list", "--json"]).await;
+    assert_eq!(as_json.json()["error"]["code"], "storage_unavailable");
+    run_at(&url, TOKEN, &["audit", "verify"])
+        .await
+        .fails(3, &["unexpected answer", "502"]);
+}
