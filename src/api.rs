@@ -109,6 +109,7 @@ pub async fn decide(
         (input.rule_scope.is_some() || input.rule_pattern.is_some()).then_some(RuleRequest {
             scope: input.rule_scope,
             pattern: input.rule_pattern,
+            expires_in_secs: None,
         });
     let request = DecisionRequest {
         decision: Some(input.decision),

@@ -339,6 +339,10 @@ pub struct ApprovalRequestBody {
 pub struct RuleSuggestion {
     pub tool: String,
     pub pattern: String,
+    /// How many calls this pattern covers that were approved by hand in this session: from
+    /// three on, the card recommends the rule.
+    #[serde(default)]
+    pub approved_before: u32,
 }
 
 /// An ApprovalRequest as listed outside the event stream (snapshot, inbox).
@@ -386,6 +390,9 @@ pub struct Rule {
     pub uses: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_used_at: Option<String>,
+    /// When the rule stops applying, if it was given an expiry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<String>,
 }
 
 /// A decision as the UI sends it (the same fields as the REST body, flattened for a form).

@@ -229,7 +229,16 @@ fn read_edits(edits: String) -> Result<String, CliError> {
     Ok(text.trim_end_matches(['\n', '\r']).to_owned())
 }
 
+/// Decisions sent from here say so: the audit log records them as `user:cli`.
+const CLIENT_ID: &str = "cli";
+
 fn decision_body(answer: &Answer, gate: &GateRef) -> Result<Value, CliError> {
+    let mut body = answer_body(answer, gate)?;
+    body["client_id"] = json!(CLIENT_ID);
+    Ok(body)
+}
+
+fn answer_body(answer: &Answer, gate: &GateRef) -> Result<Value, CliError> {
     Ok(match answer {
         Answer::Approve => json!({"decision": "approve"}),
         Answer::Deny(None) => json!({"decision": "deny"}),

@@ -37,6 +37,8 @@ pub struct DecisionRequest {
 pub struct RuleRequest {
     pub scope: Option<String>,
     pub pattern: Option<String>,
+    /// The rule stops applying this many seconds after it is created (default: never).
+    pub expires_in_secs: Option<u64>,
 }
 
 const MAX_REASON_CHARS: usize = 2000;
@@ -123,6 +125,18 @@ impl Core {
             .unwrap_or(&suggested.pattern)
             .to_owned();
         rules::validate_pattern(&request.body.tool, &pattern).map_err(ApiError::InvalidDecision)?;
+        let expires_at = match wanted.and_then(|r| r.expires_in_secs) {
+            None => None,
+            Some(0) => {
+                return Err(ApiError::InvalidDecision(
+                    "expires_in_secs must be at least 1".into(),
+                ));
+            }
+            Some(secs) => Some(
+                (chrono::Utc::now() + chrono::Duration::seconds(secs.min(10 * 365 * 86_400) as i64))
+                    .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            ),
+        };
         Ok(Rule {
             id: uuid::Uuid::new_v4().to_string(),
             tool: request.body.tool.clone(),
@@ -133,6 +147,7 @@ impl Core {
             created_by_approval: Some(request.body.approval_id.clone()),
             uses: 0,
             last_used_at: None,
+            expires_at,
         })
     }
 

@@ -353,7 +353,10 @@ impl Turn {
                         let default = self.core.pre_plan_mode(&self.session_id).await;
                         request::plan_gate(common, call, &plan, default)
                     }
-                    _ => request::tool_gate(common, call, class, &self.core.workspace),
+                    _ => {
+                        let approved = self.approved_before(call).await?;
+                        request::tool_gate(common, call, class, &self.core.workspace, approved)
+                    }
                 };
                 let gate = ApprovalRequest {
                     turn_id: self.turn_id.clone(),
@@ -404,6 +407,44 @@ impl Turn {
         }])
         .await?;
         Ok((output.status, output.output))
+    }
+
+    /// How many calls the suggested rule for `call` would cover were approved by hand in this
+    /// session (the card recommends the rule from three on).
+    async fn approved_before(&self, call: &ToolCallRequest) -> Result<u32, TurnEnd> {
+        let Some(pattern) = crate::server::gate::rules::default_pattern(&call.name, &call.args)
+        else {
+            return Ok(0);
+        };
+        let events = self.core.log.all_events(&self.session_id).await?;
+        let approved: std::collections::HashSet<&str> = events
+            .iter()
+            .filter_map(|e| match &e.body {
+                EventBody::ApprovalResolved(r)
+                    if r.answered_by == crate::protocol::AnsweredBy::User
+                        && matches!(
+                            r.decision,
+                            crate::protocol::Decision::Approve | crate::protocol::Decision::Edit
+                        ) =>
+                {
+                    Some(r.approval_id.as_str())
+                }
+                _ => None,
+            })
+            .collect();
+        let count = events
+            .iter()
+            .filter(|e| match &e.body {
+                EventBody::ApprovalRequest(g) => {
+                    approved.contains(g.approval_id.as_str())
+                        && g.suggested_rule
+                            .as_ref()
+                            .is_some_and(|s| s.tool == call.name && s.pattern == pattern)
+                }
+                _ => false,
+            })
+            .count();
+        Ok(count.min(u32::MAX as usize) as u32)
     }
 
     pub(super) fn tool_context(&self) -> ToolContext {

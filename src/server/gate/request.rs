@@ -220,11 +220,13 @@ fn times(common: &Common) -> (String, String) {
 }
 
 /// The card for a gated tool call.
+/// `approved_before`: how many matching calls were approved by hand in this session.
 pub fn tool_gate(
     common: Common,
     call: &ToolCallRequest,
     class: ToolClass,
     workspace: &Path,
+    approved_before: u32,
 ) -> ApprovalRequestBody {
     let floor = common.reason == GateReason::SafetyFloor;
     let mut allowed = vec![Decision::Approve, Decision::Edit, Decision::Deny];
@@ -234,6 +236,7 @@ pub fn tool_gate(
         rules::default_pattern(&call.name, &call.args).map(|pattern| RuleSuggestion {
             tool: call.name.clone(),
             pattern,
+            approved_before,
         })
     };
     if suggested_rule.is_some() {

@@ -89,6 +89,7 @@ mod tests {
             created_by_approval: None,
             uses: 0,
             last_used_at: None,
+            expires_at: None,
         }
     }
 

@@ -178,8 +178,8 @@ async fn apply_gate_change(
             }
             if let Some(rule) = new_rule {
                 sqlx::query(
-                    "INSERT INTO rules (id, tool, pattern, scope, session_id, created_at, created_by_approval, uses)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 0)",
+                    "INSERT INTO rules (id, tool, pattern, scope, session_id, created_at, created_by_approval, uses, expires_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 0, ?8)",
                 )
                 .bind(&rule.id)
                 .bind(&rule.tool)
@@ -191,6 +191,7 @@ async fn apply_gate_change(
                 .bind(&rule.session_id)
                 .bind(&rule.created_at)
                 .bind(&rule.created_by_approval)
+                .bind(&rule.expires_at)
                 .execute(&mut **tx)
                 .await?;
             }
@@ -378,9 +379,11 @@ impl Store for SqliteStore {
 
     async fn list_rules(&self) -> Result<Vec<Rule>, StoreError> {
         let rows = sqlx::query(
-            "SELECT id, tool, pattern, scope, session_id, created_at, created_by_approval, uses, last_used_at
-             FROM rules WHERE revoked_at IS NULL ORDER BY created_at, rowid",
+            "SELECT id, tool, pattern, scope, session_id, created_at, created_by_approval, uses, last_used_at, expires_at
+             FROM rules WHERE revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?1)
+             ORDER BY created_at, rowid",
         )
+        .bind(now_rfc3339())
         .fetch_all(&self.readers)
         .await?;
         rows.iter()
@@ -400,6 +403,7 @@ impl Store for SqliteStore {
                     created_by_approval: row.try_get("created_by_approval")?,
                     uses: row.try_get::<i64, _>("uses")?.max(0) as u64,
                     last_used_at: row.try_get("last_used_at")?,
+                    expires_at: row.try_get("expires_at")?,
                 })
             })
             .collect::<Result<_, sqlx::Error>>()

@@ -338,6 +338,21 @@ fn PendingCard(request: ApprovalRequestBody, now_ms: RwSignal<f64>) -> impl Into
         Box::new(move || panel.set(Panel::Always)),
     );
 
+    // After three hand approvals of the same kind of call, recommend the standing rule.
+    let rule_hint = request
+        .suggested_rule
+        .as_ref()
+        .filter(|r| r.approved_before >= 3 && allows(Decision::AllowAlways))
+        .map(|r| {
+            view! {
+                <p class="rule-hint" data-testid="rule-hint">
+                    {format!(
+                        "You approved {} · {} {} times in this session — Always allow it?",
+                        r.tool, r.pattern, r.approved_before
+                    )}
+                </p>
+            }
+        });
     let edit_request = request.clone();
     let always_request = request.clone();
     view! {
@@ -375,6 +390,7 @@ fn PendingCard(request: ApprovalRequestBody, now_ms: RwSignal<f64>) -> impl Into
                     </select>
                 </label>
             })}
+            {rule_hint}
             <div class="card-actions">
                 {approve_button}
                 {edit_button}
