@@ -133,8 +133,9 @@ impl Core {
                 ));
             }
             Some(secs) => Some(
-                (chrono::Utc::now() + chrono::Duration::seconds(secs.min(10 * 365 * 86_400) as i64))
-                    .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+                (chrono::Utc::now()
+                    + chrono::Duration::seconds(secs.min(10 * 365 * 86_400) as i64))
+                .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
             ),
         };
         Ok(Rule {

@@ -342,7 +342,9 @@ fn PendingCard(request: ApprovalRequestBody, now_ms: RwSignal<f64>) -> impl Into
     let rule_hint = request
         .suggested_rule
         .as_ref()
-        .filter(|r| r.approved_before >= 3 && allows(Decision::AllowAlways))
+        .filter(|r| {
+            r.approved_before >= 3 && request.allowed_decisions.contains(&Decision::AllowAlways)
+        })
         .map(|r| {
             view! {
                 <p class="rule-hint" data-testid="rule-hint">
