@@ -41,6 +41,29 @@ pub struct Core {
     pub session_locks: KeyedLocks,
 }
 
+/// The gates a list of events leaves open, oldest first.
+pub fn pending_in(events: &[crate::protocol::Event]) -> Vec<crate::protocol::ApprovalRequest> {
+    let resolved: std::collections::HashSet<&str> = events
+        .iter()
+        .filter_map(|e| match &e.body {
+            EventBody::ApprovalResolved(r) => Some(r.approval_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    events
+        .iter()
+        .filter_map(|e| match &e.body {
+            EventBody::ApprovalRequest(g) if !resolved.contains(g.approval_id.as_str()) => {
+                Some(crate::protocol::ApprovalRequest {
+                    turn_id: e.turn_id.clone().unwrap_or_default(),
+                    body: (**g).clone(),
+                })
+            }
+            _ => None,
+        })
+        .collect()
+}
+
 /// A stored mode that does not parse falls back to `ask`: fail closed.
 pub fn stored_mode(row: &SessionRow) -> Mode {
     Mode::parse(&row.approval_mode).unwrap_or(Mode::Ask)
@@ -128,7 +151,8 @@ impl Core {
         let row = self.session_row(session_id).await?;
         let events = self.log.all_events(&row.id).await?;
         let cursor = events.last().and_then(|e| e.seq).unwrap_or(0);
-        let pending = self.log.store().pending_gates(Some(&row.id)).await?;
+        // Pending cards come from the same read as the events, so they always agree.
+        let pending = pending_in(&events);
         Ok(Snapshot {
             session: self.session_view(&row, pending.len() as u64),
             events,

@@ -5,7 +5,7 @@
 //! on; a gate still pending is re-joined with its original deadline (an expired one resolves
 //! `timeout` at once); a call whose run verdict was committed but that never started runs now
 //! (nothing of it happened: `tool_started` is committed before a tool runs); a call that had
-//! started was reported `interrupted` by recovery before the turn resumed, and is never re-run.
+//! started — gated or not — is reported `interrupted` and never re-run.
 
 use std::collections::{HashMap, HashSet};
 
@@ -130,6 +130,17 @@ impl Turn {
 
     async fn finish_open_call(&self, open: OpenCall) -> Result<(), TurnEnd> {
         let call = &open.call;
+        // Started means it may have done its work: whatever its gate said, never run it again.
+        if open.started {
+            self.finish_without_running(
+                call,
+                Vec::new(),
+                ToolStatus::Interrupted,
+                INTERRUPTED_OUTPUT.to_owned(),
+            )
+            .await?;
+            return Ok(());
+        }
         match (open.gate, open.resolution) {
             (Some(body), resolution) => {
                 let gate = ApprovalRequest {
@@ -141,15 +152,6 @@ impl Turn {
                     None => self.rejoin_gate(&gate).await?,
                 };
                 self.after_gate(call, &gate, resolution).await?;
-            }
-            (None, _) if open.started => {
-                self.finish_without_running(
-                    call,
-                    Vec::new(),
-                    ToolStatus::Interrupted,
-                    INTERRUPTED_OUTPUT.to_owned(),
-                )
-                .await?;
             }
             (None, _) if open.verdict == Verdict::Run => {
                 self.execute(call, &call.args).await?;
