@@ -670,7 +670,15 @@ async fn audit_export_and_verify_the_real_log() {
         .iter()
         .filter_map(|e| e["action"].as_str())
         .collect();
-    assert!(actions.contains(&"gate_opened") && actions.contains(&"gate_resolved"));
+    assert!(actions.contains(&"gate_opened"), "{actions:?}");
+    let resolved = entries
+        .iter()
+        .find(|e| e["action"] == "gate_resolved" && e["subject"] == aid.as_str())
+        .unwrap_or_else(|| panic!("no gate_resolved for {aid}: {entries:?}"));
+    assert_eq!(
+        resolved["actor"], "user:cli",
+        "the CLI names itself: {resolved}"
+    );
 
     let array = srv.cli(&["audit", "export", "--json"]).await;
     array.ok();

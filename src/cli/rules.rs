@@ -42,6 +42,7 @@ fn rules_table(rules: &[Rule], now: DateTime<Utc>) -> Table {
         "USES",
         "CREATED",
         "LAST USED",
+        "EXPIRES",
     ]);
     for rule in rules {
         table.row(vec![
@@ -51,12 +52,15 @@ fn rules_table(rules: &[Rule], now: DateTime<Utc>) -> Table {
             scope_label(rule),
             rule.uses.to_string(),
             table::relative(&rule.created_at, now),
-            rule.last_used_at
-                .as_deref()
-                .map_or_else(|| "never".to_owned(), |t| table::relative(t, now)),
+            when_or_never(rule.last_used_at.as_deref(), now),
+            when_or_never(rule.expires_at.as_deref(), now),
         ]);
     }
     table
+}
+
+fn when_or_never(at: Option<&str>, now: DateTime<Utc>) -> String {
+    at.map_or_else(|| "never".to_owned(), |t| table::relative(t, now))
 }
 
 fn scope_label(rule: &Rule) -> String {

@@ -147,14 +147,21 @@ impl ApiError {
 }
 
 fn describe(resolution: &Resolution) -> String {
-    format!(
-        "{} by {}",
-        resolution.decision.as_str(),
-        serde_json::to_value(resolution.answered_by)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned))
-            .unwrap_or_default()
-    )
+    use crate::protocol::{AnsweredBy, Decision};
+    let what = match resolution.decision {
+        Decision::Approve => "approved",
+        Decision::Edit => "approved with edits",
+        Decision::AllowAlways => "always allowed",
+        Decision::Deny => "denied",
+        Decision::Timeout => "timed out",
+        Decision::Cancelled => "cancelled",
+    };
+    let by = match resolution.answered_by {
+        AnsweredBy::User => " by a person",
+        AnsweredBy::Rule => " by a standing rule",
+        AnsweredBy::Timeout | AnsweredBy::System => "",
+    };
+    format!("{what}{by} at {}", resolution.resolved_at)
 }
 
 impl From<StoreError> for ApiError {
