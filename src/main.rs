@@ -88,9 +88,7 @@ async fn serve(args: ServeArgs) -> ExitCode {
     println!("listening on http://{addr}");
     println!("workspace: {}", workspace.display());
     println!("data dir: {}", data_dir.display());
-    if let Some(path) = config_path {
-        println!("config: {}", path.display());
-    }
+    println!("config: {}", config_path.display());
     println!("login: http://{login_host}/login?token={token}");
     let mut task = running.task;
     tokio::select! {

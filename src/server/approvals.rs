@@ -76,6 +76,15 @@ impl Core {
                     "a decision's edit is the revised proposal, as text".into(),
                 )),
             },
+            GateKind::Tool if request.body.tool == super::agent::CONFIG_TOOL => {
+                let (key, value) =
+                    super::agent::parse_config_set(edits).map_err(ApiError::InvalidEdits)?;
+                match self.check_config_change(&key, &value) {
+                    Ok(()) => Ok(edits.clone()),
+                    Err(ApiError::ProtectedKey(why)) => Err(ApiError::NotAllowed(why)),
+                    Err(other) => Err(ApiError::InvalidEdits(other.to_string())),
+                }
+            }
             GateKind::Tool => {
                 if !edits.is_object() {
                     return Err(ApiError::InvalidEdits(
@@ -87,7 +96,7 @@ impl Core {
                 // An edit may not turn an ordinary card into a floor action the person was
                 // never shown as one: the floor gets its own card.
                 if request.body.reason != crate::protocol::GateReason::SafetyFloor
-                    && let Some(floor) = self.floor.check(&request.body.tool, edits)
+                    && let Some(floor) = self.config().floor.check(&request.body.tool, edits)
                 {
                     return Err(ApiError::NotAllowed(format!(
                         "the edited call {floor}, which is on the safety floor; deny this card and ask the agent instead"

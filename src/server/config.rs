@@ -5,11 +5,11 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::protocol::Mode;
 
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
     pub provider: ProviderConfig,
@@ -20,7 +20,7 @@ pub struct Config {
     pub tools: ToolsConfig,
 }
 
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum ProviderKind {
     #[default]
@@ -28,7 +28,7 @@ pub enum ProviderKind {
     Openai,
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct ProviderConfig {
     pub kind: ProviderKind,
@@ -51,7 +51,7 @@ impl Default for ProviderConfig {
     }
 }
 
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Default)]
 #[serde(rename_all = "snake_case")]
 pub enum DecisionTimeout {
     #[default]
@@ -59,7 +59,7 @@ pub enum DecisionTimeout {
     Deny,
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct ApprovalsConfig {
     pub timeout_secs: u64,
@@ -77,7 +77,7 @@ impl Default for ApprovalsConfig {
     }
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct SafetyConfig {
     pub paths: Vec<String>,
@@ -111,7 +111,7 @@ impl Default for SafetyConfig {
     }
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct BudgetConfig {
     pub max_tool_calls: u64,
@@ -129,14 +129,14 @@ impl Default for BudgetConfig {
     }
 }
 
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct StorageConfig {
     /// Empty: a SQLite file in the data directory.
     pub database_url: String,
 }
 
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct ToolsConfig {
     pub shell_timeout_secs: u64,
@@ -169,6 +169,19 @@ pub enum ConfigError {
         pattern: String,
         message: String,
     },
+    #[error("unknown config key `{key}` (see `countersign config show` for every key)")]
+    UnknownKey { key: String },
+    #[error("`{key}` expects {expected}, not {got}")]
+    WrongType {
+        key: String,
+        expected: &'static str,
+        got: &'static str,
+    },
+    #[error("cannot write config file {path}: {source}")]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("invalid config file {path}: `{key}` {problem}")]
     Invalid {
         path: PathBuf,
@@ -178,6 +191,36 @@ pub enum ConfigError {
 }
 
 impl Config {
+    /// Reads the file's table (empty when the file does not exist yet).
+    pub fn read_table(path: &Path) -> Result<toml::Table, ConfigError> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => toml::from_str(&text).map_err(|e| ConfigError::Parse {
+                path: path.to_owned(),
+                message: e.to_string().trim().replace('\n', " "),
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(toml::Table::new()),
+            Err(source) => Err(ConfigError::Read {
+                path: path.to_owned(),
+                source,
+            }),
+        }
+    }
+
+    /// Writes the table atomically (temp file + rename), so a reader never sees half a file.
+    pub fn write_table(path: &Path, table: &toml::Table) -> Result<(), ConfigError> {
+        let write_err = |source| ConfigError::Write {
+            path: path.to_owned(),
+            source,
+        };
+        let text = toml::to_string_pretty(table).map_err(|e| ConfigError::Parse {
+            path: path.to_owned(),
+            message: e.to_string(),
+        })?;
+        let tmp = path.with_extension("toml.tmp");
+        std::fs::write(&tmp, text).map_err(write_err)?;
+        std::fs::rename(&tmp, path).map_err(write_err)
+    }
+
     /// Reads and validates a config file.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
@@ -300,5 +343,179 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("default_mode") || e.contains("sometimes"), "{e}");
+    }
+}
+
+/// Dotted keys (`approvals.timeout_secs`) over the TOML form of the config: listing, reading,
+/// writing one, and which ones the web and the agent may not change.
+pub mod keys {
+    use super::{Config, ConfigError};
+    use std::path::Path;
+
+    /// Why the web UI, the API and the agent may not change a key (the file and the local CLI
+    /// still can). `None`: the key may be changed.
+    pub fn protected(key: &str) -> Option<&'static str> {
+        let section = key.split('.').next().unwrap_or("");
+        match (section, key) {
+            ("approvals", _) => Some("approval settings decide what needs your countersignature"),
+            ("safety", _) => Some("the safety floor can only be changed in the config file"),
+            ("budget", _) => Some("the budget kill-switch can only be changed in the config file"),
+            ("storage", _) => {
+                Some("storage can only be changed in the config file (restart needed)")
+            }
+            (_, "provider.api_key_env") => {
+                Some("provider secrets can only be changed in the config file")
+            }
+            (_, "provider.base_url") => {
+                Some("where the model is called can only be changed in the config file")
+            }
+            _ => None,
+        }
+    }
+
+    /// Keys that take effect only after a restart.
+    pub fn needs_restart(key: &str) -> bool {
+        key.starts_with("storage.")
+    }
+
+    fn flatten(prefix: &str, value: &toml::Value, out: &mut Vec<(String, toml::Value)>) {
+        match value {
+            toml::Value::Table(table) => {
+                for (k, v) in table {
+                    let key = if prefix.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{prefix}.{k}")
+                    };
+                    flatten(&key, v, out);
+                }
+            }
+            other => out.push((prefix.to_owned(), other.clone())),
+        }
+    }
+
+    /// Every key of `config` with its value, in file order.
+    pub fn entries(config: &Config) -> Vec<(String, toml::Value)> {
+        let mut out = Vec::new();
+        if let Ok(value) = toml::Value::try_from(config) {
+            flatten("", &value, &mut out);
+        }
+        out
+    }
+
+    /// The keys a file sets explicitly.
+    pub fn set_in(table: &toml::Table) -> Vec<String> {
+        let mut out = Vec::new();
+        flatten("", &toml::Value::Table(table.clone()), &mut out);
+        out.into_iter().map(|(k, _)| k).collect()
+    }
+
+    pub fn get(config: &Config, key: &str) -> Option<toml::Value> {
+        entries(config)
+            .into_iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v)
+    }
+
+    /// A value typed on a command line: TOML if it parses (`30`, `true`, `["a"]`, `"x"`), else
+    /// the text itself as a string.
+    pub fn parse_value(raw: &str) -> toml::Value {
+        toml::from_str::<toml::Table>(&format!("v = {raw}"))
+            .ok()
+            .and_then(|mut t| t.remove("v"))
+            .unwrap_or_else(|| toml::Value::String(raw.to_owned()))
+    }
+
+    /// A JSON value from the API as TOML (null is not a TOML value).
+    pub fn from_json(value: &serde_json::Value) -> Option<toml::Value> {
+        match value {
+            serde_json::Value::Null => None,
+            serde_json::Value::Bool(b) => Some(toml::Value::Boolean(*b)),
+            serde_json::Value::Number(n) => n
+                .as_i64()
+                .map(toml::Value::Integer)
+                .or_else(|| n.as_f64().map(toml::Value::Float)),
+            serde_json::Value::String(s) => Some(toml::Value::String(s.clone())),
+            serde_json::Value::Array(items) => items
+                .iter()
+                .map(from_json)
+                .collect::<Option<Vec<_>>>()
+                .map(toml::Value::Array),
+            serde_json::Value::Object(map) => map
+                .iter()
+                .map(|(k, v)| from_json(v).map(|v| (k.clone(), v)))
+                .collect::<Option<toml::Table>>()
+                .map(toml::Value::Table),
+        }
+    }
+
+    /// The file's table with `key` set to `value`, checked against the schema. The error
+    /// names the key and what it expects.
+    pub fn with_key(
+        table: &toml::Table,
+        key: &str,
+        value: toml::Value,
+        path: &Path,
+    ) -> Result<(toml::Table, Config), ConfigError> {
+        let defaults = Config::default();
+        let Some(current) = get(&defaults, key) else {
+            return Err(ConfigError::UnknownKey {
+                key: key.to_owned(),
+            });
+        };
+        if std::mem::discriminant(&current) != std::mem::discriminant(&value)
+            && !matches!(
+                (&current, &value),
+                (toml::Value::Float(_), toml::Value::Integer(_))
+            )
+        {
+            return Err(ConfigError::WrongType {
+                key: key.to_owned(),
+                expected: type_name(&current),
+                got: type_name(&value),
+            });
+        }
+        let mut table = table.clone();
+        let mut parts: Vec<&str> = key.split('.').collect();
+        let leaf = parts.pop().unwrap_or(key);
+        let mut node = &mut table;
+        for part in parts {
+            let entry = node
+                .entry(part.to_owned())
+                .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+            let toml::Value::Table(inner) = entry else {
+                return Err(ConfigError::UnknownKey {
+                    key: key.to_owned(),
+                });
+            };
+            node = inner;
+        }
+        node.insert(leaf.to_owned(), value);
+        let text = toml::to_string(&table).map_err(|e| ConfigError::Parse {
+            path: path.to_owned(),
+            message: e.to_string(),
+        })?;
+        let config = Config::parse(&text, path)?;
+        Ok((table, config))
+    }
+
+    pub fn type_name(value: &toml::Value) -> &'static str {
+        match value {
+            toml::Value::String(_) => "a string",
+            toml::Value::Integer(_) => "an integer",
+            toml::Value::Float(_) => "a number",
+            toml::Value::Boolean(_) => "true or false",
+            toml::Value::Datetime(_) => "a date",
+            toml::Value::Array(_) => "a list",
+            toml::Value::Table(_) => "a table",
+        }
+    }
+
+    /// The value as a person would type it in the file.
+    pub fn display(value: &toml::Value) -> String {
+        match value {
+            toml::Value::String(s) => format!("{s:?}"),
+            other => other.to_string(),
+        }
     }
 }

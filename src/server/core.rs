@@ -8,15 +8,13 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use super::agent::provider::Provider;
 use super::agent::running::RunningTurns;
 use super::agent::turn;
-use super::config::Config;
 use super::error::ApiError;
 use super::event_log::EventLog;
-use super::gate::floor::SafetyFloor;
 use super::gate::registry::GateRegistry;
 use super::keyed_lock::KeyedLocks;
+use super::live_config::{Live, LiveConfig};
 use super::store::{NewEvent, SessionRow, now_rfc3339};
 use crate::protocol::{EventBody, Mode, ModeSource, Session, Snapshot};
 
@@ -27,8 +25,8 @@ const DEFAULT_TITLE: &str = "New session";
 
 pub struct Core {
     pub log: EventLog,
-    pub config: Config,
-    pub provider: Arc<dyn Provider>,
+    /// The configuration in force (hot-reloaded), with the floor and provider built from it.
+    pub live: LiveConfig,
     /// Canonical path of the folder the tools are confined to.
     pub workspace: PathBuf,
     /// Fired once on graceful shutdown; SSE streams and background tasks watch it.
@@ -36,7 +34,6 @@ pub struct Core {
     pub turns: RunningTurns,
     /// Turns parked on a gate, by approval id.
     pub gates: GateRegistry,
-    pub floor: SafetyFloor,
     /// Serializes read-the-mode-then-append per session.
     pub session_locks: KeyedLocks,
 }
@@ -81,6 +78,11 @@ fn parse_session_id(raw: &str) -> Result<String, ApiError> {
 }
 
 impl Core {
+    /// A coherent snapshot of the configuration in force.
+    pub fn config(&self) -> Arc<Live> {
+        self.live.get()
+    }
+
     fn session_view(&self, row: &SessionRow, pending_approvals: u64) -> Session {
         Session {
             id: row.id.clone(),
@@ -113,7 +115,7 @@ impl Core {
     ) -> Result<Session, ApiError> {
         let mode = match mode {
             Some(raw) => parse_mode(raw)?,
-            None => self.config.approvals.default_mode,
+            None => self.config().config.approvals.default_mode,
         };
         let title = match title.as_deref().map(str::trim) {
             None | Some("") => DEFAULT_TITLE.to_owned(),

@@ -58,6 +58,10 @@ pub enum ApiError {
     AlreadyResolved(Box<Resolution>),
     #[error("this approval is no longer open: {}", describe(.0))]
     Gone(Box<Resolution>),
+    #[error("{0}")]
+    ProtectedKey(String),
+    #[error("{0}")]
+    InvalidValue(String),
     #[error("the server is shutting down")]
     ShuttingDown,
     #[error("the database could not be written; nothing was changed, try again")]
@@ -91,6 +95,8 @@ impl ApiError {
             ApiError::StaleDigest => "stale_digest",
             ApiError::AlreadyResolved(_) => "already_resolved",
             ApiError::Gone(_) => "gone",
+            ApiError::ProtectedKey(_) => "protected_key",
+            ApiError::InvalidValue(_) => "invalid_value",
             ApiError::ShuttingDown => "shutting_down",
             ApiError::StorageUnavailable => "storage_unavailable",
             ApiError::Internal(_) => "internal",
@@ -109,8 +115,9 @@ impl ApiError {
             | ApiError::InvalidTitle(_)
             | ApiError::InvalidDecision(_)
             | ApiError::EditsRequired
-            | ApiError::InvalidEdits(_) => StatusCode::BAD_REQUEST,
-            ApiError::NotAllowed(_) => StatusCode::FORBIDDEN,
+            | ApiError::InvalidEdits(_)
+            | ApiError::InvalidValue(_) => StatusCode::BAD_REQUEST,
+            ApiError::NotAllowed(_) | ApiError::ProtectedKey(_) => StatusCode::FORBIDDEN,
             ApiError::UnknownSession(_)
             | ApiError::NotFound(_)
             | ApiError::UnknownApproval(_)

@@ -4,12 +4,14 @@ pub mod agent;
 pub mod approvals;
 pub mod audit;
 pub mod config;
+pub mod config_ops;
 pub mod core;
 pub mod error;
 pub mod event_log;
 pub mod gate;
 pub mod http;
 pub mod keyed_lock;
+pub mod live_config;
 pub mod markdown;
 pub mod settings;
 pub mod state;
@@ -23,8 +25,7 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use agent::provider::{Provider, demo::DemoProvider, openai};
-use config::{Config, ProviderKind};
+use agent::provider::Provider;
 use settings::Settings;
 
 #[derive(Debug, thiserror::Error)]
@@ -49,34 +50,29 @@ pub struct Server {
     pub core: Arc<core::Core>,
     pub shutdown: CancellationToken,
     pub task: JoinHandle<std::io::Result<()>>,
+    /// Keeps the config file watched while the server runs.
+    _watcher: Option<notify::RecommendedWatcher>,
 }
 
-fn provider_from_config(config: &Config) -> Result<Arc<dyn Provider>, StartError> {
-    match config.provider.kind {
-        ProviderKind::Demo => Ok(Arc::new(DemoProvider)),
-        ProviderKind::Openai => {
-            let key = std::env::var(&config.provider.api_key_env)
-                .ok()
-                .filter(|k| !k.trim().is_empty())
-                .map(openai::ApiKey::new);
-            if key.is_none() {
-                tracing::warn!(
-                    env = %config.provider.api_key_env,
-                    "no API key in the environment; calling the endpoint without one"
-                );
-            }
-            Ok(Arc::new(openai::OpenAiProvider::new(
-                openai::OpenAiSettings {
-                    base_url: config.provider.base_url.clone(),
-                    model: config.provider.model.clone(),
-                    api_key: key,
-                    request_timeout: std::time::Duration::from_secs(
-                        config.provider.request_timeout_secs,
-                    ),
-                },
-            )?))
+/// Hot reload: file events are debounced briefly, then the file is re-read and applied.
+fn watch_config(
+    core: &Arc<core::Core>,
+    path: &std::path::Path,
+) -> Option<notify::RecommendedWatcher> {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let watcher = live_config::watch(path, move || {
+        let _ = tx.send(());
+    })?;
+    let core = core.clone();
+    tokio::spawn(async move {
+        while rx.recv().await.is_some() {
+            // Editors write in several steps; let them finish.
+            tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+            while rx.try_recv().is_ok() {}
+            core.reload_config().await;
         }
-    }
+    });
+    Some(watcher)
 }
 
 /// Opens the store, recovers unfinished turns, binds and starts serving.
@@ -103,24 +99,23 @@ pub async fn start(
     })?;
     let store = store::open(&settings.database_url).await?;
     let log = event_log::EventLog::new(store);
-    let provider = match provider {
-        Some(p) => p,
-        None => provider_from_config(&settings.config)?,
-    };
-    let floor =
-        gate::floor::SafetyFloor::new(&settings.config.safety).map_err(StartError::Config)?;
+    let live = live_config::LiveConfig::new(
+        settings.config_path.clone(),
+        settings.config.clone(),
+        provider,
+    )
+    .map_err(StartError::Config)?;
     let shutdown = CancellationToken::new();
     let core = Arc::new(core::Core {
         log,
-        config: settings.config.clone(),
-        provider,
+        live,
         workspace: settings.workspace.clone(),
         shutdown: shutdown.clone(),
         turns: Default::default(),
         gates: Default::default(),
-        floor,
         session_locks: Default::default(),
     });
+    let watcher = watch_config(&core, &settings.config_path);
     let repaired = agent::recovery::restore_modes(&core).await?;
     let resumed = agent::recovery::resume_unfinished_turns(&core).await?;
     if repaired + resumed > 0 {
@@ -153,5 +148,6 @@ pub async fn start(
         core,
         shutdown,
         task,
+        _watcher: watcher,
     })
 }

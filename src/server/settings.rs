@@ -39,7 +39,7 @@ pub struct Settings {
     pub workspace: PathBuf,
     pub token: AccessToken,
     pub config: Config,
-    pub config_path: Option<PathBuf>,
+    pub config_path: PathBuf,
     pub database_url: String,
     pub site_root: PathBuf,
 }
@@ -130,13 +130,22 @@ impl ServeArgs {
             .canonicalize()
             .map_err(io_err("data directory", &data_dir))?;
 
-        let default_config = data_dir.join("config.toml");
-        let config_path = self
-            .config
-            .or_else(|| default_config.is_file().then_some(default_config));
-        let config = match &config_path {
-            Some(path) => Config::load(path)?,
-            None => Config::default(),
+        // An explicit file must exist; the default one is optional (and is where `config set`
+        // and the UI write when there is none yet).
+        let (config_path, config) = match self.config {
+            Some(path) => {
+                let config = Config::load(&path)?;
+                (path, config)
+            }
+            None => {
+                let path = data_dir.join("config.toml");
+                let config = if path.is_file() {
+                    Config::load(&path)?
+                } else {
+                    Config::default()
+                };
+                (path, config)
+            }
         };
 
         let workspace = self.workspace.unwrap_or_else(|| data_dir.join("workspace"));

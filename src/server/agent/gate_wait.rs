@@ -96,7 +96,13 @@ impl Turn {
         gate: &ApprovalRequest,
         resolution: Resolution,
     ) -> Result<(ToolStatus, String), TurnEnd> {
-        let minutes = self.core.config.approvals.timeout_secs.div_ceil(60);
+        let minutes = self
+            .core
+            .config()
+            .config
+            .approvals
+            .timeout_secs
+            .div_ceil(60);
         let no_run = |status: ToolStatus, output: String| async move {
             self.finish_without_running(call, Vec::new(), status, output)
                 .await

@@ -50,6 +50,49 @@ pub fn exit_plan_spec() -> provider::ToolSpec {
     }
 }
 
+/// The agent's own configuration tool (class config: always gated unless yolo; protected keys
+/// are refused outright).
+pub const CONFIG_TOOL: &str = "config_set";
+
+/// `config_set {key, value}` as the model sees it.
+pub fn config_set_spec() -> provider::ToolSpec {
+    provider::ToolSpec {
+        name: CONFIG_TOOL,
+        description: "Change one setting of this server's configuration (dotted key, e.g. tools.shell_timeout_secs).",
+        class: ToolClass::Config,
+        parameters: serde_json::json!({
+            "type": "object",
+            "properties": {
+                "key": {"type": "string"},
+                "value": {"description": "the new value: a string, number, boolean or list"}
+            },
+            "required": ["key", "value"],
+            "additionalProperties": false
+        }),
+    }
+}
+
+/// Validates `config_set {key, value}`'s shape (the value itself is checked by the config).
+pub fn parse_config_set(args: &serde_json::Value) -> Result<(String, serde_json::Value), String> {
+    let obj = args
+        .as_object()
+        .ok_or("config_set takes an object {key, value}")?;
+    if let Some(unknown) = obj.keys().find(|k| !matches!(k.as_str(), "key" | "value")) {
+        return Err(format!("config_set: unknown field `{unknown}`"));
+    }
+    let key = obj
+        .get("key")
+        .and_then(serde_json::Value::as_str)
+        .map(str::trim)
+        .filter(|k| !k.is_empty())
+        .ok_or("config_set: `key` must be a non-empty string")?;
+    let value = obj
+        .get("value")
+        .filter(|v| !v.is_null())
+        .ok_or("config_set: `value` is required")?;
+    Ok((key.to_owned(), value.clone()))
+}
+
 /// The `request_approval` tool as the model sees it.
 pub fn checkpoint_spec() -> provider::ToolSpec {
     provider::ToolSpec {

@@ -15,7 +15,7 @@ use super::provider::{ChatMessage, CompletionRequest, ProviderError, ToolCallReq
 use super::running::TurnLease;
 use super::tools::{self, ToolContext};
 use super::{
-    CHECKPOINT_PROMPT, EXIT_PLAN_TOOL, SYSTEM_PROMPT, checkpoint_spec, class_of,
+    CHECKPOINT_PROMPT, CONFIG_TOOL, EXIT_PLAN_TOOL, SYSTEM_PROMPT, checkpoint_spec, class_of,
     conversation_from_log, tool_result_text,
 };
 use crate::protocol::{
@@ -34,6 +34,10 @@ pub const CHECKPOINT_TOOL: &str = "request_approval";
 enum Special {
     Checkpoint(request::Checkpoint),
     Plan(String),
+    Config {
+        key: String,
+        value: serde_json::Value,
+    },
 }
 
 /// A safety stop for runaway loops until the budget kill-switch lands.
@@ -147,6 +151,7 @@ impl Turn {
     fn prompt_and_tools(&self) -> (String, Vec<super::provider::ToolSpec>) {
         let mut prompt = SYSTEM_PROMPT.to_owned();
         let mut tools = tools::specs();
+        tools.push(super::config_set_spec());
         let mode = self.mode();
         if mode != Mode::Yolo {
             prompt.push_str(CHECKPOINT_PROMPT);
@@ -164,7 +169,7 @@ impl Turn {
         self.finish_open_calls().await?;
         let history = self.core.log.all_events(&self.session_id).await?;
         let mut messages = conversation_from_log(&history);
-        let mut budget = Budget::new(self.core.config.budget.clone());
+        let mut budget = Budget::new(self.core.config().config.budget.clone());
         for _ in 0..MAX_MODEL_CALLS {
             if self.cancel.is_cancelled() {
                 return Err(TurnEnd::Cancelled);
@@ -190,11 +195,8 @@ impl Turn {
                     },
                 )
             };
-            let completion = self
-                .core
-                .provider
-                .complete(&request, &sink, &self.cancel)
-                .await?;
+            let provider = self.core.config().provider.clone();
+            let completion = provider.complete(&request, &sink, &self.cancel).await?;
             budget.spend_tokens(completion.tokens);
             if !completion.text.trim().is_empty() {
                 let html = markdown::render(&completion.text);
@@ -262,6 +264,10 @@ impl Turn {
         let special = match call.name.as_str() {
             CHECKPOINT_TOOL => Some(request::parse_checkpoint(&call.args).map(Special::Checkpoint)),
             EXIT_PLAN_TOOL => Some(request::parse_plan(&call.args).map(Special::Plan)),
+            CONFIG_TOOL => Some(
+                super::parse_config_set(&call.args)
+                    .map(|(key, value)| Special::Config { key, value }),
+            ),
             _ => None,
         };
         let invalid = match &special {
@@ -281,6 +287,23 @@ impl Turn {
                 )
                 .await;
         }
+        // Protected keys are refused outright, in every mode; a bad value is an error.
+        if let Some(Ok(Special::Config { key, value })) = &special
+            && let Err(err) = self.core.check_config_change(key, value)
+        {
+            let status = match err {
+                crate::server::error::ApiError::ProtectedKey(_) => ToolStatus::Refused,
+                _ => ToolStatus::Error,
+            };
+            return self
+                .finish_without_running(
+                    call,
+                    vec![record_call(Verdict::Refuse, None)],
+                    status,
+                    err.to_string(),
+                )
+                .await;
+        }
         if call.name == EXIT_PLAN_TOOL && self.mode() != Mode::Plan {
             return self
                 .finish_without_running(
@@ -293,7 +316,7 @@ impl Turn {
         }
         let floor = match class {
             ToolClass::Decision => None,
-            _ => self.core.floor.check(&call.name, &call.args),
+            _ => self.core.config().floor.check(&call.name, &call.args),
         };
         let rule = match (floor.is_some(), class, self.mode()) {
             (
@@ -340,14 +363,14 @@ impl Turn {
                     reason,
                     reason_detail: detail,
                     created_at: chrono::Utc::now(),
-                    timeout: Duration::from_secs(self.core.config.approvals.timeout_secs),
+                    timeout: Duration::from_secs(self.core.config().config.approvals.timeout_secs),
                 };
                 let body = match special {
                     Some(Ok(Special::Checkpoint(checkpoint))) => request::decision_gate(
                         common,
                         call,
                         &checkpoint,
-                        self.core.config.approvals.decision_timeout,
+                        self.core.config().config.approvals.decision_timeout,
                     ),
                     Some(Ok(Special::Plan(plan))) => {
                         let default = self.core.pre_plan_mode(&self.session_id).await;
@@ -398,7 +421,11 @@ impl Turn {
             call_id: call.id.clone(),
         }])
         .await?;
-        let output = tools::execute(&call.name, args, &self.tool_context()).await;
+        let output = if call.name == CONFIG_TOOL {
+            self.set_config(args).await
+        } else {
+            tools::execute(&call.name, args, &self.tool_context()).await
+        };
         self.append(vec![EventBody::ToolResult {
             call_id: call.id.clone(),
             tool: call.name.clone(),
@@ -407,6 +434,41 @@ impl Turn {
         }])
         .await?;
         Ok((output.status, output.output))
+    }
+
+    /// Runs an allowed `config_set`: writes the file, applies it, audits it.
+    async fn set_config(&self, args: &serde_json::Value) -> tools::ToolOutput {
+        let outcome = match super::parse_config_set(args) {
+            Ok((key, value)) => self
+                .core
+                .set_config(
+                    &key,
+                    &value,
+                    "agent",
+                    &format!("config_set in session {}", self.session_id),
+                )
+                .await
+                .map(|changes| match changes.first() {
+                    Some((_, previous, now)) => format!(
+                        "set {key} = {} (was {})",
+                        crate::server::config::keys::display(now),
+                        crate::server::config::keys::display(previous)
+                    ),
+                    None => format!("{key} already had that value"),
+                })
+                .map_err(|e| e.to_string()),
+            Err(problem) => Err(problem),
+        };
+        match outcome {
+            Ok(text) => tools::ToolOutput {
+                status: ToolStatus::Ok,
+                output: text,
+            },
+            Err(text) => tools::ToolOutput {
+                status: ToolStatus::Error,
+                output: text,
+            },
+        }
     }
 
     /// How many calls the suggested rule for `call` would cover were approved by hand in this
@@ -448,7 +510,7 @@ impl Turn {
     }
 
     pub(super) fn tool_context(&self) -> ToolContext {
-        let config = &self.core.config.tools;
+        let config = &self.core.config().config.tools;
         ToolContext {
             workspace: self.core.workspace.clone(),
             shell_timeout: Duration::from_secs(config.shell_timeout_secs),

@@ -197,6 +197,11 @@ pub fn summary(tool: &str, args: &Value, workspace: &Path) -> String {
                 plural(line_count(new), "line")
             )
         }
+        "config_set" => {
+            let key = args.get("key").and_then(Value::as_str).unwrap_or("");
+            let value = args.get("value").map(Value::to_string).unwrap_or_default();
+            format!("config_set {key} = {value}")
+        }
         other => format!("{other} {subject}").trim().to_owned(),
     }
 }

@@ -82,3 +82,34 @@ pub async fn audit(
 pub async fn verify_audit(State(state): State<AppState>) -> Result<impl IntoResponse, ApiError> {
     Ok(Json(state.core.verify_audit().await?))
 }
+
+pub async fn config(State(state): State<AppState>) -> impl IntoResponse {
+    Json(state.core.config_view())
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SetConfig {
+    value: Option<serde_json::Value>,
+}
+
+pub async fn set_config(
+    State(state): State<AppState>,
+    Path(key): Path<String>,
+    super::json::ApiJson(body): super::json::ApiJson<SetConfig>,
+) -> Result<impl IntoResponse, ApiError> {
+    let value = body
+        .value
+        .ok_or_else(|| ApiError::InvalidValue(format!("`{key}` needs a value")))?;
+    let changes = state
+        .core
+        .set_config(&key, &value, "user:api", "api")
+        .await?;
+    let restart = crate::server::config::keys::needs_restart(&key);
+    Ok(Json(json!({
+        "key": key,
+        "value": value,
+        "changed": !changes.is_empty(),
+        "restart_required": restart,
+    })))
+}

@@ -52,6 +52,8 @@ pub fn router(state: AppState) -> Router {
         .route("/rules/{id}", axum::routing::delete(approvals::revoke_rule))
         .route("/audit", get(approvals::audit))
         .route("/audit/verify", get(approvals::verify_audit))
+        .route("/config", get(approvals::config))
+        .route("/config/{key}", put(approvals::set_config))
         .fallback(api_not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(TimeoutLayer::with_status_code(

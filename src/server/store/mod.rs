@@ -143,6 +143,12 @@ pub trait Store: Send + Sync + 'static {
     /// Revokes a rule (and audits it as `actor`); `false` when there is no such rule in force.
     async fn revoke_rule(&self, rule_id: &str, actor: &str) -> Result<bool, StoreError>;
 
+    /// Appends audit entries that belong to no session event (config changes).
+    async fn append_audit(
+        &self,
+        drafts: Vec<crate::server::audit::AuditDraft>,
+    ) -> Result<(), StoreError>;
+
     /// Audit entries with `n > after`, oldest first, optionally of one action or subject.
     async fn audit_after(
         &self,

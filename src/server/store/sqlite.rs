@@ -432,6 +432,13 @@ impl Store for SqliteStore {
         Ok(true)
     }
 
+    async fn append_audit(&self, drafts: Vec<audit::AuditDraft>) -> Result<(), StoreError> {
+        let mut tx = self.writer.begin().await?;
+        append_audit(&mut tx, drafts).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
     async fn audit_after(
         &self,
         after: u64,

@@ -1,0 +1,222 @@
+//! The configuration in force, hot-reloaded: the file is watched, every change that parses
+//! and validates takes effect at once (approvals timeout for new gates, safety floor, budgets,
+//! provider, tools); an invalid file keeps the last good config and says why.
+//!
+//! **Invariant:** readers take an `Arc` snapshot (`get`), so one turn step sees one coherent
+//! config; writers (API, agent, file watcher) replace it whole.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
+
+use super::agent::provider::{Provider, demo::DemoProvider, openai};
+use super::config::{Config, ConfigError, ProviderKind, keys};
+use super::gate::floor::SafetyFloor;
+
+/// One coherent configuration and what is built from it.
+pub struct Live {
+    pub config: Config,
+    pub floor: SafetyFloor,
+    pub provider: Arc<dyn Provider>,
+    /// Keys the file sets (the others are defaults).
+    pub file_keys: BTreeSet<String>,
+    /// Why the file on disk is not the config in force, if it is not.
+    pub error: Option<String>,
+}
+
+pub struct LiveConfig {
+    pub path: PathBuf,
+    provider_override: Option<Arc<dyn Provider>>,
+    current: RwLock<Arc<Live>>,
+    /// Serializes writers: read the file, change one key, write, apply.
+    write_lock: tokio::sync::Mutex<()>,
+}
+
+/// A change that took effect: `(key, previous, new)` for each changed key.
+pub type Changes = Vec<(String, toml::Value, toml::Value)>;
+
+fn build_provider(config: &Config) -> Result<Arc<dyn Provider>, String> {
+    match config.provider.kind {
+        ProviderKind::Demo => Ok(Arc::new(DemoProvider)),
+        ProviderKind::Openai => {
+            let key = std::env::var(&config.provider.api_key_env)
+                .ok()
+                .filter(|k| !k.trim().is_empty())
+                .map(openai::ApiKey::new);
+            if key.is_none() {
+                tracing::warn!(
+                    env = %config.provider.api_key_env,
+                    "no API key in the environment; calling the endpoint without one"
+                );
+            }
+            let provider = openai::OpenAiProvider::new(openai::OpenAiSettings {
+                base_url: config.provider.base_url.clone(),
+                model: config.provider.model.clone(),
+                api_key: key,
+                request_timeout: std::time::Duration::from_secs(
+                    config.provider.request_timeout_secs,
+                ),
+            })
+            .map_err(|e| e.to_string())?;
+            Ok(Arc::new(provider))
+        }
+    }
+}
+
+fn changes(old: &Config, new: &Config) -> Changes {
+    let before = keys::entries(old);
+    keys::entries(new)
+        .into_iter()
+        .filter_map(|(key, value)| {
+            let previous = before
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map(|(_, v)| v.clone())?;
+            (previous != value).then_some((key, previous, value))
+        })
+        .collect()
+}
+
+impl LiveConfig {
+    pub fn new(
+        path: PathBuf,
+        config: Config,
+        provider_override: Option<Arc<dyn Provider>>,
+    ) -> Result<Self, String> {
+        let file_keys = Config::read_table(&path)
+            .map(|t| keys::set_in(&t).into_iter().collect())
+            .unwrap_or_default();
+        let live = Self::build(config, file_keys, provider_override.clone())?;
+        Ok(LiveConfig {
+            path,
+            provider_override,
+            current: RwLock::new(Arc::new(live)),
+            write_lock: tokio::sync::Mutex::new(()),
+        })
+    }
+
+    fn build(
+        config: Config,
+        file_keys: BTreeSet<String>,
+        provider_override: Option<Arc<dyn Provider>>,
+    ) -> Result<Live, String> {
+        let floor = SafetyFloor::new(&config.safety)?;
+        let provider = match provider_override {
+            Some(p) => p,
+            None => build_provider(&config)?,
+        };
+        Ok(Live {
+            config,
+            floor,
+            provider,
+            file_keys,
+            error: None,
+        })
+    }
+
+    pub fn get(&self) -> Arc<Live> {
+        self.current
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    fn replace(&self, live: Live) -> Changes {
+        let mut current = self.current.write().unwrap_or_else(|p| p.into_inner());
+        let changed = changes(&current.config, &live.config);
+        *current = Arc::new(live);
+        changed
+    }
+
+    fn record_error(&self, message: String) {
+        let mut current = self.current.write().unwrap_or_else(|p| p.into_inner());
+        let old = current.clone();
+        *current = Arc::new(Live {
+            config: old.config.clone(),
+            floor: match SafetyFloor::new(&old.config.safety) {
+                Ok(floor) => floor,
+                Err(_) => return,
+            },
+            provider: old.provider.clone(),
+            file_keys: old.file_keys.clone(),
+            error: Some(message),
+        });
+    }
+
+    /// Re-reads the file: applies it if valid (returning what changed), else keeps the last
+    /// good config and records why.
+    pub fn reload(&self) -> Result<Changes, String> {
+        let attempt = Config::read_table(&self.path).and_then(|table| {
+            let text = toml::to_string(&table).unwrap_or_default();
+            Config::parse(&text, &self.path).map(|c| (c, table))
+        });
+        match attempt
+            .map_err(|e| e.to_string())
+            .and_then(|(config, table)| {
+                Self::build(
+                    config,
+                    keys::set_in(&table).into_iter().collect(),
+                    self.provider_override.clone(),
+                )
+            }) {
+            Ok(live) => Ok(self.replace(live)),
+            Err(message) => {
+                tracing::warn!(path = %self.path.display(), %message, "config file invalid; keeping the last good config");
+                self.record_error(message.clone());
+                Err(message)
+            }
+        }
+    }
+
+    /// Checks that `key = value` would be a valid config, without writing anything.
+    pub fn check(&self, key: &str, value: toml::Value) -> Result<Config, ConfigError> {
+        let table = Config::read_table(&self.path)?;
+        keys::with_key(&table, key, value, &self.path).map(|(_, c)| c)
+    }
+
+    /// Sets one key in the file and applies it at once.
+    pub async fn set(&self, key: &str, value: toml::Value) -> Result<Changes, ConfigError> {
+        let _one_writer = self.write_lock.lock().await;
+        let table = Config::read_table(&self.path)?;
+        let (table, config) = keys::with_key(&table, key, value, &self.path)?;
+        let live = Self::build(
+            config,
+            keys::set_in(&table).into_iter().collect(),
+            self.provider_override.clone(),
+        )
+        .map_err(|message| ConfigError::Parse {
+            path: self.path.clone(),
+            message,
+        })?;
+        Config::write_table(&self.path, &table)?;
+        Ok(self.replace(live))
+    }
+}
+
+/// Watches the config file's folder and calls `on_change` after the file changed.
+pub fn watch(
+    path: &Path,
+    on_change: impl Fn() + Send + 'static,
+) -> Option<notify::RecommendedWatcher> {
+    use notify::{RecursiveMode, Watcher};
+    let dir = path.parent()?.to_owned();
+    let name = path.file_name()?.to_owned();
+    let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        if let Ok(event) = event
+            && event
+                .paths
+                .iter()
+                .any(|p| p.file_name() == Some(name.as_os_str()))
+            && !matches!(event.kind, notify::EventKind::Access(_))
+        {
+            on_change();
+        }
+    })
+    .map_err(|e| tracing::warn!(error = %e, "cannot watch the config file; edits need a restart"))
+    .ok()?;
+    watcher
+        .watch(&dir, RecursiveMode::NonRecursive)
+        .map_err(|e| tracing::warn!(error = %e, "cannot watch the config folder"))
+        .ok()?;
+    Some(watcher)
+}
