@@ -28,6 +28,8 @@ enum Command {
     Rules(cli::RulesArgs),
     /// The hash-chained audit log: export it, verify it.
     Audit(cli::AuditArgs),
+    /// The config file: its path, one key, set one key, or all of them.
+    Config(cli::config::ConfigArgs),
 }
 
 fn init_tracing() {
@@ -129,5 +131,6 @@ async fn main() -> ExitCode {
         Command::Approvals(args) => cli::approvals(args).await,
         Command::Rules(args) => cli::rules(args).await,
         Command::Audit(args) => cli::audit(args).await,
+        Command::Config(args) => cli::config::run(args),
     }
 }

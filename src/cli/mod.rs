@@ -7,6 +7,7 @@
 pub mod approvals;
 pub mod audit;
 pub mod client;
+pub mod config;
 pub mod rules;
 pub mod table;
 

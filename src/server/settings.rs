@@ -69,7 +69,7 @@ fn io_err(what: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> Set
     move |source| SettingsError::Io { what, path, source }
 }
 
-fn default_data_dir() -> Option<PathBuf> {
+pub fn default_data_dir() -> Option<PathBuf> {
     if let Some(xdg) = std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
         return Some(PathBuf::from(xdg).join("countersign"));
     }
