@@ -1604,7 +1604,6 @@ async fn a_prefix_rule_does_not_cover_chained_commands() {
 
 /// product.md: config (config_set) asks in ask mode; the demo's `set <key> = <value>`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "not yet: config_set is the configuration issue (6)"]
 async fn config_set_is_gated_in_ask_mode() {
     let srv = Srv::start(None).await;
     let sid = srv.session().await;
