@@ -4,7 +4,10 @@
 use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
 
-use crate::protocol::{DecideOutcome, DecisionInput, ErrorBody, Session, Snapshot};
+use crate::protocol::{
+    ApprovalRequest, AuditEntry, AuditVerdict, DecideOutcome, DecisionInput, ErrorBody, Rule,
+    Session, Snapshot,
+};
 
 #[cfg(feature = "ssr")]
 mod backend {
@@ -129,6 +132,64 @@ pub async fn decide(
         }
         Err(other) => Err(backend::to_server_error(other)),
     }
+}
+
+/// Every pending gate across sessions, oldest first (the inbox).
+#[server(prefix = "/api/ui", endpoint = "pending", input = Json)]
+pub async fn pending_approvals() -> Result<Vec<ApprovalRequest>, ErrorBody> {
+    let core = backend::core()?;
+    core.pending_approvals()
+        .await
+        .map_err(backend::to_server_error)
+}
+
+/// Standing rules in force.
+#[server(prefix = "/api/ui", endpoint = "rules", input = Json)]
+pub async fn list_rules() -> Result<Vec<Rule>, ErrorBody> {
+    let core = backend::core()?;
+    core.list_rules().await.map_err(backend::to_server_error)
+}
+
+/// Revokes a rule; the audit names this browser tab (`user:<client id>`).
+#[server(prefix = "/api/ui", endpoint = "revoke_rule", input = Json)]
+pub async fn revoke_rule(rule_id: String, client_id: String) -> Result<(), ErrorBody> {
+    let core = backend::core()?;
+    let client: String = client_id.trim().chars().take(64).collect();
+    let actor = if client.is_empty() {
+        "user:ui".to_owned()
+    } else {
+        format!("user:{client}")
+    };
+    core.revoke_rule(&rule_id, &actor)
+        .await
+        .map_err(backend::to_server_error)
+}
+
+/// Audit entries after `after` (at most 500), oldest first, optionally of one action or subject.
+#[server(prefix = "/api/ui", endpoint = "audit", input = Json)]
+pub async fn audit(
+    after: u64,
+    action: Option<String>,
+    subject: Option<String>,
+) -> Result<Vec<AuditEntry>, ErrorBody> {
+    let core = backend::core()?;
+    let nonempty = |s: &Option<String>| {
+        s.as_deref()
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+    };
+    let (action, subject) = (nonempty(&action), nonempty(&subject));
+    core.audit(after, action.as_deref(), subject.as_deref())
+        .await
+        .map_err(backend::to_server_error)
+}
+
+/// Walks the whole audit chain.
+#[server(prefix = "/api/ui", endpoint = "verify_audit", input = Json)]
+pub async fn verify_audit() -> Result<AuditVerdict, ErrorBody> {
+    let core = backend::core()?;
+    core.verify_audit().await.map_err(backend::to_server_error)
 }
 
 /// What the UI shows for a failed server function.

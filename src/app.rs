@@ -5,6 +5,9 @@ use leptos_meta::{MetaTags, Title, provide_meta_context};
 use leptos_router::components::{Route, Router, Routes};
 use leptos_router::path;
 
+use crate::ui::audit_page::AuditPage;
+use crate::ui::inbox::InboxPage;
+use crate::ui::rules_page::RulesPage;
 use crate::ui::session_page::SessionPage;
 
 /// The document around every server-rendered page.
@@ -36,6 +39,9 @@ pub fn App() -> impl IntoView {
         <Router>
             <Routes fallback=|| view! { <p class="not-found">"Nothing here. " <a href="/">"Back to your sessions"</a></p> }>
                 <Route path=path!("/sessions/:sid") view=SessionPage/>
+                <Route path=path!("/inbox") view=InboxPage/>
+                <Route path=path!("/rules") view=RulesPage/>
+                <Route path=path!("/audit") view=AuditPage/>
             </Routes>
         </Router>
     }

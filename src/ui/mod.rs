@@ -1,11 +1,14 @@
 //! The user interface: components rendered on the server and hydrated in the browser.
 
+pub mod audit_page;
 pub mod browser;
 pub mod card;
 pub mod chat;
 pub mod composer;
 pub mod feed;
 pub mod gates;
+pub mod inbox;
+pub mod rules_page;
 pub mod session_page;
 pub mod sidebar;
 pub mod tool_card;

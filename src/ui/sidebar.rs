@@ -1,20 +1,186 @@
-//! The session list: new, switch, delete. Folds into a top bar on narrow screens (CSS).
+//! The session list: new, switch, delete; then the links to the other pages (Inbox with its
+//! pending count, Rules, Audit). Folds into a top bar on narrow screens (CSS).
+//!
+//! [`PageLayout`] puts the same sidebar beside the pages that are not a session.
+
+use std::time::Duration;
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
-use leptos_router::hooks::use_navigate;
+use leptos_router::hooks::{use_location, use_navigate};
 
 use crate::api;
-use crate::protocol::Session;
+use crate::protocol::{ApprovalRequest, ErrorBody, Session};
 use crate::ui::browser;
 use crate::ui::session_page::SessionsChanged;
+
+/// How often the pending gates across sessions are fetched again.
+const PENDING_POLL: Duration = Duration::from_secs(2);
+
+/// The session list of a page other than the session page, and its reload counter (the
+/// session page has its own [`SessionsChanged`]).
+#[derive(Clone, Copy)]
+pub struct PageSessions {
+    pub list: Resource<Result<Vec<Session>, ErrorBody>>,
+    changed: RwSignal<u64>,
+    /// The last list that loaded, for reads outside a `<Suspense/>` (titles by id).
+    known: RwSignal<Vec<Session>>,
+}
+
+impl PageSessions {
+    pub fn notify(&self) {
+        self.changed.update(|n| *n += 1);
+    }
+
+    /// The title of a session, if the list has it.
+    pub fn title(&self, session_id: &str) -> Option<String> {
+        self.known.with(|list| {
+            list.iter()
+                .find(|s| s.id == session_id)
+                .map(|s| s.title.clone())
+        })
+    }
+}
+
+/// Asks whichever page owns the session list to reload it.
+#[derive(Clone, Copy)]
+struct ListChanged(Option<SessionsChanged>, Option<PageSessions>);
+
+impl ListChanged {
+    fn from_context() -> Self {
+        ListChanged(use_context(), use_context())
+    }
+
+    fn notify(self) {
+        if let Some(changed) = self.0 {
+            changed.notify();
+        }
+        if let Some(page) = self.1 {
+            page.notify();
+        }
+    }
+}
+
+/// Every pending gate across sessions, oldest first, fetched every two seconds in the browser
+/// (`None` until the first answer). The nav's "Inbox (n)" and the inbox page share one.
+#[derive(Clone, Copy)]
+pub struct PendingPoll {
+    pub gates: RwSignal<Option<Vec<ApprovalRequest>>>,
+    pub error: RwSignal<Option<String>>,
+    in_flight: RwSignal<bool>,
+}
+
+impl PendingPoll {
+    /// Starts polling for as long as the calling component lives.
+    pub fn start() -> Self {
+        let poll = PendingPoll {
+            gates: RwSignal::new(None),
+            error: RwSignal::new(None),
+            in_flight: RwSignal::new(false),
+        };
+        Effect::new(move |_| {
+            poll.refresh();
+            if let Ok(handle) = set_interval_with_handle(move || poll.refresh(), PENDING_POLL) {
+                on_cleanup(move || handle.clear());
+            }
+        });
+        poll
+    }
+
+    /// Fetches the list now (unless a fetch is already under way). Answers that arrive after
+    /// the page is gone are dropped.
+    pub fn refresh(self) {
+        if self.in_flight.try_get_untracked().unwrap_or(true) {
+            return;
+        }
+        self.in_flight.set(true);
+        spawn_local(async move {
+            let result = api::pending_approvals().await;
+            self.in_flight.try_set(false);
+            match result {
+                Ok(list) => {
+                    let changed = self
+                        .gates
+                        .try_with_untracked(|now| now.as_ref() != Some(&list))
+                        .unwrap_or(false);
+                    if changed {
+                        self.gates.try_set(Some(list));
+                    }
+                    if self.error.try_with_untracked(Option::is_some) == Some(true) {
+                        self.error.try_set(None);
+                    }
+                }
+                Err(err) => {
+                    self.error.try_set(Some(api::error_message(&err)));
+                }
+            }
+        });
+    }
+
+    /// How many gates wait, once known.
+    pub fn count(&self) -> Option<usize> {
+        self.gates.with(|g| g.as_ref().map(Vec::len))
+    }
+}
+
+/// The layout of the pages that are not a session: the sidebar on the left (with no session
+/// current), the page on the right. Provides [`PageSessions`] and [`PendingPoll`] to the page.
+#[component]
+pub fn PageLayout(children: Children) -> impl IntoView {
+    let changed = RwSignal::new(0u64);
+    let list = Resource::new(move || changed.get(), |_| api::list_sessions());
+    let known = RwSignal::new(Vec::new());
+    let sessions = PageSessions {
+        list,
+        changed,
+        known,
+    };
+    provide_context(sessions);
+    Effect::new(move |_| {
+        if let Some(Ok(list)) = list.get() {
+            known.set(list);
+        }
+    });
+    let poll = PendingPoll::start();
+    provide_context(poll);
+    // A gate from a session the list does not know yet (created elsewhere): reload the list,
+    // once per new set of unknown sessions.
+    Effect::new(move |asked: Option<Vec<String>>| {
+        let mut unknown: Vec<String> = poll.gates.with(|g| {
+            known.with(|known| {
+                g.iter()
+                    .flatten()
+                    .map(|g| g.body.session_id.clone())
+                    .filter(|sid| !known.iter().any(|s| s.id == *sid))
+                    .collect()
+            })
+        });
+        unknown.sort();
+        unknown.dedup();
+        let asked = asked.unwrap_or_default();
+        if !unknown.is_empty() && unknown != asked {
+            sessions.notify();
+        }
+        unknown
+    });
+    let current = Memo::new(|_| String::new());
+    // Lets a test (or a person's script) see that the page is live, not just server-rendered.
+    let hydrated = RwSignal::new(false);
+    Effect::new(move |_| hydrated.set(true));
+    view! {
+        <div class="layout">
+            <Sidebar sessions=list current/>
+            <main class="page" data-hydrated=move || hydrated.get().to_string()>{children()}</main>
+        </div>
+    }
+}
 
 #[component]
 pub fn Sidebar(
     sessions: Resource<Result<Vec<Session>, crate::protocol::ErrorBody>>,
     current: Memo<String>,
 ) -> impl IntoView {
-    let changed = expect_context::<SessionsChanged>();
+    let changed = ListChanged::from_context();
     let error = RwSignal::new(None::<String>);
     let navigate = use_navigate();
     let new_session = move |_| {
@@ -43,6 +209,7 @@ pub fn Sidebar(
                 })}
             </Suspense>
             {move || error.get().map(|e| view! { <p class="error" role="alert">{e}</p> })}
+            <PageLinks/>
         </nav>
     }
 }
@@ -53,7 +220,7 @@ fn SessionList(
     current: Memo<String>,
     error: RwSignal<Option<String>>,
 ) -> impl IntoView {
-    let changed = expect_context::<SessionsChanged>();
+    let changed = ListChanged::from_context();
     view! {
         <ul class="session-list">
             {list.into_iter().map(|session| {
@@ -90,6 +257,30 @@ fn SessionList(
                     </li>
                 }
             }).collect_view()}
+        </ul>
+    }
+}
+
+/// Inbox (with the number of gates waiting across sessions), Rules, Audit.
+#[component]
+fn PageLinks() -> impl IntoView {
+    let poll = use_context::<PendingPoll>().unwrap_or_else(PendingPoll::start);
+    let pathname = use_location().pathname;
+    let current = move |path: &'static str| move || (pathname.get() == path).then_some("page");
+    let count = Memo::new(move |_| poll.count());
+    let has_pending = move || count.get().unwrap_or(0) > 0;
+    let inbox_label = move || match count.get() {
+        Some(n) => format!("Inbox ({n})"),
+        None => "Inbox".to_owned(),
+    };
+    view! {
+        <ul class="page-nav">
+            <li>
+                <a href="/inbox" data-testid="nav-inbox" aria-current=current("/inbox")
+                    class:has-pending=has_pending>{inbox_label}</a>
+            </li>
+            <li><a href="/rules" data-testid="nav-rules" aria-current=current("/rules")>"Rules"</a></li>
+            <li><a href="/audit" data-testid="nav-audit" aria-current=current("/audit")>"Audit"</a></li>
         </ul>
     }
 }

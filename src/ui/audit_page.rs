@@ -1,0 +1,330 @@
+//! `/audit`: the hash-chained audit log as a table, oldest first and newest last, with a
+//! verify badge, filters (action on the server; actor and subject over the loaded entries),
+//! "Load more" by `after`, and an export link to the REST route.
+
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+use serde_json::Value;
+
+use crate::api;
+use crate::protocol::{AuditEntry, AuditVerdict};
+use crate::ui::browser;
+use crate::ui::sidebar::PageLayout;
+
+/// The actions the audit log records (protocol.md), for the filter.
+const ACTIONS: [&str; 7] = [
+    "gate_opened",
+    "gate_resolved",
+    "rule_created",
+    "rule_revoked",
+    "rule_used",
+    "mode_changed",
+    "config_changed",
+];
+
+/// At most this many entries come per call.
+const PAGE: usize = 500;
+
+/// How much of an entry's detail the table shows before cutting.
+const DETAIL_CHARS: usize = 140;
+
+#[component]
+pub fn AuditPage() -> impl IntoView {
+    view! {
+        <PageLayout>
+            <Audit/>
+        </PageLayout>
+    }
+}
+
+#[component]
+fn Audit() -> impl IntoView {
+    Effect::new(|_| browser::set_title("Audit — Countersign"));
+    let action = RwSignal::new(String::new());
+    let actor = RwSignal::new(String::new());
+    let subject = RwSignal::new(String::new());
+    let checks = RwSignal::new(0u64);
+    let verdict = Resource::new(move || checks.get(), |_| api::verify_audit());
+    let first = Resource::new(
+        move || action.get(),
+        |action| api::audit(0, (!action.is_empty()).then_some(action), None),
+    );
+    let export = move || match action.get() {
+        a if a.is_empty() => "/api/v1/audit".to_owned(),
+        a => format!("/api/v1/audit?action={a}"),
+    };
+    view! {
+        <header class="page-header">
+            <h1>"Audit"</h1>
+            <div class="audit-tools">
+                <Transition fallback=|| view! { <span class="verify" data-testid="audit-verify" data-state="checking">"Checking chain…"</span> }>
+                    {move || Suspend::new(async move {
+                        view! { <VerifyBadge verdict=verdict.await/> }
+                    })}
+                </Transition>
+                <button type="button" class="small" data-testid="audit-reverify" on:click=move |_| checks.update(|n| *n += 1)>
+                    "Verify again"
+                </button>
+                <a class="button-link" data-testid="audit-export" href=export rel="external" download="countersign-audit.json">
+                    "Export JSON"
+                </a>
+            </div>
+        </header>
+        <div class="page-body">
+            <form class="filters" on:submit=|ev| ev.prevent_default()>
+                <label>
+                    "Action"
+                    <select data-testid="audit-action" prop:value=move || action.get()
+                        on:change=move |ev| action.set(event_target_value(&ev))>
+                        <option value="">"all"</option>
+                        {ACTIONS.into_iter().map(|a| view! { <option value=a>{a}</option> }).collect_view()}
+                    </select>
+                </label>
+                <label>
+                    "Actor"
+                    <input type="search" data-testid="audit-actor" placeholder="user:, rule:, agent…"
+                        prop:value=move || actor.get() on:input=move |ev| actor.set(event_target_value(&ev))/>
+                </label>
+                <label>
+                    "Subject"
+                    <input type="search" data-testid="audit-subject" placeholder="approval, rule or session id"
+                        prop:value=move || subject.get() on:input=move |ev| subject.set(event_target_value(&ev))/>
+                </label>
+            </form>
+            <Transition fallback=|| view! { <p class="loading">"Loading…"</p> }>
+                {move || Suspend::new(async move {
+                    match first.await {
+                        Ok(initial) => view! { <AuditTable initial action actor subject/> }.into_any(),
+                        Err(err) => view! { <p class="error" role="alert">{api::error_message(&err)}</p> }.into_any(),
+                    }
+                })}
+            </Transition>
+        </div>
+    }
+}
+
+#[component]
+fn VerifyBadge(verdict: Result<AuditVerdict, crate::protocol::ErrorBody>) -> impl IntoView {
+    match verdict {
+        Ok(v) if v.ok => view! {
+            <span class="verify ok" data-testid="audit-verify" data-state="intact"
+                title="Every entry's hash matches its content and its predecessor">
+                {format!("Chain intact · {} {}", v.entries, if v.entries == 1 { "entry" } else { "entries" })}
+            </span>
+        }
+        .into_any(),
+        Ok(v) => view! {
+            <span class="verify broken" data-testid="audit-verify" data-state="broken" role="alert">
+                {match v.first_bad {
+                    Some(k) => format!("Chain broken at entry {k}"),
+                    None => "Chain broken".to_owned(),
+                }}
+            </span>
+        }
+        .into_any(),
+        Err(err) => view! {
+            <span class="verify broken" data-testid="audit-verify" data-state="error">
+                {format!("Could not verify: {}", api::error_message(&err))}
+            </span>
+        }
+        .into_any(),
+    }
+}
+
+#[component]
+fn AuditTable(
+    initial: Vec<AuditEntry>,
+    action: RwSignal<String>,
+    actor: RwSignal<String>,
+    subject: RwSignal<String>,
+) -> impl IntoView {
+    let full_page = initial.len() >= PAGE;
+    let entries = RwSignal::new(initial);
+    let loading = RwSignal::new(false);
+    let note = RwSignal::new((!full_page).then(|| "These are all the entries so far.".to_owned()));
+    let visible = Memo::new(move |_| {
+        let (actor, subject) = (actor.read().to_lowercase(), subject.read().to_lowercase());
+        entries.with(|all| {
+            all.iter()
+                .filter(|e| actor.is_empty() || e.actor.to_lowercase().contains(actor.trim()))
+                .filter(|e| subject.is_empty() || e.subject.to_lowercase().contains(subject.trim()))
+                .cloned()
+                .collect::<Vec<_>>()
+        })
+    });
+    let load_more = move |_| {
+        if loading.get_untracked() {
+            return;
+        }
+        let after = entries.with_untracked(|e| e.last().map_or(0, |e| e.n));
+        let action = action.get_untracked();
+        loading.set(true);
+        note.set(None);
+        spawn_local(async move {
+            let result = api::audit(after, (!action.is_empty()).then_some(action), None).await;
+            loading.try_set(false);
+            match result {
+                Ok(more) if more.is_empty() => {
+                    note.try_set(Some("No newer entries.".to_owned()));
+                }
+                Ok(more) => {
+                    let full = more.len() >= PAGE;
+                    entries.try_update(|e| e.extend(more));
+                    if !full {
+                        note.try_set(Some("These are all the entries so far.".to_owned()));
+                    }
+                }
+                Err(err) => {
+                    note.try_set(Some(api::error_message(&err)));
+                }
+            }
+        });
+    };
+    view! {
+        <p class="muted counts" data-testid="audit-count">
+            {move || {
+                let (shown, loaded) = (visible.read().len(), entries.read().len());
+                if shown == loaded {
+                    format!("{loaded} entries loaded")
+                } else {
+                    format!("{shown} of {loaded} loaded entries match")
+                }
+            }}
+        </p>
+        <Show
+            when=move || !visible.read().is_empty()
+            fallback=move || view! {
+                <div class="empty-state" data-testid="audit-empty">
+                    {move || if entries.read().is_empty() { "No audit entries yet." } else { "No loaded entries match the filters." }}
+                </div>
+            }
+        >
+            <div class="table-wrap">
+                <table class="data-table audit-table">
+                    <thead>
+                        <tr>
+                            <th scope="col" class="num">"#"</th>
+                            <th scope="col">"Time (UTC)"</th>
+                            <th scope="col">"Actor"</th>
+                            <th scope="col">"Action"</th>
+                            <th scope="col">"Subject"</th>
+                            <th scope="col">"Detail"</th>
+                        </tr>
+                    </thead>
+                    <tbody>
+                        <For each=move || visible.get() key=|e| e.n let:entry>
+                            <AuditRow entry/>
+                        </For>
+                    </tbody>
+                </table>
+            </div>
+        </Show>
+        <div class="load-more">
+            <button type="button" data-testid="audit-more" disabled=move || loading.get() on:click=load_more>
+                {move || if loading.get() { "Loading…" } else { "Load more" }}
+            </button>
+            {move || note.get().map(|n| view! { <span class="muted" role="status">{n}</span> })}
+        </div>
+    }
+}
+
+#[component]
+fn AuditRow(entry: AuditEntry) -> impl IntoView {
+    let full = serde_json::to_string_pretty(&entry.detail).unwrap_or_default();
+    let time = entry
+        .at
+        .get(..19)
+        .map(|t| t.replace('T', " "))
+        .unwrap_or_else(|| entry.at.clone());
+    view! {
+        <tr data-testid="audit-row" data-action=entry.action.clone() data-n=entry.n>
+            <td class="num">{entry.n}</td>
+            <td class="when" title=entry.at.clone()>{time}</td>
+            <td><code>{entry.actor.clone()}</code></td>
+            <td class=format!("action action-{}", entry.action)>{entry.action.clone()}</td>
+            <td><code class="id" title=entry.subject.clone()>{short_id(&entry.subject)}</code></td>
+            <td class="detail" title=full>{compact(&entry.detail)}</td>
+        </tr>
+    }
+}
+
+/// Detail fields shown first, in this order; the rest follow alphabetically.
+const DETAIL_FIRST: [&str; 9] = [
+    "summary", "tool", "decision", "reason", "pattern", "scope", "previous", "next", "source",
+];
+
+/// Detail fields the table leaves to the tooltip (long, and meaningful only to a verifier).
+const DETAIL_HIDDEN: [&str; 3] = ["digest", "expires_at", "args"];
+
+/// The first eight characters of a UUID-like id or a long hex digest; other text whole.
+fn short_id(id: &str) -> String {
+    let uuid = id.len() == 36 && id.chars().filter(|c| *c == '-').count() == 4;
+    let hex = id.len() > 16 && id.chars().all(|c| c.is_ascii_hexdigit());
+    if uuid || hex {
+        format!("{}…", &id[..8])
+    } else {
+        id.to_owned()
+    }
+}
+
+/// `key: value` pairs of a detail object, the telling ones first, nulls and digests left out,
+/// cut to a line.
+fn compact(detail: &Value) -> String {
+    let rank = |k: &str| {
+        DETAIL_FIRST
+            .iter()
+            .position(|f| *f == k)
+            .unwrap_or(DETAIL_FIRST.len())
+    };
+    let text = match detail {
+        Value::Object(map) => {
+            let mut fields: Vec<(&String, &Value)> = map
+                .iter()
+                .filter(|(k, v)| !v.is_null() && !DETAIL_HIDDEN.contains(&k.as_str()))
+                .collect();
+            fields.sort_by(|a, b| rank(a.0).cmp(&rank(b.0)).then(a.0.cmp(b.0)));
+            fields
+                .into_iter()
+                .map(|(k, v)| {
+                    let v = match v {
+                        Value::String(s) => short_id(s),
+                        other => other.to_string(),
+                    };
+                    format!("{k}: {v}")
+                })
+                .collect::<Vec<_>>()
+                .join(" · ")
+        }
+        Value::Null => String::new(),
+        other => other.to_string(),
+    };
+    if text.chars().count() > DETAIL_CHARS {
+        let cut: String = text.chars().take(DETAIL_CHARS).collect();
+        format!("{cut}…")
+    } else {
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compact_details_drop_nulls_and_shorten_ids() {
+        let detail = serde_json::json!({
+            "session_id": "0b7c8a52-3f1e-4c55-9d4f-2c8a6b1d9e00",
+            "decision": "approve",
+            "reason": null,
+            "digest": "ab".repeat(32),
+            "n": 3,
+        });
+        assert_eq!(
+            compact(&detail),
+            "decision: approve · n: 3 · session_id: 0b7c8a52…"
+        );
+        let long = serde_json::json!({ "summary": "x".repeat(400) });
+        assert!(compact(&long).ends_with('…'));
+        assert!(compact(&long).chars().count() <= DETAIL_CHARS + 1);
+    }
+}

@@ -1,0 +1,129 @@
+//! `/inbox`: every pending gate across sessions, oldest first, each an approval card that can
+//! be decided in place, with a link to its session. The list is polled (see [`PendingPoll`]),
+//! so a card answered here or anywhere else leaves within a couple of seconds.
+
+use std::time::Duration;
+
+use leptos::prelude::*;
+
+use crate::protocol::{ApprovalRequest, ApprovalRequestBody};
+use crate::ui::browser;
+use crate::ui::card::ApprovalCard;
+use crate::ui::gates::{self, CardBus, ClientId};
+use crate::ui::sidebar::{PageLayout, PageSessions, PendingPoll};
+use crate::ui::transcript::GateItem;
+
+#[component]
+pub fn InboxPage() -> impl IntoView {
+    view! {
+        <PageLayout>
+            <Inbox/>
+        </PageLayout>
+    }
+}
+
+#[component]
+fn Inbox() -> impl IntoView {
+    let poll = expect_context::<PendingPoll>();
+    provide_context(ClientId::new());
+    let bus = CardBus::new();
+    provide_context(bus);
+
+    let now_ms = RwSignal::new(0.0f64);
+    Effect::new(move |_| {
+        now_ms.set(browser::now_ms());
+        if let Ok(handle) = set_interval_with_handle(
+            move || now_ms.set(browser::now_ms()),
+            Duration::from_secs(1),
+        ) {
+            on_cleanup(move || handle.clear());
+        }
+    });
+
+    let pending = Memo::new(move |_| {
+        poll.gates.with(|g| {
+            g.iter()
+                .flatten()
+                .map(|g| g.body.clone())
+                .collect::<Vec<ApprovalRequestBody>>()
+        })
+    });
+    // a / e / d / A act on the first (or the j/k-selected) card, as in the chat.
+    gates::install_keyboard(bus, pending);
+    Effect::new(move |_| {
+        browser::set_title(&match pending.read().len() {
+            0 => "Inbox — Countersign".to_owned(),
+            n => format!("({n}) Inbox — Countersign"),
+        })
+    });
+
+    let state = move || match poll.count() {
+        None if poll.error.read().is_none() => {
+            Some(view! { <p class="loading" data-testid="inbox-loading">"Loading…"</p> }.into_any())
+        }
+        Some(0) => Some(
+            view! {
+                <div class="empty-state" data-testid="inbox-empty">
+                    <p>"Nothing waiting for you."</p>
+                    <p class="muted">"Approvals from every session appear here as they open."</p>
+                </div>
+            }
+            .into_any(),
+        ),
+        _ => None,
+    };
+    view! {
+        <header class="page-header">
+            <h1>"Inbox"</h1>
+            <p class="muted">"Every approval waiting, across sessions, oldest first."</p>
+        </header>
+        // A card answered here leaves at the next poll; a click in the list brings that poll
+        // forward (the decision is usually in by then; if not, the regular poll follows).
+        <div class="page-body inbox" on:click=move |_| {
+            set_timeout(move || poll.refresh(), Duration::from_millis(400))
+        }>
+            {move || poll.error.get().map(|e| view! {
+                <p class="error" role="alert" data-testid="inbox-error">{format!("Could not refresh: {e}")}</p>
+            })}
+            {state}
+            <For each=move || poll.gates.get().unwrap_or_default() key=|g| g.body.approval_id.clone() let:gate>
+                <InboxItem gate now_ms/>
+            </For>
+        </div>
+    }
+}
+
+#[component]
+fn InboxItem(gate: ApprovalRequest, now_ms: RwSignal<f64>) -> impl IntoView {
+    let sessions = use_context::<PageSessions>();
+    let session_id = gate.body.session_id.clone();
+    let href = format!("/sessions/{session_id}");
+    let session_title = {
+        let session_id = session_id.clone();
+        move || {
+            sessions
+                .and_then(|s| s.title(&session_id))
+                .unwrap_or_else(|| "Open session".to_owned())
+        }
+    };
+    let opened = clock(&gate.body.created_at);
+    let approval_id = gate.body.approval_id.clone();
+    view! {
+        <div class="inbox-item" data-testid="inbox-item" data-approval-id=approval_id
+            data-session-id=session_id>
+            <div class="inbox-meta">
+                <a href=href data-testid="inbox-session">{session_title}</a>
+                <span class="muted">{format!("opened {opened}")}</span>
+            </div>
+            <ApprovalCard item=GateItem { request: gate.body, resolution: None } now_ms/>
+        </div>
+    }
+}
+
+/// `YYYY-MM-DD HH:MM UTC` of an RFC 3339 time (the same on the server and in the browser).
+pub fn clock(rfc3339: &str) -> String {
+    match (rfc3339.get(..10), rfc3339.get(11..16)) {
+        (Some(day), Some(time)) => format!("{day} {time} UTC"),
+        _ => rfc3339.to_owned(),
+    }
+}

@@ -1,0 +1,161 @@
+//! `/rules`: the standing rules Allow always created — tool, pattern, scope, when and from
+//! which approval, how often used — each with a Revoke button.
+
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+
+use crate::api;
+use crate::protocol::{Rule, RuleScope};
+use crate::ui::browser;
+use crate::ui::gates::ClientId;
+use crate::ui::inbox::clock;
+use crate::ui::sidebar::{PageLayout, PageSessions};
+
+#[component]
+pub fn RulesPage() -> impl IntoView {
+    view! {
+        <PageLayout>
+            <Rules/>
+        </PageLayout>
+    }
+}
+
+#[component]
+fn Rules() -> impl IntoView {
+    provide_context(ClientId::new());
+    Effect::new(|_| browser::set_title("Rules — Countersign"));
+    let rules = Resource::new(|| (), |_| api::list_rules());
+    view! {
+        <header class="page-header">
+            <h1>"Rules"</h1>
+            <p class="muted">"Calls these rules match run without asking. Revoke one and its calls ask again."</p>
+        </header>
+        <div class="page-body">
+            <Suspense fallback=|| view! { <p class="loading">"Loading…"</p> }>
+                {move || Suspend::new(async move {
+                    match rules.await {
+                        Ok(list) => view! { <RulesTable list/> }.into_any(),
+                        Err(err) => view! { <p class="error" role="alert">{api::error_message(&err)}</p> }.into_any(),
+                    }
+                })}
+            </Suspense>
+        </div>
+    }
+}
+
+#[component]
+fn RulesTable(list: Vec<Rule>) -> impl IntoView {
+    let rows = RwSignal::new(list);
+    let error = RwSignal::new(None::<String>);
+    view! {
+        {move || error.get().map(|e| view! { <p class="error" role="alert" data-testid="rules-error">{e}</p> })}
+        <Show
+            when=move || !rows.read().is_empty()
+            fallback=|| view! {
+                <div class="empty-state" data-testid="rules-empty">
+                    <p>"No standing rules."</p>
+                    <p class="muted">"Choose “Always allow” on an approval card to create one."</p>
+                </div>
+            }
+        >
+            <div class="table-wrap">
+                <table class="data-table rules-table">
+                    <thead>
+                        <tr>
+                            <th scope="col">"Tool"</th>
+                            <th scope="col">"Pattern"</th>
+                            <th scope="col">"Scope"</th>
+                            <th scope="col">"Created"</th>
+                            <th scope="col" class="num">"Uses"</th>
+                            <th scope="col">"Last used"</th>
+                            <th scope="col"><span class="sr-only">"Actions"</span></th>
+                        </tr>
+                    </thead>
+                    <tbody>
+                        <For each=move || rows.get() key=|r| r.id.clone() let:rule>
+                            <RuleRow rule rows error/>
+                        </For>
+                    </tbody>
+                </table>
+            </div>
+        </Show>
+    }
+}
+
+#[component]
+fn RuleRow(
+    rule: Rule,
+    rows: RwSignal<Vec<Rule>>,
+    error: RwSignal<Option<String>>,
+) -> impl IntoView {
+    let client = use_context::<ClientId>().unwrap_or_default();
+    let sessions = use_context::<PageSessions>();
+    let busy = RwSignal::new(false);
+    let id = rule.id.clone();
+    let revoke = {
+        let id = id.clone();
+        move |_| {
+            if busy.get_untracked() {
+                return;
+            }
+            busy.set(true);
+            error.set(None);
+            let id = id.clone();
+            let client_id = client.get_untracked();
+            spawn_local(async move {
+                match api::revoke_rule(id.clone(), client_id).await {
+                    Ok(()) => {
+                        rows.try_update(|rows| rows.retain(|r| r.id != id));
+                    }
+                    Err(err) => {
+                        busy.try_set(false);
+                        error.try_set(Some(api::error_message(&err)));
+                    }
+                }
+            });
+        }
+    };
+    let scope = match (&rule.scope, &rule.session_id) {
+        (RuleScope::Session, Some(sid)) => {
+            let href = format!("/sessions/{sid}");
+            let label = {
+                let sid = sid.clone();
+                move || match sessions.and_then(|s| s.title(&sid)) {
+                    Some(title) => format!("this session: {title}"),
+                    None => "this session".to_owned(),
+                }
+            };
+            view! { <a href=href data-testid="rule-session">{label}</a> }.into_any()
+        }
+        (RuleScope::Session, None) => view! { <span>"this session"</span> }.into_any(),
+        (RuleScope::Workspace, _) => view! { <span>"every session"</span> }.into_any(),
+    };
+    let from = rule.created_by_approval.as_deref().map(|approval| {
+        let short: String = approval.chars().take(8).collect();
+        view! { <span class="muted sub" title=approval.to_owned()>{format!("from approval {short}")}</span> }
+    });
+    let expires = rule.expires_at.as_deref().map(|at| {
+        view! { <span class="muted sub">{format!("expires {}", clock(at))}</span> }
+    });
+    let last_used = rule
+        .last_used_at
+        .as_deref()
+        .map(clock)
+        .unwrap_or_else(|| "never".to_owned());
+    view! {
+        <tr data-testid="rule-row" data-rule-id=id.clone()>
+            <td><code>{rule.tool.clone()}</code></td>
+            <td class="pattern"><code data-testid="rule-pattern-cell">{rule.pattern.clone()}</code></td>
+            <td data-scope=match rule.scope { RuleScope::Session => "session", RuleScope::Workspace => "workspace" }>{scope}</td>
+            <td class="when">{clock(&rule.created_at)} {from} {expires}</td>
+            <td class="num" data-testid="rule-uses">{rule.uses}</td>
+            <td class="when">{last_used}</td>
+            <td>
+                <button type="button" class="danger" data-testid="revoke-rule" disabled=move || busy.get()
+                    on:click=revoke>
+                    {move || if busy.get() { "Revoking…" } else { "Revoke" }}
+                </button>
+            </td>
+        </tr>
+    }
+}
