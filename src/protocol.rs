@@ -375,6 +375,28 @@ pub struct Resolution {
     pub execution_mode: Option<Mode>,
 }
 
+impl Resolution {
+    /// A resolution with nothing but who decided what, now (`resolved_at` as given).
+    pub fn plain(
+        approval_id: &str,
+        decision: Decision,
+        answered_by: AnsweredBy,
+        resolved_at: String,
+    ) -> Self {
+        Resolution {
+            approval_id: approval_id.to_owned(),
+            decision,
+            answered_by,
+            resolved_at,
+            reason: None,
+            edits: None,
+            rule_id: None,
+            client_id: None,
+            execution_mode: None,
+        }
+    }
+}
+
 /// A standing rule created by Allow always.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct Rule {
@@ -514,6 +536,38 @@ impl leptos::server_fn::error::FromServerFnError for ErrorBody {
         };
         ErrorBody::new(code, value.to_string())
     }
+}
+
+/// `GET /api/v1/config`: the resolved configuration, where each value came from, and whether
+/// the file on disk is valid.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct ConfigView {
+    /// The config file this server reads and writes.
+    pub path: String,
+    /// Why the file on disk was not applied (the last good config is in force), if it was not.
+    #[serde(default)]
+    pub error: Option<String>,
+    /// `set (masked)` or `not set`: the key itself never leaves the server.
+    pub provider_api_key: String,
+    pub keys: Vec<ConfigKey>,
+}
+
+/// One key of [`ConfigView`].
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct ConfigKey {
+    /// `section.name`, e.g. `tools.shell_timeout_secs`.
+    pub key: String,
+    pub value: Value,
+    #[serde(default)]
+    pub default: Option<Value>,
+    /// `file` (set in the config file) or `default`.
+    pub source: String,
+    /// Refused to the web, the API and the agent; `reason` says why.
+    pub protected: bool,
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// Takes effect only after a restart.
+    pub restart_required: bool,
 }
 
 #[cfg(test)]

@@ -170,17 +170,8 @@ impl Core {
         decision: Decision,
         answered_by: AnsweredBy,
     ) -> Result<Resolution, StoreError> {
-        let resolution = Resolution {
-            approval_id: request.body.approval_id.clone(),
-            decision,
-            answered_by,
-            resolved_at: now_rfc3339(),
-            reason: None,
-            edits: None,
-            rule_id: None,
-            client_id: None,
-            execution_mode: None,
-        };
+        let resolution =
+            Resolution::plain(&request.body.approval_id, decision, answered_by, now_rfc3339());
         match self
             .commit_resolution(session_id, request, resolution, None)
             .await

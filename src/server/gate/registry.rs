@@ -75,20 +75,10 @@ impl GateRegistry {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::{AnsweredBy, Decision};
+    use crate::protocol::Decision;
 
     fn resolution(id: &str, decision: Decision) -> Resolution {
-        Resolution {
-            approval_id: id.into(),
-            decision,
-            answered_by: AnsweredBy::User,
-            resolved_at: String::new(),
-            reason: None,
-            edits: None,
-            rule_id: None,
-            client_id: None,
-            execution_mode: None,
-        }
+        Resolution::plain(id, decision, crate::protocol::AnsweredBy::User, String::new())
     }
 
     #[tokio::test]

@@ -622,17 +622,7 @@ mod tests {
     }
 
     fn resolution(id: &str, decision: crate::protocol::Decision) -> Resolution {
-        Resolution {
-            approval_id: id.into(),
-            decision,
-            answered_by: crate::protocol::AnsweredBy::User,
-            resolved_at: now_rfc3339(),
-            reason: None,
-            edits: None,
-            rule_id: None,
-            client_id: None,
-            execution_mode: None,
-        }
+        Resolution::plain(id, decision, crate::protocol::AnsweredBy::User, String::new())
     }
 
     #[tokio::test]
