@@ -5,8 +5,8 @@ use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
 
 use crate::protocol::{
-    ApprovalRequest, AuditEntry, AuditVerdict, DecideOutcome, DecisionInput, ErrorBody, Rule,
-    Session, Snapshot,
+    ApprovalRequest, AuditEntry, AuditVerdict, ConfigView, DecideOutcome, DecisionInput, ErrorBody,
+    Rule, Session, Snapshot,
 };
 
 #[cfg(feature = "ssr")]
@@ -190,6 +190,40 @@ pub async fn audit(
 pub async fn verify_audit() -> Result<AuditVerdict, ErrorBody> {
     let core = backend::core()?;
     core.verify_audit().await.map_err(backend::to_server_error)
+}
+
+/// The resolved configuration: every key with its value, default, source and whether it may
+/// be changed here; whether the file on disk is valid; the provider key only as set or unset.
+/// (`name`: the generated argument struct would otherwise clash with `protocol::ConfigView`.)
+#[server(name = GetConfigView, prefix = "/api/ui", endpoint = "config", input = Json)]
+pub async fn config_view() -> Result<ConfigView, ErrorBody> {
+    let core = backend::core()?;
+    serde_json::from_value(core.config_view()).map_err(|err| {
+        backend::to_server_error(crate::server::error::ApiError::Internal(format!(
+            "config view: {err}"
+        )))
+    })
+}
+
+/// Sets one config key (refused for protected keys); the audit names this browser tab
+/// (`user:<client id>`).
+#[server(prefix = "/api/ui", endpoint = "set_config", input = Json)]
+pub async fn set_config(
+    key: String,
+    value: serde_json::Value,
+    client_id: String,
+) -> Result<(), ErrorBody> {
+    let core = backend::core()?;
+    let client: String = client_id.trim().chars().take(64).collect();
+    let actor = if client.is_empty() {
+        "user:ui".to_owned()
+    } else {
+        format!("user:{client}")
+    };
+    core.set_config(&key, &value, &actor, "ui")
+        .await
+        .map(|_| ())
+        .map_err(backend::to_server_error)
 }
 
 /// What the UI shows for a failed server function.

@@ -6,6 +6,7 @@ use leptos_router::components::{Route, Router, Routes};
 use leptos_router::path;
 
 use crate::ui::audit_page::AuditPage;
+use crate::ui::config_page::ConfigPage;
 use crate::ui::inbox::InboxPage;
 use crate::ui::rules_page::RulesPage;
 use crate::ui::session_page::SessionPage;
@@ -42,6 +43,7 @@ pub fn App() -> impl IntoView {
                 <Route path=path!("/inbox") view=InboxPage/>
                 <Route path=path!("/rules") view=RulesPage/>
                 <Route path=path!("/audit") view=AuditPage/>
+                <Route path=path!("/config") view=ConfigPage/>
             </Routes>
         </Router>
     }

@@ -5,6 +5,7 @@ pub mod browser;
 pub mod card;
 pub mod chat;
 pub mod composer;
+pub mod config_page;
 pub mod feed;
 pub mod gates;
 pub mod inbox;

@@ -1,5 +1,5 @@
 //! The session list: new, switch, delete; then the links to the other pages (Inbox with its
-//! pending count, Rules, Audit). Folds into a top bar on narrow screens (CSS).
+//! pending count, Rules, Audit, Config). Folds into a top bar on narrow screens (CSS).
 //!
 //! [`PageLayout`] puts the same sidebar beside the pages that are not a session.
 
@@ -261,7 +261,7 @@ fn SessionList(
     }
 }
 
-/// Inbox (with the number of gates waiting across sessions), Rules, Audit.
+/// Inbox (with the number of gates waiting across sessions), Rules, Audit, Config.
 #[component]
 fn PageLinks() -> impl IntoView {
     let poll = use_context::<PendingPoll>().unwrap_or_else(PendingPoll::start);
@@ -281,6 +281,7 @@ fn PageLinks() -> impl IntoView {
             </li>
             <li><a href="/rules" data-testid="nav-rules" aria-current=current("/rules")>"Rules"</a></li>
             <li><a href="/audit" data-testid="nav-audit" aria-current=current("/audit")>"Audit"</a></li>
+            <li><a href="/config" data-testid="nav-config" aria-current=current("/config")>"Config"</a></li>
         </ul>
     }
 }

@@ -1,0 +1,460 @@
+//! `/config`: the resolved configuration grouped by section — each key's value, where it came
+//! from (the file or the default), protected keys locked with the reason, the rest editable in
+//! place — with the config file's path and a banner when the file on disk is invalid.
+
+use leptos::ev::KeyboardEvent;
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+use serde_json::Value;
+
+use crate::api;
+use crate::protocol::{ConfigKey, ConfigView};
+use crate::ui::browser;
+use crate::ui::gates::ClientId;
+use crate::ui::sidebar::PageLayout;
+
+/// The tab title on this page.
+const TITLE: &str = "Config — Countersign";
+
+/// The sections in the order the README lists them; any other section follows.
+const SECTIONS: [&str; 6] = [
+    "provider",
+    "approvals",
+    "safety",
+    "budget",
+    "storage",
+    "tools",
+];
+
+#[component]
+pub fn ConfigPage() -> impl IntoView {
+    view! {
+        <PageLayout>
+            <Config/>
+        </PageLayout>
+    }
+}
+
+#[component]
+fn Config() -> impl IntoView {
+    provide_context(ClientId::new());
+    // Again after a frame: arriving from a session page, that page's own title effect can run
+    // after this one and put its title back.
+    Effect::new(|_| {
+        browser::set_title(TITLE);
+        request_animation_frame(|| browser::set_title(TITLE));
+    });
+    let initial = Resource::new(|| (), |_| api::config_view());
+    view! {
+        <Suspense fallback=|| view! {
+            <header class="page-header"><h1>"Config"</h1></header>
+            <div class="page-body"><p class="loading">"Loading…"</p></div>
+        }>
+            {move || Suspend::new(async move {
+                match initial.await {
+                    Ok(initial) => view! { <ConfigBody initial/> }.into_any(),
+                    Err(err) => view! {
+                        <header class="page-header"><h1>"Config"</h1></header>
+                        <div class="page-body">
+                            <p class="error" role="alert">{api::error_message(&err)}</p>
+                        </div>
+                    }
+                    .into_any(),
+                }
+            })}
+        </Suspense>
+    }
+}
+
+/// The view the page shows and how to fetch it again. Answers that arrive after the page is
+/// gone, or after a newer fetch started, are dropped.
+#[derive(Clone, Copy)]
+struct ConfigState {
+    view: RwSignal<ConfigView>,
+    /// Fetches started; only the latest one's answer is applied.
+    fetches: RwSignal<u64>,
+    in_flight: RwSignal<usize>,
+    error: RwSignal<Option<String>>,
+}
+
+impl ConfigState {
+    fn new(initial: ConfigView) -> Self {
+        ConfigState {
+            view: RwSignal::new(initial),
+            fetches: RwSignal::new(0),
+            in_flight: RwSignal::new(0),
+            error: RwSignal::new(None),
+        }
+    }
+
+    fn refresh(self) {
+        let Some(n) = self.fetches.try_update(|n| {
+            *n += 1;
+            *n
+        }) else {
+            return;
+        };
+        self.in_flight.try_update(|k| *k += 1);
+        spawn_local(async move {
+            let result = api::config_view().await;
+            self.in_flight.try_update(|k| *k = k.saturating_sub(1));
+            if self.fetches.try_get_untracked() != Some(n) {
+                return;
+            }
+            match result {
+                Ok(view) => {
+                    self.view.try_set(view);
+                    self.error.try_set(None);
+                }
+                Err(err) => {
+                    self.error.try_set(Some(api::error_message(&err)));
+                }
+            }
+        });
+    }
+}
+
+/// The page once the first view has loaded. Later views (after a save, or Reload) replace it
+/// in place, so rows whose value did not change keep their state.
+#[component]
+fn ConfigBody(initial: ConfigView) -> impl IntoView {
+    let config = ConfigState::new(initial);
+    let state = config.view;
+    let reloading = move || config.in_flight.get() > 0;
+    let sections = Memo::new(move |_| {
+        state.with(|v| {
+            let mut names: Vec<String> = SECTIONS.iter().map(|s| (*s).to_owned()).collect();
+            for k in &v.keys {
+                let section = section_of(&k.key).to_owned();
+                if !names.contains(&section) {
+                    names.push(section);
+                }
+            }
+            names.retain(|s| v.keys.iter().any(|k| section_of(&k.key) == s));
+            names
+        })
+    });
+    let path = move || state.with(|v| v.path.clone());
+    let api_key = move || state.with(|v| v.provider_api_key.clone());
+    let api_key_set = move || state.with(|v| v.provider_api_key.starts_with("set"));
+    view! {
+        <header class="page-header">
+            <h1>"Config"</h1>
+            <p class="muted config-path">"File: " <code data-testid="config-path">{path}</code></p>
+            <div class="audit-tools">
+                <button type="button" class="small" data-testid="config-reload" disabled=reloading
+                    on:click=move |_| config.refresh()>
+                    {move || if reloading() { "Reloading…" } else { "Reload" }}
+                </button>
+            </div>
+        </header>
+        <div class="page-body">
+            {move || state.with(|v| v.error.clone()).map(|error| view! {
+                <div class="config-error" role="alert" data-testid="config-error">
+                    "The config file on disk is invalid; the last good config is in force: "
+                    <span class="config-error-detail">{error}</span>
+                </div>
+            })}
+            {move || config.error.get().map(|e| view! { <p class="error" role="alert">{e}</p> })}
+            <p class="config-intro muted">
+                "Changes here are written to the config file and take effect at once. Locked keys \
+                 can only be changed in the file or with the local CLI."
+            </p>
+            <p class="config-secret" data-testid="config-api-key">
+                "Provider API key: "
+                <span class="secret-state" class:set=api_key_set>{api_key}</span>
+            </p>
+            <div class="table-wrap">
+                <table class="data-table config-table">
+                    <thead>
+                        <tr>
+                            <th scope="col">"Key"</th>
+                            <th scope="col">"Value"</th>
+                            <th scope="col">"Source"</th>
+                            <th scope="col">"Notes"</th>
+                            <th scope="col"><span class="sr-only">"Actions"</span></th>
+                        </tr>
+                    </thead>
+                    <For each=move || sections.get() key=|s| s.clone() let:section>
+                        <ConfigSection section config/>
+                    </For>
+                </table>
+            </div>
+        </div>
+    }
+}
+
+#[component]
+fn ConfigSection(section: String, config: ConfigState) -> impl IntoView {
+    let state = config.view;
+    let rows = {
+        let section = section.clone();
+        move || {
+            state.with(|v| {
+                v.keys
+                    .iter()
+                    .filter(|k| section_of(&k.key) == section)
+                    .cloned()
+                    .collect::<Vec<_>>()
+            })
+        }
+    };
+    view! {
+        <tbody data-section=section>
+            <tr class="config-section">
+                <th scope="rowgroup" colspan="5">{section.clone()}</th>
+            </tr>
+            <For each=rows key=row_key let:entry>
+                <ConfigRow entry config/>
+            </For>
+        </tbody>
+    }
+}
+
+/// A row is rebuilt when anything it shows changes.
+fn row_key(k: &ConfigKey) -> (String, String, String, bool, Option<String>) {
+    (
+        k.key.clone(),
+        k.value.to_string(),
+        k.source.clone(),
+        k.protected,
+        k.default.as_ref().map(Value::to_string),
+    )
+}
+
+#[component]
+fn ConfigRow(entry: ConfigKey, config: ConfigState) -> impl IntoView {
+    let editing = RwSignal::new(false);
+    let name = entry
+        .key
+        .split_once('.')
+        .map(|(_, name)| name.to_owned())
+        .unwrap_or_else(|| entry.key.clone());
+    let differs = entry.source == "file" && entry.default.as_ref() != Some(&entry.value);
+    let default = entry
+        .default
+        .as_ref()
+        .filter(|_| differs)
+        .map(|d| view! { <span class="muted sub" data-testid="config-default">"default: " {display(d)}</span> });
+    let notes = {
+        let lock = entry.protected.then(|| {
+            let reason = entry
+                .reason
+                .clone()
+                .unwrap_or_else(|| "protected".to_owned());
+            view! {
+                <span class="config-lock" data-testid="config-locked" title="Change it in the config file or with the local CLI">
+                    <LockIcon/>"Locked"
+                </span>
+                <span class="muted sub" data-testid="config-reason">{reason}</span>
+            }
+        });
+        let restart = entry.restart_required.then(|| {
+            view! { <span class="config-restart" data-testid="config-restart">"Restart required to apply"</span> }
+        });
+        view! { {lock} {restart} }
+    };
+    let value_text = display(&entry.value);
+    let edit_text = edit_text(&entry.value);
+    let key = entry.key.clone();
+    let protected = entry.protected;
+    view! {
+        <tr class="config-row" data-testid="config-row" data-key=entry.key.clone() data-protected=protected.to_string()
+            data-source=entry.source.clone() class:editing=move || editing.get()>
+            <td class="config-key"><code title=entry.key.clone()>{name}</code></td>
+            <td class="config-value">
+                <Show
+                    when=move || editing.get()
+                    fallback=move || view! {
+                        <ValueDisplay text=value_text.clone()/>
+                    }
+                >
+                    <Editor key=key.clone() text=edit_text.clone() editing config/>
+                </Show>
+                {default}
+            </td>
+            <td class="config-source">
+                <span class="source-badge" data-source=entry.source.clone() data-testid="config-source">
+                    {entry.source.clone()}
+                </span>
+            </td>
+            <td class="config-notes">{notes}</td>
+            <td class="config-actions">
+                {(!protected).then(|| view! {
+                    <button type="button" class="small" data-testid="config-edit"
+                        aria-label=format!("Edit {}", entry.key)
+                        disabled=move || editing.get() on:click=move |_| editing.set(true)>
+                        "Edit"
+                    </button>
+                })}
+            </td>
+        </tr>
+    }
+}
+
+/// A small padlock drawn in the text colour (an emoji may have no glyph).
+#[component]
+fn LockIcon() -> impl IntoView {
+    view! {
+        <svg class="lock-icon" viewBox="0 0 16 16" width="12" height="12" aria-hidden="true" focusable="false">
+            <rect x="3" y="7" width="10" height="8" rx="1.5" fill="currentColor"/>
+            <path d="M5 7V5a3 3 0 0 1 6 0v2" fill="none" stroke="currentColor" stroke-width="1.8"/>
+        </svg>
+    }
+}
+
+#[component]
+fn ValueDisplay(text: String) -> impl IntoView {
+    if text.is_empty() {
+        view! { <span class="muted" data-testid="config-value">"(empty)"</span> }.into_any()
+    } else {
+        view! { <code data-testid="config-value">{text}</code> }.into_any()
+    }
+}
+
+/// The inline editor: the value as JSON text; Enter or Save sends it, Esc cancels. Text that
+/// is not JSON is sent as a string.
+#[component]
+fn Editor(
+    key: String,
+    text: String,
+    editing: RwSignal<bool>,
+    config: ConfigState,
+) -> impl IntoView {
+    let client = use_context::<ClientId>().unwrap_or_default();
+    let input_id = format!(
+        "config-input-{}",
+        key.replace(|c: char| !c.is_ascii_alphanumeric(), "-")
+    );
+    {
+        let input_id = input_id.clone();
+        Effect::new(move |_| browser::focus(&input_id));
+    }
+    let text = RwSignal::new(text);
+    let busy = RwSignal::new(false);
+    let error = RwSignal::new(None::<String>);
+    let save = {
+        let key = key.clone();
+        move || {
+            if busy.get_untracked() {
+                return;
+            }
+            busy.set(true);
+            error.set(None);
+            let value = parse_input(&text.get_untracked());
+            let key = key.clone();
+            let client_id = client.get_untracked();
+            spawn_local(async move {
+                match api::set_config(key, value, client_id).await {
+                    Ok(()) => {
+                        busy.try_set(false);
+                        editing.try_set(false);
+                        config.refresh();
+                    }
+                    Err(err) => {
+                        busy.try_set(false);
+                        error.try_set(Some(api::error_message(&err)));
+                    }
+                }
+            });
+        }
+    };
+    let on_key = {
+        let save = save.clone();
+        move |ev: KeyboardEvent| match ev.key().as_str() {
+            "Enter" => {
+                ev.prevent_default();
+                save();
+            }
+            "Escape" => {
+                ev.prevent_default();
+                editing.set(false);
+            }
+            _ => {}
+        }
+    };
+    view! {
+        <div class="config-editor">
+            <input id=input_id type="text" data-testid="config-input" spellcheck="false"
+                aria-label=format!("New value for {key}")
+                prop:value=move || text.get() on:input=move |ev| text.set(event_target_value(&ev))
+                on:keydown=on_key/>
+            <div class="config-editor-actions">
+                <button type="button" class="small primary" data-testid="config-save" disabled=move || busy.get()
+                    on:click=move |_| save()>
+                    {move || if busy.get() { "Saving…" } else { "Save" }}
+                </button>
+                <button type="button" class="small" data-testid="config-cancel" on:click=move |_| editing.set(false)>
+                    "Cancel " <kbd>"Esc"</kbd>
+                </button>
+            </div>
+            {move || error.get().map(|e| view! {
+                <p class="error config-save-error" role="alert" data-testid="config-save-error">{e}</p>
+            })}
+        </div>
+    }
+}
+
+fn section_of(key: &str) -> &str {
+    key.split_once('.').map_or(key, |(section, _)| section)
+}
+
+/// How the table shows a value: strings as they are, anything else as compact JSON.
+fn display(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Array(items) => items
+            .iter()
+            .map(display_item)
+            .collect::<Vec<_>>()
+            .join(", "),
+        other => other.to_string(),
+    }
+}
+
+fn display_item(value: &Value) -> String {
+    match value {
+        Value::String(s) => format!("{s:?}"),
+        other => other.to_string(),
+    }
+}
+
+/// What the editor starts with: the value as JSON (strings quoted, so they round-trip).
+fn edit_text(value: &Value) -> String {
+    serde_json::to_string(value).unwrap_or_default()
+}
+
+/// What the editor sends: the text as JSON if it parses, else the text as a string.
+fn parse_input(text: &str) -> Value {
+    let trimmed = text.trim();
+    serde_json::from_str(trimmed).unwrap_or_else(|_| Value::String(trimmed.to_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn input_is_json_when_it_parses_else_a_string() {
+        assert_eq!(parse_input(" 45 "), json!(45));
+        assert_eq!(parse_input("true"), json!(true));
+        assert_eq!(parse_input("\"gpt-4o\""), json!("gpt-4o"));
+        assert_eq!(parse_input("[\"a\", \"b\"]"), json!(["a", "b"]));
+        assert_eq!(parse_input("soon"), json!("soon"));
+        assert_eq!(parse_input("gpt-4o-mini"), json!("gpt-4o-mini"));
+    }
+
+    #[test]
+    fn values_display_plainly_and_edit_as_json() {
+        assert_eq!(display(&json!("demo")), "demo");
+        assert_eq!(display(&json!(120)), "120");
+        assert_eq!(
+            display(&json!(["**/.env*", "sudo"])),
+            "\"**/.env*\", \"sudo\""
+        );
+        assert_eq!(edit_text(&json!("demo")), "\"demo\"");
+        assert_eq!(edit_text(&json!(120)), "120");
+        assert_eq!(parse_input(&edit_text(&json!("x y"))), json!("x y"));
+    }
+}
