@@ -59,16 +59,15 @@ pub fn outcome_text(
     resolution: &Resolution,
     my_client: &str,
 ) -> String {
-    let who = match resolution.answered_by {
-        AnsweredBy::User
-            if !my_client.is_empty() && resolution.client_id.as_deref() == Some(my_client) =>
-        {
-            "by you"
-        }
-        AnsweredBy::User => "in another tab or device",
-        AnsweredBy::Rule => "by a standing rule",
-        AnsweredBy::Timeout => "by the timeout",
-        AnsweredBy::System => "by the server",
+    let who = match (resolution.answered_by, resolution.client_id.as_deref()) {
+        (AnsweredBy::User, Some(id)) if !my_client.is_empty() && id == my_client => "by you",
+        (AnsweredBy::User, None) => "by a person (API)",
+        (AnsweredBy::User, Some("cli")) => "by a person (CLI)",
+        (AnsweredBy::User, _) if my_client.is_empty() => "by a person",
+        (AnsweredBy::User, _) => "in another tab or device",
+        (AnsweredBy::Rule, _) => "by a standing rule",
+        (AnsweredBy::Timeout, _) => "by the timeout",
+        (AnsweredBy::System, _) => "by the server",
     };
     let at = clock(&resolution.resolved_at);
     if request.kind == GateKind::Budget {
