@@ -170,8 +170,12 @@ impl Core {
         decision: Decision,
         answered_by: AnsweredBy,
     ) -> Result<Resolution, StoreError> {
-        let resolution =
-            Resolution::plain(&request.body.approval_id, decision, answered_by, now_rfc3339());
+        let resolution = Resolution::plain(
+            &request.body.approval_id,
+            decision,
+            answered_by,
+            now_rfc3339(),
+        );
         match self
             .commit_resolution(session_id, request, resolution, None)
             .await

@@ -78,7 +78,12 @@ mod tests {
     use crate::protocol::Decision;
 
     fn resolution(id: &str, decision: Decision) -> Resolution {
-        Resolution::plain(id, decision, crate::protocol::AnsweredBy::User, String::new())
+        Resolution::plain(
+            id,
+            decision,
+            crate::protocol::AnsweredBy::User,
+            String::new(),
+        )
     }
 
     #[tokio::test]

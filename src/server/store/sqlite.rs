@@ -622,7 +622,12 @@ mod tests {
     }
 
     fn resolution(id: &str, decision: crate::protocol::Decision) -> Resolution {
-        Resolution::plain(id, decision, crate::protocol::AnsweredBy::User, String::new())
+        Resolution::plain(
+            id,
+            decision,
+            crate::protocol::AnsweredBy::User,
+            String::new(),
+        )
     }
 
     #[tokio::test]
