@@ -3,209 +3,41 @@
 
 #![cfg(feature = "ssr")]
 
-use std::io::{BufRead, BufReader, Read};
+#[path = "support/mod.rs"]
+mod support;
+
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
+use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
+use reqwest::Method;
 use serde_json::{Value, json};
-
-const BIN: &str = env!("CARGO_BIN_EXE_countersign");
-const TOKEN: &str = "cli-token-123456";
-const ENV_VARS: [&str; 5] = [
-    "COUNTERSIGN_ADDR",
-    "COUNTERSIGN_DATA_DIR",
-    "COUNTERSIGN_WORKSPACE",
-    "COUNTERSIGN_TOKEN",
-    "COUNTERSIGN_CONFIG",
-];
-
-/// `countersign serve …` from the project root, with none of our environment's settings.
-fn serve_cmd(args: &[&str]) -> Command {
-    let mut cmd = Command::new(BIN);
-    cmd.arg("serve")
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .env("RUST_LOG", "warn");
-    for var in ENV_VARS {
-        cmd.env_remove(var);
-    }
-    cmd
-}
+use support::*;
 
 fn dirs(tmp: &Path) -> (PathBuf, PathBuf) {
     (tmp.join("data"), tmp.join("ws"))
 }
 
-/// A running `serve` process; killed (it is our own child) if a test ends early.
-struct Proc {
-    child: Child,
-    lines: mpsc::Receiver<String>,
-    stdout: Vec<String>,
-    stderr: Arc<Mutex<String>>,
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Proc {
-    fn spawn(mut cmd: Command) -> Proc {
-        let mut child = cmd.spawn().expect("spawn countersign");
-        let out = child.stdout.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let mut err = child.stderr.take().unwrap();
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let sink = stderr.clone();
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = err.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                sink.lock()
-                    .unwrap()
-                    .push_str(&String::from_utf8_lossy(&buf[..n]));
-            }
-        });
-        Proc {
-            child,
-            lines,
-            stdout: Vec::new(),
-            stderr,
-        }
-    }
-
-    fn stderr(&self) -> String {
-        self.stderr.lock().unwrap().clone()
-    }
-
-    /// Reads stdout until a line starts with `prefix`; returns that line.
-    fn line_starting(&mut self, prefix: &str, within: Duration) -> String {
-        let deadline = Instant::now() + within;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(line) => {
-                    self.stdout.push(line.clone());
-                    if line.starts_with(prefix) {
-                        return line;
-                    }
-                }
-                Err(e) => panic!(
-                    "no line starting {prefix:?} ({e}); stdout {:?}; stderr {}",
-                    self.stdout,
-                    self.stderr()
-                ),
-            }
-        }
-    }
-
-    /// Waits for the startup lines; returns (base URL, login URL).
-    fn started(&mut self) -> (String, String) {
-        let listening = self.line_starting("listening on ", Duration::from_secs(60));
-        let base = listening
-            .trim_start_matches("listening on ")
-            .trim()
-            .to_owned();
-        let login = self.line_starting("login: ", Duration::from_secs(10));
-        let login = login.trim_start_matches("login: ").trim().to_owned();
-        (base, login)
-    }
-
-    async fn wait_exit(&mut self, within: Duration) -> Option<ExitStatus> {
-        let deadline = Instant::now() + within;
-        loop {
-            if let Some(status) = self.child.try_wait().expect("try_wait") {
-                return Some(status);
-            }
-            if Instant::now() >= deadline {
-                return None;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-
-    fn sigterm(&self) {
-        // SAFETY: kill(2) only sends a signal, to our own child's pid.
-        let rc = unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
-        assert_eq!(rc, 0, "kill failed");
-    }
+/// Waits for the startup lines; returns (base URL, login URL).
+async fn started(p: &mut Proc) -> (String, String) {
+    let base = p.listening(Duration::from_secs(60)).await;
+    let login = p.line_starting("login: ", Duration::from_secs(10)).await;
+    let login = login.trim_start_matches("login: ").trim().to_owned();
+    (base, login)
 }
 
 /// Runs a `serve` that is expected to fail; returns (status, stdout, stderr).
 fn run_failing(args: &[&str]) -> (ExitStatus, String, String) {
-    let mut child = serve_cmd(args).spawn().expect("spawn");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if child.try_wait().expect("try_wait").is_some() {
-            break;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let out = child.wait_with_output().unwrap();
-            panic!(
-                "serve {args:?} did not exit; stdout {} stderr {}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let out = child.wait_with_output().unwrap();
-    (
-        out.status,
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
-fn http() -> reqwest::Client {
-    reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .timeout(Duration::from_secs(20))
-        .build()
-        .unwrap()
-}
-
-async fn create_session(base: &str, token: &str) -> String {
-    let r = http()
-        .post(format!("{base}/api/v1/sessions"))
-        .bearer_auth(token)
-        .json(&json!({}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status().as_u16(), 201);
-    r.json::<Value>().await.unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_owned()
+    let out = run(serve_command(args), None);
+    (out.status, out.stdout, out.stderr)
 }
 
 #[tokio::test]
 async fn serve_prints_where_it_listens_and_the_login_url() {
     let tmp = tempfile::tempdir().unwrap();
     let (data, ws) = dirs(tmp.path());
-    let mut p = Proc::spawn(serve_cmd(&[
+    let mut p = Proc::spawn(serve_command(&[
         "--addr",
         "127.0.0.1:0",
         "--data-dir",
@@ -215,7 +47,7 @@ async fn serve_prints_where_it_listens_and_the_login_url() {
         "--token",
         TOKEN,
     ]));
-    let (base, login) = p.started();
+    let (base, login) = started(&mut p).await;
     let addr: SocketAddr = base
         .strip_prefix("http://")
         .expect("http:// URL")
@@ -233,46 +65,36 @@ async fn serve_prints_where_it_listens_and_the_login_url() {
         p.stdout
     );
 
-    let r = http()
-        .get(format!("{base}/api/v1/health"))
-        .send()
+    let api = Api::new(&base);
+    let v = send(api.anon(Method::GET, "/api/v1/health"))
         .await
-        .unwrap();
-    assert_eq!(r.status().as_u16(), 200);
-    let v: Value = r.json().await.unwrap();
+        .expect(200);
     assert_eq!(v["status"], "ok");
-    let r = http().get(&login).send().await.unwrap();
-    assert_eq!(r.status().as_u16(), 303);
+    let r = send(api.client.get(&login)).await;
+    assert_eq!(r.status.as_u16(), 303);
     assert!(
-        r.headers()["set-cookie"]
-            .to_str()
-            .unwrap()
+        r.header("set-cookie")
+            .expect("set-cookie")
             .starts_with("countersign_session=")
     );
-    let r = http()
-        .get(format!("{base}/api/v1/sessions"))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status().as_u16(), 200);
+    api.get("/api/v1/sessions").await.expect(200);
 }
 
 #[tokio::test]
 async fn environment_variables_configure_serve() {
     let tmp = tempfile::tempdir().unwrap();
     let (data, ws) = dirs(tmp.path());
-    let mut cmd = serve_cmd(&[]);
+    let mut cmd = serve_command(&[]);
     cmd.env("COUNTERSIGN_ADDR", "127.0.0.1:0")
         .env("COUNTERSIGN_DATA_DIR", &data)
         .env("COUNTERSIGN_WORKSPACE", &ws)
         .env("COUNTERSIGN_TOKEN", TOKEN);
     let mut p = Proc::spawn(cmd);
-    let (base, login) = p.started();
+    let (base, login) = started(&mut p).await;
     assert!(login.ends_with(&format!("/login?token={TOKEN}")), "{login}");
     assert!(data.join("countersign.db").exists() || data.read_dir().unwrap().next().is_some());
     assert!(ws.is_dir());
-    let sid = create_session(&base, TOKEN).await;
+    let sid = Api::new(&base).session().await;
     assert!(!sid.is_empty());
 }
 
@@ -289,8 +111,8 @@ async fn without_a_token_one_is_generated_stored_0600_and_reused() {
         "--workspace",
         ws.to_str().unwrap(),
     ];
-    let mut p = Proc::spawn(serve_cmd(&args));
-    let (base, login) = p.started();
+    let mut p = Proc::spawn(serve_command(&args));
+    let (base, login) = started(&mut p).await;
     let token = login
         .split_once("?token=")
         .expect("token in login URL")
@@ -312,18 +134,18 @@ async fn without_a_token_one_is_generated_stored_0600_and_reused() {
         .permissions()
         .mode();
     assert_eq!(mode & 0o777, 0o600, "token file mode {mode:o}");
-    create_session(&base, &token).await;
+    Api::new(&base).with_token(&token).session().await;
 
     p.sigterm();
     assert!(p.wait_exit(Duration::from_secs(10)).await.is_some());
     drop(p);
-    let mut p = Proc::spawn(serve_cmd(&args));
-    let (base, login) = p.started();
+    let mut p = Proc::spawn(serve_command(&args));
+    let (base, login) = started(&mut p).await;
     assert!(
         login.ends_with(&format!("?token={token}")),
         "token changed: {login}"
     );
-    create_session(&base, &token).await;
+    Api::new(&base).with_token(&token).session().await;
 }
 
 #[test]
@@ -444,7 +266,7 @@ fn a_busy_port_exits_non_zero_saying_so() {
 async fn sigterm_exits_promptly_with_a_feed_connected() {
     let tmp = tempfile::tempdir().unwrap();
     let (data, ws) = dirs(tmp.path());
-    let mut p = Proc::spawn(serve_cmd(&[
+    let mut p = Proc::spawn(serve_command(&[
         "--addr",
         "127.0.0.1:0",
         "--data-dir",
@@ -454,31 +276,21 @@ async fn sigterm_exits_promptly_with_a_feed_connected() {
         "--token",
         TOKEN,
     ]));
-    let (base, _) = p.started();
-    let sid = create_session(&base, TOKEN).await;
-    let feed = reqwest::Client::new()
-        .get(format!("{base}/api/v1/sessions/{sid}/events"))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(feed.status().as_u16(), 200);
-    let mut body = feed.bytes_stream();
+    let (base, _) = started(&mut p).await;
+    let api = Api::new(&base);
+    let sid = api.session().await;
+    let mut feed = api.sse(&sid, None, None).await;
     // Make sure the stream is live: one event through it.
-    let r = http()
-        .put(format!("{base}/api/v1/sessions/{sid}/mode"))
-        .bearer_auth(TOKEN)
-        .json(&json!({"approval_mode": "plan"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status().as_u16(), 200);
-    let first = tokio::time::timeout(Duration::from_secs(10), body.next())
-        .await
-        .expect("first frame")
-        .expect("stream open")
-        .expect("bytes");
-    assert!(String::from_utf8_lossy(&first).contains("mode_changed"));
+    api.put(
+        &format!("/api/v1/sessions/{sid}/mode"),
+        json!({"approval_mode": "plan"}),
+    )
+    .await
+    .expect(200);
+    match feed.next_item(Duration::from_secs(10)).await {
+        Ok(Some(Item::Frame(first))) => assert!(first.is("mode_changed"), "{first:?}"),
+        other => panic!("first frame: {other:?}"),
+    }
 
     let sent = Instant::now();
     p.sigterm();
@@ -494,16 +306,10 @@ async fn sigterm_exits_promptly_with_a_feed_connected() {
     );
     assert!(status.success(), "{status:?}; stderr {}", p.stderr());
     // The feed ended rather than hanging.
-    let end = tokio::time::timeout(Duration::from_secs(5), async {
-        loop {
-            match body.next().await {
-                None | Some(Err(_)) => return,
-                Some(Ok(_)) => {}
-            }
-        }
-    })
-    .await;
-    assert!(end.is_ok(), "feed still open after the server exited");
+    assert!(
+        feed.ends_within(Duration::from_secs(5)).await,
+        "feed still open after the server exited"
+    );
 }
 
 /// A process's command line, NUL-separated args joined by spaces; None if it is gone.
@@ -540,46 +346,24 @@ async fn sigterm_during_a_command_kills_it_and_the_restart_reports_it_interrupte
         "--token",
         TOKEN,
     ];
-    let mut p = Proc::spawn(serve_cmd(&args));
-    let (base, _) = p.started();
-    let sid = create_session(&base, TOKEN).await;
+    let mut p = Proc::spawn(serve_command(&args));
+    let (base, _) = started(&mut p).await;
+    let api = Api::new(&base);
+    let sid = api.session().await;
     // A unique sleep duration, so the process can be found (and must be gone) afterwards.
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .subsec_nanos();
     let sleep_arg = format!("60.{nanos:09}");
-    let r = http()
-        .post(format!("{base}/api/v1/sessions/{sid}/messages"))
-        .bearer_auth(TOKEN)
-        .json(&json!({"text": format!("run: sleep {sleep_arg}"), "approval_mode": "yolo"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status().as_u16(), 202);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let v: Value = http()
-            .get(format!("{base}/api/v1/sessions/{sid}"))
-            .bearer_auth(TOKEN)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        if v["events"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|e| e["type"] == "tool_started")
+    let turn = api
+        .send_msg(&sid, &format!("run: sleep {sleep_arg}"), Some("yolo"))
+        .await;
+    api.wait_snapshot(&sid, "the command to start", |v| {
+        !of_type(&events(v), "tool_started").is_empty()
             && !processes_with_cmdline(&sleep_arg).is_empty()
-        {
-            break;
-        }
-        assert!(Instant::now() < deadline, "the command never started: {v}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    })
+    .await;
 
     p.sigterm();
     let status = p.wait_exit(Duration::from_secs(10)).await;
@@ -595,34 +379,10 @@ async fn sigterm_during_a_command_kills_it_and_the_restart_reports_it_interrupte
     assert!(left.is_empty(), "the command outlived the server: {left:?}");
     drop(p);
 
-    let mut p = Proc::spawn(serve_cmd(&args));
-    let (base, _) = p.started();
+    let mut p = Proc::spawn(serve_command(&args));
+    let (base, _) = started(&mut p).await;
     // The resumed turn reports the command interrupted (never re-run) and goes on to finish.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let v: Value = loop {
-        let v: Value = http()
-            .get(format!("{base}/api/v1/sessions/{sid}"))
-            .bearer_auth(TOKEN)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        if v["events"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|e| e["type"] == "turn_finished")
-        {
-            break v;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the resumed turn never finished: {v}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let v = Api::new(&base).wait_turn(&sid, &turn).await;
     assert!(
         processes_with_cmdline(&sleep_arg).is_empty(),
         "the interrupted command was run again"

@@ -6,104 +6,32 @@
 
 #![cfg(feature = "ssr")]
 
+#[path = "support/mod.rs"]
+mod support;
+
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::path::Path;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::extract::{Query, State};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
-use countersign::server::{self, settings::ServeArgs};
 use http::StatusCode;
 use serde_json::{Value, json};
-use tokio::io::AsyncWriteExt;
-
-const BIN: &str = env!("CARGO_BIN_EXE_countersign");
-const TOKEN: &str = "t-123456789";
-const SOON: Duration = Duration::from_secs(30);
-const ENV_VARS: [&str; 4] = [
-    "COUNTERSIGN_URL",
-    "COUNTERSIGN_TOKEN",
-    "COUNTERSIGN_DATA_DIR",
-    "XDG_DATA_HOME",
-];
+use support::*;
 
 // ---------------------------------------------------------------------------------------------
 // Running the binary
 // ---------------------------------------------------------------------------------------------
 
-#[derive(Debug)]
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl Out {
-    #[track_caller]
-    fn ok(&self) -> &str {
-        assert_eq!(self.code, 0, "expected success: {self:#?}");
-        assert!(self.stderr.is_empty(), "stderr on success: {self:#?}");
-        &self.stdout
-    }
-
-    /// Asserts a failure with `code` and a single `error: …` line containing each of `words`.
-    #[track_caller]
-    fn fails(&self, code: i32, words: &[&str]) -> &str {
-        assert_eq!(self.code, code, "exit code: {self:#?}");
-        let err = self.stderr.trim_end();
-        assert!(err.starts_with("error: "), "stderr: {self:#?}");
-        assert_eq!(err.lines().count(), 1, "one line: {self:#?}");
-        for word in words {
-            assert!(err.contains(word), "stderr lacks {word:?}: {self:#?}");
-        }
-        err
-    }
-
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout)
-            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {self:#?}"))
-    }
-}
-
 /// `countersign <args…>` with none of our environment's CLI settings, `env` added, and an
 /// empty home (so no real token file is found).
 async fn run_with(args: &[&str], env: &[(&str, &str)], stdin: Option<&str>) -> Out {
-    let mut cmd = tokio::process::Command::new(BIN);
-    cmd.args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("HOME", "/nonexistent/countersign-cli-remote")
-        .env("RUST_LOG", "warn")
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    for var in ENV_VARS {
-        cmd.env_remove(var);
-    }
-    cmd.envs(env.iter().copied());
-    let mut child = cmd.spawn().expect("spawn countersign");
-    if let Some(text) = stdin {
-        let mut pipe = child.stdin.take().expect("stdin");
-        pipe.write_all(text.as_bytes()).await.expect("write stdin");
-        drop(pipe);
-    }
-    let output = tokio::time::timeout(SOON, child.wait_with_output())
-        .await
-        .expect("the CLI finished in time")
-        .expect("the CLI ran");
-    Out {
-        code: output.status.code().expect("exited, not killed"),
-        stdout: String::from_utf8(output.stdout).expect("utf-8 stdout"),
-        stderr: String::from_utf8(output.stderr).expect("utf-8 stderr"),
-    }
+    let mut cmd = countersign(args);
+    cmd.env("HOME", "/nonexistent/countersign-cli-remote")
+        .envs(env.iter().copied());
+    run_async(cmd, stdin).await
 }
 
 /// `countersign <args…> --url <url> --token <token>`.
@@ -130,146 +58,17 @@ fn line_with<'a>(text: &'a str, needle: &str) -> (usize, &'a str) {
 // A real server
 // ---------------------------------------------------------------------------------------------
 
-struct Srv {
-    dir: tempfile::TempDir,
-    server: server::Server,
-    url: String,
-    http: reqwest::Client,
+/// `countersign <args…>` against the in-process server.
+async fn cli(srv: &TestServer, args: &[&str]) -> Out {
+    run_at(&srv.base, TOKEN, args).await
 }
 
-impl Drop for Srv {
-    fn drop(&mut self) {
-        self.server.shutdown.cancel();
-    }
-}
-
-impl Srv {
-    async fn start() -> Srv {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let args = ServeArgs {
-            addr: "127.0.0.1:0".parse().unwrap(),
-            data_dir: Some(dir.path().join("data")),
-            workspace: Some(dir.path().join("ws")),
-            token: Some(TOKEN.into()),
-            config: None,
-        };
-        let server = server::start(args.resolve().expect("settings"), None)
-            .await
-            .expect("server starts");
-        let url = format!("http://{}", server.addr);
-        Srv {
-            dir,
-            server,
-            url,
-            http: reqwest::Client::new(),
-        }
-    }
-
-    fn ws(&self, rel: &str) -> PathBuf {
-        self.dir.path().join("ws").join(rel)
-    }
-
-    async fn cli(&self, args: &[&str]) -> Out {
-        run_at(&self.url, TOKEN, args).await
-    }
-
-    async fn api(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
-        let mut req = self
-            .http
-            .request(method, format!("{}/api/v1{path}", self.url))
-            .bearer_auth(TOKEN);
-        if let Some(body) = body {
-            req = req.json(&body);
-        }
-        let resp = req.send().await.expect("request");
-        let status = resp.status().as_u16();
-        let text = resp.text().await.expect("body");
-        let value = serde_json::from_str(&text).unwrap_or(Value::Null);
-        (status, value)
-    }
-
-    async fn get(&self, path: &str) -> Value {
-        let (status, value) = self.api(reqwest::Method::GET, path, None).await;
-        assert_eq!(status, 200, "GET {path}: {value}");
-        value
-    }
-
-    async fn pending(&self) -> Vec<Value> {
-        self.get("/approvals?status=pending")
-            .await
-            .as_array()
-            .expect("array")
-            .clone()
-    }
-
-    /// A new session whose demo agent is sent `text`; returns the session id and its gate.
-    async fn gate(&self, text: &str) -> (String, Value) {
-        let (status, session) = self
-            .api(reqwest::Method::POST, "/sessions", Some(json!({})))
-            .await;
-        assert_eq!(status, 201, "{session}");
-        let sid = session["id"].as_str().expect("id").to_owned();
-        let path = format!("/sessions/{sid}/messages");
-        let (status, v) = self
-            .api(reqwest::Method::POST, &path, Some(json!({ "text": text })))
-            .await;
-        assert_eq!(status, 202, "{v}");
-        let gate = self.wait_gate(&sid).await;
-        (sid, gate)
-    }
-
-    async fn wait_gate(&self, sid: &str) -> Value {
-        let deadline = Instant::now() + SOON;
-        loop {
-            if let Some(g) = self
-                .pending()
-                .await
-                .into_iter()
-                .find(|g| g["session_id"] == sid)
-            {
-                return g;
-            }
-            assert!(Instant::now() < deadline, "no gate opened in {sid}");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-
-    /// Polls the session's log until an event satisfies `pred`; returns it.
-    async fn wait_event(&self, sid: &str, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
-        let deadline = Instant::now() + SOON;
-        loop {
-            let snap = self.get(&format!("/sessions/{sid}")).await;
-            if let Some(e) = snap["events"]
-                .as_array()
-                .and_then(|es| es.iter().find(|e| pred(e)))
-            {
-                return e.clone();
-            }
-            assert!(Instant::now() < deadline, "no {what} in {sid}: {snap:#}");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-
-    async fn wait_file(&self, rel: &str, content: &str) {
-        let deadline = Instant::now() + SOON;
-        let path = self.ws(rel);
-        while std::fs::read_to_string(&path).ok().as_deref() != Some(content) {
-            assert!(
-                Instant::now() < deadline,
-                "{} never held {content:?} (has {:?})",
-                path.display(),
-                std::fs::read_to_string(&path).ok()
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-}
-
-fn id_of(v: &Value, key: &str) -> String {
-    v[key]
-        .as_str()
-        .unwrap_or_else(|| panic!("no {key}: {v}"))
-        .to_owned()
+/// A new session whose demo agent is sent `text`; returns the session id and its gate.
+async fn open_gate(srv: &TestServer, text: &str) -> (String, Value) {
+    let sid = srv.session().await;
+    srv.send_msg(&sid, text, None).await;
+    let gate = srv.wait_inbox_gate(&sid).await;
+    (sid, gate)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -278,16 +77,16 @@ fn id_of(v: &Value, key: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn list_shows_pending_gates_oldest_first_in_columns() {
-    let srv = Srv::start().await;
+    let srv = TestServer::start().await;
     assert_eq!(
-        srv.cli(&["approvals", "list"]).await.ok().trim(),
+        cli(&srv, &["approvals", "list"]).await.ok().trim(),
         "no pending approvals"
     );
-    let (sid1, g1) = srv.gate("write a.txt: x").await;
-    let (sid2, g2) = srv.gate("run: echo hi").await;
+    let (sid1, g1) = open_gate(&srv, "write a.txt: x").await;
+    let (sid2, g2) = open_gate(&srv, "run: echo hi").await;
     let (a1, a2) = (id_of(&g1, "approval_id"), id_of(&g2, "approval_id"));
 
-    let out = srv.cli(&["approvals", "list"]).await;
+    let out = cli(&srv, &["approvals", "list"]).await;
     let text = out.ok();
     let header = text.lines().next().expect("a header");
     for column in ["ID", "SESSION", "KIND", "SUMMARY", "EXPIRES"] {
@@ -314,7 +113,7 @@ async fn list_shows_pending_gates_oldest_first_in_columns() {
         );
     }
 
-    let listed = srv.cli(&["approvals", "list", "--json"]).await;
+    let listed = cli(&srv, &["approvals", "list", "--json"]).await;
     listed.ok();
     let ids: Vec<String> = listed
         .json()
@@ -328,55 +127,57 @@ async fn list_shows_pending_gates_oldest_first_in_columns() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn approve_by_prefix_runs_the_call_and_a_second_answer_is_refused() {
-    let srv = Srv::start().await;
-    let (_, gate) = srv.gate("write a.txt: x").await;
+    let srv = TestServer::start().await;
+    let (_, gate) = open_gate(&srv, "write a.txt: x").await;
     let aid = id_of(&gate, "approval_id");
 
-    let out = srv.cli(&["approvals", "approve", &aid[..12]]).await;
+    let out = cli(&srv, &["approvals", "approve", &aid[..12]]).await;
     let text = out.ok();
     assert!(
         text.starts_with(&format!("approved {}", short(&aid))),
         "{text}"
     );
-    srv.wait_file("a.txt", "x").await;
+    wait_file(&srv.ws("a.txt"), "x").await;
 
-    let again = srv.cli(&["approvals", "approve", &aid]).await;
+    let again = cli(&srv, &["approvals", "approve", &aid]).await;
     again.fails(1, &["already", "approved by a person", short(&aid)]);
     assert!(again.stdout.is_empty(), "{again:#?}");
 
-    let as_json = srv.cli(&["approvals", "deny", &aid, "--json"]).await;
-    assert_eq!(as_json.code, 1, "{as_json:#?}");
+    let as_json = cli(&srv, &["approvals", "deny", &aid, "--json"]).await;
+    assert_eq!(as_json.code(), 1, "{as_json:#?}");
     let body = as_json.json();
     assert_eq!(body["error"]["code"], "already_resolved", "{body}");
     assert_eq!(body["resolution"]["decision"], "approve", "{body}");
 
-    let listed = srv.cli(&["approvals", "list"]).await;
+    let listed = cli(&srv, &["approvals", "list"]).await;
     assert_eq!(listed.ok().trim(), "no pending approvals");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn approve_json_prints_the_servers_answer() {
-    let srv = Srv::start().await;
-    let (_, gate) = srv.gate("write j.txt: json").await;
+    let srv = TestServer::start().await;
+    let (_, gate) = open_gate(&srv, "write j.txt: json").await;
     let aid = id_of(&gate, "approval_id");
-    let out = srv.cli(&["approvals", "--json", "approve", &aid]).await;
+    let out = cli(&srv, &["approvals", "--json", "approve", &aid]).await;
     out.ok();
     let body = out.json();
     assert_eq!(body["approval_id"], aid.as_str(), "{body}");
     assert_eq!(body["decision"], "approve", "{body}");
-    srv.wait_file("j.txt", "json").await;
+    wait_file(&srv.ws("j.txt"), "json").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deny_with_reason_reaches_the_agent_as_the_tool_result() {
-    let srv = Srv::start().await;
-    let (sid, gate) = srv.gate("run: echo hi").await;
+    let srv = TestServer::start().await;
+    let (sid, gate) = open_gate(&srv, "run: echo hi").await;
     let aid = id_of(&gate, "approval_id");
     let call = id_of(&gate, "call_id");
 
-    let out = srv
-        .cli(&["approvals", "deny", &aid, "--reason", "not on a friday"])
-        .await;
+    let out = cli(
+        &srv,
+        &["approvals", "deny", &aid, "--reason", "not on a friday"],
+    )
+    .await;
     let text = out.ok();
     assert!(
         text.contains("denied") && text.contains("not on a friday"),
@@ -395,26 +196,26 @@ async fn deny_with_reason_reaches_the_agent_as_the_tool_result() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn edit_replaces_a_tools_arguments_and_a_decisions_proposal() {
-    let srv = Srv::start().await;
-    let (_, gate) = srv.gate("write a.txt: x").await;
+    let srv = TestServer::start().await;
+    let (_, gate) = open_gate(&srv, "write a.txt: x").await;
     let aid = id_of(&gate, "approval_id");
 
-    let bad = srv
-        .cli(&["approvals", "edit", &aid, "--edits", "content: y"])
-        .await;
+    let bad = cli(&srv, &["approvals", "edit", &aid, "--edits", "content: y"]).await;
     bad.fails(2, &["JSON object", "a.txt"]);
-    let outside = srv
-        .cli(&[
+    let outside = cli(
+        &srv,
+        &[
             "approvals",
             "edit",
             &aid,
             "--edits",
             r#"{"path":"../escape.txt","content":"y"}"#,
-        ])
-        .await;
+        ],
+    )
+    .await;
     outside.fails(1, &["invalid_edits"]);
     assert!(
-        srv.pending()
+        srv.inbox()
             .await
             .iter()
             .any(|g| g["approval_id"] == aid.as_str()),
@@ -422,18 +223,16 @@ async fn edit_replaces_a_tools_arguments_and_a_decisions_proposal() {
     );
 
     let edits = r#"{"path":"a.txt","content":"edited"}"#;
-    let out = srv
-        .cli(&["approvals", "edit", &aid, "--edits", edits])
-        .await;
+    let out = cli(&srv, &["approvals", "edit", &aid, "--edits", edits]).await;
     assert!(out.ok().contains("approved with edits"), "{out:#?}");
-    srv.wait_file("a.txt", "edited").await;
+    wait_file(&srv.ws("a.txt"), "edited").await;
 
     // A decision card takes text; `-` reads it from stdin.
-    let (sid, card) = srv.gate("ask prep_plan: Clean data | drop nulls").await;
+    let (sid, card) = open_gate(&srv, "ask prep_plan: Clean data | drop nulls").await;
     let cid = id_of(&card, "approval_id");
     assert_eq!(card["kind"], "decision");
     let mut args: Vec<&str> = vec!["approvals", "edit", &cid, "--edits", "-"];
-    args.extend(["--url", &srv.url, "--token", TOKEN]);
+    args.extend(["--url", &srv.base, "--token", TOKEN]);
     let out = run_with(&args, &[], Some("drop nulls, keep outliers\n")).await;
     out.ok();
     let resolved = srv
@@ -447,14 +246,16 @@ async fn edit_replaces_a_tools_arguments_and_a_decisions_proposal() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn allow_always_creates_a_rule_with_the_chosen_scope() {
-    let srv = Srv::start().await;
-    let (_, gate) = srv.gate("run: echo hi").await;
+    let srv = TestServer::start().await;
+    let (_, gate) = open_gate(&srv, "run: echo hi").await;
     let aid = id_of(&gate, "approval_id");
-    let out = srv
-        .cli(&["approvals", "allow-always", &aid, "--scope", "workspace"])
-        .await;
+    let out = cli(
+        &srv,
+        &["approvals", "allow-always", &aid, "--scope", "workspace"],
+    )
+    .await;
     let text = out.ok();
-    let rules = srv.get("/rules").await;
+    let rules = srv.get("/api/v1/rules").await.expect(200);
     let rule = rules
         .as_array()
         .and_then(|rs| rs.iter().find(|r| r["created_by_approval"] == aid.as_str()))
@@ -465,38 +266,36 @@ async fn allow_always_creates_a_rule_with_the_chosen_scope() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unknown_and_too_short_ids_are_refused_and_change_nothing() {
-    let srv = Srv::start().await;
-    let (_, gate) = srv.gate("write a.txt: x").await;
+    let srv = TestServer::start().await;
+    let (_, gate) = open_gate(&srv, "write a.txt: x").await;
     let aid = id_of(&gate, "approval_id");
 
     let unknown = "00000000-0000-4000-8000-000000000000";
-    srv.cli(&["approvals", "approve", unknown])
+    cli(&srv, &["approvals", "approve", unknown])
         .await
         .fails(1, &["no approval matches", unknown]);
-    srv.cli(&["approvals", "approve", "0000"])
+    cli(&srv, &["approvals", "approve", "0000"])
         .await
         .fails(2, &["too short"]);
-    srv.cli(&["approvals", "approve", &aid[..4]])
+    cli(&srv, &["approvals", "approve", &aid[..4]])
         .await
         .fails(2, &["too short"]);
-    assert_eq!(srv.pending().await.len(), 1, "still pending");
+    assert_eq!(srv.inbox().await.len(), 1, "still pending");
     assert!(!srv.ws("a.txt").exists());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancelled_turns_gate_is_gone() {
-    let srv = Srv::start().await;
-    let (sid, gate) = srv.gate("write a.txt: x").await;
+    let srv = TestServer::start().await;
+    let (sid, gate) = open_gate(&srv, "write a.txt: x").await;
     let aid = id_of(&gate, "approval_id");
-    let (status, v) = srv
-        .api(
-            reqwest::Method::POST,
-            &format!("/sessions/{sid}/cancel"),
-            None,
-        )
-        .await;
-    assert_eq!(status, 200, "{v}");
-    srv.cli(&["approvals", "approve", &aid])
+    send(srv.req(
+        reqwest::Method::POST,
+        &format!("/api/v1/sessions/{sid}/cancel"),
+    ))
+    .await
+    .expect(200);
+    cli(&srv, &["approvals", "approve", &aid])
         .await
         .fails(1, &["gone", "cancelled"]);
     assert!(!srv.ws("a.txt").exists());
@@ -508,13 +307,13 @@ async fn a_cancelled_turns_gate_is_gone() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wrong_token_is_reported_as_such() {
-    let srv = Srv::start().await;
+    let srv = TestServer::start().await;
     for args in [
         &["approvals", "list"][..],
         &["rules", "list"],
         &["audit", "verify"],
     ] {
-        run_at(&srv.url, "wrong-token-999", args)
+        run_at(&srv.base, "wrong-token-999", args)
             .await
             .fails(3, &["token was refused"]);
     }
@@ -551,8 +350,8 @@ fn write_token(dir: &Path) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn url_and_token_come_from_the_environment_or_the_data_dir() {
-    let srv = Srv::start().await;
-    let url = srv.url.as_str();
+    let srv = TestServer::start().await;
+    let url = srv.base.as_str();
     let list = ["approvals", "list"];
     let out = run_with(
         &list,
@@ -603,43 +402,38 @@ async fn url_and_token_come_from_the_environment_or_the_data_dir() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rules_list_and_revoke_after_allow_always() {
-    let srv = Srv::start().await;
+    let srv = TestServer::start().await;
     assert_eq!(
-        srv.cli(&["rules", "list"]).await.ok().trim(),
+        cli(&srv, &["rules", "list"]).await.ok().trim(),
         "no standing rules"
     );
-    let (sid, gate) = srv.gate("run: echo hi").await;
+    let (sid, gate) = open_gate(&srv, "run: echo hi").await;
     let aid = id_of(&gate, "approval_id");
-    let path = format!("/sessions/{sid}/approvals/{aid}");
-    let (status, answer) = srv
-        .api(
-            reqwest::Method::POST,
-            &path,
-            Some(json!({"decision": "allow_always"})),
-        )
-        .await;
-    assert_eq!(status, 200, "{answer}");
+    let answer = srv
+        .decide(&sid, &aid, json!({"decision": "allow_always"}))
+        .await
+        .expect(200);
     let rule_id = id_of(&answer, "rule_id");
-    let rule = srv.get("/rules").await[0].clone();
+    let rule = srv.get("/api/v1/rules").await.expect(200)[0].clone();
     let pattern = rule["pattern"].as_str().expect("pattern");
 
-    let out = srv.cli(&["rules", "list"]).await;
+    let out = cli(&srv, &["rules", "list"]).await;
     let (_, row) = line_with(out.ok(), short(&rule_id));
     assert!(row.contains("shell") && row.contains(pattern), "{row}");
     assert!(row.contains(&format!("session {}", short(&sid))), "{row}");
 
-    let listed = srv.cli(&["rules", "list", "--json"]).await;
+    let listed = cli(&srv, &["rules", "list", "--json"]).await;
     listed.ok();
     assert_eq!(listed.json()[0]["id"], rule_id.as_str());
 
-    let out = srv.cli(&["rules", "revoke", &rule_id[..10]]).await;
+    let out = cli(&srv, &["rules", "revoke", &rule_id[..10]]).await;
     assert!(
         out.ok()
             .starts_with(&format!("revoked rule {}", short(&rule_id)))
     );
-    assert_eq!(srv.get("/rules").await, json!([]));
+    assert_eq!(srv.get("/api/v1/rules").await.expect(200), json!([]));
 
-    srv.cli(&["rules", "revoke", &rule_id])
+    cli(&srv, &["rules", "revoke", &rule_id])
         .await
         .fails(1, &["no standing rule"]);
 }
@@ -650,13 +444,13 @@ async fn rules_list_and_revoke_after_allow_always() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn audit_export_and_verify_the_real_log() {
-    let srv = Srv::start().await;
-    let (_, gate) = srv.gate("write a.txt: x").await;
+    let srv = TestServer::start().await;
+    let (_, gate) = open_gate(&srv, "write a.txt: x").await;
     let aid = id_of(&gate, "approval_id");
-    srv.cli(&["approvals", "approve", &aid]).await.ok();
-    srv.wait_file("a.txt", "x").await;
+    cli(&srv, &["approvals", "approve", &aid]).await.ok();
+    wait_file(&srv.ws("a.txt"), "x").await;
 
-    let lines = srv.cli(&["audit", "export", "--jsonl"]).await;
+    let lines = cli(&srv, &["audit", "export", "--jsonl"]).await;
     let entries: Vec<Value> = lines
         .ok()
         .lines()
@@ -680,11 +474,11 @@ async fn audit_export_and_verify_the_real_log() {
         "the CLI names itself: {resolved}"
     );
 
-    let array = srv.cli(&["audit", "export", "--json"]).await;
+    let array = cli(&srv, &["audit", "export", "--json"]).await;
     array.ok();
     assert_eq!(array.json(), Value::Array(entries.clone()));
 
-    let table = srv.cli(&["audit", "export"]).await;
+    let table = cli(&srv, &["audit", "export"]).await;
     let text = table.ok();
     assert!(
         text.lines().next().is_some_and(|h| h.contains("ACTION")),
@@ -697,7 +491,7 @@ async fn audit_export_and_verify_the_real_log() {
     );
 
     let n = entries.len();
-    let verify = srv.cli(&["audit", "verify"]).await;
+    let verify = cli(&srv, &["audit", "verify"]).await;
     let text = verify.ok();
     assert!(
         text.contains("intact") && text.contains(&format!("{n} entries")),
@@ -705,20 +499,15 @@ async fn audit_export_and_verify_the_real_log() {
     );
 
     // Alter entry 2 behind the server's back: the chain breaks there.
-    let db = srv.dir.path().join("data/countersign.db");
-    let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", db.display()))
-        .await
-        .expect("open the database");
-    sqlx::query("UPDATE audit SET actor = 'user:mallory' WHERE n = 2")
-        .execute(&pool)
-        .await
-        .expect("tamper");
-    pool.close().await;
-    srv.cli(&["audit", "verify"])
+    sql(
+        &srv.db(),
+        "UPDATE audit SET actor = 'user:mallory' WHERE n = 2",
+    );
+    cli(&srv, &["audit", "verify"])
         .await
         .fails(1, &["entry 2 is the first bad one"]);
-    let as_json = srv.cli(&["audit", "verify", "--json"]).await;
-    assert_eq!(as_json.code, 1, "{as_json:#?}");
+    let as_json = cli(&srv, &["audit", "verify", "--json"]).await;
+    assert_eq!(as_json.code(), 1, "{as_json:#?}");
     assert_eq!(as_json.json()["first_bad"], 2);
     assert_eq!(as_json.json()["ok"], false);
 }

@@ -3,28 +3,24 @@
 //! API's protected keys, and the agent's guarded config_set.
 #![cfg(feature = "ssr")]
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::{Duration, Instant};
+#[path = "support/mod.rs"]
+mod support;
 
-use countersign::server::{self, Server, settings::ServeArgs};
+use std::path::Path;
+use std::time::Duration;
+
 use serde_json::{Value, json};
+use support::*;
 
-const TOKEN: &str = "config-token-123";
+/// How long a file edit may take to reach the running server.
+const RELOAD: Duration = Duration::from_secs(10);
 
+/// `countersign config --data-dir <dir> <args…>`: (success, stdout, stderr).
 fn cli(data_dir: &Path, args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_countersign"))
-        .arg("config")
-        .arg("--data-dir")
-        .arg(data_dir)
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let mut cmd = countersign(&["config", "--data-dir"]);
+    cmd.arg(data_dir).args(args);
+    let out = run(cmd, None);
+    (out.status.success(), out.stdout, out.stderr)
 }
 
 #[test]
@@ -97,287 +93,176 @@ fn the_cli_reads_and_writes_the_file_and_names_bad_keys_and_types() {
     );
 }
 
-struct Srv {
-    dir: tempfile::TempDir,
-    base: String,
-    client: reqwest::Client,
-    running: Server,
+/// One key's row of `GET /api/v1/config`.
+async fn config_row(srv: &TestServer, key: &str) -> Value {
+    let view = srv.get("/api/v1/config").await.expect(200);
+    view["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["key"] == key)
+        .cloned()
+        .unwrap()
 }
 
-impl Drop for Srv {
-    fn drop(&mut self) {
-        self.running.shutdown.cancel();
-    }
+/// Waits (at most [`RELOAD`]) until `key` has `value`.
+async fn until_value(srv: &TestServer, what: &str, name: &str, value: Value) {
+    poll_until(what, RELOAD, async || {
+        let row = config_row(srv, name).await;
+        if row["value"] == value {
+            Ok(())
+        } else {
+            Err(row)
+        }
+    })
+    .await
 }
 
-impl Srv {
-    async fn start() -> Srv {
-        let dir = tempfile::tempdir().unwrap();
-        let args = ServeArgs {
-            addr: "127.0.0.1:0".parse().unwrap(),
-            data_dir: Some(dir.path().join("data")),
-            workspace: Some(dir.path().join("ws")),
-            token: Some(TOKEN.into()),
-            config: None,
-        };
-        let running = server::start(args.resolve().unwrap(), None).await.unwrap();
-        Srv {
-            base: format!("http://{}/api/v1", running.addr),
-            client: reqwest::Client::new(),
-            running,
-            dir,
-        }
-    }
-
-    fn data(&self) -> PathBuf {
-        self.dir.path().join("data")
-    }
-
-    async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
-        let mut req = self
-            .client
-            .request(method, format!("{}{path}", self.base))
-            .bearer_auth(TOKEN);
-        if let Some(body) = body {
-            req = req.json(&body);
-        }
-        let r = req.send().await.unwrap();
-        (r.status().as_u16(), r.json().await.unwrap_or(Value::Null))
-    }
-
-    async fn key(&self, key: &str) -> Value {
-        let (_, view) = self.call(reqwest::Method::GET, "/config", None).await;
-        view["keys"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|k| k["key"] == key)
-            .cloned()
-            .unwrap()
-    }
-
-    async fn until(&self, what: &str, check: impl AsyncFn(&Srv) -> bool) {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !check(self).await {
-            assert!(Instant::now() < deadline, "waited 10 s for {what}");
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-
-    async fn session(&self) -> String {
-        self.call(reqwest::Method::POST, "/sessions", Some(json!({})))
-            .await
-            .1["id"]
-            .as_str()
-            .unwrap()
-            .to_owned()
-    }
-
-    async fn send(&self, sid: &str, text: &str, mode: &str) {
-        let (status, _) = self
-            .call(
-                reqwest::Method::POST,
-                &format!("/sessions/{sid}/messages"),
-                Some(json!({"text": text, "approval_mode": mode})),
-            )
-            .await;
-        assert_eq!(status, 202);
-    }
-
-    async fn events(&self, sid: &str, until_type: &str) -> Vec<Value> {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            let (_, snap) = self
-                .call(reqwest::Method::GET, &format!("/sessions/{sid}"), None)
-                .await;
-            let events = snap["events"].as_array().unwrap().clone();
-            if events.iter().any(|e| e["type"] == until_type) {
-                return events;
-            }
-            assert!(Instant::now() < deadline, "no {until_type}: {events:#?}");
-            tokio::time::sleep(Duration::from_millis(30)).await;
-        }
-    }
-}
-
-fn millis(rfc3339: &str) -> i64 {
-    chrono_like(rfc3339)
-}
-
-/// Milliseconds of an RFC 3339 UTC time with milliseconds (`…T12:34:56.789Z`), enough to
-/// subtract two times of the same day.
-fn chrono_like(t: &str) -> i64 {
-    let time = &t[11..23];
-    let h: i64 = time[0..2].parse().unwrap();
-    let m: i64 = time[3..5].parse().unwrap();
-    let s: i64 = time[6..8].parse().unwrap();
-    let ms: i64 = time[9..12].parse().unwrap();
-    ((h * 60 + m) * 60 + s) * 1000 + ms
+/// The session's events once one of type `kind` is stored.
+async fn events_until(srv: &TestServer, sid: &str, kind: &str) -> Vec<Value> {
+    let snap = srv
+        .wait_snapshot(sid, kind, |s| !of_type(&events(s), kind).is_empty())
+        .await;
+    events(&snap)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_file_edit_on_a_running_server_sets_the_next_gates_deadline() {
-    let srv = Srv::start().await;
-    let (ok, out, err) = cli(&srv.data(), &["set", "approvals.timeout_secs", "42"]);
+    let srv = TestServer::start().await;
+    let (ok, out, err) = cli(&srv.data_dir(), &["set", "approvals.timeout_secs", "42"]);
     assert!(ok, "{out}{err}");
-    srv.until("the reload", async |s| {
-        s.key("approvals.timeout_secs").await["value"] == 42
-    })
-    .await;
-    assert_eq!(srv.key("approvals.timeout_secs").await["source"], "file");
+    until_value(&srv, "the reload", "approvals.timeout_secs", json!(42)).await;
+    assert_eq!(
+        config_row(&srv, "approvals.timeout_secs").await["source"],
+        "file"
+    );
     let sid = srv.session().await;
-    srv.send(&sid, "run: echo x", "ask").await;
-    let events = srv.events(&sid, "approval_request").await;
+    srv.send_msg(&sid, "run: echo x", Some("ask")).await;
+    let events = events_until(&srv, &sid, "approval_request").await;
     let gate = events
         .iter()
         .find(|e| e["type"] == "approval_request")
         .unwrap();
-    let window =
-        millis(gate["expires_at"].as_str().unwrap()) - millis(gate["created_at"].as_str().unwrap());
+    let window = (parse_time(gate["expires_at"].as_str().unwrap())
+        - parse_time(gate["created_at"].as_str().unwrap()))
+    .num_milliseconds();
     assert_eq!(window, 42_000, "{gate}");
-    let (_, audit) = srv
-        .call(reqwest::Method::GET, "/audit?action=config_changed", None)
-        .await;
+    let audit = srv
+        .get("/api/v1/audit?action=config_changed")
+        .await
+        .expect(200);
     assert_eq!(audit[0]["actor"], "file");
     assert_eq!(audit[0]["subject"], "approvals.timeout_secs");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_invalid_file_keeps_the_last_good_config_and_says_why() {
-    let srv = Srv::start().await;
-    let path = srv.data().join("config.toml");
+    let srv = TestServer::start().await;
+    let path = srv.data_dir().join("config.toml");
     std::fs::write(&path, "[approvals]\ntimeout_secs = 77\n").unwrap();
-    srv.until("the reload", async |s| {
-        s.key("approvals.timeout_secs").await["value"] == 77
-    })
-    .await;
+    until_value(&srv, "the reload", "approvals.timeout_secs", json!(77)).await;
     std::fs::write(&path, "[approvals]\ntimeout_secs = \"soon\"\n").unwrap();
-    srv.until("the error", async |s| {
-        s.call(reqwest::Method::GET, "/config", None).await.1["error"].is_string()
+    let view = poll_until("the error", RELOAD, async || {
+        let view = srv.get("/api/v1/config").await.expect(200);
+        if view["error"].is_string() {
+            Ok(view)
+        } else {
+            Err(view)
+        }
     })
     .await;
-    let (_, view) = srv.call(reqwest::Method::GET, "/config", None).await;
     assert!(
         view["error"].as_str().unwrap().contains("timeout_secs"),
         "{view}"
     );
     assert_eq!(
-        srv.key("approvals.timeout_secs").await["value"],
+        config_row(&srv, "approvals.timeout_secs").await["value"],
         77,
         "the last good value stays"
     );
     std::fs::write(&path, "[approvals]\ntimeout_secs = 78\n").unwrap();
-    srv.until("recovery", async |s| {
-        s.key("approvals.timeout_secs").await["value"] == 78
-    })
-    .await;
-    assert!(srv.call(reqwest::Method::GET, "/config", None).await.1["error"].is_null());
+    until_value(&srv, "recovery", "approvals.timeout_secs", json!(78)).await;
+    assert!(srv.get("/api/v1/config").await.expect(200)["error"].is_null());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn put_refuses_protected_keys_and_bad_values_and_applies_the_rest() {
-    let srv = Srv::start().await;
-    let (status, body) = srv
-        .call(
-            reqwest::Method::PUT,
-            "/config/safety.paths",
-            Some(json!({"value": []})),
+    let srv = TestServer::start().await;
+    srv.put("/api/v1/config/safety.paths", json!({"value": []}))
+        .await
+        .expect_error(403, "protected_key");
+    srv.put("/api/v1/config/approvals.timeout_secs", json!({"value": 5}))
+        .await
+        .expect_error(403, "protected_key");
+    let body = srv
+        .put(
+            "/api/v1/config/tools.shell_timeout_secs",
+            json!({"value": "soon"}),
         )
-        .await;
-    assert_eq!(
-        (status, body["error"]["code"].as_str()),
-        (403, Some("protected_key"))
-    );
-    let (status, body) = srv
-        .call(
-            reqwest::Method::PUT,
-            "/config/approvals.timeout_secs",
-            Some(json!({"value": 5})),
-        )
-        .await;
-    assert_eq!(
-        (status, body["error"]["code"].as_str()),
-        (403, Some("protected_key"))
-    );
-    let (status, body) = srv
-        .call(
-            reqwest::Method::PUT,
-            "/config/tools.shell_timeout_secs",
-            Some(json!({"value": "soon"})),
-        )
-        .await;
-    assert_eq!(
-        (status, body["error"]["code"].as_str()),
-        (400, Some("invalid_value"))
-    );
+        .await
+        .expect_error(400, "invalid_value");
     assert!(
         body["error"]["message"]
             .as_str()
             .unwrap()
             .contains("tools.shell_timeout_secs")
     );
-    let (status, body) = srv
-        .call(
-            reqwest::Method::PUT,
-            "/config/no.such_key",
-            Some(json!({"value": 1})),
-        )
-        .await;
-    assert_eq!(
-        (status, body["error"]["code"].as_str()),
-        (400, Some("invalid_value"))
-    );
+    srv.put("/api/v1/config/no.such_key", json!({"value": 1}))
+        .await
+        .expect_error(400, "invalid_value");
     assert!(
-        !srv.data().join("config.toml").exists(),
+        !srv.data_dir().join("config.toml").exists(),
         "refusals wrote nothing"
     );
 
-    let (status, body) = srv
-        .call(
-            reqwest::Method::PUT,
-            "/config/tools.shell_timeout_secs",
-            Some(json!({"value": 33})),
-        )
-        .await;
-    assert_eq!(status, 200, "{body}");
-    let key = srv.key("tools.shell_timeout_secs").await;
+    srv.put(
+        "/api/v1/config/tools.shell_timeout_secs",
+        json!({"value": 33}),
+    )
+    .await
+    .expect(200);
+    let key = config_row(&srv, "tools.shell_timeout_secs").await;
     assert_eq!(
         (key["value"].clone(), key["source"].clone()),
         (json!(33), json!("file"))
     );
-    assert_eq!(srv.key("safety.paths").await["protected"], true);
-    let text = std::fs::read_to_string(srv.data().join("config.toml")).unwrap();
+    assert_eq!(config_row(&srv, "safety.paths").await["protected"], true);
+    let text = std::fs::read_to_string(srv.data_dir().join("config.toml")).unwrap();
     assert!(text.contains("shell_timeout_secs = 33"), "{text}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_agent_cannot_set_a_protected_key_even_in_yolo() {
-    let srv = Srv::start().await;
+    let srv = TestServer::start().await;
     let sid = srv.session().await;
-    srv.send(&sid, "set safety.paths = []", "yolo").await;
-    let events = srv.events(&sid, "turn_finished").await;
+    srv.send_msg(&sid, "set safety.paths = []", Some("yolo"))
+        .await;
+    let events = events_until(&srv, &sid, "turn_finished").await;
     let result = events.iter().find(|e| e["type"] == "tool_result").unwrap();
     assert_eq!(result["tool"], "config_set");
     assert_eq!(result["status"], "refused");
     assert!(result["output"].as_str().unwrap().contains("protected"));
     assert!(!events.iter().any(|e| e["type"] == "approval_request"));
-    assert_eq!(srv.key("safety.paths").await["source"], "default");
+    assert_eq!(config_row(&srv, "safety.paths").await["source"], "default");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_permitted_key_set_by_the_agent_goes_through_a_card_and_lands_in_the_file() {
-    let srv = Srv::start().await;
+    let srv = TestServer::start().await;
     let sid = srv.session().await;
-    srv.send(&sid, "set tools.shell_timeout_secs = 30", "yolo")
+    srv.send_msg(&sid, "set tools.shell_timeout_secs = 30", Some("yolo"))
         .await;
     // yolo runs config-class calls: no card.
-    let events = srv.events(&sid, "turn_finished").await;
+    let events = events_until(&srv, &sid, "turn_finished").await;
     assert!(!events.iter().any(|e| e["type"] == "approval_request"));
-    assert_eq!(srv.key("tools.shell_timeout_secs").await["value"], 30);
+    assert_eq!(
+        config_row(&srv, "tools.shell_timeout_secs").await["value"],
+        30
+    );
 
-    srv.send(&sid, "set tools.output_limit_bytes = 4096", "ask")
+    srv.send_msg(&sid, "set tools.output_limit_bytes = 4096", Some("ask"))
         .await;
-    let events = srv.events(&sid, "approval_request").await;
+    let events = events_until(&srv, &sid, "approval_request").await;
     let gate = events
         .iter()
         .rev()
@@ -390,40 +275,29 @@ async fn a_permitted_key_set_by_the_agent_goes_through_a_card_and_lands_in_the_f
         "config_set tools.output_limit_bytes = 4096"
     );
     assert_eq!(
-        srv.key("tools.output_limit_bytes").await["value"],
+        config_row(&srv, "tools.output_limit_bytes").await["value"],
         65536,
         "not before the answer"
     );
     // An edit onto a protected key is refused like the agent's own call would be.
     let aid = gate["approval_id"].as_str().unwrap();
-    let (status, body) = srv
-        .call(
-            reqwest::Method::POST,
-            &format!("/sessions/{sid}/approvals/{aid}"),
-            Some(json!({"decision": "edit", "edits": {"key": "budget.max_tool_calls", "value": 1000}})),
-        )
-        .await;
-    assert_eq!(
-        (status, body["error"]["code"].as_str()),
-        (403, Some("not_allowed"))
-    );
-    let (status, _) = srv
-        .call(
-            reqwest::Method::POST,
-            &format!("/sessions/{sid}/approvals/{aid}"),
-            Some(json!({"decision": "approve"})),
-        )
-        .await;
-    assert_eq!(status, 200);
-    srv.until("the change", async |s| {
-        s.key("tools.output_limit_bytes").await["value"] == 4096
-    })
-    .await;
-    let text = std::fs::read_to_string(srv.data().join("config.toml")).unwrap();
+    srv.decide(
+        &sid,
+        aid,
+        json!({"decision": "edit", "edits": {"key": "budget.max_tool_calls", "value": 1000}}),
+    )
+    .await
+    .expect_error(403, "not_allowed");
+    srv.decide(&sid, aid, json!({"decision": "approve"}))
+        .await
+        .expect(200);
+    until_value(&srv, "the change", "tools.output_limit_bytes", json!(4096)).await;
+    let text = std::fs::read_to_string(srv.data_dir().join("config.toml")).unwrap();
     assert!(text.contains("output_limit_bytes = 4096"), "{text}");
-    let (_, audit) = srv
-        .call(reqwest::Method::GET, "/audit?action=config_changed", None)
-        .await;
+    let audit = srv
+        .get("/api/v1/audit?action=config_changed")
+        .await
+        .expect(200);
     let last = audit.as_array().unwrap().last().unwrap().clone();
     assert_eq!(last["actor"], "agent");
     assert_eq!(last["subject"], "tools.output_limit_bytes");

@@ -14,13 +14,14 @@
 
 #![cfg(feature = "ssr")]
 
-#[path = "durable/harness.rs"]
-mod harness;
+#[path = "support/mod.rs"]
+mod support;
 
+use std::path::Path;
 use std::time::{Duration, Instant};
 
-use harness::*;
 use serde_json::{Value, json};
+use support::*;
 
 const INTERRUPTED: &str = "the server stopped while this ran; it was not run again";
 
@@ -100,12 +101,14 @@ async fn a_pending_gate_is_parked_again_after_kill_9_and_a_decision_finishes_the
     let mut lab = Lab::new(None);
     let mut node = lab.start().await;
     for i in 0..10 {
-        let sid = node.session(json!({ "title": format!("gate {i}") })).await;
+        let sid = node
+            .create_id(json!({ "title": format!("gate {i}") }))
+            .await;
         let file = format!("marker-{i}.txt");
         let turn = node
-            .message(&sid, &format!("write {file}: hello {i}"), Some("ask"))
+            .send_msg(&sid, &format!("write {file}: hello {i}"), Some("ask"))
             .await;
-        let (before, card) = node.wait_gate(&sid).await;
+        let (before, card) = node.wait_gate_snapshot(&sid).await;
         let aid = card["approval_id"].as_str().unwrap().to_owned();
         let expires_at = card["expires_at"].as_str().unwrap().to_owned();
         assert_eq!(card["kind"], "tool");
@@ -147,7 +150,7 @@ async fn a_pending_gate_is_parked_again_after_kill_9_and_a_decision_finishes_the
         assert_eq!(decided["approval_id"], json!(aid));
         assert_eq!(decided["decision"], body["decision"]);
 
-        let done = node.wait_turn(&sid, &turn).await;
+        let done = node.wait_released(&sid, &turn).await;
         let evs = events(&done);
         assert_contiguous(&evs);
         assert_eq!(&evs[..cursor_before as usize], &events(&before)[..]);
@@ -200,12 +203,12 @@ async fn a_gate_that_expired_while_down_resolves_timeout_at_restart_and_never_ru
     let mut lab = Lab::new(Some("[approvals]\ntimeout_secs = 2\n"));
     let mut node = lab.start().await;
     for i in 0..10 {
-        let sid = node.session(json!({})).await;
+        let sid = node.create_id(json!({})).await;
         let file = format!("late-{i}.txt");
         let turn = node
-            .message(&sid, &format!("write {file}: too late"), Some("ask"))
+            .send_msg(&sid, &format!("write {file}: too late"), Some("ask"))
             .await;
-        let (before, card) = node.wait_gate(&sid).await;
+        let (before, card) = node.wait_gate_snapshot(&sid).await;
         node.kill9().await;
         let aid = card["approval_id"].as_str().unwrap().to_owned();
         let call_id = assert_card_is_logged(&before, &card);
@@ -215,13 +218,15 @@ async fn a_gate_that_expired_while_down_resolves_timeout_at_restart_and_never_ru
         assert_eq!((expires - created).num_milliseconds(), 2000, "{card}");
 
         // Stay down until the deadline has passed.
-        let wait = (expires - chrono::Utc::now()).to_std().unwrap_or_default();
+        let wait = (expires.with_timezone(&chrono::Utc) - chrono::Utc::now())
+            .to_std()
+            .unwrap_or_default();
         tokio::time::sleep(wait + Duration::from_millis(150)).await;
         let restarted_at = chrono::Utc::now();
         node = lab.start().await;
         // "Right after restart": well within a couple of seconds.
         let done = node
-            .wait_turn_for(&sid, &turn, Duration::from_secs(5))
+            .wait_released_for(&sid, &turn, Duration::from_secs(5))
             .await;
         let evs = events(&done);
         assert_contiguous(&evs);
@@ -270,6 +275,22 @@ fn slow_command(i: usize) -> String {
     format!("run: echo start >> started-{i}.txt; echo $$ > pid-{i}.txt; exec sleep 30")
 }
 
+/// Waits until a workspace file exists with a complete first line; returns that line.
+async fn wait_file_line(path: &Path, limit: Duration) -> String {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Ok(text) = std::fs::read_to_string(path)
+            && let Some((line, _)) = text.split_once('\n')
+        {
+            return line.to_owned();
+        }
+        if Instant::now() > deadline {
+            panic!("{} has no complete line after {limit:?}", path.display());
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
 /// Waits until the slow command really runs (tool_started logged and its pid file written).
 async fn wait_slow_command_running(
     lab: &Lab,
@@ -278,7 +299,7 @@ async fn wait_slow_command_running(
     i: usize,
 ) -> (Value, String, i32) {
     let snap = node
-        .wait_snap(sid, "tool_started", |s| {
+        .wait_snapshot(sid, "tool_started", |s| {
             !of_type(&events(s), "tool_started").is_empty()
         })
         .await;
@@ -291,7 +312,8 @@ async fn wait_slow_command_running(
     // The log cannot have moved on: the command sleeps.
     let snap2 = node.snapshot(sid).await;
     assert_eq!(snap2["events"], snap["events"]);
-    let started = of_type(&events(&snap), "tool_started");
+    let evs = events(&snap);
+    let started = of_type(&evs, "tool_started");
     assert_eq!(started.len(), 1);
     let call_id = started[0]["call_id"].as_str().unwrap().to_owned();
     (snap2, call_id, pgid)
@@ -312,7 +334,7 @@ async fn assert_interrupted_not_rerun(
     // second start marker; a re-run would then sleep 30 s).
     let marker = format!("started-{i}.txt");
     let done = node
-        .wait_snap_for(sid, "turn_finished or a re-run", SOON, |s| {
+        .wait_snapshot_for(sid, "turn_finished or a re-run", SOON, |s| {
             let evs = events(s);
             evs.iter()
                 .any(|e| e["type"] == "turn_finished" && e["turn_id"] == turn)
@@ -369,8 +391,8 @@ async fn a_tool_killed_mid_run_is_reported_interrupted_and_never_rerun() {
     let mut lab = Lab::new(None);
     let mut node = lab.start().await;
     for i in 0..10 {
-        let sid = node.session(json!({})).await;
-        let turn = node.message(&sid, &slow_command(i), Some("yolo")).await;
+        let sid = node.create_id(json!({})).await;
+        let turn = node.send_msg(&sid, &slow_command(i), Some("yolo")).await;
         let (before, call_id, pgid) = wait_slow_command_running(&lab, &node, &sid, i).await;
         let call = &for_call(&events(&before), "tool_call", &call_id)[0];
         assert_eq!(call["verdict"], "run");
@@ -380,9 +402,9 @@ async fn a_tool_killed_mid_run_is_reported_interrupted_and_never_rerun() {
         assert_interrupted_not_rerun(&lab, &node, &sid, &turn, &before, &call_id, i).await;
         // Later turns of the session work normally (the session was released).
         let t2 = node
-            .message(&sid, "run: echo after >> after.txt", None)
+            .send_msg(&sid, "run: echo after >> after.txt", None)
             .await;
-        let snap = node.wait_turn(&sid, &t2).await;
+        let snap = node.wait_released(&sid, &t2).await;
         assert_eq!(
             of_type(&events(&snap), "turn_finished").last().unwrap()["status"],
             "completed"
@@ -398,9 +420,9 @@ async fn an_approved_tool_killed_mid_run_is_reported_interrupted_and_never_rerun
     let mut lab = Lab::new(None);
     let mut node = lab.start().await;
     for i in 0..10 {
-        let sid = node.session(json!({})).await;
-        let turn = node.message(&sid, &slow_command(i), Some("ask")).await;
-        let (_, card) = node.wait_gate(&sid).await;
+        let sid = node.create_id(json!({})).await;
+        let turn = node.send_msg(&sid, &slow_command(i), Some("ask")).await;
+        let (_, card) = node.wait_gate_snapshot(&sid).await;
         let aid = card["approval_id"].as_str().unwrap().to_owned();
         node.decide(&sid, &aid, json!({"decision": "approve"}))
             .await
@@ -434,12 +456,12 @@ async fn decision_racing_a_kill(decision: &str) {
     for i in 0..21usize {
         // 0 µs … 18 ms, denser near 0 where the commit happens.
         let delay = Duration::from_micros(i as u64 * i as u64 * 45);
-        let sid = node.session(json!({})).await;
+        let sid = node.create_id(json!({})).await;
         let file = format!("counter-{i}.txt");
         let turn = node
-            .message(&sid, &format!("run: echo x >> {file}"), Some("ask"))
+            .send_msg(&sid, &format!("run: echo x >> {file}"), Some("ask"))
             .await;
-        let (before, card) = node.wait_gate(&sid).await;
+        let (before, card) = node.wait_gate_snapshot(&sid).await;
         let aid = card["approval_id"].as_str().unwrap().to_owned();
         let call_id = assert_card_is_logged(&before, &card);
 
@@ -504,7 +526,7 @@ async fn decision_racing_a_kill(decision: &str) {
             }
             n => panic!("{n} resolutions of one gate: {res:?}"),
         }
-        let done = node.wait_turn(&sid, &turn).await;
+        let done = node.wait_released(&sid, &turn).await;
         let evs = events(&done);
         assert_contiguous(&evs);
         assert_eq!(resolutions(&evs, &aid).len(), 1);
@@ -574,18 +596,18 @@ async fn a_kill_at_any_moment_of_a_running_turn_neither_loses_nor_repeats_a_call
     let mut lab = Lab::new(None);
     let mut node = lab.start().await;
     for i in 0..12usize {
-        let sid = node.session(json!({})).await;
+        let sid = node.create_id(json!({})).await;
         let file = format!("steps-{i}.txt");
         let text: Vec<String> = (1..=4)
             .map(|k| format!("run: echo {k} >> {file}"))
             .collect();
-        let turn = node.message(&sid, &text.join("\n"), Some("yolo")).await;
+        let turn = node.send_msg(&sid, &text.join("\n"), Some("yolo")).await;
         // Spread the kills over the turn (each step takes a few ms of shell + commits).
         tokio::time::sleep(Duration::from_millis((i as u64 * 13) % 120)).await;
         node.kill9().await;
         tokio::time::sleep(Duration::from_millis(100)).await;
         node = lab.start().await;
-        let done = node.wait_turn(&sid, &turn).await;
+        let done = node.wait_released(&sid, &turn).await;
         let evs = events(&done);
         assert_contiguous(&evs);
         let calls = of_type(&evs, "tool_call");
@@ -623,7 +645,7 @@ async fn a_kill_at_any_moment_of_a_running_turn_neither_loses_nor_repeats_a_call
 // ---------------------------------------------------------------------------------------------
 
 fn last_mode_changed(events: &[Value]) -> Option<Value> {
-    of_type(events, "mode_changed").last().cloned()
+    of_type(events, "mode_changed").last().copied().cloned()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -631,13 +653,13 @@ async fn approval_modes_survive_kill_9_and_a_corrupt_record_falls_back_to_ask() 
     let mut lab = Lab::new(None);
     let mut node = lab.start().await;
     // A: yolo; B: the one we corrupt; C: untouched, default ask.
-    let a = node.session(json!({"title": "A"})).await;
-    let t = node.message(&a, "list", Some("yolo")).await;
-    node.wait_turn(&a, &t).await;
-    let b = node.session(json!({"title": "B"})).await;
-    let t = node.message(&b, "list", Some("auto_edit")).await;
-    node.wait_turn(&b, &t).await;
-    let c = node.session(json!({"title": "C"})).await;
+    let a = node.create_id(json!({"title": "A"})).await;
+    let t = node.send_msg(&a, "list", Some("yolo")).await;
+    node.wait_released(&a, &t).await;
+    let b = node.create_id(json!({"title": "B"})).await;
+    let t = node.send_msg(&b, "list", Some("auto_edit")).await;
+    node.wait_released(&b, &t).await;
+    let c = node.create_id(json!({"title": "C"})).await;
     let mut b_mode = "auto_edit";
     let mut restores = 0;
     let garbage = [
@@ -721,9 +743,9 @@ async fn approval_modes_survive_kill_9_and_a_corrupt_record_falls_back_to_ask() 
 
         // Yolo is really in force: a shell command runs without a card.
         let t = node
-            .message(&a, &format!("run: echo {i} >> a.txt"), None)
+            .send_msg(&a, &format!("run: echo {i} >> a.txt"), None)
             .await;
-        let done = node.wait_turn(&a, &t).await;
+        let done = node.wait_released(&a, &t).await;
         let new = after(&events(&done), cursor(&a_now));
         assert!(of_type(&new, "approval_request").is_empty(), "{new:?}");
         assert_eq!(of_type(&new, "tool_result")[0]["status"], "ok");
@@ -731,9 +753,9 @@ async fn approval_modes_survive_kill_9_and_a_corrupt_record_falls_back_to_ask() 
         // An explicit mode on the next message wins now (and after the next restart).
         let next = if i % 2 == 0 { "auto_edit" } else { "yolo" };
         let t = node
-            .message(&b, &format!("write b-{i}.txt: v{i}"), Some(next))
+            .send_msg(&b, &format!("write b-{i}.txt: v{i}"), Some(next))
             .await;
-        let done = node.wait_turn(&b, &t).await;
+        let done = node.wait_released(&b, &t).await;
         let new = after(&events(&done), cursor(&b_now));
         if next != b_mode {
             let mc = last_mode_changed(&new).expect("mode_changed for the message's mode");
@@ -771,7 +793,7 @@ async fn a_plan_approved_after_kill_9_leaves_plan_mode_and_the_turn_carries_it_o
     let mut lab = Lab::new(None);
     let mut node = lab.start().await;
     for i in 0..10usize {
-        let sid = node.session(json!({})).await;
+        let sid = node.create_id(json!({})).await;
         let r = node
             .put(
                 &format!("/api/v1/sessions/{sid}/mode"),
@@ -790,13 +812,13 @@ async fn a_plan_approved_after_kill_9_leaves_plan_mode_and_the_turn_carries_it_o
         assert_eq!(r, json!({"previous": "auto_edit", "approval_mode": "plan"}));
         let file = format!("after-plan-{i}.txt");
         let turn = node
-            .message(
+            .send_msg(
                 &sid,
                 &format!("propose plan: do it {i}\nwrite {file}: x{i}"),
                 None,
             )
             .await;
-        let (before, card) = node.wait_gate(&sid).await;
+        let (before, card) = node.wait_gate_snapshot(&sid).await;
         assert_eq!(card["kind"], "decision");
         assert_eq!(card["decision_kind"], "plan");
         assert_eq!(card["tool"], "exit_plan");
@@ -815,7 +837,7 @@ async fn a_plan_approved_after_kill_9_leaves_plan_mode_and_the_turn_carries_it_o
         node.decide(&sid, &aid, json!({"decision": "approve"}))
             .await
             .expect(200);
-        let done = node.wait_turn(&sid, &turn).await;
+        let done = node.wait_released(&sid, &turn).await;
         assert_eq!(done["session"]["approval_mode"], "auto_edit");
         let evs = events(&done);
         assert_contiguous(&evs);
@@ -868,21 +890,21 @@ async fn sigterm_with_three_sse_clients_exits_promptly_and_keeps_the_gate_pendin
     let mut lab = Lab::new(None);
     let mut node = lab.start().await;
     for i in 0..10usize {
-        let sid = node.session(json!({})).await;
-        let other = node.session(json!({})).await;
+        let sid = node.create_id(json!({})).await;
+        let other = node.create_id(json!({})).await;
         let file = format!("term-{i}.txt");
         let turn = node
-            .message(&sid, &format!("run: echo t >> {file}"), Some("ask"))
+            .send_msg(&sid, &format!("run: echo t >> {file}"), Some("ask"))
             .await;
-        let (before, card) = node.wait_gate(&sid).await;
+        let (before, card) = node.wait_gate_snapshot(&sid).await;
         let aid = card["approval_id"].as_str().unwrap().to_owned();
         let last = cursor(&before);
         // Three clients: two replaying this session, one idle on another session.
-        let mut s1 = node.sse(&sid, 0).await;
-        let mut s2 = node.sse(&sid, last - 1).await;
-        let mut s3 = node.sse(&other, 0).await;
-        sse_read_until(&mut s1, &format!("id: {last}\n"), SOON).await;
-        sse_read_until(&mut s2, &format!("id: {last}\n"), SOON).await;
+        let mut s1 = node.sse(&sid, Some(0), None).await;
+        let mut s2 = node.sse(&sid, Some(last - 1), None).await;
+        let mut s3 = node.sse(&other, Some(0), None).await;
+        s1.until_seq(SOON, last).await;
+        s2.until_seq(SOON, last).await;
 
         let t0 = tokio::time::Instant::now();
         let exited = node.sigterm(Duration::from_secs(5)).await;
@@ -900,8 +922,8 @@ async fn sigterm_with_three_sse_clients_exits_promptly_and_keeps_the_gate_pendin
         );
         let deadline = t0 + Duration::from_secs(5);
         for (n, s) in [&mut s1, &mut s2, &mut s3].into_iter().enumerate() {
-            let end = sse_until_end(s, deadline).await;
-            assert_ne!(end, StreamEnd::StillOpen, "stream {n} did not end");
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            assert!(s.ends_within(left).await, "stream {n} did not end");
         }
         assert!(
             !lab.logs().contains("still open after 5 s"),
@@ -915,7 +937,7 @@ async fn sigterm_with_three_sse_clients_exits_promptly_and_keeps_the_gate_pendin
         node.decide(&sid, &aid, json!({"decision": "approve"}))
             .await
             .expect(200);
-        let done = node.wait_turn(&sid, &turn).await;
+        let done = node.wait_released(&sid, &turn).await;
         let new = after(&events(&done), last);
         assert_eq!(
             types(&new),
@@ -1001,9 +1023,9 @@ async fn snapshots_are_consistent_with_their_pending_cards() {
     let mut checked = 0;
     let mut bad = Vec::new();
     for i in 0..20usize {
-        let sid = node.session(json!({})).await;
+        let sid = node.create_id(json!({})).await;
         let turn = node
-            .message(&sid, &format!("run: echo c >> snap-{i}.txt"), Some("ask"))
+            .send_msg(&sid, &format!("run: echo c >> snap-{i}.txt"), Some("ask"))
             .await;
         // Poll as fast as possible across the gate opening …
         let card = loop {
@@ -1033,7 +1055,7 @@ async fn snapshots_are_consistent_with_their_pending_cards() {
         };
         let (answer, ()) = tokio::join!(decision, watch);
         answer.expect(200);
-        node.wait_turn(&sid, &turn).await;
+        node.wait_released(&sid, &turn).await;
     }
     assert!(
         bad.is_empty(),
@@ -1052,17 +1074,17 @@ async fn every_gate_of_a_parallel_batch_is_parked_again_and_none_runs_twice() {
     let mut lab = Lab::new(None);
     let mut node = lab.start().await;
     for i in 0..10usize {
-        let sid = node.session(json!({})).await;
+        let sid = node.create_id(json!({})).await;
         let (fa, fb) = (format!("pa-{i}.txt"), format!("pb-{i}.txt"));
         let turn = node
-            .message(
+            .send_msg(
                 &sid,
                 &format!("parallel:\nrun: echo a >> {fa}\nrun: echo b >> {fb}"),
                 Some("ask"),
             )
             .await;
         let snap = node
-            .wait_snap(&sid, "two pending gates", |s| {
+            .wait_snapshot(&sid, "two pending gates", |s| {
                 s["pending"].as_array().unwrap().len() == 2
                     && of_type(&events(s), "approval_request").len() == 2
             })
@@ -1088,7 +1110,7 @@ async fn every_gate_of_a_parallel_batch_is_parked_again_and_none_runs_twice() {
             .await
             .expect(200);
             let call = ca["call_id"].as_str().unwrap().to_owned();
-            node.wait_snap(&sid, "the first call's result", |s| {
+            node.wait_snapshot(&sid, "the first call's result", |s| {
                 !for_call(&events(s), "tool_result", &call).is_empty()
             })
             .await;
@@ -1120,7 +1142,7 @@ async fn every_gate_of_a_parallel_batch_is_parked_again_and_none_runs_twice() {
             .await
             .expect(200);
         }
-        let done = node.wait_turn(&sid, &turn).await;
+        let done = node.wait_released(&sid, &turn).await;
         let evs = events(&done);
         assert_contiguous(&evs);
         for card in [&ca, &cb] {

@@ -6,13 +6,45 @@
 
 #![cfg(feature = "ssr")]
 
-#[path = "gates/harness.rs"]
-mod harness;
+#[path = "support/mod.rs"]
+mod support;
 
-use harness::*;
 use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use support::*;
 
 const APPROVE_ALL: [&str; 4] = ["approve", "edit", "deny", "allow_always"];
+
+fn sha256_hex(text: &str) -> String {
+    hex::encode(Sha256::digest(text.as_bytes()))
+}
+
+/// JSON with object keys sorted at every level (serde_json's map is ordered by key already
+/// unless `preserve_order` is on, so sort explicitly to be safe).
+fn canonical_json(value: &Value) -> String {
+    fn sort(v: &Value) -> Value {
+        match v {
+            Value::Object(map) => {
+                let mut keys: Vec<&String> = map.keys().collect();
+                keys.sort();
+                let mut out = serde_json::Map::new();
+                for k in keys {
+                    out.insert(k.clone(), sort(&map[k]));
+                }
+                Value::Object(out)
+            }
+            Value::Array(items) => Value::Array(items.iter().map(sort).collect()),
+            other => other.clone(),
+        }
+    }
+    serde_json::to_string(&sort(value)).unwrap()
+}
+
+fn is_hex_sha256(s: &str) -> bool {
+    s.len() == 64
+        && s.chars()
+            .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+}
 
 // ---------------------------------------------------------------------------------------------
 // 1. approve
@@ -20,7 +52,7 @@ const APPROVE_ALL: [&str; 4] = ["approve", "edit", "deny", "allow_always"];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn approve_runs_the_shown_call_after_a_complete_card() {
-    let srv = Srv::start(None).await;
+    let srv = TestServer::start().await;
     let sid = srv.session().await;
     let before = chrono::Utc::now();
     let turn = srv
@@ -166,7 +198,7 @@ async fn approve_runs_the_shown_call_after_a_complete_card() {
 /// `approve` runs exactly what the card showed, even if the body also carries `edits`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn approve_ignores_edits_and_runs_the_original_arguments() {
-    let srv = Srv::start(None).await;
+    let srv = TestServer::start().await;
     let sid = srv.session().await;
     let turn = srv.send_msg(&sid, "write notes.md: original", None).await;
     let card = srv.wait_gate(&sid).await;
@@ -193,7 +225,7 @@ async fn approve_ignores_edits_and_runs_the_original_arguments() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deny_with_reason_runs_nothing_and_the_agent_reads_the_reason() {
-    let srv = Srv::start(None).await;
+    let srv = TestServer::start().await;
     let sid = srv.session().await;
     let turn = srv.send_msg(&sid, "run: touch ran.txt", Some("ask")).await;
     let card = srv.wait_gate(&sid).await;
@@ -253,7 +285,7 @@ async fn deny_with_reason_runs_nothing_and_the_agent_reads_the_reason() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn edit_runs_the_replacement_arguments_and_records_both() {
-    let srv = Srv::start(None).await;
+    let srv = TestServer::start().await;
     let sid = srv.session().await;
     let turn = srv
         .send_msg(&sid, "write notes.md: hello", Some("ask"))
@@ -290,7 +322,7 @@ async fn edit_runs_the_replacement_arguments_and_records_both() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn edit_of_a_shell_call_runs_the_edited_command() {
-    let srv = Srv::start(None).await;
+    let srv = TestServer::start().await;
     let sid = srv.session().await;
     let turn = srv.send_msg(&sid, "run: touch original.txt", None).await;
     let card = srv.wait_gate(&sid).await;
@@ -312,7 +344,7 @@ async fn edit_of_a_shell_call_runs_the_edited_command() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn blank_or_invalid_edits_are_refused_and_the_gate_stays_pending() {
-    let srv = Srv::start(None).await;
+    let srv = TestServer::start().await;
     let sid = srv.session().await;
     let turn = srv
         .send_msg(&sid, "write notes.md: hello", Some("ask"))
@@ -355,7 +387,7 @@ async fn blank_or_invalid_edits_are_refused_and_the_gate_stays_pending() {
         srv.assert_still_pending(&sid, &aid).await;
     }
     assert!(!srv.ws("notes.md").exists());
-    assert!(!srv.dir.path().join("x").exists());
+    assert!(!srv.root().join("x").exists());
 
     // The gate still works.
     srv.decide(&sid, &aid, json!({"decision": "approve"}))
@@ -375,7 +407,7 @@ async fn blank_or_invalid_edits_are_refused_and_the_gate_stays_pending() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn allow_always_creates_a_session_rule_that_skips_the_next_card_until_revoked() {
-    let srv = Srv::start(None).await;
+    let srv = TestServer::start().await;
     let sid = srv.session().await;
     let turn = srv.send_msg(&sid, "run: echo one", Some("ask")).await;
     let card = srv.wait_gate(&sid).await;
@@ -454,7 +486,7 @@ async fn allow_always_creates_a_session_rule_that_skips_the_next_card_until_revo
     // Revoked: asks again.
     let del = srv.delete(&format!("/api/v1/rules/{rule_id}")).await;
     del.expect(204);
-    assert!(del.text.is_empty());
+    assert!(del.body.is_empty());
     assert!(srv.rules().await.is_empty());
     let turn = srv.send_msg(&sid, "run: echo three", Some("ask")).await;
     let again = srv.wait_gate(&sid).await;
@@ -482,7 +514,7 @@ fn aid_of(gate: &Value) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn allow_always_with_workspace_scope_and_pattern_covers_other_sessions() {
-    let srv = Srv::start(None).await;
+    let srv = TestServer::start().await;
     let s1 = srv.session().await;
     let turn = srv.send_msg(&s1, "run: echo alpha", Some("ask")).await;
     let card = srv.wait_gate(&s1).await;
@@ -549,7 +581,7 @@ async fn allow_always_with_workspace_scope_and_pattern_covers_other_sessions() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn timeouts_fail_tool_gates_closed_and_let_checkpoints_proceed_unapproved() {
-    let srv = Srv::start(Some("[approvals]\ntimeout_secs = 2\n")).await;
+    let srv = TestServer::configured("[approvals]\ntimeout_secs = 2\n").await;
     let tool_sid = srv.session().await;
     let dec_sid = srv.session().await;
     let tool_turn = srv
@@ -625,10 +657,9 @@ async fn timeouts_fail_tool_gates_closed_and_let_checkpoints_proceed_unapproved(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn decision_timeout_deny_makes_a_timed_out_checkpoint_not_approved() {
-    let srv = Srv::start(Some(
-        "[approvals]\ntimeout_secs = 2\ndecision_timeout = \"deny\"\n",
-    ))
-    .await;
+    let srv =
+        TestServer::configured("[approvals]\ntimeout_secs = 2\ndecision_timeout = \"deny\"\n")
+            .await;
     let sid = srv.session().await;
     let turn = srv
         .send_msg(&sid, "ask prep_plan: Drop nulls | drop rows", Some("ask"))
@@ -655,7 +686,7 @@ async fn decision_timeout_deny_makes_a_timed_out_checkpoint_not_approved() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancel_resolves_pending_gates_cancelled_and_later_decisions_are_gone() {
-    let srv = Srv::start(None).await;
+    let srv = TestServer::start().await;
     let sid = srv.session().await;
     let turn = srv
         .send_msg(
@@ -717,7 +748,7 @@ async fn cancel_resolves_pending_gates_cancelled_and_later_decisions_are_gone() 
 /// turn cancelled", and usually passes when run alone on an idle machine.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_decision_sent_after_cancel_answered_is_gone() {
-    let srv = Srv::start(None).await;
+    let srv = TestServer::start().await;
     let mut gates = Vec::new();
     for i in 0..20 {
         let sid = srv.session().await;
@@ -777,7 +808,7 @@ async fn a_decision_sent_after_cancel_answered_is_gone() {
 
 /// What went wrong, if anything, for a decision sent after its turn's cancel answered 200.
 async fn cancel_race_problem(
-    srv: &Srv,
+    srv: &TestServer,
     sid: &str,
     turn: &str,
     file: &str,
@@ -792,7 +823,7 @@ async fn cancel_race_problem(
             "{file}: the decision after cancel answered {} {}; resolution {decision}; \
              tool ran: {ran}; turn {}; events {:?}",
             r.status,
-            r.text,
+            r.body,
             only(&evs, "turn_finished")["status"],
             types(&evs)
         )
@@ -805,7 +836,7 @@ async fn cancel_race_problem(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unknown_approvals_and_sessions_are_404() {
-    let srv = Srv::start(None).await;
+    let srv = TestServer::start().await;
     let sid = srv.session().await;
     let other = srv.session().await;
     let turn = srv
@@ -847,7 +878,7 @@ async fn unknown_approvals_and_sessions_are_404() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_decision_is_409_with_the_standing_resolution() {
-    let srv = Srv::start(None).await;
+    let srv = TestServer::start().await;
     let sid = srv.session().await;
     let turn = srv
         .send_msg(&sid, "write notes.md: hello", Some("ask"))
@@ -887,14 +918,14 @@ async fn a_second_decision_is_409_with_the_standing_resolution() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn twenty_concurrent_decisions_exactly_one_wins_and_every_client_sees_it() {
-    let srv = Srv::start(None).await;
+    let srv = TestServer::start().await;
     let sid = srv.session().await;
     let turn = srv.send_msg(&sid, "write race.txt: x", Some("ask")).await;
     let card = srv.wait_gate(&sid).await;
     let aid = aid(&card);
     let cursor = srv.snapshot(&sid).await["cursor"].as_u64().unwrap();
-    let mut feed_a = srv.sse(&sid, cursor).await;
-    let mut feed_b = srv.sse(&sid, cursor).await;
+    let mut feed_a = srv.sse(&sid, Some(cursor), None).await;
+    let mut feed_b = srv.sse(&sid, Some(cursor), None).await;
 
     let path = format!("/api/v1/sessions/{sid}/approvals/{aid}");
     let requests = (0..20).map(|i| {
@@ -943,14 +974,11 @@ async fn twenty_concurrent_decisions_exactly_one_wins_and_every_client_sees_it()
 
     // Both SSE clients see the same single resolution, then the end of the turn.
     for feed in [&mut feed_a, &mut feed_b] {
-        let seen = feed.until(|e| e.kind == "turn_finished").await;
-        let res: Vec<_> = seen
-            .iter()
-            .filter(|e| e.kind == "approval_resolved")
-            .collect();
+        let seen = feed.until(SOON, |f| f.is("turn_finished")).await;
+        let res: Vec<_> = seen.iter().filter(|f| f.is("approval_resolved")).collect();
         assert_eq!(res.len(), 1, "{seen:#?}");
-        assert_eq!(res[0].data, resolved[0]);
-        assert_eq!(res[0].id, resolved[0]["seq"].to_string());
+        assert_eq!(res[0].json(), resolved[0]);
+        assert_eq!(res[0].id, Some(resolved[0]["seq"].to_string()));
     }
 }
 
@@ -960,7 +988,7 @@ async fn twenty_concurrent_decisions_exactly_one_wins_and_every_client_sees_it()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn invalid_decision_values_are_400_and_change_nothing() {
-    let srv = Srv::start(None).await;
+    let srv = TestServer::start().await;
     let sid = srv.session().await;
     let turn = srv
         .send_msg(&sid, "write notes.md: hello", Some("ask"))
@@ -991,7 +1019,7 @@ async fn invalid_decision_values_are_400_and_change_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn allow_always_is_not_offered_on_a_floor_gate() {
-    let srv = Srv::start(None).await;
+    let srv = TestServer::start().await;
     let sid = srv.session().await;
     let turn = srv.send_msg(&sid, "write .env: x", Some("ask")).await;
     let card = srv.wait_gate(&sid).await;
@@ -1023,7 +1051,7 @@ async fn allow_always_is_not_offered_on_a_floor_gate() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stale_digest_is_409_and_the_gate_stays_pending() {
-    let srv = Srv::start(None).await;
+    let srv = TestServer::start().await;
     let sid = srv.session().await;
     let turn = srv
         .send_msg(&sid, "write notes.md: hello", Some("ask"))
@@ -1114,7 +1142,7 @@ fn without_mode_change(evs: Vec<Value>) -> Vec<Value> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn modes_decide_run_ask_or_refuse_through_http() {
-    let srv = Srv::start(None).await;
+    let srv = TestServer::start().await;
     let sid = srv.session().await;
     std::fs::write(srv.ws("r.txt"), "readable text").unwrap();
 
@@ -1220,7 +1248,7 @@ async fn modes_decide_run_ask_or_refuse_through_http() {
 /// harmless write onto a safety-floor path must not slip past the floor.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn edits_cannot_move_a_call_onto_the_safety_floor() {
-    let srv = Srv::start(None).await;
+    let srv = TestServer::start().await;
     let sid = srv.session().await;
     let turn = srv
         .send_msg(&sid, "write notes.md: hello", Some("ask"))
@@ -1248,7 +1276,7 @@ async fn edits_cannot_move_a_call_onto_the_safety_floor() {
         !srv.ws(".env").exists(),
         "an edit wrote a safety-floor path without a floor gate (decide answered {} {})",
         r.status,
-        r.text
+        r.body
     );
 }
 
@@ -1258,7 +1286,7 @@ async fn edits_cannot_move_a_call_onto_the_safety_floor() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn parallel_calls_open_one_card_each_and_are_decided_independently() {
-    let srv = Srv::start(None).await;
+    let srv = TestServer::start().await;
     let sid = srv.session().await;
     let turn = srv
         .send_msg(
@@ -1334,7 +1362,7 @@ const PROPOSAL: &str =
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_checkpoint_card_is_sanitized_and_edit_revises_the_proposal() {
-    let srv = Srv::start(None).await;
+    let srv = TestServer::start().await;
     let sid = srv.session().await;
     let turn = srv
         .send_msg(
@@ -1423,7 +1451,7 @@ async fn a_checkpoint_card_is_sanitized_and_edit_revises_the_proposal() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn checkpoint_approve_and_deny_reach_the_agent() {
-    let srv = Srv::start(None).await;
+    let srv = TestServer::start().await;
     let sid = srv.session().await;
     let turn = srv
         .send_msg(
@@ -1471,7 +1499,7 @@ async fn checkpoint_approve_and_deny_reach_the_agent() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pending_gates_show_in_the_snapshot_and_the_session_list() {
-    let srv = Srv::start(None).await;
+    let srv = TestServer::start().await;
     let idle = srv.session().await;
     let sid = srv.session().await;
     let turn = srv.send_msg(&sid, "run: echo hi", Some("ask")).await;
@@ -1508,7 +1536,7 @@ async fn pending_gates_show_in_the_snapshot_and_the_session_list() {
     assert_eq!(inbox[0]["turn_id"], turn.as_str());
     // A bad inbox filter is a 400, not a silent everything.
     let bad = srv.get("/api/v1/approvals?status=bogus").await;
-    assert_eq!(bad.status.as_u16(), 400, "{}", bad.text);
+    assert_eq!(bad.status.as_u16(), 400, "{}", bad.body);
 
     srv.decide(&sid, &aid(&card), json!({"decision": "approve"}))
         .await
@@ -1538,7 +1566,7 @@ async fn pending_gates_show_in_the_snapshot_and_the_session_list() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deleting_a_session_closes_its_pending_gate() {
-    let srv = Srv::start(None).await;
+    let srv = TestServer::start().await;
     let sid = srv.session().await;
     srv.send_msg(&sid, "write gone.txt: x", Some("ask")).await;
     let card = srv.wait_gate(&sid).await;
@@ -1559,7 +1587,7 @@ async fn deleting_a_session_closes_its_pending_gate() {
 /// `echo` (`echo ok; touch pwned.txt`) runs something the person never allowed, so it must ask.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_prefix_rule_does_not_cover_chained_commands() {
-    let srv = Srv::start(None).await;
+    let srv = TestServer::start().await;
     let sid = srv.session().await;
     let turn = srv.send_msg(&sid, "run: echo one", Some("ask")).await;
     let card = srv.wait_gate(&sid).await;
@@ -1605,7 +1633,7 @@ async fn a_prefix_rule_does_not_cover_chained_commands() {
 /// product.md: config (config_set) asks in ask mode; the demo's `set <key> = <value>`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn config_set_is_gated_in_ask_mode() {
-    let srv = Srv::start(None).await;
+    let srv = TestServer::start().await;
     let sid = srv.session().await;
     let turn = srv
         .send_msg(&sid, "set provider.model = \"m2\"", Some("ask"))
@@ -1635,7 +1663,7 @@ async fn config_set_is_gated_in_ask_mode() {
 /// session back to the mode it had before plan, or to the one picked on the card.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_plan_card_leaves_plan_mode_only_when_approved() {
-    let srv = Srv::start(None).await;
+    let srv = TestServer::start().await;
     let sid = srv.session().await;
 
     // Deny: still in plan mode, the agent reads why.
@@ -1710,7 +1738,7 @@ async fn a_plan_card_leaves_plan_mode_only_when_approved() {
 /// (no Allow always), in every mode.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_turn_past_its_tool_call_budget_suspends_on_a_budget_card() {
-    let srv = Srv::start(Some("[budget]\nmax_tool_calls = 3\n")).await;
+    let srv = TestServer::configured("[budget]\nmax_tool_calls = 3\n").await;
     let sid = srv.session().await;
     let turn = srv.send_msg(&sid, "loop 5", Some("yolo")).await;
     let snap = srv

@@ -4,9 +4,10 @@
 //! goes on to the model's final answer.
 #![cfg(feature = "ssr")]
 
-use std::process::{Child, Command, Stdio};
+#[path = "support/mod.rs"]
+mod support;
+
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::Body;
@@ -15,8 +16,8 @@ use axum::http::{HeaderMap, header};
 use axum::response::Response;
 use axum::routing::post;
 use serde_json::{Value, json};
+use support::*;
 
-const TOKEN: &str = "openai-turn-token";
 const KEY: &str = "sk-fixture-key";
 
 /// One request the fixture received: its Authorization header and JSON body.
@@ -80,51 +81,6 @@ async fn completions(State(seen): State<Seen>, headers: HeaderMap, body: String)
         .unwrap()
 }
 
-struct Server {
-    child: Child,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn spawn(dir: &std::path::Path, addr: &str) -> Server {
-    let child = Command::new(env!("CARGO_BIN_EXE_countersign"))
-        .args(["serve", "--addr", addr, "--token", TOKEN])
-        .arg("--data-dir")
-        .arg(dir.join("data"))
-        .arg("--workspace")
-        .arg(dir.join("ws"))
-        .arg("--config")
-        .arg(dir.join("config.toml"))
-        .env("CS_FIXTURE_KEY", KEY)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    Server { child }
-}
-
-async fn wait_until<F: std::future::Future<Output = Option<T>>, T>(mut f: impl FnMut() -> F) -> T {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Some(v) = f().await {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "condition not met within 20 s");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-async fn get(client: &reqwest::Client, url: &str) -> Option<Value> {
-    let r = client.get(url).bearer_auth(TOKEN).send().await.ok()?;
-    r.status().is_success().then_some(())?;
-    r.json().await.ok()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_model_turn_survives_a_crash_at_its_gate_and_finishes_after_approval() {
     let seen = Seen::default();
@@ -135,83 +91,31 @@ async fn a_model_turn_survives_a_crash_at_its_gate_and_finishes_after_approval()
         .with_state(seen.clone());
     tokio::spawn(async move { axum::serve(listener, app).await });
 
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("config.toml"),
-        format!("[provider]\nkind = \"openai\"\nbase_url = \"http://{fixture}/v1\"\nmodel = \"fixture-model\"\napi_key_env = \"CS_FIXTURE_KEY\"\n"),
-    )
-    .unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let addr = format!("127.0.0.1:{port}");
-    let base = format!("http://{addr}/api/v1");
-    let client = reqwest::Client::new();
+    let mut lab = Lab::new(Some(&format!(
+        "[provider]\nkind = \"openai\"\nbase_url = \"http://{fixture}/v1\"\nmodel = \"fixture-model\"\napi_key_env = \"CS_FIXTURE_KEY\"\n"
+    )))
+    .with_env("CS_FIXTURE_KEY", KEY);
 
-    let server = spawn(dir.path(), &addr);
-    let health = format!("{base}/health");
-    wait_until(|| get(&client, &health)).await;
-    let session: Value = client
-        .post(format!("{base}/sessions"))
-        .bearer_auth(TOKEN)
-        .json(&json!({}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let sid = session["id"].as_str().unwrap().to_owned();
-    let sent = client
-        .post(format!("{base}/sessions/{sid}/messages"))
-        .bearer_auth(TOKEN)
-        .json(&json!({"text": "please write the file"}))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(sent.status().as_u16(), 202);
-    let gate = wait_until(|| async {
-        let pending = get(&client, &format!("{base}/approvals?status=pending")).await?;
-        pending.as_array()?.first().cloned()
-    })
-    .await;
+    let node = lab.start().await;
+    let sid = node.session().await;
+    let turn = node.send_msg(&sid, "please write the file", None).await;
+    let gate = node.wait_inbox_gate(&sid).await;
     assert_eq!(gate["tool"], "write_file");
     assert_eq!(
         gate["args"],
         json!({"path": "oa.txt", "content": "from the model"})
     );
 
-    drop(server); // SIGKILL
-    let _server = spawn(dir.path(), &addr);
-    wait_until(|| get(&client, &health)).await;
-    let again = wait_until(|| async {
-        let pending = get(&client, &format!("{base}/approvals?status=pending")).await?;
-        pending.as_array()?.first().cloned()
-    })
-    .await;
+    node.kill9().await;
+    let node = lab.start().await;
+    let again = node.wait_inbox_gate(&sid).await;
     assert_eq!(again["approval_id"], gate["approval_id"]);
     assert_eq!(again["expires_at"], gate["expires_at"]);
 
-    let aid = gate["approval_id"].as_str().unwrap();
-    let decided = client
-        .post(format!("{base}/sessions/{sid}/approvals/{aid}"))
-        .bearer_auth(TOKEN)
-        .json(&json!({"decision": "approve"}))
-        .send()
+    node.decide(&sid, &aid(&gate), json!({"decision": "approve"}))
         .await
-        .unwrap();
-    assert_eq!(decided.status().as_u16(), 200);
-    let events = wait_until(|| async {
-        let snap = get(&client, &format!("{base}/sessions/{sid}")).await?;
-        let events = snap["events"].as_array()?.clone();
-        events
-            .iter()
-            .any(|e| e["type"] == "turn_finished")
-            .then_some(events)
-    })
-    .await;
+        .expect(200);
+    let events = node.wait_turn_events(&sid, &turn).await;
     let finished = events
         .iter()
         .find(|e| e["type"] == "turn_finished")
@@ -223,10 +127,7 @@ async fn a_model_turn_survives_a_crash_at_its_gate_and_finishes_after_approval()
         .find(|e| e["type"] == "assistant_message")
         .unwrap();
     assert_eq!(answer["text"], "Done: wrote 14 bytes to oa.txt (new file)");
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("ws/oa.txt")).unwrap(),
-        "from the model"
-    );
+    assert_eq!(lab.read("oa.txt").as_deref(), Some("from the model"));
     assert_eq!(
         events
             .iter()

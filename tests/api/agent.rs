@@ -5,11 +5,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::common::*;
-
-fn by_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
-    events.iter().filter(|e| e["type"] == kind).collect()
-}
+use crate::support::*;
 
 #[tokio::test]
 async fn demo_writes_a_file_and_reports_it() {
@@ -19,7 +15,7 @@ async fn demo_writes_a_file_and_reports_it() {
     let turn = ts
         .send_msg(&sid, "write notes.md: hello", Some("yolo"))
         .await;
-    let events = ts.wait_turn(&sid, &turn).await;
+    let events = ts.wait_turn_events(&sid, &turn).await;
 
     assert_eq!(
         std::fs::read_to_string(ts.workspace().join("notes.md")).expect("notes.md written"),
@@ -106,9 +102,9 @@ async fn demo_runs_several_lines_in_order() {
             Some("yolo"),
         )
         .await;
-    let events = ts.wait_turn(&sid, &turn).await;
-    assert!(by_type(&events, "mode_changed").is_empty());
-    let calls: Vec<&str> = by_type(&events, "tool_call")
+    let events = ts.wait_turn_events(&sid, &turn).await;
+    assert!(of_type(&events, "mode_changed").is_empty());
+    let calls: Vec<&str> = of_type(&events, "tool_call")
         .iter()
         .map(|c| c["tool"].as_str().unwrap())
         .collect();
@@ -122,7 +118,7 @@ async fn demo_runs_several_lines_in_order() {
             "shell"
         ]
     );
-    let results = by_type(&events, "tool_result");
+    let results = of_type(&events, "tool_result");
     assert!(results.iter().all(|r| r["status"] == "ok"), "{results:#?}");
     assert!(results[1]["output"].as_str().unwrap().contains("one\ntwo"));
     assert!(results[3]["output"].as_str().unwrap().contains("a.txt"));
@@ -139,7 +135,7 @@ async fn demo_without_a_command_answers_with_help() {
     let ts = TestServer::start().await;
     let sid = ts.create_id(json!({})).await;
     let turn = ts.send_msg(&sid, "hello there", None).await;
-    let events = ts.wait_turn(&sid, &turn).await;
+    let events = ts.wait_turn_events(&sid, &turn).await;
     assert_eq!(
         types(&events),
         vec!["user_message", "assistant_message", "turn_finished"]
@@ -155,17 +151,18 @@ async fn cancelling_a_running_command_stops_it_promptly() {
     let ts = TestServer::start().await;
     let sid = ts.create_id(json!({})).await;
     let turn = ts.send_msg(&sid, "run: sleep 5", Some("yolo")).await;
-    ts.wait_event(&sid, |e| e["type"] == "tool_started").await;
+    ts.wait_event(&sid, "tool_started", |e| e["type"] == "tool_started")
+        .await;
     let started = Instant::now();
     let v = ts
         .post(&format!("/api/v1/sessions/{sid}/cancel"), json!({}))
         .await
         .expect(200);
     assert_eq!(v, json!({ "turn_id": turn }));
-    let events = ts.wait_turn(&sid, &turn).await;
+    let events = ts.wait_turn_events(&sid, &turn).await;
     let took = started.elapsed();
     assert!(took < Duration::from_secs(3), "cancel took {took:?}");
-    let results = by_type(&events, "tool_result");
+    let results = of_type(&events, "tool_result");
     assert_eq!(results.len(), 1, "{events:#?}");
     assert_eq!(results[0]["tool"], "shell");
     assert_eq!(results[0]["status"], "cancelled");

@@ -3,7 +3,7 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::common::*;
+use crate::support::*;
 
 /// `/login?token=…` → the `Cookie` header value to send back.
 async fn login_cookie(ts: &TestServer) -> String {

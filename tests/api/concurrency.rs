@@ -5,7 +5,7 @@ use countersign::server::agent::provider::scripted::ScriptStep;
 use futures::future::join_all;
 use serde_json::{Value, json};
 
-use crate::common::*;
+use crate::support::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_messages_start_exactly_one_turn() {
@@ -54,7 +54,7 @@ async fn concurrent_messages_start_exactly_one_turn() {
         let _ = ts
             .post(&format!("/api/v1/sessions/{sid}/cancel"), json!({}))
             .await;
-        ts.wait_turn(&sid, &turn).await;
+        ts.wait_turn_events(&sid, &turn).await;
     }
 }
 
@@ -156,7 +156,7 @@ async fn a_cancel_answered_200_ends_the_turn_cancelled() {
         let r = ts
             .post(&format!("/api/v1/sessions/{sid}/cancel"), json!({}))
             .await;
-        let events = ts.wait_turn(&sid, &turn).await;
+        let events = ts.wait_turn_events(&sid, &turn).await;
         let fin = events.last().unwrap();
         if r.status.as_u16() == 200 {
             assert_eq!(r.json(), json!({ "turn_id": turn }));

@@ -4,7 +4,7 @@
 use reqwest::Method;
 use serde_json::json;
 
-use crate::common::*;
+use crate::support::*;
 
 const MIB: usize = 1024 * 1024;
 
@@ -13,7 +13,7 @@ async fn seeded() -> (TestServer, String) {
     let ts = TestServer::scripted([reply("seed")]).await;
     let sid = ts.create_id(json!({"title": "seed"})).await;
     let turn = ts.send_msg(&sid, "seed", None).await;
-    ts.wait_turn(&sid, &turn).await;
+    ts.wait_turn_events(&sid, &turn).await;
     (ts, sid)
 }
 

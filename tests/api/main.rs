@@ -6,7 +6,8 @@
 
 #![cfg(feature = "ssr")]
 
-mod common;
+#[path = "../support/mod.rs"]
+mod support;
 
 mod agent;
 mod auth;

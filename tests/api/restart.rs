@@ -5,7 +5,7 @@ use std::time::Duration;
 use countersign::server::agent::provider::scripted::ScriptStep;
 use serde_json::{Value, json};
 
-use crate::common::*;
+use crate::support::*;
 
 #[tokio::test]
 async fn sessions_and_events_survive_a_restart_and_seq_keeps_growing() {
@@ -18,7 +18,7 @@ async fn sessions_and_events_survive_a_restart_and_seq_keeps_growing() {
     let turn = ts
         .send_msg(&sid, "write notes.md: hello", Some("yolo"))
         .await;
-    ts.wait_turn(&sid, &turn).await;
+    ts.wait_turn_events(&sid, &turn).await;
     let before_snap = ts.snapshot(&sid).await;
     let before_list = ts.list().await;
     let cursor = before_snap["cursor"].as_u64().unwrap();
@@ -52,7 +52,7 @@ async fn sessions_and_events_survive_a_restart_and_seq_keeps_growing() {
     f.check_consistent();
     assert_eq!(f.seq(), Some(cursor + 1));
     let turn = ts.send_msg(&sid, "read notes.md", Some("yolo")).await;
-    let events = ts.wait_turn(&sid, &turn).await;
+    let events = ts.wait_turn_events(&sid, &turn).await;
     assert_eq!(
         seqs(&events),
         (1..=events.len() as u64).collect::<Vec<u64>>()
@@ -86,7 +86,7 @@ async fn a_turn_left_running_by_a_stop_is_resumed_on_the_next_start() {
     let dir = ts.stop().await;
 
     let ts = TestServer::start_in(dir, Some(scripted([reply("fresh")])), None).await;
-    let events = ts.wait_turn(&sid, &turn).await;
+    let events = ts.wait_turn_events(&sid, &turn).await;
     assert_eq!(
         types(&events),
         vec!["user_message", "assistant_message", "turn_finished"]
@@ -97,7 +97,7 @@ async fn a_turn_left_running_by_a_stop_is_resumed_on_the_next_start() {
     assert_eq!(events[2]["status"], "completed");
     // The session is usable again.
     let t2 = ts.send_msg(&sid, "again", None).await;
-    let events = ts.wait_turn(&sid, &t2).await;
+    let events = ts.wait_turn_events(&sid, &t2).await;
     assert_eq!(seqs(&events), vec![1, 2, 3, 4, 5, 6]);
     assert_eq!(events[5]["status"], "completed");
 }

@@ -5,7 +5,7 @@ use countersign::server::agent::provider::scripted::ScriptStep;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::common::*;
+use crate::support::*;
 
 async fn call(ts: &TestServer, name: &str, args: Value) -> Resp {
     send(ts.req(Method::POST, &format!("/api/ui/{name}")).json(&args)).await
@@ -37,7 +37,7 @@ async fn server_functions_reach_the_same_core_operations() {
     .await
     .expect(200);
     let turn = turn.as_str().expect("turn id string").to_owned();
-    let events = ts.wait_turn(sid, &turn).await;
+    let events = ts.wait_turn_events(sid, &turn).await;
     assert_eq!(
         types(&events),
         vec![
@@ -126,7 +126,7 @@ async fn server_functions_refuse_what_the_rest_routes_refuse_and_change_nothing(
     call(&ts, "cancel", json!({"session_id": sid}))
         .await
         .expect(200);
-    let events = ts.wait_turn(&sid, &turn).await;
+    let events = ts.wait_turn_events(&sid, &turn).await;
     assert_eq!(events.last().unwrap()["status"], "cancelled");
 }
 

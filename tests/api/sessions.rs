@@ -6,7 +6,7 @@ use countersign::server::agent::provider::scripted::ScriptStep;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::common::*;
+use crate::support::*;
 
 #[tokio::test]
 async fn health_is_open_and_reports_status_and_version() {
@@ -177,7 +177,7 @@ async fn snapshot_after_a_turn_has_every_event_and_cursor() {
     let ts = TestServer::scripted([reply("Hi there.")]).await;
     let sid = ts.create_id(json!({})).await;
     let turn = ts.send_msg(&sid, "hello", None).await;
-    ts.wait_turn(&sid, &turn).await;
+    ts.wait_turn_events(&sid, &turn).await;
     let snap = ts.snapshot(&sid).await;
     let events = snap["events"].as_array().unwrap();
     assert_eq!(
@@ -216,7 +216,7 @@ async fn delete_session_then_404_and_gone_from_list() {
     let ts = TestServer::scripted([reply("kept")]).await;
     let keep = ts.create_id(json!({"title": "keep"})).await;
     let turn = ts.send_msg(&keep, "hi", None).await;
-    let keep_events = ts.wait_turn(&keep, &turn).await;
+    let keep_events = ts.wait_turn_events(&keep, &turn).await;
     let gone = ts.create_id(json!({"title": "gone"})).await;
     ts.put(
         &format!("/api/v1/sessions/{gone}/mode"),
@@ -375,7 +375,7 @@ async fn message_is_accepted_with_202_turn_id() {
     assert_eq!(first["turn_id"], turn);
     assert_eq!(first["text"], "hello");
     assert_eq!(first["approval_mode"], "ask");
-    let events = ts.wait_turn(&sid, turn).await;
+    let events = ts.wait_turn_events(&sid, turn).await;
     assert_eq!(events.last().unwrap()["status"], "completed");
 }
 
@@ -406,10 +406,10 @@ async fn message_text_must_be_1_to_32768_characters() {
 
     // The limits are inclusive and count characters, not bytes.
     let turn = ts.send_msg(&sid, "é".repeat(32_768).as_str(), None).await;
-    let events = ts.wait_turn(&sid, &turn).await;
+    let events = ts.wait_turn_events(&sid, &turn).await;
     assert_eq!(events[0]["text"].as_str().unwrap().chars().count(), 32_768);
     let turn = ts.send_msg(&sid, "1", None).await;
-    ts.wait_turn(&sid, &turn).await;
+    ts.wait_turn_events(&sid, &turn).await;
 }
 
 #[tokio::test]
@@ -436,7 +436,7 @@ async fn message_mode_applies_to_the_turn_and_persists() {
 
     // A different mode: mode_changed (source message) first, then the user_message.
     let t1 = ts.send_msg(&sid, "first", Some("yolo")).await;
-    let events = ts.wait_turn(&sid, &t1).await;
+    let events = ts.wait_turn_events(&sid, &t1).await;
     assert_eq!(
         types(&events),
         vec![
@@ -456,7 +456,7 @@ async fn message_mode_applies_to_the_turn_and_persists() {
 
     // The same mode again: no mode_changed.
     let t2 = ts.send_msg(&sid, "second", Some("yolo")).await;
-    let events = ts.wait_turn(&sid, &t2).await;
+    let events = ts.wait_turn_events(&sid, &t2).await;
     assert_eq!(
         types(&events[4..]),
         vec!["user_message", "assistant_message", "turn_finished"]
@@ -464,7 +464,7 @@ async fn message_mode_applies_to_the_turn_and_persists() {
 
     // No mode: the session's remembered mode applies.
     let t3 = ts.send_msg(&sid, "third", None).await;
-    let events = ts.wait_turn(&sid, &t3).await;
+    let events = ts.wait_turn_events(&sid, &t3).await;
     assert_eq!(
         types(&events[7..]),
         vec!["user_message", "assistant_message", "turn_finished"]
@@ -499,7 +499,7 @@ async fn second_message_while_running_is_409_and_cancel_finishes_the_turn() {
         .await
         .expect(200);
     assert_eq!(v, json!({ "turn_id": turn }));
-    let events = ts.wait_turn(&sid, &turn).await;
+    let events = ts.wait_turn_events(&sid, &turn).await;
     assert_eq!(types(&events), vec!["user_message", "turn_finished"]);
     assert_eq!(events[1]["status"], "cancelled");
     assert_eq!(events[1]["seq"], 2);
@@ -516,7 +516,7 @@ async fn second_message_while_running_is_409_and_cancel_finishes_the_turn() {
     // And a new message is accepted.
     let t2 = ts.send_msg(&sid, "again", None).await;
     assert_ne!(t2, turn);
-    let events = ts.wait_turn(&sid, &t2).await;
+    let events = ts.wait_turn_events(&sid, &t2).await;
     assert_eq!(events.last().unwrap()["status"], "completed");
 }
 
@@ -534,7 +534,7 @@ async fn cancel_with_nothing_running_is_409() {
         .expect_error(409, "no_turn_running");
     // After a finished turn, too.
     let turn = ts.send_msg(&sid, "hi", None).await;
-    ts.wait_turn(&sid, &turn).await;
+    ts.wait_turn_events(&sid, &turn).await;
     let before = ts.state().await;
     ts.post(&cancel, json!({}))
         .await

@@ -8,7 +8,7 @@ use futures::future::join_all;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::common::*;
+use crate::support::*;
 
 /// A session with `n` mode_changed events (seq 1..=n), made through PUT …/mode.
 async fn session_with_events(ts: &TestServer, n: u64) -> String {
@@ -249,7 +249,7 @@ async fn race_round(ts: &TestServer, round: u64) -> (usize, usize) {
         (start, seen, frames)
     }))
     .await;
-    let events = ts.wait_turn(&sid, &turn).await;
+    let events = ts.wait_turn_events(&sid, &turn).await;
     let last = events.last().unwrap()["seq"].as_u64().unwrap();
     assert_eq!(seqs(&events), (1..=last).collect::<Vec<u64>>());
     assert_eq!(events.last().unwrap()["type"], "turn_finished");
