@@ -227,6 +227,16 @@ async fn put_refuses_protected_keys_and_bad_values_and_applies_the_rest() {
         (json!(33), json!("file"))
     );
     assert_eq!(config_row(&srv, "safety.paths").await["protected"], true);
+    // Startup settings are listed read-only with their source; the token only masked.
+    let addr = config_row(&srv, "server.addr").await;
+    assert_eq!(
+        (addr["protected"].clone(), addr["restart_required"].clone()),
+        (json!(true), json!(true))
+    );
+    assert!(addr["value"].as_str().unwrap().starts_with("127.0.0.1:"));
+    assert_eq!(config_row(&srv, "server.token").await["value"], "(masked)");
+    let view = srv.get("/api/v1/config").await.expect(200);
+    assert!(!view.to_string().contains(TOKEN), "the token never appears");
     let text = std::fs::read_to_string(srv.data_dir().join("config.toml")).unwrap();
     assert!(text.contains("shell_timeout_secs = 33"), "{text}");
 }

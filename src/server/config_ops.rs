@@ -89,6 +89,14 @@ impl Core {
     pub fn config_view(&self) -> Value {
         let live = self.config();
         let defaults = keys::entries(&super::config::Config::default());
+        let startup = self.live.startup.iter().map(|(key, value, source)| {
+            json!({
+                "key": key, "value": value, "default": null, "source": source,
+                "protected": true,
+                "reason": "set when the server starts (flag, environment or default)",
+                "restart_required": true,
+            })
+        });
         let entries: Vec<Value> = keys::entries(&live.config)
             .into_iter()
             .map(|(key, value)| {
@@ -111,6 +119,7 @@ impl Core {
                     "restart_required": keys::needs_restart(&key),
                 })
             })
+            .chain(startup)
             .collect();
         let key_set = std::env::var(&live.config.provider.api_key_env)
             .map(|k| !k.trim().is_empty())

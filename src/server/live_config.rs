@@ -26,6 +26,8 @@ pub struct Live {
 
 pub struct LiveConfig {
     pub path: PathBuf,
+    /// Startup settings (flags/env/defaults) shown read-only next to the file's keys.
+    pub startup: Vec<(String, String, &'static str)>,
     provider_override: Option<Arc<dyn Provider>>,
     current: RwLock<Arc<Live>>,
     /// Serializes writers: read the file, change one key, write, apply.
@@ -88,11 +90,18 @@ impl LiveConfig {
             .unwrap_or_default();
         let live = Self::build(config, file_keys, provider_override.clone())?;
         Ok(LiveConfig {
+            startup: Vec::new(),
             path,
             provider_override,
             current: RwLock::new(Arc::new(live)),
             write_lock: tokio::sync::Mutex::new(()),
         })
+    }
+
+    /// Records the startup settings to show next to the file's keys.
+    pub fn with_startup(mut self, startup: Vec<(String, String, &'static str)>) -> Self {
+        self.startup = startup;
+        self
     }
 
     fn build(

@@ -105,6 +105,7 @@ pub async fn start(
         provider,
     )
     .map_err(StartError::Config)?;
+    let live = live.with_startup(settings.startup.clone());
     let shutdown = CancellationToken::new();
     let core = Arc::new(core::Core {
         log,

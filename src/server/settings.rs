@@ -42,6 +42,21 @@ pub struct Settings {
     pub config_path: PathBuf,
     pub database_url: String,
     pub site_root: PathBuf,
+    /// The startup settings as the config page shows them: key, value, and whether it came
+    /// from a flag, the environment or the default (the token is never listed).
+    pub startup: Vec<(String, String, &'static str)>,
+}
+
+/// Where a startup setting came from: a flag beats the environment beats the default.
+fn source_of(flag: &str, env: &str) -> &'static str {
+    let flagged = std::env::args().any(|a| a == flag || a.starts_with(&format!("{flag}=")));
+    if flagged {
+        "flag"
+    } else if std::env::var_os(env).is_some() {
+        "env"
+    } else {
+        "default"
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -168,7 +183,35 @@ impl ServeArgs {
         } else {
             config.storage.database_url.clone()
         };
+        let startup = vec![
+            (
+                "server.addr".to_owned(),
+                self.addr.to_string(),
+                source_of("--addr", "COUNTERSIGN_ADDR"),
+            ),
+            (
+                "server.data_dir".to_owned(),
+                data_dir.display().to_string(),
+                source_of("--data-dir", "COUNTERSIGN_DATA_DIR"),
+            ),
+            (
+                "server.workspace".to_owned(),
+                workspace.display().to_string(),
+                source_of("--workspace", "COUNTERSIGN_WORKSPACE"),
+            ),
+            (
+                "server.config".to_owned(),
+                config_path.display().to_string(),
+                source_of("--config", "COUNTERSIGN_CONFIG"),
+            ),
+            (
+                "server.token".to_owned(),
+                "(masked)".to_owned(),
+                source_of("--token", "COUNTERSIGN_TOKEN"),
+            ),
+        ];
         Ok(Settings {
+            startup,
             addr: self.addr,
             data_dir,
             workspace,
