@@ -39,7 +39,7 @@ pub fn AuditPage() -> impl IntoView {
 
 #[component]
 fn Audit() -> impl IntoView {
-    Effect::new(|_| browser::set_title("Audit — Countersign"));
+    Effect::new(|_| browser::set_page_title("Audit — Countersign"));
     let action = RwSignal::new(String::new());
     let actor = RwSignal::new(String::new());
     let subject = RwSignal::new(String::new());

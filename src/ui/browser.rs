@@ -181,3 +181,11 @@ pub fn composer_is_empty() -> bool {
     let empty = true;
     empty
 }
+
+/// Sets a page's fixed title now and again on the next frame: arriving from a session page,
+/// that page's own title effect may still run once after this page's.
+pub fn set_page_title(title: &'static str) {
+    set_title(title);
+    #[cfg(feature = "hydrate")]
+    leptos::prelude::request_animation_frame(move || set_title(title));
+}

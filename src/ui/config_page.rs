@@ -38,12 +38,7 @@ pub fn ConfigPage() -> impl IntoView {
 #[component]
 fn Config() -> impl IntoView {
     provide_context(ClientId::new());
-    // Again after a frame: arriving from a session page, that page's own title effect can run
-    // after this one and put its title back.
-    Effect::new(|_| {
-        browser::set_title(TITLE);
-        request_animation_frame(|| browser::set_title(TITLE));
-    });
+    Effect::new(|_| browser::set_page_title(TITLE));
     let initial = Resource::new(|| (), |_| api::config_view());
     view! {
         <Suspense fallback=|| view! {

@@ -23,7 +23,7 @@ pub fn RulesPage() -> impl IntoView {
 #[component]
 fn Rules() -> impl IntoView {
     provide_context(ClientId::new());
-    Effect::new(|_| browser::set_title("Rules — Countersign"));
+    Effect::new(|_| browser::set_page_title("Rules — Countersign"));
     let rules = Resource::new(|| (), |_| api::list_rules());
     view! {
         <header class="page-header">
