@@ -17,6 +17,8 @@ pub mod protocol;
 pub mod ui;
 
 #[cfg(feature = "ssr")]
+pub mod bench;
+#[cfg(feature = "ssr")]
 pub mod cli;
 #[cfg(feature = "ssr")]
 pub mod server;

@@ -30,6 +30,8 @@ enum Command {
     Audit(cli::AuditArgs),
     /// The config file: its path, one key, set one key, or all of them.
     Config(cli::config::ConfigArgs),
+    /// Performance figures: starts its own servers in a temp dir and measures them.
+    Bench(countersign::bench::BenchArgs),
 }
 
 fn init_tracing() {
@@ -132,5 +134,6 @@ async fn main() -> ExitCode {
         Command::Rules(args) => cli::rules(args).await,
         Command::Audit(args) => cli::audit(args).await,
         Command::Config(args) => cli::config::run(args),
+        Command::Bench(args) => countersign::bench::run(args).await,
     }
 }

@@ -1,0 +1,259 @@
+//! The benchmark's server and HTTP client: a real server started in-process on 127.0.0.1:0
+//! with its data in a temp directory, and the few API calls the figures need.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde_json::{Value, json};
+
+use super::Result;
+use super::sse::Sse;
+use crate::server::{self, settings::ServeArgs};
+
+/// The access token every benchmark server uses.
+const TOKEN: &str = "countersign-bench-token";
+
+/// Why a benchmark step failed.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    #[error("settings: {0}")]
+    Settings(#[from] server::settings::SettingsError),
+    #[error("server start: {0}")]
+    Start(#[from] server::StartError),
+    #[error("http: {0}")]
+    Http(#[from] reqwest::Error),
+    #[error("json: {0}")]
+    Json(#[from] serde_json::Error),
+    #[error("io: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("{what}: unexpected status {status}: {body}")]
+    Status {
+        what: String,
+        status: u16,
+        body: String,
+    },
+    #[error("{0}")]
+    Protocol(String),
+}
+
+/// A temp directory removed on drop (the crate's `tempfile` is a dev-dependency only).
+pub struct TempRoot {
+    path: PathBuf,
+}
+
+impl TempRoot {
+    pub fn new() -> std::io::Result<Self> {
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let path =
+            std::env::temp_dir().join(format!("countersign-bench-{}-{nanos}", std::process::id()));
+        std::fs::create_dir_all(&path)?;
+        Ok(TempRoot { path })
+    }
+
+    /// A subdirectory for one server.
+    pub fn dir(&self, name: &str) -> PathBuf {
+        self.path.join(name)
+    }
+}
+
+impl Drop for TempRoot {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+/// A running in-process server and a client for it.
+pub struct BenchServer {
+    server: server::Server,
+    pub base: String,
+    pub http: reqwest::Client,
+}
+
+impl BenchServer {
+    /// Starts on `dir` (`data/` and `ws/` inside it; reused on restart), demo agent.
+    pub async fn start(dir: &Path, config: Option<&str>) -> Result<Self> {
+        std::fs::create_dir_all(dir.join("ws"))?;
+        let config_path = match config {
+            Some(text) => {
+                let path = dir.join("config.toml");
+                std::fs::write(&path, text)?;
+                Some(path)
+            }
+            None => None,
+        };
+        let args = ServeArgs {
+            addr: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
+            data_dir: Some(dir.join("data")),
+            workspace: Some(dir.join("ws")),
+            token: Some(TOKEN.into()),
+            config: config_path,
+        };
+        let server = server::start(args.resolve()?, None).await?;
+        let base = format!("http://{}", server.addr);
+        let mut headers = reqwest::header::HeaderMap::new();
+        let auth = reqwest::header::HeaderValue::from_str(&format!("Bearer {TOKEN}"))
+            .map_err(|e| BenchError::Protocol(format!("auth header: {e}")))?;
+        headers.insert(reqwest::header::AUTHORIZATION, auth);
+        let http = reqwest::Client::builder()
+            .default_headers(headers)
+            .pool_max_idle_per_host(256)
+            .tcp_nodelay(true)
+            .build()?;
+        Ok(BenchServer { server, base, http })
+    }
+
+    /// Graceful stop: cancel, then await the serve task (at most 30 s).
+    pub async fn stop(self) -> Result<()> {
+        let BenchServer { server, http, .. } = self;
+        drop(http);
+        server.shutdown.cancel();
+        match tokio::time::timeout(Duration::from_secs(30), server.task).await {
+            Ok(Ok(Ok(()))) => {}
+            Ok(Ok(Err(e))) => return Err(e.into()),
+            Ok(Err(e)) => return Err(BenchError::Protocol(format!("server task: {e}"))),
+            Err(_) => return Err(BenchError::Protocol("server did not stop in 30 s".into())),
+        }
+        drop(server.core);
+        Ok(())
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}/api/v1{path}", self.base)
+    }
+
+    async fn json_ok(resp: reqwest::Response, what: &str) -> Result<Value> {
+        let status = resp.status();
+        if !status.is_success() {
+            let body = resp.text().await.unwrap_or_default();
+            return Err(BenchError::Status {
+                what: what.to_owned(),
+                status: status.as_u16(),
+                body,
+            });
+        }
+        if status == reqwest::StatusCode::NO_CONTENT {
+            return Ok(Value::Null);
+        }
+        Ok(resp.json().await?)
+    }
+
+    /// A new session in this approval mode; its id.
+    pub async fn create_session(&self, mode: &str) -> Result<String> {
+        let resp = self
+            .http
+            .post(self.url("/sessions"))
+            .json(&json!({ "approval_mode": mode }))
+            .send()
+            .await?;
+        let v = Self::json_ok(resp, "create session").await?;
+        str_field(&v, "id")
+    }
+
+    /// Sends a message (starts a turn).
+    pub async fn send_message(&self, sid: &str, text: &str) -> Result<()> {
+        let resp = self
+            .http
+            .post(self.url(&format!("/sessions/{sid}/messages")))
+            .json(&json!({ "text": text }))
+            .send()
+            .await?;
+        Self::json_ok(resp, "send message").await.map(|_| ())
+    }
+
+    /// Approves a gate.
+    pub async fn approve(&self, sid: &str, aid: &str) -> Result<()> {
+        let resp = self
+            .http
+            .post(self.url(&format!("/sessions/{sid}/approvals/{aid}")))
+            .json(&json!({ "decision": "approve" }))
+            .send()
+            .await?;
+        Self::json_ok(resp, "decision").await.map(|_| ())
+    }
+
+    /// Every pending gate (the inbox).
+    pub async fn pending(&self) -> Result<Vec<Value>> {
+        let resp = self.http.get(self.url("/approvals")).send().await?;
+        match Self::json_ok(resp, "pending approvals").await? {
+            Value::Array(items) => Ok(items),
+            other => Err(BenchError::Protocol(format!(
+                "pending approvals: not a list: {other}"
+            ))),
+        }
+    }
+
+    /// Every session.
+    pub async fn sessions(&self) -> Result<Vec<Value>> {
+        let resp = self.http.get(self.url("/sessions")).send().await?;
+        match Self::json_ok(resp, "sessions").await? {
+            Value::Array(items) => Ok(items),
+            other => Err(BenchError::Protocol(format!(
+                "sessions: not a list: {other}"
+            ))),
+        }
+    }
+
+    /// The last event seq of a session.
+    pub async fn cursor(&self, sid: &str) -> Result<u64> {
+        let resp = self
+            .http
+            .get(self.url(&format!("/sessions/{sid}")))
+            .send()
+            .await?;
+        let v = Self::json_ok(resp, "session snapshot").await?;
+        v.get("cursor")
+            .and_then(Value::as_u64)
+            .ok_or_else(|| BenchError::Protocol("session snapshot without cursor".into()))
+    }
+
+    /// Opens the SSE feed of a session after `after`.
+    pub async fn events(&self, sid: &str, after: u64) -> Result<Sse> {
+        let resp = self
+            .http
+            .get(self.url(&format!("/sessions/{sid}/events?after={after}")))
+            .send()
+            .await?;
+        let status = resp.status();
+        if !status.is_success() {
+            return Err(BenchError::Status {
+                what: "event feed".into(),
+                status: status.as_u16(),
+                body: resp.text().await.unwrap_or_default(),
+            });
+        }
+        Ok(Sse::new(resp))
+    }
+
+    /// Waits until no session has a running turn (at most `limit`).
+    pub async fn wait_idle(&self, limit: Duration) -> Result<()> {
+        let start = std::time::Instant::now();
+        loop {
+            let busy = self
+                .sessions()
+                .await?
+                .iter()
+                .filter(|s| !s.get("running_turn_id").is_none_or(Value::is_null))
+                .count();
+            if busy == 0 {
+                return Ok(());
+            }
+            if start.elapsed() > limit {
+                return Err(BenchError::Protocol(format!(
+                    "{busy} turns still running after {} s",
+                    limit.as_secs()
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+/// A string field of a JSON object, or a protocol error naming it.
+pub fn str_field(v: &Value, key: &str) -> Result<String> {
+    v.get(key)
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .ok_or_else(|| BenchError::Protocol(format!("missing \"{key}\" in {v}")))
+}

@@ -1,0 +1,362 @@
+//! `countersign bench`: starts real in-process servers (SQLite in a temp dir, the demo agent),
+//! drives them over HTTP + SSE and prints the performance figures of issue 7 with their
+//! conditions. Timings are reported, never asserted.
+
+mod capacity;
+mod fanout;
+mod harness;
+mod recovery;
+mod restore;
+mod round_trip;
+mod sse;
+mod suspend;
+mod throughput;
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+pub use harness::{BenchError, BenchServer, TempRoot};
+
+/// Result type of the benchmark steps.
+pub type Result<T> = std::result::Result<T, BenchError>;
+
+/// Command-line options of `countersign bench`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct BenchArgs {
+    /// Small counts (seconds, for CI); figures are then indicative only.
+    #[arg(long)]
+    pub short: bool,
+    /// Print one JSON object instead of one line per figure.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The counts each figure runs with.
+#[derive(Debug, Clone, Copy)]
+pub struct Counts {
+    /// Figure 1 and 2: gates decided one after another on one session.
+    pub gates: usize,
+    /// Figure 4: gates decided concurrently, and the number of clients.
+    pub throughput_gates: usize,
+    pub clients: usize,
+    /// Figures 3 and 7: parked gates, and gates per session.
+    pub parked: usize,
+    pub per_session: usize,
+    /// Figure 3: round trips measured while the parked gates are held.
+    pub loaded_gates: usize,
+    /// Figure 5: SSE subscribers on one session.
+    pub subscribers: usize,
+    /// Figure 6: events in the restored session, and page loads measured.
+    pub restore_events: usize,
+    pub page_loads: usize,
+    /// Longest time spent creating parked gates before settling for fewer.
+    pub creation_cap: Duration,
+}
+
+impl Counts {
+    fn new(short: bool) -> Self {
+        if short {
+            Counts {
+                gates: 50,
+                throughput_gates: 100,
+                clients: 8,
+                parked: 100,
+                per_session: 10,
+                loaded_gates: 20,
+                subscribers: 50,
+                restore_events: 500,
+                page_loads: 10,
+                creation_cap: Duration::from_secs(60),
+            }
+        } else {
+            Counts {
+                gates: 2000,
+                throughput_gates: 2000,
+                clients: 32,
+                parked: 10_000,
+                per_session: 10,
+                loaded_gates: 200,
+                subscribers: 1000,
+                restore_events: 10_000,
+                page_loads: 50,
+                creation_cap: Duration::from_secs(180),
+            }
+        }
+    }
+}
+
+/// One measured figure: values, the issue's target, whether it was met, and the conditions.
+#[derive(Debug, Clone)]
+pub struct Figure {
+    pub id: u8,
+    pub name: &'static str,
+    /// (label, value, unit)
+    pub values: Vec<(&'static str, f64, &'static str)>,
+    pub target: &'static str,
+    pub met: Option<bool>,
+    pub conditions: String,
+}
+
+impl Figure {
+    fn line(&self) -> String {
+        let values = self
+            .values
+            .iter()
+            .map(|(label, value, unit)| format!("{label} {} {unit}", fmt_value(*value)))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let verdict = match self.met {
+            Some(true) => "met",
+            Some(false) => "MISSED",
+            None => "not comparable: counts below the target's",
+        };
+        format!(
+            "[{}] {}: {} | target {} ({}) | {}",
+            self.id, self.name, values, self.target, verdict, self.conditions
+        )
+    }
+
+    fn to_json(&self) -> Value {
+        let values: serde_json::Map<String, Value> = self
+            .values
+            .iter()
+            .map(|(label, value, unit)| {
+                ((*label).to_owned(), json!({ "value": value, "unit": unit }))
+            })
+            .collect();
+        json!({
+            "id": self.id,
+            "name": self.name,
+            "values": values,
+            "target": self.target,
+            "met": self.met,
+            "conditions": self.conditions,
+        })
+    }
+}
+
+fn fmt_value(v: f64) -> String {
+    if v >= 100.0 {
+        format!("{v:.0}")
+    } else if v >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+/// Nearest-rank percentile of milliseconds (sorts a copy); 0 for no samples.
+pub fn percentile(samples: &[f64], p: f64) -> f64 {
+    if samples.is_empty() {
+        return 0.0;
+    }
+    let mut sorted = samples.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// Milliseconds, as f64.
+pub fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// The build profile this binary was compiled with.
+pub fn profile() -> &'static str {
+    if cfg!(debug_assertions) {
+        "debug build"
+    } else {
+        "release build"
+    }
+}
+
+/// Conditions shared by every figure.
+pub fn common_conditions() -> String {
+    format!(
+        "{}, SQLite WAL synchronous=FULL, in-process server on loopback, demo agent, {} cores",
+        profile(),
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    )
+}
+
+/// This process's resident set size in MiB (from /proc/self/status VmRSS), if readable.
+pub fn rss_mib() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024.0)
+}
+
+/// Raises the soft open-file limit to the hard one (the fan-out figure holds many sockets).
+fn raise_fd_limit() {
+    // SAFETY: getrlimit/setrlimit only read and write the struct we pass.
+    unsafe {
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
+            lim.rlim_cur = lim.rlim_max;
+            let _ = libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        }
+    }
+}
+
+/// Runs every figure in turn; a failing figure is reported and the others still run.
+pub async fn run(args: BenchArgs) -> ExitCode {
+    raise_fd_limit();
+    let counts = Counts::new(args.short);
+    let root = match TempRoot::new() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: cannot create a temp dir: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let progress = !args.json;
+    let note = |s: &str| {
+        if progress {
+            eprintln!("bench: {s}");
+        }
+    };
+    let mut figures: Vec<Figure> = Vec::new();
+    let mut failures: Vec<String> = Vec::new();
+    let emit = |f: Figure, figures: &mut Vec<Figure>| {
+        if !args.json {
+            println!("{}", f.line());
+        }
+        figures.push(f);
+    };
+
+    if !args.json {
+        println!(
+            "countersign bench ({} mode): {}",
+            if args.short { "short" } else { "full" },
+            common_conditions()
+        );
+    }
+
+    // Figures 1, 2 and 4 on one server.
+    note("figures 1 and 2: gate cycles on one session");
+    match group_a(&root, counts, &note).await {
+        Ok(fs) => fs.into_iter().for_each(|f| emit(f, &mut figures)),
+        Err(e) => failures.push(format!("figures 1, 2, 4: {e}")),
+    }
+    // Figures 3 and 7 on a second server (restarted for 7).
+    note("figures 3 and 7: parked gates, restart");
+    match group_b(&root, counts, &note).await {
+        Ok(fs) => fs.into_iter().for_each(|f| emit(f, &mut figures)),
+        Err(e) => failures.push(format!("figures 3, 7: {e}")),
+    }
+    // Figures 5 and 6 on a third.
+    note("figures 5 and 6: fan-out, restore");
+    match group_c(&root, counts, &note).await {
+        Ok(fs) => fs.into_iter().for_each(|f| emit(f, &mut figures)),
+        Err(e) => failures.push(format!("figures 5, 6: {e}")),
+    }
+    figures.sort_by_key(|f| f.id);
+    compare_loaded_round_trip(&mut figures);
+
+    let skipped = "figure 8 (release wasm bundle size) is not measured by this tool";
+    if args.json {
+        let out = json!({
+            "mode": if args.short { "short" } else { "full" },
+            "build": profile(),
+            "synchronous": "FULL",
+            "conditions": common_conditions(),
+            "figures": figures.iter().map(Figure::to_json).collect::<Vec<_>>(),
+            "failures": failures,
+            "not_measured": [skipped],
+        });
+        println!("{out:#}");
+    } else {
+        println!("({skipped})");
+        for f in &failures {
+            println!("FAILED {f}");
+        }
+    }
+    if failures.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+/// Figure 3's second target: the round trip under load within 2x of figure 1's.
+fn compare_loaded_round_trip(figures: &mut [Figure]) {
+    let p50_of = |f: &Figure, label: &str| {
+        f.values
+            .iter()
+            .find(|(l, _, _)| *l == label)
+            .map(|(_, v, _)| *v)
+    };
+    let base = figures
+        .iter()
+        .find(|f| f.id == 1)
+        .and_then(|f| p50_of(f, "p50"));
+    if let (Some(base), Some(fig3)) = (base, figures.iter_mut().find(|f| f.id == 3)) {
+        let loaded = p50_of(fig3, "round trip p50 at load");
+        if let (Some(met), Some(loaded)) = (fig3.met, loaded) {
+            fig3.met = Some(met && loaded <= 2.0 * base);
+            fig3.conditions.push_str(&format!(
+                "; round trip p50 at load / figure 1 p50 = {:.2}",
+                loaded / base
+            ));
+        }
+    }
+}
+
+async fn group_a(root: &TempRoot, counts: Counts, note: &impl Fn(&str)) -> Result<Vec<Figure>> {
+    let server = BenchServer::start(&root.dir("a"), None).await?;
+    let result = async {
+        let cycles = round_trip::gate_cycles(&server, counts.gates).await?;
+        let mut out = vec![
+            round_trip::figure(&cycles, counts.gates),
+            suspend::figure(&cycles, counts.gates),
+        ];
+        note("figure 4: decision throughput");
+        out.push(throughput::run(&server, counts).await?);
+        Ok(out)
+    }
+    .await;
+    server.stop().await?;
+    result
+}
+
+async fn group_b(root: &TempRoot, counts: Counts, note: &impl Fn(&str)) -> Result<Vec<Figure>> {
+    let dir = root.dir("b");
+    let baseline = rss_mib();
+    let server = BenchServer::start(&dir, None).await?;
+    let parked = match capacity::park(&server, counts).await {
+        Ok(p) => p,
+        Err(e) => {
+            server.stop().await?;
+            return Err(e);
+        }
+    };
+    note(&format!(
+        "parked {} gates in {:.1} s",
+        parked.gates.len(),
+        parked.create_secs
+    ));
+    let fig3 = capacity::measure(&server, &parked, baseline, counts).await;
+    server.stop().await?;
+    note("figure 7: restart and re-park");
+    let fig7 = recovery::run(&dir, &parked).await;
+    Ok(vec![fig3?, fig7?])
+}
+
+async fn group_c(root: &TempRoot, counts: Counts, note: &impl Fn(&str)) -> Result<Vec<Figure>> {
+    let server = BenchServer::start(&root.dir("c"), None).await?;
+    let result = async {
+        let fig5 = fanout::run(&server, counts.subscribers).await?;
+        note("figure 6: restore page");
+        let fig6 = restore::run(&server, counts).await?;
+        Ok(vec![fig5, fig6])
+    }
+    .await;
+    server.stop().await?;
+    result
+}
