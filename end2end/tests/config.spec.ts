@@ -46,10 +46,14 @@ test('config: locked keys, an inline edit applied on the server, a bad value, an
   await expect(page.getByTestId('config-api-key')).toHaveText(/^Provider API key: (set \(masked\)|not set)$/);
 
   // Grouped by section, in the README's order.
-  await expect(page.locator('tbody[data-section]')).toHaveCount(6);
+  await expect(page.locator('tbody[data-section]')).toHaveCount(7);
   const sections = await page.locator('tbody[data-section]').evaluateAll(
     (els) => els.map((e) => e.getAttribute('data-section')));
-  expect(sections).toEqual(['provider', 'approvals', 'safety', 'budget', 'storage', 'tools']);
+  // The startup settings (flags, environment, defaults) come last, read-only.
+  expect(sections).toEqual(['provider', 'approvals', 'safety', 'budget', 'storage', 'tools', 'server']);
+  await expect(page.locator('[data-testid=config-row][data-key="server.addr"] [data-testid=config-edit]')).toHaveCount(0);
+  await expect(page.locator('[data-testid=config-row][data-key="server.token"]')).toContainText('(masked)');
+  await expect(page.locator('body')).not.toContainText(server.token);
 
   // Protected keys: no edit control, a lock and the reason.
   const timeout = row(page, 'approvals.timeout_secs');
