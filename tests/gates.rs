@@ -1638,21 +1638,7 @@ async fn config_set_is_gated_in_ask_mode() {
     let turn = srv
         .send_msg(&sid, "set provider.model = \"m2\"", Some("ask"))
         .await;
-    let snap = srv
-        .wait_snapshot(&sid, "a card or the end of the turn", |s| {
-            events(s)
-                .iter()
-                .any(|e| e["type"] == "turn_finished" && e["turn_id"] == turn)
-                || s["pending"].as_array().is_some_and(|p| !p.is_empty())
-        })
-        .await;
-    let pending = snap["pending"].as_array().unwrap();
-    assert_eq!(
-        pending.len(),
-        1,
-        "no config card: {:#?}",
-        turn_events(&snap, &turn)
-    );
+    let pending = [the_one_card(&srv, &sid, &turn, "config").await];
     assert_eq!(pending[0]["tool"], "config_set");
     assert_eq!(pending[0]["class"], "config");
     assert_eq!(pending[0]["reason"], "mode");
@@ -1741,21 +1727,7 @@ async fn a_turn_past_its_tool_call_budget_suspends_on_a_budget_card() {
     let srv = TestServer::configured("[budget]\nmax_tool_calls = 3\n").await;
     let sid = srv.session().await;
     let turn = srv.send_msg(&sid, "loop 5", Some("yolo")).await;
-    let snap = srv
-        .wait_snapshot(&sid, "a card or the end of the turn", |s| {
-            events(s)
-                .iter()
-                .any(|e| e["type"] == "turn_finished" && e["turn_id"] == turn)
-                || s["pending"].as_array().is_some_and(|p| !p.is_empty())
-        })
-        .await;
-    let pending = snap["pending"].as_array().unwrap();
-    assert_eq!(
-        pending.len(),
-        1,
-        "no budget card: {:#?}",
-        turn_events(&snap, &turn)
-    );
+    let pending = [the_one_card(&srv, &sid, &turn, "budget").await];
     let card = &pending[0];
     assert_eq!(card["kind"], "budget");
     assert_eq!(card["reason"], "budget");
@@ -1766,4 +1738,24 @@ async fn a_turn_past_its_tool_call_budget_suspends_on_a_budget_card() {
     srv.decide(&sid, &aid(card), json!({"decision": "allow_always"}))
         .await
         .expect_error(403, "not_allowed");
+}
+
+/// Waits for the turn to open a card (or end), and returns its one pending card.
+async fn the_one_card(srv: &TestServer, sid: &str, turn: &str, what: &str) -> Value {
+    let snap = srv
+        .wait_snapshot(sid, "a card or the end of the turn", |s| {
+            events(s)
+                .iter()
+                .any(|e| e["type"] == "turn_finished" && e["turn_id"] == turn)
+                || s["pending"].as_array().is_some_and(|p| !p.is_empty())
+        })
+        .await;
+    let pending = snap["pending"].as_array().unwrap();
+    assert_eq!(
+        pending.len(),
+        1,
+        "no {what} card: {:#?}",
+        turn_events(&snap, turn)
+    );
+    pending[0].clone()
 }
