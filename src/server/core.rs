@@ -36,6 +36,8 @@ pub struct Core {
     pub gates: GateRegistry,
     /// Serializes read-the-mode-then-append per session.
     pub session_locks: KeyedLocks,
+    /// What turns need from each session's past, kept up to date from the log.
+    pub histories: crate::server::agent::history::Histories,
 }
 
 /// The gates a list of events leaves open, oldest first.
@@ -71,7 +73,7 @@ pub fn parse_mode(raw: &str) -> Result<Mode, ApiError> {
     Mode::parse(raw).ok_or(ApiError::InvalidApprovalMode)
 }
 
-fn parse_session_id(raw: &str) -> Result<String, ApiError> {
+pub(super) fn parse_session_id(raw: &str) -> Result<String, ApiError> {
     uuid::Uuid::parse_str(raw)
         .map(|u| u.hyphenated().to_string())
         .map_err(|_| ApiError::UnknownSession(raw.chars().take(64).collect()))
@@ -174,6 +176,7 @@ impl Core {
         }
         self.log.store().delete_session(&row.id).await?;
         self.log.forget(&row.id);
+        self.histories.forget(&row.id);
         Ok(())
     }
 

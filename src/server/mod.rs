@@ -115,6 +115,7 @@ pub async fn start(
         turns: Default::default(),
         gates: Default::default(),
         session_locks: Default::default(),
+        histories: Default::default(),
     });
     let watcher = watch_config(&core, &settings.config_path);
     let repaired = agent::recovery::restore_modes(&core).await?;

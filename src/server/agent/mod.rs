@@ -4,6 +4,7 @@
 pub mod budget;
 mod gate_wait;
 pub mod gates_text;
+pub mod history;
 pub mod provider;
 pub mod recovery;
 mod resume;
@@ -11,9 +12,7 @@ pub mod running;
 pub mod tools;
 pub mod turn;
 
-use provider::{ChatMessage, ToolCallRequest};
-
-use crate::protocol::{Event, EventBody, ToolClass, ToolStatus};
+use crate::protocol::{ToolClass, ToolStatus};
 
 /// The instructions a real model gets at the start of every conversation.
 pub const SYSTEM_PROMPT: &str = "You are a careful coding assistant working inside one workspace folder. \
@@ -136,56 +135,4 @@ pub fn tool_result_text(status: ToolStatus, output: &str) -> String {
         ToolStatus::Ok => output.to_owned(),
         other => format!("[{}] {}", other.as_str(), output),
     }
-}
-
-/// Rebuilds the conversation from a session's log: user messages, assistant text with the tool
-/// calls it made, and tool results. The log is the only memory a turn has, which is what makes
-/// a turn resumable after a restart.
-pub fn conversation_from_log(events: &[Event]) -> Vec<ChatMessage> {
-    let mut messages: Vec<ChatMessage> = Vec::new();
-    for event in events {
-        match &event.body {
-            EventBody::UserMessage { text, .. } => messages.push(ChatMessage::User(text.clone())),
-            EventBody::AssistantMessage { text, .. } => messages.push(ChatMessage::Assistant {
-                text: text.clone(),
-                tool_calls: Vec::new(),
-            }),
-            EventBody::ToolCall {
-                call_id,
-                tool,
-                args,
-                ..
-            } => {
-                let call = ToolCallRequest {
-                    id: call_id.clone(),
-                    name: tool.clone(),
-                    args: args.clone(),
-                };
-                match messages.last_mut() {
-                    Some(ChatMessage::Assistant { tool_calls, .. }) => tool_calls.push(call),
-                    _ => messages.push(ChatMessage::Assistant {
-                        text: String::new(),
-                        tool_calls: vec![call],
-                    }),
-                }
-            }
-            EventBody::ToolResult {
-                call_id,
-                status,
-                output,
-                ..
-            } => messages.push(ChatMessage::Tool {
-                call_id: call_id.clone(),
-                output: tool_result_text(*status, output),
-            }),
-            // The outcome of a gate reaches the model as its tool result.
-            EventBody::ApprovalRequest(_)
-            | EventBody::ApprovalResolved(_)
-            | EventBody::ModeChanged { .. }
-            | EventBody::AssistantDelta { .. }
-            | EventBody::ToolStarted { .. }
-            | EventBody::TurnFinished { .. } => {}
-        }
-    }
-    messages
 }

@@ -39,19 +39,19 @@ struct OpenCall {
 
 impl Turn {
     pub(super) async fn finish_open_calls(&self) -> Result<(), TurnEnd> {
-        let events = self.core.log.all_events(&self.session_id).await?;
-        let Some(start) = events
-            .iter()
-            .rposition(|e| matches!(e.body, EventBody::UserMessage { .. }))
-        else {
-            return Ok(());
-        };
+        let events = self
+            .core
+            .histories
+            .read(&self.core.log, &self.session_id, |h| {
+                h.current_turn().to_vec()
+            })
+            .await?;
         let mut calls = Vec::new();
         let mut finished = HashSet::new();
         let mut started = HashSet::new();
         let mut gates: HashMap<String, ApprovalRequestBody> = HashMap::new();
         let mut resolutions: HashMap<String, Resolution> = HashMap::new();
-        for event in &events[start..] {
+        for event in &events {
             match &event.body {
                 EventBody::ToolCall {
                     call_id,

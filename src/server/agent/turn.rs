@@ -16,7 +16,7 @@ use super::running::TurnLease;
 use super::tools::{self, ToolContext};
 use super::{
     CHECKPOINT_PROMPT, CONFIG_TOOL, EXIT_PLAN_TOOL, SYSTEM_PROMPT, checkpoint_spec, class_of,
-    conversation_from_log, tool_result_text,
+    tool_result_text,
 };
 use crate::protocol::{
     ApprovalRequest, EventBody, Mode, ToolClass, ToolStatus, TurnStatus, Verdict,
@@ -167,8 +167,11 @@ impl Turn {
     async fn drive(&self) -> Result<(), TurnEnd> {
         // A turn resumed after a restart first finishes the calls it had recorded.
         self.finish_open_calls().await?;
-        let history = self.core.log.all_events(&self.session_id).await?;
-        let mut messages = conversation_from_log(&history);
+        let mut messages = self
+            .core
+            .histories
+            .read(&self.core.log, &self.session_id, |h| h.messages().to_vec())
+            .await?;
         let mut budget = Budget::new(self.core.config().config.budget.clone());
         for _ in 0..MAX_MODEL_CALLS {
             if self.cancel.is_cancelled() {
@@ -478,35 +481,13 @@ impl Turn {
         else {
             return Ok(0);
         };
-        let events = self.core.log.all_events(&self.session_id).await?;
-        let approved: std::collections::HashSet<&str> = events
-            .iter()
-            .filter_map(|e| match &e.body {
-                EventBody::ApprovalResolved(r)
-                    if r.answered_by == crate::protocol::AnsweredBy::User
-                        && matches!(
-                            r.decision,
-                            crate::protocol::Decision::Approve | crate::protocol::Decision::Edit
-                        ) =>
-                {
-                    Some(r.approval_id.as_str())
-                }
-                _ => None,
+        Ok(self
+            .core
+            .histories
+            .read(&self.core.log, &self.session_id, |h| {
+                h.approved_by_hand(&call.name, &pattern)
             })
-            .collect();
-        let count = events
-            .iter()
-            .filter(|e| match &e.body {
-                EventBody::ApprovalRequest(g) => {
-                    approved.contains(g.approval_id.as_str())
-                        && g.suggested_rule
-                            .as_ref()
-                            .is_some_and(|s| s.tool == call.name && s.pattern == pattern)
-                }
-                _ => false,
-            })
-            .count();
-        Ok(count.min(u32::MAX as usize) as u32)
+            .await?)
     }
 
     pub(super) fn tool_context(&self) -> ToolContext {

@@ -1,0 +1,286 @@
+//! What a turn needs from its session's past, folded from the log once and then kept up to
+//! date incrementally: the conversation for the model, how many calls each suggested rule
+//! would have covered were approved by hand, and the events of the latest turn (what a resumed
+//! turn finishes).
+//!
+//! **Why:** reading and decoding the whole log at every turn start made a turn's start grow
+//! with the session (tens of milliseconds at a few thousand turns). The log stays the only
+//! source of truth: a history is a memo of the fold up to `through_seq` and only ever reads the
+//! events after it, which the append-only log never changes. An evicted or missing entry is
+//! rebuilt from the log.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use super::provider::{ChatMessage, ToolCallRequest};
+use super::tool_result_text;
+use crate::protocol::{AnsweredBy, Decision, Event, EventBody};
+use crate::server::event_log::EventLog;
+use crate::server::store::StoreError;
+
+/// Histories kept in memory at most; the least recently used beyond this are dropped (and
+/// rebuilt from the log when their session next runs a turn).
+const MAX_CACHED: usize = 512;
+
+/// Events read from the store per page while catching up.
+const PAGE: u32 = 1000;
+
+/// One session's history, as of `through_seq`.
+#[derive(Debug, Default)]
+pub struct SessionHistory {
+    through_seq: u64,
+    messages: Vec<ChatMessage>,
+    /// Gates that carried a suggested rule and are not resolved yet: id → (tool, pattern).
+    suggested: HashMap<String, (String, String)>,
+    /// (tool, pattern) → calls approved by hand whose card suggested that rule.
+    hand_approved: HashMap<(String, String), u32>,
+    /// The events from the latest `user_message` on.
+    current_turn: Vec<Event>,
+}
+
+impl SessionHistory {
+    /// Folds the session's events, oldest first.
+    pub fn from_events(events: &[Event]) -> Self {
+        let mut history = SessionHistory::default();
+        events.iter().for_each(|e| history.apply(e));
+        history
+    }
+
+    /// The conversation the model sees.
+    pub fn messages(&self) -> &[ChatMessage] {
+        &self.messages
+    }
+
+    /// How many calls approved by hand in this session had a card suggesting `tool`+`pattern`.
+    pub fn approved_by_hand(&self, tool: &str, pattern: &str) -> u32 {
+        self.hand_approved
+            .get(&(tool.to_owned(), pattern.to_owned()))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// The latest turn's events, from its `user_message` on (empty before the first message).
+    pub fn current_turn(&self) -> &[Event] {
+        &self.current_turn
+    }
+
+    fn apply(&mut self, event: &Event) {
+        if let Some(seq) = event.seq {
+            self.through_seq = self.through_seq.max(seq);
+        }
+        if matches!(event.body, EventBody::UserMessage { .. }) {
+            self.current_turn.clear();
+        }
+        if !self.current_turn.is_empty() || matches!(event.body, EventBody::UserMessage { .. }) {
+            self.current_turn.push(event.clone());
+        }
+        add_to_conversation(&mut self.messages, &event.body);
+        match &event.body {
+            EventBody::ApprovalRequest(gate) => {
+                if let Some(rule) = &gate.suggested_rule {
+                    self.suggested.insert(
+                        gate.approval_id.clone(),
+                        (rule.tool.clone(), rule.pattern.clone()),
+                    );
+                }
+            }
+            EventBody::ApprovalResolved(resolution) => {
+                let by_hand = resolution.answered_by == AnsweredBy::User
+                    && matches!(resolution.decision, Decision::Approve | Decision::Edit);
+                if let Some(key) = self.suggested.remove(&resolution.approval_id)
+                    && by_hand
+                {
+                    *self.hand_approved.entry(key).or_insert(0) += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Adds what one event says to the model's conversation: user messages, assistant text with
+/// the tool calls it made, and tool results. The outcome of a gate reaches the model as its
+/// tool result, so gates, modes, deltas and turn markers add nothing.
+pub fn add_to_conversation(messages: &mut Vec<ChatMessage>, body: &EventBody) {
+    match body {
+        EventBody::UserMessage { text, .. } => messages.push(ChatMessage::User(text.clone())),
+        EventBody::AssistantMessage { text, .. } => messages.push(ChatMessage::Assistant {
+            text: text.clone(),
+            tool_calls: Vec::new(),
+        }),
+        EventBody::ToolCall {
+            call_id,
+            tool,
+            args,
+            ..
+        } => {
+            let call = ToolCallRequest {
+                id: call_id.clone(),
+                name: tool.clone(),
+                args: args.clone(),
+            };
+            match messages.last_mut() {
+                Some(ChatMessage::Assistant { tool_calls, .. }) => tool_calls.push(call),
+                _ => messages.push(ChatMessage::Assistant {
+                    text: String::new(),
+                    tool_calls: vec![call],
+                }),
+            }
+        }
+        EventBody::ToolResult {
+            call_id,
+            status,
+            output,
+            ..
+        } => messages.push(ChatMessage::Tool {
+            call_id: call_id.clone(),
+            output: tool_result_text(*status, output),
+        }),
+        EventBody::ApprovalRequest(_)
+        | EventBody::ApprovalResolved(_)
+        | EventBody::ModeChanged { .. }
+        | EventBody::AssistantDelta { .. }
+        | EventBody::ToolStarted { .. }
+        | EventBody::TurnFinished { .. } => {}
+    }
+}
+
+struct Entry {
+    history: Arc<tokio::sync::Mutex<SessionHistory>>,
+    last_used: u64,
+}
+
+/// The per-session histories of this process.
+#[derive(Default)]
+pub struct Histories {
+    // A std mutex: held only to find or insert an entry, never across an await.
+    entries: Mutex<HashMap<String, Entry>>,
+    clock: AtomicU64,
+}
+
+impl Histories {
+    /// Brings the session's history up to the log's end and reads it with `read`.
+    pub async fn read<T>(
+        &self,
+        log: &EventLog,
+        session_id: &str,
+        read: impl FnOnce(&SessionHistory) -> T,
+    ) -> Result<T, StoreError> {
+        let entry = self.entry(session_id);
+        let mut history = entry.lock().await;
+        loop {
+            let page = log
+                .store()
+                .events_after(session_id, history.through_seq, PAGE)
+                .await?;
+            let full = page.len() == PAGE as usize;
+            page.iter().for_each(|e| history.apply(e));
+            if !full {
+                break;
+            }
+        }
+        Ok(read(&history))
+    }
+
+    /// Drops a deleted session's history.
+    pub fn forget(&self, session_id: &str) {
+        self.lock().remove(session_id);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Entry>> {
+        self.entries
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn entry(&self, session_id: &str) -> Arc<tokio::sync::Mutex<SessionHistory>> {
+        let now = self.clock.fetch_add(1, Ordering::Relaxed);
+        let mut entries = self.lock();
+        if !entries.contains_key(session_id) && entries.len() >= MAX_CACHED {
+            evict_least_recent(&mut entries);
+        }
+        let entry = entries
+            .entry(session_id.to_owned())
+            .or_insert_with(|| Entry {
+                history: Arc::default(),
+                last_used: now,
+            });
+        entry.last_used = now;
+        entry.history.clone()
+    }
+}
+
+/// Drops the least recently used history nobody is reading right now.
+fn evict_least_recent(entries: &mut HashMap<String, Entry>) {
+    let victim = entries
+        .iter()
+        .filter(|(_, e)| Arc::strong_count(&e.history) == 1)
+        .min_by_key(|(_, e)| e.last_used)
+        .map(|(k, _)| k.clone());
+    if let Some(key) = victim {
+        entries.remove(&key);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::Mode;
+
+    fn ev(seq: u64, body: EventBody) -> Event {
+        Event {
+            seq: Some(seq),
+            at: "t".into(),
+            turn_id: None,
+            body,
+        }
+    }
+
+    fn user(seq: u64, text: &str) -> Event {
+        ev(
+            seq,
+            EventBody::UserMessage {
+                text: text.into(),
+                approval_mode: Mode::Ask,
+            },
+        )
+    }
+
+    #[test]
+    fn folding_in_pieces_equals_folding_at_once() {
+        let events = vec![
+            user(1, "a"),
+            ev(
+                2,
+                EventBody::AssistantMessage {
+                    text: "x".into(),
+                    html: String::new(),
+                },
+            ),
+            user(3, "b"),
+        ];
+        let whole = SessionHistory::from_events(&events);
+        let mut pieces = SessionHistory::from_events(&events[..1]);
+        events[1..].iter().for_each(|e| pieces.apply(e));
+        assert_eq!(whole.messages(), pieces.messages());
+        assert_eq!(whole.messages().len(), 3);
+        assert_eq!(pieces.through_seq, 3);
+        // The current turn starts at the latest user message.
+        assert_eq!(pieces.current_turn().len(), 1);
+        assert_eq!(pieces.current_turn()[0].seq, Some(3));
+    }
+
+    #[test]
+    fn nothing_is_a_current_turn_before_the_first_message() {
+        let history = SessionHistory::from_events(&[ev(
+            1,
+            EventBody::ModeChanged {
+                previous: Mode::Ask,
+                next: Mode::Yolo,
+                source: crate::protocol::ModeSource::User,
+            },
+        )]);
+        assert!(history.current_turn().is_empty());
+    }
+}
