@@ -98,7 +98,7 @@ impl EventLog {
     ) -> Result<Vec<Event>, StoreError> {
         let channel = self.channel(session_id);
         let _ordered = channel.append_lock.lock().await;
-        let stored = self.store.append(session_id, &events, &commit).await?;
+        let stored = self.store.append(session_id, events, commit).await?;
         on_commit();
         for event in &stored {
             if let Some(seq) = event.seq {

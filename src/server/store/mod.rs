@@ -4,6 +4,7 @@
 //! several instances. Everything above this module talks to `dyn Store` only.
 
 pub mod sqlite;
+mod sqlite_group_commit;
 
 use async_trait::async_trait;
 
@@ -121,8 +122,8 @@ pub trait Store: Send + Sync + 'static {
     async fn append(
         &self,
         session_id: &str,
-        events: &[NewEvent],
-        commit: &Commit,
+        events: Vec<NewEvent>,
+        commit: Commit,
     ) -> Result<Vec<Event>, StoreError>;
 
     async fn get_gate(

@@ -12,9 +12,11 @@ use std::time::Duration;
 use async_trait::async_trait;
 use sqlx::Row;
 use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
+    SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePool, SqlitePoolOptions,
+    SqliteSynchronous,
 };
 
+use super::sqlite_group_commit::GroupCommit;
 use super::{Commit, GateChange, GateRow, NewEvent, SessionRow, Store, StoreError, now_rfc3339};
 use crate::protocol::{ApprovalRequest, AuditEntry, Event, Resolution, Rule, RuleScope};
 use crate::server::audit;
@@ -22,6 +24,7 @@ use crate::server::audit;
 pub struct SqliteStore {
     writer: SqlitePool,
     readers: SqlitePool,
+    appends: GroupCommit,
 }
 
 impl SqliteStore {
@@ -41,7 +44,12 @@ impl SqliteStore {
             .max_connections(4)
             .connect_with(options.read_only(true))
             .await?;
-        Ok(SqliteStore { writer, readers })
+        let appends = GroupCommit::start(writer.clone());
+        Ok(SqliteStore {
+            writer,
+            readers,
+            appends,
+        })
     }
 }
 
@@ -88,7 +96,7 @@ fn to_json<T: serde::Serialize>(session_id: &str, value: &T) -> Result<String, S
 
 /// Chains `drafts` onto the audit log inside the caller's transaction.
 async fn append_audit(
-    tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
+    conn: &mut SqliteConnection,
     drafts: Vec<audit::AuditDraft>,
 ) -> Result<(), StoreError> {
     if drafts.is_empty() {
@@ -96,7 +104,7 @@ async fn append_audit(
     }
     let last: Option<(i64, String)> =
         sqlx::query_as("SELECT n, hash FROM audit ORDER BY n DESC LIMIT 1")
-            .fetch_optional(&mut **tx)
+            .fetch_optional(&mut *conn)
             .await?;
     let (mut n, mut prev) = last
         .map(|(n, h)| (n.max(0) as u64, h))
@@ -117,7 +125,7 @@ async fn append_audit(
         .bind(serde_json::to_string(&entry.detail).unwrap_or_default())
         .bind(&entry.prev_hash)
         .bind(&entry.hash)
-        .execute(&mut **tx)
+        .execute(&mut *conn)
         .await?;
         prev = entry.hash;
     }
@@ -126,7 +134,7 @@ async fn append_audit(
 
 /// Opens or resolves a gate inside the append's transaction.
 async fn apply_gate_change(
-    tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
+    conn: &mut SqliteConnection,
     session_id: &str,
     change: &GateChange,
 ) -> Result<(), StoreError> {
@@ -142,7 +150,7 @@ async fn apply_gate_change(
             .bind(to_json(session_id, request)?)
             .bind(&request.body.created_at)
             .bind(&request.body.expires_at)
-            .execute(&mut **tx)
+            .execute(&mut *conn)
             .await?;
         }
         GateChange::Resolve {
@@ -157,7 +165,7 @@ async fn apply_gate_change(
             .bind(&resolution.resolved_at)
             .bind(&resolution.approval_id)
             .bind(session_id)
-            .execute(&mut **tx)
+            .execute(&mut *conn)
             .await?
             .rows_affected()
                 == 1;
@@ -167,7 +175,7 @@ async fn apply_gate_change(
                 )
                 .bind(&resolution.approval_id)
                 .bind(session_id)
-                .fetch_optional(&mut **tx)
+                .fetch_optional(&mut *conn)
                 .await?;
                 return Err(match existing.flatten() {
                     Some(json) => StoreError::AlreadyResolved(Box::new(parse_json::<Resolution>(
@@ -192,12 +200,86 @@ async fn apply_gate_change(
                 .bind(&rule.created_at)
                 .bind(&rule.created_by_approval)
                 .bind(&rule.expires_at)
-                .execute(&mut **tx)
+                .execute(&mut *conn)
                 .await?;
             }
         }
     }
     Ok(())
+}
+
+/// One append's statements, on a connection inside the caller's transaction (see
+/// `group_commit`): gate change, rule use, seq allocation, the events, their audit entries.
+pub(super) async fn append_in(
+    conn: &mut SqliteConnection,
+    session_id: &str,
+    events: &[NewEvent],
+    commit: &Commit,
+) -> Result<Vec<Event>, StoreError> {
+    let count = events.len() as i64;
+    if let Some(change) = &commit.gate {
+        apply_gate_change(conn, session_id, change).await?;
+    }
+    if let Some(rule_id) = &commit.rule_used {
+        sqlx::query("UPDATE rules SET uses = uses + 1, last_used_at = ?1 WHERE id = ?2")
+            .bind(now_rfc3339())
+            .bind(rule_id)
+            .execute(&mut *conn)
+            .await?;
+    }
+    let last: Option<i64> = sqlx::query_scalar(
+        // SET expressions all see the old row: entering plan remembers the mode it left,
+        // leaving plan remembers the mode it left for.
+        "UPDATE sessions SET last_seq = last_seq + ?1,
+             pre_plan_mode = CASE WHEN ?2 = 'plan' AND approval_mode <> 'plan'
+                                  THEN approval_mode ELSE pre_plan_mode END,
+             plan_execution_mode = CASE WHEN ?2 IS NOT NULL AND ?2 <> 'plan' AND approval_mode = 'plan'
+                                        THEN ?2 ELSE plan_execution_mode END,
+             approval_mode = COALESCE(?2, approval_mode)
+         WHERE id = ?3 RETURNING last_seq",
+    )
+    .bind(count)
+    .bind(commit.set_mode.map(|m| m.as_str()))
+    .bind(session_id)
+    .fetch_optional(&mut *conn)
+    .await?;
+    let Some(last) = last else {
+        return Err(StoreError::UnknownSession(session_id.to_owned()));
+    };
+    let at = now_rfc3339();
+    let mut stored = Vec::with_capacity(events.len());
+    for (i, new) in events.iter().enumerate() {
+        let seq = (last - count + 1 + i as i64).max(1) as u64;
+        let event = Event {
+            seq: Some(seq),
+            at: at.clone(),
+            turn_id: new.turn_id.clone(),
+            body: new.body.clone(),
+        };
+        let json = serde_json::to_string(&event).map_err(|e| StoreError::Corrupt {
+            session_id: session_id.to_owned(),
+            seq,
+            reason: e.to_string(),
+        })?;
+        sqlx::query(
+            "INSERT INTO events (session_id, seq, kind, turn_id, at, body) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        )
+        .bind(session_id)
+        .bind(seq as i64)
+        .bind(event.kind())
+        .bind(&event.turn_id)
+        .bind(&event.at)
+        .bind(json)
+        .execute(&mut *conn)
+        .await?;
+        stored.push(event);
+    }
+    let new_rule = match &commit.gate {
+        Some(GateChange::Resolve { new_rule, .. }) => new_rule.as_ref(),
+        _ => None,
+    };
+    append_audit(conn, audit::drafts_for(session_id, &stored, new_rule)).await?;
+    Ok(stored)
 }
 
 const SESSION_COLUMNS: &str =
@@ -251,75 +333,10 @@ impl Store for SqliteStore {
     async fn append(
         &self,
         session_id: &str,
-        events: &[NewEvent],
-        commit: &Commit,
+        events: Vec<NewEvent>,
+        commit: Commit,
     ) -> Result<Vec<Event>, StoreError> {
-        let count = events.len() as i64;
-        let mut tx = self.writer.begin().await?;
-        if let Some(change) = &commit.gate {
-            apply_gate_change(&mut tx, session_id, change).await?;
-        }
-        if let Some(rule_id) = &commit.rule_used {
-            sqlx::query("UPDATE rules SET uses = uses + 1, last_used_at = ?1 WHERE id = ?2")
-                .bind(now_rfc3339())
-                .bind(rule_id)
-                .execute(&mut *tx)
-                .await?;
-        }
-        let last: Option<i64> = sqlx::query_scalar(
-            // SET expressions all see the old row: entering plan remembers the mode it left,
-            // leaving plan remembers the mode it left for.
-            "UPDATE sessions SET last_seq = last_seq + ?1,
-                 pre_plan_mode = CASE WHEN ?2 = 'plan' AND approval_mode <> 'plan'
-                                      THEN approval_mode ELSE pre_plan_mode END,
-                 plan_execution_mode = CASE WHEN ?2 IS NOT NULL AND ?2 <> 'plan' AND approval_mode = 'plan'
-                                            THEN ?2 ELSE plan_execution_mode END,
-                 approval_mode = COALESCE(?2, approval_mode)
-             WHERE id = ?3 RETURNING last_seq",
-        )
-        .bind(count)
-        .bind(commit.set_mode.map(|m| m.as_str()))
-        .bind(session_id)
-        .fetch_optional(&mut *tx)
-        .await?;
-        let Some(last) = last else {
-            return Err(StoreError::UnknownSession(session_id.to_owned()));
-        };
-        let at = now_rfc3339();
-        let mut stored = Vec::with_capacity(events.len());
-        for (i, new) in events.iter().enumerate() {
-            let seq = (last - count + 1 + i as i64).max(1) as u64;
-            let event = Event {
-                seq: Some(seq),
-                at: at.clone(),
-                turn_id: new.turn_id.clone(),
-                body: new.body.clone(),
-            };
-            let json = serde_json::to_string(&event).map_err(|e| StoreError::Corrupt {
-                session_id: session_id.to_owned(),
-                seq,
-                reason: e.to_string(),
-            })?;
-            sqlx::query(
-                "INSERT INTO events (session_id, seq, kind, turn_id, at, body) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            )
-            .bind(session_id)
-            .bind(seq as i64)
-            .bind(event.kind())
-            .bind(&event.turn_id)
-            .bind(&event.at)
-            .bind(json)
-            .execute(&mut *tx)
-            .await?;
-            stored.push(event);
-        }
-        let new_rule = match &commit.gate {
-            Some(GateChange::Resolve { new_rule, .. }) => new_rule.as_ref(),
-            _ => None,
-        };
-        append_audit(&mut tx, audit::drafts_for(session_id, &stored, new_rule)).await?;
-        tx.commit().await?;
-        Ok(stored)
+        self.appends.append(session_id, events, commit).await
     }
 
     async fn events_after(
@@ -349,7 +366,9 @@ impl Store for SqliteStore {
         )
         .bind(approval_id)
         .bind(session_id)
-        .fetch_optional(&self.writer)
+        // A reader sees every committed resolution (appends answer only after their commit),
+        // and does not queue behind the writer.
+        .fetch_optional(&self.readers)
         .await?;
         let Some(row) = row else { return Ok(None) };
         let request: String = row.try_get("request")?;
@@ -537,8 +556,8 @@ mod tests {
                 store
                     .append(
                         "s",
-                        &[msg(&format!("a{i}")), msg(&format!("b{i}"))],
-                        &Commit::default(),
+                        vec![msg(&format!("a{i}")), msg(&format!("b{i}"))],
+                        Commit::default(),
                     )
                     .await
                     .unwrap()
@@ -558,12 +577,14 @@ mod tests {
     async fn append_to_unknown_session_fails_and_mode_follows_in_same_transaction() {
         let (_dir, store) = temp_store().await;
         assert!(matches!(
-            store.append("nope", &[msg("x")], &Commit::default()).await,
+            store
+                .append("nope", vec![msg("x")], Commit::default())
+                .await,
             Err(StoreError::UnknownSession(_))
         ));
         store.create_session(&session("s")).await.unwrap();
         store
-            .append("s", &[msg("x")], &Commit::mode(Some(Mode::Yolo)))
+            .append("s", vec![msg("x")], Commit::mode(Some(Mode::Yolo)))
             .await
             .unwrap();
         let row = store.get_session("s").await.unwrap().unwrap();
@@ -577,24 +598,24 @@ mod tests {
         store.create_session(&session("a")).await.unwrap();
         store.create_session(&session("b")).await.unwrap();
         store
-            .append("a", &[msg("x")], &Commit::default())
+            .append("a", vec![msg("x")], Commit::default())
             .await
             .unwrap();
         store
-            .append("b", &[msg("y")], &Commit::default())
+            .append("b", vec![msg("y")], Commit::default())
             .await
             .unwrap();
         store
             .append(
                 "b",
-                &[NewEvent::new(
+                vec![NewEvent::new(
                     Some("turn"),
                     EventBody::TurnFinished {
                         status: crate::protocol::TurnStatus::Completed,
                         error: None,
                     },
                 )],
-                &Commit::default(),
+                Commit::default(),
             )
             .await
             .unwrap();
@@ -640,7 +661,7 @@ mod tests {
             gate: Some(GateChange::Open(Box::new(gate("g")))),
             ..Commit::default()
         };
-        store.append("s", &[msg("ask")], &open).await.unwrap();
+        store.append("s", vec![msg("ask")], open).await.unwrap();
         assert_eq!(store.pending_gates(Some("s")).await.unwrap().len(), 1);
         let mut tasks = Vec::new();
         for i in 0..50 {
@@ -658,7 +679,7 @@ mod tests {
                     }),
                     ..Commit::default()
                 };
-                store.append("s", &[msg("resolved")], &commit).await
+                store.append("s", vec![msg("resolved")], commit).await
             }));
         }
         let mut won = 0;
@@ -684,7 +705,7 @@ mod tests {
             ..Commit::default()
         };
         assert!(matches!(
-            store.append("s", &[msg("x")], &unknown).await,
+            store.append("s", vec![msg("x")], unknown).await,
             Err(StoreError::UnknownApproval(_))
         ));
     }
