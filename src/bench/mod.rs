@@ -31,6 +31,20 @@ pub struct BenchArgs {
     /// Print one JSON object instead of one line per figure.
     #[arg(long)]
     pub json: bool,
+    /// Run only these figure groups (by any figure number in them: 1/2/4, 3/7, 5/6), e.g.
+    /// `--only 1,5`; useful for profiling one figure.
+    #[arg(long, value_delimiter = ',')]
+    pub only: Vec<u8>,
+    /// Override the number of sequential gates of figures 1 and 2.
+    #[arg(long)]
+    pub gates: Option<usize>,
+}
+
+impl BenchArgs {
+    /// Whether the group holding any of `figures` was asked for.
+    fn wants(&self, figures: &[u8]) -> bool {
+        self.only.is_empty() || self.only.iter().any(|f| figures.contains(f))
+    }
 }
 
 /// The counts each figure runs with.
@@ -207,7 +221,10 @@ fn raise_fd_limit() {
 /// Runs every figure in turn; a failing figure is reported and the others still run.
 pub async fn run(args: BenchArgs) -> ExitCode {
     raise_fd_limit();
-    let counts = Counts::new(args.short);
+    let mut counts = Counts::new(args.short);
+    if let Some(gates) = args.gates {
+        counts.gates = gates;
+    }
     let root = match TempRoot::new() {
         Ok(r) => r,
         Err(e) => {
@@ -239,22 +256,28 @@ pub async fn run(args: BenchArgs) -> ExitCode {
     }
 
     // Figures 1, 2 and 4 on one server.
-    note("figures 1 and 2: gate cycles on one session");
-    match group_a(&root, counts, &note).await {
-        Ok(fs) => fs.into_iter().for_each(|f| emit(f, &mut figures)),
-        Err(e) => failures.push(format!("figures 1, 2, 4: {e}")),
+    if args.wants(&[1, 2, 4]) {
+        note("figures 1 and 2: gate cycles on one session");
+        match group_a(&root, counts, &note).await {
+            Ok(fs) => fs.into_iter().for_each(|f| emit(f, &mut figures)),
+            Err(e) => failures.push(format!("figures 1, 2, 4: {e}")),
+        }
     }
     // Figures 3 and 7 on a second server (restarted for 7).
-    note("figures 3 and 7: parked gates, restart");
-    match group_b(&root, counts, &note).await {
-        Ok(fs) => fs.into_iter().for_each(|f| emit(f, &mut figures)),
-        Err(e) => failures.push(format!("figures 3, 7: {e}")),
+    if args.wants(&[3, 7]) {
+        note("figures 3 and 7: parked gates, restart");
+        match group_b(&root, counts, &note).await {
+            Ok(fs) => fs.into_iter().for_each(|f| emit(f, &mut figures)),
+            Err(e) => failures.push(format!("figures 3, 7: {e}")),
+        }
     }
     // Figures 5 and 6 on a third.
-    note("figures 5 and 6: fan-out, restore");
-    match group_c(&root, counts, &note).await {
-        Ok(fs) => fs.into_iter().for_each(|f| emit(f, &mut figures)),
-        Err(e) => failures.push(format!("figures 5, 6: {e}")),
+    if args.wants(&[5, 6]) {
+        note("figures 5 and 6: fan-out, restore");
+        match group_c(&root, counts, &note).await {
+            Ok(fs) => fs.into_iter().for_each(|f| emit(f, &mut figures)),
+            Err(e) => failures.push(format!("figures 5, 6: {e}")),
+        }
     }
     figures.sort_by_key(|f| f.id);
     compare_loaded_round_trip(&mut figures);

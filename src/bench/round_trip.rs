@@ -9,8 +9,9 @@ use serde_json::Value;
 use super::harness::str_field;
 use super::{BenchServer, Figure, Result, common_conditions, ms, percentile};
 
-/// The message that opens exactly one gate in `ask` mode.
-pub const ONE_GATE: &str = "run: echo x";
+/// The message that opens exactly one gate in `ask` mode: a file write (an `edit`-class tool),
+/// so the figure times the gate rather than a process spawn.
+pub const ONE_GATE: &str = "write bench/gate.txt: x";
 
 /// Per-gate samples in milliseconds.
 pub struct Cycles {
@@ -63,7 +64,7 @@ pub fn figure(cycles: &Cycles, n: usize) -> Figure {
         met: Some(p50 <= 1.0 && p99 <= 5.0),
         conditions: format!(
             "{n} gates in sequence on one session, decision POST -> tool_result on the open SSE \
-             feed; the gated tool is `{ONE_GATE}` (a real process spawn is inside the timing); {}",
+             feed; the gated tool is `{ONE_GATE}` (a real file write is inside the timing); {}",
             common_conditions()
         ),
     }

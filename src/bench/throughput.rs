@@ -14,7 +14,7 @@ use super::{BenchError, BenchServer, Counts, Figure, Result, common_conditions};
 pub fn batch_message(n: usize) -> String {
     let mut text = String::from("parallel:\n");
     for i in 0..n {
-        text.push_str(&format!("run: echo {i}\n"));
+        text.push_str(&format!("write bench/{i}.txt: {i}\n"));
     }
     text
 }
@@ -116,8 +116,8 @@ pub async fn run(server: &BenchServer, counts: Counts) -> Result<Figure> {
         met: Some(rate >= 5000.0 && failed == 0),
         conditions: format!(
             "{g} gates over {} sessions ({per_session} per `parallel:` batch), {} concurrent \
-             clients, wall time of the decision POSTs ({failed} failed); the approved `echo` \
-             tools run meanwhile; {}",
+             clients, wall time of the decision POSTs ({failed} failed); the approved file \
+             writes run meanwhile; {}",
             g.div_ceil(per_session),
             counts.clients,
             common_conditions()

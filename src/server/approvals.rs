@@ -218,7 +218,7 @@ impl Core {
         approval_id: &str,
         body: DecisionRequest,
     ) -> Result<Resolution, ApiError> {
-        let session = self.session_row(session_id).await?.id;
+        let session = super::core::parse_session_id(session_id)?;
         let decision = body
             .decision
             .as_deref()
@@ -228,12 +228,14 @@ impl Core {
                     "decision must be one of approve, edit, deny, allow_always".into(),
                 )
             })?;
-        let gate = self
-            .log
-            .store()
-            .get_gate(&session, approval_id)
-            .await?
-            .ok_or_else(|| ApiError::UnknownApproval(approval_id.chars().take(64).collect()))?;
+        // The gate is looked up first (one read on the hot path); the session is checked only
+        // to tell an unknown session from an unknown approval.
+        let Some(gate) = self.log.store().get_gate(&session, approval_id).await? else {
+            self.session_row(session_id).await?;
+            return Err(ApiError::UnknownApproval(
+                approval_id.chars().take(64).collect(),
+            ));
+        };
         if let Some(resolution) = gate.resolution {
             return Err(ApiError::for_resolved(resolution));
         }

@@ -53,26 +53,35 @@ pub(crate) async fn list_files(target: &Resolved, limit: usize) -> Result<ToolOu
     Ok(ToolOutput::ok(cap_text(&names.join("\n"), limit)))
 }
 
+/// Runs as one blocking task: a thread hop per file operation would cost more than the
+/// operations themselves on the gate's hot path.
 pub(crate) async fn write_file(target: &Resolved, content: &str) -> Result<ToolOutput, ToolError> {
-    let existed = match fs::metadata(&target.abs).await {
-        Ok(meta) if meta.is_dir() => return Err(ToolError::IsADirectory(target.shown.clone())),
+    let (abs, shown, text) = (target.abs.clone(), target.shown.clone(), content.to_owned());
+    tokio::task::spawn_blocking(move || write_file_now(&abs, &shown, &text))
+        .await
+        .map_err(|e| ToolError::io("write", &target.shown, io::Error::other(e)))?
+}
+
+fn write_file_now(
+    abs: &std::path::Path,
+    shown: &str,
+    content: &str,
+) -> Result<ToolOutput, ToolError> {
+    let existed = match std::fs::metadata(abs) {
+        Ok(meta) if meta.is_dir() => return Err(ToolError::IsADirectory(shown.to_owned())),
         Ok(_) => true,
         Err(e) if e.kind() == io::ErrorKind::NotFound => false,
-        Err(e) => return Err(ToolError::io("write", &target.shown, e)),
+        Err(e) => return Err(ToolError::io("write", shown, e)),
     };
-    if let Some(parent) = target.abs.parent() {
-        fs::create_dir_all(parent)
-            .await
-            .map_err(|e| ToolError::io("create the directories for", &target.shown, e))?;
+    if let Some(parent) = abs.parent() {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| ToolError::io("create the directories for", shown, e))?;
     }
-    fs::write(&target.abs, content)
-        .await
-        .map_err(|e| ToolError::io("write", &target.shown, e))?;
+    std::fs::write(abs, content).map_err(|e| ToolError::io("write", shown, e))?;
     let how = if existed { "replaced" } else { "new file" };
     Ok(ToolOutput::ok(format!(
-        "wrote {} bytes to {} ({how})",
+        "wrote {} bytes to {shown} ({how})",
         content.len(),
-        target.shown
     )))
 }
 
