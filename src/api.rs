@@ -6,7 +6,7 @@ use leptos::server_fn::codec::Json;
 
 use crate::protocol::{
     ApprovalRequest, AuditEntry, AuditVerdict, ConfigView, DecideOutcome, DecisionInput, ErrorBody,
-    Rule, Session, Snapshot,
+    Event, Rule, Session, Snapshot,
 };
 
 #[cfg(feature = "ssr")]
@@ -42,7 +42,16 @@ mod backend {
 #[server(prefix = "/api/ui", endpoint = "snapshot", input = Json)]
 pub async fn get_snapshot(session_id: String) -> Result<Snapshot, ErrorBody> {
     let core = backend::core()?;
-    core.snapshot(&session_id)
+    core.recent_snapshot(&session_id)
+        .await
+        .map_err(backend::to_server_error)
+}
+
+/// The turns before `before` (the first seq the page has), for "Show earlier".
+#[server(prefix = "/api/ui", endpoint = "older_events", input = Json)]
+pub async fn get_older_events(session_id: String, before: u64) -> Result<Vec<Event>, ErrorBody> {
+    let core = backend::core()?;
+    core.older_events(&session_id, before)
         .await
         .map_err(backend::to_server_error)
 }

@@ -40,6 +40,9 @@ pub struct Core {
     pub histories: crate::server::agent::history::Histories,
 }
 
+/// About how many events the session page starts with (whole turns, so it can be more).
+pub const RECENT_EVENTS: u64 = 300;
+
 /// The gates a list of events leaves open, oldest first.
 pub fn pending_in(events: &[crate::protocol::Event]) -> Vec<crate::protocol::ApprovalRequest> {
     let resolved: std::collections::HashSet<&str> = events
@@ -149,6 +152,53 @@ impl Core {
             .iter()
             .map(|r| self.session_view(r, count(&r.id)))
             .collect())
+    }
+
+    /// The session page's snapshot: only the recent turns (those holding the last
+    /// `RECENT_EVENTS` events, whole), so a long session opens as fast as a short one; the
+    /// running turn, and with it every pending gate, is always inside. Older turns are paged
+    /// with `older_events`. Seqs are gapless from 1, so "older exist" is "first seq > 1".
+    pub async fn recent_snapshot(&self, session_id: &str) -> Result<Snapshot, ApiError> {
+        let row = self.session_row(session_id).await?;
+        let from = row.last_seq.saturating_sub(RECENT_EVENTS) + 1;
+        let start = self.turn_start(&row.id, from).await?;
+        let events = self.log.events_since(&row.id, start - 1).await?;
+        let cursor = events.last().and_then(|e| e.seq).unwrap_or(row.last_seq);
+        let pending = pending_in(&events);
+        Ok(Snapshot {
+            session: self.session_view(&row, pending.len() as u64),
+            events,
+            pending,
+            cursor,
+        })
+    }
+
+    /// The whole turns before `before` that hold about `RECENT_EVENTS` events, oldest first
+    /// (empty at the start of the log).
+    pub async fn older_events(
+        &self,
+        session_id: &str,
+        before: u64,
+    ) -> Result<Vec<crate::protocol::Event>, ApiError> {
+        let id = self.existing_session_id(session_id).await?;
+        if before <= 1 {
+            return Ok(Vec::new());
+        }
+        let from = before.saturating_sub(RECENT_EVENTS).max(1);
+        let start = self.turn_start(&id, from).await?.min(before);
+        let count = (before - start).min(u64::from(u32::MAX)) as u32;
+        Ok(self.log.store().events_after(&id, start - 1, count).await?)
+    }
+
+    /// Where the turn holding `seq` starts (1 before the first message).
+    async fn turn_start(&self, session_id: &str, seq: u64) -> Result<u64, ApiError> {
+        Ok(self
+            .log
+            .store()
+            .turn_start_at_or_before(session_id, seq)
+            .await?
+            .unwrap_or(1)
+            .max(1))
     }
 
     pub async fn snapshot(&self, session_id: &str) -> Result<Snapshot, ApiError> {

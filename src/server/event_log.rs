@@ -17,14 +17,24 @@ use crate::protocol::{Event, EventBody, Mode};
 /// Live capacity per session; a subscriber that falls further behind re-reads the store.
 const CHANNEL_CAPACITY: usize = 1024;
 
-/// What subscribers of a session receive.
+/// What subscribers of a session receive. Each carries its event's JSON, encoded once here
+/// rather than once per subscriber (a thousand feeds on one session share one encoding).
 #[derive(Debug)]
 pub enum FeedItem {
     /// A committed event (has a seq).
-    Durable(Event),
+    Durable { event: Event, json: String },
     /// A transient event; `base_seq` is the last committed seq when it was sent, so a feed that
     /// has already sent later events (e.g. the final `assistant_message`) can drop it as stale.
-    Transient { base_seq: u64, event: Event },
+    Transient {
+        base_seq: u64,
+        event: Event,
+        json: String,
+    },
+}
+
+/// An event's wire JSON (what the SSE feed sends as `data`).
+pub fn event_json(event: &Event) -> String {
+    serde_json::to_string(event).unwrap_or_else(|_| "{}".to_owned())
 }
 
 struct SessionChannel {
@@ -104,10 +114,14 @@ impl EventLog {
             if let Some(seq) = event.seq {
                 channel.last_published.store(seq, Ordering::Release);
             }
-            // No receivers is fine: nobody is watching this session right now.
-            let _ = channel
-                .sender
-                .send(Arc::new(FeedItem::Durable(event.clone())));
+            if channel.sender.receiver_count() == 0 {
+                continue; // nobody is watching this session right now
+            }
+            let json = event_json(event);
+            let _ = channel.sender.send(Arc::new(FeedItem::Durable {
+                event: event.clone(),
+                json,
+            }));
         }
         Ok(stored)
     }
@@ -115,6 +129,9 @@ impl EventLog {
     /// Sends a transient event to whoever is watching; it is never stored or replayed.
     pub fn publish_transient(&self, session_id: &str, turn_id: Option<&str>, body: EventBody) {
         let channel = self.channel(session_id);
+        if channel.sender.receiver_count() == 0 {
+            return;
+        }
         let event = Event {
             seq: None,
             at: now_rfc3339(),
@@ -122,9 +139,12 @@ impl EventLog {
             body,
         };
         let base_seq = channel.last_published.load(Ordering::Acquire);
-        let _ = channel
-            .sender
-            .send(Arc::new(FeedItem::Transient { base_seq, event }));
+        let json = event_json(&event);
+        let _ = channel.sender.send(Arc::new(FeedItem::Transient {
+            base_seq,
+            event,
+            json,
+        }));
     }
 
     /// Drops a deleted session's channel: its subscribers see the stream close.
@@ -138,8 +158,16 @@ impl EventLog {
 
     /// Every event of a session, oldest first, read in pages.
     pub async fn all_events(&self, session_id: &str) -> Result<Vec<Event>, StoreError> {
+        self.events_since(session_id, 0).await
+    }
+
+    /// Every event with `seq > after`, oldest first, read in pages.
+    pub async fn events_since(
+        &self,
+        session_id: &str,
+        mut after: u64,
+    ) -> Result<Vec<Event>, StoreError> {
         let mut all = Vec::new();
-        let mut after = 0;
         loop {
             let page = self.store.events_after(session_id, after, 1000).await?;
             let Some(last) = page.last().and_then(|e| e.seq) else {

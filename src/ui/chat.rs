@@ -59,10 +59,16 @@ pub fn ChatView(snapshot: Snapshot) -> impl IntoView {
             .map(|g| format!("Approval needed: {}", g.summary))
             .unwrap_or_default()
     };
+    // Loading earlier turns must not jump to the end.
+    let hold_scroll = StoredValue::new(false);
     Effect::new(move |_| {
         items.track();
         feed.streaming.track();
-        browser::scroll_to_end("transcript");
+        if hold_scroll.get_value() {
+            hold_scroll.set_value(false);
+        } else {
+            browser::scroll_to_end("transcript");
+        }
     });
     let changed = expect_context::<SessionsChanged>();
     Effect::new(move |was_running: Option<bool>| {
@@ -84,6 +90,7 @@ pub fn ChatView(snapshot: Snapshot) -> impl IntoView {
             </span>
         </header>
         <section id="transcript" class="transcript">
+            <EarlierTurns feed hold_scroll/>
             <Show when=move || items.read().is_empty() && feed.streaming.read().is_empty()>
                 <FirstRun draft/>
             </Show>
@@ -134,6 +141,46 @@ fn render_item(item: Item, now_ms: RwSignal<f64>) -> AnyView {
             }
             .into_any(),
         },
+    }
+}
+
+/// "Show earlier": the page starts with the recent turns of a long session; this pages in the
+/// turns before them.
+#[component]
+fn EarlierTurns(feed: Feed, hold_scroll: StoredValue<bool>) -> impl IntoView {
+    let loading = RwSignal::new(false);
+    let problem = RwSignal::new(None::<String>);
+    let load = move |_| {
+        let Some(before) = feed.first_seq() else {
+            return;
+        };
+        if loading.get_untracked() {
+            return;
+        }
+        loading.set(true);
+        let session_id = feed.session_id.get_value();
+        leptos::task::spawn_local(async move {
+            match crate::api::get_older_events(session_id, before).await {
+                Ok(older) => {
+                    problem.set(None);
+                    hold_scroll.set_value(true);
+                    feed.prepend(older);
+                }
+                Err(err) => problem.set(Some(err.error.message)),
+            }
+            loading.set(false);
+        });
+    };
+    view! {
+        <Show when=move || feed.first_seq().is_some_and(|s| s > 1)>
+            <div class="earlier">
+                <button type="button" class="small" data-testid="load-older"
+                    disabled=move || loading.get() on:click=load>
+                    {move || if loading.get() { "Loading…" } else { "Show earlier messages" }}
+                </button>
+                {move || problem.get().map(|p| view! { <span class="error" role="alert">{p}</span> })}
+            </div>
+        </Show>
     }
 }
 

@@ -71,6 +71,28 @@ impl Feed {
     }
 }
 
+impl Feed {
+    /// The first seq shown; seqs are gapless from 1, so anything above 1 means older turns
+    /// were left out of the page (see "Show earlier").
+    pub fn first_seq(&self) -> Option<u64> {
+        self.events.read().first().and_then(|e| e.seq)
+    }
+
+    /// Puts older events (a page from "Show earlier") before those shown; anything not older
+    /// than the first shown is dropped, so a repeated page changes nothing.
+    pub fn prepend(&self, older: Vec<Event>) {
+        self.events.update(|events| {
+            let first = events.first().and_then(|e| e.seq).unwrap_or(u64::MAX);
+            let mut merged: Vec<Event> = older
+                .into_iter()
+                .filter(|e| e.seq.is_some_and(|s| s < first))
+                .collect();
+            merged.append(events);
+            *events = merged;
+        });
+    }
+}
+
 /// Every durable event type the server sends, plus the transient delta.
 pub const EVENT_TYPES: [&str; 10] = [
     "user_message",

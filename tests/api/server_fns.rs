@@ -206,3 +206,71 @@ async fn server_function_chunked_bodies_over_1_mib_are_413() {
     r.expect_error(413, "payload_too_large");
     assert_eq!(ts.state().await, before);
 }
+
+/// The session page starts with the recent turns only (whole turns, the pending gate inside)
+/// and pages older turns in; put together, the pages are exactly the log.
+#[tokio::test]
+async fn the_page_snapshot_is_the_recent_turns_and_older_turns_page_in() {
+    let ts = TestServer::start().await;
+    let sid = ts.create_id(json!({"approval_mode": "yolo"})).await;
+    for _ in 0..4 {
+        let turn = ts.send_msg(&sid, "loop 40", None).await;
+        ts.wait_turn_events(&sid, &turn).await;
+    }
+    ts.send_msg(&sid, "write windowed.txt: x", Some("ask"))
+        .await;
+    ts.wait_gate(&sid).await;
+    let full = ts.snapshot(&sid).await;
+    let all = events(&full);
+    assert!(all.len() > 400, "{} events", all.len());
+
+    let snap = call(&ts, "snapshot", json!({"session_id": sid}))
+        .await
+        .expect(200);
+    let recent = events(&snap);
+    assert!(
+        recent.len() >= 300 && recent.len() < all.len(),
+        "{} of {} events",
+        recent.len(),
+        all.len()
+    );
+    assert_eq!(recent[0]["type"], "user_message", "starts at a turn");
+    assert_eq!(recent.last(), all.last());
+    assert_eq!(snap["cursor"], full["cursor"]);
+    assert_eq!(snap["pending"].as_array().map(Vec::len), Some(1));
+    assert_eq!(snap["pending"], full["pending"]);
+    assert_eq!(snap["session"], full["session"]);
+
+    let mut shown = recent;
+    let mut pages = 0;
+    while let Some(first) = shown[0]["seq"].as_u64().filter(|s| *s > 1) {
+        let older = call(
+            &ts,
+            "older_events",
+            json!({"session_id": sid, "before": first}),
+        )
+        .await
+        .expect(200);
+        let mut older = older.as_array().expect("an array of events").clone();
+        assert_eq!(older.last().unwrap()["seq"], first - 1, "ends right before");
+        assert!(older[0]["type"] == "user_message" || older[0]["seq"] == 1);
+        older.append(&mut shown);
+        shown = older;
+        pages += 1;
+        assert!(pages < 10, "paging does not converge");
+    }
+    assert_eq!(shown, all);
+    assert_eq!(
+        call(&ts, "older_events", json!({"session_id": sid, "before": 1}))
+            .await
+            .expect(200),
+        json!([])
+    );
+    call(
+        &ts,
+        "older_events",
+        json!({"session_id": unknown_sid(), "before": 5}),
+    )
+    .await
+    .expect_error(404, "unknown_session");
+}

@@ -4,6 +4,7 @@
 //! the join exact: subscribe first, then replay from the store, then forward live events
 //! whose seq is past the last one sent (a jump or a lagged receiver re-reads the store).
 
+use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,13 +14,12 @@ use axum::response::IntoResponse;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use http::HeaderMap;
 use serde::Deserialize;
-use tokio::sync::{broadcast, mpsc};
-use tokio_stream::wrappers::ReceiverStream;
+use tokio::sync::broadcast;
 
 use crate::protocol::Event;
 use crate::server::core::Core;
 use crate::server::error::ApiError;
-use crate::server::event_log::FeedItem;
+use crate::server::event_log::{FeedItem, event_json};
 use crate::server::state::AppState;
 
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
@@ -53,98 +53,114 @@ pub async fn feed(
     let cursor = after.max(last_event_id);
     let session = state.core.existing_session_id(&sid).await?;
     let live = state.core.log.subscribe(&session);
-    let (tx, rx) = mpsc::channel(256);
-    tokio::spawn(pump(state.core.clone(), session, cursor, live, tx));
-    Ok(Sse::new(ReceiverStream::new(rx))
-        .keep_alive(KeepAlive::new().interval(KEEP_ALIVE).text("keep-alive")))
+    let pump = Pump {
+        core: state.core.clone(),
+        session,
+        last: cursor,
+        live,
+        ready: VecDeque::new(),
+        caught_up: false,
+    };
+    // The response body polls the pump directly: no task or channel per subscriber between
+    // the broadcast and the socket.
+    let frames = futures::stream::unfold(pump, |mut pump| async move {
+        let frame = pump.next_frame().await?;
+        Some((Ok::<_, Infallible>(frame), pump))
+    });
+    Ok(Sse::new(frames).keep_alive(KeepAlive::new().interval(KEEP_ALIVE).text("keep-alive")))
 }
 
-type Outbox = mpsc::Sender<Result<SseEvent, Infallible>>;
-
 fn frame(event: &Event) -> SseEvent {
-    let data = serde_json::to_string(event).unwrap_or_else(|_| "{}".to_owned());
-    let frame = SseEvent::default().event(event.kind()).data(data);
+    frame_with(event, &event_json(event))
+}
+
+/// The frame of an event whose JSON is already encoded (live items carry theirs).
+fn frame_with(event: &Event, json: &str) -> SseEvent {
+    let frame = SseEvent::default().event(event.kind()).data(json);
     match event.seq {
         Some(seq) => frame.id(seq.to_string()),
         None => frame,
     }
 }
 
-/// Sends every stored event after `last`; returns the new last seq, or `None` if the client
-/// left or the store failed (the stream then ends and the client reconnects from its cursor).
-async fn catch_up(core: &Core, session: &str, mut last: u64, out: &Outbox) -> Option<u64> {
-    loop {
-        let page = match core
+/// One subscriber's position: the last seq sent, the live receiver, and frames read from the
+/// store but not sent yet.
+struct Pump {
+    core: Arc<Core>,
+    session: String,
+    last: u64,
+    live: broadcast::Receiver<Arc<FeedItem>>,
+    ready: VecDeque<SseEvent>,
+    caught_up: bool,
+}
+
+impl Pump {
+    /// The next frame to send; `None` ends the stream (shutdown, session gone, or a store
+    /// failure: the client reconnects from its cursor).
+    async fn next_frame(&mut self) -> Option<SseEvent> {
+        loop {
+            if let Some(frame) = self.ready.pop_front() {
+                return Some(frame);
+            }
+            if !self.caught_up {
+                self.catch_up_page().await?;
+                continue;
+            }
+            let item = tokio::select! {
+                _ = self.core.shutdown.cancelled() => return None,
+                item = self.live.recv() => item,
+            };
+            match item {
+                Ok(item) => match &*item {
+                    FeedItem::Durable { event, json } => {
+                        let seq = event.seq.unwrap_or(0);
+                        if seq <= self.last {
+                            continue;
+                        }
+                        if seq == self.last + 1 {
+                            self.last = seq;
+                            return Some(frame_with(event, json));
+                        }
+                        // A jump: something was missed; re-read the store from the cursor.
+                        self.caught_up = false;
+                    }
+                    FeedItem::Transient {
+                        base_seq,
+                        event,
+                        json,
+                    } => {
+                        if *base_seq >= self.last {
+                            return Some(frame_with(event, json));
+                        }
+                    }
+                },
+                Err(broadcast::error::RecvError::Lagged(_)) => self.caught_up = false,
+                Err(broadcast::error::RecvError::Closed) => return None,
+            }
+        }
+    }
+
+    /// Reads one page of stored events after the cursor into `ready`; a short page means the
+    /// store has nothing more, so live events take over.
+    async fn catch_up_page(&mut self) -> Option<()> {
+        let page = match self
+            .core
             .log
             .store()
-            .events_after(session, last, REPLAY_PAGE)
+            .events_after(&self.session, self.last, REPLAY_PAGE)
             .await
         {
             Ok(page) => page,
             Err(err) => {
-                tracing::warn!(%session, error = %err, "feed replay failed; closing stream");
+                tracing::warn!(session = %self.session, error = %err, "feed replay failed; closing stream");
                 return None;
             }
         };
-        let full = page.len() == REPLAY_PAGE as usize;
+        self.caught_up = page.len() < REPLAY_PAGE as usize;
         for event in &page {
-            out.send(Ok(frame(event))).await.ok()?;
-            last = event.seq.unwrap_or(last);
+            self.ready.push_back(frame(event));
+            self.last = event.seq.unwrap_or(self.last);
         }
-        if !full {
-            return Some(last);
-        }
-    }
-}
-
-async fn pump(
-    core: Arc<Core>,
-    session: String,
-    cursor: u64,
-    mut live: broadcast::Receiver<Arc<FeedItem>>,
-    out: Outbox,
-) {
-    let Some(mut last) = catch_up(&core, &session, cursor, &out).await else {
-        return;
-    };
-    loop {
-        let item = tokio::select! {
-            _ = core.shutdown.cancelled() => return,
-            _ = out.closed() => return,
-            item = live.recv() => item,
-        };
-        match item {
-            Ok(item) => match &*item {
-                FeedItem::Durable(event) => {
-                    let seq = event.seq.unwrap_or(0);
-                    if seq <= last {
-                        continue;
-                    }
-                    if seq == last + 1 {
-                        if out.send(Ok(frame(event))).await.is_err() {
-                            return;
-                        }
-                        last = seq;
-                    } else {
-                        match catch_up(&core, &session, last, &out).await {
-                            Some(l) => last = l,
-                            None => return,
-                        }
-                    }
-                }
-                FeedItem::Transient { base_seq, event } => {
-                    if *base_seq >= last && out.send(Ok(frame(event))).await.is_err() {
-                        return;
-                    }
-                }
-            },
-            Err(broadcast::error::RecvError::Lagged(_)) => {
-                match catch_up(&core, &session, last, &out).await {
-                    Some(l) => last = l,
-                    None => return,
-                }
-            }
-            Err(broadcast::error::RecvError::Closed) => return,
-        }
+        Some(())
     }
 }

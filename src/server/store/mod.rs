@@ -167,6 +167,13 @@ pub trait Store: Send + Sync + 'static {
         limit: u32,
     ) -> Result<Vec<Event>, StoreError>;
 
+    /// The seq of the latest `user_message` at or before `seq` (where that turn starts).
+    async fn turn_start_at_or_before(
+        &self,
+        session_id: &str,
+        seq: u64,
+    ) -> Result<Option<u64>, StoreError>;
+
     /// Sessions whose last turn has a `user_message` but no `turn_finished` (restart recovery).
     async fn sessions_with_unfinished_turns(&self) -> Result<Vec<String>, StoreError>;
 }

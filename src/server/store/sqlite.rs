@@ -339,6 +339,21 @@ impl Store for SqliteStore {
         self.appends.append(session_id, events, commit).await
     }
 
+    async fn turn_start_at_or_before(
+        &self,
+        session_id: &str,
+        seq: u64,
+    ) -> Result<Option<u64>, StoreError> {
+        let start: Option<i64> = sqlx::query_scalar(
+            "SELECT MAX(seq) FROM events WHERE session_id = ?1 AND kind = 'user_message' AND seq <= ?2",
+        )
+        .bind(session_id)
+        .bind(seq.min(i64::MAX as u64) as i64)
+        .fetch_one(&self.readers)
+        .await?;
+        Ok(start.map(|s| s.max(0) as u64))
+    }
+
     async fn events_after(
         &self,
         session_id: &str,
