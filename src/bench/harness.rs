@@ -75,14 +75,13 @@ impl BenchServer {
     /// Starts on `dir` (`data/` and `ws/` inside it; reused on restart), demo agent.
     pub async fn start(dir: &Path, config: Option<&str>) -> Result<Self> {
         std::fs::create_dir_all(dir.join("ws"))?;
-        let config_path = match config {
-            Some(text) => {
-                let path = dir.join("config.toml");
-                std::fs::write(&path, text)?;
-                Some(path)
-            }
-            None => None,
-        };
+        let storage = format!(
+            "[storage]\nsynchronous = \"{}\"\n",
+            super::sync_level().as_str()
+        );
+        let path = dir.join("config.toml");
+        std::fs::write(&path, format!("{storage}{}", config.unwrap_or_default()))?;
+        let config_path = Some(path);
         let args = ServeArgs {
             addr: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
             data_dir: Some(dir.join("data")),

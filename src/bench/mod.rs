@@ -2,6 +2,7 @@
 //! drives them over HTTP + SSE and prints the performance figures of issue 7 with their
 //! conditions. Timings are reported, never asserted.
 
+mod bundle;
 mod capacity;
 mod fanout;
 mod harness;
@@ -38,6 +39,12 @@ pub struct BenchArgs {
     /// Override the number of sequential gates of figures 1 and 2.
     #[arg(long)]
     pub gates: Option<usize>,
+    /// SQLite synchronous level of the servers: full (the default) or normal.
+    #[arg(long, value_enum, default_value = "full")]
+    pub synchronous: SyncLevel,
+    /// Where the built browser bundle is (figure 8).
+    #[arg(long, default_value = "target/site/pkg")]
+    pub site_pkg: std::path::PathBuf,
 }
 
 impl BenchArgs {
@@ -45,6 +52,29 @@ impl BenchArgs {
     fn wants(&self, figures: &[u8]) -> bool {
         self.only.is_empty() || self.only.iter().any(|f| figures.contains(f))
     }
+}
+
+/// `--synchronous`: the `[storage] synchronous` the benchmark servers run with.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyncLevel {
+    Full,
+    Normal,
+}
+
+impl SyncLevel {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SyncLevel::Full => "full",
+            SyncLevel::Normal => "normal",
+        }
+    }
+}
+
+static SYNC_LEVEL: std::sync::OnceLock<SyncLevel> = std::sync::OnceLock::new();
+
+/// The synchronous level this run's servers use.
+pub fn sync_level() -> SyncLevel {
+    SYNC_LEVEL.get().copied().unwrap_or(SyncLevel::Full)
 }
 
 /// The counts each figure runs with.
@@ -189,8 +219,9 @@ pub fn profile() -> &'static str {
 /// Conditions shared by every figure.
 pub fn common_conditions() -> String {
     format!(
-        "{}, SQLite WAL synchronous=FULL, in-process server on loopback, demo agent, {} cores",
+        "{}, SQLite WAL synchronous={}, in-process server on loopback, demo agent, {} cores",
         profile(),
+        sync_level().as_str().to_uppercase(),
         std::thread::available_parallelism().map_or(0, |n| n.get())
     )
 }
@@ -221,6 +252,7 @@ fn raise_fd_limit() {
 /// Runs every figure in turn; a failing figure is reported and the others still run.
 pub async fn run(args: BenchArgs) -> ExitCode {
     raise_fd_limit();
+    let _ = SYNC_LEVEL.set(args.synchronous);
     let mut counts = Counts::new(args.short);
     if let Some(gates) = args.gates {
         counts.gates = gates;
@@ -279,23 +311,29 @@ pub async fn run(args: BenchArgs) -> ExitCode {
             Err(e) => failures.push(format!("figures 5, 6: {e}")),
         }
     }
+    if args.wants(&[8]) {
+        match bundle::run(&args.site_pkg) {
+            Ok(f) => emit(f, &mut figures),
+            Err(e) => failures.push(format!(
+                "figure 8: no bundle at {} ({e}); build it with scripts/lib.sh build_site",
+                args.site_pkg.display()
+            )),
+        }
+    }
     figures.sort_by_key(|f| f.id);
     compare_loaded_round_trip(&mut figures);
 
-    let skipped = "figure 8 (release wasm bundle size) is not measured by this tool";
     if args.json {
         let out = json!({
             "mode": if args.short { "short" } else { "full" },
             "build": profile(),
-            "synchronous": "FULL",
+            "synchronous": sync_level().as_str(),
             "conditions": common_conditions(),
             "figures": figures.iter().map(Figure::to_json).collect::<Vec<_>>(),
             "failures": failures,
-            "not_measured": [skipped],
         });
         println!("{out:#}");
     } else {
-        println!("({skipped})");
         for f in &failures {
             println!("FAILED {f}");
         }

@@ -134,6 +134,22 @@ impl Default for BudgetConfig {
 pub struct StorageConfig {
     /// Empty: a SQLite file in the data directory.
     pub database_url: String,
+    /// When a commit counts as done (SQLite, WAL): see `Synchronous`.
+    pub synchronous: Synchronous,
+}
+
+/// How durable a commit is before its events are sent. Both survive a crash of the process
+/// (`kill -9`): in WAL mode a committed transaction is in the OS's hands either way.
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Synchronous {
+    /// Every commit is fsynced before it is acknowledged: it also survives a power cut or an
+    /// OS crash. The default.
+    #[default]
+    Full,
+    /// No fsync per commit (only at checkpoints): faster, but a power cut or OS crash can lose
+    /// the last commits, events that may already have been sent and acted on.
+    Normal,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
@@ -339,6 +355,13 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("approvals.timeout_secs"), "{e}");
+        let e = parse("[storage]\nsynchronous = \"sometimes\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("synchronous") || e.contains("sometimes"), "{e}");
+        let normal = parse("[storage]\nsynchronous = \"normal\"\n").unwrap();
+        assert_eq!(normal.storage.synchronous, Synchronous::Normal);
+        assert_eq!(Config::default().storage.synchronous, Synchronous::Full);
         let e = parse("[approvals]\ndefault_mode = \"sometimes\"\n")
             .unwrap_err()
             .to_string();

@@ -97,7 +97,7 @@ pub async fn start(
         source,
         hint: "",
     })?;
-    let store = store::open(&settings.database_url).await?;
+    let store = store::open(&settings.database_url, settings.config.storage.synchronous).await?;
     let log = event_log::EventLog::new(store);
     let live = live_config::LiveConfig::new(
         settings.config_path.clone(),

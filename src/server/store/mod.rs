@@ -179,10 +179,13 @@ pub trait Store: Send + Sync + 'static {
 }
 
 /// Opens the store named by `database_url`.
-pub async fn open(database_url: &str) -> Result<std::sync::Arc<dyn Store>, StoreError> {
+pub async fn open(
+    database_url: &str,
+    synchronous: crate::server::config::Synchronous,
+) -> Result<std::sync::Arc<dyn Store>, StoreError> {
     if database_url.starts_with("sqlite:") {
         Ok(std::sync::Arc::new(
-            sqlite::SqliteStore::open(database_url).await?,
+            sqlite::SqliteStore::open(database_url, synchronous).await?,
         ))
     } else {
         Err(StoreError::UnsupportedUrl(database_url.to_owned()))

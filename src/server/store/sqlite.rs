@@ -2,9 +2,10 @@
 //!
 //! Why one writer: SQLite allows one writer at a time anyway, and a deferred transaction that
 //! reads then writes can fail with SQLITE_BUSY_SNAPSHOT under concurrency; funnelling writes
-//! through one connection makes commits queue instead of fail. `synchronous = FULL`: a commit
-//! is on disk before `append` returns, so an event is never sent before it would survive a
-//! power cut, let alone a `kill -9`.
+//! through one connection (and one group-commit task, see `sqlite_group_commit`) makes commits
+//! queue instead of fail. `synchronous = FULL` by default: a commit is on disk before `append`
+//! returns, so an event is never sent before it would survive a power cut, let alone a
+//! `kill -9`; `[storage] synchronous = "normal"` trades the power-cut half for speed.
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -20,6 +21,7 @@ use super::sqlite_group_commit::GroupCommit;
 use super::{Commit, GateChange, GateRow, NewEvent, SessionRow, Store, StoreError, now_rfc3339};
 use crate::protocol::{ApprovalRequest, AuditEntry, Event, Resolution, Rule, RuleScope};
 use crate::server::audit;
+use crate::server::config::Synchronous;
 
 pub struct SqliteStore {
     writer: SqlitePool,
@@ -28,11 +30,14 @@ pub struct SqliteStore {
 }
 
 impl SqliteStore {
-    pub async fn open(url: &str) -> Result<Self, StoreError> {
+    pub async fn open(url: &str, synchronous: Synchronous) -> Result<Self, StoreError> {
         let options = SqliteConnectOptions::from_str(url)?
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Full)
+            .synchronous(match synchronous {
+                Synchronous::Full => SqliteSynchronous::Full,
+                Synchronous::Normal => SqliteSynchronous::Normal,
+            })
             .foreign_keys(true)
             .busy_timeout(Duration::from_secs(5));
         let writer = SqlitePoolOptions::new()
@@ -533,8 +538,22 @@ mod tests {
     async fn temp_store() -> (tempfile::TempDir, SqliteStore) {
         let dir = tempfile::tempdir().unwrap();
         let url = format!("sqlite://{}", dir.path().join("t.db").display());
-        let store = SqliteStore::open(&url).await.unwrap();
+        let store = SqliteStore::open(&url, Synchronous::Full).await.unwrap();
         (dir, store)
+    }
+
+    #[tokio::test]
+    async fn the_synchronous_level_is_the_configured_one() {
+        for (level, pragma) in [(Synchronous::Full, 2), (Synchronous::Normal, 1)] {
+            let dir = tempfile::tempdir().unwrap();
+            let url = format!("sqlite://{}", dir.path().join("t.db").display());
+            let store = SqliteStore::open(&url, level).await.unwrap();
+            let got: i64 = sqlx::query_scalar("PRAGMA synchronous")
+                .fetch_one(&store.writer)
+                .await
+                .unwrap();
+            assert_eq!(got, pragma, "{level:?}");
+        }
     }
 
     fn session(id: &str) -> SessionRow {

@@ -171,7 +171,9 @@ mod tests {
     async fn one_failing_append_in_a_batch_leaves_the_others_committed() {
         let dir = tempfile::tempdir().unwrap();
         let url = format!("sqlite://{}", dir.path().join("t.db").display());
-        let store = SqliteStore::open(&url).await.unwrap();
+        let store = SqliteStore::open(&url, crate::server::config::Synchronous::Full)
+            .await
+            .unwrap();
         store
             .create_session(&SessionRow {
                 id: "s".into(),
