@@ -177,8 +177,8 @@ impl From<StoreError> for ApiError {
             StoreError::UnknownSession(id) => ApiError::UnknownSession(id),
             StoreError::UnknownApproval(id) => ApiError::UnknownApproval(id),
             StoreError::AlreadyResolved(resolution) => ApiError::for_resolved(*resolution),
-            StoreError::Database(e) => {
-                tracing::error!(error = %e, "database error");
+            failure if failure.is_database_failure() => {
+                tracing::error!(error = %failure, "database error");
                 ApiError::StorageUnavailable
             }
             other => {

@@ -4,7 +4,7 @@
 //! several instances. Everything above this module talks to `dyn Store` only.
 
 pub mod sqlite;
-mod sqlite_group_commit;
+mod sqlite_writer;
 
 use async_trait::async_trait;
 
@@ -90,6 +90,10 @@ pub enum StoreError {
     UnknownSession(String),
     #[error("database error: {0}")]
     Database(#[from] sqlx::Error),
+    #[error("database error: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    #[error("{0}")]
+    Writer(String),
     #[error("database migration failed: {0}")]
     Migration(#[from] sqlx::migrate::MigrateError),
     #[error("stored event {session_id}#{seq} is unreadable: {reason}")]
@@ -100,6 +104,17 @@ pub enum StoreError {
     },
     #[error("unsupported database url `{0}` (expected sqlite://…)")]
     UnsupportedUrl(String),
+}
+
+impl StoreError {
+    /// A failure of the database itself (as opposed to a logical outcome such as a lost
+    /// compare-and-set): it answers 503 and spoils a group transaction.
+    pub fn is_database_failure(&self) -> bool {
+        matches!(
+            self,
+            StoreError::Database(_) | StoreError::Sqlite(_) | StoreError::Writer(_)
+        )
+    }
 }
 
 #[async_trait]

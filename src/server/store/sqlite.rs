@@ -12,21 +12,17 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use sqlx::Row;
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePool, SqlitePoolOptions,
-    SqliteSynchronous,
-};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
 
-use super::sqlite_group_commit::GroupCommit;
-use super::{Commit, GateChange, GateRow, NewEvent, SessionRow, Store, StoreError, now_rfc3339};
-use crate::protocol::{ApprovalRequest, AuditEntry, Event, Resolution, Rule, RuleScope};
+use super::sqlite_writer::{Writer, open_connection};
+use super::{Commit, GateRow, NewEvent, SessionRow, Store, StoreError, now_rfc3339};
+use crate::protocol::{ApprovalRequest, AuditEntry, Event, Rule, RuleScope};
 use crate::server::audit;
 use crate::server::config::Synchronous;
 
 pub struct SqliteStore {
-    writer: SqlitePool,
     readers: SqlitePool,
-    appends: GroupCommit,
+    writer: Writer,
 }
 
 impl SqliteStore {
@@ -34,27 +30,22 @@ impl SqliteStore {
         let options = SqliteConnectOptions::from_str(url)?
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(match synchronous {
-                Synchronous::Full => SqliteSynchronous::Full,
-                Synchronous::Normal => SqliteSynchronous::Normal,
-            })
             .foreign_keys(true)
             .busy_timeout(Duration::from_secs(5));
-        let writer = SqlitePoolOptions::new()
+        // Migrations run on a short-lived sqlx connection; every later write goes through the
+        // writer thread's own connection.
+        let migrator = SqlitePoolOptions::new()
             .max_connections(1)
             .connect_with(options.clone())
             .await?;
-        sqlx::migrate!("./migrations").run(&writer).await?;
+        sqlx::migrate!("./migrations").run(&migrator).await?;
+        migrator.close().await;
+        let writer = Writer::start(open_connection(options.get_filename(), synchronous)?)?;
         let readers = SqlitePoolOptions::new()
             .max_connections(4)
             .connect_with(options.read_only(true))
             .await?;
-        let appends = GroupCommit::start(writer.clone());
-        Ok(SqliteStore {
-            writer,
-            readers,
-            appends,
-        })
+        Ok(SqliteStore { readers, writer })
     }
 }
 
@@ -80,7 +71,7 @@ fn event_from_row(session_id: &str, row: &sqlx::sqlite::SqliteRow) -> Result<Eve
     })
 }
 
-fn parse_json<T: serde::de::DeserializeOwned>(
+pub(super) fn parse_json<T: serde::de::DeserializeOwned>(
     session_id: &str,
     text: &str,
 ) -> Result<T, StoreError> {
@@ -91,200 +82,15 @@ fn parse_json<T: serde::de::DeserializeOwned>(
     })
 }
 
-fn to_json<T: serde::Serialize>(session_id: &str, value: &T) -> Result<String, StoreError> {
+pub(super) fn to_json<T: serde::Serialize>(
+    session_id: &str,
+    value: &T,
+) -> Result<String, StoreError> {
     serde_json::to_string(value).map_err(|e| StoreError::Corrupt {
         session_id: session_id.to_owned(),
         seq: 0,
         reason: e.to_string(),
     })
-}
-
-/// Chains `drafts` onto the audit log inside the caller's transaction.
-async fn append_audit(
-    conn: &mut SqliteConnection,
-    drafts: Vec<audit::AuditDraft>,
-) -> Result<(), StoreError> {
-    if drafts.is_empty() {
-        return Ok(());
-    }
-    let last: Option<(i64, String)> =
-        sqlx::query_as("SELECT n, hash FROM audit ORDER BY n DESC LIMIT 1")
-            .fetch_optional(&mut *conn)
-            .await?;
-    let (mut n, mut prev) = last
-        .map(|(n, h)| (n.max(0) as u64, h))
-        .unwrap_or((0, audit::GENESIS.to_owned()));
-    let at = now_rfc3339();
-    for draft in drafts {
-        n += 1;
-        let entry = audit::seal(draft, n, at.clone(), prev);
-        sqlx::query(
-            "INSERT INTO audit (n, at, actor, action, subject, detail, prev_hash, hash)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-        )
-        .bind(entry.n as i64)
-        .bind(&entry.at)
-        .bind(&entry.actor)
-        .bind(&entry.action)
-        .bind(&entry.subject)
-        .bind(serde_json::to_string(&entry.detail).unwrap_or_default())
-        .bind(&entry.prev_hash)
-        .bind(&entry.hash)
-        .execute(&mut *conn)
-        .await?;
-        prev = entry.hash;
-    }
-    Ok(())
-}
-
-/// Opens or resolves a gate inside the append's transaction.
-async fn apply_gate_change(
-    conn: &mut SqliteConnection,
-    session_id: &str,
-    change: &GateChange,
-) -> Result<(), StoreError> {
-    match change {
-        GateChange::Open(request) => {
-            sqlx::query(
-                "INSERT INTO approvals (approval_id, session_id, turn_id, request, created_at, expires_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            )
-            .bind(&request.body.approval_id)
-            .bind(session_id)
-            .bind(&request.turn_id)
-            .bind(to_json(session_id, request)?)
-            .bind(&request.body.created_at)
-            .bind(&request.body.expires_at)
-            .execute(&mut *conn)
-            .await?;
-        }
-        GateChange::Resolve {
-            resolution,
-            new_rule,
-        } => {
-            let won = sqlx::query(
-                "UPDATE approvals SET resolution = ?1, resolved_at = ?2
-                 WHERE approval_id = ?3 AND session_id = ?4 AND resolution IS NULL",
-            )
-            .bind(to_json(session_id, resolution)?)
-            .bind(&resolution.resolved_at)
-            .bind(&resolution.approval_id)
-            .bind(session_id)
-            .execute(&mut *conn)
-            .await?
-            .rows_affected()
-                == 1;
-            if !won {
-                let existing: Option<Option<String>> = sqlx::query_scalar(
-                    "SELECT resolution FROM approvals WHERE approval_id = ?1 AND session_id = ?2",
-                )
-                .bind(&resolution.approval_id)
-                .bind(session_id)
-                .fetch_optional(&mut *conn)
-                .await?;
-                return Err(match existing.flatten() {
-                    Some(json) => StoreError::AlreadyResolved(Box::new(parse_json::<Resolution>(
-                        session_id, &json,
-                    )?)),
-                    None => StoreError::UnknownApproval(resolution.approval_id.clone()),
-                });
-            }
-            if let Some(rule) = new_rule {
-                sqlx::query(
-                    "INSERT INTO rules (id, tool, pattern, scope, session_id, created_at, created_by_approval, uses, expires_at)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 0, ?8)",
-                )
-                .bind(&rule.id)
-                .bind(&rule.tool)
-                .bind(&rule.pattern)
-                .bind(match rule.scope {
-                    RuleScope::Session => "session",
-                    RuleScope::Workspace => "workspace",
-                })
-                .bind(&rule.session_id)
-                .bind(&rule.created_at)
-                .bind(&rule.created_by_approval)
-                .bind(&rule.expires_at)
-                .execute(&mut *conn)
-                .await?;
-            }
-        }
-    }
-    Ok(())
-}
-
-/// One append's statements, on a connection inside the caller's transaction (see
-/// `group_commit`): gate change, rule use, seq allocation, the events, their audit entries.
-pub(super) async fn append_in(
-    conn: &mut SqliteConnection,
-    session_id: &str,
-    events: &[NewEvent],
-    commit: &Commit,
-) -> Result<Vec<Event>, StoreError> {
-    let count = events.len() as i64;
-    if let Some(change) = &commit.gate {
-        apply_gate_change(conn, session_id, change).await?;
-    }
-    if let Some(rule_id) = &commit.rule_used {
-        sqlx::query("UPDATE rules SET uses = uses + 1, last_used_at = ?1 WHERE id = ?2")
-            .bind(now_rfc3339())
-            .bind(rule_id)
-            .execute(&mut *conn)
-            .await?;
-    }
-    let last: Option<i64> = sqlx::query_scalar(
-        // SET expressions all see the old row: entering plan remembers the mode it left,
-        // leaving plan remembers the mode it left for.
-        "UPDATE sessions SET last_seq = last_seq + ?1,
-             pre_plan_mode = CASE WHEN ?2 = 'plan' AND approval_mode <> 'plan'
-                                  THEN approval_mode ELSE pre_plan_mode END,
-             plan_execution_mode = CASE WHEN ?2 IS NOT NULL AND ?2 <> 'plan' AND approval_mode = 'plan'
-                                        THEN ?2 ELSE plan_execution_mode END,
-             approval_mode = COALESCE(?2, approval_mode)
-         WHERE id = ?3 RETURNING last_seq",
-    )
-    .bind(count)
-    .bind(commit.set_mode.map(|m| m.as_str()))
-    .bind(session_id)
-    .fetch_optional(&mut *conn)
-    .await?;
-    let Some(last) = last else {
-        return Err(StoreError::UnknownSession(session_id.to_owned()));
-    };
-    let at = now_rfc3339();
-    let mut stored = Vec::with_capacity(events.len());
-    for (i, new) in events.iter().enumerate() {
-        let seq = (last - count + 1 + i as i64).max(1) as u64;
-        let event = Event {
-            seq: Some(seq),
-            at: at.clone(),
-            turn_id: new.turn_id.clone(),
-            body: new.body.clone(),
-        };
-        let json = serde_json::to_string(&event).map_err(|e| StoreError::Corrupt {
-            session_id: session_id.to_owned(),
-            seq,
-            reason: e.to_string(),
-        })?;
-        sqlx::query(
-            "INSERT INTO events (session_id, seq, kind, turn_id, at, body) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        )
-        .bind(session_id)
-        .bind(seq as i64)
-        .bind(event.kind())
-        .bind(&event.turn_id)
-        .bind(&event.at)
-        .bind(json)
-        .execute(&mut *conn)
-        .await?;
-        stored.push(event);
-    }
-    let new_rule = match &commit.gate {
-        Some(GateChange::Resolve { new_rule, .. }) => new_rule.as_ref(),
-        _ => None,
-    };
-    append_audit(conn, audit::drafts_for(session_id, &stored, new_rule)).await?;
-    Ok(stored)
 }
 
 const SESSION_COLUMNS: &str =
@@ -293,16 +99,7 @@ const SESSION_COLUMNS: &str =
 #[async_trait]
 impl Store for SqliteStore {
     async fn create_session(&self, row: &SessionRow) -> Result<(), StoreError> {
-        sqlx::query(
-            "INSERT INTO sessions (id, title, created_at, approval_mode, last_seq) VALUES (?1, ?2, ?3, ?4, 0)",
-        )
-        .bind(&row.id)
-        .bind(&row.title)
-        .bind(&row.created_at)
-        .bind(&row.approval_mode)
-        .execute(&self.writer)
-        .await?;
-        Ok(())
+        self.writer.create_session(row).await
     }
 
     async fn list_sessions(&self) -> Result<Vec<SessionRow>, StoreError> {
@@ -328,11 +125,7 @@ impl Store for SqliteStore {
     }
 
     async fn delete_session(&self, id: &str) -> Result<bool, StoreError> {
-        let done = sqlx::query("DELETE FROM sessions WHERE id = ?1")
-            .bind(id)
-            .execute(&self.writer)
-            .await?;
-        Ok(done.rows_affected() > 0)
+        self.writer.delete_session(id).await
     }
 
     async fn append(
@@ -341,7 +134,7 @@ impl Store for SqliteStore {
         events: Vec<NewEvent>,
         commit: Commit,
     ) -> Result<Vec<Event>, StoreError> {
-        self.appends.append(session_id, events, commit).await
+        self.writer.append(session_id, events, commit).await
     }
 
     async fn turn_start_at_or_before(
@@ -450,32 +243,11 @@ impl Store for SqliteStore {
     }
 
     async fn revoke_rule(&self, rule_id: &str, actor: &str) -> Result<bool, StoreError> {
-        let mut tx = self.writer.begin().await?;
-        let done =
-            sqlx::query("UPDATE rules SET revoked_at = ?1 WHERE id = ?2 AND revoked_at IS NULL")
-                .bind(now_rfc3339())
-                .bind(rule_id)
-                .execute(&mut *tx)
-                .await?;
-        if done.rows_affected() == 0 {
-            return Ok(false);
-        }
-        let draft = audit::AuditDraft {
-            actor: actor.to_owned(),
-            action: "rule_revoked",
-            subject: rule_id.to_owned(),
-            detail: serde_json::json!({}),
-        };
-        append_audit(&mut tx, vec![draft]).await?;
-        tx.commit().await?;
-        Ok(true)
+        self.writer.revoke_rule(rule_id, actor).await
     }
 
     async fn append_audit(&self, drafts: Vec<audit::AuditDraft>) -> Result<(), StoreError> {
-        let mut tx = self.writer.begin().await?;
-        append_audit(&mut tx, drafts).await?;
-        tx.commit().await?;
-        Ok(())
+        self.writer.append_audit(drafts).await
     }
 
     async fn audit_after(
@@ -533,7 +305,8 @@ impl Store for SqliteStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::{EventBody, Mode};
+    use crate::protocol::{EventBody, Mode, Resolution};
+    use crate::server::store::GateChange;
 
     async fn temp_store() -> (tempfile::TempDir, SqliteStore) {
         let dir = tempfile::tempdir().unwrap();
@@ -547,10 +320,10 @@ mod tests {
         for (level, pragma) in [(Synchronous::Full, 2), (Synchronous::Normal, 1)] {
             let dir = tempfile::tempdir().unwrap();
             let url = format!("sqlite://{}", dir.path().join("t.db").display());
-            let store = SqliteStore::open(&url, level).await.unwrap();
-            let got: i64 = sqlx::query_scalar("PRAGMA synchronous")
-                .fetch_one(&store.writer)
-                .await
+            SqliteStore::open(&url, level).await.unwrap();
+            let conn = open_connection(&dir.path().join("t.db"), level).unwrap();
+            let got: i64 = conn
+                .query_row("PRAGMA synchronous", [], |row| row.get(0))
                 .unwrap();
             assert_eq!(got, pragma, "{level:?}");
         }
