@@ -237,7 +237,8 @@ impl Core {
         raw_mode: &str,
     ) -> Result<(Mode, Mode), ApiError> {
         let mode = parse_mode(raw_mode)?;
-        let id = self.existing_session_id(session_id).await?;
+        // The canonical id without a read: the row read under the lock checks it exists.
+        let id = parse_session_id(session_id)?;
         let _serial = self.session_locks.lock(&id).await;
         let row = self.session_row(&id).await?;
         let previous = stored_mode(&row);
@@ -306,7 +307,8 @@ impl Core {
                 "text must be at most {MAX_MESSAGE_CHARS} characters (got {chars})"
             )));
         }
-        let id = self.existing_session_id(session_id).await?;
+        // The canonical id without a read: the row read under the lock checks it exists.
+        let id = parse_session_id(session_id)?;
         let _serial = self.session_locks.lock(&id).await;
         let row = self.session_row(&id).await?;
         if self.shutdown.is_cancelled() {

@@ -30,7 +30,8 @@ const PAGE: u32 = 1000;
 #[derive(Debug, Default)]
 pub struct SessionHistory {
     through_seq: u64,
-    messages: Vec<ChatMessage>,
+    /// Shared with the turns that read it: handing the conversation to a turn copies pointers.
+    messages: Vec<Arc<ChatMessage>>,
     /// Gates that carried a suggested rule and are not resolved yet: id → (tool, pattern).
     suggested: HashMap<String, (String, String)>,
     /// (tool, pattern) → calls approved by hand whose card suggested that rule.
@@ -48,7 +49,7 @@ impl SessionHistory {
     }
 
     /// The conversation the model sees.
-    pub fn messages(&self) -> &[ChatMessage] {
+    pub fn messages(&self) -> &[Arc<ChatMessage>] {
         &self.messages
     }
 
@@ -102,13 +103,17 @@ impl SessionHistory {
 /// Adds what one event says to the model's conversation: user messages, assistant text with
 /// the tool calls it made, and tool results. The outcome of a gate reaches the model as its
 /// tool result, so gates, modes, deltas and turn markers add nothing.
-pub fn add_to_conversation(messages: &mut Vec<ChatMessage>, body: &EventBody) {
+pub fn add_to_conversation(messages: &mut Vec<Arc<ChatMessage>>, body: &EventBody) {
     match body {
-        EventBody::UserMessage { text, .. } => messages.push(ChatMessage::User(text.clone())),
-        EventBody::AssistantMessage { text, .. } => messages.push(ChatMessage::Assistant {
-            text: text.clone(),
-            tool_calls: Vec::new(),
-        }),
+        EventBody::UserMessage { text, .. } => {
+            messages.push(Arc::new(ChatMessage::User(text.clone())))
+        }
+        EventBody::AssistantMessage { text, .. } => {
+            messages.push(Arc::new(ChatMessage::Assistant {
+                text: text.clone(),
+                tool_calls: Vec::new(),
+            }))
+        }
         EventBody::ToolCall {
             call_id,
             tool,
@@ -120,12 +125,13 @@ pub fn add_to_conversation(messages: &mut Vec<ChatMessage>, body: &EventBody) {
                 name: tool.clone(),
                 args: args.clone(),
             };
-            match messages.last_mut() {
+            // Copy-on-write: a turn holding the previous version keeps it unchanged.
+            match messages.last_mut().map(Arc::make_mut) {
                 Some(ChatMessage::Assistant { tool_calls, .. }) => tool_calls.push(call),
-                _ => messages.push(ChatMessage::Assistant {
+                _ => messages.push(Arc::new(ChatMessage::Assistant {
                     text: String::new(),
                     tool_calls: vec![call],
-                }),
+                })),
             }
         }
         EventBody::ToolResult {
@@ -133,10 +139,10 @@ pub fn add_to_conversation(messages: &mut Vec<ChatMessage>, body: &EventBody) {
             status,
             output,
             ..
-        } => messages.push(ChatMessage::Tool {
+        } => messages.push(Arc::new(ChatMessage::Tool {
             call_id: call_id.clone(),
             output: tool_result_text(*status, output),
-        }),
+        })),
         EventBody::ApprovalRequest(_)
         | EventBody::ApprovalResolved(_)
         | EventBody::ModeChanged { .. }

@@ -183,7 +183,7 @@ impl Turn {
             }
             let (prompt, tools) = self.prompt_and_tools();
             let mut conversation = Vec::with_capacity(messages.len() + 1);
-            conversation.push(ChatMessage::System(prompt));
+            conversation.push(Arc::new(ChatMessage::System(prompt)));
             conversation.extend(messages.iter().cloned());
             let request = CompletionRequest {
                 messages: conversation,
@@ -209,16 +209,16 @@ impl Turn {
                 }])
                 .await?;
             }
-            messages.push(ChatMessage::Assistant {
+            messages.push(Arc::new(ChatMessage::Assistant {
                 text: completion.text.clone(),
                 tool_calls: completion.tool_calls.clone(),
-            });
+            }));
             if completion.tool_calls.is_empty() {
                 return Ok(());
             }
             budget.spend_calls(completion.tool_calls.len());
             let results = self.run_batch(&completion.tool_calls).await?;
-            messages.extend(results);
+            messages.extend(results.into_iter().map(Arc::new));
             if self.cancel.is_cancelled() {
                 return Err(TurnEnd::Cancelled);
             }

@@ -2,7 +2,7 @@
 //!
 //! Why one writer: SQLite allows one writer at a time anyway, and a deferred transaction that
 //! reads then writes can fail with SQLITE_BUSY_SNAPSHOT under concurrency; funnelling writes
-//! through one connection (and one group-commit task, see `sqlite_group_commit`) makes commits
+//! through one connection (on one writer thread with group commit, see `sqlite_writer`) makes commits
 //! queue instead of fail. `synchronous = FULL` by default: a commit is on disk before `append`
 //! returns, so an event is never sent before it would survive a power cut, let alone a
 //! `kill -9`; `[storage] synchronous = "normal"` trades the power-cut half for speed.

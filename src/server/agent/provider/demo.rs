@@ -4,6 +4,7 @@
 //! It is stateless: each reply is computed from the conversation alone (how many of this
 //! message's calls already have results), so a turn resumed from the log continues correctly.
 
+use std::borrow::Borrow;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -136,18 +137,20 @@ fn unescape(text: &str) -> String {
 }
 
 /// The calls and results since the person's last message, matched by call id.
-fn this_turn(messages: &[ChatMessage]) -> (&str, Vec<(&ToolCallRequest, Option<&str>)>) {
+fn this_turn<M: Borrow<ChatMessage>>(
+    messages: &[M],
+) -> (&str, Vec<(&ToolCallRequest, Option<&str>)>) {
     let start = messages
         .iter()
-        .rposition(|m| matches!(m, ChatMessage::User(_)))
+        .rposition(|m| matches!(m.borrow(), ChatMessage::User(_)))
         .unwrap_or(0);
-    let user = match messages.get(start) {
+    let user = match messages.get(start).map(Borrow::borrow) {
         Some(ChatMessage::User(text)) => text.as_str(),
         _ => "",
     };
     let mut calls: Vec<(&ToolCallRequest, Option<&str>)> = Vec::new();
     for message in &messages[start..] {
-        match message {
+        match message.borrow() {
             ChatMessage::Assistant { tool_calls, .. } => {
                 calls.extend(tool_calls.iter().map(|c| (c, None)));
             }
@@ -163,7 +166,7 @@ fn this_turn(messages: &[ChatMessage]) -> (&str, Vec<(&ToolCallRequest, Option<&
 }
 
 /// What the demo says next: the next batch of calls, or the closing summary.
-pub fn next_step(messages: &[ChatMessage]) -> Completion {
+pub fn next_step<M: Borrow<ChatMessage>>(messages: &[M]) -> Completion {
     let (user, calls) = this_turn(messages);
     let batches = plan(user);
     if batches.is_empty() {

@@ -52,8 +52,18 @@ pub struct ToolSpec {
 }
 
 pub struct CompletionRequest {
-    pub messages: Vec<ChatMessage>,
+    /// Shared messages: a long conversation is handed over without copying it.
+    pub messages: Vec<std::sync::Arc<ChatMessage>>,
     pub tools: Vec<ToolSpec>,
+}
+
+impl CompletionRequest {
+    pub fn new(messages: impl IntoIterator<Item = ChatMessage>, tools: Vec<ToolSpec>) -> Self {
+        CompletionRequest {
+            messages: messages.into_iter().map(std::sync::Arc::new).collect(),
+            tools,
+        }
+    }
 }
 
 /// One model reply: text (already streamed through the delta sink) and zero or more tool calls.

@@ -249,7 +249,11 @@ impl<'a> WireRequest<'a> {
     fn new(model: &'a str, request: &'a CompletionRequest) -> Self {
         Self {
             model,
-            messages: request.messages.iter().map(WireMessage::from).collect(),
+            messages: request
+                .messages
+                .iter()
+                .map(|m| WireMessage::from(&**m))
+                .collect(),
             tools: request.tools.iter().map(WireTool::from).collect(),
             stream: true,
             stream_options: StreamOptions {

@@ -281,6 +281,10 @@ fn list_dir_tool() -> ToolSpec {
     }
 }
 
+fn shared(messages: Vec<ChatMessage>) -> Vec<std::sync::Arc<ChatMessage>> {
+    messages.into_iter().map(std::sync::Arc::new).collect()
+}
+
 fn opening_messages() -> Vec<ChatMessage> {
     vec![
         ChatMessage::System("You are terse.".to_owned()),
@@ -314,7 +318,7 @@ fn call(id: &str, name: &str, args: Value) -> ToolCallRequest {
 async fn interleaved_tool_calls_are_assembled_in_index_order() {
     let fixture = Fixture::start(vec![Reply::Stream(two_calls_stream(true))]).await;
     let request = CompletionRequest {
-        messages: opening_messages(),
+        messages: shared(opening_messages()),
         tools: vec![read_file_tool(), list_dir_tool()],
     };
 
@@ -344,7 +348,7 @@ async fn tool_results_go_back_in_the_shape_openai_expects() {
     let tools = vec![read_file_tool(), list_dir_tool()];
     let cancel = CancellationToken::new();
     let first = CompletionRequest {
-        messages: opening_messages(),
+        messages: shared(opening_messages()),
         tools: tools.clone(),
     };
     let (asked, _) = complete(&provider, &first, &cancel).await;
@@ -362,7 +366,7 @@ async fn tool_results_go_back_in_the_shape_openai_expects() {
         call_id: "call_b".to_owned(),
         output: "main.rs".to_owned(),
     });
-    let second = CompletionRequest { messages, tools };
+    let second = CompletionRequest::new(messages, tools);
 
     let (answer, deltas) = complete(&provider, &second, &cancel).await;
 
@@ -437,7 +441,7 @@ async fn a_refused_call_is_an_http_error_with_the_body() {
     )])
     .await;
     let request = CompletionRequest {
-        messages: opening_messages(),
+        messages: shared(opening_messages()),
         tools: vec![],
     };
 
@@ -458,7 +462,7 @@ async fn cancelling_a_stalled_stream_returns_promptly_and_hangs_up() {
     let pieces = vec![sse(&role_chunk()), sse(&text_chunk("Thinking"))];
     let fixture = Fixture::start(vec![Reply::StreamThenStall(pieces)]).await;
     let request = CompletionRequest {
-        messages: opening_messages(),
+        messages: shared(opening_messages()),
         tools: vec![],
     };
     let cancel = CancellationToken::new();
@@ -501,7 +505,7 @@ async fn arguments_that_are_not_json_are_kept_raw() {
     ];
     let fixture = Fixture::start(vec![Reply::Stream(pieces)]).await;
     let request = CompletionRequest {
-        messages: opening_messages(),
+        messages: shared(opening_messages()),
         tools: vec![],
     };
 
@@ -527,7 +531,7 @@ async fn a_port_nobody_listens_on_is_a_transport_error() {
     let base_url = format!("http://127.0.0.1:{port}/v1");
     let provider = provider_for(&base_url, Duration::from_secs(5));
     let request = CompletionRequest {
-        messages: opening_messages(),
+        messages: shared(opening_messages()),
         tools: vec![],
     };
 
@@ -552,7 +556,7 @@ async fn an_error_object_in_the_stream_is_a_protocol_error() {
     let pieces = vec![sse(&role_chunk()), sse(&text_chunk("Hal")), sse(&error)];
     let fixture = Fixture::start(vec![Reply::Stream(pieces)]).await;
     let request = CompletionRequest {
-        messages: opening_messages(),
+        messages: shared(opening_messages()),
         tools: vec![],
     };
 
@@ -576,7 +580,7 @@ async fn a_stream_may_end_without_done_once_finished_but_not_before() {
     let fixture = Fixture::start(vec![Reply::Stream(finished), Reply::Stream(cut)]).await;
     let provider = fixture.provider();
     let request = CompletionRequest {
-        messages: opening_messages(),
+        messages: shared(opening_messages()),
         tools: vec![],
     };
     let cancel = CancellationToken::new();
@@ -594,7 +598,7 @@ async fn the_request_timeout_bounds_a_stalled_stream() {
     let fixture = Fixture::start(vec![Reply::StreamThenStall(pieces)]).await;
     let provider = provider_for(&fixture.base_url, Duration::from_millis(500));
     let request = CompletionRequest {
-        messages: opening_messages(),
+        messages: shared(opening_messages()),
         tools: vec![],
     };
     let started = Instant::now();
@@ -629,7 +633,7 @@ async fn a_plain_json_answer_is_accepted_too() {
     )])
     .await;
     let request = CompletionRequest {
-        messages: opening_messages(),
+        messages: shared(opening_messages()),
         tools: vec![],
     };
 
