@@ -64,6 +64,37 @@ impl Drop for TempRoot {
     }
 }
 
+/// An event feed read straight off its socket.
+pub struct RawFeed {
+    socket: tokio::net::TcpStream,
+    seen: Vec<u8>,
+}
+
+impl RawFeed {
+    /// Reads until an event of type `kind` has arrived (matched on its `event:` line).
+    pub async fn wait_for(&mut self, kind: &str) -> Result<()> {
+        use tokio::io::AsyncReadExt;
+        let needle = format!("event: {kind}\n");
+        let needle = needle.as_bytes();
+        let mut chunk = [0u8; 4096];
+        loop {
+            if let Some(at) = self.seen.windows(needle.len()).position(|w| w == needle) {
+                // Consumed: the next wait looks only at what came after it.
+                self.seen.drain(..at + needle.len());
+                return Ok(());
+            }
+            // Keep only a tail that could hold the start of the needle.
+            let keep = self.seen.len().saturating_sub(needle.len());
+            self.seen.drain(..keep);
+            let n = self.socket.read(&mut chunk).await?;
+            if n == 0 {
+                return Err(BenchError::Protocol(format!("feed closed before {kind}")));
+            }
+            self.seen.extend_from_slice(&chunk[..n]);
+        }
+    }
+}
+
 /// A running in-process server and a client for it.
 pub struct BenchServer {
     server: server::Server,
@@ -161,6 +192,17 @@ impl BenchServer {
         Self::json_ok(resp, "send message").await.map(|_| ())
     }
 
+    /// Sets a session's mode.
+    pub async fn set_mode(&self, sid: &str, mode: &str) -> Result<()> {
+        let resp = self
+            .http
+            .put(self.url(&format!("/sessions/{sid}/mode")))
+            .json(&json!({ "approval_mode": mode }))
+            .send()
+            .await?;
+        Self::json_ok(resp, "set mode").await.map(|_| ())
+    }
+
     /// Approves a gate.
     pub async fn approve(&self, sid: &str, aid: &str) -> Result<()> {
         let resp = self
@@ -223,6 +265,42 @@ impl BenchServer {
             });
         }
         Ok(Sse::new(resp))
+    }
+
+    /// Opens the SSE feed of a session on a plain HTTP/1.1 socket (no client library): the
+    /// fan-out figure holds a thousand of these, and a lighter client leaves more of the two
+    /// cores to the server being measured. Returns once the response headers said 200.
+    pub async fn raw_feed(&self, sid: &str, after: u64) -> Result<RawFeed> {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut socket = tokio::net::TcpStream::connect(self.server.addr).await?;
+        socket.set_nodelay(true)?;
+        let request = format!(
+            "GET /api/v1/sessions/{sid}/events?after={after} HTTP/1.1\r\nHost: {}\r\n\
+             Authorization: Bearer {TOKEN}\r\nAccept: text/event-stream\r\n\r\n",
+            self.server.addr
+        );
+        socket.write_all(request.as_bytes()).await?;
+        let mut seen = Vec::with_capacity(1024);
+        let mut chunk = [0u8; 1024];
+        while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
+            let n = socket.read(&mut chunk).await?;
+            if n == 0 {
+                return Err(BenchError::Protocol(
+                    "feed closed before its headers".into(),
+                ));
+            }
+            seen.extend_from_slice(&chunk[..n]);
+        }
+        if !seen.starts_with(b"HTTP/1.1 200") {
+            return Err(BenchError::Protocol(format!(
+                "raw feed: {}",
+                String::from_utf8_lossy(&seen)
+                    .lines()
+                    .next()
+                    .unwrap_or_default()
+            )));
+        }
+        Ok(RawFeed { socket, seen })
     }
 
     /// Waits until no session has a running turn (at most `limit`).

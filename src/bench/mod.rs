@@ -39,6 +39,9 @@ pub struct BenchArgs {
     /// Override the number of sequential gates of figures 1 and 2.
     #[arg(long)]
     pub gates: Option<usize>,
+    /// Override the number of SSE subscribers of figure 5.
+    #[arg(long)]
+    pub subscribers: Option<usize>,
     /// SQLite synchronous level of the servers: full (the default) or normal.
     #[arg(long, value_enum, default_value = "full")]
     pub synchronous: SyncLevel,
@@ -256,6 +259,9 @@ pub async fn run(args: BenchArgs) -> ExitCode {
     let mut counts = Counts::new(args.short);
     if let Some(gates) = args.gates {
         counts.gates = gates;
+    }
+    if let Some(subscribers) = args.subscribers {
+        counts.subscribers = subscribers;
     }
     let root = match TempRoot::new() {
         Ok(r) => r,
