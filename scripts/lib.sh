@@ -52,13 +52,13 @@ wasm_opt_command() {
 }
 
 # build_site debug|release: the wasm bundle, its JS glue and the CSS into target/site/pkg.
-# Views are type-erased (`--cfg erase_components`): a much smaller bundle and a faster build.
+# (Leptos's `--cfg erase_components` makes the bundle smaller, but the page then failed to
+# hydrate in Chromium, so it is not used.)
 build_site() {
   local profile="$1" cargo_profile_flag=() dir=debug
   if [ "$profile" = release ]; then cargo_profile_flag=(--profile wasm-release); dir=wasm-release; fi
   say "building the browser bundle ($profile)"
-  CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="--cfg erase_components" \
-    cargo build --lib --target wasm32-unknown-unknown --no-default-features --features hydrate \
+  cargo build --lib --target wasm32-unknown-unknown --no-default-features --features hydrate \
     "${cargo_profile_flag[@]}" --quiet
   mkdir -p target/site/pkg
   wasm-bindgen "target/wasm32-unknown-unknown/$dir/countersign.wasm" \
