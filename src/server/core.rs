@@ -162,7 +162,13 @@ impl Core {
         let row = self.session_row(session_id).await?;
         let from = row.last_seq.saturating_sub(RECENT_EVENTS) + 1;
         let start = self.turn_start(&row.id, from).await?;
-        let events = self.log.events_since(&row.id, start - 1).await?;
+        self.snapshot_from(row, start).await
+    }
+
+    /// The session with its events from seq `start` on. Pending cards come from the same read
+    /// as the events, so they always agree.
+    async fn snapshot_from(&self, row: SessionRow, start: u64) -> Result<Snapshot, ApiError> {
+        let events = self.log.events_since(&row.id, start.max(1) - 1).await?;
         let cursor = events.last().and_then(|e| e.seq).unwrap_or(row.last_seq);
         let pending = pending_in(&events);
         Ok(Snapshot {
@@ -203,16 +209,7 @@ impl Core {
 
     pub async fn snapshot(&self, session_id: &str) -> Result<Snapshot, ApiError> {
         let row = self.session_row(session_id).await?;
-        let events = self.log.all_events(&row.id).await?;
-        let cursor = events.last().and_then(|e| e.seq).unwrap_or(0);
-        // Pending cards come from the same read as the events, so they always agree.
-        let pending = pending_in(&events);
-        Ok(Snapshot {
-            session: self.session_view(&row, pending.len() as u64),
-            events,
-            pending,
-            cursor,
-        })
+        self.snapshot_from(row, 1).await
     }
 
     pub async fn delete_session(&self, session_id: &str) -> Result<(), ApiError> {

@@ -303,7 +303,7 @@ impl Store for SqliteStore {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::protocol::{EventBody, Mode, Resolution};
     use crate::server::store::GateChange;
@@ -329,7 +329,8 @@ mod tests {
         }
     }
 
-    fn session(id: &str) -> SessionRow {
+    /// A fresh session row for store tests (the writer's tests use it too).
+    pub(in crate::server::store) fn session(id: &str) -> SessionRow {
         SessionRow {
             id: id.into(),
             title: "t".into(),

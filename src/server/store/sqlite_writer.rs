@@ -475,6 +475,7 @@ mod tests {
     use crate::protocol::{EventBody, Mode};
     use crate::server::store::Store;
     use crate::server::store::sqlite::SqliteStore;
+    use crate::server::store::sqlite::tests::session;
 
     type Answer = oneshot::Receiver<Result<Vec<Event>, StoreError>>;
 
@@ -510,15 +511,7 @@ mod tests {
         let mut conn = open_connection(&path, Synchronous::Full).unwrap();
         let (create_reply, created) = oneshot::channel();
         let create = Job::CreateSession {
-            row: SessionRow {
-                id: "s".into(),
-                title: "t".into(),
-                created_at: now_rfc3339(),
-                approval_mode: "ask".into(),
-                last_seq: 0,
-                pre_plan_mode: None,
-                plan_execution_mode: None,
-            },
+            row: session("s"),
             reply: create_reply,
         };
         let (a, a_answer) = append("s", "first");
@@ -544,15 +537,7 @@ mod tests {
             .await
             .unwrap();
         let mut conn = open_connection(&path, Synchronous::Full).unwrap();
-        let row = SessionRow {
-            id: "s".into(),
-            title: "t".into(),
-            created_at: now_rfc3339(),
-            approval_mode: "ask".into(),
-            last_seq: 0,
-            pre_plan_mode: None,
-            plan_execution_mode: None,
-        };
+        let row = session("s");
         store.create_session(&row).await.unwrap();
         // Creating the same session again breaks a constraint: a database failure.
         let (dup_reply, duplicate) = oneshot::channel();
