@@ -17,6 +17,7 @@ mod backend {
 
     use crate::server::core::Core;
     use crate::server::error::ApiError;
+    use crate::server::principal::Principal;
     use crate::server::state::AppState;
 
     use crate::protocol::ErrorBody;
@@ -25,6 +26,13 @@ mod backend {
         use_context::<AppState>()
             .map(|s| s.core)
             .ok_or_else(|| ErrorBody::new("internal", "server state missing"))
+    }
+
+    /// Who called, as the auth middleware found from the credential.
+    pub fn principal() -> Result<Principal, ErrorBody> {
+        use_context::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<Principal>().cloned())
+            .ok_or_else(|| ErrorBody::new("unauthorized", "no credential on this request"))
     }
 
     /// The protocol's JSON error body, with the HTTP status the REST route would answer.
@@ -132,7 +140,8 @@ pub async fn decide(
         client_id: input.client_id,
         execution_mode: input.execution_mode,
     };
-    match core.decide(&session_id, &approval_id, request).await {
+    let who = backend::principal()?;
+    match core.decide(&session_id, &approval_id, request, &who).await {
         Ok(resolution) => Ok(DecideOutcome::Decided { resolution }),
         Err(ApiError::AlreadyResolved(resolution) | ApiError::Gone(resolution)) => {
             Ok(DecideOutcome::Lost {
@@ -159,17 +168,14 @@ pub async fn list_rules() -> Result<Vec<Rule>, ErrorBody> {
     core.list_rules().await.map_err(backend::to_server_error)
 }
 
-/// Revokes a rule; the audit names this browser tab (`user:<client id>`).
+/// Revokes a rule; the audit names the credential (`browser`). `client_id` is accepted for
+/// compatibility and only labels the tab.
 #[server(prefix = "/api/ui", endpoint = "revoke_rule", input = Json)]
 pub async fn revoke_rule(rule_id: String, client_id: String) -> Result<(), ErrorBody> {
+    let _ = client_id;
     let core = backend::core()?;
-    let client: String = client_id.trim().chars().take(64).collect();
-    let actor = if client.is_empty() {
-        "user:ui".to_owned()
-    } else {
-        format!("user:{client}")
-    };
-    core.revoke_rule(&rule_id, &actor)
+    let who = backend::principal()?;
+    core.revoke_rule(&rule_id, &who.actor())
         .await
         .map_err(backend::to_server_error)
 }
@@ -214,22 +220,18 @@ pub async fn config_view() -> Result<ConfigView, ErrorBody> {
     })
 }
 
-/// Sets one config key (refused for protected keys); the audit names this browser tab
-/// (`user:<client id>`).
+/// Sets one config key (refused for protected keys); the audit names the credential
+/// (`browser`). `client_id` only labels the tab.
 #[server(prefix = "/api/ui", endpoint = "set_config", input = Json)]
 pub async fn set_config(
     key: String,
     value: serde_json::Value,
     client_id: String,
 ) -> Result<(), ErrorBody> {
+    let _ = client_id;
     let core = backend::core()?;
-    let client: String = client_id.trim().chars().take(64).collect();
-    let actor = if client.is_empty() {
-        "user:ui".to_owned()
-    } else {
-        format!("user:{client}")
-    };
-    core.set_config(&key, &value, &actor, "ui")
+    let who = backend::principal()?;
+    core.set_config(&key, &value, &who.actor(), "ui")
         .await
         .map(|_| ())
         .map_err(backend::to_server_error)

@@ -13,6 +13,8 @@ use crate::ui::session_page::SessionPage;
 
 /// The document around every server-rendered page.
 pub fn shell(options: LeptosOptions) -> impl IntoView {
+    #[cfg(feature = "ssr")]
+    crate::server::http::csp::set_page_policy();
     view! {
         <!DOCTYPE html>
         <html lang="en">

@@ -359,6 +359,11 @@ pub struct Resolution {
     pub approval_id: String,
     pub decision: Decision,
     pub answered_by: AnsweredBy,
+    /// Exactly who: `browser`, `token:<name>`, `rule:<id>`, `mode`, `timeout` or `cancel` —
+    /// from the credential or the cause, never from a request body. Empty in events written
+    /// before it existed.
+    #[serde(default)]
+    pub actor: String,
     pub resolved_at: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
@@ -381,12 +386,14 @@ impl Resolution {
         approval_id: &str,
         decision: Decision,
         answered_by: AnsweredBy,
+        actor: &str,
         resolved_at: String,
     ) -> Self {
         Resolution {
             approval_id: approval_id.to_owned(),
             decision,
             answered_by,
+            actor: actor.to_owned(),
             resolved_at,
             reason: None,
             edits: None,

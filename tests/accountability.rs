@@ -73,11 +73,12 @@ async fn the_audit_records_who_allowed_what_in_a_verified_chain() {
     let ns: Vec<u64> = entries.iter().map(|e| e["n"].as_u64().unwrap()).collect();
     assert_eq!(ns, vec![1, 2, 3, 4, 5, 6]);
     assert_eq!(entries[0]["subject"], sid.as_str());
-    assert_eq!(entries[2]["actor"], "user:tab-1");
+    // The actor is the credential (the startup token), never the body's `client_id`.
+    assert_eq!(entries[2]["actor"], "token:admin");
     assert_eq!(entries[2]["detail"]["decision"], "allow_always");
     assert_eq!(entries[1]["actor"], "agent");
     assert!(entries[4]["actor"].as_str().unwrap().starts_with("rule:"));
-    assert_eq!(entries[5]["actor"], "user:api");
+    assert_eq!(entries[5]["actor"], "token:admin");
     for pair in entries.windows(2) {
         assert_eq!(pair[1]["prev_hash"], pair[0]["hash"]);
     }

@@ -470,8 +470,8 @@ async fn audit_export_and_verify_the_real_log() {
         .find(|e| e["action"] == "gate_resolved" && e["subject"] == aid.as_str())
         .unwrap_or_else(|| panic!("no gate_resolved for {aid}: {entries:?}"));
     assert_eq!(
-        resolved["actor"], "user:cli",
-        "the CLI names itself: {resolved}"
+        resolved["actor"], "token:admin",
+        "the audit names the CLI's credential: {resolved}"
     );
 
     let array = cli(&srv, &["audit", "export", "--json"]).await;

@@ -96,11 +96,11 @@ test('config: locked keys, an inline edit applied on the server, a bad value, an
   expect(apiValue(view, 'tools.shell_timeout_secs')).toMatchObject({ value: 45, source: 'file', default: 120 });
   const file = join(server.dataDir, 'config.toml');
   expect(readFileSync(file, 'utf8')).toMatch(/^shell_timeout_secs = 45$/m);
-  // Audited as this tab's change through the UI.
+  // Audited as the browser's change (the credential), through the UI.
   const audit = await request.get(`${server.url}/api/v1/audit?action=config_changed`, { headers: auth() });
   const entries: any[] = await audit.json();
   const entry = entries.find((e: any) => e.subject === 'tools.shell_timeout_secs');
-  expect(entry.actor).toMatch(/^user:/);
+  expect(entry.actor).toBe('browser');
   expect(entry.detail).toMatchObject({ value: '45', via: 'ui' });
 
   // A bad value: the server's message inline, nothing changed.

@@ -143,7 +143,7 @@ test('Audit lists gates opened and resolved, filters them, and says the chain is
   await expect(rows.nth(0)).toHaveAttribute('data-action', 'gate_opened');
   await expect(rows.nth(0)).toContainText('agent');
   await expect(rows.nth(1)).toHaveAttribute('data-action', 'gate_resolved');
-  await expect(rows.nth(1)).toContainText('user:tab-');
+  await expect(rows.nth(1)).toContainText('browser');
   await expect(rows.nth(1)).toContainText('decision: approve');
 
   // The action filter asks the server; the export link follows it.

@@ -229,7 +229,7 @@ fn read_edits(edits: String) -> Result<String, CliError> {
     Ok(text.trim_end_matches(['\n', '\r']).to_owned())
 }
 
-/// Decisions sent from here say so: the audit log records them as `user:cli`.
+/// Labels decisions sent from here (the audit names the token that sent them).
 const CLIENT_ID: &str = "cli";
 
 fn decision_body(answer: &Answer, gate: &GateRef) -> Result<Value, CliError> {
@@ -299,6 +299,8 @@ fn done_line(answer: &Answer, gate: &GateRef, reply: &Value) -> String {
 struct ResolutionWords {
     decision: Decision,
     answered_by: AnsweredBy,
+    #[serde(default)]
+    actor: String,
     resolved_at: String,
     #[serde(default)]
     reason: Option<String>,
@@ -309,6 +311,9 @@ impl ResolutionWords {
         let what = match self.decision {
             Decision::Timeout => "expired without an answer".to_owned(),
             Decision::Cancelled => "cancelled with its turn".to_owned(),
+            d if self.answered_by == AnsweredBy::User && !self.actor.is_empty() => {
+                format!("{} {} ({})", verb(d), by_whom(self.answered_by), self.actor)
+            }
             d => format!("{} {}", verb(d), by_whom(self.answered_by)),
         };
         let mut text = format!("{what} {}", table::relative(&self.resolved_at, now));

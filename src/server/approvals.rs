@@ -12,6 +12,7 @@ use super::agent::tools;
 use super::core::Core;
 use super::error::ApiError;
 use super::gate::rules;
+use super::principal::{Principal, actors};
 use super::store::{Commit, GateChange, NewEvent, StoreError, now_rfc3339};
 use crate::protocol::{
     AnsweredBy, ApprovalRequest, Decision, EventBody, GateKind, Resolution, Rule, RuleScope,
@@ -170,10 +171,16 @@ impl Core {
         decision: Decision,
         answered_by: AnsweredBy,
     ) -> Result<Resolution, StoreError> {
+        // The server answers only for the deadline and for a cancel.
+        let actor = match answered_by {
+            AnsweredBy::Timeout => actors::TIMEOUT,
+            _ => actors::CANCEL,
+        };
         let resolution = Resolution::plain(
             &request.body.approval_id,
             decision,
             answered_by,
+            actor,
             now_rfc3339(),
         );
         match self
@@ -217,6 +224,7 @@ impl Core {
         session_id: &str,
         approval_id: &str,
         body: DecisionRequest,
+        who: &Principal,
     ) -> Result<Resolution, ApiError> {
         let session = super::core::parse_session_id(session_id)?;
         let decision = body
@@ -306,6 +314,7 @@ impl Core {
             approval_id: request.body.approval_id.clone(),
             decision,
             answered_by: AnsweredBy::User,
+            actor: who.actor(),
             resolved_at: now_rfc3339(),
             reason,
             edits,

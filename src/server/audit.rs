@@ -24,8 +24,12 @@ pub struct AuditDraft {
     pub detail: Value,
 }
 
-/// Who resolved a gate, as the audit names it.
+/// Who resolved a gate, as the audit names it: the resolution's actor (from the credential or
+/// the cause); for events written before actors existed, what they recorded then.
 pub fn resolver(resolution: &Resolution) -> String {
+    if !resolution.actor.is_empty() {
+        return resolution.actor.clone();
+    }
     match resolution.answered_by {
         AnsweredBy::User => format!("user:{}", resolution.client_id.as_deref().unwrap_or("api")),
         AnsweredBy::Rule => format!("rule:{}", resolution.rule_id.as_deref().unwrap_or("?")),

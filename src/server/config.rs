@@ -37,6 +37,8 @@ pub struct ProviderConfig {
     /// The name of the environment variable holding the key; the key itself never sits here.
     pub api_key_env: String,
     pub request_timeout_secs: u64,
+    /// How often a failed model call (refused or reset connection, 429, 5xx) is tried again.
+    pub max_retries: u32,
 }
 
 impl Default for ProviderConfig {
@@ -47,6 +49,7 @@ impl Default for ProviderConfig {
             model: "gpt-4o-mini".into(),
             api_key_env: "OPENAI_API_KEY".into(),
             request_timeout_secs: 300,
+            max_retries: 3,
         }
     }
 }
@@ -103,6 +106,13 @@ impl Default for SafetyConfig {
                 "git push -f",
                 "| sh",
                 "| bash",
+                "| zsh",
+                "| dash",
+                "| ksh",
+                "| python",
+                "| perl",
+                "| ruby",
+                "| node",
                 "sudo",
                 "mkfs",
                 "dd if=",
@@ -157,6 +167,12 @@ pub enum Synchronous {
 pub struct ToolsConfig {
     pub shell_timeout_secs: u64,
     pub output_limit_bytes: usize,
+    /// How many calls of one parallel batch run at once.
+    pub max_parallel: usize,
+    /// Environment variables tools may see besides `PATH`, `HOME`, `LANG`, `TERM` and
+    /// `TMPDIR` (never the server's own: `COUNTERSIGN_*` and the provider's key).
+    pub env_passthrough: Vec<String>,
+    pub sandbox: SandboxConfig,
 }
 
 impl Default for ToolsConfig {
@@ -164,8 +180,43 @@ impl Default for ToolsConfig {
         ToolsConfig {
             shell_timeout_secs: 120,
             output_limit_bytes: 64 * 1024,
+            max_parallel: 4,
+            env_passthrough: Vec::new(),
+            sandbox: SandboxConfig::default(),
         }
     }
+}
+
+/// Whether the processes tools start are confined, and to what.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum SandboxMode {
+    /// Linux Landlock: write only the workspace and a private temp dir, read the workspace
+    /// and the system's read-only folders.
+    #[default]
+    Landlock,
+    /// No confinement: tools have the server's own file access. Only by explicit choice.
+    Off,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum NetworkAccess {
+    #[default]
+    On,
+    /// No TCP connect or bind (Landlock ABI 4, Linux 6.7+).
+    Off,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct SandboxConfig {
+    pub mode: SandboxMode,
+    pub network: NetworkAccess,
+    /// More folders tools may read (absolute paths).
+    pub extra_read: Vec<String>,
+    /// More folders tools may read and write (absolute paths).
+    pub extra_write: Vec<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -266,6 +317,38 @@ impl Config {
         }
         if self.tools.shell_timeout_secs == 0 {
             return Err(invalid("tools.shell_timeout_secs", "must be at least 1"));
+        }
+        for name in &self.tools.env_passthrough {
+            let valid = !name.is_empty()
+                && !name.starts_with(|c: char| c.is_ascii_digit())
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if !valid {
+                return Err(invalid(
+                    "tools.env_passthrough",
+                    "must list variable names (letters, digits, `_`)",
+                ));
+            }
+            if name.starts_with("COUNTERSIGN_") || *name == self.provider.api_key_env {
+                return Err(invalid(
+                    "tools.env_passthrough",
+                    "may not pass the server's own variables (COUNTERSIGN_*, the provider key) to tools",
+                ));
+            }
+        }
+        let sandbox = &self.tools.sandbox;
+        if sandbox
+            .extra_read
+            .iter()
+            .chain(&sandbox.extra_write)
+            .any(|p| !Path::new(p).is_absolute())
+        {
+            return Err(invalid(
+                "tools.sandbox.extra_read",
+                "and `tools.sandbox.extra_write` must hold absolute paths",
+            ));
+        }
+        if self.tools.max_parallel == 0 {
+            return Err(invalid("tools.max_parallel", "must be at least 1"));
         }
         if self.tools.output_limit_bytes < 1024 {
             return Err(invalid("tools.output_limit_bytes", "must be at least 1024"));
@@ -391,6 +474,9 @@ pub mod keys {
             }
             (_, "provider.base_url") => {
                 Some("where the model is called can only be changed in the config file")
+            }
+            ("tools", _) if key.starts_with("tools.sandbox.") || key == "tools.env_passthrough" => {
+                Some("what tools can reach can only be changed in the config file")
             }
             _ => None,
         }

@@ -163,7 +163,12 @@ fn describe(resolution: &Resolution) -> String {
         Decision::Timeout => "timed out",
         Decision::Cancelled => "cancelled",
     };
+    let person;
     let by = match resolution.answered_by {
+        AnsweredBy::User if !resolution.actor.is_empty() => {
+            person = format!(" by a person ({})", resolution.actor);
+            person.as_str()
+        }
         AnsweredBy::User => " by a person",
         AnsweredBy::Rule => " by a standing rule",
         AnsweredBy::Timeout | AnsweredBy::System => "",

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
 use super::agent::provider::{Provider, demo::DemoProvider, openai};
+use super::agent::tools::sandbox::{Places, Sandbox};
 use super::config::{Config, ConfigError, ProviderKind, keys};
 use super::gate::floor::SafetyFloor;
 
@@ -18,6 +19,8 @@ pub struct Live {
     pub config: Config,
     pub floor: SafetyFloor,
     pub provider: Arc<dyn Provider>,
+    /// How tool processes are confined under this config.
+    pub sandbox: Arc<Sandbox>,
     /// Keys the file sets (the others are defaults).
     pub file_keys: BTreeSet<String>,
     /// Why the file on disk is not the config in force, if it is not.
@@ -29,6 +32,8 @@ pub struct LiveConfig {
     /// Startup settings (flags/env/defaults) shown read-only next to the file's keys.
     pub startup: Vec<(String, String, &'static str)>,
     provider_override: Option<Arc<dyn Provider>>,
+    /// What the sandbox keeps tools away from (fixed at startup).
+    places: Places,
     current: RwLock<Arc<Live>>,
     /// Serializes writers: read the file, change one key, write, apply.
     write_lock: tokio::sync::Mutex<()>,
@@ -58,6 +63,10 @@ fn build_provider(config: &Config) -> Result<Arc<dyn Provider>, String> {
                 request_timeout: std::time::Duration::from_secs(
                     config.provider.request_timeout_secs,
                 ),
+                retry: openai::RetryPolicy {
+                    max_retries: config.provider.max_retries,
+                    ..openai::RetryPolicy::default()
+                },
             })
             .map_err(|e| e.to_string())?;
             Ok(Arc::new(provider))
@@ -84,15 +93,17 @@ impl LiveConfig {
         path: PathBuf,
         config: Config,
         provider_override: Option<Arc<dyn Provider>>,
+        places: Places,
     ) -> Result<Self, String> {
         let file_keys = Config::read_table(&path)
             .map(|t| keys::set_in(&t).into_iter().collect())
             .unwrap_or_default();
-        let live = Self::build(config, file_keys, provider_override.clone())?;
+        let live = Self::build(config, file_keys, provider_override.clone(), &places)?;
         Ok(LiveConfig {
             startup: Vec::new(),
             path,
             provider_override,
+            places,
             current: RwLock::new(Arc::new(live)),
             write_lock: tokio::sync::Mutex::new(()),
         })
@@ -108,16 +119,19 @@ impl LiveConfig {
         config: Config,
         file_keys: BTreeSet<String>,
         provider_override: Option<Arc<dyn Provider>>,
+        places: &Places,
     ) -> Result<Live, String> {
         let floor = SafetyFloor::new(&config.safety)?;
         let provider = match provider_override {
             Some(p) => p,
             None => build_provider(&config)?,
         };
+        let sandbox = Arc::new(Sandbox::build(&config.tools, places)?);
         Ok(Live {
             config,
             floor,
             provider,
+            sandbox,
             file_keys,
             error: None,
         })
@@ -147,6 +161,7 @@ impl LiveConfig {
                 Err(_) => return,
             },
             provider: old.provider.clone(),
+            sandbox: old.sandbox.clone(),
             file_keys: old.file_keys.clone(),
             error: Some(message),
         });
@@ -166,6 +181,7 @@ impl LiveConfig {
                     config,
                     keys::set_in(&table).into_iter().collect(),
                     self.provider_override.clone(),
+                    &self.places,
                 )
             }) {
             Ok(live) => Ok(self.replace(live)),
@@ -192,6 +208,7 @@ impl LiveConfig {
             config,
             keys::set_in(&table).into_iter().collect(),
             self.provider_override.clone(),
+            &self.places,
         )
         .map_err(|message| ConfigError::Parse {
             path: self.path.clone(),

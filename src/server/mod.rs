@@ -13,6 +13,7 @@ pub mod http;
 pub mod keyed_lock;
 pub mod live_config;
 pub mod markdown;
+pub mod principal;
 pub mod settings;
 pub mod state;
 pub mod store;
@@ -99,12 +100,25 @@ pub async fn start(
     })?;
     let store = store::open(&settings.database_url, settings.config.storage.synchronous).await?;
     let log = event_log::EventLog::new(store);
+    let places = agent::tools::sandbox::Places {
+        workspace: settings.workspace.clone(),
+        data_dir: settings.data_dir.clone(),
+        config_file: settings.config_path.clone(),
+        database_file: store::sqlite::file_of(&settings.database_url),
+    };
     let live = live_config::LiveConfig::new(
         settings.config_path.clone(),
         settings.config.clone(),
         provider,
+        places,
     )
     .map_err(StartError::Config)?;
+    let sandbox = live.get().sandbox.clone();
+    if sandbox.is_off() {
+        tracing::warn!("{}", agent::tools::sandbox::OFF_WARNING);
+    } else {
+        tracing::info!("{}", sandbox.describe());
+    }
     let live = live.with_startup(settings.startup.clone());
     let shutdown = CancellationToken::new();
     let core = Arc::new(core::Core {

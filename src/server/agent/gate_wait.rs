@@ -73,6 +73,8 @@ impl Turn {
         ),
     ) -> Result<Resolution, TurnEnd> {
         let (_guard, answer) = parked;
+        // The turn's wall-clock budget does not run while a person is being asked.
+        let _paused = self.waits.pause();
         let deadline = tokio::time::Instant::now() + until(&gate.body.expires_at);
         let server_says = |decision, by| {
             self.core

@@ -79,6 +79,8 @@ pub fn spawn(core: Arc<Core>, session_id: String, lease: TurnLease, mode: Mode) 
             turn_id: lease.turn_id.clone(),
             cancel: lease.cancel.clone(),
             mode: std::sync::Mutex::new(mode),
+            waits: Arc::default(),
+            exec_slots: tokio::sync::Semaphore::new(core.config().config.tools.max_parallel.max(1)),
         };
         let outcome = turn.drive().await;
         let cancel_requested = core.turns.seal(&session_id, &lease.turn_id);
@@ -116,6 +118,11 @@ pub(super) struct Turn {
     pub(super) cancel: CancellationToken,
     /// The turn's approval mode; leaving plan mode changes it mid-turn.
     mode: std::sync::Mutex<Mode>,
+    /// Time spent waiting for a person, which the wall-clock budget does not count.
+    pub(super) waits: Arc<super::budget::WaitClock>,
+    /// At most `tools.max_parallel` of a batch's calls execute at once (gates still open side
+    /// by side: a permit is taken only to run).
+    exec_slots: tokio::sync::Semaphore,
 }
 
 impl Turn {
@@ -172,7 +179,10 @@ impl Turn {
             .histories
             .read(&self.core.log, &self.session_id, |h| h.messages().to_vec())
             .await?;
-        let mut budget = Budget::new(self.core.config().config.budget.clone());
+        let mut budget = Budget::new(
+            self.core.config().config.budget.clone(),
+            Arc::clone(&self.waits),
+        );
         for _ in 0..MAX_MODEL_CALLS {
             if self.cancel.is_cancelled() {
                 return Err(TurnEnd::Cancelled);
@@ -216,9 +226,27 @@ impl Turn {
             if completion.tool_calls.is_empty() {
                 return Ok(());
             }
-            budget.spend_calls(completion.tool_calls.len());
-            let results = self.run_batch(&completion.tool_calls).await?;
-            messages.extend(results.into_iter().map(Arc::new));
+            // Charged per call: the calls a batch holds beyond the ceiling wait for a budget
+            // card, and run only if the person lets the turn continue.
+            let mut rest = completion.tool_calls.as_slice();
+            while !rest.is_empty() {
+                let room = budget.calls_left().map_or(rest.len(), |left| {
+                    usize::try_from(left).unwrap_or(usize::MAX).min(rest.len())
+                });
+                if room == 0 {
+                    let why = budget
+                        .exceeded()
+                        .unwrap_or_else(|| "tool calls used".into());
+                    self.budget_gate(&why).await?;
+                    budget.refresh();
+                    continue;
+                }
+                let (now, later) = rest.split_at(room);
+                budget.spend_calls(now.len());
+                let results = self.run_batch(now).await?;
+                messages.extend(results.into_iter().map(Arc::new));
+                rest = later;
+            }
             if self.cancel.is_cancelled() {
                 return Err(TurnEnd::Cancelled);
             }
@@ -359,7 +387,13 @@ impl Turn {
                 self.execute(call, &call.args).await
             }
             Outcome::Ask { reason } => {
-                let detail = policy::reason_detail(reason, self.mode(), class, floor.as_deref());
+                let mut detail =
+                    policy::reason_detail(reason, self.mode(), class, floor.as_deref());
+                // Every exec card says so while commands run unconfined.
+                if class == ToolClass::Exec && self.core.config().sandbox.is_off() {
+                    detail.push(' ');
+                    detail.push_str(tools::sandbox::OFF_WARNING);
+                }
                 let common = request::Common {
                     approval_id: uuid::Uuid::new_v4().to_string(),
                     session_id: self.session_id.clone(),
@@ -381,7 +415,13 @@ impl Turn {
                     }
                     _ => {
                         let approved = self.approved_before(call).await?;
-                        request::tool_gate(common, call, class, &self.core.workspace, approved)
+                        // Reads the file a file tool would change (capped): off the async threads.
+                        let (call, workspace) = (call.clone(), self.core.workspace.clone());
+                        tokio::task::spawn_blocking(move || {
+                            request::tool_gate(common, &call, class, &workspace, approved)
+                        })
+                        .await
+                        .map_err(|e| TurnEnd::Failed(format!("could not build the card: {e}")))?
                     }
                 };
                 let gate = ApprovalRequest {
@@ -420,6 +460,8 @@ impl Turn {
         call: &ToolCallRequest,
         args: &serde_json::Value,
     ) -> Result<(ToolStatus, String), TurnEnd> {
+        // Closed only at shutdown of the turn; a closed semaphore means run unbounded.
+        let _slot = self.exec_slots.acquire().await.ok();
         self.append(vec![EventBody::ToolStarted {
             call_id: call.id.clone(),
         }])
@@ -491,12 +533,14 @@ impl Turn {
     }
 
     pub(super) fn tool_context(&self) -> ToolContext {
-        let config = &self.core.config().config.tools;
+        let live = self.core.config();
+        let config = &live.config.tools;
         ToolContext {
             workspace: self.core.workspace.clone(),
             shell_timeout: Duration::from_secs(config.shell_timeout_secs),
             output_limit: config.output_limit_bytes,
             cancel: self.cancel.clone(),
+            sandbox: Arc::clone(&live.sandbox),
         }
     }
 }

@@ -6,3 +6,4 @@ pub mod policy;
 pub mod registry;
 pub mod request;
 pub mod rules;
+pub mod shell_syntax;

@@ -82,6 +82,7 @@ mod tests {
             id,
             decision,
             crate::protocol::AnsweredBy::User,
+            "browser",
             String::new(),
         )
     }

@@ -136,11 +136,31 @@ fn plural(n: usize, word: &str) -> String {
     }
 }
 
+/// The largest file a card diffs; above it the card says so instead of reading the file.
+pub const MAX_DIFF_BYTES: u64 = 1024 * 1024;
+
+/// What the file a file tool names holds now (read once per card, capped).
+fn file_now(tool: &str, args: &Value, workspace: &Path) -> tools::FileNow {
+    match (tool, args.get("path").and_then(Value::as_str)) {
+        ("write_file" | "edit_file", Some(path)) => {
+            tools::current_file(workspace, path, MAX_DIFF_BYTES)
+        }
+        _ => tools::FileNow::Missing,
+    }
+}
+
 /// The text a file would have after the call, and the text it has now.
-fn before_after(tool: &str, args: &Value, workspace: &Path) -> Option<(String, String, String)> {
-    let path = args.get("path")?.as_str()?;
+fn before_after(
+    tool: &str,
+    args: &Value,
+    now: &tools::FileNow,
+) -> Option<(String, String, String)> {
     let shown = tools::subject(tool, args)?;
-    let current = tools::current_text(workspace, path);
+    let current = match now {
+        tools::FileNow::Text(text) => Some(text.clone()),
+        tools::FileNow::Missing => None,
+        tools::FileNow::TooLarge(_) => return None,
+    };
     match tool {
         "write_file" => {
             let content = args.get("content")?.as_str()?.to_owned();
@@ -159,9 +179,9 @@ fn before_after(tool: &str, args: &Value, workspace: &Path) -> Option<(String, S
     }
 }
 
-/// A unified diff of what a file tool would change.
-pub fn diff(tool: &str, args: &Value, workspace: &Path) -> Option<String> {
-    let (shown, before, after) = before_after(tool, args, workspace)?;
+/// A unified diff of what a file tool would change (none for a file too large to diff).
+fn diff_of(tool: &str, args: &Value, now: &tools::FileNow) -> Option<String> {
+    let (shown, before, after) = before_after(tool, args, now)?;
     let diff = TextDiff::from_lines(&before, &after);
     Some(
         diff.unified_diff()
@@ -171,21 +191,40 @@ pub fn diff(tool: &str, args: &Value, workspace: &Path) -> Option<String> {
     )
 }
 
-/// One line saying what will happen: `write_file notes.md (1 line, new file)`.
+/// A unified diff of what a file tool would change. Blocking (reads the file).
+#[cfg(test)]
+pub fn diff(tool: &str, args: &Value, workspace: &Path) -> Option<String> {
+    diff_of(tool, args, &file_now(tool, args, workspace))
+}
+
+/// One line saying what will happen. Blocking (may read the file).
+#[cfg(test)]
 pub fn summary(tool: &str, args: &Value, workspace: &Path) -> String {
+    summary_of(tool, args, &file_now(tool, args, workspace))
+}
+
+fn size_words(bytes: u64) -> String {
+    format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
+}
+
+/// One line saying what will happen: `write_file notes.md (1 line, new file)`.
+fn summary_of(tool: &str, args: &Value, now: &tools::FileNow) -> String {
     let subject = tools::subject(tool, args).unwrap_or_default();
     match tool {
         "shell" => format!("shell: {subject}"),
         "write_file" => {
             let content = args.get("content").and_then(Value::as_str).unwrap_or("");
-            let path = args.get("path").and_then(Value::as_str).unwrap_or("");
             let lines = plural(line_count(content), "line");
-            match tools::current_text(workspace, path) {
-                Some(old) => format!(
+            match now {
+                tools::FileNow::Text(old) => format!(
                     "write_file {subject} ({lines}, replaces {})",
-                    plural(line_count(&old), "line")
+                    plural(line_count(old), "line")
                 ),
-                None => format!("write_file {subject} ({lines}, new file)"),
+                tools::FileNow::TooLarge(bytes) => format!(
+                    "write_file {subject} ({lines}, replaces a {} file too large to diff)",
+                    size_words(*bytes)
+                ),
+                tools::FileNow::Missing => format!("write_file {subject} ({lines}, new file)"),
             }
         }
         "edit_file" => {
@@ -226,6 +265,7 @@ fn times(common: &Common) -> (String, String) {
 
 /// The card for a gated tool call.
 /// `approved_before`: how many matching calls were approved by hand in this session.
+/// Blocking: it reads the file a file tool would change (capped at `MAX_DIFF_BYTES`).
 pub fn tool_gate(
     common: Common,
     call: &ToolCallRequest,
@@ -248,6 +288,7 @@ pub fn tool_gate(
         allowed.push(Decision::AllowAlways);
     }
     let (created_at, expires_at) = times(&common);
+    let now = file_now(&call.name, &call.args, workspace);
     ApprovalRequestBody {
         approval_id: common.approval_id,
         session_id: common.session_id,
@@ -258,10 +299,10 @@ pub fn tool_gate(
         args: call.args.clone(),
         decision_kind: None,
         title: kind_label(&call.name, class).to_owned(),
-        summary: summary(&call.name, &call.args, workspace),
+        summary: summary_of(&call.name, &call.args, &now),
         proposal_md: String::new(),
         proposal_html: String::new(),
-        diff: diff(&call.name, &call.args, workspace),
+        diff: diff_of(&call.name, &call.args, &now),
         reason: common.reason,
         reason_detail: common.reason_detail,
         allowed_decisions: allowed,
@@ -417,6 +458,30 @@ mod tests {
         assert_eq!(
             summary("shell", &json!({"command": "ls"}), ws.path()),
             "shell: ls"
+        );
+    }
+
+    #[test]
+    fn a_file_too_large_to_diff_is_not_read_and_the_card_says_so() {
+        let ws = tempfile::tempdir().unwrap();
+        let big = vec![b'x'; (MAX_DIFF_BYTES + 10) as usize];
+        std::fs::write(ws.path().join("big.log"), &big).unwrap();
+        let write = json!({"path": "big.log", "content": "small"});
+        assert_eq!(diff("write_file", &write, ws.path()), None);
+        assert_eq!(
+            summary("write_file", &write, ws.path()),
+            "write_file big.log (1 line, replaces a 1.0 MiB file too large to diff)"
+        );
+        let edit = json!({"path": "big.log", "old": "x", "new": "y"});
+        assert_eq!(diff("edit_file", &edit, ws.path()), None);
+        assert_eq!(
+            tools::current_file(ws.path(), "big.log", 16),
+            tools::FileNow::TooLarge(MAX_DIFF_BYTES + 10)
+        );
+        std::fs::write(ws.path().join("small.txt"), "ok").unwrap();
+        assert_eq!(
+            tools::current_file(ws.path(), "small.txt", 16),
+            tools::FileNow::Text("ok".into())
         );
     }
 

@@ -1,7 +1,7 @@
 //! REST handlers for decisions, the pending inbox and standing rules.
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Extension, Path, Query, State};
 use axum::response::IntoResponse;
 use http::StatusCode;
 use serde::Deserialize;
@@ -10,14 +10,16 @@ use serde_json::json;
 use super::json::ApiJson;
 use crate::server::approvals::DecisionRequest;
 use crate::server::error::ApiError;
+use crate::server::principal::Principal;
 use crate::server::state::AppState;
 
 pub async fn decide(
     State(state): State<AppState>,
+    Extension(who): Extension<Principal>,
     Path((sid, aid)): Path<(String, String)>,
     ApiJson(body): ApiJson<DecisionRequest>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let resolution = state.core.decide(&sid, &aid, body).await?;
+    let resolution = state.core.decide(&sid, &aid, body, &who).await?;
     Ok(Json(json!({
         "approval_id": resolution.approval_id,
         "decision": resolution.decision,
@@ -49,9 +51,10 @@ pub async fn rules(State(state): State<AppState>) -> Result<impl IntoResponse, A
 
 pub async fn revoke_rule(
     State(state): State<AppState>,
+    Extension(who): Extension<Principal>,
     Path(id): Path<String>,
 ) -> Result<impl IntoResponse, ApiError> {
-    state.core.revoke_rule(&id, "user:api").await?;
+    state.core.revoke_rule(&id, &who.actor()).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -95,6 +98,7 @@ pub struct SetConfig {
 
 pub async fn set_config(
     State(state): State<AppState>,
+    Extension(who): Extension<Principal>,
     Path(key): Path<String>,
     super::json::ApiJson(body): super::json::ApiJson<SetConfig>,
 ) -> Result<impl IntoResponse, ApiError> {
@@ -103,7 +107,7 @@ pub async fn set_config(
         .ok_or_else(|| ApiError::InvalidValue(format!("`{key}` needs a value")))?;
     let changes = state
         .core
-        .set_config(&key, &value, "user:api", "api")
+        .set_config(&key, &value, &who.actor(), "api")
         .await?;
     let restart = crate::server::config::keys::needs_restart(&key);
     Ok(Json(json!({

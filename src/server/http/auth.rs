@@ -13,6 +13,7 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
 use crate::server::error::ApiError;
+use crate::server::principal::Principal;
 use crate::server::state::AppState;
 
 pub const COOKIE_NAME: &str = "countersign_session";
@@ -114,7 +115,9 @@ fn same_origin(headers: &HeaderMap) -> bool {
     !host.is_empty() && authority == host
 }
 
-pub async fn require_auth(State(state): State<AppState>, req: Request, next: Next) -> Response {
+/// Checks the credential and records who it is (`Principal`) in the request's extensions,
+/// where handlers and server functions read the actor from.
+pub async fn require_auth(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
     let path = req.uri().path();
     if is_public(path) {
         return next.run(req).await;
@@ -122,14 +125,17 @@ pub async fn require_auth(State(state): State<AppState>, req: Request, next: Nex
     let auth = &state.auth;
     let headers = req.headers();
     if auth.bearer_ok(headers) {
+        req.extensions_mut().insert(Principal::startup_token());
         return next.run(req).await;
     }
     if auth.cookie_ok(headers) {
         if is_state_changing(req.method()) && !same_origin(headers) {
             return ApiError::Csrf.into_response();
         }
+        req.extensions_mut().insert(Principal::Browser);
         return next.run(req).await;
     }
+    let path = req.uri().path();
     if path.starts_with("/api/") || req.method() != Method::GET {
         return ApiError::Unauthorized.into_response();
     }

@@ -2,6 +2,7 @@
 
 pub mod approvals;
 pub mod auth;
+pub mod csp;
 pub mod error;
 pub mod json;
 pub mod sessions;
@@ -29,10 +30,6 @@ use crate::server::state::AppState;
 /// Bodies above this answer `413 payload_too_large`.
 pub const BODY_LIMIT: usize = 1024 * 1024;
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
-
-const CSP: &str = "default-src 'self'; script-src 'self' 'unsafe-inline' 'wasm-unsafe-eval'; \
-style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; \
-frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
 
 /// The whole application router (tests drive it directly; `serve` binds it to a socket).
 pub fn router(state: AppState) -> Router {
@@ -112,7 +109,7 @@ pub fn router(state: AppState) -> Router {
         ))
         .layer(SetResponseHeaderLayer::if_not_present(
             header::CONTENT_SECURITY_POLICY,
-            HeaderValue::from_static(CSP),
+            HeaderValue::from_static(csp::STATIC_POLICY),
         ))
         .layer(TraceLayer::new_for_http())
         .with_state(state)

@@ -12,8 +12,23 @@ use super::json::ApiJson;
 use crate::server::error::ApiError;
 use crate::server::state::AppState;
 
-pub async fn health() -> impl IntoResponse {
-    Json(json!({ "status": "ok", "version": env!("CARGO_PKG_VERSION") }))
+/// `200 ok` while the store takes writes and answers reads; `503 storage_unavailable` with the
+/// reason in words otherwise (a load balancer takes the instance out; a person reads why).
+pub async fn health(State(state): State<AppState>) -> impl IntoResponse {
+    match state.core.log.store().health().await {
+        Ok(()) => (
+            StatusCode::OK,
+            Json(json!({ "status": "ok", "version": env!("CARGO_PKG_VERSION") })),
+        ),
+        Err(reason) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({
+                "status": "unavailable",
+                "version": env!("CARGO_PKG_VERSION"),
+                "error": {"code": "storage_unavailable", "message": reason},
+            })),
+        ),
+    }
 }
 
 #[derive(Deserialize)]

@@ -191,6 +191,9 @@ pub trait Store: Send + Sync + 'static {
 
     /// Sessions whose last turn has a `user_message` but no `turn_finished` (restart recovery).
     async fn sessions_with_unfinished_turns(&self) -> Result<Vec<String>, StoreError>;
+
+    /// Whether the store can take writes and answer reads; `Err` says why not, in words.
+    async fn health(&self) -> Result<(), String>;
 }
 
 /// Opens the store named by `database_url`.

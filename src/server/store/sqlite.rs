@@ -25,6 +25,15 @@ pub struct SqliteStore {
     writer: Writer,
 }
 
+/// The database file a `sqlite://` URL names (`None` for other URLs and in-memory databases).
+pub fn file_of(url: &str) -> Option<std::path::PathBuf> {
+    let rest = url
+        .strip_prefix("sqlite://")
+        .or_else(|| url.strip_prefix("sqlite:"))?;
+    let path = rest.split('?').next().unwrap_or(rest);
+    (!path.is_empty() && path != ":memory:").then(|| std::path::PathBuf::from(path))
+}
+
 impl SqliteStore {
     pub async fn open(url: &str, synchronous: Synchronous) -> Result<Self, StoreError> {
         let options = SqliteConnectOptions::from_str(url)?
@@ -98,6 +107,17 @@ const SESSION_COLUMNS: &str =
 
 #[async_trait]
 impl Store for SqliteStore {
+    async fn health(&self) -> Result<(), String> {
+        if !self.writer.alive() {
+            return Err("the database writer has stopped: writes fail until a restart".into());
+        }
+        sqlx::query("SELECT 1")
+            .execute(&self.readers)
+            .await
+            .map(|_| ())
+            .map_err(|e| format!("the database does not answer reads: {e}"))
+    }
+
     async fn create_session(&self, row: &SessionRow) -> Result<(), StoreError> {
         self.writer.create_session(row).await
     }
@@ -316,6 +336,31 @@ pub(super) mod tests {
     }
 
     #[tokio::test]
+    async fn a_dead_writer_fails_writes_at_once_and_health_says_why() {
+        let (_dir, store) = temp_store().await;
+        assert_eq!(store.health().await, Ok(()));
+        store.writer.stop().await;
+        let why = store.health().await.unwrap_err();
+        assert!(why.contains("writer has stopped"), "{why}");
+        let row = SessionRow {
+            id: uuid::Uuid::new_v4().to_string(),
+            title: "t".into(),
+            created_at: now_rfc3339(),
+            approval_mode: "ask".into(),
+            last_seq: 0,
+            pre_plan_mode: None,
+            plan_execution_mode: None,
+        };
+        let err = store.create_session(&row).await.unwrap_err();
+        assert!(err.is_database_failure(), "{err}");
+        assert_eq!(
+            store.list_sessions().await.unwrap(),
+            vec![],
+            "reads still work"
+        );
+    }
+
+    #[tokio::test]
     async fn the_synchronous_level_is_the_configured_one() {
         for (level, pragma) in [(Synchronous::Full, 2), (Synchronous::Normal, 1)] {
             let dir = tempfile::tempdir().unwrap();
@@ -455,6 +500,7 @@ pub(super) mod tests {
             id,
             decision,
             crate::protocol::AnsweredBy::User,
+            "browser",
             String::new(),
         )
     }

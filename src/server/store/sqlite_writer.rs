@@ -56,6 +56,9 @@ enum Job {
         drafts: Vec<audit::AuditDraft>,
         reply: oneshot::Sender<Result<(), StoreError>>,
     },
+    /// Ends the writer thread, as a crash would (tests of what a dead writer looks like).
+    #[cfg(test)]
+    Stop,
 }
 
 /// A job's result before it is sent back (one type, so a batch can hold them side by side).
@@ -96,6 +99,20 @@ impl Writer {
             .spawn(move || run(conn, queue))
             .map_err(|e| StoreError::Writer(e.to_string()))?;
         Ok(Writer { jobs })
+    }
+
+    /// Whether the writer thread still takes jobs (health reports it).
+    pub fn alive(&self) -> bool {
+        !self.jobs.is_closed()
+    }
+
+    /// Ends the writer thread as a crash would.
+    #[cfg(test)]
+    pub async fn stop(&self) {
+        let _ = self.jobs.send(Job::Stop).await;
+        while self.alive() {
+            tokio::task::yield_now().await;
+        }
     }
 
     async fn submit<T>(
@@ -164,6 +181,10 @@ fn writer_gone() -> StoreError {
 
 fn run(mut conn: Connection, mut queue: mpsc::Receiver<Job>) {
     while let Some(first) = queue.blocking_recv() {
+        #[cfg(test)]
+        if matches!(first, Job::Stop) {
+            return;
+        }
         let mut jobs = vec![first];
         while jobs.len() < MAX_BATCH {
             match queue.try_recv() {
@@ -171,7 +192,13 @@ fn run(mut conn: Connection, mut queue: mpsc::Receiver<Job>) {
                 Err(_) => break,
             }
         }
-        commit_batch(&mut conn, jobs);
+        // A panic in one batch must not take every later write down with it: its jobs' reply
+        // senders drop during the unwind (their callers get an error, nothing hangs) and the
+        // open transaction rolls back as it drops.
+        let batch = std::panic::AssertUnwindSafe(|| commit_batch(&mut conn, jobs));
+        if std::panic::catch_unwind(batch).is_err() {
+            tracing::error!("the database writer panicked in a batch; its writes failed");
+        }
     }
 }
 
@@ -210,6 +237,8 @@ fn answer(jobs: Vec<Job>, outcomes: Vec<Result<Done, StoreError>>) {
             Job::DeleteSession { reply, .. } | Job::RevokeRule { reply, .. } => {
                 let _ = reply.send(outcome.map(|d| matches!(d, Done::Flag(true))));
             }
+            #[cfg(test)]
+            Job::Stop => {}
         }
     }
 }
@@ -249,6 +278,8 @@ fn perform(sp: &mut Savepoint<'_>, job: &Job) -> Result<Done, StoreError> {
             commit,
             ..
         } => append_in(sp, session_id, events, commit).map(Done::Events),
+        #[cfg(test)]
+        Job::Stop => Ok(Done::Unit),
         Job::CreateSession { row, .. } => {
             sp.prepare_cached(
                 "INSERT INTO sessions (id, title, created_at, approval_mode, last_seq) VALUES (?1, ?2, ?3, ?4, 0)",

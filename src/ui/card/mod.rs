@@ -59,8 +59,18 @@ pub fn outcome_text(
     resolution: &Resolution,
     my_client: &str,
 ) -> String {
+    let token_who;
     let who = match (resolution.answered_by, resolution.client_id.as_deref()) {
         (AnsweredBy::User, Some(id)) if !my_client.is_empty() && id == my_client => "by you",
+        (AnsweredBy::User, _) if resolution.actor.starts_with("token:") => {
+            token_who = format!("with token {}", &resolution.actor["token:".len()..]);
+            token_who.as_str()
+        }
+        (AnsweredBy::User, _) if resolution.actor == "browser" && my_client.is_empty() => {
+            "in a browser"
+        }
+        (AnsweredBy::User, _) if resolution.actor == "browser" => "in another tab or device",
+        // Events recorded before actors existed.
         (AnsweredBy::User, None) => "by a person (API)",
         (AnsweredBy::User, Some("cli")) => "by a person (CLI)",
         (AnsweredBy::User, _) if my_client.is_empty() => "by a person",

@@ -31,6 +31,52 @@ pub struct OpenAiSettings {
     pub api_key: Option<ApiKey>,
     /// Upper bound on one whole model call, streaming included.
     pub request_timeout: Duration,
+    /// How failed calls are tried again.
+    pub retry: RetryPolicy,
+}
+
+/// Retries of a model call that failed before anything was streamed: refused or reset
+/// connections, `429` and `5xx` answers. Waits `base_delay`, doubling each time (at most
+/// `max_delay`), or what `Retry-After` asks for (at most `max_retry_after`). A timed-out call
+/// is not retried: it already took `request_timeout`.
+#[derive(Clone, Debug)]
+pub struct RetryPolicy {
+    pub max_retries: u32,
+    pub base_delay: Duration,
+    pub max_delay: Duration,
+    pub max_retry_after: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_retries: 3,
+            base_delay: Duration::from_millis(500),
+            max_delay: Duration::from_secs(8),
+            max_retry_after: Duration::from_secs(60),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// The wait before retry number `retry` (0-based), unless the server said otherwise.
+    fn backoff(&self, retry: u32) -> Duration {
+        self.base_delay
+            .saturating_mul(2u32.saturating_pow(retry))
+            .min(self.max_delay)
+    }
+}
+
+/// How one attempt failed: worth another try (with the server's `Retry-After`, if any) or not.
+enum Failure {
+    Retry(ProviderError, Option<Duration>),
+    Final(ProviderError),
+}
+
+impl From<ProviderError> for Failure {
+    fn from(err: ProviderError) -> Self {
+        Failure::Final(err)
+    }
 }
 
 /// An API key. Kept apart from `String` so it cannot be serialized or printed by accident.
@@ -62,6 +108,7 @@ pub struct OpenAiProvider {
     model: String,
     api_key: Option<ApiKey>,
     request_timeout: Duration,
+    retry: RetryPolicy,
 }
 
 impl OpenAiProvider {
@@ -89,11 +136,12 @@ impl OpenAiProvider {
             model: settings.model,
             api_key: settings.api_key,
             request_timeout: settings.request_timeout,
+            retry: settings.retry,
         })
     }
 
     /// Sends the request and waits for the response headers.
-    async fn send(&self, request: &CompletionRequest) -> Result<reqwest::Response, ProviderError> {
+    async fn send(&self, request: &CompletionRequest) -> Result<reqwest::Response, Failure> {
         let body = WireRequest::new(&self.model, request);
         let mut builder = self
             .client
@@ -103,7 +151,15 @@ impl OpenAiProvider {
         if let Some(key) = &self.api_key {
             builder = builder.bearer_auth(key.expose());
         }
-        builder.send().await.map_err(|e| self.transport_error(e))
+        builder.send().await.map_err(|e| {
+            let timed_out = e.is_timeout();
+            let err = self.transport_error(e);
+            if timed_out {
+                Failure::Final(err)
+            } else {
+                Failure::Retry(err, None)
+            }
+        })
     }
 
     /// Turns a reqwest failure into a sentence that says what went wrong and where.
@@ -122,24 +178,30 @@ impl OpenAiProvider {
         ProviderError::Transport(sentence)
     }
 
-    /// Reads an event stream chunk by chunk, streaming text out as it arrives.
+    /// Reads an event stream chunk by chunk, streaming text out as it arrives. A connection
+    /// that breaks (not one that times out) may be tried again — if nothing was streamed yet,
+    /// which the caller knows.
     async fn read_stream(
         &self,
         response: reqwest::Response,
         deltas: DeltaSink<'_>,
         cancel: &CancellationToken,
-    ) -> Result<Completion, ProviderError> {
+    ) -> Result<Completion, Failure> {
         let mut events = response.bytes_stream().eventsource();
         let mut acc = Accumulator::default();
         loop {
             let next = tokio::select! {
                 biased;
-                () = cancel.cancelled() => return Err(ProviderError::Cancelled),
+                () = cancel.cancelled() => return Err(ProviderError::Cancelled.into()),
                 next = events.next() => next,
             };
             let event = match next {
                 None => break,
-                Some(event) => event.map_err(|e| self.stream_error(e))?,
+                Some(Ok(event)) => event,
+                Some(Err(EventStreamError::Transport(e))) if !e.is_timeout() => {
+                    return Err(Failure::Retry(self.transport_error(e), None));
+                }
+                Some(Err(e)) => return Err(self.stream_error(e).into()),
             };
             if event.data.trim() == "[DONE]" {
                 return Ok(acc.finish());
@@ -147,10 +209,13 @@ impl OpenAiProvider {
             acc.apply(parse_event(&event)?, deltas)?;
         }
         if acc.finish_reason.is_none() {
-            return Err(ProviderError::Transport(format!(
-                "the stream from {} ended before the answer was complete",
-                self.endpoint
-            )));
+            return Err(Failure::Retry(
+                ProviderError::Transport(format!(
+                    "the stream from {} ended before the answer was complete",
+                    self.endpoint
+                )),
+                None,
+            ));
         }
         Ok(acc.finish())
     }
@@ -193,6 +258,45 @@ impl Provider for OpenAiProvider {
         deltas: DeltaSink<'_>,
         cancel: &CancellationToken,
     ) -> Result<Completion, ProviderError> {
+        let mut retry = 0;
+        loop {
+            // A call that already streamed text is not retried: the person saw it.
+            let streamed = std::sync::atomic::AtomicBool::new(false);
+            let sink = |text: &str| {
+                streamed.store(true, std::sync::atomic::Ordering::Relaxed);
+                deltas(text)
+            };
+            let (err, retry_after) = match self.attempt(request, &sink, cancel).await {
+                Ok(completion) => return Ok(completion),
+                Err(Failure::Final(err)) => return Err(err),
+                Err(Failure::Retry(err, _)) if streamed.into_inner() => return Err(err),
+                Err(Failure::Retry(err, _)) if retry >= self.retry.max_retries => {
+                    return Err(gave_up(err, retry + 1));
+                }
+                Err(Failure::Retry(err, retry_after)) => (err, retry_after),
+            };
+            let wait = retry_after
+                .map(|w| w.min(self.retry.max_retry_after))
+                .unwrap_or_else(|| self.retry.backoff(retry));
+            tracing::warn!(error = %err, wait_ms = wait.as_millis() as u64, retry = retry + 1, "model call failed; trying again");
+            tokio::select! {
+                biased;
+                () = cancel.cancelled() => return Err(ProviderError::Cancelled),
+                () = tokio::time::sleep(wait) => {}
+            }
+            retry += 1;
+        }
+    }
+}
+
+impl OpenAiProvider {
+    /// One try of a model call.
+    async fn attempt(
+        &self,
+        request: &CompletionRequest,
+        deltas: DeltaSink<'_>,
+        cancel: &CancellationToken,
+    ) -> Result<Completion, Failure> {
         tracing::debug!(
             endpoint = %self.endpoint,
             model = %self.model,
@@ -202,20 +306,28 @@ impl Provider for OpenAiProvider {
         );
         let response = tokio::select! {
             biased;
-            () = cancel.cancelled() => return Err(ProviderError::Cancelled),
+            () = cancel.cancelled() => return Err(ProviderError::Cancelled.into()),
             response = self.send(request) => response?,
         };
         let status = response.status();
         if !status.is_success() {
+            let retry_after = retry_after(&response);
             let body = self.read_body(response, cancel).await?;
             tracing::debug!(
                 status = status.as_u16(),
                 "the model endpoint refused the call"
             );
-            return Err(ProviderError::Http {
+            let err = ProviderError::Http {
                 status: status.as_u16(),
                 body: truncate(&body, ERROR_BODY_LIMIT),
-            });
+            };
+            return Err(
+                if status == reqwest::StatusCode::TOO_MANY_REQUESTS || status.is_server_error() {
+                    Failure::Retry(err, retry_after)
+                } else {
+                    Failure::Final(err)
+                },
+            );
         }
         let completion = if is_json(&response) {
             let body = self.read_body(response, cancel).await?;
@@ -231,6 +343,38 @@ impl Provider for OpenAiProvider {
         );
         Ok(completion)
     }
+}
+
+/// The last failure, saying how many attempts were made.
+fn gave_up(err: ProviderError, attempts: u32) -> ProviderError {
+    let note = format!(" (gave up after {attempts} attempts)");
+    match err {
+        ProviderError::Http { status, body } => ProviderError::Http {
+            status,
+            body: body + &note,
+        },
+        ProviderError::Transport(message) => ProviderError::Transport(message + &note),
+        other => other,
+    }
+}
+
+/// `Retry-After` in seconds or as an HTTP date.
+fn retry_after(response: &reqwest::Response) -> Option<Duration> {
+    let value = response
+        .headers()
+        .get(reqwest::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim();
+    if let Ok(secs) = value.parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    let at = chrono::DateTime::parse_from_rfc2822(value).ok()?;
+    Some(
+        (at.with_timezone(&chrono::Utc) - chrono::Utc::now())
+            .to_std()
+            .unwrap_or(Duration::ZERO),
+    )
 }
 
 // ---- request wire format -------------------------------------------------------------------

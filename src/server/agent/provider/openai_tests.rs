@@ -16,7 +16,7 @@ use axum::routing::post;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::openai::{ApiKey, OpenAiProvider, OpenAiSettings};
+use super::openai::{ApiKey, OpenAiProvider, OpenAiSettings, RetryPolicy};
 use super::{
     ChatMessage, Completion, CompletionRequest, Provider, ProviderError, ToolCallRequest, ToolSpec,
 };
@@ -38,6 +38,8 @@ enum Reply {
     StreamThenStall(Vec<String>),
     /// A whole answer with this status, content type and body.
     Whole(StatusCode, &'static str, String),
+    /// A refusal with this status asking to come back after this many seconds.
+    RetryAfter(StatusCode, &'static str),
 }
 
 #[derive(Clone, Debug)]
@@ -95,8 +97,17 @@ fn provider_for(base_url: &str, request_timeout: Duration) -> OpenAiProvider {
         model: MODEL.to_owned(),
         api_key: Some(ApiKey::new(API_KEY.to_owned())),
         request_timeout,
+        retry: quick_retries(),
     })
     .unwrap()
+}
+
+/// The default number of retries, without the waits (the fixture answers at once).
+fn quick_retries() -> RetryPolicy {
+    RetryPolicy {
+        base_delay: Duration::from_millis(10),
+        ..RetryPolicy::default()
+    }
 }
 
 async fn chat_completions(
@@ -120,6 +131,9 @@ async fn chat_completions(
         Some(Reply::StreamThenStall(pieces)) => event_stream(pieces, true, dropped),
         Some(Reply::Whole(status, content_type, body)) => {
             (status, [(header::CONTENT_TYPE, content_type)], body).into_response()
+        }
+        Some(Reply::RetryAfter(status, secs)) => {
+            (status, [(header::RETRY_AFTER, secs)], "slow down").into_response()
         }
         None => (StatusCode::INTERNAL_SERVER_ERROR, "no reply left").into_response(),
     }
@@ -651,6 +665,125 @@ async fn a_plain_json_answer_is_accepted_too() {
     assert_eq!(completion.tokens, 15);
 }
 
+#[tokio::test]
+async fn overload_and_server_errors_are_tried_again_until_one_answers() {
+    let done = vec![
+        sse(&text_chunk("At last.")),
+        sse(&finish_chunk("stop")),
+        DONE.to_owned(),
+    ];
+    let fixture = Fixture::start(vec![
+        Reply::Whole(
+            StatusCode::BAD_GATEWAY,
+            "text/plain",
+            "upstream down".into(),
+        ),
+        Reply::RetryAfter(StatusCode::TOO_MANY_REQUESTS, "0"),
+        Reply::RetryAfter(StatusCode::SERVICE_UNAVAILABLE, "0"),
+        Reply::Stream(done),
+    ])
+    .await;
+    let request = CompletionRequest {
+        messages: shared(opening_messages()),
+        tools: vec![],
+    };
+
+    let (result, deltas) = complete(&fixture.provider(), &request, &CancellationToken::new()).await;
+
+    assert_eq!(result.unwrap().text, "At last.");
+    assert_eq!(deltas, ["At last."], "only the answer that worked streamed");
+    assert_eq!(
+        fixture.requests().len(),
+        4,
+        "three retries, then the answer"
+    );
+}
+
+#[tokio::test]
+async fn retries_run_out_with_the_last_error_and_how_many_attempts() {
+    let busy = || Reply::RetryAfter(StatusCode::TOO_MANY_REQUESTS, "0");
+    let fixture = Fixture::start(vec![busy(), busy(), busy(), busy(), busy()]).await;
+    let request = CompletionRequest {
+        messages: shared(opening_messages()),
+        tools: vec![],
+    };
+
+    let (result, _) = complete(&fixture.provider(), &request, &CancellationToken::new()).await;
+
+    match result {
+        Err(ProviderError::Http { status, body }) => {
+            assert_eq!(status, 429);
+            assert!(body.contains("gave up after 4 attempts"), "{body}");
+        }
+        other => panic!("expected the last 429, got {other:?}"),
+    }
+    assert_eq!(fixture.requests().len(), 4, "1 call + max_retries (3)");
+}
+
+#[tokio::test]
+async fn a_client_error_is_not_tried_again() {
+    let fixture = Fixture::start(vec![Reply::Whole(
+        StatusCode::BAD_REQUEST,
+        "application/json",
+        json!({"error": {"message": "bad model"}}).to_string(),
+    )])
+    .await;
+    let request = CompletionRequest {
+        messages: shared(opening_messages()),
+        tools: vec![],
+    };
+
+    let (result, _) = complete(&fixture.provider(), &request, &CancellationToken::new()).await;
+
+    assert!(
+        matches!(result, Err(ProviderError::Http { status: 400, .. })),
+        "{result:?}"
+    );
+    assert_eq!(fixture.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn cancel_ends_the_wait_between_retries() {
+    let fixture = Fixture::start(vec![Reply::RetryAfter(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "3600",
+    )])
+    .await;
+    let provider = OpenAiProvider::new(OpenAiSettings {
+        base_url: fixture.base_url.clone(),
+        model: MODEL.to_owned(),
+        api_key: None,
+        request_timeout: Duration::from_secs(10),
+        retry: RetryPolicy {
+            max_retry_after: Duration::from_secs(3600),
+            ..RetryPolicy::default()
+        },
+    })
+    .unwrap();
+    let request = CompletionRequest {
+        messages: shared(opening_messages()),
+        tools: vec![],
+    };
+    let cancel = CancellationToken::new();
+    let call = {
+        let cancel = cancel.clone();
+        tokio::spawn(async move { complete(&provider, &request, &cancel).await.0 })
+    };
+    // Cancel once the first (refused) attempt is in: the call is then waiting an hour.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while fixture.requests().is_empty() {
+        assert!(Instant::now() < deadline, "the first attempt never arrived");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    cancel.cancel();
+    let result = call.await.unwrap();
+    assert!(
+        matches!(result, Err(ProviderError::Cancelled)),
+        "{result:?}"
+    );
+    assert_eq!(fixture.requests().len(), 1);
+}
+
 #[test]
 fn the_key_never_shows_in_debug_output() {
     let provider = provider_for("http://127.0.0.1:9/v1", Duration::from_secs(1));
@@ -666,6 +799,7 @@ fn settings_without_a_usable_url_are_refused() {
         model: MODEL.to_owned(),
         api_key: None,
         request_timeout: Duration::from_secs(1),
+        retry: RetryPolicy::default(),
     });
     assert!(
         matches!(result, Err(ProviderError::Config(_))),

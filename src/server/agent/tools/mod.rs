@@ -8,6 +8,7 @@ mod confine;
 mod error;
 mod fs_tools;
 mod output;
+pub mod sandbox;
 mod search;
 mod shell;
 
@@ -32,6 +33,8 @@ pub struct ToolContext {
     /// Max bytes of output kept (shell output, file reads, listings, search results).
     pub output_limit: usize,
     pub cancel: CancellationToken,
+    /// How processes the tools start are confined.
+    pub sandbox: std::sync::Arc<sandbox::Sandbox>,
 }
 
 /// A finished call. `status` is only `Ok`, `Error`, `Timeout` or `Cancelled` here.
@@ -82,12 +85,34 @@ pub fn validate(tool: &str, args: &Value, workspace: &Path) -> Result<(), ToolEr
     Ok(())
 }
 
-/// The current text of a file the call names, read through the same confinement as the tools
-/// (for the diff an approval card shows). `None` when it does not exist or is not readable.
-pub fn current_text(workspace: &Path, raw_path: &str) -> Option<String> {
-    let target = confine::resolve(workspace, raw_path).ok()?;
-    let bytes = std::fs::read(&target.abs).ok()?;
-    Some(String::from_utf8_lossy(&bytes).into_owned())
+/// What a file the call names holds now, for the diff an approval card shows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileNow {
+    /// Absent, unreadable, or outside the workspace.
+    Missing,
+    Text(String),
+    /// Larger than the card diffs (its size in bytes); not read.
+    TooLarge(u64),
+}
+
+/// Reads a file through the same confinement as the tools, but not past `limit` bytes: a
+/// card never loads a huge file to diff it. Blocking: call it off the async threads.
+pub fn current_file(workspace: &Path, raw_path: &str, limit: u64) -> FileNow {
+    use std::io::Read;
+    let Ok(target) = confine::resolve(workspace, raw_path) else {
+        return FileNow::Missing;
+    };
+    let Ok(file) = std::fs::File::open(&target.abs) else {
+        return FileNow::Missing;
+    };
+    let mut bytes = Vec::new();
+    match file.take(limit + 1).read_to_end(&mut bytes) {
+        Ok(n) if n as u64 > limit => {
+            FileNow::TooLarge(std::fs::metadata(&target.abs).map_or(n as u64, |m| m.len()))
+        }
+        Ok(_) => FileNow::Text(String::from_utf8_lossy(&bytes).into_owned()),
+        Err(_) => FileNow::Missing,
+    }
 }
 
 /// The path argument of a file tool (lexically normalized, `./a/../b` → `b`, so one file has
@@ -139,12 +164,35 @@ async fn run(tool: &str, args: &Value, ctx: &ToolContext) -> Result<ToolOutput, 
 pub(crate) mod testing {
     use super::*;
 
+    /// A data dir for the unit tests' sandboxes (one per test binary, kept to its end).
+    fn data_dir() -> PathBuf {
+        static DATA: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+        DATA.get_or_init(|| tempfile::tempdir().unwrap())
+            .path()
+            .canonicalize()
+            .unwrap()
+    }
+
+    pub(crate) fn places(workspace: &Path) -> sandbox::Places {
+        let data_dir = data_dir();
+        sandbox::Places {
+            workspace: std::fs::canonicalize(workspace).unwrap(),
+            config_file: data_dir.join("config.toml"),
+            database_file: Some(data_dir.join("countersign.db")),
+            data_dir,
+        }
+    }
+
+    /// A context whose commands run in the default sandbox.
     pub(crate) fn ctx(workspace: &Path, output_limit: usize) -> ToolContext {
+        let config = crate::server::config::ToolsConfig::default();
+        let sandbox = sandbox::Sandbox::build(&config, &places(workspace)).unwrap();
         ToolContext {
             workspace: std::fs::canonicalize(workspace).unwrap(),
             shell_timeout: Duration::from_secs(20),
             output_limit,
             cancel: CancellationToken::new(),
+            sandbox: std::sync::Arc::new(sandbox),
         }
     }
 

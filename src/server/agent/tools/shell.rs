@@ -1,5 +1,5 @@
-//! `shell`: runs `sh -c` in the workspace in its own process group, with a time limit, cancel,
-//! and capped output.
+//! `shell`: runs `sh -c` in the workspace in its own process group, inside the sandbox, with a
+//! time limit, cancel, and capped output.
 //!
 //! The whole group is killed when the call ends (timeout, cancel, or the shell exiting), so
 //! nothing the command started — background jobs, grandchildren — outlives the call.
@@ -27,16 +27,23 @@ enum Ending {
 }
 
 pub(crate) async fn run(command: &str, ctx: &ToolContext) -> ToolOutput {
-    let spawned = Command::new("sh")
+    let mut shell = Command::new("sh");
+    shell
         .arg("-c")
         .arg(command)
-        .current_dir(&ctx.workspace)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
-        .kill_on_drop(true)
-        .spawn();
+        .kill_on_drop(true);
+    // In the workspace, with the minimal environment, confined — or not at all.
+    if let Err(why) = ctx.sandbox.apply(&mut shell) {
+        return ToolOutput {
+            status: ToolStatus::Refused,
+            output: why,
+        };
+    }
+    let spawned = shell.spawn();
     let mut child = match spawned {
         Ok(child) => child,
         Err(e) => return ToolOutput::error(ToolError::Spawn(e).to_string()),

@@ -111,7 +111,8 @@ fn subject_names_the_path_or_command() {
 #[test]
 fn execute_future_is_send() {
     fn assert_send<T: Send>(_: &T) {}
-    let c = ctx(&std::env::temp_dir(), 10);
+    let ws = tempfile::tempdir().unwrap();
+    let c = ctx(ws.path(), 10);
     let args = json!({});
     let fut = execute("shell", &args, &c);
     assert_send(&fut);

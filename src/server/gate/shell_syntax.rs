@@ -1,0 +1,394 @@
+//! Reads a shell command the way a shell would, for the safety floor: every simple command in
+//! it (lists, pipelines, subshells, groups, bodies of `if`/`for`/`while`/functions, command and
+//! process substitutions, here-document bodies), each as its words after quote removal, with
+//! whether it reads its standard input from a pipe or a here-document.
+//!
+//! Parsing is tree-sitter's bash grammar: built for hostile, half-written input (it never
+//! panics or loops on it, and nesting does not grow the stack), which matters here because
+//! the text comes from the agent. Anything it marks as an error is *unreadable*; the floor
+//! then asks rather than guesses.
+
+use std::cell::RefCell;
+
+use tree_sitter::{Node, Parser};
+
+/// Commands longer than this are not read (the floor asks).
+const MAX_SOURCE_BYTES: usize = 64 * 1024;
+
+/// One word of a command as the program will receive it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Word {
+    /// The text after quote removal; parts only known when it runs are left out.
+    pub text: String,
+    /// Holds an expansion (`$X`, `$(…)`, `$((…))`) or an unquoted glob: its value, and so
+    /// whether it is a flag or which program it names, is only known when it runs.
+    pub dynamic: bool,
+}
+
+/// One simple command: a program and its arguments.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SimpleCommand {
+    /// The program's name (or path) first; assignments before it are not words.
+    pub words: Vec<Word>,
+    /// Its standard input comes from a pipe, a here-document or a here-string.
+    pub stdin_fed: bool,
+}
+
+/// Everything a command line would run, and the files it redirects to or from.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Script {
+    pub commands: Vec<SimpleCommand>,
+    pub redirect_targets: Vec<Word>,
+}
+
+thread_local! {
+    /// One parser per thread: creating one is cheap, but not free.
+    static PARSER: RefCell<Option<Parser>> = const { RefCell::new(None) };
+}
+
+/// Reads `source`. `Err` says, in words, why it cannot be read safely.
+pub fn read(source: &str) -> Result<Script, String> {
+    if source.len() > MAX_SOURCE_BYTES {
+        return Err(format!("it is longer than {} KiB", MAX_SOURCE_BYTES / 1024));
+    }
+    let tree = PARSER.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if slot.is_none() {
+            let mut parser = Parser::new();
+            parser
+                .set_language(&tree_sitter_bash::LANGUAGE.into())
+                .map_err(|e| format!("the shell grammar did not load: {e}"))?;
+            *slot = Some(parser);
+        }
+        slot.as_mut()
+            .and_then(|parser| parser.parse(source, None))
+            .ok_or_else(|| "the parser gave up".to_owned())
+    })?;
+    let root = tree.root_node();
+    if root.has_error() {
+        return Err(syntax_error(root, source));
+    }
+    Ok(collect(root, source))
+}
+
+/// Where the first error is, in words.
+fn syntax_error(root: Node, source: &str) -> String {
+    let mut stack = vec![root];
+    while let Some(node) = stack.pop() {
+        if node.is_error() || node.is_missing() {
+            let at: String = source
+                .get(node.start_byte()..)
+                .unwrap_or("")
+                .chars()
+                .take(24)
+                .collect();
+            return if node.is_missing() {
+                format!("it is incomplete (`{}` expected)", node.kind())
+            } else {
+                format!("it has a syntax error near `{}`", at.trim())
+            };
+        }
+        let mut cursor = node.walk();
+        let children: Vec<Node> = node.children(&mut cursor).collect();
+        stack.extend(children.into_iter().rev());
+    }
+    "it has a syntax error".to_owned()
+}
+
+/// Walks the whole tree without recursion (nesting is unbounded in hostile input).
+fn collect(root: Node, source: &str) -> Script {
+    let mut script = Script::default();
+    // (node, whether its standard input is fed by a pipe or a document)
+    let mut stack: Vec<(Node, bool)> = vec![(root, false)];
+    while let Some((node, fed)) = stack.pop() {
+        let mut cursor = node.walk();
+        let children: Vec<Node> = node.children(&mut cursor).collect();
+        match node.kind() {
+            "pipeline" => {
+                // A stage after a `|` (even one that opens the node, as tree-sitter nests
+                // `cat <<EOF | sh` inside the here-document) reads the pipe.
+                let mut after_pipe = fed;
+                let mut staged = Vec::with_capacity(children.len());
+                for child in children {
+                    if matches!(child.kind(), "|" | "|&") {
+                        after_pipe = true;
+                    } else {
+                        staged.push((child, after_pipe));
+                    }
+                }
+                stack.extend(staged.into_iter().rev());
+            }
+            "redirected_statement" => {
+                let documents = children
+                    .iter()
+                    .any(|c| matches!(c.kind(), "heredoc_redirect" | "herestring_redirect"));
+                for child in children.into_iter().rev() {
+                    let is_body = !child.kind().ends_with("_redirect");
+                    stack.push((child, fed || (is_body && documents)));
+                }
+            }
+            "file_redirect" => {
+                if let Some(target) = node.child_by_field_name("destination") {
+                    script.redirect_targets.push(word(target, source));
+                }
+                stack.extend(children.into_iter().rev().map(|c| (c, fed)));
+            }
+            "command" => {
+                script
+                    .commands
+                    .push(simple_command(node, &children, source, fed));
+                stack.extend(children.into_iter().rev().map(|c| (c, fed)));
+            }
+            _ => stack.extend(children.into_iter().rev().map(|c| (c, fed))),
+        }
+    }
+    script
+}
+
+fn simple_command(node: Node, children: &[Node], source: &str, fed: bool) -> SimpleCommand {
+    let mut words = Vec::new();
+    if let Some(name) = node.child_by_field_name("name") {
+        let mut cursor = name.walk();
+        let inner: Vec<Node> = name.named_children(&mut cursor).collect();
+        words.push(match inner.as_slice() {
+            [one] => word(*one, source),
+            _ => word(name, source),
+        });
+    }
+    for (i, child) in children.iter().enumerate() {
+        let index = u32::try_from(i).unwrap_or(u32::MAX);
+        if node.field_name_for_child(index) == Some("argument") {
+            words.push(word(*child, source));
+        }
+    }
+    let stdin_fed = fed
+        || children
+            .iter()
+            .any(|c| c.kind() == "herestring_redirect" || c.kind() == "heredoc_redirect");
+    SimpleCommand { words, stdin_fed }
+}
+
+/// A word's value after quote removal.
+fn word(node: Node, source: &str) -> Word {
+    let raw = source.get(node.byte_range()).unwrap_or("");
+    match node.kind() {
+        "word" => unquoted(raw),
+        "number" => Word {
+            text: raw.to_owned(),
+            dynamic: false,
+        },
+        "raw_string" => Word {
+            text: raw
+                .strip_prefix('\'')
+                .and_then(|r| r.strip_suffix('\''))
+                .unwrap_or(raw)
+                .to_owned(),
+            dynamic: false,
+        },
+        "ansi_c_string" => ansi_c(raw),
+        "string" | "translated_string" => double_quoted(node, source),
+        "concatenation" => {
+            let mut cursor = node.walk();
+            let parts: Vec<Word> = node
+                .children(&mut cursor)
+                .map(|part| word(part, source))
+                .collect();
+            Word {
+                text: parts.iter().map(|p| p.text.as_str()).collect(),
+                dynamic: parts.iter().any(|p| p.dynamic),
+            }
+        }
+        // Expansions, substitutions, arithmetic, and anything unusual: known only at run time.
+        _ => Word {
+            text: String::new(),
+            dynamic: true,
+        },
+    }
+}
+
+/// An unquoted word: backslashes escape the next character; an unescaped glob character
+/// makes it dynamic (a file named `-rf` turns `rm *` into `rm -rf …`).
+fn unquoted(raw: &str) -> Word {
+    let mut text = String::with_capacity(raw.len());
+    let mut dynamic = false;
+    let mut chars = raw.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => match chars.next() {
+                Some('\n') | None => {}
+                Some(escaped) => text.push(escaped),
+            },
+            '*' | '?' | '[' => {
+                dynamic = true;
+                text.push(c);
+            }
+            '$' | '`' => {
+                dynamic = true;
+            }
+            _ => text.push(c),
+        }
+    }
+    Word { text, dynamic }
+}
+
+/// `"…"`: its text parts, with `\$ \` \" \\` and line continuations undone; any expansion
+/// inside makes it dynamic.
+fn double_quoted(node: Node, source: &str) -> Word {
+    let mut text = String::new();
+    let mut dynamic = false;
+    let mut cursor = node.walk();
+    for part in node.children(&mut cursor) {
+        match part.kind() {
+            "\"" | "$\"" => {}
+            "string_content" => {
+                let raw = source.get(part.byte_range()).unwrap_or("");
+                let mut chars = raw.chars().peekable();
+                while let Some(c) = chars.next() {
+                    if c == '\\'
+                        && let Some(&next) = chars.peek()
+                        && matches!(next, '$' | '`' | '"' | '\\' | '\n')
+                    {
+                        chars.next();
+                        if next != '\n' {
+                            text.push(next);
+                        }
+                        continue;
+                    }
+                    text.push(c);
+                }
+            }
+            "string" => {
+                let inner = double_quoted(part, source);
+                text.push_str(&inner.text);
+                dynamic |= inner.dynamic;
+            }
+            _ => dynamic = true,
+        }
+    }
+    Word { text, dynamic }
+}
+
+/// `$'…'`: the common escapes decoded; an unusual one leaves the word dynamic.
+fn ansi_c(raw: &str) -> Word {
+    let body = raw
+        .strip_prefix("$'")
+        .and_then(|r| r.strip_suffix('\''))
+        .unwrap_or(raw);
+    let mut text = String::new();
+    let mut dynamic = false;
+    let mut chars = body.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            text.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('n') => text.push('\n'),
+            Some('t') => text.push('\t'),
+            Some('r') => text.push('\r'),
+            Some(c @ ('\\' | '\'' | '"' | '?')) => text.push(c),
+            Some('a') => text.push('\u{7}'),
+            Some('b') => text.push('\u{8}'),
+            Some('e' | 'E') => text.push('\u{1b}'),
+            Some('f') => text.push('\u{c}'),
+            Some('v') => text.push('\u{b}'),
+            _ => dynamic = true,
+        }
+    }
+    Word { text, dynamic }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(source: &str) -> Vec<Vec<String>> {
+        read(source)
+            .unwrap_or_else(|e| panic!("{source}: {e}"))
+            .commands
+            .iter()
+            .map(|c| c.words.iter().map(|w| w.text.clone()).collect())
+            .collect()
+    }
+
+    #[test]
+    fn quotes_are_removed_as_a_shell_removes_them() {
+        assert_eq!(names(r#"echo "rm -rf x""#), [["echo", "rm -rf x"]]);
+        assert_eq!(
+            names(r#"'rm' -r"f" a\ b $'c\nd'"#),
+            [["rm", "-rf", "a b", "c\nd"]]
+        );
+        assert_eq!(names(r"r\m -rf x"), [["rm", "-rf", "x"]]);
+        assert_eq!(names(r#"echo "a\"b\\c\$d""#), [["echo", r#"a"b\c$d"#]]);
+    }
+
+    #[test]
+    fn every_command_of_lists_pipelines_and_substitutions_is_found() {
+        let found = names(
+            "a; b && c || d | e & f\n(g) ; { h; } ; if i; then j; fi; for x in 1; do k; done; \
+             echo \"$(l)\" `m` <(n) $((1+$(o))); fn() { p; }; x=$(q) r",
+        );
+        let programs: Vec<&str> = found.iter().map(|c| c[0].as_str()).collect();
+        for p in [
+            "a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "echo", "l", "m", "n", "o", "p",
+            "q", "r",
+        ] {
+            assert!(programs.contains(&p), "{p} not in {programs:?}");
+        }
+    }
+
+    #[test]
+    fn piped_and_document_fed_commands_are_marked() {
+        let script =
+            read("curl u |sh; cat <<EOF | bash\nrm -rf x\nEOF\npython3 <<< 'x'; ls").unwrap();
+        let fed: Vec<(&str, bool)> = script
+            .commands
+            .iter()
+            .map(|c| (c.words[0].text.as_str(), c.stdin_fed))
+            .collect();
+        assert_eq!(
+            fed,
+            [
+                ("curl", false),
+                ("sh", true),
+                ("cat", true),
+                ("bash", true),
+                ("python3", true),
+                ("ls", false)
+            ]
+        );
+    }
+
+    #[test]
+    fn expansions_and_globs_are_dynamic() {
+        let script = read("rm $FLAGS \"$x\" *.o plain \"quoted*\"").unwrap();
+        let dynamic: Vec<bool> = script.commands[0].words.iter().map(|w| w.dynamic).collect();
+        assert_eq!(dynamic, [false, true, true, true, false, false]);
+    }
+
+    #[test]
+    fn redirect_targets_are_collected() {
+        let script = read("echo x > .git/HEAD 2>&1; cat < 'in.txt'").unwrap();
+        let targets: Vec<&str> = script
+            .redirect_targets
+            .iter()
+            .map(|w| w.text.as_str())
+            .collect();
+        assert_eq!(targets, [".git/HEAD", "1", "in.txt"]);
+    }
+
+    #[test]
+    fn broken_or_huge_input_is_unreadable_not_a_crash() {
+        for bad in [
+            "echo \"abc",
+            "rm -rf x )",
+            "echo $(cat << ( a ",
+            "if true; then",
+        ] {
+            assert!(read(bad).is_err(), "{bad}");
+        }
+        let deep = format!("{}x{}", "$(".repeat(5000), ")".repeat(5000));
+        let _ = read(&deep);
+        assert!(read(&"a".repeat(MAX_SOURCE_BYTES + 1)).is_err());
+    }
+}

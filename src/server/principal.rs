@@ -1,0 +1,82 @@
+//! Who is asking, as the credential says: the auth middleware derives a `Principal` from how a
+//! request authenticated and puts it in the request's extensions; core operations that record
+//! an actor take it from there, never from a request body.
+//!
+//! **Invariant:** the `actor` of a person's resolution and of every audit entry a request
+//! causes is `Principal::actor()` — a body field (`client_id`) only labels a browser tab.
+
+/// What a credential may do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// Everything (the startup token, and a browser logged in with it).
+    Admin,
+}
+
+impl Scope {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::Admin => "admin",
+        }
+    }
+}
+
+/// The authenticated caller of one request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Principal {
+    /// A browser holding the session cookie.
+    Browser,
+    /// A bearer token, by name (the startup token is named `admin`).
+    Token { name: String, scope: Scope },
+}
+
+/// The name the startup token carries in actors (`token:admin`).
+pub const STARTUP_TOKEN_NAME: &str = "admin";
+
+impl Principal {
+    /// The startup token (`--token`, `COUNTERSIGN_TOKEN` or the generated one).
+    pub fn startup_token() -> Self {
+        Principal::Token {
+            name: STARTUP_TOKEN_NAME.to_owned(),
+            scope: Scope::Admin,
+        }
+    }
+
+    /// How the audit and `approval_resolved.actor` name this caller.
+    pub fn actor(&self) -> String {
+        match self {
+            Principal::Browser => "browser".to_owned(),
+            Principal::Token { name, .. } => format!("token:{name}"),
+        }
+    }
+
+    pub fn scope(&self) -> Scope {
+        match self {
+            Principal::Browser => Scope::Admin,
+            Principal::Token { scope, .. } => *scope,
+        }
+    }
+}
+
+/// Actors of resolutions no person made.
+pub mod actors {
+    pub const TIMEOUT: &str = "timeout";
+    pub const CANCEL: &str = "cancel";
+    pub const MODE: &str = "mode";
+
+    pub fn rule(rule_id: &str) -> String {
+        format!("rule:{rule_id}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn actors_name_the_credential() {
+        assert_eq!(Principal::Browser.actor(), "browser");
+        assert_eq!(Principal::startup_token().actor(), "token:admin");
+        assert_eq!(Principal::startup_token().scope(), Scope::Admin);
+        assert_eq!(actors::rule("r1"), "rule:r1");
+    }
+}
