@@ -93,7 +93,8 @@ pub async fn send_message(
     approval_mode: String,
 ) -> Result<String, ErrorBody> {
     let core = backend::core()?;
-    core.send_message(&session_id, &text, Some(&approval_mode))
+    let who = backend::principal()?;
+    core.send_message(&session_id, &text, Some(&approval_mode), &who)
         .await
         .map_err(backend::to_server_error)
 }
@@ -101,7 +102,8 @@ pub async fn send_message(
 #[server(prefix = "/api/ui", endpoint = "set_mode", input = Json)]
 pub async fn set_mode(session_id: String, approval_mode: String) -> Result<(), ErrorBody> {
     let core = backend::core()?;
-    core.set_mode(&session_id, &approval_mode)
+    let who = backend::principal()?;
+    core.set_mode(&session_id, &approval_mode, &who)
         .await
         .map(|_| ())
         .map_err(backend::to_server_error)

@@ -160,6 +160,10 @@ pub enum EventBody {
         previous: Mode,
         next: Mode,
         source: ModeSource,
+        /// Who changed it, from the credential (`browser`, `token:<name>`); absent for a
+        /// restore and in events written before it existed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        actor: Option<String>,
     },
     AssistantDelta {
         text: String,

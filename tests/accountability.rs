@@ -73,6 +73,10 @@ async fn the_audit_records_who_allowed_what_in_a_verified_chain() {
     let ns: Vec<u64> = entries.iter().map(|e| e["n"].as_u64().unwrap()).collect();
     assert_eq!(ns, vec![1, 2, 3, 4, 5, 6]);
     assert_eq!(entries[0]["subject"], sid.as_str());
+    assert_eq!(
+        entries[0]["actor"], "token:admin",
+        "the mode change names the credential"
+    );
     // The actor is the credential (the startup token), never the body's `client_id`.
     assert_eq!(entries[2]["actor"], "token:admin");
     assert_eq!(entries[2]["detail"]["decision"], "allow_always");
@@ -252,4 +256,56 @@ async fn an_expired_rule_stops_applying_at_once() {
         card["tool"], "shell",
         "the expired rule no longer spares the card"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_past_the_call_ceiling_waits_for_the_budget_card_before_its_extra_calls() {
+    let srv = TestServer::configured("[budget]\nmax_tool_calls = 2\n").await;
+    let sid = srv.session().await;
+    let turn = srv
+        .send_msg(&sid, "parallel:\nlist\nlist .\nlist ./", Some("yolo"))
+        .await;
+    let card = srv.wait_gate(&sid).await;
+    assert_eq!(card["kind"], "budget", "{card}");
+    assert!(
+        card["summary"]
+            .as_str()
+            .unwrap()
+            .contains("2 of 2 tool calls"),
+        "{card}"
+    );
+    let results = |snap: &Value| {
+        events(snap)
+            .iter()
+            .filter(|e| e["type"] == "tool_result")
+            .count()
+    };
+    assert_eq!(results(&srv.snapshot(&sid).await), 2, "charged per call");
+    srv.decide(&sid, &aid(&card), json!({"decision": "approve"}))
+        .await
+        .expect(200);
+    assert_eq!(finished(&srv, &sid, &turn).await["status"], "completed");
+    assert_eq!(results(&srv.snapshot(&sid).await), 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn time_waiting_for_a_person_does_not_count_against_the_turns_time_budget() {
+    let srv = TestServer::configured("[budget]\nmax_turn_secs = 1\n").await;
+    let sid = srv.session().await;
+    let turn = srv.send_msg(&sid, "write a.txt: x\nlist", None).await;
+    let gate = srv.wait_gate(&sid).await;
+    assert_eq!(gate["kind"], "tool");
+    // The person takes longer than the whole turn's time budget to answer.
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    srv.decide(&sid, &aid(&gate), json!({"decision": "approve"}))
+        .await
+        .expect(200);
+    assert_eq!(finished(&srv, &sid, &turn).await["status"], "completed");
+    let budget_cards: Vec<Value> = srv
+        .events(&sid)
+        .await
+        .into_iter()
+        .filter(|e| e["type"] == "approval_request" && e["kind"] == "budget")
+        .collect();
+    assert!(budget_cards.is_empty(), "{budget_cards:?}");
 }

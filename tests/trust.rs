@@ -143,3 +143,88 @@ async fn a_yolo_shell_cannot_read_a_secret_or_answer_its_own_gate() {
         .unwrap_or_else(|| panic!("no audit entry for {aid}: {audit}"));
     assert_eq!(entry["actor"], "token:admin", "{entry}");
 }
+
+/// The spellings that ran unasked before the floor read commands as a shell does: in yolo each
+/// now opens a floor card, and nothing runs until a person answers (here: never).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_floor_spelling_asks_even_in_yolo() {
+    let srv = TestServer::start().await;
+    std::fs::create_dir_all(srv.ws("victim/inner")).unwrap();
+    let sid = srv.session().await;
+    for command in [
+        "rm -fr victim",
+        "rm -r -f victim",
+        "rm --recursive --force victim",
+        "/bin/rm -rf victim",
+        "sh -c 'rm -rf victim'",
+        "echo rm -rf victim |sh",
+        "echo rm -rf victim | /bin/sh",
+        "find . -name victim -exec rm -rf {} +",
+    ] {
+        let turn = srv
+            .send_msg(&sid, &format!("run: {command}"), Some("yolo"))
+            .await;
+        let gate = srv.wait_gate(&sid).await;
+        assert_eq!(gate["reason"], "safety_floor", "`{command}`: {gate}");
+        assert!(
+            !gate["allowed_decisions"]
+                .as_array()
+                .unwrap()
+                .contains(&json!("allow_always")),
+            "{gate}"
+        );
+        srv.decide(&sid, &aid(&gate), json!({"decision": "deny"}))
+            .await
+            .expect(200);
+        srv.wait_released(&sid, &turn).await;
+        assert!(srv.ws("victim/inner").is_dir(), "`{command}` ran");
+    }
+}
+
+/// Pages insert HTML the agent wrote (sanitized); the CSP is the second wall: no inline script
+/// runs unless it carries this response's nonce.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_allow_only_their_own_nonced_scripts() {
+    let srv = TestServer::start().await;
+    let sid = srv.session().await;
+    let page = srv.get(&format!("/sessions/{sid}")).await;
+    assert_eq!(page.status, 200);
+    let policy = page.header("content-security-policy").unwrap().to_owned();
+    let scripts = policy
+        .split(';')
+        .find(|d| d.trim().starts_with("script-src"))
+        .unwrap();
+    assert!(!scripts.contains("unsafe-inline"), "{policy}");
+    let nonce = scripts
+        .split_whitespace()
+        .find_map(|s| s.strip_prefix("'nonce-")?.strip_suffix('\''))
+        .unwrap_or_else(|| panic!("no nonce in {policy}"));
+    let tags: Vec<&str> = page.body.split("<script").skip(1).collect();
+    assert!(!tags.is_empty(), "the page hydrates with scripts");
+    for tag in tags {
+        let head = tag.split('>').next().unwrap();
+        assert!(
+            head.contains(&format!("nonce=\"{nonce}\"")),
+            "a script without the nonce: <script{head}>"
+        );
+    }
+    // A second render gets a fresh nonce; API answers allow no inline script at all.
+    let again = srv.get(&format!("/sessions/{sid}")).await;
+    assert!(
+        !again
+            .header("content-security-policy")
+            .unwrap()
+            .contains(nonce)
+    );
+    let api = srv.get("/api/v1/sessions").await;
+    let api_policy = api.header("content-security-policy").unwrap();
+    let api_scripts = api_policy
+        .split(';')
+        .find(|d| d.trim().starts_with("script-src"))
+        .unwrap();
+    assert_eq!(
+        api_scripts.trim(),
+        "script-src 'self' 'wasm-unsafe-eval'",
+        "{api_policy}"
+    );
+}

@@ -92,10 +92,13 @@ pub fn drafts_for(session_id: &str, events: &[Event], new_rule: Option<&Rule>) -
                 previous,
                 next,
                 source,
+                actor,
             } => drafts.push(AuditDraft {
-                actor: match source {
-                    crate::protocol::ModeSource::Restore => "system".into(),
-                    _ => "user".into(),
+                actor: match (source, actor) {
+                    (crate::protocol::ModeSource::Restore, _) => "system".into(),
+                    (_, Some(actor)) => actor.clone(),
+                    // Events written before actors existed.
+                    (_, None) => "user".into(),
                 },
                 action: "mode_changed",
                 subject: session_id.to_owned(),

@@ -15,6 +15,7 @@ use super::event_log::EventLog;
 use super::gate::registry::GateRegistry;
 use super::keyed_lock::KeyedLocks;
 use super::live_config::{Live, LiveConfig};
+use super::principal::Principal;
 use super::store::{NewEvent, SessionRow, now_rfc3339};
 use crate::protocol::{EventBody, Mode, ModeSource, Session, Snapshot};
 
@@ -232,6 +233,7 @@ impl Core {
         &self,
         session_id: &str,
         raw_mode: &str,
+        who: &Principal,
     ) -> Result<(Mode, Mode), ApiError> {
         let mode = parse_mode(raw_mode)?;
         // The canonical id without a read: the row read under the lock checks it exists.
@@ -246,6 +248,7 @@ impl Core {
                     previous,
                     next: mode,
                     source: ModeSource::User,
+                    actor: Some(who.actor()),
                 },
             );
             self.log.append(&row.id, vec![event], Some(mode)).await?;
@@ -253,9 +256,14 @@ impl Core {
         Ok((previous, mode))
     }
 
-    /// Leaves plan mode for `next` (an approved plan card); a no-op when the session already
-    /// left plan mode. Returns the mode now in force.
-    pub async fn leave_plan(&self, session_id: &str, next: Mode) -> Result<Mode, ApiError> {
+    /// Leaves plan mode for `next` (an approved plan card, answered by `actor`); a no-op when
+    /// the session already left plan mode. Returns the mode now in force.
+    pub async fn leave_plan(
+        &self,
+        session_id: &str,
+        next: Mode,
+        actor: &str,
+    ) -> Result<Mode, ApiError> {
         let _serial = self.session_locks.lock(session_id).await;
         let row = self.session_row(session_id).await?;
         let previous = stored_mode(&row);
@@ -268,6 +276,7 @@ impl Core {
                 previous,
                 next,
                 source: ModeSource::User,
+                actor: (!actor.is_empty()).then(|| actor.to_owned()),
             },
         );
         self.log.append(&row.id, vec![event], Some(next)).await?;
@@ -293,6 +302,7 @@ impl Core {
         session_id: &str,
         text: &str,
         raw_mode: Option<&str>,
+        who: &Principal,
     ) -> Result<String, ApiError> {
         let requested = raw_mode.map(parse_mode).transpose()?;
         let chars = text.chars().count();
@@ -326,6 +336,7 @@ impl Core {
                     previous,
                     next: mode,
                     source: ModeSource::Message,
+                    actor: Some(who.actor()),
                 },
             ));
         }

@@ -174,3 +174,23 @@ async fn cancelling_a_running_command_stops_it_promptly() {
         (1..=events.len() as u64).collect::<Vec<u64>>()
     );
 }
+
+#[tokio::test]
+async fn max_parallel_bounds_how_many_calls_of_a_batch_run_at_once() {
+    let srv = TestServer::configured("[tools]\nmax_parallel = 1\n").await;
+    let sid = srv.session().await;
+    let turn = srv
+        .send_msg(
+            &sid,
+            "parallel:\nrun: echo a1 >> log; sleep 0.4; echo a2 >> log\nrun: echo b1 >> log; sleep 0.4; echo b2 >> log",
+            Some("yolo"),
+        )
+        .await;
+    srv.wait_released(&sid, &turn).await;
+    let log = std::fs::read_to_string(srv.ws("log")).unwrap();
+    let lines: Vec<&str> = log.lines().collect();
+    assert!(
+        lines == ["a1", "a2", "b1", "b2"] || lines == ["b1", "b2", "a1", "a2"],
+        "one at a time: {lines:?}"
+    );
+}

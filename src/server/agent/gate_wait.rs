@@ -172,7 +172,7 @@ impl Turn {
                 .unwrap_or(Mode::Ask);
             let now = self
                 .core
-                .leave_plan(&self.session_id, wanted)
+                .leave_plan(&self.session_id, wanted, &resolution.actor)
                 .await
                 .map_err(|e| TurnEnd::Failed(format!("could not leave plan mode: {e}")))?;
             self.set_mode(now);

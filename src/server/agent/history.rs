@@ -285,6 +285,7 @@ mod tests {
                 previous: Mode::Ask,
                 next: Mode::Yolo,
                 source: crate::protocol::ModeSource::User,
+                actor: None,
             },
         )]);
         assert!(history.current_turn().is_empty());

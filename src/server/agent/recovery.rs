@@ -44,6 +44,7 @@ pub async fn restore_modes(core: &Core) -> Result<usize, StoreError> {
                 previous,
                 next: Mode::Ask,
                 source: ModeSource::Restore,
+                actor: None,
             },
         );
         core.log
@@ -107,6 +108,7 @@ mod tests {
                 previous: Mode::Yolo,
                 next: Mode::Plan,
                 source: ModeSource::User,
+                actor: None,
             }),
             ev(EventBody::AssistantMessage {
                 text: "x".into(),

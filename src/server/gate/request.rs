@@ -58,7 +58,9 @@ pub fn parse_checkpoint(args: &Value) -> Result<Checkpoint, String> {
         return Err("request_approval: `title` must be a non-empty string".into());
     }
     let kind = text("kind");
-    let kind = if DECISION_KINDS.contains(&kind) {
+    // `plan` cards come only from `exit_plan`: approving one leaves plan mode, which a
+    // checkpoint must not be able to do.
+    let kind = if DECISION_KINDS.contains(&kind) && kind != "plan" {
         kind
     } else {
         "other"
@@ -494,6 +496,8 @@ mod tests {
         assert_eq!(c.kind, "prep_plan");
         let c = parse_checkpoint(&json!({"kind": "weird", "title": "T", "proposal": ""})).unwrap();
         assert_eq!(c.kind, "other");
+        let c = parse_checkpoint(&json!({"kind": "plan", "title": "T", "proposal": ""})).unwrap();
+        assert_eq!(c.kind, "other", "only exit_plan makes a plan card");
         assert!(parse_checkpoint(&json!({"kind": "plan", "title": " ", "proposal": ""})).is_err());
         assert!(parse_checkpoint(&json!({"title": "T", "bogus": 1})).is_err());
         assert!(parse_checkpoint(&json!("x")).is_err());

@@ -20,8 +20,10 @@ impl IntoResponse for ApiError {
         let mut json = serde_json::to_value(body).unwrap_or_default();
         if let (Some(resolution), Some(obj)) = (self.resolution(), json.as_object_mut()) {
             let r = serde_json::json!({
+                "approval_id": resolution.approval_id,
                 "decision": resolution.decision,
                 "answered_by": resolution.answered_by,
+                "actor": resolution.actor,
                 "resolved_at": resolution.resolved_at,
                 "reason": resolution.reason,
             });

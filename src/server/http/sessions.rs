@@ -2,7 +2,7 @@
 //! over one `Core` operation.
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::{Extension, Path, State};
 use axum::response::IntoResponse;
 use http::StatusCode;
 use serde::Deserialize;
@@ -10,6 +10,7 @@ use serde_json::json;
 
 use super::json::ApiJson;
 use crate::server::error::ApiError;
+use crate::server::principal::Principal;
 use crate::server::state::AppState;
 
 /// `200 ok` while the store takes writes and answers reads; `503 storage_unavailable` with the
@@ -76,11 +77,12 @@ pub struct SetMode {
 
 pub async fn set_mode(
     State(state): State<AppState>,
+    Extension(who): Extension<Principal>,
     Path(sid): Path<String>,
     ApiJson(body): ApiJson<SetMode>,
 ) -> Result<impl IntoResponse, ApiError> {
     let raw = body.approval_mode.ok_or(ApiError::InvalidApprovalMode)?;
-    let (previous, current) = state.core.set_mode(&sid, &raw).await?;
+    let (previous, current) = state.core.set_mode(&sid, &raw, &who).await?;
     Ok(Json(
         json!({ "previous": previous, "approval_mode": current }),
     ))
@@ -95,6 +97,7 @@ pub struct SendMessage {
 
 pub async fn send_message(
     State(state): State<AppState>,
+    Extension(who): Extension<Principal>,
     Path(sid): Path<String>,
     ApiJson(body): ApiJson<SendMessage>,
 ) -> Result<impl IntoResponse, ApiError> {
@@ -103,7 +106,7 @@ pub async fn send_message(
         .ok_or_else(|| ApiError::InvalidMessage("text is required".into()))?;
     let turn_id = state
         .core
-        .send_message(&sid, &text, body.approval_mode.as_deref())
+        .send_message(&sid, &text, body.approval_mode.as_deref(), &who)
         .await?;
     Ok((StatusCode::ACCEPTED, Json(json!({ "turn_id": turn_id }))))
 }

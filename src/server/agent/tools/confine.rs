@@ -2,8 +2,8 @@
 //! physically (symlinks may not lead outside).
 //!
 //! The tools then use only the resolved path, never the text the model sent, so what was
-//! checked is what is touched. (A process racing to swap a directory for a symlink between the
-//! check and the use is out of scope: the agent runs one tool at a time.)
+//! checked is what is touched; `beneath` opens it so that a folder swapped for a symlink
+//! between the check and the use (a command of the same parallel batch) is refused.
 
 use std::ffi::OsString;
 use std::fs;

@@ -1,26 +1,39 @@
-//! The file tools (read, list, write, edit), working on paths `confine` already resolved.
+//! The file tools (read, list, write, edit), working on paths `confine` already resolved and
+//! opened through `beneath`, so a path swapped for a symlink meanwhile cannot lead outside.
 
-use std::io;
+use std::io::{self, Read, Write};
 
-use tokio::fs;
-use tokio::io::AsyncReadExt;
-
+use super::beneath::{self, Access};
 use super::confine::Resolved;
 use super::output::{cap_bytes, cap_text};
 use super::{ToolError, ToolOutput};
 
+/// Runs blocking file work off the async threads, as one task.
+async fn blocking<T: Send + 'static>(
+    shown: &str,
+    work: impl FnOnce() -> Result<T, ToolError> + Send + 'static,
+) -> Result<T, ToolError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| ToolError::io("use", shown, io::Error::other(e)))?
+}
+
 pub(crate) async fn read_file(target: &Resolved, limit: usize) -> Result<ToolOutput, ToolError> {
+    let target = target.clone();
+    blocking(&target.shown.clone(), move || read_file_now(&target, limit)).await
+}
+
+fn read_file_now(target: &Resolved, limit: usize) -> Result<ToolOutput, ToolError> {
     let fail = |e| ToolError::io("read", &target.shown, e);
-    let meta = fs::metadata(&target.abs).await.map_err(fail)?;
+    let file = beneath::open(target, Access::Read).map_err(fail)?;
+    let meta = file.metadata().map_err(fail)?;
     if meta.is_dir() {
         return Err(ToolError::IsADirectory(target.shown.clone()));
     }
     // Only the part that will be shown is read, however large the file.
-    let file = fs::File::open(&target.abs).await.map_err(fail)?;
     let mut kept = Vec::new();
     file.take(u64::try_from(limit).unwrap_or(u64::MAX))
         .read_to_end(&mut kept)
-        .await
         .map_err(fail)?;
     let total = usize::try_from(meta.len())
         .unwrap_or(usize::MAX)
@@ -32,16 +45,28 @@ pub(crate) async fn read_file(target: &Resolved, limit: usize) -> Result<ToolOut
 }
 
 pub(crate) async fn list_files(target: &Resolved, limit: usize) -> Result<ToolOutput, ToolError> {
+    let target = target.clone();
+    blocking(&target.shown.clone(), move || {
+        list_files_now(&target, limit)
+    })
+    .await
+}
+
+fn list_files_now(target: &Resolved, limit: usize) -> Result<ToolOutput, ToolError> {
     let fail = |e| ToolError::io("list", &target.shown, e);
-    if !fs::metadata(&target.abs).await.map_err(fail)?.is_dir() {
-        return Err(ToolError::NotADirectory(target.shown.clone()));
-    }
-    let mut entries = fs::read_dir(&target.abs).await.map_err(fail)?;
+    let dir = match beneath::open(target, Access::ReadDir) {
+        Ok(dir) => dir,
+        Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => {
+            return Err(ToolError::NotADirectory(target.shown.clone()));
+        }
+        Err(e) => return Err(fail(e)),
+    };
     let mut names = Vec::new();
-    while let Some(entry) = entries.next_entry().await.map_err(fail)? {
+    for entry in beneath::read_dir(&dir).map_err(fail)? {
+        let entry = entry.map_err(fail)?;
         let mut name = entry.file_name().to_string_lossy().into_owned();
         // Not following symlinks: a link is listed as itself, not as what it points to.
-        if entry.file_type().await.is_ok_and(|t| t.is_dir()) {
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
             name.push('/');
         }
         names.push(name);
@@ -56,28 +81,26 @@ pub(crate) async fn list_files(target: &Resolved, limit: usize) -> Result<ToolOu
 /// Runs as one blocking task: a thread hop per file operation would cost more than the
 /// operations themselves on the gate's hot path.
 pub(crate) async fn write_file(target: &Resolved, content: &str) -> Result<ToolOutput, ToolError> {
-    let (abs, shown, text) = (target.abs.clone(), target.shown.clone(), content.to_owned());
-    tokio::task::spawn_blocking(move || write_file_now(&abs, &shown, &text))
-        .await
-        .map_err(|e| ToolError::io("write", &target.shown, io::Error::other(e)))?
+    let (target, text) = (target.clone(), content.to_owned());
+    blocking(&target.shown.clone(), move || {
+        write_file_now(&target, &text)
+    })
+    .await
 }
 
-fn write_file_now(
-    abs: &std::path::Path,
-    shown: &str,
-    content: &str,
-) -> Result<ToolOutput, ToolError> {
-    let existed = match std::fs::metadata(abs) {
+fn write_file_now(target: &Resolved, content: &str) -> Result<ToolOutput, ToolError> {
+    let shown = target.shown.as_str();
+    let existed = match std::fs::symlink_metadata(&target.abs) {
         Ok(meta) if meta.is_dir() => return Err(ToolError::IsADirectory(shown.to_owned())),
         Ok(_) => true,
         Err(e) if e.kind() == io::ErrorKind::NotFound => false,
         Err(e) => return Err(ToolError::io("write", shown, e)),
     };
-    if let Some(parent) = abs.parent() {
-        std::fs::create_dir_all(parent)
-            .map_err(|e| ToolError::io("create the directories for", shown, e))?;
-    }
-    std::fs::write(abs, content).map_err(|e| ToolError::io("write", shown, e))?;
+    beneath::create_parents(target)
+        .map_err(|e| ToolError::io("create the directories for", shown, e))?;
+    beneath::open(target, Access::Replace)
+        .and_then(|mut file| file.write_all(content.as_bytes()))
+        .map_err(|e| ToolError::io("write", shown, e))?;
     let how = if existed { "replaced" } else { "new file" };
     Ok(ToolOutput::ok(format!(
         "wrote {} bytes to {shown} ({how})",
@@ -90,8 +113,17 @@ pub(crate) async fn edit_file(
     old: &str,
     new: &str,
 ) -> Result<ToolOutput, ToolError> {
-    let bytes = fs::read(&target.abs)
-        .await
+    let (target, old, new) = (target.clone(), old.to_owned(), new.to_owned());
+    blocking(&target.shown.clone(), move || {
+        edit_file_now(&target, &old, &new)
+    })
+    .await
+}
+
+fn edit_file_now(target: &Resolved, old: &str, new: &str) -> Result<ToolOutput, ToolError> {
+    let mut bytes = Vec::new();
+    beneath::open(target, Access::Read)
+        .and_then(|mut file| file.read_to_end(&mut bytes))
         .map_err(|e| ToolError::io("read", &target.shown, e))?;
     let text = String::from_utf8(bytes).map_err(|_| ToolError::NotText(target.shown.clone()))?;
     match occurrences(&text, old) {
@@ -109,8 +141,8 @@ pub(crate) async fn edit_file(
             )));
         }
     }
-    fs::write(&target.abs, text.replacen(old, new, 1))
-        .await
+    beneath::open(target, Access::Replace)
+        .and_then(|mut file| file.write_all(text.replacen(old, new, 1).as_bytes()))
         .map_err(|e| ToolError::io("write", &target.shown, e))?;
     Ok(ToolOutput::ok(format!(
         "edited {} (1 replacement)",

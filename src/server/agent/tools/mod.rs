@@ -4,6 +4,7 @@
 //! `shell` runs in its own process group so a timeout or cancel ends everything it started.
 
 mod args;
+mod beneath;
 mod confine;
 mod error;
 mod fs_tools;

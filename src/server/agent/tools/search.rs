@@ -1,12 +1,11 @@
 //! `search`: plain substring search through the text files under a workspace path.
 
-use std::fs::File;
 use std::io::{BufRead, BufReader};
-use std::path::Path;
 
 use tokio_util::sync::CancellationToken;
 use walkdir::WalkDir;
 
+use super::beneath::{self, Access};
 use super::confine::Resolved;
 use super::output::cap_text;
 use super::{ToolError, ToolOutput};
@@ -81,7 +80,12 @@ fn scan(target: &Resolved, pattern: &str, cancel: &CancellationToken) -> Scan {
             .unwrap_or(entry.path())
             .to_string_lossy()
             .into_owned();
-        search_file(entry.path(), &shown, pattern, &mut lines);
+        let file = Resolved {
+            root: target.root.clone(),
+            abs: entry.path().to_owned(),
+            shown,
+        };
+        search_file(&file, pattern, &mut lines);
         if lines.len() > MAX_MATCHES {
             break;
         }
@@ -93,8 +97,12 @@ fn scan(target: &Resolved, pattern: &str, cancel: &CancellationToken) -> Scan {
 }
 
 /// Appends `file:line: text` for each matching line; binary files (a NUL early on) are skipped.
-fn search_file(path: &Path, shown: &str, pattern: &str, lines: &mut Vec<String>) {
-    let Ok(file) = File::open(path) else { return };
+/// Opened beneath the workspace: a folder swapped for a symlink mid-walk is not followed.
+fn search_file(target: &Resolved, pattern: &str, lines: &mut Vec<String>) {
+    let shown = target.shown.as_str();
+    let Ok(file) = beneath::open(target, Access::Read) else {
+        return;
+    };
     let mut reader = BufReader::new(file);
     match reader.fill_buf() {
         Ok(head) if !head.contains(&0) => {}
