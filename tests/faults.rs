@@ -9,7 +9,6 @@
 mod support;
 
 use serde_json::json;
-use sqlx::Connection;
 use support::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -22,13 +21,8 @@ async fn a_decision_that_cannot_commit_is_503_and_the_gate_stays_pending() {
 
     // Another connection takes the write lock and keeps it.
     let db = srv.db();
-    let mut blocker = sqlx::SqliteConnection::connect(&format!("sqlite://{}", db.display()))
-        .await
-        .unwrap();
-    sqlx::query("BEGIN EXCLUSIVE")
-        .execute(&mut blocker)
-        .await
-        .unwrap();
+    let blocker = rusqlite::Connection::open(&db).unwrap();
+    blocker.execute_batch("BEGIN EXCLUSIVE").unwrap();
 
     let body = srv
         .decide(&sid, &aid, json!({"decision": "approve"}))
@@ -47,7 +41,7 @@ async fn a_decision_that_cannot_commit_is_503_and_the_gate_stays_pending() {
     assert_eq!(during["pending"][0]["approval_id"], aid.as_str());
     assert!(!srv.ws("fault.txt").exists());
 
-    sqlx::query("ROLLBACK").execute(&mut blocker).await.unwrap();
+    blocker.execute_batch("ROLLBACK").unwrap();
     drop(blocker);
 
     // The same gate is still decidable, and the tool runs once.

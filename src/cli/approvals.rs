@@ -7,7 +7,6 @@
 use std::collections::HashSet;
 use std::io::Read;
 
-use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -76,7 +75,7 @@ pub async fn run(client: &Client, json: bool, command: ApprovalsCommand) -> Resu
 async fn pending(client: &Client) -> Result<(Value, Vec<ApprovalRequest>), CliError> {
     let raw = client.get(&["approvals"], &[("status", "pending")]).await?;
     let mut gates: Vec<ApprovalRequest> = typed(raw.clone(), "the pending list")?;
-    gates.sort_by_key(|g| table::parse_time(&g.body.created_at));
+    gates.sort_by_key(|g| g.body.created_at.unix_ms());
     Ok((raw, gates))
 }
 
@@ -87,12 +86,15 @@ async fn list(client: &Client, json: bool) -> Result<(), CliError> {
     } else if gates.is_empty() {
         println!("no pending approvals");
     } else {
-        println!("{}", inbox_table(&gates, Utc::now()).render());
+        println!(
+            "{}",
+            inbox_table(&gates, crate::protocol::Timestamp::now_ms()).render()
+        );
     }
     Ok(())
 }
 
-fn inbox_table(gates: &[ApprovalRequest], now: DateTime<Utc>) -> Table {
+fn inbox_table(gates: &[ApprovalRequest], now: i64) -> Table {
     let mut table = Table::new(&["ID", "SESSION", "KIND", "SUMMARY", "EXPIRES"]);
     for gate in gates {
         table.row(vec![
@@ -131,10 +133,11 @@ fn summary_text(gate: &ApprovalRequest) -> String {
     clean(&format!("{floor}{text}"))
 }
 
-fn time_left(expires_at: &str, now: DateTime<Utc>) -> String {
-    match table::parse_time(expires_at) {
-        Some(t) if t <= now => "expired".to_owned(),
-        _ => table::relative(expires_at, now),
+fn time_left(expires_at: &crate::protocol::Timestamp, now: i64) -> String {
+    if expires_at.has_passed(now) {
+        "expired".to_owned()
+    } else {
+        table::relative(expires_at, now)
     }
 }
 
@@ -301,13 +304,13 @@ struct ResolutionWords {
     answered_by: AnsweredBy,
     #[serde(default)]
     actor: String,
-    resolved_at: String,
+    resolved_at: crate::protocol::Timestamp,
     #[serde(default)]
     reason: Option<String>,
 }
 
 impl ResolutionWords {
-    fn describe(&self, now: DateTime<Utc>) -> String {
+    fn describe(&self, now: i64) -> String {
         let what = match self.decision {
             Decision::Timeout => "expired without an answer".to_owned(),
             Decision::Cancelled => "cancelled with its turn".to_owned(),
@@ -364,7 +367,7 @@ fn explain_resolved(err: CliError, gate: &GateRef) -> CliError {
         .get("resolution")
         .or_else(|| body["error"].get("resolution"))
         .and_then(|r| serde_json::from_value::<ResolutionWords>(r.clone()).ok())
-        .map(|r| r.describe(Utc::now()));
+        .map(|r| r.describe(crate::protocol::Timestamp::now_ms()));
     let message = match words {
         Some(words) if !lead.is_empty() => {
             format!("approval {} {lead}: {words}", short_id(&gate.approval_id))

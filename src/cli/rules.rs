@@ -1,6 +1,5 @@
 //! `countersign rules …`: list the standing rules Allow always created, and revoke one.
 
-use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
 use super::client::{CliError, Client, typed};
@@ -28,12 +27,15 @@ async fn list(client: &Client, json: bool) -> Result<(), CliError> {
     } else if rules.is_empty() {
         println!("no standing rules");
     } else {
-        println!("{}", rules_table(&rules, Utc::now()).render());
+        println!(
+            "{}",
+            rules_table(&rules, crate::protocol::Timestamp::now_ms()).render()
+        );
     }
     Ok(())
 }
 
-fn rules_table(rules: &[Rule], now: DateTime<Utc>) -> Table {
+fn rules_table(rules: &[Rule], now: i64) -> Table {
     let mut table = Table::new(&[
         "ID",
         "TOOL",
@@ -52,14 +54,14 @@ fn rules_table(rules: &[Rule], now: DateTime<Utc>) -> Table {
             scope_label(rule),
             rule.uses.to_string(),
             table::relative(&rule.created_at, now),
-            when_or_never(rule.last_used_at.as_deref(), now),
-            when_or_never(rule.expires_at.as_deref(), now),
+            when_or_never(rule.last_used_at.as_ref(), now),
+            when_or_never(rule.expires_at.as_ref(), now),
         ]);
     }
     table
 }
 
-fn when_or_never(at: Option<&str>, now: DateTime<Utc>) -> String {
+fn when_or_never(at: Option<&crate::protocol::Timestamp>, now: i64) -> String {
     at.map_or_else(|| "never".to_owned(), |t| table::relative(t, now))
 }
 

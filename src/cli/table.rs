@@ -1,7 +1,7 @@
 //! Terminal formatting for the remote commands: aligned columns, short ids, relative times,
 //! and text made safe to print (no control characters from agent-written strings).
 
-use chrono::{DateTime, Utc};
+use crate::protocol::Timestamp;
 use serde_json::Value;
 
 /// Columns padded to their widest cell, two spaces apart; the last column is not padded.
@@ -92,18 +92,13 @@ pub fn pretty(value: &Value) -> String {
     serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
 }
 
-pub fn parse_time(at: &str) -> Option<DateTime<Utc>> {
-    DateTime::parse_from_rfc3339(at)
-        .ok()
-        .map(|t| t.with_timezone(&Utc))
-}
-
-/// "in 29m", "3s ago", "just now"; the raw text when it is not a time.
-pub fn relative(at: &str, now: DateTime<Utc>) -> String {
-    let Some(t) = parse_time(at) else {
-        return clean(at);
+/// "in 29m", "3s ago", "just now" from `now_ms` (Unix milliseconds); the raw text when it is
+/// not a time.
+pub fn relative(at: &Timestamp, now_ms: i64) -> String {
+    let Some(t) = at.unix_ms() else {
+        return clean(at.as_str());
     };
-    let secs = (t - now).num_seconds();
+    let secs = (t - now_ms) / 1000;
     match secs {
         0 => "just now".to_owned(),
         s if s > 0 => format!("in {}", span(s)),
@@ -112,10 +107,8 @@ pub fn relative(at: &str, now: DateTime<Utc>) -> String {
 }
 
 /// A time as `2026-01-02 15:04:05` (UTC); the raw text when it is not a time.
-pub fn utc(at: &str) -> String {
-    parse_time(at)
-        .map(|t| t.format("%Y-%m-%d %H:%M:%S").to_string())
-        .unwrap_or_else(|| clean(at))
+pub fn utc(at: &Timestamp) -> String {
+    clean(&at.second())
 }
 
 /// A positive number of seconds in the largest sensible units: 45s, 29m, 1h 5m, 2d 3h.

@@ -13,9 +13,10 @@ use super::core::Core;
 use super::error::ApiError;
 use super::gate::rules;
 use super::principal::{Principal, actors};
-use super::store::{Commit, GateChange, NewEvent, StoreError, now_rfc3339};
+use super::store::{Commit, GateChange, NewEvent, StoreError};
 use crate::protocol::{
     AnsweredBy, ApprovalRequest, Decision, EventBody, GateKind, Resolution, Rule, RuleScope,
+    Timestamp,
 };
 
 /// The body of `POST /api/v1/sessions/{sid}/approvals/{aid}`.
@@ -54,10 +55,9 @@ fn is_blank(value: &Value) -> bool {
     }
 }
 
+/// Fail closed: an unreadable deadline has passed.
 fn expired(request: &ApprovalRequest) -> bool {
-    chrono::DateTime::parse_from_rfc3339(&request.body.expires_at)
-        .map(|t| t <= chrono::Utc::now())
-        .unwrap_or(false)
+    request.body.expires_at.has_passed(Timestamp::now_ms())
 }
 
 impl Core {
@@ -142,11 +142,10 @@ impl Core {
                     "expires_in_secs must be at least 1".into(),
                 ));
             }
-            Some(secs) => Some(
-                (chrono::Utc::now()
-                    + chrono::Duration::seconds(secs.min(10 * 365 * 86_400) as i64))
-                .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-            ),
+            Some(secs) => {
+                let secs = i64::try_from(secs.min(10 * 365 * 86_400)).unwrap_or(i64::MAX);
+                Some(Timestamp::now().plus_ms(secs * 1000))
+            }
         };
         Ok(Rule {
             id: uuid::Uuid::new_v4().to_string(),
@@ -154,7 +153,7 @@ impl Core {
             pattern,
             scope,
             session_id: (scope == RuleScope::Session).then(|| request.body.session_id.clone()),
-            created_at: now_rfc3339(),
+            created_at: Timestamp::now(),
             created_by_approval: Some(request.body.approval_id.clone()),
             uses: 0,
             last_used_at: None,
@@ -181,7 +180,7 @@ impl Core {
             decision,
             answered_by,
             actor,
-            now_rfc3339(),
+            Timestamp::now(),
         );
         match self
             .commit_resolution(session_id, request, resolution, None)
@@ -315,7 +314,7 @@ impl Core {
             decision,
             answered_by: AnsweredBy::User,
             actor: who.actor(),
-            resolved_at: now_rfc3339(),
+            resolved_at: Timestamp::now(),
             reason,
             edits,
             rule_id: new_rule.as_ref().map(|r| r.id.clone()),

@@ -123,7 +123,12 @@ pub fn hash_of(entry: &AuditEntry) -> String {
 }
 
 /// Places a draft after `prev` in the chain.
-pub fn seal(draft: AuditDraft, n: u64, at: String, prev_hash: String) -> AuditEntry {
+pub fn seal(
+    draft: AuditDraft,
+    n: u64,
+    at: crate::protocol::Timestamp,
+    prev_hash: String,
+) -> AuditEntry {
     let mut entry = AuditEntry {
         n,
         at,

@@ -16,8 +16,8 @@ use super::gate::registry::GateRegistry;
 use super::keyed_lock::KeyedLocks;
 use super::live_config::{Live, LiveConfig};
 use super::principal::Principal;
-use super::store::{NewEvent, SessionRow, now_rfc3339};
-use crate::protocol::{EventBody, Mode, ModeSource, Session, Snapshot};
+use super::store::{NewEvent, SessionRow};
+use crate::protocol::{EventBody, Mode, ModeSource, Session, Snapshot, Timestamp};
 
 /// The longest message a person may send, in characters (protocol.md).
 pub const MAX_MESSAGE_CHARS: usize = 32_768;
@@ -135,7 +135,7 @@ impl Core {
         let row = SessionRow {
             id: uuid::Uuid::new_v4().to_string(),
             title,
-            created_at: now_rfc3339(),
+            created_at: Timestamp::now(),
             approval_mode: mode.as_str().to_owned(),
             last_seq: 0,
             pre_plan_mode: None,

@@ -11,8 +11,8 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::broadcast;
 
-use super::store::{Commit, NewEvent, Store, StoreError, now_rfc3339};
-use crate::protocol::{Event, EventBody, Mode};
+use super::store::{Commit, NewEvent, Store, StoreError};
+use crate::protocol::{Event, EventBody, Mode, Timestamp};
 
 /// Live capacity per session; a subscriber that falls further behind re-reads the store.
 const CHANNEL_CAPACITY: usize = 1024;
@@ -134,7 +134,7 @@ impl EventLog {
         }
         let event = Event {
             seq: None,
-            at: now_rfc3339(),
+            at: Timestamp::now(),
             turn_id: turn_id.map(str::to_owned),
             body,
         };

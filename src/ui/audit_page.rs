@@ -231,15 +231,11 @@ fn AuditTable(
 #[component]
 fn AuditRow(entry: AuditEntry) -> impl IntoView {
     let full = serde_json::to_string_pretty(&entry.detail).unwrap_or_default();
-    let time = entry
-        .at
-        .get(..19)
-        .map(|t| t.replace('T', " "))
-        .unwrap_or_else(|| entry.at.clone());
+    let time = entry.at.second();
     view! {
         <tr data-testid="audit-row" data-action=entry.action.clone() data-n=entry.n>
             <td class="num">{entry.n}</td>
-            <td class="when" title=entry.at.clone()>{time}</td>
+            <td class="when" title=entry.at.to_string()>{time}</td>
             <td><code>{entry.actor.clone()}</code></td>
             <td class=format!("action action-{}", entry.action)>{entry.action.clone()}</td>
             <td><code class="id" title=entry.subject.clone()>{short_id(&entry.subject)}</code></td>

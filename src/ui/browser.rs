@@ -20,18 +20,6 @@ pub fn now_ms() -> f64 {
     now
 }
 
-/// Milliseconds since the epoch of an RFC 3339 time, if it parses.
-pub fn parse_time_ms(rfc3339: &str) -> Option<f64> {
-    #[cfg(feature = "hydrate")]
-    let ms = Some(js_sys::Date::parse(rfc3339)).filter(|ms| !ms.is_nan());
-    #[cfg(not(feature = "hydrate"))]
-    let ms = {
-        let _ = rfc3339;
-        None
-    };
-    ms
-}
-
 /// Scrolls the transcript's end into view.
 pub fn scroll_to_end(element_id: &str) {
     #[cfg(feature = "hydrate")]

@@ -134,12 +134,12 @@ fn RuleRow(
         let short: String = approval.chars().take(8).collect();
         view! { <span class="muted sub" title=approval.to_owned()>{format!("from approval {short}")}</span> }
     });
-    let expires = rule.expires_at.as_deref().map(|at| {
+    let expires = rule.expires_at.as_ref().map(|at| {
         view! { <span class="muted sub">{format!("expires {}", clock(at))}</span> }
     });
     let last_used = rule
         .last_used_at
-        .as_deref()
+        .as_ref()
         .map(clock)
         .unwrap_or_else(|| "never".to_owned());
     view! {

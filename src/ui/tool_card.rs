@@ -3,8 +3,7 @@
 
 use leptos::prelude::*;
 
-use crate::protocol::{ToolClass, ToolStatus, Verdict};
-use crate::ui::browser;
+use crate::protocol::{Timestamp, ToolClass, ToolStatus, Verdict};
 use crate::ui::transcript::{ToolItem, outcome_line, summary};
 
 fn class_name(class: ToolClass) -> &'static str {
@@ -18,11 +17,11 @@ fn class_name(class: ToolClass) -> &'static str {
 }
 
 /// Seconds since `started_at`, once the browser clock is ticking (`now_ms > 0`).
-fn elapsed(started_at: &str, now_ms: f64) -> Option<u64> {
+fn elapsed(started_at: &Timestamp, now_ms: f64) -> Option<u64> {
     if now_ms <= 0.0 {
         return None;
     }
-    let start = browser::parse_time_ms(started_at)?;
+    let start = started_at.unix_ms()? as f64;
     Some(((now_ms - start).max(0.0) / 1000.0) as u64)
 }
 
@@ -59,7 +58,7 @@ pub fn ToolCard(item: ToolItem, now_ms: RwSignal<f64>) -> impl IntoView {
             } else {
                 "pending"
             };
-            let clock = move || match started.as_deref() {
+            let clock = move || match started.as_ref() {
                 Some(at) => match elapsed(at, now_ms.get()) {
                     Some(secs) => format!("running · {secs}s"),
                     None => "running…".to_owned(),

@@ -16,7 +16,7 @@ pub struct ToolItem {
     pub class: ToolClass,
     pub verdict: Verdict,
     /// When `tool_started` was recorded (RFC 3339), if it was.
-    pub started_at: Option<String>,
+    pub started_at: Option<crate::protocol::Timestamp>,
     pub result: Option<(ToolStatus, String)>,
 }
 
@@ -214,7 +214,7 @@ mod tests {
     fn ev(seq: u64, body: EventBody) -> Event {
         Event {
             seq: Some(seq),
-            at: format!("t{seq}"),
+            at: format!("t{seq}").into(),
             turn_id: Some("turn".into()),
             body,
         }
@@ -264,7 +264,7 @@ mod tests {
         assert_eq!(after.len(), 2);
         match &after[1] {
             Item::Tool(t) => {
-                assert_eq!(t.started_at.as_deref(), Some("t3"));
+                assert_eq!(t.started_at.as_ref().map(|t| t.as_str()), Some("t3"));
                 assert_eq!(t.result, Some((ToolStatus::Ok, "wrote".into())));
             }
             other => panic!("{other:?}"),

@@ -166,7 +166,7 @@ impl Turn {
             session_id: self.session_id.clone(),
             reason: GateReason::Budget,
             reason_detail: format!("This turn reached its budget: {why}"),
-            created_at: chrono::Utc::now(),
+            created_at: crate::protocol::Timestamp::now(),
             timeout: Duration::from_secs(self.core.config().config.approvals.timeout_secs),
         };
         let gate = ApprovalRequest {

@@ -9,20 +9,14 @@ use super::gates_text;
 use super::provider::ToolCallRequest;
 use super::turn::{Turn, TurnEnd};
 use crate::protocol::{
-    AnsweredBy, ApprovalRequest, Decision, EventBody, GateKind, Mode, Resolution, ToolStatus,
+    AnsweredBy, ApprovalRequest, Decision, EventBody, GateKind, Mode, Resolution, Timestamp,
+    ToolStatus,
 };
 use crate::server::store::{Commit, GateChange};
 
-/// How long until an RFC 3339 deadline (zero when it has passed or does not parse).
-fn until(expires_at: &str) -> Duration {
-    chrono::DateTime::parse_from_rfc3339(expires_at)
-        .ok()
-        .and_then(|t| {
-            (t.with_timezone(&chrono::Utc) - chrono::Utc::now())
-                .to_std()
-                .ok()
-        })
-        .unwrap_or(Duration::ZERO)
+/// How long until a deadline (zero when it has passed or does not parse: fail closed).
+fn until(expires_at: &Timestamp) -> Duration {
+    Duration::from_millis(expires_at.ms_left(Timestamp::now_ms()))
 }
 
 impl Turn {

@@ -23,7 +23,7 @@ fn budget_key(gates: &HashMap<String, ApprovalRequestBody>) -> String {
     gates
         .iter()
         .filter(|(_, g)| g.kind == crate::protocol::GateKind::Budget)
-        .max_by(|a, b| a.1.created_at.cmp(&b.1.created_at))
+        .max_by_key(|(_, g)| g.created_at.unix_ms())
         .map(|(k, _)| k.clone())
         .unwrap_or_default()
 }

@@ -399,7 +399,7 @@ impl Turn {
                     session_id: self.session_id.clone(),
                     reason,
                     reason_detail: detail,
-                    created_at: chrono::Utc::now(),
+                    created_at: crate::protocol::Timestamp::now(),
                     timeout: Duration::from_secs(self.core.config().config.approvals.timeout_secs),
                 };
                 let body = match special {

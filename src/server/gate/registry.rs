@@ -83,7 +83,7 @@ mod tests {
             decision,
             crate::protocol::AnsweredBy::User,
             "browser",
-            String::new(),
+            crate::protocol::Timestamp::default(),
         )
     }
 

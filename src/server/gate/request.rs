@@ -10,7 +10,7 @@ use similar::TextDiff;
 
 use crate::protocol::{
     ApprovalRequestBody, Decision, GateKind, GateReason, Mode, RuleSuggestion, TimeoutOutcome,
-    ToolClass,
+    Timestamp, ToolClass,
 };
 use crate::server::agent::provider::ToolCallRequest;
 use crate::server::agent::tools;
@@ -253,16 +253,16 @@ pub struct Common {
     pub session_id: String,
     pub reason: GateReason,
     pub reason_detail: String,
-    pub created_at: chrono::DateTime<chrono::Utc>,
+    pub created_at: Timestamp,
     pub timeout: Duration,
 }
 
-fn times(common: &Common) -> (String, String) {
-    let expires = common.created_at
-        + chrono::Duration::from_std(common.timeout).unwrap_or(chrono::Duration::MAX);
-    let fmt =
-        |t: chrono::DateTime<chrono::Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
-    (fmt(common.created_at), fmt(expires))
+fn times(common: &Common) -> (Timestamp, Timestamp) {
+    let timeout_ms = i64::try_from(common.timeout.as_millis()).unwrap_or(i64::MAX);
+    (
+        common.created_at.clone(),
+        common.created_at.plus_ms(timeout_ms),
+    )
 }
 
 /// The card for a gated tool call.

@@ -85,7 +85,7 @@ mod tests {
             pattern: pattern.into(),
             scope: RuleScope::Session,
             session_id: None,
-            created_at: String::new(),
+            created_at: crate::protocol::Timestamp::default(),
             created_by_approval: None,
             uses: 0,
             last_used_at: None,

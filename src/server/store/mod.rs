@@ -4,11 +4,12 @@
 //! several instances. Everything above this module talks to `dyn Store` only.
 
 pub mod sqlite;
-mod sqlite_writer;
 
 use async_trait::async_trait;
 
-use crate::protocol::{ApprovalRequest, AuditEntry, Event, EventBody, Mode, Resolution, Rule};
+use crate::protocol::{
+    ApprovalRequest, AuditEntry, Event, EventBody, Mode, Resolution, Rule, Timestamp,
+};
 
 /// A session as stored. `approval_mode` stays a string here: a record that does not parse is
 /// a fact about the database the caller must decide on (it falls back to `ask`, fail closed).
@@ -16,7 +17,7 @@ use crate::protocol::{ApprovalRequest, AuditEntry, Event, EventBody, Mode, Resol
 pub struct SessionRow {
     pub id: String,
     pub title: String,
-    pub created_at: String,
+    pub created_at: Timestamp,
     pub approval_mode: String,
     pub last_seq: u64,
     /// The mode the session had when it entered plan mode (where a plan returns to).
@@ -88,14 +89,11 @@ pub enum StoreError {
     UnknownApproval(String),
     #[error("unknown session {0}")]
     UnknownSession(String),
+    /// The database itself failed (I/O, locked, full, gone, its writer stopped).
     #[error("database error: {0}")]
-    Database(#[from] sqlx::Error),
-    #[error("database error: {0}")]
-    Sqlite(#[from] rusqlite::Error),
-    #[error("{0}")]
-    Writer(String),
+    Database(String),
     #[error("database migration failed: {0}")]
-    Migration(#[from] sqlx::migrate::MigrateError),
+    Migration(String),
     #[error("stored event {session_id}#{seq} is unreadable: {reason}")]
     Corrupt {
         session_id: String,
@@ -110,10 +108,7 @@ impl StoreError {
     /// A failure of the database itself (as opposed to a logical outcome such as a lost
     /// compare-and-set): it answers 503 and spoils a group transaction.
     pub fn is_database_failure(&self) -> bool {
-        matches!(
-            self,
-            StoreError::Database(_) | StoreError::Sqlite(_) | StoreError::Writer(_)
-        )
+        matches!(self, StoreError::Database(_))
     }
 }
 
@@ -208,9 +203,4 @@ pub async fn open(
     } else {
         Err(StoreError::UnsupportedUrl(database_url.to_owned()))
     }
-}
-
-/// RFC 3339 UTC with milliseconds: the one timestamp format of the wire and the database.
-pub fn now_rfc3339() -> String {
-    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }

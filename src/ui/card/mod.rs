@@ -11,9 +11,8 @@ use leptos::task::spawn_local;
 use crate::api;
 use crate::protocol::{
     AnsweredBy, ApprovalRequestBody, DecideOutcome, Decision, DecisionInput, GateKind, GateReason,
-    Mode, Resolution, TimeoutOutcome, ToolClass,
+    Mode, Resolution, TimeoutOutcome, Timestamp, ToolClass,
 };
-use crate::ui::browser;
 use crate::ui::gates::{CardBus, CardCommand, ClientId};
 use crate::ui::transcript::GateItem;
 use diff::Diff;
@@ -45,12 +44,14 @@ fn badge(request: &ApprovalRequestBody) -> String {
     }
 }
 
-/// `HH:MM` (UTC) of an RFC 3339 time.
-fn clock(rfc3339: &str) -> String {
-    rfc3339
-        .get(11..16)
-        .map(|t| format!("{t} UTC"))
-        .unwrap_or_default()
+/// `HH:MM UTC` of a time.
+fn clock(at: &Timestamp) -> String {
+    let hm = at.clock();
+    if hm.is_empty() {
+        hm
+    } else {
+        format!("{hm} UTC")
+    }
 }
 
 /// The outcome chip of a resolved card ("Approved by you · 12:03 UTC").
@@ -104,15 +105,15 @@ pub fn outcome_text(
     }
 }
 
-fn countdown(expires_at: &str, now_ms: f64) -> (String, &'static str) {
-    let Some(expires) = browser::parse_time_ms(expires_at).filter(|_| now_ms > 0.0) else {
+fn countdown(expires_at: &Timestamp, now_ms: f64) -> (String, &'static str) {
+    if now_ms <= 0.0 {
         return ("⏱ …".to_owned(), "");
-    };
-    let left = ((expires - now_ms) / 1000.0).floor();
-    if left <= 0.0 {
+    }
+    // An unreadable deadline shows as expired, as the server treats it.
+    let left = expires_at.ms_left(now_ms as i64) / 1000;
+    if left == 0 {
         return ("expired".to_owned(), "expired");
     }
-    let left = left as u64;
     let text = if left >= 3600 {
         format!(
             "⏱ {}:{:02}:{:02}",

@@ -369,10 +369,9 @@ fn retry_after(response: &reqwest::Response) -> Option<Duration> {
     if let Ok(secs) = value.parse::<u64>() {
         return Some(Duration::from_secs(secs));
     }
-    let at = chrono::DateTime::parse_from_rfc2822(value).ok()?;
+    let at = httpdate::parse_http_date(value).ok()?;
     Some(
-        (at.with_timezone(&chrono::Utc) - chrono::Utc::now())
-            .to_std()
+        at.duration_since(std::time::SystemTime::now())
             .unwrap_or(Duration::ZERO),
     )
 }

@@ -1,109 +1,77 @@
-//! The SQLite store: one file, WAL, a single writer connection and a small reader pool.
+//! The SQLite store: one file, WAL, one driver (rusqlite) for reads and writes.
 //!
 //! Why one writer: SQLite allows one writer at a time anyway, and a deferred transaction that
 //! reads then writes can fail with SQLITE_BUSY_SNAPSHOT under concurrency; funnelling writes
-//! through one connection (on one writer thread with group commit, see `sqlite_writer`) makes commits
+//! through one connection (on one writer thread with group commit, `batch.rs`) makes commits
 //! queue instead of fail. `synchronous = FULL` by default: a commit is on disk before `append`
 //! returns, so an event is never sent before it would survive a power cut, let alone a
 //! `kill -9`; `[storage] synchronous = "normal"` trades the power-cut half for speed.
+//!
+//! Files by job: `connection.rs` opens connections (the PRAGMAs), `migrate.rs` the schema,
+//! `read.rs` the reads, `batch.rs` the writer thread and group commit, `write.rs` the SQL of
+//! each change, `codec.rs` rows ↔ types.
 
-use std::str::FromStr;
-use std::time::Duration;
+mod batch;
+mod codec;
+mod connection;
+mod migrate;
+mod read;
+mod write;
+
+use std::path::{Path, PathBuf};
 
 use async_trait::async_trait;
-use sqlx::Row;
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions};
 
-use super::sqlite_writer::{Writer, open_connection};
-use super::{Commit, GateRow, NewEvent, SessionRow, Store, StoreError, now_rfc3339};
-use crate::protocol::{ApprovalRequest, AuditEntry, Event, Rule, RuleScope};
+use super::{Commit, GateRow, NewEvent, SessionRow, Store, StoreError};
+use crate::protocol::{ApprovalRequest, AuditEntry, Event, Rule, Timestamp};
 use crate::server::audit;
 use crate::server::config::Synchronous;
+use batch::Writer;
+use connection::Role;
+use read::Readers;
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(err: rusqlite::Error) -> Self {
+        StoreError::Database(err.to_string())
+    }
+}
 
 pub struct SqliteStore {
-    readers: SqlitePool,
+    readers: Readers,
     writer: Writer,
 }
 
 /// The database file a `sqlite://` URL names (`None` for other URLs and in-memory databases).
-pub fn file_of(url: &str) -> Option<std::path::PathBuf> {
+pub fn file_of(url: &str) -> Option<PathBuf> {
     let rest = url
         .strip_prefix("sqlite://")
         .or_else(|| url.strip_prefix("sqlite:"))?;
     let path = rest.split('?').next().unwrap_or(rest);
-    (!path.is_empty() && path != ":memory:").then(|| std::path::PathBuf::from(path))
+    (!path.is_empty() && path != ":memory:").then(|| PathBuf::from(path))
 }
 
 impl SqliteStore {
+    /// Opens (creating if needed) the database `url` names, brings its schema up to date and
+    /// starts the writer.
     pub async fn open(url: &str, synchronous: Synchronous) -> Result<Self, StoreError> {
-        let options = SqliteConnectOptions::from_str(url)?
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            .foreign_keys(true)
-            .busy_timeout(Duration::from_secs(5));
-        // Migrations run on a short-lived sqlx connection; every later write goes through the
-        // writer thread's own connection.
-        let migrator = SqlitePoolOptions::new()
-            .max_connections(1)
-            .connect_with(options.clone())
-            .await?;
-        sqlx::migrate!("./migrations").run(&migrator).await?;
-        migrator.close().await;
-        let writer = Writer::start(open_connection(options.get_filename(), synchronous)?)?;
-        let readers = SqlitePoolOptions::new()
-            .max_connections(4)
-            .connect_with(options.read_only(true))
-            .await?;
-        Ok(SqliteStore { readers, writer })
+        let path = file_of(url).ok_or_else(|| StoreError::UnsupportedUrl(url.to_owned()))?;
+        let writer_path = path.clone();
+        let conn = tokio::task::spawn_blocking(move || open_writer(&writer_path, synchronous))
+            .await
+            .map_err(|e| StoreError::Database(e.to_string()))??;
+        Ok(SqliteStore {
+            readers: Readers::new(path),
+            writer: Writer::start(conn)?,
+        })
     }
 }
 
-fn session_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<SessionRow, sqlx::Error> {
-    Ok(SessionRow {
-        id: row.try_get("id")?,
-        title: row.try_get("title")?,
-        created_at: row.try_get("created_at")?,
-        approval_mode: row.try_get("approval_mode")?,
-        last_seq: row.try_get::<i64, _>("last_seq")?.max(0) as u64,
-        pre_plan_mode: row.try_get("pre_plan_mode")?,
-        plan_execution_mode: row.try_get("plan_execution_mode")?,
-    })
+/// The write connection, with the schema migrated on it.
+fn open_writer(path: &Path, synchronous: Synchronous) -> Result<rusqlite::Connection, StoreError> {
+    let mut conn = connection::open(path, Role::Writer(synchronous))?;
+    migrate::run(&mut conn).map_err(StoreError::Migration)?;
+    Ok(conn)
 }
-
-fn event_from_row(session_id: &str, row: &sqlx::sqlite::SqliteRow) -> Result<Event, StoreError> {
-    let seq = row.try_get::<i64, _>("seq")?.max(0) as u64;
-    let body: String = row.try_get("body")?;
-    serde_json::from_str(&body).map_err(|e| StoreError::Corrupt {
-        session_id: session_id.to_owned(),
-        seq,
-        reason: e.to_string(),
-    })
-}
-
-pub(super) fn parse_json<T: serde::de::DeserializeOwned>(
-    session_id: &str,
-    text: &str,
-) -> Result<T, StoreError> {
-    serde_json::from_str(text).map_err(|e| StoreError::Corrupt {
-        session_id: session_id.to_owned(),
-        seq: 0,
-        reason: e.to_string(),
-    })
-}
-
-pub(super) fn to_json<T: serde::Serialize>(
-    session_id: &str,
-    value: &T,
-) -> Result<String, StoreError> {
-    serde_json::to_string(value).map_err(|e| StoreError::Corrupt {
-        session_id: session_id.to_owned(),
-        seq: 0,
-        reason: e.to_string(),
-    })
-}
-
-const SESSION_COLUMNS: &str =
-    "id, title, created_at, approval_mode, last_seq, pre_plan_mode, plan_execution_mode";
 
 #[async_trait]
 impl Store for SqliteStore {
@@ -111,10 +79,8 @@ impl Store for SqliteStore {
         if !self.writer.alive() {
             return Err("the database writer has stopped: writes fail until a restart".into());
         }
-        sqlx::query("SELECT 1")
-            .execute(&self.readers)
-            .await
-            .map(|_| ())
+        self.readers
+            .ping()
             .map_err(|e| format!("the database does not answer reads: {e}"))
     }
 
@@ -123,25 +89,11 @@ impl Store for SqliteStore {
     }
 
     async fn list_sessions(&self) -> Result<Vec<SessionRow>, StoreError> {
-        let rows = sqlx::query(&format!(
-            "SELECT {SESSION_COLUMNS} FROM sessions ORDER BY created_at DESC, rowid DESC"
-        ))
-        .fetch_all(&self.readers)
-        .await?;
-        Ok(rows
-            .iter()
-            .map(session_from_row)
-            .collect::<Result<_, _>>()?)
+        self.readers.list_sessions()
     }
 
     async fn get_session(&self, id: &str) -> Result<Option<SessionRow>, StoreError> {
-        let row = sqlx::query(&format!(
-            "SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?1"
-        ))
-        .bind(id)
-        .fetch_optional(&self.readers)
-        .await?;
-        Ok(row.as_ref().map(session_from_row).transpose()?)
+        self.readers.get_session(id)
     }
 
     async fn delete_session(&self, id: &str) -> Result<bool, StoreError> {
@@ -162,14 +114,7 @@ impl Store for SqliteStore {
         session_id: &str,
         seq: u64,
     ) -> Result<Option<u64>, StoreError> {
-        let start: Option<i64> = sqlx::query_scalar(
-            "SELECT MAX(seq) FROM events WHERE session_id = ?1 AND kind = 'user_message' AND seq <= ?2",
-        )
-        .bind(session_id)
-        .bind(seq.min(i64::MAX as u64) as i64)
-        .fetch_one(&self.readers)
-        .await?;
-        Ok(start.map(|s| s.max(0) as u64))
+        self.readers.turn_start_at_or_before(session_id, seq)
     }
 
     async fn events_after(
@@ -178,15 +123,7 @@ impl Store for SqliteStore {
         after: u64,
         limit: u32,
     ) -> Result<Vec<Event>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT seq, body FROM events WHERE session_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
-        )
-        .bind(session_id)
-        .bind(after.min(i64::MAX as u64) as i64)
-        .bind(limit as i64)
-        .fetch_all(&self.readers)
-        .await?;
-        rows.iter().map(|r| event_from_row(session_id, r)).collect()
+        self.readers.events_after(session_id, after, limit)
     }
 
     async fn get_gate(
@@ -194,72 +131,18 @@ impl Store for SqliteStore {
         session_id: &str,
         approval_id: &str,
     ) -> Result<Option<GateRow>, StoreError> {
-        let row = sqlx::query(
-            "SELECT request, resolution FROM approvals WHERE approval_id = ?1 AND session_id = ?2",
-        )
-        .bind(approval_id)
-        .bind(session_id)
-        // A reader sees every committed resolution (appends answer only after their commit),
-        // and does not queue behind the writer.
-        .fetch_optional(&self.readers)
-        .await?;
-        let Some(row) = row else { return Ok(None) };
-        let request: String = row.try_get("request")?;
-        let resolution: Option<String> = row.try_get("resolution")?;
-        Ok(Some(GateRow {
-            request: parse_json(session_id, &request)?,
-            resolution: resolution.map(|r| parse_json(session_id, &r)).transpose()?,
-        }))
+        self.readers.get_gate(session_id, approval_id)
     }
 
     async fn pending_gates(
         &self,
         session_id: Option<&str>,
     ) -> Result<Vec<ApprovalRequest>, StoreError> {
-        let rows: Vec<(String, String)> = sqlx::query_as(
-            "SELECT session_id, request FROM approvals
-             WHERE resolution IS NULL AND (?1 IS NULL OR session_id = ?1)
-             ORDER BY created_at, rowid",
-        )
-        .bind(session_id)
-        .fetch_all(&self.readers)
-        .await?;
-        rows.iter()
-            .map(|(sid, request)| parse_json(sid, request))
-            .collect()
+        self.readers.pending_gates(session_id)
     }
 
     async fn list_rules(&self) -> Result<Vec<Rule>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT id, tool, pattern, scope, session_id, created_at, created_by_approval, uses, last_used_at, expires_at
-             FROM rules WHERE revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?1)
-             ORDER BY created_at, rowid",
-        )
-        .bind(now_rfc3339())
-        .fetch_all(&self.readers)
-        .await?;
-        rows.iter()
-            .map(|row| {
-                let scope: String = row.try_get("scope")?;
-                Ok(Rule {
-                    id: row.try_get("id")?,
-                    tool: row.try_get("tool")?,
-                    pattern: row.try_get("pattern")?,
-                    scope: if scope == "workspace" {
-                        RuleScope::Workspace
-                    } else {
-                        RuleScope::Session
-                    },
-                    session_id: row.try_get("session_id")?,
-                    created_at: row.try_get("created_at")?,
-                    created_by_approval: row.try_get("created_by_approval")?,
-                    uses: row.try_get::<i64, _>("uses")?.max(0) as u64,
-                    last_used_at: row.try_get("last_used_at")?,
-                    expires_at: row.try_get("expires_at")?,
-                })
-            })
-            .collect::<Result<_, sqlx::Error>>()
-            .map_err(StoreError::from)
+        self.readers.list_rules(&Timestamp::now())
     }
 
     async fn revoke_rule(&self, rule_id: &str, actor: &str) -> Result<bool, StoreError> {
@@ -277,48 +160,11 @@ impl Store for SqliteStore {
         action: Option<&str>,
         subject: Option<&str>,
     ) -> Result<Vec<AuditEntry>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT n, at, actor, action, subject, detail, prev_hash, hash FROM audit
-             WHERE n > ?1 AND (?2 IS NULL OR action = ?2) AND (?3 IS NULL OR subject = ?3)
-             ORDER BY n LIMIT ?4",
-        )
-        .bind(after.min(i64::MAX as u64) as i64)
-        .bind(action)
-        .bind(subject)
-        .bind(limit as i64)
-        .fetch_all(&self.readers)
-        .await?;
-        rows.iter()
-            .map(|row| {
-                let detail: String = row.try_get("detail")?;
-                Ok(AuditEntry {
-                    n: row.try_get::<i64, _>("n")?.max(0) as u64,
-                    at: row.try_get("at")?,
-                    actor: row.try_get("actor")?,
-                    action: row.try_get("action")?,
-                    subject: row.try_get("subject")?,
-                    // An unparseable detail is kept as text: verify must see it, not fail.
-                    detail: serde_json::from_str(&detail)
-                        .unwrap_or(serde_json::Value::String(detail)),
-                    prev_hash: row.try_get("prev_hash")?,
-                    hash: row.try_get("hash")?,
-                })
-            })
-            .collect::<Result<_, sqlx::Error>>()
-            .map_err(StoreError::from)
+        self.readers.audit_after(after, limit, action, subject)
     }
 
     async fn sessions_with_unfinished_turns(&self) -> Result<Vec<String>, StoreError> {
-        let ids = sqlx::query_scalar(
-            "SELECT s.id FROM sessions s WHERE (
-                SELECT e.kind FROM events e
-                WHERE e.session_id = s.id AND e.kind IN ('user_message', 'turn_finished')
-                ORDER BY e.seq DESC LIMIT 1
-             ) = 'user_message'",
-        )
-        .fetch_all(&self.readers)
-        .await?;
-        Ok(ids)
+        self.readers.sessions_with_unfinished_turns()
     }
 }
 
@@ -345,7 +191,7 @@ pub(super) mod tests {
         let row = SessionRow {
             id: uuid::Uuid::new_v4().to_string(),
             title: "t".into(),
-            created_at: now_rfc3339(),
+            created_at: Timestamp::now(),
             approval_mode: "ask".into(),
             last_seq: 0,
             pre_plan_mode: None,
@@ -366,7 +212,7 @@ pub(super) mod tests {
             let dir = tempfile::tempdir().unwrap();
             let url = format!("sqlite://{}", dir.path().join("t.db").display());
             SqliteStore::open(&url, level).await.unwrap();
-            let conn = open_connection(&dir.path().join("t.db"), level).unwrap();
+            let conn = connection::open(&dir.path().join("t.db"), Role::Writer(level)).unwrap();
             let got: i64 = conn
                 .query_row("PRAGMA synchronous", [], |row| row.get(0))
                 .unwrap();
@@ -379,7 +225,7 @@ pub(super) mod tests {
         SessionRow {
             id: id.into(),
             title: "t".into(),
-            created_at: now_rfc3339(),
+            created_at: Timestamp::now(),
             approval_mode: "ask".into(),
             last_seq: 0,
             pre_plan_mode: None,
@@ -489,7 +335,7 @@ pub(super) mod tests {
             "kind": "tool", "tool": "shell", "class": "exec", "args": {"command": "ls"},
             "title": "Shell", "summary": "shell: ls", "proposal_md": "", "proposal_html": "",
             "reason": "mode", "reason_detail": "", "allowed_decisions": ["approve", "deny"],
-            "digest": "d", "created_at": now_rfc3339(), "expires_at": now_rfc3339(),
+            "digest": "d", "created_at": Timestamp::now(), "expires_at": Timestamp::now(),
             "timeout_outcome": "deny"
         }))
         .unwrap()
@@ -501,7 +347,7 @@ pub(super) mod tests {
             decision,
             crate::protocol::AnsweredBy::User,
             "browser",
-            String::new(),
+            crate::protocol::Timestamp::default(),
         )
     }
 

@@ -1,10 +1,14 @@
-//! Wire types shared by the server and the browser: exactly the JSON of protocol.md.
+//! Wire types shared by the server and the browser: exactly the JSON of the wire protocol
+//! (docs/api.md).
 //!
-//! Ids and times are plain strings here so the wasm bundle carries neither `uuid` nor `chrono`;
-//! the server creates them and is the only side that parses them.
+//! Ids are plain strings and times are `Timestamp` (a string with one parser of its own) so the
+//! wasm bundle carries neither `uuid` nor `chrono`.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+mod time;
+pub use time::Timestamp;
 
 /// How much the person wants to be asked. Per message; the session remembers the last one.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
@@ -135,7 +139,7 @@ impl TurnStatus {
 pub struct Event {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seq: Option<u64>,
-    pub at: String,
+    pub at: Timestamp,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turn_id: Option<String>,
     #[serde(flatten)]
@@ -328,8 +332,8 @@ pub struct ApprovalRequestBody {
     pub reason_detail: String,
     pub allowed_decisions: Vec<Decision>,
     pub digest: String,
-    pub created_at: String,
-    pub expires_at: String,
+    pub created_at: Timestamp,
+    pub expires_at: Timestamp,
     pub timeout_outcome: TimeoutOutcome,
     /// The rule Allow always would create by default (tool · pattern), when offered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -368,7 +372,7 @@ pub struct Resolution {
     /// before it existed.
     #[serde(default)]
     pub actor: String,
-    pub resolved_at: String,
+    pub resolved_at: Timestamp,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// Replacement arguments (kind tool) or the revised proposal (kind decision).
@@ -391,7 +395,7 @@ impl Resolution {
         decision: Decision,
         answered_by: AnsweredBy,
         actor: &str,
-        resolved_at: String,
+        resolved_at: Timestamp,
     ) -> Self {
         Resolution {
             approval_id: approval_id.to_owned(),
@@ -417,15 +421,15 @@ pub struct Rule {
     pub scope: RuleScope,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
-    pub created_at: String,
+    pub created_at: Timestamp,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created_by_approval: Option<String>,
     pub uses: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub last_used_at: Option<String>,
+    pub last_used_at: Option<Timestamp>,
     /// When the rule stops applying, if it was given an expiry.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub expires_at: Option<String>,
+    pub expires_at: Option<Timestamp>,
 }
 
 /// A decision as the UI sends it (the same fields as the REST body, flattened for a form).
@@ -461,7 +465,7 @@ pub enum DecideOutcome {
 pub struct AuditEntry {
     /// Position in the chain, from 1.
     pub n: u64,
-    pub at: String,
+    pub at: Timestamp,
     /// `user:<client id or api>`, `rule:<id>`, `timeout`, `system` or `agent`.
     pub actor: String,
     /// `gate_opened`, `gate_resolved`, `rule_created`, `rule_revoked`, `rule_used`,
@@ -489,7 +493,7 @@ pub struct AuditVerdict {
 pub struct Session {
     pub id: String,
     pub title: String,
-    pub created_at: String,
+    pub created_at: Timestamp,
     pub approval_mode: Mode,
     pub running_turn_id: Option<String>,
     pub pending_approvals: u64,

@@ -1,0 +1,212 @@
+//! Reads: a few read-only connections, used on the calling thread.
+//!
+//! **Why no thread hop:** in WAL mode a reader never waits for the writer, and the reads here
+//! are indexed lookups and short range scans (microseconds to a few milliseconds); handing
+//! each to another thread would cost more than it does. Connections open on first use.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::codec::{self, AUDIT_COLUMNS, RULE_COLUMNS, SESSION_COLUMNS, to_i64, to_u64};
+use super::connection::{self, Role};
+use crate::protocol::{ApprovalRequest, AuditEntry, Event, Rule, Timestamp};
+use crate::server::store::{GateRow, SessionRow, StoreError};
+
+/// Read connections kept; more than the runtime's workers so a read rarely finds all busy.
+const POOL: usize = 4;
+
+pub struct Readers {
+    path: PathBuf,
+    pool: Vec<Mutex<Option<Connection>>>,
+    next: AtomicUsize,
+}
+
+impl Readers {
+    pub fn new(path: PathBuf) -> Readers {
+        Readers {
+            path,
+            pool: (0..POOL).map(|_| Mutex::new(None)).collect(),
+            next: AtomicUsize::new(0),
+        }
+    }
+
+    /// Runs `read` on a free connection (waiting for one only if all are in use).
+    fn with<T>(
+        &self,
+        read: impl FnOnce(&Connection) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let start = self.next.fetch_add(1, Ordering::Relaxed) % POOL;
+        let mut slot = (0..POOL)
+            .map(|i| (start + i) % POOL)
+            .find_map(|i| self.pool.get(i).and_then(|m| m.try_lock().ok()));
+        let mut guard: MutexGuard<'_, Option<Connection>> = match slot.take() {
+            Some(guard) => guard,
+            None => self.pool[start]
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        };
+        if guard.is_none() {
+            *guard = Some(connection::open(&self.path, Role::Reader)?);
+        }
+        match guard.as_ref() {
+            Some(conn) => read(conn),
+            None => Err(StoreError::Database("no read connection".into())),
+        }
+    }
+
+    pub fn ping(&self) -> Result<(), StoreError> {
+        self.with(|c| Ok(c.query_row("SELECT 1", [], |_| Ok(()))?))
+    }
+
+    pub fn list_sessions(&self) -> Result<Vec<SessionRow>, StoreError> {
+        self.with(|c| {
+            let mut stmt = c.prepare_cached(&format!(
+                "SELECT {SESSION_COLUMNS} FROM sessions ORDER BY created_at DESC, rowid DESC"
+            ))?;
+            let rows = stmt.query_map([], codec::session)?;
+            Ok(rows.collect::<rusqlite::Result<_>>()?)
+        })
+    }
+
+    pub fn get_session(&self, id: &str) -> Result<Option<SessionRow>, StoreError> {
+        self.with(|c| {
+            Ok(c.prepare_cached(&format!(
+                "SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?1"
+            ))?
+            .query_row(params![id], codec::session)
+            .optional()?)
+        })
+    }
+
+    pub fn turn_start_at_or_before(
+        &self,
+        session_id: &str,
+        seq: u64,
+    ) -> Result<Option<u64>, StoreError> {
+        self.with(|c| {
+            let start: Option<i64> = c
+                .prepare_cached(
+                    "SELECT MAX(seq) FROM events WHERE session_id = ?1 AND kind = 'user_message' AND seq <= ?2",
+                )?
+                .query_row(params![session_id, to_i64(seq)], |row| row.get(0))?;
+            Ok(start.map(to_u64))
+        })
+    }
+
+    pub fn events_after(
+        &self,
+        session_id: &str,
+        after: u64,
+        limit: u32,
+    ) -> Result<Vec<Event>, StoreError> {
+        self.with(|c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT seq, body FROM events WHERE session_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3",
+            )?;
+            let rows = stmt.query_map(params![session_id, to_i64(after), limit], |row| {
+                Ok((to_u64(row.get(0)?), row.get::<_, String>(1)?))
+            })?;
+            let mut events = Vec::new();
+            for row in rows {
+                let (seq, body) = row?;
+                events.push(codec::event(session_id, seq, &body)?);
+            }
+            Ok(events)
+        })
+    }
+
+    pub fn get_gate(
+        &self,
+        session_id: &str,
+        approval_id: &str,
+    ) -> Result<Option<GateRow>, StoreError> {
+        // A reader sees every committed resolution (appends answer only after their commit),
+        // and does not queue behind the writer.
+        let row: Option<(String, Option<String>)> = self.with(|c| {
+            Ok(c.prepare_cached(
+                "SELECT request, resolution FROM approvals WHERE approval_id = ?1 AND session_id = ?2",
+            )?
+            .query_row(params![approval_id, session_id], |row| {
+                Ok((row.get(0)?, row.get(1)?))
+            })
+            .optional()?)
+        })?;
+        let Some((request, resolution)) = row else {
+            return Ok(None);
+        };
+        Ok(Some(GateRow {
+            request: codec::from_json(session_id, &request)?,
+            resolution: resolution
+                .map(|r| codec::from_json(session_id, &r))
+                .transpose()?,
+        }))
+    }
+
+    pub fn pending_gates(
+        &self,
+        session_id: Option<&str>,
+    ) -> Result<Vec<ApprovalRequest>, StoreError> {
+        let rows: Vec<(String, String)> = self.with(|c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT session_id, request FROM approvals
+                 WHERE resolution IS NULL AND (?1 IS NULL OR session_id = ?1)
+                 ORDER BY created_at, rowid",
+            )?;
+            let rows = stmt.query_map(params![session_id], |row| Ok((row.get(0)?, row.get(1)?)))?;
+            Ok(rows.collect::<rusqlite::Result<_>>()?)
+        })?;
+        rows.iter()
+            .map(|(sid, request)| codec::from_json(sid, request))
+            .collect()
+    }
+
+    pub fn list_rules(&self, now: &Timestamp) -> Result<Vec<Rule>, StoreError> {
+        self.with(|c| {
+            let mut stmt = c.prepare_cached(&format!(
+                "SELECT {RULE_COLUMNS} FROM rules
+                 WHERE revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?1)
+                 ORDER BY created_at, rowid"
+            ))?;
+            let rows = stmt.query_map(params![now], codec::rule)?;
+            Ok(rows.collect::<rusqlite::Result<_>>()?)
+        })
+    }
+
+    pub fn audit_after(
+        &self,
+        after: u64,
+        limit: u32,
+        action: Option<&str>,
+        subject: Option<&str>,
+    ) -> Result<Vec<AuditEntry>, StoreError> {
+        self.with(|c| {
+            let mut stmt = c.prepare_cached(&format!(
+                "SELECT {AUDIT_COLUMNS} FROM audit
+                 WHERE n > ?1 AND (?2 IS NULL OR action = ?2) AND (?3 IS NULL OR subject = ?3)
+                 ORDER BY n LIMIT ?4"
+            ))?;
+            let rows = stmt.query_map(
+                params![to_i64(after), action, subject, limit],
+                codec::audit_entry,
+            )?;
+            Ok(rows.collect::<rusqlite::Result<_>>()?)
+        })
+    }
+
+    pub fn sessions_with_unfinished_turns(&self) -> Result<Vec<String>, StoreError> {
+        self.with(|c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT s.id FROM sessions s WHERE (
+                    SELECT e.kind FROM events e
+                    WHERE e.session_id = s.id AND e.kind IN ('user_message', 'turn_finished')
+                    ORDER BY e.seq DESC LIMIT 1
+                 ) = 'user_message'",
+            )?;
+            let rows = stmt.query_map([], |row| row.get(0))?;
+            Ok(rows.collect::<rusqlite::Result<_>>()?)
+        })
+    }
+}
