@@ -210,10 +210,10 @@ impl Core {
             }),
             ..Commit::default()
         };
-        self.log
+        self.hub
             .commit(session_id, vec![event], commit, || ())
             .await?;
-        self.gates.wake(resolution.clone());
+        self.hub.wake(session_id, resolution.clone());
         Ok(resolution)
     }
 
@@ -237,7 +237,7 @@ impl Core {
             })?;
         // The gate is looked up first (one read on the hot path); the session is checked only
         // to tell an unknown session from an unknown approval.
-        let Some(gate) = self.log.store().get_gate(&session, approval_id).await? else {
+        let Some(gate) = self.hub.store().get_gate(&session, approval_id).await? else {
             self.session_row(session_id).await?;
             return Err(ApiError::UnknownApproval(
                 approval_id.chars().take(64).collect(),
@@ -248,7 +248,7 @@ impl Core {
         }
         let request = gate.request;
         // A cancel that was already answered wins over any later decision.
-        if self.turns.is_cancelling(&session, &request.turn_id) {
+        if self.hub.is_cancelling(&session, &request.turn_id) {
             let resolution = self
                 .resolve_by_server(&session, &request, Decision::Cancelled, AnsweredBy::System)
                 .await?;
@@ -328,15 +328,15 @@ impl Core {
 
     /// Pending gates across all sessions, oldest first (the inbox).
     pub async fn pending_approvals(&self) -> Result<Vec<ApprovalRequest>, ApiError> {
-        Ok(self.log.store().pending_gates(None).await?)
+        Ok(self.hub.store().pending_gates(None).await?)
     }
 
     pub async fn list_rules(&self) -> Result<Vec<Rule>, ApiError> {
-        Ok(self.log.store().list_rules().await?)
+        Ok(self.hub.store().list_rules().await?)
     }
 
     pub async fn revoke_rule(&self, rule_id: &str, actor: &str) -> Result<(), ApiError> {
-        if self.log.store().revoke_rule(rule_id, actor).await? {
+        if self.hub.store().revoke_rule(rule_id, actor).await? {
             Ok(())
         } else {
             Err(ApiError::UnknownRule(rule_id.chars().take(64).collect()))
@@ -351,7 +351,7 @@ impl Core {
         subject: Option<&str>,
     ) -> Result<Vec<crate::protocol::AuditEntry>, ApiError> {
         Ok(self
-            .log
+            .hub
             .store()
             .audit_after(after, 500, action, subject)
             .await?)
@@ -363,7 +363,7 @@ impl Core {
         let mut after = 0;
         loop {
             let page = self
-                .log
+                .hub
                 .store()
                 .audit_after(after, 1000, None, None)
                 .await?;
@@ -384,7 +384,7 @@ impl Core {
         tool: &str,
         args: &Value,
     ) -> Result<Option<Rule>, StoreError> {
-        let rules = self.log.store().list_rules().await?;
+        let rules = self.hub.store().list_rules().await?;
         Ok(rules.into_iter().find(|rule| {
             let in_scope = match rule.scope {
                 RuleScope::Workspace => true,

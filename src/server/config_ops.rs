@@ -35,7 +35,7 @@ impl Core {
                 }),
             })
             .collect();
-        if let Err(err) = self.log.store().append_audit(drafts).await {
+        if let Err(err) = self.hub.store().append_audit(drafts).await {
             tracing::error!(error = %err, "could not audit a config change");
         }
     }

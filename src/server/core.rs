@@ -8,12 +8,9 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use super::agent::running::RunningTurns;
 use super::agent::turn;
 use super::error::ApiError;
-use super::event_log::EventLog;
-use super::gate::registry::GateRegistry;
-use super::keyed_lock::KeyedLocks;
+use super::hub::Hub;
 use super::live_config::{Live, LiveConfig};
 use super::principal::Principal;
 use super::store::{NewEvent, SessionRow};
@@ -25,20 +22,14 @@ const MAX_TITLE_CHARS: usize = 200;
 const DEFAULT_TITLE: &str = "New session";
 
 pub struct Core {
-    pub log: EventLog,
+    /// Every session's live state, and the log through it.
+    pub hub: Hub,
     /// The configuration in force (hot-reloaded), with the floor and provider built from it.
     pub live: LiveConfig,
     /// Canonical path of the folder the tools are confined to.
     pub workspace: PathBuf,
     /// Fired once on graceful shutdown; SSE streams and background tasks watch it.
     pub shutdown: CancellationToken,
-    pub turns: RunningTurns,
-    /// Turns parked on a gate, by approval id.
-    pub gates: GateRegistry,
-    /// Serializes read-the-mode-then-append per session.
-    pub session_locks: KeyedLocks,
-    /// What turns need from each session's past, kept up to date from the log.
-    pub histories: crate::server::agent::history::Histories,
 }
 
 /// About how many events the session page starts with (whole turns, so it can be more).
@@ -95,14 +86,14 @@ impl Core {
             title: row.title.clone(),
             created_at: row.created_at.clone(),
             approval_mode: stored_mode(row),
-            running_turn_id: self.turns.running_turn_id(&row.id),
+            running_turn_id: self.hub.running_turn_id(&row.id),
             pending_approvals,
         }
     }
 
     pub(super) async fn session_row(&self, raw_id: &str) -> Result<SessionRow, ApiError> {
         let id = parse_session_id(raw_id)?;
-        self.log
+        self.hub
             .store()
             .get_session(&id)
             .await?
@@ -141,13 +132,13 @@ impl Core {
             pre_plan_mode: None,
             plan_execution_mode: None,
         };
-        self.log.store().create_session(&row).await?;
+        self.hub.store().create_session(&row).await?;
         Ok(self.session_view(&row, 0))
     }
 
     pub async fn list_sessions(&self) -> Result<Vec<Session>, ApiError> {
-        let rows = self.log.store().list_sessions().await?;
-        let pending = self.log.store().pending_gates(None).await?;
+        let rows = self.hub.store().list_sessions().await?;
+        let pending = self.hub.store().pending_gates(None).await?;
         let count = |id: &str| pending.iter().filter(|g| g.body.session_id == id).count() as u64;
         Ok(rows
             .iter()
@@ -169,7 +160,7 @@ impl Core {
     /// The session with its events from seq `start` on. Pending cards come from the same read
     /// as the events, so they always agree.
     async fn snapshot_from(&self, row: SessionRow, start: u64) -> Result<Snapshot, ApiError> {
-        let events = self.log.events_since(&row.id, start.max(1) - 1).await?;
+        let events = self.hub.events_since(&row.id, start.max(1) - 1).await?;
         let cursor = events.last().and_then(|e| e.seq).unwrap_or(row.last_seq);
         let pending = pending_in(&events);
         Ok(Snapshot {
@@ -194,13 +185,13 @@ impl Core {
         let from = before.saturating_sub(RECENT_EVENTS).max(1);
         let start = self.turn_start(&id, from).await?.min(before);
         let count = (before - start).min(u64::from(u32::MAX)) as u32;
-        Ok(self.log.store().events_after(&id, start - 1, count).await?)
+        Ok(self.hub.store().events_after(&id, start - 1, count).await?)
     }
 
     /// Where the turn holding `seq` starts (1 before the first message).
     async fn turn_start(&self, session_id: &str, seq: u64) -> Result<u64, ApiError> {
         Ok(self
-            .log
+            .hub
             .store()
             .turn_start_at_or_before(session_id, seq)
             .await?
@@ -216,15 +207,14 @@ impl Core {
     pub async fn delete_session(&self, session_id: &str) -> Result<(), ApiError> {
         let row = self.session_row(session_id).await?;
         if !self
-            .turns
+            .hub
             .cancel_and_wait(&row.id, Duration::from_secs(10))
             .await
         {
             tracing::warn!(session = %row.id, "turn did not stop within 10 s; deleting anyway");
         }
-        self.log.store().delete_session(&row.id).await?;
-        self.log.forget(&row.id);
-        self.histories.forget(&row.id);
+        self.hub.store().delete_session(&row.id).await?;
+        self.hub.forget(&row.id);
         Ok(())
     }
 
@@ -238,7 +228,8 @@ impl Core {
         let mode = parse_mode(raw_mode)?;
         // The canonical id without a read: the row read under the lock checks it exists.
         let id = parse_session_id(session_id)?;
-        let _serial = self.session_locks.lock(&id).await;
+        let session = self.hub.enter(&id);
+        let _serial = session.serial().await;
         let row = self.session_row(&id).await?;
         let previous = stored_mode(&row);
         if previous != mode {
@@ -251,7 +242,7 @@ impl Core {
                     actor: Some(who.actor()),
                 },
             );
-            self.log.append(&row.id, vec![event], Some(mode)).await?;
+            self.hub.append(&row.id, vec![event], Some(mode)).await?;
         }
         Ok((previous, mode))
     }
@@ -264,7 +255,8 @@ impl Core {
         next: Mode,
         actor: &str,
     ) -> Result<Mode, ApiError> {
-        let _serial = self.session_locks.lock(session_id).await;
+        let session = self.hub.enter(session_id);
+        let _serial = session.serial().await;
         let row = self.session_row(session_id).await?;
         let previous = stored_mode(&row);
         if previous != Mode::Plan {
@@ -279,7 +271,7 @@ impl Core {
                 actor: (!actor.is_empty()).then(|| actor.to_owned()),
             },
         );
-        self.log.append(&row.id, vec![event], Some(next)).await?;
+        self.hub.append(&row.id, vec![event], Some(next)).await?;
         Ok(next)
     }
 
@@ -316,14 +308,15 @@ impl Core {
         }
         // The canonical id without a read: the row read under the lock checks it exists.
         let id = parse_session_id(session_id)?;
-        let _serial = self.session_locks.lock(&id).await;
+        let session = self.hub.enter(&id);
+        let _serial = session.serial().await;
         let row = self.session_row(&id).await?;
         if self.shutdown.is_cancelled() {
             return Err(ApiError::ShuttingDown);
         }
         let turn_id = uuid::Uuid::new_v4().to_string();
         let lease = self
-            .turns
+            .hub
             .try_start(&row.id, &turn_id)
             .ok_or(ApiError::TurnInProgress)?;
         let previous = stored_mode(&row);
@@ -348,8 +341,8 @@ impl Core {
             },
         ));
         let set_mode = (mode != previous).then_some(mode);
-        if let Err(err) = self.log.append(&row.id, events, set_mode).await {
-            self.turns.finish(&row.id, &turn_id);
+        if let Err(err) = self.hub.append(&row.id, events, set_mode).await {
+            self.hub.finish(&row.id, &turn_id);
             return Err(err.into());
         }
         turn::spawn(self.clone(), row.id, lease, mode);
@@ -358,6 +351,6 @@ impl Core {
 
     pub async fn cancel(&self, session_id: &str) -> Result<String, ApiError> {
         let row = self.session_row(session_id).await?;
-        self.turns.cancel(&row.id).ok_or(ApiError::NoTurnRunning)
+        self.hub.cancel(&row.id).ok_or(ApiError::NoTurnRunning)
     }
 }

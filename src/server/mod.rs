@@ -7,10 +7,10 @@ pub mod config;
 pub mod config_ops;
 pub mod core;
 pub mod error;
-pub mod event_log;
+pub mod conversation;
 pub mod gate;
+pub mod hub;
 pub mod http;
-pub mod keyed_lock;
 pub mod live_config;
 pub mod markdown;
 pub mod principal;
@@ -99,7 +99,7 @@ pub async fn start(
         hint: "",
     })?;
     let store = store::open(&settings.database_url, settings.config.storage.synchronous).await?;
-    let log = event_log::EventLog::new(store);
+    let hub = hub::Hub::new(store);
     let places = agent::tools::sandbox::Places {
         workspace: settings.workspace.clone(),
         data_dir: settings.data_dir.clone(),
@@ -122,14 +122,10 @@ pub async fn start(
     let live = live.with_startup(settings.startup.clone());
     let shutdown = CancellationToken::new();
     let core = Arc::new(core::Core {
-        log,
+        hub,
         live,
         workspace: settings.workspace.clone(),
         shutdown: shutdown.clone(),
-        turns: Default::default(),
-        gates: Default::default(),
-        session_locks: Default::default(),
-        histories: Default::default(),
     });
     let watcher = watch_config(&core, &settings.config_path);
     let repaired = agent::recovery::restore_modes(&core).await?;

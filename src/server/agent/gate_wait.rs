@@ -28,7 +28,7 @@ impl Turn {
         gate: ApprovalRequest,
     ) -> Result<Resolution, TurnEnd> {
         // Park before the request is visible, so an instant answer finds the waiter.
-        let parked = self.core.gates.park(&gate.body.approval_id);
+        let parked = self.core.hub.park(&self.session_id, &gate.body.approval_id);
         let commit = Commit {
             gate: Some(GateChange::Open(Box::new(gate.clone()))),
             ..Commit::default()
@@ -41,11 +41,11 @@ impl Turn {
 
     /// Waits on a gate opened before a restart: parks again with its original deadline.
     pub(super) async fn rejoin_gate(&self, gate: &ApprovalRequest) -> Result<Resolution, TurnEnd> {
-        let parked = self.core.gates.park(&gate.body.approval_id);
+        let parked = self.core.hub.park(&self.session_id, &gate.body.approval_id);
         // An answer committed before we parked woke nobody: read it from the store.
         if let Some(row) = self
             .core
-            .log
+            .hub
             .store()
             .get_gate(&self.session_id, &gate.body.approval_id)
             .await?
@@ -62,7 +62,7 @@ impl Turn {
         &self,
         gate: &ApprovalRequest,
         parked: (
-            crate::server::gate::registry::ParkGuard,
+            crate::server::hub::ParkGuard,
             tokio::sync::oneshot::Receiver<Resolution>,
         ),
     ) -> Result<Resolution, TurnEnd> {

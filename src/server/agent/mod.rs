@@ -4,15 +4,13 @@
 pub mod budget;
 mod gate_wait;
 pub mod gates_text;
-pub mod history;
 pub mod provider;
 pub mod recovery;
 mod resume;
-pub mod running;
 pub mod tools;
 pub mod turn;
 
-use crate::protocol::{ToolClass, ToolStatus};
+use crate::protocol::ToolClass;
 
 /// The instructions a real model gets at the start of every conversation.
 pub const SYSTEM_PROMPT: &str = "You are a careful coding assistant working inside one workspace folder. \
@@ -129,10 +127,4 @@ pub fn class_of(tool: &str) -> ToolClass {
         .unwrap_or(ToolClass::Exec)
 }
 
-/// How a tool result reads to the model.
-pub fn tool_result_text(status: ToolStatus, output: &str) -> String {
-    match status {
-        ToolStatus::Ok => output.to_owned(),
-        other => format!("[{}] {}", other.as_str(), output),
-    }
-}
+pub use crate::server::conversation::tool_result_text;

@@ -31,11 +31,11 @@ pub fn last_mode_in_log(events: &[Event]) -> Option<Mode> {
 /// Replaces unreadable mode records with `ask`; returns how many were repaired.
 pub async fn restore_modes(core: &Core) -> Result<usize, StoreError> {
     let mut repaired = 0;
-    for row in core.log.store().list_sessions().await? {
+    for row in core.hub.store().list_sessions().await? {
         if Mode::parse(&row.approval_mode).is_some() {
             continue;
         }
-        let events = core.log.all_events(&row.id).await?;
+        let events = core.hub.all_events(&row.id).await?;
         let previous = last_mode_in_log(&events).unwrap_or(Mode::Ask);
         tracing::warn!(session = %row.id, stored = %row.approval_mode, "unreadable approval mode; falling back to ask");
         let event = NewEvent::new(
@@ -47,7 +47,7 @@ pub async fn restore_modes(core: &Core) -> Result<usize, StoreError> {
                 actor: None,
             },
         );
-        core.log
+        core.hub
             .append(&row.id, vec![event], Some(Mode::Ask))
             .await?;
         repaired += 1;
@@ -57,13 +57,13 @@ pub async fn restore_modes(core: &Core) -> Result<usize, StoreError> {
 
 /// Resumes every unfinished turn; returns how many.
 pub async fn resume_unfinished_turns(core: &Arc<Core>) -> Result<usize, StoreError> {
-    let sessions = core.log.store().sessions_with_unfinished_turns().await?;
+    let sessions = core.hub.store().sessions_with_unfinished_turns().await?;
     let mut resumed = 0;
     for session_id in sessions {
-        let Some(row) = core.log.store().get_session(&session_id).await? else {
+        let Some(row) = core.hub.store().get_session(&session_id).await? else {
             continue;
         };
-        let events = core.log.all_events(&session_id).await?;
+        let events = core.hub.all_events(&session_id).await?;
         let Some(turn_id) = events
             .iter()
             .rev()
@@ -72,7 +72,7 @@ pub async fn resume_unfinished_turns(core: &Arc<Core>) -> Result<usize, StoreErr
         else {
             continue;
         };
-        let Some(lease) = core.turns.try_start(&session_id, &turn_id) else {
+        let Some(lease) = core.hub.try_start(&session_id, &turn_id) else {
             continue;
         };
         let mode = crate::server::core::stored_mode(&row);

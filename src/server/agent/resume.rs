@@ -41,8 +41,8 @@ impl Turn {
     pub(super) async fn finish_open_calls(&self) -> Result<(), TurnEnd> {
         let events = self
             .core
-            .histories
-            .read(&self.core.log, &self.session_id, |h| {
+            .hub
+            .history(&self.session_id, |h| {
                 h.current_turn().to_vec()
             })
             .await?;

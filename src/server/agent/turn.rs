@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::budget::Budget;
 use super::provider::{ChatMessage, CompletionRequest, ProviderError, ToolCallRequest};
-use super::running::TurnLease;
+use crate::server::hub::TurnLease;
 use super::tools::{self, ToolContext};
 use super::{
     CHECKPOINT_PROMPT, CONFIG_TOOL, EXIT_PLAN_TOOL, SYSTEM_PROMPT, checkpoint_spec, class_of,
@@ -83,7 +83,7 @@ pub fn spawn(core: Arc<Core>, session_id: String, lease: TurnLease, mode: Mode) 
             exec_slots: tokio::sync::Semaphore::new(core.config().config.tools.max_parallel.max(1)),
         };
         let outcome = turn.drive().await;
-        let cancel_requested = core.turns.seal(&session_id, &lease.turn_id);
+        let cancel_requested = core.hub.seal(&session_id, &lease.turn_id);
         let (status, error) = match outcome {
             Ok(()) if cancel_requested => (TurnStatus::Cancelled, None),
             Ok(()) => (TurnStatus::Completed, None),
@@ -98,14 +98,14 @@ pub fn spawn(core: Arc<Core>, session_id: String, lease: TurnLease, mode: Mode) 
             Some(&lease.turn_id),
             EventBody::TurnFinished { status, error },
         );
-        let release = || core.turns.finish(&session_id, &lease.turn_id);
+        let release = || core.hub.finish(&session_id, &lease.turn_id);
         if let Err(err) = core
-            .log
+            .hub
             .commit(&session_id, vec![finished], Commit::default(), release)
             .await
         {
             tracing::error!(session = %session_id, error = %err, "could not record turn_finished");
-            core.turns.finish(&session_id, &lease.turn_id);
+            core.hub.finish(&session_id, &lease.turn_id);
         }
         drop(lease);
     });
@@ -148,7 +148,7 @@ impl Turn {
             .map(|b| NewEvent::new(Some(&self.turn_id), b))
             .collect();
         self.core
-            .log
+            .hub
             .commit(&self.session_id, events, commit, || ())
             .await?;
         Ok(())
@@ -176,8 +176,8 @@ impl Turn {
         self.finish_open_calls().await?;
         let mut messages = self
             .core
-            .histories
-            .read(&self.core.log, &self.session_id, |h| h.messages().to_vec())
+            .hub
+            .history(&self.session_id, |h| h.messages().to_vec())
             .await?;
         let mut budget = Budget::new(
             self.core.config().config.budget.clone(),
@@ -200,7 +200,7 @@ impl Turn {
                 tools,
             };
             let sink = |text: &str| {
-                self.core.log.publish_transient(
+                self.core.hub.publish_transient(
                     &self.session_id,
                     Some(&self.turn_id),
                     EventBody::AssistantDelta {
@@ -525,8 +525,8 @@ impl Turn {
         };
         Ok(self
             .core
-            .histories
-            .read(&self.core.log, &self.session_id, |h| {
+            .hub
+            .history(&self.session_id, |h| {
                 h.approved_by_hand(&call.name, &pattern)
             })
             .await?)

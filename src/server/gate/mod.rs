@@ -3,7 +3,6 @@
 
 pub mod floor;
 pub mod policy;
-pub mod registry;
 pub mod request;
 pub mod rules;
 pub mod shell_syntax;

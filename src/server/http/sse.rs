@@ -19,7 +19,7 @@ use tokio::sync::broadcast;
 use crate::protocol::Event;
 use crate::server::core::Core;
 use crate::server::error::ApiError;
-use crate::server::event_log::{FeedItem, event_json};
+use crate::server::hub::{FeedItem, event_json};
 use crate::server::state::AppState;
 
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
@@ -52,12 +52,13 @@ pub async fn feed(
     )?;
     let cursor = after.max(last_event_id);
     let session = state.core.existing_session_id(&sid).await?;
-    let live = state.core.log.subscribe(&session);
+    let subscription = state.core.hub.subscribe(&session);
     let pump = Pump {
         core: state.core.clone(),
         session,
         last: cursor,
-        live,
+        live: subscription.receiver,
+        _held: subscription.handle,
         ready: VecDeque::new(),
         caught_up: false,
     };
@@ -90,6 +91,8 @@ struct Pump {
     session: String,
     last: u64,
     live: broadcast::Receiver<Arc<FeedItem>>,
+    /// Keeps the session's live state while this feed is open.
+    _held: crate::server::hub::Handle,
     ready: VecDeque<SseEvent>,
     caught_up: bool,
 }
@@ -145,7 +148,7 @@ impl Pump {
     async fn catch_up_page(&mut self) -> Option<()> {
         let page = match self
             .core
-            .log
+            .hub
             .store()
             .events_after(&self.session, self.last, REPLAY_PAGE)
             .await

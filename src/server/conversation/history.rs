@@ -1,30 +1,17 @@
-//! What a turn needs from its session's past, folded from the log once and then kept up to
-//! date incrementally: the conversation for the model, how many calls each suggested rule
-//! would have covered were approved by hand, and the events of the latest turn (what a resumed
-//! turn finishes).
+//! What a turn needs from its session's past, folded from the log: the conversation for the
+//! model, how many calls each suggested rule would have covered were approved by hand, and the
+//! events of the latest turn (what a resumed turn finishes).
 //!
-//! **Why:** reading and decoding the whole log at every turn start made a turn's start grow
-//! with the session (tens of milliseconds at a few thousand turns). The log stays the only
-//! source of truth: a history is a memo of the fold up to `through_seq` and only ever reads the
-//! events after it, which the append-only log never changes. An evicted or missing entry is
-//! rebuilt from the log.
+//! **Why a fold:** reading and decoding the whole log at every turn start made a turn's start
+//! grow with the session. A history is a memo of the fold up to `through_seq` (the hub keeps
+//! one per live session) and only ever takes the events after it, which the append-only log
+//! never changes; a dropped memo is rebuilt from the log.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use super::provider::{ChatMessage, ToolCallRequest};
-use super::tool_result_text;
+use super::{ChatMessage, ToolCallRequest, tool_result_text};
 use crate::protocol::{AnsweredBy, Decision, Event, EventBody};
-use crate::server::event_log::EventLog;
-use crate::server::store::StoreError;
-
-/// Histories kept in memory at most; the least recently used beyond this are dropped (and
-/// rebuilt from the log when their session next runs a turn).
-const MAX_CACHED: usize = 512;
-
-/// Events read from the store per page while catching up.
-const PAGE: u32 = 1000;
 
 /// One session's history, as of `through_seq`.
 #[derive(Debug, Default)]
@@ -66,7 +53,13 @@ impl SessionHistory {
         &self.current_turn
     }
 
-    fn apply(&mut self, event: &Event) {
+    /// The last seq folded in.
+    pub fn through_seq(&self) -> u64 {
+        self.through_seq
+    }
+
+    /// Folds one more event (the next after `through_seq`).
+    pub fn apply(&mut self, event: &Event) {
         if let Some(seq) = event.seq {
             self.through_seq = self.through_seq.max(seq);
         }
@@ -149,83 +142,6 @@ pub fn add_to_conversation(messages: &mut Vec<Arc<ChatMessage>>, body: &EventBod
         | EventBody::AssistantDelta { .. }
         | EventBody::ToolStarted { .. }
         | EventBody::TurnFinished { .. } => {}
-    }
-}
-
-struct Entry {
-    history: Arc<tokio::sync::Mutex<SessionHistory>>,
-    last_used: u64,
-}
-
-/// The per-session histories of this process.
-#[derive(Default)]
-pub struct Histories {
-    // A std mutex: held only to find or insert an entry, never across an await.
-    entries: Mutex<HashMap<String, Entry>>,
-    clock: AtomicU64,
-}
-
-impl Histories {
-    /// Brings the session's history up to the log's end and reads it with `read`.
-    pub async fn read<T>(
-        &self,
-        log: &EventLog,
-        session_id: &str,
-        read: impl FnOnce(&SessionHistory) -> T,
-    ) -> Result<T, StoreError> {
-        let entry = self.entry(session_id);
-        let mut history = entry.lock().await;
-        loop {
-            let page = log
-                .store()
-                .events_after(session_id, history.through_seq, PAGE)
-                .await?;
-            let full = page.len() == PAGE as usize;
-            page.iter().for_each(|e| history.apply(e));
-            if !full {
-                break;
-            }
-        }
-        Ok(read(&history))
-    }
-
-    /// Drops a deleted session's history.
-    pub fn forget(&self, session_id: &str) {
-        self.lock().remove(session_id);
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Entry>> {
-        self.entries
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    fn entry(&self, session_id: &str) -> Arc<tokio::sync::Mutex<SessionHistory>> {
-        let now = self.clock.fetch_add(1, Ordering::Relaxed);
-        let mut entries = self.lock();
-        if !entries.contains_key(session_id) && entries.len() >= MAX_CACHED {
-            evict_least_recent(&mut entries);
-        }
-        let entry = entries
-            .entry(session_id.to_owned())
-            .or_insert_with(|| Entry {
-                history: Arc::default(),
-                last_used: now,
-            });
-        entry.last_used = now;
-        entry.history.clone()
-    }
-}
-
-/// Drops the least recently used history nobody is reading right now.
-fn evict_least_recent(entries: &mut HashMap<String, Entry>) {
-    let victim = entries
-        .iter()
-        .filter(|(_, e)| Arc::strong_count(&e.history) == 1)
-        .min_by_key(|(_, e)| e.last_used)
-        .map(|(k, _)| k.clone());
-    if let Some(key) = victim {
-        entries.remove(&key);
     }
 }
 

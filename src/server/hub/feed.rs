@@ -1,24 +1,25 @@
-//! The event log as the rest of the server sees it: durable appends to the store, then a
-//! per-session broadcast of what was committed, plus transient deltas that are never stored.
+//! The session's log as live work sees it: durable appends to the store, then a broadcast of
+//! what was committed to whoever watches, plus transient deltas that are never stored.
 //!
 //! **Invariant:** an event is published only after its commit, and events of one session are
-//! published in seq order (one async lock per session spans commit → publish). That is what
-//! lets the SSE feed join replay and live without gaps or duplicates.
+//! published in seq order (`Session::append` spans commit → publish). That is what lets the
+//! SSE feed join replay and live without gaps or duplicates.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use tokio::sync::broadcast;
 
-use super::store::{Commit, NewEvent, Store, StoreError};
+use super::{Handle, Hub, lock};
 use crate::protocol::{Event, EventBody, Mode, Timestamp};
+use crate::server::store::{Commit, NewEvent, StoreError};
 
-/// Live capacity per session; a subscriber that falls further behind re-reads the store.
+/// Live capacity per watched session; a subscriber that falls further behind re-reads the
+/// store.
 const CHANNEL_CAPACITY: usize = 1024;
 
 /// What subscribers of a session receive. Each carries its event's JSON, encoded once here
-/// rather than once per subscriber (a thousand feeds on one session share one encoding).
+/// rather than once per subscriber.
 #[derive(Debug)]
 pub enum FeedItem {
     /// A committed event (has a seq).
@@ -37,52 +38,36 @@ pub fn event_json(event: &Event) -> String {
     serde_json::to_string(event).unwrap_or_else(|_| "{}".to_owned())
 }
 
-struct SessionChannel {
-    sender: broadcast::Sender<Arc<FeedItem>>,
-    /// Held from commit to publish; its value is the last published seq.
-    append_lock: tokio::sync::Mutex<()>,
-    last_published: AtomicU64,
+/// A feed's hold on a session: the receiver, and the handle that keeps the entry alive while
+/// it watches.
+pub struct Subscription {
+    pub handle: Handle,
+    pub receiver: broadcast::Receiver<Arc<FeedItem>>,
 }
 
-pub struct EventLog {
-    store: Arc<dyn Store>,
-    // A std mutex: held only to look up or insert an entry, never across an await.
-    channels: Mutex<HashMap<String, Arc<SessionChannel>>>,
+impl Handle {
+    /// The sender, if anyone ever subscribed (and the session was not forgotten since).
+    fn sender(&self) -> Option<broadcast::Sender<Arc<FeedItem>>> {
+        lock(&self.session.feed).clone()
+    }
 }
 
-impl EventLog {
-    pub fn new(store: Arc<dyn Store>) -> Self {
-        EventLog {
-            store,
-            channels: Mutex::new(HashMap::new()),
-        }
-    }
-
-    pub fn store(&self) -> &Arc<dyn Store> {
-        &self.store
-    }
-
-    fn channel(&self, session_id: &str) -> Arc<SessionChannel> {
-        let mut channels = self
-            .channels
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        channels
-            .entry(session_id.to_owned())
-            .or_insert_with(|| {
-                let (sender, _) = broadcast::channel(CHANNEL_CAPACITY);
-                Arc::new(SessionChannel {
-                    sender,
-                    append_lock: tokio::sync::Mutex::new(()),
-                    last_published: AtomicU64::new(0),
-                })
-            })
-            .clone()
-    }
-
+impl Hub {
     /// Subscribe before reading the store, so nothing committed in between is missed.
-    pub fn subscribe(&self, session_id: &str) -> broadcast::Receiver<Arc<FeedItem>> {
-        self.channel(session_id).sender.subscribe()
+    pub fn subscribe(&self, session_id: &str) -> Subscription {
+        let handle = self.enter(session_id);
+        let receiver = {
+            let mut feed = lock(&handle.session.feed);
+            match feed.as_ref() {
+                Some(sender) => sender.subscribe(),
+                None => {
+                    let (sender, receiver) = broadcast::channel(CHANNEL_CAPACITY);
+                    *feed = Some(sender);
+                    receiver
+                }
+            }
+        };
+        Subscription { handle, receiver }
     }
 
     pub async fn append(
@@ -106,19 +91,20 @@ impl EventLog {
         commit: Commit,
         on_commit: impl FnOnce(),
     ) -> Result<Vec<Event>, StoreError> {
-        let channel = self.channel(session_id);
-        let _ordered = channel.append_lock.lock().await;
-        let stored = self.store.append(session_id, events, commit).await?;
+        let handle = self.enter(session_id);
+        let _ordered = handle.session.append.lock().await;
+        let stored = self.store().append(session_id, events, commit).await?;
         on_commit();
+        let sender = handle.sender();
         for event in &stored {
             if let Some(seq) = event.seq {
-                channel.last_published.store(seq, Ordering::Release);
+                handle.session.last_published.store(seq, Ordering::Release);
             }
-            if channel.sender.receiver_count() == 0 {
+            let Some(sender) = sender.as_ref().filter(|s| s.receiver_count() > 0) else {
                 continue; // nobody is watching this session right now
-            }
+            };
             let json = event_json(event);
-            let _ = channel.sender.send(Arc::new(FeedItem::Durable {
+            let _ = sender.send(Arc::new(FeedItem::Durable {
                 event: event.clone(),
                 json,
             }));
@@ -128,32 +114,35 @@ impl EventLog {
 
     /// Sends a transient event to whoever is watching; it is never stored or replayed.
     pub fn publish_transient(&self, session_id: &str, turn_id: Option<&str>, body: EventBody) {
-        let channel = self.channel(session_id);
-        if channel.sender.receiver_count() == 0 {
+        let Some(handle) = self.get(session_id) else {
             return;
-        }
+        };
+        let Some(sender) = handle.sender().filter(|s| s.receiver_count() > 0) else {
+            return;
+        };
         let event = Event {
             seq: None,
             at: Timestamp::now(),
             turn_id: turn_id.map(str::to_owned),
             body,
         };
-        let base_seq = channel.last_published.load(Ordering::Acquire);
+        let base_seq = handle.session.last_published.load(Ordering::Acquire);
         let json = event_json(&event);
-        let _ = channel.sender.send(Arc::new(FeedItem::Transient {
+        let _ = sender.send(Arc::new(FeedItem::Transient {
             base_seq,
             event,
             json,
         }));
     }
 
-    /// Drops a deleted session's channel: its subscribers see the stream close.
+    /// A deleted session: its subscribers see their stream end, its memo goes.
     pub fn forget(&self, session_id: &str) {
-        let mut channels = self
-            .channels
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        channels.remove(session_id);
+        if let Some(handle) = self.get(session_id) {
+            lock(&handle.session.feed).take();
+            if let Ok(mut memo) = handle.session.history.try_lock() {
+                memo.take();
+            }
+        }
     }
 
     /// Every event of a session, oldest first, read in pages.
@@ -169,7 +158,7 @@ impl EventLog {
     ) -> Result<Vec<Event>, StoreError> {
         let mut all = Vec::new();
         loop {
-            let page = self.store.events_after(session_id, after, 1000).await?;
+            let page = self.store().events_after(session_id, after, 1000).await?;
             let Some(last) = page.last().and_then(|e| e.seq) else {
                 return Ok(all);
             };

@@ -1,0 +1,61 @@
+//! Turns parked on a gate: approval id → the waiting turn's wake-up channel, per session.
+//!
+//! Only how a waiting task wakes up; the gate's truth is in the store, where resolving is a
+//! compare-and-set. Whoever wins it (a tab, the timeout, a cancel) wakes the waiter with the
+//! stored resolution; a loser reads the winner's resolution instead.
+
+use tokio::sync::oneshot;
+
+use super::{Handle, Hub, lock};
+use crate::protocol::Resolution;
+
+/// Removes the entry when the waiting turn stops waiting, however it stops; holds the
+/// session's live state meanwhile.
+pub struct ParkGuard {
+    handle: Handle,
+    approval_id: String,
+}
+
+impl Drop for ParkGuard {
+    fn drop(&mut self) {
+        lock(&self.handle.session.parked).remove(&self.approval_id);
+    }
+}
+
+impl Hub {
+    /// Parks a waiter for `approval_id` in `session_id`; keep the guard alive while waiting.
+    pub fn park(
+        &self,
+        session_id: &str,
+        approval_id: &str,
+    ) -> (ParkGuard, oneshot::Receiver<Resolution>) {
+        let handle = self.enter(session_id);
+        let (tx, rx) = oneshot::channel();
+        lock(&handle.session.parked).insert(approval_id.to_owned(), tx);
+        (
+            ParkGuard {
+                handle,
+                approval_id: approval_id.to_owned(),
+            },
+            rx,
+        )
+    }
+
+    /// Hands a committed resolution to the waiter, if one is parked. `false` when none is
+    /// (it already left, or the gate belongs to a turn this process is not running).
+    pub fn wake(&self, session_id: &str, resolution: Resolution) -> bool {
+        let Some(handle) = self.get(session_id) else {
+            return false;
+        };
+        let waiter = lock(&handle.session.parked).remove(&resolution.approval_id);
+        match waiter {
+            Some(tx) => tx.send(resolution).is_ok(),
+            None => false,
+        }
+    }
+
+    pub fn is_parked(&self, session_id: &str, approval_id: &str) -> bool {
+        self.get(session_id)
+            .is_some_and(|h| lock(&h.session.parked).contains_key(approval_id))
+    }
+}

@@ -1,0 +1,147 @@
+//! The hub's eviction rule and wake-ups, on a real SQLite store.
+
+use std::sync::Arc;
+
+use super::*;
+use crate::protocol::{AnsweredBy, Decision, EventBody, Mode, Timestamp};
+use crate::server::config::Synchronous;
+use crate::server::conversation::ChatMessage;
+use crate::server::store::sqlite::SqliteStore;
+use crate::server::store::{NewEvent, SessionRow};
+
+async fn hub_with_session(id: &str) -> (tempfile::TempDir, Hub) {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("t.db").display());
+    let store = SqliteStore::open(&url, Synchronous::Normal).await.unwrap();
+    store
+        .create_session(&SessionRow {
+            id: id.into(),
+            title: "t".into(),
+            created_at: Timestamp::now(),
+            approval_mode: "ask".into(),
+            last_seq: 0,
+            pre_plan_mode: None,
+            plan_execution_mode: None,
+        })
+        .await
+        .unwrap();
+    (dir, Hub::new(Arc::new(store)))
+}
+
+fn resolution(id: &str, decision: Decision) -> Resolution {
+    Resolution::plain(id, decision, AnsweredBy::User, "browser", Timestamp::default())
+}
+
+fn said(text: &str) -> NewEvent {
+    NewEvent::new(
+        Some("turn"),
+        EventBody::UserMessage {
+            text: text.into(),
+            approval_mode: Mode::Ask,
+        },
+    )
+}
+
+#[tokio::test]
+async fn a_session_lives_exactly_while_something_holds_it() {
+    let (_dir, hub) = hub_with_session("s").await;
+    assert_eq!(hub.live_sessions(), 0);
+    hub.append("s", vec![said("a")], None).await.unwrap();
+    assert_eq!(hub.live_sessions(), 0, "an append alone leaves nothing behind");
+
+    let feed = hub.subscribe("s");
+    assert_eq!(hub.live_sessions(), 1, "a subscriber holds it");
+    drop(feed);
+    assert_eq!(hub.live_sessions(), 0);
+
+    let lease = hub.try_start("s", "t1").unwrap();
+    assert!(hub.try_start("s", "t2").is_none(), "one turn at a time");
+    assert_eq!(hub.running_turn_id("s").as_deref(), Some("t1"));
+    drop(lease);
+    assert_eq!(hub.live_sessions(), 0, "a finished turn lets go");
+    assert_eq!(hub.running_turn_id("s"), None);
+
+    let (guard, _rx) = hub.park("s", "g");
+    assert!(hub.is_parked("s", "g"));
+    assert_eq!(hub.live_sessions(), 1, "a parked gate holds it");
+    drop(guard);
+    assert_eq!(hub.live_sessions(), 0);
+    assert!(!hub.is_parked("s", "g"));
+}
+
+#[tokio::test]
+async fn a_rebuilt_history_equals_the_one_kept_alive() {
+    let (_dir, hub) = hub_with_session("s").await;
+    let lease = hub.try_start("s", "t").unwrap();
+    hub.append("s", vec![said("one")], None).await.unwrap();
+    let kept = hub.history("s", |h| h.messages().to_vec()).await.unwrap();
+    hub.append("s", vec![said("two")], None).await.unwrap();
+    let kept_more = hub.history("s", |h| h.messages().to_vec()).await.unwrap();
+    drop(lease);
+    assert_eq!(hub.live_sessions(), 0);
+    let rebuilt = hub.history("s", |h| h.messages().to_vec()).await.unwrap();
+    assert_eq!(kept.len(), 1);
+    assert_eq!(rebuilt, kept_more);
+    assert_eq!(*rebuilt[1], ChatMessage::User("two".into()));
+}
+
+#[tokio::test]
+async fn live_events_reach_subscribers_in_order_and_not_after_forget() {
+    let (_dir, hub) = hub_with_session("s").await;
+    let mut feed = hub.subscribe("s");
+    hub.append("s", vec![said("a"), said("b")], None).await.unwrap();
+    for want in [1, 2] {
+        match &*feed.receiver.recv().await.unwrap() {
+            FeedItem::Durable { event, .. } => assert_eq!(event.seq, Some(want)),
+            other => panic!("{other:?}"),
+        }
+    }
+    hub.forget("s");
+    assert!(feed.receiver.recv().await.is_err(), "the stream ends");
+}
+
+#[tokio::test]
+async fn exactly_one_of_fifty_concurrent_wakers_reaches_the_waiter() {
+    let (_dir, hub) = hub_with_session("s").await;
+    let (guard, rx) = hub.park("s", "g");
+    let mut tasks = Vec::new();
+    for i in 0..50 {
+        let hub = hub.clone();
+        tasks.push(tokio::spawn(async move {
+            let decision = if i % 2 == 0 {
+                Decision::Approve
+            } else {
+                Decision::Deny
+            };
+            hub.wake("s", resolution("g", decision))
+        }));
+    }
+    let mut woke = 0;
+    for t in tasks {
+        if t.await.unwrap() {
+            woke += 1;
+        }
+    }
+    assert_eq!(woke, 1);
+    assert!(rx.await.is_ok());
+    drop(guard);
+    assert_eq!(hub.live_sessions(), 0);
+}
+
+#[tokio::test]
+async fn an_aborted_waiter_leaves_no_entry() {
+    let (_dir, hub) = hub_with_session("s").await;
+    let waiting = hub.clone();
+    let task = tokio::spawn(async move {
+        let (_guard, rx) = waiting.park("s", "b");
+        let _ = rx.await;
+    });
+    while !hub.is_parked("s", "b") {
+        tokio::task::yield_now().await;
+    }
+    task.abort();
+    let _ = task.await;
+    assert!(!hub.is_parked("s", "b"));
+    assert_eq!(hub.live_sessions(), 0);
+    assert!(!hub.wake("s", resolution("b", Decision::Approve)));
+}
