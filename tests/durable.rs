@@ -222,12 +222,16 @@ async fn a_gate_that_expired_while_down_resolves_timeout_at_restart_and_never_ru
             .to_std()
             .unwrap_or_default();
         tokio::time::sleep(wait + Duration::from_millis(150)).await;
+        // A restart that gave the gate a fresh window would now wait an hour: the turn ending
+        // within the hang guard proves the stored deadline was kept, without timing it.
+        std::fs::write(
+            lab.dir.path().join("config.toml"),
+            "[approvals]\ntimeout_secs = 3600\n",
+        )
+        .unwrap();
         let restarted_at = chrono::Utc::now();
         node = lab.start().await;
-        // "Right after restart": well within a couple of seconds.
-        let done = node
-            .wait_released_for(&sid, &turn, Duration::from_secs(5))
-            .await;
+        let done = node.wait_released(&sid, &turn).await;
         let evs = events(&done);
         assert_contiguous(&evs);
         assert_eq!(&evs[..cursor(&before) as usize], &events(&before)[..]);
@@ -263,6 +267,26 @@ async fn a_gate_that_expired_while_down_resolves_timeout_at_restart_and_never_ru
             .expect_error(410, "gone");
         assert_eq!(gone["resolution"]["decision"], "timeout");
         assert_eq!(gone["resolution"]["answered_by"], "timeout");
+
+        // Back to 2-second gates for the next round (the running server reloads the file).
+        std::fs::write(
+            lab.dir.path().join("config.toml"),
+            "[approvals]\ntimeout_secs = 2\n",
+        )
+        .unwrap();
+        poll_until("the 2 s window to be in force", SOON, async || {
+            let view = node.get("/api/v1/config").await.expect(200);
+            let window = view["keys"]
+                .as_array()
+                .and_then(|keys| keys.iter().find(|k| k["key"] == "approvals.timeout_secs"))
+                .map(|k| k["value"].clone());
+            if window == Some(json!(2)) {
+                Ok(())
+            } else {
+                Err(format!("{window:?}"))
+            }
+        })
+        .await;
     }
 }
 
@@ -1065,23 +1089,18 @@ async fn sigterm_with_three_sse_clients_exits_promptly_and_keeps_the_gate_pendin
     }
 }
 
-/// Sanity: a restart takes well under a second, so the loops above stay quick.
+/// A kill -9 leaves the data dir restartable (how fast a restart is, is the bench's figure).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_server_starts_quickly_and_a_kill_9_leaves_it_restartable() {
+async fn a_kill_9_leaves_the_server_restartable() {
     let mut lab = Lab::new(None);
-    let t = Instant::now();
     let node = lab.start().await;
     let health = node.get("/api/v1/health").await.expect(200);
     assert_eq!(health["status"], "ok");
+    let sid = node.session().await;
     node.kill9().await;
     let node = lab.start().await;
-    assert!(
-        node.started_in < Duration::from_secs(5),
-        "{:?}",
-        node.started_in
-    );
     node.get("/api/v1/health").await.expect(200);
-    assert!(t.elapsed() < Duration::from_secs(20));
+    assert_eq!(node.list().await.len(), 1, "{sid} survived");
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -85,10 +85,7 @@ async fn feed_is_not_compressed_for_browsers_that_accept_gzip() {
     );
     assert_eq!(frame_seqs(&feed.until_seq(SOON, 1).await), vec![1]);
     bump(&ts, &sid, "yolo").await;
-    let f = feed
-        .next_frame(Duration::from_secs(5))
-        .await
-        .expect("live frame");
+    let f = feed.next_frame(SOON).await.expect("live frame");
     assert_eq!(f.seq(), Some(2));
 }
 
