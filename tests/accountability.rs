@@ -247,8 +247,22 @@ async fn an_expired_rule_stops_applying_at_once() {
     srv.decide(&sid, &aid(&card), body).await.expect(200);
     finished(&srv, &sid, &turn).await;
     let rules = srv.get("/api/v1/rules").await.expect(200);
-    assert!(rules[0]["expires_at"].is_string(), "{rules}");
-    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let expires_at = parse_time(str_of(&rules[0], "expires_at"));
+    let created_at = parse_time(str_of(&rules[0], "created_at"));
+    assert!(
+        expires_at > created_at && expires_at <= created_at + chrono::TimeDelta::seconds(1),
+        "{rules}"
+    );
+    // Wait for that moment itself (the server shares this clock); then the rule must be gone
+    // at once: no grace, no polling.
+    loop {
+        let left = expires_at.with_timezone(&chrono::Utc) - chrono::Utc::now();
+        // Strictly past it: the rule applies until then.
+        if left < chrono::TimeDelta::zero() {
+            break;
+        }
+        tokio::time::sleep(left.to_std().unwrap() + Duration::from_millis(1)).await;
+    }
     assert_eq!(srv.get("/api/v1/rules").await.expect(200), json!([]));
     srv.send_msg(&sid, "run: echo b", None).await;
     let card = srv.wait_gate(&sid).await;

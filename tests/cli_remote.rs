@@ -321,9 +321,8 @@ async fn a_wrong_token_is_reported_as_such() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_server_at_the_url_is_reported_as_such() {
-    let free = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    let url = format!("http://{}", free.local_addr().expect("addr"));
-    drop(free);
+    let closed = ClosedPort::new();
+    let url = format!("http://127.0.0.1:{}", closed.port);
     for args in [
         &["approvals", "list"][..],
         &[
@@ -341,6 +340,55 @@ async fn no_server_at_the_url_is_reported_as_such() {
     run_at("ftp://example.com", TOKEN, &["rules", "list"])
         .await
         .fails(2, &["--url"]);
+}
+
+/// A loopback port that refuses every connection for as long as this is held: a socket bound
+/// to it that never listens. (A listening socket would accept at the kernel level, and a port
+/// bound and then let go could be taken by another process before the test connects.)
+struct ClosedPort {
+    _socket: std::os::fd::OwnedFd,
+    port: u16,
+}
+
+impl ClosedPort {
+    fn new() -> ClosedPort {
+        use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+        let os_err = std::io::Error::last_os_error;
+        let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        // SAFETY: plain socket calls on a descriptor we own, with a zeroed `sockaddr_in` of
+        // the size we pass.
+        let (socket, port) = unsafe {
+            let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+            assert!(fd >= 0, "socket: {}", os_err());
+            let socket = OwnedFd::from_raw_fd(fd);
+            let mut addr: libc::sockaddr_in = std::mem::zeroed();
+            addr.sin_family = libc::AF_INET as libc::sa_family_t;
+            addr.sin_addr.s_addr = u32::from(std::net::Ipv4Addr::LOCALHOST).to_be();
+            let rc = libc::bind(
+                socket.as_raw_fd(),
+                (&raw const addr).cast::<libc::sockaddr>(),
+                len,
+            );
+            assert_eq!(rc, 0, "bind: {}", os_err());
+            let mut bound: libc::sockaddr_in = std::mem::zeroed();
+            let mut bound_len = len;
+            let rc = libc::getsockname(
+                socket.as_raw_fd(),
+                (&raw mut bound).cast::<libc::sockaddr>(),
+                &mut bound_len,
+            );
+            assert_eq!(rc, 0, "getsockname: {}", os_err());
+            (socket, u16::from_be(bound.sin_port))
+        };
+        assert_ne!(port, 0);
+        let refused = std::net::TcpStream::connect(("127.0.0.1", port))
+            .expect_err("a bound socket that does not listen accepted a connection");
+        assert_eq!(refused.kind(), std::io::ErrorKind::ConnectionRefused);
+        ClosedPort {
+            _socket: socket,
+            port,
+        }
+    }
 }
 
 fn write_token(dir: &Path) {

@@ -222,12 +222,16 @@ async fn a_gate_that_expired_while_down_resolves_timeout_at_restart_and_never_ru
             .to_std()
             .unwrap_or_default();
         tokio::time::sleep(wait + Duration::from_millis(150)).await;
+        // A restart that gave the gate a fresh window would now wait an hour: the turn ending
+        // within the hang guard proves the stored deadline was kept, without timing it.
+        std::fs::write(
+            lab.dir.path().join("config.toml"),
+            "[approvals]\ntimeout_secs = 3600\n",
+        )
+        .unwrap();
         let restarted_at = chrono::Utc::now();
         node = lab.start().await;
-        // "Right after restart": well within a couple of seconds.
-        let done = node
-            .wait_released_for(&sid, &turn, Duration::from_secs(5))
-            .await;
+        let done = node.wait_released(&sid, &turn).await;
         let evs = events(&done);
         assert_contiguous(&evs);
         assert_eq!(&evs[..cursor(&before) as usize], &events(&before)[..]);
@@ -263,6 +267,26 @@ async fn a_gate_that_expired_while_down_resolves_timeout_at_restart_and_never_ru
             .expect_error(410, "gone");
         assert_eq!(gone["resolution"]["decision"], "timeout");
         assert_eq!(gone["resolution"]["answered_by"], "timeout");
+
+        // Back to 2-second gates for the next round (the running server reloads the file).
+        std::fs::write(
+            lab.dir.path().join("config.toml"),
+            "[approvals]\ntimeout_secs = 2\n",
+        )
+        .unwrap();
+        poll_until("the 2 s window to be in force", SOON, async || {
+            let view = node.get("/api/v1/config").await.expect(200);
+            let window = view["keys"]
+                .as_array()
+                .and_then(|keys| keys.iter().find(|k| k["key"] == "approvals.timeout_secs"))
+                .map(|k| k["value"].clone());
+            if window == Some(json!(2)) {
+                Ok(())
+            } else {
+                Err(format!("{window:?}"))
+            }
+        })
+        .await;
     }
 }
 
@@ -444,18 +468,80 @@ async fn an_approved_tool_killed_mid_run_is_reported_interrupted_and_never_rerun
 // 4. A decision committed right before the kill: resolved (ran once) or pending, never both.
 // ---------------------------------------------------------------------------------------------
 
-/// Fires `decision` at a pending `run:` gate and kills the process 0–18 ms later (21
-/// iterations), then checks after the restart: the gate is resolved (once, as decided, and a
-/// 200 answer was never lost) or still pending (same card, nothing ran) — never both; the
-/// command ran at most once, exactly once when it reports `ok`.
+/// A race loops at least this many times, and on until its interesting outcome has shown up…
+const MIN_ATTEMPTS: usize = 10;
+/// … but fails if it has not after this many.
+const MAX_ATTEMPTS: usize = 30;
+
+/// When to kill, counted from the request the kill races: a different moment each attempt
+/// (golden-ratio steps, so no two come close), between 0 and a bound that moves with what the
+/// kills found: it shrinks to a delay that came after everything the race is about, and grows
+/// while its upper half still comes before it. It learns how fast this machine is instead of
+/// assuming it.
+struct KillDelay {
+    /// In ms.
+    bound: f64,
+    attempt: u32,
+}
+
+impl KillDelay {
+    fn new(guess_ms: f64) -> KillDelay {
+        KillDelay {
+            bound: guess_ms,
+            attempt: 0,
+        }
+    }
+
+    fn next(&mut self) -> Duration {
+        self.attempt += 1;
+        let frac = (f64::from(self.attempt) * 0.618_033_988_749_895).fract();
+        Duration::from_secs_f64(self.bound * frac / 1000.0)
+    }
+
+    /// The kill came before the moment the race is about.
+    fn too_early(&mut self, delay: Duration) {
+        if delay.as_secs_f64() * 1000.0 > self.bound / 2.0 {
+            self.bound *= 2.0;
+        }
+    }
+
+    /// The kill came after it.
+    fn too_late(&mut self, delay: Duration) {
+        self.bound = self.bound.min(delay.as_secs_f64() * 1000.0);
+    }
+}
+
+/// Fires `decision` at a pending `run:` gate and kills the process a moment later, then checks
+/// after the restart: the gate is resolved (once, as decided, and a 200 answer was never lost)
+/// or still pending (same card, nothing ran) — never both; the command ran at most once,
+/// exactly once when it reports `ok`. The moment of the kill moves until the race has reached
+/// the branch it is about: an approved command that was running when the process died (it is
+/// reported `interrupted`), or for a denial, the kill landing before the decision's commit
+/// once and after it once.
 async fn decision_racing_a_kill(decision: &str) {
     let mut lab = Lab::new(None);
     let mut node = lab.start().await;
     let (mut stayed_pending, mut resolved_before, mut ran, mut interrupted, mut denied) =
         (0, 0, 0, 0, 0);
-    for i in 0..21usize {
-        // 0 µs … 18 ms, denser near 0 where the commit happens.
-        let delay = Duration::from_micros(i as u64 * i as u64 * 45);
+    let mut timing = KillDelay::new(10.0);
+    let mut tried = Vec::new();
+    for i in 0usize.. {
+        let reached = if decision == "approve" {
+            interrupted > 0
+        } else {
+            stayed_pending > 0 && resolved_before > 0
+        };
+        if i >= MIN_ATTEMPTS && reached {
+            break;
+        }
+        assert!(
+            i < MAX_ATTEMPTS,
+            "{decision}: after {MAX_ATTEMPTS} kills the race never reached its branch \
+             ({stayed_pending} stayed pending, {resolved_before} resolved before the kill; \
+             {ran} ran, {interrupted} interrupted, {denied} denied); kill delays and outcomes: \
+             {tried:?}"
+        );
+        let delay = timing.next();
         let sid = node.create_id(json!({})).await;
         let file = format!("counter-{i}.txt");
         let turn = node
@@ -465,7 +551,7 @@ async fn decision_racing_a_kill(decision: &str) {
         let aid = card["approval_id"].as_str().unwrap().to_owned();
         let call_id = assert_card_is_logged(&before, &card);
 
-        // Fire the decision and kill the process a few ms later.
+        // Fire the decision and kill the process `delay` later.
         let url = node.url(&format!("/api/v1/sessions/{sid}/approvals/{aid}"));
         let client = node.client.clone();
         let body = json!({"decision": decision, "reason": "raced"});
@@ -481,8 +567,8 @@ async fn decision_racing_a_kill(decision: &str) {
         tokio::time::sleep(delay).await;
         node.kill9().await;
         let answered = post.await.unwrap().ok();
-        // Let a shell the kill orphaned finish its append before counting.
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        // A command the kill orphaned finishes its append before anything is counted.
+        lab.wait_leftovers_gone().await;
         let ran_before_restart = lab.lines(&file).len();
         assert!(ran_before_restart <= 1);
 
@@ -494,7 +580,7 @@ async fn decision_racing_a_kill(decision: &str) {
         let res = resolutions(&evs, &aid);
         let pending_here = snap["pending"].as_array().unwrap().len();
         let in_inbox = inbox_for(&node, &sid).await.len();
-        match res.len() {
+        let was_pending = match res.len() {
             0 => {
                 // Still pending: nothing ran, the same card is actionable; a 200 was not lost.
                 assert_ne!(
@@ -510,6 +596,7 @@ async fn decision_racing_a_kill(decision: &str) {
                 node.decide(&sid, &aid, json!({"decision": decision, "reason": "raced"}))
                     .await
                     .expect(200);
+                true
             }
             1 => {
                 assert_eq!(
@@ -523,9 +610,10 @@ async fn decision_racing_a_kill(decision: &str) {
                 node.decide(&sid, &aid, json!({"decision": "deny"}))
                     .await
                     .expect_error(409, "already_resolved");
+                false
             }
             n => panic!("{n} resolutions of one gate: {res:?}"),
-        }
+        };
         let done = node.wait_released(&sid, &turn).await;
         let evs = events(&done);
         assert_contiguous(&evs);
@@ -534,7 +622,8 @@ async fn decision_racing_a_kill(decision: &str) {
         let results = for_call(&evs, "tool_result", &call_id);
         assert_eq!(results.len(), 1, "iteration {i}: tool_result {results:?}");
         let lines = lab.lines(&file);
-        match results[0]["status"].as_str().unwrap() {
+        let status = results[0]["status"].as_str().unwrap().to_owned();
+        match status.as_str() {
             "ok" => {
                 assert_eq!(
                     lines,
@@ -543,6 +632,12 @@ async fn decision_racing_a_kill(decision: &str) {
                 );
                 assert_eq!(started.len(), 1, "iteration {i}: tool_started {started:?}");
                 ran += 1;
+                // Ran before the kill: the kill came after the whole race.
+                if ran_before_restart == 1 {
+                    timing.too_late(delay);
+                } else {
+                    timing.too_early(delay);
+                }
             }
             "interrupted" => {
                 assert_eq!(started.len(), 1, "iteration {i}: tool_started {started:?}");
@@ -563,9 +658,18 @@ async fn decision_racing_a_kill(decision: &str) {
                     results[0]
                 );
                 denied += 1;
+                if was_pending {
+                    timing.too_early(delay);
+                } else {
+                    timing.too_late(delay);
+                }
             }
             other => panic!("unexpected tool_result status {other}: {results:?}"),
         }
+        tried.push(format!(
+            "{delay:?}: {} then {status}",
+            if was_pending { "pending" } else { "resolved" }
+        ));
         assert_eq!(
             of_type(&evs, "turn_finished").last().unwrap()["status"],
             "completed"
@@ -573,7 +677,8 @@ async fn decision_racing_a_kill(decision: &str) {
     }
     eprintln!(
         "{decision} racing a kill: {stayed_pending} stayed pending, {resolved_before} were \
-         resolved before the kill; results: {ran} ran, {interrupted} interrupted, {denied} denied"
+         resolved before the kill; results: {ran} ran, {interrupted} interrupted, {denied} \
+         denied; {tried:?}"
     );
 }
 
@@ -588,24 +693,39 @@ async fn a_denial_racing_a_kill_is_neither_lost_nor_doubled() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 5. kill -9 at a random moment of a multi-step yolo turn: no call runs twice, none is lost.
+// 5. kill -9 at any moment of a multi-step yolo turn: no call runs twice, none is lost.
 // ---------------------------------------------------------------------------------------------
 
+/// The kill moves over the turn until it has landed while a step's command ran (that step is
+/// reported `interrupted`) at least once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_kill_at_any_moment_of_a_running_turn_neither_loses_nor_repeats_a_call() {
     let mut lab = Lab::new(None);
     let mut node = lab.start().await;
-    for i in 0..12usize {
+    let mut timing = KillDelay::new(120.0);
+    let mut interrupted_turns = 0;
+    let mut tried = Vec::new();
+    for i in 0usize.. {
+        if i >= MIN_ATTEMPTS && interrupted_turns > 0 {
+            break;
+        }
+        assert!(
+            i < MAX_ATTEMPTS,
+            "after {MAX_ATTEMPTS} kills none landed while a step's command ran; kill delays \
+             and the lines written before each kill: {tried:?}"
+        );
+        let delay = timing.next();
         let sid = node.create_id(json!({})).await;
         let file = format!("steps-{i}.txt");
         let text: Vec<String> = (1..=4)
             .map(|k| format!("run: echo {k} >> {file}"))
             .collect();
         let turn = node.send_msg(&sid, &text.join("\n"), Some("yolo")).await;
-        // Spread the kills over the turn (each step takes a few ms of shell + commits).
-        tokio::time::sleep(Duration::from_millis((i as u64 * 13) % 120)).await;
+        tokio::time::sleep(delay).await;
         node.kill9().await;
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        // A step the kill orphaned appends before the count, and before a later step can.
+        lab.wait_leftovers_gone().await;
+        let ran_before_restart = lab.lines(&file).len();
         node = lab.start().await;
         let done = node.wait_released(&sid, &turn).await;
         let evs = events(&done);
@@ -617,6 +737,7 @@ async fn a_kill_at_any_moment_of_a_running_turn_neither_loses_nor_repeats_a_call
             "every line is one call, issued once: {calls:?}"
         );
         let lines = lab.lines(&file);
+        let mut interrupted = 0;
         for (k, call) in calls.iter().enumerate() {
             let call_id = call["call_id"].as_str().unwrap();
             assert_eq!(call["args"]["command"], format!("echo {} >> {file}", k + 1));
@@ -627,7 +748,11 @@ async fn a_kill_at_any_moment_of_a_running_turn_neither_loses_nor_repeats_a_call
             let times = lines.iter().filter(|l| **l == (k + 1).to_string()).count();
             match results[0]["status"].as_str().unwrap() {
                 "ok" => assert_eq!(times, 1, "step {} ran {times} times: {lines:?}", k + 1),
-                "interrupted" => assert!(times <= 1, "step {} ran {times} times", k + 1),
+                "interrupted" => {
+                    assert!(times <= 1, "step {} ran {times} times", k + 1);
+                    assert_eq!(results[0]["output"], INTERRUPTED);
+                    interrupted += 1;
+                }
                 other => panic!("status {other}: {results:?}"),
             }
         }
@@ -637,7 +762,18 @@ async fn a_kill_at_any_moment_of_a_running_turn_neither_loses_nor_repeats_a_call
         assert_eq!(sorted, lines, "steps ran out of order or twice: {lines:?}");
         assert_eq!(of_type(&evs, "turn_finished").len(), 1);
         assert_eq!(of_type(&evs, "turn_finished")[0]["status"], "completed");
+        tried.push(format!(
+            "{delay:?}: {ran_before_restart} line(s), {interrupted} interrupted"
+        ));
+        if interrupted > 0 {
+            interrupted_turns += 1;
+        } else if ran_before_restart == 0 {
+            timing.too_early(delay);
+        } else if ran_before_restart == calls.len() {
+            timing.too_late(delay);
+        }
     }
+    eprintln!("kills over a running turn: {tried:?}");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -906,30 +1042,28 @@ async fn sigterm_with_three_sse_clients_exits_promptly_and_keeps_the_gate_pendin
         s1.until_seq(SOON, last).await;
         s2.until_seq(SOON, last).await;
 
-        let t0 = tokio::time::Instant::now();
-        let exited = node.sigterm(Duration::from_secs(5)).await;
-        let (status, took) = exited.unwrap_or_else(|| {
+        // SOON only guards against a hang. "Promptly" is what the server itself says: it waits
+        // at most 5 s for its connections, and says so when it gives up on them.
+        let (status, _) = node.sigterm(SOON).await.unwrap_or_else(|| {
             panic!(
-                "iteration {i}: still running 5 s after SIGTERM\n{}",
+                "iteration {i}: still running {SOON:?} after SIGTERM\n{}",
                 lab.logs()
             )
         });
-        assert!(took < Duration::from_secs(5), "{took:?}");
         assert!(
             status.success(),
             "exit status after SIGTERM: {status:?}\n{}",
             lab.logs()
         );
-        let deadline = t0 + Duration::from_secs(5);
-        for (n, s) in [&mut s1, &mut s2, &mut s3].into_iter().enumerate() {
-            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-            assert!(s.ends_within(left).await, "stream {n} did not end");
-        }
         assert!(
             !lab.logs().contains("still open after 5 s"),
-            "{}",
+            "iteration {i}: the server had to give up on its open streams\n{}",
             lab.logs()
         );
+        // The process is gone, so every stream has ended: each reads to its end.
+        for (n, s) in [&mut s1, &mut s2, &mut s3].into_iter().enumerate() {
+            assert!(s.ends_within(SOON).await, "stream {n} did not end");
+        }
 
         node = lab.start().await;
         assert_gate_parked_again(&node, &sid, &turn, &before, &card).await;
@@ -955,23 +1089,18 @@ async fn sigterm_with_three_sse_clients_exits_promptly_and_keeps_the_gate_pendin
     }
 }
 
-/// Sanity: a restart takes well under a second, so the loops above stay quick.
+/// A kill -9 leaves the data dir restartable (how fast a restart is, is the bench's figure).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_server_starts_quickly_and_a_kill_9_leaves_it_restartable() {
+async fn a_kill_9_leaves_the_server_restartable() {
     let mut lab = Lab::new(None);
-    let t = Instant::now();
     let node = lab.start().await;
     let health = node.get("/api/v1/health").await.expect(200);
     assert_eq!(health["status"], "ok");
+    let sid = node.session().await;
     node.kill9().await;
     let node = lab.start().await;
-    assert!(
-        node.started_in < Duration::from_secs(5),
-        "{:?}",
-        node.started_in
-    );
     node.get("/api/v1/health").await.expect(200);
-    assert!(t.elapsed() < Duration::from_secs(20));
+    assert_eq!(node.list().await.len(), 1, "{sid} survived");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1016,53 +1145,98 @@ fn snapshot_story(snap: &Value) -> Result<(), String> {
     Ok(())
 }
 
+/// Snapshots of one session taken one after another, each checked with [`snapshot_story`],
+/// for as long as `during` runs (a transition of the session, ended by what its feed says),
+/// then one more after it. Returns what `during` returned.
+async fn snapshots_during<T>(
+    node: &Node,
+    sid: &str,
+    phase: &str,
+    tally: &mut Tally,
+    during: impl std::future::Future<Output = T>,
+) -> T {
+    let mut during = std::pin::pin!(during);
+    loop {
+        tokio::select! {
+            biased;
+            out = &mut during => {
+                tally.check(phase, &node.snapshot(sid).await);
+                return out;
+            }
+            snap = node.snapshot(sid) => {
+                tally.check(phase, &snap);
+                tally.mid_transition += 1;
+            }
+        }
+    }
+}
+
+#[derive(Default)]
+struct Tally {
+    checked: usize,
+    /// Snapshots that were taken while the transition was still going on.
+    mid_transition: usize,
+    bad: Vec<String>,
+}
+
+impl Tally {
+    fn check(&mut self, phase: &str, snap: &Value) {
+        self.checked += 1;
+        if let Err(e) = snapshot_story(snap) {
+            self.bad.push(format!("{phase}: {e}"));
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn snapshots_are_consistent_with_their_pending_cards() {
     let mut lab = Lab::new(None);
     let node = lab.start().await;
-    let mut checked = 0;
-    let mut bad = Vec::new();
+    let (mut opening, mut resolving) = (Tally::default(), Tally::default());
     for i in 0..20usize {
         let sid = node.create_id(json!({})).await;
+        let mut feed = node.sse(&sid, None, None).await;
         let turn = node
             .send_msg(&sid, &format!("run: echo c >> snap-{i}.txt"), Some("ask"))
             .await;
-        // Poll as fast as possible across the gate opening …
-        let card = loop {
-            let snap = node.snapshot(&sid).await;
-            checked += 1;
-            if let Err(e) = snapshot_story(&snap) {
-                bad.push(format!("iteration {i}, opening: {e}"));
-            }
-            if let Some(card) = snap["pending"].as_array().unwrap().first() {
-                break card.clone();
-            }
-        };
-        // … and across its resolution.
-        let aid = card["approval_id"].as_str().unwrap().to_owned();
-        let decision = node.decide(&sid, &aid, json!({"decision": "approve"}));
-        let watch = async {
-            loop {
-                let snap = node.snapshot(&sid).await;
-                checked += 1;
-                if let Err(e) = snapshot_story(&snap) {
-                    bad.push(format!("iteration {i}, resolving: {e}"));
-                }
-                if !of_type(&events(&snap), "tool_started").is_empty() {
-                    break;
-                }
-            }
-        };
-        let (answer, ()) = tokio::join!(decision, watch);
+        // Snapshots across the gate opening, until the feed shows its request …
+        let phase = format!("iteration {i}, opening");
+        let frames = snapshots_during(
+            &node,
+            &sid,
+            &phase,
+            &mut opening,
+            feed.until(SOON, |f| f.is("approval_request")),
+        )
+        .await;
+        let request = frames.last().unwrap().json();
+        let aid = str_of(&request, "approval_id").to_owned();
+        // … and across its resolution, until the feed shows the command starting.
+        let phase = format!("iteration {i}, resolving");
+        let (answer, _) = snapshots_during(&node, &sid, &phase, &mut resolving, async {
+            tokio::join!(
+                node.decide(&sid, &aid, json!({"decision": "approve"})),
+                feed.until(SOON, |f| f.is("tool_started"))
+            )
+        })
+        .await;
         answer.expect(200);
         node.wait_released(&sid, &turn).await;
     }
-    assert!(
-        bad.is_empty(),
-        "{} of {checked} snapshots were inconsistent:\n{}",
-        bad.len(),
-        bad.join("\n")
-    );
+    for (phase, tally) in [("opening", &opening), ("resolving", &resolving)] {
+        assert!(
+            tally.bad.is_empty(),
+            "{} of {} snapshots were inconsistent:\n{}",
+            tally.bad.len(),
+            tally.checked,
+            tally.bad.join("\n")
+        );
+        // Worth something only if some snapshots were taken while the gate was changing.
+        assert!(
+            tally.mid_transition > 0,
+            "no snapshot was taken while a gate was {phase}"
+        );
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

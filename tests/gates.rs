@@ -739,13 +739,10 @@ async fn cancel_resolves_pending_gates_cancelled_and_later_decisions_are_gone() 
 }
 
 /// Once `POST …/cancel` has answered 200 the turn is cancelled: a decision sent after that
-/// answer must be 410 gone, and the tool must not run. But the cancel answer only signals the
-/// turn's token; the `cancelled` resolution is committed later by the turn task, and `decide`
-/// does not look at the token. When the turn task is slow to run (CPU contention), a decision
-/// sent after the 200 wins the compare-and-set and the tool runs in the cancelled turn.
-/// A stress test: it fails in about half of the `--ignored` runs (next to the other ignored
-/// tests), e.g. "seq2.txt: the decision after cancel answered 200 OK …approve…; tool ran: true;
-/// turn cancelled", and usually passes when run alone on an idle machine.
+/// answer must be 410 gone, and the tool must not run. The cancel answer only signals the
+/// turn's token and the turn task commits the `cancelled` resolution later, so `decide` looks
+/// at the token too: a decision that finds its turn cancelling resolves the gate `cancelled`
+/// itself. Background reads keep the server busy, so that the turn task is often late.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_decision_sent_after_cancel_answered_is_gone() {
     let srv = TestServer::start().await;
@@ -1245,7 +1242,8 @@ async fn modes_decide_run_ask_or_refuse_through_http() {
 }
 
 /// The person's edited arguments are validated like the agent's: an edit that moves a
-/// harmless write onto a safety-floor path must not slip past the floor.
+/// harmless write onto a safety-floor path is refused `403 not_allowed` (the floor gets its own
+/// card, README "Deviations"), and the gate stays pending, still answerable as it was.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn edits_cannot_move_a_call_onto_the_safety_floor() {
     let srv = TestServer::start().await;
@@ -1253,31 +1251,37 @@ async fn edits_cannot_move_a_call_onto_the_safety_floor() {
     let turn = srv
         .send_msg(&sid, "write notes.md: hello", Some("ask"))
         .await;
-    let card = srv.wait_gate(&sid).await;
+    let (before, card) = srv.wait_gate_snapshot(&sid).await;
     assert_eq!(card["reason"], "mode");
-    let r = srv
-        .decide(
-            &sid,
-            &aid(&card),
-            json!({"decision": "edit", "edits": {"path": ".env", "content": "SECRET=1"}}),
-        )
-        .await;
-    if r.status.as_u16() == 200 {
-        // Either the turn ends, or (a fix) a floor gate opens for the edited call.
-        srv.wait_snapshot(&sid, "the turn to end or a floor gate to open", |s| {
-            events(s)
-                .iter()
-                .any(|e| e["type"] == "turn_finished" && e["turn_id"] == turn)
-                || s["pending"].as_array().is_some_and(|p| !p.is_empty())
-        })
-        .await;
-    }
+    srv.decide(
+        &sid,
+        &aid(&card),
+        json!({"decision": "edit", "edits": {"path": ".env", "content": "SECRET=1"}}),
+    )
+    .await
+    .expect_error(403, "not_allowed");
+    // Nothing happened: the same card is pending, the log did not move, nothing was written.
+    srv.assert_still_pending(&sid, &aid(&card)).await;
+    let after = srv.snapshot(&sid).await;
+    assert_eq!(
+        after["events"], before["events"],
+        "the refused edit was logged"
+    );
+    assert_eq!(after["pending"], json!([card]));
     assert!(
         !srv.ws(".env").exists(),
-        "an edit wrote a safety-floor path without a floor gate (decide answered {} {})",
-        r.status,
-        r.body
+        "an edit wrote a safety-floor path"
     );
+    // The gate still takes an answer, and the call runs with its own arguments.
+    srv.decide(&sid, &aid(&card), json!({"decision": "approve"}))
+        .await
+        .expect(200);
+    srv.wait_turn(&sid, &turn).await;
+    assert_eq!(
+        std::fs::read_to_string(srv.ws("notes.md")).unwrap(),
+        "hello"
+    );
+    assert!(!srv.ws(".env").exists());
 }
 
 // ---------------------------------------------------------------------------------------------

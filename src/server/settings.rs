@@ -168,7 +168,10 @@ impl ServeArgs {
         let workspace = workspace
             .canonicalize()
             .map_err(io_err("workspace", &workspace))?;
-        let home = std::env::var_os("HOME").map(PathBuf::from);
+        // Compared as canonical paths: a HOME reached through a symlink is still home.
+        let home = std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .map(|h| h.canonicalize().unwrap_or(h));
         if workspace == Path::new("/") || home.is_some_and(|h| h == workspace) {
             return Err(SettingsError::UnsafeWorkspace(workspace));
         }

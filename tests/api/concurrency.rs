@@ -1,6 +1,8 @@
 //! Concurrent requests against one session: exactly one turn wins, seqs stay gapless, and the
 //! mode history stays a chain.
 
+use std::time::Duration;
+
 use countersign::server::agent::provider::scripted::ScriptStep;
 use futures::future::join_all;
 use serde_json::{Value, json};
@@ -142,30 +144,80 @@ async fn concurrent_writers_keep_seq_gapless() {
 }
 
 /// protocol.md: cancel answers `200 {"turn_id"}` or `409 no_turn_running`. A 200 names the
-/// turn it stopped, so that turn should end `cancelled`. When the cancel lands after the model's
-/// last reply but before `turn_finished` is written, the server answers 200 and the turn then
-/// ends `completed` (the cancel token is only checked before a model call and after a tool batch).
+/// turn it stopped, and that turn ends `cancelled` — also when the cancel lands after the turn
+/// last looked at its cancel token (before the model call, whose reply is then recorded) but
+/// before it recorded its end: the turn seals how it ends, so a cancel before the seal wins
+/// and one after it is answered 409 (the turn completes). The cancel follows the message after
+/// a delay that moves until a cancel has landed in that window at least once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-
 async fn a_cancel_answered_200_ends_the_turn_cancelled() {
-    let steps: Vec<ScriptStep> = (0..200).map(|_| reply("quick")).collect();
+    // At least MIN_ATTEMPTS rounds, so every outcome gets its checks; on until the window was
+    // hit; never more than MAX_ATTEMPTS.
+    const MIN_ATTEMPTS: usize = 30;
+    const MAX_ATTEMPTS: usize = 200;
+    let steps: Vec<ScriptStep> = (0..MAX_ATTEMPTS).map(|_| reply("quick")).collect();
     let ts = TestServer::scripted(steps).await;
     let sid = ts.create_id(json!({})).await;
-    for attempt in 0..200 {
+    // The delay between the message's answer and the cancel, in µs: between one that came
+    // before the model call and one that came after the turn had sealed its end.
+    let (mut early, mut late) = (0.0_f64, 2000.0_f64);
+    let (mut before_call, mut in_window, mut refused) = (0, 0, 0);
+    for attempt in 0usize.. {
+        if attempt >= MIN_ATTEMPTS && in_window > 0 {
+            break;
+        }
+        assert!(
+            attempt < MAX_ATTEMPTS,
+            "no cancel landed between the model call and the turn's end in {MAX_ATTEMPTS} \
+             attempts ({before_call} came before the call, {refused} after the end; delay \
+             bounds {early:.0}..{late:.0} µs)"
+        );
+        let frac = (attempt as f64 * 0.618_033_988_749_895).fract();
+        let delay = Duration::from_secs_f64((early + (late - early) * frac) / 1e6);
         let turn = ts.send_msg(&sid, "go", None).await;
+        // A thread sleeps with µs precision (the runtime's timer counts whole ms).
+        tokio::task::spawn_blocking(move || std::thread::sleep(delay))
+            .await
+            .unwrap();
         let r = ts
             .post(&format!("/api/v1/sessions/{sid}/cancel"), json!({}))
             .await;
-        let events = ts.wait_turn_events(&sid, &turn).await;
+        let events = turn_events(&ts.wait_turn(&sid, &turn).await, &turn);
         let fin = events.last().unwrap();
+        assert_eq!(fin["type"], "turn_finished", "{events:#?}");
+        let replied = !of_type(&events, "assistant_message").is_empty();
+        let micros = delay.as_secs_f64() * 1e6;
         if r.status.as_u16() == 200 {
             assert_eq!(r.json(), json!({ "turn_id": turn }));
             assert_eq!(
                 fin["status"], "cancelled",
                 "attempt {attempt}: cancel answered 200 but the turn ended {fin}"
             );
+            if replied {
+                in_window += 1;
+            } else {
+                before_call += 1;
+                early = early.max(micros);
+                if late <= early {
+                    late = early * 2.0 + 1.0;
+                }
+            }
         } else {
             r.expect_error(409, "no_turn_running");
+            assert_eq!(
+                fin["status"], "completed",
+                "attempt {attempt}: cancel answered 409 but the turn ended {fin}"
+            );
+            assert!(replied, "attempt {attempt}: {events:#?}");
+            refused += 1;
+            late = late.min(micros);
+            if early >= late {
+                early = late / 2.0;
+            }
         }
     }
+    eprintln!(
+        "cancel race: {before_call} before the model call, {in_window} between the call and \
+         the end, {refused} after the end"
+    );
 }

@@ -85,10 +85,7 @@ async fn feed_is_not_compressed_for_browsers_that_accept_gzip() {
     );
     assert_eq!(frame_seqs(&feed.until_seq(SOON, 1).await), vec![1]);
     bump(&ts, &sid, "yolo").await;
-    let f = feed
-        .next_frame(Duration::from_secs(5))
-        .await
-        .expect("live frame");
+    let f = feed.next_frame(SOON).await.expect("live frame");
     assert_eq!(f.seq(), Some(2));
 }
 
@@ -315,16 +312,12 @@ async fn an_idle_feed_gets_a_keep_alive_comment_within_15_s() {
     let ts = TestServer::start().await;
     let sid = ts.create_id(json!({})).await;
     let mut feed = ts.sse(&sid, None, None).await;
-    let opened = Instant::now();
+    // The first thing an idle feed sends (15 s, plus slack for a busy machine) is the server's
+    // keep-alive comment: not a frame, not the end of the stream.
     match feed.next_item(Duration::from_millis(16_500)).await {
-        Ok(Some(Item::Comment(_))) => {}
+        Ok(Some(Item::Comment(text))) => assert_eq!(text, "keep-alive"),
         other => panic!("expected a comment line, got {other:?}"),
     }
-    let waited = opened.elapsed();
-    assert!(
-        waited <= Duration::from_millis(16_500),
-        "comment came after {waited:?}"
-    );
     // The stream is still alive afterwards.
     bump(&ts, &sid, "plan").await;
     let f = feed.next_frame(SOON).await.expect("frame after keep-alive");

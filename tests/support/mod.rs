@@ -10,6 +10,7 @@ use std::fmt::Display;
 use std::time::{Duration, Instant};
 
 mod events;
+pub mod fixtures;
 mod http;
 mod process;
 mod server;

@@ -6,12 +6,13 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::ops::Deref;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::{Api, SOON, TOKEN};
+use super::{Api, SOON, TOKEN, poll_until};
 
 /// Settings the binary reads from the environment; cleared so the caller's own do not leak in.
 const CLEARED_ENV: [&str; 7] = [
@@ -162,6 +163,8 @@ pub struct Proc {
     /// The stdout lines read so far.
     pub stdout: Vec<String>,
     stderr: Arc<Mutex<String>>,
+    /// Set when stderr reached its end: after that, [`Proc::stderr`] is all there will be.
+    stderr_done: Arc<AtomicBool>,
 }
 
 impl Drop for Proc {
@@ -190,6 +193,8 @@ impl Proc {
         let mut err = child.stderr.take().expect("stderr");
         let stderr = Arc::new(Mutex::new(String::new()));
         let sink = stderr.clone();
+        let stderr_done = Arc::new(AtomicBool::new(false));
+        let done = stderr_done.clone();
         std::thread::spawn(move || {
             let mut buf = [0u8; 4096];
             while let Ok(n) = err.read(&mut buf) {
@@ -200,12 +205,14 @@ impl Proc {
                     .unwrap()
                     .push_str(&String::from_utf8_lossy(&buf[..n]));
             }
+            done.store(true, Ordering::SeqCst);
         });
         Proc {
             child,
             lines,
             stdout: Vec::new(),
             stderr,
+            stderr_done,
         }
     }
 
@@ -216,6 +223,19 @@ impl Proc {
     /// Everything on stderr so far.
     pub fn stderr(&self) -> String {
         self.stderr.lock().unwrap().clone()
+    }
+
+    /// Waits until stderr has reached its end (after the exit: everything the process wrote
+    /// has been read); false if it is still open after `within`.
+    pub async fn stderr_ended(&self, within: Duration) -> bool {
+        let deadline = Instant::now() + within;
+        while !self.stderr_done.load(Ordering::SeqCst) {
+            if Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(EXIT_POLL).await;
+        }
+        true
     }
 
     /// The stderr buffer itself, to read after the process is gone.
@@ -384,9 +404,64 @@ impl Lab {
         self.orphans.lock().unwrap().retain(|p| *p != pgid);
     }
 
-    /// Runs one SQL statement on the database file.
-    pub fn sql(&self, statement: &str) {
-        sql(&self.db(), statement);
+    /// The live processes a killed server of this lab left behind: a command it had started
+    /// (its working directory is inside the lab) or a child it had forked but not yet turned
+    /// into the command (it still has the server's command line, which names the lab's data
+    /// dir). Zombies show neither, so everything listed is still running. Only meaningful
+    /// while no server of this lab runs.
+    pub fn leftovers(&self) -> Vec<String> {
+        let root = self.dir.path().to_path_buf();
+        let canonical = root.canonicalize().unwrap_or_else(|_| root.clone());
+        let inside = |p: &Path| p.starts_with(&root) || p.starts_with(&canonical);
+        // With the separator: another lab's name could start with this one's.
+        let names = [
+            format!("{}/", root.display()),
+            format!("{}/", canonical.display()),
+        ];
+        let me = std::process::id();
+        let mut found = Vec::new();
+        for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| n.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            if pid == me {
+                continue;
+            }
+            // Either read fails once the process is gone (or is not ours to look at).
+            let cmdline = std::fs::read(entry.path().join("cmdline"))
+                .map(|raw| String::from_utf8_lossy(&raw).replace('\0', " "))
+                .unwrap_or_default();
+            let cwd = std::fs::read_link(entry.path().join("cwd")).ok();
+            if cwd.as_deref().is_some_and(inside)
+                || names.iter().any(|name| cmdline.contains(name.as_str()))
+            {
+                found.push(format!("pid {pid}, cwd {cwd:?}: {cmdline}"));
+            }
+        }
+        found
+    }
+
+    /// After a kill: waits until the commands the killed server had started have ended, so
+    /// that what they write is all written before anything is counted or a new server starts.
+    pub async fn wait_leftovers_gone(&self) {
+        poll_until("the killed server's commands to end", SOON, async || {
+            let left = self.leftovers();
+            if left.is_empty() {
+                Ok(())
+            } else {
+                Err(left.join("\n"))
+            }
+        })
+        .await
+    }
+
+    /// Runs one SQL statement on the database file; returns how many rows it changed.
+    pub fn sql(&self, statement: &str) -> usize {
+        sql(&self.db(), statement)
     }
 
     /// The server's stderr (tracing) from every start so far.
@@ -449,39 +524,31 @@ impl Node {
     }
 
     /// Sends SIGTERM and returns the exit status and how long the exit took, or `None` if
-    /// the process was still running after `limit` (it is then killed).
+    /// the process was still running after `limit` (it is then killed). After an exit, the
+    /// lab's logs hold everything the process wrote.
     pub async fn sigterm(mut self, limit: Duration) -> Option<(ExitStatus, Duration)> {
         let t0 = Instant::now();
         self.proc.sigterm();
         let status = self.proc.wait_exit(limit).await?;
-        Some((status, t0.elapsed()))
+        let took = t0.elapsed();
+        assert!(
+            self.proc.stderr_ended(SOON).await,
+            "stderr still open {SOON:?} after the exit"
+        );
+        Some((status, took))
     }
 }
 
-/// Runs one SQL statement on a database file (waiting up to 5 s for a lock): the `sqlite3`
-/// CLI when installed, else python3's sqlite3 module.
-pub fn sql(db: &Path, statement: &str) {
-    let cli = Command::new("sqlite3")
-        .arg("-cmd")
-        .arg(".timeout 5000")
-        .arg(db)
-        .arg(statement)
-        .output();
-    let out = match cli {
-        Ok(out) => out,
-        Err(_) => Command::new("python3")
-            .arg("-c")
-            .arg(
-                "import sqlite3,sys\nc=sqlite3.connect(sys.argv[1],timeout=5)\nc.execute(sys.argv[2])\nc.commit()\nc.close()",
-            )
-            .arg(db)
-            .arg(statement)
-            .output()
-            .expect("neither sqlite3 nor python3 could run"),
-    };
-    assert!(
-        out.status.success(),
-        "SQL failed: {statement}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+/// Runs one SQL statement on a database file, waiting up to 5 s for a lock (the server may
+/// hold the file: SQLite in WAL mode lets another connection write between its commits).
+/// Returns how many rows it changed.
+pub fn sql(db: &Path, statement: &str) -> usize {
+    // Read-write, never create: a wrong path must fail here, not write to a new empty file.
+    let conn =
+        rusqlite::Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE)
+            .unwrap_or_else(|e| panic!("open {}: {e}", db.display()));
+    conn.busy_timeout(Duration::from_secs(5))
+        .expect("set the busy timeout");
+    conn.execute(statement, [])
+        .unwrap_or_else(|e| panic!("SQL failed: {statement}\n{e}"))
 }

@@ -40,9 +40,6 @@ enum Special {
     },
 }
 
-/// A safety stop for runaway loops until the budget kill-switch lands.
-const MAX_MODEL_CALLS: usize = 200;
-
 /// Why a turn ended other than by completing.
 #[derive(Debug, thiserror::Error)]
 pub(super) enum TurnEnd {
@@ -183,7 +180,9 @@ impl Turn {
             self.core.config().config.budget.clone(),
             Arc::clone(&self.waits),
         );
-        for _ in 0..MAX_MODEL_CALLS {
+        // No fixed cap on model calls: the budget kill-switch (tool calls, tokens, time) is
+        // what stops a runaway loop, and the person decides whether it goes on.
+        loop {
             if self.cancel.is_cancelled() {
                 return Err(TurnEnd::Cancelled);
             }
@@ -251,9 +250,6 @@ impl Turn {
                 return Err(TurnEnd::Cancelled);
             }
         }
-        Err(TurnEnd::Failed(format!(
-            "the agent made {MAX_MODEL_CALLS} model calls in one turn without finishing"
-        )))
     }
 
     /// Runs the batch's calls (in parallel when the model asked for several: several gates

@@ -54,6 +54,8 @@ struct FixtureState {
     requests: Arc<Mutex<Vec<Recorded>>>,
     /// Set once a streamed body is dropped: finished, or abandoned by the client.
     body_dropped: Arc<AtomicBool>,
+    /// Set when the fixture itself ended a stream (all pieces sent, or a stall gave up).
+    stream_ended: Arc<AtomicBool>,
 }
 
 struct Fixture {
@@ -88,6 +90,10 @@ impl Fixture {
 
     fn body_dropped(&self) -> bool {
         self.state.body_dropped.load(Ordering::SeqCst)
+    }
+
+    fn stream_ended(&self) -> bool {
+        self.state.stream_ended.load(Ordering::SeqCst)
     }
 }
 
@@ -125,10 +131,10 @@ async fn chat_completions(
         body,
     });
     let reply = state.replies.lock().unwrap().pop_front();
-    let dropped = state.body_dropped.clone();
+    let flags = (state.body_dropped.clone(), state.stream_ended.clone());
     match reply {
-        Some(Reply::Stream(pieces)) => event_stream(pieces, false, dropped),
-        Some(Reply::StreamThenStall(pieces)) => event_stream(pieces, true, dropped),
+        Some(Reply::Stream(pieces)) => event_stream(pieces, false, flags),
+        Some(Reply::StreamThenStall(pieces)) => event_stream(pieces, true, flags),
         Some(Reply::Whole(status, content_type, body)) => {
             (status, [(header::CONTENT_TYPE, content_type)], body).into_response()
         }
@@ -148,23 +154,32 @@ impl Drop for DropFlag {
     }
 }
 
-fn event_stream(pieces: Vec<String>, stall: bool, dropped: Arc<AtomicBool>) -> Response {
+/// `flags`: (the body was dropped, the fixture ended the stream itself).
+fn event_stream(
+    pieces: Vec<String>,
+    stall: bool,
+    (dropped, ended): (Arc<AtomicBool>, Arc<AtomicBool>),
+) -> Response {
     let start = (VecDeque::from(pieces), DropFlag(dropped), 0u32);
-    let stream = futures::stream::unfold(start, move |(mut pieces, flag, ticks)| async move {
-        tokio::time::sleep(PAUSE).await;
-        if let Some(piece) = pieces.pop_front() {
-            return Some((
-                Ok::<_, Infallible>(Bytes::from(piece)),
-                (pieces, flag, ticks),
-            ));
+    let stream = futures::stream::unfold(start, move |(mut pieces, flag, ticks)| {
+        let ended = ended.clone();
+        async move {
+            tokio::time::sleep(PAUSE).await;
+            if let Some(piece) = pieces.pop_front() {
+                return Some((
+                    Ok::<_, Infallible>(Bytes::from(piece)),
+                    (pieces, flag, ticks),
+                ));
+            }
+            // Stalls for at most 30 s so a broken test cannot hang forever.
+            if stall && ticks < 300 {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                let comment = Bytes::from_static(b": keep-alive\n\n");
+                return Some((Ok(comment), (pieces, flag, ticks + 1)));
+            }
+            ended.store(true, Ordering::SeqCst);
+            None
         }
-        // Stalls for at most 30 s so a broken test cannot hang forever.
-        if stall && ticks < 300 {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            let comment = Bytes::from_static(b": keep-alive\n\n");
-            return Some((Ok(comment), (pieces, flag, ticks + 1)));
-        }
-        None
     });
     (
         [
@@ -471,6 +486,9 @@ async fn a_refused_call_is_an_http_error_with_the_body() {
     assert!(deltas.is_empty());
 }
 
+/// The cancel comes once the first words have arrived and the stream has gone quiet: the call
+/// must end `Cancelled` while the fixture is still streaming (it would stall for 30 s), and
+/// hang up.
 #[tokio::test]
 async fn cancelling_a_stalled_stream_returns_promptly_and_hangs_up() {
     let pieces = vec![sse(&role_chunk()), sse(&text_chunk("Thinking"))];
@@ -480,30 +498,51 @@ async fn cancelling_a_stalled_stream_returns_promptly_and_hangs_up() {
         tools: vec![],
     };
     let cancel = CancellationToken::new();
+    let (first_delta, delta_arrived) = tokio::sync::oneshot::channel::<()>();
+    let first_delta = Mutex::new(Some(first_delta));
+    let seen = Mutex::new(Vec::new());
+    let sink = |delta: &str| {
+        seen.lock().unwrap().push(delta.to_owned());
+        if let Some(tx) = first_delta.lock().unwrap().take() {
+            let _ = tx.send(());
+        }
+    };
     let canceller = {
         let cancel = cancel.clone();
         tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(400)).await;
+            delta_arrived.await.expect("a delta arrived");
             cancel.cancel();
-            Instant::now()
         })
     };
 
-    let (result, deltas) = complete(&fixture.provider(), &request, &cancel).await;
-    let returned_at = Instant::now();
+    let result = fixture.provider().complete(&request, &sink, &cancel).await;
+    let ended_by_fixture = fixture.stream_ended();
 
-    let cancelled_at = canceller.await.unwrap();
+    canceller.await.unwrap();
     assert!(
         matches!(result, Err(ProviderError::Cancelled)),
         "{result:?}"
     );
-    assert_eq!(deltas, ["Thinking"], "the stream was cut mid-answer");
-    assert!(returned_at.duration_since(cancelled_at) < Duration::from_secs(1));
-    let deadline = Instant::now() + Duration::from_secs(3);
+    assert_eq!(
+        seen.into_inner().unwrap(),
+        ["Thinking"],
+        "the stream was cut mid-answer"
+    );
+    assert!(
+        !ended_by_fixture,
+        "the call returned only once the fixture gave up its stall"
+    );
+    // The client hung up: the fixture lets go of the body while it still has a stall to send.
+    // (The bound only guards against a hang: the stall itself ends after 30 s.)
+    let deadline = Instant::now() + Duration::from_secs(60);
     while !fixture.body_dropped() && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert!(fixture.body_dropped(), "the connection was not closed");
+    assert!(
+        !fixture.stream_ended(),
+        "the body was let go because the stall ran out, not because the client hung up"
+    );
 }
 
 #[tokio::test]
@@ -537,11 +576,59 @@ async fn arguments_that_are_not_json_are_kept_raw() {
     assert!(fixture.requests()[0].body.get("tools").is_none());
 }
 
+/// A loopback port that refuses every connection for as long as this is held: a socket bound
+/// to it that never listens. (A listening socket would accept at the kernel level, and a port
+/// bound and then let go could be taken by another process before the test connects.)
+struct ClosedPort {
+    _socket: std::os::fd::OwnedFd,
+    port: u16,
+}
+
+impl ClosedPort {
+    fn new() -> ClosedPort {
+        use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+        let os_err = std::io::Error::last_os_error;
+        let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        // SAFETY: plain socket calls on a descriptor we own, with a zeroed `sockaddr_in` of
+        // the size we pass.
+        let (socket, port) = unsafe {
+            let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+            assert!(fd >= 0, "socket: {}", os_err());
+            let socket = OwnedFd::from_raw_fd(fd);
+            let mut addr: libc::sockaddr_in = std::mem::zeroed();
+            addr.sin_family = libc::AF_INET as libc::sa_family_t;
+            addr.sin_addr.s_addr = u32::from(std::net::Ipv4Addr::LOCALHOST).to_be();
+            let rc = libc::bind(
+                socket.as_raw_fd(),
+                (&raw const addr).cast::<libc::sockaddr>(),
+                len,
+            );
+            assert_eq!(rc, 0, "bind: {}", os_err());
+            let mut bound: libc::sockaddr_in = std::mem::zeroed();
+            let mut bound_len = len;
+            let rc = libc::getsockname(
+                socket.as_raw_fd(),
+                (&raw mut bound).cast::<libc::sockaddr>(),
+                &mut bound_len,
+            );
+            assert_eq!(rc, 0, "getsockname: {}", os_err());
+            (socket, u16::from_be(bound.sin_port))
+        };
+        assert_ne!(port, 0);
+        let refused = std::net::TcpStream::connect(("127.0.0.1", port))
+            .expect_err("a bound socket that does not listen accepted a connection");
+        assert_eq!(refused.kind(), std::io::ErrorKind::ConnectionRefused);
+        ClosedPort {
+            _socket: socket,
+            port,
+        }
+    }
+}
+
 #[tokio::test]
 async fn a_port_nobody_listens_on_is_a_transport_error() {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    drop(listener);
+    let closed = ClosedPort::new();
+    let port = closed.port;
     let base_url = format!("http://127.0.0.1:{port}/v1");
     let provider = provider_for(&base_url, Duration::from_secs(5));
     let request = CompletionRequest {
