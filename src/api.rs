@@ -15,8 +15,8 @@ mod backend {
 
     use leptos::prelude::*;
 
-    use crate::server::core::Core;
-    use crate::server::error::ApiError;
+    use crate::server::core::{Core, Error};
+    use crate::server::http::error::status_of;
     use crate::server::principal::Principal;
     use crate::server::state::AppState;
 
@@ -36,11 +36,11 @@ mod backend {
     }
 
     /// The protocol's JSON error body, with the HTTP status the REST route would answer.
-    pub fn to_server_error(err: ApiError) -> ErrorBody {
+    pub fn to_server_error(err: Error) -> ErrorBody {
         if let Some(response) = use_context::<leptos_axum::ResponseOptions>() {
-            response.set_status(err.status());
+            response.set_status(status_of(&err));
         }
-        if let ApiError::Internal(cause) = &err {
+        if let Error::Internal(cause) = &err {
             tracing::error!(%cause, "internal error in a server function");
         }
         ErrorBody::new(err.code(), err.to_string())
@@ -124,8 +124,8 @@ pub async fn decide(
     approval_id: String,
     input: DecisionInput,
 ) -> Result<DecideOutcome, ErrorBody> {
-    use crate::server::approvals::{DecisionRequest, RuleRequest};
-    use crate::server::error::ApiError;
+    use crate::server::core::Error;
+    use crate::server::core::{DecisionRequest, RuleRequest};
     let core = backend::core()?;
     let rule =
         (input.rule_scope.is_some() || input.rule_pattern.is_some()).then_some(RuleRequest {
@@ -145,7 +145,7 @@ pub async fn decide(
     let who = backend::principal()?;
     match core.decide(&session_id, &approval_id, request, &who).await {
         Ok(resolution) => Ok(DecideOutcome::Decided { resolution }),
-        Err(ApiError::AlreadyResolved(resolution) | ApiError::Gone(resolution)) => {
+        Err(Error::AlreadyResolved(resolution) | Error::Gone(resolution)) => {
             Ok(DecideOutcome::Lost {
                 resolution: *resolution,
             })
@@ -215,11 +215,7 @@ pub async fn verify_audit() -> Result<AuditVerdict, ErrorBody> {
 #[server(name = GetConfigView, prefix = "/api/ui", endpoint = "config", input = Json)]
 pub async fn config_view() -> Result<ConfigView, ErrorBody> {
     let core = backend::core()?;
-    serde_json::from_value(core.config_view()).map_err(|err| {
-        backend::to_server_error(crate::server::error::ApiError::Internal(format!(
-            "config view: {err}"
-        )))
-    })
+    Ok(core.config_view())
 }
 
 /// Sets one config key (refused for protected keys); the audit names the credential

@@ -567,6 +567,31 @@ pub struct ConfigView {
     pub keys: Vec<ConfigKey>,
 }
 
+/// Where a configuration value came from.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ConfigSource {
+    /// Set in the config file.
+    File,
+    /// The built-in default.
+    Default,
+    /// A startup flag (`--addr`, …).
+    Flag,
+    /// A startup environment variable (`COUNTERSIGN_ADDR`, …).
+    Env,
+}
+
+impl ConfigSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ConfigSource::File => "file",
+            ConfigSource::Default => "default",
+            ConfigSource::Flag => "flag",
+            ConfigSource::Env => "env",
+        }
+    }
+}
+
 /// One key of [`ConfigView`].
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct ConfigKey {
@@ -575,8 +600,7 @@ pub struct ConfigKey {
     pub value: Value,
     #[serde(default)]
     pub default: Option<Value>,
-    /// `file` (set in the config file) or `default`.
-    pub source: String,
+    pub source: ConfigSource,
     /// Refused to the web, the API and the agent; `reason` says why.
     pub protected: bool,
     #[serde(default)]

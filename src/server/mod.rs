@@ -1,17 +1,13 @@
 //! Everything that runs only on the server (feature `ssr`): startup, HTTP, the agent, storage.
 
 pub mod agent;
-pub mod approvals;
 pub mod audit;
 pub mod config;
-pub mod config_ops;
-pub mod core;
-pub mod error;
 pub mod conversation;
+pub mod core;
 pub mod gate;
-pub mod hub;
 pub mod http;
-pub mod live_config;
+pub mod hub;
 pub mod markdown;
 pub mod principal;
 pub mod settings;
@@ -45,6 +41,9 @@ pub enum StartError {
     Provider(#[from] agent::provider::ProviderError),
 }
 
+/// How long shutdown waits for turn tasks to end.
+const TURN_STOP: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// A running server: where it listens, how to stop it, and the task to await.
 pub struct Server {
     pub addr: SocketAddr,
@@ -61,7 +60,7 @@ fn watch_config(
     path: &std::path::Path,
 ) -> Option<notify::RecommendedWatcher> {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<()>();
-    let watcher = live_config::watch(path, move || {
+    let watcher = config::live::watch(path, move || {
         let _ = tx.send(());
     })?;
     let core = core.clone();
@@ -106,7 +105,7 @@ pub async fn start(
         config_file: settings.config_path.clone(),
         database_file: store::sqlite::file_of(&settings.database_url),
     };
-    let live = live_config::LiveConfig::new(
+    let live = config::live::LiveConfig::new(
         settings.config_path.clone(),
         settings.config.clone(),
         provider,
@@ -119,17 +118,23 @@ pub async fn start(
     } else {
         tracing::info!("{}", sandbox.describe());
     }
-    let live = live.with_startup(settings.startup.clone());
+    let live = Arc::new(live.with_startup(settings.startup.clone()));
     let shutdown = CancellationToken::new();
+    let agent = agent::Agent::new(agent::Deps {
+        hub: hub.clone(),
+        live: Arc::clone(&live),
+        workspace: settings.workspace.clone(),
+    });
     let core = Arc::new(core::Core {
         hub,
         live,
+        agent,
         workspace: settings.workspace.clone(),
         shutdown: shutdown.clone(),
     });
     let watcher = watch_config(&core, &settings.config_path);
-    let repaired = agent::recovery::restore_modes(&core).await?;
-    let resumed = agent::recovery::resume_unfinished_turns(&core).await?;
+    let repaired = core.agent.restore_modes().await?;
+    let resumed = core.agent.resume_unfinished().await?;
     if repaired + resumed > 0 {
         tracing::info!(
             resumed,
@@ -150,10 +155,17 @@ pub async fn start(
     };
     let app = http::router(state);
     let stop = shutdown.clone();
+    let turns = Arc::clone(&core);
     let task = tokio::spawn(async move {
-        axum::serve(listener, app)
+        let served = axum::serve(listener, app)
             .with_graceful_shutdown(async move { stop.cancelled().await })
-            .await
+            .await;
+        // Turns end as a crash would end them (the log keeps their truth; the next start
+        // resumes them), and the server waits for their tasks, bounded.
+        if !turns.agent.stop(TURN_STOP).await {
+            tracing::warn!("some turns were still stopping after {TURN_STOP:?}");
+        }
+        served
     });
     Ok(Server {
         addr,

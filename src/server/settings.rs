@@ -13,6 +13,7 @@ use rand::RngCore;
 
 use super::config::{Config, ConfigError};
 use super::http::auth::AccessToken;
+use crate::protocol::ConfigSource;
 
 #[derive(Args, Debug, Clone)]
 pub struct ServeArgs {
@@ -44,18 +45,18 @@ pub struct Settings {
     pub site_root: PathBuf,
     /// The startup settings as the config page shows them: key, value, and whether it came
     /// from a flag, the environment or the default (the token is never listed).
-    pub startup: Vec<(String, String, &'static str)>,
+    pub startup: Vec<(String, String, ConfigSource)>,
 }
 
 /// Where a startup setting came from: a flag beats the environment beats the default.
-fn source_of(flag: &str, env: &str) -> &'static str {
+fn source_of(flag: &str, env: &str) -> ConfigSource {
     let flagged = std::env::args().any(|a| a == flag || a.starts_with(&format!("{flag}=")));
     if flagged {
-        "flag"
+        ConfigSource::Flag
     } else if std::env::var_os(env).is_some() {
-        "env"
+        ConfigSource::Env
     } else {
-        "default"
+        ConfigSource::Default
     }
 }
 

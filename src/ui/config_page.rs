@@ -8,7 +8,7 @@ use leptos::task::spawn_local;
 use serde_json::Value;
 
 use crate::api;
-use crate::protocol::{ConfigKey, ConfigView};
+use crate::protocol::{ConfigKey, ConfigSource, ConfigView};
 use crate::ui::browser;
 use crate::ui::gates::ClientId;
 use crate::ui::sidebar::PageLayout;
@@ -211,7 +211,7 @@ fn row_key(k: &ConfigKey) -> (String, String, String, bool, Option<String>) {
     (
         k.key.clone(),
         k.value.to_string(),
-        k.source.clone(),
+        k.source.as_str().to_owned(),
         k.protected,
         k.default.as_ref().map(Value::to_string),
     )
@@ -225,7 +225,8 @@ fn ConfigRow(entry: ConfigKey, config: ConfigState) -> impl IntoView {
         .split_once('.')
         .map(|(_, name)| name.to_owned())
         .unwrap_or_else(|| entry.key.clone());
-    let differs = entry.source == "file" && entry.default.as_ref() != Some(&entry.value);
+    let differs =
+        entry.source == ConfigSource::File && entry.default.as_ref() != Some(&entry.value);
     let default = entry
         .default
         .as_ref()
@@ -255,7 +256,7 @@ fn ConfigRow(entry: ConfigKey, config: ConfigState) -> impl IntoView {
     let protected = entry.protected;
     view! {
         <tr class="config-row" data-testid="config-row" data-key=entry.key.clone() data-protected=protected.to_string()
-            data-source=entry.source.clone() class:editing=move || editing.get()>
+            data-source=entry.source.as_str() class:editing=move || editing.get()>
             <td class="config-key"><code title=entry.key.clone()>{name}</code></td>
             <td class="config-value">
                 <Show
@@ -269,8 +270,8 @@ fn ConfigRow(entry: ConfigKey, config: ConfigState) -> impl IntoView {
                 {default}
             </td>
             <td class="config-source">
-                <span class="source-badge" data-source=entry.source.clone() data-testid="config-source">
-                    {entry.source.clone()}
+                <span class="source-badge" data-source=entry.source.as_str() data-testid="config-source">
+                    {entry.source.as_str()}
                 </span>
             </td>
             <td class="config-notes">{notes}</td>

@@ -167,7 +167,7 @@ impl Turn {
             reason: GateReason::Budget,
             reason_detail: format!("This turn reached its budget: {why}"),
             created_at: crate::protocol::Timestamp::now(),
-            timeout: Duration::from_secs(self.core.config().config.approvals.timeout_secs),
+            timeout: Duration::from_secs(self.deps.config().config.approvals.timeout_secs),
         };
         let gate = ApprovalRequest {
             turn_id: self.turn_id.clone(),

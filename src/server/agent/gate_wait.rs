@@ -28,7 +28,7 @@ impl Turn {
         gate: ApprovalRequest,
     ) -> Result<Resolution, TurnEnd> {
         // Park before the request is visible, so an instant answer finds the waiter.
-        let parked = self.core.hub.park(&self.session_id, &gate.body.approval_id);
+        let parked = self.deps.hub.park(&self.session_id, &gate.body.approval_id);
         let commit = Commit {
             gate: Some(GateChange::Open(Box::new(gate.clone()))),
             ..Commit::default()
@@ -41,10 +41,10 @@ impl Turn {
 
     /// Waits on a gate opened before a restart: parks again with its original deadline.
     pub(super) async fn rejoin_gate(&self, gate: &ApprovalRequest) -> Result<Resolution, TurnEnd> {
-        let parked = self.core.hub.park(&self.session_id, &gate.body.approval_id);
+        let parked = self.deps.hub.park(&self.session_id, &gate.body.approval_id);
         // An answer committed before we parked woke nobody: read it from the store.
         if let Some(row) = self
-            .core
+            .deps
             .hub
             .store()
             .get_gate(&self.session_id, &gate.body.approval_id)
@@ -71,8 +71,13 @@ impl Turn {
         let _paused = self.waits.pause();
         let deadline = tokio::time::Instant::now() + until(&gate.body.expires_at);
         let server_says = |decision, by| {
-            self.core
-                .resolve_by_server(&self.session_id, gate, decision, by)
+            crate::server::gate::resolve::by_server(
+                &self.deps.hub,
+                &self.session_id,
+                gate,
+                decision,
+                by,
+            )
         };
         let resolution = tokio::select! {
             answered = answer => match answered {
@@ -93,7 +98,7 @@ impl Turn {
         resolution: Resolution,
     ) -> Result<(ToolStatus, String), TurnEnd> {
         let minutes = self
-            .core
+            .deps
             .config()
             .config
             .approvals
@@ -164,11 +169,14 @@ impl Turn {
                 .execution_mode
                 .or(gate.body.execution_mode)
                 .unwrap_or(Mode::Ask);
-            let now = self
-                .core
-                .leave_plan(&self.session_id, wanted, &resolution.actor)
-                .await
-                .map_err(|e| TurnEnd::Failed(format!("could not leave plan mode: {e}")))?;
+            let now = super::plan::leave_plan(
+                &self.deps.hub,
+                &self.session_id,
+                wanted,
+                &resolution.actor,
+            )
+            .await
+            .map_err(|e| TurnEnd::Failed(format!("could not leave plan mode: {e}")))?;
             self.set_mode(now);
             let revised = resolution
                 .edits

@@ -4,11 +4,15 @@
 pub mod budget;
 mod gate_wait;
 pub mod gates_text;
+mod plan;
 pub mod provider;
-pub mod recovery;
+mod recovery;
 mod resume;
+mod service;
 pub mod tools;
-pub mod turn;
+mod turn;
+
+pub use service::{Agent, Deps};
 
 use crate::protocol::ToolClass;
 

@@ -9,13 +9,9 @@
 //! Session modes are checked too: a stored mode that does not parse falls back to `ask`
 //! (fail closed) with a `mode_changed` event of source `restore`.
 
-use std::sync::Arc;
-
 use crate::protocol::{Event, EventBody, Mode, ModeSource};
-use crate::server::core::Core;
+use crate::server::hub::{Hub, TurnLease};
 use crate::server::store::{NewEvent, StoreError};
-
-use super::turn;
 
 pub const INTERRUPTED_OUTPUT: &str = "the server stopped while this ran; it was not run again";
 
@@ -29,13 +25,13 @@ pub fn last_mode_in_log(events: &[Event]) -> Option<Mode> {
 }
 
 /// Replaces unreadable mode records with `ask`; returns how many were repaired.
-pub async fn restore_modes(core: &Core) -> Result<usize, StoreError> {
+pub async fn restore_modes(hub: &Hub) -> Result<usize, StoreError> {
     let mut repaired = 0;
-    for row in core.hub.store().list_sessions().await? {
+    for row in hub.store().list_sessions().await? {
         if Mode::parse(&row.approval_mode).is_some() {
             continue;
         }
-        let events = core.hub.all_events(&row.id).await?;
+        let events = hub.all_events(&row.id).await?;
         let previous = last_mode_in_log(&events).unwrap_or(Mode::Ask);
         tracing::warn!(session = %row.id, stored = %row.approval_mode, "unreadable approval mode; falling back to ask");
         let event = NewEvent::new(
@@ -47,23 +43,21 @@ pub async fn restore_modes(core: &Core) -> Result<usize, StoreError> {
                 actor: None,
             },
         );
-        core.hub
-            .append(&row.id, vec![event], Some(Mode::Ask))
-            .await?;
+        hub.append(&row.id, vec![event], Some(Mode::Ask)).await?;
         repaired += 1;
     }
     Ok(repaired)
 }
 
-/// Resumes every unfinished turn; returns how many.
-pub async fn resume_unfinished_turns(core: &Arc<Core>) -> Result<usize, StoreError> {
-    let sessions = core.hub.store().sessions_with_unfinished_turns().await?;
-    let mut resumed = 0;
+/// Claims every turn the last process left unfinished, with the mode to resume it in.
+pub async fn unfinished_turns(hub: &Hub) -> Result<Vec<(TurnLease, Mode)>, StoreError> {
+    let sessions = hub.store().sessions_with_unfinished_turns().await?;
+    let mut claimed = Vec::new();
     for session_id in sessions {
-        let Some(row) = core.hub.store().get_session(&session_id).await? else {
+        let Some(row) = hub.store().get_session(&session_id).await? else {
             continue;
         };
-        let events = core.hub.all_events(&session_id).await?;
+        let events = hub.all_events(&session_id).await?;
         let Some(turn_id) = events
             .iter()
             .rev()
@@ -72,15 +66,14 @@ pub async fn resume_unfinished_turns(core: &Arc<Core>) -> Result<usize, StoreErr
         else {
             continue;
         };
-        let Some(lease) = core.hub.try_start(&session_id, &turn_id) else {
+        let Some(lease) = hub.try_start(&session_id, &turn_id) else {
             continue;
         };
-        let mode = crate::server::core::stored_mode(&row);
+        let mode = row.mode();
         tracing::info!(session = %session_id, turn = %turn_id, mode = mode.as_str(), "resuming a turn");
-        turn::spawn(core.clone(), session_id, lease, mode);
-        resumed += 1;
+        claimed.push((lease, mode));
     }
-    Ok(resumed)
+    Ok(claimed)
 }
 
 #[cfg(test)]

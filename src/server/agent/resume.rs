@@ -40,11 +40,9 @@ struct OpenCall {
 impl Turn {
     pub(super) async fn finish_open_calls(&self) -> Result<(), TurnEnd> {
         let events = self
-            .core
+            .deps
             .hub
-            .history(&self.session_id, |h| {
-                h.current_turn().to_vec()
-            })
+            .history(&self.session_id, |h| h.current_turn().to_vec())
             .await?;
         let mut calls = Vec::new();
         let mut finished = HashSet::new();

@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::budget::Budget;
 use super::provider::{ChatMessage, CompletionRequest, ProviderError, ToolCallRequest};
-use crate::server::hub::TurnLease;
+use super::service::Deps;
 use super::tools::{self, ToolContext};
 use super::{
     CHECKPOINT_PROMPT, CONFIG_TOOL, EXIT_PLAN_TOOL, SYSTEM_PROMPT, checkpoint_spec, class_of,
@@ -21,9 +21,10 @@ use super::{
 use crate::protocol::{
     ApprovalRequest, EventBody, Mode, ToolClass, ToolStatus, TurnStatus, Verdict,
 };
-use crate::server::core::Core;
+use crate::server::config::ops as config_ops;
 use crate::server::gate::policy::{self, Outcome};
 use crate::server::gate::request;
+use crate::server::hub::TurnLease;
 use crate::server::markdown;
 use crate::server::store::{Commit, NewEvent, StoreError};
 
@@ -67,49 +68,49 @@ impl From<ProviderError> for TurnEnd {
     }
 }
 
-/// Starts the turn task. It owns the lease, so the session is released however it ends.
-pub fn spawn(core: Arc<Core>, session_id: String, lease: TurnLease, mode: Mode) {
-    tokio::spawn(async move {
-        let turn = Turn {
-            core: core.clone(),
-            session_id: session_id.clone(),
-            turn_id: lease.turn_id.clone(),
-            cancel: lease.cancel.clone(),
-            mode: std::sync::Mutex::new(mode),
-            waits: Arc::default(),
-            exec_slots: tokio::sync::Semaphore::new(core.config().config.tools.max_parallel.max(1)),
-        };
-        let outcome = turn.drive().await;
-        let cancel_requested = core.hub.seal(&session_id, &lease.turn_id);
-        let (status, error) = match outcome {
-            Ok(()) if cancel_requested => (TurnStatus::Cancelled, None),
-            Ok(()) => (TurnStatus::Completed, None),
-            Err(TurnEnd::Cancelled) => (TurnStatus::Cancelled, None),
-            Err(TurnEnd::Stopped) => (TurnStatus::Stopped, None),
-            Err(TurnEnd::Failed(message)) => {
-                tracing::warn!(session = %session_id, turn = %lease.turn_id, %message, "turn failed");
-                (TurnStatus::Failed, Some(message))
-            }
-        };
-        let finished = NewEvent::new(
-            Some(&lease.turn_id),
-            EventBody::TurnFinished { status, error },
-        );
-        let release = || core.hub.finish(&session_id, &lease.turn_id);
-        if let Err(err) = core
-            .hub
-            .commit(&session_id, vec![finished], Commit::default(), release)
-            .await
-        {
-            tracing::error!(session = %session_id, error = %err, "could not record turn_finished");
-            core.hub.finish(&session_id, &lease.turn_id);
+/// Runs one turn to its end and records how it ended. It owns the lease, so the session is
+/// released however it ends (the agent service runs this as a tracked task).
+pub(super) async fn run(deps: Arc<Deps>, lease: TurnLease, mode: Mode) {
+    let session_id = lease.session_id().to_owned();
+    let turn = Turn {
+        deps: Arc::clone(&deps),
+        session_id: session_id.clone(),
+        turn_id: lease.turn_id.clone(),
+        cancel: lease.cancel.clone(),
+        mode: std::sync::Mutex::new(mode),
+        waits: Arc::default(),
+        exec_slots: tokio::sync::Semaphore::new(deps.config().config.tools.max_parallel.max(1)),
+    };
+    let outcome = turn.drive().await;
+    let hub = &deps.hub;
+    let cancel_requested = hub.seal(&session_id, &lease.turn_id);
+    let (status, error) = match outcome {
+        Ok(()) if cancel_requested => (TurnStatus::Cancelled, None),
+        Ok(()) => (TurnStatus::Completed, None),
+        Err(TurnEnd::Cancelled) => (TurnStatus::Cancelled, None),
+        Err(TurnEnd::Stopped) => (TurnStatus::Stopped, None),
+        Err(TurnEnd::Failed(message)) => {
+            tracing::warn!(session = %session_id, turn = %lease.turn_id, %message, "turn failed");
+            (TurnStatus::Failed, Some(message))
         }
-        drop(lease);
-    });
+    };
+    let finished = NewEvent::new(
+        Some(&lease.turn_id),
+        EventBody::TurnFinished { status, error },
+    );
+    let release = || hub.finish(&session_id, &lease.turn_id);
+    if let Err(err) = hub
+        .commit(&session_id, vec![finished], Commit::default(), release)
+        .await
+    {
+        tracing::error!(session = %session_id, error = %err, "could not record turn_finished");
+        hub.finish(&session_id, &lease.turn_id);
+    }
+    drop(lease);
 }
 
 pub(super) struct Turn {
-    pub(super) core: Arc<Core>,
+    pub(super) deps: Arc<Deps>,
     pub(super) session_id: String,
     pub(super) turn_id: String,
     pub(super) cancel: CancellationToken,
@@ -144,7 +145,7 @@ impl Turn {
             .into_iter()
             .map(|b| NewEvent::new(Some(&self.turn_id), b))
             .collect();
-        self.core
+        self.deps
             .hub
             .commit(&self.session_id, events, commit, || ())
             .await?;
@@ -172,12 +173,12 @@ impl Turn {
         // A turn resumed after a restart first finishes the calls it had recorded.
         self.finish_open_calls().await?;
         let mut messages = self
-            .core
+            .deps
             .hub
             .history(&self.session_id, |h| h.messages().to_vec())
             .await?;
         let mut budget = Budget::new(
-            self.core.config().config.budget.clone(),
+            self.deps.config().config.budget.clone(),
             Arc::clone(&self.waits),
         );
         // No fixed cap on model calls: the budget kill-switch (tool calls, tokens, time) is
@@ -199,7 +200,7 @@ impl Turn {
                 tools,
             };
             let sink = |text: &str| {
-                self.core.hub.publish_transient(
+                self.deps.hub.publish_transient(
                     &self.session_id,
                     Some(&self.turn_id),
                     EventBody::AssistantDelta {
@@ -207,7 +208,7 @@ impl Turn {
                     },
                 )
             };
-            let provider = self.core.config().provider.clone();
+            let provider = self.deps.config().provider.clone();
             let completion = provider.complete(&request, &sink, &self.cancel).await?;
             budget.spend_tokens(completion.tokens);
             if !completion.text.trim().is_empty() {
@@ -300,7 +301,7 @@ impl Turn {
         let invalid = match &special {
             Some(parsed) => parsed.as_ref().err().cloned(),
             None if tools::class_of(&call.name).is_none() => Some(unavailable(&call.name)),
-            None => tools::validate(&call.name, &call.args, &self.core.workspace)
+            None => tools::validate(&call.name, &call.args, &self.deps.workspace)
                 .err()
                 .map(|e| e.to_string()),
         };
@@ -316,10 +317,10 @@ impl Turn {
         }
         // Protected keys are refused outright, in every mode; a bad value is an error.
         if let Some(Ok(Special::Config { key, value })) = &special
-            && let Err(err) = self.core.check_config_change(key, value)
+            && let Err(err) = config_ops::check(&self.deps.live, key, value)
         {
             let status = match err {
-                crate::server::error::ApiError::ProtectedKey(_) => ToolStatus::Refused,
+                config_ops::ChangeError::Protected(_) => ToolStatus::Refused,
                 _ => ToolStatus::Error,
             };
             return self
@@ -343,7 +344,7 @@ impl Turn {
         }
         let floor = match class {
             ToolClass::Decision => None,
-            _ => self.core.config().floor.check(&call.name, &call.args),
+            _ => self.deps.config().floor.check(&call.name, &call.args),
         };
         let rule = match (floor.is_some(), class, self.mode()) {
             (
@@ -351,9 +352,13 @@ impl Turn {
                 ToolClass::Edit | ToolClass::Exec | ToolClass::Config,
                 Mode::Ask | Mode::AutoEdit,
             ) => {
-                self.core
-                    .matching_rule(&self.session_id, &call.name, &call.args)
-                    .await?
+                crate::server::gate::rules::matching(
+                    self.deps.hub.store().as_ref(),
+                    &self.session_id,
+                    &call.name,
+                    &call.args,
+                )
+                .await?
             }
             _ => None,
         };
@@ -386,7 +391,7 @@ impl Turn {
                 let mut detail =
                     policy::reason_detail(reason, self.mode(), class, floor.as_deref());
                 // Every exec card says so while commands run unconfined.
-                if class == ToolClass::Exec && self.core.config().sandbox.is_off() {
+                if class == ToolClass::Exec && self.deps.config().sandbox.is_off() {
                     detail.push(' ');
                     detail.push_str(tools::sandbox::OFF_WARNING);
                 }
@@ -396,23 +401,24 @@ impl Turn {
                     reason,
                     reason_detail: detail,
                     created_at: crate::protocol::Timestamp::now(),
-                    timeout: Duration::from_secs(self.core.config().config.approvals.timeout_secs),
+                    timeout: Duration::from_secs(self.deps.config().config.approvals.timeout_secs),
                 };
                 let body = match special {
                     Some(Ok(Special::Checkpoint(checkpoint))) => request::decision_gate(
                         common,
                         call,
                         &checkpoint,
-                        self.core.config().config.approvals.decision_timeout,
+                        self.deps.config().config.approvals.decision_timeout,
                     ),
                     Some(Ok(Special::Plan(plan))) => {
-                        let default = self.core.pre_plan_mode(&self.session_id).await;
+                        let default =
+                            super::plan::pre_plan_mode(&self.deps.hub, &self.session_id).await;
                         request::plan_gate(common, call, &plan, default)
                     }
                     _ => {
                         let approved = self.approved_before(call).await?;
                         // Reads the file a file tool would change (capped): off the async threads.
-                        let (call, workspace) = (call.clone(), self.core.workspace.clone());
+                        let (call, workspace) = (call.clone(), self.deps.workspace.clone());
                         tokio::task::spawn_blocking(move || {
                             request::tool_gate(common, &call, class, &workspace, approved)
                         })
@@ -480,24 +486,24 @@ impl Turn {
     /// Runs an allowed `config_set`: writes the file, applies it, audits it.
     async fn set_config(&self, args: &serde_json::Value) -> tools::ToolOutput {
         let outcome = match super::parse_config_set(args) {
-            Ok((key, value)) => self
-                .core
-                .set_config(
-                    &key,
-                    &value,
-                    "agent",
-                    &format!("config_set in session {}", self.session_id),
-                )
-                .await
-                .map(|changes| match changes.first() {
-                    Some((_, previous, now)) => format!(
-                        "set {key} = {} (was {})",
-                        crate::server::config::keys::display(now),
-                        crate::server::config::keys::display(previous)
-                    ),
-                    None => format!("{key} already had that value"),
-                })
-                .map_err(|e| e.to_string()),
+            Ok((key, value)) => config_ops::set(
+                &self.deps.live,
+                self.deps.hub.store().as_ref(),
+                &key,
+                &value,
+                "agent",
+                &format!("config_set in session {}", self.session_id),
+            )
+            .await
+            .map(|changes| match changes.first() {
+                Some((_, previous, now)) => format!(
+                    "set {key} = {} (was {})",
+                    crate::server::config::keys::display(now),
+                    crate::server::config::keys::display(previous)
+                ),
+                None => format!("{key} already had that value"),
+            })
+            .map_err(|e| e.to_string()),
             Err(problem) => Err(problem),
         };
         match outcome {
@@ -520,7 +526,7 @@ impl Turn {
             return Ok(0);
         };
         Ok(self
-            .core
+            .deps
             .hub
             .history(&self.session_id, |h| {
                 h.approved_by_hand(&call.name, &pattern)
@@ -529,10 +535,10 @@ impl Turn {
     }
 
     pub(super) fn tool_context(&self) -> ToolContext {
-        let live = self.core.config();
+        let live = self.deps.config();
         let config = &live.config.tools;
         ToolContext {
-            workspace: self.core.workspace.clone(),
+            workspace: self.deps.workspace.clone(),
             shell_timeout: Duration::from_secs(config.shell_timeout_secs),
             output_limit: config.output_limit_bytes,
             cancel: self.cancel.clone(),

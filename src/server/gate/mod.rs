@@ -4,5 +4,6 @@
 pub mod floor;
 pub mod policy;
 pub mod request;
+pub mod resolve;
 pub mod rules;
 pub mod shell_syntax;

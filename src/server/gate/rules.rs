@@ -5,8 +5,9 @@
 use globset::Glob;
 use serde_json::Value;
 
-use crate::protocol::Rule;
+use crate::protocol::{Rule, RuleScope};
 use crate::server::agent::tools;
+use crate::server::store::{Store, StoreError};
 
 fn is_command_tool(tool: &str) -> bool {
     tool == "shell"
@@ -15,6 +16,23 @@ fn is_command_tool(tool: &str) -> bool {
 /// Characters that make one command line do more than one simple command.
 fn has_shell_control(text: &str) -> bool {
     text.contains(['\n', ';', '&', '|', '`', '>', '<', '(', ')', '{', '}']) || text.contains("$(")
+}
+
+/// A standing rule in force that covers this call in this session, if any.
+pub async fn matching(
+    store: &dyn Store,
+    session_id: &str,
+    tool: &str,
+    args: &Value,
+) -> Result<Option<Rule>, StoreError> {
+    let rules = store.list_rules().await?;
+    Ok(rules.into_iter().find(|rule| {
+        let in_scope = match rule.scope {
+            RuleScope::Workspace => true,
+            RuleScope::Session => rule.session_id.as_deref() == Some(session_id),
+        };
+        in_scope && covers(rule, tool, args)
+    }))
 }
 
 /// Whether `rule` covers this call.

@@ -8,8 +8,9 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::json::ApiJson;
-use crate::server::approvals::DecisionRequest;
-use crate::server::error::ApiError;
+use crate::server::core::DecisionRequest;
+use crate::server::core::Error;
+use crate::server::http::error::ApiError;
 use crate::server::principal::Principal;
 use crate::server::state::AppState;
 
@@ -104,7 +105,7 @@ pub async fn set_config(
 ) -> Result<impl IntoResponse, ApiError> {
     let value = body
         .value
-        .ok_or_else(|| ApiError::InvalidValue(format!("`{key}` needs a value")))?;
+        .ok_or_else(|| Error::InvalidValue(format!("`{key}` needs a value")))?;
     let changes = state
         .core
         .set_config(&key, &value, &who.actor(), "api")

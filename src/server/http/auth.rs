@@ -12,7 +12,7 @@ use http::{HeaderMap, Method, StatusCode, header};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
-use crate::server::error::ApiError;
+use crate::server::http::error::ApiError;
 use crate::server::principal::Principal;
 use crate::server::state::AppState;
 

@@ -1,14 +1,96 @@
-//! `ApiError` → `{"error":{"code","message"}}` with its status. Internal causes stay in the log.
+//! What the HTTP layer answers when a request fails: the core's refusals with their status,
+//! plus what only HTTP can get wrong (credentials, CSRF, the body, the route) — always
+//! `{"error":{"code","message"}}`. Internal causes stay in the log.
 
 use axum::Json;
 use axum::response::{IntoResponse, Response};
+use http::StatusCode;
 
 use crate::protocol::{ErrorBody, ErrorDetail};
-use crate::server::error::ApiError;
+use crate::server::core::Error;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// A core operation's refusal or failure.
+    #[error(transparent)]
+    Core(#[from] Error),
+    #[error(
+        "not authenticated: open the login URL printed at startup, or send `Authorization: Bearer <token>`"
+    )]
+    Unauthorized,
+    #[error("cross-origin request refused: state-changing requests must come from this site")]
+    Csrf,
+    #[error("the request body is larger than 1 MiB")]
+    PayloadTooLarge,
+    #[error("the request body is not valid JSON: {0}")]
+    InvalidJson(String),
+    #[error("{0}")]
+    InvalidRequest(String),
+    #[error("no such route: {0}")]
+    NotFound(String),
+    #[error("method not allowed")]
+    MethodNotAllowed,
+}
+
+impl From<crate::server::store::StoreError> for ApiError {
+    fn from(err: crate::server::store::StoreError) -> Self {
+        ApiError::Core(err.into())
+    }
+}
+
+/// The HTTP status of a core error (the server functions answer with the same).
+pub fn status_of(err: &Error) -> StatusCode {
+    match err {
+        Error::InvalidRequest(_)
+        | Error::InvalidApprovalMode
+        | Error::InvalidMessage(_)
+        | Error::InvalidTitle(_)
+        | Error::InvalidDecision(_)
+        | Error::EditsRequired
+        | Error::InvalidEdits(_)
+        | Error::InvalidValue(_) => StatusCode::BAD_REQUEST,
+        Error::NotAllowed(_) | Error::ProtectedKey(_) => StatusCode::FORBIDDEN,
+        Error::UnknownSession(_) | Error::UnknownApproval(_) | Error::UnknownRule(_) => {
+            StatusCode::NOT_FOUND
+        }
+        Error::StaleDigest | Error::AlreadyResolved(_) => StatusCode::CONFLICT,
+        Error::Gone(_) => StatusCode::GONE,
+        Error::TurnInProgress | Error::NoTurnRunning => StatusCode::CONFLICT,
+        Error::ShuttingDown | Error::StorageUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+        Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
+impl ApiError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            ApiError::Core(err) => err.code(),
+            ApiError::Unauthorized => "unauthorized",
+            ApiError::Csrf => "csrf",
+            ApiError::PayloadTooLarge => "payload_too_large",
+            ApiError::InvalidJson(_) => "invalid_json",
+            ApiError::InvalidRequest(_) => "invalid_request",
+            ApiError::NotFound(_) => "not_found",
+            ApiError::MethodNotAllowed => "method_not_allowed",
+        }
+    }
+
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ApiError::Core(err) => status_of(err),
+            ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::Csrf => StatusCode::FORBIDDEN,
+            ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::InvalidJson(_) | ApiError::InvalidRequest(_) => StatusCode::BAD_REQUEST,
+            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+        }
+    }
+}
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        if let ApiError::Internal(cause) = &self {
+        if let ApiError::Core(Error::Internal(cause)) = &self {
             tracing::error!(%cause, "internal error answered 500");
         }
         let body = ErrorBody {
@@ -18,7 +100,11 @@ impl IntoResponse for ApiError {
             },
         };
         let mut json = serde_json::to_value(body).unwrap_or_default();
-        if let (Some(resolution), Some(obj)) = (self.resolution(), json.as_object_mut()) {
+        let resolution = match &self {
+            ApiError::Core(err) => err.resolution(),
+            _ => None,
+        };
+        if let (Some(resolution), Some(obj)) = (resolution, json.as_object_mut()) {
             let r = serde_json::json!({
                 "approval_id": resolution.approval_id,
                 "decision": resolution.decision,

@@ -10,7 +10,7 @@ use axum::extract::{FromRequest, Request};
 use http::StatusCode;
 use serde::de::DeserializeOwned;
 
-use crate::server::error::ApiError;
+use crate::server::http::error::ApiError;
 
 pub struct ApiJson<T>(pub T);
 

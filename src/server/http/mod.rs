@@ -24,7 +24,7 @@ use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
 use crate::app::{App, shell};
-use crate::server::error::ApiError;
+use crate::server::http::error::ApiError;
 use crate::server::state::AppState;
 
 /// Bodies above this answer `413 payload_too_large`.

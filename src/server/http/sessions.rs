@@ -9,7 +9,8 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::json::ApiJson;
-use crate::server::error::ApiError;
+use crate::server::core::Error;
+use crate::server::http::error::ApiError;
 use crate::server::principal::Principal;
 use crate::server::state::AppState;
 
@@ -81,7 +82,7 @@ pub async fn set_mode(
     Path(sid): Path<String>,
     ApiJson(body): ApiJson<SetMode>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let raw = body.approval_mode.ok_or(ApiError::InvalidApprovalMode)?;
+    let raw = body.approval_mode.ok_or(Error::InvalidApprovalMode)?;
     let (previous, current) = state.core.set_mode(&sid, &raw, &who).await?;
     Ok(Json(
         json!({ "previous": previous, "approval_mode": current }),
@@ -103,7 +104,7 @@ pub async fn send_message(
 ) -> Result<impl IntoResponse, ApiError> {
     let text = body
         .text
-        .ok_or_else(|| ApiError::InvalidMessage("text is required".into()))?;
+        .ok_or_else(|| Error::InvalidMessage("text is required".into()))?;
     let turn_id = state
         .core
         .send_message(&sid, &text, body.approval_mode.as_deref(), &who)

@@ -18,7 +18,7 @@ use tokio::sync::broadcast;
 
 use crate::protocol::Event;
 use crate::server::core::Core;
-use crate::server::error::ApiError;
+use crate::server::http::error::ApiError;
 use crate::server::hub::{FeedItem, event_json};
 use crate::server::state::AppState;
 

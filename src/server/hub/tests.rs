@@ -29,7 +29,13 @@ async fn hub_with_session(id: &str) -> (tempfile::TempDir, Hub) {
 }
 
 fn resolution(id: &str, decision: Decision) -> Resolution {
-    Resolution::plain(id, decision, AnsweredBy::User, "browser", Timestamp::default())
+    Resolution::plain(
+        id,
+        decision,
+        AnsweredBy::User,
+        "browser",
+        Timestamp::default(),
+    )
 }
 
 fn said(text: &str) -> NewEvent {
@@ -47,7 +53,11 @@ async fn a_session_lives_exactly_while_something_holds_it() {
     let (_dir, hub) = hub_with_session("s").await;
     assert_eq!(hub.live_sessions(), 0);
     hub.append("s", vec![said("a")], None).await.unwrap();
-    assert_eq!(hub.live_sessions(), 0, "an append alone leaves nothing behind");
+    assert_eq!(
+        hub.live_sessions(),
+        0,
+        "an append alone leaves nothing behind"
+    );
 
     let feed = hub.subscribe("s");
     assert_eq!(hub.live_sessions(), 1, "a subscriber holds it");
@@ -89,7 +99,9 @@ async fn a_rebuilt_history_equals_the_one_kept_alive() {
 async fn live_events_reach_subscribers_in_order_and_not_after_forget() {
     let (_dir, hub) = hub_with_session("s").await;
     let mut feed = hub.subscribe("s");
-    hub.append("s", vec![said("a"), said("b")], None).await.unwrap();
+    hub.append("s", vec![said("a"), said("b")], None)
+        .await
+        .unwrap();
     for want in [1, 2] {
         match &*feed.receiver.recv().await.unwrap() {
             FeedItem::Durable { event, .. } => assert_eq!(event.seq, Some(want)),

@@ -26,6 +26,13 @@ pub struct SessionRow {
     pub plan_execution_mode: Option<String>,
 }
 
+impl SessionRow {
+    /// The session's mode; a stored mode that does not parse is `ask` (fail closed).
+    pub fn mode(&self) -> Mode {
+        Mode::parse(&self.approval_mode).unwrap_or(Mode::Ask)
+    }
+}
+
 /// An event about to be appended; the store assigns `seq` and `at`.
 #[derive(Clone, Debug)]
 pub struct NewEvent {

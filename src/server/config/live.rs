@@ -9,10 +9,10 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
-use super::agent::provider::{Provider, demo::DemoProvider, openai};
-use super::agent::tools::sandbox::{Places, Sandbox};
-use super::config::{Config, ConfigError, ProviderKind, keys};
-use super::gate::floor::SafetyFloor;
+use super::{Config, ConfigError, ProviderKind, keys};
+use crate::server::agent::provider::{Provider, demo::DemoProvider, openai};
+use crate::server::agent::tools::sandbox::{Places, Sandbox};
+use crate::server::gate::floor::SafetyFloor;
 
 /// One coherent configuration and what is built from it.
 pub struct Live {
@@ -30,7 +30,7 @@ pub struct Live {
 pub struct LiveConfig {
     pub path: PathBuf,
     /// Startup settings (flags/env/defaults) shown read-only next to the file's keys.
-    pub startup: Vec<(String, String, &'static str)>,
+    pub startup: Vec<(String, String, crate::protocol::ConfigSource)>,
     provider_override: Option<Arc<dyn Provider>>,
     /// What the sandbox keeps tools away from (fixed at startup).
     places: Places,
@@ -110,7 +110,10 @@ impl LiveConfig {
     }
 
     /// Records the startup settings to show next to the file's keys.
-    pub fn with_startup(mut self, startup: Vec<(String, String, &'static str)>) -> Self {
+    pub fn with_startup(
+        mut self,
+        startup: Vec<(String, String, crate::protocol::ConfigSource)>,
+    ) -> Self {
         self.startup = startup;
         self
     }

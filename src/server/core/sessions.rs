@@ -1,107 +1,42 @@
-//! The core operations behind every route and server function: sessions, modes, messages,
-//! cancel. Handlers and server functions are thin wrappers over these, so the checks are the
-//! same whichever door a request comes through.
+//! Sessions: create, list, snapshots, delete, the remembered mode, messages (which start
+//! turns) and cancel.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio_util::sync::CancellationToken;
-
-use super::agent::turn;
-use super::error::ApiError;
-use super::hub::Hub;
-use super::live_config::{Live, LiveConfig};
-use super::principal::Principal;
-use super::store::{NewEvent, SessionRow};
+use super::{
+    Core, Error, MAX_MESSAGE_CHARS, RECENT_EVENTS, parse_mode, parse_session_id, pending_in,
+};
 use crate::protocol::{EventBody, Mode, ModeSource, Session, Snapshot, Timestamp};
+use crate::server::principal::Principal;
+use crate::server::store::{NewEvent, SessionRow};
 
-/// The longest message a person may send, in characters (protocol.md).
-pub const MAX_MESSAGE_CHARS: usize = 32_768;
 const MAX_TITLE_CHARS: usize = 200;
 const DEFAULT_TITLE: &str = "New session";
 
-pub struct Core {
-    /// Every session's live state, and the log through it.
-    pub hub: Hub,
-    /// The configuration in force (hot-reloaded), with the floor and provider built from it.
-    pub live: LiveConfig,
-    /// Canonical path of the folder the tools are confined to.
-    pub workspace: PathBuf,
-    /// Fired once on graceful shutdown; SSE streams and background tasks watch it.
-    pub shutdown: CancellationToken,
-}
-
-/// About how many events the session page starts with (whole turns, so it can be more).
-pub const RECENT_EVENTS: u64 = 300;
-
-/// The gates a list of events leaves open, oldest first.
-pub fn pending_in(events: &[crate::protocol::Event]) -> Vec<crate::protocol::ApprovalRequest> {
-    let resolved: std::collections::HashSet<&str> = events
-        .iter()
-        .filter_map(|e| match &e.body {
-            EventBody::ApprovalResolved(r) => Some(r.approval_id.as_str()),
-            _ => None,
-        })
-        .collect();
-    events
-        .iter()
-        .filter_map(|e| match &e.body {
-            EventBody::ApprovalRequest(g) if !resolved.contains(g.approval_id.as_str()) => {
-                Some(crate::protocol::ApprovalRequest {
-                    turn_id: e.turn_id.clone().unwrap_or_default(),
-                    body: (**g).clone(),
-                })
-            }
-            _ => None,
-        })
-        .collect()
-}
-
-/// A stored mode that does not parse falls back to `ask`: fail closed.
-pub fn stored_mode(row: &SessionRow) -> Mode {
-    Mode::parse(&row.approval_mode).unwrap_or(Mode::Ask)
-}
-
-/// Parses a mode from the wire, with the protocol's error.
-pub fn parse_mode(raw: &str) -> Result<Mode, ApiError> {
-    Mode::parse(raw).ok_or(ApiError::InvalidApprovalMode)
-}
-
-pub(super) fn parse_session_id(raw: &str) -> Result<String, ApiError> {
-    uuid::Uuid::parse_str(raw)
-        .map(|u| u.hyphenated().to_string())
-        .map_err(|_| ApiError::UnknownSession(raw.chars().take(64).collect()))
-}
-
 impl Core {
-    /// A coherent snapshot of the configuration in force.
-    pub fn config(&self) -> Arc<Live> {
-        self.live.get()
-    }
-
     fn session_view(&self, row: &SessionRow, pending_approvals: u64) -> Session {
         Session {
             id: row.id.clone(),
             title: row.title.clone(),
             created_at: row.created_at.clone(),
-            approval_mode: stored_mode(row),
+            approval_mode: row.mode(),
             running_turn_id: self.hub.running_turn_id(&row.id),
             pending_approvals,
         }
     }
 
-    pub(super) async fn session_row(&self, raw_id: &str) -> Result<SessionRow, ApiError> {
+    pub(super) async fn session_row(&self, raw_id: &str) -> Result<SessionRow, Error> {
         let id = parse_session_id(raw_id)?;
         self.hub
             .store()
             .get_session(&id)
             .await?
-            .ok_or(ApiError::UnknownSession(id))
+            .ok_or(Error::UnknownSession(id))
     }
 
     /// The canonical id of an existing session, or `unknown_session`.
-    pub async fn existing_session_id(&self, raw_id: &str) -> Result<String, ApiError> {
+    pub async fn existing_session_id(&self, raw_id: &str) -> Result<String, Error> {
         Ok(self.session_row(raw_id).await?.id)
     }
 
@@ -109,7 +44,7 @@ impl Core {
         &self,
         title: Option<String>,
         mode: Option<&str>,
-    ) -> Result<Session, ApiError> {
+    ) -> Result<Session, Error> {
         let mode = match mode {
             Some(raw) => parse_mode(raw)?,
             None => self.config().config.approvals.default_mode,
@@ -117,7 +52,7 @@ impl Core {
         let title = match title.as_deref().map(str::trim) {
             None | Some("") => DEFAULT_TITLE.to_owned(),
             Some(t) if t.chars().count() > MAX_TITLE_CHARS => {
-                return Err(ApiError::InvalidTitle(format!(
+                return Err(Error::InvalidTitle(format!(
                     "title must be at most {MAX_TITLE_CHARS} characters"
                 )));
             }
@@ -136,7 +71,7 @@ impl Core {
         Ok(self.session_view(&row, 0))
     }
 
-    pub async fn list_sessions(&self) -> Result<Vec<Session>, ApiError> {
+    pub async fn list_sessions(&self) -> Result<Vec<Session>, Error> {
         let rows = self.hub.store().list_sessions().await?;
         let pending = self.hub.store().pending_gates(None).await?;
         let count = |id: &str| pending.iter().filter(|g| g.body.session_id == id).count() as u64;
@@ -150,7 +85,7 @@ impl Core {
     /// `RECENT_EVENTS` events, whole), so a long session opens as fast as a short one; the
     /// running turn, and with it every pending gate, is always inside. Older turns are paged
     /// with `older_events`. Seqs are gapless from 1, so "older exist" is "first seq > 1".
-    pub async fn recent_snapshot(&self, session_id: &str) -> Result<Snapshot, ApiError> {
+    pub async fn recent_snapshot(&self, session_id: &str) -> Result<Snapshot, Error> {
         let row = self.session_row(session_id).await?;
         let from = row.last_seq.saturating_sub(RECENT_EVENTS) + 1;
         let start = self.turn_start(&row.id, from).await?;
@@ -159,7 +94,7 @@ impl Core {
 
     /// The session with its events from seq `start` on. Pending cards come from the same read
     /// as the events, so they always agree.
-    async fn snapshot_from(&self, row: SessionRow, start: u64) -> Result<Snapshot, ApiError> {
+    async fn snapshot_from(&self, row: SessionRow, start: u64) -> Result<Snapshot, Error> {
         let events = self.hub.events_since(&row.id, start.max(1) - 1).await?;
         let cursor = events.last().and_then(|e| e.seq).unwrap_or(row.last_seq);
         let pending = pending_in(&events);
@@ -177,7 +112,7 @@ impl Core {
         &self,
         session_id: &str,
         before: u64,
-    ) -> Result<Vec<crate::protocol::Event>, ApiError> {
+    ) -> Result<Vec<crate::protocol::Event>, Error> {
         let id = self.existing_session_id(session_id).await?;
         if before <= 1 {
             return Ok(Vec::new());
@@ -189,7 +124,7 @@ impl Core {
     }
 
     /// Where the turn holding `seq` starts (1 before the first message).
-    async fn turn_start(&self, session_id: &str, seq: u64) -> Result<u64, ApiError> {
+    async fn turn_start(&self, session_id: &str, seq: u64) -> Result<u64, Error> {
         Ok(self
             .hub
             .store()
@@ -199,12 +134,12 @@ impl Core {
             .max(1))
     }
 
-    pub async fn snapshot(&self, session_id: &str) -> Result<Snapshot, ApiError> {
+    pub async fn snapshot(&self, session_id: &str) -> Result<Snapshot, Error> {
         let row = self.session_row(session_id).await?;
         self.snapshot_from(row, 1).await
     }
 
-    pub async fn delete_session(&self, session_id: &str) -> Result<(), ApiError> {
+    pub async fn delete_session(&self, session_id: &str) -> Result<(), Error> {
         let row = self.session_row(session_id).await?;
         if !self
             .hub
@@ -224,14 +159,14 @@ impl Core {
         session_id: &str,
         raw_mode: &str,
         who: &Principal,
-    ) -> Result<(Mode, Mode), ApiError> {
+    ) -> Result<(Mode, Mode), Error> {
         let mode = parse_mode(raw_mode)?;
         // The canonical id without a read: the row read under the lock checks it exists.
         let id = parse_session_id(session_id)?;
         let session = self.hub.enter(&id);
         let _serial = session.serial().await;
         let row = self.session_row(&id).await?;
-        let previous = stored_mode(&row);
+        let previous = row.mode();
         if previous != mode {
             let event = NewEvent::new(
                 None,
@@ -247,47 +182,6 @@ impl Core {
         Ok((previous, mode))
     }
 
-    /// Leaves plan mode for `next` (an approved plan card, answered by `actor`); a no-op when
-    /// the session already left plan mode. Returns the mode now in force.
-    pub async fn leave_plan(
-        &self,
-        session_id: &str,
-        next: Mode,
-        actor: &str,
-    ) -> Result<Mode, ApiError> {
-        let session = self.hub.enter(session_id);
-        let _serial = session.serial().await;
-        let row = self.session_row(session_id).await?;
-        let previous = stored_mode(&row);
-        if previous != Mode::Plan {
-            return Ok(previous);
-        }
-        let event = NewEvent::new(
-            None,
-            EventBody::ModeChanged {
-                previous,
-                next,
-                source: ModeSource::User,
-                actor: (!actor.is_empty()).then(|| actor.to_owned()),
-            },
-        );
-        self.hub.append(&row.id, vec![event], Some(next)).await?;
-        Ok(next)
-    }
-
-    /// Where a plan returns to by default: the mode before plan, else `ask`.
-    pub async fn pre_plan_mode(&self, session_id: &str) -> Mode {
-        match self.session_row(session_id).await {
-            Ok(row) => row
-                .pre_plan_mode
-                .as_deref()
-                .and_then(Mode::parse)
-                .filter(|m| *m != Mode::Plan)
-                .unwrap_or(Mode::Ask),
-            Err(_) => Mode::Ask,
-        }
-    }
-
     /// Records the message and starts a turn; returns its id at once (the turn runs on).
     pub async fn send_message(
         self: &Arc<Self>,
@@ -295,14 +189,14 @@ impl Core {
         text: &str,
         raw_mode: Option<&str>,
         who: &Principal,
-    ) -> Result<String, ApiError> {
+    ) -> Result<String, Error> {
         let requested = raw_mode.map(parse_mode).transpose()?;
         let chars = text.chars().count();
         if chars == 0 || text.trim().is_empty() {
-            return Err(ApiError::InvalidMessage("text must not be empty".into()));
+            return Err(Error::InvalidMessage("text must not be empty".into()));
         }
         if chars > MAX_MESSAGE_CHARS {
-            return Err(ApiError::InvalidMessage(format!(
+            return Err(Error::InvalidMessage(format!(
                 "text must be at most {MAX_MESSAGE_CHARS} characters (got {chars})"
             )));
         }
@@ -312,14 +206,14 @@ impl Core {
         let _serial = session.serial().await;
         let row = self.session_row(&id).await?;
         if self.shutdown.is_cancelled() {
-            return Err(ApiError::ShuttingDown);
+            return Err(Error::ShuttingDown);
         }
         let turn_id = uuid::Uuid::new_v4().to_string();
         let lease = self
             .hub
             .try_start(&row.id, &turn_id)
-            .ok_or(ApiError::TurnInProgress)?;
-        let previous = stored_mode(&row);
+            .ok_or(Error::TurnInProgress)?;
+        let previous = row.mode();
         let mode = requested.unwrap_or(previous);
         let mut events = Vec::with_capacity(2);
         if mode != previous {
@@ -345,12 +239,12 @@ impl Core {
             self.hub.finish(&row.id, &turn_id);
             return Err(err.into());
         }
-        turn::spawn(self.clone(), row.id, lease, mode);
+        self.agent.start(lease, mode);
         Ok(turn_id)
     }
 
-    pub async fn cancel(&self, session_id: &str) -> Result<String, ApiError> {
+    pub async fn cancel(&self, session_id: &str) -> Result<String, Error> {
         let row = self.session_row(session_id).await?;
-        self.hub.cancel(&row.id).ok_or(ApiError::NoTurnRunning)
+        self.hub.cancel(&row.id).ok_or(Error::NoTurnRunning)
     }
 }

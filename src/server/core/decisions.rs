@@ -8,16 +8,14 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::agent::tools;
-use super::core::Core;
-use super::error::ApiError;
-use super::gate::rules;
-use super::principal::{Principal, actors};
-use super::store::{Commit, GateChange, NewEvent, StoreError};
+use super::{Core, Error};
 use crate::protocol::{
-    AnsweredBy, ApprovalRequest, Decision, EventBody, GateKind, Resolution, Rule, RuleScope,
-    Timestamp,
+    AnsweredBy, ApprovalRequest, Decision, GateKind, Resolution, Rule, RuleScope, Timestamp,
 };
+use crate::server::agent::tools;
+use crate::server::config::ops;
+use crate::server::gate::{resolve, rules};
+use crate::server::principal::Principal;
 
 /// The body of `POST /api/v1/sessions/{sid}/approvals/{aid}`.
 #[derive(Deserialize, Debug, Clone, Default)]
@@ -66,48 +64,44 @@ impl Core {
         &self,
         request: &ApprovalRequest,
         edits: Option<&Value>,
-    ) -> Result<Value, ApiError> {
-        let edits = edits
-            .filter(|e| !is_blank(e))
-            .ok_or(ApiError::EditsRequired)?;
+    ) -> Result<Value, Error> {
+        let edits = edits.filter(|e| !is_blank(e)).ok_or(Error::EditsRequired)?;
         match request.body.kind {
             GateKind::Decision => match edits {
                 Value::String(text) => Ok(Value::String(text.trim().to_owned())),
-                _ => Err(ApiError::InvalidEdits(
+                _ => Err(Error::InvalidEdits(
                     "a decision's edit is the revised proposal, as text".into(),
                 )),
             },
-            GateKind::Tool if request.body.tool == super::agent::CONFIG_TOOL => {
+            GateKind::Tool if request.body.tool == crate::server::agent::CONFIG_TOOL => {
                 let (key, value) =
-                    super::agent::parse_config_set(edits).map_err(ApiError::InvalidEdits)?;
-                match self.check_config_change(&key, &value) {
+                    crate::server::agent::parse_config_set(edits).map_err(Error::InvalidEdits)?;
+                match ops::check(&self.live, &key, &value) {
                     Ok(()) => Ok(edits.clone()),
-                    Err(ApiError::ProtectedKey(why)) => Err(ApiError::NotAllowed(why)),
-                    Err(other) => Err(ApiError::InvalidEdits(other.to_string())),
+                    Err(ops::ChangeError::Protected(why)) => Err(Error::NotAllowed(why)),
+                    Err(other) => Err(Error::InvalidEdits(other.to_string())),
                 }
             }
             GateKind::Tool => {
                 if !edits.is_object() {
-                    return Err(ApiError::InvalidEdits(
+                    return Err(Error::InvalidEdits(
                         "edits must be an object of replacement arguments".into(),
                     ));
                 }
                 tools::validate(&request.body.tool, edits, &self.workspace)
-                    .map_err(|e| ApiError::InvalidEdits(e.to_string()))?;
+                    .map_err(|e| Error::InvalidEdits(e.to_string()))?;
                 // An edit may not turn an ordinary card into a floor action the person was
                 // never shown as one: the floor gets its own card.
                 if request.body.reason != crate::protocol::GateReason::SafetyFloor
                     && let Some(floor) = self.config().floor.check(&request.body.tool, edits)
                 {
-                    return Err(ApiError::NotAllowed(format!(
+                    return Err(Error::NotAllowed(format!(
                         "the edited call {floor}, which is on the safety floor; deny this card and ask the agent instead"
                     )));
                 }
                 Ok(edits.clone())
             }
-            GateKind::Budget => Err(ApiError::NotAllowed(
-                "a budget gate cannot be edited".into(),
-            )),
+            GateKind::Budget => Err(Error::NotAllowed("a budget gate cannot be edited".into())),
         }
     }
 
@@ -115,15 +109,16 @@ impl Core {
         &self,
         request: &ApprovalRequest,
         wanted: Option<&RuleRequest>,
-    ) -> Result<Rule, ApiError> {
-        let suggested = request.body.suggested_rule.as_ref().ok_or_else(|| {
-            ApiError::NotAllowed("Allow always is not offered for this gate".into())
-        })?;
+    ) -> Result<Rule, Error> {
+        let suggested =
+            request.body.suggested_rule.as_ref().ok_or_else(|| {
+                Error::NotAllowed("Allow always is not offered for this gate".into())
+            })?;
         let scope = match wanted.and_then(|r| r.scope.as_deref()) {
             None | Some("session") => RuleScope::Session,
             Some("workspace") => RuleScope::Workspace,
             Some(other) => {
-                return Err(ApiError::InvalidDecision(format!(
+                return Err(Error::InvalidDecision(format!(
                     "rule scope must be `session` or `workspace`, not `{other}`"
                 )));
             }
@@ -134,11 +129,11 @@ impl Core {
             .filter(|p| !p.is_empty())
             .unwrap_or(&suggested.pattern)
             .to_owned();
-        rules::validate_pattern(&request.body.tool, &pattern).map_err(ApiError::InvalidDecision)?;
+        rules::validate_pattern(&request.body.tool, &pattern).map_err(Error::InvalidDecision)?;
         let expires_at = match wanted.and_then(|r| r.expires_in_secs) {
             None => None,
             Some(0) => {
-                return Err(ApiError::InvalidDecision(
+                return Err(Error::InvalidDecision(
                     "expires_in_secs must be at least 1".into(),
                 ));
             }
@@ -161,62 +156,6 @@ impl Core {
         })
     }
 
-    /// Resolves a gate with the server's own answer (timeout, cancel) unless someone already
-    /// did; either way returns the resolution that stands, and wakes the waiting turn.
-    pub async fn resolve_by_server(
-        &self,
-        session_id: &str,
-        request: &ApprovalRequest,
-        decision: Decision,
-        answered_by: AnsweredBy,
-    ) -> Result<Resolution, StoreError> {
-        // The server answers only for the deadline and for a cancel.
-        let actor = match answered_by {
-            AnsweredBy::Timeout => actors::TIMEOUT,
-            _ => actors::CANCEL,
-        };
-        let resolution = Resolution::plain(
-            &request.body.approval_id,
-            decision,
-            answered_by,
-            actor,
-            Timestamp::now(),
-        );
-        match self
-            .commit_resolution(session_id, request, resolution, None)
-            .await
-        {
-            Ok(r) => Ok(r),
-            Err(StoreError::AlreadyResolved(winner)) => Ok(*winner),
-            Err(other) => Err(other),
-        }
-    }
-
-    async fn commit_resolution(
-        &self,
-        session_id: &str,
-        request: &ApprovalRequest,
-        resolution: Resolution,
-        new_rule: Option<Rule>,
-    ) -> Result<Resolution, StoreError> {
-        let event = NewEvent::new(
-            Some(&request.turn_id),
-            EventBody::ApprovalResolved(resolution.clone()),
-        );
-        let commit = Commit {
-            gate: Some(GateChange::Resolve {
-                resolution: resolution.clone(),
-                new_rule,
-            }),
-            ..Commit::default()
-        };
-        self.hub
-            .commit(session_id, vec![event], commit, || ())
-            .await?;
-        self.hub.wake(session_id, resolution.clone());
-        Ok(resolution)
-    }
-
     /// A person's answer to a gate. Exactly one answer per gate succeeds.
     pub async fn decide(
         &self,
@@ -224,14 +163,14 @@ impl Core {
         approval_id: &str,
         body: DecisionRequest,
         who: &Principal,
-    ) -> Result<Resolution, ApiError> {
-        let session = super::core::parse_session_id(session_id)?;
+    ) -> Result<Resolution, Error> {
+        let session = super::parse_session_id(session_id)?;
         let decision = body
             .decision
             .as_deref()
             .and_then(Decision::parse_answer)
             .ok_or_else(|| {
-                ApiError::InvalidDecision(
+                Error::InvalidDecision(
                     "decision must be one of approve, edit, deny, allow_always".into(),
                 )
             })?;
@@ -239,36 +178,46 @@ impl Core {
         // to tell an unknown session from an unknown approval.
         let Some(gate) = self.hub.store().get_gate(&session, approval_id).await? else {
             self.session_row(session_id).await?;
-            return Err(ApiError::UnknownApproval(
+            return Err(Error::UnknownApproval(
                 approval_id.chars().take(64).collect(),
             ));
         };
         if let Some(resolution) = gate.resolution {
-            return Err(ApiError::for_resolved(resolution));
+            return Err(Error::for_resolved(resolution));
         }
         let request = gate.request;
         // A cancel that was already answered wins over any later decision.
         if self.hub.is_cancelling(&session, &request.turn_id) {
-            let resolution = self
-                .resolve_by_server(&session, &request, Decision::Cancelled, AnsweredBy::System)
-                .await?;
-            return Err(ApiError::for_resolved(resolution));
+            let resolution = resolve::by_server(
+                &self.hub,
+                &session,
+                &request,
+                Decision::Cancelled,
+                AnsweredBy::System,
+            )
+            .await?;
+            return Err(Error::for_resolved(resolution));
         }
         if expired(&request) {
-            let resolution = self
-                .resolve_by_server(&session, &request, Decision::Timeout, AnsweredBy::Timeout)
-                .await?;
-            return Err(ApiError::for_resolved(resolution));
+            let resolution = resolve::by_server(
+                &self.hub,
+                &session,
+                &request,
+                Decision::Timeout,
+                AnsweredBy::Timeout,
+            )
+            .await?;
+            return Err(Error::for_resolved(resolution));
         }
         if body
             .digest
             .as_deref()
             .is_some_and(|d| d != request.body.digest)
         {
-            return Err(ApiError::StaleDigest);
+            return Err(Error::StaleDigest);
         }
         if !request.body.allowed_decisions.contains(&decision) {
-            return Err(ApiError::NotAllowed(format!(
+            return Err(Error::NotAllowed(format!(
                 "`{}` is not offered for this gate (allowed: {})",
                 decision.as_str(),
                 request
@@ -291,13 +240,13 @@ impl Core {
         let execution_mode = match body.execution_mode.as_deref() {
             None => request.body.execution_mode,
             Some(_) if request.body.decision_kind.as_deref() != Some("plan") => {
-                return Err(ApiError::InvalidDecision(
+                return Err(Error::InvalidDecision(
                     "execution_mode applies only to a plan card".into(),
                 ));
             }
-            Some(raw) => match super::core::parse_mode(raw)? {
+            Some(raw) => match super::parse_mode(raw)? {
                 crate::protocol::Mode::Plan => {
-                    return Err(ApiError::InvalidDecision(
+                    return Err(Error::InvalidDecision(
                         "a plan runs in plan, ask, auto_edit or yolo — pick one other than plan"
                             .into(),
                     ));
@@ -321,25 +270,23 @@ impl Core {
             client_id: body.client_id.map(|c| c.chars().take(64).collect()),
             execution_mode: execution_mode.filter(|_| decision.lets_it_run()),
         };
-        Ok(self
-            .commit_resolution(&session, &request, resolution, new_rule)
-            .await?)
+        Ok(resolve::commit(&self.hub, &session, &request, resolution, new_rule).await?)
     }
 
     /// Pending gates across all sessions, oldest first (the inbox).
-    pub async fn pending_approvals(&self) -> Result<Vec<ApprovalRequest>, ApiError> {
+    pub async fn pending_approvals(&self) -> Result<Vec<ApprovalRequest>, Error> {
         Ok(self.hub.store().pending_gates(None).await?)
     }
 
-    pub async fn list_rules(&self) -> Result<Vec<Rule>, ApiError> {
+    pub async fn list_rules(&self) -> Result<Vec<Rule>, Error> {
         Ok(self.hub.store().list_rules().await?)
     }
 
-    pub async fn revoke_rule(&self, rule_id: &str, actor: &str) -> Result<(), ApiError> {
+    pub async fn revoke_rule(&self, rule_id: &str, actor: &str) -> Result<(), Error> {
         if self.hub.store().revoke_rule(rule_id, actor).await? {
             Ok(())
         } else {
-            Err(ApiError::UnknownRule(rule_id.chars().take(64).collect()))
+            Err(Error::UnknownRule(rule_id.chars().take(64).collect()))
         }
     }
 
@@ -349,7 +296,7 @@ impl Core {
         after: u64,
         action: Option<&str>,
         subject: Option<&str>,
-    ) -> Result<Vec<crate::protocol::AuditEntry>, ApiError> {
+    ) -> Result<Vec<crate::protocol::AuditEntry>, Error> {
         Ok(self
             .hub
             .store()
@@ -358,8 +305,8 @@ impl Core {
     }
 
     /// Walks the whole audit chain.
-    pub async fn verify_audit(&self) -> Result<crate::protocol::AuditVerdict, ApiError> {
-        let mut verifier = super::audit::Verifier::new();
+    pub async fn verify_audit(&self) -> Result<crate::protocol::AuditVerdict, Error> {
+        let mut verifier = crate::server::audit::Verifier::new();
         let mut after = 0;
         loop {
             let page = self
@@ -375,22 +322,5 @@ impl Core {
                 _ => return Ok(verifier.verdict()),
             }
         }
-    }
-
-    /// A standing rule in force that covers this call in this session, if any.
-    pub async fn matching_rule(
-        &self,
-        session_id: &str,
-        tool: &str,
-        args: &Value,
-    ) -> Result<Option<Rule>, StoreError> {
-        let rules = self.hub.store().list_rules().await?;
-        Ok(rules.into_iter().find(|rule| {
-            let in_scope = match rule.scope {
-                RuleScope::Workspace => true,
-                RuleScope::Session => rule.session_id.as_deref() == Some(session_id),
-            };
-            in_scope && rules::covers(rule, tool, args)
-        }))
     }
 }

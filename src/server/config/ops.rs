@@ -1,0 +1,95 @@
+//! Changing the configuration in force: check a proposed key (protected keys refused), set
+//! one (file written, applied at once), apply a file that changed on disk — every change
+//! audited with who made it. Used alike by the API, the UI and the agent's `config_set`.
+
+use serde_json::{Value, json};
+
+use super::live::{Changes, LiveConfig};
+use super::{ConfigError, keys};
+use crate::server::audit::AuditDraft;
+use crate::server::store::Store;
+
+/// Why a change was not made.
+#[derive(Debug, thiserror::Error)]
+pub enum ChangeError {
+    /// A key the web, the API and the agent may not change.
+    #[error("{0}")]
+    Protected(String),
+    /// Not a key, or not a value it takes.
+    #[error("{0}")]
+    Invalid(String),
+    /// The file could not be read or written.
+    #[error("{0}")]
+    Unwritable(String),
+}
+
+fn change_error(err: ConfigError) -> ChangeError {
+    match err {
+        ConfigError::Read { .. } | ConfigError::Write { .. } => {
+            tracing::error!(error = %err, "config file not writable");
+            ChangeError::Unwritable(err.to_string())
+        }
+        other => ChangeError::Invalid(other.to_string()),
+    }
+}
+
+async fn audit(store: &dyn Store, changes: &Changes, actor: &str, via: &str) {
+    let drafts = changes
+        .iter()
+        .map(|(key, previous, value)| AuditDraft {
+            actor: actor.to_owned(),
+            action: "config_changed",
+            subject: key.clone(),
+            detail: json!({
+                "previous": keys::display(previous),
+                "value": keys::display(value),
+                "via": via,
+            }),
+        })
+        .collect();
+    if let Err(err) = store.append_audit(drafts).await {
+        tracing::error!(error = %err, "could not audit a config change");
+    }
+}
+
+/// Checks a change the agent or a person proposes, without applying it.
+pub fn check(live: &LiveConfig, key: &str, value: &Value) -> Result<(), ChangeError> {
+    if let Some(reason) = keys::protected(key) {
+        return Err(ChangeError::Protected(format!(
+            "`{key}` is protected: {reason}"
+        )));
+    }
+    let value = keys::from_json(value)
+        .ok_or_else(|| ChangeError::Invalid(format!("`{key}` needs a value")))?;
+    live.check(key, value).map(|_| ()).map_err(change_error)
+}
+
+/// Sets one key (from the web, the API or an approved `config_set`) and applies it; `actor`
+/// is who (from the credential, or `agent`), `via` the door.
+pub async fn set(
+    live: &LiveConfig,
+    store: &dyn Store,
+    key: &str,
+    value: &Value,
+    actor: &str,
+    via: &str,
+) -> Result<Changes, ChangeError> {
+    check(live, key, value)?;
+    let value = keys::from_json(value)
+        .ok_or_else(|| ChangeError::Invalid(format!("`{key}` needs a value")))?;
+    let changes = live.set(key, value).await.map_err(change_error)?;
+    audit(store, &changes, actor, via).await;
+    Ok(changes)
+}
+
+/// Applies the file after it changed on disk; an invalid file keeps the last good config.
+pub async fn reload(live: &LiveConfig, store: &dyn Store) {
+    match live.reload() {
+        Ok(changes) if !changes.is_empty() => {
+            tracing::info!(changed = changes.len(), "config reloaded");
+            audit(store, &changes, "file", "file").await;
+        }
+        Ok(_) => {}
+        Err(_) => {} // logged and recorded by LiveConfig
+    }
+}

@@ -1,0 +1,88 @@
+//! The configuration through the API and the UI: read it with where each value came from, and
+//! change one key (protected keys refused), audited with the credential that asked.
+
+use serde_json::Value;
+
+use super::{Core, Error};
+use crate::protocol::{ConfigKey, ConfigSource, ConfigView};
+use crate::server::config::live::Changes;
+use crate::server::config::{Config, keys, ops};
+
+fn toml_to_json(value: &toml::Value) -> Value {
+    serde_json::to_value(value).unwrap_or(Value::Null)
+}
+
+impl Core {
+    /// Sets one key from the web or the API (`actor` from the credential, `via` the door).
+    pub async fn set_config(
+        &self,
+        key: &str,
+        value: &Value,
+        actor: &str,
+        via: &str,
+    ) -> Result<Changes, Error> {
+        Ok(ops::set(
+            &self.live,
+            self.hub.store().as_ref(),
+            key,
+            value,
+            actor,
+            via,
+        )
+        .await?)
+    }
+
+    /// The resolved config: every key with its value, default, source and whether it may be
+    /// changed here. Nothing secret is in the file (keys come from the environment), and the
+    /// provider key is shown only as set or unset.
+    pub fn config_view(&self) -> ConfigView {
+        let live = self.config();
+        let defaults = keys::entries(&Config::default());
+        let startup = self
+            .live
+            .startup
+            .iter()
+            .map(|(key, value, source)| ConfigKey {
+                key: key.clone(),
+                value: Value::String(value.clone()),
+                default: None,
+                source: *source,
+                protected: true,
+                reason: Some("set when the server starts (flag, environment or default)".into()),
+                restart_required: true,
+            });
+        let keys: Vec<ConfigKey> = keys::entries(&live.config)
+            .into_iter()
+            .map(|(key, value)| {
+                let default = defaults
+                    .iter()
+                    .find(|(k, _)| *k == key)
+                    .map(|(_, v)| toml_to_json(v));
+                let source = if live.file_keys.contains(&key) {
+                    ConfigSource::File
+                } else {
+                    ConfigSource::Default
+                };
+                ConfigKey {
+                    value: toml_to_json(&value),
+                    default,
+                    source,
+                    protected: keys::protected(&key).is_some(),
+                    reason: keys::protected(&key).map(str::to_owned),
+                    restart_required: keys::needs_restart(&key),
+                    key,
+                }
+            })
+            .chain(startup)
+            .collect();
+        let key_set = std::env::var(&live.config.provider.api_key_env)
+            .map(|k| !k.trim().is_empty())
+            .unwrap_or(false);
+        ConfigView {
+            path: self.live.path.display().to_string(),
+            error: live.error.clone(),
+            provider_api_key: if key_set { "set (masked)" } else { "not set" }.to_owned(),
+            keys,
+        }
+    }
+}

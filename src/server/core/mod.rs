@@ -1,0 +1,86 @@
+//! The core operations behind every route and server function: sessions, modes, messages,
+//! cancel. Handlers and server functions are thin wrappers over these, so the checks are the
+//! same whichever door a request comes through.
+
+mod config;
+mod decisions;
+mod error;
+mod sessions;
+
+pub use decisions::{DecisionRequest, RuleRequest};
+pub use error::Error;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use super::agent::Agent;
+use super::config::live::{Live, LiveConfig};
+use super::hub::Hub;
+use crate::protocol::{EventBody, Mode};
+
+/// The longest message a person may send, in characters (protocol.md).
+pub const MAX_MESSAGE_CHARS: usize = 32_768;
+
+pub struct Core {
+    /// Every session's live state, and the log through it.
+    pub hub: Hub,
+    /// The configuration in force (hot-reloaded), with the floor and provider built from it.
+    pub live: Arc<LiveConfig>,
+    /// Runs the turns (each gets only the hub, the config and the workspace).
+    pub agent: Agent,
+    /// Canonical path of the folder the tools are confined to.
+    pub workspace: PathBuf,
+    /// Fired once on graceful shutdown; SSE streams and background tasks watch it.
+    pub shutdown: CancellationToken,
+}
+
+/// About how many events the session page starts with (whole turns, so it can be more).
+pub const RECENT_EVENTS: u64 = 300;
+
+/// The gates a list of events leaves open, oldest first.
+pub fn pending_in(events: &[crate::protocol::Event]) -> Vec<crate::protocol::ApprovalRequest> {
+    let resolved: std::collections::HashSet<&str> = events
+        .iter()
+        .filter_map(|e| match &e.body {
+            EventBody::ApprovalResolved(r) => Some(r.approval_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    events
+        .iter()
+        .filter_map(|e| match &e.body {
+            EventBody::ApprovalRequest(g) if !resolved.contains(g.approval_id.as_str()) => {
+                Some(crate::protocol::ApprovalRequest {
+                    turn_id: e.turn_id.clone().unwrap_or_default(),
+                    body: (**g).clone(),
+                })
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// Parses a mode from the wire, with the protocol's error.
+pub fn parse_mode(raw: &str) -> Result<Mode, Error> {
+    Mode::parse(raw).ok_or(Error::InvalidApprovalMode)
+}
+
+fn parse_session_id(raw: &str) -> Result<String, Error> {
+    uuid::Uuid::parse_str(raw)
+        .map(|u| u.hyphenated().to_string())
+        .map_err(|_| Error::UnknownSession(raw.chars().take(64).collect()))
+}
+
+impl Core {
+    /// A coherent snapshot of the configuration in force.
+    pub fn config(&self) -> Arc<Live> {
+        self.live.get()
+    }
+
+    /// Applies the config file after it changed on disk (invalid: the last good one stays).
+    pub async fn reload_config(&self) {
+        super::config::ops::reload(&self.live, self.hub.store().as_ref()).await;
+    }
+}
