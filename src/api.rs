@@ -143,7 +143,9 @@ pub async fn decide(
         execution_mode: input.execution_mode,
     };
     let who = backend::principal()?;
-    match core.decide(&session_id, &approval_id, request, &who).await {
+    let answer =
+        crate::server::core::Answer::try_from(request).map_err(backend::to_server_error)?;
+    match core.decide(&session_id, &approval_id, answer, &who).await {
         Ok(resolution) => Ok(DecideOutcome::Decided { resolution }),
         Err(Error::AlreadyResolved(resolution) | Error::Gone(resolution)) => {
             Ok(DecideOutcome::Lost {

@@ -205,20 +205,70 @@ pub enum EventBody {
     },
 }
 
-impl EventBody {
-    pub fn kind(&self) -> &'static str {
+/// The type of an event: its `type` field and its SSE `event:` name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EventKind {
+    UserMessage,
+    ModeChanged,
+    AssistantDelta,
+    AssistantMessage,
+    ToolCall,
+    ApprovalRequest,
+    ApprovalResolved,
+    ToolStarted,
+    ToolResult,
+    TurnFinished,
+}
+
+impl EventKind {
+    /// Every event type, in protocol order (durable ones and the transient delta).
+    pub const ALL: [EventKind; 10] = [
+        EventKind::UserMessage,
+        EventKind::ModeChanged,
+        EventKind::AssistantDelta,
+        EventKind::AssistantMessage,
+        EventKind::ToolCall,
+        EventKind::ApprovalRequest,
+        EventKind::ApprovalResolved,
+        EventKind::ToolStarted,
+        EventKind::ToolResult,
+        EventKind::TurnFinished,
+    ];
+
+    pub fn as_str(self) -> &'static str {
         match self {
-            EventBody::UserMessage { .. } => "user_message",
-            EventBody::ModeChanged { .. } => "mode_changed",
-            EventBody::AssistantDelta { .. } => "assistant_delta",
-            EventBody::AssistantMessage { .. } => "assistant_message",
-            EventBody::ToolCall { .. } => "tool_call",
-            EventBody::ApprovalRequest(_) => "approval_request",
-            EventBody::ApprovalResolved(_) => "approval_resolved",
-            EventBody::ToolStarted { .. } => "tool_started",
-            EventBody::ToolResult { .. } => "tool_result",
-            EventBody::TurnFinished { .. } => "turn_finished",
+            EventKind::UserMessage => "user_message",
+            EventKind::ModeChanged => "mode_changed",
+            EventKind::AssistantDelta => "assistant_delta",
+            EventKind::AssistantMessage => "assistant_message",
+            EventKind::ToolCall => "tool_call",
+            EventKind::ApprovalRequest => "approval_request",
+            EventKind::ApprovalResolved => "approval_resolved",
+            EventKind::ToolStarted => "tool_started",
+            EventKind::ToolResult => "tool_result",
+            EventKind::TurnFinished => "turn_finished",
         }
+    }
+}
+
+impl EventBody {
+    pub fn event_kind(&self) -> EventKind {
+        match self {
+            EventBody::UserMessage { .. } => EventKind::UserMessage,
+            EventBody::ModeChanged { .. } => EventKind::ModeChanged,
+            EventBody::AssistantDelta { .. } => EventKind::AssistantDelta,
+            EventBody::AssistantMessage { .. } => EventKind::AssistantMessage,
+            EventBody::ToolCall { .. } => EventKind::ToolCall,
+            EventBody::ApprovalRequest(_) => EventKind::ApprovalRequest,
+            EventBody::ApprovalResolved(_) => EventKind::ApprovalResolved,
+            EventBody::ToolStarted { .. } => EventKind::ToolStarted,
+            EventBody::ToolResult { .. } => EventKind::ToolResult,
+            EventBody::TurnFinished { .. } => EventKind::TurnFinished,
+        }
+    }
+
+    pub fn kind(&self) -> &'static str {
+        self.event_kind().as_str()
     }
 }
 
@@ -612,6 +662,63 @@ pub struct ConfigKey {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_event_kind_is_the_type_serde_writes() {
+        let samples = [
+            EventBody::UserMessage {
+                text: "t".into(),
+                approval_mode: Mode::Ask,
+            },
+            EventBody::ModeChanged {
+                previous: Mode::Ask,
+                next: Mode::Yolo,
+                source: ModeSource::User,
+                actor: None,
+            },
+            EventBody::AssistantDelta { text: "t".into() },
+            EventBody::AssistantMessage {
+                text: "t".into(),
+                html: "t".into(),
+            },
+            EventBody::ToolCall {
+                call_id: "c".into(),
+                tool: "shell".into(),
+                args: Value::Null,
+                class: ToolClass::Exec,
+                verdict: Verdict::Run,
+                rule_id: None,
+            },
+            EventBody::ApprovalResolved(Resolution::plain(
+                "a",
+                Decision::Approve,
+                AnsweredBy::User,
+                "browser",
+                Timestamp::default(),
+            )),
+            EventBody::ToolStarted {
+                call_id: "c".into(),
+            },
+            EventBody::ToolResult {
+                call_id: "c".into(),
+                tool: "shell".into(),
+                status: ToolStatus::Ok,
+                output: "o".into(),
+            },
+            EventBody::TurnFinished {
+                status: TurnStatus::Completed,
+                error: None,
+            },
+        ];
+        for body in &samples {
+            let json = serde_json::to_value(body).unwrap();
+            assert_eq!(json["type"], body.kind());
+            assert!(EventKind::ALL.contains(&body.event_kind()));
+        }
+        let names: std::collections::HashSet<&str> =
+            EventKind::ALL.iter().map(|k| k.as_str()).collect();
+        assert_eq!(names.len(), EventKind::ALL.len());
+    }
 
     #[test]
     fn events_serialize_flat_with_type_tag() {

@@ -13,6 +13,7 @@ pub mod principal;
 pub mod settings;
 pub mod state;
 pub mod store;
+pub mod tools;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -99,7 +100,7 @@ pub async fn start(
     })?;
     let store = store::open(&settings.database_url, settings.config.storage.synchronous).await?;
     let hub = hub::Hub::new(store);
-    let places = agent::tools::sandbox::Places {
+    let places = tools::sandbox::Places {
         workspace: settings.workspace.clone(),
         data_dir: settings.data_dir.clone(),
         config_file: settings.config_path.clone(),
@@ -114,7 +115,7 @@ pub async fn start(
     .map_err(StartError::Config)?;
     let sandbox = live.get().sandbox.clone();
     if sandbox.is_off() {
-        tracing::warn!("{}", agent::tools::sandbox::OFF_WARNING);
+        tracing::warn!("{}", tools::sandbox::OFF_WARNING);
     } else {
         tracing::info!("{}", sandbox.describe());
     }

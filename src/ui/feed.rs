@@ -93,20 +93,6 @@ impl Feed {
     }
 }
 
-/// Every durable event type the server sends, plus the transient delta.
-pub const EVENT_TYPES: [&str; 10] = [
-    "user_message",
-    "mode_changed",
-    "assistant_delta",
-    "assistant_message",
-    "tool_call",
-    "approval_request",
-    "approval_resolved",
-    "tool_started",
-    "tool_result",
-    "turn_finished",
-];
-
 #[cfg(feature = "hydrate")]
 pub use browser::connect;
 
@@ -125,7 +111,7 @@ mod browser {
     use wasm_bindgen::closure::Closure;
     use web_sys::{EventSource, MessageEvent};
 
-    use super::{Connection, EVENT_TYPES, Feed};
+    use super::{Connection, Feed};
     use crate::protocol::Event;
 
     struct Link {
@@ -184,9 +170,9 @@ mod browser {
                 Err(err) => leptos::logging::warn!("unreadable event: {err}"),
             }
         });
-        for kind in EVENT_TYPES {
-            let _ =
-                source.add_event_listener_with_callback(kind, on_event.as_ref().unchecked_ref());
+        for kind in crate::protocol::EventKind::ALL {
+            let _ = source
+                .add_event_listener_with_callback(kind.as_str(), on_event.as_ref().unchecked_ref());
         }
         handlers.push(on_event);
         let opened = {

@@ -185,7 +185,7 @@ impl Turn {
 }
 
 fn budget_card(common: request::Common, call: &ToolCallRequest, why: &str) -> ApprovalRequestBody {
-    let checkpoint = request::Checkpoint {
+    let checkpoint = crate::server::tools::Checkpoint {
         kind: "budget".into(),
         title: "Budget reached".into(),
         proposal: format!(

@@ -13,33 +13,19 @@ use tokio_util::sync::CancellationToken;
 use super::budget::Budget;
 use super::provider::{ChatMessage, CompletionRequest, ProviderError, ToolCallRequest};
 use super::service::Deps;
-use super::tools::{self, ToolContext};
-use super::{
-    CHECKPOINT_PROMPT, CONFIG_TOOL, EXIT_PLAN_TOOL, SYSTEM_PROMPT, checkpoint_spec, class_of,
-    tool_result_text,
-};
+use super::{SYSTEM_PROMPT, class_of, tool_result_text};
 use crate::protocol::{
-    ApprovalRequest, EventBody, Mode, ToolClass, ToolStatus, TurnStatus, Verdict,
+    ApprovalRequest, ApprovalRequestBody, EventBody, GateReason, Mode, ToolClass, ToolStatus,
+    TurnStatus, Verdict,
 };
-use crate::server::config::ops as config_ops;
 use crate::server::gate::policy::{self, Outcome};
 use crate::server::gate::request;
 use crate::server::hub::TurnLease;
 use crate::server::markdown;
 use crate::server::store::{Commit, NewEvent, StoreError};
-
-/// The agent's checkpoint tool: a decision put to the person.
-pub const CHECKPOINT_TOOL: &str = "request_approval";
-
-/// Calls that are not workspace tools but decisions put to the person.
-enum Special {
-    Checkpoint(request::Checkpoint),
-    Plan(String),
-    Config {
-        key: String,
-        value: serde_json::Value,
-    },
-}
+use crate::server::tools::{
+    self, CheckEnv, Checkpoint, GateStyle, Refusal, SettingsAccess, Tool, ToolContext,
+};
 
 /// Why a turn ended other than by completing.
 #[derive(Debug, thiserror::Error)]
@@ -152,21 +138,17 @@ impl Turn {
         Ok(())
     }
 
-    /// What the model is told and offered in the current mode.
+    /// What the model is told and offered in the current mode: the tools the registry offers
+    /// in it, and their words for the system prompt.
     fn prompt_and_tools(&self) -> (String, Vec<super::provider::ToolSpec>) {
-        let mut prompt = SYSTEM_PROMPT.to_owned();
-        let mut tools = tools::specs();
-        tools.push(super::config_set_spec());
         let mode = self.mode();
-        if mode != Mode::Yolo {
-            prompt.push_str(CHECKPOINT_PROMPT);
-            tools.push(checkpoint_spec());
+        let mut prompt = SYSTEM_PROMPT.to_owned();
+        let mut specs = Vec::new();
+        for tool in tools::all().iter().filter(|t| t.offered_in(mode)) {
+            prompt.push_str(tool.prompt());
+            specs.push(tool.spec());
         }
-        if mode == Mode::Plan {
-            prompt.push_str(super::PLAN_PROMPT);
-            tools.push(super::exit_plan_spec());
-        }
-        (prompt, tools)
+        (prompt, specs)
     }
 
     async fn drive(&self) -> Result<(), TurnEnd> {
@@ -268,83 +250,39 @@ impl Turn {
         Ok(messages)
     }
 
-    /// One call: the policy decides; a gated call waits for its resolution first.
+    /// One call: checked, then the policy decides; a gated call waits for its answer first.
     async fn run_one(&self, call: &ToolCallRequest) -> Result<(ToolStatus, String), TurnEnd> {
         let class = class_of(&call.name);
-        let record_call = |verdict: Verdict, rule_id: Option<String>| EventBody::ToolCall {
-            call_id: call.id.clone(),
-            tool: call.name.clone(),
-            args: call.args.clone(),
-            class,
-            verdict,
-            rule_id,
+        let refuse = |status: ToolStatus, why: String| {
+            let recorded = tool_call(call, class, Verdict::Refuse, None);
+            self.finish_without_running(call, vec![recorded], status, why)
         };
         if self.cancel.is_cancelled() {
-            return self
-                .finish_without_running(
-                    call,
-                    vec![record_call(Verdict::Refuse, None)],
-                    ToolStatus::Cancelled,
-                    "the turn was cancelled before this ran".into(),
-                )
-                .await;
+            let why = "the turn was cancelled before this ran";
+            return refuse(ToolStatus::Cancelled, why.into()).await;
         }
-        let special = match call.name.as_str() {
-            CHECKPOINT_TOOL => Some(request::parse_checkpoint(&call.args).map(Special::Checkpoint)),
-            EXIT_PLAN_TOOL => Some(request::parse_plan(&call.args).map(Special::Plan)),
-            CONFIG_TOOL => Some(
-                super::parse_config_set(&call.args)
-                    .map(|(key, value)| Special::Config { key, value }),
-            ),
-            _ => None,
-        };
-        let invalid = match &special {
-            Some(parsed) => parsed.as_ref().err().cloned(),
-            None if tools::class_of(&call.name).is_none() => Some(unavailable(&call.name)),
-            None => tools::validate(&call.name, &call.args, &self.deps.workspace)
-                .err()
-                .map(|e| e.to_string()),
-        };
-        if let Some(problem) = invalid {
-            return self
-                .finish_without_running(
-                    call,
-                    vec![record_call(Verdict::Refuse, None)],
-                    ToolStatus::Error,
-                    problem,
-                )
-                .await;
-        }
-        // Protected keys are refused outright, in every mode; a bad value is an error.
-        if let Some(Ok(Special::Config { key, value })) = &special
-            && let Err(err) = config_ops::check(&self.deps.live, key, value)
-        {
-            let status = match err {
-                config_ops::ChangeError::Protected(_) => ToolStatus::Refused,
-                _ => ToolStatus::Error,
+        let Some(tool) = tools::get(&call.name) else {
+            let unknown = tools::ToolError::UnknownTool {
+                name: call.name.clone(),
             };
-            return self
-                .finish_without_running(
-                    call,
-                    vec![record_call(Verdict::Refuse, None)],
-                    status,
-                    err.to_string(),
-                )
-                .await;
+            return refuse(ToolStatus::Error, unknown.to_string()).await;
+        };
+        let live = self.deps.config();
+        let env = CheckEnv {
+            workspace: &self.deps.workspace,
+            live: Some(&self.deps.live),
+        };
+        match tool.check(&call.args, &env) {
+            Ok(()) => {}
+            Err(Refusal::Invalid(err)) => return refuse(ToolStatus::Error, err.to_string()).await,
+            Err(Refusal::Refused(why)) => return refuse(ToolStatus::Refused, why).await,
         }
-        if call.name == EXIT_PLAN_TOOL && self.mode() != Mode::Plan {
-            return self
-                .finish_without_running(
-                    call,
-                    vec![record_call(Verdict::Refuse, None)],
-                    ToolStatus::Refused,
-                    "not in plan mode: there is no plan mode to leave; carry on".into(),
-                )
-                .await;
+        if let Some(why) = tool.refused_in(self.mode()) {
+            return refuse(ToolStatus::Refused, why).await;
         }
         let floor = match class {
             ToolClass::Decision => None,
-            _ => self.deps.config().floor.check(&call.name, &call.args),
+            _ => live.floor.check(&call.name, &call.args),
         };
         let rule = match (floor.is_some(), class, self.mode()) {
             (
@@ -369,73 +307,76 @@ impl Turn {
             rule_id: rule.as_ref().map(|r| r.id.as_str()),
         });
         match outcome {
-            Outcome::Refuse { why } => {
-                self.finish_without_running(
-                    call,
-                    vec![record_call(Verdict::Refuse, None)],
-                    ToolStatus::Refused,
-                    why,
-                )
-                .await
-            }
+            Outcome::Refuse { why } => refuse(ToolStatus::Refused, why).await,
             Outcome::Run { rule_id } => {
                 let commit = Commit {
                     rule_used: rule_id.clone(),
                     ..Commit::default()
                 };
-                self.commit(vec![record_call(Verdict::Run, rule_id)], commit)
+                self.commit(vec![tool_call(call, class, Verdict::Run, rule_id)], commit)
                     .await?;
                 self.execute(call, &call.args).await
             }
             Outcome::Ask { reason } => {
-                let mut detail =
-                    policy::reason_detail(reason, self.mode(), class, floor.as_deref());
-                // Every exec card says so while commands run unconfined.
-                if class == ToolClass::Exec && self.deps.config().sandbox.is_off() {
-                    detail.push(' ');
-                    detail.push_str(tools::sandbox::OFF_WARNING);
-                }
-                let common = request::Common {
-                    approval_id: uuid::Uuid::new_v4().to_string(),
-                    session_id: self.session_id.clone(),
-                    reason,
-                    reason_detail: detail,
-                    created_at: crate::protocol::Timestamp::now(),
-                    timeout: Duration::from_secs(self.deps.config().config.approvals.timeout_secs),
-                };
-                let body = match special {
-                    Some(Ok(Special::Checkpoint(checkpoint))) => request::decision_gate(
-                        common,
-                        call,
-                        &checkpoint,
-                        self.deps.config().config.approvals.decision_timeout,
-                    ),
-                    Some(Ok(Special::Plan(plan))) => {
-                        let default =
-                            super::plan::pre_plan_mode(&self.deps.hub, &self.session_id).await;
-                        request::plan_gate(common, call, &plan, default)
-                    }
-                    _ => {
-                        let approved = self.approved_before(call).await?;
-                        // Reads the file a file tool would change (capped): off the async threads.
-                        let (call, workspace) = (call.clone(), self.deps.workspace.clone());
-                        tokio::task::spawn_blocking(move || {
-                            request::tool_gate(common, &call, class, &workspace, approved)
-                        })
-                        .await
-                        .map_err(|e| TurnEnd::Failed(format!("could not build the card: {e}")))?
-                    }
-                };
+                let body = self.card(tool, call, reason, floor.as_deref()).await?;
                 let gate = ApprovalRequest {
                     turn_id: self.turn_id.clone(),
                     body,
                 };
-                let resolution = self
-                    .wait_for_gate(Some(record_call(Verdict::Ask, None)), gate.clone())
-                    .await?;
+                let asked = tool_call(call, class, Verdict::Ask, None);
+                let resolution = self.wait_for_gate(Some(asked), gate.clone()).await?;
                 self.after_gate(call, &gate, resolution).await
             }
         }
+    }
+
+    /// The card a gated call is put to the person on, as its tool's gate style says.
+    async fn card(
+        &self,
+        tool: &'static dyn Tool,
+        call: &ToolCallRequest,
+        reason: GateReason,
+        floor: Option<&str>,
+    ) -> Result<ApprovalRequestBody, TurnEnd> {
+        let live = self.deps.config();
+        let class = tool.class();
+        let mut detail = policy::reason_detail(reason, self.mode(), class, floor);
+        // Every exec card says so while commands run unconfined.
+        if class == ToolClass::Exec && live.sandbox.is_off() {
+            detail.push(' ');
+            detail.push_str(tools::sandbox::OFF_WARNING);
+        }
+        let common = request::Common {
+            approval_id: uuid::Uuid::new_v4().to_string(),
+            session_id: self.session_id.clone(),
+            reason,
+            reason_detail: detail,
+            created_at: crate::protocol::Timestamp::now(),
+            timeout: Duration::from_secs(live.config.approvals.timeout_secs),
+        };
+        let unreadable = |e: tools::ToolError| TurnEnd::Failed(e.to_string());
+        Ok(match tool.gate() {
+            GateStyle::Checkpoint => {
+                let checkpoint = Checkpoint::parse(&call.args).map_err(unreadable)?;
+                let on_timeout = live.config.approvals.decision_timeout;
+                request::decision_gate(common, call, &checkpoint, on_timeout)
+            }
+            GateStyle::Plan => {
+                let plan = tools::plan_of(&call.args).map_err(unreadable)?;
+                let default = super::plan::pre_plan_mode(&self.deps.hub, &self.session_id).await;
+                request::plan_gate(common, call, &plan, default)
+            }
+            GateStyle::Action => {
+                let approved = self.approved_before(call).await?;
+                // Reads the file a file tool would change (capped): off the async threads.
+                let (call, workspace) = (call.clone(), self.deps.workspace.clone());
+                tokio::task::spawn_blocking(move || {
+                    request::tool_gate(common, &call, class, &workspace, approved)
+                })
+                .await
+                .map_err(|e| TurnEnd::Failed(format!("could not build the card: {e}")))?
+            }
+        })
     }
 
     /// Records the call and a result without running anything.
@@ -468,11 +409,7 @@ impl Turn {
             call_id: call.id.clone(),
         }])
         .await?;
-        let output = if call.name == CONFIG_TOOL {
-            self.set_config(args).await
-        } else {
-            tools::execute(&call.name, args, &self.tool_context()).await
-        };
+        let output = tools::execute(&call.name, args, &self.tool_context()).await;
         self.append(vec![EventBody::ToolResult {
             call_id: call.id.clone(),
             tool: call.name.clone(),
@@ -481,41 +418,6 @@ impl Turn {
         }])
         .await?;
         Ok((output.status, output.output))
-    }
-
-    /// Runs an allowed `config_set`: writes the file, applies it, audits it.
-    async fn set_config(&self, args: &serde_json::Value) -> tools::ToolOutput {
-        let outcome = match super::parse_config_set(args) {
-            Ok((key, value)) => config_ops::set(
-                &self.deps.live,
-                self.deps.hub.store().as_ref(),
-                &key,
-                &value,
-                "agent",
-                &format!("config_set in session {}", self.session_id),
-            )
-            .await
-            .map(|changes| match changes.first() {
-                Some((_, previous, now)) => format!(
-                    "set {key} = {} (was {})",
-                    crate::server::config::keys::display(now),
-                    crate::server::config::keys::display(previous)
-                ),
-                None => format!("{key} already had that value"),
-            })
-            .map_err(|e| e.to_string()),
-            Err(problem) => Err(problem),
-        };
-        match outcome {
-            Ok(text) => tools::ToolOutput {
-                status: ToolStatus::Ok,
-                output: text,
-            },
-            Err(text) => tools::ToolOutput {
-                status: ToolStatus::Error,
-                output: text,
-            },
-        }
     }
 
     /// How many calls the suggested rule for `call` would cover were approved by hand in this
@@ -543,12 +445,28 @@ impl Turn {
             output_limit: config.output_limit_bytes,
             cancel: self.cancel.clone(),
             sandbox: Arc::clone(&live.sandbox),
+            settings: Some(SettingsAccess {
+                live: Arc::clone(&self.deps.live),
+                store: Arc::clone(self.deps.hub.store()),
+                session_id: self.session_id.clone(),
+            }),
         }
     }
 }
 
-fn unavailable(tool: &str) -> String {
-    format!(
-        "unknown tool `{tool}`; available tools: read_file, list_files, search, write_file, edit_file, shell"
-    )
+/// The `tool_call` event recording a call and the verdict on it.
+fn tool_call(
+    call: &ToolCallRequest,
+    class: ToolClass,
+    verdict: Verdict,
+    rule_id: Option<String>,
+) -> EventBody {
+    EventBody::ToolCall {
+        call_id: call.id.clone(),
+        tool: call.name.clone(),
+        args: call.args.clone(),
+        class,
+        verdict,
+        rule_id,
+    }
 }

@@ -11,8 +11,8 @@ use std::sync::{Arc, RwLock};
 
 use super::{Config, ConfigError, ProviderKind, keys};
 use crate::server::agent::provider::{Provider, demo::DemoProvider, openai};
-use crate::server::agent::tools::sandbox::{Places, Sandbox};
 use crate::server::gate::floor::SafetyFloor;
+use crate::server::tools::sandbox::{Places, Sandbox};
 
 /// One coherent configuration and what is built from it.
 pub struct Live {

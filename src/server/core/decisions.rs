@@ -10,14 +10,14 @@ use serde_json::Value;
 
 use super::{Core, Error};
 use crate::protocol::{
-    AnsweredBy, ApprovalRequest, Decision, GateKind, Resolution, Rule, RuleScope, Timestamp,
+    AnsweredBy, ApprovalRequest, Decision, GateKind, Mode, Resolution, Rule, RuleScope, Timestamp,
 };
-use crate::server::agent::tools;
-use crate::server::config::ops;
 use crate::server::gate::{resolve, rules};
 use crate::server::principal::Principal;
+use crate::server::tools;
 
-/// The body of `POST /api/v1/sessions/{sid}/approvals/{aid}`.
+/// The body of `POST /api/v1/sessions/{sid}/approvals/{aid}`, as the wire carries it (read into
+/// an `Answer` before anything else).
 #[derive(Deserialize, Debug, Clone, Default)]
 #[serde(deny_unknown_fields)]
 pub struct DecisionRequest {
@@ -42,6 +42,81 @@ pub struct RuleRequest {
 }
 
 const MAX_REASON_CHARS: usize = 2000;
+
+/// A person's answer, read and typed: what `decide` acts on. The wire's strings become enums
+/// here, once, with the protocol's errors.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    pub decision: Decision,
+    pub digest: Option<String>,
+    pub edits: Option<Value>,
+    pub reason: Option<String>,
+    pub rule: Option<RuleChoice>,
+    pub client_id: Option<String>,
+    /// For a plan card: the mode to leave plan mode for (never plan).
+    pub execution_mode: Option<Mode>,
+}
+
+/// The standing rule Allow always should create, as the person shaped it.
+#[derive(Debug, Clone)]
+pub struct RuleChoice {
+    pub scope: RuleScope,
+    pub pattern: Option<String>,
+    pub expires_in_secs: Option<u64>,
+}
+
+impl TryFrom<DecisionRequest> for Answer {
+    type Error = Error;
+
+    fn try_from(body: DecisionRequest) -> Result<Answer, Error> {
+        let decision = body
+            .decision
+            .as_deref()
+            .and_then(Decision::parse_answer)
+            .ok_or_else(|| {
+                Error::InvalidDecision(
+                    "decision must be one of approve, edit, deny, allow_always".into(),
+                )
+            })?;
+        let rule = match body.rule {
+            None => None,
+            Some(rule) => Some(RuleChoice {
+                scope: match rule.scope.as_deref() {
+                    None | Some("session") => RuleScope::Session,
+                    Some("workspace") => RuleScope::Workspace,
+                    Some(other) => {
+                        return Err(Error::InvalidDecision(format!(
+                            "rule scope must be `session` or `workspace`, not `{other}`"
+                        )));
+                    }
+                },
+                pattern: rule.pattern,
+                expires_in_secs: rule.expires_in_secs,
+            }),
+        };
+        let execution_mode = match body.execution_mode.as_deref() {
+            None => None,
+            Some(raw) => match super::parse_mode(raw)? {
+                Mode::Plan => {
+                    return Err(Error::InvalidDecision(
+                        "a plan runs in plan, ask, auto_edit or yolo — pick one other than plan"
+                            .into(),
+                    ));
+                }
+                mode => Some(mode),
+            },
+        };
+        Ok(Answer {
+            decision,
+            digest: body.digest,
+            edits: body.edits,
+            reason: body.reason,
+            rule,
+            client_id: body.client_id,
+            execution_mode,
+        })
+    }
+}
 
 fn is_blank(value: &Value) -> bool {
     match value {
@@ -73,23 +148,23 @@ impl Core {
                     "a decision's edit is the revised proposal, as text".into(),
                 )),
             },
-            GateKind::Tool if request.body.tool == crate::server::agent::CONFIG_TOOL => {
-                let (key, value) =
-                    crate::server::agent::parse_config_set(edits).map_err(Error::InvalidEdits)?;
-                match ops::check(&self.live, &key, &value) {
-                    Ok(()) => Ok(edits.clone()),
-                    Err(ops::ChangeError::Protected(why)) => Err(Error::NotAllowed(why)),
-                    Err(other) => Err(Error::InvalidEdits(other.to_string())),
-                }
-            }
             GateKind::Tool => {
                 if !edits.is_object() {
                     return Err(Error::InvalidEdits(
                         "edits must be an object of replacement arguments".into(),
                     ));
                 }
-                tools::validate(&request.body.tool, edits, &self.workspace)
-                    .map_err(|e| Error::InvalidEdits(e.to_string()))?;
+                let tool = tools::get(&request.body.tool).ok_or_else(|| {
+                    Error::InvalidEdits(format!("`{}` cannot be edited", request.body.tool))
+                })?;
+                let env = tools::CheckEnv {
+                    workspace: &self.workspace,
+                    live: Some(&self.live),
+                };
+                tool.check(edits, &env).map_err(|refusal| match refusal {
+                    tools::Refusal::Invalid(err) => Error::InvalidEdits(err.to_string()),
+                    tools::Refusal::Refused(why) => Error::NotAllowed(why),
+                })?;
                 // An edit may not turn an ordinary card into a floor action the person was
                 // never shown as one: the floor gets its own card.
                 if request.body.reason != crate::protocol::GateReason::SafetyFloor
@@ -108,21 +183,13 @@ impl Core {
     fn new_rule(
         &self,
         request: &ApprovalRequest,
-        wanted: Option<&RuleRequest>,
+        wanted: Option<&RuleChoice>,
     ) -> Result<Rule, Error> {
         let suggested =
             request.body.suggested_rule.as_ref().ok_or_else(|| {
                 Error::NotAllowed("Allow always is not offered for this gate".into())
             })?;
-        let scope = match wanted.and_then(|r| r.scope.as_deref()) {
-            None | Some("session") => RuleScope::Session,
-            Some("workspace") => RuleScope::Workspace,
-            Some(other) => {
-                return Err(Error::InvalidDecision(format!(
-                    "rule scope must be `session` or `workspace`, not `{other}`"
-                )));
-            }
-        };
+        let scope = wanted.map_or(RuleScope::Session, |r| r.scope);
         let pattern = wanted
             .and_then(|r| r.pattern.as_deref())
             .map(str::trim)
@@ -161,19 +228,11 @@ impl Core {
         &self,
         session_id: &str,
         approval_id: &str,
-        body: DecisionRequest,
+        body: Answer,
         who: &Principal,
     ) -> Result<Resolution, Error> {
         let session = super::parse_session_id(session_id)?;
-        let decision = body
-            .decision
-            .as_deref()
-            .and_then(Decision::parse_answer)
-            .ok_or_else(|| {
-                Error::InvalidDecision(
-                    "decision must be one of approve, edit, deny, allow_always".into(),
-                )
-            })?;
+        let decision = body.decision;
         // The gate is looked up first (one read on the hot path); the session is checked only
         // to tell an unknown session from an unknown approval.
         let Some(gate) = self.hub.store().get_gate(&session, approval_id).await? else {
@@ -237,22 +296,14 @@ impl Core {
             Decision::AllowAlways => Some(self.new_rule(&request, body.rule.as_ref())?),
             _ => None,
         };
-        let execution_mode = match body.execution_mode.as_deref() {
+        let execution_mode = match body.execution_mode {
             None => request.body.execution_mode,
             Some(_) if request.body.decision_kind.as_deref() != Some("plan") => {
                 return Err(Error::InvalidDecision(
                     "execution_mode applies only to a plan card".into(),
                 ));
             }
-            Some(raw) => match super::parse_mode(raw)? {
-                crate::protocol::Mode::Plan => {
-                    return Err(Error::InvalidDecision(
-                        "a plan runs in plan, ask, auto_edit or yolo — pick one other than plan"
-                            .into(),
-                    ));
-                }
-                mode => Some(mode),
-            },
+            Some(mode) => Some(mode),
         };
         let reason = body
             .reason

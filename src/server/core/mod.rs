@@ -7,7 +7,7 @@ mod decisions;
 mod error;
 mod sessions;
 
-pub use decisions::{DecisionRequest, RuleRequest};
+pub use decisions::{Answer, DecisionRequest, RuleChoice, RuleRequest};
 pub use error::Error;
 
 use std::path::PathBuf;

@@ -6,77 +6,16 @@ use std::time::Duration;
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-use similar::TextDiff;
 
 use crate::protocol::{
     ApprovalRequestBody, Decision, GateKind, GateReason, Mode, RuleSuggestion, TimeoutOutcome,
     Timestamp, ToolClass,
 };
-use crate::server::agent::provider::ToolCallRequest;
-use crate::server::agent::tools;
 use crate::server::config::DecisionTimeout;
+use crate::server::conversation::ToolCallRequest;
 use crate::server::gate::rules;
 use crate::server::markdown;
-
-/// The decision kinds a checkpoint may name; anything else is shown as `other`.
-pub const DECISION_KINDS: [&str; 6] = [
-    "target_column",
-    "prep_plan",
-    "model_shortlist",
-    "expensive_run",
-    "plan",
-    "other",
-];
-
-/// A `request_approval` call's arguments, checked.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Checkpoint {
-    pub kind: String,
-    pub title: String,
-    pub proposal: String,
-}
-
-/// Validates `request_approval {kind, title, proposal, context?}`.
-pub fn parse_checkpoint(args: &Value) -> Result<Checkpoint, String> {
-    let obj = args
-        .as_object()
-        .ok_or("request_approval takes an object {kind, title, proposal, context?}")?;
-    if let Some(unknown) = obj
-        .keys()
-        .find(|k| !matches!(k.as_str(), "kind" | "title" | "proposal" | "context"))
-    {
-        return Err(format!("request_approval: unknown field `{unknown}`"));
-    }
-    let text = |k: &str| {
-        obj.get(k)
-            .and_then(Value::as_str)
-            .map(str::trim)
-            .unwrap_or("")
-    };
-    let title = text("title");
-    if title.is_empty() {
-        return Err("request_approval: `title` must be a non-empty string".into());
-    }
-    let kind = text("kind");
-    // `plan` cards come only from `exit_plan`: approving one leaves plan mode, which a
-    // checkpoint must not be able to do.
-    let kind = if DECISION_KINDS.contains(&kind) && kind != "plan" {
-        kind
-    } else {
-        "other"
-    };
-    let mut proposal = text("proposal").to_owned();
-    let context = text("context");
-    if !context.is_empty() {
-        proposal.push_str("\n\n");
-        proposal.push_str(context);
-    }
-    Ok(Checkpoint {
-        kind: kind.to_owned(),
-        title: title.to_owned(),
-        proposal,
-    })
-}
+use crate::server::tools::{self, CardText, Checkpoint};
 
 /// JSON with object keys sorted at every level: the input of a digest.
 pub fn canonical_json(value: &Value) -> String {
@@ -114,139 +53,6 @@ pub fn proposal_digest(proposal: &str) -> String {
     sha256_hex(proposal)
 }
 
-fn kind_label(tool: &str, class: ToolClass) -> &'static str {
-    match (tool, class) {
-        ("write_file", _) => "Write file",
-        ("edit_file", _) => "Edit file",
-        ("shell", _) => "Shell",
-        (_, ToolClass::Config) => "Config",
-        (_, ToolClass::Exec) => "Command",
-        (_, ToolClass::Edit) => "File change",
-        _ => "Tool",
-    }
-}
-
-fn line_count(text: &str) -> usize {
-    text.lines().count().max(usize::from(!text.is_empty()))
-}
-
-fn plural(n: usize, word: &str) -> String {
-    if n == 1 {
-        format!("1 {word}")
-    } else {
-        format!("{n} {word}s")
-    }
-}
-
-/// The largest file a card diffs; above it the card says so instead of reading the file.
-pub const MAX_DIFF_BYTES: u64 = 1024 * 1024;
-
-/// What the file a file tool names holds now (read once per card, capped).
-fn file_now(tool: &str, args: &Value, workspace: &Path) -> tools::FileNow {
-    match (tool, args.get("path").and_then(Value::as_str)) {
-        ("write_file" | "edit_file", Some(path)) => {
-            tools::current_file(workspace, path, MAX_DIFF_BYTES)
-        }
-        _ => tools::FileNow::Missing,
-    }
-}
-
-/// The text a file would have after the call, and the text it has now.
-fn before_after(
-    tool: &str,
-    args: &Value,
-    now: &tools::FileNow,
-) -> Option<(String, String, String)> {
-    let shown = tools::subject(tool, args)?;
-    let current = match now {
-        tools::FileNow::Text(text) => Some(text.clone()),
-        tools::FileNow::Missing => None,
-        tools::FileNow::TooLarge(_) => return None,
-    };
-    match tool {
-        "write_file" => {
-            let content = args.get("content")?.as_str()?.to_owned();
-            Some((shown, current.unwrap_or_default(), content))
-        }
-        "edit_file" => {
-            let old = args.get("old")?.as_str()?;
-            let new = args.get("new")?.as_str()?;
-            let before = current?;
-            (!old.is_empty() && before.contains(old)).then(|| {
-                let after = before.replacen(old, new, 1);
-                (shown, before, after)
-            })
-        }
-        _ => None,
-    }
-}
-
-/// A unified diff of what a file tool would change (none for a file too large to diff).
-fn diff_of(tool: &str, args: &Value, now: &tools::FileNow) -> Option<String> {
-    let (shown, before, after) = before_after(tool, args, now)?;
-    let diff = TextDiff::from_lines(&before, &after);
-    Some(
-        diff.unified_diff()
-            .context_radius(3)
-            .header(&format!("a/{shown}"), &format!("b/{shown}"))
-            .to_string(),
-    )
-}
-
-/// A unified diff of what a file tool would change. Blocking (reads the file).
-#[cfg(test)]
-pub fn diff(tool: &str, args: &Value, workspace: &Path) -> Option<String> {
-    diff_of(tool, args, &file_now(tool, args, workspace))
-}
-
-/// One line saying what will happen. Blocking (may read the file).
-#[cfg(test)]
-pub fn summary(tool: &str, args: &Value, workspace: &Path) -> String {
-    summary_of(tool, args, &file_now(tool, args, workspace))
-}
-
-fn size_words(bytes: u64) -> String {
-    format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
-}
-
-/// One line saying what will happen: `write_file notes.md (1 line, new file)`.
-fn summary_of(tool: &str, args: &Value, now: &tools::FileNow) -> String {
-    let subject = tools::subject(tool, args).unwrap_or_default();
-    match tool {
-        "shell" => format!("shell: {subject}"),
-        "write_file" => {
-            let content = args.get("content").and_then(Value::as_str).unwrap_or("");
-            let lines = plural(line_count(content), "line");
-            match now {
-                tools::FileNow::Text(old) => format!(
-                    "write_file {subject} ({lines}, replaces {})",
-                    plural(line_count(old), "line")
-                ),
-                tools::FileNow::TooLarge(bytes) => format!(
-                    "write_file {subject} ({lines}, replaces a {} file too large to diff)",
-                    size_words(*bytes)
-                ),
-                tools::FileNow::Missing => format!("write_file {subject} ({lines}, new file)"),
-            }
-        }
-        "edit_file" => {
-            let old = args.get("old").and_then(Value::as_str).unwrap_or("");
-            let new = args.get("new").and_then(Value::as_str).unwrap_or("");
-            format!(
-                "edit_file {subject} (replace {} with {})",
-                plural(line_count(old), "line"),
-                plural(line_count(new), "line")
-            )
-        }
-        "config_set" => {
-            let key = args.get("key").and_then(Value::as_str).unwrap_or("");
-            let value = args.get("value").map(Value::to_string).unwrap_or_default();
-            format!("config_set {key} = {value}")
-        }
-        other => format!("{other} {subject}").trim().to_owned(),
-    }
-}
-
 /// Everything that does not depend on the gate kind.
 pub struct Common {
     pub approval_id: String,
@@ -267,7 +73,7 @@ fn times(common: &Common) -> (Timestamp, Timestamp) {
 
 /// The card for a gated tool call.
 /// `approved_before`: how many matching calls were approved by hand in this session.
-/// Blocking: it reads the file a file tool would change (capped at `MAX_DIFF_BYTES`).
+/// Blocking: it reads the file a file tool would change (capped at `tools::MAX_DIFF_BYTES`).
 pub fn tool_gate(
     common: Common,
     call: &ToolCallRequest,
@@ -290,7 +96,14 @@ pub fn tool_gate(
         allowed.push(Decision::AllowAlways);
     }
     let (created_at, expires_at) = times(&common);
-    let now = file_now(&call.name, &call.args, workspace);
+    let card = match tools::get(&call.name) {
+        Some(tool) => tool.card(&call.args, workspace),
+        None => CardText {
+            title: "Tool".into(),
+            summary: call.name.clone(),
+            diff: None,
+        },
+    };
     ApprovalRequestBody {
         approval_id: common.approval_id,
         session_id: common.session_id,
@@ -300,11 +113,11 @@ pub fn tool_gate(
         class,
         args: call.args.clone(),
         decision_kind: None,
-        title: kind_label(&call.name, class).to_owned(),
-        summary: summary_of(&call.name, &call.args, &now),
+        title: card.title,
+        summary: card.summary,
         proposal_md: String::new(),
         proposal_html: String::new(),
-        diff: diff_of(&call.name, &call.args, &now),
+        diff: card.diff,
         reason: common.reason,
         reason_detail: common.reason_detail,
         allowed_decisions: allowed,
@@ -396,26 +209,21 @@ pub fn plan_gate(
     )
 }
 
-/// Validates `exit_plan {plan}`.
-pub fn parse_plan(args: &Value) -> Result<String, String> {
-    let obj = args.as_object().ok_or("exit_plan takes an object {plan}")?;
-    if let Some(unknown) = obj.keys().find(|k| k.as_str() != "plan") {
-        return Err(format!("exit_plan: unknown field `{unknown}`"));
-    }
-    let plan = obj
-        .get("plan")
-        .and_then(Value::as_str)
-        .map(str::trim)
-        .unwrap_or("");
-    if plan.is_empty() {
-        return Err("exit_plan: `plan` must be a non-empty string".into());
-    }
-    Ok(plan.to_owned())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn card(tool: &str, args: &Value, workspace: &Path) -> CardText {
+        tools::get(tool).unwrap().card(args, workspace)
+    }
+
+    fn summary(tool: &str, args: &Value, workspace: &Path) -> String {
+        card(tool, args, workspace).summary
+    }
+
+    fn diff(tool: &str, args: &Value, workspace: &Path) -> Option<String> {
+        card(tool, args, workspace).diff
+    }
     use serde_json::json;
 
     #[test]
@@ -466,7 +274,7 @@ mod tests {
     #[test]
     fn a_file_too_large_to_diff_is_not_read_and_the_card_says_so() {
         let ws = tempfile::tempdir().unwrap();
-        let big = vec![b'x'; (MAX_DIFF_BYTES + 10) as usize];
+        let big = vec![b'x'; (tools::MAX_DIFF_BYTES + 10) as usize];
         std::fs::write(ws.path().join("big.log"), &big).unwrap();
         let write = json!({"path": "big.log", "content": "small"});
         assert_eq!(diff("write_file", &write, ws.path()), None);
@@ -478,28 +286,12 @@ mod tests {
         assert_eq!(diff("edit_file", &edit, ws.path()), None);
         assert_eq!(
             tools::current_file(ws.path(), "big.log", 16),
-            tools::FileNow::TooLarge(MAX_DIFF_BYTES + 10)
+            tools::FileNow::TooLarge(tools::MAX_DIFF_BYTES + 10)
         );
         std::fs::write(ws.path().join("small.txt"), "ok").unwrap();
         assert_eq!(
             tools::current_file(ws.path(), "small.txt", 16),
             tools::FileNow::Text("ok".into())
         );
-    }
-
-    #[test]
-    fn checkpoints_are_validated() {
-        let c = parse_checkpoint(
-            &json!({"kind": "prep_plan", "title": "Drop nulls", "proposal": "**x**"}),
-        )
-        .unwrap();
-        assert_eq!(c.kind, "prep_plan");
-        let c = parse_checkpoint(&json!({"kind": "weird", "title": "T", "proposal": ""})).unwrap();
-        assert_eq!(c.kind, "other");
-        let c = parse_checkpoint(&json!({"kind": "plan", "title": "T", "proposal": ""})).unwrap();
-        assert_eq!(c.kind, "other", "only exit_plan makes a plan card");
-        assert!(parse_checkpoint(&json!({"kind": "plan", "title": " ", "proposal": ""})).is_err());
-        assert!(parse_checkpoint(&json!({"title": "T", "bogus": 1})).is_err());
-        assert!(parse_checkpoint(&json!("x")).is_err());
     }
 }

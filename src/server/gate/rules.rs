@@ -5,17 +5,23 @@
 use globset::Glob;
 use serde_json::Value;
 
+use super::shell_syntax;
 use crate::protocol::{Rule, RuleScope};
-use crate::server::agent::tools;
 use crate::server::store::{Store, StoreError};
+use crate::server::tools::{self, Subject, SubjectKind};
 
-fn is_command_tool(tool: &str) -> bool {
-    tool == "shell"
-}
-
-/// Characters that make one command line do more than one simple command.
-fn has_shell_control(text: &str) -> bool {
-    text.contains(['\n', ';', '&', '|', '`', '>', '<', '(', ')', '{', '}']) || text.contains("$(")
+/// Whether a prefix rule may cover `rest` after the prefix: the whole command must read as
+/// one plain simple command (no list, pipe, substitution or redirect), so `echo *` never lets
+/// `echo ok; rm -rf x` through.
+fn one_plain_command(command: &str) -> bool {
+    match shell_syntax::read(command) {
+        Ok(script) => {
+            script.redirect_targets.is_empty()
+                && script.commands.len() == 1
+                && script.commands.iter().all(|c| !c.stdin_fed)
+        }
+        Err(_) => false,
+    }
 }
 
 /// A standing rule in force that covers this call in this session, if any.
@@ -40,39 +46,33 @@ pub fn covers(rule: &Rule, tool: &str, args: &Value) -> bool {
     if rule.tool != tool {
         return false;
     }
-    let Some(subject) = tools::subject(tool, args) else {
-        return false;
-    };
-    if is_command_tool(tool) {
-        let command = subject.trim();
-        match rule.pattern.strip_suffix('*') {
-            // A prefix never covers a command that chains, pipes, substitutes or redirects:
-            // `echo *` must not let `echo ok; rm -rf x` through.
-            Some(prefix) => {
-                command.starts_with(prefix)
-                    && !prefix.trim().is_empty()
-                    && !has_shell_control(&command[prefix.len()..])
+    match tools::get(tool).and_then(|t| t.subject(args)) {
+        Some(Subject::Command(command)) => {
+            let command = command.trim();
+            match rule.pattern.strip_suffix('*') {
+                Some(prefix) => {
+                    command.starts_with(prefix)
+                        && !prefix.trim().is_empty()
+                        && one_plain_command(command)
+                }
+                None => command == rule.pattern.trim(),
             }
-            None => command == rule.pattern.trim(),
         }
-    } else {
-        Glob::new(&rule.pattern)
-            .map(|g| {
-                g.compile_matcher()
-                    .is_match(subject.trim_start_matches("./"))
-            })
-            .unwrap_or(false)
+        Some(Subject::Path(path)) => Glob::new(&rule.pattern)
+            .map(|g| g.compile_matcher().is_match(path.trim_start_matches("./")))
+            .unwrap_or(false),
+        None => false,
     }
 }
 
 /// The pattern Allow always proposes: the exact path, or the command's first word and `*`.
 pub fn default_pattern(tool: &str, args: &Value) -> Option<String> {
-    let subject = tools::subject(tool, args)?;
-    if is_command_tool(tool) {
-        let first = subject.split_whitespace().next()?;
-        Some(format!("{first} *"))
-    } else {
-        Some(subject)
+    match tools::get(tool)?.subject(args)? {
+        Subject::Command(command) => {
+            let first = command.split_whitespace().next()?;
+            Some(format!("{first} *"))
+        }
+        Subject::Path(path) => Some(path),
     }
 }
 
@@ -82,7 +82,7 @@ pub fn validate_pattern(tool: &str, pattern: &str) -> Result<(), String> {
     if trimmed.is_empty() || trimmed == "*" || trimmed == "**" {
         return Err("the rule pattern must not be empty or match everything".into());
     }
-    if is_command_tool(tool) {
+    if tools::get(tool).and_then(|t| t.subject_kind()) == Some(SubjectKind::Command) {
         return Ok(());
     }
     Glob::new(trimmed)

@@ -20,7 +20,8 @@ pub async fn decide(
     Path((sid, aid)): Path<(String, String)>,
     ApiJson(body): ApiJson<DecisionRequest>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let resolution = state.core.decide(&sid, &aid, body, &who).await?;
+    let answer = crate::server::core::Answer::try_from(body)?;
+    let resolution = state.core.decide(&sid, &aid, answer, &who).await?;
     Ok(Json(json!({
         "approval_id": resolution.approval_id,
         "decision": resolution.decision,

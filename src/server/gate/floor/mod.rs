@@ -14,8 +14,8 @@ use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde_json::Value;
 
 use super::shell_syntax::{self, Word};
-use crate::server::agent::tools;
 use crate::server::config::SafetyConfig;
+use crate::server::tools::{self, Subject};
 use pattern::CommandPattern;
 use wrappers::Inner;
 
@@ -77,12 +77,9 @@ impl SafetyFloor {
 
     /// Why this call hits the floor, in words; `None` when it does not.
     pub fn check(&self, tool: &str, args: &Value) -> Option<String> {
-        match tool {
-            "shell" => self.check_command(args.get("command")?.as_str()?),
-            _ => {
-                let subject = tools::subject(tool, args)?;
-                self.path_hit(&subject)
-            }
+        match tools::get(tool)?.subject(args)? {
+            Subject::Command(command) => self.check_command(&command),
+            Subject::Path(path) => self.path_hit(&path),
         }
     }
 

@@ -8,9 +8,9 @@ use serde_json::json;
 
 use super::*;
 use crate::protocol::ToolStatus;
-use crate::server::agent::tools::testing::run;
-use crate::server::agent::tools::{ToolContext, ToolOutput};
 use crate::server::config::{NetworkAccess, SandboxConfig, SandboxMode, ToolsConfig};
+use crate::server::tools::testing::run;
+use crate::server::tools::{ToolContext, ToolOutput};
 
 /// A server's folders as `serve` lays them out: a data dir holding the token, the config and
 /// the database, and a workspace elsewhere.
@@ -50,6 +50,7 @@ impl Layout {
             output_limit: 64 * 1024,
             cancel: tokio_util::sync::CancellationToken::new(),
             sandbox: Arc::new(sandbox),
+            settings: None,
         }
     }
 

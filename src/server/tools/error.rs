@@ -4,10 +4,8 @@ use std::io;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ToolError {
-    #[error(
-        "unknown tool `{0}`; the tools are read_file, list_files, search, write_file, edit_file and shell"
-    )]
-    UnknownTool(String),
+    #[error("unknown tool `{name}`; the tools are {}", super::registry::names().join(", "))]
+    UnknownTool { name: String },
     #[error("invalid arguments: {0}")]
     InvalidArgs(String),
     #[error("path `{0}` is outside the workspace")]

@@ -5,18 +5,100 @@ use std::io::{BufRead, BufReader};
 use tokio_util::sync::CancellationToken;
 use walkdir::WalkDir;
 
+use std::path::Path;
+
+use async_trait::async_trait;
+use serde::Deserialize;
+use serde_json::Value;
+
 use super::beneath::{self, Access};
-use super::confine::Resolved;
+use super::confine::{self, Resolved};
 use super::output::cap_text;
-use super::{ToolError, ToolOutput};
-use crate::protocol::ToolStatus;
+use super::{
+    CardText, CheckEnv, Refusal, Subject, Tool, ToolContext, ToolError, ToolOutput, files,
+    non_empty, parse, string_spec,
+};
+use crate::protocol::{ToolClass, ToolStatus};
+use crate::server::conversation::ToolSpec;
+
+pub struct Search;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    pattern: String,
+    #[serde(default)]
+    path: Option<String>,
+}
+
+/// The pattern and the path (default `.`), checked for shape.
+fn args(value: &Value) -> Result<(String, String), ToolError> {
+    let args: Args = parse(value)?;
+    non_empty("pattern", &args.pattern)?;
+    let path = args.path.unwrap_or_else(|| ".".into());
+    non_empty("path", &path)?;
+    Ok((args.pattern, path))
+}
+
+#[async_trait]
+impl Tool for Search {
+    fn name(&self) -> &'static str {
+        "search"
+    }
+
+    fn class(&self) -> ToolClass {
+        ToolClass::Read
+    }
+
+    fn spec(&self) -> ToolSpec {
+        string_spec(
+            self.name(),
+            "Find lines containing a plain-text pattern (not a regex) in the workspace's text files, shown as `file:line: text`.",
+            self.class(),
+            &[
+                ("pattern", "Exact text to look for."),
+                (
+                    "path",
+                    "File or directory to search, relative to the workspace; defaults to `.`.",
+                ),
+            ],
+            &["pattern"],
+        )
+    }
+
+    fn check(&self, value: &Value, env: &CheckEnv<'_>) -> Result<(), Refusal> {
+        confine::resolve(env.workspace, &args(value)?.1)?;
+        Ok(())
+    }
+
+    fn subject_kind(&self) -> Option<super::SubjectKind> {
+        Some(super::SubjectKind::Path)
+    }
+
+    fn subject(&self, value: &Value) -> Option<Subject> {
+        files::path_subject(value, true)
+    }
+
+    fn card(&self, value: &Value, _workspace: &Path) -> CardText {
+        files::plain_card("Tool", self.name(), value)
+    }
+
+    async fn run(&self, value: &Value, ctx: &ToolContext) -> ToolOutput {
+        let found = async {
+            let (pattern, path) = args(value)?;
+            let target = confine::resolve(&ctx.workspace, &path)?;
+            search(target, pattern, ctx.output_limit, ctx.cancel.clone()).await
+        };
+        ToolOutput::from_result(found.await)
+    }
+}
 
 /// Enough to locate things; a model wanting more should narrow the pattern or the path.
 const MAX_MATCHES: usize = 200;
 /// Longer matching lines (minified files) are clipped so a few can't fill the output.
 const MAX_LINE_BYTES: usize = 300;
 
-pub(crate) async fn search(
+async fn search(
     target: Resolved,
     pattern: String,
     limit: usize,

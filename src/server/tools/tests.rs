@@ -38,6 +38,41 @@ fn specs_are_strict_objects_and_agree_with_class_of() {
 }
 
 #[test]
+fn every_registered_tool_has_a_strict_spec_of_its_own_name_and_class() {
+    let names = registry::names();
+    assert_eq!(
+        names,
+        [
+            "read_file",
+            "list_files",
+            "search",
+            "write_file",
+            "edit_file",
+            "shell",
+            "config_set",
+            "request_approval",
+            "exit_plan"
+        ]
+    );
+    for tool in all() {
+        let spec = tool.spec();
+        assert_eq!(spec.name, tool.name());
+        assert_eq!(spec.class, tool.class(), "{}", spec.name);
+        assert_eq!(
+            spec.parameters["additionalProperties"], false,
+            "{}",
+            spec.name
+        );
+        assert!(get(tool.name()).is_some());
+    }
+    // Decisions are put to the person; only plan mode offers a plan, yolo no checkpoint.
+    assert_eq!(get("exit_plan").unwrap().gate(), GateStyle::Plan);
+    assert!(!get("exit_plan").unwrap().offered_in(Mode::Ask));
+    assert!(!get("request_approval").unwrap().offered_in(Mode::Yolo));
+    assert_eq!(class_of("config_set"), Some(ToolClass::Config));
+}
+
+#[test]
 fn validate_checks_the_schema() {
     let ws = tempfile::tempdir().unwrap();
     let v = |tool: &str, args: Value| validate(tool, &args, ws.path());
@@ -66,7 +101,7 @@ fn validate_checks_the_schema() {
     assert!(err.to_string().contains("unknown field `mode`"), "{err}");
 
     let err = v("delete_everything", json!({})).unwrap_err();
-    assert!(matches!(err, ToolError::UnknownTool(_)));
+    assert!(matches!(err, ToolError::UnknownTool { .. }));
     assert!(
         err.to_string()
             .starts_with("unknown tool `delete_everything`")

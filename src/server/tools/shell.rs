@@ -12,9 +12,84 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::Command;
 use tokio::task::JoinHandle;
 
+use async_trait::async_trait;
+use serde::Deserialize;
+use serde_json::Value;
+
 use super::output::cap_bytes;
-use super::{ToolContext, ToolError, ToolOutput};
-use crate::protocol::ToolStatus;
+use super::{
+    CardText, CheckEnv, Refusal, Subject, Tool, ToolContext, ToolError, ToolOutput, non_empty,
+    parse, string_spec,
+};
+use crate::protocol::{ToolClass, ToolStatus};
+use crate::server::conversation::ToolSpec;
+
+pub struct Shell;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    command: String,
+}
+
+fn command_of(value: &Value) -> Result<String, ToolError> {
+    let args: Args = parse(value)?;
+    non_empty("command", args.command.trim())?;
+    Ok(args.command)
+}
+
+#[async_trait]
+impl Tool for Shell {
+    fn name(&self) -> &'static str {
+        "shell"
+    }
+
+    fn class(&self) -> ToolClass {
+        ToolClass::Exec
+    }
+
+    fn spec(&self) -> ToolSpec {
+        string_spec(
+            self.name(),
+            "Run a command with `sh -c` in the workspace and return its output and exit code.",
+            self.class(),
+            &[("command", "The shell command line.")],
+            &["command"],
+        )
+    }
+
+    fn check(&self, value: &Value, _env: &CheckEnv<'_>) -> Result<(), Refusal> {
+        command_of(value)?;
+        Ok(())
+    }
+
+    fn subject_kind(&self) -> Option<super::SubjectKind> {
+        Some(super::SubjectKind::Command)
+    }
+
+    fn subject(&self, value: &Value) -> Option<Subject> {
+        value
+            .get("command")?
+            .as_str()
+            .map(|c| Subject::Command(c.to_owned()))
+    }
+
+    fn card(&self, value: &Value, _workspace: &std::path::Path) -> CardText {
+        let command = value.get("command").and_then(Value::as_str).unwrap_or("");
+        CardText {
+            title: "Shell".into(),
+            summary: format!("shell: {command}"),
+            diff: None,
+        }
+    }
+
+    async fn run(&self, value: &Value, ctx: &ToolContext) -> ToolOutput {
+        match command_of(value) {
+            Ok(command) => run(&command, ctx).await,
+            Err(e) => ToolOutput::error(e.to_string()),
+        }
+    }
+}
 
 /// How long to wait for output still in flight once the group is dead. Only a process that
 /// left the group (`setsid`) and kept the pipe open can make this wait run out.
@@ -26,7 +101,7 @@ enum Ending {
     Cancelled,
 }
 
-pub(crate) async fn run(command: &str, ctx: &ToolContext) -> ToolOutput {
+async fn run(command: &str, ctx: &ToolContext) -> ToolOutput {
     let mut shell = Command::new("sh");
     shell
         .arg("-c")

@@ -1,10 +1,105 @@
-//! The file tools (read, list, write, edit), working on paths `confine` already resolved and
-//! opened through `beneath`, so a path swapped for a symlink meanwhile cannot lead outside.
+//! What the file tools share: reading, listing, writing and editing on paths `confine`
+//! already resolved and opened through `beneath` (so a path swapped for a symlink meanwhile
+//! cannot lead outside), their path subject, and the before/after of a change for its card.
 
 use std::io::{self, Read, Write};
+use std::path::Path;
+
+use serde_json::Value;
+use similar::TextDiff;
 
 use super::beneath::{self, Access};
-use super::confine::Resolved;
+use super::confine::{self, Resolved};
+use super::{CardText, Subject};
+
+pub const PATH_DOC: &str = "Path relative to the workspace.";
+pub const DIR_DOC: &str = "Directory relative to the workspace; defaults to `.`.";
+
+/// The largest file a card diffs; above it the card says so instead of reading the file.
+pub const MAX_DIFF_BYTES: u64 = 1024 * 1024;
+
+/// A file tool's `path`, lexically normalized (`.` when a listing or search names none).
+pub fn path_subject(args: &Value, defaults_to_workspace: bool) -> Option<Subject> {
+    let path = match args.get("path") {
+        None | Some(Value::Null) if defaults_to_workspace => {
+            return Some(Subject::Path(".".into()));
+        }
+        None => return None,
+        Some(path) => path.as_str()?,
+    };
+    Some(Subject::Path(confine::display_form(path)))
+}
+
+/// A card that says only which tool on which subject (for tools that are never gated).
+pub fn plain_card(title: &str, tool: &str, args: &Value) -> CardText {
+    let subject = super::subject(tool, args).unwrap_or_default();
+    CardText {
+        title: title.to_owned(),
+        summary: format!("{tool} {subject}").trim().to_owned(),
+        diff: None,
+    }
+}
+
+/// What a file the call names holds now, for the diff an approval card shows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileNow {
+    /// Absent, unreadable, or outside the workspace.
+    Missing,
+    Text(String),
+    /// Larger than the card diffs (its size in bytes); not read.
+    TooLarge(u64),
+}
+
+/// Reads a file through the same confinement as the tools, but not past `limit` bytes: a
+/// card never loads a huge file to diff it. Blocking: call it off the async threads.
+pub fn current_file(workspace: &Path, raw_path: &str, limit: u64) -> FileNow {
+    let Ok(target) = confine::resolve(workspace, raw_path) else {
+        return FileNow::Missing;
+    };
+    let Ok(file) = beneath::open(&target, Access::Read) else {
+        return FileNow::Missing;
+    };
+    let size = file.metadata().map(|m| m.len()).ok();
+    let mut bytes = Vec::new();
+    match file.take(limit + 1).read_to_end(&mut bytes) {
+        Ok(n) if n as u64 > limit => FileNow::TooLarge(size.unwrap_or(n as u64)),
+        Ok(_) => FileNow::Text(String::from_utf8_lossy(&bytes).into_owned()),
+        Err(_) => FileNow::Missing,
+    }
+}
+
+/// The file a card is about, read once (capped).
+pub fn file_now(args: &Value, workspace: &Path) -> FileNow {
+    match args.get("path").and_then(Value::as_str) {
+        Some(path) => current_file(workspace, path, MAX_DIFF_BYTES),
+        None => FileNow::Missing,
+    }
+}
+
+/// A unified diff from `before` to `after` of the file shown as `shown`.
+pub fn unified_diff(shown: &str, before: &str, after: &str) -> String {
+    TextDiff::from_lines(before, after)
+        .unified_diff()
+        .context_radius(3)
+        .header(&format!("a/{shown}"), &format!("b/{shown}"))
+        .to_string()
+}
+
+pub fn line_count(text: &str) -> usize {
+    text.lines().count().max(usize::from(!text.is_empty()))
+}
+
+pub fn plural(n: usize, word: &str) -> String {
+    if n == 1 {
+        format!("1 {word}")
+    } else {
+        format!("{n} {word}s")
+    }
+}
+
+pub fn size_words(bytes: u64) -> String {
+    format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
+}
 use super::output::{cap_bytes, cap_text};
 use super::{ToolError, ToolOutput};
 

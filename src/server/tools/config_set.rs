@@ -1,0 +1,123 @@
+//! `config_set {key, value}`: the agent changes one setting of this server. Class config:
+//! asks in ask and auto_edit, runs in yolo, refused in plan; protected keys are refused
+//! outright in every mode. Every change is audited as the agent's.
+
+use std::path::Path;
+
+use async_trait::async_trait;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{CardText, CheckEnv, Refusal, Tool, ToolContext, ToolError, ToolOutput, parse};
+use crate::protocol::ToolClass;
+use crate::server::config::{keys, ops};
+use crate::server::conversation::ToolSpec;
+
+pub const CONFIG_TOOL: &str = "config_set";
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    #[serde(default)]
+    key: String,
+    #[serde(default)]
+    value: Value,
+}
+
+/// The key and value a call asks for, checked for shape (the value itself is the config's to
+/// check).
+pub fn key_and_value(value: &Value) -> Result<(String, Value), ToolError> {
+    let args: Args = parse(value)?;
+    let key = args.key.trim();
+    if key.is_empty() {
+        return Err(ToolError::InvalidArgs(
+            "`key` must be a non-empty string".into(),
+        ));
+    }
+    if args.value.is_null() {
+        return Err(ToolError::InvalidArgs("`value` is required".into()));
+    }
+    Ok((key.to_owned(), args.value))
+}
+
+pub struct ConfigSet;
+
+#[async_trait]
+impl Tool for ConfigSet {
+    fn name(&self) -> &'static str {
+        CONFIG_TOOL
+    }
+
+    fn class(&self) -> ToolClass {
+        ToolClass::Config
+    }
+
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: CONFIG_TOOL,
+            description: "Change one setting of this server's configuration (dotted key, e.g. tools.shell_timeout_secs).",
+            class: ToolClass::Config,
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "key": {"type": "string"},
+                    "value": {"description": "the new value: a string, number, boolean or list"}
+                },
+                "required": ["key", "value"],
+                "additionalProperties": false
+            }),
+        }
+    }
+
+    fn check(&self, args: &Value, env: &CheckEnv<'_>) -> Result<(), Refusal> {
+        let (key, value) = key_and_value(args)?;
+        let Some(live) = env.live else {
+            return Ok(());
+        };
+        ops::check(live, &key, &value).map_err(|err| match err {
+            ops::ChangeError::Protected(why) => Refusal::Refused(why),
+            other => Refusal::Invalid(ToolError::InvalidArgs(other.to_string())),
+        })
+    }
+
+    fn card(&self, args: &Value, _workspace: &Path) -> CardText {
+        let key = args.get("key").and_then(Value::as_str).unwrap_or("");
+        let value = args.get("value").map(Value::to_string).unwrap_or_default();
+        CardText {
+            title: "Config".into(),
+            summary: format!("config_set {key} = {value}"),
+            diff: None,
+        }
+    }
+
+    async fn run(&self, args: &Value, ctx: &ToolContext) -> ToolOutput {
+        let Some(settings) = &ctx.settings else {
+            return ToolOutput::error("the configuration cannot be changed from here");
+        };
+        let (key, value) = match key_and_value(args) {
+            Ok(kv) => kv,
+            Err(e) => return ToolOutput::error(e.to_string()),
+        };
+        let via = format!("config_set in session {}", settings.session_id);
+        match ops::set(
+            &settings.live,
+            settings.store.as_ref(),
+            &key,
+            &value,
+            "agent",
+            &via,
+        )
+        .await
+        {
+            Ok(changes) => ToolOutput::ok(match changes.first() {
+                Some((_, previous, now)) => format!(
+                    "set {key} = {} (was {})",
+                    keys::display(now),
+                    keys::display(previous)
+                ),
+                None => format!("{key} already had that value"),
+            }),
+            Err(e) => ToolOutput::error(e.to_string()),
+        }
+    }
+}

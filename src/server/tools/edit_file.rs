@@ -1,0 +1,104 @@
+//! `edit_file {path, old, new}`: replace the one occurrence of `old` in a workspace file.
+//! Its card shows the diff of that replacement.
+
+use std::path::Path;
+
+use async_trait::async_trait;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::files::{FileNow, file_now, line_count, plural, unified_diff};
+use super::{
+    CardText, CheckEnv, Refusal, Subject, Tool, ToolContext, ToolOutput, confine, files, non_empty,
+    parse, string_spec,
+};
+use crate::protocol::ToolClass;
+use crate::server::conversation::ToolSpec;
+
+pub struct EditFile;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    path: String,
+    old: String,
+    new: String,
+}
+
+fn args(value: &Value) -> Result<Args, super::ToolError> {
+    let args: Args = parse(value)?;
+    non_empty("old", &args.old)?;
+    non_empty("path", &args.path)?;
+    Ok(args)
+}
+
+#[async_trait]
+impl Tool for EditFile {
+    fn name(&self) -> &'static str {
+        "edit_file"
+    }
+
+    fn class(&self) -> ToolClass {
+        ToolClass::Edit
+    }
+
+    fn spec(&self) -> ToolSpec {
+        string_spec(
+            self.name(),
+            "Replace the one occurrence of the exact text `old` with `new` in a workspace file.",
+            self.class(),
+            &[
+                ("path", files::PATH_DOC),
+                (
+                    "old",
+                    "Exact text to replace; must occur exactly once in the file.",
+                ),
+                ("new", "Replacement text."),
+            ],
+            &["path", "old", "new"],
+        )
+    }
+
+    fn check(&self, value: &Value, env: &CheckEnv<'_>) -> Result<(), Refusal> {
+        confine::resolve(env.workspace, &args(value)?.path)?;
+        Ok(())
+    }
+
+    fn subject_kind(&self) -> Option<super::SubjectKind> {
+        Some(super::SubjectKind::Path)
+    }
+
+    fn subject(&self, value: &Value) -> Option<Subject> {
+        files::path_subject(value, false)
+    }
+
+    fn card(&self, value: &Value, workspace: &Path) -> CardText {
+        let shown = super::subject(self.name(), value).unwrap_or_default();
+        let text = |k: &str| value.get(k).and_then(Value::as_str).unwrap_or("");
+        let (old, new) = (text("old"), text("new"));
+        let diff = match file_now(value, workspace) {
+            FileNow::Text(before) if !old.is_empty() && before.contains(old) => {
+                Some(unified_diff(&shown, &before, &before.replacen(old, new, 1)))
+            }
+            _ => None,
+        };
+        CardText {
+            title: "Edit file".into(),
+            summary: format!(
+                "edit_file {shown} (replace {} with {})",
+                plural(line_count(old), "line"),
+                plural(line_count(new), "line")
+            ),
+            diff,
+        }
+    }
+
+    async fn run(&self, value: &Value, ctx: &ToolContext) -> ToolOutput {
+        let edit = async {
+            let args = args(value)?;
+            let target = confine::resolve(&ctx.workspace, &args.path)?;
+            files::edit_file(&target, &args.old, &args.new).await
+        };
+        ToolOutput::from_result(edit.await)
+    }
+}

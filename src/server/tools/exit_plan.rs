@@ -1,0 +1,101 @@
+//! `exit_plan {plan}`: in plan mode, the agent proposes its plan; approving the card leaves
+//! plan mode and the turn carries the plan out.
+
+use std::path::Path;
+
+use async_trait::async_trait;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{
+    CardText, CheckEnv, GateStyle, Refusal, Tool, ToolContext, ToolError, ToolOutput, parse,
+};
+use crate::protocol::{Mode, ToolClass};
+use crate::server::conversation::ToolSpec;
+
+pub const EXIT_PLAN_TOOL: &str = "exit_plan";
+
+/// Added to the system prompt in plan mode: how to leave it.
+const PROMPT: &str = "\n\nYou are in plan mode: you may read, but nothing that changes files or runs commands will run. \
+Investigate, then propose your plan with exit_plan (the plan in markdown). If the person approves it, the session leaves \
+plan mode and you carry the plan out in the same turn; if they deny it, revise the plan using their reason.";
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    #[serde(default)]
+    plan: String,
+}
+
+/// The plan a call proposes, checked (non-empty, trimmed).
+pub fn plan_of(value: &Value) -> Result<String, ToolError> {
+    let args: Args = parse(value)?;
+    let plan = args.plan.trim();
+    if plan.is_empty() {
+        return Err(ToolError::InvalidArgs(
+            "`plan` must be a non-empty string".into(),
+        ));
+    }
+    Ok(plan.to_owned())
+}
+
+pub struct ExitPlan;
+
+#[async_trait]
+impl Tool for ExitPlan {
+    fn name(&self) -> &'static str {
+        EXIT_PLAN_TOOL
+    }
+
+    fn class(&self) -> ToolClass {
+        ToolClass::Decision
+    }
+
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: EXIT_PLAN_TOOL,
+            description: "Propose your plan; if the person approves, plan mode ends and you carry it out.",
+            class: ToolClass::Decision,
+            parameters: json!({
+                "type": "object",
+                "properties": {"plan": {"type": "string", "description": "the plan, in markdown"}},
+                "required": ["plan"],
+                "additionalProperties": false
+            }),
+        }
+    }
+
+    fn offered_in(&self, mode: Mode) -> bool {
+        mode == Mode::Plan
+    }
+
+    fn prompt(&self) -> &'static str {
+        PROMPT
+    }
+
+    fn refused_in(&self, mode: Mode) -> Option<String> {
+        (mode != Mode::Plan)
+            .then(|| "not in plan mode: there is no plan mode to leave; carry on".to_owned())
+    }
+
+    fn check(&self, value: &Value, _env: &CheckEnv<'_>) -> Result<(), Refusal> {
+        plan_of(value)?;
+        Ok(())
+    }
+
+    fn gate(&self) -> GateStyle {
+        GateStyle::Plan
+    }
+
+    fn card(&self, _value: &Value, _workspace: &Path) -> CardText {
+        CardText {
+            title: "Plan".into(),
+            summary: "Leave plan mode and carry out this plan".into(),
+            diff: None,
+        }
+    }
+
+    async fn run(&self, _value: &Value, _ctx: &ToolContext) -> ToolOutput {
+        ToolOutput::error("exit_plan is a question for the person; it is not run")
+    }
+}

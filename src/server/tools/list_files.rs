@@ -1,0 +1,76 @@
+//! `list_files {path?}`: one workspace folder, not recursive, directories ending in `/`.
+
+use std::path::Path;
+
+use async_trait::async_trait;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::{
+    CardText, CheckEnv, Refusal, Subject, Tool, ToolContext, ToolOutput, confine, files, non_empty,
+    parse, string_spec,
+};
+use crate::protocol::ToolClass;
+use crate::server::conversation::ToolSpec;
+
+pub struct ListFiles;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    #[serde(default)]
+    path: Option<String>,
+}
+
+fn path(value: &Value) -> Result<String, super::ToolError> {
+    let args: Args = parse(value)?;
+    let path = args.path.unwrap_or_else(|| ".".into());
+    non_empty("path", &path)?;
+    Ok(path)
+}
+
+#[async_trait]
+impl Tool for ListFiles {
+    fn name(&self) -> &'static str {
+        "list_files"
+    }
+
+    fn class(&self) -> ToolClass {
+        ToolClass::Read
+    }
+
+    fn spec(&self) -> ToolSpec {
+        string_spec(
+            self.name(),
+            "List one workspace directory (not recursive), one entry per line, directories ending in `/`.",
+            self.class(),
+            &[("path", files::DIR_DOC)],
+            &[],
+        )
+    }
+
+    fn check(&self, value: &Value, env: &CheckEnv<'_>) -> Result<(), Refusal> {
+        confine::resolve(env.workspace, &path(value)?)?;
+        Ok(())
+    }
+
+    fn subject_kind(&self) -> Option<super::SubjectKind> {
+        Some(super::SubjectKind::Path)
+    }
+
+    fn subject(&self, value: &Value) -> Option<Subject> {
+        files::path_subject(value, true)
+    }
+
+    fn card(&self, value: &Value, _workspace: &Path) -> CardText {
+        files::plain_card("Tool", self.name(), value)
+    }
+
+    async fn run(&self, value: &Value, ctx: &ToolContext) -> ToolOutput {
+        let list = async {
+            let target = confine::resolve(&ctx.workspace, &path(value)?)?;
+            files::list_files(&target, ctx.output_limit).await
+        };
+        ToolOutput::from_result(list.await)
+    }
+}

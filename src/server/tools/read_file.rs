@@ -1,0 +1,74 @@
+//! `read_file {path}`: a text file in the workspace, cut at the output limit.
+
+use std::path::Path;
+
+use async_trait::async_trait;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::{
+    CardText, CheckEnv, Refusal, Subject, Tool, ToolContext, ToolOutput, confine, files, non_empty,
+    parse, string_spec,
+};
+use crate::protocol::ToolClass;
+use crate::server::conversation::ToolSpec;
+
+pub struct ReadFile;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    path: String,
+}
+
+fn args(value: &Value) -> Result<Args, super::ToolError> {
+    let args: Args = parse(value)?;
+    non_empty("path", &args.path)?;
+    Ok(args)
+}
+
+#[async_trait]
+impl Tool for ReadFile {
+    fn name(&self) -> &'static str {
+        "read_file"
+    }
+
+    fn class(&self) -> ToolClass {
+        ToolClass::Read
+    }
+
+    fn spec(&self) -> ToolSpec {
+        string_spec(
+            self.name(),
+            "Read a text file in the workspace; long files are truncated.",
+            self.class(),
+            &[("path", files::PATH_DOC)],
+            &["path"],
+        )
+    }
+
+    fn check(&self, value: &Value, env: &CheckEnv<'_>) -> Result<(), Refusal> {
+        confine::resolve(env.workspace, &args(value)?.path)?;
+        Ok(())
+    }
+
+    fn subject_kind(&self) -> Option<super::SubjectKind> {
+        Some(super::SubjectKind::Path)
+    }
+
+    fn subject(&self, value: &Value) -> Option<Subject> {
+        files::path_subject(value, false)
+    }
+
+    fn card(&self, value: &Value, _workspace: &Path) -> CardText {
+        files::plain_card("Tool", self.name(), value)
+    }
+
+    async fn run(&self, value: &Value, ctx: &ToolContext) -> ToolOutput {
+        let read = async {
+            let target = confine::resolve(&ctx.workspace, &args(value)?.path)?;
+            files::read_file(&target, ctx.output_limit).await
+        };
+        ToolOutput::from_result(read.await)
+    }
+}

@@ -1,0 +1,168 @@
+//! `request_approval {kind, title, proposal, context?}`: the agent's own checkpoint, a decision
+//! put to the person before it goes on (every mode but yolo).
+
+use std::path::Path;
+
+use async_trait::async_trait;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{
+    CardText, CheckEnv, GateStyle, Refusal, Tool, ToolContext, ToolError, ToolOutput, parse,
+};
+use crate::protocol::{Mode, ToolClass};
+use crate::server::conversation::ToolSpec;
+
+pub const CHECKPOINT_TOOL: &str = "request_approval";
+
+/// The decision kinds a card may name; a checkpoint naming another (or `plan`, which only
+/// `exit_plan` makes) is shown as `other`.
+pub const DECISION_KINDS: [&str; 6] = [
+    "target_column",
+    "prep_plan",
+    "model_shortlist",
+    "expensive_run",
+    "plan",
+    "other",
+];
+
+/// Added to the system prompt whenever checkpoints are offered.
+const PROMPT: &str = "\n\nBefore a consequential decision — choosing the target column, a data preparation plan, \
+a model shortlist, or an expensive run — put it to the person with request_approval (kind: target_column, prep_plan, \
+model_shortlist, expensive_run or other; a one-line title; the proposal in markdown) and follow the answer. \
+If the result says nobody answered in time, you may proceed, but say clearly in your reply that the decision is UNAPPROVED.";
+
+/// A checkpoint's arguments, checked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Checkpoint {
+    pub kind: String,
+    pub title: String,
+    pub proposal: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    #[serde(default)]
+    kind: String,
+    #[serde(default)]
+    title: String,
+    #[serde(default)]
+    proposal: String,
+    #[serde(default)]
+    context: String,
+}
+
+impl Checkpoint {
+    /// Reads and checks a checkpoint's arguments.
+    pub fn parse(value: &Value) -> Result<Checkpoint, ToolError> {
+        let args: Args = parse(value)?;
+        let title = args.title.trim();
+        if title.is_empty() {
+            return Err(ToolError::InvalidArgs(
+                "`title` must be a non-empty string".into(),
+            ));
+        }
+        let kind = args.kind.trim();
+        // `plan` cards come only from `exit_plan`: approving one leaves plan mode, which a
+        // checkpoint must not be able to do.
+        let kind = if DECISION_KINDS.contains(&kind) && kind != "plan" {
+            kind
+        } else {
+            "other"
+        };
+        let mut proposal = args.proposal.trim().to_owned();
+        let context = args.context.trim();
+        if !context.is_empty() {
+            proposal.push_str("\n\n");
+            proposal.push_str(context);
+        }
+        Ok(Checkpoint {
+            kind: kind.to_owned(),
+            title: title.to_owned(),
+            proposal,
+        })
+    }
+}
+
+pub struct RequestApproval;
+
+#[async_trait]
+impl Tool for RequestApproval {
+    fn name(&self) -> &'static str {
+        CHECKPOINT_TOOL
+    }
+
+    fn class(&self) -> ToolClass {
+        ToolClass::Decision
+    }
+
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: CHECKPOINT_TOOL,
+            description: "Ask the person to approve a consequential decision before going on; returns their answer.",
+            class: ToolClass::Decision,
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "kind": {"type": "string", "enum": ["target_column", "prep_plan", "model_shortlist", "expensive_run", "other"]},
+                    "title": {"type": "string", "description": "one line"},
+                    "proposal": {"type": "string", "description": "the proposal, in markdown"},
+                    "context": {"type": "string", "description": "optional background"}
+                },
+                "required": ["kind", "title", "proposal"],
+                "additionalProperties": false
+            }),
+        }
+    }
+
+    fn offered_in(&self, mode: Mode) -> bool {
+        mode != Mode::Yolo
+    }
+
+    fn prompt(&self) -> &'static str {
+        PROMPT
+    }
+
+    fn check(&self, value: &Value, _env: &CheckEnv<'_>) -> Result<(), Refusal> {
+        Checkpoint::parse(value)?;
+        Ok(())
+    }
+
+    fn gate(&self) -> GateStyle {
+        GateStyle::Checkpoint
+    }
+
+    fn card(&self, value: &Value, _workspace: &Path) -> CardText {
+        let title = value.get("title").and_then(Value::as_str).unwrap_or("");
+        CardText {
+            title: title.to_owned(),
+            summary: title.to_owned(),
+            diff: None,
+        }
+    }
+
+    async fn run(&self, _value: &Value, _ctx: &ToolContext) -> ToolOutput {
+        ToolOutput::error("request_approval is a question for the person; it is not run")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checkpoints_are_validated() {
+        let c = Checkpoint::parse(
+            &json!({"kind": "prep_plan", "title": "Drop nulls", "proposal": "**x**"}),
+        )
+        .unwrap();
+        assert_eq!(c.kind, "prep_plan");
+        let c = Checkpoint::parse(&json!({"kind": "weird", "title": "T", "proposal": ""})).unwrap();
+        assert_eq!(c.kind, "other");
+        let c = Checkpoint::parse(&json!({"kind": "plan", "title": "T", "proposal": ""})).unwrap();
+        assert_eq!(c.kind, "other", "only exit_plan makes a plan card");
+        assert!(Checkpoint::parse(&json!({"kind": "plan", "title": " ", "proposal": ""})).is_err());
+        assert!(Checkpoint::parse(&json!({"title": "T", "bogus": 1})).is_err());
+    }
+}

@@ -1,0 +1,108 @@
+//! `write_file {path, content}`: create or overwrite a workspace file (folders created).
+//! Its card shows the diff against what the file holds now.
+
+use std::path::Path;
+
+use async_trait::async_trait;
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::files::{FileNow, file_now, line_count, plural, size_words, unified_diff};
+use super::{
+    CardText, CheckEnv, Refusal, Subject, Tool, ToolContext, ToolOutput, confine, files, non_empty,
+    parse, string_spec,
+};
+use crate::protocol::ToolClass;
+use crate::server::conversation::ToolSpec;
+
+pub struct WriteFile;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    path: String,
+    content: String,
+}
+
+fn args(value: &Value) -> Result<Args, super::ToolError> {
+    let args: Args = parse(value)?;
+    non_empty("path", &args.path)?;
+    Ok(args)
+}
+
+#[async_trait]
+impl Tool for WriteFile {
+    fn name(&self) -> &'static str {
+        "write_file"
+    }
+
+    fn class(&self) -> ToolClass {
+        ToolClass::Edit
+    }
+
+    fn spec(&self) -> ToolSpec {
+        string_spec(
+            self.name(),
+            "Create or overwrite a file in the workspace, creating parent directories as needed.",
+            self.class(),
+            &[
+                ("path", files::PATH_DOC),
+                ("content", "The file's complete new content."),
+            ],
+            &["path", "content"],
+        )
+    }
+
+    fn check(&self, value: &Value, env: &CheckEnv<'_>) -> Result<(), Refusal> {
+        confine::resolve(env.workspace, &args(value)?.path)?;
+        Ok(())
+    }
+
+    fn subject_kind(&self) -> Option<super::SubjectKind> {
+        Some(super::SubjectKind::Path)
+    }
+
+    fn subject(&self, value: &Value) -> Option<Subject> {
+        files::path_subject(value, false)
+    }
+
+    fn card(&self, value: &Value, workspace: &Path) -> CardText {
+        let shown = super::subject(self.name(), value).unwrap_or_default();
+        let content = value.get("content").and_then(Value::as_str).unwrap_or("");
+        let lines = plural(line_count(content), "line");
+        let (summary, diff) = match file_now(value, workspace) {
+            FileNow::Text(old) => (
+                format!(
+                    "write_file {shown} ({lines}, replaces {})",
+                    plural(line_count(&old), "line")
+                ),
+                Some(unified_diff(&shown, &old, content)),
+            ),
+            FileNow::TooLarge(bytes) => (
+                format!(
+                    "write_file {shown} ({lines}, replaces a {} file too large to diff)",
+                    size_words(bytes)
+                ),
+                None,
+            ),
+            FileNow::Missing => (
+                format!("write_file {shown} ({lines}, new file)"),
+                Some(unified_diff(&shown, "", content)),
+            ),
+        };
+        CardText {
+            title: "Write file".into(),
+            summary,
+            diff,
+        }
+    }
+
+    async fn run(&self, value: &Value, ctx: &ToolContext) -> ToolOutput {
+        let write = async {
+            let args = args(value)?;
+            let target = confine::resolve(&ctx.workspace, &args.path)?;
+            files::write_file(&target, &args.content).await
+        };
+        ToolOutput::from_result(write.await)
+    }
+}
