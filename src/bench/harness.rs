@@ -6,35 +6,12 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 
-use super::Result;
+use super::error::{BenchError, Result};
 use super::sse::Sse;
 use crate::server::{self, settings::ServeArgs};
 
 /// The access token every benchmark server uses.
 const TOKEN: &str = "countersign-bench-token";
-
-/// Why a benchmark step failed.
-#[derive(Debug, thiserror::Error)]
-pub enum BenchError {
-    #[error("settings: {0}")]
-    Settings(#[from] server::settings::SettingsError),
-    #[error("server start: {0}")]
-    Start(#[from] server::StartError),
-    #[error("http: {0}")]
-    Http(#[from] reqwest::Error),
-    #[error("json: {0}")]
-    Json(#[from] serde_json::Error),
-    #[error("io: {0}")]
-    Io(#[from] std::io::Error),
-    #[error("{what}: unexpected status {status}: {body}")]
-    Status {
-        what: String,
-        status: u16,
-        body: String,
-    },
-    #[error("{0}")]
-    Protocol(String),
-}
 
 /// A temp directory removed on drop (the crate's `tempfile` is a dev-dependency only).
 pub struct TempRoot {

@@ -4,6 +4,7 @@
 
 mod bundle;
 mod capacity;
+mod error;
 mod fanout;
 mod harness;
 mod recovery;
@@ -18,10 +19,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-pub use harness::{BenchError, BenchServer, TempRoot};
-
-/// Result type of the benchmark steps.
-pub type Result<T> = std::result::Result<T, BenchError>;
+pub use error::{BenchError, Result};
+pub use harness::{BenchServer, TempRoot};
 
 /// Command-line options of `countersign bench`.
 #[derive(clap::Args, Debug, Clone)]

@@ -8,7 +8,8 @@ use reqwest::{Method, RequestBuilder, StatusCode, Url};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::Remote;
+use super::remote::Remote;
+use super::table;
 use crate::protocol::ErrorBody;
 
 const TIMEOUT: Duration = Duration::from_secs(30);
@@ -196,8 +197,8 @@ fn error_answer(status: StatusCode, text: &str) -> CliError {
     {
         Some(parsed) => CliError::Api {
             status: status.as_u16(),
-            code: super::table::clean(&parsed.error.code),
-            message: super::table::clean(&parsed.error.message),
+            code: table::clean(&parsed.error.code),
+            message: table::clean(&parsed.error.message),
             body: body.unwrap_or_default(),
         },
         None => CliError::Protocol {
@@ -208,8 +209,8 @@ fn error_answer(status: StatusCode, text: &str) -> CliError {
 }
 
 fn excerpt(text: &str) -> String {
-    let one_line = super::table::clean(text.trim());
-    super::table::truncate(&one_line, 200)
+    let one_line = table::clean(text.trim());
+    table::truncate(&one_line, 200)
 }
 
 fn error_chain(e: &dyn std::error::Error) -> String {

@@ -8,6 +8,7 @@ pub mod approvals;
 pub mod audit;
 pub mod client;
 pub mod config;
+mod remote;
 pub mod rules;
 pub mod table;
 
@@ -16,26 +17,7 @@ use std::process::ExitCode;
 use clap::{Args, Subcommand, ValueEnum};
 
 use client::{CliError, Client};
-
-/// Where `serve` listens by default.
-pub const DEFAULT_URL: &str = "http://127.0.0.1:8080";
-
-/// The shortest id prefix accepted in place of a full id.
-pub const MIN_PREFIX: usize = 8;
-
-/// Flags every remote command takes (before or after its subcommand).
-#[derive(Args, Debug, Clone)]
-pub struct Remote {
-    /// The server's base URL.
-    #[arg(long, env = "COUNTERSIGN_URL", default_value = DEFAULT_URL, global = true)]
-    pub url: String,
-    /// Access token (default: the `token` file in the server's data directory).
-    #[arg(long, env = "COUNTERSIGN_TOKEN", hide_env_values = true, global = true)]
-    pub token: Option<String>,
-    /// Print the server's JSON instead of text.
-    #[arg(long, global = true)]
-    pub json: bool,
-}
+pub use remote::{DEFAULT_URL, MIN_PREFIX, Remote};
 
 #[derive(Args, Debug)]
 pub struct ApprovalsArgs {

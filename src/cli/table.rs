@@ -67,7 +67,7 @@ fn width(s: &str) -> usize {
 
 /// The first 8 characters of an id (what the tables show; commands accept it back).
 pub fn short_id(id: &str) -> String {
-    id.chars().take(super::MIN_PREFIX).collect()
+    id.chars().take(super::remote::MIN_PREFIX).collect()
 }
 
 /// One line with no control characters (an agent-written string could carry escapes).

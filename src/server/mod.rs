@@ -5,6 +5,8 @@ pub mod audit;
 pub mod config;
 pub mod conversation;
 pub mod core;
+pub mod credentials;
+pub mod digest;
 pub mod gate;
 pub mod http;
 pub mod hub;
@@ -151,7 +153,7 @@ pub async fn start(
         .build();
     let state = state::AppState {
         core: core.clone(),
-        auth: Arc::new(http::auth::Auth::new(settings.token)),
+        credentials: Arc::new(credentials::Credentials::new(settings.token)),
         leptos_options,
     };
     let app = http::router(state);

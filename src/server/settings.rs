@@ -12,7 +12,7 @@ use clap::Args;
 use rand::RngCore;
 
 use super::config::{Config, ConfigError};
-use super::http::auth::AccessToken;
+use super::credentials::AccessToken;
 use crate::protocol::ConfigSource;
 
 #[derive(Args, Debug, Clone)]

@@ -6,12 +6,12 @@ use axum::extract::FromRef;
 use leptos::config::LeptosOptions;
 
 use super::core::Core;
-use super::http::auth::Auth;
+use super::credentials::Credentials;
 
 #[derive(Clone)]
 pub struct AppState {
     pub core: Arc<Core>,
-    pub auth: Arc<Auth>,
+    pub credentials: Arc<Credentials>,
     pub leptos_options: LeptosOptions,
 }
 

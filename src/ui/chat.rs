@@ -12,7 +12,7 @@ use crate::ui::card::ApprovalCard;
 use crate::ui::composer::Composer;
 use crate::ui::feed::{Connection, Feed};
 use crate::ui::gates::{self, BulkBar, CardBus, ClientId};
-use crate::ui::session_page::SessionsChanged;
+use crate::ui::sidebar::SessionsChanged;
 use crate::ui::tool_card::ToolCard;
 use crate::ui::transcript::{self, Item};
 

@@ -6,26 +6,15 @@ use leptos_router::hooks::use_params_map;
 
 use crate::api;
 use crate::ui::chat::ChatView;
-use crate::ui::sidebar::Sidebar;
-
-/// Lets any component ask the sidebar to reload its list (after create, delete, a turn end).
-/// A counter rather than a `Trigger`: a resource refetches only when its source value changes.
-#[derive(Clone, Copy)]
-pub struct SessionsChanged(RwSignal<u64>);
-
-impl SessionsChanged {
-    pub fn notify(&self) {
-        self.0.update(|n| *n += 1);
-    }
-}
+use crate::ui::sidebar::{SessionsChanged, Sidebar};
 
 #[component]
 pub fn SessionPage() -> impl IntoView {
     let params = use_params_map();
     let session_id = Memo::new(move |_| params.read().get("sid").unwrap_or_default());
-    let changed = SessionsChanged(RwSignal::new(0));
+    let changed = SessionsChanged::new();
     provide_context(changed);
-    let sessions = Resource::new(move || changed.0.get(), |_| api::list_sessions());
+    let sessions = Resource::new(move || changed.version(), |_| api::list_sessions());
     let snapshot = Resource::new(move || session_id.get(), api::get_snapshot);
     view! {
         <div class="layout">

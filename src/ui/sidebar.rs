@@ -12,7 +12,32 @@ use leptos_router::hooks::{use_location, use_navigate};
 use crate::api;
 use crate::protocol::{ApprovalRequest, ErrorBody, Session};
 use crate::ui::browser;
-use crate::ui::session_page::SessionsChanged;
+
+/// Lets any component ask the sidebar to reload its list (after create, delete, a turn end).
+/// A counter rather than a `Trigger`: a resource refetches only when its source value changes.
+#[derive(Clone, Copy)]
+pub struct SessionsChanged(RwSignal<u64>);
+
+impl Default for SessionsChanged {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl SessionsChanged {
+    pub fn new() -> Self {
+        SessionsChanged(RwSignal::new(0))
+    }
+
+    /// Changes whenever someone asked for a reload (a resource source).
+    pub fn version(&self) -> u64 {
+        self.0.get()
+    }
+
+    pub fn notify(&self) {
+        self.0.update(|n| *n += 1);
+    }
+}
 
 /// How often the pending gates across sessions are fetched again.
 const PENDING_POLL: Duration = Duration::from_secs(2);

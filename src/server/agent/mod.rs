@@ -2,6 +2,8 @@
 //! every turn task (`service.rs`).
 
 pub mod budget;
+mod budget_gate;
+mod deps;
 mod gate_wait;
 pub mod gates_text;
 mod plan;
@@ -11,7 +13,8 @@ mod resume;
 mod service;
 mod turn;
 
-pub use service::{Agent, Deps};
+pub use deps::Deps;
+pub use service::Agent;
 
 use crate::protocol::ToolClass;
 

@@ -6,34 +6,18 @@
 //! each turn's truth, and the next start resumes them from it (a parked gate keeps its id and
 //! deadline; a tool that had started is reported `interrupted`).
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::deps::Deps;
 use super::recovery;
 use super::turn;
 use crate::protocol::Mode;
-use crate::server::config::live::{Live, LiveConfig};
-use crate::server::hub::{Hub, TurnLease};
+use crate::server::hub::TurnLease;
 use crate::server::store::StoreError;
-
-/// What turns may use.
-pub struct Deps {
-    pub hub: Hub,
-    pub live: Arc<LiveConfig>,
-    /// Canonical path of the folder the tools are confined to.
-    pub workspace: PathBuf,
-}
-
-impl Deps {
-    /// A coherent snapshot of the configuration in force.
-    pub fn config(&self) -> Arc<Live> {
-        self.live.get()
-    }
-}
 
 pub struct Agent {
     deps: Arc<Deps>,

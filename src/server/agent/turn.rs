@@ -11,8 +11,8 @@ use futures::future::join_all;
 use tokio_util::sync::CancellationToken;
 
 use super::budget::Budget;
+use super::deps::Deps;
 use super::provider::{ChatMessage, CompletionRequest, ProviderError, ToolCallRequest};
-use super::service::Deps;
 use super::{SYSTEM_PROMPT, class_of, tool_result_text};
 use crate::protocol::{
     ApprovalRequest, ApprovalRequestBody, EventBody, GateReason, Mode, ToolClass, ToolStatus,
@@ -268,9 +268,10 @@ impl Turn {
             return refuse(ToolStatus::Error, unknown.to_string()).await;
         };
         let live = self.deps.config();
+        let settings = self.deps.settings();
         let env = CheckEnv {
             workspace: &self.deps.workspace,
-            live: Some(&self.deps.live),
+            settings: Some(&settings),
         };
         match tool.check(&call.args, &env) {
             Ok(()) => {}
@@ -446,8 +447,7 @@ impl Turn {
             cancel: self.cancel.clone(),
             sandbox: Arc::clone(&live.sandbox),
             settings: Some(SettingsAccess {
-                live: Arc::clone(&self.deps.live),
-                store: Arc::clone(self.deps.hub.store()),
+                settings: Arc::new(self.deps.settings()),
                 session_id: self.session_id.clone(),
             }),
         }

@@ -2,12 +2,16 @@
 //! one (file written, applied at once), apply a file that changed on disk — every change
 //! audited with who made it. Used alike by the API, the UI and the agent's `config_set`.
 
+use std::sync::Arc;
+
+use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::live::{Changes, LiveConfig};
 use super::{ConfigError, keys};
 use crate::server::audit::AuditDraft;
 use crate::server::store::Store;
+use crate::server::tools::{self, Refusal, ToolError};
 
 /// Why a change was not made.
 #[derive(Debug, thiserror::Error)]
@@ -80,6 +84,43 @@ pub async fn set(
     let changes = live.set(key, value).await.map_err(change_error)?;
     audit(store, &changes, actor, via).await;
     Ok(changes)
+}
+
+/// The settings as the agent's `config_set` reaches them: checked like any change, and
+/// audited as the agent's.
+pub struct AgentSettings {
+    live: Arc<LiveConfig>,
+    store: Arc<dyn Store>,
+}
+
+impl AgentSettings {
+    pub fn new(live: Arc<LiveConfig>, store: Arc<dyn Store>) -> Self {
+        AgentSettings { live, store }
+    }
+}
+
+#[async_trait]
+impl tools::Settings for AgentSettings {
+    fn check(&self, key: &str, value: &Value) -> Result<(), Refusal> {
+        check(&self.live, key, value).map_err(|err| match err {
+            ChangeError::Protected(why) => Refusal::Refused(why),
+            other => Refusal::Invalid(ToolError::InvalidArgs(other.to_string())),
+        })
+    }
+
+    async fn set_as_agent(&self, key: &str, value: &Value, via: &str) -> Result<String, String> {
+        let changes = set(&self.live, self.store.as_ref(), key, value, "agent", via)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(match changes.first() {
+            Some((_, previous, now)) => format!(
+                "set {key} = {} (was {})",
+                keys::display(now),
+                keys::display(previous)
+            ),
+            None => format!("{key} already had that value"),
+        })
+    }
 }
 
 /// Applies the file after it changed on disk; an invalid file keeps the last good config.

@@ -157,9 +157,10 @@ impl Core {
                 let tool = tools::get(&request.body.tool).ok_or_else(|| {
                     Error::InvalidEdits(format!("`{}` cannot be edited", request.body.tool))
                 })?;
+                let settings = self.agent.deps().settings();
                 let env = tools::CheckEnv {
                     workspace: &self.workspace,
-                    live: Some(&self.live),
+                    settings: Some(&settings),
                 };
                 tool.check(edits, &env).map_err(|refusal| match refusal {
                     tools::Refusal::Invalid(err) => Error::InvalidEdits(err.to_string()),

@@ -4,54 +4,16 @@
 use std::path::Path;
 use std::time::Duration;
 
-use serde_json::Value;
-use sha2::{Digest, Sha256};
-
 use crate::protocol::{
     ApprovalRequestBody, Decision, GateKind, GateReason, Mode, RuleSuggestion, TimeoutOutcome,
     Timestamp, ToolClass,
 };
 use crate::server::config::DecisionTimeout;
 use crate::server::conversation::ToolCallRequest;
+use crate::server::digest::{call_digest, proposal_digest};
 use crate::server::gate::rules;
 use crate::server::markdown;
 use crate::server::tools::{self, CardText, Checkpoint};
-
-/// JSON with object keys sorted at every level: the input of a digest.
-pub fn canonical_json(value: &Value) -> String {
-    fn sorted(value: &Value) -> Value {
-        match value {
-            Value::Object(map) => {
-                let mut keys: Vec<&String> = map.keys().collect();
-                keys.sort();
-                let mut out = serde_json::Map::new();
-                for k in keys {
-                    out.insert(k.clone(), sorted(&map[k]));
-                }
-                Value::Object(out)
-            }
-            Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
-            other => other.clone(),
-        }
-    }
-    serde_json::to_string(&sorted(value)).unwrap_or_default()
-}
-
-fn sha256_hex(text: &str) -> String {
-    hex::encode(Sha256::digest(text.as_bytes()))
-}
-
-/// Digest of a tool gate: sha256 of canonical `{tool, args}`.
-pub fn call_digest(tool: &str, args: &Value) -> String {
-    sha256_hex(&canonical_json(
-        &serde_json::json!({ "tool": tool, "args": args }),
-    ))
-}
-
-/// Digest of a decision gate: sha256 of its proposal.
-pub fn proposal_digest(proposal: &str) -> String {
-    sha256_hex(proposal)
-}
 
 /// Everything that does not depend on the gate kind.
 pub struct Common {
@@ -212,6 +174,7 @@ pub fn plan_gate(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
 
     fn card(tool: &str, args: &Value, workspace: &Path) -> CardText {
         tools::get(tool).unwrap().card(args, workspace)
@@ -225,23 +188,6 @@ mod tests {
         card(tool, args, workspace).diff
     }
     use serde_json::json;
-
-    #[test]
-    fn canonical_json_sorts_keys_at_every_level() {
-        let a = json!({"b": 1, "a": {"d": [1, {"z": 0, "y": 1}], "c": 2}});
-        assert_eq!(
-            canonical_json(&a),
-            r#"{"a":{"c":2,"d":[1,{"y":1,"z":0}]},"b":1}"#
-        );
-        assert_eq!(
-            call_digest("t", &json!({"x": 1, "y": 2})),
-            call_digest("t", &json!({"y": 2, "x": 1}))
-        );
-        assert_ne!(
-            call_digest("t", &json!({"x": 1})),
-            call_digest("t", &json!({"x": 2}))
-        );
-    }
 
     #[test]
     fn summaries_and_diffs_describe_the_change() {

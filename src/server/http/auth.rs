@@ -3,85 +3,16 @@
 //!
 //! **Invariant:** server functions sit behind this same middleware, so no door skips it.
 
-use std::sync::Arc;
-
 use axum::extract::{Query, Request, State};
 use axum::middleware::Next;
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use http::{HeaderMap, Method, StatusCode, header};
 use serde::Deserialize;
-use sha2::{Digest, Sha256};
 
+use crate::server::credentials::COOKIE_NAME;
 use crate::server::http::error::ApiError;
 use crate::server::principal::Principal;
 use crate::server::state::AppState;
-
-pub const COOKIE_NAME: &str = "countersign_session";
-
-/// The access token. Not `Serialize`, and `Debug` does not print it.
-pub struct AccessToken(String);
-
-impl std::fmt::Debug for AccessToken {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("AccessToken(***)")
-    }
-}
-
-impl AccessToken {
-    pub fn new(token: String) -> Self {
-        AccessToken(token)
-    }
-
-    pub fn reveal(&self) -> &str {
-        &self.0
-    }
-}
-
-/// What the middleware checks against: the token and the cookie value derived from it (the
-/// cookie never carries the token itself, so a leaked cookie jar does not leak the API key).
-pub struct Auth {
-    token: AccessToken,
-    cookie_value: String,
-}
-
-impl Auth {
-    pub fn new(token: AccessToken) -> Self {
-        let digest = Sha256::digest(format!("countersign-cookie:{}", token.reveal()));
-        Auth {
-            cookie_value: hex::encode(digest),
-            token,
-        }
-    }
-
-    pub fn token(&self) -> &AccessToken {
-        &self.token
-    }
-
-    fn bearer_ok(&self, headers: &HeaderMap) -> bool {
-        headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .is_some_and(|t| constant_time_eq(t.trim().as_bytes(), self.token.0.as_bytes()))
-    }
-
-    fn cookie_ok(&self, headers: &HeaderMap) -> bool {
-        headers
-            .get_all(header::COOKIE)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(';'))
-            .filter_map(|pair| pair.trim().split_once('='))
-            .any(|(name, value)| {
-                name == COOKIE_NAME
-                    && constant_time_eq(value.as_bytes(), self.cookie_value.as_bytes())
-            })
-    }
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
 
 fn is_public(path: &str) -> bool {
     path == "/api/v1/health"
@@ -122,7 +53,7 @@ pub async fn require_auth(State(state): State<AppState>, mut req: Request, next:
     if is_public(path) {
         return next.run(req).await;
     }
-    let auth = &state.auth;
+    let auth = &state.credentials;
     let headers = req.headers();
     if auth.bearer_ok(headers) {
         req.extensions_mut().insert(Principal::startup_token());
@@ -149,12 +80,12 @@ pub struct LoginQuery {
 
 /// `/login?token=…` sets the cookie and goes home; without a valid token, a small login page.
 pub async fn login(State(state): State<AppState>, Query(query): Query<LoginQuery>) -> Response {
-    let auth: &Arc<Auth> = &state.auth;
+    let credentials = &state.credentials;
     match query.token.as_deref().map(str::trim) {
-        Some(token) if constant_time_eq(token.as_bytes(), auth.token.0.as_bytes()) => {
+        Some(token) if credentials.token_matches(token) => {
             let cookie = format!(
                 "{COOKIE_NAME}={}; HttpOnly; SameSite=Strict; Path=/; Max-Age=31536000",
-                auth.cookie_value
+                credentials.cookie_value()
             );
             ([(header::SET_COOKIE, cookie)], Redirect::to("/")).into_response()
         }
@@ -214,17 +145,5 @@ mod tests {
             ("host", "127.0.0.1:9")
         ])));
         assert!(same_origin(&headers(&[])));
-    }
-
-    #[test]
-    fn bearer_and_cookie_are_checked_exactly() {
-        let auth = Auth::new(AccessToken::new("secret".into()));
-        assert!(auth.bearer_ok(&headers(&[("authorization", "Bearer secret")])));
-        assert!(!auth.bearer_ok(&headers(&[("authorization", "Bearer secre")])));
-        assert!(!auth.bearer_ok(&headers(&[("authorization", "secret")])));
-        let cookie = format!("a=b; {COOKIE_NAME}={}", auth.cookie_value);
-        assert!(auth.cookie_ok(&headers(&[("cookie", &cookie)])));
-        assert!(!auth.cookie_ok(&headers(&[("cookie", "countersign_session=secret")])));
-        assert!(!format!("{:?}", auth.token()).contains("secret"));
     }
 }

@@ -10,7 +10,6 @@ use serde_json::{Value, json};
 
 use super::{CardText, CheckEnv, Refusal, Tool, ToolContext, ToolError, ToolOutput, parse};
 use crate::protocol::ToolClass;
-use crate::server::config::{keys, ops};
 use crate::server::conversation::ToolSpec;
 
 pub const CONFIG_TOOL: &str = "config_set";
@@ -71,13 +70,10 @@ impl Tool for ConfigSet {
 
     fn check(&self, args: &Value, env: &CheckEnv<'_>) -> Result<(), Refusal> {
         let (key, value) = key_and_value(args)?;
-        let Some(live) = env.live else {
-            return Ok(());
-        };
-        ops::check(live, &key, &value).map_err(|err| match err {
-            ops::ChangeError::Protected(why) => Refusal::Refused(why),
-            other => Refusal::Invalid(ToolError::InvalidArgs(other.to_string())),
-        })
+        match env.settings {
+            Some(settings) => settings.check(&key, &value),
+            None => Ok(()),
+        }
     }
 
     fn card(&self, args: &Value, _workspace: &Path) -> CardText {
@@ -99,25 +95,9 @@ impl Tool for ConfigSet {
             Err(e) => return ToolOutput::error(e.to_string()),
         };
         let via = format!("config_set in session {}", settings.session_id);
-        match ops::set(
-            &settings.live,
-            settings.store.as_ref(),
-            &key,
-            &value,
-            "agent",
-            &via,
-        )
-        .await
-        {
-            Ok(changes) => ToolOutput::ok(match changes.first() {
-                Some((_, previous, now)) => format!(
-                    "set {key} = {} (was {})",
-                    keys::display(now),
-                    keys::display(previous)
-                ),
-                None => format!("{key} already had that value"),
-            }),
-            Err(e) => ToolOutput::error(e.to_string()),
+        match settings.settings.set_as_agent(&key, &value, &via).await {
+            Ok(said) => ToolOutput::ok(said),
+            Err(why) => ToolOutput::error(why),
         }
     }
 }

@@ -36,9 +36,7 @@ use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::protocol::{Mode, ToolClass, ToolStatus};
-use crate::server::config::live::LiveConfig;
 use crate::server::conversation::ToolSpec;
-use crate::server::store::Store;
 
 pub use config_set::CONFIG_TOOL;
 pub use error::ToolError;
@@ -101,11 +99,24 @@ pub trait Tool: Send + Sync + 'static {
     async fn run(&self, args: &Value, ctx: &ToolContext) -> ToolOutput;
 }
 
-/// What a check needs: the workspace, and the configuration in force (for `config_set`;
-/// absent where only the shape can be checked).
+/// What a check needs: the workspace, and the settings (for `config_set`; absent where only
+/// the shape can be checked).
 pub struct CheckEnv<'a> {
     pub workspace: &'a Path,
-    pub live: Option<&'a LiveConfig>,
+    pub settings: Option<&'a dyn Settings>,
+}
+
+/// The server's settings as `config_set` reaches them. A trait, so the tools need not know the
+/// configuration module (which needs the tools, for the safety floor and the sandbox);
+/// `config::ops::AgentSettings` implements it.
+#[async_trait]
+pub trait Settings: Send + Sync {
+    /// Whether the agent may set `key` to `value`: a protected key is `Refused`, a value the
+    /// key does not take `Invalid`.
+    fn check(&self, key: &str, value: &Value) -> Result<(), Refusal>;
+
+    /// Sets it as the agent's change, audited with `via`; says what changed, or why not.
+    async fn set_as_agent(&self, key: &str, value: &Value, via: &str) -> Result<String, String>;
 }
 
 /// Why a call's arguments are not taken.
@@ -183,11 +194,10 @@ pub struct ToolContext {
     pub settings: Option<SettingsAccess>,
 }
 
-/// What `config_set` changes the configuration through.
+/// What `config_set` changes the configuration through, and the session asking.
 #[derive(Clone)]
 pub struct SettingsAccess {
-    pub live: Arc<LiveConfig>,
-    pub store: Arc<dyn Store>,
+    pub settings: Arc<dyn Settings>,
     pub session_id: String,
 }
 
@@ -279,7 +289,7 @@ pub fn validate(tool: &str, args: &Value, workspace: &Path) -> Result<(), ToolEr
     })?;
     let env = CheckEnv {
         workspace,
-        live: None,
+        settings: None,
     };
     found.check(args, &env).map_err(|refusal| match refusal {
         Refusal::Invalid(err) => err,

@@ -16,7 +16,7 @@ use crate::protocol::{
 use crate::ui::gates::{CardBus, CardCommand, ClientId};
 use crate::ui::transcript::GateItem;
 use diff::Diff;
-use panels::{AlwaysPanel, DenyPanel, EditPanel};
+use panels::{AlwaysPanel, DenyPanel, EditPanel, Panel};
 
 fn kind_class(request: &ApprovalRequestBody) -> &'static str {
     match (request.kind, request.class) {
@@ -189,15 +189,6 @@ fn ResolvedCard(request: ApprovalRequestBody, resolution: Resolution) -> impl In
             </details>
         </article>
     }
-}
-
-/// Which inline panel is open.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Panel {
-    None,
-    Edit,
-    Deny,
-    Always,
 }
 
 #[component]

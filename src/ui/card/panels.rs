@@ -6,9 +6,17 @@ use leptos::ev::KeyboardEvent;
 use leptos::prelude::*;
 use serde_json::{Map, Value};
 
-use super::Panel;
 use crate::protocol::{ApprovalRequestBody, DecisionInput, GateKind};
 use crate::ui::browser;
+
+/// Which inline panel is open.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Panel {
+    None,
+    Edit,
+    Deny,
+    Always,
+}
 
 /// The argument a person most likely wants to change.
 fn primary_field(tool: &str) -> &'static str {

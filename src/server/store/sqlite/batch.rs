@@ -15,6 +15,7 @@
 use rusqlite::Connection;
 use tokio::sync::{mpsc, oneshot};
 
+use super::jobs::{Done, Job};
 use super::write::perform;
 use crate::protocol::Event;
 use crate::server::audit;
@@ -25,44 +26,6 @@ const MAX_BATCH: usize = 256;
 
 /// Jobs waiting for the writer; senders wait when it is full.
 const QUEUE: usize = 4096;
-
-/// A change to make, and where its outcome goes.
-#[allow(clippy::large_enum_variant)] // short-lived, moved once through the queue
-pub enum Job {
-    Append {
-        session_id: String,
-        events: Vec<NewEvent>,
-        commit: Commit,
-        reply: oneshot::Sender<Result<Vec<Event>, StoreError>>,
-    },
-    CreateSession {
-        row: SessionRow,
-        reply: oneshot::Sender<Result<(), StoreError>>,
-    },
-    DeleteSession {
-        id: String,
-        reply: oneshot::Sender<Result<bool, StoreError>>,
-    },
-    RevokeRule {
-        rule_id: String,
-        actor: String,
-        reply: oneshot::Sender<Result<bool, StoreError>>,
-    },
-    AppendAudit {
-        drafts: Vec<audit::AuditDraft>,
-        reply: oneshot::Sender<Result<(), StoreError>>,
-    },
-    /// Ends the writer thread, as a crash would (tests of what a dead writer looks like).
-    #[cfg(test)]
-    Stop,
-}
-
-/// A job's result before it is sent back (one type, so a batch can hold them side by side).
-pub enum Done {
-    Events(Vec<Event>),
-    Unit,
-    Flag(bool),
-}
 
 /// The handle every write goes through; the thread ends when the last handle is dropped.
 pub struct Writer {

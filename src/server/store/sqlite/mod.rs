@@ -14,6 +14,7 @@
 mod batch;
 mod codec;
 mod connection;
+mod jobs;
 mod migrate;
 mod read;
 mod write;

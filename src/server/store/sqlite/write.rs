@@ -3,8 +3,8 @@
 
 use rusqlite::{Connection, OptionalExtension, Savepoint, params};
 
-use super::batch::{Done, Job};
 use super::codec;
+use super::jobs::{Done, Job};
 use crate::protocol::{Event, Timestamp};
 use crate::server::audit;
 use crate::server::store::{Commit, GateChange, NewEvent, StoreError};

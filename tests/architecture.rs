@@ -1,0 +1,261 @@
+//! The house rule that keeps the code easy to change: no import circles between the project's
+//! files. A file depends on another when it names it — `use crate::…`, `use super::…`, or a
+//! path in the code. A module's `pub use` of its own children (its public face) is not a
+//! dependency, and test-only code (`tests.rs`, `#[cfg(test)] mod tests`) does not count.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Module path (`server::tools::registry`) → file.
+fn modules(src: &Path) -> BTreeMap<Vec<String>, PathBuf> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![src.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+                continue;
+            }
+            if path.extension().is_none_or(|e| e != "rs") {
+                continue;
+            }
+            let rel = path.strip_prefix(src).unwrap();
+            let mut parts: Vec<String> = rel
+                .with_extension("")
+                .iter()
+                .map(|p| p.to_string_lossy().into_owned())
+                .collect();
+            if matches!(
+                parts.last().map(String::as_str),
+                Some("mod" | "lib" | "main")
+            ) {
+                parts.pop();
+            }
+            if parts.last().is_some_and(|p| p == "tests") {
+                continue; // test-only files
+            }
+            out.insert(parts, path);
+        }
+    }
+    out
+}
+
+/// The text that counts: without comments, strings and the inline test module.
+fn code_of(text: &str) -> String {
+    // Test-only items: from the first `#[cfg(test)]` that opens a module to the end.
+    let test_module = text.match_indices("#[cfg(test)]").find(|(at, _)| {
+        text[at + "#[cfg(test)]".len()..]
+            .trim_start()
+            .lines()
+            .next()
+            .is_some_and(|l| l.contains("mod "))
+    });
+    let text = match test_module {
+        Some((at, _)) => &text[..at],
+        None => text,
+    };
+    text.lines()
+        .map(|l| l.split("//").next().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Every module path the code names, with whether it is a `pub use` (re-export).
+fn references(module: &[String], code: &str) -> Vec<(Vec<String>, bool)> {
+    let mut found = Vec::new();
+    let bytes = code.as_bytes();
+    let mut i = 0;
+    while i < code.len() {
+        let rest = &code[i..];
+        let starts_word = i == 0 || !(bytes[i - 1].is_ascii_alphanumeric() || bytes[i - 1] == b'_');
+        let (base, skip) = if starts_word && rest.starts_with("crate::") {
+            (Vec::new(), "crate::".len())
+        } else if starts_word && rest.starts_with("super::") {
+            // super::super::… climbs one level each.
+            let mut base: Vec<String> = module.to_vec();
+            let mut skip = 0;
+            while code[i + skip..].starts_with("super::") {
+                base.pop();
+                skip += "super::".len();
+            }
+            (base, skip)
+        } else {
+            i += rest.chars().next().map_or(1, char::len_utf8);
+            continue;
+        };
+        let line_start = code[..i].rfind('\n').map_or(0, |n| n + 1);
+        let reexport = code[line_start..i].trim_start().starts_with("pub use");
+        let tail: String = code[i + skip..]
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':' || *c == '{')
+            .collect();
+        let mut path = base;
+        for part in tail.split("::") {
+            let part = part.trim_end_matches('{');
+            if part.is_empty() || !part.chars().next().is_some_and(|c| c.is_lowercase()) {
+                break;
+            }
+            path.push(part.to_owned());
+        }
+        found.push((path, reexport));
+        i += skip;
+    }
+    // `use child::…` of a child module this file declares.
+    let children: Vec<&str> = code
+        .lines()
+        .filter_map(|l| {
+            let l = l.trim();
+            let l = l.strip_prefix("pub ").unwrap_or(l);
+            l.strip_prefix("mod ")?.strip_suffix(';')
+        })
+        .collect();
+    for line in code.lines() {
+        let line = line.trim();
+        let (reexport, rest) = match line.strip_prefix("pub use ") {
+            Some(rest) => (true, rest),
+            None => match line.strip_prefix("use ") {
+                Some(rest) => (false, rest),
+                None => continue,
+            },
+        };
+        let first = rest.split("::").next().unwrap_or("");
+        if children.contains(&first) {
+            let mut path = module.to_vec();
+            path.push(first.to_owned());
+            found.push((path, reexport));
+        }
+    }
+    found
+}
+
+/// The longest module prefix of `path` that has a file.
+fn resolve(path: &[String], modules: &BTreeMap<Vec<String>, PathBuf>) -> Option<Vec<String>> {
+    (1..=path.len())
+        .rev()
+        .map(|n| path[..n].to_vec())
+        .find(|p| modules.contains_key(p))
+}
+
+fn graph() -> BTreeMap<Vec<String>, BTreeSet<Vec<String>>> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let modules = modules(&src);
+    let mut edges: BTreeMap<Vec<String>, BTreeSet<Vec<String>>> = BTreeMap::new();
+    for (module, file) in &modules {
+        let code = code_of(&std::fs::read_to_string(file).unwrap());
+        let targets = edges.entry(module.clone()).or_default();
+        for (path, reexport) in references(module, &code) {
+            let Some(target) = resolve(&path, &modules) else {
+                continue;
+            };
+            let own_child = target.len() > module.len() && target.starts_with(module);
+            if target == *module || (reexport && own_child) {
+                continue;
+            }
+            targets.insert(target);
+        }
+    }
+    edges
+}
+
+/// Strongly connected components with more than one file (Tarjan).
+fn circles(edges: &BTreeMap<Vec<String>, BTreeSet<Vec<String>>>) -> Vec<Vec<String>> {
+    struct State<'a> {
+        edges: &'a BTreeMap<Vec<String>, BTreeSet<Vec<String>>>,
+        index: BTreeMap<&'a Vec<String>, usize>,
+        low: BTreeMap<&'a Vec<String>, usize>,
+        stack: Vec<&'a Vec<String>>,
+        on_stack: BTreeSet<&'a Vec<String>>,
+        next: usize,
+        found: Vec<Vec<String>>,
+    }
+    fn visit<'a>(s: &mut State<'a>, v: &'a Vec<String>) {
+        s.index.insert(v, s.next);
+        s.low.insert(v, s.next);
+        s.next += 1;
+        s.stack.push(v);
+        s.on_stack.insert(v);
+        let edges = s.edges;
+        for w in edges.get(v).into_iter().flatten() {
+            if !s.index.contains_key(w) {
+                visit(s, w);
+                let low = s.low[v].min(s.low[w]);
+                s.low.insert(v, low);
+            } else if s.on_stack.contains(w) {
+                let low = s.low[v].min(s.index[w]);
+                s.low.insert(v, low);
+            }
+        }
+        if s.low[v] == s.index[v] {
+            let mut component = Vec::new();
+            while let Some(w) = s.stack.pop() {
+                s.on_stack.remove(w);
+                component.push(w.join("::"));
+                if w == v {
+                    break;
+                }
+            }
+            if component.len() > 1 {
+                component.sort();
+                s.found.push(component);
+            }
+        }
+    }
+    let mut state = State {
+        edges,
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        on_stack: BTreeSet::new(),
+        next: 0,
+        found: Vec::new(),
+    };
+    for v in edges.keys() {
+        if !state.index.contains_key(v) {
+            visit(&mut state, v);
+        }
+    }
+    state.found
+}
+
+#[test]
+fn no_file_imports_a_file_that_imports_it_back() {
+    let edges = graph();
+    assert!(edges.len() > 50, "the source tree was not found: {edges:?}");
+    let found = circles(&edges);
+    let mut report = String::new();
+    for circle in &found {
+        report.push_str(&format!("circle: {}\n", circle.join("  <->  ")));
+        for (from, targets) in &edges {
+            if !circle.contains(&from.join("::")) {
+                continue;
+            }
+            for to in targets.iter().filter(|t| circle.contains(&t.join("::"))) {
+                report.push_str(&format!("    {} -> {}\n", from.join("::"), to.join("::")));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "import circles between files (each circle with its edges):\n{report}"
+    );
+}
+
+#[test]
+fn the_checker_sees_a_circle() {
+    let mut edges: BTreeMap<Vec<String>, BTreeSet<Vec<String>>> = BTreeMap::new();
+    let a = vec!["a".to_owned()];
+    let b = vec!["b".to_owned()];
+    edges.entry(a.clone()).or_default().insert(b.clone());
+    edges.entry(b.clone()).or_default().insert(a.clone());
+    assert_eq!(circles(&edges), vec![vec!["a".to_owned(), "b".to_owned()]]);
+    let refs = references(
+        &["server".into(), "x".into()],
+        "use super::hub::Hub;\npub use crate::server::tools::{self, get};",
+    );
+    let expected: Vec<(Vec<String>, bool)> = vec![
+        (vec!["server".into(), "hub".into()], false),
+        (vec!["server".into(), "tools".into()], true),
+    ];
+    assert_eq!(refs, expected);
+}
