@@ -11,11 +11,15 @@ use countersign::server::{self, settings::ServeArgs};
 #[command(
     name = "countersign",
     version,
-    about = "A chat with a tool-using agent that waits for your countersignature."
+    about = "A chat with a tool-using agent that waits for your countersignature.",
+    args_conflicts_with_subcommands = true
 )]
 struct Cli {
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
+    /// With no command, the binary serves (what `cargo leptos watch` runs it as).
+    #[command(flatten)]
+    serve: ServeArgs,
 }
 
 #[derive(Subcommand)]
@@ -129,11 +133,12 @@ async fn main() -> ExitCode {
     let cli = Cli::parse();
     init_tracing();
     match cli.command {
-        Command::Serve(args) => serve(args).await,
-        Command::Approvals(args) => cli::approvals(args).await,
-        Command::Rules(args) => cli::rules(args).await,
-        Command::Audit(args) => cli::audit(args).await,
-        Command::Config(args) => cli::config::run(args),
-        Command::Bench(args) => countersign::bench::run(args).await,
+        None => serve(cli.serve).await,
+        Some(Command::Serve(args)) => serve(args).await,
+        Some(Command::Approvals(args)) => cli::approvals(args).await,
+        Some(Command::Rules(args)) => cli::rules(args).await,
+        Some(Command::Audit(args)) => cli::audit(args).await,
+        Some(Command::Config(args)) => cli::config::run(args),
+        Some(Command::Bench(args)) => countersign::bench::run(args).await,
     }
 }

@@ -2,6 +2,8 @@
 //! altered or deleted entry at exactly that entry; the budget kill-switch suspends a turn at
 //! its ceiling in every mode (continue goes on, stop and timeout end it `stopped`); rules
 //! expire and are recommended after three hand approvals.
+
+#![allow(clippy::unwrap_used)] // a test that cannot unwrap has failed
 #![cfg(feature = "ssr")]
 
 #[path = "support/mod.rs"]
@@ -310,7 +312,7 @@ async fn time_waiting_for_a_person_does_not_count_against_the_turns_time_budget(
     let gate = srv.wait_gate(&sid).await;
     assert_eq!(gate["kind"], "tool");
     // The person takes longer than the whole turn's time budget to answer.
-    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
     srv.decide(&sid, &aid(&gate), json!({"decision": "approve"}))
         .await
         .expect(200);

@@ -3,6 +3,8 @@
 //! path in the code. A module's `pub use` of its own children (its public face) is not a
 //! dependency, and test-only code (`tests.rs`, `#[cfg(test)] mod tests`) does not count.
 
+#![allow(clippy::unwrap_used)] // a test that cannot unwrap has failed
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 

@@ -1,6 +1,7 @@
 //! The `countersign serve` process: what it prints, how it fails, how it stops.
 //! Run with `cargo test --features ssr --test cli`.
 
+#![allow(clippy::unwrap_used)] // a test that cannot unwrap has failed
 #![cfg(feature = "ssr")]
 
 #[path = "support/mod.rs"]

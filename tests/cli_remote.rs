@@ -4,6 +4,7 @@
 //!
 //! Run with `cargo test --features ssr --test cli_remote`.
 
+#![allow(clippy::unwrap_used)] // a test that cannot unwrap has failed
 #![cfg(feature = "ssr")]
 
 #[path = "support/mod.rs"]
@@ -354,7 +355,7 @@ impl ClosedPort {
     fn new() -> ClosedPort {
         use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
         let os_err = std::io::Error::last_os_error;
-        let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        let len = size_of::<libc::sockaddr_in>() as libc::socklen_t;
         // SAFETY: plain socket calls on a descriptor we own, with a zeroed `sockaddr_in` of
         // the size we pass.
         let (socket, port) = unsafe {

@@ -1,6 +1,8 @@
 //! Configuration you can see and change: the CLI on the file, hot reload on a running server
 //! (the next gate follows a new timeout; an invalid file keeps the last good config), the
 //! API's protected keys, and the agent's guarded config_set.
+
+#![allow(clippy::unwrap_used)] // a test that cannot unwrap has failed
 #![cfg(feature = "ssr")]
 
 #[path = "support/mod.rs"]

@@ -4,6 +4,7 @@
 //!
 //! Build and run with `cargo test --features ssr --test coverage_process`.
 
+#![allow(clippy::unwrap_used)] // a test that cannot unwrap has failed
 #![cfg(feature = "ssr")]
 
 #[path = "support/mod.rs"]

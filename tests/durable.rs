@@ -12,6 +12,7 @@
 //! Every crash scenario loops at least 10 times. Build and run with
 //! `cargo test --features ssr --test durable`.
 
+#![allow(clippy::unwrap_used)] // a test that cannot unwrap has failed
 #![cfg(feature = "ssr")]
 
 #[path = "support/mod.rs"]
@@ -1153,7 +1154,7 @@ async fn snapshots_during<T>(
     sid: &str,
     phase: &str,
     tally: &mut Tally,
-    during: impl std::future::Future<Output = T>,
+    during: impl Future<Output = T>,
 ) -> T {
     let mut during = std::pin::pin!(during);
     loop {

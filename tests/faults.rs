@@ -3,6 +3,8 @@
 //!
 //! The fault is real: a second connection holds SQLite's write lock (as another process
 //! would), so the server's own commit fails after its busy timeout.
+
+#![allow(clippy::unwrap_used)] // a test that cannot unwrap has failed
 #![cfg(feature = "ssr")]
 
 #[path = "support/mod.rs"]

@@ -2,6 +2,8 @@
 //! speaking the real streaming format) asks to write a file, the gate waits, the server is
 //! killed (SIGKILL) and restarted, the same gate is approved, the tool runs once, and the turn
 //! goes on to the model's final answer.
+
+#![allow(clippy::unwrap_used)] // a test that cannot unwrap has failed
 #![cfg(feature = "ssr")]
 
 #[path = "support/mod.rs"]

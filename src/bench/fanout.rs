@@ -12,7 +12,7 @@ use super::{BenchError, BenchServer, Figure, Result, common_conditions, ms, perc
 async fn deliver(
     feeds: Vec<RawFeed>,
     kind: &'static str,
-    send: impl std::future::Future<Output = Result<()>>,
+    send: impl Future<Output = Result<()>>,
 ) -> Result<(Vec<f64>, Vec<RawFeed>)> {
     let t0 = Instant::now();
     let readers: Vec<_> = feeds

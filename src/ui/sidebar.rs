@@ -202,7 +202,7 @@ pub fn PageLayout(children: Children) -> impl IntoView {
 
 #[component]
 pub fn Sidebar(
-    sessions: Resource<Result<Vec<Session>, crate::protocol::ErrorBody>>,
+    sessions: Resource<Result<Vec<Session>, ErrorBody>>,
     current: Memo<String>,
 ) -> impl IntoView {
     let changed = ListChanged::from_context();

@@ -4,6 +4,7 @@
 //! One test binary (modules below) to keep link time down. Build and run with
 //! `cargo test --features ssr --test api`.
 
+#![allow(clippy::unwrap_used)] // a test that cannot unwrap has failed
 #![cfg(feature = "ssr")]
 
 #[path = "../support/mod.rs"]

@@ -102,7 +102,7 @@ pub async fn set_config(
     State(state): State<AppState>,
     Extension(who): Extension<Principal>,
     Path(key): Path<String>,
-    super::json::ApiJson(body): super::json::ApiJson<SetConfig>,
+    ApiJson(body): ApiJson<SetConfig>,
 ) -> Result<impl IntoResponse, ApiError> {
     let value = body
         .value

@@ -65,7 +65,7 @@ fn openat_beneath(dir: &OwnedFd, rel: &Path, flags: libc::c_int, mode: u32) -> i
             dir.as_raw_fd(),
             c.as_ptr(),
             &how as *const libc::open_how,
-            std::mem::size_of::<libc::open_how>(),
+            size_of::<libc::open_how>(),
         )
     };
     if fd < 0 {

@@ -150,7 +150,7 @@ mod tests {
     fn refuses_symlinks_that_lead_outside() {
         let ws = tempfile::tempdir().unwrap();
         let outside = tempfile::tempdir().unwrap();
-        std::fs::write(outside.path().join("secret"), "s").unwrap();
+        fs::write(outside.path().join("secret"), "s").unwrap();
         symlink(outside.path(), ws.path().join("dir")).unwrap();
         symlink(outside.path().join("secret"), ws.path().join("file")).unwrap();
         symlink(outside.path().join("nope"), ws.path().join("dangling")).unwrap();
@@ -168,8 +168,8 @@ mod tests {
     #[test]
     fn allows_nested_new_and_inward_symlinked_paths() {
         let ws = tempfile::tempdir().unwrap();
-        let root = std::fs::canonicalize(ws.path()).unwrap();
-        std::fs::create_dir(root.join("sub")).unwrap();
+        let root = fs::canonicalize(ws.path()).unwrap();
+        fs::create_dir(root.join("sub")).unwrap();
         symlink(root.join("sub"), root.join("alias")).unwrap();
 
         let r = resolve(ws.path(), "a/b/c.txt").unwrap();

@@ -356,7 +356,7 @@ pub(crate) mod testing {
             shell_timeout: Duration::from_secs(20),
             output_limit,
             cancel: CancellationToken::new(),
-            sandbox: std::sync::Arc::new(sandbox),
+            sandbox: Arc::new(sandbox),
             settings: None,
         }
     }

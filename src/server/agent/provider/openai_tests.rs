@@ -310,8 +310,8 @@ fn list_dir_tool() -> ToolSpec {
     }
 }
 
-fn shared(messages: Vec<ChatMessage>) -> Vec<std::sync::Arc<ChatMessage>> {
-    messages.into_iter().map(std::sync::Arc::new).collect()
+fn shared(messages: Vec<ChatMessage>) -> Vec<Arc<ChatMessage>> {
+    messages.into_iter().map(Arc::new).collect()
 }
 
 fn opening_messages() -> Vec<ChatMessage> {
@@ -588,7 +588,7 @@ impl ClosedPort {
     fn new() -> ClosedPort {
         use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
         let os_err = std::io::Error::last_os_error;
-        let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        let len = size_of::<libc::sockaddr_in>() as libc::socklen_t;
         // SAFETY: plain socket calls on a descriptor we own, with a zeroed `sockaddr_in` of
         // the size we pass.
         let (socket, port) = unsafe {

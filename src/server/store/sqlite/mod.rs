@@ -348,7 +348,7 @@ pub(super) mod tests {
             decision,
             crate::protocol::AnsweredBy::User,
             "browser",
-            crate::protocol::Timestamp::default(),
+            Timestamp::default(),
         )
     }
 
