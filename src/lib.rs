@@ -14,6 +14,7 @@
 pub mod api;
 pub mod app;
 pub mod protocol;
+pub mod text;
 pub mod ui;
 
 #[cfg(feature = "ssr")]

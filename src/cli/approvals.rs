@@ -11,9 +11,10 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::client::{CliError, Client, typed};
-use super::table::{self, Table, clean, short_id, truncate};
+use super::table::{self, Table, clean};
 use super::{ApprovalsCommand, IdMatch, RuleScopeArg, match_id};
 use crate::protocol::{AnsweredBy, ApprovalRequest, Decision, GateKind, GateReason};
+use crate::text::{short_id, truncate};
 
 /// A gate, as far as answering it goes: from the inbox or from a session's log.
 #[derive(Deserialize, Clone, Debug)]

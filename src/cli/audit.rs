@@ -5,8 +5,9 @@ use serde_json::Value;
 
 use super::AuditCommand;
 use super::client::{CliError, Client, typed};
-use super::table::{self, Table, clean, short_id, truncate};
+use super::table::{self, Table, clean};
 use crate::protocol::{AuditEntry, AuditVerdict};
+use crate::text::{short_id, truncate};
 
 pub async fn run(client: &Client, json: bool, command: AuditCommand) -> Result<(), CliError> {
     match command {

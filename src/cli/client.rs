@@ -1,6 +1,7 @@
 //! The HTTP client for a running server (base URL, bearer token, JSON both ways) and the one
 //! typed error for every way a remote command can fail.
 
+use crate::text::error_chain;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -210,17 +211,7 @@ fn error_answer(status: StatusCode, text: &str) -> CliError {
 
 fn excerpt(text: &str) -> String {
     let one_line = table::clean(text.trim());
-    table::truncate(&one_line, 200)
-}
-
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut parts = vec![e.to_string()];
-    let mut source = e.source();
-    while let Some(cause) = source {
-        parts.push(cause.to_string());
-        source = cause.source();
-    }
-    parts.join(": ")
+    crate::text::truncate(&one_line, 200)
 }
 
 /// `--token`/`COUNTERSIGN_TOKEN`, else the token file `serve` keeps in its data directory.
@@ -240,12 +231,8 @@ fn resolve_token(given: Option<&str>) -> Result<String, CliError> {
 /// `serve`'s data directory: `COUNTERSIGN_DATA_DIR`, `$XDG_DATA_HOME/countersign` or
 /// `~/.local/share/countersign`.
 fn data_dir() -> Option<PathBuf> {
-    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
-    if let Some(dir) = var("COUNTERSIGN_DATA_DIR") {
-        return Some(PathBuf::from(dir));
-    }
-    if let Some(xdg) = var("XDG_DATA_HOME") {
-        return Some(PathBuf::from(xdg).join("countersign"));
-    }
-    var("HOME").map(|home| PathBuf::from(home).join(".local/share/countersign"))
+    std::env::var_os("COUNTERSIGN_DATA_DIR")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(crate::server::settings::default_data_dir)
 }

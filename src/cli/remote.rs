@@ -6,7 +6,7 @@ use clap::Args;
 /// Where `serve` listens by default.
 pub const DEFAULT_URL: &str = "http://127.0.0.1:8080";
 /// The shortest id prefix accepted in place of a full id.
-pub const MIN_PREFIX: usize = 8;
+pub const MIN_PREFIX: usize = crate::text::SHORT_ID;
 
 /// Flags every remote command takes (before or after its subcommand).
 #[derive(Args, Debug, Clone)]

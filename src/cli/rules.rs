@@ -3,9 +3,10 @@
 use serde_json::{Value, json};
 
 use super::client::{CliError, Client, typed};
-use super::table::{self, Table, clean, short_id, truncate};
+use super::table::{self, Table, clean};
 use super::{IdMatch, RulesCommand, match_id};
 use crate::protocol::{Rule, RuleScope};
+use crate::text::{short_id, truncate};
 
 pub async fn run(client: &Client, json: bool, command: RulesCommand) -> Result<(), CliError> {
     match command {

@@ -65,26 +65,11 @@ fn width(s: &str) -> usize {
     s.chars().count()
 }
 
-/// The first 8 characters of an id (what the tables show; commands accept it back).
-pub fn short_id(id: &str) -> String {
-    id.chars().take(super::remote::MIN_PREFIX).collect()
-}
-
 /// One line with no control characters (an agent-written string could carry escapes).
 pub fn clean(s: &str) -> String {
     s.chars()
         .map(|c| if c.is_control() { ' ' } else { c })
         .collect()
-}
-
-/// At most `max` characters, ending in `…` when cut.
-pub fn truncate(s: &str, max: usize) -> String {
-    if width(s) <= max {
-        return s.to_owned();
-    }
-    let mut cut: String = s.chars().take(max.saturating_sub(1)).collect();
-    cut.push('…');
-    cut
 }
 
 /// Pretty JSON for `--json`.

@@ -257,7 +257,7 @@ fn short_id(id: &str) -> String {
     let uuid = id.len() == 36 && id.chars().filter(|c| *c == '-').count() == 4;
     let hex = id.len() > 16 && id.chars().all(|c| c.is_ascii_hexdigit());
     if uuid || hex {
-        format!("{}…", &id[..8])
+        format!("{}…", crate::text::short_id(id))
     } else {
         id.to_owned()
     }

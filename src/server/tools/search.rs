@@ -201,20 +201,12 @@ fn search_file(target: &Resolved, pattern: &str, lines: &mut Vec<String>) {
         let line = String::from_utf8_lossy(&buf);
         if line.contains(pattern) {
             let line = line.trim_end_matches(['\n', '\r']);
-            lines.push(format!("{shown}:{number}: {}", clip(line)));
+            lines.push(format!(
+                "{shown}:{number}: {}",
+                crate::text::truncate_bytes(line, MAX_LINE_BYTES)
+            ));
         }
     }
-}
-
-fn clip(line: &str) -> String {
-    if line.len() <= MAX_LINE_BYTES {
-        return line.to_owned();
-    }
-    let mut end = MAX_LINE_BYTES;
-    while !line.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", line.get(..end).unwrap_or(line))
 }
 
 #[cfg(test)]

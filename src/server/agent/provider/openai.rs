@@ -1,6 +1,7 @@
 //! The `openai` provider: one streamed `POST {base_url}/chat/completions` per model call, for any
 //! OpenAI-compatible endpoint (OpenAI itself, llama.cpp, vLLM, Ollama, LM Studio, ...).
 
+use crate::text::{error_chain, truncate};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
@@ -793,28 +794,4 @@ fn is_json(response: &reqwest::Response) -> bool {
         .get(CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.trim_start().starts_with("application/json"))
-}
-
-/// An error and its causes on one line; reqwest's own message alone ("error sending request")
-/// hides the useful part ("Connection refused").
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
-}
-
-/// At most `limit` characters, cut on a character boundary.
-fn truncate(text: &str, limit: usize) -> String {
-    match text.char_indices().nth(limit) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_owned(),
-    }
 }

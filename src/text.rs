@@ -1,0 +1,95 @@
+//! Small text helpers every part of the crate shares (server, CLI, browser): one way to cut a
+//! string, shorten an id or spell out an error with its causes.
+
+/// An error and its causes on one line. Libraries often say only the outermost part
+/// ("error sending request") and keep the useful one ("Connection refused") in `source()`;
+/// a cause already spelled out by its parent is not repeated.
+pub fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+/// At most `max` characters, ending in `…` when cut.
+pub fn truncate(text: &str, max: usize) -> String {
+    if text.chars().nth(max).is_none() {
+        return text.to_owned();
+    }
+    let mut cut: String = text.chars().take(max.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
+}
+
+/// At most `max` bytes (never splitting a character), ending in `…` when cut.
+pub fn truncate_bytes(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    format!("{}…", &text[..text.floor_char_boundary(max)])
+}
+
+/// How many leading characters of an id are shown (and, in the CLI, accepted back).
+pub const SHORT_ID: usize = 8;
+
+/// The first [`SHORT_ID`] characters of an id.
+pub fn short_id(id: &str) -> String {
+    id.chars().take(SHORT_ID).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug)]
+    struct Outer(Inner);
+    #[derive(Debug)]
+    struct Inner;
+    impl std::fmt::Display for Outer {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("error sending request")
+        }
+    }
+    impl std::fmt::Display for Inner {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("Connection refused")
+        }
+    }
+    impl std::error::Error for Outer {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.0)
+        }
+    }
+    impl std::error::Error for Inner {}
+
+    #[test]
+    fn the_chain_names_every_cause_once() {
+        assert_eq!(
+            error_chain(&Outer(Inner)),
+            "error sending request: Connection refused"
+        );
+        assert_eq!(error_chain(&Inner), "Connection refused");
+    }
+
+    #[test]
+    fn truncation_counts_characters_and_marks_the_cut() {
+        assert_eq!(truncate("héllo", 5), "héllo");
+        assert_eq!(truncate("héllo!", 5), "héll…");
+        assert_eq!(truncate("", 0), "");
+        assert_eq!(truncate_bytes("aé", 2), "a…");
+        assert_eq!(truncate_bytes("abc", 3), "abc");
+    }
+
+    #[test]
+    fn short_ids_are_the_first_eight_characters() {
+        assert_eq!(short_id("0123456789abcdef"), "01234567");
+        assert_eq!(short_id("abc"), "abc");
+    }
+}
