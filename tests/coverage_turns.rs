@@ -43,18 +43,6 @@ fn list_step(n: usize, tokens: u64) -> ScriptStep {
     call_step(n, "list_files", json!({"path": "."}), tokens)
 }
 
-/// A server whose model is `steps`, with this config; the provider is returned too, so a test
-/// can count the model calls it received.
-async fn scripted_server(
-    steps: Vec<ScriptStep>,
-    config: &str,
-) -> (TestServer, Arc<ScriptedProvider>) {
-    let provider = Arc::new(ScriptedProvider::new(steps));
-    let dynamic: Arc<dyn Provider> = provider.clone();
-    let srv = TestServer::start_with(Some(dynamic), Some(config)).await;
-    (srv, provider)
-}
-
 /// Waits until the turn has finished or a card is pending; returns that snapshot.
 async fn card_or_end(srv: &TestServer, sid: &str, turn: &str) -> Value {
     srv.wait_snapshot(sid, "a pending card or the end of the turn", |s| {
@@ -114,7 +102,7 @@ async fn spending_past_max_tokens_opens_a_budget_card_before_the_next_model_call
         list_step(4, 400),
         reply("all done"),
     ];
-    let (srv, model) = scripted_server(steps, "[budget]\nmax_tokens = 1000\n").await;
+    let (srv, model) = TestServer::with_script(steps, "[budget]\nmax_tokens = 1000\n").await;
     let sid = srv.session().await;
     let turn = srv.send_msg(&sid, "go", Some("yolo")).await;
 
@@ -156,7 +144,7 @@ async fn spending_past_max_tokens_opens_a_budget_card_before_the_next_model_call
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stop_at_a_token_budget_card_ends_the_turn_stopped_without_another_model_call() {
     let steps = vec![list_step(1, 5000), list_step(2, 10), reply("never said")];
-    let (srv, model) = scripted_server(steps, "[budget]\nmax_tokens = 1000\n").await;
+    let (srv, model) = TestServer::with_script(steps, "[budget]\nmax_tokens = 1000\n").await;
     let sid = srv.session().await;
     let turn = srv.send_msg(&sid, "go", Some("ask")).await;
     let card = budget_card(&srv, &sid, &turn).await;
@@ -180,7 +168,7 @@ async fn stop_at_a_token_budget_card_ends_the_turn_stopped_without_another_model
 async fn time_card(
     steps: Vec<ScriptStep>,
 ) -> (TestServer, Arc<ScriptedProvider>, String, String, Value) {
-    let (srv, model) = scripted_server(steps, "[budget]\nmax_turn_secs = 1\n").await;
+    let (srv, model) = TestServer::with_script(steps, "[budget]\nmax_turn_secs = 1\n").await;
     let sid = srv.session().await;
     let turn = srv.send_msg(&sid, "go", Some("yolo")).await;
     let card = budget_card(&srv, &sid, &turn).await;
@@ -260,7 +248,7 @@ async fn a_failing_model_call_ends_the_turn_failed_with_its_error() {
         list_step(1, 0),
         ScriptStep::Fail("the model endpoint is on fire".into()),
     ];
-    let (srv, model) = scripted_server(steps, "").await;
+    let (srv, model) = TestServer::with_script(steps, "").await;
     let sid = srv.session().await;
     let turn = srv.send_msg(&sid, "go", Some("ask")).await;
     let snap = srv.wait_released(&sid, &turn).await;
@@ -714,7 +702,7 @@ async fn a_feed_subscriber_that_lags_behind_the_broadcast_still_gets_every_event
         })
         .collect();
     steps.push(reply("read it all"));
-    let (srv, _model) = scripted_server(steps, "[budget]\nmax_tool_calls = 0\n").await;
+    let (srv, _model) = TestServer::with_script(steps, "[budget]\nmax_tool_calls = 0\n").await;
     let line = format!("{}\n", "x".repeat(79));
     std::fs::write(srv.ws("big.txt"), line.repeat(500)).unwrap();
     let sid = srv.session().await;

@@ -126,6 +126,11 @@ impl BenchServer {
         Ok(())
     }
 
+    /// How many sessions the server's hub holds in memory.
+    pub fn live_sessions(&self) -> usize {
+        self.server.core.hub.live_sessions()
+    }
+
     fn url(&self, path: &str) -> String {
         format!("{}/api/v1{path}", self.base)
     }

@@ -7,6 +7,7 @@ mod capacity;
 mod error;
 mod fanout;
 mod harness;
+mod idle;
 mod recovery;
 mod restore;
 mod round_trip;
@@ -31,7 +32,7 @@ pub struct BenchArgs {
     /// Print one JSON object instead of one line per figure.
     #[arg(long)]
     pub json: bool,
-    /// Run only these figure groups (by any figure number in them: 1/2/4, 3/7, 5/6), e.g.
+    /// Run only these figure groups (by any figure number in them: 1/2/4, 3/7, 5/6, 8, 9), e.g.
     /// `--only 1,5`; useful for profiling one figure.
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<u8>,
@@ -99,6 +100,8 @@ pub struct Counts {
     pub page_loads: usize,
     /// Longest time spent creating parked gates before settling for fewer.
     pub creation_cap: Duration,
+    /// Figure 9: sessions left idle after one turn each.
+    pub idle_sessions: usize,
 }
 
 impl Counts {
@@ -115,6 +118,7 @@ impl Counts {
                 restore_events: 500,
                 page_loads: 10,
                 creation_cap: Duration::from_secs(60),
+                idle_sessions: 200,
             }
         } else {
             Counts {
@@ -128,6 +132,7 @@ impl Counts {
                 restore_events: 10_000,
                 page_loads: 50,
                 creation_cap: Duration::from_secs(180),
+                idle_sessions: 3_000,
             }
         }
     }
@@ -292,6 +297,14 @@ pub async fn run(args: BenchArgs) -> ExitCode {
         );
     }
 
+    // Figure 9 first, on a server of its own: its RSS baseline is this fresh process's.
+    if args.wants(&[9]) {
+        note("figure 9: idle sessions");
+        match group_d(&root, counts).await {
+            Ok(f) => emit(f, &mut figures),
+            Err(e) => failures.push(format!("figure 9: {e}")),
+        }
+    }
     // Figures 1, 2 and 4 on one server.
     if args.wants(&[1, 2, 4]) {
         note("figures 1 and 2: gate cycles on one session");
@@ -372,6 +385,13 @@ fn compare_loaded_round_trip(figures: &mut [Figure]) {
             ));
         }
     }
+}
+
+async fn group_d(root: &TempRoot, counts: Counts) -> Result<Figure> {
+    let server = BenchServer::start(&root.dir("d"), None).await?;
+    let result = idle::run(&server, counts.idle_sessions).await;
+    server.stop().await?;
+    result
 }
 
 async fn group_a(root: &TempRoot, counts: Counts, note: &impl Fn(&str)) -> Result<Vec<Figure>> {

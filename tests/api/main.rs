@@ -14,6 +14,7 @@ mod agent;
 mod auth;
 mod concurrency;
 mod errors;
+mod eviction;
 mod restart;
 mod server_fns;
 mod sessions;

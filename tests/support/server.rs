@@ -66,6 +66,18 @@ impl TestServer {
         Self::start_with(Some(scripted(steps)), None).await
     }
 
+    /// A server whose model is `steps`, with this config; the provider is returned too, so a
+    /// test can count the model calls it received and what each was sent.
+    pub async fn with_script(
+        steps: Vec<ScriptStep>,
+        config: &str,
+    ) -> (Self, Arc<ScriptedProvider>) {
+        let provider = Arc::new(ScriptedProvider::new(steps));
+        let dynamic: Arc<dyn Provider> = provider.clone();
+        let server = Self::start_with(Some(dynamic), Some(config)).await;
+        (server, provider)
+    }
+
     pub async fn start_with(provider: Option<Arc<dyn Provider>>, config: Option<&str>) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         Self::start_in(dir, provider, config).await
