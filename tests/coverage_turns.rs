@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use countersign::server::agent::provider::scripted::{ScriptStep, ScriptedProvider};
-use countersign::server::agent::provider::{Completion, Provider, ToolCallRequest};
+use countersign::server::agent::provider::{Completion, ToolCallRequest};
 use serde_json::{Value, json};
 use support::fixtures::{OpenAiFixture, Reply};
 use support::*;
