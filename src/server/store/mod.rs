@@ -1,6 +1,6 @@
 //! Persistence behind one trait: sessions and their append-only event logs.
 //!
-//! SQLite is the default (`sqlite.rs`); the trait is what lets PostgreSQL follow for
+//! SQLite is the default (`sqlite/`); the trait is what lets PostgreSQL follow for
 //! several instances. Everything above this module talks to `dyn Store` only.
 
 pub mod sqlite;
