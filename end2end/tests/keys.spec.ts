@@ -62,13 +62,9 @@ test('`e` opens the editor on the focused card; Esc closes it; the edited call r
   expect(readFileSync(join(server.workspace, 'keyed-edit.md'), 'utf8')).toBe('final');
 });
 
-// BUG (src/ui/gates.rs, install_keyboard): the keys act on the card last chosen with j/k, else
-// on the FIRST pending card, never on the card that has the keyboard focus; nothing sets
-// CardBus.active when a card gets focus, and j/k move that marker without moving the focus.
-// So with two cards pending, Tab (or a click, or the automatic focus on a newly arrived card)
-// to the second card and `e` opens the editor on the first one, and `a` approves the first
-// one — a card the person was not looking at.
-test.fixme('the keys act on the card that has focus, not on the first pending one', async ({ page, server }) => {
+// With two cards pending, the keys act on the card that has focus (Tab, a click, the automatic
+// focus on a newly arrived card), never on another one.
+test('the keys act on the card that has focus, not on the first pending one', async ({ page, server }) => {
   await login(page, server);
   await send(page, 'parallel:\nwrite focus-a.txt: a\nwrite focus-b.txt: b');
   const [a, b] = await pendingIds(page, 2);
@@ -84,9 +80,8 @@ test.fixme('the keys act on the card that has focus, not on the first pending on
   await expect(card(page, a)).toHaveAttribute('data-state', 'pending');
 });
 
-// Same bug, seen from j/k: they move the highlighted ("active") card but leave the keyboard
-// focus (and its focus ring) where it was, so two cards look selected.
-test.fixme('`j` moves the keyboard focus to the next pending card', async ({ page, server }) => {
+// j/k move the keyboard focus with the highlight: one card is ever the selected one.
+test('`j` moves the keyboard focus to the next pending card', async ({ page, server }) => {
   await login(page, server);
   await send(page, 'parallel:\nwrite jf-1.txt: 1\nwrite jf-2.txt: 2');
   const [one, two] = await pendingIds(page, 2);
@@ -130,11 +125,14 @@ test('`j` and `k` move between pending cards, and the keys act on the one moved 
   const [one, two, three] = await pendingIds(page, 3);
   // The cards of one batch appear in the order their gates opened: name the file by the card.
   const firstFile = (await card(page, one).getByTestId('card-summary').textContent())!.match(/write_file (\S+)/)![1];
-  await leaveFields(page);
   const active = /\bactive\b/;
+  // Select the first card; from there j/k move the selection (focus and highlight together).
+  await card(page, one).focus();
+  await expect(card(page, one)).toHaveClass(active);
 
   await page.keyboard.press('j');
   await expect(card(page, two)).toHaveClass(active);
+  await expect(card(page, two)).toBeFocused();
   await expect(card(page, one)).not.toHaveClass(active);
   await page.keyboard.press('j');
   await expect(card(page, three)).toHaveClass(active);
@@ -177,13 +175,15 @@ test('no card key fires while typing in the composer', async ({ page, server }) 
   const composer = page.getByTestId('composer');
   await composer.click();
   await expect(composer).toBeFocused();
+  // Whichever card was selected before typing stays selected: j/k typed are text.
+  const selected = async () => Promise.all([one, two].map((id) => card(page, id).getAttribute('class')));
+  const before = await selected();
   await page.keyboard.type('a e d A j k');
   await expect(composer).toHaveValue('a e d A j k');
   await expect(composer).toBeFocused();
   for (const id of [one, two]) {
     const c = card(page, id);
     await expect(c).toHaveAttribute('data-state', 'pending');
-    await expect(c).not.toHaveClass(/\bactive\b/);
     await expect(c.getByTestId('edit-input')).toHaveCount(0);
     await expect(c.getByTestId('deny-reason')).toHaveCount(0);
     await expect(c.getByTestId('rule-pattern')).toHaveCount(0);
@@ -191,10 +191,11 @@ test('no card key fires while typing in the composer', async ({ page, server }) 
     await expect(c.locator('[data-action=approve]')).toBeEnabled();
     await expect(c.locator('[data-action=approve]')).not.toContainText('Sending');
   }
+  expect(await selected()).toEqual(before);
   const waiting = await page.request.get(`${server.url}/api/v1/approvals?status=pending`);
   expect((await waiting.json()).map((g: any) => g.approval_id).sort()).toEqual([one, two].sort());
   // Control: the same key outside the composer does act.
-  await leaveFields(page);
+  await card(page, one).focus();
   await page.keyboard.press('d');
   await expect(card(page, one).getByTestId('deny-reason')).toBeVisible();
   await expect(toolResults(page, 'ok')).toHaveCount(0);
