@@ -4,8 +4,9 @@ import { defineConfig } from '@playwright/test';
 
 export default defineConfig({
   testDir: './tests',
-  timeout: 60_000,
-  expect: { timeout: 15_000 },
+  // Hang guards, not speed goals: a debug bundle on two shared cores can be slow to hydrate.
+  timeout: 120_000,
+  expect: { timeout: 30_000 },
   workers: 1,
   retries: 0,
   reporter: [['list']],

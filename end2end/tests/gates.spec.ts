@@ -149,6 +149,8 @@ test('several pending cards get an Approve all bar, and keys act on the focused 
   await bar.locator('[data-action=approve-all]').click();
   await expect(page.locator('[data-testid=approval-card][data-state=resolved][data-decision=approve]')).toHaveCount(2);
   await expect(bar).toHaveCount(0);
+  // Resolved is not yet run: wait for both results before reading the files.
+  await expect(page.locator('[data-testid=tool-result][data-status=ok]')).toHaveCount(2);
   expect(readFileSync(join(server.workspace, 'all-a.txt'), 'utf8')).toBe('1');
   expect(readFileSync(join(server.workspace, 'all-b.txt'), 'utf8')).toBe('2');
 

@@ -1,6 +1,20 @@
 // Small helpers shared by the end-to-end tests.
-import { expect, Page } from '@playwright/test';
-import { RunningServer } from './server';
+import { test as base, expect, Page } from '@playwright/test';
+import { RunningServer, startServer } from './server';
+
+/**
+ * `test` with a fresh server per test (its own data, workspace and pending gates), so a test
+ * sees nothing another test left behind and may run in any order. `serverConfig` (TOML, set
+ * with `test.use`) is passed as the server's config file.
+ */
+export const test = base.extend<{ serverConfig: string | undefined; server: RunningServer }>({
+  serverConfig: [undefined, { option: true }],
+  server: async ({ serverConfig }, use) => {
+    const server = await startServer([], { config: serverConfig });
+    await use(server);
+    await server.stop();
+  },
+});
 
 export async function login(page: Page, server: RunningServer) {
   await page.goto(`${server.url}/login?token=${server.token}`);
@@ -8,9 +22,12 @@ export async function login(page: Page, server: RunningServer) {
   await waitLive(page);
 }
 
-/** Hydrated and subscribed: the feed reports live. */
+/**
+ * Hydrated and subscribed: the feed reports live. Loading and compiling the debug bundle can
+ * take a while on a busy two-core machine, so this waits longer than other expectations.
+ */
 export async function waitLive(page: Page) {
-  await expect(page.getByTestId('connection')).toHaveAttribute('data-state', 'live');
+  await expect(page.getByTestId('connection')).toHaveAttribute('data-state', 'live', { timeout: 30_000 });
 }
 
 export async function send(page: Page, text: string) {
@@ -27,4 +44,22 @@ export async function newSession(page: Page) {
 
 export function pendingCards(page: Page) {
   return page.locator('[data-testid=approval-card][data-state=pending]');
+}
+
+/** The session id in the page's URL. */
+export function sessionId(page: Page): string {
+  return new URL(page.url()).pathname.split('/').pop()!;
+}
+
+/** Server-rendered and then hydrated (pages other than a session): handlers are attached. */
+export async function waitHydrated(page: Page) {
+  await expect(page.locator('main.page')).toHaveAttribute('data-hydrated', 'true');
+}
+
+export function card(page: Page, approvalId: string) {
+  return page.locator(`[data-testid=approval-card][data-approval-id="${approvalId}"]`);
+}
+
+export function toolResults(page: Page, status?: string) {
+  return page.locator(status ? `[data-testid=tool-result][data-status=${status}]` : '[data-testid=tool-result]');
 }

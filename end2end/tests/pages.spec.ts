@@ -1,24 +1,18 @@
 // The pages beside the chat: the Inbox decides gates of any session in place and follows
 // answers given elsewhere; Rules lists what Always allow created and revokes it; Audit shows
 // the hash-chained log with its verify badge, filters and export.
-import { test, expect, Page } from '@playwright/test';
-import { startServer, RunningServer } from './server';
-import { login, newSession, pendingCards, send, waitLive } from './helpers';
-
-let server: RunningServer;
-test.beforeAll(async () => { server = await startServer(); });
-test.afterAll(async () => { await server.stop(); });
-
-/** Server-rendered and then hydrated: event handlers are attached. */
-async function waitHydrated(page: Page) {
-  await expect(page.locator('main.page')).toHaveAttribute('data-hydrated', 'true');
-}
+//
+// The Inbox count, the inbox list and the rules table are global to a server, so each test
+// gets a server of its own (the `server` fixture): what one test leaves pending cannot change
+// what another sees, whatever order they run in.
+import { expect, Page } from '@playwright/test';
+import { login, newSession, pendingCards, send, test, waitHydrated, waitLive } from './helpers';
 
 function okResults(page: Page) {
   return page.locator('[data-testid=tool-result][data-status=ok]');
 }
 
-test('approve from the Inbox while the chat is open in another tab', async ({ page, context }) => {
+test('approve from the Inbox while the chat is open in another tab', async ({ page, context, server }) => {
   await login(page, server);
   await newSession(page);
   const sessionPath = new URL(page.url()).pathname;
@@ -73,7 +67,7 @@ test('approve from the Inbox while the chat is open in another tab', async ({ pa
   await expect(pendingCards(inbox)).toHaveCount(0);
 });
 
-test('a rule made by Always allow shows on Rules; Revoke removes it and the call asks again', async ({ page }) => {
+test('a rule made by Always allow shows on Rules; Revoke removes it and the call asks again', async ({ page, server }) => {
   await login(page, server);
   await newSession(page);
   const sessionPath = new URL(page.url()).pathname;
@@ -116,7 +110,7 @@ test('a rule made by Always allow shows on Rules; Revoke removes it and the call
   await expect(okResults(page)).toHaveCount(3);
 });
 
-test('Audit lists gates opened and resolved, filters them, and says the chain is intact', async ({ page }) => {
+test('Audit lists gates opened and resolved, filters them, and says the chain is intact', async ({ page, server }) => {
   await login(page, server);
   await newSession(page);
   await send(page, 'run: echo audited');

@@ -1,7 +1,7 @@
 // A real Countersign server per test file: the built binary on a free loopback port, with its
 // own data directory and workspace, and the demo agent.
 import { spawn, ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 
@@ -40,13 +40,24 @@ function exited(child: ChildProcess): Promise<void> {
   return new Promise((r) => child.once('exit', () => r()));
 }
 
-export async function startServer(extraArgs: string[] = []): Promise<RunningServer> {
+export interface ServerOptions {
+  /** TOML written to a config file beside the data dir and passed with `--config`. */
+  config?: string;
+}
+
+export async function startServer(extraArgs: string[] = [], options: ServerOptions = {}): Promise<RunningServer> {
   const root = mkdtempSync(join(tmpdir(), 'countersign-e2e-'));
   const dataDir = join(root, 'data');
   const workspace = join(root, 'workspace');
   const token = 'e2e-token-' + Math.random().toString(36).slice(2);
+  const configArgs: string[] = [];
+  if (options.config !== undefined) {
+    const configFile = join(root, 'config.toml');
+    writeFileSync(configFile, options.config);
+    configArgs.push('--config', configFile);
+  }
   const args = (addr: string) => ['serve', '--addr', addr, '--data-dir', dataDir, '--workspace', workspace,
-    '--token', token, ...extraArgs];
+    '--token', token, ...configArgs, ...extraArgs];
   let { child, url } = await spawnServer(args('127.0.0.1:0'));
   const addr = url.replace('http://', '');
   return {

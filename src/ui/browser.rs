@@ -50,6 +50,21 @@ pub fn scroll_into_view(element_id: &str) {
 }
 
 /// Moves keyboard focus to an element, if it exists.
+/// The approval id of the card that holds keyboard focus (the card itself or a control in
+/// it), if any.
+pub fn focused_card() -> Option<String> {
+    #[cfg(feature = "hydrate")]
+    {
+        web_sys::window()
+            .and_then(|w| w.document())
+            .and_then(|d| d.active_element())
+            .and_then(|el| el.closest("[data-testid=approval-card]").ok().flatten())
+            .and_then(|card| card.get_attribute("data-approval-id"))
+    }
+    #[cfg(not(feature = "hydrate"))]
+    None
+}
+
 pub fn focus(element_id: &str) {
     #[cfg(feature = "hydrate")]
     {

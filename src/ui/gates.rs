@@ -76,8 +76,9 @@ fn key_command(key: &str) -> Option<CardCommand> {
     }
 }
 
-/// a / e / d / A / Esc act on the active card, j / k move between pending cards; none of them
-/// fire while typing in a field.
+/// a / e / d / A / Esc act on the card in focus (else the one `j`/`k` last chose, else the
+/// first pending); j / k move focus between pending cards; none of them fire while typing in
+/// a field.
 pub fn install_keyboard(bus: CardBus, pending: Memo<Vec<ApprovalRequestBody>>) {
     #[cfg(feature = "hydrate")]
     {
@@ -103,10 +104,11 @@ pub fn install_keyboard(bus: CardBus, pending: Memo<Vec<ApprovalRequestBody>>) {
             if ids.is_empty() {
                 return;
             }
-            let active = bus
-                .active
-                .get_untracked()
+            // The card the person is looking at: the one with focus wins, so a key never acts
+            // on a card other than the highlighted one.
+            let active = crate::ui::browser::focused_card()
                 .filter(|a| ids.contains(a))
+                .or_else(|| bus.active.get_untracked().filter(|a| ids.contains(a)))
                 .unwrap_or_else(|| ids[0].clone());
             if key == "j" || key == "k" {
                 let at = ids.iter().position(|i| *i == active).unwrap_or(0);
@@ -116,7 +118,9 @@ pub fn install_keyboard(bus: CardBus, pending: Memo<Vec<ApprovalRequestBody>>) {
                     at.saturating_sub(1)
                 };
                 bus.active.set(Some(ids[next].clone()));
-                crate::ui::browser::scroll_into_view(&format!("gate-{}", ids[next]));
+                let id = format!("gate-{}", ids[next]);
+                crate::ui::browser::scroll_into_view(&id);
+                crate::ui::browser::focus(&id);
                 ev.prevent_default();
                 return;
             }

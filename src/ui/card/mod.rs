@@ -358,11 +358,16 @@ fn PendingCard(request: ApprovalRequestBody, now_ms: RwSignal<f64>) -> impl Into
         });
     let edit_request = request.clone();
     let always_request = request.clone();
+    // Focus and the highlight are one thing: the card that gets focus (by Tab, a click, `j`/`k`
+    // or arriving) becomes the one the keys act on.
+    let focus_id = approval_id.clone();
+    let on_focus = move |_| bus.active.set(Some(focus_id.clone()));
     view! {
         <article
             class=format!("card pending kind-{}", kind_class(&request))
             class:floor=floor
             class:active=is_active
+            on:focusin=on_focus
             id=format!("gate-{}", request.approval_id)
             tabindex="0"
             data-testid="approval-card"

@@ -1,0 +1,234 @@
+// Answering cards from the keyboard and the bulk bar: Deny all answers every pending card;
+// `e` opens the editor, `A` the Always allow panel, `j`/`k` move between pending cards; none
+// of the keys fire while typing in the composer, where Shift+Tab cycles the approval mode.
+import { expect, Page } from '@playwright/test';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { card, login, pendingCards, send, sessionId, test, toolResults, waitLive } from './helpers';
+
+/** The approval ids of the pending cards, in page order. */
+async function pendingIds(page: Page, n: number): Promise<string[]> {
+  await expect(pendingCards(page)).toHaveCount(n);
+  return pendingCards(page).evaluateAll((els) => els.map((e) => e.getAttribute('data-approval-id')!));
+}
+
+/** Takes focus away from any field, so page-level keys are not "typing". */
+async function leaveFields(page: Page) {
+  await page.locator('.chat-header').click({ position: { x: 5, y: 5 } });
+  await expect(page.getByTestId('composer')).not.toBeFocused();
+}
+
+test('Deny all answers both pending cards denied, and neither call runs', async ({ page, server }) => {
+  await login(page, server);
+  await send(page, 'parallel:\nwrite deny-a.txt: 1\nwrite deny-b.txt: 2');
+  const ids = await pendingIds(page, 2);
+  const bar = page.getByTestId('bulk-bar');
+  await expect(bar).toContainText('2 pending');
+  await bar.locator('[data-action=deny-all]').click();
+  for (const id of ids) {
+    await expect(card(page, id)).toHaveAttribute('data-state', 'resolved');
+    await expect(card(page, id)).toHaveAttribute('data-decision', 'deny');
+  }
+  await expect(bar).toHaveCount(0);
+  await expect(toolResults(page, 'denied')).toHaveCount(2);
+  await expect(toolResults(page, 'ok')).toHaveCount(0);
+  await expect(page).toHaveTitle('Countersign');
+  expect(existsSync(join(server.workspace, 'deny-a.txt'))).toBe(false);
+  expect(existsSync(join(server.workspace, 'deny-b.txt'))).toBe(false);
+});
+
+test('`e` opens the editor on the focused card; Esc closes it; the edited call runs', async ({ page, server }) => {
+  await login(page, server);
+  await send(page, 'write keyed-edit.md: draft');
+  const [id] = await pendingIds(page, 1);
+  const pending = card(page, id);
+  // With the composer empty, the new card takes focus.
+  await expect(pending).toBeFocused();
+  await page.keyboard.press('e');
+  const field = pending.getByTestId('edit-input');
+  await expect(field).toBeVisible();
+  await expect(field).toBeFocused();
+  await expect(field).toHaveValue('draft');
+  await page.keyboard.press('Escape');
+  await expect(pending.getByTestId('edit-input')).toHaveCount(0);
+  await expect(pending).toHaveAttribute('data-state', 'pending');
+
+  await pending.focus();
+  await page.keyboard.press('e');
+  await pending.getByTestId('edit-input').fill('final');
+  await pending.locator('[data-action=submit-edit]').click();
+  await expect(card(page, id)).toHaveAttribute('data-decision', 'edit');
+  await expect(toolResults(page, 'ok')).toHaveCount(1);
+  expect(readFileSync(join(server.workspace, 'keyed-edit.md'), 'utf8')).toBe('final');
+});
+
+// With two cards pending, the keys act on the card that has focus (Tab, a click, the automatic
+// focus on a newly arrived card), never on another one.
+test('the keys act on the card that has focus, not on the first pending one', async ({ page, server }) => {
+  await login(page, server);
+  await send(page, 'parallel:\nwrite focus-a.txt: a\nwrite focus-b.txt: b');
+  const [a, b] = await pendingIds(page, 2);
+  await card(page, b).focus();
+  await expect(card(page, b)).toBeFocused();
+  await page.keyboard.press('e');
+  await expect(card(page, b).getByTestId('edit-input')).toBeVisible();
+  await expect(card(page, a).getByTestId('edit-input')).toHaveCount(0);
+  await page.keyboard.press('Escape');
+  await card(page, b).focus();
+  await page.keyboard.press('a');
+  await expect(card(page, b)).toHaveAttribute('data-state', 'resolved');
+  await expect(card(page, a)).toHaveAttribute('data-state', 'pending');
+});
+
+// j/k move the keyboard focus with the highlight: one card is ever the selected one.
+test('`j` moves the keyboard focus to the next pending card', async ({ page, server }) => {
+  await login(page, server);
+  await send(page, 'parallel:\nwrite jf-1.txt: 1\nwrite jf-2.txt: 2');
+  const [one, two] = await pendingIds(page, 2);
+  await card(page, one).focus();
+  await page.keyboard.press('j');
+  await expect(card(page, two)).toBeFocused();
+  await page.keyboard.press('k');
+  await expect(card(page, one)).toBeFocused();
+});
+
+test('`A` opens Always allow; confirming creates the rule and resolves the card allow_always', async ({ page, server }) => {
+  await login(page, server);
+  await send(page, 'run: echo always one');
+  const [id] = await pendingIds(page, 1);
+  const pending = card(page, id);
+  await expect(pending).toBeFocused();
+  await page.keyboard.press('Shift+A');
+  const pattern = pending.getByTestId('rule-pattern');
+  await expect(pattern).toBeFocused();
+  await expect(pattern).toHaveValue('echo *');
+  await expect(pending.getByTestId('rule-scope')).toHaveValue('session');
+  await pending.locator('[data-action=submit-always]').click();
+
+  await expect(card(page, id)).toHaveAttribute('data-state', 'resolved');
+  await expect(card(page, id)).toHaveAttribute('data-decision', 'allow_always');
+  await expect(toolResults(page, 'ok')).toHaveCount(1);
+  const res = await page.request.get(`${server.url}/api/v1/rules`);
+  expect(res.ok()).toBeTruthy();
+  const rules = await res.json();
+  expect(rules).toHaveLength(1);
+  expect(rules[0]).toMatchObject({ tool: 'shell', pattern: 'echo *', scope: 'session' });
+  // The rule covers the next echo: it runs without a card.
+  await send(page, 'run: echo always two');
+  await expect(toolResults(page, 'ok')).toHaveCount(2);
+  await expect(pendingCards(page)).toHaveCount(0);
+});
+
+test('`j` and `k` move between pending cards, and the keys act on the one moved to', async ({ page, server }) => {
+  await login(page, server);
+  await send(page, 'parallel:\nwrite j-1.txt: 1\nwrite j-2.txt: 2\nwrite j-3.txt: 3');
+  const [one, two, three] = await pendingIds(page, 3);
+  // The cards of one batch appear in the order their gates opened: name the file by the card.
+  const firstFile = (await card(page, one).getByTestId('card-summary').textContent())!.match(/write_file (\S+)/)![1];
+  const active = /\bactive\b/;
+  // Select the first card; from there j/k move the selection (focus and highlight together).
+  await card(page, one).focus();
+  await expect(card(page, one)).toHaveClass(active);
+
+  await page.keyboard.press('j');
+  await expect(card(page, two)).toHaveClass(active);
+  await expect(card(page, two)).toBeFocused();
+  await expect(card(page, one)).not.toHaveClass(active);
+  await page.keyboard.press('j');
+  await expect(card(page, three)).toHaveClass(active);
+  // At the last card `j` stays there.
+  await page.keyboard.press('j');
+  await expect(card(page, three)).toHaveClass(active);
+  await page.keyboard.press('k');
+  await expect(card(page, two)).toHaveClass(active);
+  await expect(card(page, three)).not.toHaveClass(active);
+
+  // `a` approves the card moved to, and only that one.
+  await page.keyboard.press('a');
+  await expect(card(page, two)).toHaveAttribute('data-state', 'resolved');
+  await expect(card(page, two)).toHaveAttribute('data-decision', 'approve');
+  await expect(card(page, one)).toHaveAttribute('data-state', 'pending');
+  await expect(card(page, three)).toHaveAttribute('data-state', 'pending');
+
+  // Once the highlighted card is answered, j/k count from the first pending card again.
+  await page.keyboard.press('j');
+  await expect(card(page, three)).toHaveClass(active);
+  await page.keyboard.press('k');
+  await expect(card(page, one)).toHaveClass(active);
+  await page.keyboard.press('d');
+  await expect(card(page, one).getByTestId('deny-reason')).toBeFocused();
+  await page.keyboard.press('Enter');
+  await expect(card(page, one)).toHaveAttribute('data-decision', 'deny');
+  await expect(card(page, three)).toHaveAttribute('data-state', 'pending');
+  await leaveFields(page);
+  await page.keyboard.press('a');
+  await expect(card(page, three)).toHaveAttribute('data-decision', 'approve');
+  await expect(toolResults(page, 'ok')).toHaveCount(2);
+  await expect(toolResults(page, 'denied')).toHaveCount(1);
+  expect(existsSync(join(server.workspace, firstFile))).toBe(false);
+});
+
+test('no card key fires while typing in the composer', async ({ page, server }) => {
+  await login(page, server);
+  await send(page, 'parallel:\nwrite typed-1.txt: 1\nwrite typed-2.txt: 2');
+  const [one, two] = await pendingIds(page, 2);
+  const composer = page.getByTestId('composer');
+  await composer.click();
+  await expect(composer).toBeFocused();
+  // Whichever card was selected before typing stays selected: j/k typed are text.
+  const selected = async () => Promise.all([one, two].map((id) => card(page, id).getAttribute('class')));
+  const before = await selected();
+  await page.keyboard.type('a e d A j k');
+  await expect(composer).toHaveValue('a e d A j k');
+  await expect(composer).toBeFocused();
+  for (const id of [one, two]) {
+    const c = card(page, id);
+    await expect(c).toHaveAttribute('data-state', 'pending');
+    await expect(c.getByTestId('edit-input')).toHaveCount(0);
+    await expect(c.getByTestId('deny-reason')).toHaveCount(0);
+    await expect(c.getByTestId('rule-pattern')).toHaveCount(0);
+    // `a` did not send an answer either (the button would say "Sending…").
+    await expect(c.locator('[data-action=approve]')).toBeEnabled();
+    await expect(c.locator('[data-action=approve]')).not.toContainText('Sending');
+  }
+  expect(await selected()).toEqual(before);
+  const waiting = await page.request.get(`${server.url}/api/v1/approvals?status=pending`);
+  expect((await waiting.json()).map((g: any) => g.approval_id).sort()).toEqual([one, two].sort());
+  // Control: the same key outside the composer does act.
+  await card(page, one).focus();
+  await page.keyboard.press('d');
+  await expect(card(page, one).getByTestId('deny-reason')).toBeVisible();
+  await expect(toolResults(page, 'ok')).toHaveCount(0);
+  // Leave the composer text alone; answer the cards so the turn ends.
+  await page.getByTestId('bulk-bar').locator('[data-action=approve-all]').click();
+  await expect(toolResults(page, 'ok')).toHaveCount(2);
+});
+
+test('Shift+Tab in the composer cycles the mode picker, and the message goes with that mode', async ({ page, server }) => {
+  await login(page, server);
+  const composer = page.getByTestId('composer');
+  const picker = page.getByTestId('mode-picker');
+  const badge = page.getByTestId('session-mode');
+  await expect(picker).toHaveValue('ask');
+  await composer.click();
+  for (const mode of ['auto_edit', 'yolo', 'plan', 'ask', 'auto_edit', 'yolo']) {
+    await page.keyboard.press('Shift+Tab');
+    await expect(picker).toHaveValue(mode);
+    await expect(badge).toHaveAttribute('data-mode', mode);
+    // Focus stays in the composer.
+    await expect(composer).toBeFocused();
+  }
+  // The session remembers it: a reload comes back in yolo.
+  await expect.poll(async () => {
+    const res = await page.request.get(`${server.url}/api/v1/sessions/${sessionId(page)}`);
+    return (await res.json()).session.approval_mode;
+  }).toBe('yolo');
+  await page.reload();
+  await waitLive(page);
+  await expect(picker).toHaveValue('yolo');
+  // In yolo a command runs without a card.
+  await send(page, 'run: echo cycled');
+  await expect(toolResults(page, 'ok')).toContainText('echo cycled');
+  await expect(pendingCards(page)).toHaveCount(0);
+  await expect(page.getByTestId('user-message').last()).toContainText('Yolo');
+});
