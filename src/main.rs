@@ -32,6 +32,8 @@ enum Command {
     Rules(cli::RulesArgs),
     /// The hash-chained audit log: export it, verify it.
     Audit(cli::AuditArgs),
+    /// Named tokens with scopes: create, list, revoke.
+    Token(cli::TokenArgs),
     /// The config file: its path, one key, set one key, or all of them.
     Config(cli::config::ConfigArgs),
     /// Performance figures: starts its own servers in a temp dir and measures them.
@@ -138,6 +140,7 @@ async fn main() -> ExitCode {
         Some(Command::Approvals(args)) => cli::approvals(args).await,
         Some(Command::Rules(args)) => cli::rules(args).await,
         Some(Command::Audit(args)) => cli::audit(args).await,
+        Some(Command::Token(args)) => cli::token(args).await,
         Some(Command::Config(args)) => cli::config::run(args),
         Some(Command::Bench(args)) => countersign::bench::run(args).await,
     }

@@ -117,6 +117,7 @@ fn kind_label(gate: &ApprovalRequest) -> String {
             clean(gate.body.decision_kind.as_deref().unwrap_or("other"))
         ),
         GateKind::Budget => "budget".to_owned(),
+        GateKind::External => format!("outside {}", clean(&gate.body.tool)),
     }
 }
 

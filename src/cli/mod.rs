@@ -11,6 +11,7 @@ pub mod config;
 mod remote;
 pub mod rules;
 pub mod table;
+pub mod tokens;
 
 use std::process::ExitCode;
 
@@ -99,6 +100,30 @@ pub enum RulesCommand {
 }
 
 #[derive(Args, Debug)]
+pub struct TokenArgs {
+    #[command(flatten)]
+    pub remote: Remote,
+    #[command(subcommand)]
+    pub command: TokenCommand,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum TokenCommand {
+    /// Create a named token; its secret is printed once (alone on stdout).
+    Create {
+        /// Letters, digits, `-`, `_`, `.`.
+        name: String,
+        /// admin, approve (read and decide) or gates (outside agents: open their own gates).
+        #[arg(long)]
+        scope: String,
+    },
+    /// Named tokens with their scope and last use (never their secrets).
+    List,
+    /// Revoke a token: it stops working at once.
+    Revoke { name: String },
+}
+
+#[derive(Args, Debug)]
 pub struct AuditArgs {
     #[command(flatten)]
     pub remote: Remote,
@@ -143,6 +168,16 @@ pub async fn audit(args: AuditArgs) -> ExitCode {
     let json = args.remote.json;
     let result = match Client::new(&args.remote) {
         Ok(client) => audit::run(&client, json, args.command).await,
+        Err(e) => Err(e),
+    };
+    report(result, json)
+}
+
+/// `countersign token …`.
+pub async fn token(args: TokenArgs) -> ExitCode {
+    let json = args.remote.json;
+    let result = match Client::new(&args.remote) {
+        Ok(client) => tokens::run(&client, json, args.command).await,
         Err(e) => Err(e),
     };
     report(result, json)

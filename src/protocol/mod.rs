@@ -7,7 +7,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+mod outside;
 mod time;
+pub use outside::{CreatedToken, GateState, TokenInfo};
 pub use time::Timestamp;
 
 /// How much the person wants to be asked. Per message; the session remembers the last one.
@@ -279,6 +281,9 @@ pub enum GateKind {
     Tool,
     Decision,
     Budget,
+    /// An outside agent's call (Claude Code, Codex, opencode, an MCP host): `tool` and `args`
+    /// are its own tool name and input.
+    External,
 }
 
 /// Why a call was gated.
@@ -547,6 +552,10 @@ pub struct Session {
     pub approval_mode: Mode,
     pub running_turn_id: Option<String>,
     pub pending_approvals: u64,
+    /// The outside agent whose gates this session holds (`claude-code`, `codex`, `opencode`,
+    /// `mcp`); absent for the built-in agent's sessions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
 }
 
 /// `GET /api/v1/sessions/{sid}`: everything a page needs to restore a session.

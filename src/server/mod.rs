@@ -11,6 +11,7 @@ pub mod gate;
 pub mod http;
 pub mod hub;
 pub mod markdown;
+pub mod notifier;
 pub mod principal;
 pub mod settings;
 pub mod state;
@@ -42,6 +43,8 @@ pub enum StartError {
     Store(#[from] store::StoreError),
     #[error("cannot start the model provider: {0}")]
     Provider(#[from] agent::provider::ProviderError),
+    #[error("{0}")]
+    Recovery(String),
 }
 
 /// How long shutdown waits for turn tasks to end.
@@ -123,10 +126,13 @@ pub async fn start(
     }
     let live = Arc::new(live.with_startup(settings.startup.clone()));
     let shutdown = CancellationToken::new();
+    let notifier = Arc::new(notifier::Notifier::new());
+    notifier.set_listen_url(format!("http://{addr}"));
     let agent = agent::Agent::new(agent::Deps {
         hub: hub.clone(),
         live: Arc::clone(&live),
         workspace: settings.workspace.clone(),
+        notifier: Arc::clone(&notifier),
     });
     let core = Arc::new(core::Core {
         hub,
@@ -134,10 +140,20 @@ pub async fn start(
         agent,
         workspace: settings.workspace.clone(),
         shutdown: shutdown.clone(),
+        token_use: core::TokenUse::default(),
+        notifier,
     });
     let watcher = watch_config(&core, &settings.config_path);
     let repaired = core.agent.restore_modes().await?;
     let resumed = core.agent.resume_unfinished().await?;
+    let armed = core.arm_gate_deadlines().await.map_err(|e| {
+        StartError::Recovery(format!(
+            "could not re-arm the outside gates' deadlines: {e}"
+        ))
+    })?;
+    if armed > 0 {
+        tracing::info!(armed, "outside agents' gates still wait for an answer");
+    }
     if repaired + resumed > 0 {
         tracing::info!(
             resumed,

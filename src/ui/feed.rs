@@ -237,6 +237,7 @@ mod tests {
                 approval_mode: Mode::Ask,
                 running_turn_id: None,
                 pending_approvals: 0,
+                source: None,
             },
             events: vec![],
             pending: vec![],

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use crate::server::config::live::{Live, LiveConfig};
 use crate::server::config::ops::AgentSettings;
 use crate::server::hub::Hub;
+use crate::server::notifier::Notifier;
 
 /// What turns may use.
 pub struct Deps {
@@ -14,6 +15,8 @@ pub struct Deps {
     pub live: Arc<LiveConfig>,
     /// Canonical path of the folder the tools are confined to.
     pub workspace: PathBuf,
+    /// Tells the person when a gate waits for them.
+    pub notifier: Arc<Notifier>,
 }
 
 impl Deps {

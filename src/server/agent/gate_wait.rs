@@ -36,7 +36,23 @@ impl Turn {
         let mut events: Vec<EventBody> = call_event.into_iter().collect();
         events.push(EventBody::ApprovalRequest(Box::new(gate.body.clone())));
         self.commit(events, commit).await?;
+        self.notify(&gate).await;
         self.await_resolution(&gate, parked).await
+    }
+
+    /// Tells the person (when `[notify]` is set) that the gate waits for them.
+    async fn notify(&self, gate: &ApprovalRequest) {
+        let live = self.deps.config();
+        if live.config.notify.webhook_url.is_empty() {
+            return;
+        }
+        let title = match self.deps.hub.store().get_session(&self.session_id).await {
+            Ok(Some(row)) => row.title,
+            _ => String::new(),
+        };
+        self.deps
+            .notifier
+            .gate_opened(&live.config, &gate.body, &title);
     }
 
     /// Waits on a gate opened before a restart: parks again with its original deadline.

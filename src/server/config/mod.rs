@@ -21,6 +21,38 @@ pub struct Config {
     pub budget: BudgetConfig,
     pub storage: StorageConfig,
     pub tools: ToolsConfig,
+    pub server: ServerConfig,
+    pub notify: NotifyConfig,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServerConfig {
+    /// The address people reach this server at (`https://countersign.example`), for the card
+    /// links in notifications and gate answers. Empty: where it listens.
+    pub public_url: String,
+}
+
+/// Telling the person when a gate needs them.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct NotifyConfig {
+    /// Where to POST the message. Empty: no notifications.
+    pub webhook_url: String,
+    pub format: NotifyFormat,
+}
+
+/// The body a notification is posted in.
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum NotifyFormat {
+    /// `{"event", "title", "summary", "session", "url", …}`.
+    #[default]
+    Json,
+    /// ntfy's JSON publish form (`{"topic", "title", "message", "click"}`), to the server's root.
+    Ntfy,
+    /// A Slack incoming webhook (`{"text"}`).
+    Slack,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Default)]
@@ -350,6 +382,19 @@ impl Config {
                 "and `tools.sandbox.extra_write` must hold absolute paths",
             ));
         }
+        let http_url = |url: &str| url.starts_with("http://") || url.starts_with("https://");
+        if !self.server.public_url.is_empty() && !http_url(&self.server.public_url) {
+            return Err(invalid(
+                "server.public_url",
+                "must be an http:// or https:// URL",
+            ));
+        }
+        if !self.notify.webhook_url.is_empty() && !http_url(&self.notify.webhook_url) {
+            return Err(invalid(
+                "notify.webhook_url",
+                "must be an http:// or https:// URL",
+            ));
+        }
         if self.tools.max_parallel == 0 {
             return Err(invalid("tools.max_parallel", "must be at least 1"));
         }
@@ -477,6 +522,9 @@ pub mod keys {
             }
             (_, "provider.base_url") => {
                 Some("where the model is called can only be changed in the config file")
+            }
+            ("notify", _) | (_, "server.public_url") => {
+                Some("where notifications and card links go can only be changed in the config file")
             }
             ("tools", _) if key.starts_with("tools.sandbox.") || key == "tools.env_passthrough" => {
                 Some("what tools can reach can only be changed in the config file")

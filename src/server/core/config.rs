@@ -12,6 +12,23 @@ fn toml_to_json(value: &toml::Value) -> Value {
     serde_json::to_value(value).unwrap_or(Value::Null)
 }
 
+/// A webhook URL often is the secret (Slack's, an ntfy topic): only its host is shown.
+const MASKED_KEYS: [&str; 1] = ["notify.webhook_url"];
+
+fn shown(key: &str, value: &toml::Value) -> Value {
+    match value.as_str() {
+        Some(url) if MASKED_KEYS.contains(&key) && !url.is_empty() => {
+            let host = url
+                .split("://")
+                .nth(1)
+                .and_then(|rest| rest.split('/').next())
+                .unwrap_or("");
+            Value::String(format!("set: {host}/… (masked)"))
+        }
+        _ => toml_to_json(value),
+    }
+}
+
 impl Core {
     /// Sets one key from the web or the API (`actor` from the credential, `via` the door).
     pub async fn set_config(
@@ -64,7 +81,7 @@ impl Core {
                     ConfigSource::Default
                 };
                 ConfigKey {
-                    value: toml_to_json(&value),
+                    value: shown(&key, &value),
                     default,
                     source,
                     protected: keys::protected(&key).is_some(),

@@ -178,6 +178,35 @@ impl Core {
                 Ok(edits.clone())
             }
             GateKind::Budget => Err(Error::NotAllowed("a budget gate cannot be edited".into())),
+            GateKind::External if request.body.class == crate::protocol::ToolClass::Decision => {
+                match edits {
+                    Value::String(text) => Ok(Value::String(text.trim().to_owned())),
+                    _ => Err(Error::InvalidEdits(
+                        "a decision's edit is the revised proposal, as text".into(),
+                    )),
+                }
+            }
+            GateKind::External => {
+                if !edits.is_object() {
+                    return Err(Error::InvalidEdits(
+                        "edits must be an object: the tool's whole replacement input".into(),
+                    ));
+                }
+                // As for the built-in agent: an edit may not move the call onto the floor.
+                let live = self.config();
+                let call = tools::outside::describe(&request.body.tool, edits);
+                if request.body.reason != crate::protocol::GateReason::SafetyFloor
+                    && let Some(floor) = call
+                        .floor_subjects
+                        .iter()
+                        .find_map(|subject| live.floor.check_subject(subject))
+                {
+                    return Err(Error::NotAllowed(format!(
+                        "the edited call {floor}, which is on the safety floor; deny this card instead"
+                    )));
+                }
+                Ok(edits.clone())
+            }
         }
     }
 

@@ -52,6 +52,18 @@ pub enum Error {
     ShuttingDown,
     #[error("the database could not be written; nothing was changed, try again")]
     StorageUnavailable,
+    #[error("{0}")]
+    InvalidGate(String),
+    #[error("{0}")]
+    Forbidden(String),
+    #[error("{0}")]
+    InvalidName(String),
+    #[error("{0}")]
+    NameTaken(String),
+    #[error("{0}")]
+    InvalidScope(String),
+    #[error("no token named {0}")]
+    UnknownToken(String),
     #[error("internal error; see the server log")]
     Internal(String),
 }
@@ -79,6 +91,12 @@ impl Error {
             Error::InvalidValue(_) => "invalid_value",
             Error::ShuttingDown => "shutting_down",
             Error::StorageUnavailable => "storage_unavailable",
+            Error::InvalidGate(_) => "invalid_gate",
+            Error::Forbidden(_) => "forbidden",
+            Error::InvalidName(_) => "invalid_name",
+            Error::NameTaken(_) => "name_taken",
+            Error::InvalidScope(_) => "invalid_scope",
+            Error::UnknownToken(_) => "unknown_token",
             Error::Internal(_) => "internal",
         }
     }

@@ -5,10 +5,14 @@
 mod config;
 mod decisions;
 mod error;
+mod external;
 mod sessions;
+mod tokens;
 
 pub use decisions::{Answer, DecisionRequest, RuleChoice, RuleRequest};
 pub use error::Error;
+pub use external::MAX_WAIT_SECS;
+pub use tokens::TokenUse;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -18,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 use super::agent::Agent;
 use super::config::live::{Live, LiveConfig};
 use super::hub::Hub;
+use super::notifier::Notifier;
 use crate::protocol::{EventBody, Mode};
 
 /// The longest message a person may send, in characters (protocol.md).
@@ -34,6 +39,10 @@ pub struct Core {
     pub workspace: PathBuf,
     /// Fired once on graceful shutdown; SSE streams and background tasks watch it.
     pub shutdown: CancellationToken,
+    /// When each named token's use was last recorded.
+    pub token_use: TokenUse,
+    /// Tells the person (a webhook) when a gate needs them; knows the card links' base.
+    pub notifier: Arc<Notifier>,
 }
 
 /// About how many events the session page starts with (whole turns, so it can be more).

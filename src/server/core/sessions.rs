@@ -23,6 +23,7 @@ impl Core {
             approval_mode: row.mode(),
             running_turn_id: self.hub.running_turn_id(&row.id),
             pending_approvals,
+            source: row.source.clone(),
         }
     }
 
@@ -66,6 +67,7 @@ impl Core {
             last_seq: 0,
             pre_plan_mode: None,
             plan_execution_mode: None,
+            source: None,
         };
         self.hub.store().create_session(&row).await?;
         Ok(self.session_view(&row, 0))
@@ -205,6 +207,11 @@ impl Core {
         let session = self.hub.enter(&id);
         let _serial = session.serial().await;
         let row = self.session_row(&id).await?;
+        if let Some(source) = &row.source {
+            return Err(Error::NotAllowed(format!(
+                "this session holds {source}'s gates: answer its cards here, and talk to {source} where it runs"
+            )));
+        }
         if self.shutdown.is_cancelled() {
             return Err(Error::ShuttingDown);
         }

@@ -35,6 +35,32 @@ pub async fn commit(
     Ok(resolution)
 }
 
+/// Commits a resolution the policy gave at once; a standing rule that answered has its use
+/// counted in the same transaction.
+pub async fn commit_rule_use(
+    hub: &Hub,
+    session_id: &str,
+    request: &ApprovalRequest,
+    resolution: Resolution,
+    rule_used: Option<String>,
+) -> Result<Resolution, StoreError> {
+    let event = NewEvent::new(
+        Some(&request.turn_id),
+        EventBody::ApprovalResolved(resolution.clone()),
+    );
+    let commit = Commit {
+        gate: Some(GateChange::Resolve {
+            resolution: resolution.clone(),
+            new_rule: None,
+        }),
+        rule_used,
+        ..Commit::default()
+    };
+    hub.commit(session_id, vec![event], commit, || ()).await?;
+    hub.wake(session_id, resolution.clone());
+    Ok(resolution)
+}
+
 /// Resolves a gate with the server's own answer (timeout, cancel) unless someone already
 /// did; either way returns the resolution that stands, and wakes the waiting turn.
 pub async fn by_server(

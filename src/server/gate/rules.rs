@@ -31,23 +31,43 @@ pub async fn matching(
     tool: &str,
     args: &Value,
 ) -> Result<Option<Rule>, StoreError> {
+    let subject = tools::get(tool).and_then(|t| t.subject(args));
+    matching_subject(store, session_id, tool, subject.as_ref()).await
+}
+
+/// A standing rule in force that covers a call on `subject` in this session, if any (outside
+/// agents' calls, whose subjects `tools::outside` reads).
+pub async fn matching_subject(
+    store: &dyn Store,
+    session_id: &str,
+    tool: &str,
+    subject: Option<&Subject>,
+) -> Result<Option<Rule>, StoreError> {
+    let Some(subject) = subject else {
+        return Ok(None);
+    };
     let rules = store.list_rules().await?;
     Ok(rules.into_iter().find(|rule| {
         let in_scope = match rule.scope {
             RuleScope::Workspace => true,
             RuleScope::Session => rule.session_id.as_deref() == Some(session_id),
         };
-        in_scope && covers(rule, tool, args)
+        in_scope && rule.tool == tool && covers_subject(rule, subject)
     }))
 }
 
 /// Whether `rule` covers this call.
 pub fn covers(rule: &Rule, tool: &str, args: &Value) -> bool {
-    if rule.tool != tool {
-        return false;
-    }
-    match tools::get(tool).and_then(|t| t.subject(args)) {
-        Some(Subject::Command(command)) => {
+    rule.tool == tool
+        && tools::get(tool)
+            .and_then(|t| t.subject(args))
+            .is_some_and(|subject| covers_subject(rule, &subject))
+}
+
+/// Whether `rule`'s pattern covers `subject`.
+fn covers_subject(rule: &Rule, subject: &Subject) -> bool {
+    match subject {
+        Subject::Command(command) => {
             let command = command.trim();
             match rule.pattern.strip_suffix('*') {
                 Some(prefix) => {
@@ -58,22 +78,27 @@ pub fn covers(rule: &Rule, tool: &str, args: &Value) -> bool {
                 None => command == rule.pattern.trim(),
             }
         }
-        Some(Subject::Path(path)) => Glob::new(&rule.pattern)
+        Subject::Path(path) => Glob::new(&rule.pattern)
             .map(|g| g.compile_matcher().is_match(path.trim_start_matches("./")))
             .unwrap_or(false),
-        None => false,
+    }
+}
+
+/// The pattern Allow always proposes for a subject: the exact path, or the command's first
+/// word and `*`.
+pub fn default_pattern_of(subject: &Subject) -> Option<String> {
+    match subject {
+        Subject::Command(command) => {
+            let first = command.split_whitespace().next()?;
+            Some(format!("{first} *"))
+        }
+        Subject::Path(path) => Some(path.clone()),
     }
 }
 
 /// The pattern Allow always proposes: the exact path, or the command's first word and `*`.
 pub fn default_pattern(tool: &str, args: &Value) -> Option<String> {
-    match tools::get(tool)?.subject(args)? {
-        Subject::Command(command) => {
-            let first = command.split_whitespace().next()?;
-            Some(format!("{first} *"))
-        }
-        Subject::Path(path) => Some(path),
-    }
+    default_pattern_of(&tools::get(tool)?.subject(args)?)
 }
 
 /// Checks a pattern a person typed for a rule.
@@ -82,7 +107,11 @@ pub fn validate_pattern(tool: &str, pattern: &str) -> Result<(), String> {
     if trimmed.is_empty() || trimmed == "*" || trimmed == "**" {
         return Err("the rule pattern must not be empty or match everything".into());
     }
-    if tools::get(tool).and_then(|t| t.subject_kind()) == Some(SubjectKind::Command) {
+    let kind = match tools::get(tool) {
+        Some(builtin) => builtin.subject_kind(),
+        None => Some(tools::outside::subject_kind(tool)),
+    };
+    if kind == Some(SubjectKind::Command) {
         return Ok(());
     }
     Glob::new(trimmed)

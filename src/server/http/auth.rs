@@ -9,6 +9,7 @@ use axum::response::{Html, IntoResponse, Redirect, Response};
 use http::{HeaderMap, Method, StatusCode, header};
 use serde::Deserialize;
 
+use super::scopes;
 use crate::server::credentials::COOKIE_NAME;
 use crate::server::http::error::ApiError;
 use crate::server::principal::Principal;
@@ -53,24 +54,47 @@ pub async fn require_auth(State(state): State<AppState>, mut req: Request, next:
     if is_public(path) {
         return next.run(req).await;
     }
-    let auth = &state.credentials;
+    let credentials = &state.credentials;
     let headers = req.headers();
-    if auth.bearer_ok(headers) {
-        req.extensions_mut().insert(Principal::startup_token());
-        return next.run(req).await;
-    }
-    if auth.cookie_ok(headers) {
+    let principal = if credentials.bearer_ok(headers) {
+        Principal::startup_token()
+    } else if let Some(secret) = bearer(headers) {
+        match state.core.token_principal(secret).await {
+            Ok(Some(principal)) => principal,
+            Ok(None) => return ApiError::Unauthorized.into_response(),
+            Err(err) => return ApiError::Core(err).into_response(),
+        }
+    } else if credentials.cookie_ok(headers) {
         if is_state_changing(req.method()) && !same_origin(headers) {
             return ApiError::Csrf.into_response();
         }
-        req.extensions_mut().insert(Principal::Browser);
-        return next.run(req).await;
+        Principal::Browser
+    } else {
+        let path = req.uri().path();
+        if path.starts_with("/api/") || req.method() != Method::GET {
+            return ApiError::Unauthorized.into_response();
+        }
+        return Redirect::to("/login").into_response();
+    };
+    if !scopes::allows(principal.scope(), req.method(), req.uri().path()) {
+        let why = format!(
+            "a token with the `{}` scope may not do this",
+            principal.scope().as_str()
+        );
+        return ApiError::Core(crate::server::core::Error::Forbidden(why)).into_response();
     }
-    let path = req.uri().path();
-    if path.starts_with("/api/") || req.method() != Method::GET {
-        return ApiError::Unauthorized.into_response();
-    }
-    Redirect::to("/login").into_response()
+    req.extensions_mut().insert(principal);
+    next.run(req).await
+}
+
+/// The bearer secret a request presents, if any.
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
 }
 
 #[derive(Deserialize)]

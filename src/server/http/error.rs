@@ -48,11 +48,18 @@ pub fn status_of(err: &Error) -> StatusCode {
         | Error::InvalidDecision(_)
         | Error::EditsRequired
         | Error::InvalidEdits(_)
-        | Error::InvalidValue(_) => StatusCode::BAD_REQUEST,
-        Error::NotAllowed(_) | Error::ProtectedKey(_) => StatusCode::FORBIDDEN,
-        Error::UnknownSession(_) | Error::UnknownApproval(_) | Error::UnknownRule(_) => {
-            StatusCode::NOT_FOUND
+        | Error::InvalidValue(_)
+        | Error::InvalidGate(_)
+        | Error::InvalidName(_)
+        | Error::InvalidScope(_) => StatusCode::BAD_REQUEST,
+        Error::NotAllowed(_) | Error::ProtectedKey(_) | Error::Forbidden(_) => {
+            StatusCode::FORBIDDEN
         }
+        Error::UnknownSession(_)
+        | Error::UnknownApproval(_)
+        | Error::UnknownRule(_)
+        | Error::UnknownToken(_) => StatusCode::NOT_FOUND,
+        Error::NameTaken(_) => StatusCode::CONFLICT,
         Error::StaleDigest | Error::AlreadyResolved(_) => StatusCode::CONFLICT,
         Error::Gone(_) => StatusCode::GONE,
         Error::TurnInProgress | Error::NoTurnRunning => StatusCode::CONFLICT,

@@ -4,7 +4,9 @@ pub mod approvals;
 pub mod auth;
 pub mod csp;
 pub mod error;
+pub mod gates;
 pub mod json;
+pub mod scopes;
 pub mod sessions;
 pub mod sse;
 
@@ -51,14 +53,20 @@ pub fn router(state: AppState) -> Router {
         .route("/audit/verify", get(approvals::verify_audit))
         .route("/config", get(approvals::config))
         .route("/config/{key}", put(approvals::set_config))
+        .route("/tokens", post(gates::create_token).get(gates::list_tokens))
+        .route("/tokens/{name}", axum::routing::delete(gates::revoke_token))
+        .route("/gates", post(gates::open))
+        .route("/gates/{id}/cancel", post(gates::cancel))
         .fallback(api_not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(TimeoutLayer::with_status_code(
             StatusCode::REQUEST_TIMEOUT,
             REQUEST_TIMEOUT,
         ));
-    // The feed has no request timeout: it is meant to stay open.
-    let feed = Router::new().route("/sessions/{sid}/events", get(sse::feed));
+    // The feed and the gates' long-poll have no request timeout: they are meant to wait.
+    let feed = Router::new()
+        .route("/sessions/{sid}/events", get(sse::feed))
+        .route("/gates/{id}", get(gates::wait));
 
     let leptos_options = state.leptos_options.clone();
     let routes = generate_route_list(App);

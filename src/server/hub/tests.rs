@@ -22,6 +22,7 @@ async fn hub_with_session(id: &str) -> (tempfile::TempDir, Hub) {
             last_seq: 0,
             pre_plan_mode: None,
             plan_execution_mode: None,
+            source: None,
         })
         .await
         .unwrap();

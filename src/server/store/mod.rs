@@ -24,6 +24,9 @@ pub struct SessionRow {
     pub pre_plan_mode: Option<String>,
     /// The mode an approved plan left plan mode for.
     pub plan_execution_mode: Option<String>,
+    /// The outside agent whose gates this session holds (`claude-code`, `codex`, …); `None`
+    /// for the built-in agent's sessions.
+    pub source: Option<String>,
 }
 
 impl SessionRow {
@@ -70,6 +73,31 @@ pub struct Commit {
     pub gate: Option<GateChange>,
     /// A standing rule that was applied: its use count and last use go up.
     pub rule_used: Option<String>,
+    /// With `GateChange::Open` of an outside agent's gate: who opened it and with which key.
+    pub external: Option<ExternalGate>,
+}
+
+/// Who opened an outside agent's gate, and the `Idempotency-Key` it came with.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ExternalGate {
+    pub approval_id: String,
+    pub session_id: String,
+    /// The opener's actor (`token:<name>`, `browser`): only it (or a deciding credential) may
+    /// read or cancel the gate.
+    pub opened_by: String,
+    pub idempotency_key: Option<String>,
+    pub created_at: Timestamp,
+}
+
+/// A named token as stored: never the secret, only its hash.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TokenRow {
+    pub name: String,
+    /// `admin`, `approve` or `gates`.
+    pub scope: String,
+    pub secret_hash: String,
+    pub created_at: Timestamp,
+    pub last_used_at: Option<Timestamp>,
 }
 
 impl Commit {
@@ -109,6 +137,12 @@ pub enum StoreError {
     },
     #[error("unsupported database url `{0}` (expected sqlite://…)")]
     UnsupportedUrl(String),
+    /// A name that must be unique is taken (a token's name).
+    #[error("`{0}` is already taken")]
+    Taken(String),
+    /// The opener already used this `Idempotency-Key` for the gate named here.
+    #[error("the idempotency key was used for gate {0}")]
+    KeyUsed(String),
 }
 
 impl StoreError {
@@ -196,6 +230,42 @@ pub trait Store: Send + Sync + 'static {
 
     /// Whether the store can take writes and answer reads; `Err` says why not, in words.
     async fn health(&self) -> Result<(), String>;
+
+    /// Stores a new token (and audits it as `actor`); `Taken` when the name is in use.
+    async fn create_token(&self, row: &TokenRow, actor: &str) -> Result<(), StoreError>;
+
+    /// Every token, by name.
+    async fn list_tokens(&self) -> Result<Vec<TokenRow>, StoreError>;
+
+    /// The token whose secret hashes to `secret_hash`.
+    async fn token_by_hash(&self, secret_hash: &str) -> Result<Option<TokenRow>, StoreError>;
+
+    /// Deletes a token (and audits it as `actor`); `false` when there is none of that name.
+    async fn delete_token(&self, name: &str, actor: &str) -> Result<bool, StoreError>;
+
+    /// Records that a token was used.
+    async fn touch_token(&self, name: &str, at: &Timestamp) -> Result<(), StoreError>;
+
+    /// The session holding the gates of `(source, external_session)`, creating it from `row`
+    /// when there is none yet; concurrent callers all get the one that was created first.
+    async fn external_session(
+        &self,
+        source: &str,
+        external_session: &str,
+        row: &SessionRow,
+    ) -> Result<String, StoreError>;
+
+    /// Who opened an outside agent's gate (`None` for other gates).
+    async fn external_gate(&self, approval_id: &str) -> Result<Option<ExternalGate>, StoreError>;
+
+    /// The gate `opened_by` opened with this `Idempotency-Key` at or after `since`, with its
+    /// session.
+    async fn gate_by_idempotency_key(
+        &self,
+        opened_by: &str,
+        key: &str,
+        since: &Timestamp,
+    ) -> Result<Option<(String, String)>, StoreError>;
 }
 
 /// Opens the store named by `database_url`.

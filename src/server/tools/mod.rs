@@ -13,6 +13,7 @@ mod confine;
 mod error;
 mod files;
 mod output;
+pub mod outside;
 mod registry;
 pub mod sandbox;
 

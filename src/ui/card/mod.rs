@@ -34,6 +34,7 @@ fn kind_attr(kind: GateKind) -> &'static str {
         GateKind::Tool => "tool",
         GateKind::Decision => "decision",
         GateKind::Budget => "budget",
+        GateKind::External => "external",
     }
 }
 

@@ -77,9 +77,15 @@ impl SafetyFloor {
 
     /// Why this call hits the floor, in words; `None` when it does not.
     pub fn check(&self, tool: &str, args: &Value) -> Option<String> {
-        match tools::get(tool)?.subject(args)? {
-            Subject::Command(command) => self.check_command(&command),
-            Subject::Path(path) => self.path_hit(&path),
+        self.check_subject(&tools::get(tool)?.subject(args)?)
+    }
+
+    /// Why a path or a command hits the floor, in words (outside agents' calls, whose
+    /// subjects `tools::outside` reads); `None` when it does not.
+    pub fn check_subject(&self, subject: &Subject) -> Option<String> {
+        match subject {
+            Subject::Command(command) => self.check_command(command),
+            Subject::Path(path) => self.path_hit(path),
         }
     }
 

@@ -15,7 +15,8 @@
 use rusqlite::Connection;
 use tokio::sync::{mpsc, oneshot};
 
-use super::jobs::{Done, Job};
+pub use super::jobs::Done;
+use super::jobs::Job;
 use super::write::perform;
 use crate::protocol::Event;
 use crate::server::audit;
@@ -110,6 +111,19 @@ impl Writer {
         self.submit(job, answer).await
     }
 
+    /// Runs `work` in the writer's next transaction (a savepoint of its own).
+    pub async fn exec(
+        &self,
+        work: impl Fn(&rusqlite::Savepoint<'_>) -> Result<Done, StoreError> + Send + 'static,
+    ) -> Result<Done, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        let job = Job::Exec {
+            work: Box::new(work),
+            reply,
+        };
+        self.submit(job, answer).await
+    }
+
     pub async fn append_audit(&self, drafts: Vec<audit::AuditDraft>) -> Result<(), StoreError> {
         let (reply, answer) = oneshot::channel();
         self.submit(Job::AppendAudit { drafts, reply }, answer)
@@ -178,6 +192,9 @@ fn answer(jobs: Vec<Job>, outcomes: Vec<Result<Done, StoreError>>) {
             }
             Job::DeleteSession { reply, .. } | Job::RevokeRule { reply, .. } => {
                 let _ = reply.send(outcome.map(|d| matches!(d, Done::Flag(true))));
+            }
+            Job::Exec { reply, .. } => {
+                let _ = reply.send(outcome);
             }
             #[cfg(test)]
             Job::Stop => {}

@@ -8,7 +8,7 @@ use crate::server::store::{SessionRow, StoreError};
 
 /// The session columns, in the order `session` reads them.
 pub const SESSION_COLUMNS: &str =
-    "id, title, created_at, approval_mode, last_seq, pre_plan_mode, plan_execution_mode";
+    "id, title, created_at, approval_mode, last_seq, pre_plan_mode, plan_execution_mode, source";
 
 /// The rule columns, in the order `rule` reads them.
 pub const RULE_COLUMNS: &str = "id, tool, pattern, scope, session_id, created_at, created_by_approval, uses, last_used_at, expires_at";
@@ -34,6 +34,7 @@ pub fn session(row: &Row<'_>) -> rusqlite::Result<SessionRow> {
         last_seq: to_u64(row.get(4)?),
         pre_plan_mode: row.get(5)?,
         plan_execution_mode: row.get(6)?,
+        source: row.get(7)?,
     })
 }
 

@@ -7,13 +7,14 @@
 use rusqlite::{Connection, OptionalExtension};
 
 /// Every migration, in order; the version of the n-th is n.
-const MIGRATIONS: [&str; 6] = [
+const MIGRATIONS: [&str; 7] = [
     include_str!("../../../../migrations/sqlite/0001_sessions_and_events.sql"),
     include_str!("../../../../migrations/sqlite/0002_approvals_and_rules.sql"),
     include_str!("../../../../migrations/sqlite/0003_plan_mode_record.sql"),
     include_str!("../../../../migrations/sqlite/0004_audit.sql"),
     include_str!("../../../../migrations/sqlite/0005_rule_expiry.sql"),
     include_str!("../../../../migrations/sqlite/0006_turn_starts.sql"),
+    include_str!("../../../../migrations/sqlite/0007_tokens_and_external_gates.sql"),
 ];
 
 fn user_version(conn: &Connection) -> rusqlite::Result<usize> {

@@ -16,6 +16,7 @@ mod codec;
 mod connection;
 mod jobs;
 mod migrate;
+mod outside;
 mod read;
 mod write;
 
@@ -23,7 +24,7 @@ use std::path::{Path, PathBuf};
 
 use async_trait::async_trait;
 
-use super::{Commit, GateRow, NewEvent, SessionRow, Store, StoreError};
+use super::{Commit, ExternalGate, GateRow, NewEvent, SessionRow, Store, StoreError, TokenRow};
 use crate::protocol::{ApprovalRequest, AuditEntry, Event, Rule, Timestamp};
 use crate::server::audit;
 use crate::server::config::Synchronous;
@@ -167,6 +168,49 @@ impl Store for SqliteStore {
     async fn sessions_with_unfinished_turns(&self) -> Result<Vec<String>, StoreError> {
         self.readers.sessions_with_unfinished_turns()
     }
+
+    async fn create_token(&self, row: &TokenRow, actor: &str) -> Result<(), StoreError> {
+        self.insert_token(row, actor).await
+    }
+
+    async fn list_tokens(&self) -> Result<Vec<TokenRow>, StoreError> {
+        self.read_tokens()
+    }
+
+    async fn token_by_hash(&self, secret_hash: &str) -> Result<Option<TokenRow>, StoreError> {
+        self.read_token_by_hash(secret_hash)
+    }
+
+    async fn delete_token(&self, name: &str, actor: &str) -> Result<bool, StoreError> {
+        self.remove_token(name, actor).await
+    }
+
+    async fn touch_token(&self, name: &str, at: &Timestamp) -> Result<(), StoreError> {
+        self.mark_token_used(name, at).await
+    }
+
+    async fn external_session(
+        &self,
+        source: &str,
+        external_session: &str,
+        row: &SessionRow,
+    ) -> Result<String, StoreError> {
+        self.external_session_for(source, external_session, row)
+            .await
+    }
+
+    async fn external_gate(&self, approval_id: &str) -> Result<Option<ExternalGate>, StoreError> {
+        self.read_external_gate(approval_id)
+    }
+
+    async fn gate_by_idempotency_key(
+        &self,
+        opened_by: &str,
+        key: &str,
+        since: &Timestamp,
+    ) -> Result<Option<(String, String)>, StoreError> {
+        self.read_gate_by_key(opened_by, key, since)
+    }
 }
 
 #[cfg(test)]
@@ -197,6 +241,7 @@ pub(super) mod tests {
             last_seq: 0,
             pre_plan_mode: None,
             plan_execution_mode: None,
+            source: None,
         };
         let err = store.create_session(&row).await.unwrap_err();
         assert!(err.is_database_failure(), "{err}");
@@ -231,6 +276,7 @@ pub(super) mod tests {
             last_seq: 0,
             pre_plan_mode: None,
             plan_execution_mode: None,
+            source: None,
         }
     }
 

@@ -34,7 +34,7 @@ impl Readers {
     }
 
     /// Runs `read` on a free connection (waiting for one only if all are in use).
-    fn with<T>(
+    pub(super) fn with<T>(
         &self,
         read: impl FnOnce(&Connection) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {

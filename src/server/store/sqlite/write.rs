@@ -7,7 +7,7 @@ use super::codec;
 use super::jobs::{Done, Job};
 use crate::protocol::{Event, Timestamp};
 use crate::server::audit;
-use crate::server::store::{Commit, GateChange, NewEvent, StoreError};
+use crate::server::store::{Commit, ExternalGate, GateChange, NewEvent, SessionRow, StoreError};
 
 /// Applies one job's change.
 pub fn perform(sp: &mut Savepoint<'_>, job: &Job) -> Result<Done, StoreError> {
@@ -21,10 +21,7 @@ pub fn perform(sp: &mut Savepoint<'_>, job: &Job) -> Result<Done, StoreError> {
         #[cfg(test)]
         Job::Stop => Ok(Done::Unit),
         Job::CreateSession { row, .. } => {
-            sp.prepare_cached(
-                "INSERT INTO sessions (id, title, created_at, approval_mode, last_seq) VALUES (?1, ?2, ?3, ?4, 0)",
-            )?
-            .execute(params![row.id, row.title, row.created_at, row.approval_mode])?;
+            insert_session(sp, row)?;
             Ok(Done::Unit)
         }
         Job::DeleteSession { id, .. } => {
@@ -55,10 +52,20 @@ pub fn perform(sp: &mut Savepoint<'_>, job: &Job) -> Result<Done, StoreError> {
             chain_audit(sp, drafts.clone())?;
             Ok(Done::Unit)
         }
+        Job::Exec { work, .. } => work(sp),
     }
 }
 
 /// One append: gate change, rule use, seq allocation, the events, their audit entries.
+/// Inserts a new session row.
+pub fn insert_session(conn: &Connection, row: &SessionRow) -> Result<(), StoreError> {
+    conn.prepare_cached(
+        "INSERT INTO sessions (id, title, created_at, approval_mode, last_seq, source) VALUES (?1, ?2, ?3, ?4, 0, ?5)",
+    )?
+    .execute(params![row.id, row.title, row.created_at, row.approval_mode, row.source])?;
+    Ok(())
+}
+
 fn append_in(
     conn: &Connection,
     session_id: &str,
@@ -68,6 +75,9 @@ fn append_in(
     let count = i64::try_from(events.len()).unwrap_or(i64::MAX);
     if let Some(change) = &commit.gate {
         apply_gate_change(conn, session_id, change)?;
+    }
+    if let Some(external) = &commit.external {
+        record_external_gate(conn, external)?;
     }
     if let Some(rule_id) = &commit.rule_used {
         conn.prepare_cached("UPDATE rules SET uses = uses + 1, last_used_at = ?1 WHERE id = ?2")?
@@ -127,6 +137,42 @@ fn append_in(
     };
     chain_audit(conn, audit::drafts_for(session_id, &stored, new_rule))?;
     Ok(stored)
+}
+
+/// How long an `Idempotency-Key` names the same gate.
+const IDEMPOTENCY_WINDOW_MS: i64 = 24 * 3600 * 1000;
+
+/// Records who opened an outside agent's gate. A key its opener used for another gate within
+/// the window is refused (`KeyUsed`, naming that gate); an older use of the key is forgotten.
+fn record_external_gate(conn: &Connection, gate: &ExternalGate) -> Result<(), StoreError> {
+    if let Some(key) = &gate.idempotency_key {
+        let cutoff = gate.created_at.plus_ms(-IDEMPOTENCY_WINDOW_MS);
+        conn.prepare_cached(
+            "UPDATE external_gates SET idempotency_key = NULL
+             WHERE opened_by = ?1 AND idempotency_key = ?2 AND created_at < ?3",
+        )?
+        .execute(params![gate.opened_by, key, cutoff])?;
+        let existing: Option<String> = conn
+            .prepare_cached(
+                "SELECT approval_id FROM external_gates WHERE opened_by = ?1 AND idempotency_key = ?2",
+            )?
+            .query_row(params![gate.opened_by, key], |row| row.get(0))
+            .optional()?;
+        if let Some(existing) = existing {
+            return Err(StoreError::KeyUsed(existing));
+        }
+    }
+    conn.prepare_cached(
+        "INSERT INTO external_gates (approval_id, opened_by, idempotency_key, created_at)
+         VALUES (?1, ?2, ?3, ?4)",
+    )?
+    .execute(params![
+        gate.approval_id,
+        gate.opened_by,
+        gate.idempotency_key,
+        gate.created_at
+    ])?;
+    Ok(())
 }
 
 /// Opens or resolves a gate inside the append's transaction.
@@ -203,7 +249,7 @@ fn apply_gate_change(
 }
 
 /// Chains `drafts` onto the audit log inside the caller's transaction.
-fn chain_audit(conn: &Connection, drafts: Vec<audit::AuditDraft>) -> Result<(), StoreError> {
+pub fn chain_audit(conn: &Connection, drafts: Vec<audit::AuditDraft>) -> Result<(), StoreError> {
     if drafts.is_empty() {
         return Ok(());
     }

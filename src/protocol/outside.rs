@@ -1,0 +1,48 @@
+//! Wire types of named tokens and outside agents' gates (`/api/v1/tokens`, `/api/v1/gates`).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{Rule, Timestamp};
+
+/// A named token as listed: never its secret.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct TokenInfo {
+    pub name: String,
+    pub scope: String,
+    pub created_at: Timestamp,
+    pub last_used_at: Option<Timestamp>,
+}
+
+/// A token just created: the one time its secret is shown.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct CreatedToken {
+    pub name: String,
+    pub scope: String,
+    pub token: String,
+    pub created_at: Timestamp,
+}
+
+/// Where an outside agent's gate stands: what `POST /api/v1/gates` and
+/// `GET /api/v1/gates/{id}` answer.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct GateState {
+    pub approval_id: String,
+    pub session_id: String,
+    /// `pending`, `approved`, `denied`, `expired` or `cancelled`.
+    pub status: String,
+    /// The person's or the rule's answer (`approve`, `edit`, `deny`, `allow_always`); `null`
+    /// while pending and for a gate that expired or was cancelled.
+    pub decision: Option<String>,
+    /// The replacement input of an `edit`.
+    pub updated_input: Option<Value>,
+    pub reason: Option<String>,
+    /// The standing rule that answered, or that Allow always created.
+    pub rule: Option<Rule>,
+    pub answered_by: Option<String>,
+    pub actor: Option<String>,
+    pub resolved_at: Option<Timestamp>,
+    /// The card in the browser.
+    pub url: String,
+    pub expires_at: Timestamp,
+}

@@ -1,0 +1,745 @@
+//! Outside agents' gates (`/api/v1/gates`): Claude Code, Codex, opencode and MCP hosts ask
+//! "may I run this?" and the person answers on the same card as for the built-in agent.
+//!
+//! The gates of one `(source, external_session)` live in one session, so the mode, standing
+//! rules, the safety floor, the inbox, the feed and the audit work as for the built-in agent.
+//! A gate the policy answers at once (mode, rule, plan-mode refusal) is opened and resolved in
+//! the log all the same, so the caller gets an id to read it by and the audit shows it.
+//!
+//! **Invariant:** who may read or cancel a gate is the credential that opened it, or one that
+//! may decide (approve, admin); a `gates` token never decides.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::{Core, Error};
+use crate::protocol::{
+    AnsweredBy, ApprovalRequest, ApprovalRequestBody, Decision, EventBody, GateKind, GateReason,
+    GateState, Mode, Resolution, RuleSuggestion, TimeoutOutcome, Timestamp, ToolClass,
+};
+use crate::server::digest::{call_digest, proposal_digest};
+use crate::server::gate::policy::{self, Outcome};
+use crate::server::gate::{resolve, rules};
+use crate::server::hub::{FeedItem, Hub};
+use crate::server::markdown;
+use crate::server::principal::{Principal, Scope, actors};
+use crate::server::store::{Commit, ExternalGate, GateChange, NewEvent, SessionRow, StoreError};
+use crate::server::tools::outside::{self, OutsideCall};
+
+const MAX_SOURCE_CHARS: usize = 40;
+const MAX_ID_CHARS: usize = 200;
+const MAX_TITLE_CHARS: usize = 200;
+const MAX_REASON_CHARS: usize = 20_000;
+const MAX_KEY_CHARS: usize = 200;
+/// The longest a gate may wait for a person.
+const MAX_TIMEOUT_SECS: u64 = 7 * 24 * 3600;
+/// The longest one long-poll waits.
+pub const MAX_WAIT_SECS: u64 = 60;
+/// How long an `Idempotency-Key` names the same gate.
+const KEY_WINDOW_MS: i64 = 24 * 3600 * 1000;
+
+/// The body of `POST /api/v1/gates`, as sent.
+#[derive(Deserialize, Debug, Default)]
+#[serde(deny_unknown_fields)]
+struct GateRequest {
+    source: Option<String>,
+    external_session: Option<String>,
+    cwd: Option<String>,
+    tool: Option<ToolRequest>,
+    title: Option<String>,
+    reason: Option<String>,
+    capabilities: Option<Capabilities>,
+    timeout_secs: Option<u64>,
+}
+
+#[derive(Deserialize, Debug, Default)]
+#[serde(deny_unknown_fields)]
+struct ToolRequest {
+    name: Option<String>,
+    input: Option<Value>,
+}
+
+/// What the outside agent can do with an answer.
+#[derive(Deserialize, Debug, Default)]
+#[serde(deny_unknown_fields)]
+struct Capabilities {
+    /// It can run an edited input instead of its own.
+    edit: Option<bool>,
+    /// It understands "always" (the card may offer Allow always).
+    always: Option<bool>,
+    /// It passes a deny reason back to its model.
+    deny_reason: Option<bool>,
+}
+
+/// A gate request that passed every check.
+struct Checked {
+    source: String,
+    external_session: String,
+    cwd: Option<String>,
+    tool: String,
+    input: Value,
+    title: Option<String>,
+    reason: Option<String>,
+    edit: bool,
+    always: bool,
+    timeout: Duration,
+}
+
+fn invalid(what: impl Into<String>) -> Error {
+    Error::InvalidGate(what.into())
+}
+
+fn required(value: Option<String>, field: &str, max: usize) -> Result<String, Error> {
+    let value = value.map(|v| v.trim().to_owned()).unwrap_or_default();
+    if value.is_empty() {
+        return Err(invalid(format!(
+            "`{field}` is required (a non-empty string)"
+        )));
+    }
+    if value.chars().count() > max {
+        return Err(invalid(format!(
+            "`{field}` must be at most {max} characters"
+        )));
+    }
+    Ok(value)
+}
+
+fn optional(value: Option<String>, field: &str, max: usize) -> Result<Option<String>, Error> {
+    match value.map(|v| v.trim().to_owned()).filter(|v| !v.is_empty()) {
+        Some(v) if v.chars().count() > max => Err(invalid(format!(
+            "`{field}` must be at most {max} characters"
+        ))),
+        other => Ok(other),
+    }
+}
+
+fn check(body: Value, default_timeout: u64) -> Result<Checked, Error> {
+    if !body.is_object() {
+        return Err(invalid("the body must be a JSON object"));
+    }
+    let request: GateRequest =
+        serde_json::from_value(body).map_err(|e| invalid(format!("the body does not fit: {e}")))?;
+    let source = required(request.source, "source", MAX_SOURCE_CHARS)?;
+    if !source
+        .chars()
+        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+    {
+        return Err(invalid(
+            "`source` uses lowercase letters, digits and `-` (e.g. claude-code)",
+        ));
+    }
+    let external_session = required(request.external_session, "external_session", MAX_ID_CHARS)?;
+    let tool = request
+        .tool
+        .ok_or_else(|| invalid("`tool` is required: {\"name\", \"input\"}"))?;
+    let name = required(tool.name, "tool.name", MAX_ID_CHARS)?;
+    let input = match tool.input {
+        Some(input @ Value::Object(_)) => input,
+        None => Value::Object(Default::default()),
+        Some(_) => return Err(invalid("`tool.input` must be a JSON object")),
+    };
+    let capabilities = request.capabilities.unwrap_or_default();
+    let timeout_secs = request.timeout_secs.unwrap_or(default_timeout);
+    if timeout_secs == 0 || timeout_secs > MAX_TIMEOUT_SECS {
+        return Err(invalid(format!(
+            "`timeout_secs` must be 1 to {MAX_TIMEOUT_SECS}"
+        )));
+    }
+    let _ = capabilities.deny_reason;
+    Ok(Checked {
+        source,
+        external_session,
+        cwd: optional(request.cwd, "cwd", 4096)?,
+        tool: name,
+        input,
+        title: optional(request.title, "title", MAX_TITLE_CHARS)?,
+        reason: optional(request.reason, "reason", MAX_REASON_CHARS)?,
+        edit: capabilities.edit.unwrap_or(false),
+        always: capabilities.always.unwrap_or(true),
+        timeout: Duration::from_secs(timeout_secs),
+    })
+}
+
+/// `<source> · <the folder's name>`, the session's title.
+fn session_title(source: &str, cwd: Option<&str>) -> String {
+    let folder = cwd
+        .map(|c| c.trim_end_matches(['/', '\\']))
+        .and_then(|c| c.rsplit(['/', '\\']).next())
+        .filter(|f| !f.is_empty());
+    match folder {
+        Some(folder) => format!("{source} · {folder}"),
+        None => source.to_owned(),
+    }
+}
+
+/// The answer a gate's resolution gives the outside agent.
+fn status_of(resolution: Option<&Resolution>) -> &'static str {
+    match resolution.map(|r| r.decision) {
+        None => "pending",
+        Some(Decision::Approve | Decision::Edit | Decision::AllowAlways) => "approved",
+        Some(Decision::Deny) => "denied",
+        Some(Decision::Timeout) => "expired",
+        Some(Decision::Cancelled) => "cancelled",
+    }
+}
+
+fn answered_by(by: AnsweredBy) -> &'static str {
+    match by {
+        AnsweredBy::User => "user",
+        AnsweredBy::Timeout => "timeout",
+        AnsweredBy::Rule => "rule",
+        AnsweredBy::System => "system",
+    }
+}
+
+/// Waits for the gate's deadline, then resolves it as expired unless someone answered first.
+async fn expire_later(
+    hub: Hub,
+    request: ApprovalRequest,
+    shutdown: tokio_util::sync::CancellationToken,
+) {
+    let wait = request.body.expires_at.ms_left(Timestamp::now_ms());
+    tokio::select! {
+        () = tokio::time::sleep(Duration::from_millis(wait)) => {}
+        () = shutdown.cancelled() => return,
+    }
+    let session = request.body.session_id.clone();
+    if let Err(err) = resolve::by_server(
+        &hub,
+        &session,
+        &request,
+        Decision::Timeout,
+        AnsweredBy::Timeout,
+    )
+    .await
+    {
+        tracing::error!(approval = %request.body.approval_id, error = %err, "could not expire an outside gate");
+    }
+}
+
+impl Core {
+    fn gate_state(
+        &self,
+        request: &ApprovalRequest,
+        resolution: Option<&Resolution>,
+        rule: Option<crate::protocol::Rule>,
+    ) -> GateState {
+        let body = &request.body;
+        let decision = resolution
+            .map(|r| r.decision)
+            .filter(|d| !matches!(d, Decision::Timeout | Decision::Cancelled));
+        GateState {
+            approval_id: body.approval_id.clone(),
+            session_id: body.session_id.clone(),
+            status: status_of(resolution).to_owned(),
+            decision: decision.map(|d| d.as_str().to_owned()),
+            updated_input: resolution
+                .filter(|r| r.decision == Decision::Edit)
+                .and_then(|r| r.edits.clone()),
+            reason: resolution.and_then(|r| r.reason.clone()),
+            rule,
+            answered_by: resolution.map(|r| answered_by(r.answered_by).to_owned()),
+            actor: resolution.map(|r| r.actor.clone()),
+            resolved_at: resolution.map(|r| r.resolved_at.clone()),
+            url: self
+                .notifier
+                .card_url(&self.config().config, &body.session_id, &body.approval_id),
+            expires_at: body.expires_at.clone(),
+        }
+    }
+
+    /// The gate's state as stored (a pending gate past its deadline is expired first).
+    async fn stored_state(&self, session_id: &str, approval_id: &str) -> Result<GateState, Error> {
+        let store = self.hub.store();
+        let gate = store
+            .get_gate(session_id, approval_id)
+            .await?
+            .ok_or_else(|| Error::UnknownApproval(approval_id.to_owned()))?;
+        let resolution = match gate.resolution {
+            Some(resolution) => Some(resolution),
+            None if gate.request.body.expires_at.has_passed(Timestamp::now_ms()) => Some(
+                resolve::by_server(
+                    &self.hub,
+                    session_id,
+                    &gate.request,
+                    Decision::Timeout,
+                    AnsweredBy::Timeout,
+                )
+                .await?,
+            ),
+            None => None,
+        };
+        let rule = match resolution.as_ref().and_then(|r| r.rule_id.as_deref()) {
+            Some(rule_id) => store
+                .list_rules()
+                .await?
+                .into_iter()
+                .find(|rule| rule.id == rule_id),
+            None => None,
+        };
+        Ok(self.gate_state(&gate.request, resolution.as_ref(), rule))
+    }
+
+    /// The outside gate `approval_id`, if `who` may see it.
+    async fn visible_gate(
+        &self,
+        who: &Principal,
+        approval_id: &str,
+    ) -> Result<ExternalGate, Error> {
+        let unknown = || Error::UnknownApproval(approval_id.chars().take(64).collect());
+        let gate = self
+            .hub
+            .store()
+            .external_gate(approval_id)
+            .await?
+            .ok_or_else(unknown)?;
+        if who.scope() == Scope::Gates && gate.opened_by != who.actor() {
+            return Err(Error::Forbidden(
+                "a gates token may read and cancel only the gates it opened".into(),
+            ));
+        }
+        Ok(gate)
+    }
+
+    /// `POST /api/v1/gates`: opens an outside agent's gate, or finds the one this key opened.
+    /// `true` when a new gate was opened.
+    pub async fn open_gate(
+        &self,
+        who: &Principal,
+        body: Value,
+        key: Option<&str>,
+    ) -> Result<(bool, GateState), Error> {
+        let live = self.config();
+        let checked = check(body, live.config.approvals.timeout_secs)?;
+        let key = match key.map(str::trim) {
+            None => None,
+            Some("") => return Err(invalid("the Idempotency-Key header is empty")),
+            Some(k) if k.chars().count() > MAX_KEY_CHARS => {
+                return Err(invalid(format!(
+                    "the Idempotency-Key header must be at most {MAX_KEY_CHARS} characters"
+                )));
+            }
+            Some(k) => Some(k.to_owned()),
+        };
+        let opened_by = who.actor();
+        let store = self.hub.store();
+        if let Some(key) = &key {
+            let since = Timestamp::now().plus_ms(-KEY_WINDOW_MS);
+            if let Some((approval_id, session_id)) = store
+                .gate_by_idempotency_key(&opened_by, key, &since)
+                .await?
+            {
+                return Ok((false, self.stored_state(&session_id, &approval_id).await?));
+            }
+        }
+        let row = SessionRow {
+            id: uuid::Uuid::new_v4().to_string(),
+            title: session_title(&checked.source, checked.cwd.as_deref()),
+            created_at: Timestamp::now(),
+            approval_mode: live.config.approvals.default_mode.as_str().to_owned(),
+            last_seq: 0,
+            pre_plan_mode: None,
+            plan_execution_mode: None,
+            source: Some(checked.source.clone()),
+        };
+        let session_id = store
+            .external_session(&checked.source, &checked.external_session, &row)
+            .await?;
+        // One gate decision at a time per session: the mode read here is the one it runs under.
+        let handle = self.hub.enter(&session_id);
+        let serial = handle.serial().await;
+        let mode = store
+            .get_session(&session_id)
+            .await?
+            .map_or(Mode::Ask, |r| r.mode());
+        let call = outside::describe(&checked.tool, &checked.input);
+        let floor = call
+            .floor_subjects
+            .iter()
+            .find_map(|subject| live.floor.check_subject(subject));
+        let rule = match floor {
+            Some(_) => None,
+            None => {
+                rules::matching_subject(
+                    store.as_ref(),
+                    &session_id,
+                    &checked.tool,
+                    call.rule_subject.as_ref(),
+                )
+                .await?
+            }
+        };
+        let outcome = policy::decide(&policy::Call {
+            mode,
+            class: call.class,
+            floor: floor.as_deref(),
+            rule_id: rule.as_ref().map(|r| r.id.as_str()),
+        });
+        let outcome = match outcome {
+            // A checkpoint in yolo is the agent's own call to make: let it go on.
+            Outcome::Refuse { .. } if call.class == ToolClass::Decision => {
+                Outcome::Run { rule_id: None }
+            }
+            other => other,
+        };
+        let reason = match &outcome {
+            Outcome::Ask { reason } => *reason,
+            _ if floor.is_some() => GateReason::SafetyFloor,
+            _ => GateReason::Mode,
+        };
+        let request =
+            self.request_for(&checked, &call, &session_id, mode, reason, floor.as_deref());
+        let external = ExternalGate {
+            approval_id: request.body.approval_id.clone(),
+            session_id: session_id.clone(),
+            opened_by,
+            idempotency_key: key,
+            created_at: request.body.created_at.clone(),
+        };
+        let open = Commit {
+            gate: Some(GateChange::Open(Box::new(request.clone()))),
+            external: Some(external.clone()),
+            ..Commit::default()
+        };
+        let event = NewEvent::new(
+            Some(&request.turn_id),
+            EventBody::ApprovalRequest(Box::new(request.body.clone())),
+        );
+        match self.hub.commit(&session_id, vec![event], open, || ()).await {
+            Ok(_) => {}
+            Err(StoreError::KeyUsed(existing)) => {
+                let gate = store
+                    .external_gate(&existing)
+                    .await?
+                    .ok_or_else(|| Error::UnknownApproval(existing.clone()))?;
+                return Ok((false, self.stored_state(&gate.session_id, &existing).await?));
+            }
+            Err(other) => return Err(other.into()),
+        }
+        drop(serial);
+        let approval_id = request.body.approval_id.clone();
+        let answer_now = match outcome {
+            Outcome::Ask { .. } => None,
+            Outcome::Run {
+                rule_id: Some(rule_id),
+            } => Some((
+                Resolution {
+                    rule_id: Some(rule_id.clone()),
+                    ..Resolution::plain(
+                        &approval_id,
+                        Decision::Approve,
+                        AnsweredBy::Rule,
+                        &actors::rule(&rule_id),
+                        Timestamp::now(),
+                    )
+                },
+                Some(rule_id),
+            )),
+            Outcome::Run { rule_id: None } => Some((
+                Resolution::plain(
+                    &approval_id,
+                    Decision::Approve,
+                    AnsweredBy::System,
+                    actors::MODE,
+                    Timestamp::now(),
+                ),
+                None,
+            )),
+            Outcome::Refuse { why } => Some((
+                Resolution {
+                    reason: Some(why),
+                    ..Resolution::plain(
+                        &approval_id,
+                        Decision::Deny,
+                        AnsweredBy::System,
+                        actors::MODE,
+                        Timestamp::now(),
+                    )
+                },
+                None,
+            )),
+        };
+        match answer_now {
+            Some((resolution, rule_used)) => {
+                resolve::commit_rule_use(&self.hub, &session_id, &request, resolution, rule_used)
+                    .await?;
+            }
+            None => {
+                tokio::spawn(expire_later(
+                    self.hub.clone(),
+                    request.clone(),
+                    self.shutdown.clone(),
+                ));
+                let title = session_title(&checked.source, checked.cwd.as_deref());
+                self.notifier
+                    .gate_opened(&live.config, &request.body, &title);
+            }
+        }
+        Ok((true, self.stored_state(&session_id, &approval_id).await?))
+    }
+
+    fn request_for(
+        &self,
+        checked: &Checked,
+        call: &OutsideCall,
+        session_id: &str,
+        mode: Mode,
+        reason: GateReason,
+        floor: Option<&str>,
+    ) -> ApprovalRequest {
+        let approval_id = uuid::Uuid::new_v4().to_string();
+        let created_at = Timestamp::now();
+        let timeout_ms = i64::try_from(checked.timeout.as_millis()).unwrap_or(i64::MAX);
+        let is_decision = call.class == ToolClass::Decision;
+        let suggested_rule = (checked.always && floor.is_none() && !is_decision)
+            .then(|| {
+                call.rule_subject
+                    .as_ref()
+                    .and_then(rules::default_pattern_of)
+            })
+            .flatten()
+            .map(|pattern| RuleSuggestion {
+                tool: checked.tool.clone(),
+                pattern,
+                approved_before: 0,
+            });
+        let mut allowed = vec![Decision::Approve];
+        if checked.edit {
+            allowed.push(Decision::Edit);
+        }
+        allowed.push(Decision::Deny);
+        if suggested_rule.is_some() {
+            allowed.push(Decision::AllowAlways);
+        }
+        let proposal_md = checked.reason.clone().unwrap_or_default();
+        let digest = if is_decision {
+            proposal_digest(&proposal_md)
+        } else {
+            call_digest(&checked.tool, &checked.input)
+        };
+        ApprovalRequest {
+            turn_id: format!("ext-{approval_id}"),
+            body: ApprovalRequestBody {
+                call_id: format!("ext-{approval_id}"),
+                approval_id,
+                session_id: session_id.to_owned(),
+                kind: GateKind::External,
+                tool: checked.tool.clone(),
+                class: call.class,
+                args: checked.input.clone(),
+                decision_kind: None,
+                title: checked
+                    .title
+                    .clone()
+                    .unwrap_or_else(|| checked.tool.clone()),
+                summary: call.summary.clone(),
+                proposal_html: markdown::render(&proposal_md),
+                proposal_md,
+                diff: call.diff.clone(),
+                reason,
+                reason_detail: policy::reason_detail(reason, mode, call.class, floor),
+                allowed_decisions: allowed,
+                digest,
+                expires_at: created_at.plus_ms(timeout_ms),
+                created_at,
+                timeout_outcome: TimeoutOutcome::Deny,
+                suggested_rule,
+                execution_mode: None,
+            },
+        }
+    }
+
+    /// `GET /api/v1/gates/{id}?wait=`: the gate's state, as soon as it is resolved or after
+    /// `wait` (at most a minute).
+    pub async fn wait_gate(
+        &self,
+        who: &Principal,
+        approval_id: &str,
+        wait: Duration,
+    ) -> Result<GateState, Error> {
+        let gate = self.visible_gate(who, approval_id).await?;
+        // Subscribe before reading, so a resolution in between is not missed.
+        let mut feed = self.hub.subscribe(&gate.session_id);
+        let state = self.stored_state(&gate.session_id, approval_id).await?;
+        if state.status != "pending" || wait.is_zero() {
+            return Ok(state);
+        }
+        let until_expiry = state.expires_at.ms_left(Timestamp::now_ms());
+        let wait = wait
+            .min(Duration::from_secs(MAX_WAIT_SECS))
+            .min(Duration::from_millis(until_expiry.saturating_add(50)));
+        let resolved = async {
+            loop {
+                match feed.receiver.recv().await {
+                    Ok(item) => {
+                        if let FeedItem::Durable { event, .. } = item.as_ref()
+                            && let EventBody::ApprovalResolved(r) = &event.body
+                            && r.approval_id == approval_id
+                        {
+                            return;
+                        }
+                    }
+                    // Fell behind: the store has the truth.
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => return,
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => {
+                        std::future::pending::<()>().await
+                    }
+                }
+            }
+        };
+        tokio::select! {
+            () = resolved => {}
+            () = tokio::time::sleep(wait) => {}
+            () = self.shutdown.cancelled() => {}
+        }
+        drop(feed);
+        self.stored_state(&gate.session_id, approval_id).await
+    }
+
+    /// `POST /api/v1/gates/{id}/cancel`: the outside agent no longer waits (answered in its
+    /// own prompt, or gone). A gate already resolved stays as it was.
+    pub async fn cancel_gate(
+        &self,
+        who: &Principal,
+        approval_id: &str,
+        why: Option<&str>,
+    ) -> Result<GateState, Error> {
+        let gate = self.visible_gate(who, approval_id).await?;
+        let stored = self
+            .hub
+            .store()
+            .get_gate(&gate.session_id, approval_id)
+            .await?
+            .ok_or_else(|| Error::UnknownApproval(approval_id.to_owned()))?;
+        if stored.resolution.is_none() {
+            let why = why
+                .map(|w| w.trim().chars().take(200).collect::<String>())
+                .filter(|w| !w.is_empty())
+                .unwrap_or_else(|| "answered_elsewhere".into());
+            let resolution = Resolution {
+                reason: Some(why),
+                ..Resolution::plain(
+                    approval_id,
+                    Decision::Cancelled,
+                    AnsweredBy::System,
+                    actors::CANCEL,
+                    Timestamp::now(),
+                )
+            };
+            match resolve::commit(
+                &self.hub,
+                &gate.session_id,
+                &stored.request,
+                resolution,
+                None,
+            )
+            .await
+            {
+                Ok(_) | Err(StoreError::AlreadyResolved(_)) => {}
+                Err(other) => return Err(other.into()),
+            }
+        }
+        self.stored_state(&gate.session_id, approval_id).await
+    }
+
+    /// Arms the deadline of every outside gate still pending (at start: their timers died
+    /// with the last process).
+    pub async fn arm_gate_deadlines(&self) -> Result<usize, Error> {
+        let pending = self.hub.store().pending_gates(None).await?;
+        let mut armed = 0;
+        for request in pending
+            .into_iter()
+            .filter(|g| g.body.kind == GateKind::External)
+        {
+            tokio::spawn(expire_later(
+                self.hub.clone(),
+                request,
+                self.shutdown.clone(),
+            ));
+            armed += 1;
+        }
+        Ok(armed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn gate(body: Value) -> Result<Checked, Error> {
+        check(body, 1800)
+    }
+
+    #[test]
+    fn a_well_formed_gate_passes_with_its_defaults() {
+        let checked = gate(json!({
+            "source": "claude-code", "external_session": "s1", "cwd": "/home/me/app",
+            "tool": {"name": "Bash", "input": {"command": "npm test"}}
+        }))
+        .unwrap();
+        assert_eq!(checked.tool, "Bash");
+        assert!(!checked.edit && checked.always);
+        assert_eq!(checked.timeout, Duration::from_secs(1800));
+        assert_eq!(
+            session_title("claude-code", Some("/home/me/app/")),
+            "claude-code · app"
+        );
+        assert_eq!(session_title("codex", None), "codex");
+    }
+
+    #[test]
+    fn every_bad_field_is_named() {
+        let cases = [
+            (json!([]), "object"),
+            (
+                json!({"external_session": "s", "tool": {"name": "Bash"}}),
+                "`source`",
+            ),
+            (
+                json!({"source": "Claude Code", "external_session": "s", "tool": {"name": "B"}}),
+                "`source` uses",
+            ),
+            (
+                json!({"source": "x", "tool": {"name": "Bash"}}),
+                "`external_session`",
+            ),
+            (json!({"source": "x", "external_session": "s"}), "`tool`"),
+            (
+                json!({"source": "x", "external_session": "s", "tool": {"input": {}}}),
+                "`tool.name`",
+            ),
+            (
+                json!({"source": "x", "external_session": "s", "tool": {"name": "B", "input": "ls"}}),
+                "`tool.input`",
+            ),
+            (
+                json!({"source": "x", "external_session": "s", "tool": {"name": "B"}, "timeout_secs": 0}),
+                "`timeout_secs`",
+            ),
+            (
+                json!({"source": "x", "external_session": "s", "tool": {"name": "B"}, "colour": 1}),
+                "colour",
+            ),
+        ];
+        for (body, named) in cases {
+            match gate(body.clone()) {
+                Err(Error::InvalidGate(why)) => assert!(why.contains(named), "{body}: {why}"),
+                other => panic!("{body}: {:?}", other.map(|c| c.tool)),
+            }
+        }
+    }
+
+    #[test]
+    fn statuses_follow_the_decision() {
+        let r = |d| Resolution::plain("a", d, AnsweredBy::User, "browser", Timestamp::now());
+        assert_eq!(status_of(None), "pending");
+        assert_eq!(status_of(Some(&r(Decision::Edit))), "approved");
+        assert_eq!(status_of(Some(&r(Decision::AllowAlways))), "approved");
+        assert_eq!(status_of(Some(&r(Decision::Deny))), "denied");
+        assert_eq!(status_of(Some(&r(Decision::Timeout))), "expired");
+        assert_eq!(status_of(Some(&r(Decision::Cancelled))), "cancelled");
+    }
+}

@@ -1,0 +1,214 @@
+//! Named tokens: created with a scope (the secret shown once, only its hash kept), listed,
+//! revoked at once, and turned back into a `Principal` when a request presents one.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use rand::RngCore;
+use sha2::{Digest, Sha256};
+
+use super::{Core, Error};
+use crate::protocol::{CreatedToken, Timestamp, TokenInfo};
+use crate::server::principal::{Principal, STARTUP_TOKEN_NAME, Scope};
+use crate::server::store::{StoreError, TokenRow};
+
+/// What every secret starts with, so a leaked one is recognisable (and greppable).
+const SECRET_PREFIX: &str = "cst_";
+const MAX_NAME_CHARS: usize = 64;
+/// `last_used_at` is written at most this often per token (a token polled every second
+/// must not cost a write every second).
+const TOUCH_EVERY: Duration = Duration::from_secs(60);
+
+/// When each token's use was last recorded.
+#[derive(Default)]
+pub struct TokenUse {
+    recorded: Mutex<HashMap<String, Instant>>,
+}
+
+impl TokenUse {
+    /// Whether this use should be written (and notes that it will be).
+    fn due(&self, name: &str) -> bool {
+        let mut recorded = self
+            .recorded
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let now = Instant::now();
+        match recorded.get(name) {
+            Some(last) if now.duration_since(*last) < TOUCH_EVERY => false,
+            _ => {
+                recorded.insert(name.to_owned(), now);
+                true
+            }
+        }
+    }
+
+    fn forget(&self, name: &str) {
+        self.recorded
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(name);
+    }
+}
+
+/// The hash a secret is stored and looked up by.
+pub fn secret_hash(secret: &str) -> String {
+    hex::encode(Sha256::digest(secret.as_bytes()))
+}
+
+fn new_secret() -> String {
+    let mut bytes = [0u8; 24];
+    rand::rng().fill_bytes(&mut bytes);
+    format!("{SECRET_PREFIX}{}", hex::encode(bytes))
+}
+
+fn check_name(name: &str) -> Result<(), Error> {
+    if name.is_empty() || name.chars().count() > MAX_NAME_CHARS {
+        return Err(Error::InvalidName(format!(
+            "a token name has 1 to {MAX_NAME_CHARS} characters"
+        )));
+    }
+    if !name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    {
+        return Err(Error::InvalidName(
+            "a token name uses letters, digits, `-`, `_` and `.` only".into(),
+        ));
+    }
+    if name == STARTUP_TOKEN_NAME {
+        return Err(Error::NameTaken(format!(
+            "`{STARTUP_TOKEN_NAME}` is the startup token's name"
+        )));
+    }
+    Ok(())
+}
+
+fn info(row: TokenRow) -> TokenInfo {
+    TokenInfo {
+        name: row.name,
+        scope: row.scope,
+        created_at: row.created_at,
+        last_used_at: row.last_used_at,
+    }
+}
+
+impl Core {
+    /// Creates a token; the answer is the only place its secret ever appears.
+    pub async fn create_token(
+        &self,
+        name: Option<&str>,
+        scope: Option<&str>,
+        who: &Principal,
+    ) -> Result<CreatedToken, Error> {
+        let name = name.map(str::trim).unwrap_or("");
+        check_name(name)?;
+        let scope = scope.and_then(Scope::parse).ok_or_else(|| {
+            Error::InvalidScope("scope must be one of admin, approve, gates".into())
+        })?;
+        let secret = new_secret();
+        let row = TokenRow {
+            name: name.to_owned(),
+            scope: scope.as_str().to_owned(),
+            secret_hash: secret_hash(&secret),
+            created_at: Timestamp::now(),
+            last_used_at: None,
+        };
+        match self.hub.store().create_token(&row, &who.actor()).await {
+            Ok(()) => {}
+            Err(StoreError::Taken(name)) => {
+                return Err(Error::NameTaken(format!(
+                    "a token named `{name}` exists; revoke it first or pick another name"
+                )));
+            }
+            Err(other) => return Err(other.into()),
+        }
+        Ok(CreatedToken {
+            name: row.name,
+            scope: row.scope,
+            token: secret,
+            created_at: row.created_at,
+        })
+    }
+
+    pub async fn list_tokens(&self) -> Result<Vec<TokenInfo>, Error> {
+        Ok(self
+            .hub
+            .store()
+            .list_tokens()
+            .await?
+            .into_iter()
+            .map(info)
+            .collect())
+    }
+
+    /// Revokes a token: the next request that presents it is refused.
+    pub async fn revoke_token(&self, name: &str, who: &Principal) -> Result<(), Error> {
+        if self.hub.store().delete_token(name, &who.actor()).await? {
+            self.token_use.forget(name);
+            Ok(())
+        } else {
+            Err(Error::UnknownToken(name.chars().take(64).collect()))
+        }
+    }
+
+    /// Who presents this secret, if it is a named token's.
+    pub async fn token_principal(&self, secret: &str) -> Result<Option<Principal>, Error> {
+        let Some(row) = self.hub.store().token_by_hash(&secret_hash(secret)).await? else {
+            return Ok(None);
+        };
+        let Some(scope) = Scope::parse(&row.scope) else {
+            tracing::error!(token = %row.name, scope = %row.scope, "a stored token has an unknown scope; refusing it");
+            return Ok(None);
+        };
+        if self.token_use.due(&row.name) {
+            let store = self.hub.store().clone();
+            let name = row.name.clone();
+            tokio::spawn(async move {
+                if let Err(err) = store.touch_token(&name, &Timestamp::now()).await {
+                    tracing::warn!(token = %name, error = %err, "could not record a token's use");
+                }
+            });
+        }
+        Ok(Some(Principal::Token {
+            name: row.name,
+            scope,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_plain_and_the_startup_name_is_reserved() {
+        assert!(check_name("ci-bot_1.x").is_ok());
+        assert!(matches!(check_name(""), Err(Error::InvalidName(_))));
+        assert!(matches!(check_name("a b"), Err(Error::InvalidName(_))));
+        assert!(matches!(
+            check_name(&"x".repeat(65)),
+            Err(Error::InvalidName(_))
+        ));
+        assert!(matches!(check_name("admin"), Err(Error::NameTaken(_))));
+    }
+
+    #[test]
+    fn secrets_are_long_random_and_hashed() {
+        let (a, b) = (new_secret(), new_secret());
+        assert_ne!(a, b);
+        assert!(a.starts_with(SECRET_PREFIX) && a.len() == SECRET_PREFIX.len() + 48);
+        assert_eq!(secret_hash(&a).len(), 64);
+        assert_ne!(secret_hash(&a), secret_hash(&b));
+    }
+
+    #[test]
+    fn a_use_is_written_once_a_minute_at_most() {
+        let seen = TokenUse::default();
+        assert!(seen.due("t"));
+        assert!(!seen.due("t"));
+        assert!(seen.due("u"));
+        seen.forget("t");
+        assert!(seen.due("t"));
+    }
+}

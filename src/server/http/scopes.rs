@@ -1,0 +1,123 @@
+//! What each token scope may reach, by method and path: the one table the auth middleware
+//! consults after it knows who is asking.
+//!
+//! **Invariant:** a `gates` credential reaches only the outside-gate routes, so an agent that
+//! holds one can open its gates and wait for them but never answer one.
+
+use http::Method;
+
+use crate::server::principal::Scope;
+
+/// The server functions a deciding (non-admin) credential may call: reads, and answering.
+const APPROVE_SERVER_FNS: [&str; 8] = [
+    "snapshot",
+    "older_events",
+    "sessions",
+    "pending",
+    "rules",
+    "audit",
+    "verify_audit",
+    "decide",
+];
+
+/// `/api/v1/gates`, `/api/v1/gates/{id}` (read) and `/api/v1/gates/{id}/cancel`.
+fn is_gates_route(method: &Method, path: &str) -> bool {
+    let Some(rest) = path.strip_prefix("/api/v1/gates") else {
+        return false;
+    };
+    if !(rest.is_empty() || rest.starts_with('/')) {
+        return false;
+    }
+    let parts: Vec<&str> = rest.split('/').filter(|p| !p.is_empty()).collect();
+    matches!(
+        (method, parts.as_slice()),
+        (&Method::POST, []) | (&Method::GET | &Method::HEAD, [_]) | (&Method::POST, [_, "cancel"])
+    )
+}
+
+/// Reading what the person sees: sessions, their feeds, the inbox, rules, the audit, pages.
+fn is_read(method: &Method, path: &str) -> bool {
+    if !matches!(*method, Method::GET | Method::HEAD) {
+        return false;
+    }
+    match path.strip_prefix("/api/v1/") {
+        Some(api) => {
+            let first = api.split('/').next().unwrap_or("");
+            matches!(first, "sessions" | "approvals" | "rules" | "audit")
+        }
+        // Pages (server-rendered reads); the config page's data comes through a server
+        // function this scope may not call.
+        None => !path.starts_with("/api/"),
+    }
+}
+
+/// Answering a gate, by REST or the UI's server function; reading through server functions.
+fn is_decision_or_ui_read(method: &Method, path: &str) -> bool {
+    if *method != Method::POST {
+        return false;
+    }
+    if let Some(name) = path.strip_prefix("/api/ui/") {
+        return APPROVE_SERVER_FNS.contains(&name);
+    }
+    let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+    matches!(
+        parts.as_slice(),
+        ["api", "v1", "sessions", _, "approvals", _]
+    )
+}
+
+/// Whether `scope` may make this request.
+pub fn allows(scope: Scope, method: &Method, path: &str) -> bool {
+    match scope {
+        Scope::Admin => true,
+        Scope::Approve => {
+            is_gates_route(method, path)
+                || is_read(method, path)
+                || is_decision_or_ui_read(method, path)
+        }
+        Scope::Gates => is_gates_route(method, path),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: &str = "/api/v1/sessions/0b7b1f3e-1111-4222-8333-444455556666";
+
+    #[test]
+    fn gates_reach_only_their_routes() {
+        let g = |m: Method, p: &str| allows(Scope::Gates, &m, p);
+        assert!(g(Method::POST, "/api/v1/gates"));
+        assert!(g(Method::GET, "/api/v1/gates/abc"));
+        assert!(g(Method::POST, "/api/v1/gates/abc/cancel"));
+        assert!(!g(Method::DELETE, "/api/v1/gates/abc"));
+        assert!(!g(Method::POST, &format!("{S}/approvals/abc")));
+        assert!(!g(Method::POST, "/api/ui/decide"));
+        assert!(!g(Method::GET, "/api/v1/sessions"));
+        assert!(!g(Method::GET, "/api/v1/approvals"));
+        assert!(!g(Method::GET, "/inbox"));
+        assert!(!g(Method::GET, "/api/v1/gatesx"));
+    }
+
+    #[test]
+    fn approve_reads_and_decides_but_changes_nothing_else() {
+        let a = |m: Method, p: &str| allows(Scope::Approve, &m, p);
+        assert!(a(Method::GET, "/api/v1/sessions"));
+        assert!(a(Method::GET, &format!("{S}/events")));
+        assert!(a(Method::GET, "/api/v1/audit/verify"));
+        assert!(a(Method::POST, &format!("{S}/approvals/abc")));
+        assert!(a(Method::POST, "/api/ui/decide"));
+        assert!(a(Method::GET, "/inbox"));
+        assert!(a(Method::POST, "/api/v1/gates"));
+        assert!(!a(Method::POST, "/api/v1/sessions"));
+        assert!(!a(Method::POST, &format!("{S}/messages")));
+        assert!(!a(Method::PUT, &format!("{S}/mode")));
+        assert!(!a(Method::DELETE, "/api/v1/rules/r1"));
+        assert!(!a(Method::GET, "/api/v1/config"));
+        assert!(!a(Method::PUT, "/api/v1/config/tools.max_parallel"));
+        assert!(!a(Method::GET, "/api/v1/tokens"));
+        assert!(!a(Method::POST, "/api/ui/set_config"));
+        assert!(!a(Method::POST, "/api/ui/send_message"));
+    }
+}

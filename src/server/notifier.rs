@@ -1,0 +1,289 @@
+//! Telling the person a gate needs them (`[notify]`): one webhook POST per gate that waits
+//! for a person, with the card's URL, in a generic JSON, ntfy or Slack format.
+//!
+//! **Invariant:** a notification never blocks or fails a gate (it is sent from a task of its
+//! own, retried a few times, and its failures are only logged), and it never carries a
+//! credential: no token, no cookie, only what the card's first line shows and its link.
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::protocol::ApprovalRequestBody;
+use crate::server::config::{Config, NotifyFormat};
+use crate::text::truncate;
+
+/// Attempts per notification, and the pause before each retry.
+const RETRY_PAUSES: [Duration; 3] = [
+    Duration::from_secs(1),
+    Duration::from_secs(4),
+    Duration::from_secs(15),
+];
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+const MAX_SUMMARY_CHARS: usize = 200;
+
+/// Sends the notifications, and knows the address card links start with.
+pub struct Notifier {
+    http: Option<reqwest::Client>,
+    listen_url: OnceLock<String>,
+}
+
+impl Default for Notifier {
+    fn default() -> Self {
+        Notifier::new()
+    }
+}
+
+/// One notification, ready to post.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Message {
+    pub url: String,
+    pub body: Value,
+}
+
+impl Notifier {
+    pub fn new() -> Notifier {
+        let http = reqwest::Client::builder()
+            .timeout(REQUEST_TIMEOUT)
+            .build()
+            .map_err(|e| tracing::error!(error = %e, "notifications are off: no HTTP client"))
+            .ok();
+        Notifier {
+            http,
+            listen_url: OnceLock::new(),
+        }
+    }
+
+    /// Where the server listens (`http://127.0.0.1:8080`), once it is bound.
+    pub fn set_listen_url(&self, url: String) {
+        let _ = self.listen_url.set(url);
+    }
+
+    /// The link to a card: `server.public_url`, else where the server listens.
+    pub fn card_url(&self, config: &Config, session_id: &str, approval_id: &str) -> String {
+        let base = if config.server.public_url.is_empty() {
+            self.listen_url.get().map(String::as_str).unwrap_or("")
+        } else {
+            config.server.public_url.as_str()
+        };
+        format!(
+            "{}/sessions/{session_id}#gate-{approval_id}",
+            base.trim_end_matches('/')
+        )
+    }
+
+    /// Tells the person a gate waits for them, if `[notify]` says where; returns at once.
+    pub fn gate_opened(&self, config: &Config, gate: &ApprovalRequestBody, session_title: &str) {
+        let (Some(http), false) = (&self.http, config.notify.webhook_url.is_empty()) else {
+            return;
+        };
+        let link = self.card_url(config, &gate.session_id, &gate.approval_id);
+        let Some(message) = message(config, gate, session_title, &link) else {
+            tracing::warn!("notify.webhook_url is not a URL a notification can be sent to");
+            return;
+        };
+        let http = http.clone();
+        let approval_id = gate.approval_id.clone();
+        tokio::spawn(async move { deliver(&http, &message, &approval_id).await });
+    }
+}
+
+/// The host a URL names, for logs (a webhook URL's path is often its secret).
+fn host_of(url: &str) -> &str {
+    url.split("://")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .unwrap_or("")
+}
+
+/// Posts `message`, retrying a failure a few times; gives up with a log line.
+async fn deliver(http: &reqwest::Client, message: &Message, approval_id: &str) {
+    let host = host_of(&message.url);
+    for (attempt, pause) in std::iter::once(Duration::ZERO)
+        .chain(RETRY_PAUSES)
+        .enumerate()
+    {
+        tokio::time::sleep(pause).await;
+        match http.post(&message.url).json(&message.body).send().await {
+            Ok(resp) if resp.status().is_success() => {
+                tracing::debug!(approval = %approval_id, host, "notification sent");
+                return;
+            }
+            Ok(resp) => {
+                tracing::warn!(approval = %approval_id, host, attempt, status = resp.status().as_u16(), "notification refused");
+                // A 4xx other than rate limiting will not get better by repeating it.
+                if resp.status().is_client_error() && resp.status().as_u16() != 429 {
+                    return;
+                }
+            }
+            Err(err) => {
+                let why = crate::text::error_chain(&err.without_url());
+                tracing::warn!(approval = %approval_id, host, attempt, error = %why, "notification not delivered");
+            }
+        }
+    }
+    tracing::error!(approval = %approval_id, host, "gave up notifying about a gate");
+}
+
+/// The notification of a gate in the configured format; `None` when the URL cannot carry it.
+pub fn message(
+    config: &Config,
+    gate: &ApprovalRequestBody,
+    session_title: &str,
+    link: &str,
+) -> Option<Message> {
+    let webhook = config.notify.webhook_url.trim();
+    let summary = truncate(&gate.summary, MAX_SUMMARY_CHARS);
+    let title = format!("Approval needed: {}", truncate(&gate.title, 80));
+    match config.notify.format {
+        NotifyFormat::Json => Some(Message {
+            url: webhook.to_owned(),
+            body: json!({
+                "event": "approval_needed",
+                "title": title,
+                "summary": summary,
+                "tool": gate.tool,
+                "reason": gate.reason_detail,
+                "session_id": gate.session_id,
+                "session_title": session_title,
+                "approval_id": gate.approval_id,
+                "url": link,
+                "expires_at": gate.expires_at,
+            }),
+        }),
+        NotifyFormat::Ntfy => {
+            // ntfy takes JSON at its root URL, with the topic in the body.
+            let (scheme, rest) = webhook.split_once("://")?;
+            let (host, topic) = rest.split_once('/')?;
+            let topic = topic.trim_matches('/');
+            if host.is_empty() || topic.is_empty() || topic.contains('/') {
+                return None;
+            }
+            Some(Message {
+                url: format!("{scheme}://{host}/"),
+                body: json!({
+                    "topic": topic,
+                    "title": title,
+                    "message": format!("{summary}\n{session_title}"),
+                    "click": link,
+                    "tags": ["lock"],
+                    "priority": 4,
+                    "actions": [{"action": "view", "label": "Open the card", "url": link}],
+                }),
+            })
+        }
+        NotifyFormat::Slack => Some(Message {
+            url: webhook.to_owned(),
+            body: json!({
+                "text": format!("*{title}*\n{summary}\n{session_title} · <{link}|Open the card>"),
+            }),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::{GateKind, GateReason, TimeoutOutcome, Timestamp, ToolClass};
+
+    fn gate() -> ApprovalRequestBody {
+        ApprovalRequestBody {
+            approval_id: "a1".into(),
+            session_id: "s1".into(),
+            call_id: "c".into(),
+            kind: GateKind::External,
+            tool: "Bash".into(),
+            class: ToolClass::Exec,
+            args: json!({"command": "npm test"}),
+            decision_kind: None,
+            title: "Bash".into(),
+            summary: "npm test".into(),
+            proposal_md: String::new(),
+            proposal_html: String::new(),
+            diff: None,
+            reason: GateReason::Mode,
+            reason_detail: "Ask mode".into(),
+            allowed_decisions: vec![],
+            digest: "d".into(),
+            created_at: Timestamp::now(),
+            expires_at: Timestamp::now(),
+            timeout_outcome: TimeoutOutcome::Deny,
+            suggested_rule: None,
+            execution_mode: None,
+        }
+    }
+
+    fn config(url: &str, format: NotifyFormat) -> Config {
+        let mut config = Config::default();
+        config.notify.webhook_url = url.into();
+        config.notify.format = format;
+        config
+    }
+
+    #[test]
+    fn each_format_carries_the_title_the_summary_and_the_link() {
+        let link = "https://cs.example/sessions/s1#gate-a1";
+        let json = message(
+            &config("https://hook.example/x", NotifyFormat::Json),
+            &gate(),
+            "claude-code · app",
+            link,
+        )
+        .unwrap();
+        assert_eq!(json.url, "https://hook.example/x");
+        assert_eq!(json.body["url"], link);
+        assert_eq!(json.body["summary"], "npm test");
+        let ntfy = message(
+            &config("https://ntfy.sh/my-topic", NotifyFormat::Ntfy),
+            &gate(),
+            "t",
+            link,
+        )
+        .unwrap();
+        assert_eq!(ntfy.url, "https://ntfy.sh/");
+        assert_eq!(ntfy.body["topic"], "my-topic");
+        assert_eq!(ntfy.body["click"], link);
+        let slack = message(
+            &config(
+                "https://hooks.slack.com/services/T/B/X",
+                NotifyFormat::Slack,
+            ),
+            &gate(),
+            "t",
+            link,
+        )
+        .unwrap();
+        let text = slack.body["text"].as_str().unwrap();
+        assert!(text.contains("npm test") && text.contains(link), "{text}");
+        assert!(
+            message(
+                &config("https://ntfy.sh/", NotifyFormat::Ntfy),
+                &gate(),
+                "t",
+                link
+            )
+            .is_none()
+        );
+    }
+
+    #[test]
+    fn card_links_use_the_public_url_else_the_listening_address() {
+        let notifier = Notifier::new();
+        let mut config = Config::default();
+        notifier.set_listen_url("http://127.0.0.1:8080".into());
+        assert_eq!(
+            notifier.card_url(&config, "s", "a"),
+            "http://127.0.0.1:8080/sessions/s#gate-a"
+        );
+        config.server.public_url = "https://cs.example/".into();
+        assert_eq!(
+            notifier.card_url(&config, "s", "a"),
+            "https://cs.example/sessions/s#gate-a"
+        );
+        assert_eq!(
+            host_of("https://hooks.slack.com/services/T/B/X"),
+            "hooks.slack.com"
+        );
+    }
+}

@@ -1,0 +1,215 @@
+//! Named tokens and outside agents' sessions and gates: their reads (on the reader pool) and
+//! their writes (statements run by the writer thread, `Writer::exec`).
+
+use rusqlite::{OptionalExtension, Row, params};
+
+use super::SqliteStore;
+use super::batch::Done;
+use super::write::insert_session;
+use crate::protocol::Timestamp;
+use crate::server::audit::AuditDraft;
+use crate::server::store::{ExternalGate, SessionRow, StoreError, TokenRow};
+
+const TOKEN_COLUMNS: &str = "name, scope, secret_hash, created_at, last_used_at";
+
+fn token(row: &Row<'_>) -> rusqlite::Result<TokenRow> {
+    Ok(TokenRow {
+        name: row.get(0)?,
+        scope: row.get(1)?,
+        secret_hash: row.get(2)?,
+        created_at: row.get(3)?,
+        last_used_at: row.get(4)?,
+    })
+}
+
+fn audit_draft(actor: &str, action: &'static str, name: &str, scope: &str) -> AuditDraft {
+    AuditDraft {
+        actor: actor.to_owned(),
+        action,
+        subject: format!("token:{name}"),
+        detail: serde_json::json!({ "scope": scope }),
+    }
+}
+
+impl SqliteStore {
+    pub(super) async fn insert_token(&self, row: &TokenRow, actor: &str) -> Result<(), StoreError> {
+        let row = row.clone();
+        let actor = actor.to_owned();
+        self.writer
+            .exec(move |sp| {
+                let taken: Option<String> = sp
+                    .prepare_cached("SELECT name FROM tokens WHERE name = ?1")?
+                    .query_row(params![row.name], |r| r.get(0))
+                    .optional()?;
+                if taken.is_some() {
+                    return Err(StoreError::Taken(row.name.clone()));
+                }
+                sp.prepare_cached(&format!(
+                    "INSERT INTO tokens ({TOKEN_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5)"
+                ))?
+                .execute(params![
+                    row.name,
+                    row.scope,
+                    row.secret_hash,
+                    row.created_at,
+                    row.last_used_at
+                ])?;
+                super::write::chain_audit(
+                    sp,
+                    vec![audit_draft(&actor, "token_created", &row.name, &row.scope)],
+                )?;
+                Ok(Done::Unit)
+            })
+            .await
+            .map(|_| ())
+    }
+
+    pub(super) fn read_tokens(&self) -> Result<Vec<TokenRow>, StoreError> {
+        self.readers.with(|c| {
+            let mut stmt =
+                c.prepare_cached(&format!("SELECT {TOKEN_COLUMNS} FROM tokens ORDER BY name"))?;
+            let rows = stmt.query_map([], token)?;
+            Ok(rows.collect::<rusqlite::Result<_>>()?)
+        })
+    }
+
+    pub(super) fn read_token_by_hash(
+        &self,
+        secret_hash: &str,
+    ) -> Result<Option<TokenRow>, StoreError> {
+        self.readers.with(|c| {
+            Ok(c.prepare_cached(&format!(
+                "SELECT {TOKEN_COLUMNS} FROM tokens WHERE secret_hash = ?1"
+            ))?
+            .query_row(params![secret_hash], token)
+            .optional()?)
+        })
+    }
+
+    pub(super) async fn remove_token(&self, name: &str, actor: &str) -> Result<bool, StoreError> {
+        let name = name.to_owned();
+        let actor = actor.to_owned();
+        let done = self
+            .writer
+            .exec(move |sp| {
+                let scope: Option<String> = sp
+                    .prepare_cached("DELETE FROM tokens WHERE name = ?1 RETURNING scope")?
+                    .query_row(params![name], |r| r.get(0))
+                    .optional()?;
+                let Some(scope) = scope else {
+                    return Ok(Done::Flag(false));
+                };
+                super::write::chain_audit(
+                    sp,
+                    vec![audit_draft(&actor, "token_revoked", &name, &scope)],
+                )?;
+                Ok(Done::Flag(true))
+            })
+            .await?;
+        Ok(matches!(done, Done::Flag(true)))
+    }
+
+    pub(super) async fn mark_token_used(
+        &self,
+        name: &str,
+        at: &Timestamp,
+    ) -> Result<(), StoreError> {
+        let name = name.to_owned();
+        let at = at.clone();
+        self.writer
+            .exec(move |sp| {
+                sp.prepare_cached("UPDATE tokens SET last_used_at = ?1 WHERE name = ?2")?
+                    .execute(params![at, name])?;
+                Ok(Done::Unit)
+            })
+            .await
+            .map(|_| ())
+    }
+
+    pub(super) async fn external_session_for(
+        &self,
+        source: &str,
+        external_session: &str,
+        row: &SessionRow,
+    ) -> Result<String, StoreError> {
+        let lookup = |c: &rusqlite::Connection| -> Result<Option<String>, StoreError> {
+            Ok(c.prepare_cached(
+                "SELECT session_id FROM external_sessions WHERE source = ?1 AND external_session = ?2",
+            )?
+            .query_row(params![source, external_session], |r| r.get(0))
+            .optional()?)
+        };
+        if let Some(existing) = self.readers.with(lookup)? {
+            return Ok(existing);
+        }
+        let (source, external_session, row) =
+            (source.to_owned(), external_session.to_owned(), row.clone());
+        let done = self
+            .writer
+            .exec(move |sp| {
+                // Read again on the writer: whoever got here first created it.
+                let existing: Option<String> = sp
+                    .prepare_cached(
+                        "SELECT session_id FROM external_sessions WHERE source = ?1 AND external_session = ?2",
+                    )?
+                    .query_row(params![source, external_session], |r| r.get(0))
+                    .optional()?;
+                if let Some(existing) = existing {
+                    return Ok(Done::Text(existing));
+                }
+                insert_session(sp, &row)?;
+                sp.prepare_cached(
+                    "INSERT INTO external_sessions (source, external_session, session_id) VALUES (?1, ?2, ?3)",
+                )?
+                .execute(params![source, external_session, row.id])?;
+                Ok(Done::Text(row.id.clone()))
+            })
+            .await?;
+        match done {
+            Done::Text(id) => Ok(id),
+            _ => Err(StoreError::Database("no session id from the writer".into())),
+        }
+    }
+
+    pub(super) fn read_external_gate(
+        &self,
+        approval_id: &str,
+    ) -> Result<Option<ExternalGate>, StoreError> {
+        self.readers.with(|c| {
+            Ok(c.prepare_cached(
+                "SELECT g.approval_id, a.session_id, g.opened_by, g.idempotency_key, g.created_at
+                 FROM external_gates g JOIN approvals a ON a.approval_id = g.approval_id
+                 WHERE g.approval_id = ?1",
+            )?
+            .query_row(params![approval_id], |r| {
+                Ok(ExternalGate {
+                    approval_id: r.get(0)?,
+                    session_id: r.get(1)?,
+                    opened_by: r.get(2)?,
+                    idempotency_key: r.get(3)?,
+                    created_at: r.get(4)?,
+                })
+            })
+            .optional()?)
+        })
+    }
+
+    pub(super) fn read_gate_by_key(
+        &self,
+        opened_by: &str,
+        key: &str,
+        since: &Timestamp,
+    ) -> Result<Option<(String, String)>, StoreError> {
+        self.readers.with(|c| {
+            Ok(c.prepare_cached(
+                "SELECT g.approval_id, a.session_id FROM external_gates g
+                 JOIN approvals a ON a.approval_id = g.approval_id
+                 WHERE g.opened_by = ?1 AND g.idempotency_key = ?2 AND g.created_at >= ?3",
+            )?
+            .query_row(params![opened_by, key, since], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .optional()?)
+        })
+    }
+}

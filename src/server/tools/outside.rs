@@ -1,0 +1,358 @@
+//! Outside agents' tools (Claude Code, Codex, opencode, MCP hosts), as far as the gate needs
+//! them: the class a tool name means, what the safety floor and standing rules look at, the
+//! card's one-line summary and its diff. Nothing here runs them — the outside agent does.
+//!
+//! Names are matched without regard to case (`Bash` from Claude Code, `bash` from opencode);
+//! a name nobody listed is `exec`, the most guarded class that still says "something we
+//! cannot vouch for".
+
+use serde_json::Value;
+
+use super::files::unified_diff;
+use super::{Subject, SubjectKind};
+use crate::protocol::ToolClass;
+
+/// Tools that only read or look things up.
+const READ: [&str; 14] = [
+    "read",
+    "glob",
+    "grep",
+    "ls",
+    "list",
+    "webfetch",
+    "websearch",
+    "todowrite",
+    "todoread",
+    "notebookread",
+    "read_file",
+    "list_files",
+    "search",
+    "view_image",
+];
+
+/// Tools that change files.
+const EDIT: [&str; 9] = [
+    "edit",
+    "multiedit",
+    "write",
+    "notebookedit",
+    "apply_patch",
+    "patch",
+    "write_file",
+    "edit_file",
+    "str_replace_based_edit_tool",
+];
+
+/// Tools that put a decision to the person (the MCP server's own `request_approval`).
+const DECISION: [&str; 1] = ["request_approval"];
+
+/// What a gate needs to know of one outside call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutsideCall {
+    pub class: ToolClass,
+    /// What the safety floor checks: every path and command the call touches.
+    pub floor_subjects: Vec<Subject>,
+    /// What a standing rule matches (one path or one command), when there is one.
+    pub rule_subject: Option<Subject>,
+    /// The card's one line.
+    pub summary: String,
+    /// A unified diff, for file changes whose input carries one (or the text to make one).
+    pub diff: Option<String>,
+}
+
+/// The class of an outside tool name.
+pub fn class_of(tool: &str) -> ToolClass {
+    let name = tool.to_ascii_lowercase();
+    if READ.contains(&name.as_str()) {
+        ToolClass::Read
+    } else if EDIT.contains(&name.as_str()) {
+        ToolClass::Edit
+    } else if DECISION.contains(&name.as_str()) {
+        ToolClass::Decision
+    } else {
+        ToolClass::Exec
+    }
+}
+
+/// What a standing rule on this tool is written against.
+pub fn subject_kind(tool: &str) -> SubjectKind {
+    match class_of(tool) {
+        ToolClass::Read | ToolClass::Edit => SubjectKind::Path,
+        _ => SubjectKind::Command,
+    }
+}
+
+fn text<'a>(input: &'a Value, keys: &[&str]) -> Option<&'a str> {
+    keys.iter().find_map(|key| {
+        input
+            .get(key)
+            .or_else(|| input.get("metadata").and_then(|m| m.get(key)))
+            .and_then(Value::as_str)
+            .filter(|s| !s.trim().is_empty())
+    })
+}
+
+fn command_of(input: &Value) -> Option<String> {
+    if let Some(command) = text(input, &["command", "cmd"]) {
+        return Some(command.trim().to_owned());
+    }
+    // Codex's exec form: `["bash", "-lc", "npm test"]`.
+    let words = input.get("command").and_then(Value::as_array)?;
+    let words: Vec<&str> = words.iter().filter_map(Value::as_str).collect();
+    match words.as_slice() {
+        [shell, flag, script] if flag.starts_with('-') && flag.contains('c') && is_shell(shell) => {
+            Some((*script).to_owned())
+        }
+        [] => None,
+        _ => Some(words.join(" ")),
+    }
+}
+
+fn is_shell(program: &str) -> bool {
+    let name = program.rsplit('/').next().unwrap_or(program);
+    matches!(name, "bash" | "sh" | "zsh" | "dash")
+}
+
+fn path_of(input: &Value) -> Option<String> {
+    text(
+        input,
+        &["file_path", "filePath", "filepath", "notebook_path", "path"],
+    )
+    .map(str::to_owned)
+}
+
+/// The files a Codex `apply_patch` touches (`*** Add|Update|Delete File: <path>`, `*** Move
+/// to: <path>`).
+fn patch_paths(patch: &str) -> Vec<String> {
+    patch
+        .lines()
+        .filter_map(|line| {
+            [
+                "*** Add File: ",
+                "*** Update File: ",
+                "*** Delete File: ",
+                "*** Move to: ",
+            ]
+            .iter()
+            .find_map(|marker| line.strip_prefix(marker))
+        })
+        .map(|path| path.trim().to_owned())
+        .filter(|path| !path.is_empty())
+        .collect()
+}
+
+fn edit_diff(path: &str, input: &Value) -> Option<String> {
+    let pair = |edit: &Value| {
+        let old = text(edit, &["old_string", "oldString"]).unwrap_or("");
+        let new = edit
+            .get("new_string")
+            .or_else(|| edit.get("newString"))
+            .and_then(Value::as_str)?;
+        Some(unified_diff(path, &with_newline(old), &with_newline(new)))
+    };
+    if let Some(edits) = input.get("edits").and_then(Value::as_array) {
+        let hunks: Vec<String> = edits.iter().filter_map(pair).collect();
+        return (!hunks.is_empty()).then(|| hunks.join(""));
+    }
+    pair(input)
+}
+
+fn with_newline(text: &str) -> String {
+    if text.is_empty() || text.ends_with('\n') {
+        text.to_owned()
+    } else {
+        format!("{text}\n")
+    }
+}
+
+/// The diff a file-changing call's input shows: one it carries (opencode), the patch itself
+/// (Codex), or one made from the old and new text (Claude Code's Edit, MultiEdit, Write).
+fn diff_of(input: &Value, path: Option<&str>) -> Option<String> {
+    if let Some(diff) = text(input, &["diff"]) {
+        return Some(diff.to_owned());
+    }
+    if let Some(patch) = text(input, &["patch", "patchText", "input"]) {
+        return Some(patch.to_owned());
+    }
+    let path = path?;
+    if let Some(content) = input.get("content").and_then(Value::as_str) {
+        return Some(unified_diff(path, "", &with_newline(content)));
+    }
+    if let Some(source) = input.get("new_source").and_then(Value::as_str) {
+        return Some(unified_diff(path, "", &with_newline(source)));
+    }
+    edit_diff(path, input)
+}
+
+/// Reads one outside call.
+pub fn describe(tool: &str, input: &Value) -> OutsideCall {
+    let class = class_of(tool);
+    let lower = tool.to_ascii_lowercase();
+    if lower == "apply_patch" || lower == "patch" {
+        let patch = text(input, &["command", "patch", "patchText", "input"]).unwrap_or("");
+        let paths = patch_paths(patch);
+        let summary = match paths.as_slice() {
+            [] => "apply a patch".to_owned(),
+            [one] => format!("patch {one}"),
+            [first, rest @ ..] => format!("patch {first} and {} more", rest.len()),
+        };
+        return OutsideCall {
+            class,
+            rule_subject: match paths.as_slice() {
+                [one] => Some(Subject::Path(one.clone())),
+                _ => None,
+            },
+            floor_subjects: paths.into_iter().map(Subject::Path).collect(),
+            summary,
+            diff: (!patch.is_empty()).then(|| patch.to_owned()),
+        };
+    }
+    match class {
+        ToolClass::Read | ToolClass::Edit => {
+            let path = path_of(input);
+            let verb = if class == ToolClass::Read {
+                tool
+            } else {
+                "change"
+            };
+            OutsideCall {
+                class,
+                floor_subjects: path.iter().cloned().map(Subject::Path).collect(),
+                rule_subject: path.clone().map(Subject::Path),
+                summary: match (&path, text(input, &["pattern", "query", "url"])) {
+                    (Some(path), _) => format!("{verb} {path}"),
+                    (None, Some(what)) => format!("{tool} {what}"),
+                    (None, None) => tool.to_owned(),
+                },
+                diff: (class == ToolClass::Edit)
+                    .then(|| diff_of(input, path.as_deref()))
+                    .flatten(),
+            }
+        }
+        ToolClass::Decision => OutsideCall {
+            class,
+            floor_subjects: Vec::new(),
+            rule_subject: None,
+            summary: text(input, &["title"]).unwrap_or(tool).to_owned(),
+            diff: None,
+        },
+        ToolClass::Exec | ToolClass::Config => {
+            let command = command_of(input);
+            OutsideCall {
+                class,
+                floor_subjects: command.iter().cloned().map(Subject::Command).collect(),
+                rule_subject: command.clone().map(Subject::Command),
+                summary: command.unwrap_or_else(|| tool.to_owned()),
+                diff: None,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn classes_follow_the_names_agents_use() {
+        for read in ["Read", "Glob", "Grep", "LS", "WebFetch", "read", "list"] {
+            assert_eq!(class_of(read), ToolClass::Read, "{read}");
+        }
+        for edit in [
+            "Edit",
+            "MultiEdit",
+            "Write",
+            "NotebookEdit",
+            "apply_patch",
+            "edit",
+        ] {
+            assert_eq!(class_of(edit), ToolClass::Edit, "{edit}");
+        }
+        for exec in [
+            "Bash",
+            "bash",
+            "PowerShell",
+            "mcp__github__create_issue",
+            "Whatever",
+        ] {
+            assert_eq!(class_of(exec), ToolClass::Exec, "{exec}");
+        }
+        assert_eq!(class_of("request_approval"), ToolClass::Decision);
+    }
+
+    #[test]
+    fn a_bash_call_is_its_command() {
+        let call = describe(
+            "Bash",
+            &json!({"command": " npm test ", "description": "x"}),
+        );
+        assert_eq!(call.rule_subject, Some(Subject::Command("npm test".into())));
+        assert_eq!(call.summary, "npm test");
+        let opencode = describe(
+            "bash",
+            &json!({"patterns": ["touch a"], "metadata": {"command": "touch a"}}),
+        );
+        assert_eq!(
+            opencode.floor_subjects,
+            [Subject::Command("touch a".into())]
+        );
+        let codex = describe(
+            "exec_command",
+            &json!({"command": ["bash", "-lc", "ls -la"]}),
+        );
+        assert_eq!(codex.summary, "ls -la");
+    }
+
+    #[test]
+    fn an_edit_shows_a_diff_of_its_old_and_new_text() {
+        let call = describe(
+            "Edit",
+            &json!({"file_path": "/w/src/a.rs", "old_string": "let a = 1;", "new_string": "let a = 2;"}),
+        );
+        assert_eq!(call.class, ToolClass::Edit);
+        assert_eq!(call.rule_subject, Some(Subject::Path("/w/src/a.rs".into())));
+        let diff = call.diff.unwrap();
+        assert!(
+            diff.contains("-let a = 1;") && diff.contains("+let a = 2;"),
+            "{diff}"
+        );
+        let multi = describe(
+            "MultiEdit",
+            &json!({"file_path": "f", "edits": [
+                {"old_string": "a", "new_string": "b"},
+                {"old_string": "c", "new_string": "d"}
+            ]}),
+        );
+        let diff = multi.diff.unwrap();
+        assert!(diff.contains("+b") && diff.contains("+d"), "{diff}");
+        let write = describe("Write", &json!({"file_path": "n.txt", "content": "hi"}));
+        assert!(write.diff.unwrap().contains("+hi"));
+    }
+
+    #[test]
+    fn a_codex_patch_names_every_file_it_touches() {
+        let patch = "*** Begin Patch\n*** Update File: src/app.py\n@@\n-a\n+b\n*** Add File: .env\n+K=1\n*** End Patch\n";
+        let call = describe("apply_patch", &json!({"command": patch}));
+        assert_eq!(
+            call.floor_subjects,
+            [
+                Subject::Path("src/app.py".into()),
+                Subject::Path(".env".into())
+            ]
+        );
+        assert_eq!(call.rule_subject, None, "two files: no one-path rule");
+        assert_eq!(call.diff.as_deref(), Some(patch));
+        assert_eq!(call.summary, "patch src/app.py and 1 more");
+    }
+
+    #[test]
+    fn opencode_carries_its_own_diff() {
+        let call = describe(
+            "edit",
+            &json!({"metadata": {"filepath": "/p/h.txt", "diff": "--- a\n+++ b\n"}}),
+        );
+        assert_eq!(call.diff.as_deref(), Some("--- a\n+++ b\n"));
+        assert_eq!(call.rule_subject, Some(Subject::Path("/p/h.txt".into())));
+    }
+}
