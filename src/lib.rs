@@ -22,6 +22,8 @@ pub mod bench;
 #[cfg(feature = "ssr")]
 pub mod cli;
 #[cfg(feature = "ssr")]
+pub mod external;
+#[cfg(feature = "ssr")]
 pub mod server;
 
 /// The browser entry point: hydrate the server-rendered page.

@@ -36,6 +36,12 @@ enum Command {
     Token(cli::TokenArgs),
     /// The config file: its path, one key, set one key, or all of them.
     Config(cli::config::ConfigArgs),
+    /// Answer an outside agent's permission hook (Claude Code, Codex), or install one.
+    Hook(countersign::external::hook::HookArgs),
+    /// Answer another agent's permission requests through Countersign (opencode).
+    Bridge(countersign::external::opencode::BridgeArgs),
+    /// Serve approval tools over MCP on stdio (approval_prompt, request_approval).
+    Mcp(countersign::external::mcp::McpArgs),
     /// Performance figures: starts its own servers in a temp dir and measures them.
     Bench(countersign::bench::BenchArgs),
 }
@@ -142,6 +148,9 @@ async fn main() -> ExitCode {
         Some(Command::Audit(args)) => cli::audit(args).await,
         Some(Command::Token(args)) => cli::token(args).await,
         Some(Command::Config(args)) => cli::config::run(args),
+        Some(Command::Hook(args)) => countersign::external::hook::run(args).await,
+        Some(Command::Bridge(args)) => countersign::external::opencode::run(args).await,
+        Some(Command::Mcp(args)) => countersign::external::mcp::run(args).await,
         Some(Command::Bench(args)) => countersign::bench::run(args).await,
     }
 }

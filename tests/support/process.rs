@@ -476,7 +476,13 @@ impl Lab {
 
     /// Starts the real binary on a free loopback port and waits until it listens.
     pub async fn start(&mut self) -> Node {
-        let mut cmd = serve_command(&["--addr", "127.0.0.1:0", "--token", TOKEN]);
+        self.start_at("127.0.0.1:0").await
+    }
+
+    /// Starts the real binary listening on `addr` (e.g. the address a killed start had, so a
+    /// client that kept its URL finds the server back) and waits until it listens.
+    pub async fn start_at(&mut self, addr: &str) -> Node {
+        let mut cmd = serve_command(&["--addr", addr, "--token", TOKEN]);
         cmd.arg("--data-dir")
             .arg(&self.data)
             .arg("--workspace")

@@ -1,0 +1,459 @@
+//! The HTTP client for Countersign's external gates API (`/api/v1/gates`): open a gate, long-poll
+//! it until someone answers (riding out a restart of Countersign), and cancel it.
+
+use std::time::Duration;
+
+use reqwest::{Method, RequestBuilder, StatusCode, Url};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::time::Instant;
+
+use crate::text::{error_chain, truncate};
+
+/// The longest `?wait=` the server accepts; longer waits are several polls.
+pub const MAX_WAIT_SECS: u64 = 60;
+/// How long opening a gate may keep retrying a server that is down before giving up.
+pub const DEFAULT_OPEN_BUDGET: Duration = Duration::from_secs(10);
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+/// Slack on top of `?wait=` before a long-poll counts as lost.
+const POLL_SLACK: Duration = Duration::from_secs(15);
+const FIRST_BACKOFF: Duration = Duration::from_millis(250);
+const MAX_BACKOFF: Duration = Duration::from_secs(5);
+
+/// The body of `POST /api/v1/gates`.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct OpenGate {
+    /// `claude-code`, `codex`, `opencode` or `mcp`.
+    pub source: String,
+    /// The agent's own session id; gates of one session share one Countersign session.
+    pub external_session: String,
+    pub cwd: String,
+    pub tool: GateTool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Markdown shown on the card.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    pub capabilities: Capabilities,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_secs: Option<u64>,
+}
+
+/// The agent's tool name and its input as given.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct GateTool {
+    pub name: String,
+    pub input: Value,
+}
+
+/// Which answers the agent can take back (the card offers only these).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Capabilities {
+    pub edit: bool,
+    pub always: bool,
+    pub deny_reason: bool,
+}
+
+/// Where a gate stands.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum GateStatus {
+    #[default]
+    Pending,
+    Approved,
+    Denied,
+    Expired,
+    Cancelled,
+    /// A status this client does not know; final, so it is not waited on forever.
+    #[serde(other)]
+    Unknown,
+}
+
+/// What the person (or a rule, or the mode) decided.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    Approve,
+    Edit,
+    Deny,
+    AllowAlways,
+    #[serde(other)]
+    Unknown,
+}
+
+/// The answer of `POST /api/v1/gates` and `GET /api/v1/gates/{id}`. Every field but
+/// `approval_id` may be missing, so a server that says less never breaks a client.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(default)]
+pub struct GateState {
+    pub approval_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    pub status: GateStatus,
+    pub decision: Option<Decision>,
+    pub updated_input: Option<Value>,
+    pub reason: Option<String>,
+    pub rule: Option<Value>,
+    pub answered_by: Option<String>,
+    pub actor: Option<String>,
+    pub resolved_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<String>,
+}
+
+impl GateState {
+    /// Anything but `pending` is final.
+    pub fn is_resolved(&self) -> bool {
+        self.status != GateStatus::Pending
+    }
+}
+
+/// Every way talking to Countersign can fail.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("--url must be an http:// or https:// URL, not `{0}`")]
+    BadUrl(String),
+    #[error("cannot reach Countersign at {url}: {detail}")]
+    Unreachable { url: String, detail: String },
+    #[error(
+        "Countersign at {url} refused the token ({status}): check --token or COUNTERSIGN_TOKEN"
+    )]
+    Refused { url: String, status: u16 },
+    #[error("Countersign answered {status} {code}: {message}")]
+    Api {
+        status: u16,
+        code: String,
+        message: String,
+    },
+    #[error("unexpected answer from Countersign ({status}): {detail}")]
+    Protocol { status: u16, detail: String },
+    #[error("no answer for gate {approval_id} before the deadline")]
+    Deadline { approval_id: String },
+}
+
+impl ClientError {
+    /// Countersign is down, restarting or overloaded: worth trying again later.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            ClientError::Unreachable { .. } => true,
+            ClientError::Api { status, .. } | ClientError::Protocol { status, .. } => {
+                matches!(status, 502..=504)
+            }
+            _ => false,
+        }
+    }
+
+    /// The agent should fall back to its own prompt: nobody at Countersign can answer.
+    pub fn is_unreachable_or_refused(&self) -> bool {
+        self.is_transient() || matches!(self, ClientError::Refused { .. })
+    }
+}
+
+/// Talks to one Countersign server with one token.
+#[derive(Clone, Debug)]
+pub struct GatesClient {
+    http: reqwest::Client,
+    base: Url,
+    shown: String,
+    token: Option<String>,
+    open_budget: Duration,
+}
+
+impl GatesClient {
+    /// A client for the server at `url`; `token` is sent as a bearer token.
+    pub fn new(url: &str, token: Option<&str>) -> Result<GatesClient, ClientError> {
+        let shown = url.trim().trim_end_matches('/').to_owned();
+        let base = match Url::parse(&shown) {
+            Ok(base) if matches!(base.scheme(), "http" | "https") && !base.cannot_be_a_base() => {
+                base
+            }
+            _ => return Err(ClientError::BadUrl(shown)),
+        };
+        let http = reqwest::Client::builder()
+            .connect_timeout(CONNECT_TIMEOUT)
+            .user_agent(concat!("countersign-adapters/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| ClientError::Unreachable {
+                url: shown.clone(),
+                detail: error_chain(&e),
+            })?;
+        Ok(GatesClient {
+            http,
+            base,
+            shown,
+            token: token
+                .map(str::trim)
+                .filter(|t| !t.is_empty())
+                .map(str::to_owned),
+            open_budget: DEFAULT_OPEN_BUDGET,
+        })
+    }
+
+    /// How long [`GatesClient::open`] retries a server it cannot reach (tests shorten it).
+    pub fn with_open_budget(mut self, budget: Duration) -> GatesClient {
+        self.open_budget = budget;
+        self
+    }
+
+    /// The base URL as given (for messages).
+    pub fn url(&self) -> &str {
+        &self.shown
+    }
+
+    /// `POST /api/v1/gates`. Retries quickly while the server cannot be reached, within the open
+    /// budget; the idempotency key makes a retry of a POST that did arrive return the same gate.
+    pub async fn open(
+        &self,
+        gate: &OpenGate,
+        idempotency_key: Option<&str>,
+    ) -> Result<GateState, ClientError> {
+        let give_up = Instant::now() + self.open_budget;
+        let mut backoff = FIRST_BACKOFF;
+        loop {
+            let left = give_up.saturating_duration_since(Instant::now());
+            let mut request = self
+                .request(Method::POST, &["gates"])
+                .timeout(left.max(Duration::from_secs(1)))
+                .json(gate);
+            if let Some(key) = idempotency_key {
+                request = request.header("Idempotency-Key", key);
+            }
+            match self.send::<GateState>(request).await {
+                Ok(state) if state.approval_id.is_empty() => {
+                    return Err(ClientError::Protocol {
+                        status: 201,
+                        detail: "the new gate has no approval_id".into(),
+                    });
+                }
+                Ok(state) => return Ok(state),
+                Err(e) if e.is_transient() && Instant::now() + backoff < give_up => {
+                    tracing::debug!("opening a gate: {e}; retrying in {backoff:?}");
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(MAX_BACKOFF);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Long-polls the gate until it is resolved or `deadline` passes. While Countersign is
+    /// down or restarting it keeps asking about the same gate, with a short backoff.
+    pub async fn wait(
+        &self,
+        approval_id: &str,
+        deadline: Instant,
+    ) -> Result<GateState, ClientError> {
+        let mut backoff = FIRST_BACKOFF;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(ClientError::Deadline {
+                    approval_id: approval_id.to_owned(),
+                });
+            }
+            let wait_secs = left.as_secs().min(MAX_WAIT_SECS);
+            let asked = Instant::now();
+            let poll = tokio::time::timeout_at(deadline, self.poll(approval_id, wait_secs)).await;
+            match poll {
+                Err(_elapsed) => continue,
+                Ok(Ok(state)) if state.is_resolved() => return Ok(state),
+                Ok(Ok(_pending)) => {
+                    backoff = FIRST_BACKOFF;
+                    // A server that answers `pending` at once (or a last sub-second wait) must
+                    // not turn this into a busy loop.
+                    if asked.elapsed() < Duration::from_secs(1) {
+                        sleep_until_or(deadline, Duration::from_secs(1)).await;
+                    }
+                }
+                Ok(Err(e)) if e.is_transient() => {
+                    tracing::debug!("waiting on gate {approval_id}: {e}; retrying in {backoff:?}");
+                    sleep_until_or(deadline, backoff).await;
+                    backoff = (backoff * 2).min(MAX_BACKOFF);
+                }
+                Ok(Err(e)) => return Err(e),
+            }
+        }
+    }
+
+    /// One `GET /api/v1/gates/{id}?wait=<secs>`.
+    pub async fn poll(&self, approval_id: &str, wait_secs: u64) -> Result<GateState, ClientError> {
+        let wait_secs = wait_secs.min(MAX_WAIT_SECS);
+        let request = self
+            .request(Method::GET, &["gates", approval_id])
+            .query(&[("wait", wait_secs)])
+            .timeout(Duration::from_secs(wait_secs) + POLL_SLACK);
+        self.send(request).await
+    }
+
+    /// `POST /api/v1/gates/{id}/cancel {"why"}`: the agent no longer needs the answer.
+    pub async fn cancel(&self, approval_id: &str, why: &str) -> Result<(), ClientError> {
+        let request = self
+            .request(Method::POST, &["gates", approval_id, "cancel"])
+            .timeout(Duration::from_secs(10))
+            .json(&serde_json::json!({ "why": why }));
+        self.send::<Value>(request).await.map(drop)
+    }
+
+    fn request(&self, method: Method, segments: &[&str]) -> RequestBuilder {
+        let mut url = self.base.clone();
+        if let Ok(mut path) = url.path_segments_mut() {
+            path.pop_if_empty().extend(["api", "v1"]).extend(segments);
+        }
+        let request = self.http.request(method, url);
+        match &self.token {
+            Some(token) => request.bearer_auth(token),
+            None => request,
+        }
+    }
+
+    async fn send<T: serde::de::DeserializeOwned>(
+        &self,
+        request: RequestBuilder,
+    ) -> Result<T, ClientError> {
+        let unreachable = |e: reqwest::Error| ClientError::Unreachable {
+            url: self.shown.clone(),
+            detail: error_chain(&e),
+        };
+        let response = request.send().await.map_err(unreachable)?;
+        let status = response.status();
+        let text = response.text().await.map_err(unreachable)?;
+        if matches!(status, StatusCode::UNAUTHORIZED | StatusCode::FORBIDDEN) {
+            return Err(ClientError::Refused {
+                url: self.shown.clone(),
+                status: status.as_u16(),
+            });
+        }
+        if !status.is_success() {
+            return Err(error_answer(status, &text));
+        }
+        let text = if text.trim().is_empty() {
+            "null"
+        } else {
+            &text
+        };
+        serde_json::from_str(text).map_err(|e| ClientError::Protocol {
+            status: status.as_u16(),
+            detail: format!("{e} in {}", truncate(text.trim(), 200)),
+        })
+    }
+}
+
+/// The server's error body `{"error": {"code", "message"}}`, or whatever it sent instead.
+fn error_answer(status: StatusCode, text: &str) -> ClientError {
+    #[derive(Deserialize)]
+    struct Body {
+        error: Detail,
+    }
+    #[derive(Deserialize)]
+    struct Detail {
+        code: String,
+        #[serde(default)]
+        message: String,
+    }
+    match serde_json::from_str::<Body>(text) {
+        Ok(body) => ClientError::Api {
+            status: status.as_u16(),
+            code: body.error.code,
+            message: truncate(&body.error.message, 300),
+        },
+        Err(_) => ClientError::Protocol {
+            status: status.as_u16(),
+            detail: truncate(text.trim(), 200),
+        },
+    }
+}
+
+async fn sleep_until_or(deadline: Instant, pause: Duration) {
+    tokio::time::sleep_until(deadline.min(Instant::now() + pause)).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sparse_answer_parses_with_defaults() {
+        let state: GateState = serde_json::from_str(r#"{"approval_id":"a1"}"#).unwrap();
+        assert_eq!(state.status, GateStatus::Pending);
+        assert!(!state.is_resolved());
+        assert_eq!(state.decision, None);
+    }
+
+    #[test]
+    fn a_full_answer_parses() {
+        let state: GateState = serde_json::from_value(serde_json::json!({
+            "approval_id": "a1", "session_id": "s1", "status": "approved",
+            "decision": "allow_always", "updated_input": null, "reason": null,
+            "rule": {"id": "r1"}, "answered_by": "user", "actor": "token:phone",
+            "resolved_at": "2026-11-30T10:00:00Z", "url": "http://x/a/a1",
+            "expires_at": "2026-11-30T10:30:00Z"
+        }))
+        .unwrap();
+        assert_eq!(state.decision, Some(Decision::AllowAlways));
+        assert!(state.is_resolved());
+        assert_eq!(state.actor.as_deref(), Some("token:phone"));
+    }
+
+    #[test]
+    fn unknown_statuses_and_decisions_do_not_fail() {
+        let state: GateState =
+            serde_json::from_str(r#"{"approval_id":"a","status":"vaporised","decision":"maybe"}"#)
+                .unwrap();
+        assert_eq!(state.status, GateStatus::Unknown);
+        assert!(state.is_resolved());
+        assert_eq!(state.decision, Some(Decision::Unknown));
+    }
+
+    #[test]
+    fn the_open_body_leaves_out_what_is_not_given() {
+        let gate = OpenGate {
+            source: "codex".into(),
+            external_session: "s".into(),
+            cwd: "/w".into(),
+            tool: GateTool {
+                name: "Bash".into(),
+                input: serde_json::json!({"command": "ls"}),
+            },
+            title: None,
+            reason: None,
+            capabilities: Capabilities {
+                edit: false,
+                always: true,
+                deny_reason: true,
+            },
+            timeout_secs: Some(1800),
+        };
+        assert_eq!(
+            serde_json::to_value(&gate).unwrap(),
+            serde_json::json!({"source": "codex", "external_session": "s", "cwd": "/w",
+                "tool": {"name": "Bash", "input": {"command": "ls"}},
+                "capabilities": {"edit": false, "always": true, "deny_reason": true},
+                "timeout_secs": 1800})
+        );
+    }
+
+    #[test]
+    fn bad_urls_are_refused_up_front() {
+        assert!(matches!(
+            GatesClient::new("ftp://x", None),
+            Err(ClientError::BadUrl(_))
+        ));
+        assert!(GatesClient::new("http://127.0.0.1:1/", Some("t")).is_ok());
+    }
+
+    #[test]
+    fn the_error_body_is_read() {
+        let e = error_answer(
+            StatusCode::BAD_REQUEST,
+            r#"{"error":{"code":"invalid_gate","message":"tool.name is missing"}}"#,
+        );
+        assert_eq!(
+            e.to_string(),
+            "Countersign answered 400 invalid_gate: tool.name is missing"
+        );
+        assert!(!e.is_transient());
+        assert!(error_answer(StatusCode::BAD_GATEWAY, "upstream").is_transient());
+    }
+}

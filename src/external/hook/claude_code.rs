@@ -1,0 +1,209 @@
+//! `countersign hook claude-code`: Claude Code's `PermissionRequest` and `PreToolUse` hook input
+//! in, its `hookSpecificOutput` out.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::external::gates_client::{Capabilities, GateTool, OpenGate};
+use crate::external::hook::{GateHookArgs, HookContext, HookOutcome, decide, parse_input};
+use crate::external::key::{canonical_json, idempotency_key};
+use crate::external::verdict::Verdict;
+
+pub const SOURCE: &str = "claude-code";
+
+/// The fields of Claude Code's hook input this hook reads (the rest is ignored).
+#[derive(Deserialize, Debug, Clone, PartialEq)]
+pub struct ClaudeHookInput {
+    pub session_id: String,
+    #[serde(default)]
+    pub cwd: String,
+    pub hook_event_name: String,
+    #[serde(default)]
+    pub tool_name: String,
+    #[serde(default)]
+    pub tool_input: Value,
+    /// PreToolUse only; PermissionRequest has none.
+    #[serde(default)]
+    pub tool_use_id: Option<String>,
+    /// Claude Code 2.1.196+, once the person has typed something.
+    #[serde(default)]
+    pub prompt_id: Option<String>,
+    /// PermissionRequest: the "always allow" options the dialog would offer.
+    #[serde(default)]
+    pub permission_suggestions: Option<Vec<Value>>,
+}
+
+/// The two hook events that can carry a permission decision.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClaudeEvent {
+    PreToolUse,
+    PermissionRequest,
+}
+
+impl ClaudeEvent {
+    pub fn parse(name: &str) -> Option<ClaudeEvent> {
+        match name {
+            "PreToolUse" => Some(ClaudeEvent::PreToolUse),
+            "PermissionRequest" => Some(ClaudeEvent::PermissionRequest),
+            _ => None,
+        }
+    }
+}
+
+/// Runs the hook: parse, open a gate, wait, answer.
+pub async fn answer(flags: &GateHookArgs, stdin: &[u8], ctx: &HookContext) -> HookOutcome {
+    let input: ClaudeHookInput = match parse_input(stdin, "Claude Code") {
+        Ok(input) => input,
+        Err(outcome) => return outcome,
+    };
+    let mut out = HookOutcome::default();
+    let Some(event) = ClaudeEvent::parse(&input.hook_event_name) else {
+        out.say(format!(
+            "`{}` is not a permission hook (use PermissionRequest or PreToolUse); no decision",
+            input.hook_event_name
+        ));
+        return out;
+    };
+    let gate = open_gate(&input, ctx, flags.timeout);
+    let key = key(&input, event, &ctx.nonce);
+    if let Some(verdict) = decide(flags, &gate, &key, ctx, &mut out).await {
+        out.stdout = render(event, &verdict, &input).to_string();
+    }
+    out
+}
+
+/// The gate for this request.
+pub fn open_gate(input: &ClaudeHookInput, ctx: &HookContext, timeout_secs: u64) -> OpenGate {
+    OpenGate {
+        source: SOURCE.into(),
+        external_session: input.session_id.clone(),
+        cwd: if input.cwd.is_empty() {
+            ctx.cwd.display().to_string()
+        } else {
+            input.cwd.clone()
+        },
+        tool: GateTool {
+            name: input.tool_name.clone(),
+            input: input.tool_input.clone(),
+        },
+        title: None,
+        reason: None,
+        capabilities: Capabilities {
+            edit: true,
+            always: true,
+            deny_reason: true,
+        },
+        timeout_secs: Some(timeout_secs),
+    }
+}
+
+/// PreToolUse names the tool use, so the key is the session and that id: a re-run of the same
+/// hook finds the same gate. PermissionRequest has no id, and the same command asked again later
+/// must not reuse an old answer, so its key also carries this process's nonce: it protects the
+/// hook's own retries only.
+pub fn key(input: &ClaudeHookInput, event: ClaudeEvent, nonce: &str) -> String {
+    match (event, input.tool_use_id.as_deref()) {
+        (ClaudeEvent::PreToolUse, Some(tool_use_id)) if !tool_use_id.is_empty() => {
+            idempotency_key(&[SOURCE, &input.session_id, tool_use_id])
+        }
+        _ => idempotency_key(&[
+            SOURCE,
+            &input.session_id,
+            input.prompt_id.as_deref().unwrap_or(""),
+            &input.tool_name,
+            &canonical_json(&input.tool_input),
+            nonce,
+        ]),
+    }
+}
+
+/// `{"hookSpecificOutput": …}` for a verdict.
+pub fn render(event: ClaudeEvent, verdict: &Verdict, input: &ClaudeHookInput) -> Value {
+    let output = match event {
+        ClaudeEvent::PreToolUse => HookSpecificOutput::PreToolUse(pre_tool_use(verdict)),
+        ClaudeEvent::PermissionRequest => HookSpecificOutput::PermissionRequest {
+            decision: permission_decision(verdict, input.permission_suggestions.as_deref()),
+        },
+    };
+    serde_json::json!({ "hookSpecificOutput": output })
+}
+
+#[derive(Serialize)]
+#[serde(tag = "hookEventName")]
+enum HookSpecificOutput {
+    PreToolUse(PreToolUseOutput),
+    PermissionRequest { decision: PermissionDecision },
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct PreToolUseOutput {
+    permission_decision: &'static str,
+    permission_decision_reason: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    updated_input: Option<Value>,
+}
+
+#[derive(Serialize)]
+#[serde(tag = "behavior", rename_all = "lowercase")]
+enum PermissionDecision {
+    Allow {
+        #[serde(rename = "updatedInput", skip_serializing_if = "Option::is_none")]
+        updated_input: Option<Value>,
+        #[serde(rename = "updatedPermissions", skip_serializing_if = "Option::is_none")]
+        updated_permissions: Option<Vec<Value>>,
+    },
+    Deny {
+        message: String,
+    },
+}
+
+fn pre_tool_use(verdict: &Verdict) -> PreToolUseOutput {
+    match verdict {
+        Verdict::Allow {
+            updated_input,
+            always,
+        } => PreToolUseOutput {
+            permission_decision: "allow",
+            permission_decision_reason: match (updated_input, always) {
+                (Some(_), _) => "Approved with edits in Countersign".into(),
+                (None, true) => "Approved in Countersign; a rule now allows calls like this".into(),
+                (None, false) => "Approved in Countersign".into(),
+            },
+            updated_input: updated_input.clone(),
+        },
+        Verdict::Deny { message } => PreToolUseOutput {
+            permission_decision: "deny",
+            permission_decision_reason: message.clone(),
+            updated_input: None,
+        },
+    }
+}
+
+fn permission_decision(verdict: &Verdict, suggestions: Option<&[Value]>) -> PermissionDecision {
+    match verdict {
+        Verdict::Allow {
+            updated_input,
+            always,
+        } => PermissionDecision::Allow {
+            updated_input: updated_input.clone(),
+            updated_permissions: always
+                .then(|| suggestion(suggestions.unwrap_or_default()))
+                .flatten()
+                .map(|s| vec![s]),
+        },
+        Verdict::Deny { message } => PermissionDecision::Deny {
+            message: message.clone(),
+        },
+    }
+}
+
+/// The "always allow" option to echo: an `addRules` suggestion that allows, else the first one.
+/// Echoing one is the same as the person picking it in Claude Code's dialog; none is invented.
+pub fn suggestion(suggestions: &[Value]) -> Option<Value> {
+    suggestions
+        .iter()
+        .find(|s| s["type"] == "addRules" && s["behavior"] == "allow")
+        .or_else(|| suggestions.first())
+        .cloned()
+}

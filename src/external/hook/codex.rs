@@ -1,0 +1,146 @@
+//! `countersign hook codex`: Codex's `PermissionRequest` hook. Codex parses the answer with
+//! `deny_unknown_fields` and rejects edited input or permission updates, so the output has
+//! exactly `hookEventName` and `decision {behavior, message?}`.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::external::gates_client::{Capabilities, GateTool, OpenGate};
+use crate::external::hook::{GateHookArgs, HookContext, HookOutcome, decide, parse_input};
+use crate::external::key::{canonical_json, idempotency_key};
+use crate::external::verdict::Verdict;
+
+pub const SOURCE: &str = "codex";
+const EVENT: &str = "PermissionRequest";
+
+/// The fields of Codex's hook input this hook reads.
+#[derive(Deserialize, Debug, Clone, PartialEq)]
+pub struct CodexHookInput {
+    pub session_id: String,
+    #[serde(default)]
+    pub turn_id: Option<String>,
+    #[serde(default)]
+    pub cwd: String,
+    pub hook_event_name: String,
+    #[serde(default)]
+    pub tool_name: String,
+    #[serde(default)]
+    pub tool_input: Value,
+}
+
+/// Runs the hook: parse, open a gate, wait, answer.
+pub async fn answer(flags: &GateHookArgs, stdin: &[u8], ctx: &HookContext) -> HookOutcome {
+    let input: CodexHookInput = match parse_input(stdin, "Codex") {
+        Ok(input) => input,
+        Err(outcome) => return outcome,
+    };
+    let mut out = HookOutcome::default();
+    if input.hook_event_name != EVENT {
+        out.say(format!(
+            "`{}` is not Codex's PermissionRequest hook; no decision",
+            input.hook_event_name
+        ));
+        return out;
+    }
+    let gate = open_gate(&input, ctx, flags.timeout);
+    let key = key(&input, &ctx.nonce);
+    if let Some(verdict) = decide(flags, &gate, &key, ctx, &mut out).await {
+        out.stdout = render(&verdict).to_string();
+    }
+    out
+}
+
+/// The gate for this request: no edit, since Codex cannot take edited input.
+pub fn open_gate(input: &CodexHookInput, ctx: &HookContext, timeout_secs: u64) -> OpenGate {
+    OpenGate {
+        source: SOURCE.into(),
+        external_session: input.session_id.clone(),
+        cwd: if input.cwd.is_empty() {
+            ctx.cwd.display().to_string()
+        } else {
+            input.cwd.clone()
+        },
+        tool: GateTool {
+            name: input.tool_name.clone(),
+            input: input.tool_input.clone(),
+        },
+        title: None,
+        reason: None,
+        capabilities: Capabilities {
+            edit: false,
+            always: true,
+            deny_reason: true,
+        },
+        timeout_secs: Some(timeout_secs),
+    }
+}
+
+/// Codex gives no tool-use id, so (as for Claude Code's PermissionRequest) the key includes the
+/// process nonce and protects only this hook's own retries.
+pub fn key(input: &CodexHookInput, nonce: &str) -> String {
+    idempotency_key(&[
+        SOURCE,
+        &input.session_id,
+        input.turn_id.as_deref().unwrap_or(""),
+        &input.tool_name,
+        &canonical_json(&input.tool_input),
+        nonce,
+    ])
+}
+
+/// Codex's `PermissionRequestCommandOutputWire`, and nothing more.
+#[derive(Serialize)]
+struct Output {
+    #[serde(rename = "hookSpecificOutput")]
+    hook_specific_output: SpecificOutput,
+}
+
+#[derive(Serialize)]
+struct SpecificOutput {
+    #[serde(rename = "hookEventName")]
+    hook_event_name: &'static str,
+    decision: Decision,
+}
+
+#[derive(Serialize)]
+struct Decision {
+    behavior: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    message: Option<String>,
+}
+
+/// The answer for a verdict. "Always" becomes a plain allow (Countersign's own rule remembers);
+/// an edit cannot be applied by Codex, so it becomes a deny that says so.
+pub fn render(verdict: &Verdict) -> Value {
+    let decision = match verdict {
+        Verdict::Allow {
+            updated_input: None,
+            ..
+        } => Decision {
+            behavior: "allow",
+            message: None,
+        },
+        Verdict::Allow {
+            updated_input: Some(_),
+            ..
+        } => Decision {
+            behavior: "deny",
+            message: Some(
+                "Denied: Countersign answered with edited input, which Codex cannot apply; \
+                 propose the edited call again."
+                    .into(),
+            ),
+        },
+        Verdict::Deny { message } => Decision {
+            behavior: "deny",
+            message: Some(message.clone()),
+        },
+    };
+    let output = Output {
+        hook_specific_output: SpecificOutput {
+            hook_event_name: EVENT,
+            decision,
+        },
+    };
+    serde_json::to_value(output).unwrap_or_default()
+}

@@ -1,0 +1,329 @@
+//! `countersign hook install claude-code|codex`: merge the hook into the agent's settings file,
+//! keeping everything already there; running it twice adds one entry.
+
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Subcommand};
+use serde_json::{Map, Value, json};
+
+use crate::external::hook::{DEFAULT_TIMEOUT_SECS, HookContext, HookOutcome};
+
+/// Seconds the agent gives the hook beyond the hook's own deadline, so the hook always answers
+/// first (an agent that times a hook out discards its answer).
+pub const HOOK_TIMEOUT_MARGIN_SECS: u64 = 60;
+const EVENT: &str = "PermissionRequest";
+const STATUS_MESSAGE: &str = "Waiting for approval in Countersign";
+
+/// `countersign hook install …`
+#[derive(Args, Debug, Clone)]
+pub struct InstallArgs {
+    #[command(subcommand)]
+    pub agent: InstallAgent,
+}
+
+#[derive(Subcommand, Debug, Clone)]
+pub enum InstallAgent {
+    /// Add the PermissionRequest hook to `.claude/settings.json` (or `~/.claude/settings.json`).
+    ClaudeCode {
+        /// The project whose `.claude/settings.json` gets the hook (default: this directory).
+        #[arg(long, conflicts_with = "user")]
+        project: Option<PathBuf>,
+        /// Install for every project: `~/.claude/settings.json`.
+        #[arg(long)]
+        user: bool,
+        /// Show the snippet instead of writing it.
+        #[arg(long)]
+        print: bool,
+        /// The hook's wait for an answer, in seconds.
+        #[arg(long, default_value_t = DEFAULT_TIMEOUT_SECS)]
+        timeout: u64,
+    },
+    /// Add the PermissionRequest hook to `~/.codex/hooks.json`.
+    Codex {
+        /// Show the snippet instead of writing it.
+        #[arg(long)]
+        print: bool,
+        /// The hook's wait for an answer, in seconds.
+        #[arg(long, default_value_t = DEFAULT_TIMEOUT_SECS)]
+        timeout: u64,
+    },
+}
+
+/// Which agent a hook is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Agent {
+    ClaudeCode,
+    Codex,
+}
+
+impl Agent {
+    fn subcommand(self) -> &'static str {
+        match self {
+            Agent::ClaudeCode => "claude-code",
+            Agent::Codex => "codex",
+        }
+    }
+}
+
+/// Runs `hook install`.
+pub fn install(args: &InstallArgs, ctx: &HookContext) -> HookOutcome {
+    let (agent, print, timeout) = match &args.agent {
+        InstallAgent::ClaudeCode { print, timeout, .. } => (Agent::ClaudeCode, *print, *timeout),
+        InstallAgent::Codex { print, timeout } => (Agent::Codex, *print, *timeout),
+    };
+    let handler = handler(agent, timeout);
+    if print {
+        let mut snippet = json!({});
+        // A fresh object always takes the hook.
+        let _ = merge_hook(&mut snippet, handler);
+        let mut out = HookOutcome {
+            stdout: pretty(&snippet),
+            ..HookOutcome::default()
+        };
+        out.say(match agent {
+            Agent::ClaudeCode => "merge this into .claude/settings.json or ~/.claude/settings.json",
+            Agent::Codex => "merge this into ~/.codex/hooks.json, then trust it in Codex's /hooks",
+        });
+        return out;
+    }
+    let path = match settings_path(&args.agent, ctx) {
+        Ok(path) => path,
+        Err(message) => return HookOutcome::failed(message),
+    };
+    let mut out = match merge_into_file(&path, handler) {
+        Ok(true) => {
+            let mut out = HookOutcome::default();
+            out.say(format!("added the {EVENT} hook to {}", path.display()));
+            out
+        }
+        Ok(false) => {
+            let mut out = HookOutcome::default();
+            out.say(format!(
+                "{} already has the hook; nothing changed",
+                path.display()
+            ));
+            out
+        }
+        Err(message) => return HookOutcome::failed(message),
+    };
+    match agent {
+        Agent::ClaudeCode => out.say(
+            "the hook reads COUNTERSIGN_URL and COUNTERSIGN_TOKEN (a `gates` token) from the \
+             environment Claude Code starts in; Claude Code runs hooks only in folders whose \
+             trust dialog was accepted",
+        ),
+        Agent::Codex => {
+            if let Some(extra) = codex_extra_keys(&path) {
+                out.say(format!(
+                    "warning: Codex refuses a hooks.json whose top level has keys other than \
+                     `hooks` and `description` (found {extra}); remove them"
+                ));
+            }
+            out.say(
+                "Codex skips new hooks until you trust them: open /hooks in Codex and trust \
+                 `countersign hook codex`. It reads COUNTERSIGN_URL and COUNTERSIGN_TOKEN (a \
+                 `gates` token) from the environment Codex starts in",
+            )
+        }
+    }
+    out
+}
+
+/// Top-level keys Codex's `deny_unknown_fields` would reject (left alone: they are the
+/// person's, but they are told).
+fn codex_extra_keys(path: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let settings: Value = serde_json::from_str(&text).ok()?;
+    let extra: Vec<String> = settings
+        .as_object()?
+        .keys()
+        .filter(|k| !matches!(k.as_str(), "hooks" | "description"))
+        .map(|k| format!("`{k}`"))
+        .collect();
+    (!extra.is_empty()).then(|| extra.join(", "))
+}
+
+/// The handler entry: a shell command with a timeout longer than the hook's own deadline.
+pub fn handler(agent: Agent, timeout: u64) -> Value {
+    let mut command = format!("countersign hook {}", agent.subcommand());
+    if timeout != DEFAULT_TIMEOUT_SECS {
+        command.push_str(&format!(" --timeout {timeout}"));
+    }
+    json!({
+        "type": "command",
+        "command": command,
+        "timeout": timeout.saturating_add(HOOK_TIMEOUT_MARGIN_SECS),
+        "statusMessage": STATUS_MESSAGE,
+    })
+}
+
+fn settings_path(agent: &InstallAgent, ctx: &HookContext) -> Result<PathBuf, String> {
+    let home = || {
+        ctx.home
+            .clone()
+            .ok_or_else(|| "HOME is not set; cannot find the user's settings".to_owned())
+    };
+    Ok(match agent {
+        InstallAgent::ClaudeCode { user: true, .. } => home()?.join(".claude/settings.json"),
+        InstallAgent::ClaudeCode { project, .. } => {
+            let dir = project.clone().unwrap_or_else(|| ctx.cwd.clone());
+            let dir = if dir.is_absolute() {
+                dir
+            } else {
+                ctx.cwd.join(dir)
+            };
+            if !dir.is_dir() {
+                return Err(format!("{} is not a directory", dir.display()));
+            }
+            dir.join(".claude/settings.json")
+        }
+        InstallAgent::Codex { .. } => home()?.join(".codex/hooks.json"),
+    })
+}
+
+/// Reads the settings (a missing or empty file is `{}`), merges, and writes back only when
+/// something was added. `Ok(false)`: the hook was already there. A file that is not a JSON
+/// object is left untouched.
+pub fn merge_into_file(path: &Path, handler: Value) -> Result<bool, String> {
+    let mut settings = match std::fs::read_to_string(path) {
+        Ok(text) if text.trim().is_empty() => json!({}),
+        Ok(text) => serde_json::from_str(&text).map_err(|e| {
+            format!(
+                "{} is not valid JSON ({e}); left it untouched — fix it or use --print",
+                path.display()
+            )
+        })?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => json!({}),
+        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    };
+    let added = merge_hook(&mut settings, handler)
+        .map_err(|e| format!("{}: {e}; left it untouched", path.display()))?;
+    if added {
+        write_atomically(path, &pretty(&settings))
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    Ok(added)
+}
+
+/// Adds `{"matcher": "*", "hooks": [handler]}` under `hooks.PermissionRequest` unless a handler
+/// running the same `countersign hook <agent>` is already there. `Ok(true)` when added.
+pub fn merge_hook(settings: &mut Value, handler: Value) -> Result<bool, String> {
+    let command = handler["command"].as_str().unwrap_or_default().to_owned();
+    let root = settings
+        .as_object_mut()
+        .ok_or("the file's top level is not a JSON object")?;
+    let hooks = root
+        .entry("hooks")
+        .or_insert_with(|| Value::Object(Map::new()))
+        .as_object_mut()
+        .ok_or("`hooks` is not a JSON object")?;
+    let groups = hooks
+        .entry(EVENT)
+        .or_insert_with(|| Value::Array(Vec::new()))
+        .as_array_mut()
+        .ok_or_else(|| format!("`hooks.{EVENT}` is not a JSON array"))?;
+    let installed = groups
+        .iter()
+        .filter_map(|group| group["hooks"].as_array())
+        .flatten()
+        .filter_map(|h| h["command"].as_str())
+        .any(|existing| same_hook(existing, &command));
+    if installed {
+        return Ok(false);
+    }
+    groups.push(json!({ "matcher": "*", "hooks": [handler] }));
+    Ok(true)
+}
+
+/// The same program (any path to `countersign`) and subcommand, whatever the flags.
+fn same_hook(existing: &str, ours: &str) -> bool {
+    let words = |c: &str| -> Vec<String> {
+        c.split_whitespace()
+            .take(3)
+            .enumerate()
+            .map(|(i, w)| {
+                if i == 0 {
+                    Path::new(w)
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default()
+                } else {
+                    w.to_owned()
+                }
+            })
+            .collect()
+    };
+    words(existing) == words(ours)
+}
+
+fn pretty(value: &Value) -> String {
+    let mut text = serde_json::to_string_pretty(value).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+/// Write to a sibling file and rename it over the original, keeping its permissions: a crash
+/// never leaves half a settings file.
+fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut tmp_name = path.file_name().unwrap_or_default().to_os_string();
+    tmp_name.push(".countersign-tmp");
+    let tmp = path.with_file_name(tmp_name);
+    std::fs::write(&tmp, text)?;
+    if let Ok(meta) = std::fs::metadata(path) {
+        std::fs::set_permissions(&tmp, meta.permissions())?;
+    }
+    std::fs::rename(&tmp, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fresh_file_gets_the_fixture_shape() {
+        let mut settings = json!({});
+        assert_eq!(
+            merge_hook(&mut settings, handler(Agent::ClaudeCode, 1800)),
+            Ok(true)
+        );
+        assert_eq!(
+            settings,
+            json!({"hooks": {"PermissionRequest": [{"matcher": "*", "hooks": [{
+                "type": "command", "command": "countersign hook claude-code", "timeout": 1860,
+                "statusMessage": "Waiting for approval in Countersign"}]}]}})
+        );
+    }
+
+    #[test]
+    fn the_same_hook_with_other_flags_or_path_counts_as_installed() {
+        assert!(same_hook(
+            "/usr/local/bin/countersign hook codex --timeout 60",
+            "countersign hook codex"
+        ));
+        assert!(!same_hook(
+            "countersign hook codex",
+            "countersign hook claude-code"
+        ));
+        assert!(!same_hook("echo hi", "countersign hook codex"));
+    }
+
+    #[test]
+    fn wrong_shapes_are_refused() {
+        let h = handler(Agent::Codex, 1800);
+        assert!(merge_hook(&mut json!([]), h.clone()).is_err());
+        assert!(merge_hook(&mut json!({"hooks": []}), h.clone()).is_err());
+        assert!(merge_hook(&mut json!({"hooks": {"PermissionRequest": {}}}), h).is_err());
+    }
+
+    #[test]
+    fn a_custom_timeout_goes_into_the_command() {
+        let h = handler(Agent::Codex, 600);
+        assert_eq!(h["command"], "countersign hook codex --timeout 600");
+        assert_eq!(h["timeout"], 660);
+    }
+}

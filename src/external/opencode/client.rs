@@ -1,0 +1,176 @@
+//! The HTTP side of a running opencode server: its event stream, its pending permissions, and
+//! the reply endpoint.
+
+use std::time::Duration;
+
+use eventsource_stream::{Event, EventStreamError, Eventsource};
+use futures::Stream;
+use reqwest::{RequestBuilder, StatusCode, Url};
+
+use crate::external::opencode::event::{PermissionAsked, Reply};
+use crate::text::{error_chain, truncate};
+
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(15);
+/// opencode's Basic-auth user when `OPENCODE_SERVER_PASSWORD` is set.
+const BASIC_USER: &str = "opencode";
+
+#[derive(Debug, thiserror::Error)]
+pub enum OpencodeError {
+    #[error("--opencode-url must be an http:// or https:// URL, not `{0}`")]
+    BadUrl(String),
+    #[error("cannot reach opencode at {url}: {detail}")]
+    Unreachable { url: String, detail: String },
+    #[error("opencode answered {status}: {body}")]
+    Status { status: u16, body: String },
+    #[error("opencode sent something unexpected: {0}")]
+    Protocol(String),
+}
+
+impl OpencodeError {
+    /// opencode is down or restarting: worth trying again.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            OpencodeError::Unreachable { .. } => true,
+            OpencodeError::Status { status, .. } => *status >= 500,
+            _ => false,
+        }
+    }
+}
+
+/// What a reply came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReplyOutcome {
+    Accepted,
+    /// `404`: someone (the TUI, a cascade, an earlier reply of ours) answered it first.
+    AlreadyAnswered,
+}
+
+/// Talks to one opencode server (optionally one of its directories).
+#[derive(Clone, Debug)]
+pub struct OpencodeClient {
+    http: reqwest::Client,
+    base: Url,
+    directory: Option<String>,
+    password: Option<String>,
+}
+
+impl OpencodeClient {
+    /// `url` may carry `user:password@` for Basic auth; `password` is the other way to give it.
+    pub fn new(
+        url: &str,
+        directory: Option<String>,
+        password: Option<String>,
+    ) -> Result<OpencodeClient, OpencodeError> {
+        let trimmed = url.trim().trim_end_matches('/');
+        let base = match Url::parse(trimmed) {
+            Ok(base) if matches!(base.scheme(), "http" | "https") && !base.cannot_be_a_base() => {
+                base
+            }
+            _ => return Err(OpencodeError::BadUrl(trimmed.to_owned())),
+        };
+        let http = reqwest::Client::builder()
+            .connect_timeout(CONNECT_TIMEOUT)
+            .build()
+            .map_err(|e| OpencodeError::Protocol(error_chain(&e)))?;
+        Ok(OpencodeClient {
+            http,
+            base,
+            directory,
+            password: password.filter(|p| !p.is_empty()),
+        })
+    }
+
+    /// The base URL without credentials (for messages).
+    pub fn shown(&self) -> String {
+        let mut url = self.base.clone();
+        let _ = url.set_password(None);
+        let _ = url.set_username("");
+        url.to_string()
+    }
+
+    /// `GET /event`: the server's events, one parsed SSE event at a time.
+    pub async fn events(
+        &self,
+    ) -> Result<
+        impl Stream<Item = Result<Event, EventStreamError<reqwest::Error>>> + use<>,
+        OpencodeError,
+    > {
+        let response = self
+            .request(reqwest::Method::GET, &["event"])
+            .header("Accept", "text/event-stream")
+            .send()
+            .await
+            .map_err(|e| self.unreachable(&e))?;
+        let status = response.status();
+        if !status.is_success() {
+            return Err(self.status_error(response).await);
+        }
+        Ok(response.bytes_stream().eventsource())
+    }
+
+    /// `GET /permission`: what is pending now (used to resync after a reconnect, since the
+    /// stream has no replay).
+    pub async fn pending(&self) -> Result<Vec<PermissionAsked>, OpencodeError> {
+        let response = self
+            .request(reqwest::Method::GET, &["permission"])
+            .timeout(REQUEST_TIMEOUT)
+            .send()
+            .await
+            .map_err(|e| self.unreachable(&e))?;
+        if !response.status().is_success() {
+            return Err(self.status_error(response).await);
+        }
+        let text = response.text().await.map_err(|e| self.unreachable(&e))?;
+        serde_json::from_str(&text).map_err(|e| {
+            OpencodeError::Protocol(format!("GET /permission: {e} in {}", truncate(&text, 200)))
+        })
+    }
+
+    /// `POST /permission/{id}/reply`.
+    pub async fn reply(&self, id: &str, reply: &Reply) -> Result<ReplyOutcome, OpencodeError> {
+        let response = self
+            .request(reqwest::Method::POST, &["permission", id, "reply"])
+            .timeout(REQUEST_TIMEOUT)
+            .json(reply)
+            .send()
+            .await
+            .map_err(|e| self.unreachable(&e))?;
+        match response.status() {
+            status if status.is_success() => Ok(ReplyOutcome::Accepted),
+            StatusCode::NOT_FOUND => Ok(ReplyOutcome::AlreadyAnswered),
+            _ => Err(self.status_error(response).await),
+        }
+    }
+
+    fn request(&self, method: reqwest::Method, segments: &[&str]) -> RequestBuilder {
+        let mut url = self.base.clone();
+        if let Ok(mut path) = url.path_segments_mut() {
+            path.pop_if_empty().extend(segments);
+        }
+        if let Some(directory) = &self.directory {
+            url.query_pairs_mut().append_pair("directory", directory);
+        }
+        let request = self.http.request(method, url);
+        match &self.password {
+            Some(password) => request.basic_auth(BASIC_USER, Some(password)),
+            None => request,
+        }
+    }
+
+    fn unreachable(&self, e: &reqwest::Error) -> OpencodeError {
+        OpencodeError::Unreachable {
+            url: self.shown(),
+            detail: error_chain(e),
+        }
+    }
+
+    async fn status_error(&self, response: reqwest::Response) -> OpencodeError {
+        let status = response.status().as_u16();
+        let body = response.text().await.unwrap_or_default();
+        OpencodeError::Status {
+            status,
+            body: truncate(body.trim(), 200),
+        }
+    }
+}

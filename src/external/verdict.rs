@@ -1,0 +1,173 @@
+//! One meaning for every adapter: a resolved gate becomes allow (maybe with edited input, maybe
+//! "always") or deny with a sentence the agent and the person can read.
+
+use serde_json::Value;
+
+use crate::external::gates_client::{Decision, GateState, GateStatus};
+use crate::text::truncate;
+
+/// The longest deny message passed on (Claude Code caps hook output strings at 10,000).
+const MAX_MESSAGE: usize = 2_000;
+
+/// What the agent is told.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Verdict {
+    Allow {
+        /// The replacement input of an `edit` decision.
+        updated_input: Option<Value>,
+        /// `allow_always`: Countersign now has a standing rule for calls like this.
+        always: bool,
+    },
+    Deny {
+        message: String,
+    },
+}
+
+impl Verdict {
+    /// The verdict of a gate. A gate still pending is a deny: the caller has given up on it.
+    pub fn from_state(state: &GateState) -> Verdict {
+        match state.status {
+            GateStatus::Approved => match state.decision {
+                Some(Decision::Edit) => Verdict::Allow {
+                    updated_input: state.updated_input.clone().filter(Value::is_object),
+                    always: false,
+                },
+                Some(Decision::AllowAlways) => Verdict::Allow {
+                    updated_input: None,
+                    always: true,
+                },
+                _ => Verdict::Allow {
+                    updated_input: None,
+                    always: false,
+                },
+            },
+            GateStatus::Denied => deny(match non_empty(&state.reason) {
+                Some(reason) => format!("Denied in Countersign: {reason}"),
+                None => "Denied in Countersign.".to_owned(),
+            }),
+            GateStatus::Expired => {
+                deny("Denied in Countersign: the request expired with no answer.".to_owned())
+            }
+            GateStatus::Cancelled => deny(match non_empty(&state.reason) {
+                Some(why) => format!("Denied in Countersign: the request was cancelled ({why})."),
+                None => "Denied in Countersign: the request was cancelled.".to_owned(),
+            }),
+            GateStatus::Pending => deny("Denied in Countersign: no answer came.".to_owned()),
+            GateStatus::Unknown => deny(
+                "Denied in Countersign: the gate ended in a state this client does not know."
+                    .to_owned(),
+            ),
+        }
+    }
+
+    /// The adapter's own deadline passed before anyone answered.
+    pub fn timed_out(secs: u64) -> Verdict {
+        deny(format!(
+            "Denied in Countersign: timed out after {secs} s with no answer."
+        ))
+    }
+
+    /// Countersign could not be asked (used where an answer is mandatory, e.g. MCP).
+    pub fn unreachable(detail: &str) -> Verdict {
+        deny(format!(
+            "Denied: Countersign could not be asked ({detail})."
+        ))
+    }
+}
+
+fn deny(message: String) -> Verdict {
+    Verdict::Deny {
+        message: truncate(&message, MAX_MESSAGE),
+    }
+}
+
+fn non_empty(text: &Option<String>) -> Option<&str> {
+    text.as_deref().map(str::trim).filter(|t| !t.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn state(value: Value) -> GateState {
+        serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn approvals_allow() {
+        let v = Verdict::from_state(&state(
+            json!({"approval_id":"a","status":"approved","decision":"approve"}),
+        ));
+        assert_eq!(
+            v,
+            Verdict::Allow {
+                updated_input: None,
+                always: false
+            }
+        );
+    }
+
+    #[test]
+    fn edits_carry_the_replacement_input() {
+        let v = Verdict::from_state(&state(json!({"approval_id":"a","status":"approved",
+            "decision":"edit","updated_input":{"command":"ls"}})));
+        assert_eq!(
+            v,
+            Verdict::Allow {
+                updated_input: Some(json!({"command":"ls"})),
+                always: false
+            }
+        );
+    }
+
+    #[test]
+    fn allow_always_is_marked() {
+        let v = Verdict::from_state(&state(json!({"approval_id":"a","status":"approved",
+            "decision":"allow_always","rule":{"id":"r"}})));
+        assert_eq!(
+            v,
+            Verdict::Allow {
+                updated_input: None,
+                always: true
+            }
+        );
+    }
+
+    #[test]
+    fn denials_expiry_and_cancellation_say_so() {
+        let message = |v: Value| match Verdict::from_state(&state(v)) {
+            Verdict::Deny { message } => message,
+            other => panic!("not a deny: {other:?}"),
+        };
+        assert_eq!(
+            message(
+                json!({"approval_id":"a","status":"denied","decision":"deny","reason":"not on main"})
+            ),
+            "Denied in Countersign: not on main"
+        );
+        assert_eq!(
+            message(json!({"approval_id":"a","status":"denied","decision":"deny"})),
+            "Denied in Countersign."
+        );
+        assert!(message(json!({"approval_id":"a","status":"expired"})).contains("expired"));
+        assert!(message(json!({"approval_id":"a","status":"cancelled"})).contains("cancelled"));
+        assert_eq!(
+            Verdict::timed_out(1800),
+            Verdict::Deny {
+                message: "Denied in Countersign: timed out after 1800 s with no answer.".into()
+            }
+        );
+    }
+
+    #[test]
+    fn long_reasons_are_cut() {
+        let long = "x".repeat(5_000);
+        match Verdict::from_state(&state(
+            json!({"approval_id":"a","status":"denied","reason": long}),
+        )) {
+            Verdict::Deny { message } => assert_eq!(message.chars().count(), MAX_MESSAGE),
+            other => panic!("not a deny: {other:?}"),
+        }
+    }
+}

@@ -1,0 +1,411 @@
+//! `hook claude-code` and `hook codex` against a fake Countersign.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use countersign::external::hook::{HookArgs, HookCommand, HookContext, HookOutcome, run_with};
+use serde_json::{Value, json};
+
+use crate::common::{FakeGates, TOKEN, fixture, fixture_bytes};
+
+#[derive(Parser)]
+struct Cli {
+    #[command(subcommand)]
+    hook: HookCommand,
+}
+
+/// `countersign hook <words…>` as parsed by clap.
+pub fn args(words: &[&str]) -> HookArgs {
+    let argv = std::iter::once("hook").chain(words.iter().copied());
+    HookArgs {
+        command: Cli::try_parse_from(argv).unwrap().hook,
+    }
+}
+
+pub fn ctx(nonce: &str) -> HookContext {
+    HookContext {
+        home: None,
+        cwd: PathBuf::from("/tmp/hook-cwd"),
+        nonce: nonce.into(),
+        open_budget: Duration::from_secs(1),
+    }
+}
+
+async fn hook(agent: &str, url: &str, stdin: &[u8], extra: &[&str]) -> HookOutcome {
+    let mut words = vec![agent, "--url", url, "--token", TOKEN];
+    words.extend_from_slice(extra);
+    run_with(args(&words), stdin, &ctx("nonce-1")).await
+}
+
+fn stdout_json(outcome: &HookOutcome) -> Value {
+    assert_eq!(outcome.code, 0, "stderr: {}", outcome.stderr);
+    serde_json::from_str(&outcome.stdout)
+        .unwrap_or_else(|e| panic!("stdout {:?}: {e}", outcome.stdout))
+}
+
+/// Runs the hook while the fake answers gate 0 with `answer`.
+async fn answered(agent: &str, stdin_fixture: &str, answer: Value) -> (HookOutcome, FakeGates) {
+    let fake = FakeGates::start();
+    let stdin = fixture_bytes(stdin_fixture);
+    let url = fake.url();
+    let (outcome, ()) = tokio::join!(hook(agent, &url, &stdin, &[]), fake.resolve(0, answer));
+    (outcome, fake)
+}
+
+#[tokio::test]
+async fn pretooluse_approve_allows_and_opens_the_gate_as_given() {
+    let (outcome, fake) = answered(
+        "claude-code",
+        "claude-code/pretooluse-bash.stdin.json",
+        json!({"status": "approved", "decision": "approve"}),
+    )
+    .await;
+    assert_eq!(
+        stdout_json(&outcome),
+        fixture("claude-code/pretooluse-allow.stdout.json")
+    );
+    let input = fixture("claude-code/pretooluse-bash.stdin.json");
+    let opens = fake.opens();
+    assert_eq!(opens.len(), 1);
+    assert_eq!(
+        opens[0].body,
+        json!({"source": "claude-code", "external_session": "abc123",
+            "cwd": "/home/user/my-project",
+            "tool": {"name": "Bash", "input": input["tool_input"]},
+            "capabilities": {"edit": true, "always": true, "deny_reason": true},
+            "timeout_secs": 1800})
+    );
+    assert!(opens[0].key.as_ref().is_some_and(|k| k.len() == 64));
+}
+
+#[tokio::test]
+async fn pretooluse_edit_passes_the_new_input() {
+    let expected = fixture("claude-code/pretooluse-allow-updatedinput.stdout.json");
+    let edited = expected["hookSpecificOutput"]["updatedInput"].clone();
+    let (outcome, _fake) = answered(
+        "claude-code",
+        "claude-code/pretooluse-bash.stdin.json",
+        json!({"status": "approved", "decision": "edit", "updated_input": edited}),
+    )
+    .await;
+    assert_eq!(stdout_json(&outcome), expected);
+}
+
+#[tokio::test]
+async fn permissionrequest_edit_and_deny() {
+    let (outcome, _fake) = answered(
+        "claude-code",
+        "claude-code/permissionrequest-bash.stdin.json",
+        json!({"status": "approved", "decision": "edit",
+            "updated_input": {"command": "npm run lint"}}),
+    )
+    .await;
+    assert_eq!(
+        stdout_json(&outcome),
+        fixture("claude-code/permissionrequest-allow-updatedinput.stdout.json")
+    );
+
+    let (outcome, _fake) = answered(
+        "claude-code",
+        "claude-code/permissionrequest-bash.stdin.json",
+        json!({"status": "denied", "decision": "deny", "reason": "not on main, please."}),
+    )
+    .await;
+    assert_eq!(
+        stdout_json(&outcome),
+        json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest",
+            "decision": {"behavior": "deny",
+                "message": "Denied in Countersign: not on main, please."}}})
+    );
+}
+
+#[tokio::test]
+async fn permissionrequest_always_echoes_the_suggestion() {
+    let (outcome, _fake) = answered(
+        "claude-code",
+        "claude-code/permissionrequest-bash.stdin.json",
+        json!({"status": "approved", "decision": "allow_always", "rule": {"id": "rule_1"}}),
+    )
+    .await;
+    assert_eq!(
+        stdout_json(&outcome),
+        fixture("claude-code/permissionrequest-allow-always.stdout.json")
+    );
+}
+
+#[tokio::test]
+async fn pretooluse_deny_gives_the_reason_to_claude() {
+    let (outcome, _fake) = answered(
+        "claude-code",
+        "claude-code/pretooluse-edit.stdin.json",
+        json!({"status": "denied", "decision": "deny", "reason": "wrong file"}),
+    )
+    .await;
+    assert_eq!(
+        stdout_json(&outcome),
+        json!({"hookSpecificOutput": {"hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": "Denied in Countersign: wrong file"}})
+    );
+}
+
+#[tokio::test]
+async fn a_gate_resolved_at_once_by_a_rule_answers_without_waiting() {
+    let fake = FakeGates::start();
+    fake.log.lock().unwrap().resolve_on_open =
+        Some(json!({"status": "approved", "decision": "approve", "answered_by": "rule"}));
+    let stdin = fixture_bytes("claude-code/pretooluse-read.stdin.json");
+    let outcome = hook("claude-code", &fake.url(), &stdin, &[]).await;
+    assert_eq!(
+        stdout_json(&outcome)["hookSpecificOutput"]["permissionDecision"],
+        "allow"
+    );
+    assert_eq!(fake.log.lock().unwrap().polls, 0);
+}
+
+#[tokio::test]
+async fn the_hooks_own_deadline_denies_and_cancels_the_gate() {
+    let fake = FakeGates::start();
+    let stdin = fixture_bytes("claude-code/pretooluse-bash.stdin.json");
+    let started = Instant::now();
+    let outcome = hook("claude-code", &fake.url(), &stdin, &["--timeout", "2"]).await;
+    assert!(started.elapsed() < Duration::from_secs(6));
+    assert_eq!(
+        stdout_json(&outcome),
+        json!({"hookSpecificOutput": {"hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": "Denied in Countersign: timed out after 2 s with no answer."}})
+    );
+    assert_eq!(fake.opens()[0].body["timeout_secs"], 2);
+    assert_eq!(
+        fake.cancels(),
+        vec![("apr_1".to_owned(), "timeout".to_owned())]
+    );
+}
+
+#[tokio::test]
+async fn an_expired_or_cancelled_gate_is_a_deny_that_says_so() {
+    let (outcome, _fake) = answered(
+        "claude-code",
+        "claude-code/permissionrequest-bash.stdin.json",
+        json!({"status": "expired", "answered_by": "timeout", "actor": "timeout"}),
+    )
+    .await;
+    let decision = &stdout_json(&outcome)["hookSpecificOutput"]["decision"];
+    assert_eq!(decision["behavior"], "deny");
+    assert!(decision["message"].as_str().unwrap().contains("expired"));
+
+    let (outcome, _fake) = answered(
+        "codex",
+        "codex/permissionrequest-bash.stdin.json",
+        json!({"status": "cancelled", "reason": "answered_elsewhere"}),
+    )
+    .await;
+    let decision = &stdout_json(&outcome)["hookSpecificOutput"]["decision"];
+    assert_eq!(decision["behavior"], "deny");
+    assert!(decision["message"].as_str().unwrap().contains("cancelled"));
+}
+
+#[tokio::test]
+async fn unreachable_countersign_prints_nothing_and_exits_0() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", closed.local_addr().unwrap());
+    drop(closed);
+    for (agent, stdin) in [
+        (
+            "claude-code",
+            "claude-code/permissionrequest-bash.stdin.json",
+        ),
+        ("codex", "codex/permissionrequest-bash.stdin.json"),
+    ] {
+        let started = Instant::now();
+        let outcome = hook(agent, &url, &fixture_bytes(stdin), &[]).await;
+        assert_eq!(outcome.stdout, "");
+        assert_eq!(outcome.code, 0);
+        assert!(
+            outcome.stderr.contains("cannot reach Countersign"),
+            "{}",
+            outcome.stderr
+        );
+        // A few quick retries within the (test-shortened) budget, then give up.
+        assert!(started.elapsed() >= Duration::from_millis(500));
+        assert!(started.elapsed() < Duration::from_secs(4));
+    }
+}
+
+#[tokio::test]
+async fn a_refused_token_prints_nothing_and_exits_0() {
+    let fake = FakeGates::start();
+    let stdin = fixture_bytes("claude-code/pretooluse-bash.stdin.json");
+    let argv = ["claude-code", "--url", &fake.url(), "--token", "wrong"].map(String::from);
+    let words: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let outcome = run_with(args(&words), &stdin, &ctx("n")).await;
+    assert_eq!(outcome.stdout, "");
+    assert_eq!(outcome.code, 0);
+    assert!(
+        outcome.stderr.contains("refused the token"),
+        "{}",
+        outcome.stderr
+    );
+    assert!(fake.gates().is_empty());
+}
+
+#[tokio::test]
+async fn a_countersign_restart_while_waiting_still_gets_the_same_gates_answer() {
+    let mut fake = FakeGates::start();
+    let url = fake.url();
+    let stdin = fixture_bytes("claude-code/pretooluse-bash.stdin.json");
+    let waiting = tokio::spawn(async move { hook("claude-code", &url, &stdin, &[]).await });
+    crate::common::eventually("the gate to open", || fake.gates().len() == 1).await;
+    crate::common::eventually("a long-poll", || fake.log.lock().unwrap().polls >= 1).await;
+    fake.server.stop();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(
+        !waiting.is_finished(),
+        "the hook gave up while Countersign was down"
+    );
+    fake.server.restart();
+    fake.resolve(0, json!({"status": "approved", "decision": "approve"}))
+        .await;
+    let outcome = tokio::time::timeout(Duration::from_secs(20), waiting)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        stdout_json(&outcome),
+        fixture("claude-code/pretooluse-allow.stdout.json")
+    );
+    assert_eq!(fake.gates().len(), 1);
+    assert_eq!(fake.opens().len(), 1);
+}
+
+#[tokio::test]
+async fn a_repeated_pretooluse_call_reuses_its_gate() {
+    let (first, fake) = answered(
+        "claude-code",
+        "claude-code/pretooluse-bash.stdin.json",
+        json!({"status": "approved", "decision": "approve"}),
+    )
+    .await;
+    // The same tool use again, from another process (another nonce): same key, same gate.
+    let stdin = fixture_bytes("claude-code/pretooluse-bash.stdin.json");
+    let words = [
+        "claude-code",
+        "--url",
+        &fake.url(),
+        "--token",
+        TOKEN,
+        "--timeout",
+        "3",
+    ]
+    .map(String::from);
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+    let second = run_with(args(&words), &stdin, &ctx("nonce-2")).await;
+    assert_eq!(first.stdout, second.stdout);
+    let opens = fake.opens();
+    assert_eq!(opens.len(), 2);
+    assert_eq!(opens[0].key, opens[1].key);
+    assert_eq!((opens[0].status, opens[1].status), (201, 200));
+    assert_eq!(fake.gates().len(), 1);
+}
+
+#[tokio::test]
+async fn permissionrequest_keys_protect_only_one_process() {
+    let fake = FakeGates::start();
+    fake.log.lock().unwrap().resolve_on_open =
+        Some(json!({"status": "approved", "decision": "approve"}));
+    let stdin = fixture_bytes("claude-code/permissionrequest-bash.stdin.json");
+    let words = ["claude-code", "--url", &fake.url(), "--token", TOKEN].map(String::from);
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+    for nonce in ["process-a", "process-a", "process-b"] {
+        let outcome = run_with(args(&words), &stdin, &ctx(nonce)).await;
+        assert_eq!(
+            stdout_json(&outcome),
+            fixture("claude-code/permissionrequest-allow.stdout.json")
+        );
+    }
+    let opens = fake.opens();
+    assert_eq!(opens[0].key, opens[1].key, "same process: same key");
+    assert_ne!(opens[0].key, opens[2].key, "a later ask: a new gate");
+    assert_eq!(fake.gates().len(), 2);
+}
+
+#[tokio::test]
+async fn codex_approve_and_deny_print_only_what_codex_accepts() {
+    let (outcome, fake) = answered(
+        "codex",
+        "codex/permissionrequest-bash.stdin.json",
+        json!({"status": "approved", "decision": "approve"}),
+    )
+    .await;
+    assert_eq!(
+        stdout_json(&outcome),
+        fixture("codex/permissionrequest-allow.stdout.json")
+    );
+    let body = &fake.opens()[0].body;
+    assert_eq!(body["source"], "codex");
+    assert_eq!(
+        body["external_session"],
+        "019fac90-fbcb-7121-a9dc-5b4e866eb680"
+    );
+    assert_eq!(body["cwd"], "/home/user/app");
+    assert_eq!(
+        body["capabilities"],
+        json!({"edit": false, "always": true, "deny_reason": true})
+    );
+
+    let (outcome, _fake) = answered(
+        "codex",
+        "codex/permissionrequest-apply_patch.stdin.json",
+        json!({"status": "denied", "decision": "deny", "reason": "not during the release freeze."}),
+    )
+    .await;
+    assert_eq!(
+        stdout_json(&outcome),
+        fixture("codex/permissionrequest-deny.stdout.json")
+    );
+
+    let (outcome, _fake) = answered(
+        "codex",
+        "codex/permissionrequest-mcp.stdin.json",
+        json!({"status": "approved", "decision": "allow_always", "rule": {"id": "r"}}),
+    )
+    .await;
+    assert_eq!(
+        stdout_json(&outcome),
+        fixture("codex/permissionrequest-allow.stdout.json")
+    );
+}
+
+#[tokio::test]
+async fn codex_cannot_take_an_edit_so_it_is_denied() {
+    let (outcome, _fake) = answered(
+        "codex",
+        "codex/permissionrequest-bash.stdin.json",
+        json!({"status": "approved", "decision": "edit", "updated_input": {"command": "ls"}}),
+    )
+    .await;
+    let out = stdout_json(&outcome);
+    assert_eq!(out["hookSpecificOutput"]["decision"]["behavior"], "deny");
+    assert!(
+        out["hookSpecificOutput"]["decision"]
+            .get("updatedInput")
+            .is_none()
+    );
+}
+
+#[tokio::test]
+async fn other_events_and_bad_input_make_no_decision() {
+    let fake = FakeGates::start();
+    let post = json!({"session_id": "s", "hook_event_name": "PostToolUse", "tool_name": "Bash",
+        "tool_input": {}});
+    let outcome = hook("claude-code", &fake.url(), post.to_string().as_bytes(), &[]).await;
+    assert_eq!((outcome.stdout.as_str(), outcome.code), ("", 0));
+    let outcome = hook("codex", &fake.url(), post.to_string().as_bytes(), &[]).await;
+    assert_eq!((outcome.stdout.as_str(), outcome.code), ("", 0));
+    let outcome = hook("claude-code", &fake.url(), b"not json", &[]).await;
+    assert_eq!(outcome.stdout, "");
+    assert_eq!(outcome.code, 1);
+    assert!(fake.opens().is_empty());
+}

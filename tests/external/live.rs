@@ -1,0 +1,428 @@
+//! The adapters against a real Countersign: the built binary's `hook claude-code`, `hook
+//! codex` and `mcp` as processes, the opencode bridge against a fake opencode, each talking
+//! to a real server on loopback with a `gates` token, and a person answering over the REST
+//! API. One test kills the server with `kill -9` while a hook waits and starts it again on
+//! the same port: the hook keeps polling the same gate and gets its answer.
+
+use std::process::Stdio;
+
+use rmcp::ServiceExt;
+use rmcp::model::CallToolRequestParams;
+use rmcp::transport::TokioChildProcess;
+use serde_json::{Value, json};
+
+use crate::common::fixture;
+use crate::support::{Api, Lab, Out, SOON, TestServer, countersign, poll_until, str_of};
+
+/// A `gates` token made by the admin, as a person would for an agent's hook.
+async fn gates_token(admin: &Api, name: &str) -> String {
+    let created = admin
+        .post("/api/v1/tokens", json!({"name": name, "scope": "gates"}))
+        .await
+        .expect(201);
+    created["token"].as_str().unwrap().to_owned()
+}
+
+/// The one pending gate (waits until there is exactly one).
+async fn pending_gate(admin: &Api) -> Value {
+    poll_until("one pending gate", SOON, || async {
+        let list = admin
+            .get("/api/v1/approvals?status=pending")
+            .await
+            .expect(200);
+        match list.as_array().map(Vec::as_slice) {
+            Some([one]) => Ok(one.clone()),
+            _ => Err(list.to_string()),
+        }
+    })
+    .await
+}
+
+async fn decide(admin: &Api, gate: &Value, body: Value) {
+    let (sid, aid) = (str_of(gate, "session_id"), str_of(gate, "approval_id"));
+    admin
+        .post(&format!("/api/v1/sessions/{sid}/approvals/{aid}"), body)
+        .await
+        .expect(200);
+}
+
+/// `countersign hook <agent> --url … --token …` with `stdin`, run to its end.
+async fn spawn_hook(
+    agent: &str,
+    url: &str,
+    token: &str,
+    stdin: &Value,
+) -> tokio::task::JoinHandle<Out> {
+    let cmd = countersign(&["hook", agent, "--url", url, "--token", token]);
+    let stdin = stdin.to_string();
+    tokio::task::spawn_blocking(move || crate::support::run(cmd, Some(&stdin)))
+}
+
+/// The hook's answer: it exits 0 and prints one JSON object (it may have logged a retry).
+fn stdout_json(out: &Out) -> Value {
+    assert_eq!(out.code(), 0, "{out:#?}");
+    serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{out:#?}: {e}"))
+}
+
+/// Claude Code's `PreToolUse` payload for `Bash` with `command`.
+fn claude_bash(command: &str, tool_use_id: &str) -> Value {
+    let mut input = fixture("claude-code/pretooluse-bash.stdin.json");
+    input["tool_input"]["command"] = json!(command);
+    input["tool_use_id"] = json!(tool_use_id);
+    input
+}
+
+#[tokio::test]
+async fn claude_code_hook_gets_approve_edit_deny_and_always_from_a_person() {
+    let ts = TestServer::start().await;
+    let token = gates_token(&ts, "claude-hook").await;
+
+    // Approve: the card shows the agent's call; the hook allows it.
+    let hook = spawn_hook(
+        "claude-code",
+        &ts.base,
+        &token,
+        &claude_bash("npm test", "toolu_1"),
+    )
+    .await;
+    let gate = pending_gate(&ts).await;
+    assert_eq!(gate["kind"], "external");
+    assert_eq!(gate["tool"], "Bash");
+    assert_eq!(gate["summary"], "npm test");
+    decide(&ts, &gate, json!({"decision": "approve"})).await;
+    assert_eq!(
+        stdout_json(&hook.await.unwrap()),
+        fixture("claude-code/pretooluse-allow.stdout.json")
+    );
+
+    // The gates token opened it, and can neither list nor answer gates.
+    let agent = Api::new(&ts.base).with_token(&token);
+    agent
+        .get("/api/v1/approvals?status=pending")
+        .await
+        .expect_error(403, "forbidden");
+
+    // Edit: the person's input replaces the agent's.
+    let hook = spawn_hook(
+        "claude-code",
+        &ts.base,
+        &token,
+        &claude_bash("npm test", "toolu_2"),
+    )
+    .await;
+    let gate = pending_gate(&ts).await;
+    let edited = fixture("claude-code/pretooluse-allow-updatedinput.stdout.json");
+    let updated = edited["hookSpecificOutput"]["updatedInput"].clone();
+    decide(&ts, &gate, json!({"decision": "edit", "edits": updated})).await;
+    assert_eq!(stdout_json(&hook.await.unwrap()), edited);
+
+    // Deny with a reason: Claude reads why.
+    let hook = spawn_hook(
+        "claude-code",
+        &ts.base,
+        &token,
+        &claude_bash("git push -f", "toolu_3"),
+    )
+    .await;
+    let gate = pending_gate(&ts).await;
+    decide(
+        &ts,
+        &gate,
+        json!({"decision": "deny", "reason": "not on main"}),
+    )
+    .await;
+    let out = stdout_json(&hook.await.unwrap());
+    assert_eq!(out["hookSpecificOutput"]["permissionDecision"], "deny");
+    assert_eq!(
+        out["hookSpecificOutput"]["permissionDecisionReason"],
+        "Denied in Countersign: not on main"
+    );
+
+    // Always allow: this call is allowed, and the rule answers the next like it at once,
+    // without a card.
+    let hook = spawn_hook(
+        "claude-code",
+        &ts.base,
+        &token,
+        &claude_bash("cargo build", "toolu_4"),
+    )
+    .await;
+    let gate = pending_gate(&ts).await;
+    decide(&ts, &gate, json!({"decision": "allow_always"})).await;
+    let out = stdout_json(&hook.await.unwrap());
+    assert_eq!(out["hookSpecificOutput"]["permissionDecision"], "allow");
+    let hook = spawn_hook(
+        "claude-code",
+        &ts.base,
+        &token,
+        &claude_bash("cargo build --release", "toolu_5"),
+    )
+    .await;
+    let out = stdout_json(&hook.await.unwrap());
+    assert_eq!(out["hookSpecificOutput"]["permissionDecision"], "allow");
+    let pending = ts.get("/api/v1/approvals?status=pending").await.expect(200);
+    assert_eq!(pending, json!([]));
+
+    // Every gate of this Claude session lives in one Countersign session, marked as its.
+    let sessions = ts.get("/api/v1/sessions").await.expect(200);
+    let outside: Vec<&Value> = sessions
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["source"] == "claude-code")
+        .collect();
+    assert_eq!(outside.len(), 1, "{sessions}");
+}
+
+#[tokio::test]
+async fn a_repeated_hook_call_finds_the_same_gate() {
+    let ts = TestServer::start().await;
+    let token = gates_token(&ts, "claude-hook").await;
+    let input = claude_bash("make deploy", "toolu_same");
+    let first = spawn_hook("claude-code", &ts.base, &token, &input).await;
+    let gate = pending_gate(&ts).await;
+    // Claude Code retries the hook (say it timed out on its side): same tool_use_id.
+    let second = spawn_hook("claude-code", &ts.base, &token, &input).await;
+    // Whether it opened before or after the answer, it finds the same gate.
+    decide(&ts, &gate, json!({"decision": "approve"})).await;
+    for hook in [first, second] {
+        let out = stdout_json(&hook.await.unwrap());
+        assert_eq!(out["hookSpecificOutput"]["permissionDecision"], "allow");
+    }
+    let snapshot = ts
+        .get(&format!("/api/v1/sessions/{}", str_of(&gate, "session_id")))
+        .await
+        .expect(200);
+    let opened =
+        crate::support::of_type(&crate::support::events(&snapshot), "approval_request").len();
+    assert_eq!(opened, 1, "one card for one tool call");
+
+    // Asked again after the answer: the same answer, at once, still one card.
+    let third = spawn_hook("claude-code", &ts.base, &token, &input).await;
+    let out = stdout_json(&third.await.unwrap());
+    assert_eq!(out["hookSpecificOutput"]["permissionDecision"], "allow");
+    let snapshot = ts
+        .get(&format!("/api/v1/sessions/{}", str_of(&gate, "session_id")))
+        .await
+        .expect(200);
+    let opened =
+        crate::support::of_type(&crate::support::events(&snapshot), "approval_request").len();
+    assert_eq!(opened, 1);
+}
+
+#[tokio::test]
+async fn codex_hook_allows_and_denies_with_the_persons_message() {
+    let ts = TestServer::start().await;
+    let token = gates_token(&ts, "codex-hook").await;
+    let mut input = fixture("codex/permissionrequest-bash.stdin.json");
+    input["tool_input"]["command"] = json!("cargo test");
+
+    let hook = spawn_hook("codex", &ts.base, &token, &input).await;
+    let gate = pending_gate(&ts).await;
+    assert_eq!(gate["tool"], "Bash");
+    // Codex cannot run an edited input: the card does not offer Edit.
+    let (sid, aid) = (str_of(&gate, "session_id"), str_of(&gate, "approval_id"));
+    ts.post(
+        &format!("/api/v1/sessions/{sid}/approvals/{aid}"),
+        json!({"decision": "edit", "edits": {"command": "cargo check"}}),
+    )
+    .await
+    .expect_error(403, "not_allowed");
+    decide(&ts, &gate, json!({"decision": "approve"})).await;
+    assert_eq!(
+        stdout_json(&hook.await.unwrap()),
+        fixture("codex/permissionrequest-allow.stdout.json")
+    );
+
+    let hook = spawn_hook("codex", &ts.base, &token, &input).await;
+    let gate = pending_gate(&ts).await;
+    decide(
+        &ts,
+        &gate,
+        json!({"decision": "deny", "reason": "not during the release freeze."}),
+    )
+    .await;
+    assert_eq!(
+        stdout_json(&hook.await.unwrap()),
+        fixture("codex/permissionrequest-deny.stdout.json")
+    );
+}
+
+#[tokio::test]
+async fn a_hook_waiting_across_a_server_crash_gets_its_answer_after_the_restart() {
+    let mut lab = Lab::new(None);
+    let node = lab.start().await;
+    let base = node.base.clone();
+    let token = gates_token(&node, "claude-hook").await;
+    let hook = spawn_hook(
+        "claude-code",
+        &base,
+        &token,
+        &claude_bash("terraform apply", "toolu_crash"),
+    )
+    .await;
+    let gate = pending_gate(&node).await;
+
+    node.kill9().await;
+    // Countersign is gone for a moment; the hook keeps its gate and polls again.
+    let addr = base.trim_start_matches("http://").to_owned();
+    let node = lab.start_at(&addr).await;
+    assert_eq!(node.base, base);
+    let again = pending_gate(&node).await;
+    assert_eq!(
+        again["approval_id"], gate["approval_id"],
+        "the same gate, durable"
+    );
+    decide(
+        &node,
+        &again,
+        json!({"decision": "deny", "reason": "plan it first"}),
+    )
+    .await;
+    let out = hook.await.unwrap();
+    let answer = stdout_json(&out);
+    assert_eq!(
+        answer["hookSpecificOutput"]["permissionDecisionReason"],
+        "Denied in Countersign: plan it first",
+        "stderr: {}",
+        out.stderr
+    );
+    // Still one card: the hook did not open a second gate after the restart.
+    let snapshot = node
+        .get(&format!("/api/v1/sessions/{}", str_of(&gate, "session_id")))
+        .await
+        .expect(200);
+    let opened =
+        crate::support::of_type(&crate::support::events(&snapshot), "approval_request").len();
+    assert_eq!(opened, 1);
+}
+
+#[tokio::test]
+async fn unreachable_countersign_leaves_the_choice_to_the_agent() {
+    // A port nothing listens on: the hook prints nothing and exits 0, so Claude Code asks in
+    // its own terminal.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    drop(listener);
+    let hook = spawn_hook(
+        "claude-code",
+        &url,
+        "cst_nobody",
+        &claude_bash("ls", "toolu_x"),
+    )
+    .await;
+    let out = hook.await.unwrap();
+    assert_eq!(out.code(), 0, "stderr: {}", out.stderr);
+    assert_eq!(out.stdout, "");
+}
+
+#[tokio::test]
+async fn mcp_over_stdio_asks_the_real_server_and_returns_the_answer() {
+    let ts = TestServer::start().await;
+    let token = gates_token(&ts, "mcp").await;
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_countersign"));
+    cmd.args(["mcp", "--url", &ts.base, "--token", &token])
+        .env_remove("COUNTERSIGN_TOKEN")
+        .env("RUST_LOG", "warn")
+        .stderr(Stdio::inherit());
+    let client = ().serve(TokioChildProcess::new(cmd).unwrap()).await.unwrap();
+
+    let arguments = fixture("claude-code/permission-prompt-tool.call-arguments.json");
+    let call = {
+        let params = CallToolRequestParams::new("approval_prompt")
+            .with_arguments(arguments.as_object().unwrap().clone());
+        client.call_tool(params)
+    };
+    let decide_it = async {
+        let gate = pending_gate(&ts).await;
+        assert_eq!(gate["kind"], "external");
+        decide(
+            &ts,
+            &gate,
+            json!({"decision": "deny", "reason": "use the staging db"}),
+        )
+        .await;
+    };
+    let (result, ()) = tokio::join!(call, decide_it);
+    let result = result.unwrap();
+    let text = &result.content[0].as_text().unwrap().text;
+    let answer: Value = serde_json::from_str(text).unwrap();
+    assert_eq!(answer["behavior"], "deny");
+    assert_eq!(
+        answer["message"],
+        "Denied in Countersign: use the staging db"
+    );
+
+    // request_approval: a decision card, approved.
+    let call = {
+        let params = CallToolRequestParams::new("request_approval").with_arguments(
+            json!({"title": "Ship 2.0 tonight?", "details_markdown": "All green."})
+                .as_object()
+                .unwrap()
+                .clone(),
+        );
+        client.call_tool(params)
+    };
+    let decide_it = async {
+        let gate = pending_gate(&ts).await;
+        assert_eq!(gate["class"], "decision");
+        decide(&ts, &gate, json!({"decision": "approve"})).await;
+    };
+    let (result, ()) = tokio::join!(call, decide_it);
+    let text = result.unwrap().content[0].as_text().unwrap().text.clone();
+    let answer: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(answer["approved"], true, "{answer}");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn opencode_bridge_carries_a_persons_answer_back_once() {
+    let ts = TestServer::start().await;
+    let token = gates_token(&ts, "opencode").await;
+    let opencode = crate::opencode::FakeOpencode::start();
+    let mut bridge = tokio::process::Command::new(env!("CARGO_BIN_EXE_countersign"));
+    bridge
+        .args(["bridge", "opencode", "--url", &ts.base, "--token", &token])
+        .args(["--opencode-url", &opencode.server.url()])
+        .env_remove("COUNTERSIGN_TOKEN")
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::null())
+        .kill_on_drop(true);
+    let mut bridge = bridge.spawn().unwrap();
+    crate::opencode::connected(&opencode, 1).await;
+
+    let id = opencode.ask("opencode/sse-permission-asked-bash.json");
+    let gate = pending_gate(&ts).await;
+    assert_eq!(gate["tool"], "bash");
+    decide(&ts, &gate, json!({"decision": "approve"})).await;
+    crate::common::eventually("opencode to get the reply", || {
+        !opencode.replies().is_empty()
+    })
+    .await;
+    assert_eq!(
+        opencode.replies(),
+        vec![(
+            id,
+            fixture("opencode/post-permission-reply.once.request.json"),
+            200
+        )]
+    );
+
+    // Answered in opencode's TUI instead: the card closes as answered elsewhere.
+    let id = opencode.ask("opencode/sse-permission-asked-bash-2.json");
+    let gate = pending_gate(&ts).await;
+    opencode.tui_reply(&id, "once");
+    let aid = str_of(&gate, "approval_id");
+    poll_until("the card to be cancelled", SOON, || async {
+        let state = ts.get(&format!("/api/v1/gates/{aid}")).await.expect(200);
+        if state["status"] == "cancelled" {
+            Ok(state)
+        } else {
+            Err(state.to_string())
+        }
+    })
+    .await;
+    assert_eq!(opencode.replies().len(), 1, "never answered twice");
+    bridge.start_kill().unwrap();
+    let _ = bridge.wait().await;
+}
