@@ -5,8 +5,8 @@ use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
 
 use crate::protocol::{
-    ApprovalRequest, AuditEntry, AuditVerdict, ConfigView, DecideOutcome, DecisionInput, ErrorBody,
-    Event, Rule, Session, Snapshot,
+    ApprovalRequest, AuditEntry, AuditVerdict, ConfigView, CreatedToken, DecideOutcome,
+    DecisionInput, ErrorBody, Event, Rule, Session, Snapshot, TokenInfo,
 };
 
 #[cfg(feature = "ssr")]
@@ -33,6 +33,19 @@ mod backend {
         use_context::<http::request::Parts>()
             .and_then(|parts| parts.extensions.get::<Principal>().cloned())
             .ok_or_else(|| ErrorBody::new("unauthorized", "no credential on this request"))
+    }
+
+    /// Refuses a caller whose credential is not admin. The scope table already keeps other
+    /// credentials from calling admin server functions over HTTP; this also covers a page
+    /// rendered on the server, which calls them in-process.
+    pub fn admin_only(who: &Principal) -> Result<(), ErrorBody> {
+        if who.scope() == crate::server::principal::Scope::Admin {
+            Ok(())
+        } else {
+            Err(to_server_error(Error::Forbidden(
+                "tokens are managed with an admin credential".into(),
+            )))
+        }
     }
 
     /// The protocol's JSON error body, with the HTTP status the REST route would answer.
@@ -237,7 +250,71 @@ pub async fn set_config(
         .map_err(backend::to_server_error)
 }
 
+/// Named tokens, by name: scope, created, last used; never a secret. Admin only (not in the
+/// scope table's list for `approve`).
+#[server(prefix = "/api/ui", endpoint = "tokens", input = Json)]
+pub async fn list_tokens() -> Result<Vec<TokenInfo>, ErrorBody> {
+    let core = backend::core()?;
+    backend::admin_only(&backend::principal()?)?;
+    core.list_tokens().await.map_err(backend::to_server_error)
+}
+
+/// Creates a named token; the answer is the one time its secret is shown. The audit names the
+/// credential that made it.
+#[server(prefix = "/api/ui", endpoint = "create_token", input = Json)]
+pub async fn create_token(name: String, scope: String) -> Result<CreatedToken, ErrorBody> {
+    let core = backend::core()?;
+    let who = backend::principal()?;
+    backend::admin_only(&who)?;
+    core.create_token(Some(&name), Some(&scope), &who)
+        .await
+        .map_err(backend::to_server_error)
+}
+
+/// Revokes a named token: the next request that presents it is refused.
+#[server(prefix = "/api/ui", endpoint = "revoke_token", input = Json)]
+pub async fn revoke_token(name: String) -> Result<(), ErrorBody> {
+    let core = backend::core()?;
+    let who = backend::principal()?;
+    backend::admin_only(&who)?;
+    core.revoke_token(&name, &who)
+        .await
+        .map_err(backend::to_server_error)
+}
+
 /// What the UI shows for a failed server function.
 pub fn error_message(err: &ErrorBody) -> String {
     err.error.message.clone()
+}
+
+#[cfg(all(test, feature = "ssr"))]
+mod tests {
+    use http::Method;
+
+    use super::backend::admin_only;
+    use crate::server::http::scopes::allows;
+    use crate::server::principal::{Principal, Scope};
+
+    /// Tokens are admin only: neither a phone's `approve` credential nor an agent's `gates`
+    /// one may list, make or revoke them, over HTTP or in a server-rendered page.
+    #[test]
+    fn token_server_functions_are_admin_only() {
+        for name in ["tokens", "create_token", "revoke_token"] {
+            let path = format!("/api/ui/{name}");
+            assert!(allows(Scope::Admin, &Method::POST, &path), "{path}");
+            for scope in [Scope::Approve, Scope::Gates] {
+                assert!(!allows(scope, &Method::POST, &path), "{scope:?} {path}");
+            }
+        }
+        assert!(admin_only(&Principal::Browser).is_ok());
+        assert!(admin_only(&Principal::startup_token()).is_ok());
+        for scope in [Scope::Approve, Scope::Gates] {
+            let who = Principal::Token {
+                name: "phone".into(),
+                scope,
+            };
+            let refused = admin_only(&who).map_err(|e| e.error.code);
+            assert_eq!(refused, Err("forbidden".to_owned()), "{scope:?}");
+        }
+    }
 }

@@ -10,6 +10,7 @@ use crate::ui::config_page::ConfigPage;
 use crate::ui::inbox::InboxPage;
 use crate::ui::rules_page::RulesPage;
 use crate::ui::session_page::SessionPage;
+use crate::ui::tokens_page::TokensPage;
 
 /// The document around every server-rendered page.
 pub fn shell(options: LeptosOptions) -> impl IntoView {
@@ -46,6 +47,7 @@ pub fn App() -> impl IntoView {
                 <Route path=path!("/rules") view=RulesPage/>
                 <Route path=path!("/audit") view=AuditPage/>
                 <Route path=path!("/config") view=ConfigPage/>
+                <Route path=path!("/tokens") view=TokensPage/>
             </Routes>
         </Router>
     }

@@ -12,7 +12,7 @@ use crate::ui::browser;
 use crate::ui::sidebar::PageLayout;
 
 /// The actions the audit log records (protocol.md), for the filter.
-const ACTIONS: [&str; 7] = [
+const ACTIONS: [&str; 9] = [
     "gate_opened",
     "gate_resolved",
     "rule_created",
@@ -20,6 +20,8 @@ const ACTIONS: [&str; 7] = [
     "rule_used",
     "mode_changed",
     "config_changed",
+    "token_created",
+    "token_revoked",
 ];
 
 /// At most this many entries come per call.

@@ -192,3 +192,35 @@ pub fn set_page_title(title: &'static str) {
     #[cfg(feature = "hydrate")]
     leptos::prelude::request_animation_frame(move || set_title(title));
 }
+
+/// Copies the text of an `<input>` to the clipboard: selects it (so it can still be copied
+/// by hand), then asks the browser to copy. Works over plain HTTP too (a phone on the LAN),
+/// where `navigator.clipboard` does not exist. Whether the browser said it copied.
+pub fn copy_field(element_id: &str) -> bool {
+    #[cfg(feature = "hydrate")]
+    {
+        use wasm_bindgen::JsCast;
+        let Some(document) = web_sys::window().and_then(|w| w.document()) else {
+            return false;
+        };
+        let Some(field) = document.get_element_by_id(element_id) else {
+            return false;
+        };
+        // `select()` by name: the bundle does not carry the HtmlInputElement binding.
+        if let Ok(select) = js_sys::Reflect::get(&field, &"select".into())
+            .and_then(|f| f.dyn_into::<js_sys::Function>().map_err(Into::into))
+        {
+            let _ = select.call0(&field);
+        }
+        document
+            .dyn_into::<web_sys::HtmlDocument>()
+            .ok()
+            .and_then(|d| d.exec_command("copy").ok())
+            .unwrap_or(false)
+    }
+    #[cfg(not(feature = "hydrate"))]
+    {
+        let _ = element_id;
+        false
+    }
+}

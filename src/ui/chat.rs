@@ -9,9 +9,10 @@ use leptos_meta::Title;
 use crate::protocol::{Mode, Snapshot, TurnStatus};
 use crate::ui::browser;
 use crate::ui::card::ApprovalCard;
-use crate::ui::composer::Composer;
+use crate::ui::composer::{Composer, OutsideBar};
 use crate::ui::feed::{Connection, Feed};
 use crate::ui::gates::{self, BulkBar, CardBus, ClientId};
+use crate::ui::outside::{SessionSource, SourceBadge};
 use crate::ui::sidebar::SessionsChanged;
 use crate::ui::tool_card::ToolCard;
 use crate::ui::transcript::{self, Item};
@@ -29,6 +30,9 @@ const EXAMPLES: [&str; 5] = [
 pub fn ChatView(snapshot: Snapshot) -> impl IntoView {
     let title = snapshot.session.title.clone();
     let session_id = snapshot.session.id.clone();
+    // An outside agent's session: its cards say whose they are, and it takes no messages.
+    let source = snapshot.session.source.clone();
+    provide_context(SessionSource(Signal::stored(source.clone())));
     let feed = Feed::new(snapshot);
     provide_context(ClientId::new());
     let bus = CardBus::new();
@@ -37,6 +41,7 @@ pub fn ChatView(snapshot: Snapshot) -> impl IntoView {
     crate::ui::feed::connect(feed);
 
     let draft = RwSignal::new(String::new());
+    let is_builtin = source.is_none();
     let now_ms = RwSignal::new(0.0f64);
     Effect::new(move |_| {
         if let Ok(handle) = set_interval_with_handle(
@@ -84,6 +89,7 @@ pub fn ChatView(snapshot: Snapshot) -> impl IntoView {
         <div class="sr-only" aria-live="polite" data-testid="announcer">{announcement}</div>
         <header class="chat-header">
             <h1 class="session-title">{title}</h1>
+            {source.clone().map(|source| view! { <SourceBadge source/> })}
             <ConnectionDot connection=feed.connection/>
             <span class="mode-badge" data-testid="session-mode" data-mode=move || feed.mode.get().as_str()>
                 {move || feed.mode.get().label()}
@@ -91,7 +97,7 @@ pub fn ChatView(snapshot: Snapshot) -> impl IntoView {
         </header>
         <section id="transcript" class="transcript">
             <EarlierTurns feed hold_scroll/>
-            <Show when=move || items.read().is_empty() && feed.streaming.read().is_empty()>
+            <Show when=move || is_builtin && items.read().is_empty() && feed.streaming.read().is_empty()>
                 <FirstRun draft/>
             </Show>
             <For each=move || items.get() key=|item| item.key() let:item>
@@ -104,7 +110,10 @@ pub fn ChatView(snapshot: Snapshot) -> impl IntoView {
             </Show>
         </section>
         <BulkBar session_id pending/>
-        <Composer feed draft/>
+        {match source {
+            Some(source) => view! { <OutsideBar feed source/> }.into_any(),
+            None => view! { <Composer feed draft/> }.into_any(),
+        }}
     }
 }
 

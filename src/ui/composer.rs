@@ -1,5 +1,7 @@
 //! The composer: message field, mode picker, Send and Stop. Enter sends, Shift+Enter is a
-//! newline, Shift+Tab cycles the approval mode.
+//! newline, Shift+Tab cycles the approval mode. In an outside agent's session, which takes no
+//! messages, [`OutsideBar`] stands in its place and keeps the mode picker (the mode still
+//! decides which of that agent's calls ask).
 
 use leptos::ev::KeyboardEvent;
 use leptos::prelude::*;
@@ -8,10 +10,25 @@ use leptos::task::spawn_local;
 use crate::api;
 use crate::protocol::Mode;
 use crate::ui::feed::Feed;
+use crate::ui::outside::outside_note;
 
 fn next_mode(mode: Mode) -> Mode {
     let i = Mode::ALL.iter().position(|m| *m == mode).unwrap_or(0);
     Mode::ALL[(i + 1) % Mode::ALL.len()]
+}
+
+/// Sets the session's mode (shown at once; a failure is reported in `error`).
+fn choose_mode(feed: Feed, error: RwSignal<Option<String>>, mode: Mode) {
+    if feed.mode.get_untracked() == mode {
+        return;
+    }
+    feed.mode.set(mode);
+    let session_id = feed.session_id.get_value();
+    spawn_local(async move {
+        if let Err(err) = api::set_mode(session_id, mode.as_str().to_owned()).await {
+            error.set(Some(api::error_message(&err)));
+        }
+    });
 }
 
 #[component]
@@ -41,26 +58,13 @@ pub fn Composer(feed: Feed, draft: RwSignal<String>) -> impl IntoView {
         });
     };
 
-    let choose_mode = move |mode: Mode| {
-        if feed.mode.get_untracked() == mode {
-            return;
-        }
-        feed.mode.set(mode);
-        let session_id = feed.session_id.get_value();
-        spawn_local(async move {
-            if let Err(err) = api::set_mode(session_id, mode.as_str().to_owned()).await {
-                error.set(Some(api::error_message(&err)));
-            }
-        });
-    };
-
     let on_keydown = move |ev: KeyboardEvent| {
         if ev.key() == "Enter" && !ev.shift_key() && !ev.is_composing() {
             ev.prevent_default();
             send();
         } else if ev.key() == "Tab" && ev.shift_key() {
             ev.prevent_default();
-            choose_mode(next_mode(feed.mode.get_untracked()));
+            choose_mode(feed, error, next_mode(feed.mode.get_untracked()));
         }
     };
 
@@ -85,24 +89,7 @@ pub fn Composer(feed: Feed, draft: RwSignal<String>) -> impl IntoView {
                 on:keydown=on_keydown
             ></textarea>
             <div class="composer-bar">
-                <label class="mode-picker">
-                    <span>"Approvals"</span>
-                    <select
-                        data-testid="mode-picker"
-                        prop:value=move || feed.mode.get().as_str()
-                        on:change=move |ev| {
-                            if let Some(mode) = Mode::parse(&event_target_value(&ev)) {
-                                choose_mode(mode);
-                            }
-                        }
-                    >
-                        {Mode::ALL.into_iter().map(|m| view! {
-                            <option value=m.as_str() title=m.description() selected=move || feed.mode.get() == m>
-                                {format!("{} — {}", m.label(), m.description())}
-                            </option>
-                        }).collect_view()}
-                    </select>
-                </label>
+                <ModePicker feed error/>
                 <span class="composer-actions">
                     <Show when=running>
                         <button type="button" class="stop" data-testid="stop" on:click=stop>"Stop"</button>
@@ -114,5 +101,46 @@ pub fn Composer(feed: Feed, draft: RwSignal<String>) -> impl IntoView {
             </div>
             {move || error.get().map(|e| view! { <p class="error" role="alert">{e}</p> })}
         </form>
+    }
+}
+
+/// The session's approval mode, as a select with each mode's one-line description.
+#[component]
+fn ModePicker(feed: Feed, error: RwSignal<Option<String>>) -> impl IntoView {
+    view! {
+        <label class="mode-picker">
+            <span>"Approvals"</span>
+            <select
+                data-testid="mode-picker"
+                prop:value=move || feed.mode.get().as_str()
+                on:change=move |ev| {
+                    if let Some(mode) = Mode::parse(&event_target_value(&ev)) {
+                        choose_mode(feed, error, mode);
+                    }
+                }
+            >
+                {Mode::ALL.into_iter().map(|m| view! {
+                    <option value=m.as_str() title=m.description() selected=move || feed.mode.get() == m>
+                        {format!("{} — {}", m.label(), m.description())}
+                    </option>
+                }).collect_view()}
+            </select>
+        </label>
+    }
+}
+
+/// In place of the composer in an outside agent's session: where to talk to it, and the
+/// mode its calls are checked under.
+#[component]
+pub fn OutsideBar(feed: Feed, source: String) -> impl IntoView {
+    let error = RwSignal::new(None::<String>);
+    view! {
+        <div class="composer outside-bar" data-testid="outside-note">
+            <p class="outside-note">{outside_note(&source)}</p>
+            <div class="composer-bar">
+                <ModePicker feed error/>
+            </div>
+            {move || error.get().map(|e| view! { <p class="error" role="alert">{e}</p> })}
+        </div>
     }
 }

@@ -10,6 +10,7 @@ use crate::protocol::{ApprovalRequest, ApprovalRequestBody};
 use crate::ui::browser;
 use crate::ui::card::ApprovalCard;
 use crate::ui::gates::{self, CardBus, ClientId};
+use crate::ui::outside::SessionSource;
 use crate::ui::sidebar::{PageLayout, PageSessions, PendingPoll};
 use crate::ui::transcript::GateItem;
 
@@ -106,6 +107,12 @@ fn InboxItem(gate: ApprovalRequest, now_ms: RwSignal<f64>) -> impl IntoView {
                 .unwrap_or_else(|| "Open session".to_owned())
         }
     };
+    // An outside agent's card names its agent, once the session list says which it is.
+    let source = {
+        let session_id = session_id.clone();
+        Signal::derive(move || sessions.and_then(|s| s.source(&session_id)))
+    };
+    provide_context(SessionSource(source));
     let opened = clock(&gate.body.created_at);
     let approval_id = gate.body.approval_id.clone();
     view! {

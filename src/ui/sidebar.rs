@@ -1,5 +1,6 @@
-//! The session list: new, switch, delete; then the links to the other pages (Inbox with its
-//! pending count, Rules, Audit, Config). Folds into a top bar on narrow screens (CSS).
+//! The session list: new, switch, delete; an outside agent's sessions carry its name; then the
+//! links to the other pages (Inbox with its pending count, Rules, Audit, Config, Tokens).
+//! Folds into a top bar on narrow screens (CSS).
 //!
 //! [`PageLayout`] puts the same sidebar beside the pages that are not a session.
 
@@ -12,6 +13,7 @@ use leptos_router::hooks::{use_location, use_navigate};
 use crate::api;
 use crate::protocol::{ApprovalRequest, ErrorBody, Session};
 use crate::ui::browser;
+use crate::ui::outside::SourceBadge;
 
 /// Lets any component ask the sidebar to reload its list (after create, delete, a turn end).
 /// A counter rather than a `Trigger`: a resource refetches only when its source value changes.
@@ -63,6 +65,15 @@ impl PageSessions {
             list.iter()
                 .find(|s| s.id == session_id)
                 .map(|s| s.title.clone())
+        })
+    }
+
+    /// The outside agent a session holds the gates of, if the list has it and it is one.
+    pub fn source(&self, session_id: &str) -> Option<String> {
+        self.known.with(|list| {
+            list.iter()
+                .find(|s| s.id == session_id)
+                .and_then(|s| s.source.clone())
         })
     }
 }
@@ -166,28 +177,7 @@ pub fn PageLayout(children: Children) -> impl IntoView {
             known.set(list);
         }
     });
-    let poll = PendingPoll::start();
-    provide_context(poll);
-    // A gate from a session the list does not know yet (created elsewhere): reload the list,
-    // once per new set of unknown sessions.
-    Effect::new(move |asked: Option<Vec<String>>| {
-        let mut unknown: Vec<String> = poll.gates.with(|g| {
-            known.with(|known| {
-                g.iter()
-                    .flatten()
-                    .map(|g| g.body.session_id.clone())
-                    .filter(|sid| !known.iter().any(|s| s.id == *sid))
-                    .collect()
-            })
-        });
-        unknown.sort();
-        unknown.dedup();
-        let asked = asked.unwrap_or_default();
-        if !unknown.is_empty() && unknown != asked {
-            sessions.notify();
-        }
-        unknown
-    });
+    provide_context(PendingPoll::start());
     let current = Memo::new(|_| String::new());
     // Lets a test (or a person's script) see that the page is live, not just server-rendered.
     let hydrated = RwSignal::new(false);
@@ -206,6 +196,12 @@ pub fn Sidebar(
     current: Memo<String>,
 ) -> impl IntoView {
     let changed = ListChanged::from_context();
+    let poll = use_context::<PendingPoll>().unwrap_or_else(|| {
+        let poll = PendingPoll::start();
+        provide_context(poll);
+        poll
+    });
+    reload_for_unknown_sessions(sessions, poll, changed);
     let error = RwSignal::new(None::<String>);
     let navigate = use_navigate();
     let new_session = move |_| {
@@ -237,6 +233,34 @@ pub fn Sidebar(
             <PageLinks/>
         </nav>
     }
+}
+
+/// A gate from a session the list does not know yet (an outside agent's first gate, or a
+/// session made in another tab): reload the list, once per new set of unknown sessions.
+fn reload_for_unknown_sessions(
+    sessions: Resource<Result<Vec<Session>, ErrorBody>>,
+    poll: PendingPoll,
+    changed: ListChanged,
+) {
+    Effect::new(move |asked: Option<Vec<String>>| {
+        let asked = asked.unwrap_or_default();
+        let Some(Ok(known)) = sessions.get() else {
+            return asked;
+        };
+        let mut unknown: Vec<String> = poll.gates.with(|g| {
+            g.iter()
+                .flatten()
+                .map(|g| g.body.session_id.clone())
+                .filter(|sid| !known.iter().any(|s| s.id == *sid))
+                .collect()
+        });
+        unknown.sort();
+        unknown.dedup();
+        if !unknown.is_empty() && unknown != asked {
+            changed.notify();
+        }
+        unknown
+    });
 }
 
 #[component]
@@ -274,9 +298,12 @@ fn SessionList(
                     }
                 };
                 let running = session.running_turn_id.is_some();
+                let source = session.source.clone().map(|source| view! { <SourceBadge source/> });
                 view! {
-                    <li class="session-item" class:current=is_current>
+                    <li class="session-item" class:current=is_current data-testid="session-item"
+                        data-session-id=id.clone()>
                         <a href=href data-testid="session-link">{session.title.clone()}</a>
+                        {source}
                         {running.then(|| view! { <span class="dot running" title="a turn is running"></span> })}
                         <button class="delete-session" title="Delete session" aria-label="Delete session" on:click=delete>"×"</button>
                     </li>
@@ -286,7 +313,7 @@ fn SessionList(
     }
 }
 
-/// Inbox (with the number of gates waiting across sessions), Rules, Audit, Config.
+/// Inbox (with the number of gates waiting across sessions), Rules, Audit, Config, Tokens.
 #[component]
 fn PageLinks() -> impl IntoView {
     let poll = use_context::<PendingPoll>().unwrap_or_else(PendingPoll::start);
@@ -307,6 +334,7 @@ fn PageLinks() -> impl IntoView {
             <li><a href="/rules" data-testid="nav-rules" aria-current=current("/rules")>"Rules"</a></li>
             <li><a href="/audit" data-testid="nav-audit" aria-current=current("/audit")>"Audit"</a></li>
             <li><a href="/config" data-testid="nav-config" aria-current=current("/config")>"Config"</a></li>
+            <li><a href="/tokens" data-testid="nav-tokens" aria-current=current("/tokens")>"Tokens"</a></li>
         </ul>
     }
 }

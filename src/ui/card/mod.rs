@@ -14,6 +14,7 @@ use crate::protocol::{
     Mode, Resolution, TimeoutOutcome, Timestamp, ToolClass,
 };
 use crate::ui::gates::{CardBus, CardCommand, ClientId};
+use crate::ui::outside::{SessionSource, SourceBadge};
 use crate::ui::transcript::GateItem;
 use diff::Diff;
 use panels::{AlwaysPanel, DenyPanel, EditPanel, Panel};
@@ -38,11 +39,31 @@ fn kind_attr(kind: GateKind) -> &'static str {
     }
 }
 
+/// The card's badge: the kind of thing asked. An outside agent's card names its own tool
+/// (`Bash`, `Edit`, `apply_patch`), since that is how the person knows the call.
 fn badge(request: &ApprovalRequestBody) -> String {
     match (&request.kind, &request.decision_kind) {
         (GateKind::Decision, Some(k)) => format!("Decision: {}", k.replace('_', " ")),
+        (GateKind::External, _) if request.class == ToolClass::Decision => "Decision".to_owned(),
+        (GateKind::External, _) => request.tool.clone(),
         _ => request.title.clone(),
     }
+}
+
+/// An outside agent's own title for its card, when it says more than the badge and the
+/// summary already do.
+fn external_title(request: &ApprovalRequestBody) -> Option<String> {
+    (request.kind == GateKind::External
+        && request.title != request.tool
+        && request.title != request.summary)
+        .then(|| request.title.clone())
+}
+
+/// Whether Edit revises text rather than arguments: decision cards, and an outside agent's
+/// `request_approval`.
+pub fn edits_text(request: &ApprovalRequestBody) -> bool {
+    request.kind == GateKind::Decision
+        || (request.kind == GateKind::External && request.class == ToolClass::Decision)
 }
 
 /// `HH:MM UTC` of a time.
@@ -63,6 +84,8 @@ pub fn outcome_text(
 ) -> String {
     let token_who;
     let who = match (resolution.answered_by, resolution.client_id.as_deref()) {
+        // An outside gate the mode answered at once (yolo, auto_edit for edits, reads).
+        (AnsweredBy::System, _) if resolution.actor == "mode" => "by mode",
         (AnsweredBy::User, Some(id)) if !my_client.is_empty() && id == my_client => "by you",
         (AnsweredBy::User, _) if resolution.actor.starts_with("token:") => {
             token_who = format!("with token {}", &resolution.actor["token:".len()..]);
@@ -77,11 +100,14 @@ pub fn outcome_text(
         (AnsweredBy::User, Some("cli")) => "by a person (CLI)",
         (AnsweredBy::User, _) if my_client.is_empty() => "by a person",
         (AnsweredBy::User, _) => "in another tab or device",
-        (AnsweredBy::Rule, _) => "by a standing rule",
+        (AnsweredBy::Rule, _) => "by rule",
         (AnsweredBy::Timeout, _) => "by the timeout",
         (AnsweredBy::System, _) => "by the server",
     };
     let at = clock(&resolution.resolved_at);
+    if request.kind == GateKind::External {
+        return external_outcome(resolution, who, &at);
+    }
     if request.kind == GateKind::Budget {
         return match resolution.decision {
             Decision::Timeout => "Timed out — turn stopped".to_owned(),
@@ -103,6 +129,26 @@ pub fn outcome_text(
             TimeoutOutcome::Deny => "Timed out — not run".to_owned(),
         },
         Decision::Cancelled => "Cancelled — not run".to_owned(),
+    }
+}
+
+/// The outcome chip of an outside agent's card. Nothing runs here: the agent acts on the
+/// answer, so the words say what it was told, and a cancel says why it stopped waiting.
+fn external_outcome(resolution: &Resolution, who: &str, at: &str) -> String {
+    match resolution.decision {
+        Decision::Approve => format!("Approved {who} · {at}"),
+        Decision::Edit => format!("Approved (edited) {who} · {at}"),
+        Decision::AllowAlways => format!("Always allowed {who} · {at}"),
+        Decision::Deny => match &resolution.reason {
+            Some(reason) => format!("Denied {who} — {reason}"),
+            None => format!("Denied {who} · {at}"),
+        },
+        Decision::Timeout => "Expired — not answered in time".to_owned(),
+        Decision::Cancelled => match resolution.reason.as_deref() {
+            Some("answered_elsewhere") => "Cancelled — answered elsewhere".to_owned(),
+            None => "Cancelled".to_owned(),
+            Some(why) => format!("Cancelled — {}", why.replace('_', " ")),
+        },
     }
 }
 
@@ -142,12 +188,15 @@ fn CardBody(request: ApprovalRequestBody) -> impl IntoView {
     let proposal = (!request.proposal_html.is_empty()).then(|| {
         view! { <div class="proposal" data-testid="proposal" inner_html=request.proposal_html.clone()></div> }
     });
+    // An outside agent's call has no diff to read unless it edits a file: its input is what
+    // there is to read, so it shows unfolded.
+    let open_args = request.kind == GateKind::External && request.diff.is_none();
     let diff = request.diff.clone().map(|text| view! { <Diff text/> });
     view! {
         <p class="card-why">"Why: " {request.reason_detail.clone()}</p>
         {proposal}
         {diff}
-        <details class="card-args">
+        <details class="card-args" open=open_args>
             <summary>"Arguments"</summary>
             <pre data-testid="card-args">{args}</pre>
         </details>
@@ -182,7 +231,7 @@ fn ResolvedCard(request: ApprovalRequestBody, resolution: Resolution) -> impl In
         >
             <details>
                 <summary class="card-line">
-                    <span class="badge">{badge(&request)}</span>
+                    <span class="badge" data-testid="card-badge">{badge(&request)}</span>
                     <span class="chip" data-testid="card-outcome">{text}</span>
                     <span class="card-summary muted">{request.summary.clone()}</span>
                 </summary>
@@ -196,6 +245,10 @@ fn ResolvedCard(request: ApprovalRequestBody, resolution: Resolution) -> impl In
 fn PendingCard(request: ApprovalRequestBody, now_ms: RwSignal<f64>) -> impl IntoView {
     let client = use_context::<ClientId>().unwrap_or_default();
     let bus = use_context::<CardBus>().unwrap_or_default();
+    // Whose card it is, for an outside agent's gate (the page knows its session's source).
+    let source = use_context::<SessionSource>()
+        .filter(|_| request.kind == GateKind::External)
+        .map_or_else(|| Signal::stored(None), |s| s.0);
     let approval_id = request.approval_id.clone();
     let panel = RwSignal::new(Panel::None);
     let sending = RwSignal::new(false);
@@ -377,11 +430,13 @@ fn PendingCard(request: ApprovalRequestBody, now_ms: RwSignal<f64>) -> impl Into
             data-state="pending"
         >
             <header class="card-head">
-                <span class="badge">{badge(&request)}</span>
+                <span class="badge" data-testid="card-badge">{badge(&request)}</span>
                 {floor.then(|| view! { <span class="badge sensitive">"Sensitive"</span> })}
+                {move || source.get().map(|source| view! { <SourceBadge source/> })}
                 <span class="needs">"needs your approval"</span>
                 <span class=move || format!("countdown {}", timer().1) data-testid="countdown">{move || timer().0}</span>
             </header>
+            {external_title(&request).map(|title| view! { <p class="card-title" data-testid="card-title">{title}</p> })}
             <p class="card-summary" data-testid="card-summary">{request.summary.clone()}</p>
             <CardBody request=request.clone()/>
             {is_plan.then(|| view! {

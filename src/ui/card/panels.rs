@@ -6,7 +6,8 @@ use leptos::ev::KeyboardEvent;
 use leptos::prelude::*;
 use serde_json::{Map, Value};
 
-use crate::protocol::{ApprovalRequestBody, DecisionInput, GateKind};
+use super::edits_text;
+use crate::protocol::{ApprovalRequestBody, DecisionInput};
 use crate::ui::browser;
 
 /// Which inline panel is open.
@@ -18,19 +19,43 @@ pub enum Panel {
     Always,
 }
 
-/// The argument a person most likely wants to change.
-fn primary_field(tool: &str) -> &'static str {
-    match tool {
-        "write_file" => "content",
-        "edit_file" => "new",
-        "shell" => "command",
-        "config_set" => "value",
-        _ => "path",
+/// The arguments a person most likely wants to change, best first: the built-in tools' and
+/// outside agents' own spellings (Claude Code's `Bash`/`Edit`/`Write`, opencode's `bash`,
+/// Codex's `apply_patch`). The first one the call has is focused; else its first argument.
+fn primary_fields(tool: &str) -> &'static [&'static str] {
+    match tool.to_ascii_lowercase().as_str() {
+        "write_file" | "write" => &["content"],
+        "edit_file" | "edit" | "multiedit" => &["new", "new_string", "newString", "edits"],
+        "shell" | "bash" => &["command", "cmd"],
+        "apply_patch" | "patch" => &["patch", "patchText", "input", "command"],
+        "config_set" => &["value"],
+        _ => &["command", "path", "file_path", "filePath"],
     }
 }
 
+/// Which of `names` the panel focuses.
+fn primary_of<'a>(tool: &str, names: &[&'a str]) -> Option<&'a str> {
+    primary_fields(tool)
+        .iter()
+        .find_map(|p| names.iter().find(|n| *n == p).copied())
+        .or_else(|| names.first().copied())
+}
+
 fn multiline(field: &str, value: &str) -> bool {
-    matches!(field, "content" | "old" | "new" | "proposal") || value.contains('\n')
+    matches!(
+        field,
+        "content"
+            | "old"
+            | "new"
+            | "proposal"
+            | "old_string"
+            | "new_string"
+            | "oldString"
+            | "newString"
+            | "patch"
+            | "patchText"
+            | "edits"
+    ) || value.contains('\n')
 }
 
 fn close_on_escape(panel: RwSignal<Panel>) -> impl Fn(KeyboardEvent) + Copy {
@@ -62,8 +87,14 @@ pub fn EditPanel(
         Effect::new(move |_| browser::focus(&focus_id));
     }
     let on_key = close_on_escape(panel);
-    if request.kind == GateKind::Decision {
-        let text = RwSignal::new(request.proposal_md.clone());
+    if edits_text(&request) {
+        // An outside `request_approval` may come with no details: revise its title then.
+        let start = if request.proposal_md.is_empty() {
+            request.title.clone()
+        } else {
+            request.proposal_md.clone()
+        };
+        let text = RwSignal::new(start);
         let submit = move || {
             send.run(DecisionInput {
                 decision: "edit".into(),
@@ -84,7 +115,6 @@ pub fn EditPanel(
         }
         .into_any();
     }
-    let primary = primary_field(&request.tool);
     let fields: Vec<Field> = request
         .args
         .as_object()
@@ -94,6 +124,11 @@ pub fn EditPanel(
                     name: name.clone(),
                     text: RwSignal::new(match value {
                         Value::String(s) => s.clone(),
+                        // Lists and objects (MultiEdit's `edits`, Codex's command words) are
+                        // edited as JSON, laid out to be read.
+                        Value::Array(_) | Value::Object(_) => {
+                            serde_json::to_string_pretty(value).unwrap_or_default()
+                        }
                         other => other.to_string(),
                     }),
                     was_string: value.is_string(),
@@ -119,12 +154,12 @@ pub fn EditPanel(
             ..DecisionInput::default()
         })
     };
-    let has_primary = fields.iter().any(|f| f.name == primary);
+    let names: Vec<&str> = fields.iter().map(|f| f.name.as_str()).collect();
+    let primary = primary_of(&request.tool, &names).map(str::to_owned);
     let inputs = fields
         .into_iter()
-        .enumerate()
-        .map(|(i, field)| {
-            let is_primary = field.name == primary || (!has_primary && i == 0);
+        .map(|field| {
+            let is_primary = primary.as_deref() == Some(field.name.as_str());
             let testid = if is_primary { "edit-input".to_owned() } else { format!("edit-input-{}", field.name) };
             let id = if is_primary { focus_id.clone() } else { format!("{focus_id}-{}", field.name) };
             let text = field.text;
@@ -248,5 +283,31 @@ pub fn AlwaysPanel(
                 <button type="button" on:click=move |_| panel.set(Panel::None)>"Cancel " <kbd>"Esc"</kbd></button>
             </div>
         </div>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_field_to_change_is_found_in_each_agents_spelling() {
+        assert_eq!(primary_of("shell", &["command"]), Some("command"));
+        assert_eq!(
+            primary_of("Bash", &["command", "description", "timeout"]),
+            Some("command")
+        );
+        assert_eq!(
+            primary_of("Edit", &["file_path", "new_string", "old_string"]),
+            Some("new_string")
+        );
+        assert_eq!(primary_of("write", &["filePath", "content"]), Some("content"));
+        assert_eq!(primary_of("write_file", &["path", "content"]), Some("content"));
+        assert_eq!(primary_of("apply_patch", &["input"]), Some("input"));
+        assert_eq!(
+            primary_of("mcp__github__create_issue", &["body", "title"]),
+            Some("body")
+        );
+        assert_eq!(primary_of("Bash", &[]), None);
     }
 }

@@ -1,0 +1,340 @@
+//! `/tokens`: named tokens — who else may reach this server, and how far. Making one shows
+//! its secret once (only its hash is kept); the table never shows a secret. Revoking asks
+//! first, since whatever holds the token stops working at once.
+
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+
+use crate::api;
+use crate::protocol::{CreatedToken, ErrorBody, TokenInfo};
+use crate::ui::browser;
+use crate::ui::inbox::clock;
+use crate::ui::sidebar::PageLayout;
+
+/// The scopes a token may have, least trusted first (the form's default is the first), each
+/// with what it is for, in one line.
+pub const SCOPES: [(&str, &str); 3] = [
+    (
+        "gates",
+        "an outside agent's hook: may open and wait for its own gates, never answer",
+    ),
+    (
+        "approve",
+        "read and answer cards, e.g. your phone; no config, tokens or messages",
+    ),
+    (
+        "admin",
+        "everything the startup token may do, tokens and config included",
+    ),
+];
+
+/// The one-line explanation of a scope (empty for one the server does not know).
+pub fn scope_help(scope: &str) -> &'static str {
+    SCOPES
+        .iter()
+        .find(|(name, _)| *name == scope)
+        .map_or("", |(_, help)| *help)
+}
+
+/// Adds a token to the table (replacing one of the same name), keeping it sorted by name as
+/// the server lists it.
+fn insert_sorted(rows: &mut Vec<TokenInfo>, token: TokenInfo) {
+    rows.retain(|t| t.name != token.name);
+    let at = rows.partition_point(|t| t.name < token.name);
+    rows.insert(at, token);
+}
+
+#[component]
+pub fn TokensPage() -> impl IntoView {
+    view! {
+        <PageLayout>
+            <Tokens/>
+        </PageLayout>
+    }
+}
+
+#[component]
+fn Tokens() -> impl IntoView {
+    Effect::new(|_| browser::set_page_title("Tokens — Countersign"));
+    let tokens = Resource::new(|| (), |_| api::list_tokens());
+    view! {
+        <header class="page-header">
+            <h1>"Tokens"</h1>
+            <p class="muted">"Named credentials for your phone, scripts and outside agents' hooks, each limited to its scope."</p>
+        </header>
+        <div class="page-body">
+            <Suspense fallback=|| view! { <p class="loading">"Loading…"</p> }>
+                {move || Suspend::new(async move {
+                    match tokens.await {
+                        Ok(list) => view! { <TokensBody list/> }.into_any(),
+                        Err(err) => view! { <p class="error" role="alert">{api::error_message(&err)}</p> }.into_any(),
+                    }
+                })}
+            </Suspense>
+        </div>
+    }
+}
+
+/// The form, the secret just made (if any) and the table, sharing the rows.
+#[component]
+fn TokensBody(list: Vec<TokenInfo>) -> impl IntoView {
+    let rows = RwSignal::new(list);
+    let created = RwSignal::new(None::<CreatedToken>);
+    view! {
+        <CreateForm rows created/>
+        {move || created.get().map(|token| view! { <NewSecret token created/> })}
+        <TokensTable rows/>
+    }
+}
+
+#[component]
+fn CreateForm(
+    rows: RwSignal<Vec<TokenInfo>>,
+    created: RwSignal<Option<CreatedToken>>,
+) -> impl IntoView {
+    let name = RwSignal::new(String::new());
+    let scope = RwSignal::new(SCOPES[0].0.to_owned());
+    let busy = RwSignal::new(false);
+    let error = RwSignal::new(None::<ErrorBody>);
+    let submit = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        if busy.get_untracked() {
+            return;
+        }
+        busy.set(true);
+        error.set(None);
+        // A secret still on screen goes: only the newest is shown.
+        created.set(None);
+        let (wanted, scope) = (name.get_untracked(), scope.get_untracked());
+        spawn_local(async move {
+            match api::create_token(wanted, scope).await {
+                Ok(token) => {
+                    rows.try_update(|rows| {
+                        insert_sorted(
+                            rows,
+                            TokenInfo {
+                                name: token.name.clone(),
+                                scope: token.scope.clone(),
+                                created_at: token.created_at.clone(),
+                                last_used_at: None,
+                            },
+                        )
+                    });
+                    name.try_set(String::new());
+                    created.try_set(Some(token));
+                }
+                Err(err) => {
+                    error.try_set(Some(err));
+                }
+            }
+            busy.try_set(false);
+        });
+    };
+    view! {
+        <form class="token-form" data-testid="token-form" on:submit=submit>
+            <h2>"New token"</h2>
+            <div class="token-fields">
+                <label class="field">
+                    <span>"Name"</span>
+                    <input type="text" data-testid="token-name" required maxlength="64"
+                        autocomplete="off" spellcheck="false" placeholder="e.g. phone or claude-hook"
+                        prop:value=move || name.get() on:input=move |ev| name.set(event_target_value(&ev))/>
+                </label>
+                <label class="field">
+                    <span>"Scope"</span>
+                    <select data-testid="token-scope" prop:value=move || scope.get()
+                        on:change=move |ev| scope.set(event_target_value(&ev))>
+                        {SCOPES.into_iter().map(|(value, help)| view! {
+                            <option value=value title=help selected=move || scope.get() == value>{value}</option>
+                        }).collect_view()}
+                    </select>
+                </label>
+                <button type="submit" class="primary" data-testid="create-token" disabled=move || busy.get()>
+                    {move || if busy.get() { "Creating…" } else { "Create token" }}
+                </button>
+            </div>
+            <ul class="scope-help">
+                {SCOPES.into_iter().map(|(value, help)| view! {
+                    <li class:chosen=move || scope.get() == value data-scope=value>
+                        <strong>{value}</strong>" — "{help}
+                    </li>
+                }).collect_view()}
+            </ul>
+            {move || error.get().map(|err| view! {
+                <p class="error" role="alert" data-testid="token-error" data-code=err.error.code.clone()>
+                    {err.error.message.clone()}
+                </p>
+            })}
+        </form>
+    }
+}
+
+/// The secret of the token just made: shown this once, read-only, with Copy.
+#[component]
+fn NewSecret(token: CreatedToken, created: RwSignal<Option<CreatedToken>>) -> impl IntoView {
+    const FIELD: &str = "new-token-secret";
+    let copied = RwSignal::new(None::<bool>);
+    let copy = move |_| copied.set(Some(browser::copy_field(FIELD)));
+    let copy_label = move || match copied.get() {
+        None => "Copy",
+        Some(true) => "Copied",
+        Some(false) => "Copy failed: select and copy it",
+    };
+    let secret = token.token.clone();
+    view! {
+        <div class="new-secret" data-testid="new-secret" role="status">
+            <p>
+                <strong>{format!("Token “{}” created, scope {}.", token.name, token.scope)}</strong>
+                " Copy its secret now: it will not be shown again."
+            </p>
+            <div class="secret-row">
+                <input id=FIELD type="text" readonly data-testid="token-secret" aria-label="The new token's secret"
+                    autocomplete="off" spellcheck="false" prop:value=secret/>
+                <button type="button" data-testid="copy-secret" on:click=copy>{copy_label}</button>
+            </div>
+            <p class="muted">
+                "Only its SHA-256 is kept here, so a lost secret cannot be shown again: revoke the token and make another."
+            </p>
+            <button type="button" class="small" data-testid="secret-done" on:click=move |_| created.set(None)>
+                "Done"
+            </button>
+        </div>
+    }
+}
+
+#[component]
+fn TokensTable(rows: RwSignal<Vec<TokenInfo>>) -> impl IntoView {
+    let error = RwSignal::new(None::<String>);
+    view! {
+        {move || error.get().map(|e| view! { <p class="error" role="alert" data-testid="tokens-error">{e}</p> })}
+        <Show
+            when=move || !rows.read().is_empty()
+            fallback=|| view! {
+                <div class="empty-state" data-testid="tokens-empty">
+                    <p>"No named tokens."</p>
+                    <p class="muted">"The startup token and this browser may do everything; make a token to give less."</p>
+                </div>
+            }
+        >
+            <div class="table-wrap">
+                <table class="data-table tokens-table">
+                    <thead>
+                        <tr>
+                            <th scope="col">"Name"</th>
+                            <th scope="col">"Scope"</th>
+                            <th scope="col">"Created"</th>
+                            <th scope="col">"Last used"</th>
+                            <th scope="col"><span class="sr-only">"Actions"</span></th>
+                        </tr>
+                    </thead>
+                    <tbody>
+                        <For each=move || rows.get() key=|t| t.name.clone() let:token>
+                            <TokenRow token rows error/>
+                        </For>
+                    </tbody>
+                </table>
+            </div>
+        </Show>
+    }
+}
+
+#[component]
+fn TokenRow(
+    token: TokenInfo,
+    rows: RwSignal<Vec<TokenInfo>>,
+    error: RwSignal<Option<String>>,
+) -> impl IntoView {
+    let confirming = RwSignal::new(false);
+    let busy = RwSignal::new(false);
+    let name = token.name.clone();
+    let revoke = {
+        let name = name.clone();
+        move |_| {
+            if busy.get_untracked() {
+                return;
+            }
+            busy.set(true);
+            error.set(None);
+            let name = name.clone();
+            spawn_local(async move {
+                match api::revoke_token(name.clone()).await {
+                    Ok(()) => {
+                        rows.try_update(|rows| rows.retain(|t| t.name != name));
+                    }
+                    Err(err) => {
+                        busy.try_set(false);
+                        confirming.try_set(false);
+                        error.try_set(Some(api::error_message(&err)));
+                    }
+                }
+            });
+        }
+    };
+    let last_used = token
+        .last_used_at
+        .as_ref()
+        .map(clock)
+        .unwrap_or_else(|| "never".to_owned());
+    let help = scope_help(&token.scope);
+    let question = format!("Revoke {name}? Whatever holds it stops working at once.");
+    view! {
+        <tr data-testid="token-row" data-token=name.clone()>
+            <td><code data-testid="token-name-cell">{name.clone()}</code></td>
+            <td data-testid="token-scope-cell" title=help data-scope=token.scope.clone()>{token.scope.clone()}</td>
+            <td class="when">{clock(&token.created_at)}</td>
+            <td class="when" data-testid="token-last-used">{last_used}</td>
+            <td class="token-actions">
+                <Show
+                    when=move || confirming.get()
+                    fallback=move || view! {
+                        <button type="button" class="danger" data-testid="revoke-token"
+                            on:click=move |_| confirming.set(true)>"Revoke"</button>
+                    }
+                >
+                    <span class="confirm" role="group" aria-label="Confirm revoking">
+                        <span class="confirm-question">{question.clone()}</span>
+                        <button type="button" class="danger" data-testid="confirm-revoke"
+                            disabled=move || busy.get() on:click=revoke.clone()>
+                            {move || if busy.get() { "Revoking…" } else { "Revoke" }}
+                        </button>
+                        <button type="button" data-testid="cancel-revoke" disabled=move || busy.get()
+                            on:click=move |_| confirming.set(false)>"Keep"</button>
+                    </span>
+                </Show>
+            </td>
+        </tr>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(name: &str) -> TokenInfo {
+        TokenInfo {
+            name: name.to_owned(),
+            scope: "gates".to_owned(),
+            created_at: "2026-01-05T09:14:03.512Z".into(),
+            last_used_at: None,
+        }
+    }
+
+    #[test]
+    fn every_scope_the_server_knows_is_explained() {
+        let names: Vec<&str> = SCOPES.iter().map(|(n, _)| *n).collect();
+        assert_eq!(names, ["gates", "approve", "admin"]);
+        assert!(scope_help("approve").contains("your phone"));
+        assert!(scope_help("gates").contains("never answer"));
+        assert_eq!(scope_help("root"), "");
+    }
+
+    #[test]
+    fn a_new_token_takes_its_place_by_name_and_replaces_a_namesake() {
+        let mut rows = vec![info("a"), info("m")];
+        insert_sorted(&mut rows, info("k"));
+        insert_sorted(&mut rows, info("z"));
+        insert_sorted(&mut rows, info("a"));
+        let names: Vec<&str> = rows.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["a", "k", "m", "z"]);
+    }
+}
