@@ -208,7 +208,7 @@ pub fn copy_field(element_id: &str) -> bool {
         };
         // `select()` by name: the bundle does not carry the HtmlInputElement binding.
         if let Ok(select) = js_sys::Reflect::get(&field, &"select".into())
-            .and_then(|f| f.dyn_into::<js_sys::Function>().map_err(Into::into))
+            .and_then(|f| f.dyn_into::<js_sys::Function>())
         {
             let _ = select.call0(&field);
         }

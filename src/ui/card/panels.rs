@@ -301,8 +301,14 @@ mod tests {
             primary_of("Edit", &["file_path", "new_string", "old_string"]),
             Some("new_string")
         );
-        assert_eq!(primary_of("write", &["filePath", "content"]), Some("content"));
-        assert_eq!(primary_of("write_file", &["path", "content"]), Some("content"));
+        assert_eq!(
+            primary_of("write", &["filePath", "content"]),
+            Some("content")
+        );
+        assert_eq!(
+            primary_of("write_file", &["path", "content"]),
+            Some("content")
+        );
         assert_eq!(primary_of("apply_patch", &["input"]), Some("input"));
         assert_eq!(
             primary_of("mcp__github__create_issue", &["body", "title"]),
