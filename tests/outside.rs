@@ -785,3 +785,86 @@ async fn ntfy_and_slack_get_their_own_formats_and_a_dead_webhook_blocks_nothing(
     assert_eq!(gate["status"], "pending");
     assert!(started.elapsed() < Duration::from_secs(5));
 }
+
+/// A phone opens `/login?token=<approve token>` once: the browser session is that token's
+/// (its scope applies, decisions name it), it never carries the secret, a revoke ends it at
+/// once, and a `gates` token cannot log in at all.
+#[tokio::test]
+async fn a_phone_logs_in_with_an_approve_token_and_answers_as_it() {
+    let ts = TestServer::start().await;
+    let created = ts
+        .post(
+            "/api/v1/tokens",
+            json!({"name": "phone", "scope": "approve"}),
+        )
+        .await
+        .expect(201);
+    let secret = str_of(&created, "token").to_owned();
+    let r = send(ts.anon(Method::GET, &format!("/login?token={secret}"))).await;
+    assert_eq!(r.status.as_u16(), 303, "{r:?}");
+    assert_eq!(r.header("location"), Some("/inbox"));
+    let set = r.header("set-cookie").expect("Set-Cookie").to_owned();
+    assert!(
+        !set.contains(&secret),
+        "the cookie never carries the secret"
+    );
+    assert!(
+        set.contains("HttpOnly") && set.contains("SameSite=Strict"),
+        "{set}"
+    );
+    let cookie = set.split(';').next().unwrap().trim().to_owned();
+    let with = |method: Method, path: &str| ts.anon(method, path).header("cookie", &cookie);
+
+    // Its scope, not the browser's: it reads and answers, it does not configure.
+    send(with(Method::GET, "/api/v1/approvals"))
+        .await
+        .expect(200);
+    send(with(Method::GET, "/api/v1/config"))
+        .await
+        .expect_error(403, "forbidden");
+    let page = send(with(Method::GET, "/inbox")).await;
+    assert_eq!(page.status.as_u16(), 200);
+
+    // An outside gate answered from the phone names the token.
+    let agent = token(&ts, "claude-hook", "gates").await;
+    let gate = open(&agent, bash("phone-1", "make deploy")).await;
+    let (sid, aid) = (str_of(&gate, "session_id"), str_of(&gate, "approval_id"));
+    let path = format!("/api/v1/sessions/{sid}/approvals/{aid}");
+    // A cross-site write with the cookie is refused.
+    send(
+        with(Method::POST, &path)
+            .header("sec-fetch-site", "cross-site")
+            .json(&json!({"decision": "approve"})),
+    )
+    .await
+    .expect_error(403, "csrf");
+    send(
+        with(Method::POST, &path)
+            .header("sec-fetch-site", "same-origin")
+            .json(&json!({"decision": "approve"})),
+    )
+    .await
+    .expect(200);
+    let answered = state(&agent, aid, 0).await;
+    assert_eq!(answered["status"], "approved");
+    assert_eq!(answered["actor"], "token:phone");
+
+    // Revoked: the phone's session ends with the next request.
+    assert_eq!(ts.delete("/api/v1/tokens/phone").await.status, 204);
+    send(with(Method::GET, "/api/v1/approvals"))
+        .await
+        .expect_error(401, "unauthorized");
+    let page = send(with(Method::GET, "/inbox")).await;
+    assert_eq!(page.status.as_u16(), 303);
+    assert_eq!(page.header("location"), Some("/login"));
+
+    // A gates token is an agent's; it cannot log in a browser. A made-up one is refused.
+    let hook_secret = agent.token.clone();
+    let r = send(ts.anon(Method::GET, &format!("/login?token={hook_secret}"))).await;
+    assert_eq!(r.status.as_u16(), 403);
+    assert!(r.header("set-cookie").is_none());
+    assert!(r.body.contains("gates scope"), "{}", r.body);
+    let r = send(ts.anon(Method::GET, "/login?token=cst_000")).await;
+    assert_eq!(r.status.as_u16(), 401);
+    assert!(r.header("set-cookie").is_none());
+}

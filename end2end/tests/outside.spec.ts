@@ -1,9 +1,10 @@
 // Outside agents in the browser: the Tokens page makes a token (its secret shown once) and
-// revokes it; an outside agent's gate (opened over the gates API with a `gates` token, as the
-// Claude Code hook does) shows as a card that reads naturally, and the person's answer in the
-// browser is what the agent's long-poll receives — an edit included.
+// revokes it; Claude Code's hook (the built binary's `countersign hook claude-code`, with a
+// `gates` token and Claude's own payload on stdin) opens a card that reads naturally, and the
+// person's answer in the browser is what the hook prints for Claude — an edit included.
+import { spawn } from 'node:child_process';
 import { APIRequestContext, expect, Page } from '@playwright/test';
-import { RunningServer } from './server';
+import { BIN, RunningServer } from './server';
 import { card, test, waitHydrated, waitLive } from './helpers';
 
 async function openTokensPage(page: Page, server: RunningServer) {
@@ -20,16 +21,6 @@ async function createToken(page: Page, name: string, scope: string): Promise<str
   const secret = await page.getByTestId('token-secret').inputValue();
   expect(secret).toMatch(/^cst_[0-9a-f]{48}$/);
   return secret;
-}
-
-/** Opens an outside gate as an agent's hook would: with its `gates` token, never the admin's. */
-async function openGate(request: APIRequestContext, server: RunningServer, secret: string, tool: object) {
-  const res = await request.post(`${server.url}/api/v1/gates`, {
-    headers: { authorization: `Bearer ${secret}` },
-    data: { source: 'claude-code', external_session: 'e2e-1', cwd: '/home/me/shop', tool },
-  });
-  expect(res.status()).toBe(201);
-  return res.json();
 }
 
 async function longPoll(request: APIRequestContext, server: RunningServer, secret: string, id: string) {
@@ -76,14 +67,43 @@ test('tokens page: create shows the secret once, the secret works, revoke stops 
   expect((await request.get(`${server.url}/api/v1/approvals`, { headers: auth })).status()).toBe(401);
 });
 
-test('an outside Bash gate answered in the browser reaches the waiting agent', async ({ page, request, server }) => {
+/** Runs `countersign hook claude-code` as Claude Code would: payload on stdin, answer on stdout. */
+function runHook(server: RunningServer, secret: string, payload: object): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(BIN, ['hook', 'claude-code', '--url', server.url, '--token', secret], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', RUST_LOG: 'warn' },
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (d) => { stdout += d.toString(); });
+  child.stderr!.on('data', (d) => { stderr += d.toString(); });
+  child.stdin!.end(JSON.stringify(payload));
+  return new Promise((ok) => child.on('exit', (code) => ok({ code, stdout, stderr })));
+}
+
+async function onlyPending(request: APIRequestContext, server: RunningServer) {
+  let found: any = null;
+  await expect.poll(async () => {
+    const res = await request.get(`${server.url}/api/v1/approvals?status=pending`, {
+      headers: { authorization: `Bearer ${server.token}` },
+    });
+    const list = await res.json();
+    found = list.length === 1 ? list[0] : null;
+    return list.length;
+  }).toBe(1);
+  return found;
+}
+
+test("Claude Code's hook waits for the card and prints the answer given in the browser", async ({ page, request, server }) => {
   await openTokensPage(page, server);
   const secret = await createToken(page, 'claude-hook', 'gates');
-  const gate = await openGate(request, server, secret, {
-    name: 'Bash',
-    input: { command: 'npm publish', description: 'Publish the package' },
+  const hook = runHook(server, secret, {
+    session_id: 'e2e-claude', cwd: '/home/me/shop', permission_mode: 'default',
+    hook_event_name: 'PreToolUse', tool_name: 'Bash', tool_use_id: 'toolu_e2e_1',
+    tool_input: { command: 'npm publish', description: 'Publish the package' },
   });
-  expect(gate.status).toBe('pending');
+  const gate = await onlyPending(request, server);
+  expect(gate.kind).toBe('external');
 
   // The sidebar lists the agent's session with its source; its page has no composer.
   const item = page.locator(`[data-testid=session-item][data-session-id="${gate.session_id}"]`);
@@ -99,29 +119,34 @@ test('an outside Bash gate answered in the browser reaches the waiting agent', a
   await expect(c.getByTestId('card-summary')).toHaveText('npm publish');
   await expect(c.getByTestId('source-badge')).toHaveText('Claude Code');
 
-  const answer = longPoll(request, server, secret, gate.approval_id);
   await c.locator('[data-action=approve]').click();
-  const state = await answer;
-  expect(state.status).toBe('approved');
-  expect(state.decision).toBe('approve');
-  expect(state.actor).toBe('browser');
-  await expect(c).toHaveAttribute('data-state', 'resolved');
-  await expect(c.getByTestId('card-outcome')).toContainText('Approved by you');
-});
-
-test('an outside edit answered with Edit gives the agent the edited input', async ({ page, request, server }) => {
-  await openTokensPage(page, server);
-  const secret = await createToken(page, 'claude-hook', 'gates');
-  const res = await request.post(`${server.url}/api/v1/gates`, {
-    headers: { authorization: `Bearer ${secret}` },
-    data: {
-      source: 'claude-code', external_session: 'e2e-2', cwd: '/home/me/shop',
-      tool: { name: 'Edit', input: { file_path: 'src/app.js', old_string: 'port = 80', new_string: 'port = 8080' } },
-      capabilities: { edit: true },
+  const out = await hook;
+  expect(out.code, out.stderr).toBe(0);
+  expect(JSON.parse(out.stdout)).toEqual({
+    hookSpecificOutput: {
+      hookEventName: 'PreToolUse',
+      permissionDecision: 'allow',
+      permissionDecisionReason: 'Approved in Countersign',
     },
   });
-  expect(res.status()).toBe(201);
-  const gate = await res.json();
+  await expect(c).toHaveAttribute('data-state', 'resolved');
+  await expect(c.getByTestId('card-outcome')).toContainText('Approved by you');
+
+  // The long-poll an agent reads names who answered: the browser.
+  const state = await longPoll(request, server, secret, gate.approval_id);
+  expect(state.status).toBe('approved');
+  expect(state.actor).toBe('browser');
+});
+
+test("an Edit answered with Edit gives Claude Code the person's input", async ({ page, request, server }) => {
+  await openTokensPage(page, server);
+  const secret = await createToken(page, 'claude-hook', 'gates');
+  const hook = runHook(server, secret, {
+    session_id: 'e2e-claude-2', cwd: '/home/me/shop', permission_mode: 'default',
+    hook_event_name: 'PreToolUse', tool_name: 'Edit', tool_use_id: 'toolu_e2e_2',
+    tool_input: { file_path: 'src/app.js', old_string: 'port = 80', new_string: 'port = 8080' },
+  });
+  const gate = await onlyPending(request, server);
 
   await page.goto(`${server.url}/sessions/${gate.session_id}`);
   await waitLive(page);
@@ -129,17 +154,17 @@ test('an outside edit answered with Edit gives the agent the edited input', asyn
   await expect(c.getByTestId('card-badge')).toHaveText('Edit');
   await expect(c.getByTestId('card-summary')).toContainText('src/app.js');
   // A file edit reads as a diff.
-  await expect(c.locator('.diff')).toContainText('port = 8080');
+  await expect(c.getByTestId('diff')).toContainText('port = 8080');
 
-  const answer = longPoll(request, server, secret, gate.approval_id);
   await c.locator('[data-action=edit]').click();
   const field = c.getByTestId('edit-input');
   await expect(field).toHaveValue('port = 8080');
   await field.fill('port = 9090');
   await c.locator('[data-action=submit-edit]').click();
-  const state = await answer;
-  expect(state.status).toBe('approved');
-  expect(state.decision).toBe('edit');
-  expect(state.updated_input).toEqual({ file_path: 'src/app.js', old_string: 'port = 80', new_string: 'port = 9090' });
+  const out = await hook;
+  expect(out.code, out.stderr).toBe(0);
+  const answer = JSON.parse(out.stdout).hookSpecificOutput;
+  expect(answer.permissionDecision).toBe('allow');
+  expect(answer.updatedInput).toEqual({ file_path: 'src/app.js', old_string: 'port = 80', new_string: 'port = 9090' });
   await expect(c.getByTestId('card-outcome')).toContainText('Approved (edited) by you');
 });

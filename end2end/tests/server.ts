@@ -17,7 +17,7 @@ export interface RunningServer {
   stop: () => Promise<void>;
 }
 
-const BIN = process.env.COUNTERSIGN_BIN || resolve(__dirname, '../../target/debug/countersign');
+export const BIN = process.env.COUNTERSIGN_BIN || resolve(__dirname, '../../target/debug/countersign');
 
 function spawnServer(args: string[]): Promise<{ child: ChildProcess; url: string }> {
   const child: ChildProcess = spawn(BIN, args, { cwd: resolve(__dirname, '../..'), stdio: ['ignore', 'pipe', 'pipe'] });

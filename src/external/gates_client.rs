@@ -101,6 +101,10 @@ pub struct GateState {
     pub url: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<String>,
+    /// Set by [`GatesClient::open`]: the server answered `200`, the gate an earlier request
+    /// with the same idempotency key opened (not on the wire).
+    #[serde(skip)]
+    pub replayed: bool,
 }
 
 impl GateState {
@@ -220,14 +224,17 @@ impl GatesClient {
             if let Some(key) = idempotency_key {
                 request = request.header("Idempotency-Key", key);
             }
-            match self.send::<GateState>(request).await {
-                Ok(state) if state.approval_id.is_empty() => {
+            match self.send_with_status::<GateState>(request).await {
+                Ok((_, state)) if state.approval_id.is_empty() => {
                     return Err(ClientError::Protocol {
                         status: 201,
                         detail: "the new gate has no approval_id".into(),
                     });
                 }
-                Ok(state) => return Ok(state),
+                Ok((status, mut state)) => {
+                    state.replayed = status == StatusCode::OK;
+                    return Ok(state);
+                }
                 Err(e) if e.is_transient() && Instant::now() + backoff < give_up => {
                     tracing::debug!("opening a gate: {e}; retrying in {backoff:?}");
                     tokio::time::sleep(backoff).await;
@@ -312,6 +319,14 @@ impl GatesClient {
         &self,
         request: RequestBuilder,
     ) -> Result<T, ClientError> {
+        self.send_with_status(request).await.map(|(_, body)| body)
+    }
+
+    /// [`Self::send`], also giving the success status (`POST /gates`: `201` new, `200` replay).
+    async fn send_with_status<T: serde::de::DeserializeOwned>(
+        &self,
+        request: RequestBuilder,
+    ) -> Result<(StatusCode, T), ClientError> {
         let unreachable = |e: reqwest::Error| ClientError::Unreachable {
             url: self.shown.clone(),
             detail: error_chain(&e),
@@ -333,10 +348,12 @@ impl GatesClient {
         } else {
             &text
         };
-        serde_json::from_str(text).map_err(|e| ClientError::Protocol {
-            status: status.as_u16(),
-            detail: format!("{e} in {}", truncate(text.trim(), 200)),
-        })
+        serde_json::from_str(text)
+            .map(|body| (status, body))
+            .map_err(|e| ClientError::Protocol {
+                status: status.as_u16(),
+                detail: format!("{e} in {}", truncate(text.trim(), 200)),
+            })
     }
 }
 

@@ -28,8 +28,12 @@ impl Verdict {
     pub fn from_state(state: &GateState) -> Verdict {
         match state.status {
             GateStatus::Approved => match state.decision {
+                // An object replaces a tool's input; a string is a decision's revised text.
                 Some(Decision::Edit) => Verdict::Allow {
-                    updated_input: state.updated_input.clone().filter(Value::is_object),
+                    updated_input: state
+                        .updated_input
+                        .clone()
+                        .filter(|v| v.is_object() || v.is_string()),
                     always: false,
                 },
                 Some(Decision::AllowAlways) => Verdict::Allow {
@@ -41,8 +45,9 @@ impl Verdict {
                     always: false,
                 },
             },
+            // The person's reason is the message, word for word: it is addressed to the agent.
             GateStatus::Denied => deny(match non_empty(&state.reason) {
-                Some(reason) => format!("Denied in Countersign: {reason}"),
+                Some(reason) => reason.to_owned(),
                 None => "Denied in Countersign.".to_owned(),
             }),
             GateStatus::Expired => {
@@ -144,7 +149,7 @@ mod tests {
             message(
                 json!({"approval_id":"a","status":"denied","decision":"deny","reason":"not on main"})
             ),
-            "Denied in Countersign: not on main"
+            "not on main"
         );
         assert_eq!(
             message(json!({"approval_id":"a","status":"denied","decision":"deny"})),

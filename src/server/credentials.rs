@@ -6,6 +6,8 @@ use http::{HeaderMap, header};
 use sha2::{Digest, Sha256};
 
 pub const COOKIE_NAME: &str = "countersign_session";
+/// How a named token's session cookie starts: `tk.<the token's hash>.<mac>`.
+const NAMED_COOKIE_PREFIX: &str = "tk.";
 
 /// The access token. Not `Serialize`, and `Debug` does not print it.
 pub struct AccessToken(String);
@@ -67,17 +69,44 @@ impl Credentials {
 
     /// Whether the session cookie is the one derived from the access token.
     pub fn cookie_ok(&self, headers: &HeaderMap) -> bool {
-        headers
-            .get_all(header::COOKIE)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(';'))
-            .filter_map(|pair| pair.trim().split_once('='))
-            .any(|(name, value)| {
-                name == COOKIE_NAME
-                    && constant_time_eq(value.as_bytes(), self.cookie_value.as_bytes())
-            })
+        session_cookies(headers)
+            .any(|value| constant_time_eq(value.as_bytes(), self.cookie_value.as_bytes()))
     }
+
+    /// The session cookie of a browser logged in with a named token: the token's stored hash
+    /// (never its secret) and a MAC keyed by the access token, so nobody can make one from
+    /// the hash alone. Revoking the token ends it, since the hash no longer finds a token.
+    pub fn named_cookie_value(&self, token_hash: &str) -> String {
+        format!("{NAMED_COOKIE_PREFIX}{token_hash}.{}", self.mac(token_hash))
+    }
+
+    /// The token hash a named token's session cookie carries, if the request has one whose MAC
+    /// holds.
+    pub fn named_cookie_hash<'h>(&self, headers: &'h HeaderMap) -> Option<&'h str> {
+        session_cookies(headers).find_map(|value| {
+            let (hash, mac) = value.strip_prefix(NAMED_COOKIE_PREFIX)?.split_once('.')?;
+            constant_time_eq(mac.as_bytes(), self.mac(hash).as_bytes()).then_some(hash)
+        })
+    }
+
+    fn mac(&self, token_hash: &str) -> String {
+        hex::encode(Sha256::digest(format!(
+            "countersign-named-cookie:{}:{token_hash}",
+            self.token.reveal()
+        )))
+    }
+}
+
+/// The values of every `countersign_session` cookie a request carries.
+fn session_cookies(headers: &HeaderMap) -> impl Iterator<Item = &str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .filter(|(name, _)| *name == COOKIE_NAME)
+        .map(|(_, value)| value)
 }
 
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
@@ -106,5 +135,28 @@ mod tests {
         assert!(auth.cookie_ok(&headers(&[("cookie", &cookie)])));
         assert!(!auth.cookie_ok(&headers(&[("cookie", "countersign_session=secret")])));
         assert!(!format!("{:?}", auth.token()).contains("secret"));
+    }
+
+    #[test]
+    fn a_named_token_cookie_needs_its_mac() {
+        let auth = Credentials::new(AccessToken::new("secret".into()));
+        let value = auth.named_cookie_value("abc123");
+        let cookie = format!("{COOKIE_NAME}={value}");
+        assert_eq!(
+            auth.named_cookie_hash(&headers(&[("cookie", &cookie)])),
+            Some("abc123")
+        );
+        // The startup cookie is not a named one, and a named one is not the startup cookie.
+        assert!(!auth.cookie_ok(&headers(&[("cookie", &cookie)])));
+        let forged = format!("{COOKIE_NAME}=tk.abc123.{}", "0".repeat(64));
+        assert_eq!(
+            auth.named_cookie_hash(&headers(&[("cookie", &forged)])),
+            None
+        );
+        let other = Credentials::new(AccessToken::new("other".into()));
+        assert_eq!(
+            other.named_cookie_hash(&headers(&[("cookie", &cookie)])),
+            None
+        );
     }
 }

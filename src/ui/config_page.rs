@@ -17,13 +17,14 @@ use crate::ui::sidebar::PageLayout;
 const TITLE: &str = "Config — Countersign";
 
 /// The sections in the order the README lists them; any other section follows.
-const SECTIONS: [&str; 6] = [
+const SECTIONS: [&str; 7] = [
     "provider",
     "approvals",
     "safety",
     "budget",
     "storage",
     "tools",
+    "notify",
 ];
 
 #[component]

@@ -12,7 +12,7 @@ fn ctx(home: &Path, cwd: &Path) -> HookContext {
     HookContext {
         home: Some(home.to_owned()),
         cwd: cwd.to_owned(),
-        ..crate::hooks::ctx("n")
+        ..crate::hooks::ctx()
     }
 }
 

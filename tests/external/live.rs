@@ -10,6 +10,7 @@ use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::TokioChildProcess;
 use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 
 use crate::common::fixture;
 use crate::support::{Api, Lab, Out, SOON, TestServer, countersign, poll_until, str_of};
@@ -135,7 +136,7 @@ async fn claude_code_hook_gets_approve_edit_deny_and_always_from_a_person() {
     assert_eq!(out["hookSpecificOutput"]["permissionDecision"], "deny");
     assert_eq!(
         out["hookSpecificOutput"]["permissionDecisionReason"],
-        "Denied in Countersign: not on main"
+        "not on main"
     );
 
     // Always allow: this call is allowed, and the rule answers the next like it at once,
@@ -210,6 +211,99 @@ async fn a_repeated_hook_call_finds_the_same_gate() {
     assert_eq!(opened, 1);
 }
 
+/// A hook process whose stderr is read as it writes: the test can see that it opened (or
+/// found) its gate and is waiting.
+struct WaitingHook {
+    child: tokio::process::Child,
+    stderr: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStderr>>,
+}
+
+impl WaitingHook {
+    async fn start(agent: &str, url: &str, token: &str, stdin: &Value) -> WaitingHook {
+        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_countersign"))
+            .args(["hook", agent, "--url", url, "--token", token])
+            .env_remove("COUNTERSIGN_TOKEN")
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let mut pipe = child.stdin.take().unwrap();
+        pipe.write_all(stdin.to_string().as_bytes()).await.unwrap();
+        drop(pipe);
+        let stderr = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+        WaitingHook { child, stderr }
+    }
+
+    /// Until it says it waits for an answer (its gate is open, pending).
+    async fn waiting(&mut self) {
+        let found = tokio::time::timeout(SOON, async {
+            while let Some(line) = self.stderr.next_line().await.unwrap() {
+                if line.contains("waiting for an answer") {
+                    return;
+                }
+            }
+            panic!("the hook ended without waiting");
+        })
+        .await;
+        assert!(found.is_ok(), "the hook did not start waiting");
+    }
+
+    async fn answer(self) -> Value {
+        let out = tokio::time::timeout(SOON, self.child.wait_with_output())
+            .await
+            .expect("the hook answered in time")
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{out:?}: {e}"))
+    }
+}
+
+#[tokio::test]
+async fn a_repeated_permission_request_shares_the_open_card_and_a_later_one_asks_anew() {
+    let ts = TestServer::start().await;
+    let token = gates_token(&ts, "claude-hook").await;
+    let mut input = fixture("claude-code/permissionrequest-bash.stdin.json");
+    input["tool_input"]["command"] = json!("make deploy");
+
+    // Two hook processes with the same request while its card is open: one card.
+    let mut first = WaitingHook::start("claude-code", &ts.base, &token, &input).await;
+    first.waiting().await;
+    let mut second = WaitingHook::start("claude-code", &ts.base, &token, &input).await;
+    second.waiting().await;
+    let gate = pending_gate(&ts).await;
+    decide(&ts, &gate, json!({"decision": "approve"})).await;
+    let allow = json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest",
+        "decision": {"behavior": "allow"}}});
+    assert_eq!(first.answer().await, allow);
+    assert_eq!(second.answer().await, allow);
+
+    // The same request after that answer is a new ask: a new card, not the old answer.
+    let third = spawn_hook("claude-code", &ts.base, &token, &input).await;
+    let again = pending_gate(&ts).await;
+    assert_ne!(again["approval_id"], gate["approval_id"]);
+    decide(
+        &ts,
+        &again,
+        json!({"decision": "deny", "reason": "not twice"}),
+    )
+    .await;
+    let out = stdout_json(&third.await.unwrap());
+    assert_eq!(
+        out["hookSpecificOutput"]["decision"]["message"],
+        "not twice"
+    );
+    let snapshot = ts
+        .get(&format!("/api/v1/sessions/{}", str_of(&gate, "session_id")))
+        .await
+        .expect(200);
+    let opened =
+        crate::support::of_type(&crate::support::events(&snapshot), "approval_request").len();
+    assert_eq!(opened, 2, "one card per ask");
+}
+
 #[tokio::test]
 async fn codex_hook_allows_and_denies_with_the_persons_message() {
     let ts = TestServer::start().await;
@@ -282,8 +376,7 @@ async fn a_hook_waiting_across_a_server_crash_gets_its_answer_after_the_restart(
     let out = hook.await.unwrap();
     let answer = stdout_json(&out);
     assert_eq!(
-        answer["hookSpecificOutput"]["permissionDecisionReason"],
-        "Denied in Countersign: plan it first",
+        answer["hookSpecificOutput"]["permissionDecisionReason"], "plan it first",
         "stderr: {}",
         out.stderr
     );
@@ -348,10 +441,7 @@ async fn mcp_over_stdio_asks_the_real_server_and_returns_the_answer() {
     let text = &result.content[0].as_text().unwrap().text;
     let answer: Value = serde_json::from_str(text).unwrap();
     assert_eq!(answer["behavior"], "deny");
-    assert_eq!(
-        answer["message"],
-        "Denied in Countersign: use the staging db"
-    );
+    assert_eq!(answer["message"], "use the staging db");
 
     // request_approval: a decision card, approved.
     let call = {
@@ -371,7 +461,34 @@ async fn mcp_over_stdio_asks_the_real_server_and_returns_the_answer() {
     let (result, ()) = tokio::join!(call, decide_it);
     let text = result.unwrap().content[0].as_text().unwrap().text.clone();
     let answer: Value = serde_json::from_str(&text).unwrap();
-    assert_eq!(answer["approved"], true, "{answer}");
+    assert_eq!(answer, json!({"approved": true}));
+
+    // Edit on a decision card revises its text; the host gets it as `revised`.
+    let call = {
+        let params = CallToolRequestParams::new("request_approval").with_arguments(
+            json!({"title": "Ship 2.0 tonight?"})
+                .as_object()
+                .unwrap()
+                .clone(),
+        );
+        client.call_tool(params)
+    };
+    let decide_it = async {
+        let gate = pending_gate(&ts).await;
+        decide(
+            &ts,
+            &gate,
+            json!({"decision": "edit", "edits": "Ship 2.0 tomorrow morning"}),
+        )
+        .await;
+    };
+    let (result, ()) = tokio::join!(call, decide_it);
+    let text = result.unwrap().content[0].as_text().unwrap().text.clone();
+    let answer: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        answer,
+        json!({"approved": true, "revised": "Ship 2.0 tomorrow morning"})
+    );
     client.cancel().await.unwrap();
 }
 

@@ -259,7 +259,7 @@ async fn asked_opens_a_gate_and_the_answer_goes_back_once() {
         opencode.replies()[2],
         (
             id3,
-            json!({"reply": "reject", "message": "Denied in Countersign: use a new file"}),
+            json!({"reply": "reject", "message": "use a new file"}),
             200
         )
     );

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::external::gates_client::{Capabilities, GateTool, OpenGate};
-use crate::external::hook::{GateHookArgs, HookContext, HookOutcome, decide, parse_input};
+use crate::external::hook::{GateHookArgs, GateKey, HookContext, HookOutcome, decide, parse_input};
 use crate::external::key::{canonical_json, idempotency_key};
 use crate::external::verdict::Verdict;
 
@@ -52,11 +52,11 @@ impl ClaudeEvent {
 
 /// Runs the hook: parse, open a gate, wait, answer.
 pub async fn answer(flags: &GateHookArgs, stdin: &[u8], ctx: &HookContext) -> HookOutcome {
-    let input: ClaudeHookInput = match parse_input(stdin, "Claude Code") {
+    let input: ClaudeHookInput = match parse_input(stdin, "Claude Code", ctx) {
         Ok(input) => input,
         Err(outcome) => return outcome,
     };
-    let mut out = HookOutcome::default();
+    let mut out = HookOutcome::new(ctx);
     let Some(event) = ClaudeEvent::parse(&input.hook_event_name) else {
         out.say(format!(
             "`{}` is not a permission hook (use PermissionRequest or PreToolUse); no decision",
@@ -65,7 +65,7 @@ pub async fn answer(flags: &GateHookArgs, stdin: &[u8], ctx: &HookContext) -> Ho
         return out;
     };
     let gate = open_gate(&input, ctx, flags.timeout);
-    let key = key(&input, event, &ctx.nonce);
+    let key = key(&input, event);
     if let Some(verdict) = decide(flags, &gate, &key, ctx, &mut out).await {
         out.stdout = render(event, &verdict, &input).to_string();
     }
@@ -97,23 +97,25 @@ pub fn open_gate(input: &ClaudeHookInput, ctx: &HookContext, timeout_secs: u64) 
     }
 }
 
-/// PreToolUse names the tool use, so the key is the session and that id: a re-run of the same
-/// hook finds the same gate. PermissionRequest has no id, and the same command asked again later
-/// must not reuse an old answer, so its key also carries this process's nonce: it protects the
-/// hook's own retries only.
-pub fn key(input: &ClaudeHookInput, event: ClaudeEvent, nonce: &str) -> String {
+/// The key of this call: the session and the tool use when the hook names it (a re-run of
+/// the same hook finds the same gate, answered or not), else a hash of the request, which
+/// finds the same gate only while it is pending (see [`decide`]).
+pub fn key(input: &ClaudeHookInput, event: ClaudeEvent) -> GateKey {
     match (event, input.tool_use_id.as_deref()) {
-        (ClaudeEvent::PreToolUse, Some(tool_use_id)) if !tool_use_id.is_empty() => {
-            idempotency_key(&[SOURCE, &input.session_id, tool_use_id])
-        }
-        _ => idempotency_key(&[
-            SOURCE,
-            &input.session_id,
-            input.prompt_id.as_deref().unwrap_or(""),
-            &input.tool_name,
-            &canonical_json(&input.tool_input),
-            nonce,
-        ]),
+        (ClaudeEvent::PreToolUse, Some(tool_use_id)) if !tool_use_id.is_empty() => GateKey {
+            key: idempotency_key(&[SOURCE, &input.session_id, tool_use_id]),
+            names_one_call: true,
+        },
+        _ => GateKey {
+            key: idempotency_key(&[
+                SOURCE,
+                &input.session_id,
+                input.prompt_id.as_deref().unwrap_or(""),
+                &input.tool_name,
+                &canonical_json(&input.tool_input),
+            ]),
+            names_one_call: false,
+        },
     }
 }
 
@@ -165,12 +167,12 @@ fn pre_tool_use(verdict: &Verdict) -> PreToolUseOutput {
             always,
         } => PreToolUseOutput {
             permission_decision: "allow",
-            permission_decision_reason: match (updated_input, always) {
+            permission_decision_reason: match (tool_input(updated_input), always) {
                 (Some(_), _) => "Approved with edits in Countersign".into(),
                 (None, true) => "Approved in Countersign; a rule now allows calls like this".into(),
                 (None, false) => "Approved in Countersign".into(),
             },
-            updated_input: updated_input.clone(),
+            updated_input: tool_input(updated_input),
         },
         Verdict::Deny { message } => PreToolUseOutput {
             permission_decision: "deny",
@@ -186,7 +188,7 @@ fn permission_decision(verdict: &Verdict, suggestions: Option<&[Value]>) -> Perm
             updated_input,
             always,
         } => PermissionDecision::Allow {
-            updated_input: updated_input.clone(),
+            updated_input: tool_input(updated_input),
             updated_permissions: always
                 .then(|| suggestion(suggestions.unwrap_or_default()))
                 .flatten()
@@ -198,12 +200,17 @@ fn permission_decision(verdict: &Verdict, suggestions: Option<&[Value]>) -> Perm
     }
 }
 
-/// The "always allow" option to echo: an `addRules` suggestion that allows, else the first one.
-/// Echoing one is the same as the person picking it in Claude Code's dialog; none is invented.
+/// The "always allow" option to echo: the `addRules` suggestion that allows, as the person's
+/// Allow always in Countersign means. Another kind (a mode change, a directory) is not what
+/// they chose, so none is echoed then; none is ever invented.
 pub fn suggestion(suggestions: &[Value]) -> Option<Value> {
     suggestions
         .iter()
         .find(|s| s["type"] == "addRules" && s["behavior"] == "allow")
-        .or_else(|| suggestions.first())
         .cloned()
+}
+
+/// An edit's replacement input, when it is one (an object): Claude Code takes nothing else.
+fn tool_input(updated_input: &Option<Value>) -> Option<Value> {
+    updated_input.clone().filter(Value::is_object)
 }

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::external::gates_client::{Capabilities, GateTool, OpenGate};
-use crate::external::hook::{GateHookArgs, HookContext, HookOutcome, decide, parse_input};
+use crate::external::hook::{GateHookArgs, GateKey, HookContext, HookOutcome, decide, parse_input};
 use crate::external::key::{canonical_json, idempotency_key};
 use crate::external::verdict::Verdict;
 
@@ -30,11 +30,11 @@ pub struct CodexHookInput {
 
 /// Runs the hook: parse, open a gate, wait, answer.
 pub async fn answer(flags: &GateHookArgs, stdin: &[u8], ctx: &HookContext) -> HookOutcome {
-    let input: CodexHookInput = match parse_input(stdin, "Codex") {
+    let input: CodexHookInput = match parse_input(stdin, "Codex", ctx) {
         Ok(input) => input,
         Err(outcome) => return outcome,
     };
-    let mut out = HookOutcome::default();
+    let mut out = HookOutcome::new(ctx);
     if input.hook_event_name != EVENT {
         out.say(format!(
             "`{}` is not Codex's PermissionRequest hook; no decision",
@@ -43,7 +43,7 @@ pub async fn answer(flags: &GateHookArgs, stdin: &[u8], ctx: &HookContext) -> Ho
         return out;
     }
     let gate = open_gate(&input, ctx, flags.timeout);
-    let key = key(&input, &ctx.nonce);
+    let key = key(&input);
     if let Some(verdict) = decide(flags, &gate, &key, ctx, &mut out).await {
         out.stdout = render(&verdict).to_string();
     }
@@ -75,17 +75,19 @@ pub fn open_gate(input: &CodexHookInput, ctx: &HookContext, timeout_secs: u64) -
     }
 }
 
-/// Codex gives no tool-use id, so (as for Claude Code's PermissionRequest) the key includes the
-/// process nonce and protects only this hook's own retries.
-pub fn key(input: &CodexHookInput, nonce: &str) -> String {
-    idempotency_key(&[
-        SOURCE,
-        &input.session_id,
-        input.turn_id.as_deref().unwrap_or(""),
-        &input.tool_name,
-        &canonical_json(&input.tool_input),
-        nonce,
-    ])
+/// Codex gives no tool-use id, so (as for Claude Code's PermissionRequest) the key is a hash
+/// of the request: it finds the same gate while it is pending (see [`decide`]).
+pub fn key(input: &CodexHookInput) -> GateKey {
+    GateKey {
+        key: idempotency_key(&[
+            SOURCE,
+            &input.session_id,
+            input.turn_id.as_deref().unwrap_or(""),
+            &input.tool_name,
+            &canonical_json(&input.tool_input),
+        ]),
+        names_one_call: false,
+    }
 }
 
 /// Codex's `PermissionRequestCommandOutputWire`, and nothing more.

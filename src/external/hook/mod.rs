@@ -16,12 +16,18 @@ use tokio::io::AsyncReadExt;
 use tokio::time::Instant;
 
 use crate::external::gates_client::{ClientError, DEFAULT_OPEN_BUDGET, GatesClient, OpenGate};
+use crate::external::key::idempotency_key;
 use crate::external::remote::CountersignRemote;
 use crate::external::verdict::Verdict;
 use crate::text::error_chain;
 
-/// How long a hook waits for an answer by default (Countersign's default gate window).
+/// The agent's hook timeout by default (Countersign's default gate window).
 pub const DEFAULT_TIMEOUT_SECS: u64 = 1800;
+/// How long before the agent's hook timeout the hook gives up and answers: the agent drops an
+/// answer that comes after it, and cancelling the gate takes a moment.
+const ANSWER_MARGIN: Duration = Duration::from_secs(10);
+/// How many earlier asks of the same call a hook walks past before asking anew.
+const MAX_ASKED_BEFORE: usize = 50;
 /// The `why` sent when the hook's own deadline cancels its gate.
 const WHY_TIMEOUT: &str = "timeout";
 
@@ -47,8 +53,8 @@ pub enum HookCommand {
 pub struct GateHookArgs {
     #[command(flatten)]
     pub remote: CountersignRemote,
-    /// Seconds to wait for an answer; the hook denies before this passes. Keep it below the
-    /// agent's own hook timeout.
+    /// The agent's timeout for this hook, in seconds: the hook answers (a deny, if nobody
+    /// has) 10 s before it passes.
     #[arg(long, default_value_t = DEFAULT_TIMEOUT_SECS)]
     pub timeout: u64,
 }
@@ -61,11 +67,11 @@ pub struct HookContext {
     /// The directory the hook runs in (default for `install claude-code`; a payload without
     /// `cwd`).
     pub cwd: PathBuf,
-    /// Random once per process: keys of requests without a tool-use id protect only this
-    /// process's own retries (see [`claude_code`]).
-    pub nonce: String,
     /// How long opening a gate retries an unreachable Countersign.
     pub open_budget: Duration,
+    /// Write stderr lines as they are said (the real process: "waiting for an answer: <url>"
+    /// shows while it waits), not only in [`HookOutcome::stderr`] at the end.
+    pub live_stderr: bool,
 }
 
 impl HookContext {
@@ -76,8 +82,8 @@ impl HookContext {
                 .filter(|h| !h.is_empty())
                 .map(PathBuf::from),
             cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
-            nonce: uuid::Uuid::new_v4().to_string(),
             open_budget: DEFAULT_OPEN_BUDGET,
+            live_stderr: true,
         }
     }
 }
@@ -88,10 +94,23 @@ pub struct HookOutcome {
     pub stdout: String,
     pub stderr: String,
     pub code: u8,
+    /// Lines were already written to the process's stderr as they were said.
+    live: bool,
 }
 
 impl HookOutcome {
+    /// An outcome that writes its stderr lines at once when the context says so.
+    fn new(ctx: &HookContext) -> HookOutcome {
+        HookOutcome {
+            live: ctx.live_stderr,
+            ..HookOutcome::default()
+        }
+    }
+
     fn say(&mut self, line: impl AsRef<str>) {
+        if self.live {
+            eprintln!("countersign: {}", line.as_ref());
+        }
         self.stderr.push_str("countersign: ");
         self.stderr.push_str(line.as_ref());
         self.stderr.push('\n');
@@ -115,8 +134,9 @@ pub async fn run(args: HookArgs) -> ExitCode {
         HookCommand::ClaudeCode(_) | HookCommand::Codex(_)
     ) && let Err(e) = tokio::io::stdin().read_to_end(&mut stdin).await
     {
-        eprintln!("countersign: cannot read the hook's input: {e}");
-        return ExitCode::from(1);
+        // No decision: the agent asks in its own prompt.
+        eprintln!("countersign: cannot read the hook's input: {e}; no decision");
+        return ExitCode::SUCCESS;
     }
     let outcome = run_with(args, &stdin, &HookContext::from_env()).await;
     let mut out = std::io::stdout().lock();
@@ -124,7 +144,9 @@ pub async fn run(args: HookArgs) -> ExitCode {
     let _ = out
         .write_all(outcome.stdout.as_bytes())
         .and_then(|()| out.flush());
-    eprint!("{}", outcome.stderr);
+    if !outcome.live {
+        eprint!("{}", outcome.stderr);
+    }
     ExitCode::from(outcome.code)
 }
 
@@ -137,16 +159,36 @@ pub async fn run_with(args: HookArgs, stdin: &[u8], ctx: &HookContext) -> HookOu
     }
 }
 
+/// The idempotency key of one hook call.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GateKey {
+    pub key: String,
+    /// The key names one tool use (Claude Code's `tool_use_id`): a gate already answered under
+    /// it answered this very call. Otherwise the key is a hash of the request, which the agent
+    /// may make again later, and an answered gate under it was an earlier ask (see [`decide`]).
+    pub names_one_call: bool,
+}
+
 /// Opens the gate and waits for its verdict. `None` means "no decision": Countersign could not
 /// be asked (or stopped answering), so the agent falls back to its own prompt.
+///
+/// A repeated hook call with the same request finds the same gate while it is pending (a
+/// retry, or the hook restarted). If the gate under a request-hash key was already answered,
+/// that answer was for an earlier ask of the same call and is not reused: the hook asks anew,
+/// under a key chained to the answered gate, so concurrent retries of this ask still share
+/// one gate.
 pub(crate) async fn decide(
     flags: &GateHookArgs,
     gate: &OpenGate,
-    key: &str,
+    key: &GateKey,
     ctx: &HookContext,
     out: &mut HookOutcome,
 ) -> Option<Verdict> {
-    let deadline = Instant::now() + Duration::from_secs(flags.timeout);
+    let timeout = Duration::from_secs(flags.timeout);
+    let wait_for = timeout
+        .saturating_sub(ANSWER_MARGIN)
+        .max(Duration::from_secs(1));
+    let deadline = Instant::now() + wait_for;
     let client = match flags.remote.client() {
         Ok(client) => client.with_open_budget(ctx.open_budget),
         Err(e) => {
@@ -154,15 +196,25 @@ pub(crate) async fn decide(
             return None;
         }
     };
-    let opened = match client.open(gate, Some(key)).await {
-        Ok(state) => state,
-        Err(e) => {
-            out.say(format!(
-                "{}; leaving this to the agent's own prompt",
-                error_chain(&e)
-            ));
-            return None;
+    let mut key_now = key.key.clone();
+    let mut asked_before = 0;
+    let opened = loop {
+        let opened = match client.open(gate, Some(&key_now)).await {
+            Ok(state) => state,
+            Err(e) => {
+                out.say(format!(
+                    "{}; leaving this to the agent's own prompt",
+                    error_chain(&e)
+                ));
+                return None;
+            }
+        };
+        let earlier_ask = opened.replayed && opened.is_resolved() && !key.names_one_call;
+        if !earlier_ask || asked_before == MAX_ASKED_BEFORE {
+            break opened;
         }
+        asked_before += 1;
+        key_now = idempotency_key(&[&key_now, &opened.approval_id]);
     };
     if opened.is_resolved() {
         return Some(Verdict::from_state(&opened));
@@ -170,7 +222,14 @@ pub(crate) async fn decide(
     if let Some(url) = &opened.url {
         out.say(format!("waiting for an answer: {url}"));
     }
-    wait(&client, &opened.approval_id, deadline, flags.timeout, out).await
+    wait(
+        &client,
+        &opened.approval_id,
+        deadline,
+        wait_for.as_secs(),
+        out,
+    )
+    .await
 }
 
 async fn wait(
@@ -203,10 +262,14 @@ async fn wait(
 pub(crate) fn parse_input<T: serde::de::DeserializeOwned>(
     stdin: &[u8],
     agent: &str,
+    ctx: &HookContext,
 ) -> Result<T, HookOutcome> {
+    // No decision, exit 0: the agent asks in its own prompt, as when Countersign is away.
     serde_json::from_slice(stdin).map_err(|e| {
-        HookOutcome::failed(format!(
-            "the {agent} hook input on stdin is not what was expected: {e}"
-        ))
+        let mut outcome = HookOutcome::new(ctx);
+        outcome.say(format!(
+            "the {agent} hook input on stdin is not what was expected ({e}); no decision"
+        ));
+        outcome
     })
 }

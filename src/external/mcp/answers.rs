@@ -86,11 +86,11 @@ mod tests {
     #[test]
     fn request_approval_answers() {
         let deny = Verdict::Deny {
-            message: "Denied in Countersign: no".into(),
+            message: "no".into(),
         };
         assert_eq!(
             parsed(&request_approval_text(&deny)),
-            json!({"approved": false, "reason": "Denied in Countersign: no"})
+            json!({"approved": false, "reason": "no"})
         );
         let edit = Verdict::Allow {
             updated_input: Some(json!({"title": "Deploy", "details_markdown": "v2 only"})),

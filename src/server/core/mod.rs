@@ -12,7 +12,7 @@ mod tokens;
 pub use decisions::{Answer, DecisionRequest, RuleChoice, RuleRequest};
 pub use error::Error;
 pub use external::MAX_WAIT_SECS;
-pub use tokens::TokenUse;
+pub use tokens::{TokenUse, secret_hash};
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -154,7 +154,13 @@ impl Core {
 
     /// Who presents this secret, if it is a named token's.
     pub async fn token_principal(&self, secret: &str) -> Result<Option<Principal>, Error> {
-        let Some(row) = self.hub.store().token_by_hash(&secret_hash(secret)).await? else {
+        self.token_principal_by_hash(&secret_hash(secret)).await
+    }
+
+    /// [`Self::token_principal`] from the secret's hash (what a named token's browser cookie
+    /// carries): `None` once the token is revoked.
+    pub async fn token_principal_by_hash(&self, hash: &str) -> Result<Option<Principal>, Error> {
+        let Some(row) = self.hub.store().token_by_hash(hash).await? else {
             return Ok(None);
         };
         let Some(scope) = Scope::parse(&row.scope) else {

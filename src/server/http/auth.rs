@@ -69,6 +69,20 @@ pub async fn require_auth(State(state): State<AppState>, mut req: Request, next:
             return ApiError::Csrf.into_response();
         }
         Principal::Browser
+    } else if let Some(hash) = credentials.named_cookie_hash(headers) {
+        // A browser logged in with a named token (a phone with an `approve` token): the token
+        // is the principal, looked up each time so a revoke ends the session at once.
+        if is_state_changing(req.method()) && !same_origin(headers) {
+            return ApiError::Csrf.into_response();
+        }
+        match state.core.token_principal_by_hash(hash).await {
+            Ok(Some(principal)) => principal,
+            Ok(None) if req.uri().path().starts_with("/api/") => {
+                return ApiError::Unauthorized.into_response();
+            }
+            Ok(None) => return Redirect::to("/login").into_response(),
+            Err(err) => return ApiError::Core(err).into_response(),
+        }
     } else {
         let path = req.uri().path();
         if path.starts_with("/api/") || req.method() != Method::GET {
@@ -103,25 +117,40 @@ pub struct LoginQuery {
 }
 
 /// `/login?token=…` sets the cookie and goes home; without a valid token, a small login page.
+/// The startup token logs in as `browser`; a named `admin` or `approve` token logs in as
+/// itself (its scope applies, and it lands on the Inbox); a `gates` token cannot log in.
 pub async fn login(State(state): State<AppState>, Query(query): Query<LoginQuery>) -> Response {
     let credentials = &state.credentials;
-    match query.token.as_deref().map(str::trim) {
-        Some(token) if credentials.token_matches(token) => {
-            let cookie = format!(
-                "{COOKIE_NAME}={}; HttpOnly; SameSite=Strict; Path=/; Max-Age=31536000",
-                credentials.cookie_value()
-            );
-            ([(header::SET_COOKIE, cookie)], Redirect::to("/")).into_response()
-        }
-        Some(_) => (
-            StatusCode::UNAUTHORIZED,
-            login_page(Some(
-                "That token is not valid. Use the login URL the server printed.",
-            )),
-        )
-            .into_response(),
-        None => login_page(None).into_response(),
+    let Some(token) = query.token.as_deref().map(str::trim) else {
+        return login_page(None).into_response();
+    };
+    if credentials.token_matches(token) {
+        return logged_in(credentials.cookie_value(), "/");
     }
+    let refused = |status, why: &str| (status, login_page(Some(why))).into_response();
+    match state.core.token_principal(token).await {
+        Ok(Some(Principal::Token { scope, .. })) if scope.decides() => {
+            let hash = crate::server::core::secret_hash(token);
+            logged_in(&credentials.named_cookie_value(&hash), "/inbox")
+        }
+        Ok(Some(_)) => refused(
+            StatusCode::FORBIDDEN,
+            "That token has the gates scope: it is for an agent's hook and cannot log in. Use an approve or admin token.",
+        ),
+        Ok(None) => refused(
+            StatusCode::UNAUTHORIZED,
+            "That token is not valid. Use the login URL the server printed, or a named token.",
+        ),
+        Err(err) => ApiError::Core(err).into_response(),
+    }
+}
+
+/// Sets the session cookie and goes to `to`.
+fn logged_in(cookie_value: &str, to: &str) -> Response {
+    let cookie = format!(
+        "{COOKIE_NAME}={cookie_value}; HttpOnly; SameSite=Strict; Path=/; Max-Age=31536000"
+    );
+    ([(header::SET_COOKIE, cookie)], Redirect::to(to)).into_response()
 }
 
 fn login_page(problem: Option<&str>) -> Html<String> {

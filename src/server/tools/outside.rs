@@ -13,7 +13,7 @@ use super::{Subject, SubjectKind};
 use crate::protocol::ToolClass;
 
 /// Tools that only read or look things up.
-const READ: [&str; 14] = [
+const READ: [&str; 17] = [
     "read",
     "glob",
     "grep",
@@ -28,6 +28,9 @@ const READ: [&str; 14] = [
     "list_files",
     "search",
     "view_image",
+    "list_dir",
+    "grep_files",
+    "codesearch",
 ];
 
 /// Tools that change files.
