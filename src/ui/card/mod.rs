@@ -59,13 +59,6 @@ fn external_title(request: &ApprovalRequestBody) -> Option<String> {
         .then(|| request.title.clone())
 }
 
-/// Whether Edit revises text rather than arguments: decision cards, and an outside agent's
-/// `request_approval`.
-pub fn edits_text(request: &ApprovalRequestBody) -> bool {
-    request.kind == GateKind::Decision
-        || (request.kind == GateKind::External && request.class == ToolClass::Decision)
-}
-
 /// `HH:MM UTC` of a time.
 fn clock(at: &Timestamp) -> String {
     let hm = at.clock();

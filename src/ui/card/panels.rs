@@ -6,9 +6,15 @@ use leptos::ev::KeyboardEvent;
 use leptos::prelude::*;
 use serde_json::{Map, Value};
 
-use super::edits_text;
-use crate::protocol::{ApprovalRequestBody, DecisionInput};
+use crate::protocol::{ApprovalRequestBody, DecisionInput, GateKind, ToolClass};
 use crate::ui::browser;
+
+/// Whether Edit revises text rather than arguments: decision cards, and an outside agent's
+/// `request_approval`.
+fn edits_text(request: &ApprovalRequestBody) -> bool {
+    request.kind == GateKind::Decision
+        || (request.kind == GateKind::External && request.class == ToolClass::Decision)
+}
 
 /// Which inline panel is open.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
