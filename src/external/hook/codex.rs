@@ -5,8 +5,10 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::external::gates_client::{Capabilities, GateTool, OpenGate};
-use crate::external::hook::{GateHookArgs, GateKey, HookContext, HookOutcome, decide, parse_input};
+use crate::external::gates_client::OpenGate;
+use crate::external::hook::{
+    GateHookArgs, GateKey, HookContext, HookOutcome, decide, hook_gate, parse_input,
+};
 use crate::external::key::{canonical_json, idempotency_key};
 use crate::external::verdict::Verdict;
 
@@ -52,27 +54,16 @@ pub async fn answer(flags: &GateHookArgs, stdin: &[u8], ctx: &HookContext) -> Ho
 
 /// The gate for this request: no edit, since Codex cannot take edited input.
 pub fn open_gate(input: &CodexHookInput, ctx: &HookContext, timeout_secs: u64) -> OpenGate {
-    OpenGate {
-        source: SOURCE.into(),
-        external_session: input.session_id.clone(),
-        cwd: if input.cwd.is_empty() {
-            ctx.cwd.display().to_string()
-        } else {
-            input.cwd.clone()
-        },
-        tool: GateTool {
-            name: input.tool_name.clone(),
-            input: input.tool_input.clone(),
-        },
-        title: None,
-        reason: None,
-        capabilities: Capabilities {
-            edit: false,
-            always: true,
-            deny_reason: true,
-        },
-        timeout_secs: Some(timeout_secs),
-    }
+    let tool = (input.tool_name.as_str(), &input.tool_input);
+    hook_gate(
+        SOURCE,
+        &input.session_id,
+        &input.cwd,
+        tool,
+        false,
+        ctx,
+        timeout_secs,
+    )
 }
 
 /// Codex gives no tool-use id, so (as for Claude Code's PermissionRequest) the key is a hash

@@ -15,7 +15,9 @@ use clap::{Args, Subcommand};
 use tokio::io::AsyncReadExt;
 use tokio::time::Instant;
 
-use crate::external::gates_client::{ClientError, DEFAULT_OPEN_BUDGET, GatesClient, OpenGate};
+use crate::external::gates_client::{
+    Capabilities, ClientError, DEFAULT_OPEN_BUDGET, GateTool, GatesClient, OpenGate,
+};
 use crate::external::key::idempotency_key;
 use crate::external::remote::CountersignRemote;
 use crate::external::verdict::Verdict;
@@ -156,6 +158,40 @@ pub async fn run_with(args: HookArgs, stdin: &[u8], ctx: &HookContext) -> HookOu
         HookCommand::ClaudeCode(flags) => claude_code::answer(&flags, stdin, ctx).await,
         HookCommand::Codex(flags) => codex::answer(&flags, stdin, ctx).await,
         HookCommand::Install(install) => install::install(&install, ctx),
+    }
+}
+
+/// The gate a hook opens for the agent's `tool_name` and `tool_input`; `cwd` falls back to the
+/// hook's own directory. `edit`: whether the agent can run an edited input.
+pub(crate) fn hook_gate(
+    source: &str,
+    session_id: &str,
+    cwd: &str,
+    tool: (&str, &serde_json::Value),
+    edit: bool,
+    ctx: &HookContext,
+    timeout_secs: u64,
+) -> OpenGate {
+    OpenGate {
+        source: source.into(),
+        external_session: session_id.to_owned(),
+        cwd: if cwd.is_empty() {
+            ctx.cwd.display().to_string()
+        } else {
+            cwd.to_owned()
+        },
+        tool: GateTool {
+            name: tool.0.to_owned(),
+            input: tool.1.clone(),
+        },
+        title: None,
+        reason: None,
+        capabilities: Capabilities {
+            edit,
+            always: true,
+            deny_reason: true,
+        },
+        timeout_secs: Some(timeout_secs),
     }
 }
 

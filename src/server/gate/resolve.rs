@@ -19,20 +19,7 @@ pub async fn commit(
     resolution: Resolution,
     new_rule: Option<Rule>,
 ) -> Result<Resolution, StoreError> {
-    let event = NewEvent::new(
-        Some(&request.turn_id),
-        EventBody::ApprovalResolved(resolution.clone()),
-    );
-    let commit = Commit {
-        gate: Some(GateChange::Resolve {
-            resolution: resolution.clone(),
-            new_rule,
-        }),
-        ..Commit::default()
-    };
-    hub.commit(session_id, vec![event], commit, || ()).await?;
-    hub.wake(session_id, resolution.clone());
-    Ok(resolution)
+    commit_with(hub, session_id, request, resolution, new_rule, None).await
 }
 
 /// Commits a resolution the policy gave at once; a standing rule that answered has its use
@@ -44,6 +31,18 @@ pub async fn commit_rule_use(
     resolution: Resolution,
     rule_used: Option<String>,
 ) -> Result<Resolution, StoreError> {
+    commit_with(hub, session_id, request, resolution, None, rule_used).await
+}
+
+/// The compare-and-set with what commits beside it, then the wake-up.
+async fn commit_with(
+    hub: &Hub,
+    session_id: &str,
+    request: &ApprovalRequest,
+    resolution: Resolution,
+    new_rule: Option<Rule>,
+    rule_used: Option<String>,
+) -> Result<Resolution, StoreError> {
     let event = NewEvent::new(
         Some(&request.turn_id),
         EventBody::ApprovalResolved(resolution.clone()),
@@ -51,7 +50,7 @@ pub async fn commit_rule_use(
     let commit = Commit {
         gate: Some(GateChange::Resolve {
             resolution: resolution.clone(),
-            new_rule: None,
+            new_rule,
         }),
         rule_used,
         ..Commit::default()
