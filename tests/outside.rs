@@ -294,6 +294,15 @@ async fn a_gate_is_a_card_and_its_answer_comes_back_in_the_long_poll() {
         sorted_strs(&card["allowed_decisions"]),
         sorted(&["approve", "edit", "deny", "allow_always"])
     );
+    // The audit names the token that opened it, not the built-in agent.
+    let opened_entries = ts
+        .get(&format!("/api/v1/audit?action=gate_opened&subject={aid}"))
+        .await
+        .expect(200);
+    assert_eq!(
+        opened_entries[0]["actor"], "token:claude",
+        "{opened_entries}"
+    );
 
     // Not answered yet: the poll comes back pending after its wait.
     assert_eq!(state(&agent, &aid, 0).await["status"], "pending");

@@ -38,13 +38,19 @@ pub fn resolver(resolution: &Resolution) -> String {
     }
 }
 
-/// The audit entries a commit's events call for.
-pub fn drafts_for(session_id: &str, events: &[Event], new_rule: Option<&Rule>) -> Vec<AuditDraft> {
+/// The audit entries a commit's events call for. `gate_opener`: the credential that opened an
+/// outside agent's gate in this commit (the built-in agent's gates are opened by `agent`).
+pub fn drafts_for(
+    session_id: &str,
+    events: &[Event],
+    new_rule: Option<&Rule>,
+    gate_opener: Option<&str>,
+) -> Vec<AuditDraft> {
     let mut drafts = Vec::new();
     for event in events {
         match &event.body {
             EventBody::ApprovalRequest(request) => drafts.push(AuditDraft {
-                actor: "agent".into(),
+                actor: gate_opener.unwrap_or("agent").into(),
                 action: "gate_opened",
                 subject: request.approval_id.clone(),
                 detail: json!({

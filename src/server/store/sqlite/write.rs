@@ -135,7 +135,11 @@ fn append_in(
         Some(GateChange::Resolve { new_rule, .. }) => new_rule.as_ref(),
         _ => None,
     };
-    chain_audit(conn, audit::drafts_for(session_id, &stored, new_rule))?;
+    let gate_opener = commit.external.as_ref().map(|e| e.opened_by.as_str());
+    chain_audit(
+        conn,
+        audit::drafts_for(session_id, &stored, new_rule, gate_opener),
+    )?;
     Ok(stored)
 }
 
