@@ -101,3 +101,36 @@ ensure_e2e_deps() {
     (cd end2end && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --silent)
   fi
 }
+
+# A throwaway PostgreSQL cluster for the tests, on a free loopback port, stopped and removed
+# when the calling script exits; installs Debian's postgresql when missing. Exports
+# COUNTERSIGN_TEST_POSTGRES_URL (the store suite runs on it). initdb refuses root, so as root
+# the cluster runs as the `postgres` user the package creates.
+start_test_postgres() {
+  local bindir dir port tries
+  bindir="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1 || true)"
+  if [ -z "$bindir" ]; then
+    say "installing postgresql"
+    apt_install postgresql
+    bindir="$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)"
+  fi
+  dir="$(mktemp -d /tmp/countersign-pg.XXXXXX)"
+  PG_AS=()
+  if [ "$(id -u)" = 0 ]; then chown postgres "$dir"; PG_AS=(runuser -u postgres --); fi
+  "${PG_AS[@]}" "$bindir/initdb" -D "$dir/data" -A trust -U postgres --no-sync >/dev/null
+  for tries in 1 2 3 4 5; do
+    port=$(( 20000 + RANDOM % 40000 ))
+    if "${PG_AS[@]}" "$bindir/pg_ctl" -D "$dir/data" -l "$dir/log" -w -t 30 \
+        -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off" start >/dev/null; then
+      PG_STOP="${PG_AS[*]} $bindir/pg_ctl -D $dir/data -m immediate stop"
+      # shellcheck disable=SC2064
+      trap "$PG_STOP >/dev/null 2>&1; rm -rf '$dir'" EXIT
+      export COUNTERSIGN_TEST_POSTGRES_URL="postgres://postgres@127.0.0.1:$port/postgres"
+      say "PostgreSQL for the tests on 127.0.0.1:$port"
+      return 0
+    fi
+  done
+  echo "could not start a PostgreSQL cluster for the tests; its log:" >&2
+  cat "$dir/log" >&2 || true
+  return 1
+}

@@ -1,8 +1,12 @@
 //! Persistence behind one trait: sessions and their append-only event logs.
 //!
-//! SQLite is the default (`sqlite/`); the trait is what lets PostgreSQL follow for
-//! several instances. Everything above this module talks to `dyn Store` only.
+//! SQLite is the default (`sqlite/`); PostgreSQL (`postgres/`) is its sibling behind the same
+//! trait, for several instances on one database. Everything above this module talks to
+//! `dyn Store` only.
 
+#[cfg(test)]
+pub mod conformance;
+pub mod postgres;
 pub mod sqlite;
 
 use async_trait::async_trait;
@@ -135,7 +139,7 @@ pub enum StoreError {
         seq: u64,
         reason: String,
     },
-    #[error("unsupported database url `{0}` (expected sqlite://…)")]
+    #[error("unsupported database url `{0}` (expected sqlite://… or postgres://…)")]
     UnsupportedUrl(String),
     /// A name that must be unique is taken (a token's name).
     #[error("`{0}` is already taken")]
@@ -276,6 +280,10 @@ pub async fn open(
     if database_url.starts_with("sqlite:") {
         Ok(std::sync::Arc::new(
             sqlite::SqliteStore::open(database_url, synchronous).await?,
+        ))
+    } else if postgres::is_postgres_url(database_url) {
+        Ok(std::sync::Arc::new(
+            postgres::PgStore::open(database_url).await?,
         ))
     } else {
         Err(StoreError::UnsupportedUrl(database_url.to_owned()))

@@ -216,8 +216,6 @@ impl Store for SqliteStore {
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
-    use crate::protocol::{EventBody, Mode, Resolution};
-    use crate::server::store::GateChange;
 
     async fn temp_store() -> (tempfile::TempDir, SqliteStore) {
         let dir = tempfile::tempdir().unwrap();
@@ -233,16 +231,7 @@ pub(super) mod tests {
         store.writer.stop().await;
         let why = store.health().await.unwrap_err();
         assert!(why.contains("writer has stopped"), "{why}");
-        let row = SessionRow {
-            id: uuid::Uuid::new_v4().to_string(),
-            title: "t".into(),
-            created_at: Timestamp::now(),
-            approval_mode: "ask".into(),
-            last_seq: 0,
-            pre_plan_mode: None,
-            plan_execution_mode: None,
-            source: None,
-        };
+        let row = session(&uuid::Uuid::new_v4().to_string());
         let err = store.create_session(&row).await.unwrap_err();
         assert!(err.is_database_failure(), "{err}");
         assert_eq!(
@@ -267,193 +256,12 @@ pub(super) mod tests {
     }
 
     /// A fresh session row for store tests (the writer's tests use it too).
-    pub(in crate::server::store) fn session(id: &str) -> SessionRow {
-        SessionRow {
-            id: id.into(),
-            title: "t".into(),
-            created_at: Timestamp::now(),
-            approval_mode: "ask".into(),
-            last_seq: 0,
-            pre_plan_mode: None,
-            plan_execution_mode: None,
-            source: None,
-        }
-    }
+    pub(in crate::server::store) use crate::server::store::conformance::session;
 
-    fn msg(text: &str) -> NewEvent {
-        NewEvent::new(
-            Some("turn"),
-            EventBody::UserMessage {
-                text: text.into(),
-                approval_mode: Mode::Ask,
-            },
-        )
-    }
-
+    /// The backend-neutral store suite (`store/conformance.rs`), on a fresh SQLite file.
     #[tokio::test]
-    async fn seq_starts_at_one_and_has_no_gaps_under_concurrency() {
+    async fn the_store_suite_passes_on_sqlite() {
         let (_dir, store) = temp_store().await;
-        let store = std::sync::Arc::new(store);
-        store.create_session(&session("s")).await.unwrap();
-        let mut tasks = Vec::new();
-        for i in 0..20 {
-            let store = store.clone();
-            tasks.push(tokio::spawn(async move {
-                store
-                    .append(
-                        "s",
-                        vec![msg(&format!("a{i}")), msg(&format!("b{i}"))],
-                        Commit::default(),
-                    )
-                    .await
-                    .unwrap()
-            }));
-        }
-        for t in tasks {
-            let evs = t.await.unwrap();
-            assert_eq!(evs[1].seq.unwrap(), evs[0].seq.unwrap() + 1);
-        }
-        let all = store.events_after("s", 0, 1000).await.unwrap();
-        let seqs: Vec<u64> = all.iter().map(|e| e.seq.unwrap()).collect();
-        assert_eq!(seqs, (1..=40).collect::<Vec<_>>());
-        assert_eq!(store.events_after("s", 38, 10).await.unwrap().len(), 2);
-    }
-
-    #[tokio::test]
-    async fn append_to_unknown_session_fails_and_mode_follows_in_same_transaction() {
-        let (_dir, store) = temp_store().await;
-        assert!(matches!(
-            store
-                .append("nope", vec![msg("x")], Commit::default())
-                .await,
-            Err(StoreError::UnknownSession(_))
-        ));
-        store.create_session(&session("s")).await.unwrap();
-        store
-            .append("s", vec![msg("x")], Commit::mode(Some(Mode::Yolo)))
-            .await
-            .unwrap();
-        let row = store.get_session("s").await.unwrap().unwrap();
-        assert_eq!(row.approval_mode, "yolo");
-        assert_eq!(row.last_seq, 1);
-    }
-
-    #[tokio::test]
-    async fn delete_removes_the_log_and_unfinished_turns_are_found() {
-        let (_dir, store) = temp_store().await;
-        store.create_session(&session("a")).await.unwrap();
-        store.create_session(&session("b")).await.unwrap();
-        store
-            .append("a", vec![msg("x")], Commit::default())
-            .await
-            .unwrap();
-        store
-            .append("b", vec![msg("y")], Commit::default())
-            .await
-            .unwrap();
-        store
-            .append(
-                "b",
-                vec![NewEvent::new(
-                    Some("turn"),
-                    EventBody::TurnFinished {
-                        status: crate::protocol::TurnStatus::Completed,
-                        error: None,
-                    },
-                )],
-                Commit::default(),
-            )
-            .await
-            .unwrap();
-        assert_eq!(
-            store.sessions_with_unfinished_turns().await.unwrap(),
-            vec!["a".to_string()]
-        );
-        assert!(store.delete_session("a").await.unwrap());
-        assert!(!store.delete_session("a").await.unwrap());
-        assert!(store.events_after("a", 0, 10).await.unwrap().is_empty());
-        let list = store.list_sessions().await.unwrap();
-        assert_eq!(list.len(), 1);
-    }
-
-    fn gate(id: &str) -> ApprovalRequest {
-        serde_json::from_value(serde_json::json!({
-            "turn_id": "turn", "approval_id": id, "session_id": "s", "call_id": "c",
-            "kind": "tool", "tool": "shell", "class": "exec", "args": {"command": "ls"},
-            "title": "Shell", "summary": "shell: ls", "proposal_md": "", "proposal_html": "",
-            "reason": "mode", "reason_detail": "", "allowed_decisions": ["approve", "deny"],
-            "digest": "d", "created_at": Timestamp::now(), "expires_at": Timestamp::now(),
-            "timeout_outcome": "deny"
-        }))
-        .unwrap()
-    }
-
-    fn resolution(id: &str, decision: crate::protocol::Decision) -> Resolution {
-        Resolution::plain(
-            id,
-            decision,
-            crate::protocol::AnsweredBy::User,
-            "browser",
-            Timestamp::default(),
-        )
-    }
-
-    #[tokio::test]
-    async fn exactly_one_of_fifty_concurrent_resolutions_commits() {
-        use crate::protocol::Decision;
-        let (_dir, store) = temp_store().await;
-        let store = std::sync::Arc::new(store);
-        store.create_session(&session("s")).await.unwrap();
-        let open = Commit {
-            gate: Some(GateChange::Open(Box::new(gate("g")))),
-            ..Commit::default()
-        };
-        store.append("s", vec![msg("ask")], open).await.unwrap();
-        assert_eq!(store.pending_gates(Some("s")).await.unwrap().len(), 1);
-        let mut tasks = Vec::new();
-        for i in 0..50 {
-            let store = store.clone();
-            tasks.push(tokio::spawn(async move {
-                let decision = if i % 2 == 0 {
-                    Decision::Approve
-                } else {
-                    Decision::Deny
-                };
-                let commit = Commit {
-                    gate: Some(GateChange::Resolve {
-                        resolution: resolution("g", decision),
-                        new_rule: None,
-                    }),
-                    ..Commit::default()
-                };
-                store.append("s", vec![msg("resolved")], commit).await
-            }));
-        }
-        let mut won = 0;
-        for t in tasks {
-            match t.await.unwrap() {
-                Ok(_) => won += 1,
-                Err(StoreError::AlreadyResolved(_)) => {}
-                Err(other) => panic!("{other}"),
-            }
-        }
-        assert_eq!(won, 1);
-        // The losers appended nothing: one "ask" and one "resolved" event.
-        assert_eq!(store.events_after("s", 0, 100).await.unwrap().len(), 2);
-        assert!(store.pending_gates(None).await.unwrap().is_empty());
-        let row = store.get_gate("s", "g").await.unwrap().unwrap();
-        assert!(row.resolution.is_some());
-        assert!(store.get_gate("other", "g").await.unwrap().is_none());
-        let unknown = Commit {
-            gate: Some(GateChange::Resolve {
-                resolution: resolution("nope", Decision::Approve),
-                new_rule: None,
-            }),
-            ..Commit::default()
-        };
-        assert!(matches!(
-            store.append("s", vec![msg("x")], unknown).await,
-            Err(StoreError::UnknownApproval(_))
-        ));
+        crate::server::store::conformance::run_all(std::sync::Arc::new(store)).await;
     }
 }

@@ -1,0 +1,350 @@
+//! The store's test suite, backend-neutral: every backend runs it (`sqlite/` on a temp file,
+//! `postgres/` on a fresh database of a throwaway cluster), so both keep the same semantics —
+//! seqs without gaps, one winner of a compare-and-set, mode changes in the same transaction,
+//! one linear audit chain, unique token names, idempotency keys.
+
+use std::sync::Arc;
+
+use crate::protocol::{
+    AnsweredBy, ApprovalRequest, Decision, EventBody, Mode, Resolution, Timestamp, TurnStatus,
+};
+use crate::server::store::{
+    Commit, ExternalGate, GateChange, NewEvent, SessionRow, Store, StoreError, TokenRow,
+};
+
+/// Every test of the suite, one after the other, on one store (ids do not collide).
+pub async fn run_all(store: Arc<dyn Store>) {
+    seq_starts_at_one_and_has_no_gaps_under_concurrency(store.clone()).await;
+    append_to_unknown_session_fails_and_mode_follows_in_same_transaction(store.clone()).await;
+    delete_removes_the_log_and_unfinished_turns_are_found(store.clone()).await;
+    exactly_one_of_fifty_concurrent_resolutions_commits(store.clone()).await;
+    the_audit_chain_is_one_line_under_concurrency(store.clone()).await;
+    token_names_are_unique_and_revoking_is_audited(store.clone()).await;
+    an_idempotency_key_names_one_gate(store).await;
+}
+
+/// A fresh session row.
+pub fn session(id: &str) -> SessionRow {
+    SessionRow {
+        id: id.into(),
+        title: "t".into(),
+        created_at: Timestamp::now(),
+        approval_mode: "ask".into(),
+        last_seq: 0,
+        pre_plan_mode: None,
+        plan_execution_mode: None,
+        source: None,
+    }
+}
+
+fn msg(text: &str) -> NewEvent {
+    NewEvent::new(
+        Some("turn"),
+        EventBody::UserMessage {
+            text: text.into(),
+            approval_mode: Mode::Ask,
+        },
+    )
+}
+
+fn gate(session_id: &str, id: &str) -> ApprovalRequest {
+    serde_json::from_value(serde_json::json!({
+        "turn_id": "turn", "approval_id": id, "session_id": session_id, "call_id": "c",
+        "kind": "tool", "tool": "shell", "class": "exec", "args": {"command": "ls"},
+        "title": "Shell", "summary": "shell: ls", "proposal_md": "", "proposal_html": "",
+        "reason": "mode", "reason_detail": "", "allowed_decisions": ["approve", "deny"],
+        "digest": "d", "created_at": Timestamp::now(), "expires_at": Timestamp::now(),
+        "timeout_outcome": "deny"
+    }))
+    .expect("a gate")
+}
+
+fn resolution(id: &str, decision: Decision) -> Resolution {
+    Resolution::plain(
+        id,
+        decision,
+        AnsweredBy::User,
+        "browser",
+        Timestamp::default(),
+    )
+}
+
+async fn seq_starts_at_one_and_has_no_gaps_under_concurrency(store: Arc<dyn Store>) {
+    store.create_session(&session("seq")).await.unwrap();
+    let mut tasks = Vec::new();
+    for i in 0..20 {
+        let store = store.clone();
+        tasks.push(tokio::spawn(async move {
+            store
+                .append(
+                    "seq",
+                    vec![msg(&format!("a{i}")), msg(&format!("b{i}"))],
+                    Commit::default(),
+                )
+                .await
+                .unwrap()
+        }));
+    }
+    for t in tasks {
+        let evs = t.await.unwrap();
+        assert_eq!(evs[1].seq.unwrap(), evs[0].seq.unwrap() + 1);
+    }
+    let all = store.events_after("seq", 0, 1000).await.unwrap();
+    let seqs: Vec<u64> = all.iter().map(|e| e.seq.unwrap()).collect();
+    assert_eq!(seqs, (1..=40).collect::<Vec<_>>());
+    assert_eq!(store.events_after("seq", 38, 10).await.unwrap().len(), 2);
+    assert_eq!(
+        store.turn_start_at_or_before("seq", 40).await.unwrap(),
+        Some(40)
+    );
+}
+
+async fn append_to_unknown_session_fails_and_mode_follows_in_same_transaction(
+    store: Arc<dyn Store>,
+) {
+    assert!(matches!(
+        store
+            .append("nope", vec![msg("x")], Commit::default())
+            .await,
+        Err(StoreError::UnknownSession(_))
+    ));
+    store.create_session(&session("mode")).await.unwrap();
+    store
+        .append("mode", vec![msg("x")], Commit::mode(Some(Mode::Plan)))
+        .await
+        .unwrap();
+    store
+        .append("mode", vec![msg("y")], Commit::mode(Some(Mode::Yolo)))
+        .await
+        .unwrap();
+    let row = store.get_session("mode").await.unwrap().unwrap();
+    assert_eq!(row.approval_mode, "yolo");
+    assert_eq!(row.pre_plan_mode.as_deref(), Some("ask"));
+    assert_eq!(row.plan_execution_mode.as_deref(), Some("yolo"));
+    assert_eq!(row.last_seq, 2);
+}
+
+async fn delete_removes_the_log_and_unfinished_turns_are_found(store: Arc<dyn Store>) {
+    store.create_session(&session("del-a")).await.unwrap();
+    store.create_session(&session("del-b")).await.unwrap();
+    store
+        .append("del-a", vec![msg("x")], Commit::default())
+        .await
+        .unwrap();
+    store
+        .append("del-b", vec![msg("y")], Commit::default())
+        .await
+        .unwrap();
+    let finished = NewEvent::new(
+        Some("turn"),
+        EventBody::TurnFinished {
+            status: TurnStatus::Completed,
+            error: None,
+        },
+    );
+    store
+        .append("del-b", vec![finished], Commit::default())
+        .await
+        .unwrap();
+    let unfinished = store.sessions_with_unfinished_turns().await.unwrap();
+    assert!(unfinished.contains(&"del-a".to_owned()), "{unfinished:?}");
+    assert!(!unfinished.contains(&"del-b".to_owned()), "{unfinished:?}");
+    assert!(store.delete_session("del-a").await.unwrap());
+    assert!(!store.delete_session("del-a").await.unwrap());
+    assert!(store.events_after("del-a", 0, 10).await.unwrap().is_empty());
+    let ids: Vec<String> = store
+        .list_sessions()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| s.id)
+        .collect();
+    assert!(!ids.contains(&"del-a".to_owned()) && ids.contains(&"del-b".to_owned()));
+}
+
+async fn exactly_one_of_fifty_concurrent_resolutions_commits(store: Arc<dyn Store>) {
+    store.create_session(&session("cas")).await.unwrap();
+    let open = Commit {
+        gate: Some(GateChange::Open(Box::new(gate("cas", "g-cas")))),
+        ..Commit::default()
+    };
+    store.append("cas", vec![msg("ask")], open).await.unwrap();
+    assert_eq!(store.pending_gates(Some("cas")).await.unwrap().len(), 1);
+    let mut tasks = Vec::new();
+    for i in 0..50 {
+        let store = store.clone();
+        tasks.push(tokio::spawn(async move {
+            let decision = if i % 2 == 0 {
+                Decision::Approve
+            } else {
+                Decision::Deny
+            };
+            let commit = Commit {
+                gate: Some(GateChange::Resolve {
+                    resolution: resolution("g-cas", decision),
+                    new_rule: None,
+                }),
+                ..Commit::default()
+            };
+            store.append("cas", vec![msg("resolved")], commit).await
+        }));
+    }
+    let mut won = 0;
+    for t in tasks {
+        match t.await.unwrap() {
+            Ok(_) => won += 1,
+            Err(StoreError::AlreadyResolved(_)) => {}
+            Err(other) => panic!("{other}"),
+        }
+    }
+    assert_eq!(won, 1);
+    // The losers appended nothing: one "ask" and one "resolved" event.
+    assert_eq!(store.events_after("cas", 0, 100).await.unwrap().len(), 2);
+    assert!(store.pending_gates(Some("cas")).await.unwrap().is_empty());
+    let row = store.get_gate("cas", "g-cas").await.unwrap().unwrap();
+    assert!(row.resolution.is_some());
+    assert!(store.get_gate("other", "g-cas").await.unwrap().is_none());
+    let unknown = Commit {
+        gate: Some(GateChange::Resolve {
+            resolution: resolution("nope", Decision::Approve),
+            new_rule: None,
+        }),
+        ..Commit::default()
+    };
+    assert!(matches!(
+        store.append("cas", vec![msg("x")], unknown).await,
+        Err(StoreError::UnknownApproval(_))
+    ));
+}
+
+async fn the_audit_chain_is_one_line_under_concurrency(store: Arc<dyn Store>) {
+    store.create_session(&session("audit")).await.unwrap();
+    let mut tasks = Vec::new();
+    for i in 0..10 {
+        let store = store.clone();
+        tasks.push(tokio::spawn(async move {
+            let id = format!("g-audit-{i}");
+            let request = gate("audit", &id);
+            let event = NewEvent::new(
+                Some("turn"),
+                EventBody::ApprovalRequest(Box::new(request.body.clone())),
+            );
+            let open = Commit {
+                gate: Some(GateChange::Open(Box::new(request))),
+                ..Commit::default()
+            };
+            store.append("audit", vec![event], open).await.unwrap();
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let entries = store.audit_after(0, 500, None, None).await.unwrap();
+    assert!(entries.len() >= 10);
+    for (i, pair) in entries.windows(2).enumerate() {
+        assert_eq!(pair[1].n, pair[0].n + 1, "entry {i}");
+        assert_eq!(pair[1].prev_hash, pair[0].hash, "entry {i}");
+    }
+    let opened = store
+        .audit_after(0, 500, Some("gate_opened"), None)
+        .await
+        .unwrap();
+    assert!(
+        opened
+            .iter()
+            .filter(|e| e.subject.starts_with("g-audit-"))
+            .count()
+            == 10
+    );
+}
+
+async fn token_names_are_unique_and_revoking_is_audited(store: Arc<dyn Store>) {
+    let row = TokenRow {
+        name: "phone".into(),
+        scope: "approve".into(),
+        secret_hash: "h1".into(),
+        created_at: Timestamp::now(),
+        last_used_at: None,
+    };
+    store.create_token(&row, "token:admin").await.unwrap();
+    let again = TokenRow {
+        secret_hash: "h2".into(),
+        ..row.clone()
+    };
+    assert!(matches!(
+        store.create_token(&again, "token:admin").await,
+        Err(StoreError::Taken(_))
+    ));
+    assert_eq!(
+        store.token_by_hash("h1").await.unwrap().unwrap().name,
+        "phone"
+    );
+    assert!(store.token_by_hash("h2").await.unwrap().is_none());
+    store.touch_token("phone", &Timestamp::now()).await.unwrap();
+    assert!(store.list_tokens().await.unwrap()[0].last_used_at.is_some());
+    assert!(store.delete_token("phone", "browser").await.unwrap());
+    assert!(!store.delete_token("phone", "browser").await.unwrap());
+    let revoked = store
+        .audit_after(0, 500, Some("token_revoked"), Some("token:phone"))
+        .await
+        .unwrap();
+    assert_eq!(revoked.len(), 1);
+    assert_eq!(revoked[0].actor, "browser");
+}
+
+async fn an_idempotency_key_names_one_gate(store: Arc<dyn Store>) {
+    let mut row = session("ext");
+    row.source = Some("claude-code".into());
+    let sid = store
+        .external_session("claude-code", "cc-1", &row)
+        .await
+        .unwrap();
+    let mut other = session("ext-2");
+    other.source = Some("claude-code".into());
+    assert_eq!(
+        store
+            .external_session("claude-code", "cc-1", &other)
+            .await
+            .unwrap(),
+        sid,
+        "the first session made stays the one"
+    );
+    let open = |id: &str| Commit {
+        gate: Some(GateChange::Open(Box::new(gate(&sid, id)))),
+        external: Some(ExternalGate {
+            approval_id: id.into(),
+            session_id: sid.clone(),
+            opened_by: "token:hook".into(),
+            idempotency_key: Some("k1".into()),
+            created_at: Timestamp::now(),
+        }),
+        ..Commit::default()
+    };
+    store
+        .append(&sid, vec![msg("ask")], open("g-ext-1"))
+        .await
+        .unwrap();
+    match store.append(&sid, vec![msg("ask")], open("g-ext-2")).await {
+        Err(StoreError::KeyUsed(existing)) => assert_eq!(existing, "g-ext-1"),
+        other => panic!("expected KeyUsed, got {other:?}"),
+    }
+    // Nothing of the refused open was kept.
+    assert!(store.get_gate(&sid, "g-ext-2").await.unwrap().is_none());
+    let since = Timestamp::now().plus_ms(-60_000);
+    assert_eq!(
+        store
+            .gate_by_idempotency_key("token:hook", "k1", &since)
+            .await
+            .unwrap(),
+        Some(("g-ext-1".to_owned(), sid.clone()))
+    );
+    assert_eq!(
+        store
+            .external_gate("g-ext-1")
+            .await
+            .unwrap()
+            .unwrap()
+            .opened_by,
+        "token:hook"
+    );
+}

@@ -1,0 +1,50 @@
+//! The schema, from `migrations/postgres/` (compiled in), applied in order once each. Several
+//! instances may start at once: a transaction-scoped advisory lock lets one migrate while the
+//! others wait, then find nothing left to do.
+
+use sqlx::PgPool;
+
+use crate::server::store::StoreError;
+
+/// The migrations, in order: (version, SQL).
+const MIGRATIONS: [(i64, &str); 1] = [(
+    1,
+    include_str!("../../../../migrations/postgres/0001_schema.sql"),
+)];
+
+/// The advisory lock key migrations take (any constant of our own).
+const MIGRATION_LOCK: i64 = 0x436f_756e_7465_7201;
+
+pub async fn run(pool: &PgPool) -> Result<(), StoreError> {
+    let failed = |e: sqlx::Error| StoreError::Migration(e.to_string());
+    let mut tx = pool.begin().await.map_err(failed)?;
+    sqlx::query("SELECT pg_advisory_xact_lock($1)")
+        .bind(MIGRATION_LOCK)
+        .execute(&mut *tx)
+        .await
+        .map_err(failed)?;
+    sqlx::query("CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, applied_at TEXT NOT NULL)")
+        .execute(&mut *tx)
+        .await
+        .map_err(failed)?;
+    let applied: Vec<(i64,)> = sqlx::query_as("SELECT version FROM schema_migrations")
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(failed)?;
+    for (version, sql) in MIGRATIONS {
+        if applied.iter().any(|(v,)| *v == version) {
+            continue;
+        }
+        sqlx::raw_sql(sql)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| StoreError::Migration(format!("migration {version}: {e}")))?;
+        sqlx::query("INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)")
+            .bind(version)
+            .bind(crate::protocol::Timestamp::now().as_str())
+            .execute(&mut *tx)
+            .await
+            .map_err(failed)?;
+    }
+    tx.commit().await.map_err(failed)
+}

@@ -1,0 +1,278 @@
+//! The PostgreSQL store: the same trait, tables and meanings as SQLite's, for several
+//! instances on one database (`storage.database_url = "postgres://…"`).
+//!
+//! What stays true across instances, and how:
+//! - **seq without gaps**: an append takes the session row with `UPDATE … RETURNING last_seq`
+//!   inside its transaction, which locks that row until the commit, so two instances append
+//!   to one session one after the other;
+//! - **a gate resolves once**: the compare-and-set `UPDATE … WHERE resolution IS NULL` in the
+//!   transaction that appends `approval_resolved`; a loser rolls back and reads the winner;
+//! - **one audit chain**: chaining takes a transaction-scoped advisory lock first, so entries
+//!   are numbered and hashed in one line whichever instance writes them;
+//! - **one gate per idempotency key**: a unique index, and a conflict is read back as
+//!   `KeyUsed`.
+//!
+//! Files by job: `migrate.rs` the schema (`migrations/postgres/`), `read.rs` the reads,
+//! `write.rs` the transactions.
+
+mod migrate;
+mod read;
+mod write;
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use sqlx::PgPool;
+use sqlx::postgres::PgPoolOptions;
+
+use super::{Commit, ExternalGate, GateRow, NewEvent, SessionRow, Store, StoreError, TokenRow};
+use crate::protocol::{ApprovalRequest, AuditEntry, Event, Rule, Timestamp};
+use crate::server::audit;
+
+/// Connections per instance: a few more than the runtime's workers.
+const POOL: u32 = 8;
+/// How long a request waits for a connection before it is a storage failure (503).
+const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
+
+impl From<sqlx::Error> for StoreError {
+    fn from(err: sqlx::Error) -> Self {
+        StoreError::Database(err.to_string())
+    }
+}
+
+pub struct PgStore {
+    pool: PgPool,
+}
+
+/// Whether `url` names a PostgreSQL database.
+pub fn is_postgres_url(url: &str) -> bool {
+    url.starts_with("postgres://") || url.starts_with("postgresql://")
+}
+
+impl PgStore {
+    /// Connects and brings the schema up to date. A database that cannot be reached is an
+    /// error here, so the server refuses to start rather than serve without storage.
+    pub async fn open(url: &str) -> Result<Self, StoreError> {
+        let pool = PgPoolOptions::new()
+            .max_connections(POOL)
+            .acquire_timeout(ACQUIRE_TIMEOUT)
+            .connect(url)
+            .await
+            .map_err(|e| StoreError::Database(format!("cannot connect to PostgreSQL: {e}")))?;
+        migrate::run(&pool).await?;
+        Ok(PgStore { pool })
+    }
+}
+
+#[async_trait]
+impl Store for PgStore {
+    async fn health(&self) -> Result<(), String> {
+        sqlx::query("SELECT 1")
+            .execute(&self.pool)
+            .await
+            .map(|_| ())
+            .map_err(|e| format!("the database does not answer: {e}"))
+    }
+
+    async fn create_session(&self, row: &SessionRow) -> Result<(), StoreError> {
+        write::create_session(&self.pool, row).await
+    }
+
+    async fn list_sessions(&self) -> Result<Vec<SessionRow>, StoreError> {
+        read::list_sessions(&self.pool).await
+    }
+
+    async fn get_session(&self, id: &str) -> Result<Option<SessionRow>, StoreError> {
+        read::get_session(&self.pool, id).await
+    }
+
+    async fn delete_session(&self, id: &str) -> Result<bool, StoreError> {
+        write::delete_session(&self.pool, id).await
+    }
+
+    async fn append(
+        &self,
+        session_id: &str,
+        events: Vec<NewEvent>,
+        commit: Commit,
+    ) -> Result<Vec<Event>, StoreError> {
+        write::append(&self.pool, session_id, &events, &commit).await
+    }
+
+    async fn get_gate(
+        &self,
+        session_id: &str,
+        approval_id: &str,
+    ) -> Result<Option<GateRow>, StoreError> {
+        read::get_gate(&self.pool, session_id, approval_id).await
+    }
+
+    async fn pending_gates(
+        &self,
+        session_id: Option<&str>,
+    ) -> Result<Vec<ApprovalRequest>, StoreError> {
+        read::pending_gates(&self.pool, session_id).await
+    }
+
+    async fn list_rules(&self) -> Result<Vec<Rule>, StoreError> {
+        read::list_rules(&self.pool, &Timestamp::now()).await
+    }
+
+    async fn revoke_rule(&self, rule_id: &str, actor: &str) -> Result<bool, StoreError> {
+        write::revoke_rule(&self.pool, rule_id, actor).await
+    }
+
+    async fn append_audit(&self, drafts: Vec<audit::AuditDraft>) -> Result<(), StoreError> {
+        write::append_audit(&self.pool, drafts).await
+    }
+
+    async fn audit_after(
+        &self,
+        after: u64,
+        limit: u32,
+        action: Option<&str>,
+        subject: Option<&str>,
+    ) -> Result<Vec<AuditEntry>, StoreError> {
+        read::audit_after(&self.pool, after, limit, action, subject).await
+    }
+
+    async fn events_after(
+        &self,
+        session_id: &str,
+        after: u64,
+        limit: u32,
+    ) -> Result<Vec<Event>, StoreError> {
+        read::events_after(&self.pool, session_id, after, limit).await
+    }
+
+    async fn turn_start_at_or_before(
+        &self,
+        session_id: &str,
+        seq: u64,
+    ) -> Result<Option<u64>, StoreError> {
+        read::turn_start_at_or_before(&self.pool, session_id, seq).await
+    }
+
+    async fn sessions_with_unfinished_turns(&self) -> Result<Vec<String>, StoreError> {
+        read::sessions_with_unfinished_turns(&self.pool).await
+    }
+
+    async fn create_token(&self, row: &TokenRow, actor: &str) -> Result<(), StoreError> {
+        write::create_token(&self.pool, row, actor).await
+    }
+
+    async fn list_tokens(&self) -> Result<Vec<TokenRow>, StoreError> {
+        read::list_tokens(&self.pool).await
+    }
+
+    async fn token_by_hash(&self, secret_hash: &str) -> Result<Option<TokenRow>, StoreError> {
+        read::token_by_hash(&self.pool, secret_hash).await
+    }
+
+    async fn delete_token(&self, name: &str, actor: &str) -> Result<bool, StoreError> {
+        write::delete_token(&self.pool, name, actor).await
+    }
+
+    async fn touch_token(&self, name: &str, at: &Timestamp) -> Result<(), StoreError> {
+        sqlx::query("UPDATE tokens SET last_used_at = $1 WHERE name = $2")
+            .bind(at.as_str())
+            .bind(name)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn external_session(
+        &self,
+        source: &str,
+        external_session: &str,
+        row: &SessionRow,
+    ) -> Result<String, StoreError> {
+        write::external_session(&self.pool, source, external_session, row).await
+    }
+
+    async fn external_gate(&self, approval_id: &str) -> Result<Option<ExternalGate>, StoreError> {
+        read::external_gate(&self.pool, approval_id).await
+    }
+
+    async fn gate_by_idempotency_key(
+        &self,
+        opened_by: &str,
+        key: &str,
+        since: &Timestamp,
+    ) -> Result<Option<(String, String)>, StoreError> {
+        read::gate_by_idempotency_key(&self.pool, opened_by, key, since).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+
+    /// The cluster the tests may create databases in (`scripts/test` starts one); CI must
+    /// have it, a developer's `cargo test` may not.
+    fn test_cluster() -> Option<String> {
+        match std::env::var("COUNTERSIGN_TEST_POSTGRES_URL") {
+            Ok(url) if !url.is_empty() => Some(url),
+            _ => {
+                assert!(
+                    std::env::var_os("CI").is_none(),
+                    "CI runs the store suite on PostgreSQL: set COUNTERSIGN_TEST_POSTGRES_URL (scripts/test does)"
+                );
+                eprintln!("skipped: COUNTERSIGN_TEST_POSTGRES_URL is not set");
+                None
+            }
+        }
+    }
+
+    /// A fresh database on the test cluster, and its URL.
+    async fn fresh_database(cluster: &str) -> String {
+        let admin = PgPoolOptions::new()
+            .max_connections(1)
+            .connect(cluster)
+            .await
+            .unwrap();
+        let name = format!("cs_test_{}", uuid::Uuid::new_v4().simple());
+        sqlx::query(&format!("CREATE DATABASE {name}"))
+            .execute(&admin)
+            .await
+            .unwrap();
+        let (base, _) = cluster.rsplit_once('/').unwrap();
+        format!("{base}/{name}")
+    }
+
+    #[tokio::test]
+    async fn the_store_suite_passes_on_postgres() {
+        let Some(cluster) = test_cluster() else {
+            return;
+        };
+        let url = fresh_database(&cluster).await;
+        let store = PgStore::open(&url).await.unwrap();
+        // A second instance starting on the same database finds the schema in place.
+        let second = PgStore::open(&url).await.unwrap();
+        assert_eq!(second.health().await, Ok(()));
+        crate::server::store::conformance::run_all(Arc::new(store)).await;
+    }
+
+    #[tokio::test]
+    async fn an_unreachable_database_is_a_clear_error() {
+        // Something that hangs up on every connection, on a port that stays ours.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                drop(conn);
+            }
+        });
+        let err = PgStore::open(&format!("postgres://nobody@127.0.0.1:{port}/none"))
+            .await
+            .err()
+            .expect("no database there");
+        assert!(
+            err.to_string().contains("cannot connect to PostgreSQL"),
+            "{err}"
+        );
+    }
+}
