@@ -6,24 +6,15 @@ use super::*;
 use crate::protocol::{AnsweredBy, Decision, EventBody, Mode, Timestamp};
 use crate::server::config::Synchronous;
 use crate::server::conversation::ChatMessage;
+use crate::server::store::NewEvent;
 use crate::server::store::sqlite::SqliteStore;
-use crate::server::store::{NewEvent, SessionRow};
 
 async fn hub_with_session(id: &str) -> (tempfile::TempDir, Hub) {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}", dir.path().join("t.db").display());
     let store = SqliteStore::open(&url, Synchronous::Normal).await.unwrap();
     store
-        .create_session(&SessionRow {
-            id: id.into(),
-            title: "t".into(),
-            created_at: Timestamp::now(),
-            approval_mode: "ask".into(),
-            last_seq: 0,
-            pre_plan_mode: None,
-            plan_execution_mode: None,
-            source: None,
-        })
+        .create_session(&crate::server::store::conformance::session(id))
         .await
         .unwrap();
     (dir, Hub::new(Arc::new(store)))

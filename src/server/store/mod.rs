@@ -56,6 +56,35 @@ impl NewEvent {
     }
 }
 
+/// The events of one append as every backend stores them: seqs from `first_seq` on, one
+/// commit time, and each with its wire JSON (what the `body` column holds).
+pub fn stamp(
+    session_id: &str,
+    events: &[NewEvent],
+    first_seq: u64,
+) -> Result<Vec<(Event, String)>, StoreError> {
+    let at = Timestamp::now();
+    events
+        .iter()
+        .enumerate()
+        .map(|(i, new)| {
+            let seq = first_seq + i as u64;
+            let event = Event {
+                seq: Some(seq),
+                at: at.clone(),
+                turn_id: new.turn_id.clone(),
+                body: new.body.clone(),
+            };
+            let json = serde_json::to_string(&event).map_err(|e| StoreError::Corrupt {
+                session_id: session_id.to_owned(),
+                seq,
+                reason: e.to_string(),
+            })?;
+            Ok((event, json))
+        })
+        .collect()
+}
+
 /// A change to a gate, committed in the same transaction as the events that announce it.
 #[derive(Clone, Debug)]
 #[allow(clippy::large_enum_variant)] // one short-lived value per commit; boxing buys nothing

@@ -8,7 +8,7 @@ use super::read::{from_json, to_i64};
 use crate::protocol::{Event, Timestamp};
 use crate::server::audit;
 use crate::server::store::{
-    Commit, ExternalGate, GateChange, NewEvent, SessionRow, StoreError, TokenRow,
+    Commit, ExternalGate, GateChange, NewEvent, SessionRow, StoreError, TokenRow, stamp,
 };
 
 /// The advisory lock every audit chaining takes first: one chain, in one line, across all
@@ -103,28 +103,14 @@ pub async fn append(
     let Some((last,)) = last else {
         return Err(StoreError::UnknownSession(session_id.to_owned()));
     };
-    let at = Timestamp::now();
+    let first_seq = u64::try_from(last - count + 1).unwrap_or(1).max(1);
     let mut stored = Vec::with_capacity(events.len());
-    for (i, new) in events.iter().enumerate() {
-        let seq = u64::try_from(last - count + 1 + i as i64)
-            .unwrap_or(1)
-            .max(1);
-        let event = Event {
-            seq: Some(seq),
-            at: at.clone(),
-            turn_id: new.turn_id.clone(),
-            body: new.body.clone(),
-        };
-        let json = serde_json::to_string(&event).map_err(|e| StoreError::Corrupt {
-            session_id: session_id.to_owned(),
-            seq,
-            reason: e.to_string(),
-        })?;
+    for (event, json) in stamp(session_id, events, first_seq)? {
         sqlx::query(
             "INSERT INTO events (session_id, seq, kind, turn_id, at, body) VALUES ($1, $2, $3, $4, $5, $6)",
         )
         .bind(session_id)
-        .bind(to_i64(seq))
+        .bind(event.seq.map(to_i64))
         .bind(event.kind())
         .bind(&event.turn_id)
         .bind(event.at.as_str())

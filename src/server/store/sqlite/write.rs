@@ -4,10 +4,13 @@
 use rusqlite::{Connection, OptionalExtension, Savepoint, params};
 
 use super::codec;
+use super::codec::to_i64;
 use super::jobs::{Done, Job};
 use crate::protocol::{Event, Timestamp};
 use crate::server::audit;
-use crate::server::store::{Commit, ExternalGate, GateChange, NewEvent, SessionRow, StoreError};
+use crate::server::store::{
+    Commit, ExternalGate, GateChange, NewEvent, SessionRow, StoreError, stamp,
+};
 
 /// Applies one job's change.
 pub fn perform(sp: &mut Savepoint<'_>, job: &Job) -> Result<Done, StoreError> {
@@ -103,27 +106,15 @@ fn append_in(
     let Some(last) = last else {
         return Err(StoreError::UnknownSession(session_id.to_owned()));
     };
-    let at = Timestamp::now();
+    let first_seq = u64::try_from(last - count + 1).unwrap_or(1).max(1);
     let mut stored = Vec::with_capacity(events.len());
     let mut insert = conn.prepare_cached(
         "INSERT INTO events (session_id, seq, kind, turn_id, at, body) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
     )?;
-    for (i, new) in events.iter().enumerate() {
-        let seq = (last - count + 1 + i as i64).max(1) as u64;
-        let event = Event {
-            seq: Some(seq),
-            at: at.clone(),
-            turn_id: new.turn_id.clone(),
-            body: new.body.clone(),
-        };
-        let json = serde_json::to_string(&event).map_err(|e| StoreError::Corrupt {
-            session_id: session_id.to_owned(),
-            seq,
-            reason: e.to_string(),
-        })?;
+    for (event, json) in stamp(session_id, events, first_seq)? {
         insert.execute(params![
             session_id,
-            seq as i64,
+            event.seq.map(to_i64),
             event.kind(),
             event.turn_id,
             event.at,
