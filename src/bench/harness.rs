@@ -96,6 +96,7 @@ impl BenchServer {
             workspace: Some(dir.join("ws")),
             token: Some(TOKEN.into()),
             config: config_path,
+            database_url: super::database_url(),
         };
         let server = server::start(args.resolve()?, None).await?;
         let base = format!("http://{}", server.addr);

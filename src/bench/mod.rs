@@ -48,6 +48,10 @@ pub struct BenchArgs {
     /// Where the built browser bundle is (figure 8).
     #[arg(long, default_value = "target/site/pkg")]
     pub site_pkg: std::path::PathBuf,
+    /// Run the servers on this database instead of a SQLite file each, e.g. a throwaway
+    /// `postgres://…` database (the runs leave their sessions in it).
+    #[arg(long)]
+    pub database_url: Option<String>,
 }
 
 impl BenchArgs {
@@ -74,6 +78,13 @@ impl SyncLevel {
 }
 
 static SYNC_LEVEL: std::sync::OnceLock<SyncLevel> = std::sync::OnceLock::new();
+
+static DATABASE_URL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// The database this run's servers use, when not their own SQLite files.
+pub fn database_url() -> Option<String> {
+    DATABASE_URL.get().cloned()
+}
 
 /// The synchronous level this run's servers use.
 pub fn sync_level() -> SyncLevel {
@@ -225,10 +236,16 @@ pub fn profile() -> &'static str {
 
 /// Conditions shared by every figure.
 pub fn common_conditions() -> String {
+    let storage = match database_url() {
+        Some(url) if url.starts_with("postgres") => "PostgreSQL".to_owned(),
+        _ => format!(
+            "SQLite WAL synchronous={}",
+            sync_level().as_str().to_uppercase()
+        ),
+    };
     format!(
-        "{}, SQLite WAL synchronous={}, in-process server on loopback, demo agent, {} cores",
+        "{}, {storage}, in-process server on loopback, demo agent, {} cores",
         profile(),
-        sync_level().as_str().to_uppercase(),
         std::thread::available_parallelism().map_or(0, |n| n.get())
     )
 }
@@ -260,6 +277,9 @@ fn raise_fd_limit() {
 pub async fn run(args: BenchArgs) -> ExitCode {
     raise_fd_limit();
     let _ = SYNC_LEVEL.set(args.synchronous);
+    if let Some(url) = &args.database_url {
+        let _ = DATABASE_URL.set(url.clone());
+    }
     let mut counts = Counts::new(args.short);
     if let Some(gates) = args.gates {
         counts.gates = gates;

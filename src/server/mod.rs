@@ -103,7 +103,13 @@ pub async fn start(
         source,
         hint: "",
     })?;
-    let store = store::open(&settings.database_url, settings.config.storage.synchronous).await?;
+    let store = store::open(
+        &settings.database_url,
+        settings.config.storage.synchronous,
+        &settings.instance,
+    )
+    .await?;
+    let signals = store.listen().await?;
     let hub = hub::Hub::new(store);
     let places = tools::sandbox::Places {
         workspace: settings.workspace.clone(),
@@ -144,6 +150,15 @@ pub async fn start(
         notifier,
     });
     let watcher = watch_config(&core, &settings.config_path);
+    // Several instances on one database: follow the others' commits, keep this one's turn
+    // leases and take over the turns of instances that stopped.
+    if let Some(signals) = signals {
+        core.hub.follow(signals, shutdown.clone());
+        let leases = Arc::clone(&core);
+        let stop = shutdown.clone();
+        tokio::spawn(async move { leases.agent.keep_leases(stop).await });
+        tracing::info!(instance = %settings.instance, "sharing the database with other instances");
+    }
     let repaired = core.agent.restore_modes().await?;
     let resumed = core.agent.resume_unfinished().await?;
     let armed = core.arm_gate_deadlines().await.map_err(|e| {

@@ -32,6 +32,10 @@ pub struct ServeArgs {
     /// TOML config file (default: <data-dir>/config.toml when it exists).
     #[arg(long, env = "COUNTERSIGN_CONFIG")]
     pub config: Option<PathBuf>,
+    /// The database: `sqlite://FILE` or `postgres://…` (several instances share one
+    /// PostgreSQL database). Beats `storage.database_url` in the config file.
+    #[arg(long, env = "COUNTERSIGN_DATABASE_URL", hide_env_values = true)]
+    pub database_url: Option<String>,
 }
 
 pub struct Settings {
@@ -42,6 +46,9 @@ pub struct Settings {
     pub config: Config,
     pub config_path: PathBuf,
     pub database_url: String,
+    /// This instance's name among several on one database (kept in the data dir, so a
+    /// restart is the same instance).
+    pub instance: String,
     pub site_root: PathBuf,
     /// The startup settings as the config page shows them: key, value, and whether it came
     /// from a flag, the environment or the default (the token is never listed).
@@ -94,6 +101,19 @@ pub fn default_data_dir() -> Option<PathBuf> {
 }
 
 /// Reads the stored token, or creates one (mode 0600) on first start.
+/// This instance's name: read from `<data-dir>/instance`, or made once and stored there.
+fn stored_or_new_instance(data_dir: &Path) -> Result<String, SettingsError> {
+    let path = data_dir.join("instance");
+    if let Ok(text) = std::fs::read_to_string(&path)
+        && let Ok(id) = uuid::Uuid::parse_str(text.trim())
+    {
+        return Ok(id.to_string());
+    }
+    let id = uuid::Uuid::new_v4().to_string();
+    std::fs::write(&path, format!("{id}\n")).map_err(io_err("instance file", &path))?;
+    Ok(id)
+}
+
 fn stored_or_new_token(data_dir: &Path) -> Result<String, SettingsError> {
     let path = data_dir.join("token");
     if let Ok(existing) = std::fs::read_to_string(&path) {
@@ -182,11 +202,12 @@ impl ServeArgs {
             Some(t) => t.trim().to_owned(),
             None => stored_or_new_token(&data_dir)?,
         };
-        let database_url = if config.storage.database_url.is_empty() {
-            format!("sqlite://{}", data_dir.join("countersign.db").display())
-        } else {
-            config.storage.database_url.clone()
+        let database_url = match self.database_url.as_deref().map(str::trim) {
+            Some(url) if !url.is_empty() => url.to_owned(),
+            _ if !config.storage.database_url.is_empty() => config.storage.database_url.clone(),
+            _ => format!("sqlite://{}", data_dir.join("countersign.db").display()),
         };
+        let instance = stored_or_new_instance(&data_dir)?;
         let startup = vec![
             (
                 "server.addr".to_owned(),
@@ -223,6 +244,7 @@ impl ServeArgs {
             config,
             config_path,
             database_url,
+            instance,
             site_root: find_site_root(),
         })
     }

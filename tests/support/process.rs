@@ -15,8 +15,9 @@ use serde_json::Value;
 use super::{Api, SOON, TOKEN, poll_until};
 
 /// Settings the binary reads from the environment; cleared so the caller's own do not leak in.
-const CLEARED_ENV: [&str; 7] = [
+const CLEARED_ENV: [&str; 8] = [
     "COUNTERSIGN_ADDR",
+    "COUNTERSIGN_DATABASE_URL",
     "COUNTERSIGN_DATA_DIR",
     "COUNTERSIGN_WORKSPACE",
     "COUNTERSIGN_TOKEN",

@@ -100,6 +100,7 @@ impl TestServer {
             workspace: Some(dir.path().join("ws")),
             token: Some(TOKEN.into()),
             config: config_path,
+            database_url: None,
         };
         let settings = args.resolve().expect("settings resolve");
         let server = server::start(settings, provider)

@@ -14,6 +14,9 @@ use crate::protocol::{
 };
 use crate::server::store::{Commit, GateChange};
 
+/// How often a turn parked on a shared store looks at its gate without being woken.
+const RECHECK: Duration = Duration::from_secs(2);
+
 /// How long until a deadline (zero when it has passed or does not parse: fail closed).
 fn until(expires_at: &Timestamp) -> Duration {
     Duration::from_millis(expires_at.ms_left(Timestamp::now_ms()))
@@ -55,18 +58,25 @@ impl Turn {
             .gate_opened(&live.config, &gate.body, &title);
     }
 
-    /// Waits on a gate opened before a restart: parks again with its original deadline.
-    pub(super) async fn rejoin_gate(&self, gate: &ApprovalRequest) -> Result<Resolution, TurnEnd> {
-        let parked = self.deps.hub.park(&self.session_id, &gate.body.approval_id);
-        // An answer committed before we parked woke nobody: read it from the store.
-        if let Some(row) = self
+    /// The gate's resolution as stored, if it has one.
+    async fn stored_resolution(
+        &self,
+        gate: &ApprovalRequest,
+    ) -> Result<Option<Resolution>, TurnEnd> {
+        Ok(self
             .deps
             .hub
             .store()
             .get_gate(&self.session_id, &gate.body.approval_id)
             .await?
-            && let Some(resolution) = row.resolution
-        {
+            .and_then(|row| row.resolution))
+    }
+
+    /// Waits on a gate opened before a restart: parks again with its original deadline.
+    pub(super) async fn rejoin_gate(&self, gate: &ApprovalRequest) -> Result<Resolution, TurnEnd> {
+        let parked = self.deps.hub.park(&self.session_id, &gate.body.approval_id);
+        // An answer committed before we parked woke nobody: read it from the store.
+        if let Some(resolution) = self.stored_resolution(gate).await? {
             return Ok(resolution);
         }
         self.await_resolution(gate, parked).await
@@ -95,14 +105,27 @@ impl Turn {
                 by,
             )
         };
-        let resolution = tokio::select! {
-            answered = answer => match answered {
-                Ok(resolution) => resolution,
-                // The sender went away without an answer; read what the store says.
-                Err(_) => server_says(Decision::Cancelled, AnsweredBy::System).await?,
-            },
-            _ = tokio::time::sleep_until(deadline) => server_says(Decision::Timeout, AnsweredBy::Timeout).await?,
-            _ = self.cancel.cancelled() => server_says(Decision::Cancelled, AnsweredBy::System).await?,
+        // With a shared store the answer may come from another instance: its notification
+        // wakes us, and a periodic look at the gate covers a notification that was lost.
+        let shared = self.deps.hub.store().shared();
+        let mut recheck = tokio::time::interval_at(tokio::time::Instant::now() + RECHECK, RECHECK);
+        let (mut answer, expiry) = (answer, tokio::time::sleep_until(deadline));
+        tokio::pin!(expiry);
+        let resolution = loop {
+            tokio::select! {
+                answered = &mut answer => break match answered {
+                    Ok(resolution) => resolution,
+                    // The sender went away without an answer; read what the store says.
+                    Err(_) => server_says(Decision::Cancelled, AnsweredBy::System).await?,
+                },
+                () = &mut expiry => break server_says(Decision::Timeout, AnsweredBy::Timeout).await?,
+                () = self.cancel.cancelled() => break server_says(Decision::Cancelled, AnsweredBy::System).await?,
+                _ = recheck.tick(), if shared => {
+                    if let Some(resolution) = self.stored_resolution(gate).await? {
+                        break resolution;
+                    }
+                }
+            }
         };
         Ok(resolution)
     }

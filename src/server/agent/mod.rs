@@ -6,6 +6,7 @@ mod budget_gate;
 mod deps;
 mod gate_wait;
 pub mod gates_text;
+mod leases;
 mod plan;
 pub mod provider;
 mod recovery;

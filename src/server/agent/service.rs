@@ -57,8 +57,13 @@ impl Agent {
         recovery::restore_modes(&self.deps.hub).await
     }
 
-    /// Resumes every turn the last process left unfinished; returns how many.
+    /// Resumes every turn the last process left unfinished; returns how many. On a shared
+    /// store these are the turns whose lease lapsed or was this instance's (the others are
+    /// running elsewhere).
     pub async fn resume_unfinished(&self) -> Result<usize, StoreError> {
+        if self.deps.hub.store().shared() {
+            return self.take_over_lapsed().await;
+        }
         let turns = recovery::unfinished_turns(&self.deps.hub).await?;
         let count = turns.len();
         for (lease, mode) in turns {

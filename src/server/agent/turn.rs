@@ -22,7 +22,7 @@ use crate::server::gate::policy::{self, Outcome};
 use crate::server::gate::request;
 use crate::server::hub::TurnLease;
 use crate::server::markdown;
-use crate::server::store::{Commit, NewEvent, StoreError};
+use crate::server::store::{Commit, LeaseStep, NewEvent, StoreError};
 use crate::server::tools::{
     self, CheckEnv, Checkpoint, GateStyle, Refusal, SettingsAccess, Tool, ToolContext,
 };
@@ -37,11 +37,18 @@ pub(super) enum TurnEnd {
     /// The person stopped it at a budget card (or the card timed out).
     #[error("stopped")]
     Stopped,
+    /// Another instance took the turn over (this one was cut off or paused past its lease):
+    /// it drives the turn now, and this task writes nothing more.
+    #[error("taken over by another instance")]
+    TakenOver,
 }
 
 impl From<StoreError> for TurnEnd {
     fn from(err: StoreError) -> Self {
-        TurnEnd::Failed(format!("could not record the turn: {err}"))
+        match err {
+            StoreError::LeaseLost(_) => TurnEnd::TakenOver,
+            err => TurnEnd::Failed(format!("could not record the turn: {err}")),
+        }
     }
 }
 
@@ -69,12 +76,20 @@ pub(super) async fn run(deps: Arc<Deps>, lease: TurnLease, mode: Mode) {
     };
     let outcome = turn.drive().await;
     let hub = &deps.hub;
-    let cancel_requested = hub.seal(&session_id, &lease.turn_id);
+    if matches!(outcome, Err(TurnEnd::TakenOver)) || hub.is_lost(&session_id, &lease.turn_id) {
+        tracing::info!(session = %session_id, turn = %lease.turn_id, "another instance took this turn over");
+        hub.finish(&session_id, &lease.turn_id);
+        return;
+    }
+    let cancel_requested = hub.seal(&session_id, &lease.turn_id)
+        || sealed_with_cancel(hub.store().as_ref(), &session_id, &lease.turn_id).await;
     let (status, error) = match outcome {
         Ok(()) if cancel_requested => (TurnStatus::Cancelled, None),
         Ok(()) => (TurnStatus::Completed, None),
         Err(TurnEnd::Cancelled) => (TurnStatus::Cancelled, None),
         Err(TurnEnd::Stopped) => (TurnStatus::Stopped, None),
+        // Returned above.
+        Err(TurnEnd::TakenOver) => return,
         Err(TurnEnd::Failed(message)) => {
             tracing::warn!(session = %session_id, turn = %lease.turn_id, %message, "turn failed");
             (TurnStatus::Failed, Some(message))
@@ -85,14 +100,37 @@ pub(super) async fn run(deps: Arc<Deps>, lease: TurnLease, mode: Mode) {
         EventBody::TurnFinished { status, error },
     );
     let release = || hub.finish(&session_id, &lease.turn_id);
+    let commit = Commit {
+        lease: Some(LeaseStep::Release(lease.turn_id.clone())),
+        ..Commit::default()
+    };
     if let Err(err) = hub
-        .commit(&session_id, vec![finished], Commit::default(), release)
+        .commit(&session_id, vec![finished], commit, release)
         .await
     {
         tracing::error!(session = %session_id, error = %err, "could not record turn_finished");
         hub.finish(&session_id, &lease.turn_id);
     }
     drop(lease);
+}
+
+/// On a shared store, seals the turn in its lease (no cancel from any instance is accepted
+/// after this); `true` if one was requested there. A store that cannot answer: `false`.
+async fn sealed_with_cancel(
+    store: &dyn crate::server::store::Store,
+    session_id: &str,
+    turn_id: &str,
+) -> bool {
+    if !store.shared() {
+        return false;
+    }
+    store
+        .seal_turn(session_id, turn_id)
+        .await
+        .unwrap_or_else(|err| {
+            tracing::warn!(session = %session_id, error = %err, "could not seal the turn's lease");
+            false
+        })
 }
 
 pub(super) struct Turn {
@@ -131,6 +169,11 @@ impl Turn {
             .into_iter()
             .map(|b| NewEvent::new(Some(&self.turn_id), b))
             .collect();
+        // Every write of the turn is fenced by its lease (on a shared store).
+        let commit = Commit {
+            lease: Some(LeaseStep::Hold(self.turn_id.clone())),
+            ..commit
+        };
         self.deps
             .hub
             .commit(&self.session_id, events, commit, || ())

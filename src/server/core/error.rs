@@ -150,6 +150,8 @@ impl From<StoreError> for Error {
             StoreError::UnknownSession(id) => Error::UnknownSession(id),
             StoreError::UnknownApproval(id) => Error::UnknownApproval(id),
             StoreError::AlreadyResolved(resolution) => Error::for_resolved(*resolution),
+            StoreError::TurnHeld(_) => Error::TurnInProgress,
+            StoreError::Unstorable(why) => Error::InvalidRequest(why),
             failure if failure.is_database_failure() => {
                 tracing::error!(error = %failure, "database error");
                 Error::StorageUnavailable

@@ -1,6 +1,7 @@
 //! Sessions: create, list, snapshots, delete, the remembered mode, messages (which start
 //! turns) and cancel.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -9,19 +10,27 @@ use super::{
 };
 use crate::protocol::{EventBody, Mode, ModeSource, Session, Snapshot, Timestamp};
 use crate::server::principal::Principal;
-use crate::server::store::{NewEvent, SessionRow};
+use crate::server::store::{Commit, LeaseStep, NewEvent, SessionRow};
 
 const MAX_TITLE_CHARS: usize = 200;
 const DEFAULT_TITLE: &str = "New session";
 
 impl Core {
-    fn session_view(&self, row: &SessionRow, pending_approvals: u64) -> Session {
+    fn session_view(
+        &self,
+        row: &SessionRow,
+        pending_approvals: u64,
+        elsewhere: &HashMap<String, String>,
+    ) -> Session {
         Session {
             id: row.id.clone(),
             title: row.title.clone(),
             created_at: row.created_at.clone(),
             approval_mode: row.mode(),
-            running_turn_id: self.hub.running_turn_id(&row.id),
+            running_turn_id: self
+                .hub
+                .running_turn_id(&row.id)
+                .or_else(|| elsewhere.get(&row.id).cloned()),
             pending_approvals,
             source: row.source.clone(),
         }
@@ -70,16 +79,17 @@ impl Core {
             source: None,
         };
         self.hub.store().create_session(&row).await?;
-        Ok(self.session_view(&row, 0))
+        Ok(self.session_view(&row, 0, &HashMap::new()))
     }
 
     pub async fn list_sessions(&self) -> Result<Vec<Session>, Error> {
         let rows = self.hub.store().list_sessions().await?;
         let pending = self.hub.store().pending_gates(None).await?;
         let count = |id: &str| pending.iter().filter(|g| g.body.session_id == id).count() as u64;
+        let elsewhere = self.turns_elsewhere().await?;
         Ok(rows
             .iter()
-            .map(|r| self.session_view(r, count(&r.id)))
+            .map(|r| self.session_view(r, count(&r.id), &elsewhere))
             .collect())
     }
 
@@ -100,8 +110,9 @@ impl Core {
         let events = self.hub.events_since(&row.id, start.max(1) - 1).await?;
         let cursor = events.last().and_then(|e| e.seq).unwrap_or(row.last_seq);
         let pending = pending_in(&events);
+        let elsewhere = self.turns_elsewhere().await?;
         Ok(Snapshot {
-            session: self.session_view(&row, pending.len() as u64),
+            session: self.session_view(&row, pending.len() as u64, &elsewhere),
             events,
             pending,
             cursor,
@@ -150,6 +161,9 @@ impl Core {
         {
             tracing::warn!(session = %row.id, "turn did not stop within 10 s; deleting anyway");
         }
+        // A turn running on another instance is told too; its writes fail once the session
+        // is gone either way.
+        self.hub.store().request_cancel(&row.id).await?;
         self.hub.store().delete_session(&row.id).await?;
         self.hub.forget(&row.id);
         Ok(())
@@ -241,8 +255,14 @@ impl Core {
                 approval_mode: mode,
             },
         ));
-        let set_mode = (mode != previous).then_some(mode);
-        if let Err(err) = self.hub.append(&row.id, events, set_mode).await {
+        // The turn's lease comes with its message (on a shared store: a turn running on
+        // another instance makes this a `turn_in_progress`).
+        let commit = Commit {
+            set_mode: (mode != previous).then_some(mode),
+            lease: Some(LeaseStep::Claim(turn_id.clone())),
+            ..Commit::default()
+        };
+        if let Err(err) = self.hub.commit(&row.id, events, commit, || ()).await {
             self.hub.finish(&row.id, &turn_id);
             return Err(err.into());
         }
@@ -250,8 +270,25 @@ impl Core {
         Ok(turn_id)
     }
 
+    /// Cancels the session's turn wherever it runs (on a shared store, another instance's turn
+    /// gets the request through the database).
     pub async fn cancel(&self, session_id: &str) -> Result<String, Error> {
         let row = self.session_row(session_id).await?;
-        self.hub.cancel(&row.id).ok_or(Error::NoTurnRunning)
+        if let Some(turn_id) = self.hub.cancel(&row.id) {
+            return Ok(turn_id);
+        }
+        self.hub
+            .store()
+            .request_cancel(&row.id)
+            .await?
+            .ok_or(Error::NoTurnRunning)
+    }
+
+    /// The turns running on other instances, by session (empty unless the store is shared).
+    async fn turns_elsewhere(&self) -> Result<HashMap<String, String>, Error> {
+        if !self.hub.store().shared() {
+            return Ok(HashMap::new());
+        }
+        Ok(self.hub.store().leased_turns().await?.into_iter().collect())
     }
 }

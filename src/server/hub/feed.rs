@@ -17,6 +17,29 @@ use crate::server::store::{Commit, NewEvent, StoreError};
 /// Live capacity per watched session; a subscriber that falls further behind re-reads the
 /// store.
 const CHANNEL_CAPACITY: usize = 1024;
+/// Events read per page while catching up from the store.
+const PAGE: u32 = 1000;
+
+/// Sends committed events to the session's subscribers (if any) and notes the last seq.
+fn publish(handle: &Handle, events: &[Event]) {
+    let sender = handle.sender();
+    for event in events {
+        let Some(seq) = event.seq else { continue };
+        // Never backwards: a catch-up may re-read what a commit already published.
+        if seq <= handle.session.last_published.load(Ordering::Acquire) {
+            continue;
+        }
+        handle.session.last_published.store(seq, Ordering::Release);
+        let Some(sender) = sender.as_ref().filter(|s| s.receiver_count() > 0) else {
+            continue; // nobody is watching this session right now
+        };
+        let json = event_json(event);
+        let _ = sender.send(Arc::new(FeedItem::Durable {
+            event: event.clone(),
+            json,
+        }));
+    }
+}
 
 /// What subscribers of a session receive. Each carries its event's JSON, encoded once here
 /// rather than once per subscriber.
@@ -95,21 +118,104 @@ impl Hub {
         let _ordered = handle.session.append.lock().await;
         let stored = self.store().append(session_id, events, commit).await?;
         on_commit();
-        let sender = handle.sender();
-        for event in &stored {
-            if let Some(seq) = event.seq {
-                handle.session.last_published.store(seq, Ordering::Release);
-            }
-            let Some(sender) = sender.as_ref().filter(|s| s.receiver_count() > 0) else {
-                continue; // nobody is watching this session right now
-            };
-            let json = event_json(event);
-            let _ = sender.send(Arc::new(FeedItem::Durable {
-                event: event.clone(),
-                json,
-            }));
+        // Another instance appended in between (only with a shared store): what it wrote goes
+        // out first, so subscribers still get every event in seq order.
+        let first = stored.first().and_then(|e| e.seq).unwrap_or(0);
+        let published = handle.session.last_published.load(Ordering::Acquire);
+        if published > 0 && first > published + 1 {
+            self.publish_stored(&handle, published, Some(first - 1))
+                .await?;
         }
+        publish(&handle, &stored);
         Ok(stored)
+    }
+
+    /// Publishes what the store holds after the last published seq (up to `through`), and
+    /// wakes the turns parked here on gates those events resolved. The caller holds the
+    /// session's `append` lock.
+    async fn publish_stored(
+        &self,
+        handle: &Handle,
+        mut after: u64,
+        through: Option<u64>,
+    ) -> Result<(), StoreError> {
+        loop {
+            let page = self
+                .store()
+                .events_after(handle.session_id(), after, PAGE)
+                .await?;
+            let page: Vec<Event> = page
+                .into_iter()
+                .filter(|e| through.is_none_or(|t| e.seq.unwrap_or(0) <= t))
+                .collect();
+            let Some(last) = page.last().and_then(|e| e.seq) else {
+                return Ok(());
+            };
+            publish(handle, &page);
+            for event in &page {
+                if let EventBody::ApprovalResolved(resolution) = &event.body {
+                    self.wake(handle.session_id(), resolution.clone());
+                }
+            }
+            if page.len() < PAGE as usize || through.is_some_and(|t| last >= t) {
+                return Ok(());
+            }
+            after = last;
+        }
+    }
+
+    /// Brings the session's live state up to the store's end: what other instances committed
+    /// goes out to this instance's subscribers, in seq order, and wakes what it resolved.
+    /// `hint` is the first seq a notification announced (where to start when nothing was
+    /// published here yet). A session without live state here needs nothing.
+    pub async fn catch_up(&self, session_id: &str, hint: Option<u64>) -> Result<(), StoreError> {
+        let Some(handle) = self.get(session_id) else {
+            return Ok(());
+        };
+        let _ordered = handle.session.append.lock().await;
+        let published = handle.session.last_published.load(Ordering::Acquire);
+        let after = match (published, hint) {
+            (0, Some(first)) => first.saturating_sub(1),
+            (published, _) => published,
+        };
+        self.publish_stored(&handle, after, None).await
+    }
+
+    /// The sessions this instance watches or waits in (subscribers, parked gates): those whose
+    /// other-instance events it must not miss.
+    pub fn watched_sessions(&self) -> Vec<(String, u64)> {
+        // The map's lock is let go before any session's own (the lock order).
+        let live: Vec<_> = lock(&self.shared.sessions).values().cloned().collect();
+        live.iter()
+            .filter(|s| {
+                lock(&s.feed)
+                    .as_ref()
+                    .is_some_and(|f| f.receiver_count() > 0)
+                    || !lock(&s.parked).is_empty()
+            })
+            .map(|s| (s.id.clone(), s.last_published.load(Ordering::Acquire)))
+            .collect()
+    }
+
+    /// Catches up every watched session the store has moved past: the safety net under
+    /// notifications, which may be lost.
+    pub async fn sweep(&self) -> Result<(), StoreError> {
+        let watched = self.watched_sessions();
+        if watched.is_empty() {
+            return Ok(());
+        }
+        let ids: Vec<String> = watched.iter().map(|(id, _)| id.clone()).collect();
+        let stored = self.store().last_seqs(&ids).await?;
+        for (id, last_seq) in stored {
+            let published = watched
+                .iter()
+                .find(|(w, _)| *w == id)
+                .map_or(0, |(_, seq)| *seq);
+            if last_seq > published {
+                self.catch_up(&id, None).await?;
+            }
+        }
+        Ok(())
     }
 
     /// Sends a transient event to whoever is watching; it is never stored or replayed.

@@ -16,10 +16,12 @@
 //! 4. the std mutexes (the map, the feed sender, the turn slot, the parked gates) — held for a
 //!    lookup or an insert only, never across an await and never while taking another lock.
 //!
-//! Files: `feed.rs` (commit, publish, subscribe), `turns.rs` (the running turn), `parked.rs`
-//! (gates waiting for an answer), `memo.rs` (the history memo).
+//! Files: `feed.rs` (commit, publish, subscribe, catch up), `turns.rs` (the running turn),
+//! `parked.rs` (gates waiting for an answer), `memo.rs` (the history memo), `follow.rs` (the
+//! other instances' signals, with a shared store).
 
 mod feed;
+mod follow;
 mod memo;
 mod parked;
 mod turns;

@@ -14,6 +14,8 @@ pub(super) struct RunningTurn {
     finished: watch::Receiver<bool>,
     /// Set when the turn has decided how it ends; a cancel after that is too late.
     sealed: bool,
+    /// Set when another instance took the turn over: this task must not write for it again.
+    lost: bool,
 }
 
 /// Given to the task that runs a turn: holds the session's live state for the turn's life;
@@ -59,6 +61,7 @@ impl Hub {
                 cancel: cancel.clone(),
                 finished: finished_rx,
                 sealed: false,
+                lost: false,
             });
         }
         Some(TurnLease {
@@ -117,6 +120,40 @@ impl Hub {
             running.as_ref().map(|t| t.turn_id.clone())
         })
         .flatten()
+    }
+
+    /// The turns this instance runs, as `(session, turn)`.
+    pub fn running_turns(&self) -> Vec<(String, String)> {
+        // The map's lock is let go before any session's own (the lock order).
+        let live: Vec<_> = lock(&self.shared.sessions).values().cloned().collect();
+        live.iter()
+            .filter_map(|s| {
+                lock(&s.running)
+                    .as_ref()
+                    .map(|t| (s.id.clone(), t.turn_id.clone()))
+            })
+            .collect()
+    }
+
+    /// Another instance took the turn over: its task here stops at its next await and writes
+    /// nothing more (its writes would be refused anyway: the lease fences them).
+    pub fn lose(&self, session_id: &str, turn_id: &str) {
+        self.with_running(session_id, |running| {
+            if let Some(turn) = running.as_mut().filter(|t| t.turn_id == turn_id) {
+                turn.lost = true;
+                turn.cancel.cancel();
+            }
+        });
+    }
+
+    /// Whether the turn was taken over by another instance (see `lose`).
+    pub fn is_lost(&self, session_id: &str, turn_id: &str) -> bool {
+        self.with_running(session_id, |running| {
+            running
+                .as_ref()
+                .is_some_and(|t| t.turn_id == turn_id && t.lost)
+        })
+        .unwrap_or(false)
     }
 
     /// Signals cancellation; returns the turn id that was asked to stop.

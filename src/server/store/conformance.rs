@@ -1,7 +1,8 @@
 //! The store's test suite, backend-neutral: every backend runs it (`sqlite/` on a temp file,
 //! `postgres/` on a fresh database of a throwaway cluster), so both keep the same semantics —
 //! seqs without gaps, one winner of a compare-and-set, mode changes in the same transaction,
-//! one linear audit chain, unique token names, idempotency keys.
+//! one linear audit chain, unique token names, idempotency keys, and one answer to a NUL
+//! character (kept inside an event, refused in a column of its own, nothing written).
 
 use std::sync::Arc;
 
@@ -20,7 +21,8 @@ pub async fn run_all(store: Arc<dyn Store>) {
     exactly_one_of_fifty_concurrent_resolutions_commits(store.clone()).await;
     the_audit_chain_is_one_line_under_concurrency(store.clone()).await;
     token_names_are_unique_and_revoking_is_audited(store.clone()).await;
-    an_idempotency_key_names_one_gate(store).await;
+    an_idempotency_key_names_one_gate(store.clone()).await;
+    a_nul_is_kept_in_events_and_refused_in_columns(store).await;
 }
 
 /// A fresh session row.
@@ -347,4 +349,61 @@ async fn an_idempotency_key_names_one_gate(store: Arc<dyn Store>) {
             .opened_by,
         "token:hook"
     );
+}
+
+/// PostgreSQL's text cannot hold a NUL; SQLite's can. Both answer alike: inside an event (JSON,
+/// where it is an escape) it is kept exactly; a title, a name or a key holding one is refused
+/// with `Unstorable`, and nothing is written.
+async fn a_nul_is_kept_in_events_and_refused_in_columns(store: Arc<dyn Store>) {
+    store.create_session(&session("nul")).await.unwrap();
+    let stored = store
+        .append("nul", vec![msg("a\0b")], Commit::default())
+        .await
+        .unwrap();
+    let back = store.events_after("nul", 0, 10).await.unwrap();
+    assert_eq!(back, stored);
+    assert!(matches!(&back[0].body, EventBody::UserMessage { text, .. } if text == "a\0b"));
+
+    let mut titled = session("nul-title");
+    titled.title = "bad\0title".into();
+    let err = store.create_session(&titled).await.unwrap_err();
+    assert!(matches!(err, StoreError::Unstorable(_)), "{err:?}");
+    assert_eq!(store.get_session("nul-title").await.unwrap(), None);
+
+    let token = TokenRow {
+        name: "bad\0name".into(),
+        scope: "admin".into(),
+        secret_hash: "nul-hash".into(),
+        created_at: Timestamp::now(),
+        last_used_at: None,
+    };
+    let err = store.create_token(&token, "browser").await.unwrap_err();
+    assert!(matches!(err, StoreError::Unstorable(_)), "{err:?}");
+    assert_eq!(store.token_by_hash("nul-hash").await.unwrap(), None);
+
+    let err = store
+        .external_session("codex", "x\0y", &session("nul-ext"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::Unstorable(_)), "{err:?}");
+    assert_eq!(store.get_session("nul-ext").await.unwrap(), None);
+
+    let commit = Commit {
+        gate: Some(GateChange::Open(Box::new(gate("nul", "nul-gate")))),
+        external: Some(ExternalGate {
+            approval_id: "nul-gate".into(),
+            session_id: "nul".into(),
+            opened_by: "token:ci".into(),
+            idempotency_key: Some("k\0".into()),
+            created_at: Timestamp::now(),
+        }),
+        ..Commit::default()
+    };
+    let err = store
+        .append("nul", vec![msg("x")], commit)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::Unstorable(_)), "{err:?}");
+    assert_eq!(store.events_after("nul", 0, 10).await.unwrap(), stored);
+    assert_eq!(store.get_gate("nul", "nul-gate").await.unwrap(), None);
 }

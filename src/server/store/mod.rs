@@ -85,6 +85,57 @@ pub fn stamp(
         .collect()
 }
 
+/// How long a turn's lease lasts without renewal: an instance that stops renewing (dead,
+/// paused, cut off) loses its turns this long after its last renewal.
+pub const LEASE_TTL: std::time::Duration = std::time::Duration::from_secs(5);
+/// How often an instance renews its leases and looks for lapsed ones to take over.
+pub const LEASE_RENEW: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Why text with a NUL character is refused (PostgreSQL's text cannot hold one; SQLite's
+/// could, but both backends answer the same).
+pub const NUL_REFUSED: &str = "text must not contain NUL characters (U+0000)";
+
+/// Text stored in a column of its own (a name, a title, a key, a pattern) must not hold a
+/// NUL. Event bodies may: they are stored as JSON, where a NUL is the escape `\u0000`.
+pub fn storable(text: &str) -> Result<(), StoreError> {
+    if text.contains('\0') {
+        Err(StoreError::Unstorable(NUL_REFUSED.to_owned()))
+    } else {
+        Ok(())
+    }
+}
+
+/// `storable` for a session row's own columns.
+pub fn check_storable_row(row: &SessionRow) -> Result<(), StoreError> {
+    storable(&row.id)?;
+    storable(&row.title)?;
+    row.source.as_deref().map_or(Ok(()), storable)
+}
+
+/// `storable` for what an append stores in columns of their own besides its events.
+pub fn check_storable_commit(commit: &Commit) -> Result<(), StoreError> {
+    if let Some(GateChange::Resolve {
+        new_rule: Some(rule),
+        ..
+    }) = &commit.gate
+    {
+        storable(&rule.pattern)?;
+        storable(&rule.tool)?;
+    }
+    if let Some(GateChange::Open(request)) = &commit.gate {
+        storable(&request.body.approval_id)?;
+        storable(&request.turn_id)?;
+    }
+    if let Some(external) = &commit.external {
+        storable(&external.opened_by)?;
+        external
+            .idempotency_key
+            .as_deref()
+            .map_or(Ok(()), storable)?;
+    }
+    Ok(())
+}
+
 /// A change to a gate, committed in the same transaction as the events that announce it.
 #[derive(Clone, Debug)]
 #[allow(clippy::large_enum_variant)] // one short-lived value per commit; boxing buys nothing
@@ -108,6 +159,46 @@ pub struct Commit {
     pub rule_used: Option<String>,
     /// With `GateChange::Open` of an outside agent's gate: who opened it and with which key.
     pub external: Option<ExternalGate>,
+    /// The turn lease this append claims, holds or releases (a store that only one instance
+    /// uses ignores it: its in-memory turn slot is the whole truth).
+    pub lease: Option<LeaseStep>,
+}
+
+/// What an append does with the lease on its session's turn, in the same transaction as its
+/// events. Several instances on one database are fenced this way: an instance that lost the
+/// lease (it was paused, another took the turn over) can no longer write for that turn.
+#[derive(Clone, Debug, PartialEq)]
+pub enum LeaseStep {
+    /// A new turn takes the session; `TurnHeld` when another turn holds it.
+    Claim(String),
+    /// The turn writes: only while this instance still owns its lease (`LeaseLost` otherwise).
+    Hold(String),
+    /// The turn's last write (`turn_finished`): it hands the session back.
+    Release(String),
+}
+
+/// A turn this instance took over (or holds), as the lease table knows it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LeasedTurn {
+    pub session_id: String,
+    pub turn_id: String,
+    /// Someone asked (on any instance) to cancel it.
+    pub cancel_requested: bool,
+}
+
+/// What another instance committed, as a store shared by several instances tells it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Signal {
+    /// The session's log grew: seqs `first..=last` were committed.
+    Appended {
+        session_id: String,
+        first: u64,
+        last: u64,
+    },
+    /// A cancel was requested for the session's turn.
+    CancelRequested { session_id: String },
+    /// The channel was interrupted: signals may have been missed, catch up everything.
+    Missed,
 }
 
 /// Who opened an outside agent's gate, and the `Idempotency-Key` it came with.
@@ -176,6 +267,15 @@ pub enum StoreError {
     /// The opener already used this `Idempotency-Key` for the gate named here.
     #[error("the idempotency key was used for gate {0}")]
     KeyUsed(String),
+    /// Another turn holds the session (a `LeaseStep::Claim` found its lease taken).
+    #[error("another turn is running in session {0}")]
+    TurnHeld(String),
+    /// This instance no longer owns the turn's lease: another instance took the turn over.
+    #[error("the turn in session {0} was taken over by another instance")]
+    LeaseLost(String),
+    /// Text a database column cannot hold (a NUL character).
+    #[error("{0}")]
+    Unstorable(String),
 }
 
 impl StoreError {
@@ -299,12 +399,61 @@ pub trait Store: Send + Sync + 'static {
         key: &str,
         since: &Timestamp,
     ) -> Result<Option<(String, String)>, StoreError>;
+
+    // ---- Several instances (a store only one instance uses keeps the defaults) ----
+
+    /// Whether other instances may write to this store at the same time (PostgreSQL).
+    fn shared(&self) -> bool {
+        false
+    }
+
+    /// What the other instances commit, as it happens (`None` when nobody else writes).
+    async fn listen(
+        &self,
+    ) -> Result<Option<tokio::sync::mpsc::UnboundedReceiver<Signal>>, StoreError> {
+        Ok(None)
+    }
+
+    /// Each session's `last_seq`, for the given ids (a sweep that catches up missed signals).
+    async fn last_seqs(&self, _session_ids: &[String]) -> Result<Vec<(String, u64)>, StoreError> {
+        Ok(Vec::new())
+    }
+
+    /// Extends this instance's leases on the turns of `session_ids`; returns those it still
+    /// owns (a turn missing from the answer was taken over).
+    async fn renew_leases(&self, _session_ids: &[String]) -> Result<Vec<LeasedTurn>, StoreError> {
+        Ok(Vec::new())
+    }
+
+    /// Takes over turns whose lease lapsed, and this instance's own leases on turns it does
+    /// not run (`running`: the sessions whose turns it does run).
+    async fn claim_lapsed_turns(&self, _running: &[String]) -> Result<Vec<LeasedTurn>, StoreError> {
+        Ok(Vec::new())
+    }
+
+    /// Asks whichever instance runs the session's turn to cancel it; the turn's id, or `None`
+    /// when no turn holds the session (or it has already decided how it ends).
+    async fn request_cancel(&self, _session_id: &str) -> Result<Option<String>, StoreError> {
+        Ok(None)
+    }
+
+    /// Fixes how the turn ends: afterwards no cancel is accepted; `true` if one was requested.
+    async fn seal_turn(&self, _session_id: &str, _turn_id: &str) -> Result<bool, StoreError> {
+        Ok(false)
+    }
+
+    /// The turns running anywhere, by session (for a session list on any instance).
+    async fn leased_turns(&self) -> Result<Vec<(String, String)>, StoreError> {
+        Ok(Vec::new())
+    }
 }
 
-/// Opens the store named by `database_url`.
+/// Opens the store named by `database_url`; `instance` names this instance to the others
+/// (it owns its turns' leases under that name).
 pub async fn open(
     database_url: &str,
     synchronous: crate::server::config::Synchronous,
+    instance: &str,
 ) -> Result<std::sync::Arc<dyn Store>, StoreError> {
     if database_url.starts_with("sqlite:") {
         Ok(std::sync::Arc::new(
@@ -312,7 +461,7 @@ pub async fn open(
         ))
     } else if postgres::is_postgres_url(database_url) {
         Ok(std::sync::Arc::new(
-            postgres::PgStore::open(database_url).await?,
+            postgres::PgStore::open_as(database_url, instance).await?,
         ))
     } else {
         Err(StoreError::UnsupportedUrl(database_url.to_owned()))

@@ -7,10 +7,16 @@ use sqlx::PgPool;
 use crate::server::store::StoreError;
 
 /// The migrations, in order: (version, SQL).
-const MIGRATIONS: [(i64, &str); 1] = [(
-    1,
-    include_str!("../../../../migrations/postgres/0001_schema.sql"),
-)];
+const MIGRATIONS: [(i64, &str); 2] = [
+    (
+        1,
+        include_str!("../../../../migrations/postgres/0001_schema.sql"),
+    ),
+    (
+        2,
+        include_str!("../../../../migrations/postgres/0002_turn_leases.sql"),
+    ),
+];
 
 /// The advisory lock key migrations take (any constant of our own).
 const MIGRATION_LOCK: i64 = 0x436f_756e_7465_7201;

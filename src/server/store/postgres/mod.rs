@@ -12,11 +12,17 @@
 //! - **one gate per idempotency key**: a unique index, and a conflict is read back as
 //!   `KeyUsed`.
 //!
+//! - **one driver per turn**: turn leases (`lease.rs`), renewed by their owner and taken over
+//!   when they lapse; a turn's writes are fenced by its lease;
+//! - **live everywhere**: every append notifies the other instances (`signals.rs`).
+//!
 //! Files by job: `migrate.rs` the schema (`migrations/postgres/`), `read.rs` the reads,
-//! `write.rs` the transactions.
+//! `write.rs` the transactions, `lease.rs` turn ownership, `signals.rs` LISTEN/NOTIFY.
 
+mod lease;
 mod migrate;
 mod read;
+mod signals;
 mod write;
 
 use std::time::Duration;
@@ -25,7 +31,10 @@ use async_trait::async_trait;
 use sqlx::PgPool;
 use sqlx::postgres::PgPoolOptions;
 
-use super::{Commit, ExternalGate, GateRow, NewEvent, SessionRow, Store, StoreError, TokenRow};
+use super::{
+    Commit, ExternalGate, GateRow, LeasedTurn, NewEvent, SessionRow, Signal, Store, StoreError,
+    TokenRow,
+};
 use crate::protocol::{ApprovalRequest, AuditEntry, Event, Rule, Timestamp};
 use crate::server::audit;
 
@@ -34,14 +43,25 @@ const POOL: u32 = 8;
 /// How long a request waits for a connection before it is a storage failure (503).
 const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// PostgreSQL's code for a character its text cannot hold (a NUL).
+const UNTRANSLATABLE: &str = "22021";
+
 impl From<sqlx::Error> for StoreError {
     fn from(err: sqlx::Error) -> Self {
-        StoreError::Database(err.to_string())
+        match err.as_database_error().and_then(|e| e.code()) {
+            Some(code) if code == UNTRANSLATABLE => {
+                StoreError::Unstorable(super::NUL_REFUSED.to_owned())
+            }
+            _ => StoreError::Database(err.to_string()),
+        }
     }
 }
 
 pub struct PgStore {
     pool: PgPool,
+    /// This instance's name: it owns its turns' leases under it, and skips its own
+    /// notifications.
+    instance: String,
 }
 
 /// Whether `url` names a PostgreSQL database.
@@ -53,6 +73,12 @@ impl PgStore {
     /// Connects and brings the schema up to date. A database that cannot be reached is an
     /// error here, so the server refuses to start rather than serve without storage.
     pub async fn open(url: &str) -> Result<Self, StoreError> {
+        Self::open_as(url, &uuid::Uuid::new_v4().to_string()).await
+    }
+
+    /// As `open`, for the instance named `instance` (stable across its restarts, so a
+    /// restarted instance takes its own turns back at once instead of waiting for the lapse).
+    pub async fn open_as(url: &str, instance: &str) -> Result<Self, StoreError> {
         let pool = PgPoolOptions::new()
             .max_connections(POOL)
             .acquire_timeout(ACQUIRE_TIMEOUT)
@@ -60,7 +86,10 @@ impl PgStore {
             .await
             .map_err(|e| StoreError::Database(format!("cannot connect to PostgreSQL: {e}")))?;
         migrate::run(&pool).await?;
-        Ok(PgStore { pool })
+        Ok(PgStore {
+            pool,
+            instance: instance.to_owned(),
+        })
     }
 }
 
@@ -75,6 +104,7 @@ impl Store for PgStore {
     }
 
     async fn create_session(&self, row: &SessionRow) -> Result<(), StoreError> {
+        super::check_storable_row(row)?;
         write::create_session(&self.pool, row).await
     }
 
@@ -96,7 +126,8 @@ impl Store for PgStore {
         events: Vec<NewEvent>,
         commit: Commit,
     ) -> Result<Vec<Event>, StoreError> {
-        write::append(&self.pool, session_id, &events, &commit).await
+        super::check_storable_commit(&commit)?;
+        write::append(&self.pool, &self.instance, session_id, &events, &commit).await
     }
 
     async fn get_gate(
@@ -158,6 +189,7 @@ impl Store for PgStore {
     }
 
     async fn create_token(&self, row: &TokenRow, actor: &str) -> Result<(), StoreError> {
+        super::storable(&row.name)?;
         write::create_token(&self.pool, row, actor).await
     }
 
@@ -188,6 +220,9 @@ impl Store for PgStore {
         external_session: &str,
         row: &SessionRow,
     ) -> Result<String, StoreError> {
+        super::storable(source)?;
+        super::storable(external_session)?;
+        super::check_storable_row(row)?;
         write::external_session(&self.pool, source, external_session, row).await
     }
 
@@ -203,6 +238,42 @@ impl Store for PgStore {
     ) -> Result<Option<(String, String)>, StoreError> {
         read::gate_by_idempotency_key(&self.pool, opened_by, key, since).await
     }
+
+    fn shared(&self) -> bool {
+        true
+    }
+
+    async fn listen(
+        &self,
+    ) -> Result<Option<tokio::sync::mpsc::UnboundedReceiver<Signal>>, StoreError> {
+        Ok(Some(
+            signals::listen(&self.pool, self.instance.clone()).await?,
+        ))
+    }
+
+    async fn last_seqs(&self, session_ids: &[String]) -> Result<Vec<(String, u64)>, StoreError> {
+        read::last_seqs(&self.pool, session_ids).await
+    }
+
+    async fn renew_leases(&self, session_ids: &[String]) -> Result<Vec<LeasedTurn>, StoreError> {
+        lease::renew(&self.pool, &self.instance, session_ids).await
+    }
+
+    async fn claim_lapsed_turns(&self, running: &[String]) -> Result<Vec<LeasedTurn>, StoreError> {
+        lease::claim_lapsed(&self.pool, &self.instance, running).await
+    }
+
+    async fn request_cancel(&self, session_id: &str) -> Result<Option<String>, StoreError> {
+        lease::request_cancel(&self.pool, signals::CHANNEL, session_id).await
+    }
+
+    async fn seal_turn(&self, session_id: &str, turn_id: &str) -> Result<bool, StoreError> {
+        lease::seal(&self.pool, &self.instance, session_id, turn_id).await
+    }
+
+    async fn leased_turns(&self) -> Result<Vec<(String, String)>, StoreError> {
+        lease::all(&self.pool).await
+    }
 }
 
 #[cfg(test)]
@@ -210,6 +281,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
+    use crate::server::store::{LEASE_TTL, LeaseStep};
 
     /// The cluster the tests may create databases in (`scripts/test` starts one); CI must
     /// have it, a developer's `cargo test` may not.
@@ -254,6 +326,161 @@ mod tests {
         let second = PgStore::open(&url).await.unwrap();
         assert_eq!(second.health().await, Ok(()));
         crate::server::store::conformance::run_all(Arc::new(store)).await;
+    }
+
+    fn message(turn: &str) -> NewEvent {
+        NewEvent::new(
+            Some(turn),
+            crate::protocol::EventBody::UserMessage {
+                text: "go".into(),
+                approval_mode: crate::protocol::Mode::Ask,
+            },
+        )
+    }
+
+    fn step(step: LeaseStep) -> Commit {
+        Commit {
+            lease: Some(step),
+            ..Commit::default()
+        }
+    }
+
+    /// Two stores on one database are two instances: a turn's lease admits one writer, a
+    /// lapsed lease passes to the other, and the old owner is fenced out from then on.
+    #[tokio::test]
+    async fn a_lease_fences_a_turn_to_one_instance_and_lapses_to_another() {
+        let Some(cluster) = test_cluster() else {
+            return;
+        };
+        let url = fresh_database(&cluster).await;
+        let (a, b) = (
+            PgStore::open(&url).await.unwrap(),
+            PgStore::open(&url).await.unwrap(),
+        );
+        a.create_session(&crate::server::store::conformance::session("L"))
+            .await
+            .unwrap();
+        let claim = |turn: &str| step(LeaseStep::Claim(turn.into()));
+        let hold = |turn: &str| step(LeaseStep::Hold(turn.into()));
+        a.append("L", vec![message("t1")], claim("t1"))
+            .await
+            .unwrap();
+        // Another turn cannot start, and the other instance cannot write for this one.
+        let err = b
+            .append("L", vec![message("t2")], claim("t2"))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, StoreError::TurnHeld(_)), "{err:?}");
+        let err = b
+            .append("L", vec![message("t1")], hold("t1"))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, StoreError::LeaseLost(_)), "{err:?}");
+        assert_eq!(
+            a.events_after("L", 0, 10).await.unwrap().len(),
+            1,
+            "refused writes wrote nothing"
+        );
+        a.append("L", vec![message("t1")], hold("t1"))
+            .await
+            .unwrap();
+        // Renewing: the owner keeps it, the other has nothing to renew or take yet.
+        let ids = ["L".to_owned()];
+        assert_eq!(a.renew_leases(&ids).await.unwrap().len(), 1);
+        assert!(b.renew_leases(&ids).await.unwrap().is_empty());
+        assert!(b.claim_lapsed_turns(&[]).await.unwrap().is_empty());
+        // The owner stops renewing: after the lease's time, the other takes the turn.
+        tokio::time::sleep(LEASE_TTL + Duration::from_millis(500)).await;
+        let taken = b.claim_lapsed_turns(&[]).await.unwrap();
+        assert_eq!(taken.len(), 1);
+        assert_eq!(
+            (taken[0].session_id.as_str(), taken[0].turn_id.as_str()),
+            ("L", "t1")
+        );
+        let err = a
+            .append("L", vec![message("t1")], hold("t1"))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, StoreError::LeaseLost(_)),
+            "the old owner is fenced out: {err:?}"
+        );
+        assert!(a.renew_leases(&ids).await.unwrap().is_empty());
+        b.append("L", vec![message("t1")], hold("t1"))
+            .await
+            .unwrap();
+        // A cancel asked on any instance reaches the owner's renewal, until the turn seals.
+        assert_eq!(a.request_cancel("L").await.unwrap().as_deref(), Some("t1"));
+        assert!(b.renew_leases(&ids).await.unwrap()[0].cancel_requested);
+        assert!(b.seal_turn("L", "t1").await.unwrap());
+        assert_eq!(
+            a.request_cancel("L").await.unwrap(),
+            None,
+            "sealed: too late"
+        );
+        // Released with the last write; then a new turn may start anywhere.
+        let release = step(LeaseStep::Release("t1".into()));
+        b.append("L", vec![message("t1")], release).await.unwrap();
+        assert!(b.leased_turns().await.unwrap().is_empty());
+        a.append("L", vec![message("t3")], claim("t3"))
+            .await
+            .unwrap();
+        assert_eq!(
+            a.leased_turns().await.unwrap(),
+            vec![("L".to_owned(), "t3".to_owned())]
+        );
+    }
+
+    /// Each append is announced to the other instances (not to its own), with its seqs, and a
+    /// cancel request to all.
+    #[tokio::test]
+    async fn the_other_instances_hear_every_append() {
+        let Some(cluster) = test_cluster() else {
+            return;
+        };
+        let url = fresh_database(&cluster).await;
+        let (a, b) = (
+            PgStore::open(&url).await.unwrap(),
+            PgStore::open(&url).await.unwrap(),
+        );
+        let mut heard_by_b = b.listen().await.unwrap().expect("a shared store listens");
+        a.create_session(&crate::server::store::conformance::session("N"))
+            .await
+            .unwrap();
+        b.append("N", vec![message("t")], Commit::default())
+            .await
+            .unwrap();
+        a.append(
+            "N",
+            vec![message("t"), message("t")],
+            step(LeaseStep::Claim("t".into())),
+        )
+        .await
+        .unwrap();
+        let signal = tokio::time::timeout(Duration::from_secs(10), heard_by_b.recv())
+            .await
+            .expect("a notification")
+            .expect("the channel is open");
+        assert_eq!(
+            signal,
+            Signal::Appended {
+                session_id: "N".into(),
+                first: 2,
+                last: 3
+            },
+            "b's own append is not announced back to b"
+        );
+        a.request_cancel("N").await.unwrap();
+        let signal = tokio::time::timeout(Duration::from_secs(10), heard_by_b.recv())
+            .await
+            .expect("a notification")
+            .expect("the channel is open");
+        assert_eq!(
+            signal,
+            Signal::CancelRequested {
+                session_id: "N".into()
+            }
+        );
     }
 
     #[tokio::test]

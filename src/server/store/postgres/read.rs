@@ -315,3 +315,21 @@ pub async fn gate_by_idempotency_key(
     .fetch_optional(pool)
     .await?)
 }
+
+pub async fn last_seqs(
+    pool: &PgPool,
+    session_ids: &[String],
+) -> Result<Vec<(String, u64)>, StoreError> {
+    if session_ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let rows: Vec<(String, i64)> =
+        sqlx::query_as("SELECT id, last_seq FROM sessions WHERE id = ANY($1)")
+            .bind(session_ids)
+            .fetch_all(pool)
+            .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(id, seq)| (id, u64::try_from(seq).unwrap_or(0)))
+        .collect())
+}

@@ -65,6 +65,7 @@ pub async fn delete_session(pool: &PgPool, id: &str) -> Result<bool, StoreError>
 /// audit entries — one transaction.
 pub async fn append(
     pool: &PgPool,
+    instance: &str,
     session_id: &str,
     events: &[NewEvent],
     commit: &Commit,
@@ -104,6 +105,9 @@ pub async fn append(
         return Err(StoreError::UnknownSession(session_id.to_owned()));
     };
     let first_seq = u64::try_from(last - count + 1).unwrap_or(1).max(1);
+    if let Some(step) = &commit.lease {
+        super::lease::apply_step(&mut tx, session_id, instance, step).await?;
+    }
     let mut stored = Vec::with_capacity(events.len());
     for (event, json) in stamp(session_id, events, first_seq)? {
         sqlx::query(
@@ -129,6 +133,16 @@ pub async fn append(
         audit::drafts_for(session_id, &stored, new_rule, gate_opener),
     )
     .await?;
+    if let Some(last_seq) = stored.last().and_then(|e| e.seq) {
+        // Delivered with the commit: the other instances' feeds and parked turns wake up.
+        sqlx::query("SELECT pg_notify($1, $2)")
+            .bind(super::signals::CHANNEL)
+            .bind(super::signals::appended(
+                session_id, first_seq, last_seq, instance,
+            ))
+            .execute(&mut *tx)
+            .await?;
+    }
     tx.commit().await?;
     Ok(stored)
 }

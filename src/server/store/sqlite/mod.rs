@@ -87,6 +87,7 @@ impl Store for SqliteStore {
     }
 
     async fn create_session(&self, row: &SessionRow) -> Result<(), StoreError> {
+        super::check_storable_row(row)?;
         self.writer.create_session(row).await
     }
 
@@ -108,6 +109,7 @@ impl Store for SqliteStore {
         events: Vec<NewEvent>,
         commit: Commit,
     ) -> Result<Vec<Event>, StoreError> {
+        super::check_storable_commit(&commit)?;
         self.writer.append(session_id, events, commit).await
     }
 
@@ -170,6 +172,7 @@ impl Store for SqliteStore {
     }
 
     async fn create_token(&self, row: &TokenRow, actor: &str) -> Result<(), StoreError> {
+        super::storable(&row.name)?;
         self.insert_token(row, actor).await
     }
 
@@ -195,6 +198,9 @@ impl Store for SqliteStore {
         external_session: &str,
         row: &SessionRow,
     ) -> Result<String, StoreError> {
+        super::storable(source)?;
+        super::storable(external_session)?;
+        super::check_storable_row(row)?;
         self.external_session_for(source, external_session, row)
             .await
     }

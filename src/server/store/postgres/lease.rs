@@ -1,0 +1,186 @@
+//! Turn leases on PostgreSQL: which instance runs each session's turn, until when.
+//!
+//! **Invariants:**
+//! - a turn's writes take its lease row `FOR SHARE` in their transaction and check the owner,
+//!   so a takeover (an `UPDATE` of that row) waits for a write in flight, and every write after
+//!   it by the old owner fails with `LeaseLost`: two instances never both write for one turn;
+//! - the lease is created with the turn's `user_message` and deleted with its `turn_finished`,
+//!   in those appends' transactions: an unfinished turn always has a lease row;
+//! - expiry is the database's clock (`now()`), never an instance's.
+
+use sqlx::{PgConnection, PgPool};
+
+use crate::server::store::{LEASE_TTL, LeaseStep, LeasedTurn, StoreError};
+
+/// The lease's lifetime in seconds, as SQL wants it.
+fn ttl_secs() -> f64 {
+    LEASE_TTL.as_secs_f64()
+}
+
+/// How many lapsed turns one scan takes over (the rest wait for the next scan).
+const CLAIM_BATCH: i64 = 32;
+
+type LeaseTuple = (String, String, bool);
+
+fn leased((session_id, turn_id, cancel_requested): LeaseTuple) -> LeasedTurn {
+    LeasedTurn {
+        session_id,
+        turn_id,
+        cancel_requested,
+    }
+}
+
+/// Applies an append's lease step inside its transaction (after the session row is locked).
+pub async fn apply_step(
+    conn: &mut PgConnection,
+    session_id: &str,
+    owner: &str,
+    step: &LeaseStep,
+) -> Result<(), StoreError> {
+    match step {
+        LeaseStep::Claim(turn_id) => {
+            let claimed = sqlx::query(
+                "INSERT INTO turn_leases (session_id, turn_id, owner, expires_at)
+                 VALUES ($1, $2, $3, now() + make_interval(secs => $4))
+                 ON CONFLICT (session_id) DO NOTHING",
+            )
+            .bind(session_id)
+            .bind(turn_id)
+            .bind(owner)
+            .bind(ttl_secs())
+            .execute(&mut *conn)
+            .await?
+            .rows_affected();
+            if claimed == 0 {
+                return Err(StoreError::TurnHeld(session_id.to_owned()));
+            }
+        }
+        LeaseStep::Hold(turn_id) => {
+            let held: Option<(i32,)> = sqlx::query_as(
+                "SELECT 1 FROM turn_leases
+                 WHERE session_id = $1 AND turn_id = $2 AND owner = $3 FOR SHARE",
+            )
+            .bind(session_id)
+            .bind(turn_id)
+            .bind(owner)
+            .fetch_optional(&mut *conn)
+            .await?;
+            if held.is_none() {
+                return Err(StoreError::LeaseLost(session_id.to_owned()));
+            }
+        }
+        LeaseStep::Release(turn_id) => {
+            let released = sqlx::query(
+                "DELETE FROM turn_leases WHERE session_id = $1 AND turn_id = $2 AND owner = $3",
+            )
+            .bind(session_id)
+            .bind(turn_id)
+            .bind(owner)
+            .execute(&mut *conn)
+            .await?
+            .rows_affected();
+            if released == 0 {
+                return Err(StoreError::LeaseLost(session_id.to_owned()));
+            }
+        }
+    }
+    Ok(())
+}
+
+pub async fn renew(
+    pool: &PgPool,
+    owner: &str,
+    session_ids: &[String],
+) -> Result<Vec<LeasedTurn>, StoreError> {
+    if session_ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let rows: Vec<LeaseTuple> = sqlx::query_as(
+        "UPDATE turn_leases SET expires_at = now() + make_interval(secs => $1)
+         WHERE owner = $2 AND session_id = ANY($3)
+         RETURNING session_id, turn_id, cancel_requested",
+    )
+    .bind(ttl_secs())
+    .bind(owner)
+    .bind(session_ids)
+    .fetch_all(pool)
+    .await?;
+    Ok(rows.into_iter().map(leased).collect())
+}
+
+pub async fn claim_lapsed(
+    pool: &PgPool,
+    owner: &str,
+    running: &[String],
+) -> Result<Vec<LeasedTurn>, StoreError> {
+    // SKIP LOCKED: two instances scanning at once split the lapsed turns between them, and a
+    // lease a turn's write holds `FOR SHARE` is not taken from under it.
+    let rows: Vec<LeaseTuple> = sqlx::query_as(
+        "UPDATE turn_leases SET owner = $1, expires_at = now() + make_interval(secs => $2)
+         WHERE session_id IN (
+             SELECT session_id FROM turn_leases
+             WHERE (expires_at < now() OR owner = $1) AND NOT (session_id = ANY($3))
+             ORDER BY expires_at LIMIT $4
+             FOR UPDATE SKIP LOCKED)
+         RETURNING session_id, turn_id, cancel_requested",
+    )
+    .bind(owner)
+    .bind(ttl_secs())
+    .bind(running)
+    .bind(CLAIM_BATCH)
+    .fetch_all(pool)
+    .await?;
+    Ok(rows.into_iter().map(leased).collect())
+}
+
+/// Marks the cancel and tells every instance; the notification goes out with the commit, and
+/// only when a turn was there to cancel.
+pub async fn request_cancel(
+    pool: &PgPool,
+    channel: &str,
+    session_id: &str,
+) -> Result<Option<String>, StoreError> {
+    let mut tx = pool.begin().await?;
+    let row: Option<(String,)> = sqlx::query_as(
+        "UPDATE turn_leases SET cancel_requested = TRUE
+         WHERE session_id = $1 AND NOT sealed RETURNING turn_id",
+    )
+    .bind(session_id)
+    .fetch_optional(&mut *tx)
+    .await?;
+    if row.is_some() {
+        sqlx::query("SELECT pg_notify($1, $2)")
+            .bind(channel)
+            .bind(format!("c {session_id}"))
+            .execute(&mut *tx)
+            .await?;
+    }
+    tx.commit().await?;
+    Ok(row.map(|(turn_id,)| turn_id))
+}
+
+pub async fn seal(
+    pool: &PgPool,
+    owner: &str,
+    session_id: &str,
+    turn_id: &str,
+) -> Result<bool, StoreError> {
+    let row: Option<(bool,)> = sqlx::query_as(
+        "UPDATE turn_leases SET sealed = TRUE
+         WHERE session_id = $1 AND turn_id = $2 AND owner = $3 RETURNING cancel_requested",
+    )
+    .bind(session_id)
+    .bind(turn_id)
+    .bind(owner)
+    .fetch_optional(pool)
+    .await?;
+    Ok(row.is_some_and(|(cancel,)| cancel))
+}
+
+pub async fn all(pool: &PgPool) -> Result<Vec<(String, String)>, StoreError> {
+    Ok(
+        sqlx::query_as("SELECT session_id, turn_id FROM turn_leases")
+            .fetch_all(pool)
+            .await?,
+    )
+}
