@@ -120,11 +120,13 @@ impl Turn {
                 },
                 () = &mut expiry => break server_says(Decision::Timeout, AnsweredBy::Timeout).await?,
                 () = self.cancel.cancelled() => break server_says(Decision::Cancelled, AnsweredBy::System).await?,
-                _ = recheck.tick(), if shared => {
-                    if let Some(resolution) = self.stored_resolution(gate).await? {
-                        break resolution;
-                    }
-                }
+                _ = recheck.tick(), if shared => match self.stored_resolution(gate).await {
+                    Ok(Some(resolution)) => break resolution,
+                    Ok(None) => {}
+                    // The database is away: keep waiting (the deadline still holds), and look
+                    // again at the next tick.
+                    Err(err) => tracing::warn!(session = %self.session_id, error = %err, "could not look at a gate"),
+                },
             }
         };
         Ok(resolution)
