@@ -137,6 +137,28 @@ async fn create_session_title_length_limit() {
     assert_eq!(ts.state().await, before);
 }
 
+/// One rule for NUL on both stores: kept inside an event (a message), refused with 400 in a
+/// column of its own (a title), with nothing written.
+#[tokio::test]
+async fn a_nul_is_refused_in_a_title_and_kept_in_a_message() {
+    let ts = TestServer::start().await;
+    let before = ts.state().await;
+    let refused = ts
+        .post("/api/v1/sessions", json!({ "title": "a\u{0}b" }))
+        .await
+        .expect_error(400, "invalid_request");
+    assert!(
+        refused["error"]["message"].as_str().unwrap().contains("NUL"),
+        "{refused}"
+    );
+    assert_eq!(ts.state().await, before);
+    let sid = ts.session().await;
+    let turn = ts.send_msg(&sid, "hello a\u{0}b", None).await;
+    let snap = ts.wait_turn(&sid, &turn).await;
+    let sent = of_type(&events(&snap), "user_message")[0]["text"].clone();
+    assert_eq!(sent, "hello a\u{0}b");
+}
+
 #[tokio::test]
 async fn list_sessions_newest_first() {
     let ts = TestServer::start().await;
