@@ -286,6 +286,38 @@ fn a_busy_port_exits_non_zero_saying_so() {
     drop(listener);
 }
 
+/// A PostgreSQL database that cannot be reached at start: a clear error naming it and a
+/// non-zero exit, never a server without storage.
+#[test]
+fn an_unreachable_database_exits_non_zero_saying_so() {
+    // A port that takes connections and hangs up at once: nothing speaks PostgreSQL there.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            drop(conn);
+        }
+    });
+    let tmp = tempfile::tempdir().unwrap();
+    let (data, ws) = dirs(tmp.path());
+    let url = format!("postgres://countersign@127.0.0.1:{port}/countersign");
+    let (status, stdout, stderr) = run_failing(&[
+        "--addr",
+        "127.0.0.1:0",
+        "--data-dir",
+        data.to_str().unwrap(),
+        "--workspace",
+        ws.to_str().unwrap(),
+        "--token",
+        TOKEN,
+        "--database-url",
+        &url,
+    ]);
+    assert!(!status.success());
+    assert!(stderr.contains("cannot connect to PostgreSQL"), "{stderr}");
+    assert!(!stdout.contains("listening on"), "{stdout}");
+}
+
 #[tokio::test]
 async fn sigterm_exits_promptly_with_a_feed_connected() {
     let tmp = tempfile::tempdir().unwrap();

@@ -19,7 +19,12 @@
 //!   turn to another instance, and once resumed it writes nothing more for it and runs nothing
 //!   again;
 //! - `POST …/cancel` on any instance cancels the turn wherever it runs (a parked gate resolves
-//!   `cancelled`, a running command is killed).
+//!   `cancelled`, a running command is killed);
+//! - a database outage (a proxy between the instances and PostgreSQL drops every connection and
+//!   refuses new ones): health and every request that needs the database answer
+//!   `503 storage_unavailable`, a decision is not applied and a parked turn keeps waiting; when
+//!   the database is back the instances recover by themselves, the gate is answered once, its
+//!   command runs once and the audit chain holds.
 //!
 //! Needs a PostgreSQL server to create throwaway databases on: `COUNTERSIGN_TEST_POSTGRES_URL`
 //! (`scripts/test` starts one and exports it). Without it the tests are skipped, except under
@@ -156,6 +161,8 @@ impl Drop for TestDb {
 struct Cluster {
     /// Declared first: dropped after the processes (killed in `drop`), before the temp dir.
     db: TestDb,
+    /// The URL the instances are given instead of the database's own (a proxy's), if any.
+    routed_url: Option<String>,
     dir: tempfile::TempDir,
     ws: PathBuf,
     nodes: Vec<Option<Node>>,
@@ -192,14 +199,22 @@ impl Cluster {
     /// A fresh database and `n` instances on it, all listening; `None` (the test is skipped)
     /// when there is no test PostgreSQL.
     async fn start(n: usize) -> Option<Cluster> {
+        Cluster::start_via(n, None).await
+    }
+
+    /// As [`Cluster::start`]; with a proxy, the instances reach the database through it (the
+    /// database itself is still created and dropped directly on the server).
+    async fn start_via(n: usize, proxy: Option<&DbProxy>) -> Option<Cluster> {
         assert!(n <= NAMES.len());
         let server = test_postgres()?;
         let db = TestDb::create(&server).await;
+        let routed_url = proxy.map(|p| p.route(&db.url));
         let dir = tempfile::tempdir().expect("temp dir");
         let ws = dir.path().join("ws");
         std::fs::create_dir_all(&ws).unwrap();
         let mut cluster = Cluster {
             db,
+            routed_url,
             dir,
             ws,
             nodes: (0..n).map(|_| None).collect(),
@@ -226,7 +241,10 @@ impl Cluster {
             .arg(self.data_dir(i))
             .arg("--workspace")
             .arg(&self.ws)
-            .env("COUNTERSIGN_DATABASE_URL", &self.db.url)
+            .env(
+                "COUNTERSIGN_DATABASE_URL",
+                self.routed_url.as_deref().unwrap_or(&self.db.url),
+            )
             .env("RUST_LOG", "countersign=info");
         let started = Instant::now();
         let proc = Proc::spawn(cmd);
@@ -1166,4 +1184,297 @@ async fn a_cancel_on_one_instance_stops_the_turn_on_another() {
             .await
             .expect_error(409, "no_turn_running");
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 8. A database outage
+// ---------------------------------------------------------------------------------------------
+
+/// How long the database stays away: past a turn's lease, which its owner cannot renew
+/// meanwhile, so the instances come back to lapsed leases.
+const OUTAGE: Duration = LEASE_TTL.saturating_add(Duration::from_secs(3));
+
+/// A TCP proxy between the instances and PostgreSQL, to take the database away and give it
+/// back. It forwards every connection it accepts to the database server, both ways. `cut`
+/// closes every connection it forwards at once and from then on closes each new one as soon as
+/// it is accepted (connecting fails at once instead of hanging); `restore` forwards again.
+struct DbProxy {
+    port: u16,
+    state: Arc<Mutex<ProxyState>>,
+    accept: tokio::task::JoinHandle<()>,
+}
+
+#[derive(Default)]
+struct ProxyState {
+    cut: bool,
+    /// The forwarding tasks; each owns both ends of its connection.
+    conns: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for DbProxy {
+    fn drop(&mut self) {
+        self.accept.abort();
+        for conn in self.state.lock().unwrap().conns.drain(..) {
+            conn.abort();
+        }
+    }
+}
+
+impl DbProxy {
+    /// Listens on a free loopback port and forwards to the server `db_url` names.
+    async fn start(db_url: &str) -> DbProxy {
+        let url = reqwest::Url::parse(db_url).unwrap_or_else(|e| panic!("{db_url}: {e}"));
+        let host = url
+            .host_str()
+            .unwrap_or_else(|| panic!("{db_url} names no host"));
+        let upstream = format!("{host}:{}", url.port().unwrap_or(5432));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind the proxy");
+        let port = listener.local_addr().unwrap().port();
+        let state = Arc::new(Mutex::new(ProxyState::default()));
+        let shared = state.clone();
+        let accept = tokio::spawn(async move {
+            loop {
+                let client = match listener.accept().await {
+                    Ok((client, _)) => client,
+                    Err(_) => {
+                        tokio::time::sleep(POLL).await;
+                        continue;
+                    }
+                };
+                let mut state = shared.lock().unwrap();
+                if state.cut {
+                    drop(client);
+                    continue;
+                }
+                let upstream = upstream.clone();
+                let conn = tokio::spawn(async move {
+                    let mut client = client;
+                    if let Ok(mut server) = tokio::net::TcpStream::connect(&upstream).await {
+                        let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+                    }
+                });
+                state.conns.retain(|c| !c.is_finished());
+                state.conns.push(conn);
+            }
+        });
+        DbProxy {
+            port,
+            state,
+            accept,
+        }
+    }
+
+    /// `db_url` with the proxy in place of the database server.
+    fn route(&self, db_url: &str) -> String {
+        let mut url = reqwest::Url::parse(db_url).unwrap_or_else(|e| panic!("{db_url}: {e}"));
+        url.set_host(Some("127.0.0.1")).unwrap();
+        url.set_port(Some(self.port)).unwrap();
+        url.to_string()
+    }
+
+    /// The database goes away: every forwarded connection is closed (both ends) before this
+    /// returns, and new ones are closed as soon as they are accepted.
+    async fn cut(&self) {
+        let conns = {
+            let mut state = self.state.lock().unwrap();
+            state.cut = true;
+            std::mem::take(&mut state.conns)
+        };
+        for conn in conns {
+            conn.abort();
+            let _ = conn.await;
+        }
+    }
+
+    /// The database comes back: new connections are forwarded again.
+    fn restore(&self) {
+        self.state.lock().unwrap().cut = false;
+    }
+}
+
+/// Polls `GET /api/v1/health` on instance `i` until it answers `status`; returns that answer.
+async fn wait_health(cluster: &Cluster, i: usize, status: u16, limit: Duration) -> Resp {
+    let node = cluster.node(i);
+    poll_until(
+        &format!("instance {}'s health to answer {status}", NAMES[i]),
+        limit,
+        async || {
+            let resp = node.get("/api/v1/health").await;
+            if resp.status.as_u16() == status {
+                Ok(resp)
+            } else {
+                Err(format!("{} {}", resp.status, resp.body))
+            }
+        },
+    )
+    .await
+}
+
+/// A's turn waits on a gate (B sees it too) when the database goes away. While it is away:
+/// health and every request that needs it answer `503 storage_unavailable` on both instances,
+/// and an approval is refused, not applied; the turn keeps waiting. Once it is back, the
+/// instances recover by themselves: health is 200 again, the gate is still pending as it was,
+/// an approval on B lets the command run once and the turn complete, the log and the audit
+/// chain are whole, and A runs a new session's turn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_database_outage_answers_503_and_the_instance_recovers() {
+    let Some(server) = test_postgres() else {
+        return;
+    };
+    // Declared before the cluster: it drops after it (the instances are gone first).
+    let proxy = DbProxy::start(&server).await;
+    let Some(cluster) = Cluster::start_via(2, Some(&proxy)).await else {
+        return;
+    };
+    let (a, b) = (cluster.node(A), cluster.node(B));
+    let sid = a.create_id(json!({ "approval_mode": "ask" })).await;
+    let (turn, before, card) = park_gate(a, &sid, "run: echo once >> out.txt").await;
+    let (b_before, b_card) = b.wait_gate_snapshot(&sid).await;
+    assert_eq!(b_card, card, "B's card differs from A's");
+    assert_eq!(b_before["events"], before["events"], "B reads another log");
+    let aid = aid(&card);
+
+    // The database goes away.
+    let cut_at = Instant::now();
+    proxy.cut().await;
+    for i in [A, B] {
+        let resp = wait_health(&cluster, i, 503, SOON).await;
+        let body = resp.expect_error(503, "storage_unavailable");
+        assert_eq!(
+            body["status"], "unavailable",
+            "instance {}: {body}",
+            NAMES[i]
+        );
+    }
+    let unavailable_in = cut_at.elapsed();
+    // Health said so: every connection is gone, so whatever needs the database fails now.
+    for (i, node) in [(A, a), (B, b)] {
+        let who = NAMES[i];
+        node.post(
+            "/api/v1/sessions",
+            json!({ "title": format!("during the outage ({who})") }),
+        )
+        .await
+        .expect_error(503, "storage_unavailable");
+        node.get(&format!("/api/v1/sessions/{sid}"))
+            .await
+            .expect_error(503, "storage_unavailable");
+        node.decide(
+            &sid,
+            &aid,
+            json!({ "decision": "approve", "client_id": format!("outage-{who}") }),
+        )
+        .await
+        .expect_error(503, "storage_unavailable");
+    }
+    // Past the turn's lease, still away: nothing ran, and both instances still say so.
+    tokio::time::sleep(OUTAGE.saturating_sub(cut_at.elapsed())).await;
+    assert!(
+        cluster.lines("out.txt").is_empty(),
+        "the command ran during the outage"
+    );
+    for i in [A, B] {
+        wait_health(&cluster, i, 503, Duration::ZERO)
+            .await
+            .expect_error(503, "storage_unavailable");
+    }
+
+    // The database comes back; the instances find it by themselves.
+    let restored_at = Instant::now();
+    proxy.restore();
+    for i in [A, B] {
+        let ok = wait_health(&cluster, i, 200, SOON).await.expect(200);
+        assert_eq!(ok["status"], "ok", "instance {}: {ok}", NAMES[i]);
+    }
+    let healthy_in = restored_at.elapsed();
+
+    // The gate is as it was: not resolved by the refused approvals, nothing written for it.
+    for node in [a, b] {
+        let snap = node.snapshot(&sid).await;
+        assert_eq!(
+            snap["events"], before["events"],
+            "the log changed across the outage (as read by {})",
+            node.base
+        );
+        assert_eq!(
+            snap["pending"],
+            json!([card]),
+            "the gate is no longer pending as it was (as read by {})",
+            node.base
+        );
+        assert_eq!(
+            snap["session"]["running_turn_id"],
+            json!(turn),
+            "the turn no longer runs (as read by {})",
+            node.base
+        );
+    }
+    assert!(
+        audit_of(b, "gate_resolved", &aid).await.is_empty(),
+        "a refused approval left an audit entry"
+    );
+    assert!(
+        b.inbox_ids().await.contains(&aid),
+        "the gate is not in B's inbox"
+    );
+
+    let decided = b
+        .decide(
+            &sid,
+            &aid,
+            json!({ "decision": "approve", "digest": card["digest"] }),
+        )
+        .await
+        .expect(200);
+    assert_eq!(decided["approval_id"], json!(aid), "{decided}");
+    assert_eq!(decided["decision"], "approve", "{decided}");
+    let done = wait_finished(a, &sid, &turn, SOON).await;
+    assert_approved_ran_once(&cluster, &done, &before, &card, "out.txt", "once");
+    let evs = events(&done);
+    for kind in [
+        "approval_resolved",
+        "tool_started",
+        "tool_result",
+        "turn_finished",
+    ] {
+        assert_eq!(of_type(&evs, kind).len(), 1, "one {kind}: {evs:#?}");
+    }
+    assert_eq!(events(&b.snapshot(&sid).await), evs, "B reads another log");
+    let resolved = audit_of(a, "gate_resolved", &aid).await;
+    assert_eq!(
+        resolved.len(),
+        1,
+        "one audit entry for the gate: {resolved:#?}"
+    );
+    let verify = a.get("/api/v1/audit/verify").await.expect(200);
+    assert_eq!(verify["ok"], true, "the audit chain is broken: {verify}");
+    assert!(verify.get("first_bad").is_none(), "{verify}");
+
+    // Who drove the turn after the outage (the lease had lapsed): for the record.
+    let took_over: Vec<&str> = cluster
+        .logs
+        .iter()
+        .filter(|(_, log)| log.lock().unwrap().contains("taking a turn over"))
+        .map(|(label, _)| label.as_str())
+        .collect();
+
+    // A works again on its own: a new session, a new turn.
+    wait_free(&[a, b], &sid, &turn).await;
+    let fresh = a.session().await;
+    let (t2, next) = a
+        .run_turn(&fresh, "run: echo after >> after.txt", Some("yolo"))
+        .await;
+    assert_eq!(
+        only(&next, "turn_finished")["status"],
+        "completed",
+        "A's turn {t2} after the outage: {next:#?}"
+    );
+    assert_eq!(cluster.lines("after.txt"), ["after"]);
+    assert_eq!(cluster.lines("out.txt"), ["once"]);
+    eprintln!(
+        "health answered 503 {unavailable_in:?} after the cut and 200 {healthy_in:?} after the \
+         restore; turns taken over by: {took_over:?}"
+    );
 }

@@ -148,7 +148,10 @@ async fn a_nul_is_refused_in_a_title_and_kept_in_a_message() {
         .await
         .expect_error(400, "invalid_request");
     assert!(
-        refused["error"]["message"].as_str().unwrap().contains("NUL"),
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("NUL"),
         "{refused}"
     );
     assert_eq!(ts.state().await, before);

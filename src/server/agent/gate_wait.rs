@@ -12,7 +12,7 @@ use crate::protocol::{
     AnsweredBy, ApprovalRequest, Decision, EventBody, GateKind, Mode, Resolution, Timestamp,
     ToolStatus,
 };
-use crate::server::store::{Commit, GateChange};
+use crate::server::store::{Commit, GateChange, StoreError};
 
 /// How often a turn parked on a shared store looks at its gate without being woken.
 const RECHECK: Duration = Duration::from_secs(2);
@@ -62,7 +62,7 @@ impl Turn {
     async fn stored_resolution(
         &self,
         gate: &ApprovalRequest,
-    ) -> Result<Option<Resolution>, TurnEnd> {
+    ) -> Result<Option<Resolution>, StoreError> {
         Ok(self
             .deps
             .hub
