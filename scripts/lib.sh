@@ -105,7 +105,8 @@ ensure_e2e_deps() {
 # A throwaway PostgreSQL cluster for the tests, on a free loopback port, stopped and removed
 # when the calling script exits; installs Debian's postgresql when missing. Exports
 # COUNTERSIGN_TEST_POSTGRES_URL (the store suite runs on it). initdb refuses root, so as root
-# the cluster runs as the `postgres` user the package creates.
+# the cluster runs as the `postgres` user the package creates. fsync is off (tests need no
+# durability) unless PG_FSYNC=on (benchmarks comparing with SQLite's synchronous FULL).
 start_test_postgres() {
   local bindir dir port tries
   bindir="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1 || true)"
@@ -121,7 +122,7 @@ start_test_postgres() {
   for tries in 1 2 3 4 5; do
     port=$(( 20000 + RANDOM % 40000 ))
     if "${PG_AS[@]}" "$bindir/pg_ctl" -D "$dir/data" -l "$dir/log" -w -t 30 \
-        -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=off" start >/dev/null; then
+        -o "-p $port -k $dir -c listen_addresses=127.0.0.1 -c fsync=${PG_FSYNC:-off}" start >/dev/null; then
       PG_STOP="${PG_AS[*]} $bindir/pg_ctl -D $dir/data -m immediate stop"
       # shellcheck disable=SC2064
       trap "$PG_STOP >/dev/null 2>&1; rm -rf '$dir'" EXIT
