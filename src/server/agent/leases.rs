@@ -10,6 +10,26 @@
 use super::service::Agent;
 use crate::server::store::{LEASE_RENEW, LeasedTurn, StoreError};
 
+/// What a renewal says about a turn running here.
+#[derive(Debug, PartialEq)]
+enum Standing {
+    Held,
+    CancelRequested,
+    /// Another instance owns its lease now: it took the turn over.
+    Lost,
+}
+
+/// Reads the turn's lease after a renewal. No lease at all is not a loss: the turn's message
+/// is still being committed (the lease comes with it) or its end just was (the lease goes
+/// with it).
+fn standing(lease: Option<&LeasedTurn>) -> Standing {
+    match lease {
+        Some(lease) if !lease.mine => Standing::Lost,
+        Some(lease) if lease.cancel_requested => Standing::CancelRequested,
+        _ => Standing::Held,
+    }
+}
+
 impl Agent {
     /// Renews and takes over every `LEASE_RENEW` until `stop` fires (a shared store only).
     pub async fn keep_leases(&self, stop: tokio_util::sync::CancellationToken) {
@@ -40,15 +60,15 @@ impl Agent {
         let sessions: Vec<String> = running.iter().map(|(s, _)| s.clone()).collect();
         let held = hub.store().renew_leases(&sessions).await?;
         for (session_id, turn_id) in &running {
-            match held
+            let lease = held
                 .iter()
-                .find(|l| &l.session_id == session_id && &l.turn_id == turn_id)
-            {
-                Some(lease) if lease.cancel_requested => {
+                .find(|l| &l.session_id == session_id && &l.turn_id == turn_id);
+            match standing(lease) {
+                Standing::Held => {}
+                Standing::CancelRequested => {
                     hub.cancel(session_id);
                 }
-                Some(_) => {}
-                None => {
+                Standing::Lost => {
                     tracing::warn!(session = %session_id, turn = %turn_id, "lost this turn's lease; another instance drives it now");
                     hub.lose(session_id, turn_id);
                 }
@@ -68,6 +88,7 @@ impl Agent {
             session_id,
             turn_id,
             cancel_requested,
+            ..
         } in claimed
         {
             let Some(row) = hub.store().get_session(&session_id).await? else {
@@ -86,5 +107,35 @@ impl Agent {
             started += 1;
         }
         Ok(started)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lease(mine: bool, cancel_requested: bool) -> LeasedTurn {
+        LeasedTurn {
+            session_id: "s".into(),
+            turn_id: "t".into(),
+            mine,
+            cancel_requested,
+        }
+    }
+
+    #[test]
+    fn only_a_lease_held_by_another_instance_is_a_loss() {
+        assert_eq!(
+            standing(None),
+            Standing::Held,
+            "starting or ending: not lost"
+        );
+        assert_eq!(standing(Some(&lease(true, false))), Standing::Held);
+        assert_eq!(
+            standing(Some(&lease(true, true))),
+            Standing::CancelRequested
+        );
+        assert_eq!(standing(Some(&lease(false, false))), Standing::Lost);
+        assert_eq!(standing(Some(&lease(false, true))), Standing::Lost);
     }
 }

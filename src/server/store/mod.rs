@@ -177,11 +177,13 @@ pub enum LeaseStep {
     Release(String),
 }
 
-/// A turn this instance took over (or holds), as the lease table knows it.
+/// A turn's lease as the lease table knows it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LeasedTurn {
     pub session_id: String,
     pub turn_id: String,
+    /// Whether this instance owns it.
+    pub mine: bool,
     /// Someone asked (on any instance) to cancel it.
     pub cancel_requested: bool,
 }
@@ -419,8 +421,9 @@ pub trait Store: Send + Sync + 'static {
         Ok(Vec::new())
     }
 
-    /// Extends this instance's leases on the turns of `session_ids`; returns those it still
-    /// owns (a turn missing from the answer was taken over).
+    /// Extends this instance's leases on the turns of `session_ids`; returns the leases those
+    /// sessions have now, this instance's or not (one held by another instance for a turn
+    /// this one runs was taken over; none at all means the turn is starting or ending).
     async fn renew_leases(&self, _session_ids: &[String]) -> Result<Vec<LeasedTurn>, StoreError> {
         Ok(Vec::new())
     }

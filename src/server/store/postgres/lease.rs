@@ -20,12 +20,13 @@ fn ttl_secs() -> f64 {
 /// How many lapsed turns one scan takes over (the rest wait for the next scan).
 const CLAIM_BATCH: i64 = 32;
 
-type LeaseTuple = (String, String, bool);
+type LeaseTuple = (String, String, bool, bool);
 
-fn leased((session_id, turn_id, cancel_requested): LeaseTuple) -> LeasedTurn {
+fn leased((session_id, turn_id, mine, cancel_requested): LeaseTuple) -> LeasedTurn {
     LeasedTurn {
         session_id,
         turn_id,
+        mine,
         cancel_requested,
     }
 }
@@ -95,10 +96,14 @@ pub async fn renew(
     if session_ids.is_empty() {
         return Ok(Vec::new());
     }
+    // The SELECT reads the rows as they were before the UPDATE (one snapshot): the owner and
+    // the cancel flag are what it needs, and the UPDATE changes neither.
     let rows: Vec<LeaseTuple> = sqlx::query_as(
-        "UPDATE turn_leases SET expires_at = now() + make_interval(secs => $1)
-         WHERE owner = $2 AND session_id = ANY($3)
-         RETURNING session_id, turn_id, cancel_requested",
+        "WITH renewed AS (
+             UPDATE turn_leases SET expires_at = now() + make_interval(secs => $1)
+             WHERE owner = $2 AND session_id = ANY($3) RETURNING session_id)
+         SELECT session_id, turn_id, owner = $2, cancel_requested FROM turn_leases
+         WHERE session_id = ANY($3)",
     )
     .bind(ttl_secs())
     .bind(owner)
@@ -122,7 +127,7 @@ pub async fn claim_lapsed(
              WHERE (expires_at < now() OR owner = $1) AND NOT (session_id = ANY($3))
              ORDER BY expires_at LIMIT $4
              FOR UPDATE SKIP LOCKED)
-         RETURNING session_id, turn_id, cancel_requested",
+         RETURNING session_id, turn_id, TRUE, cancel_requested",
     )
     .bind(owner)
     .bind(ttl_secs())

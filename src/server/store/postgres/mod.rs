@@ -386,8 +386,13 @@ mod tests {
             .unwrap();
         // Renewing: the owner keeps it, the other has nothing to renew or take yet.
         let ids = ["L".to_owned()];
-        assert_eq!(a.renew_leases(&ids).await.unwrap().len(), 1);
-        assert!(b.renew_leases(&ids).await.unwrap().is_empty());
+        let mine = |leases: Vec<LeasedTurn>| leases.iter().filter(|l| l.mine).count();
+        assert_eq!(mine(a.renew_leases(&ids).await.unwrap()), 1);
+        assert_eq!(
+            mine(b.renew_leases(&ids).await.unwrap()),
+            0,
+            "b sees a's lease, not its own"
+        );
         assert!(b.claim_lapsed_turns(&[]).await.unwrap().is_empty());
         // The owner stops renewing: after the lease's time, the other takes the turn.
         tokio::time::sleep(LEASE_TTL + Duration::from_millis(500)).await;
@@ -405,7 +410,11 @@ mod tests {
             matches!(err, StoreError::LeaseLost(_)),
             "the old owner is fenced out: {err:?}"
         );
-        assert!(a.renew_leases(&ids).await.unwrap().is_empty());
+        assert_eq!(
+            mine(a.renew_leases(&ids).await.unwrap()),
+            0,
+            "a sees it lost the lease"
+        );
         b.append("L", vec![message("t1")], hold("t1"))
             .await
             .unwrap();
