@@ -14,9 +14,6 @@ use crate::protocol::{
 };
 use crate::server::store::{Commit, GateChange, StoreError};
 
-/// How often a turn parked on a shared store looks at its gate without being woken.
-const RECHECK: Duration = Duration::from_secs(2);
-
 /// How long until a deadline (zero when it has passed or does not parse: fail closed).
 fn until(expires_at: &Timestamp) -> Duration {
     Duration::from_millis(expires_at.ms_left(Timestamp::now_ms()))
@@ -105,29 +102,17 @@ impl Turn {
                 by,
             )
         };
-        // With a shared store the answer may come from another instance: its notification
-        // wakes us, and a periodic look at the gate covers a notification that was lost.
-        let shared = self.deps.hub.store().shared();
-        let mut recheck = tokio::time::interval_at(tokio::time::Instant::now() + RECHECK, RECHECK);
-        let (mut answer, expiry) = (answer, tokio::time::sleep_until(deadline));
-        tokio::pin!(expiry);
-        let resolution = loop {
-            tokio::select! {
-                answered = &mut answer => break match answered {
-                    Ok(resolution) => resolution,
-                    // The sender went away without an answer; read what the store says.
-                    Err(_) => server_says(Decision::Cancelled, AnsweredBy::System).await?,
-                },
-                () = &mut expiry => break server_says(Decision::Timeout, AnsweredBy::Timeout).await?,
-                () = self.cancel.cancelled() => break server_says(Decision::Cancelled, AnsweredBy::System).await?,
-                _ = recheck.tick(), if shared => match self.stored_resolution(gate).await {
-                    Ok(Some(resolution)) => break resolution,
-                    Ok(None) => {}
-                    // The database is away: keep waiting (the deadline still holds), and look
-                    // again at the next tick.
-                    Err(err) => tracing::warn!(session = %self.session_id, error = %err, "could not look at a gate"),
-                },
-            }
+        // With a shared store the answer may come from another instance: the hub wakes us
+        // when it catches up with that instance's commit (on its notification, or at the
+        // latest at its next sweep), exactly as a local answer does.
+        let resolution = tokio::select! {
+            answered = answer => match answered {
+                Ok(resolution) => resolution,
+                // The sender went away without an answer; read what the store says.
+                Err(_) => server_says(Decision::Cancelled, AnsweredBy::System).await?,
+            },
+            _ = tokio::time::sleep_until(deadline) => server_says(Decision::Timeout, AnsweredBy::Timeout).await?,
+            _ = self.cancel.cancelled() => server_says(Decision::Cancelled, AnsweredBy::System).await?,
         };
         Ok(resolution)
     }

@@ -149,3 +149,80 @@ async fn an_aborted_waiter_leaves_no_entry() {
     assert_eq!(hub.live_sessions(), 0);
     assert!(!hub.wake("s", resolution("b", Decision::Approve)));
 }
+
+/// Two hubs on one PostgreSQL database are two instances. With every notification lost (no
+/// `follow` at all), the sweep alone still brings the other instance's events to this one's
+/// subscriber, in order, and wakes the turn parked here on the gate the other resolved.
+#[tokio::test]
+async fn the_sweep_alone_catches_up_with_another_instance() {
+    use crate::server::store::postgres::{PgStore, tests as pg};
+    use crate::server::store::{Commit, GateChange};
+    let Some(cluster) = pg::test_cluster() else {
+        return;
+    };
+    let url = pg::fresh_database(&cluster).await;
+    let here = Hub::new(Arc::new(PgStore::open(&url).await.unwrap()));
+    let there = Hub::new(Arc::new(PgStore::open(&url).await.unwrap()));
+    here.store()
+        .create_session(&crate::server::store::conformance::session("S"))
+        .await
+        .unwrap();
+    let mut feed = here.subscribe("S");
+    let gate: crate::protocol::ApprovalRequest = serde_json::from_value(serde_json::json!({
+        "turn_id": "turn", "approval_id": "g", "session_id": "S", "call_id": "c",
+        "kind": "tool", "tool": "shell", "class": "exec", "args": {"command": "ls"},
+        "title": "Shell", "summary": "shell: ls", "proposal_md": "", "proposal_html": "",
+        "reason": "mode", "reason_detail": "", "allowed_decisions": ["approve", "deny"],
+        "digest": "d", "created_at": Timestamp::now(), "expires_at": Timestamp::now(),
+        "timeout_outcome": "deny"
+    }))
+    .unwrap();
+    let (_guard, woken) = here.park("S", "g");
+    let open = Commit {
+        gate: Some(GateChange::Open(Box::new(gate))),
+        ..Commit::default()
+    };
+    here.commit("S", vec![said("asks")], open, || ())
+        .await
+        .unwrap();
+    // The other instance says something and answers the gate; nobody tells this one.
+    there
+        .append("S", vec![said("elsewhere")], None)
+        .await
+        .unwrap();
+    let answer = resolution("g", Decision::Approve);
+    let resolve = Commit {
+        gate: Some(GateChange::Resolve {
+            resolution: answer.clone(),
+            new_rule: None,
+        }),
+        ..Commit::default()
+    };
+    let event = NewEvent::new(Some("turn"), EventBody::ApprovalResolved(answer.clone()));
+    there
+        .commit("S", vec![event], resolve, || ())
+        .await
+        .unwrap();
+    assert!(
+        here.is_parked("S", "g"),
+        "nothing arrived by itself: still parked"
+    );
+
+    here.sweep().await.unwrap();
+    let mut seqs = Vec::new();
+    while let Ok(item) = feed.receiver.try_recv() {
+        if let FeedItem::Durable { event, .. } = item.as_ref() {
+            seqs.push(event.seq.unwrap());
+        }
+    }
+    assert_eq!(
+        seqs,
+        vec![1, 2, 3],
+        "this instance's event, then the other's two, in order"
+    );
+    assert_eq!(
+        woken.await.unwrap(),
+        answer,
+        "the parked turn got the other's answer"
+    );
+}

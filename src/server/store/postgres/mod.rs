@@ -277,7 +277,7 @@ impl Store for PgStore {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::sync::Arc;
 
     use super::*;
@@ -285,7 +285,7 @@ mod tests {
 
     /// The cluster the tests may create databases in (`scripts/test` starts one); CI must
     /// have it, a developer's `cargo test` may not.
-    fn test_cluster() -> Option<String> {
+    pub(crate) fn test_cluster() -> Option<String> {
         match std::env::var("COUNTERSIGN_TEST_POSTGRES_URL") {
             Ok(url) if !url.is_empty() => Some(url),
             _ => {
@@ -300,7 +300,7 @@ mod tests {
     }
 
     /// A fresh database on the test cluster, and its URL.
-    async fn fresh_database(cluster: &str) -> String {
+    pub(crate) async fn fresh_database(cluster: &str) -> String {
         let admin = PgPoolOptions::new()
             .max_connections(1)
             .connect(cluster)
