@@ -18,8 +18,7 @@
 #[path = "support/mod.rs"]
 mod support;
 
-use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::*;
@@ -295,53 +294,16 @@ async fn a_gate_that_expired_while_down_resolves_timeout_at_restart_and_never_ru
 // 3. A tool killed mid-run is reported `interrupted` and never re-run.
 // ---------------------------------------------------------------------------------------------
 
-/// A shell command that records that it started and its process group, then runs long.
-fn slow_command(i: usize) -> String {
-    format!("run: echo start >> started-{i}.txt; echo $$ > pid-{i}.txt; exec sleep 30")
-}
-
-/// Waits until a workspace file exists with a complete first line; returns that line.
-async fn wait_file_line(path: &Path, limit: Duration) -> String {
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Ok(text) = std::fs::read_to_string(path)
-            && let Some((line, _)) = text.split_once('\n')
-        {
-            return line.to_owned();
-        }
-        if Instant::now() > deadline {
-            panic!("{} has no complete line after {limit:?}", path.display());
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-}
-
-/// Waits until the slow command really runs (tool_started logged and its pid file written).
+/// Waits until the slow command really runs; its process group dies with the lab.
 async fn wait_slow_command_running(
     lab: &Lab,
     node: &Node,
     sid: &str,
     i: usize,
 ) -> (Value, String, i32) {
-    let snap = node
-        .wait_snapshot(sid, "tool_started", |s| {
-            !of_type(&events(s), "tool_started").is_empty()
-        })
-        .await;
-    let pgid: i32 = wait_file_line(&lab.ws_path(&format!("pid-{i}.txt")), SOON)
-        .await
-        .trim()
-        .parse()
-        .expect("pid");
+    let (snap, call_id, pgid) = wait_slow_running(node, sid, &lab.ws, i).await;
     lab.adopt_orphan(pgid);
-    // The log cannot have moved on: the command sleeps.
-    let snap2 = node.snapshot(sid).await;
-    assert_eq!(snap2["events"], snap["events"]);
-    let evs = events(&snap);
-    let started = of_type(&evs, "tool_started");
-    assert_eq!(started.len(), 1);
-    let call_id = started[0]["call_id"].as_str().unwrap().to_owned();
-    (snap2, call_id, pgid)
+    (snap, call_id, pgid)
 }
 
 /// After the restart: the open call is reported interrupted, the agent summarizes, the turn

@@ -37,7 +37,7 @@
 #[path = "support/mod.rs"]
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -181,16 +181,6 @@ impl Drop for Cluster {
         self.nodes.clear();
         for pgid in self.orphans.lock().unwrap().drain(..) {
             kill_group(pgid);
-        }
-    }
-}
-
-fn kill_group(pgid: i32) {
-    if pgid > 1 {
-        // SAFETY: plain syscall; a negative pid addresses the process group a command of the
-        // test's own servers runs in.
-        unsafe {
-            libc::kill(-pgid, libc::SIGKILL);
         }
     }
 }
@@ -362,27 +352,6 @@ async fn park_gate(node: &Node, sid: &str, text: &str) -> (String, Value, Value)
     (turn, snap, card)
 }
 
-/// A shell command that records that it started and its process group, then runs long.
-fn slow_command(tag: &str) -> String {
-    format!("run: echo start >> started-{tag}.txt; echo $$ > pid-{tag}.txt; exec sleep 30")
-}
-
-/// Waits until a file exists with a complete first line; returns that line.
-async fn wait_file_line(path: &Path, limit: Duration) -> String {
-    poll_until(
-        &format!("{} to hold a complete line", path.display()),
-        limit,
-        async || match std::fs::read_to_string(path) {
-            Ok(text) => match text.split_once('\n') {
-                Some((line, _)) => Ok(line.to_owned()),
-                None => Err(format!("{text:?}")),
-            },
-            Err(e) => Err(e.to_string()),
-        },
-    )
-    .await
-}
-
 /// Sends the slow command (in `mode`) on `node` and waits until it really runs: `tool_started`
 /// logged and its pid file written. Returns (turn id, the snapshot while it runs, call id, the
 /// shell's process group — adopted, so it dies with the cluster at the latest).
@@ -394,25 +363,8 @@ async fn start_slow(
     mode: &str,
 ) -> (String, Value, String, i32) {
     let turn = node.send_msg(sid, &slow_command(tag), Some(mode)).await;
-    let snap = node
-        .wait_snapshot(sid, "the slow command's tool_started", |s| {
-            !of_type(&events(s), "tool_started").is_empty()
-        })
-        .await;
-    let pgid: i32 = wait_file_line(&cluster.ws_path(&format!("pid-{tag}.txt")), SOON)
-        .await
-        .trim()
-        .parse()
-        .expect("the shell wrote its pid");
+    let (now, call_id, pgid) = wait_slow_running(node, sid, &cluster.ws, tag).await;
     cluster.adopt_orphan(pgid);
-    // The log cannot have moved on: the command sleeps.
-    let now = node.snapshot(sid).await;
-    assert_eq!(
-        now["events"], snap["events"],
-        "the log moved on while the command sleeps"
-    );
-    let evs = events(&now);
-    let call_id = id_of(only(&evs, "tool_started"), "call_id");
     (turn, now, call_id, pgid)
 }
 

@@ -336,7 +336,8 @@ impl Drop for Lab {
     }
 }
 
-fn kill_group(pgid: i32) {
+/// Kills a process group (a shell command a killed server left running).
+pub fn kill_group(pgid: i32) {
     if pgid > 1 {
         // SAFETY: plain syscall; a negative pid addresses the process group we recorded.
         unsafe {
@@ -558,4 +559,61 @@ pub fn sql(db: &Path, statement: &str) -> usize {
         .expect("set the busy timeout");
     conn.execute(statement, [])
         .unwrap_or_else(|e| panic!("SQL failed: {statement}\n{e}"))
+}
+
+// ---------------------------------------------------------------------------------------------
+// A long command to kill servers under
+// ---------------------------------------------------------------------------------------------
+
+/// A demo-agent message running a shell command that records that it started
+/// (`started-<tag>.txt`, one line per run) and its process group (`pid-<tag>.txt`), then
+/// sleeps long: what a server is killed under to test `interrupted`.
+pub fn slow_command(tag: impl std::fmt::Display) -> String {
+    format!("run: echo start >> started-{tag}.txt; echo $$ > pid-{tag}.txt; exec sleep 30")
+}
+
+/// Waits until a file exists with a complete first line; returns that line.
+pub async fn wait_file_line(path: &Path, limit: Duration) -> String {
+    poll_until(
+        &format!("{} to hold a complete line", path.display()),
+        limit,
+        async || match std::fs::read_to_string(path) {
+            Ok(text) => match text.split_once('\n') {
+                Some((line, _)) => Ok(line.to_owned()),
+                None => Err(format!("{text:?}")),
+            },
+            Err(e) => Err(e.to_string()),
+        },
+    )
+    .await
+}
+
+/// Waits until [`slow_command`] runs on the server `api` talks to: its `tool_started` logged
+/// and its pid file (in the workspace `ws`) written; then checks the log stands still (the
+/// command sleeps). Returns that snapshot, the call id and the shell's process group (for the
+/// caller to adopt, so it dies with the test at the latest).
+pub async fn wait_slow_running(
+    api: &Api,
+    sid: &str,
+    ws: &Path,
+    tag: impl std::fmt::Display,
+) -> (Value, String, i32) {
+    let snap = api
+        .wait_snapshot(sid, "the slow command's tool_started", |s| {
+            !super::of_type(&super::events(s), "tool_started").is_empty()
+        })
+        .await;
+    let pgid: i32 = wait_file_line(&ws.join(format!("pid-{tag}.txt")), SOON)
+        .await
+        .trim()
+        .parse()
+        .expect("the shell wrote its pid");
+    let now = api.snapshot(sid).await;
+    assert_eq!(
+        now["events"], snap["events"],
+        "the log moved on while the command sleeps"
+    );
+    let evs = super::events(&now);
+    let call_id = super::id_of(super::only(&evs, "tool_started"), "call_id");
+    (now, call_id, pgid)
 }

@@ -338,6 +338,15 @@ pub(crate) mod tests {
         )
     }
 
+    /// Two stores on one fresh database: two instances. `None` without a test cluster.
+    async fn two_instances() -> Option<(PgStore, PgStore)> {
+        let url = fresh_database(&test_cluster()?).await;
+        Some((
+            PgStore::open(&url).await.unwrap(),
+            PgStore::open(&url).await.unwrap(),
+        ))
+    }
+
     fn step(step: LeaseStep) -> Commit {
         Commit {
             lease: Some(step),
@@ -349,14 +358,9 @@ pub(crate) mod tests {
     /// lapsed lease passes to the other, and the old owner is fenced out from then on.
     #[tokio::test]
     async fn a_lease_fences_a_turn_to_one_instance_and_lapses_to_another() {
-        let Some(cluster) = test_cluster() else {
+        let Some((a, b)) = two_instances().await else {
             return;
         };
-        let url = fresh_database(&cluster).await;
-        let (a, b) = (
-            PgStore::open(&url).await.unwrap(),
-            PgStore::open(&url).await.unwrap(),
-        );
         a.create_session(&crate::server::store::conformance::session("L"))
             .await
             .unwrap();
@@ -440,18 +444,20 @@ pub(crate) mod tests {
         );
     }
 
+    async fn next_signal(signals: &mut tokio::sync::mpsc::UnboundedReceiver<Signal>) -> Signal {
+        tokio::time::timeout(Duration::from_secs(10), signals.recv())
+            .await
+            .expect("a notification")
+            .expect("the channel is open")
+    }
+
     /// Each append is announced to the other instances (not to its own), with its seqs, and a
     /// cancel request to all.
     #[tokio::test]
     async fn the_other_instances_hear_every_append() {
-        let Some(cluster) = test_cluster() else {
+        let Some((a, b)) = two_instances().await else {
             return;
         };
-        let url = fresh_database(&cluster).await;
-        let (a, b) = (
-            PgStore::open(&url).await.unwrap(),
-            PgStore::open(&url).await.unwrap(),
-        );
         let mut heard_by_b = b.listen().await.unwrap().expect("a shared store listens");
         a.create_session(&crate::server::store::conformance::session("N"))
             .await
@@ -466,10 +472,7 @@ pub(crate) mod tests {
         )
         .await
         .unwrap();
-        let signal = tokio::time::timeout(Duration::from_secs(10), heard_by_b.recv())
-            .await
-            .expect("a notification")
-            .expect("the channel is open");
+        let signal = next_signal(&mut heard_by_b).await;
         assert_eq!(
             signal,
             Signal::Appended {
@@ -480,10 +483,7 @@ pub(crate) mod tests {
             "b's own append is not announced back to b"
         );
         a.request_cancel("N").await.unwrap();
-        let signal = tokio::time::timeout(Duration::from_secs(10), heard_by_b.recv())
-            .await
-            .expect("a notification")
-            .expect("the channel is open");
+        let signal = next_signal(&mut heard_by_b).await;
         assert_eq!(
             signal,
             Signal::CancelRequested {
