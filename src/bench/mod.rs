@@ -4,6 +4,7 @@
 
 mod bundle;
 mod capacity;
+mod compare;
 mod error;
 mod fanout;
 mod harness;
@@ -48,6 +49,10 @@ pub struct BenchArgs {
     /// Where the built browser bundle is (figure 8).
     #[arg(long, default_value = "target/site/pkg")]
     pub site_pkg: std::path::PathBuf,
+    /// Instead of the figures: run 1, 2 and 4 with `synchronous = FULL` and then `NORMAL`
+    /// (same client, same counts) and print them side by side.
+    #[arg(long, conflicts_with_all = ["only", "synchronous", "database_url"])]
+    pub compare: bool,
     /// Run the servers on this database instead of a SQLite file each, e.g. a throwaway
     /// `postgres://…` database (the runs leave their sessions in it).
     #[arg(long)]
@@ -77,7 +82,7 @@ impl SyncLevel {
     }
 }
 
-static SYNC_LEVEL: std::sync::OnceLock<SyncLevel> = std::sync::OnceLock::new();
+static SYNC_LEVEL: std::sync::Mutex<SyncLevel> = std::sync::Mutex::new(SyncLevel::Full);
 
 static DATABASE_URL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 
@@ -88,7 +93,16 @@ pub fn database_url() -> Option<String> {
 
 /// The synchronous level this run's servers use.
 pub fn sync_level() -> SyncLevel {
-    SYNC_LEVEL.get().copied().unwrap_or(SyncLevel::Full)
+    *SYNC_LEVEL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Sets the synchronous level the next servers start with.
+fn set_sync_level(level: SyncLevel) {
+    *SYNC_LEVEL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = level;
 }
 
 /// The counts each figure runs with.
@@ -276,7 +290,7 @@ fn raise_fd_limit() {
 /// Runs every figure in turn; a failing figure is reported and the others still run.
 pub async fn run(args: BenchArgs) -> ExitCode {
     raise_fd_limit();
-    let _ = SYNC_LEVEL.set(args.synchronous);
+    set_sync_level(args.synchronous);
     if let Some(url) = &args.database_url {
         let _ = DATABASE_URL.set(url.clone());
     }
@@ -317,6 +331,9 @@ pub async fn run(args: BenchArgs) -> ExitCode {
         );
     }
 
+    if args.compare {
+        return compare::report(&root, counts, args.json, &note).await;
+    }
     // Figure 9 first, on a server of its own: its RSS baseline is this fresh process's.
     if args.wants(&[9]) {
         note("figure 9: idle sessions");
@@ -328,7 +345,7 @@ pub async fn run(args: BenchArgs) -> ExitCode {
     // Figures 1, 2 and 4 on one server.
     if args.wants(&[1, 2, 4]) {
         note("figures 1 and 2: gate cycles on one session");
-        match group_a(&root, counts, &note).await {
+        match group_a(&root, "a", counts, &note).await {
             Ok(fs) => fs.into_iter().for_each(|f| emit(f, &mut figures)),
             Err(e) => failures.push(format!("figures 1, 2, 4: {e}")),
         }
@@ -360,7 +377,6 @@ pub async fn run(args: BenchArgs) -> ExitCode {
     }
     figures.sort_by_key(|f| f.id);
     compare_loaded_round_trip(&mut figures);
-
     if args.json {
         let out = json!({
             "mode": if args.short { "short" } else { "full" },
@@ -414,8 +430,13 @@ async fn group_d(root: &TempRoot, counts: Counts) -> Result<Figure> {
     result
 }
 
-async fn group_a(root: &TempRoot, counts: Counts, note: &impl Fn(&str)) -> Result<Vec<Figure>> {
-    let server = BenchServer::start(&root.dir("a"), None).await?;
+async fn group_a(
+    root: &TempRoot,
+    dir: &str,
+    counts: Counts,
+    note: &impl Fn(&str),
+) -> Result<Vec<Figure>> {
+    let server = BenchServer::start(&root.dir(dir), None).await?;
     let result = async {
         let cycles = round_trip::gate_cycles(&server, counts.gates).await?;
         let mut out = vec![
