@@ -427,6 +427,74 @@ async fn an_approved_tool_killed_mid_run_is_reported_interrupted_and_never_rerun
     }
 }
 
+/// An approval given while its turn is parked commits the call's `tool_started` with it (one
+/// fsync fewer before the tool runs). A call approved while it waits for a free slot
+/// (`tools.max_parallel = 1`, the other call of its batch running) has therefore "started" when
+/// the process dies: it is reported `interrupted` and never run after the restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approved_call_waiting_for_a_slot_at_the_kill_is_interrupted_never_run() {
+    let mut lab = Lab::new(Some("[tools]\nmax_parallel = 1\n"));
+    let mut node = lab.start().await;
+    for i in 0..10 {
+        let sid = node.create_id(json!({})).await;
+        let queued = format!("queued-{i}.txt");
+        let batch = format!("parallel:\n{}\nwrite {queued}: q", slow_command(i));
+        let turn = node.send_msg(&sid, &batch, Some("ask")).await;
+        let snap = node
+            .wait_snapshot_for(&sid, "both cards", SOON, |s| {
+                s["pending"].as_array().is_some_and(|p| p.len() == 2)
+            })
+            .await;
+        let card = |tool: &str| {
+            snap["pending"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|c| c["tool"] == tool)
+                .unwrap_or_else(|| panic!("no {tool} card: {snap}"))
+                .clone()
+        };
+        let (shell, write) = (card("shell"), card("write_file"));
+        let aid = |c: &Value| c["approval_id"].as_str().unwrap().to_owned();
+        node.decide(&sid, &aid(&shell), json!({"decision": "approve"}))
+            .await
+            .expect(200);
+        let (_, shell_call, pgid) = wait_slow_command_running(&lab, &node, &sid, i).await;
+        node.decide(&sid, &aid(&write), json!({"decision": "approve"}))
+            .await
+            .expect(200);
+        let write_call = write["call_id"].as_str().unwrap().to_owned();
+        let before = node.snapshot(&sid).await;
+        let evs = events(&before);
+        assert_eq!(
+            for_call(&evs, "tool_started", &write_call).len(),
+            1,
+            "iteration {i}: the approval did not record the start: {evs:?}"
+        );
+        assert!(for_call(&evs, "tool_result", &write_call).is_empty());
+        assert!(lab.read(&queued).is_none(), "it ran with the slot taken");
+        node.kill9().await;
+        lab.reap(pgid);
+        node = lab.start().await;
+        let done = node.wait_released(&sid, &turn).await;
+        let evs = events(&done);
+        assert_contiguous(&evs);
+        assert_eq!(&evs[..cursor(&before) as usize], &events(&before)[..]);
+        for call in [&shell_call, &write_call] {
+            assert_eq!(for_call(&evs, "tool_started", call).len(), 1, "{evs:?}");
+            let results = for_call(&evs, "tool_result", call);
+            assert_eq!(results.len(), 1, "{results:?}");
+            assert_eq!(results[0]["status"], "interrupted");
+            assert_eq!(results[0]["output"], INTERRUPTED);
+        }
+        assert!(
+            lab.read(&queued).is_none(),
+            "iteration {i}: the queued write ran after the restart"
+        );
+        assert_eq!(lab.lines(&format!("started-{i}.txt")), ["start"]);
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // 4. A decision committed right before the kill: resolved (ran once) or pending, never both.
 // ---------------------------------------------------------------------------------------------

@@ -74,6 +74,7 @@ impl Turn {
         let parked = self.deps.hub.park(&self.session_id, &gate.body.approval_id);
         // An answer committed before we parked woke nobody: read it from the store.
         if let Some(resolution) = self.stored_resolution(gate).await? {
+            self.note_started_in_log(gate, &resolution).await?;
             return Ok(resolution);
         }
         self.await_resolution(gate, parked).await
@@ -86,7 +87,7 @@ impl Turn {
         gate: &ApprovalRequest,
         parked: (
             crate::server::hub::ParkGuard,
-            tokio::sync::oneshot::Receiver<Resolution>,
+            tokio::sync::oneshot::Receiver<crate::server::hub::Wake>,
         ),
     ) -> Result<Resolution, TurnEnd> {
         let (_guard, answer) = parked;
@@ -107,14 +108,47 @@ impl Turn {
         // latest at its next sweep), exactly as a local answer does.
         let resolution = tokio::select! {
             answered = answer => match answered {
-                Ok(resolution) => resolution,
+                Ok(wake) => {
+                    if wake.tool_started {
+                        self.mark_started(&gate.body.call_id);
+                    }
+                    return Ok(wake.resolution);
+                }
                 // The sender went away without an answer; read what the store says.
                 Err(_) => server_says(Decision::Cancelled, AnsweredBy::System).await?,
             },
             _ = tokio::time::sleep_until(deadline) => server_says(Decision::Timeout, AnsweredBy::Timeout).await?,
             _ = self.cancel.cancelled() => server_says(Decision::Cancelled, AnsweredBy::System).await?,
         };
+        // Lost the race to a person's answer, which may have started the tool with it.
+        self.note_started_in_log(gate, &resolution).await?;
         Ok(resolution)
+    }
+
+    /// For an answer that did not come through the wake-up: whether the log shows the call's
+    /// `tool_started` committed with it (see `gate::resolve`), so it is not recorded twice.
+    async fn note_started_in_log(
+        &self,
+        gate: &ApprovalRequest,
+        resolution: &Resolution,
+    ) -> Result<(), StoreError> {
+        if gate.body.kind != GateKind::Tool || !resolution.decision.lets_it_run() {
+            return Ok(());
+        }
+        let call_id = gate.body.call_id.as_str();
+        let started = self
+            .deps
+            .hub
+            .history(&self.session_id, |h| {
+                h.current_turn().iter().any(
+                    |e| matches!(&e.body, EventBody::ToolStarted { call_id: id } if id == call_id),
+                )
+            })
+            .await?;
+        if started {
+            self.mark_started(call_id);
+        }
+        Ok(())
     }
 
     pub(super) async fn after_gate(

@@ -2,7 +2,8 @@
 //! that makes it resumable from the log alone.
 //!
 //! For each `tool_call` of the turn without a `tool_result`: a gate already resolved is acted
-//! on; a gate still pending is re-joined with its original deadline (an expired one resolves
+//! on (unless the answer committed `tool_started` with it: then it counts as started); a gate
+//! still pending is re-joined with its original deadline (an expired one resolves
 //! `timeout` at once); a call whose run verdict was committed but that never started runs now
 //! (nothing of it happened: `tool_started` is committed before a tool runs); a call that had
 //! started — gated or not — is reported `interrupted` and never re-run.

@@ -73,6 +73,7 @@ pub(super) async fn run(deps: Arc<Deps>, lease: TurnLease, mode: Mode) {
         mode: std::sync::Mutex::new(mode),
         waits: Arc::default(),
         exec_slots: tokio::sync::Semaphore::new(deps.config().config.tools.max_parallel.max(1)),
+        started_with_answer: std::sync::Mutex::default(),
     };
     let outcome = turn.drive().await;
     let hub = &deps.hub;
@@ -145,6 +146,8 @@ pub(super) struct Turn {
     /// At most `tools.max_parallel` of a batch's calls execute at once (gates still open side
     /// by side: a permit is taken only to run).
     exec_slots: tokio::sync::Semaphore,
+    /// Calls whose `tool_started` was committed with the person's answer (`gate::resolve`).
+    started_with_answer: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
 impl Turn {
@@ -154,6 +157,23 @@ impl Turn {
 
     pub(super) fn set_mode(&self, mode: Mode) {
         *self.mode.lock().unwrap_or_else(|p| p.into_inner()) = mode;
+    }
+
+    /// Notes that `call_id`'s `tool_started` is already in the log.
+    pub(super) fn mark_started(&self, call_id: &str) {
+        self.started_with_answer
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(call_id.to_owned());
+    }
+
+    /// Whether `call_id`'s `tool_started` is already in the log (and forgets it: it is
+    /// recorded once).
+    fn take_started(&self, call_id: &str) -> bool {
+        self.started_with_answer
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(call_id)
     }
 
     pub(super) async fn append(&self, bodies: Vec<EventBody>) -> Result<(), TurnEnd> {
@@ -441,7 +461,8 @@ impl Turn {
         Ok((status, output))
     }
 
-    /// Runs a tool: `tool_started` is committed first, so a crash leaves evidence.
+    /// Runs a tool: `tool_started` is committed first (here, or with the answer that let it
+    /// run), so a crash leaves evidence.
     pub(super) async fn execute(
         &self,
         call: &ToolCallRequest,
@@ -449,10 +470,12 @@ impl Turn {
     ) -> Result<(ToolStatus, String), TurnEnd> {
         // Closed only at shutdown of the turn; a closed semaphore means run unbounded.
         let _slot = self.exec_slots.acquire().await.ok();
-        self.append(vec![EventBody::ToolStarted {
-            call_id: call.id.clone(),
-        }])
-        .await?;
+        if !self.take_started(&call.id) {
+            self.append(vec![EventBody::ToolStarted {
+                call_id: call.id.clone(),
+            }])
+            .await?;
+        }
         let output = tools::execute(&call.name, args, &self.tool_context()).await;
         self.append(vec![EventBody::ToolResult {
             call_id: call.id.clone(),

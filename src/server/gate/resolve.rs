@@ -3,13 +3,18 @@
 //!
 //! **Invariant:** a gate resolves exactly once. Whoever loses the compare-and-set (a tab, the
 //! deadline, a cancel) reads the winner's resolution; nothing is appended for the loser.
+//!
+//! **Why `tool_started` may commit here:** an answer that lets a tool run, given while its
+//! turn is parked on this instance, commits the call's `tool_started` in the same transaction,
+//! so the tool runs one fsync sooner. A crash between this commit and the tool's result is
+//! then reported `interrupted` (the tool may have started) and never re-run.
 
 use crate::protocol::{
-    AnsweredBy, ApprovalRequest, Decision, EventBody, Resolution, Rule, Timestamp,
+    AnsweredBy, ApprovalRequest, Decision, EventBody, GateKind, Resolution, Rule, Timestamp,
 };
-use crate::server::hub::Hub;
+use crate::server::hub::{Hub, Wake};
 use crate::server::principal::actors;
-use crate::server::store::{Commit, GateChange, NewEvent, StoreError};
+use crate::server::store::{Commit, GateChange, LeaseStep, NewEvent, StoreError};
 
 /// Commits `resolution` (and the rule Allow always creates) and wakes the waiting turn.
 pub async fn commit(
@@ -43,7 +48,7 @@ async fn commit_with(
     new_rule: Option<Rule>,
     rule_used: Option<String>,
 ) -> Result<Resolution, StoreError> {
-    let event = NewEvent::new(
+    let resolved = NewEvent::new(
         Some(&request.turn_id),
         EventBody::ApprovalResolved(resolution.clone()),
     );
@@ -55,9 +60,60 @@ async fn commit_with(
         rule_used,
         ..Commit::default()
     };
-    hub.commit(session_id, vec![event], commit, || ()).await?;
-    hub.wake(session_id, resolution.clone());
+    let mut tool_started = starts_tool_here(hub, session_id, request, &resolution);
+    if tool_started {
+        let started = NewEvent::new(
+            Some(&request.turn_id),
+            EventBody::ToolStarted {
+                call_id: request.body.call_id.clone(),
+            },
+        );
+        // Written for the turn, so fenced by its lease like the turn's own writes.
+        let fenced = Commit {
+            lease: Some(LeaseStep::Hold(request.turn_id.clone())),
+            ..commit.clone()
+        };
+        match hub
+            .commit(session_id, vec![resolved.clone(), started], fenced, || ())
+            .await
+        {
+            Ok(_) => {}
+            // Another instance holds the turn now: answer without starting anything for it.
+            Err(StoreError::LeaseLost(_)) => {
+                tool_started = false;
+                hub.commit(session_id, vec![resolved], commit, || ())
+                    .await?;
+            }
+            Err(other) => return Err(other),
+        }
+    } else {
+        hub.commit(session_id, vec![resolved], commit, || ())
+            .await?;
+    }
+    hub.wake_with(
+        session_id,
+        Wake {
+            resolution: resolution.clone(),
+            tool_started,
+        },
+    );
     Ok(resolution)
+}
+
+/// Whether the call's `tool_started` commits with this resolution: a tool gate answered so
+/// that it runs, whose turn waits on this instance and is not being cancelled (that turn acts
+/// on the answer at once). Anywhere else the turn records `tool_started` itself.
+fn starts_tool_here(
+    hub: &Hub,
+    session_id: &str,
+    request: &ApprovalRequest,
+    resolution: &Resolution,
+) -> bool {
+    request.body.kind == GateKind::Tool
+        && request.body.decision_kind.is_none()
+        && resolution.decision.lets_it_run()
+        && hub.is_parked(session_id, &request.body.approval_id)
+        && !hub.is_cancelling(session_id, &request.turn_id)
 }
 
 /// Resolves a gate with the server's own answer (timeout, cancel) unless someone already

@@ -127,6 +127,7 @@ impl Hub {
                 .await?;
         }
         publish(&handle, &stored);
+        self.fold_committed(&handle, &stored).await;
         Ok(stored)
     }
 

@@ -1,7 +1,17 @@
-//! The history memo of a live session: caught up from the store when read, dropped with the
-//! entry (and then rebuilt from the log).
+//! The history memo of a live session: kept current by the session's own commits, caught up
+//! from the store when that cannot be known, dropped with the entry (and then rebuilt from the
+//! log).
+//!
+//! **Why commits feed it:** a turn reads its history several times per step (its start, the
+//! card's hand-approval count, a resumed gate). With a store only this instance writes, every
+//! event of the session passes through `Hub::commit`, which folds it in; a read then needs no
+//! trip to the store. With a shared store other instances append too, so a read always asks
+//! the store for what came after the memo.
 
-use super::Hub;
+use std::sync::atomic::Ordering;
+
+use super::{Handle, Hub};
+use crate::protocol::Event;
 use crate::server::conversation::history::SessionHistory;
 use crate::server::store::StoreError;
 
@@ -16,19 +26,41 @@ impl Hub {
         read: impl FnOnce(&SessionHistory) -> T,
     ) -> Result<T, StoreError> {
         let handle = self.enter(session_id);
+        // A commit in flight folds its events in before this reads (it holds `append` until
+        // then), so "the memo has what was published" means "the memo has the whole log".
+        let _ordered = handle.session.append.lock().await;
         let mut memo = handle.session.history.lock().await;
+        let current = !self.store().shared()
+            && memo.as_ref().is_some_and(|h| {
+                h.through_seq() >= handle.session.last_published.load(Ordering::Acquire)
+            });
         let history = memo.get_or_insert_with(SessionHistory::default);
-        loop {
-            let page = self
-                .store()
-                .events_after(session_id, history.through_seq(), PAGE)
-                .await?;
-            let full = page.len() == PAGE as usize;
-            page.iter().for_each(|e| history.apply(e));
-            if !full {
-                break;
+        if !current {
+            loop {
+                let page = self
+                    .store()
+                    .events_after(session_id, history.through_seq(), PAGE)
+                    .await?;
+                let full = page.len() == PAGE as usize;
+                page.iter().for_each(|e| history.apply(e));
+                if !full {
+                    break;
+                }
             }
         }
         Ok(read(history))
+    }
+
+    /// Folds events just committed into the memo, when they follow on from it (with a shared
+    /// store another instance's events may come between; the next read fetches them). The
+    /// caller holds the session's `append` lock.
+    pub(super) async fn fold_committed(&self, handle: &Handle, events: &[Event]) {
+        let mut memo = handle.session.history.lock().await;
+        let Some(history) = memo.as_mut() else {
+            return;
+        };
+        if events.first().and_then(|e| e.seq) == Some(history.through_seq() + 1) {
+            events.iter().for_each(|e| history.apply(e));
+        }
     }
 }

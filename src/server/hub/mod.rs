@@ -32,12 +32,11 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use tokio::sync::{Mutex as AsyncMutex, broadcast, oneshot};
 
-use crate::protocol::Resolution;
 use crate::server::conversation::history::SessionHistory;
 use crate::server::store::Store;
 
 pub use feed::{FeedItem, Subscription, event_json};
-pub use parked::ParkGuard;
+pub use parked::{ParkGuard, Wake};
 pub use turns::TurnLease;
 
 /// A plain mutex whose data stays usable after a panic elsewhere (every critical section here
@@ -60,7 +59,7 @@ struct Session {
     /// The last seq published (transient events carry it, to be dropped once stale).
     last_published: AtomicU64,
     running: Mutex<Option<turns::RunningTurn>>,
-    parked: Mutex<HashMap<String, oneshot::Sender<Resolution>>>,
+    parked: Mutex<HashMap<String, oneshot::Sender<Wake>>>,
 }
 
 impl Session {

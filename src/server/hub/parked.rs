@@ -9,6 +9,15 @@ use tokio::sync::oneshot;
 use super::{Handle, Hub, lock};
 use crate::protocol::Resolution;
 
+/// What a parked turn is woken with.
+#[derive(Debug)]
+pub struct Wake {
+    pub resolution: Resolution,
+    /// The call's `tool_started` was committed with the resolution (the answer came while the
+    /// turn was parked here), so the turn runs the tool without recording that again.
+    pub tool_started: bool,
+}
+
 /// Removes the entry when the waiting turn stops waiting, however it stops; holds the
 /// session's live state meanwhile.
 pub struct ParkGuard {
@@ -28,7 +37,7 @@ impl Hub {
         &self,
         session_id: &str,
         approval_id: &str,
-    ) -> (ParkGuard, oneshot::Receiver<Resolution>) {
+    ) -> (ParkGuard, oneshot::Receiver<Wake>) {
         let handle = self.enter(session_id);
         let (tx, rx) = oneshot::channel();
         lock(&handle.session.parked).insert(approval_id.to_owned(), tx);
@@ -44,12 +53,23 @@ impl Hub {
     /// Hands a committed resolution to the waiter, if one is parked. `false` when none is
     /// (it already left, or the gate belongs to a turn this process is not running).
     pub fn wake(&self, session_id: &str, resolution: Resolution) -> bool {
+        self.wake_with(
+            session_id,
+            Wake {
+                resolution,
+                tool_started: false,
+            },
+        )
+    }
+
+    /// `wake`, saying whether the call's `tool_started` was committed with the resolution.
+    pub fn wake_with(&self, session_id: &str, wake: Wake) -> bool {
         let Some(handle) = self.get(session_id) else {
             return false;
         };
-        let waiter = lock(&handle.session.parked).remove(&resolution.approval_id);
+        let waiter = lock(&handle.session.parked).remove(&wake.resolution.approval_id);
         match waiter {
-            Some(tx) => tx.send(resolution).is_ok(),
+            Some(tx) => tx.send(wake).is_ok(),
             None => false,
         }
     }

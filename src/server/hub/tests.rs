@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use super::*;
-use crate::protocol::{AnsweredBy, Decision, EventBody, Mode, Timestamp};
+use crate::protocol::{AnsweredBy, Decision, EventBody, Mode, Resolution, Timestamp};
 use crate::server::config::Synchronous;
 use crate::server::conversation::ChatMessage;
 use crate::server::store::NewEvent;
@@ -221,7 +221,7 @@ async fn the_sweep_alone_catches_up_with_another_instance() {
         "this instance's event, then the other's two, in order"
     );
     assert_eq!(
-        woken.await.unwrap(),
+        woken.await.unwrap().resolution,
         answer,
         "the parked turn got the other's answer"
     );
