@@ -62,6 +62,7 @@ pub struct PgStore {
     /// This instance's name: it owns its turns' leases under it, and skips its own
     /// notifications.
     instance: String,
+    announcer: signals::Announcer,
 }
 
 /// Whether `url` names a PostgreSQL database.
@@ -87,6 +88,7 @@ impl PgStore {
             .map_err(|e| StoreError::Database(format!("cannot connect to PostgreSQL: {e}")))?;
         migrate::run(&pool).await?;
         Ok(PgStore {
+            announcer: signals::Announcer::start(pool.clone()),
             pool,
             instance: instance.to_owned(),
         })
@@ -127,7 +129,15 @@ impl Store for PgStore {
         commit: Commit,
     ) -> Result<Vec<Event>, StoreError> {
         super::check_storable_commit(&commit)?;
-        write::append(&self.pool, &self.instance, session_id, &events, &commit).await
+        write::append(
+            &self.pool,
+            &self.announcer,
+            &self.instance,
+            session_id,
+            &events,
+            &commit,
+        )
+        .await
     }
 
     async fn get_gate(

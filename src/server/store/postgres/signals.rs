@@ -1,10 +1,9 @@
 //! What the other instances commit, heard through LISTEN/NOTIFY.
 //!
-//! Every append notifies `a <session> <first> <last> <instance>` in its own transaction (so
-//! the notification goes out with the commit, never before it), and a cancel request
-//! `c <session>`. A notification only wakes an instance: it then reads what it missed from
-//! the table by seq, so a lost or late notification delays an event but never loses or
-//! reorders it (the hub's periodic sweep catches up without any).
+//! Every append is announced `a <session> <first> <last> <instance>` once it has committed
+//! (`Announcer`), and a cancel request `c <session>`. A notification only wakes an instance:
+//! it then reads what it missed from the table by seq, so a lost or late notification delays
+//! an event but never loses or reorders it (the hub's periodic sweep catches up without any).
 
 use std::time::Duration;
 
@@ -13,6 +12,51 @@ use sqlx::postgres::PgListener;
 use tokio::sync::mpsc;
 
 use crate::server::store::{Signal, StoreError};
+
+/// Sends this instance's append notifications after their commits, in commit order, off the
+/// appending task; what queued up meanwhile goes out together in one statement.
+///
+/// **Why not inside the append's transaction:** PostgreSQL serializes the commits of all
+/// transactions that notified (a database-wide lock from the notification queue's pre-commit
+/// until the commit record is flushed), which would put every append of every session in one
+/// line, each with its own fsync. These notifications go in a transaction of their own that
+/// does not wait for a flush (`synchronous_commit = off`: a notification needs no
+/// durability). One lost here (a crash right after the commit, a dropped connection) is made
+/// up by the sweep.
+#[derive(Clone)]
+pub struct Announcer {
+    queue: mpsc::UnboundedSender<String>,
+}
+
+impl Announcer {
+    /// Starts the sending task; it ends when the store (the last sender) is dropped.
+    pub fn start(pool: PgPool) -> Announcer {
+        let (queue, mut pending) = mpsc::unbounded_channel::<String>();
+        tokio::spawn(async move {
+            let mut payloads = Vec::new();
+            while pending.recv_many(&mut payloads, 256).await > 0 {
+                let sent = sqlx::query(
+                    "SELECT set_config('synchronous_commit', 'off', true), pg_notify($1, p)
+                     FROM unnest($2::TEXT[]) WITH ORDINALITY AS t(p, i) ORDER BY i",
+                )
+                .bind(CHANNEL)
+                .bind(&payloads)
+                .execute(&pool)
+                .await;
+                if let Err(err) = sent {
+                    tracing::warn!(error = %err, "could not notify the other instances; their sweep catches up");
+                }
+                payloads.clear();
+            }
+        });
+        Announcer { queue }
+    }
+
+    /// Queues the notification of a committed append.
+    pub fn appended(&self, payload: String) {
+        let _ = self.queue.send(payload);
+    }
+}
 
 /// The one channel every instance listens on.
 pub const CHANNEL: &str = "countersign";

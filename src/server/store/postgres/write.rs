@@ -65,6 +65,7 @@ pub async fn delete_session(pool: &PgPool, id: &str) -> Result<bool, StoreError>
 /// audit entries — one transaction.
 pub async fn append(
     pool: &PgPool,
+    announcer: &super::signals::Announcer,
     instance: &str,
     session_id: &str,
     events: &[NewEvent],
@@ -133,17 +134,13 @@ pub async fn append(
         audit::drafts_for(session_id, &stored, new_rule, gate_opener),
     )
     .await?;
-    if let Some(last_seq) = stored.last().and_then(|e| e.seq) {
-        // Delivered with the commit: the other instances' feeds and parked turns wake up.
-        sqlx::query("SELECT pg_notify($1, $2)")
-            .bind(super::signals::CHANNEL)
-            .bind(super::signals::appended(
-                session_id, first_seq, last_seq, instance,
-            ))
-            .execute(&mut *tx)
-            .await?;
-    }
     tx.commit().await?;
+    if let Some(last_seq) = stored.last().and_then(|e| e.seq) {
+        // After the commit, never before it (see `signals::Announcer`).
+        announcer.appended(super::signals::appended(
+            session_id, first_seq, last_seq, instance,
+        ));
+    }
     Ok(stored)
 }
 
