@@ -272,6 +272,24 @@ pub fn rss_mib() -> Option<f64> {
     Some(kib / 1024.0)
 }
 
+/// This process's CPU time (user + system, all threads) and context switches (voluntary and
+/// not) so far: read before and after a loop, they say what one iteration costs in CPU and in
+/// hand-offs between threads, the profile beside a latency figure.
+pub fn cpu_and_switches() -> (f64, u64) {
+    // SAFETY: getrusage only writes the struct we pass.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        if libc::getrusage(libc::RUSAGE_SELF, &mut usage) != 0 {
+            return (0.0, 0);
+        }
+        usage
+    };
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    let cpu_ms = (secs(usage.ru_utime) + secs(usage.ru_stime)) * 1000.0;
+    let switches = usage.ru_nvcsw.saturating_add(usage.ru_nivcsw);
+    (cpu_ms, u64::try_from(switches).unwrap_or(0))
+}
+
 /// Raises the soft open-file limit to the hard one (the fan-out figure holds many sockets).
 fn raise_fd_limit() {
     // SAFETY: getrlimit/setrlimit only read and write the struct we pass.

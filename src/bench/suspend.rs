@@ -11,8 +11,8 @@ pub fn figure(cycles: &Cycles, n: usize) -> Figure {
         id: 2,
         name: "suspend",
         values: vec![("p50", p50, "ms"), ("p99", p99, "ms")],
-        target: "p50 <= 2 ms",
-        met: Some(p50 <= 2.0),
+        target: "p50 <= 1.5 ms",
+        met: Some(p50 <= 1.5),
         conditions: format!(
             "{n} turns in sequence on one session, message POST (`{ONE_GATE}`) -> \
              approval_request on the open SSE feed; {}",
