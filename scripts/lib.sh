@@ -52,8 +52,10 @@ wasm_opt_command() {
 }
 
 # build_site debug|release: the wasm bundle, its JS glue and the CSS into target/site/pkg.
-# (Leptos's `--cfg erase_components` makes the bundle smaller, but the page then failed to
-# hydrate in Chromium, so it is not used.)
+# Views are type-erased (Leptos's `--cfg erase_components`, from .cargo/config.toml): a much
+# smaller bundle. The server is built with the same cfg (same config file): an erased view
+# renders different hydration markers, so a bundle and a server built one with and one without
+# it do not match and the page fails to hydrate.
 build_site() {
   local profile="$1" cargo_profile_flag=() dir=debug
   if [ "$profile" = release ]; then cargo_profile_flag=(--profile wasm-release); dir=wasm-release; fi

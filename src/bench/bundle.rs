@@ -27,7 +27,7 @@ pub fn run(site_pkg: &Path) -> Result<Figure> {
             "{} as built by scripts/lib.sh ({}); gzip level 9; KB = 1000 bytes",
             site_pkg.join("countersign_bg.wasm").display(),
             if release {
-                "release profile, opt-level z, LTO, wasm-opt -Oz".to_owned()
+                "release profile, opt-level z, LTO, erase_components, wasm-opt -Oz".to_owned()
             } else {
                 format!(
                     "not a wasm-opt release build: {}",
