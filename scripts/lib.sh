@@ -51,6 +51,19 @@ wasm_opt_command() {
   [ -x "$local_bin" ] && echo "$local_bin"
 }
 
+# .cargo/config.toml's `--cfg erase_components` is replaced, not extended, by a RUSTFLAGS-style
+# variable (or a target's own rustflags): warn when one is set without the cfg, since a server
+# and a bundle built differently cannot hydrate.
+check_rustflags() {
+  local var
+  for var in CARGO_ENCODED_RUSTFLAGS RUSTFLAGS CARGO_BUILD_RUSTFLAGS \
+      $(compgen -v | grep -E '^CARGO_TARGET_.*_RUSTFLAGS$' || true); do
+    if [ -n "${!var+set}" ] && [[ "${!var}" != *erase_components* ]]; then
+      say "warning: $var is set without --cfg erase_components, which turns the cfg off for this build; build the server and the bundle alike (see .cargo/config.toml)"
+    fi
+  done
+}
+
 # build_site debug|release: the wasm bundle, its JS glue and the CSS into target/site/pkg.
 # Views are type-erased (Leptos's `--cfg erase_components`, from .cargo/config.toml): a much
 # smaller bundle. The server is built with the same cfg (same config file): an erased view
@@ -59,6 +72,7 @@ wasm_opt_command() {
 build_site() {
   local profile="$1" cargo_profile_flag=() dir=debug
   if [ "$profile" = release ]; then cargo_profile_flag=(--profile wasm-release); dir=wasm-release; fi
+  check_rustflags
   say "building the browser bundle ($profile)"
   cargo build --lib --target wasm32-unknown-unknown --no-default-features --features hydrate \
     "${cargo_profile_flag[@]}" --quiet
@@ -89,6 +103,7 @@ build_site() {
 build_server() {
   local flag=()
   [ "$1" = release ] && flag=(--release)
+  check_rustflags
   say "building the server ($1)"
   cargo build --features ssr --bin countersign "${flag[@]}" --quiet
 }
