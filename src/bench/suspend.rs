@@ -15,7 +15,9 @@ pub fn figure(cycles: &Cycles, n: usize) -> Figure {
         met: Some(p50 <= 1.5),
         conditions: format!(
             "{n} turns in sequence on one session, message POST (`{ONE_GATE}`) -> \
-             approval_request on the open SSE feed; {}",
+             approval_request on the open SSE feed; two commits inside (`user_message`, then \
+             `tool_call` + `approval_request`); {}; {}",
+            cycles.suspend_cost.describe(),
             common_conditions()
         ),
     }
