@@ -139,11 +139,7 @@ impl Turn {
         let started = self
             .deps
             .hub
-            .history(&self.session_id, |h| {
-                h.current_turn().iter().any(
-                    |e| matches!(&e.body, EventBody::ToolStarted { call_id: id } if id == call_id),
-                )
-            })
+            .history(&self.session_id, |h| h.started(call_id))
             .await?;
         if started {
             self.mark_started(call_id);

@@ -40,11 +40,17 @@ struct OpenCall {
 
 impl Turn {
     pub(super) async fn finish_open_calls(&self) -> Result<(), TurnEnd> {
-        let events = self
-            .deps
-            .hub
-            .history(&self.session_id, |h| h.current_turn().to_vec())
-            .await?;
+        let hub = &self.deps.hub;
+        let events = match hub
+            .history(&self.session_id, |h| h.current_turn_from())
+            .await?
+        {
+            Some(from) => {
+                hub.events_since(&self.session_id, from.saturating_sub(1))
+                    .await?
+            }
+            None => Vec::new(),
+        };
         let mut calls = Vec::new();
         let mut finished = HashSet::new();
         let mut started = HashSet::new();

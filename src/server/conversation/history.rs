@@ -1,6 +1,11 @@
 //! What a turn needs from its session's past, folded from the log: the conversation for the
-//! model, how many calls each suggested rule would have covered were approved by hand, and the
-//! events of the latest turn (what a resumed turn finishes).
+//! model, how many calls each suggested rule would have covered were approved by hand, where
+//! the latest turn starts in the log (what a resumed turn finishes) and which of its calls
+//! have started.
+//!
+//! **Why the latest turn is a seq, not its events:** a memo lives as long as its session is
+//! live, e.g. while a turn waits on ten cards; holding the turn's events (cards with their
+//! diffs) would copy each of them for that whole time. A resumed turn reads them from the log.
 //!
 //! **Why a fold:** reading and decoding the whole log at every turn start made a turn's start
 //! grow with the session. A history is a memo of the fold up to `through_seq` (the hub keeps
@@ -23,8 +28,10 @@ pub struct SessionHistory {
     suggested: HashMap<String, (String, String)>,
     /// (tool, pattern) → calls approved by hand whose card suggested that rule.
     hand_approved: HashMap<(String, String), u32>,
-    /// The events from the latest `user_message` on.
-    current_turn: Vec<Event>,
+    /// The seq of the latest `user_message` (where the latest turn starts).
+    current_turn_from: Option<u64>,
+    /// The calls of the latest turn whose `tool_started` is in the log.
+    started: std::collections::HashSet<String>,
 }
 
 impl SessionHistory {
@@ -48,9 +55,14 @@ impl SessionHistory {
             .unwrap_or(0)
     }
 
-    /// The latest turn's events, from its `user_message` on (empty before the first message).
-    pub fn current_turn(&self) -> &[Event] {
-        &self.current_turn
+    /// The seq of the latest turn's `user_message` (none before the first message).
+    pub fn current_turn_from(&self) -> Option<u64> {
+        self.current_turn_from
+    }
+
+    /// Whether the latest turn's call `call_id` has its `tool_started` in the log.
+    pub fn started(&self, call_id: &str) -> bool {
+        self.started.contains(call_id)
     }
 
     /// The last seq folded in.
@@ -63,14 +75,15 @@ impl SessionHistory {
         if let Some(seq) = event.seq {
             self.through_seq = self.through_seq.max(seq);
         }
-        if matches!(event.body, EventBody::UserMessage { .. }) {
-            self.current_turn.clear();
-        }
-        if !self.current_turn.is_empty() || matches!(event.body, EventBody::UserMessage { .. }) {
-            self.current_turn.push(event.clone());
-        }
         add_to_conversation(&mut self.messages, &event.body);
         match &event.body {
+            EventBody::UserMessage { .. } => {
+                self.current_turn_from = event.seq;
+                self.started.clear();
+            }
+            EventBody::ToolStarted { call_id } => {
+                self.started.insert(call_id.clone());
+            }
             EventBody::ApprovalRequest(gate) => {
                 if let Some(rule) = &gate.suggested_rule {
                     self.suggested.insert(
@@ -189,8 +202,7 @@ mod tests {
         assert_eq!(whole.messages().len(), 3);
         assert_eq!(pieces.through_seq, 3);
         // The current turn starts at the latest user message.
-        assert_eq!(pieces.current_turn().len(), 1);
-        assert_eq!(pieces.current_turn()[0].seq, Some(3));
+        assert_eq!(pieces.current_turn_from(), Some(3));
     }
 
     #[test]
@@ -204,6 +216,6 @@ mod tests {
                 actor: None,
             },
         )]);
-        assert!(history.current_turn().is_empty());
+        assert_eq!(history.current_turn_from(), None);
     }
 }
