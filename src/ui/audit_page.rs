@@ -9,6 +9,7 @@ use serde_json::Value;
 use crate::api;
 use crate::protocol::{AuditEntry, AuditVerdict};
 use crate::ui::browser;
+use crate::ui::json;
 use crate::ui::sidebar::PageLayout;
 
 /// The actions the audit log records (protocol.md), for the filter.
@@ -46,8 +47,8 @@ fn Audit() -> impl IntoView {
     let actor = RwSignal::new(String::new());
     let subject = RwSignal::new(String::new());
     let checks = RwSignal::new(0u64);
-    let verdict = Resource::new(move || checks.get(), |_| api::verify_audit());
-    let first = Resource::new(
+    let verdict = json::resource(move || checks.get(), |_| api::verify_audit());
+    let first = json::resource(
         move || action.get(),
         |action| api::audit(0, (!action.is_empty()).then_some(action), None),
     );

@@ -11,6 +11,7 @@ use crate::api;
 use crate::protocol::{ConfigKey, ConfigSource, ConfigView};
 use crate::ui::browser;
 use crate::ui::gates::ClientId;
+use crate::ui::json;
 use crate::ui::sidebar::PageLayout;
 
 /// The tab title on this page.
@@ -40,7 +41,7 @@ pub fn ConfigPage() -> impl IntoView {
 fn Config() -> impl IntoView {
     provide_context(ClientId::new());
     Effect::new(|_| browser::set_page_title(TITLE));
-    let initial = Resource::new(|| (), |_| api::config_view());
+    let initial = json::resource(|| (), |_| api::config_view());
     view! {
         <Suspense fallback=|| view! {
             <header class="page-header"><h1>"Config"</h1></header>
@@ -424,7 +425,7 @@ fn edit_text(value: &Value) -> String {
 /// What the editor sends: the text as JSON if it parses, else the text as a string.
 fn parse_input(text: &str) -> Value {
     let trimmed = text.trim();
-    serde_json::from_str(trimmed).unwrap_or_else(|_| Value::String(trimmed.to_owned()))
+    json::from_str(trimmed).unwrap_or_else(|_| Value::String(trimmed.to_owned()))
 }
 
 #[cfg(test)]

@@ -165,7 +165,7 @@ mod browser {
             let Some(data) = message.data().as_string() else {
                 return;
             };
-            match serde_json::from_str::<Event>(&data) {
+            match crate::ui::json::from_str::<Event>(&data) {
                 Ok(event) => feed.apply(event),
                 Err(err) => leptos::logging::warn!("unreadable event: {err}"),
             }

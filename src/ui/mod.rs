@@ -9,6 +9,7 @@ pub mod config_page;
 pub mod feed;
 pub mod gates;
 pub mod inbox;
+pub mod json;
 pub mod outside;
 pub mod rules_page;
 pub mod session_page;

@@ -9,6 +9,7 @@ use crate::protocol::{Rule, RuleScope};
 use crate::ui::browser;
 use crate::ui::gates::ClientId;
 use crate::ui::inbox::clock;
+use crate::ui::json;
 use crate::ui::sidebar::{PageLayout, PageSessions};
 
 #[component]
@@ -24,7 +25,7 @@ pub fn RulesPage() -> impl IntoView {
 fn Rules() -> impl IntoView {
     provide_context(ClientId::new());
     Effect::new(|_| browser::set_page_title("Rules — Countersign"));
-    let rules = Resource::new(|| (), |_| api::list_rules());
+    let rules = json::resource(|| (), |_| api::list_rules());
     view! {
         <header class="page-header">
             <h1>"Rules"</h1>

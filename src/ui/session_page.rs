@@ -6,6 +6,7 @@ use leptos_router::hooks::use_params_map;
 
 use crate::api;
 use crate::ui::chat::ChatView;
+use crate::ui::json;
 use crate::ui::sidebar::{SessionsChanged, Sidebar};
 
 #[component]
@@ -14,8 +15,8 @@ pub fn SessionPage() -> impl IntoView {
     let session_id = Memo::new(move |_| params.read().get("sid").unwrap_or_default());
     let changed = SessionsChanged::new();
     provide_context(changed);
-    let sessions = Resource::new(move || changed.version(), |_| api::list_sessions());
-    let snapshot = Resource::new(move || session_id.get(), api::get_snapshot);
+    let sessions = json::resource(move || changed.version(), |_| api::list_sessions());
+    let snapshot = json::resource(move || session_id.get(), api::get_snapshot);
     view! {
         <div class="layout">
             <Sidebar sessions current=session_id/>

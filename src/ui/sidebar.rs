@@ -13,6 +13,7 @@ use leptos_router::hooks::{use_location, use_navigate};
 use crate::api;
 use crate::protocol::{ApprovalRequest, ErrorBody, Session};
 use crate::ui::browser;
+use crate::ui::json;
 use crate::ui::outside::SourceBadge;
 
 /// Lets any component ask the sidebar to reload its list (after create, delete, a turn end).
@@ -48,7 +49,7 @@ const PENDING_POLL: Duration = Duration::from_secs(2);
 /// session page has its own [`SessionsChanged`]).
 #[derive(Clone, Copy)]
 pub struct PageSessions {
-    pub list: Resource<Result<Vec<Session>, ErrorBody>>,
+    pub list: Resource<Result<Vec<Session>, ErrorBody>, json::Json>,
     changed: RwSignal<u64>,
     /// The last list that loaded, for reads outside a `<Suspense/>` (titles by id).
     known: RwSignal<Vec<Session>>,
@@ -164,7 +165,7 @@ impl PendingPoll {
 #[component]
 pub fn PageLayout(children: Children) -> impl IntoView {
     let changed = RwSignal::new(0u64);
-    let list = Resource::new(move || changed.get(), |_| api::list_sessions());
+    let list = json::resource(move || changed.get(), |_| api::list_sessions());
     let known = RwSignal::new(Vec::new());
     let sessions = PageSessions {
         list,
@@ -192,7 +193,7 @@ pub fn PageLayout(children: Children) -> impl IntoView {
 
 #[component]
 pub fn Sidebar(
-    sessions: Resource<Result<Vec<Session>, ErrorBody>>,
+    sessions: Resource<Result<Vec<Session>, ErrorBody>, json::Json>,
     current: Memo<String>,
 ) -> impl IntoView {
     let changed = ListChanged::from_context();
@@ -238,7 +239,7 @@ pub fn Sidebar(
 /// A gate from a session the list does not know yet (an outside agent's first gate, or a
 /// session made in another tab): reload the list, once per new set of unknown sessions.
 fn reload_for_unknown_sessions(
-    sessions: Resource<Result<Vec<Session>, ErrorBody>>,
+    sessions: Resource<Result<Vec<Session>, ErrorBody>, json::Json>,
     poll: PendingPoll,
     changed: ListChanged,
 ) {

@@ -9,6 +9,7 @@ use crate::api;
 use crate::protocol::{CreatedToken, ErrorBody, TokenInfo};
 use crate::ui::browser;
 use crate::ui::inbox::clock;
+use crate::ui::json;
 use crate::ui::sidebar::PageLayout;
 
 /// The scopes a token may have, least trusted first (the form's default is the first), each
@@ -56,7 +57,7 @@ pub fn TokensPage() -> impl IntoView {
 #[component]
 fn Tokens() -> impl IntoView {
     Effect::new(|_| browser::set_page_title("Tokens — Countersign"));
-    let tokens = Resource::new(|| (), |_| api::list_tokens());
+    let tokens = json::resource(|| (), |_| api::list_tokens());
     view! {
         <header class="page-header">
             <h1>"Tokens"</h1>

@@ -150,7 +150,7 @@ pub fn EditPanel(
             let value = if field.was_string {
                 Value::String(text)
             } else {
-                serde_json::from_str(&text).unwrap_or(Value::String(text))
+                crate::ui::json::from_str(&text).unwrap_or(Value::String(text))
             };
             edits.insert(field.name.clone(), value);
         }
