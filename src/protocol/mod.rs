@@ -7,6 +7,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+mod de;
 mod outside;
 mod time;
 pub use outside::{CreatedToken, GateState, TokenInfo};
@@ -137,7 +138,8 @@ impl TurnStatus {
 }
 
 /// One entry of a session's log. `seq` is absent only on transient events (`assistant_delta`).
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+/// `Deserialize` is written out in `de.rs` (the derive would buffer the flattened body).
+#[derive(Serialize, Clone, Debug, PartialEq)]
 pub struct Event {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seq: Option<u64>,
@@ -155,7 +157,8 @@ impl Event {
     }
 }
 
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+/// `Deserialize` is written out in `de.rs` (the derive would buffer the internally tagged body).
+#[derive(Serialize, Clone, Debug, PartialEq)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum EventBody {
     UserMessage {
@@ -408,8 +411,9 @@ pub struct RuleSuggestion {
     pub approved_before: u32,
 }
 
-/// An ApprovalRequest as listed outside the event stream (snapshot, inbox).
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+/// An ApprovalRequest as listed outside the event stream (snapshot, inbox). `Deserialize` is
+/// written out in `de.rs` (the derive would buffer the flattened body).
+#[derive(Serialize, Clone, Debug, PartialEq)]
 pub struct ApprovalRequest {
     pub turn_id: String,
     #[serde(flatten)]
@@ -508,7 +512,8 @@ pub struct DecisionInput {
 }
 
 /// What a decision from the UI came to: it stood, or another answer had won the race.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+/// `Deserialize` is written out in `de.rs` (the derive would buffer the internally tagged value).
+#[derive(Serialize, Clone, Debug, PartialEq)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum DecideOutcome {
     Decided { resolution: Resolution },
