@@ -121,7 +121,7 @@ impl Turn {
             _ = self.cancel.cancelled() => server_says(Decision::Cancelled, AnsweredBy::System).await?,
         };
         // Lost the race to a person's answer, which may have started the tool with it.
-        self.note_started_in_log(gate, &resolution).await?;
+        Box::pin(self.note_started_in_log(gate, &resolution)).await?;
         Ok(resolution)
     }
 

@@ -379,7 +379,10 @@ impl Turn {
                 };
                 self.commit(vec![tool_call(call, class, Verdict::Run, rule_id)], commit)
                     .await?;
-                self.execute(call, &call.args).await
+                // Boxed (here and below): what runs after the wait only takes memory while
+                // it runs, not in every parked call's future (10,000 parked gates are 10,000 of
+                // them).
+                Box::pin(self.execute(call, &call.args)).await
             }
             Outcome::Ask { reason } => {
                 let body = self.card(tool, call, reason, floor.as_deref()).await?;
@@ -389,7 +392,7 @@ impl Turn {
                 };
                 let asked = tool_call(call, class, Verdict::Ask, None);
                 let resolution = self.wait_for_gate(Some(asked), gate.clone()).await?;
-                self.after_gate(call, &gate, resolution).await
+                Box::pin(self.after_gate(call, &gate, resolution)).await
             }
         }
     }
