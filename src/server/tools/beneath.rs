@@ -9,7 +9,7 @@
 
 use std::ffi::CString;
 use std::fs::File;
-use std::io;
+use std::io::{self, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
@@ -21,8 +21,8 @@ use super::confine::Resolved;
 pub(crate) enum Access {
     Read,
     ReadDir,
-    /// Write, creating the file if needed, emptying it first.
-    Replace,
+    /// Write, creating the file if needed, keeping what it holds (see `replace`).
+    Write,
 }
 
 fn open_dir(path: &Path) -> io::Result<OwnedFd> {
@@ -99,9 +99,22 @@ pub(crate) fn open(target: &Resolved, access: Access) -> io::Result<File> {
     let flags = match access {
         Access::Read => libc::O_RDONLY,
         Access::ReadDir => libc::O_RDONLY | libc::O_DIRECTORY,
-        Access::Replace => libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC,
+        Access::Write => libc::O_WRONLY | libc::O_CREAT,
     };
     openat_beneath(&root, rel, flags, 0o666).map(File::from)
+}
+
+/// Makes the resolved file hold exactly `bytes`, creating it if needed. Blocking.
+///
+/// **Why not `O_TRUNC`:** emptying a file first frees all its blocks, and on a filesystem
+/// mounted with online `discard` (common on cloud disks) freeing waits for the device to
+/// discard them: about 0.3 ms here for a one-block file, inside every approved write. Writing
+/// over the old bytes and then cutting the file to the new length frees only what is left
+/// over. A crash part-way leaves a torn file either way.
+pub(crate) fn replace(target: &Resolved, bytes: &[u8]) -> io::Result<()> {
+    let mut file = open(target, Access::Write)?;
+    file.write_all(bytes)?;
+    file.set_len(u64::try_from(bytes.len()).map_err(io::Error::other)?)
 }
 
 /// Creates the folders above the resolved path, each inside the workspace. Blocking.
@@ -142,7 +155,7 @@ pub(crate) fn read_dir(dir: &File) -> io::Result<std::fs::ReadDir> {
 mod tests {
     use super::super::confine::resolve;
     use super::*;
-    use std::io::{Read, Write};
+    use std::io::Read;
     use std::os::unix::fs::symlink;
 
     #[test]
@@ -166,7 +179,7 @@ mod tests {
         symlink(outside.path(), ws.path().join("dir")).unwrap();
         let err = open(&checked, Access::Read).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::PermissionDenied, "{err}");
-        let err = open(&checked, Access::Replace).unwrap_err();
+        let err = replace(&checked, b"x").unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::PermissionDenied, "{err}");
         assert_eq!(
             std::fs::read_to_string(outside.path().join("token")).unwrap(),
@@ -176,14 +189,29 @@ mod tests {
     }
 
     #[test]
+    fn a_replaced_file_holds_exactly_the_new_bytes() {
+        let ws = tempfile::tempdir().unwrap();
+        let target = resolve(ws.path(), "notes.txt").unwrap();
+        for text in [
+            "a much longer first version\n",
+            "short",
+            "",
+            "grown again: 0123456789",
+        ] {
+            replace(&target, text.as_bytes()).unwrap();
+            assert_eq!(
+                std::fs::read_to_string(ws.path().join("notes.txt")).unwrap(),
+                text
+            );
+        }
+    }
+
+    #[test]
     fn parents_are_created_inside_and_a_swapped_parent_is_refused() {
         let ws = tempfile::tempdir().unwrap();
         let target = resolve(ws.path(), "a/b/c.txt").unwrap();
         create_parents(&target).unwrap();
-        open(&target, Access::Replace)
-            .unwrap()
-            .write_all(b"x")
-            .unwrap();
+        replace(&target, b"x").unwrap();
         assert_eq!(
             std::fs::read_to_string(ws.path().join("a/b/c.txt")).unwrap(),
             "x"

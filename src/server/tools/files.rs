@@ -2,7 +2,7 @@
 //! already resolved and opened through `beneath` (so a path swapped for a symlink meanwhile
 //! cannot lead outside), their path subject, and the before/after of a change for its card.
 
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::path::Path;
 
 use serde_json::Value;
@@ -193,9 +193,7 @@ fn write_file_now(target: &Resolved, content: &str) -> Result<ToolOutput, ToolEr
     };
     beneath::create_parents(target)
         .map_err(|e| ToolError::io("create the directories for", shown, e))?;
-    beneath::open(target, Access::Replace)
-        .and_then(|mut file| file.write_all(content.as_bytes()))
-        .map_err(|e| ToolError::io("write", shown, e))?;
+    beneath::replace(target, content.as_bytes()).map_err(|e| ToolError::io("write", shown, e))?;
     let how = if existed { "replaced" } else { "new file" };
     Ok(ToolOutput::ok(format!(
         "wrote {} bytes to {shown} ({how})",
@@ -236,8 +234,7 @@ fn edit_file_now(target: &Resolved, old: &str, new: &str) -> Result<ToolOutput, 
             )));
         }
     }
-    beneath::open(target, Access::Replace)
-        .and_then(|mut file| file.write_all(text.replacen(old, new, 1).as_bytes()))
+    beneath::replace(target, text.replacen(old, new, 1).as_bytes())
         .map_err(|e| ToolError::io("write", &target.shown, e))?;
     Ok(ToolOutput::ok(format!(
         "edited {} (1 replacement)",
