@@ -26,11 +26,17 @@ impl Hub {
         read: impl FnOnce(&SessionHistory) -> T,
     ) -> Result<T, StoreError> {
         let handle = self.enter(session_id);
-        // A commit in flight folds its events in before this reads (it holds `append` until
-        // then), so "the memo has what was published" means "the memo has the whole log".
-        let _ordered = handle.session.append.lock().await;
+        let shared = self.store().shared();
+        // On a store of its own, a commit in flight folds its events in before this reads (it
+        // holds `append` until then), so "the memo has what was published" means "the memo
+        // has the whole log". A shared store is read to its end every time instead, and waiting
+        // for `append` would only put this read behind commits of several milliseconds.
+        let _ordered = match shared {
+            false => Some(handle.session.append.lock().await),
+            true => None,
+        };
         let mut memo = handle.session.history.lock().await;
-        let current = !self.store().shared()
+        let current = !shared
             && memo.as_ref().is_some_and(|h| {
                 h.through_seq() >= handle.session.last_published.load(Ordering::Acquire)
             });
@@ -55,7 +61,16 @@ impl Hub {
     /// store another instance's events may come between; the next read fetches them). The
     /// caller holds the session's `append` lock.
     pub(super) async fn fold_committed(&self, handle: &Handle, events: &[Event]) {
-        let mut memo = handle.session.history.lock().await;
+        // A shared store's memo is only a head start for the next read, which reads on from
+        // it: a commit does not wait behind a read in flight to fold its events in.
+        let mut memo = if self.store().shared() {
+            match handle.session.history.try_lock() {
+                Ok(memo) => memo,
+                Err(_) => return,
+            }
+        } else {
+            handle.session.history.lock().await
+        };
         let Some(history) = memo.as_mut() else {
             return;
         };
