@@ -32,7 +32,7 @@ impl Turn {
             turn_id: self.turn_id.clone(),
             body: budget_card(common, &call, why),
         };
-        let resolution = self.wait_for_gate(None, gate).await?;
+        let resolution = self.wait_for_gate(None, &gate).await?;
         if resolution.decision.lets_it_run() {
             Ok(())
         } else if resolution.decision == Decision::Cancelled {

@@ -25,7 +25,7 @@ impl Turn {
     pub(super) async fn wait_for_gate(
         &self,
         call_event: Option<EventBody>,
-        gate: ApprovalRequest,
+        gate: &ApprovalRequest,
     ) -> Result<Resolution, TurnEnd> {
         // Park before the request is visible, so an instant answer finds the waiter.
         let parked = self.deps.hub.park(&self.session_id, &gate.body.approval_id);
@@ -35,9 +35,10 @@ impl Turn {
         };
         let mut events: Vec<EventBody> = call_event.into_iter().collect();
         events.push(EventBody::ApprovalRequest(Box::new(gate.body.clone())));
-        self.commit(events, commit).await?;
-        self.notify(&gate).await;
-        self.await_resolution(&gate, parked).await
+        // Boxed: a parked call's future keeps only what the wait needs, not room for these.
+        Box::pin(self.commit(events, commit)).await?;
+        Box::pin(self.notify(gate)).await;
+        self.await_resolution(gate, parked).await
     }
 
     /// Tells the person (when `[notify]` is set) that the gate waits for them.
@@ -94,14 +95,15 @@ impl Turn {
         // The turn's wall-clock budget does not run while a person is being asked.
         let _paused = self.waits.pause();
         let deadline = tokio::time::Instant::now() + until(&gate.body.expires_at);
+        // Boxed: only taken after the wait, so no parked future reserves room for it.
         let server_says = |decision, by| {
-            crate::server::gate::resolve::by_server(
+            Box::pin(crate::server::gate::resolve::by_server(
                 &self.deps.hub,
                 &self.session_id,
                 gate,
                 decision,
                 by,
-            )
+            ))
         };
         // With a shared store the answer may come from another instance: the hub wakes us
         // when it catches up with that instance's commit (on its notification, or at the
