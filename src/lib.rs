@@ -15,6 +15,8 @@ pub mod api;
 pub mod app;
 pub mod protocol;
 pub mod text;
+#[cfg(feature = "ssr")]
+pub mod timeline;
 pub mod ui;
 
 #[cfg(feature = "ssr")]

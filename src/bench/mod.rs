@@ -15,6 +15,7 @@ mod round_trip;
 mod sse;
 mod suspend;
 mod throughput;
+mod timeline;
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -57,6 +58,10 @@ pub struct BenchArgs {
     /// `postgres://…` database (the runs leave their sessions in it).
     #[arg(long)]
     pub database_url: Option<String>,
+    /// Also print where the time of figures 1 and 2 goes: the median time to each step of a
+    /// gate round trip and of a suspend (the server marks them; off otherwise).
+    #[arg(long, conflicts_with = "compare")]
+    pub timeline: bool,
 }
 
 impl BenchArgs {
@@ -309,6 +314,9 @@ fn raise_fd_limit() {
 pub async fn run(args: BenchArgs) -> ExitCode {
     raise_fd_limit();
     set_sync_level(args.synchronous);
+    if args.timeline {
+        timeline::want();
+    }
     if let Some(url) = &args.database_url {
         let _ = DATABASE_URL.set(url.clone());
     }
@@ -395,6 +403,12 @@ pub async fn run(args: BenchArgs) -> ExitCode {
     }
     figures.sort_by_key(|f| f.id);
     compare_loaded_round_trip(&mut figures);
+    let timelines = timeline::taken();
+    if !args.json {
+        for t in &timelines {
+            println!("\n{}", t.text());
+        }
+    }
     if args.json {
         let out = json!({
             "mode": if args.short { "short" } else { "full" },
@@ -403,6 +417,7 @@ pub async fn run(args: BenchArgs) -> ExitCode {
             "conditions": common_conditions(),
             "figures": figures.iter().map(Figure::to_json).collect::<Vec<_>>(),
             "failures": failures,
+            "timelines": timelines.iter().map(timeline::Timeline::to_json).collect::<Vec<_>>(),
         });
         println!("{out:#}");
     } else {

@@ -62,11 +62,14 @@ pub async fn gate_cycles(server: &BenchServer, n: usize) -> Result<Cycles> {
         round_trip_cost: Cost::default(),
         suspend_cost: Cost::default(),
     };
+    super::timeline::start();
     for _ in 0..n {
         let usage = super::cpu_and_switches();
+        crate::timeline::mark("client: message POST sent");
         let t0 = Instant::now();
         let (sent, request) = tokio::join!(server.send_message(&sid, ONE_GATE), async {
             let ev = feed.next_of("approval_request").await;
+            crate::timeline::mark("client: approval_request read");
             (ev, t0.elapsed())
         });
         sent?;
@@ -76,9 +79,11 @@ pub async fn gate_cycles(server: &BenchServer, n: usize) -> Result<Cycles> {
         let aid = str_field(&request, "approval_id")?;
 
         let usage = super::cpu_and_switches();
+        crate::timeline::mark("client: decision POST sent");
         let t1 = Instant::now();
         let (decided, result) = tokio::join!(server.approve(&sid, &aid), async {
             let ev = feed.next_of("tool_result").await;
+            crate::timeline::mark("client: tool_result read");
             (ev, t1.elapsed())
         });
         decided?;
@@ -89,6 +94,7 @@ pub async fn gate_cycles(server: &BenchServer, n: usize) -> Result<Cycles> {
         out.suspend_ms.push(ms(suspend));
         out.round_trip_ms.push(ms(round_trip));
     }
+    super::timeline::keep_windows();
     out.round_trip_cost.mean(n);
     out.suspend_cost.mean(n);
     Ok(out)

@@ -34,6 +34,7 @@ impl Turn {
             ..Commit::default()
         };
         let mut events: Vec<EventBody> = call_event.into_iter().collect();
+        crate::timeline::mark("turn: card built");
         events.push(EventBody::ApprovalRequest(Box::new(gate.body.clone())));
         // Boxed: a parked call's future keeps only what the wait needs, not room for these.
         Box::pin(self.commit(events, commit)).await?;
@@ -111,6 +112,7 @@ impl Turn {
         let resolution = tokio::select! {
             answered = answer => match answered {
                 Ok(wake) => {
+                    crate::timeline::mark("turn: woken by the answer");
                     if wake.tool_started {
                         self.mark_started(&gate.body.call_id);
                     }

@@ -64,6 +64,7 @@ impl From<ProviderError> for TurnEnd {
 /// Runs one turn to its end and records how it ended. It owns the lease, so the session is
 /// released however it ends (the agent service runs this as a tracked task).
 pub(super) async fn run(deps: Arc<Deps>, lease: TurnLease, mode: Mode) {
+    crate::timeline::mark("turn: running");
     let session_id = lease.session_id().to_owned();
     let turn = Turn {
         deps: Arc::clone(&deps),
@@ -350,6 +351,7 @@ impl Turn {
         if let Some(why) = tool.refused_in(self.mode()) {
             return refuse(ToolStatus::Refused, why).await;
         }
+        crate::timeline::mark("turn: call checked");
         let floor = match class {
             ToolClass::Decision => None,
             _ => live.floor.check(&call.name, &call.args),
@@ -370,6 +372,7 @@ impl Turn {
             }
             _ => None,
         };
+        crate::timeline::mark("turn: rules read");
         let outcome = policy::decide(&policy::Call {
             mode: self.mode(),
             class,
@@ -441,9 +444,11 @@ impl Turn {
             }
             GateStyle::Action => {
                 let approved = self.approved_before(call).await?;
+                crate::timeline::mark("card: earlier approvals counted");
                 // Reads the file a file tool would change (capped): off the async threads.
                 let (call, workspace) = (call.clone(), self.deps.workspace.clone());
                 tokio::task::spawn_blocking(move || {
+                    crate::timeline::mark("card: blocking work begins");
                     request::tool_gate(common, &call, class, &workspace, approved)
                 })
                 .await
@@ -485,7 +490,9 @@ impl Turn {
             }])
             .await?;
         }
+        crate::timeline::mark("tool: started");
         let output = tools::execute(&call.name, args, &self.tool_context()).await;
+        crate::timeline::mark("tool: done");
         self.append(vec![EventBody::ToolResult {
             call_id: call.id.clone(),
             tool: call.name.clone(),
@@ -493,6 +500,7 @@ impl Turn {
             output: output.output.clone(),
         }])
         .await?;
+        crate::timeline::mark("turn: result committed");
         Ok((output.status, output.output))
     }
 

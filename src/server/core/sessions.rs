@@ -221,6 +221,7 @@ impl Core {
         let session = self.hub.enter(&id);
         let _serial = session.serial().await;
         let row = self.session_row(&id).await?;
+        crate::timeline::mark("message: session read");
         if let Some(source) = &row.source {
             return Err(Error::NotAllowed(format!(
                 "this session holds {source}'s gates: answer its cards here, and talk to {source} where it runs"
@@ -267,6 +268,7 @@ impl Core {
             return Err(err.into());
         }
         self.agent.start(lease, mode);
+        crate::timeline::mark("message: turn started");
         Ok(turn_id)
     }
 

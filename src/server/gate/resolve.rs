@@ -60,6 +60,7 @@ async fn commit_with(
         rule_used,
         ..Commit::default()
     };
+    crate::timeline::mark("resolve: gate checked");
     let mut tool_started = starts_tool_here(hub, session_id, request, &resolution);
     if tool_started {
         let started = NewEvent::new(

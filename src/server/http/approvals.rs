@@ -21,6 +21,7 @@ pub async fn decide(
     ApiJson(body): ApiJson<DecisionRequest>,
 ) -> Result<impl IntoResponse, ApiError> {
     let answer = crate::server::core::Answer::try_from(body)?;
+    crate::timeline::mark("decide: request read");
     let resolution = state.core.decide(&sid, &aid, answer, &who).await?;
     Ok(Json(json!({
         "approval_id": resolution.approval_id,

@@ -50,6 +50,7 @@ fn same_origin(headers: &HeaderMap) -> bool {
 /// Checks the credential and records who it is (`Principal`) in the request's extensions,
 /// where handlers and server functions read the actor from.
 pub async fn require_auth(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
+    crate::timeline::mark("http: request reached the app");
     let path = req.uri().path();
     if is_public(path) {
         return next.run(req).await;

@@ -122,6 +122,7 @@ impl Pump {
                         }
                         if seq == self.last + 1 {
                             self.last = seq;
+                            crate::timeline::mark("feed: frame out");
                             return Some(frame_with(event, json));
                         }
                         // A jump: something was missed; re-read the store from the cursor.

@@ -117,6 +117,7 @@ impl Hub {
         let handle = self.enter(session_id);
         let _ordered = handle.session.append.lock().await;
         let stored = self.store().append(session_id, events, commit).await?;
+        crate::timeline::mark("hub: store returned");
         on_commit();
         // Another instance appended in between (only with a shared store): what it wrote goes
         // out first, so subscribers still get every event in seq order.
@@ -127,6 +128,7 @@ impl Hub {
                 .await?;
         }
         publish(&handle, &stored);
+        crate::timeline::mark("hub: published");
         self.fold_committed(&handle, &stored).await;
         Ok(stored)
     }

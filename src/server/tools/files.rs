@@ -108,9 +108,13 @@ async fn blocking<T: Send + 'static>(
     shown: &str,
     work: impl FnOnce() -> Result<T, ToolError> + Send + 'static,
 ) -> Result<T, ToolError> {
-    tokio::task::spawn_blocking(work)
-        .await
-        .map_err(|e| ToolError::io("use", shown, io::Error::other(e)))?
+    crate::timeline::mark("tool: handed to the blocking pool");
+    tokio::task::spawn_blocking(move || {
+        crate::timeline::mark("tool: blocking work begins");
+        work()
+    })
+    .await
+    .map_err(|e| ToolError::io("use", shown, io::Error::other(e)))?
 }
 
 pub(crate) async fn read_file(target: &Resolved, limit: usize) -> Result<ToolOutput, ToolError> {

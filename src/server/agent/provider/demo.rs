@@ -269,6 +269,7 @@ impl Provider for DemoProvider {
         deltas: DeltaSink<'_>,
         cancel: &CancellationToken,
     ) -> Result<Completion, ProviderError> {
+        crate::timeline::mark("demo: asked for the next step");
         if cancel.is_cancelled() {
             return Err(ProviderError::Cancelled);
         }

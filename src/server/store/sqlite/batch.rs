@@ -141,6 +141,7 @@ fn run(mut conn: Connection, mut queue: mpsc::Receiver<Job>) {
         if matches!(first, Job::Stop) {
             return;
         }
+        crate::timeline::mark("writer: batch taken");
         let mut jobs = vec![first];
         while jobs.len() < MAX_BATCH {
             match queue.try_recv() {
@@ -209,11 +210,13 @@ fn try_together(
     jobs: &[Job],
 ) -> Result<Vec<Result<Done, StoreError>>, StoreError> {
     let mut tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    crate::timeline::mark("writer: transaction begun");
     let mut outcomes = Vec::with_capacity(jobs.len());
     for job in jobs {
         let mut savepoint = tx.savepoint()?;
         match perform(&mut savepoint, job) {
             Ok(done) => {
+                crate::timeline::mark("writer: audit chained");
                 savepoint.commit()?;
                 outcomes.push(Ok(done));
             }
@@ -225,7 +228,9 @@ fn try_together(
             }
         }
     }
+    crate::timeline::mark("writer: statements done");
     tx.commit()?;
+    crate::timeline::mark("writer: committed");
     Ok(outcomes)
 }
 

@@ -78,6 +78,7 @@ fn append_in(
     let count = i64::try_from(events.len()).unwrap_or(i64::MAX);
     if let Some(change) = &commit.gate {
         apply_gate_change(conn, session_id, change)?;
+        crate::timeline::mark("writer: gate row written");
     }
     if let Some(external) = &commit.external {
         record_external_gate(conn, external)?;
@@ -106,6 +107,7 @@ fn append_in(
     let Some(last) = last else {
         return Err(StoreError::UnknownSession(session_id.to_owned()));
     };
+    crate::timeline::mark("writer: session row updated");
     let first_seq = u64::try_from(last - count + 1).unwrap_or(1).max(1);
     let mut stored = Vec::with_capacity(events.len());
     let mut insert = conn.prepare_cached(
@@ -122,6 +124,7 @@ fn append_in(
         ])?;
         stored.push(event);
     }
+    crate::timeline::mark("writer: events inserted");
     let new_rule = match &commit.gate {
         Some(GateChange::Resolve { new_rule, .. }) => new_rule.as_ref(),
         _ => None,

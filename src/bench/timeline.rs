@@ -1,0 +1,226 @@
+//! `bench --timeline`: the step-by-step profile of figures 1 and 2. While the gate cycles run,
+//! the server and the client mark fixed points (`crate::timeline::mark`); afterwards each
+//! window (decision POST → `tool_result`, message POST → `approval_request`) becomes a table of
+//! the median time from the window's start to each point, so a latency figure shows where its
+//! time goes: which step is a disk sync, which a hand-off between threads, which CPU.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use serde_json::{Value, json};
+
+static WANTED: AtomicBool = AtomicBool::new(false);
+static TAKEN: Mutex<Vec<Timeline>> = Mutex::new(Vec::new());
+
+/// `--timeline` was given.
+pub fn want() {
+    WANTED.store(true, Ordering::Relaxed);
+}
+
+/// Starts recording marks if `--timeline` was given; `keep_windows` ends it.
+pub fn start() {
+    if WANTED.load(Ordering::Relaxed) {
+        crate::timeline::record();
+    }
+}
+
+/// Ends a recording `start` began and keeps the timelines of figures 1 and 2 for the report.
+pub fn keep_windows() {
+    if !WANTED.load(Ordering::Relaxed) {
+        return;
+    }
+    let marks = crate::timeline::take();
+    let windows = [
+        (
+            "[1] gate round trip",
+            "client: decision POST sent",
+            "client: tool_result read",
+        ),
+        (
+            "[2] suspend",
+            "client: message POST sent",
+            "client: approval_request read",
+        ),
+    ];
+    let mut taken = TAKEN.lock().unwrap_or_else(|p| p.into_inner());
+    for (figure, from, to) in windows {
+        taken.extend(window(figure, &marks, from, to));
+    }
+}
+
+/// The timelines kept so far (for the report, once).
+pub fn taken() -> Vec<Timeline> {
+    std::mem::take(&mut *TAKEN.lock().unwrap_or_else(|p| p.into_inner()))
+}
+
+/// One point of a window: its median time from the window's start, in microseconds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    pub point: &'static str,
+    /// The point's occurrence within the window (1 for the first time it is reached).
+    pub nth: usize,
+    pub median_us: f64,
+}
+
+/// A window's steps, over the cycles whose points came in the most common order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Timeline {
+    pub figure: &'static str,
+    pub cycles: usize,
+    pub in_order: usize,
+    pub steps: Vec<Step>,
+}
+
+/// A point reached in one window: (point, occurrence, µs from the window's start).
+type Reached = (&'static str, usize, f64);
+
+/// The windows that start at mark `from` and end at mark `to`, folded into one timeline;
+/// `None` when no window is complete.
+pub fn window(
+    figure: &'static str,
+    marks: &[(&'static str, Instant)],
+    from: &str,
+    to: &str,
+) -> Option<Timeline> {
+    let mut cycles: Vec<Vec<Reached>> = Vec::new();
+    let mut current: Option<(Instant, Vec<Reached>)> = None;
+    for &(point, at) in marks {
+        if point == from {
+            current = Some((at, vec![(point, 1, 0.0)]));
+            continue;
+        }
+        let Some((start, steps)) = current.as_mut() else {
+            continue;
+        };
+        let nth = 1 + steps.iter().filter(|(p, _, _)| *p == point).count();
+        let us = at.saturating_duration_since(*start).as_secs_f64() * 1e6;
+        steps.push((point, nth, us));
+        if point == to
+            && let Some((_, steps)) = current.take()
+        {
+            cycles.push(steps);
+        }
+    }
+    let order = |c: &[Reached]| -> Vec<(&'static str, usize)> {
+        c.iter().map(|(p, n, _)| (*p, *n)).collect()
+    };
+    let mut counts: HashMap<Vec<(&'static str, usize)>, usize> = HashMap::new();
+    for cycle in &cycles {
+        *counts.entry(order(cycle)).or_default() += 1;
+    }
+    let (common, in_order) = counts.into_iter().max_by_key(|(_, n)| *n)?;
+    let chosen: Vec<&Vec<_>> = cycles.iter().filter(|c| order(c) == common).collect();
+    let steps = common
+        .iter()
+        .enumerate()
+        .map(|(i, &(point, nth))| {
+            let mut times: Vec<f64> = chosen.iter().map(|c| c[i].2).collect();
+            times.sort_by(f64::total_cmp);
+            Step {
+                point,
+                nth,
+                median_us: times[times.len() / 2],
+            }
+        })
+        .collect();
+    Some(Timeline {
+        figure,
+        cycles: cycles.len(),
+        in_order,
+        steps,
+    })
+}
+
+impl Timeline {
+    /// The table printed under the figures.
+    pub fn text(&self) -> String {
+        let mut out = format!(
+            "timeline of {}: median µs from the first point, over the {} of {} cycles whose points came in the most common order\n     at µs   step µs  point\n",
+            self.figure, self.in_order, self.cycles
+        );
+        let mut before = 0.0;
+        for step in &self.steps {
+            let again = if step.nth > 1 {
+                format!(" (#{})", step.nth)
+            } else {
+                String::new()
+            };
+            out.push_str(&format!(
+                "{:>10.1}{:>10.1}  {}{again}\n",
+                step.median_us,
+                step.median_us - before,
+                step.point
+            ));
+            before = step.median_us;
+        }
+        out
+    }
+
+    pub fn to_json(&self) -> Value {
+        json!({
+            "figure": self.figure,
+            "cycles": self.cycles,
+            "in_order": self.in_order,
+            "steps": self.steps.iter().map(|s| json!({
+                "point": s.point, "nth": s.nth, "median_us": s.median_us,
+            })).collect::<Vec<_>>(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn windows_fold_into_medians_of_the_most_common_order() {
+        let t0 = Instant::now();
+        let at = |us: u64| t0 + Duration::from_micros(us);
+        let marks = vec![
+            ("noise before", at(0)),
+            // Three windows: two with the order start, a, b, a, end; one with b first.
+            ("start", at(100)),
+            ("a", at(110)),
+            ("b", at(130)),
+            ("a", at(140)),
+            ("end", at(200)),
+            ("between windows", at(250)),
+            ("start", at(1000)),
+            ("a", at(1030)),
+            ("b", at(1050)),
+            ("a", at(1060)),
+            ("end", at(1300)),
+            ("start", at(2000)),
+            ("b", at(2001)),
+            ("end", at(2002)),
+            // An unfinished window is left out.
+            ("start", at(3000)),
+            ("a", at(3001)),
+        ];
+        let timeline = window("fig", &marks, "start", "end").unwrap();
+        assert_eq!((timeline.cycles, timeline.in_order), (3, 2));
+        let steps: Vec<(&str, usize, f64)> = timeline
+            .steps
+            .iter()
+            .map(|s| (s.point, s.nth, s.median_us.round()))
+            .collect();
+        // Medians of two: the upper one (index len / 2).
+        assert_eq!(
+            steps,
+            vec![
+                ("start", 1, 0.0),
+                ("a", 1, 30.0),
+                ("b", 1, 50.0),
+                ("a", 2, 60.0),
+                ("end", 1, 300.0)
+            ]
+        );
+        let text = timeline.text();
+        assert!(text.contains("2 of 3 cycles"), "{text}");
+        assert!(text.contains("a (#2)"), "{text}");
+        assert!(window("fig", &marks, "start", "never").is_none());
+    }
+}
