@@ -64,7 +64,8 @@ pub async fn measure(
     counts: Counts,
 ) -> Result<Figure> {
     let rss = super::rss_mib().unwrap_or(f64::NAN);
-    let cycles = round_trip::gate_cycles(server, counts.loaded_gates).await?;
+    let cycles =
+        round_trip::gate_cycles(server, counts.loaded_gates, super::timeline::AT_LOAD).await?;
     let p50 = percentile(&cycles.round_trip_ms, 50.0);
     let p99 = percentile(&cycles.round_trip_ms, 99.0);
     let p = parked.gates.len();

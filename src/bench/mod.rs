@@ -471,7 +471,7 @@ async fn group_a(
 ) -> Result<Vec<Figure>> {
     let server = BenchServer::start(&root.dir(dir), None).await?;
     let result = async {
-        let cycles = round_trip::gate_cycles(&server, counts.gates).await?;
+        let cycles = round_trip::gate_cycles(&server, counts.gates, timeline::IDLE).await?;
         let mut out = vec![
             round_trip::figure(&cycles, counts.gates),
             suspend::figure(&cycles, counts.gates),

@@ -53,7 +53,12 @@ impl Cost {
 }
 
 /// `n` turns one after another on a new `ask` session: message → gate → approve → result.
-pub async fn gate_cycles(server: &BenchServer, n: usize) -> Result<Cycles> {
+/// With `--timeline`, their steps are kept under `names`.
+pub async fn gate_cycles(
+    server: &BenchServer,
+    n: usize,
+    names: super::timeline::Names,
+) -> Result<Cycles> {
     let sid = server.create_session("ask").await?;
     let mut feed = server.events(&sid, 0).await?;
     let mut out = Cycles {
@@ -94,7 +99,7 @@ pub async fn gate_cycles(server: &BenchServer, n: usize) -> Result<Cycles> {
         out.suspend_ms.push(ms(suspend));
         out.round_trip_ms.push(ms(round_trip));
     }
-    super::timeline::keep_windows();
+    super::timeline::keep_windows(names);
     out.round_trip_cost.mean(n);
     out.suspend_cost.mean(n);
     Ok(out)

@@ -26,20 +26,29 @@ pub fn start() {
     }
 }
 
-/// Ends a recording `start` began and keeps the timelines of figures 1 and 2 for the report.
-pub fn keep_windows() {
+/// What the gate cycles of a figure group are reported as: (round trip, suspend).
+pub type Names = (&'static str, &'static str);
+
+/// Figures 1 and 2 (the gate cycles on an idle server).
+pub const IDLE: Names = ("[1] gate round trip", "[2] suspend");
+
+/// Figure 3's cycles, with 10,000 gates parked.
+pub const AT_LOAD: Names = ("[3] gate round trip at load", "[3] suspend at load");
+
+/// Ends a recording `start` began and keeps the timelines of its two windows for the report.
+pub fn keep_windows(names: Names) {
     if !WANTED.load(Ordering::Relaxed) {
         return;
     }
     let marks = crate::timeline::take();
     let windows = [
         (
-            "[1] gate round trip",
+            names.0,
             "client: decision POST sent",
             "client: tool_result read",
         ),
         (
-            "[2] suspend",
+            names.1,
             "client: message POST sent",
             "client: approval_request read",
         ),
