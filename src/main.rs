@@ -136,10 +136,27 @@ async fn serve(args: ServeArgs) -> ExitCode {
     }
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
     let cli = Cli::parse();
     init_tracing();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let code = runtime.block_on(run(cli));
+    // A file operation may still be stuck in the kernel on a blocking thread (a dead network
+    // mount): nothing waits for it, so neither does the exit.
+    runtime.shutdown_timeout(Duration::from_millis(200));
+    code
+}
+
+async fn run(cli: Cli) -> ExitCode {
     match cli.command {
         None => serve(cli.serve).await,
         Some(Command::Serve(args)) => serve(args).await,

@@ -329,11 +329,9 @@ async fn assert_interrupted_not_rerun(
                 || lab.lines(&marker).len() > 1
         })
         .await;
-    if let Some(line) = lab.read(&format!("pid-{i}.txt")) {
+    if let Some(pgid) = marked_group(&lab.ws, &format!("slow-{i}")) {
         // A re-run started a new shell group: make sure it dies with the lab.
-        if let Ok(pgid) = line.trim().parse() {
-            lab.adopt_orphan(pgid);
-        }
+        lab.adopt_orphan(pgid);
     }
     assert_eq!(
         lab.lines(&marker),

@@ -98,10 +98,12 @@ async fn approve_runs_the_shown_call_after_a_complete_card() {
     assert!(is_hex_sha256(digest), "digest {digest:?}");
     assert_eq!(
         digest,
-        sha256_hex(&canonical_json(
-            &json!({"tool": "write_file", "args": {"path": "notes.md", "content": "hello"}})
-        )),
-        "digest = sha256 of canonical {{tool,args}}"
+        sha256_hex(&canonical_json(&json!({
+            "tool": "write_file",
+            "args": {"path": "notes.md", "content": "hello"},
+            "bound": "absent",
+        }))),
+        "digest = sha256 of canonical {{tool,args,bound}}: the file it diffs did not exist"
     );
     let created = parse_time(str_of(&card, "created_at"));
     let expires = parse_time(str_of(&card, "expires_at"));

@@ -894,13 +894,11 @@ async fn the_owner_killed_with_a_command_running_is_taken_over_interrupted() {
         .await
     };
     let took = killed_at.elapsed();
-    if let Ok(text) = std::fs::read_to_string(cluster.ws_path("pid-killed.txt")) {
+    if let Some(again) = marked_group(&cluster.ws, "slow-killed")
+        && again != pgid
+    {
         // A re-run started a new shell group: make sure it dies with the cluster.
-        if let Ok(again) = text.trim().parse::<i32>()
-            && again != pgid
-        {
-            cluster.adopt_orphan(again);
-        }
+        cluster.adopt_orphan(again);
     }
     assert_eq!(
         cluster.lines(marker),

@@ -36,6 +36,18 @@ pub fn call_digest(tool: &str, args: &Value) -> String {
     ))
 }
 
+/// Digest of a tool gate that also binds what its card was made from (`CardText::bound`: the
+/// content of the file a diff was made from, the folder a command runs in): sha256 of
+/// canonical `{tool, args, bound}`. Without `bound` it is `call_digest`.
+pub fn bound_call_digest(tool: &str, args: &Value, bound: Option<&str>) -> String {
+    match bound {
+        Some(bound) => sha256_hex(&canonical_json(
+            &serde_json::json!({ "tool": tool, "args": args, "bound": bound }),
+        )),
+        None => call_digest(tool, args),
+    }
+}
+
 /// Digest of a decision gate: sha256 of its proposal.
 pub fn proposal_digest(proposal: &str) -> String {
     sha256_hex(proposal)

@@ -81,6 +81,9 @@ pub mod actors {
     pub const TIMEOUT: &str = "timeout";
     pub const CANCEL: &str = "cancel";
     pub const MODE: &str = "mode";
+    /// A card whose file changed before the answer: it is closed, and a fresh card for the
+    /// same call shows the change (the answer got `409 stale_digest`).
+    pub const STALE: &str = "stale";
 
     pub fn rule(rule_id: &str) -> String {
         format!("rule:{rule_id}")

@@ -151,18 +151,12 @@ async fn cancelling_a_running_command_stops_it_promptly() {
     let ts = TestServer::start().await;
     let sid = ts.create_id(json!({})).await;
     let turn = ts
-        .send_msg(&sid, "run: echo $$ > pid.txt; exec sleep 600", Some("yolo"))
+        .send_msg(&sid, "run: exec env CS_MARK=long sleep 600", Some("yolo"))
         .await;
     ts.wait_event(&sid, "tool_started", |e| e["type"] == "tool_started")
         .await;
-    // `exec`: the pid the shell wrote is the sleep's.
-    wait_file_line_exists(&ts.ws("pid.txt")).await;
-    let pid: u32 = std::fs::read_to_string(ts.ws("pid.txt"))
-        .unwrap()
-        .trim()
-        .parse()
-        .expect("a pid");
-    assert!(alive(pid), "the command is not running");
+    let workspace = ts.ws(".");
+    wait_marked_group(&workspace, "long").await;
     let v = ts
         .post(&format!("/api/v1/sessions/{sid}/cancel"), json!({}))
         .await
@@ -180,33 +174,16 @@ async fn cancelling_a_running_command_stops_it_promptly() {
         seqs(&events),
         (1..=events.len() as u64).collect::<Vec<u64>>()
     );
-    assert!(!alive(pid), "the cancelled command is still running");
-}
-
-/// Waits until the file exists and holds a whole line.
-async fn wait_file_line_exists(path: &std::path::Path) {
+    // Killed with its namespace; the kernel may take a moment to reap the last of it.
     poll_until(
-        &format!("{} to hold a line", path.display()),
+        "the cancelled command to be gone",
         SOON,
-        async || match std::fs::read_to_string(path) {
-            Ok(text) if text.ends_with('\n') => Ok(()),
-            other => Err(format!("{other:?}")),
+        async || match marked_group(&workspace, "long") {
+            Some(group) => Err(format!("process group {group} still runs")),
+            None => Ok(()),
         },
     )
-    .await
-}
-
-/// Whether the process runs: it exists and is not a zombie (a killed child the server has
-/// not reaped yet is no longer running).
-fn alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        // The state follows the command name, which is in parentheses.
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().next())
-            .is_some_and(|state| state != "Z" && state != "X"),
-        Err(_) => false,
-    }
+    .await;
 }
 
 #[tokio::test]

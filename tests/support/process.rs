@@ -566,10 +566,61 @@ pub fn sql(db: &Path, statement: &str) -> usize {
 // ---------------------------------------------------------------------------------------------
 
 /// A demo-agent message running a shell command that records that it started
-/// (`started-<tag>.txt`, one line per run) and its process group (`pid-<tag>.txt`), then
-/// sleeps long: what a server is killed under to test `interrupted`.
+/// (`started-<tag>.txt`, one line per run), then sleeps long with `CS_MARK=slow-<tag>` in its
+/// environment (found by [`marked_group`]): what a server is killed under to test
+/// `interrupted`.
 pub fn slow_command(tag: impl std::fmt::Display) -> String {
-    format!("run: echo start >> started-{tag}.txt; echo $$ > pid-{tag}.txt; exec sleep 30")
+    format!("run: echo start >> started-{tag}.txt; exec env CS_MARK=slow-{tag} sleep 30")
+}
+
+/// The host process group of a live process whose environment holds `CS_MARK=<mark>` and that
+/// runs in the folder `cwd`. A command runs in a PID namespace of its own, so `$$` inside it
+/// is not a host pid: tests find its processes this way instead.
+pub fn marked_group(cwd: &Path, mark: &str) -> Option<i32> {
+    marked_pids(cwd, mark).into_iter().find_map(|pid| {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // After the parenthesized name: state, ppid, pgrp.
+        stat.rsplit_once(')')?
+            .1
+            .split_whitespace()
+            .nth(2)?
+            .parse()
+            .ok()
+    })
+}
+
+/// The live (not zombie) processes whose environment holds `CS_MARK=<mark>` and that run in
+/// the folder `cwd`.
+pub fn marked_pids(cwd: &Path, mark: &str) -> Vec<i32> {
+    let wanted = format!("CS_MARK={mark}");
+    let cwd = cwd.canonicalize().unwrap_or_else(|_| cwd.to_owned());
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|dir| dir == cwd)
+                && std::fs::read(format!("/proc/{pid}/environ"))
+                    .is_ok_and(|env| env.split(|b| *b == 0).any(|var| var == wanted.as_bytes()))
+                && std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+                    stat.rsplit_once(')')
+                        .and_then(|(_, rest)| rest.split_whitespace().next())
+                        .is_some_and(|state| state != "Z" && state != "X")
+                })
+        })
+        .collect()
+}
+
+/// Waits until [`marked_group`] finds the mark; returns the group.
+pub async fn wait_marked_group(cwd: &Path, mark: &str) -> i32 {
+    poll_until(
+        &format!("a process marked {mark} in {}", cwd.display()),
+        SOON,
+        async || marked_group(cwd, mark).ok_or_else(|| "not yet".to_owned()),
+    )
+    .await
 }
 
 /// Waits until a file exists with a complete first line; returns that line.
@@ -603,11 +654,7 @@ pub async fn wait_slow_running(
             !super::of_type(&super::events(s), "tool_started").is_empty()
         })
         .await;
-    let pgid: i32 = wait_file_line(&ws.join(format!("pid-{tag}.txt")), SOON)
-        .await
-        .trim()
-        .parse()
-        .expect("the shell wrote its pid");
+    let pgid = wait_marked_group(ws, &format!("slow-{tag}")).await;
     let now = api.snapshot(sid).await;
     assert_eq!(
         now["events"], snap["events"],

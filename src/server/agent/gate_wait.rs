@@ -9,9 +9,10 @@ use super::gates_text;
 use super::provider::ToolCallRequest;
 use super::turn::{Turn, TurnEnd};
 use crate::protocol::{
-    AnsweredBy, ApprovalRequest, Decision, EventBody, GateKind, Mode, Resolution, Timestamp,
-    ToolStatus,
+    AnsweredBy, ApprovalRequest, Decision, EventBody, GateKind, GateReason, Mode, Resolution,
+    Timestamp, ToolStatus,
 };
+use crate::server::principal::actors;
 use crate::server::store::{Commit, GateChange, StoreError};
 
 /// How long until a deadline (zero when it has passed or does not parse: fail closed).
@@ -175,6 +176,13 @@ impl Turn {
             let (status, output) = gates_text::decision_outcome(gate, &resolution, minutes);
             return no_run(status, output).await;
         }
+        // The card's file changed before the answer: put the same call again, on a fresh card.
+        if resolution.decision == Decision::Cancelled
+            && resolution.actor == actors::STALE
+            && !self.cancel.is_cancelled()
+        {
+            return Box::pin(self.ask_again(call, gate)).await;
+        }
         // A turn being cancelled runs nothing more, whatever the gate says.
         if self.cancel.is_cancelled() && resolution.decision.lets_it_run() {
             return no_run(
@@ -183,14 +191,19 @@ impl Turn {
             )
             .await;
         }
+        // Only a person's approval of a floor card lets the tool open floor files.
+        let floor_cleared = gate.body.reason == GateReason::SafetyFloor
+            && resolution.answered_by == AnsweredBy::User;
         match resolution.decision {
-            Decision::Approve | Decision::AllowAlways => self.execute(call, &call.args).await,
+            Decision::Approve | Decision::AllowAlways => {
+                self.execute(call, &call.args, floor_cleared).await
+            }
             Decision::Edit => {
                 let edited = resolution
                     .edits
                     .clone()
                     .unwrap_or_else(|| call.args.clone());
-                self.execute(call, &edited).await
+                self.execute(call, &edited, floor_cleared).await
             }
             Decision::Deny => {
                 no_run(
@@ -214,6 +227,26 @@ impl Turn {
                 .await
             }
         }
+    }
+
+    /// The same call on a fresh card (the old one was closed because what it showed changed),
+    /// with the same reason; acted on like the first.
+    async fn ask_again(
+        &self,
+        call: &ToolCallRequest,
+        stale: &ApprovalRequest,
+    ) -> Result<(ToolStatus, String), TurnEnd> {
+        let Some(tool) = crate::server::tools::get(&call.name) else {
+            return Err(TurnEnd::Failed(format!("unknown tool `{}`", call.name)));
+        };
+        let mut body = self.card(tool, call, stale.body.reason, None).await?;
+        body.reason_detail = stale.body.reason_detail.clone();
+        let fresh = ApprovalRequest {
+            turn_id: self.turn_id.clone(),
+            body,
+        };
+        let resolution = self.wait_for_gate(None, &fresh).await?;
+        self.after_gate(call, &fresh, resolution).await
     }
 
     /// A plan card: approving leaves plan mode (for the mode picked on the card) and the turn

@@ -159,7 +159,7 @@ impl Turn {
                 self.after_gate(call, &gate, resolution).await?;
             }
             (None, _) if open.verdict == Verdict::Run => {
-                self.execute(call, &call.args).await?;
+                self.execute(call, &call.args, false).await?;
             }
             (None, _) => {
                 self.finish_without_running(

@@ -24,7 +24,7 @@ use crate::server::hub::TurnLease;
 use crate::server::markdown;
 use crate::server::store::{Commit, LeaseStep, NewEvent, StoreError};
 use crate::server::tools::{
-    self, CheckEnv, Checkpoint, GateStyle, Refusal, SettingsAccess, Tool, ToolContext,
+    self, CheckEnv, Checkpoint, GateStyle, Refusal, SettingsAccess, Tool, ToolContext, reader,
 };
 
 /// Why a turn ended other than by completing.
@@ -338,23 +338,49 @@ impl Turn {
             return refuse(ToolStatus::Error, unknown.to_string()).await;
         };
         let live = self.deps.config();
-        let settings = self.deps.settings();
-        let env = CheckEnv {
-            workspace: &self.deps.workspace,
-            settings: Some(&settings),
+        // The check reads the disk (paths are resolved, `config_set` reads the config file)
+        // and so does what the floor must see of the path: off the async workers, bounded.
+        let (settings, workspace, args) = (
+            self.deps.settings(),
+            self.deps.workspace.clone(),
+            call.args.clone(),
+        );
+        let checked = Box::pin(reader::blocking(
+            &call.name,
+            reader::FS_LIMIT,
+            Some(&self.cancel),
+            move || {
+                let env = CheckEnv {
+                    workspace: &workspace,
+                    settings: Some(&settings),
+                };
+                Ok((tool.check(&args, &env), tool.hidden(&args, &workspace)))
+            },
+        ))
+        .await;
+        let hidden = match checked {
+            Ok((Ok(()), hidden)) => hidden,
+            Ok((Err(Refusal::Invalid(err)), _)) => {
+                return refuse(ToolStatus::Error, err.to_string()).await;
+            }
+            Ok((Err(Refusal::Refused(why)), _)) => {
+                return refuse(ToolStatus::Refused, why).await;
+            }
+            Err(err) => {
+                let status = tools::ToolOutput::from_error(err);
+                return refuse(status.status, status.output).await;
+            }
         };
-        match tool.check(&call.args, &env) {
-            Ok(()) => {}
-            Err(Refusal::Invalid(err)) => return refuse(ToolStatus::Error, err.to_string()).await,
-            Err(Refusal::Refused(why)) => return refuse(ToolStatus::Refused, why).await,
-        }
         if let Some(why) = tool.refused_in(self.mode()) {
             return refuse(ToolStatus::Refused, why).await;
         }
         crate::timeline::mark("turn: call checked");
         let floor = match class {
             ToolClass::Decision => None,
-            _ => live.floor.check(&call.name, &call.args),
+            _ => live
+                .floor
+                .check(&call.name, &call.args)
+                .or_else(|| live.floor.check_hidden(&hidden)),
         };
         let rule = match (floor.is_some(), class, self.mode()) {
             (
@@ -391,7 +417,7 @@ impl Turn {
                 // Boxed (here and below): what runs after the wait only takes memory while
                 // it runs, not in every parked call's future (10,000 parked gates are 10,000 of
                 // them).
-                Box::pin(self.execute(call, &call.args)).await
+                Box::pin(self.execute(call, &call.args, false)).await
             }
             Outcome::Ask { reason } => {
                 let body = Box::pin(self.card(tool, call, reason, floor.as_deref())).await?;
@@ -407,7 +433,7 @@ impl Turn {
     }
 
     /// The card a gated call is put to the person on, as its tool's gate style says.
-    async fn card(
+    pub(super) async fn card(
         &self,
         tool: &'static dyn Tool,
         call: &ToolCallRequest,
@@ -445,14 +471,31 @@ impl Turn {
             GateStyle::Action => {
                 let approved = self.approved_before(call).await?;
                 crate::timeline::mark("card: earlier approvals counted");
-                // Reads the file a file tool would change (capped): off the async threads.
+                // Reads the file a file tool would change (capped, through the one reader):
+                // off the async threads, bounded, and given up on Stop.
                 let (call, workspace) = (call.clone(), self.deps.workspace.clone());
-                tokio::task::spawn_blocking(move || {
-                    crate::timeline::mark("card: blocking work begins");
-                    request::tool_gate(common, &call, class, &workspace, approved)
-                })
-                .await
-                .map_err(|e| TurnEnd::Failed(format!("could not build the card: {e}")))?
+                let floor: Arc<dyn tools::FloorPaths> = live.floor.clone();
+                let built = reader::blocking(
+                    "the card",
+                    reader::FS_LIMIT,
+                    Some(&self.cancel),
+                    move || {
+                        crate::timeline::mark("card: blocking work begins");
+                        let env = tools::CardEnv {
+                            workspace: &workspace,
+                            floor,
+                        };
+                        Ok(request::tool_gate(common, &call, class, &env, approved))
+                    },
+                )
+                .await;
+                match built {
+                    Ok(body) => body,
+                    Err(tools::ToolError::Cancelled) => return Err(TurnEnd::Cancelled),
+                    Err(err) => {
+                        return Err(TurnEnd::Failed(format!("could not build the card: {err}")));
+                    }
+                }
             }
         })
     }
@@ -476,11 +519,13 @@ impl Turn {
     }
 
     /// Runs a tool: `tool_started` is committed first (here, or with the answer that let it
-    /// run), so a crash leaves evidence.
+    /// run), so a crash leaves evidence. `floor_cleared`: a person approved this call on a
+    /// safety-floor card, so its tool may open the floor files the card named.
     pub(super) async fn execute(
         &self,
         call: &ToolCallRequest,
         args: &serde_json::Value,
+        floor_cleared: bool,
     ) -> Result<(ToolStatus, String), TurnEnd> {
         // Closed only at shutdown of the turn; a closed semaphore means run unbounded.
         let _slot = self.exec_slots.acquire().await.ok();
@@ -491,7 +536,7 @@ impl Turn {
             .await?;
         }
         crate::timeline::mark("tool: started");
-        let output = tools::execute(&call.name, args, &self.tool_context()).await;
+        let output = tools::execute(&call.name, args, &self.tool_context(floor_cleared)).await;
         crate::timeline::mark("tool: done");
         self.append(vec![EventBody::ToolResult {
             call_id: call.id.clone(),
@@ -520,10 +565,16 @@ impl Turn {
             .await?)
     }
 
-    pub(super) fn tool_context(&self) -> ToolContext {
+    pub(super) fn tool_context(&self, floor_cleared: bool) -> ToolContext {
         let live = self.deps.config();
         let config = &live.config.tools;
+        let guard = if floor_cleared {
+            tools::Guard::Cleared
+        } else {
+            tools::Guard::Floor(live.floor.clone())
+        };
         ToolContext {
+            guard,
             workspace: self.deps.workspace.clone(),
             shell_timeout: Duration::from_secs(config.shell_timeout_secs),
             output_limit: config.output_limit_bytes,

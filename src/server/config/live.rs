@@ -17,7 +17,8 @@ use crate::server::tools::sandbox::{Places, Sandbox};
 /// One coherent configuration and what is built from it.
 pub struct Live {
     pub config: Config,
-    pub floor: SafetyFloor,
+    /// Shared with the tools' reader (`ToolContext::guard`) and the card builder.
+    pub floor: Arc<SafetyFloor>,
     pub provider: Arc<dyn Provider>,
     /// How tool processes are confined under this config.
     pub sandbox: Arc<Sandbox>,
@@ -124,7 +125,7 @@ impl LiveConfig {
         provider_override: Option<Arc<dyn Provider>>,
         places: &Places,
     ) -> Result<Live, String> {
-        let floor = SafetyFloor::new(&config.safety)?;
+        let floor = Arc::new(SafetyFloor::new(&config.safety)?);
         let provider = match provider_override {
             Some(p) => p,
             None => build_provider(&config)?,
@@ -159,10 +160,7 @@ impl LiveConfig {
         let old = current.clone();
         *current = Arc::new(Live {
             config: old.config.clone(),
-            floor: match SafetyFloor::new(&old.config.safety) {
-                Ok(floor) => floor,
-                Err(_) => return,
-            },
+            floor: Arc::clone(&old.floor),
             provider: old.provider.clone(),
             sandbox: old.sandbox.clone(),
             file_keys: old.file_keys.clone(),

@@ -12,8 +12,9 @@ use super::{Core, Error};
 use crate::protocol::{
     AnsweredBy, ApprovalRequest, Decision, GateKind, Mode, Resolution, Rule, RuleScope, Timestamp,
 };
+use crate::server::digest::{bound_call_digest, call_digest};
 use crate::server::gate::{resolve, rules};
-use crate::server::principal::Principal;
+use crate::server::principal::{Principal, actors};
 use crate::server::tools;
 
 /// The body of `POST /api/v1/sessions/{sid}/approvals/{aid}`, as the wire carries it (read into
@@ -134,8 +135,9 @@ fn expired(request: &ApprovalRequest) -> bool {
 }
 
 impl Core {
-    /// Checks `edits` exactly as the agent's own arguments are checked.
-    fn check_edits(
+    /// Checks `edits` exactly as the agent's own arguments are checked (the same check, the
+    /// same floor, what the edited path is on disk included).
+    async fn check_edits(
         &self,
         request: &ApprovalRequest,
         edits: Option<&Value>,
@@ -157,19 +159,38 @@ impl Core {
                 let tool = tools::get(&request.body.tool).ok_or_else(|| {
                     Error::InvalidEdits(format!("`{}` cannot be edited", request.body.tool))
                 })?;
-                let settings = self.agent.deps().settings();
-                let env = tools::CheckEnv {
-                    workspace: &self.workspace,
-                    settings: Some(&settings),
-                };
-                tool.check(edits, &env).map_err(|refusal| match refusal {
+                let (settings, workspace, args) = (
+                    self.agent.deps().settings(),
+                    self.workspace.clone(),
+                    edits.clone(),
+                );
+                // The check reads the disk: off the async workers, bounded.
+                let (checked, hidden) = tools::reader::blocking(
+                    "the edited arguments",
+                    tools::reader::FS_LIMIT,
+                    None,
+                    move || {
+                        let env = tools::CheckEnv {
+                            workspace: &workspace,
+                            settings: Some(&settings),
+                        };
+                        Ok((tool.check(&args, &env), tool.hidden(&args, &workspace)))
+                    },
+                )
+                .await
+                .map_err(|e| Error::InvalidEdits(e.to_string()))?;
+                checked.map_err(|refusal| match refusal {
                     tools::Refusal::Invalid(err) => Error::InvalidEdits(err.to_string()),
                     tools::Refusal::Refused(why) => Error::NotAllowed(why),
                 })?;
                 // An edit may not turn an ordinary card into a floor action the person was
                 // never shown as one: the floor gets its own card.
+                let live = self.config();
                 if request.body.reason != crate::protocol::GateReason::SafetyFloor
-                    && let Some(floor) = self.config().floor.check(&request.body.tool, edits)
+                    && let Some(floor) = live
+                        .floor
+                        .check(&request.body.tool, edits)
+                        .or_else(|| live.floor.check_hidden(&hidden))
                 {
                     return Err(Error::NotAllowed(format!(
                         "the edited call {floor}, which is on the safety floor; deny this card and ask the agent instead"
@@ -208,6 +229,36 @@ impl Core {
                 Ok(edits.clone())
             }
         }
+    }
+
+    /// Whether what a tool card was made from (the file its diff read, the folder a command
+    /// runs in) is still what it binds: its digest, made again now. A card made before cards
+    /// bound anything (its digest is the arguments' alone) still holds.
+    async fn card_still_holds(&self, request: &ApprovalRequest) -> Result<bool, Error> {
+        let body = &request.body;
+        if body.kind != GateKind::Tool || body.digest == call_digest(&body.tool, &body.args) {
+            return Ok(true);
+        }
+        let Some(tool) = tools::get(&body.tool) else {
+            return Ok(true);
+        };
+        let (workspace, args) = (self.workspace.clone(), body.args.clone());
+        let floor: std::sync::Arc<dyn tools::FloorPaths> = self.config().floor.clone();
+        let bound = tools::reader::blocking(
+            "the card's file",
+            tools::reader::FS_LIMIT,
+            None,
+            move || {
+                let env = tools::CardEnv {
+                    workspace: &workspace,
+                    floor,
+                };
+                Ok(tool.binds(&args, &env))
+            },
+        )
+        .await
+        .map_err(|e| Error::Internal(format!("could not read what the card shows: {e}")))?;
+        Ok(bound_call_digest(&body.tool, &body.args, bound.as_deref()) == body.digest)
     }
 
     fn new_rule(
@@ -305,6 +356,30 @@ impl Core {
         {
             return Err(Error::StaleDigest);
         }
+        if decision.lets_it_run() && !self.card_still_holds(&request).await? {
+            // What the card showed is no longer what would run: close it, and the turn puts
+            // the same call again on a fresh card that shows the file as it is now.
+            let closed = Resolution {
+                reason: Some(
+                    "the file changed after this card was made; a new card shows it as it is now"
+                        .into(),
+                ),
+                ..Resolution::plain(
+                    approval_id,
+                    Decision::Cancelled,
+                    AnsweredBy::System,
+                    actors::STALE,
+                    Timestamp::now(),
+                )
+            };
+            match resolve::commit(&self.hub, &session, &request, closed, None).await {
+                Ok(_) => return Err(Error::StaleDigest),
+                Err(crate::server::store::StoreError::AlreadyResolved(winner)) => {
+                    return Err(Error::for_resolved(*winner));
+                }
+                Err(other) => return Err(other.into()),
+            }
+        }
         if !request.body.allowed_decisions.contains(&decision) {
             return Err(Error::NotAllowed(format!(
                 "`{}` is not offered for this gate (allowed: {})",
@@ -319,7 +394,7 @@ impl Core {
             )));
         }
         let edits = match decision {
-            Decision::Edit => Some(self.check_edits(&request, body.edits.as_ref())?),
+            Decision::Edit => Some(self.check_edits(&request, body.edits.as_ref()).await?),
             _ => None,
         };
         let new_rule = match decision {

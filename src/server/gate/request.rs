@@ -1,7 +1,6 @@
 //! Builds what an approval card shows: title, one-line summary, proposal (rendered and
 //! sanitized on the server), unified diff for file edits, digest, deadline, allowed answers.
 
-use std::path::Path;
 use std::time::Duration;
 
 use crate::protocol::{
@@ -10,10 +9,10 @@ use crate::protocol::{
 };
 use crate::server::config::DecisionTimeout;
 use crate::server::conversation::ToolCallRequest;
-use crate::server::digest::{call_digest, proposal_digest};
+use crate::server::digest::{bound_call_digest, proposal_digest};
 use crate::server::gate::rules;
 use crate::server::markdown;
-use crate::server::tools::{self, CardText, Checkpoint};
+use crate::server::tools::{self, CardEnv, CardText, Checkpoint};
 
 /// Everything that does not depend on the gate kind.
 pub struct Common {
@@ -40,7 +39,7 @@ pub fn tool_gate(
     common: Common,
     call: &ToolCallRequest,
     class: ToolClass,
-    workspace: &Path,
+    env: &CardEnv<'_>,
     approved_before: u32,
 ) -> ApprovalRequestBody {
     let floor = common.reason == GateReason::SafetyFloor;
@@ -59,11 +58,12 @@ pub fn tool_gate(
     }
     let (created_at, expires_at) = times(&common);
     let card = match tools::get(&call.name) {
-        Some(tool) => tool.card(&call.args, workspace),
+        Some(tool) => tool.card(&call.args, env),
         None => CardText {
             title: "Tool".into(),
             summary: call.name.clone(),
             diff: None,
+            bound: None,
         },
     };
     ApprovalRequestBody {
@@ -83,7 +83,7 @@ pub fn tool_gate(
         reason: common.reason,
         reason_detail: common.reason_detail,
         allowed_decisions: allowed,
-        digest: call_digest(&call.name, &call.args),
+        digest: bound_call_digest(&call.name, &call.args, card.bound.as_deref()),
         created_at,
         expires_at,
         timeout_outcome: TimeoutOutcome::Deny,
@@ -176,8 +176,20 @@ mod tests {
     use super::*;
     use serde_json::Value;
 
+    use std::path::Path;
+    use std::sync::Arc;
+
+    /// The default floor, as cards are built under it.
+    fn env(workspace: &Path) -> CardEnv<'_> {
+        let floor = crate::server::gate::floor::SafetyFloor::new(&Default::default()).unwrap();
+        CardEnv {
+            workspace,
+            floor: Arc::new(floor),
+        }
+    }
+
     fn card(tool: &str, args: &Value, workspace: &Path) -> CardText {
-        tools::get(tool).unwrap().card(args, workspace)
+        tools::get(tool).unwrap().card(args, &env(workspace))
     }
 
     fn summary(tool: &str, args: &Value, workspace: &Path) -> String {
@@ -231,12 +243,12 @@ mod tests {
         let edit = json!({"path": "big.log", "old": "x", "new": "y"});
         assert_eq!(diff("edit_file", &edit, ws.path()), None);
         assert_eq!(
-            tools::current_file(ws.path(), "big.log", 16),
+            tools::current_file(ws.path(), "big.log", 16, &env(ws.path()).card_guard()),
             tools::FileNow::TooLarge(tools::MAX_DIFF_BYTES + 10)
         );
         std::fs::write(ws.path().join("small.txt"), "ok").unwrap();
         assert_eq!(
-            tools::current_file(ws.path(), "small.txt", 16),
+            tools::current_file(ws.path(), "small.txt", 16, &env(ws.path()).card_guard()),
             tools::FileNow::Text("ok".into())
         );
     }

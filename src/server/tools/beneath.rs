@@ -92,27 +92,29 @@ fn relative(target: &Resolved) -> io::Result<&Path> {
         .map_err(|_| io::Error::new(io::ErrorKind::PermissionDenied, "outside the workspace"))
 }
 
-/// Opens the resolved path inside the workspace. Blocking.
-pub(crate) fn open(target: &Resolved, access: Access) -> io::Result<File> {
+/// Opens the resolved path inside the workspace. Blocking. Only `reader::open` calls it (and
+/// this file's tests): it adds the checks every open needs.
+pub(super) fn open(target: &Resolved, access: Access) -> io::Result<File> {
     let root = open_dir(&target.root)?;
     let rel = relative(target)?;
+    // Never waits on the open itself: a FIFO opens (or refuses) at once, and the caller
+    // (`reader::open`) refuses anything but a regular file.
     let flags = match access {
-        Access::Read => libc::O_RDONLY,
+        Access::Read => libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY,
         Access::ReadDir => libc::O_RDONLY | libc::O_DIRECTORY,
-        Access::Write => libc::O_WRONLY | libc::O_CREAT,
+        Access::Write => libc::O_WRONLY | libc::O_CREAT | libc::O_NONBLOCK | libc::O_NOCTTY,
     };
     openat_beneath(&root, rel, flags, 0o666).map(File::from)
 }
 
-/// Makes the resolved file hold exactly `bytes`, creating it if needed. Blocking.
+/// Makes the file (opened for writing through `reader::open`) hold exactly `bytes`. Blocking.
 ///
 /// **Why not `O_TRUNC`:** emptying a file first frees all its blocks, and on a filesystem
 /// mounted with online `discard` (common on cloud disks) freeing waits for the device to
 /// discard them: about 0.3 ms here for a one-block file, inside every approved write. Writing
 /// over the old bytes and then cutting the file to the new length frees only what is left
 /// over. A crash part-way leaves a torn file either way.
-pub(crate) fn replace(target: &Resolved, bytes: &[u8]) -> io::Result<()> {
-    let mut file = open(target, Access::Write)?;
+pub(crate) fn replace(mut file: File, bytes: &[u8]) -> io::Result<()> {
     file.write_all(bytes)?;
     file.set_len(u64::try_from(bytes.len()).map_err(io::Error::other)?)
 }
@@ -179,7 +181,7 @@ mod tests {
         symlink(outside.path(), ws.path().join("dir")).unwrap();
         let err = open(&checked, Access::Read).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::PermissionDenied, "{err}");
-        let err = replace(&checked, b"x").unwrap_err();
+        let err = open(&checked, Access::Write).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::PermissionDenied, "{err}");
         assert_eq!(
             std::fs::read_to_string(outside.path().join("token")).unwrap(),
@@ -198,7 +200,7 @@ mod tests {
             "",
             "grown again: 0123456789",
         ] {
-            replace(&target, text.as_bytes()).unwrap();
+            replace(open(&target, Access::Write).unwrap(), text.as_bytes()).unwrap();
             assert_eq!(
                 std::fs::read_to_string(ws.path().join("notes.txt")).unwrap(),
                 text
@@ -211,7 +213,7 @@ mod tests {
         let ws = tempfile::tempdir().unwrap();
         let target = resolve(ws.path(), "a/b/c.txt").unwrap();
         create_parents(&target).unwrap();
-        replace(&target, b"x").unwrap();
+        replace(open(&target, Access::Write).unwrap(), b"x").unwrap();
         assert_eq!(
             std::fs::read_to_string(ws.path().join("a/b/c.txt")).unwrap(),
             "x"

@@ -2,8 +2,6 @@
 //! asks in ask and auto_edit, runs in yolo, refused in plan; protected keys are refused
 //! outright in every mode. Every change is audited as the agent's.
 
-use std::path::Path;
-
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -76,13 +74,14 @@ impl Tool for ConfigSet {
         }
     }
 
-    fn card(&self, args: &Value, _workspace: &Path) -> CardText {
+    fn card(&self, args: &Value, _env: &super::CardEnv<'_>) -> CardText {
         let key = args.get("key").and_then(Value::as_str).unwrap_or("");
         let value = args.get("value").map(Value::to_string).unwrap_or_default();
         CardText {
             title: "Config".into(),
             summary: format!("config_set {key} = {value}"),
             diff: None,
+            bound: None,
         }
     }
 

@@ -72,32 +72,47 @@ impl Tool for EditFile {
         files::path_subject(value, false)
     }
 
-    fn card(&self, value: &Value, workspace: &Path) -> CardText {
+    fn card(&self, value: &Value, env: &super::CardEnv<'_>) -> CardText {
         let shown = super::subject(self.name(), value).unwrap_or_default();
         let text = |k: &str| value.get(k).and_then(Value::as_str).unwrap_or("");
         let (old, new) = (text("old"), text("new"));
-        let diff = match file_now(value, workspace) {
+        let now = file_now(value, env);
+        let bound = Some(now.fingerprint());
+        let mut summary = format!(
+            "edit_file {shown} (replace {} with {})",
+            plural(line_count(old), "line"),
+            plural(line_count(new), "line")
+        );
+        let diff = match now {
             FileNow::Text(before) if !old.is_empty() && before.contains(old) => {
                 Some(unified_diff(&shown, &before, &before.replacen(old, new, 1)))
+            }
+            FileNow::Withheld(why) => {
+                summary.push_str(&format!("; what it holds now is not shown: {why}"));
+                None
             }
             _ => None,
         };
         CardText {
             title: "Edit file".into(),
-            summary: format!(
-                "edit_file {shown} (replace {} with {})",
-                plural(line_count(old), "line"),
-                plural(line_count(new), "line")
-            ),
+            summary,
             diff,
+            bound,
         }
+    }
+
+    fn hidden(&self, value: &Value, workspace: &Path) -> Vec<super::Hidden> {
+        files::hidden_of(value, workspace, false)
+    }
+
+    fn binds(&self, value: &Value, env: &super::CardEnv<'_>) -> Option<String> {
+        Some(file_now(value, env).fingerprint())
     }
 
     async fn run(&self, value: &Value, ctx: &ToolContext) -> ToolOutput {
         let edit = async {
             let args = args(value)?;
-            let target = confine::resolve(&ctx.workspace, &args.path)?;
-            files::edit_file(&target, &args.old, &args.new).await
+            files::edit_file(ctx, &args.path, &args.old, &args.new).await
         };
         ToolOutput::from_result(edit.await)
     }

@@ -32,6 +32,18 @@ pub enum ToolError {
         #[source]
         source: io::Error,
     },
+    /// The file is on the safety floor (by its real path, or as one of several names of one
+    /// file) and this call was not approved on a floor card.
+    #[error(
+        "`{path}` {why}; it is not opened without your approval on a safety-floor card (ask for it with a call naming it)"
+    )]
+    OnFloor { path: String, why: String },
+    #[error("`{path}` is {kind}; only regular files are read or written")]
+    NotRegular { path: String, kind: &'static str },
+    #[error("gave up on `{path}` after {secs} s (the file system did not answer)")]
+    TimedOut { path: String, secs: u64 },
+    #[error("cancelled")]
+    Cancelled,
     #[error("could not start the shell: {0}")]
     Spawn(#[source] io::Error),
 }

@@ -1,8 +1,6 @@
 //! `exit_plan {plan}`: in plan mode, the agent proposes its plan; approving the card leaves
 //! plan mode and the turn carries the plan out.
 
-use std::path::Path;
-
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -87,11 +85,12 @@ impl Tool for ExitPlan {
         GateStyle::Plan
     }
 
-    fn card(&self, _value: &Value, _workspace: &Path) -> CardText {
+    fn card(&self, _value: &Value, _env: &super::CardEnv<'_>) -> CardText {
         CardText {
             title: "Plan".into(),
             summary: "Leave plan mode and carry out this plan".into(),
             diff: None,
+            bound: None,
         }
     }
 

@@ -10,7 +10,9 @@ use similar::TextDiff;
 
 use super::beneath::{self, Access};
 use super::confine::{self, Resolved};
-use super::{CardText, Subject};
+use super::output::{cap_bytes, cap_text};
+use super::reader::{self, Guard, Hidden};
+use super::{CardEnv, CardText, Subject, ToolContext, ToolError, ToolOutput};
 
 pub const PATH_DOC: &str = "Path relative to the workspace.";
 pub const DIR_DOC: &str = "Directory relative to the workspace; defaults to `.`.";
@@ -37,42 +39,74 @@ pub fn plain_card(title: &str, tool: &str, args: &Value) -> CardText {
         title: title.to_owned(),
         summary: format!("{tool} {subject}").trim().to_owned(),
         diff: None,
+        bound: None,
     }
 }
 
 /// What a file the call names holds now, for the diff an approval card shows.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FileNow {
-    /// Absent, unreadable, or outside the workspace.
+    /// Absent, or outside the workspace.
     Missing,
     Text(String),
     /// Larger than the card diffs (its size in bytes); not read.
     TooLarge(u64),
+    /// Not read, and why: on the safety floor (by its real path or as a file with other
+    /// names), not a regular file, or the file system did not answer.
+    Withheld(String),
 }
 
-/// Reads a file through the same confinement as the tools, but not past `limit` bytes: a
-/// card never loads a huge file to diff it. Blocking: call it off the async threads.
-pub fn current_file(workspace: &Path, raw_path: &str, limit: u64) -> FileNow {
+impl FileNow {
+    /// What the card binds: the content it was made from (its SHA-256), or why there was none.
+    /// An answer to the card is taken only while the file still gives the same (`tools::binds`).
+    pub fn fingerprint(&self) -> String {
+        match self {
+            FileNow::Missing => "absent".into(),
+            FileNow::Text(text) => format!("sha256:{}", crate::server::digest::sha256_hex(text)),
+            FileNow::TooLarge(bytes) => format!("large:{bytes}"),
+            FileNow::Withheld(why) => format!("withheld:{why}"),
+        }
+    }
+}
+
+/// Reads a file through the one reader, never past `limit` bytes and never a floor file
+/// (whatever card it is for: its content is not copied into the log). Blocking: call it off
+/// the async threads.
+pub fn current_file(workspace: &Path, raw_path: &str, limit: u64, guard: &Guard) -> FileNow {
     let Ok(target) = confine::resolve(workspace, raw_path) else {
         return FileNow::Missing;
     };
-    let Ok(file) = beneath::open(&target, Access::Read) else {
-        return FileNow::Missing;
+    let file = match reader::open(&target, Access::Read, guard) {
+        Ok(file) => file,
+        Err(ToolError::NotFound(_)) => return FileNow::Missing,
+        Err(e @ (ToolError::OnFloor { .. } | ToolError::NotRegular { .. })) => {
+            return FileNow::Withheld(e.to_string());
+        }
+        Err(e) => return FileNow::Withheld(e.to_string()),
     };
     let size = file.metadata().map(|m| m.len()).ok();
     let mut bytes = Vec::new();
     match file.take(limit + 1).read_to_end(&mut bytes) {
         Ok(n) if n as u64 > limit => FileNow::TooLarge(size.unwrap_or(n as u64)),
         Ok(_) => FileNow::Text(String::from_utf8_lossy(&bytes).into_owned()),
-        Err(_) => FileNow::Missing,
+        Err(e) => FileNow::Withheld(format!("could not read it: {e}")),
     }
 }
 
-/// The file a card is about, read once (capped).
-pub fn file_now(args: &Value, workspace: &Path) -> FileNow {
+/// The file a card is about, read once (capped, never a floor file).
+pub fn file_now(args: &Value, env: &CardEnv<'_>) -> FileNow {
     match args.get("path").and_then(Value::as_str) {
-        Some(path) => current_file(workspace, path, MAX_DIFF_BYTES),
+        Some(path) => current_file(env.workspace, path, MAX_DIFF_BYTES, &env.card_guard()),
         None => FileNow::Missing,
+    }
+}
+
+/// What a file tool's call would find on disk beyond its path's spelling (for the floor).
+pub fn hidden_of(args: &Value, workspace: &Path, defaults_to_workspace: bool) -> Vec<Hidden> {
+    match args.get("path").and_then(Value::as_str) {
+        Some(path) => reader::hidden(workspace, path),
+        None if defaults_to_workspace => reader::hidden(workspace, "."),
+        None => Vec::new(),
     }
 }
 
@@ -100,35 +134,36 @@ pub fn plural(n: usize, word: &str) -> String {
 pub fn size_words(bytes: u64) -> String {
     format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
 }
-use super::output::{cap_bytes, cap_text};
-use super::{ToolError, ToolOutput};
 
-/// Runs blocking file work off the async threads, as one task.
-async fn blocking<T: Send + 'static>(
-    shown: &str,
-    work: impl FnOnce() -> Result<T, ToolError> + Send + 'static,
+/// Runs one file operation of a call as one blocking task (a thread hop per file operation
+/// would cost more than the operations themselves on the gate's hot path): the path is
+/// resolved and opened there, through the one reader, within the file-system time limit.
+async fn on_file<T: Send + 'static>(
+    ctx: &ToolContext,
+    raw: &str,
+    work: impl FnOnce(&Resolved, &Guard) -> Result<T, ToolError> + Send + 'static,
 ) -> Result<T, ToolError> {
-    crate::timeline::mark("tool: handed to the blocking pool");
-    tokio::task::spawn_blocking(move || {
-        crate::timeline::mark("tool: blocking work begins");
-        work()
+    let (workspace, raw_path, guard) = (ctx.workspace.clone(), raw.to_owned(), ctx.guard.clone());
+    let shown = confine::display_form(raw);
+    reader::blocking(&shown, reader::FS_LIMIT, Some(&ctx.cancel), move || {
+        let target = confine::resolve(&workspace, &raw_path)?;
+        work(&target, &guard)
     })
     .await
-    .map_err(|e| ToolError::io("use", shown, io::Error::other(e)))?
 }
 
-pub(crate) async fn read_file(target: &Resolved, limit: usize) -> Result<ToolOutput, ToolError> {
-    let target = target.clone();
-    blocking(&target.shown.clone(), move || read_file_now(&target, limit)).await
+pub(crate) async fn read_file(ctx: &ToolContext, raw: &str) -> Result<ToolOutput, ToolError> {
+    let limit = ctx.output_limit;
+    on_file(ctx, raw, move |target, guard| {
+        read_file_now(target, guard, limit)
+    })
+    .await
 }
 
-fn read_file_now(target: &Resolved, limit: usize) -> Result<ToolOutput, ToolError> {
+fn read_file_now(target: &Resolved, guard: &Guard, limit: usize) -> Result<ToolOutput, ToolError> {
     let fail = |e| ToolError::io("read", &target.shown, e);
-    let file = beneath::open(target, Access::Read).map_err(fail)?;
+    let file = reader::open(target, Access::Read, guard)?;
     let meta = file.metadata().map_err(fail)?;
-    if meta.is_dir() {
-        return Err(ToolError::IsADirectory(target.shown.clone()));
-    }
     // Only the part that will be shown is read, however large the file.
     let mut kept = Vec::new();
     file.take(u64::try_from(limit).unwrap_or(u64::MAX))
@@ -143,23 +178,17 @@ fn read_file_now(target: &Resolved, limit: usize) -> Result<ToolOutput, ToolErro
     Ok(ToolOutput::ok(cap_bytes(&kept, total, limit)))
 }
 
-pub(crate) async fn list_files(target: &Resolved, limit: usize) -> Result<ToolOutput, ToolError> {
-    let target = target.clone();
-    blocking(&target.shown.clone(), move || {
-        list_files_now(&target, limit)
+pub(crate) async fn list_files(ctx: &ToolContext, raw: &str) -> Result<ToolOutput, ToolError> {
+    let limit = ctx.output_limit;
+    on_file(ctx, raw, move |target, guard| {
+        list_files_now(target, guard, limit)
     })
     .await
 }
 
-fn list_files_now(target: &Resolved, limit: usize) -> Result<ToolOutput, ToolError> {
+fn list_files_now(target: &Resolved, guard: &Guard, limit: usize) -> Result<ToolOutput, ToolError> {
     let fail = |e| ToolError::io("list", &target.shown, e);
-    let dir = match beneath::open(target, Access::ReadDir) {
-        Ok(dir) => dir,
-        Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => {
-            return Err(ToolError::NotADirectory(target.shown.clone()));
-        }
-        Err(e) => return Err(fail(e)),
-    };
+    let dir = reader::open(target, Access::ReadDir, guard)?;
     let mut names = Vec::new();
     for entry in beneath::read_dir(&dir).map_err(fail)? {
         let entry = entry.map_err(fail)?;
@@ -177,17 +206,23 @@ fn list_files_now(target: &Resolved, limit: usize) -> Result<ToolOutput, ToolErr
     Ok(ToolOutput::ok(cap_text(&names.join("\n"), limit)))
 }
 
-/// Runs as one blocking task: a thread hop per file operation would cost more than the
-/// operations themselves on the gate's hot path.
-pub(crate) async fn write_file(target: &Resolved, content: &str) -> Result<ToolOutput, ToolError> {
-    let (target, text) = (target.clone(), content.to_owned());
-    blocking(&target.shown.clone(), move || {
-        write_file_now(&target, &text)
+pub(crate) async fn write_file(
+    ctx: &ToolContext,
+    raw: &str,
+    content: &str,
+) -> Result<ToolOutput, ToolError> {
+    let text = content.to_owned();
+    on_file(ctx, raw, move |target, guard| {
+        write_file_now(target, guard, &text)
     })
     .await
 }
 
-fn write_file_now(target: &Resolved, content: &str) -> Result<ToolOutput, ToolError> {
+fn write_file_now(
+    target: &Resolved,
+    guard: &Guard,
+    content: &str,
+) -> Result<ToolOutput, ToolError> {
     let shown = target.shown.as_str();
     let existed = match std::fs::symlink_metadata(&target.abs) {
         Ok(meta) if meta.is_dir() => return Err(ToolError::IsADirectory(shown.to_owned())),
@@ -197,7 +232,8 @@ fn write_file_now(target: &Resolved, content: &str) -> Result<ToolOutput, ToolEr
     };
     beneath::create_parents(target)
         .map_err(|e| ToolError::io("create the directories for", shown, e))?;
-    beneath::replace(target, content.as_bytes()).map_err(|e| ToolError::io("write", shown, e))?;
+    let file = reader::open(target, Access::Write, guard)?;
+    beneath::replace(file, content.as_bytes()).map_err(|e| ToolError::io("write", shown, e))?;
     let how = if existed { "replaced" } else { "new file" };
     Ok(ToolOutput::ok(format!(
         "wrote {} bytes to {shown} ({how})",
@@ -206,21 +242,27 @@ fn write_file_now(target: &Resolved, content: &str) -> Result<ToolOutput, ToolEr
 }
 
 pub(crate) async fn edit_file(
-    target: &Resolved,
+    ctx: &ToolContext,
+    raw: &str,
     old: &str,
     new: &str,
 ) -> Result<ToolOutput, ToolError> {
-    let (target, old, new) = (target.clone(), old.to_owned(), new.to_owned());
-    blocking(&target.shown.clone(), move || {
-        edit_file_now(&target, &old, &new)
+    let (old, new) = (old.to_owned(), new.to_owned());
+    on_file(ctx, raw, move |target, guard| {
+        edit_file_now(target, guard, &old, &new)
     })
     .await
 }
 
-fn edit_file_now(target: &Resolved, old: &str, new: &str) -> Result<ToolOutput, ToolError> {
+fn edit_file_now(
+    target: &Resolved,
+    guard: &Guard,
+    old: &str,
+    new: &str,
+) -> Result<ToolOutput, ToolError> {
     let mut bytes = Vec::new();
-    beneath::open(target, Access::Read)
-        .and_then(|mut file| file.read_to_end(&mut bytes))
+    reader::open(target, Access::Read, guard)?
+        .read_to_end(&mut bytes)
         .map_err(|e| ToolError::io("read", &target.shown, e))?;
     let text = String::from_utf8(bytes).map_err(|_| ToolError::NotText(target.shown.clone()))?;
     match occurrences(&text, old) {
@@ -238,7 +280,8 @@ fn edit_file_now(target: &Resolved, old: &str, new: &str) -> Result<ToolOutput, 
             )));
         }
     }
-    beneath::replace(target, text.replacen(old, new, 1).as_bytes())
+    let file = reader::open(target, Access::Write, guard)?;
+    beneath::replace(file, text.replacen(old, new, 1).as_bytes())
         .map_err(|e| ToolError::io("write", &target.shown, e))?;
     Ok(ToolOutput::ok(format!(
         "edited {} (1 replacement)",

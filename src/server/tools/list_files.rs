@@ -62,15 +62,16 @@ impl Tool for ListFiles {
         files::path_subject(value, true)
     }
 
-    fn card(&self, value: &Value, _workspace: &Path) -> CardText {
+    fn card(&self, value: &Value, _env: &super::CardEnv<'_>) -> CardText {
         files::plain_card("Tool", self.name(), value)
     }
 
+    fn hidden(&self, value: &Value, workspace: &Path) -> Vec<super::Hidden> {
+        files::hidden_of(value, workspace, true)
+    }
+
     async fn run(&self, value: &Value, ctx: &ToolContext) -> ToolOutput {
-        let list = async {
-            let target = confine::resolve(&ctx.workspace, &path(value)?)?;
-            files::list_files(&target, ctx.output_limit).await
-        };
+        let list = async { files::list_files(ctx, &path(value)?).await };
         ToolOutput::from_result(list.await)
     }
 }

@@ -14,6 +14,7 @@ mod error;
 mod files;
 mod output;
 pub mod outside;
+pub mod reader;
 mod registry;
 pub mod sandbox;
 
@@ -43,6 +44,7 @@ pub use config_set::CONFIG_TOOL;
 pub use error::ToolError;
 pub use exit_plan::{EXIT_PLAN_TOOL, plan_of};
 pub use files::{FileNow, MAX_DIFF_BYTES, current_file};
+pub use reader::{FloorPaths, Guard, Hidden};
 pub use registry::{all, get};
 pub use request_approval::{CHECKPOINT_TOOL, Checkpoint, DECISION_KINDS};
 
@@ -93,8 +95,20 @@ pub trait Tool: Send + Sync + 'static {
     }
 
     /// What its approval card says (`Action` tools). Blocking: it may read the file a file
-    /// tool would change.
-    fn card(&self, args: &Value, workspace: &Path) -> CardText;
+    /// tool would change (through the one reader, never a floor file).
+    fn card(&self, args: &Value, env: &CardEnv<'_>) -> CardText;
+
+    /// What the safety floor must also see of this call on disk: where its path really leads
+    /// and whether the file has other names. Blocking.
+    fn hidden(&self, _args: &Value, _workspace: &Path) -> Vec<Hidden> {
+        Vec::new()
+    }
+
+    /// What the card bound besides the arguments, as `card` saw it (`CardText::bound`), read
+    /// again now: an answer is taken only while it is the same. Blocking.
+    fn binds(&self, _args: &Value, _env: &CardEnv<'_>) -> Option<String> {
+        None
+    }
 
     /// Runs it (`Action` tools; a decision is never run).
     async fn run(&self, args: &Value, ctx: &ToolContext) -> ToolOutput;
@@ -177,6 +191,22 @@ pub struct CardText {
     pub summary: String,
     /// A unified diff, for file changes.
     pub diff: Option<String>,
+    /// What the card was made from besides the arguments (the file a diff was made from, the
+    /// folder a command runs in), folded into its digest.
+    pub bound: Option<String>,
+}
+
+/// What building a card may read: the workspace, through the one reader, under the floor.
+pub struct CardEnv<'a> {
+    pub workspace: &'a Path,
+    pub floor: Arc<dyn FloorPaths>,
+}
+
+impl CardEnv<'_> {
+    /// A card never reads a floor file's content (it would be copied into the log).
+    pub fn card_guard(&self) -> Guard {
+        Guard::Floor(Arc::clone(&self.floor))
+    }
 }
 
 /// What a tool call may use: where it runs, how long and how much it may say, and when to stop.
@@ -193,6 +223,9 @@ pub struct ToolContext {
     /// For `config_set`: the configuration to change, where to audit it, and the session
     /// asking (absent where no configuration may be changed).
     pub settings: Option<SettingsAccess>,
+    /// Whether files on the safety floor may be opened: only when a person approved this call
+    /// on a floor card.
+    pub guard: Guard,
 }
 
 /// What `config_set` changes the configuration through, and the session asking.
@@ -225,7 +258,22 @@ impl ToolOutput {
     }
 
     fn from_result(result: Result<ToolOutput, ToolError>) -> Self {
-        result.unwrap_or_else(|e| ToolOutput::error(e.to_string()))
+        result.unwrap_or_else(ToolOutput::from_error)
+    }
+
+    /// A tool error as the call's result: a time limit is `timeout`, a Stop `cancelled`, a
+    /// floor file `refused`, the rest `error`.
+    pub fn from_error(e: ToolError) -> Self {
+        let status = match e {
+            ToolError::TimedOut { .. } => ToolStatus::Timeout,
+            ToolError::Cancelled => ToolStatus::Cancelled,
+            ToolError::OnFloor { .. } => ToolStatus::Refused,
+            _ => ToolStatus::Error,
+        };
+        ToolOutput {
+            status,
+            output: e.to_string(),
+        }
     }
 }
 
@@ -359,6 +407,9 @@ pub(crate) mod testing {
             cancel: CancellationToken::new(),
             sandbox: Arc::new(sandbox),
             settings: None,
+            guard: Guard::Floor(Arc::new(
+                crate::server::gate::floor::SafetyFloor::new(&Default::default()).unwrap(),
+            )),
         }
     }
 

@@ -60,15 +60,16 @@ impl Tool for ReadFile {
         files::path_subject(value, false)
     }
 
-    fn card(&self, value: &Value, _workspace: &Path) -> CardText {
+    fn card(&self, value: &Value, _env: &super::CardEnv<'_>) -> CardText {
         files::plain_card("Tool", self.name(), value)
     }
 
+    fn hidden(&self, value: &Value, workspace: &Path) -> Vec<super::Hidden> {
+        files::hidden_of(value, workspace, false)
+    }
+
     async fn run(&self, value: &Value, ctx: &ToolContext) -> ToolOutput {
-        let read = async {
-            let target = confine::resolve(&ctx.workspace, &args(value)?.path)?;
-            files::read_file(&target, ctx.output_limit).await
-        };
+        let read = async { files::read_file(ctx, &args(value)?.path).await };
         ToolOutput::from_result(read.await)
     }
 }

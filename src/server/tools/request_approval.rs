@@ -1,8 +1,6 @@
 //! `request_approval {kind, title, proposal, context?}`: the agent's own checkpoint, a decision
 //! put to the person before it goes on (every mode but yolo).
 
-use std::path::Path;
-
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -133,12 +131,13 @@ impl Tool for RequestApproval {
         GateStyle::Checkpoint
     }
 
-    fn card(&self, value: &Value, _workspace: &Path) -> CardText {
+    fn card(&self, value: &Value, _env: &super::CardEnv<'_>) -> CardText {
         let title = value.get("title").and_then(Value::as_str).unwrap_or("");
         CardText {
             title: title.to_owned(),
             summary: title.to_owned(),
             diff: None,
+            bound: None,
         }
     }
 

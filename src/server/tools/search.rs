@@ -11,14 +11,17 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::beneath::{self, Access};
+use std::time::Duration;
+
+use super::beneath::Access;
 use super::confine::{self, Resolved};
 use super::output::cap_text;
+use super::reader::{self, Guard};
 use super::{
     CardText, CheckEnv, Refusal, Subject, Tool, ToolContext, ToolError, ToolOutput, files,
     non_empty, parse, string_spec,
 };
-use crate::protocol::{ToolClass, ToolStatus};
+use crate::protocol::ToolClass;
 use crate::server::conversation::ToolSpec;
 
 pub struct Search;
@@ -79,15 +82,18 @@ impl Tool for Search {
         files::path_subject(value, true)
     }
 
-    fn card(&self, value: &Value, _workspace: &Path) -> CardText {
+    fn card(&self, value: &Value, _env: &super::CardEnv<'_>) -> CardText {
         files::plain_card("Tool", self.name(), value)
+    }
+
+    fn hidden(&self, value: &Value, workspace: &Path) -> Vec<super::Hidden> {
+        files::hidden_of(value, workspace, true)
     }
 
     async fn run(&self, value: &Value, ctx: &ToolContext) -> ToolOutput {
         let found = async {
             let (pattern, path) = args(value)?;
-            let target = confine::resolve(&ctx.workspace, &path)?;
-            search(target, pattern, ctx.output_limit, ctx.cancel.clone()).await
+            search(ctx, path, pattern).await
         };
         ToolOutput::from_result(found.await)
     }
@@ -97,59 +103,86 @@ impl Tool for Search {
 const MAX_MATCHES: usize = 200;
 /// Longer matching lines (minified files) are clipped so a few can't fill the output.
 const MAX_LINE_BYTES: usize = 300;
+/// How long a whole search may take (it walks a tree; one file operation has `FS_LIMIT`).
+const SEARCH_LIMIT: Duration = Duration::from_secs(60);
+/// How many skipped files the result names.
+const NAMED_SKIPS: usize = 5;
 
-async fn search(
-    target: Resolved,
-    pattern: String,
-    limit: usize,
-    cancel: CancellationToken,
-) -> Result<ToolOutput, ToolError> {
-    // Checked first so a typo reads as "does not exist", not as "no matches".
-    tokio::fs::metadata(&target.abs)
-        .await
-        .map_err(|e| ToolError::io("search", &target.shown, e))?;
-    let scan = tokio::task::spawn_blocking(move || scan(&target, &pattern, &cancel)).await;
-    let Ok(scan) = scan else {
-        return Ok(ToolOutput::error("search failed unexpectedly"));
-    };
+async fn search(ctx: &ToolContext, path: String, pattern: String) -> Result<ToolOutput, ToolError> {
+    let (workspace, guard, cancel) = (ctx.workspace.clone(), ctx.guard.clone(), ctx.cancel.clone());
+    let shown = confine::display_form(&path);
+    let scan = reader::blocking(&shown, SEARCH_LIMIT, Some(&ctx.cancel), move || {
+        let target = confine::resolve(&workspace, &path)?;
+        // Checked first so a typo reads as "does not exist", not as "no matches".
+        std::fs::symlink_metadata(&target.abs)
+            .map_err(|e| ToolError::io("search", &target.shown, e))?;
+        Ok(scan(&target, &pattern, &guard, &cancel))
+    })
+    .await?;
     if scan.cancelled {
-        return Ok(ToolOutput {
-            status: ToolStatus::Cancelled,
-            output: "search cancelled".into(),
-        });
+        return Err(ToolError::Cancelled);
     }
-    if scan.lines.is_empty() {
-        return Ok(ToolOutput::ok("no matches"));
+    let mut text = if scan.lines.is_empty() {
+        "no matches".to_owned()
+    } else {
+        let mut lines = scan.lines;
+        // One match past the limit was collected only to know whether there are more.
+        let more = lines.len() > MAX_MATCHES;
+        lines.truncate(MAX_MATCHES);
+        let mut text = lines.join("\n");
+        if more {
+            text.push_str(&format!("\n…[stopped at {MAX_MATCHES} matches]"));
+        }
+        text
+    };
+    if let Some(note) = skipped_note(&scan.skipped) {
+        text.push_str(&note);
     }
-    let mut lines = scan.lines;
-    // One match past the limit was collected only to know whether there are more.
-    let more = lines.len() > MAX_MATCHES;
-    lines.truncate(MAX_MATCHES);
-    let mut text = lines.join("\n");
-    if more {
-        text.push_str(&format!("\n…[stopped at {MAX_MATCHES} matches]"));
-    }
-    Ok(ToolOutput::ok(cap_text(&text, limit)))
+    Ok(ToolOutput::ok(cap_text(&text, ctx.output_limit)))
+}
+
+/// Says which files the search did not read because they are on the safety floor.
+fn skipped_note(skipped: &[String]) -> Option<String> {
+    let (first, rest) = match skipped {
+        [] => return None,
+        [..] if skipped.len() > NAMED_SKIPS => skipped.split_at(NAMED_SKIPS),
+        _ => (skipped, &[][..]),
+    };
+    let more = if rest.is_empty() {
+        String::new()
+    } else {
+        format!(" and {} more", rest.len())
+    };
+    Some(format!(
+        "\n…[not searched: {} on the safety floor (by path, or as files with other hard links): {}{more}; read_file asks for one]",
+        files::plural(skipped.len(), "file"),
+        first.join(", ")
+    ))
 }
 
 struct Scan {
     lines: Vec<String>,
+    /// Files left out because they are on the floor, by the path shown.
+    skipped: Vec<String>,
     cancelled: bool,
 }
 
-/// Walks without following symlinks (so nothing outside the workspace is read), skipping `.git`.
-fn scan(target: &Resolved, pattern: &str, cancel: &CancellationToken) -> Scan {
-    let mut lines = Vec::new();
+/// Walks without following symlinks (so nothing outside the workspace is read), skipping `.git`
+/// and, unless a person approved this search on a floor card, every file on the floor.
+fn scan(target: &Resolved, pattern: &str, guard: &Guard, cancel: &CancellationToken) -> Scan {
+    let mut found = Scan {
+        lines: Vec::new(),
+        skipped: Vec::new(),
+        cancelled: false,
+    };
     let walk = WalkDir::new(&target.abs)
         .sort_by_file_name()
         .into_iter()
         .filter_entry(|e| e.depth() == 0 || e.file_name() != ".git");
     for entry in walk {
         if cancel.is_cancelled() {
-            return Scan {
-                lines,
-                cancelled: true,
-            };
+            found.cancelled = true;
+            return found;
         }
         // Unreadable entries are skipped: a search reports what it can see.
         let Ok(entry) = entry else { continue };
@@ -167,24 +200,21 @@ fn scan(target: &Resolved, pattern: &str, cancel: &CancellationToken) -> Scan {
             abs: entry.path().to_owned(),
             shown,
         };
-        search_file(&file, pattern, &mut lines);
-        if lines.len() > MAX_MATCHES {
+        match reader::open(&file, Access::Read, guard) {
+            Ok(opened) => search_file(opened, &file.shown, pattern, &mut found.lines),
+            Err(ToolError::OnFloor { .. }) => found.skipped.push(file.shown),
+            // Not a regular file (any more), gone, unreadable: nothing to search.
+            Err(_) => {}
+        }
+        if found.lines.len() > MAX_MATCHES {
             break;
         }
     }
-    Scan {
-        lines,
-        cancelled: false,
-    }
+    found
 }
 
 /// Appends `file:line: text` for each matching line; binary files (a NUL early on) are skipped.
-/// Opened beneath the workspace: a folder swapped for a symlink mid-walk is not followed.
-fn search_file(target: &Resolved, pattern: &str, lines: &mut Vec<String>) {
-    let shown = target.shown.as_str();
-    let Ok(file) = beneath::open(target, Access::Read) else {
-        return;
-    };
+fn search_file(file: std::fs::File, shown: &str, pattern: &str, lines: &mut Vec<String>) {
     let mut reader = BufReader::new(file);
     match reader.fill_buf() {
         Ok(head) if !head.contains(&0) => {}

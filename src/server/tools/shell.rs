@@ -74,13 +74,19 @@ impl Tool for Shell {
             .map(|c| Subject::Command(c.to_owned()))
     }
 
-    fn card(&self, value: &Value, _workspace: &std::path::Path) -> CardText {
+    fn card(&self, value: &Value, env: &super::CardEnv<'_>) -> CardText {
         let command = value.get("command").and_then(Value::as_str).unwrap_or("");
         CardText {
             title: "Shell".into(),
             summary: format!("shell: {command}"),
             diff: None,
+            bound: self.binds(value, env),
         }
+    }
+
+    /// The folder the command runs in (the workspace), with the command in the arguments.
+    fn binds(&self, _value: &Value, env: &super::CardEnv<'_>) -> Option<String> {
+        Some(format!("cwd:{}", env.workspace.display()))
     }
 
     async fn run(&self, value: &Value, ctx: &ToolContext) -> ToolOutput {
@@ -294,7 +300,6 @@ mod tests {
     use super::super::testing::{ctx, run};
     use crate::protocol::ToolStatus;
     use serde_json::json;
-    use std::path::Path;
     use std::time::{Duration, Instant};
 
     /// Alive means running or sleeping; a zombie is dead (its parent may simply not reap).
@@ -311,25 +316,61 @@ mod tests {
         }
     }
 
-    async fn read_pid(file: &Path) -> i32 {
+    /// The live processes whose environment holds `CS_MARK=<mark>` (a command runs in a PID
+    /// namespace of its own, so the pids it sees are not the host's: tests find it by mark).
+    fn marked(mark: &str) -> Vec<i32> {
+        let wanted = format!("CS_MARK={mark}");
+        let Ok(entries) = std::fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        entries
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+            .filter(|pid| {
+                std::fs::read(format!("/proc/{pid}/environ"))
+                    .is_ok_and(|env| env.split(|b| *b == 0).any(|var| var == wanted.as_bytes()))
+            })
+            .filter(|pid| alive(*pid))
+            .collect()
+    }
+
+    /// A mark no other test's processes carry.
+    fn fresh_mark() -> String {
+        uuid::Uuid::new_v4().simple().to_string()
+    }
+
+    /// Waits until `n` processes carry the mark.
+    async fn wait_marked(mark: &str, n: usize) {
         let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            if let Ok(text) = std::fs::read_to_string(file)
-                && let Ok(pid) = text.trim().parse()
-            {
-                return pid;
-            }
-            assert!(Instant::now() < deadline, "the command never wrote its pid");
+        while marked(mark).len() < n {
+            assert!(
+                Instant::now() < deadline,
+                "{n} marked processes never ran (found {:?})",
+                marked(mark)
+            );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
 
-    async fn assert_dies(pid: i32) {
+    async fn assert_all_die(mark: &str) {
         let deadline = Instant::now() + Duration::from_secs(5);
-        while alive(pid) {
-            assert!(Instant::now() < deadline, "process {pid} is still alive");
+        while !marked(mark).is_empty() {
+            assert!(Instant::now() < deadline, "still alive: {:?}", marked(mark));
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+    }
+
+    /// Ways a command's processes try to outlive it: a new session, a double fork, nohup, a
+    /// daemon that closes its output, a reparented background job.
+    fn escapes(mark: &str) -> Vec<String> {
+        let sleeper = format!("env CS_MARK={mark} sleep 300");
+        vec![
+            format!("setsid {sleeper} >/dev/null 2>&1 &"),
+            format!("( ( {sleeper} >/dev/null 2>&1 & ) & )"),
+            format!("nohup {sleeper} >/dev/null 2>&1 &"),
+            format!("setsid sh -c '{sleeper} </dev/null >/dev/null 2>&1 &' &"),
+            format!("sh -c 'trap \"\" HUP TERM; exec {sleeper}' >/dev/null 2>&1 &"),
+        ]
     }
 
     #[tokio::test]
@@ -375,44 +416,41 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn timeout_kills_the_command_and_its_children() {
+    async fn timeout_kills_the_command_and_everything_it_started() {
         let ws = tempfile::tempdir().unwrap();
         let mut c = ctx(ws.path(), 10_000);
-        c.shell_timeout = Duration::from_secs(1);
+        c.shell_timeout = Duration::from_secs(2);
+        let mark = fresh_mark();
+        let escapes = escapes(&mark);
+        let command = format!(
+            "echo started\n{}\nexec env CS_MARK={mark} sleep 30",
+            escapes.join("\n")
+        );
         let started = Instant::now();
-        let out = run(
-            &c,
-            "shell",
-            json!({"command": "echo started; sh -c 'echo $$ > pid; sleep 30'"}),
-        )
-        .await;
+        let out = run(&c, "shell", json!({ "command": command })).await;
         assert!(
             started.elapsed() < Duration::from_secs(10),
             "took {:?}",
             started.elapsed()
         );
         assert_eq!(out.status, ToolStatus::Timeout);
-        assert_eq!(out.output, "started\ntimed out after 1 s");
-        assert_dies(read_pid(&ws.path().join("pid")).await).await;
+        assert_eq!(out.output, "started\ntimed out after 2 s");
+        assert_all_die(&mark).await;
     }
 
     #[tokio::test]
-    async fn cancel_kills_the_whole_process_group() {
+    async fn cancel_kills_everything_the_command_started() {
         let ws = tempfile::tempdir().unwrap();
         let c = ctx(ws.path(), 10_000);
+        let mark = fresh_mark();
+        let escapes = escapes(&mark);
+        let n = escapes.len() + 1;
         let task = {
             let c = c.clone();
-            tokio::spawn(async move {
-                run(
-                    &c,
-                    "shell",
-                    json!({"command": "sleep 30 & echo $! > pid; wait"}),
-                )
-                .await
-            })
+            let command = format!("{}\nenv CS_MARK={mark} sleep 30 & wait", escapes.join("\n"));
+            tokio::spawn(async move { run(&c, "shell", json!({ "command": command })).await })
         };
-        let pid = read_pid(&ws.path().join("pid")).await;
-        assert!(alive(pid), "the background sleep should be running");
+        wait_marked(&mark, n).await;
         c.cancel.cancel();
         let out = tokio::time::timeout(Duration::from_secs(10), task)
             .await
@@ -422,22 +460,41 @@ mod tests {
             (out.status, out.output.as_str()),
             (ToolStatus::Cancelled, "cancelled")
         );
-        assert_dies(pid).await;
+        assert_all_die(&mark).await;
     }
 
     #[tokio::test]
-    async fn background_jobs_die_when_the_shell_exits() {
+    async fn nothing_outlives_a_command_that_exits() {
         let ws = tempfile::tempdir().unwrap();
         let c = ctx(ws.path(), 10_000);
+        let mark = fresh_mark();
+        let escapes = escapes(&mark);
         let started = Instant::now();
-        let out = run(&c, "shell", json!({"command": "sleep 30 & echo $! > pid"})).await;
-        assert_eq!(out.status, ToolStatus::Ok);
+        let command = format!("{}\nsleep 0.5; echo done", escapes.join("\n"));
+        let out = run(&c, "shell", json!({ "command": command })).await;
+        assert_eq!(
+            (out.status, out.output.as_str()),
+            (ToolStatus::Ok, "done\n"),
+            "{out:?}"
+        );
         assert!(
             started.elapsed() < Duration::from_secs(10),
             "took {:?}",
             started.elapsed()
         );
-        assert_dies(read_pid(&ws.path().join("pid")).await).await;
+        assert_all_die(&mark).await;
+    }
+
+    /// The probe found PID namespaces on this machine (CI runs as root), so the escapes above
+    /// were really tried against them, not only against the process group.
+    #[test]
+    fn commands_run_in_a_pid_namespace_here() {
+        let isolation = super::super::sandbox::isolation();
+        assert!(
+            !matches!(isolation, super::super::sandbox::Isolation::GroupOnly(_)),
+            "{}",
+            isolation.describe()
+        );
     }
 
     #[tokio::test]

@@ -66,11 +66,13 @@ impl Tool for WriteFile {
         files::path_subject(value, false)
     }
 
-    fn card(&self, value: &Value, workspace: &Path) -> CardText {
+    fn card(&self, value: &Value, env: &super::CardEnv<'_>) -> CardText {
         let shown = super::subject(self.name(), value).unwrap_or_default();
         let content = value.get("content").and_then(Value::as_str).unwrap_or("");
         let lines = plural(line_count(content), "line");
-        let (summary, diff) = match file_now(value, workspace) {
+        let now = file_now(value, env);
+        let bound = Some(now.fingerprint());
+        let (summary, diff) = match now {
             FileNow::Text(old) => (
                 format!(
                     "write_file {shown} ({lines}, replaces {})",
@@ -89,19 +91,31 @@ impl Tool for WriteFile {
                 format!("write_file {shown} ({lines}, new file)"),
                 Some(unified_diff(&shown, "", content)),
             ),
+            FileNow::Withheld(why) => (
+                format!("write_file {shown} ({lines}; what it holds now is not shown: {why})"),
+                None,
+            ),
         };
         CardText {
             title: "Write file".into(),
             summary,
             diff,
+            bound,
         }
+    }
+
+    fn hidden(&self, value: &Value, workspace: &Path) -> Vec<super::Hidden> {
+        files::hidden_of(value, workspace, false)
+    }
+
+    fn binds(&self, value: &Value, env: &super::CardEnv<'_>) -> Option<String> {
+        Some(file_now(value, env).fingerprint())
     }
 
     async fn run(&self, value: &Value, ctx: &ToolContext) -> ToolOutput {
         let write = async {
             let args = args(value)?;
-            let target = confine::resolve(&ctx.workspace, &args.path)?;
-            files::write_file(&target, &args.content).await
+            files::write_file(ctx, &args.path, &args.content).await
         };
         ToolOutput::from_result(write.await)
     }

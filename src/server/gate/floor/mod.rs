@@ -10,12 +10,14 @@
 mod pattern;
 mod wrappers;
 
+pub use pattern::{program_name, same_program};
+
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde_json::Value;
 
 use super::shell_syntax::{self, Word};
 use crate::server::config::SafetyConfig;
-use crate::server::tools::{self, Subject};
+use crate::server::tools::{self, FloorPaths, Hidden, Subject};
 use pattern::CommandPattern;
 use wrappers::Inner;
 
@@ -50,19 +52,44 @@ impl SafetyFloor {
         })
     }
 
+    /// A path on the floor: itself, or as a folder whose contents are (`.git` for
+    /// `**/.git/**`; a NUL cannot be in a file name, so the probe child names no real file).
     fn path_hit(&self, path: &str) -> Option<String> {
         let path = path.trim_start_matches("./");
-        if path.is_empty() {
-            return None;
+        if path.is_empty() || path == "." {
+            return self.folder_hit("", ".");
         }
-        let hit = self.paths.matches(path).into_iter().next()?;
+        self.glob_hit(path, path).or_else(|| {
+            let folder = path.trim_end_matches('/');
+            self.folder_hit(&format!("{folder}/"), path)
+        })
+    }
+
+    fn folder_hit(&self, prefix: &str, shown: &str) -> Option<String> {
+        let probe = format!("{prefix}\u{0}");
+        let hit = self.paths.matches(probe.as_str()).into_iter().next()?;
         Some(format!(
-            "touches {path} (matches `{}`)",
-            self.path_patterns
-                .get(hit)
-                .map(String::as_str)
-                .unwrap_or("?")
+            "touches the folder {shown}, whose contents are on the safety floor (`{}`)",
+            self.pattern(hit)
         ))
+    }
+
+    fn glob_hit(&self, path: &str, shown: &str) -> Option<String> {
+        let hit = self.paths.matches(path).into_iter().next()?;
+        Some(format!("touches {shown} (matches `{}`)", self.pattern(hit)))
+    }
+
+    fn pattern(&self, index: usize) -> &str {
+        self.path_patterns
+            .get(index)
+            .map(String::as_str)
+            .unwrap_or("?")
+    }
+
+    /// Why what a call's path is on disk puts it on the floor (a symlink to a floor path, a
+    /// file with other names), in words.
+    pub fn check_hidden(&self, hidden: &[Hidden]) -> Option<String> {
+        hidden.iter().find_map(|h| h.floor_hit(self))
     }
 
     /// A word that names a floor path: itself, or the value of `--opt=value`.
@@ -155,6 +182,12 @@ impl SafetyFloor {
             }
         }
         Ok(None)
+    }
+}
+
+impl FloorPaths for SafetyFloor {
+    fn path_hit(&self, path: &str) -> Option<String> {
+        SafetyFloor::path_hit(self, path)
     }
 }
 

@@ -13,6 +13,7 @@
 //! folder that holds one is granted child by child, around it.
 
 mod env;
+mod isolation;
 mod rules;
 
 use std::ffi::OsString;
@@ -21,7 +22,14 @@ use std::sync::Arc;
 
 use crate::server::config::{NetworkAccess, SandboxMode, ToolsConfig};
 
+pub use isolation::Isolation;
 pub use rules::Support;
+
+/// What this machine allows for keeping commands from outliving their call, probed once.
+pub fn isolation() -> &'static Isolation {
+    static PROBED: std::sync::OnceLock<Isolation> = std::sync::OnceLock::new();
+    PROBED.get_or_init(Isolation::probe)
+}
 
 /// Where the server keeps what tools must never reach, and the private folder they get.
 #[derive(Clone, Debug)]
@@ -164,11 +172,12 @@ impl Sandbox {
 
     /// One line for the startup log.
     pub fn describe(&self) -> String {
-        match &self.state {
+        let files = match &self.state {
             State::Confined(ruleset) => ruleset.describe(),
             State::Off => OFF_WARNING.to_owned(),
             State::Refused(why) => why.clone(),
-        }
+        };
+        format!("{files}; {}", isolation().describe())
     }
 
     /// Prepares `command` to run confined, in the workspace, with the minimal environment.
@@ -179,10 +188,15 @@ impl Sandbox {
         command.current_dir(&self.workspace);
         match &self.state {
             State::Confined(ruleset) => {
+                // The namespace first: it needs the capabilities the ruleset step drops.
+                isolation().apply(command);
                 ruleset.confine(command);
                 Ok(())
             }
-            State::Off => Ok(()),
+            State::Off => {
+                isolation().apply(command);
+                Ok(())
+            }
             State::Refused(why) => Err(why.clone()),
         }
     }

@@ -1,0 +1,293 @@
+//! No way around the card: every path a tool, an outside agent or a weaker credential could
+//! take around a person's answer, tried against a real server in several spellings. Each
+//! section is one class of attack (issue 23); the attacks are the agent's own tool calls
+//! through the demo agent, or HTTP requests with the credential the attacker would hold.
+
+#![allow(clippy::unwrap_used)] // a test that cannot unwrap has failed
+
+#[path = "support/mod.rs"]
+mod support;
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use support::*;
+
+const SECRET: &str = "API_KEY=hunter2-very-secret";
+
+/// The result of the session's tool calls, in order: (tool, status, output).
+fn results(events: &[Value]) -> Vec<(String, String, String)> {
+    of_type(events, "tool_result")
+        .into_iter()
+        .map(|r| {
+            (
+                r["tool"].as_str().unwrap_or("").to_owned(),
+                r["status"].as_str().unwrap_or("").to_owned(),
+                r["output"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn mkfifo(path: &std::path::Path) {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a plain mkfifo with a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. Every server-side read obeys the floor.
+// ---------------------------------------------------------------------------------------------
+
+/// `search` never returns what a floor file holds — not in plan mode (where the floor refuses
+/// and reads run), not in yolo — and says how many files it left out.
+#[tokio::test]
+async fn search_skips_floor_files_in_every_mode_and_says_so() {
+    let ts = TestServer::start().await;
+    std::fs::create_dir_all(ts.ws("certs")).unwrap();
+    std::fs::create_dir_all(ts.ws(".git")).unwrap();
+    std::fs::write(ts.ws(".env"), format!("{SECRET}\n")).unwrap();
+    std::fs::write(ts.ws(".env.local"), format!("{SECRET}\n")).unwrap();
+    std::fs::write(ts.ws("certs/server.pem"), format!("{SECRET}\n")).unwrap();
+    std::fs::write(ts.ws(".git/config"), format!("{SECRET}\n")).unwrap();
+    std::fs::write(ts.ws("notes.md"), "API_KEY appears here too\n").unwrap();
+    // The same secret under other names: a symlink and a hard link to `.env`.
+    std::os::unix::fs::symlink(".env", ts.ws("alias.txt")).unwrap();
+    std::fs::hard_link(ts.ws(".env"), ts.ws("copy.txt")).unwrap();
+    for mode in ["plan", "ask", "auto_edit", "yolo"] {
+        let sid = ts.session().await;
+        let (_, evs) = ts.run_turn(&sid, "search API_KEY", Some(mode)).await;
+        let found = results(&evs);
+        assert_eq!(found.len(), 1, "{mode}: {found:?}");
+        let (tool, status, output) = &found[0];
+        assert_eq!((tool.as_str(), status.as_str()), ("search", "ok"), "{mode}");
+        assert!(
+            !output.contains("hunter2"),
+            "{mode}: a secret leaked: {output}"
+        );
+        assert!(
+            output.contains("notes.md:1: API_KEY appears here too"),
+            "{mode}: {output}"
+        );
+        assert!(
+            output.contains("not searched: 4 files on the safety floor"),
+            "{mode}: {output}"
+        );
+        for skipped in [".env", ".env.local", "certs/server.pem", "copy.txt"] {
+            assert!(output.contains(skipped), "{mode}: {skipped}: {output}");
+        }
+    }
+}
+
+/// `read_file` and `list_files` of a floor path ask (refused in plan), however the path is
+/// spelled or linked; only a person's approval of that floor card reads it.
+#[tokio::test]
+async fn reading_a_floor_file_by_another_name_asks() {
+    let ts = TestServer::start().await;
+    std::fs::create_dir_all(ts.ws("keys")).unwrap();
+    std::fs::create_dir_all(ts.ws(".ssh")).unwrap();
+    std::fs::write(ts.ws(".env"), SECRET).unwrap();
+    std::fs::write(ts.ws(".ssh/id_ed25519"), SECRET).unwrap();
+    std::os::unix::fs::symlink("../.env", ts.ws("keys/app.txt")).unwrap();
+    std::os::unix::fs::symlink(".ssh", ts.ws("dot")).unwrap();
+    std::fs::hard_link(ts.ws(".env"), ts.ws("plain.txt")).unwrap();
+    let spellings = [
+        "read .env",
+        "read ./keys/../.env",
+        "read keys/app.txt",
+        "read dot/id_ed25519",
+        "read plain.txt",
+        "list .ssh",
+        "list dot",
+    ];
+    for line in spellings {
+        // Plan mode: refused, nothing read.
+        let sid = ts.session().await;
+        let (_, evs) = ts.run_turn(&sid, line, Some("plan")).await;
+        let found = results(&evs);
+        assert_eq!(found[0].1, "refused", "{line} in plan: {found:?}");
+        assert!(!found[0].2.contains("hunter2"), "{line}: {found:?}");
+        // Yolo: a floor card, whose reason names the floor.
+        let sid = ts.session().await;
+        ts.send_msg(&sid, line, Some("yolo")).await;
+        let card = ts.wait_gate(&sid).await;
+        assert_eq!(card["reason"], "safety_floor", "{line}: {card:#}");
+        let aid = card["approval_id"].as_str().unwrap();
+        ts.decide(&sid, aid, json!({"decision": "deny"}))
+            .await
+            .expect(200);
+    }
+    // Approved on its floor card, the read goes through.
+    let sid = ts.session().await;
+    let turn = ts.send_msg(&sid, "read keys/app.txt", Some("ask")).await;
+    let card = ts.wait_gate(&sid).await;
+    ts.decide(
+        &sid,
+        card["approval_id"].as_str().unwrap(),
+        json!({"decision": "approve"}),
+    )
+    .await
+    .expect(200);
+    let evs = ts.wait_turn_events(&sid, &turn).await;
+    assert_eq!(results(&evs)[0].1, "ok", "{evs:#?}");
+    assert_eq!(results(&evs)[0].2, SECRET);
+}
+
+/// A write to a file with other hard links is a floor card: it may be `.git/config` under
+/// another name. The card shows neither file's content (it is not copied into the log).
+#[tokio::test]
+async fn writing_a_hard_linked_file_is_a_floor_card_in_yolo() {
+    let ts = TestServer::start().await;
+    std::fs::create_dir_all(ts.ws(".git")).unwrap();
+    std::fs::write(ts.ws(".git/config"), "[core]\n\tbare = false\n").unwrap();
+    std::fs::hard_link(ts.ws(".git/config"), ts.ws("settings.ini")).unwrap();
+    for line in [
+        "write settings.ini: [core]\\n\\tfsmonitor = ./evil.sh",
+        "edit settings.ini: bare = false => fsmonitor = ./evil.sh",
+    ] {
+        let sid = ts.session().await;
+        ts.send_msg(&sid, line, Some("yolo")).await;
+        let card = ts.wait_gate(&sid).await;
+        assert_eq!(card["reason"], "safety_floor", "{line}: {card:#}");
+        assert!(
+            card["reason_detail"]
+                .as_str()
+                .unwrap()
+                .contains("hard links"),
+            "{card:#}"
+        );
+        assert!(card["diff"].is_null(), "{card:#}");
+        ts.decide(
+            &sid,
+            card["approval_id"].as_str().unwrap(),
+            json!({"decision": "deny"}),
+        )
+        .await
+        .expect(200);
+    }
+    assert_eq!(
+        std::fs::read_to_string(ts.ws(".git/config")).unwrap(),
+        "[core]\n\tbare = false\n"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. Only regular files, never blocking the server.
+// ---------------------------------------------------------------------------------------------
+
+/// A FIFO planted in the workspace: reading, searching, editing or diffing it is a tool error
+/// at once, and the next card, Stop and another session all go on.
+#[tokio::test]
+async fn a_fifo_never_blocks_a_call_a_card_or_stop() {
+    let ts = TestServer::start().await;
+    mkfifo(&ts.ws("pipe"));
+    std::fs::write(ts.ws("pipe.md"), "x\n").unwrap();
+    let sid = ts.session().await;
+    let started = Instant::now();
+    let (_, evs) = ts
+        .run_turn(
+            &sid,
+            "read pipe\nsearch x\nedit pipe: a => b\nwrite pipe: hello",
+            Some("yolo"),
+        )
+        .await;
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    let found = results(&evs);
+    assert_eq!(found.len(), 4, "{found:?}");
+    assert_eq!(
+        (found[0].1.as_str(), found[2].1.as_str()),
+        ("error", "error")
+    );
+    assert!(found[0].2.contains("FIFO"), "{found:?}");
+    assert!(found[1].2.contains("pipe.md:1: x"), "{found:?}");
+    assert_eq!(found[3].1, "error", "{found:?}");
+    // The card of a write to it is built at once and says why it shows no diff.
+    let sid = ts.session().await;
+    let turn = ts.send_msg(&sid, "write pipe: hello", Some("ask")).await;
+    let card = ts.wait_gate(&sid).await;
+    assert!(
+        card["summary"].as_str().unwrap().contains("FIFO"),
+        "{card:#}"
+    );
+    ts.post(&format!("/api/v1/sessions/{sid}/cancel"), json!({}))
+        .await
+        .expect(200);
+    let evs = ts.wait_turn_events(&sid, &turn).await;
+    assert_eq!(of_type(&evs, "turn_finished")[0]["status"], "cancelled");
+}
+
+/// SIGTERM ends the server within 5 s while a command of the agent's holds a FIFO open and
+/// a card waits.
+#[tokio::test]
+async fn sigterm_ends_the_server_promptly_whatever_a_tool_waits_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    std::fs::create_dir_all(&ws).unwrap();
+    mkfifo(&ws.join("pipe"));
+    let mut cmd = serve_command(&["--addr", "127.0.0.1:0", "--token", "t-sigterm"]);
+    cmd.arg("--data-dir")
+        .arg(dir.path().join("data"))
+        .arg("--workspace")
+        .arg(&ws);
+    let mut proc = Proc::spawn(cmd);
+    let base = proc.listening(SOON).await;
+    let api = Api::new(&base).with_token("t-sigterm");
+    let sid = api.session().await;
+    api.send_msg(&sid, "run: cat pipe", Some("yolo")).await;
+    api.wait_event(&sid, "the command started", |e| e["type"] == "tool_started")
+        .await;
+    let other = api.session().await;
+    api.send_msg(&other, "write pipe: x", Some("ask")).await;
+    api.wait_gate(&other).await;
+    let t0 = Instant::now();
+    proc.sigterm();
+    let status = proc.wait_exit(Duration::from_secs(5)).await;
+    assert!(
+        status.is_some(),
+        "still running {:?} after SIGTERM",
+        t0.elapsed()
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. Stop means stopped.
+// ---------------------------------------------------------------------------------------------
+
+/// What a command starts to outlive it (a new session, a double fork, nohup) ends on Stop.
+#[tokio::test]
+async fn stop_ends_every_process_a_command_started() {
+    let ts = TestServer::start().await;
+    let sid = ts.session().await;
+    let sleeper = "env CS_MARK=escape sleep 300 >/dev/null 2>&1";
+    let command = format!(
+        "run: setsid {sleeper} & ( ( nohup {sleeper} & ) & ) ; setsid sh -c '{sleeper} &' & exec env CS_MARK=escape sleep 300"
+    );
+    let turn = ts.send_msg(&sid, &command, Some("yolo")).await;
+    let ws = ts.ws(".");
+    poll_until("four escaped processes", SOON, async || {
+        let n = marked_pids(&ws, "escape").len();
+        if n >= 4 {
+            Ok(())
+        } else {
+            Err(format!("{n} running"))
+        }
+    })
+    .await;
+    ts.post(&format!("/api/v1/sessions/{sid}/cancel"), json!({}))
+        .await
+        .expect(200);
+    ts.wait_turn(&sid, &turn).await;
+    poll_until(
+        "every escaped process to end",
+        SOON,
+        async || match marked_pids(&ws, "escape").as_slice() {
+            [] => Ok(()),
+            left => Err(format!("still running: {left:?}")),
+        },
+    )
+    .await;
+}
