@@ -291,3 +291,99 @@ async fn stop_ends_every_process_a_command_started() {
     )
     .await;
 }
+
+// ---------------------------------------------------------------------------------------------
+// 4. Nobody on loopback can lock the person out.
+// ---------------------------------------------------------------------------------------------
+
+/// Starts the server binary with `RLIMIT_NOFILE` at `soft` (and `hard`, when given).
+async fn serve_with_nofile(dir: &std::path::Path, soft: u64, hard: Option<u64>) -> (Proc, Api) {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = serve_command(&["--addr", "127.0.0.1:0", "--token", "t-flood-token"]);
+    cmd.arg("--data-dir").arg(dir.join("data"));
+    // SAFETY: setrlimit in the child before exec; no allocation.
+    unsafe {
+        cmd.pre_exec(move || {
+            let mut limit = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit);
+            limit.rlim_cur = soft;
+            if let Some(hard) = hard {
+                limit.rlim_max = hard;
+            }
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut proc = Proc::spawn(cmd);
+    let base = proc.listening(SOON).await;
+    (proc, Api::new(&base).with_token("t-flood-token"))
+}
+
+/// Opens `n` connections that each send half a request head and then nothing.
+fn half_sent(addr: &str, n: usize) -> Vec<std::net::TcpStream> {
+    use std::io::Write;
+    let addr = addr.trim_start_matches("http://");
+    (0..n)
+        .filter_map(|_| {
+            let mut stream = std::net::TcpStream::connect(addr).ok()?;
+            let _ = stream.write_all(b"GET /api/v1/sessions HTTP/1.1\r\nHost: x\r\nX-Slow: ");
+            Some(stream)
+        })
+        .collect()
+}
+
+/// 1,100 half-sent requests from loopback, at a 1,024-file soft limit (raised at start) and
+/// at a 1,024-file hard one (which cannot be): the person's decision still answers in well
+/// under 3 s, and so does a new page.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn half_sent_requests_never_lock_the_person_out() {
+    for (soft, hard) in [(1024, None), (1024, Some(1024))] {
+        let dir = tempfile::tempdir().unwrap();
+        let (_proc, api) = serve_with_nofile(dir.path(), soft, hard).await;
+        let sid = api.session().await;
+        api.send_msg(&sid, "run: echo flood", Some("ask")).await;
+        let card = api.wait_gate(&sid).await;
+        let base = api.base.clone();
+        let flood = tokio::task::spawn_blocking(move || half_sent(&base, 1100))
+            .await
+            .unwrap();
+        assert!(
+            flood.len() > 1000,
+            "only {} connections opened",
+            flood.len()
+        );
+        // A new client: the person's request comes on a new connection, after the flood.
+        let person = Api::new(&api.base).with_token("t-flood-token");
+        let t0 = Instant::now();
+        person
+            .decide(
+                &sid,
+                card["approval_id"].as_str().unwrap(),
+                json!({"decision": "approve"}),
+            )
+            .await
+            .expect(200);
+        let took = t0.elapsed();
+        assert!(
+            took < Duration::from_secs(3),
+            "hard={hard:?}: the decision took {took:?}"
+        );
+        let t0 = Instant::now();
+        Api::new(&api.base)
+            .with_token("t-flood-token")
+            .get("/api/v1/sessions")
+            .await
+            .expect(200);
+        assert!(
+            t0.elapsed() < Duration::from_secs(3),
+            "hard={hard:?}: {:?}",
+            t0.elapsed()
+        );
+        drop(flood);
+    }
+}

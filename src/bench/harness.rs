@@ -11,7 +11,7 @@ use super::sse::Sse;
 use crate::server::{self, settings::ServeArgs};
 
 /// The access token every benchmark server uses.
-const TOKEN: &str = "countersign-bench-token";
+pub const TOKEN: &str = "countersign-bench-token";
 
 /// A temp directory removed on drop (the crate's `tempfile` is a dev-dependency only).
 pub struct TempRoot {

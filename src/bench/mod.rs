@@ -7,6 +7,7 @@ mod capacity;
 mod compare;
 mod error;
 mod fanout;
+mod flood;
 mod harness;
 mod idle;
 mod recovery;
@@ -34,7 +35,7 @@ pub struct BenchArgs {
     /// Print one JSON object instead of one line per figure.
     #[arg(long)]
     pub json: bool,
-    /// Run only these figure groups (by any figure number in them: 1/2/4, 3/7, 5/6, 8, 9), e.g.
+    /// Run only these figure groups (by any figure number in them: 1/2/4, 3/7, 5/6, 8, 9, 10), e.g.
     /// `--only 1,5`; useful for profiling one figure.
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<u8>,
@@ -392,6 +393,14 @@ pub async fn run(args: BenchArgs) -> ExitCode {
             Err(e) => failures.push(format!("figures 5, 6: {e}")),
         }
     }
+    // Figure 10 on a server of its own: the flood's sockets must not slow the others.
+    if args.wants(&[10]) {
+        note("figure 10: decisions under a loopback flood");
+        match group_e(&root, counts).await {
+            Ok(f) => emit(f, &mut figures),
+            Err(e) => failures.push(format!("figure 10: {e}")),
+        }
+    }
     if args.wants(&[8]) {
         match bundle::run(&args.site_pkg) {
             Ok(f) => emit(f, &mut figures),
@@ -459,6 +468,14 @@ fn compare_loaded_round_trip(figures: &mut [Figure]) {
 async fn group_d(root: &TempRoot, counts: Counts) -> Result<Figure> {
     let server = BenchServer::start(&root.dir("d"), None).await?;
     let result = idle::run(&server, counts.idle_sessions).await;
+    server.stop().await?;
+    result
+}
+
+async fn group_e(root: &TempRoot, counts: Counts) -> Result<Figure> {
+    let server = BenchServer::start(&root.dir("e"), None).await?;
+    let decisions = (counts.gates / 10).clamp(5, 50);
+    let result = flood::run(&server, decisions).await;
     server.stop().await?;
     result
 }

@@ -190,10 +190,10 @@ pub async fn start(
     let app = http::router(state);
     let stop = shutdown.clone();
     let turns = Arc::clone(&core);
+    let caps = http::listen::Caps::for_nofile(http::listen::raise_nofile_limit());
+    tracing::debug!(?caps, "unauthenticated connections capped");
     let task = tokio::spawn(async move {
-        let served = axum::serve(listener, app)
-            .with_graceful_shutdown(async move { stop.cancelled().await })
-            .await;
+        let served = http::listen::serve(listener, app, caps, stop).await;
         // Turns end as a crash would end them (the log keeps their truth; the next start
         // resumes them), and the server waits for their tasks, bounded.
         if !turns.agent.stop(TURN_STOP).await {

@@ -52,10 +52,15 @@ fn same_origin(headers: &HeaderMap) -> bool {
 pub async fn require_auth(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
     crate::timeline::mark("http: request reached the app");
     let path = req.uri().path();
+    let credentials = &state.credentials;
     if is_public(path) {
+        // A browser fetching the bundle with its cookie is a person's connection: it is
+        // no stranger's (the cap on unauthenticated connections, `listen.rs`).
+        if credentials.bearer_ok(req.headers()) || credentials.cookie_ok(req.headers()) {
+            mark_authenticated(&req);
+        }
         return next.run(req).await;
     }
-    let credentials = &state.credentials;
     let headers = req.headers();
     let principal = if credentials.bearer_ok(headers) {
         Principal::startup_token()
@@ -98,8 +103,16 @@ pub async fn require_auth(State(state): State<AppState>, mut req: Request, next:
         );
         return ApiError::Core(crate::server::core::Error::Forbidden(why)).into_response();
     }
+    mark_authenticated(&req);
     req.extensions_mut().insert(principal);
     next.run(req).await
+}
+
+/// The connection this request came on has spoken with a credential.
+fn mark_authenticated(req: &Request) {
+    if let Some(conn) = req.extensions().get::<super::listen::ConnHandle>() {
+        conn.authenticated();
+    }
 }
 
 /// The bearer secret a request presents, if any.

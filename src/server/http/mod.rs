@@ -6,6 +6,7 @@ pub mod csp;
 pub mod error;
 pub mod gates;
 pub mod json;
+pub mod listen;
 pub mod scopes;
 pub mod sessions;
 pub mod sse;
