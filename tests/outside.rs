@@ -383,9 +383,9 @@ async fn mode_rules_and_the_floor_apply_to_outside_calls() {
     let always = state(&ts, str_of(&first, "approval_id"), 0).await;
     assert_eq!(always["status"], "approved");
     assert_eq!(always["rule"]["id"], rule_id.as_str());
-    assert_eq!(always["rule"]["pattern"], "git *");
+    assert_eq!(always["rule"]["pattern"], "git status *");
     let again = ts
-        .post("/api/v1/gates", bash("cc-m", "git log"))
+        .post("/api/v1/gates", bash("cc-m", "git status --short"))
         .await
         .expect(201);
     assert_eq!(again["status"], "approved", "{again}");

@@ -1,10 +1,18 @@
 //! Standing rules (from Allow always): which calls a rule covers, and the default pattern a
 //! card offers. File tools match a path glob; `shell` matches a command exactly, or by prefix
-//! when the pattern ends in `*` (`echo *` covers every `echo …`).
+//! when the pattern ends in ` *` (`echo *` covers `echo` and every `echo …`).
+//!
+//! **Invariant:** a rule is exactly as wide as it reads. A path glob's `*` never crosses `/`
+//! (`literal_separator`), a glob that matches every path however it is spelled is refused,
+//! a suggestion made from a literal path escapes its glob characters, and a suggestion made
+//! from a command is never broader than its program and subcommand — the exact command for a
+//! destructive program, a chain, a redirect or anything only known when it runs. Every
+//! suggestion covers the very call it was made from.
 
-use globset::Glob;
+use globset::{GlobBuilder, GlobMatcher};
 use serde_json::Value;
 
+use super::floor::{program_name, same_program};
 use super::shell_syntax;
 use crate::protocol::{Rule, RuleScope};
 use crate::server::store::{Store, StoreError};
@@ -67,56 +75,292 @@ pub fn covers(rule: &Rule, tool: &str, args: &Value) -> bool {
 /// Whether `rule`'s pattern covers `subject`.
 fn covers_subject(rule: &Rule, subject: &Subject) -> bool {
     match subject {
-        Subject::Command(command) => {
-            let command = command.trim();
-            match rule.pattern.strip_suffix('*') {
-                Some(prefix) => {
-                    command.starts_with(prefix)
-                        && !prefix.trim().is_empty()
-                        && one_plain_command(command)
-                }
-                None => command == rule.pattern.trim(),
-            }
+        Subject::Command(command) => covers_command(&rule.pattern, command),
+        Subject::Path(path) => {
+            path_matcher(&rule.pattern).is_ok_and(|m| m.is_match(path.trim_start_matches("./")))
         }
-        Subject::Path(path) => Glob::new(&rule.pattern)
-            .map(|g| g.compile_matcher().is_match(path.trim_start_matches("./")))
-            .unwrap_or(false),
     }
 }
 
-/// The pattern Allow always proposes for a subject: the exact path, or the command's first
-/// word and `*`.
+/// `echo *` covers `echo` and `echo …`, `echo a*` covers `echo again …` (one plain command
+/// each); a pattern without `*` covers that command only.
+fn covers_command(pattern: &str, command: &str) -> bool {
+    let command = command.trim();
+    let pattern = pattern.trim();
+    let Some(prefix) = pattern.strip_suffix('*') else {
+        return command == pattern;
+    };
+    // Word by word, as written (`git  diff` is `git diff`; a quoted word is not the bare
+    // one); a last word without a space before the `*` is the start of the next word.
+    let (whole, partial) = match prefix.strip_suffix([' ', '\t']) {
+        Some(whole) => (whole, ""),
+        None => match prefix.rsplit_once([' ', '\t']) {
+            Some((whole, partial)) => (whole, partial),
+            None => return false,
+        },
+    };
+    if whole.trim().is_empty() {
+        return false;
+    }
+    let mut words = command.split_whitespace();
+    whole
+        .split_whitespace()
+        .all(|wanted| words.next() == Some(wanted))
+        && (partial.is_empty() || words.next().is_some_and(|w| w.starts_with(partial)))
+        && one_plain_command(command)
+}
+
+/// A path rule's glob: `*` and `?` never cross `/` (only `**` does).
+fn path_matcher(pattern: &str) -> Result<GlobMatcher, globset::Error> {
+    // Paths are matched without a leading `./`, so the pattern is read without one too.
+    GlobBuilder::new(pattern.trim().trim_start_matches("./"))
+        .literal_separator(true)
+        .backslash_escape(true)
+        .build()
+        .map(|glob| glob.compile_matcher())
+}
+
+/// Paths no honest rule names all of: some at the top, some deep, some absolute (outside
+/// agents' paths). A glob that matches every one of a row matches everything there.
+const EVERYTHING: [&[&str]; 3] = [
+    &["zqx", "Kw", "a.b", "_", "0", ".h"],
+    &["zqx/Kw", "a.b/_/0", ".h/zqx.Kw"],
+    &["/zqx", "/Kw/a.b", "/_/0/.h"],
+];
+
+/// Programs whose first argument names what they do (`git status`, `cargo test`): a rule may
+/// take the program and that subcommand.
+const WITH_SUBCOMMANDS: &[&str] = &[
+    "git",
+    "cargo",
+    "npm",
+    "pnpm",
+    "yarn",
+    "bun",
+    "go",
+    "docker",
+    "podman",
+    "kubectl",
+    "helm",
+    "pip",
+    "uv",
+    "poetry",
+    "make",
+    "just",
+    "gh",
+    "terraform",
+    "dotnet",
+    "mvn",
+    "gradle",
+    "systemctl",
+    "brew",
+    "apt",
+    "rustup",
+    "deno",
+    "bundle",
+    "rake",
+    "mix",
+    "composer",
+];
+
+/// Programs (or program + subcommand) a rule may only name exactly: what they do depends on
+/// every argument, and it can destroy or send things.
+const EXACT_ONLY: &[&str] = &[
+    "rm",
+    "rmdir",
+    "unlink",
+    "shred",
+    "truncate",
+    "dd",
+    "mkfs",
+    "mv",
+    "cp",
+    "ln",
+    "chmod",
+    "chown",
+    "chgrp",
+    "chattr",
+    "kill",
+    "killall",
+    "pkill",
+    "curl",
+    "wget",
+    "ssh",
+    "scp",
+    "sftp",
+    "rsync",
+    "nc",
+    "ncat",
+    "socat",
+    "telnet",
+    "ftp",
+    "sudo",
+    "su",
+    "doas",
+    "env",
+    "eval",
+    "exec",
+    "xargs",
+    "find",
+    "sh",
+    "bash",
+    "zsh",
+    "dash",
+    "ksh",
+    "fish",
+    "python",
+    "node",
+    "perl",
+    "ruby",
+    "php",
+    "lua",
+    "osascript",
+    "npx",
+    "pnpx",
+    "bunx",
+    "tee",
+    "crontab",
+    "at",
+    "git push",
+    "git reset",
+    "git clean",
+    "git checkout",
+    "git rebase",
+    "git branch",
+    "git tag",
+    "git remote",
+    "git config",
+    "git filter-branch",
+    "docker rm",
+    "docker rmi",
+    "docker run",
+    "docker exec",
+    "docker system",
+    "kubectl delete",
+    "kubectl apply",
+    "kubectl exec",
+    "npm publish",
+    "npm exec",
+    "npm run",
+    "cargo publish",
+    "cargo install",
+    "cargo run",
+    "make install",
+    "terraform apply",
+    "terraform destroy",
+    "gh api",
+    "systemctl stop",
+    "systemctl disable",
+    "apt remove",
+    "apt purge",
+    "pip install",
+    "go run",
+];
+
+/// Whether `program` (and `subcommand`) may only be allowed exactly.
+fn exact_only(program: &str, subcommand: Option<&str>) -> bool {
+    EXACT_ONLY.iter().any(|entry| match entry.split_once(' ') {
+        Some((prog, sub)) => program == prog && subcommand == Some(sub),
+        None => same_program(entry, program),
+    })
+}
+
+/// The pattern Allow always proposes for a subject: the exact path (its glob characters
+/// escaped), or for a command the narrowest prefix that still reads as a rule
+/// (`git status *`, `ls *`) — the exact command where only that is safe.
 pub fn default_pattern_of(subject: &Subject) -> Option<String> {
     match subject {
-        Subject::Command(command) => {
-            let first = command.split_whitespace().next()?;
-            Some(format!("{first} *"))
-        }
-        Subject::Path(path) => Some(path.clone()),
+        Subject::Command(command) => Some(command_suggestion(command)),
+        Subject::Path(path) => Some(globset::escape(path.trim_start_matches("./"))),
     }
 }
 
-/// The pattern Allow always proposes: the exact path, or the command's first word and `*`.
+fn command_suggestion(command: &str) -> String {
+    let command = command.trim();
+    let exact = command.to_owned();
+    let Ok(script) = shell_syntax::read(command) else {
+        return exact;
+    };
+    if !one_plain_command(command) {
+        return exact;
+    }
+    let Some(words) = script.commands.first().map(|c| &c.words) else {
+        return exact;
+    };
+    let Some(first) = words.first() else {
+        return exact;
+    };
+    // As written: the rule's prefix is matched against the text, so it must be the text's
+    // own first words (no quotes, no assignments, no path to a script of its own).
+    let raw: Vec<&str> = command.split_whitespace().collect();
+    if words.iter().any(|w| w.dynamic)
+        || raw.first() != Some(&first.text.as_str())
+        || first.text.contains('/')
+    {
+        return exact;
+    }
+    let program = program_name(&first.text);
+    let subcommand = words
+        .get(1)
+        .map(|w| w.text.as_str())
+        .filter(|w| !w.starts_with('-') && raw.get(1) == Some(w));
+    if exact_only(program, subcommand) {
+        return exact;
+    }
+    match subcommand {
+        Some(sub) if WITH_SUBCOMMANDS.contains(&program) => format!("{program} {sub} *"),
+        _ if WITH_SUBCOMMANDS.contains(&program) && words.len() > 1 => exact,
+        _ => format!("{program} *"),
+    }
+}
+
+/// The pattern Allow always proposes (see [`default_pattern_of`]).
 pub fn default_pattern(tool: &str, args: &Value) -> Option<String> {
     default_pattern_of(&tools::get(tool)?.subject(args)?)
 }
 
-/// Checks a pattern a person typed for a rule.
+/// Checks a pattern a person typed for a rule: a command, or `words *`; a path glob that
+/// does not match everything.
 pub fn validate_pattern(tool: &str, pattern: &str) -> Result<(), String> {
     let trimmed = pattern.trim();
-    if trimmed.is_empty() || trimmed == "*" || trimmed == "**" {
-        return Err("the rule pattern must not be empty or match everything".into());
+    let everything = || {
+        Err(format!(
+            "the rule pattern `{trimmed}` would match everything; name the path or command it is for"
+        ))
+    };
+    if trimmed.is_empty() {
+        return Err("the rule pattern must not be empty".into());
     }
     let kind = match tools::get(tool) {
         Some(builtin) => builtin.subject_kind(),
         None => Some(tools::outside::subject_kind(tool)),
     };
     if kind == Some(SubjectKind::Command) {
+        let words = trimmed.strip_suffix('*').unwrap_or(trimmed);
+        if words.trim().is_empty() {
+            return everything();
+        }
+        // The program is named whole (`rm*` would also be `rmdir`, `rm -rf`…), and a `*`
+        // only ends the pattern.
+        let program_whole = !trimmed.ends_with('*')
+            || words.ends_with([' ', '\t'])
+            || words.trim().contains([' ', '\t']);
+        if words.contains('*') || !program_whole {
+            return Err(format!(
+                "the rule pattern `{trimmed}`: a command rule is a command, or its first words and `*` (e.g. `git status *`, `echo a*`)"
+            ));
+        }
         return Ok(());
     }
-    Glob::new(trimmed)
-        .map(|_| ())
-        .map_err(|e| format!("the rule pattern `{trimmed}` is not a valid glob: {e}"))
+    let matcher = path_matcher(trimmed)
+        .map_err(|e| format!("the rule pattern `{trimmed}` is not a valid glob: {e}"))?;
+    if EVERYTHING
+        .iter()
+        .any(|row| row.iter().all(|path| matcher.is_match(path)))
+    {
+        return everything();
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -160,6 +404,8 @@ mod tests {
             );
         }
         assert!(!covers(&echo, "write_file", &json!({"path": "echo"})));
+        assert!(covers(&echo, "shell", &json!({"command": "echo"})));
+        assert!(!covers(&echo, "shell", &json!({"command": "echoes x"})));
         let exact = rule("shell", "ls -la");
         assert!(covers(&exact, "shell", &json!({"command": "ls -la"})));
         assert!(!covers(&exact, "shell", &json!({"command": "ls -la /"})));
@@ -204,5 +450,127 @@ mod tests {
         assert!(validate_pattern("shell", "  ").is_err());
         assert!(validate_pattern("write_file", "**").is_err());
         assert!(validate_pattern("write_file", "docs/**").is_ok());
+    }
+
+    /// A path rule's `*` stays in its folder, and no spelling of "everything" is taken.
+    #[test]
+    fn path_rules_are_as_wide_as_they_read() {
+        let docs = rule("write_file", "docs/*.md");
+        assert!(!covers(
+            &docs,
+            "write_file",
+            &json!({"path": "docs/private/keys.md", "content": ""})
+        ));
+        let top = rule("write_file", "*.md");
+        assert!(!covers(
+            &top,
+            "write_file",
+            &json!({"path": "src/notes.md", "content": ""})
+        ));
+        for everything in [
+            "*", "**", "**/*", "?*", "[!/]*", "{*,x}", "*/**", "**/**", "{**,a}", "/**", "**/?*",
+            "[^/]*", "*{,/**}", "**/", "./**",
+        ] {
+            assert!(
+                validate_pattern("write_file", everything).is_err(),
+                "{everything} was taken"
+            );
+            assert!(
+                validate_pattern("Write", everything).is_err(),
+                "{everything}"
+            );
+        }
+        for narrow in [
+            "src/*",
+            "*.md",
+            "docs/**",
+            "q*",
+            "src/**/*.rs",
+            "/home/me/app/src/**",
+        ] {
+            assert!(validate_pattern("write_file", narrow).is_ok(), "{narrow}");
+        }
+    }
+
+    /// A suggestion from a literal path matches that path only, whatever it holds.
+    #[test]
+    fn a_path_suggestion_escapes_glob_characters() {
+        for path in [
+            "notes[1].md",
+            "a*b.txt",
+            "what?.md",
+            "{x,y}.txt",
+            "src/[id].tsx",
+        ] {
+            let pattern = default_pattern_of(&Subject::Path(path.into())).unwrap();
+            let r = rule("write_file", &pattern);
+            assert!(
+                covers(&r, "write_file", &json!({"path": path, "content": ""})),
+                "{path} → {pattern}"
+            );
+            let other = path.replace(['[', ']', '*', '?', '{', '}', ','], "z");
+            assert!(
+                !covers(&r, "write_file", &json!({"path": other, "content": ""})),
+                "{path} → {pattern} also covers {other}"
+            );
+        }
+    }
+
+    /// A command suggestion is never broader than the program and its subcommand, the exact
+    /// command for what can destroy or send, and it always covers the call it came from.
+    #[test]
+    fn command_suggestions_are_narrow_and_cover_their_own_call() {
+        let cases = [
+            ("echo hi there", "echo *"),
+            ("ls -la src", "ls *"),
+            ("git status", "git status *"),
+            ("git status --short", "git status *"),
+            ("git  diff  HEAD", "git diff *"),
+            ("cargo test -p x", "cargo test *"),
+            ("rm -f /tmp/example", "rm -f /tmp/example"),
+            ("rm x", "rm x"),
+            ("/bin/rm x", "/bin/rm x"),
+            ("chmod 644 a", "chmod 644 a"),
+            ("curl https://example.com", "curl https://example.com"),
+            ("git push origin main", "git push origin main"),
+            ("git reset --hard", "git reset --hard"),
+            ("git -C sub status", "git -C sub status"),
+            ("echo hi > out.txt", "echo hi > out.txt"),
+            ("git status && git diff", "git status && git diff"),
+            ("echo $HOME", "echo $HOME"),
+            ("FOO=1 npm test", "FOO=1 npm test"),
+            ("\"ls\" -la", "\"ls\" -la"),
+            ("./build.sh", "./build.sh"),
+            ("python3 -c 'print(1)'", "python3 -c 'print(1)'"),
+            ("npx some-tool", "npx some-tool"),
+            ("npm run build", "npm run build"),
+        ];
+        for (command, expected) in cases {
+            let subject = Subject::Command(command.into());
+            let pattern = default_pattern_of(&subject).unwrap();
+            assert_eq!(pattern, expected, "{command}");
+            assert!(validate_pattern("shell", &pattern).is_ok(), "{pattern}");
+            assert!(
+                covers(
+                    &rule("shell", &pattern),
+                    "shell",
+                    &json!({"command": command})
+                ),
+                "{command}: its own suggestion `{pattern}` does not cover it"
+            );
+        }
+        for bad in ["*", " *", "rm*", "r* -rf", "*echo", "echo * *", "ec*ho x"] {
+            assert!(validate_pattern("shell", bad).is_err(), "{bad}");
+        }
+        let partial = rule("shell", "echo a*");
+        assert!(covers(&partial, "shell", &json!({"command": "echo again"})));
+        assert!(covers(&partial, "shell", &json!({"command": "echo a b"})));
+        assert!(!covers(&partial, "shell", &json!({"command": "echo zulu"})));
+        assert!(!covers(&partial, "shell", &json!({"command": "echo"})));
+        assert!(!covers(
+            &partial,
+            "shell",
+            &json!({"command": "echo again; rm x"})
+        ));
     }
 }
