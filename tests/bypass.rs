@@ -387,3 +387,78 @@ async fn half_sent_requests_never_lock_the_person_out() {
         drop(flood);
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// 9. The agent can only tighten its own limits.
+// ---------------------------------------------------------------------------------------------
+
+/// `config_set` takes an allow-list of limits and only lowers them, in every mode; a person's
+/// edit of its card is held to the same.
+#[tokio::test]
+async fn the_agent_can_only_lower_its_own_limits() {
+    let ts = TestServer::start().await;
+    let ts = &ts;
+    let value = |key: &'static str| async move {
+        let view = ts.get("/api/v1/config").await.expect(200);
+        view["keys"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|k| k["key"] == key)
+            .map(|k| k["value"].clone())
+            .unwrap()
+    };
+    let refused = [
+        "set tools.shell_timeout_secs = 100000",
+        "set tools.output_limit_bytes = 10000000",
+        "set provider.max_retries = 50",
+        "set provider.kind = \"openai\"",
+        "set provider.model = \"gpt-huge\"",
+        "set provider.base_url = \"http://127.0.0.1:9/v1\"",
+        "set notify.webhook_url = \"http://127.0.0.1:9/\"",
+        "set approvals.timeout_secs = 999999",
+        "set server.public_url = \"http://evil.example\"",
+        "set tools.sandbox.mode = \"off\"",
+        "set storage.synchronous = \"normal\"",
+        "set tools.future_key = 1",
+    ];
+    for line in refused {
+        for mode in ["yolo", "ask"] {
+            let sid = ts.session().await;
+            let (_, evs) = ts.run_turn(&sid, line, Some(mode)).await;
+            let found = results(&evs);
+            assert_eq!(found[0].1, "refused", "{line} in {mode}: {found:?}");
+            assert!(
+                of_type(&evs, "approval_request").is_empty(),
+                "{line}: a card"
+            );
+        }
+    }
+    assert_eq!(value("tools.shell_timeout_secs").await, json!(120));
+    assert_eq!(value("provider.kind").await, json!("demo"));
+    // Lowering goes through (yolo runs it); raising back above the new value is refused.
+    let sid = ts.session().await;
+    let (_, evs) = ts
+        .run_turn(&sid, "set tools.max_parallel = 2", Some("yolo"))
+        .await;
+    assert_eq!(results(&evs)[0].1, "ok", "{evs:#?}");
+    assert_eq!(value("tools.max_parallel").await, json!(2));
+    let (_, evs) = ts
+        .run_turn(&sid, "set tools.max_parallel = 3", Some("yolo"))
+        .await;
+    assert_eq!(results(&evs)[0].1, "refused", "{evs:#?}");
+    // A card that lowers: an edit that would raise is refused, and changes nothing.
+    ts.send_msg(&sid, "set tools.max_parallel = 1", Some("ask"))
+        .await;
+    let card = ts.wait_gate(&sid).await;
+    let aid = card["approval_id"].as_str().unwrap();
+    ts.decide(
+        &sid,
+        aid,
+        json!({"decision": "edit", "edits": {"key": "tools.max_parallel", "value": 16}}),
+    )
+    .await
+    .expect_error(403, "not_allowed");
+    ts.assert_still_pending(&sid, aid).await;
+    assert_eq!(value("tools.max_parallel").await, json!(2));
+}

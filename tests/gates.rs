@@ -1643,7 +1643,7 @@ async fn config_set_is_gated_in_ask_mode() {
     let srv = TestServer::start().await;
     let sid = srv.session().await;
     let turn = srv
-        .send_msg(&sid, "set provider.model = \"m2\"", Some("ask"))
+        .send_msg(&sid, "set tools.max_parallel = 2", Some("ask"))
         .await;
     let pending = [the_one_card(&srv, &sid, &turn, "config").await];
     assert_eq!(pending[0]["tool"], "config_set");

@@ -11,7 +11,7 @@ use super::live::{Changes, LiveConfig};
 use super::{ConfigError, keys};
 use crate::server::audit::AuditDraft;
 use crate::server::store::Store;
-use crate::server::tools::{self, Refusal, ToolError};
+use crate::server::tools::{self, AGENT_KEYS, Refusal, ToolError};
 
 /// Why a change was not made.
 #[derive(Debug, thiserror::Error)]
@@ -86,8 +86,31 @@ pub async fn set(
     Ok(changes)
 }
 
-/// The settings as the agent's `config_set` reaches them: checked like any change, and
-/// audited as the agent's.
+/// Checks a change the agent proposes: one of [`AGENT_KEYS`], a value the key takes, and no
+/// higher than the value in force (the agent can only tighten its own limits).
+pub fn check_for_agent(live: &LiveConfig, key: &str, value: &Value) -> Result<(), ChangeError> {
+    if !AGENT_KEYS.contains(&key) {
+        return Err(ChangeError::Protected(format!(
+            "`{key}` is not the agent's to change (it may only lower {})",
+            AGENT_KEYS.join(", ")
+        )));
+    }
+    check(live, key, value)?;
+    let current = keys::get(&live.get().config, key).and_then(|v| v.as_integer());
+    let proposed = keys::from_json(value).and_then(|v| v.as_integer());
+    match (current, proposed) {
+        (Some(now), Some(wanted)) if wanted <= now => Ok(()),
+        (Some(now), Some(wanted)) => Err(ChangeError::Protected(format!(
+            "the agent may only lower `{key}` (now {now}); {wanted} would raise it — a person can, on the Config page or in the file"
+        ))),
+        _ => Err(ChangeError::Invalid(format!(
+            "`{key}` takes a whole number"
+        ))),
+    }
+}
+
+/// The settings as the agent's `config_set` reaches them: only [`AGENT_KEYS`], only lowered,
+/// checked again when the change is made, and audited as the agent's.
 pub struct AgentSettings {
     live: Arc<LiveConfig>,
     store: Arc<dyn Store>,
@@ -102,13 +125,15 @@ impl AgentSettings {
 #[async_trait]
 impl tools::Settings for AgentSettings {
     fn check(&self, key: &str, value: &Value) -> Result<(), Refusal> {
-        check(&self.live, key, value).map_err(|err| match err {
+        check_for_agent(&self.live, key, value).map_err(|err| match err {
             ChangeError::Protected(why) => Refusal::Refused(why),
             other => Refusal::Invalid(ToolError::InvalidArgs(other.to_string())),
         })
     }
 
     async fn set_as_agent(&self, key: &str, value: &Value, via: &str) -> Result<String, String> {
+        // Again now: a person may have lowered the limit while the card waited.
+        check_for_agent(&self.live, key, value).map_err(|e| e.to_string())?;
         let changes = set(&self.live, self.store.as_ref(), key, value, "agent", via)
             .await
             .map_err(|e| e.to_string())?;

@@ -12,6 +12,17 @@ use crate::server::conversation::ToolSpec;
 
 pub const CONFIG_TOOL: &str = "config_set";
 
+/// The keys the agent's `config_set` may change: limits on its own work, which it may lower
+/// and never raise (`config::ops::check_for_agent`). Every other key — provider kind, model
+/// and endpoint, and any key added later — is refused to the agent in every mode.
+pub const AGENT_KEYS: [&str; 5] = [
+    "tools.shell_timeout_secs",
+    "tools.output_limit_bytes",
+    "tools.max_parallel",
+    "provider.request_timeout_secs",
+    "provider.max_retries",
+];
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Args {
@@ -52,7 +63,7 @@ impl Tool for ConfigSet {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: CONFIG_TOOL,
-            description: "Change one setting of this server's configuration (dotted key, e.g. tools.shell_timeout_secs).",
+            description: "Lower one of this server's limits on your own work: tools.shell_timeout_secs, tools.output_limit_bytes, tools.max_parallel, provider.request_timeout_secs or provider.max_retries. Raising a limit, and every other key, is refused.",
             class: ToolClass::Config,
             parameters: json!({
                 "type": "object",
