@@ -89,6 +89,11 @@ pub async fn set(
 /// Checks a change the agent proposes: one of [`AGENT_KEYS`], a value the key takes, and no
 /// higher than the value in force (the agent can only tighten its own limits).
 pub fn check_for_agent(live: &LiveConfig, key: &str, value: &Value) -> Result<(), ChangeError> {
+    if let Some(reason) = keys::protected(key) {
+        return Err(ChangeError::Protected(format!(
+            "`{key}` is protected: {reason}"
+        )));
+    }
     if !AGENT_KEYS.contains(&key) {
         return Err(ChangeError::Protected(format!(
             "`{key}` is not the agent's to change (it may only lower {})",
