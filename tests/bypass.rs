@@ -462,3 +462,116 @@ async fn the_agent_can_only_lower_its_own_limits() {
     ts.assert_still_pending(&sid, aid).await;
     assert_eq!(value("tools.max_parallel").await, json!(2));
 }
+
+// ---------------------------------------------------------------------------------------------
+// 5. Secrets never leave.
+// ---------------------------------------------------------------------------------------------
+
+const HOOK_PATH: &str = "T0AAA/B0BBB/hook-secret-9f27";
+
+/// A webhook URL (its path is the secret) is masked in the API, the config page, the CLI, the
+/// audit of a change to it (which records that it changed, not its values), a broken file's
+/// error and the logs.
+#[tokio::test]
+async fn a_secret_config_value_is_masked_in_every_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config.toml");
+    let hook = format!("http://127.0.0.1:9/services/{HOOK_PATH}");
+    std::fs::write(
+        &config,
+        format!("[notify]\nwebhook_url = \"{hook}\"\nformat = \"slack\"\n"),
+    )
+    .unwrap();
+    let mut cmd = serve_command(&["--addr", "127.0.0.1:0", "--token", "t-secrets-token"]);
+    cmd.arg("--data-dir")
+        .arg(dir.path().join("data"))
+        .arg("--config")
+        .arg(&config)
+        .env("RUST_LOG", "countersign=debug");
+    let mut proc = Proc::spawn(cmd);
+    let base = proc.listening(SOON).await;
+    let api = Api::new(&base).with_token("t-secrets-token");
+    let mut seen = Vec::new();
+    let view = api.get("/api/v1/config").await.expect(200);
+    let row = view["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["key"] == "notify.webhook_url")
+        .unwrap()
+        .clone();
+    assert_eq!(row["value"], "set: 127.0.0.1/… (masked)", "{row}");
+    seen.push(view.to_string());
+    // A gate that notifies (its post fails: the logs then talk about it).
+    let sid = api.session().await;
+    api.send_msg(&sid, "run: echo notify", Some("ask")).await;
+    api.wait_gate(&sid).await;
+    // The page, rendered on the server.
+    let page = api
+        .req(reqwest::Method::GET, "/config")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    seen.push(page);
+    // A change in the file: audited as changed, values masked.
+    std::fs::write(
+        &config,
+        format!("[notify]\nwebhook_url = \"{hook}-2\"\nformat = \"slack\"\n"),
+    )
+    .unwrap();
+    let audit = poll_until("the change in the audit", SOON, async || {
+        let audit = api
+            .get("/api/v1/audit?action=config_changed")
+            .await
+            .expect(200);
+        match audit
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["subject"] == "notify.webhook_url")
+        {
+            Some(entry) => Ok(entry.clone()),
+            None => Err(audit.to_string()),
+        }
+    })
+    .await;
+    assert_eq!(audit["actor"], "file", "{audit}");
+    seen.push(audit.to_string());
+    // A broken file quoting the secret in its error.
+    std::fs::write(
+        &config,
+        format!("[notify]\nwebhook_url = \"{hook}\"\nformat = 7\n"),
+    )
+    .unwrap();
+    let view = poll_until("the file's error", SOON, async || {
+        let view = api.get("/api/v1/config").await.expect(200);
+        if view["error"].is_string() {
+            Ok(view)
+        } else {
+            Err(view.to_string())
+        }
+    })
+    .await;
+    seen.push(view.to_string());
+    // The local CLI.
+    let out = countersign(&["config", "show", "--config", config.to_str().unwrap()])
+        .output()
+        .unwrap();
+    seen.push(String::from_utf8_lossy(&out.stdout).into_owned());
+    seen.push(String::from_utf8_lossy(&out.stderr).into_owned());
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    seen.push(proc.stderr());
+    for (i, text) in seen.iter().enumerate() {
+        assert!(
+            !text.contains(HOOK_PATH),
+            "output {i} leaks the secret: {text}"
+        );
+        assert!(
+            !text.contains("hook-secret"),
+            "output {i} leaks the secret: {text}"
+        );
+    }
+}

@@ -10,23 +10,7 @@ pub const COOKIE_NAME: &str = "countersign_session";
 const NAMED_COOKIE_PREFIX: &str = "tk.";
 
 /// The access token. Not `Serialize`, and `Debug` does not print it.
-pub struct AccessToken(String);
-
-impl std::fmt::Debug for AccessToken {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("AccessToken(***)")
-    }
-}
-
-impl AccessToken {
-    pub fn new(token: String) -> Self {
-        AccessToken(token)
-    }
-
-    pub fn reveal(&self) -> &str {
-        &self.0
-    }
-}
+pub type AccessToken = crate::server::secret::Secret;
 
 /// What the middleware checks against: the token and the cookie value derived from it (the
 /// cookie never carries the token itself, so a leaked cookie jar does not leak the API key).
@@ -50,7 +34,7 @@ impl Credentials {
 
     /// Whether `candidate` is the access token (constant time).
     pub fn token_matches(&self, candidate: &str) -> bool {
-        constant_time_eq(candidate.as_bytes(), self.token.0.as_bytes())
+        constant_time_eq(candidate.as_bytes(), self.token.reveal().as_bytes())
     }
 
     /// The value the session cookie carries.
@@ -64,7 +48,7 @@ impl Credentials {
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.strip_prefix("Bearer "))
-            .is_some_and(|t| constant_time_eq(t.trim().as_bytes(), self.token.0.as_bytes()))
+            .is_some_and(|t| constant_time_eq(t.trim().as_bytes(), self.token.reveal().as_bytes()))
     }
 
     /// Whether the session cookie is the one derived from the access token.
@@ -127,7 +111,7 @@ mod tests {
 
     #[test]
     fn bearer_and_cookie_are_checked_exactly() {
-        let auth = Credentials::new(AccessToken::new("secret".into()));
+        let auth = Credentials::new(AccessToken::new("secret"));
         assert!(auth.bearer_ok(&headers(&[("authorization", "Bearer secret")])));
         assert!(!auth.bearer_ok(&headers(&[("authorization", "Bearer secre")])));
         assert!(!auth.bearer_ok(&headers(&[("authorization", "secret")])));
@@ -139,7 +123,7 @@ mod tests {
 
     #[test]
     fn a_named_token_cookie_needs_its_mac() {
-        let auth = Credentials::new(AccessToken::new("secret".into()));
+        let auth = Credentials::new(AccessToken::new("secret"));
         let value = auth.named_cookie_value("abc123");
         let cookie = format!("{COOKIE_NAME}={value}");
         assert_eq!(
@@ -153,7 +137,7 @@ mod tests {
             auth.named_cookie_hash(&headers(&[("cookie", &forged)])),
             None
         );
-        let other = Credentials::new(AccessToken::new("other".into()));
+        let other = Credentials::new(AccessToken::new("other"));
         assert_eq!(
             other.named_cookie_hash(&headers(&[("cookie", &cookie)])),
             None

@@ -13,6 +13,7 @@ pub mod hub;
 pub mod markdown;
 pub mod notifier;
 pub mod principal;
+pub mod secret;
 pub mod settings;
 pub mod state;
 pub mod store;
@@ -41,6 +42,9 @@ pub enum StartError {
     Config(String),
     #[error("cannot open the database: {0}")]
     Store(#[from] store::StoreError),
+    /// Opening the database failed; the message with the URL's password masked.
+    #[error("cannot open the database: {0}")]
+    Database(String),
     #[error("cannot start the model provider: {0}")]
     Provider(#[from] agent::provider::ProviderError),
     #[error("{0}")]
@@ -104,18 +108,20 @@ pub async fn start(
         hint: "",
     })?;
     let store = store::open(
-        &settings.database_url,
+        settings.database_url.reveal(),
         settings.config.storage.synchronous,
         &settings.instance,
     )
-    .await?;
+    .await
+    // A driver's message may quote the URL, password and all.
+    .map_err(|e| StartError::Database(settings.database_url.scrub(&e.to_string())))?;
     let signals = store.listen().await?;
     let hub = hub::Hub::new(store);
     let places = tools::sandbox::Places {
         workspace: settings.workspace.clone(),
         data_dir: settings.data_dir.clone(),
         config_file: settings.config_path.clone(),
-        database_file: store::sqlite::file_of(&settings.database_url),
+        database_file: store::sqlite::file_of(settings.database_url.reveal()),
     };
     let live = config::live::LiveConfig::new(
         settings.config_path.clone(),

@@ -133,7 +133,7 @@ pub fn message(
     session_title: &str,
     link: &str,
 ) -> Option<Message> {
-    let webhook = config.notify.webhook_url.trim();
+    let webhook = config.notify.webhook_url.reveal().trim();
     let summary = truncate(&gate.summary, MAX_SUMMARY_CHARS);
     let title = format!("Approval needed: {}", truncate(&gate.title, 80));
     match config.notify.format {
@@ -216,7 +216,7 @@ mod tests {
 
     fn config(url: &str, format: NotifyFormat) -> Config {
         let mut config = Config::default();
-        config.notify.webhook_url = url.into();
+        config.notify.webhook_url = crate::server::secret::Secret::new(url);
         config.notify.format = format;
         config
     }

@@ -13,6 +13,7 @@ use rand::RngCore;
 
 use super::config::{Config, ConfigError};
 use super::credentials::AccessToken;
+use super::secret::{Secret, UrlPassword};
 use crate::protocol::ConfigSource;
 
 #[derive(Args, Debug, Clone)]
@@ -45,7 +46,8 @@ pub struct Settings {
     pub token: AccessToken,
     pub config: Config,
     pub config_path: PathBuf,
-    pub database_url: String,
+    /// A secret: shown (in errors too) without its password.
+    pub database_url: Secret<UrlPassword>,
     /// This instance's name among several on one database (kept in the data dir, so a
     /// restart is the same instance).
     pub instance: String,
@@ -203,9 +205,12 @@ impl ServeArgs {
             None => stored_or_new_token(&data_dir)?,
         };
         let database_url = match self.database_url.as_deref().map(str::trim) {
-            Some(url) if !url.is_empty() => url.to_owned(),
+            Some(url) if !url.is_empty() => Secret::new(url),
             _ if !config.storage.database_url.is_empty() => config.storage.database_url.clone(),
-            _ => format!("sqlite://{}", data_dir.join("countersign.db").display()),
+            _ => Secret::new(format!(
+                "sqlite://{}",
+                data_dir.join("countersign.db").display()
+            )),
         };
         let instance = stored_or_new_instance(&data_dir)?;
         let startup = vec![

@@ -75,9 +75,11 @@ fn build_provider(config: &Config) -> Result<Arc<dyn Provider>, String> {
     }
 }
 
+/// What changed, key by key, in the shown (masked) form; a secret that changed while its
+/// mask stayed the same is recorded as changed without either value.
 fn changes(old: &Config, new: &Config) -> Changes {
     let before = keys::entries(old);
-    keys::entries(new)
+    let mut changed: Changes = keys::entries(new)
         .into_iter()
         .filter_map(|(key, value)| {
             let previous = before
@@ -86,7 +88,17 @@ fn changes(old: &Config, new: &Config) -> Changes {
                 .map(|(_, v)| v.clone())?;
             (previous != value).then_some((key, previous, value))
         })
-        .collect()
+        .collect();
+    for ((key, was), (_, now)) in old.secrets().into_iter().zip(new.secrets()) {
+        if was != now && !changed.iter().any(|(k, _, _)| k == key) {
+            changed.push((
+                key.to_owned(),
+                toml::Value::String("(masked)".into()),
+                toml::Value::String("(masked, changed)".into()),
+            ));
+        }
+    }
+    changed
 }
 
 impl LiveConfig {
@@ -187,6 +199,8 @@ impl LiveConfig {
             }) {
             Ok(live) => Ok(self.replace(live)),
             Err(message) => {
+                // A parse error quotes the file's line, which may hold a secret URL.
+                let message = crate::server::secret::scrub_urls(&message);
                 tracing::warn!(path = %self.path.display(), %message, "config file invalid; keeping the last good config");
                 self.record_error(message.clone());
                 Err(message)

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::protocol::Mode;
+use crate::server::secret::{Secret, UrlHost, UrlPassword};
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
@@ -37,8 +38,8 @@ pub struct ServerConfig {
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct NotifyConfig {
-    /// Where to POST the message. Empty: no notifications.
-    pub webhook_url: String,
+    /// Where to POST the message. Empty: no notifications. A secret: only its host is shown.
+    pub webhook_url: Secret<UrlHost>,
     pub format: NotifyFormat,
 }
 
@@ -177,8 +178,8 @@ impl Default for BudgetConfig {
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct StorageConfig {
-    /// Empty: a SQLite file in the data directory.
-    pub database_url: String,
+    /// Empty: a SQLite file in the data directory. A secret: shown without its password.
+    pub database_url: Secret<UrlPassword>,
     /// When a commit counts as done (SQLite, WAL): see `Synchronous`.
     pub synchronous: Synchronous,
 }
@@ -293,6 +294,15 @@ pub enum ConfigError {
 }
 
 impl Config {
+    /// The secret keys and their values, for telling that one changed (their serialized form,
+    /// from which listings and the audit are made, is masked).
+    pub fn secrets(&self) -> [(&'static str, &str); 2] {
+        [
+            ("notify.webhook_url", self.notify.webhook_url.reveal()),
+            ("storage.database_url", self.storage.database_url.reveal()),
+        ]
+    }
+
     /// Reads the file's table (empty when the file does not exist yet).
     pub fn read_table(path: &Path) -> Result<toml::Table, ConfigError> {
         match std::fs::read_to_string(path) {
@@ -389,7 +399,7 @@ impl Config {
                 "must be an http:// or https:// URL",
             ));
         }
-        if !self.notify.webhook_url.is_empty() && !http_url(&self.notify.webhook_url) {
+        if !self.notify.webhook_url.is_empty() && !http_url(self.notify.webhook_url.reveal()) {
             return Err(invalid(
                 "notify.webhook_url",
                 "must be an http:// or https:// URL",

@@ -28,12 +28,14 @@ pub enum ChangeError {
 }
 
 fn change_error(err: ConfigError) -> ChangeError {
+    // A parse error quotes the file's line, which may hold a secret URL.
+    let message = crate::server::secret::scrub_urls(&err.to_string());
     match err {
         ConfigError::Read { .. } | ConfigError::Write { .. } => {
-            tracing::error!(error = %err, "config file not writable");
-            ChangeError::Unwritable(err.to_string())
+            tracing::error!(error = %message, "config file not writable");
+            ChangeError::Unwritable(message)
         }
-        other => ChangeError::Invalid(other.to_string()),
+        _ => ChangeError::Invalid(message),
     }
 }
 

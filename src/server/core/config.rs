@@ -12,43 +12,6 @@ fn toml_to_json(value: &toml::Value) -> Value {
     serde_json::to_value(value).unwrap_or(Value::Null)
 }
 
-/// A webhook URL often is the secret (Slack's, an ntfy topic): only its host is shown.
-const MASKED_KEYS: [&str; 1] = ["notify.webhook_url"];
-
-/// A database URL may carry its password (`postgres://user:secret@host/db`): that part is
-/// masked, the rest (which database) is shown.
-const DATABASE_URL_KEY: &str = "storage.database_url";
-
-/// The URL with the password of its user info (if any) masked.
-fn without_password(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-    match authority.rsplit_once('@') {
-        Some((user_info, host)) => match user_info.split_once(':') {
-            Some((user, _password)) => format!("{scheme}://{user}:(masked)@{host}{path}"),
-            None => url.to_owned(),
-        },
-        None => url.to_owned(),
-    }
-}
-
-fn shown(key: &str, value: &toml::Value) -> Value {
-    match value.as_str() {
-        Some(url) if key == DATABASE_URL_KEY => Value::String(without_password(url)),
-        Some(url) if MASKED_KEYS.contains(&key) && !url.is_empty() => {
-            let host = url
-                .split("://")
-                .nth(1)
-                .and_then(|rest| rest.split('/').next())
-                .unwrap_or("");
-            Value::String(format!("set: {host}/… (masked)"))
-        }
-        _ => toml_to_json(value),
-    }
-}
-
 impl Core {
     /// Sets one key from the web or the API (`actor` from the credential, `via` the door).
     pub async fn set_config(
@@ -101,7 +64,8 @@ impl Core {
                     ConfigSource::Default
                 };
                 ConfigKey {
-                    value: shown(&key, &value),
+                    // Secrets are masked by their type (`server::secret`) in this form.
+                    value: toml_to_json(&value),
                     default,
                     source,
                     protected: keys::protected(&key).is_some(),
@@ -121,28 +85,5 @@ impl Core {
             provider_api_key: if key_set { "set (masked)" } else { "not set" }.to_owned(),
             keys,
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_database_password_is_never_shown() {
-        let shown_url = |url: &str| shown(DATABASE_URL_KEY, &toml::Value::String(url.into()));
-        assert_eq!(
-            shown_url("postgres://cs:s3cret@db.internal:5432/countersign"),
-            "postgres://cs:(masked)@db.internal:5432/countersign"
-        );
-        assert_eq!(
-            shown_url("postgres://cs@db.internal/countersign"),
-            "postgres://cs@db.internal/countersign"
-        );
-        assert_eq!(
-            shown_url("sqlite:///data/countersign.db"),
-            "sqlite:///data/countersign.db"
-        );
-        assert_eq!(shown_url(""), "");
     }
 }

@@ -3,7 +3,6 @@
 
 use crate::text::{error_chain, truncate};
 use std::collections::BTreeMap;
-use std::fmt;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -80,26 +79,8 @@ impl From<ProviderError> for Failure {
     }
 }
 
-/// An API key. Kept apart from `String` so it cannot be serialized or printed by accident.
-#[derive(Clone)]
-pub struct ApiKey(String);
-
-impl ApiKey {
-    pub fn new(key: String) -> Self {
-        Self(key)
-    }
-
-    /// The only way to read the key; used for the `Authorization` header and nothing else.
-    fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for ApiKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("ApiKey(***)")
-    }
-}
+/// An API key: a secret, shown only masked.
+pub type ApiKey = crate::server::secret::Secret;
 
 /// Talks to one OpenAI-compatible endpoint through one pooled HTTP client.
 #[derive(Debug)]
@@ -150,7 +131,7 @@ impl OpenAiProvider {
             .timeout(self.request_timeout)
             .json(&body);
         if let Some(key) = &self.api_key {
-            builder = builder.bearer_auth(key.expose());
+            builder = builder.bearer_auth(key.reveal());
         }
         builder.send().await.map_err(|e| {
             let timed_out = e.is_timeout();

@@ -876,7 +876,7 @@ fn the_key_never_shows_in_debug_output() {
     let provider = provider_for("http://127.0.0.1:9/v1", Duration::from_secs(1));
     let printed = format!("{provider:?}");
     assert!(!printed.contains(API_KEY), "{printed}");
-    assert!(printed.contains("ApiKey(***)"), "{printed}");
+    assert!(printed.contains("Secret((masked))"), "{printed}");
 }
 
 #[test]
