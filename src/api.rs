@@ -35,16 +35,19 @@ mod backend {
             .ok_or_else(|| ErrorBody::new("unauthorized", "no credential on this request"))
     }
 
-    /// Refuses a caller whose credential is not admin. The scope table already keeps other
-    /// credentials from calling admin server functions over HTTP; this also covers a page
-    /// rendered on the server, which calls them in-process.
-    pub fn admin_only(who: &Principal) -> Result<(), ErrorBody> {
-        if who.scope() == crate::server::principal::Scope::Admin {
-            Ok(())
+    /// The caller of the server function `name`, if its credential may call it — checked
+    /// here, in the function itself, and not only by the middleware on the HTTP route: a page
+    /// rendered on the server calls server functions in-process, past the route.
+    pub fn caller(name: &str) -> Result<Principal, ErrorBody> {
+        use crate::server::http::scopes;
+        let who = principal()?;
+        if scopes::permits(who.scope(), scopes::server_fn_need(name)) {
+            Ok(who)
         } else {
-            Err(to_server_error(Error::Forbidden(
-                "tokens are managed with an admin credential".into(),
-            )))
+            Err(to_server_error(Error::Forbidden(format!(
+                "a credential with the `{}` scope may not do this",
+                who.scope().as_str()
+            ))))
         }
     }
 
@@ -62,6 +65,7 @@ mod backend {
 
 #[server(prefix = "/api/ui", endpoint = "snapshot", input = Json)]
 pub async fn get_snapshot(session_id: String) -> Result<Snapshot, ErrorBody> {
+    backend::caller("snapshot")?;
     let core = backend::core()?;
     core.recent_snapshot(&session_id)
         .await
@@ -71,6 +75,7 @@ pub async fn get_snapshot(session_id: String) -> Result<Snapshot, ErrorBody> {
 /// The turns before `before` (the first seq the page has), for "Show earlier".
 #[server(prefix = "/api/ui", endpoint = "older_events", input = Json)]
 pub async fn get_older_events(session_id: String, before: u64) -> Result<Vec<Event>, ErrorBody> {
+    backend::caller("older_events")?;
     let core = backend::core()?;
     core.older_events(&session_id, before)
         .await
@@ -79,12 +84,14 @@ pub async fn get_older_events(session_id: String, before: u64) -> Result<Vec<Eve
 
 #[server(prefix = "/api/ui", endpoint = "sessions", input = Json)]
 pub async fn list_sessions() -> Result<Vec<Session>, ErrorBody> {
+    backend::caller("sessions")?;
     let core = backend::core()?;
     core.list_sessions().await.map_err(backend::to_server_error)
 }
 
 #[server(prefix = "/api/ui", endpoint = "create_session", input = Json)]
 pub async fn create_session() -> Result<Session, ErrorBody> {
+    backend::caller("create_session")?;
     let core = backend::core()?;
     core.create_session(None, None)
         .await
@@ -93,6 +100,7 @@ pub async fn create_session() -> Result<Session, ErrorBody> {
 
 #[server(prefix = "/api/ui", endpoint = "delete_session", input = Json)]
 pub async fn delete_session(session_id: String) -> Result<(), ErrorBody> {
+    backend::caller("delete_session")?;
     let core = backend::core()?;
     core.delete_session(&session_id)
         .await
@@ -105,8 +113,8 @@ pub async fn send_message(
     text: String,
     approval_mode: String,
 ) -> Result<String, ErrorBody> {
+    let who = backend::caller("send_message")?;
     let core = backend::core()?;
-    let who = backend::principal()?;
     core.send_message(&session_id, &text, Some(&approval_mode), &who)
         .await
         .map_err(backend::to_server_error)
@@ -114,8 +122,8 @@ pub async fn send_message(
 
 #[server(prefix = "/api/ui", endpoint = "set_mode", input = Json)]
 pub async fn set_mode(session_id: String, approval_mode: String) -> Result<(), ErrorBody> {
+    let who = backend::caller("set_mode")?;
     let core = backend::core()?;
-    let who = backend::principal()?;
     core.set_mode(&session_id, &approval_mode, &who)
         .await
         .map(|_| ())
@@ -124,6 +132,7 @@ pub async fn set_mode(session_id: String, approval_mode: String) -> Result<(), E
 
 #[server(prefix = "/api/ui", endpoint = "cancel", input = Json)]
 pub async fn cancel_turn(session_id: String) -> Result<(), ErrorBody> {
+    backend::caller("cancel")?;
     let core = backend::core()?;
     core.cancel(&session_id)
         .await
@@ -137,6 +146,7 @@ pub async fn decide(
     approval_id: String,
     input: DecisionInput,
 ) -> Result<DecideOutcome, ErrorBody> {
+    let who = backend::caller("decide")?;
     use crate::server::core::Error;
     use crate::server::core::{DecisionRequest, RuleRequest};
     let core = backend::core()?;
@@ -155,7 +165,6 @@ pub async fn decide(
         client_id: input.client_id,
         execution_mode: input.execution_mode,
     };
-    let who = backend::principal()?;
     let answer =
         crate::server::core::Answer::try_from(request).map_err(backend::to_server_error)?;
     match core.decide(&session_id, &approval_id, answer, &who).await {
@@ -172,6 +181,7 @@ pub async fn decide(
 /// Every pending gate across sessions, oldest first (the inbox).
 #[server(prefix = "/api/ui", endpoint = "pending", input = Json)]
 pub async fn pending_approvals() -> Result<Vec<ApprovalRequest>, ErrorBody> {
+    backend::caller("pending")?;
     let core = backend::core()?;
     core.pending_approvals()
         .await
@@ -181,6 +191,7 @@ pub async fn pending_approvals() -> Result<Vec<ApprovalRequest>, ErrorBody> {
 /// Standing rules in force.
 #[server(prefix = "/api/ui", endpoint = "rules", input = Json)]
 pub async fn list_rules() -> Result<Vec<Rule>, ErrorBody> {
+    backend::caller("rules")?;
     let core = backend::core()?;
     core.list_rules().await.map_err(backend::to_server_error)
 }
@@ -189,9 +200,9 @@ pub async fn list_rules() -> Result<Vec<Rule>, ErrorBody> {
 /// compatibility and only labels the tab.
 #[server(prefix = "/api/ui", endpoint = "revoke_rule", input = Json)]
 pub async fn revoke_rule(rule_id: String, client_id: String) -> Result<(), ErrorBody> {
+    let who = backend::caller("revoke_rule")?;
     let _ = client_id;
     let core = backend::core()?;
-    let who = backend::principal()?;
     core.revoke_rule(&rule_id, &who.actor())
         .await
         .map_err(backend::to_server_error)
@@ -204,6 +215,7 @@ pub async fn audit(
     action: Option<String>,
     subject: Option<String>,
 ) -> Result<Vec<AuditEntry>, ErrorBody> {
+    backend::caller("audit")?;
     let core = backend::core()?;
     let nonempty = |s: &Option<String>| {
         s.as_deref()
@@ -220,6 +232,7 @@ pub async fn audit(
 /// Walks the whole audit chain.
 #[server(prefix = "/api/ui", endpoint = "verify_audit", input = Json)]
 pub async fn verify_audit() -> Result<AuditVerdict, ErrorBody> {
+    backend::caller("verify_audit")?;
     let core = backend::core()?;
     core.verify_audit().await.map_err(backend::to_server_error)
 }
@@ -229,6 +242,7 @@ pub async fn verify_audit() -> Result<AuditVerdict, ErrorBody> {
 /// (`name`: the generated argument struct would otherwise clash with `protocol::ConfigView`.)
 #[server(name = GetConfigView, prefix = "/api/ui", endpoint = "config", input = Json)]
 pub async fn config_view() -> Result<ConfigView, ErrorBody> {
+    backend::caller("config")?;
     let core = backend::core()?;
     Ok(core.config_view())
 }
@@ -241,9 +255,9 @@ pub async fn set_config(
     value: serde_json::Value,
     client_id: String,
 ) -> Result<(), ErrorBody> {
+    let who = backend::caller("set_config")?;
     let _ = client_id;
     let core = backend::core()?;
-    let who = backend::principal()?;
     core.set_config(&key, &value, &who.actor(), "ui")
         .await
         .map(|_| ())
@@ -254,8 +268,8 @@ pub async fn set_config(
 /// scope table's list for `approve`).
 #[server(prefix = "/api/ui", endpoint = "tokens", input = Json)]
 pub async fn list_tokens() -> Result<Vec<TokenInfo>, ErrorBody> {
+    backend::caller("tokens")?;
     let core = backend::core()?;
-    backend::admin_only(&backend::principal()?)?;
     core.list_tokens().await.map_err(backend::to_server_error)
 }
 
@@ -263,9 +277,8 @@ pub async fn list_tokens() -> Result<Vec<TokenInfo>, ErrorBody> {
 /// credential that made it.
 #[server(prefix = "/api/ui", endpoint = "create_token", input = Json)]
 pub async fn create_token(name: String, scope: String) -> Result<CreatedToken, ErrorBody> {
+    let who = backend::caller("create_token")?;
     let core = backend::core()?;
-    let who = backend::principal()?;
-    backend::admin_only(&who)?;
     core.create_token(Some(&name), Some(&scope), &who)
         .await
         .map_err(backend::to_server_error)
@@ -274,9 +287,8 @@ pub async fn create_token(name: String, scope: String) -> Result<CreatedToken, E
 /// Revokes a named token: the next request that presents it is refused.
 #[server(prefix = "/api/ui", endpoint = "revoke_token", input = Json)]
 pub async fn revoke_token(name: String) -> Result<(), ErrorBody> {
+    let who = backend::caller("revoke_token")?;
     let core = backend::core()?;
-    let who = backend::principal()?;
-    backend::admin_only(&who)?;
     core.revoke_token(&name, &who)
         .await
         .map_err(backend::to_server_error)
@@ -291,30 +303,38 @@ pub fn error_message(err: &ErrorBody) -> String {
 mod tests {
     use http::Method;
 
-    use super::backend::admin_only;
-    use crate::server::http::scopes::allows;
-    use crate::server::principal::{Principal, Scope};
+    use crate::server::http::scopes::{Need, allows, permits, server_fn_need};
+    use crate::server::principal::Scope;
 
-    /// Tokens are admin only: neither a phone's `approve` credential nor an agent's `gates`
-    /// one may list, make or revoke them, over HTTP or in a server-rendered page.
+    /// Tokens and configuration are admin only: neither a phone's `approve` credential nor an
+    /// agent's `gates` one may reach them, over HTTP or in a server-rendered page (each server
+    /// function checks its caller against the same table).
     #[test]
-    fn token_server_functions_are_admin_only() {
-        for name in ["tokens", "create_token", "revoke_token"] {
+    fn admin_server_functions_are_admin_only_by_the_one_table() {
+        for name in [
+            "tokens",
+            "create_token",
+            "revoke_token",
+            "config",
+            "set_config",
+            "create_session",
+            "delete_session",
+            "send_message",
+            "set_mode",
+            "cancel",
+            "revoke_rule",
+            "not_a_function",
+        ] {
+            assert_eq!(server_fn_need(name), Need::Admin, "{name}");
             let path = format!("/api/ui/{name}");
             assert!(allows(Scope::Admin, &Method::POST, &path), "{path}");
             for scope in [Scope::Approve, Scope::Gates] {
                 assert!(!allows(scope, &Method::POST, &path), "{scope:?} {path}");
+                assert!(!permits(scope, server_fn_need(name)), "{scope:?} {name}");
             }
         }
-        assert!(admin_only(&Principal::Browser).is_ok());
-        assert!(admin_only(&Principal::startup_token()).is_ok());
-        for scope in [Scope::Approve, Scope::Gates] {
-            let who = Principal::Token {
-                name: "phone".into(),
-                scope,
-            };
-            let refused = admin_only(&who).map_err(|e| e.error.code);
-            assert_eq!(refused, Err("forbidden".to_owned()), "{scope:?}");
-        }
+        assert!(permits(Scope::Approve, server_fn_need("decide")));
+        assert!(permits(Scope::Approve, server_fn_need("snapshot")));
+        assert!(!permits(Scope::Gates, server_fn_need("snapshot")));
     }
 }

@@ -11,11 +11,13 @@ use crate::ui::inbox::InboxPage;
 use crate::ui::rules_page::RulesPage;
 use crate::ui::session_page::SessionPage;
 use crate::ui::tokens_page::TokensPage;
+use crate::ui::viewer::Viewer;
 
 /// The document around every server-rendered page.
 pub fn shell(options: LeptosOptions) -> impl IntoView {
     #[cfg(feature = "ssr")]
     crate::server::http::csp::set_page_policy();
+    let scope = Viewer::current().scope_attr();
     view! {
         <!DOCTYPE html>
         <html lang="en">
@@ -28,7 +30,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <HydrationScripts options/>
                 <MetaTags/>
             </head>
-            <body>
+            <body data-scope=scope>
                 <App/>
             </body>
         </html>
@@ -38,6 +40,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
 #[component]
 pub fn App() -> impl IntoView {
     provide_meta_context();
+    provide_context(Viewer::current());
     view! {
         <Title text="Countersign"/>
         <Router>

@@ -575,3 +575,249 @@ async fn a_secret_config_value_is_masked_in_every_output() {
         );
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// 6. Scopes are enforced where data is read.
+// ---------------------------------------------------------------------------------------------
+
+async fn token(ts: &TestServer, name: &str, scope: &str) -> String {
+    let made = ts
+        .post("/api/v1/tokens", json!({"name": name, "scope": scope}))
+        .await
+        .expect(201);
+    made["token"].as_str().unwrap().to_owned()
+}
+
+/// A phone's `approve` credential: pages rendered on the server for it carry nothing it may
+/// not read and no control it may not use; `/` makes no session for it; it cannot change a
+/// mode, a plan card's included.
+#[tokio::test]
+async fn an_approve_credential_gets_only_what_its_scope_may_read() {
+    let ts = TestServer::configured("[tools]\nshell_timeout_secs = 77\n").await;
+    let phone = Api::new(&ts.base).with_token(&token(&ts, "phone", "approve").await);
+    // The config page, rendered on the server: no key, no value.
+    let page = phone
+        .req(reqwest::Method::GET, "/config")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        !page.contains("shell_timeout_secs"),
+        "the config leaked: {page}"
+    );
+    assert!(page.contains("may not"), "{page}");
+    let tokens = phone
+        .req(reqwest::Method::GET, "/tokens")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        !tokens.contains("phone</"),
+        "the token list leaked: {tokens}"
+    );
+    // The inbox page: no controls it cannot use.
+    let inbox = phone
+        .req(reqwest::Method::GET, "/inbox")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for control in ["new-session", "nav-config", "nav-tokens", "delete-session"] {
+        assert!(
+            !inbox.contains(control),
+            "{control} shown to an approve token"
+        );
+    }
+    assert!(inbox.contains(r#"data-scope="approve""#), "{inbox}");
+    // `/` sends it to the inbox and makes no session.
+    let before = ts.list().await.len();
+    let home = phone.req(reqwest::Method::GET, "/").send().await.unwrap();
+    assert_eq!(home.status(), 303);
+    assert_eq!(home.headers()["location"], "/inbox");
+    assert_eq!(ts.list().await.len(), before, "a session was created");
+    // Server functions refuse it themselves.
+    for name in [
+        "config",
+        "create_session",
+        "tokens",
+        "set_mode",
+        "send_message",
+    ] {
+        let resp = phone
+            .req(reqwest::Method::POST, &format!("/api/ui/{name}"))
+            .header("content-type", "application/json")
+            .body("{}")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 403, "{name}");
+    }
+    // A plan card: approved as proposed, yes; with another mode picked, no.
+    let sid = ts.session().await;
+    ts.put(
+        &format!("/api/v1/sessions/{sid}/mode"),
+        json!({"approval_mode": "yolo"}),
+    )
+    .await
+    .expect(200);
+    ts.send_msg(&sid, "propose plan: 1. look around", Some("plan"))
+        .await;
+    let card = ts.wait_gate(&sid).await;
+    let aid = card["approval_id"].as_str().unwrap();
+    for mode in ["yolo", "auto_edit", "ask"] {
+        if card["execution_mode"] == mode {
+            continue;
+        }
+        phone
+            .decide(
+                &sid,
+                aid,
+                json!({"decision": "approve", "execution_mode": mode}),
+            )
+            .await
+            .expect_error(403, "forbidden");
+    }
+    ts.assert_still_pending(&sid, aid).await;
+    phone
+        .put(
+            &format!("/api/v1/sessions/{sid}/mode"),
+            json!({"approval_mode": "yolo"}),
+        )
+        .await
+        .expect_error(403, "forbidden");
+    phone
+        .decide(&sid, aid, json!({"decision": "approve"}))
+        .await
+        .expect(200);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 7. Outside agents' input is read the way the agent will run it.
+// ---------------------------------------------------------------------------------------------
+
+fn gate_body(session: &str, tool: &str, input: Value) -> Value {
+    json!({
+        "source": "codex",
+        "external_session": session,
+        "cwd": "/home/me/app",
+        "tool": {"name": tool, "input": input},
+    })
+}
+
+/// Paths and commands as the agent's own file system and exec read them: each spelling of a
+/// floor file is a floor card, however it is cased, slashed or dotted; a patch's every file
+/// counts; argv words are not joined loosely.
+#[tokio::test]
+async fn outside_calls_reach_the_floor_in_every_spelling() {
+    let ts = TestServer::start().await;
+    let agent = Api::new(&ts.base).with_token(&token(&ts, "codex-hook", "gates").await);
+    let patch = "*** Begin Patch\n*** Update File: src/ok.rs\n@@\n-a\n+b\n*** Update File: ./config/../.git/hooks/pre-commit\n@@\n-x\n+y\n*** End Patch";
+    let floor_calls = [
+        ("Read", json!({"file_path": "C:\\Repo\\.ENV"})),
+        ("Read", json!({"file_path": "/home/me/app/./src/../.env"})),
+        (
+            "Write",
+            json!({"file_path": "keys/../ID_RSA", "content": "x"}),
+        ),
+        (
+            "Edit",
+            json!({"file_path": ".Git\\config", "old_string": "a", "new_string": "b"}),
+        ),
+        ("apply_patch", json!({"input": patch})),
+        (
+            "apply_patch",
+            json!({"input": format!("apply_patch <<'EOF'\n{patch}\nEOF")}),
+        ),
+        ("apply_patch", json!({"input": "not a patch at all"})),
+        (
+            "exec_command",
+            json!({"command": ["env", "bash", "-c", "rm -rf ~/work"]}),
+        ),
+        (
+            "exec_command",
+            json!({"command": ["/bin/bash", "-lc", "cat .env"]}),
+        ),
+        (
+            "Bash",
+            json!({"command": format!("cd x && apply_patch <<'EOF'\n{patch}\nEOF")}),
+        ),
+        (
+            "Bash",
+            json!({"command": "printf '%s' \"$P\" | apply_patch"}),
+        ),
+    ];
+    for (i, (tool, input)) in floor_calls.into_iter().enumerate() {
+        let opened = agent
+            .post(
+                "/api/v1/gates",
+                gate_body(&format!("spell-{i}"), tool, input.clone()),
+            )
+            .await
+            .expect(201);
+        assert_eq!(opened["status"], "pending", "{tool} {input}: {opened}");
+        let card = ts.wait_gate(opened["session_id"].as_str().unwrap()).await;
+        assert_eq!(card["reason"], "safety_floor", "{tool} {input}: {card:#}");
+    }
+}
+
+/// An outside session belongs to the token that opened it: a second token naming the same
+/// `external_session` gets its own session, and never rides the first one's mode or rules.
+#[tokio::test]
+async fn an_outside_session_belongs_to_the_token_that_opened_it() {
+    let ts = TestServer::start().await;
+    let first = Api::new(&ts.base).with_token(&token(&ts, "hook-a", "gates").await);
+    let second = Api::new(&ts.base).with_token(&token(&ts, "hook-b", "gates").await);
+    let opened = first
+        .post(
+            "/api/v1/gates",
+            gate_body("shared", "Bash", json!({"command": "make test"})),
+        )
+        .await
+        .expect(201);
+    let sid = opened["session_id"].as_str().unwrap().to_owned();
+    // The person puts the first agent's session in yolo and allows `make test *` always.
+    ts.put(
+        &format!("/api/v1/sessions/{sid}/mode"),
+        json!({"approval_mode": "yolo"}),
+    )
+    .await
+    .expect(200);
+    ts.decide(
+        &sid,
+        opened["approval_id"].as_str().unwrap(),
+        json!({"decision": "allow_always"}),
+    )
+    .await
+    .expect(200);
+    let again = first
+        .post(
+            "/api/v1/gates",
+            gate_body("shared", "Bash", json!({"command": "make test"})),
+        )
+        .await
+        .expect(201);
+    assert_eq!(again["session_id"], sid.as_str());
+    assert_eq!(again["status"], "approved", "{again}");
+    // The second token, same external session: its own session, asking.
+    let other = second
+        .post(
+            "/api/v1/gates",
+            gate_body("shared", "Bash", json!({"command": "make test"})),
+        )
+        .await
+        .expect(201);
+    assert_ne!(
+        other["session_id"],
+        sid.as_str(),
+        "rode the first token's session"
+    );
+    assert_eq!(other["status"], "pending", "{other}");
+}

@@ -16,6 +16,7 @@ use crate::ui::outside::{SessionSource, SourceBadge};
 use crate::ui::sidebar::SessionsChanged;
 use crate::ui::tool_card::ToolCard;
 use crate::ui::transcript::{self, Item};
+use crate::ui::viewer::Viewer;
 
 /// What the demo agent understands, as examples that fill the composer.
 const EXAMPLES: [&str; 5] = [
@@ -110,9 +111,15 @@ pub fn ChatView(snapshot: Snapshot) -> impl IntoView {
             </Show>
         </section>
         <BulkBar session_id pending/>
-        {match source {
-            Some(source) => view! { <OutsideBar feed source/> }.into_any(),
-            None => view! { <Composer feed draft/> }.into_any(),
+        {match (source, Viewer::get().admin) {
+            // Messages, modes and Stop are an admin credential's: a phone answers cards.
+            (_, false) => view! {
+                <div class="composer answer-only" data-testid="answer-only-note">
+                    <p class="outside-note">"This device answers cards; messages, modes and Stop are for an admin login."</p>
+                </div>
+            }.into_any(),
+            (Some(source), true) => view! { <OutsideBar feed source/> }.into_any(),
+            (None, true) => view! { <Composer feed draft/> }.into_any(),
         }}
     }
 }

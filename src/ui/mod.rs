@@ -17,3 +17,4 @@ pub mod sidebar;
 pub mod tokens_page;
 pub mod tool_card;
 pub mod transcript;
+pub mod viewer;

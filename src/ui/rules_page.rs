@@ -152,10 +152,12 @@ fn RuleRow(
             <td class="num" data-testid="rule-uses">{rule.uses}</td>
             <td class="when">{last_used}</td>
             <td>
-                <button type="button" class="danger" data-testid="revoke-rule" disabled=move || busy.get()
-                    on:click=revoke>
-                    {move || if busy.get() { "Revoking…" } else { "Revoke" }}
-                </button>
+                {crate::ui::viewer::Viewer::get().admin.then(|| view! {
+                    <button type="button" class="danger" data-testid="revoke-rule" disabled=move || busy.get()
+                        on:click=revoke>
+                        {move || if busy.get() { "Revoking…" } else { "Revoke" }}
+                    </button>
+                })}
             </td>
         </tr>
     }

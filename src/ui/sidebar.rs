@@ -15,6 +15,7 @@ use crate::protocol::{ApprovalRequest, ErrorBody, Session};
 use crate::ui::browser;
 use crate::ui::json;
 use crate::ui::outside::SourceBadge;
+use crate::ui::viewer::Viewer;
 
 /// Lets any component ask the sidebar to reload its list (after create, delete, a turn end).
 /// A counter rather than a `Trigger`: a resource refetches only when its source value changes.
@@ -220,7 +221,9 @@ pub fn Sidebar(
     view! {
         <nav class="sidebar" aria-label="Sessions">
             <div class="brand">"Countersign"</div>
-            <button class="new-session" data-testid="new-session" on:click=new_session>"+ New session"</button>
+            {Viewer::get().admin.then(|| view! {
+                <button class="new-session" data-testid="new-session" on:click=new_session>"+ New session"</button>
+            })}
             <h2 class="sidebar-heading">"Sessions"</h2>
             <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
                 {move || Suspend::new(async move {
@@ -271,6 +274,7 @@ fn SessionList(
     error: RwSignal<Option<String>>,
 ) -> impl IntoView {
     let changed = ListChanged::from_context();
+    let admin = Viewer::get().admin;
     view! {
         <ul class="session-list">
             {list.into_iter().map(|session| {
@@ -306,7 +310,9 @@ fn SessionList(
                         <a href=href data-testid="session-link">{session.title.clone()}</a>
                         {source}
                         {running.then(|| view! { <span class="dot running" title="a turn is running"></span> })}
-                        <button class="delete-session" title="Delete session" aria-label="Delete session" on:click=delete>"×"</button>
+                        {admin.then(|| view! {
+                            <button class="delete-session" title="Delete session" aria-label="Delete session" on:click=delete>"×"</button>
+                        })}
                     </li>
                 }
             }).collect_view()}
@@ -334,8 +340,10 @@ fn PageLinks() -> impl IntoView {
             </li>
             <li><a href="/rules" data-testid="nav-rules" aria-current=current("/rules")>"Rules"</a></li>
             <li><a href="/audit" data-testid="nav-audit" aria-current=current("/audit")>"Audit"</a></li>
-            <li><a href="/config" data-testid="nav-config" aria-current=current("/config")>"Config"</a></li>
-            <li><a href="/tokens" data-testid="nav-tokens" aria-current=current("/tokens")>"Tokens"</a></li>
+            {Viewer::get().admin.then(|| view! {
+                <li><a href="/config" data-testid="nav-config" aria-current=current("/config")>"Config"</a></li>
+                <li><a href="/tokens" data-testid="nav-tokens" aria-current=current("/tokens")>"Tokens"</a></li>
+            })}
         </ul>
     }
 }

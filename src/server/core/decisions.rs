@@ -215,12 +215,13 @@ impl Core {
                 }
                 // As for the built-in agent: an edit may not move the call onto the floor.
                 let live = self.config();
-                let call = tools::outside::describe(&request.body.tool, edits);
+                let call = tools::outside::describe(&request.body.tool, edits, None);
                 if request.body.reason != crate::protocol::GateReason::SafetyFloor
-                    && let Some(floor) = call
-                        .floor_subjects
-                        .iter()
-                        .find_map(|subject| live.floor.check_subject(subject))
+                    && let Some(floor) = call.unreadable.clone().or_else(|| {
+                        call.floor_subjects
+                            .iter()
+                            .find_map(|subject| live.floor.check_subject(subject))
+                    })
                 {
                     return Err(Error::NotAllowed(format!(
                         "the edited call {floor}, which is on the safety floor; deny this card instead"
@@ -407,6 +408,16 @@ impl Core {
                 return Err(Error::InvalidDecision(
                     "execution_mode applies only to a plan card".into(),
                 ));
+            }
+            // Picking the mode a plan runs in changes the session's mode: an admin's to do.
+            Some(mode)
+                if who.scope() != crate::server::principal::Scope::Admin
+                    && Some(mode) != request.body.execution_mode =>
+            {
+                return Err(Error::Forbidden(format!(
+                    "a `{}` credential may approve the plan as proposed, not pick the mode it runs in",
+                    who.scope().as_str()
+                )));
             }
             Some(mode) => Some(mode),
         };

@@ -344,8 +344,11 @@ impl Core {
             plan_execution_mode: None,
             source: Some(checked.source.clone()),
         };
+        // An outside session belongs to the credential that opened it: another token naming
+        // the same `external_session` gets a session of its own, with its own mode and rules.
+        let owned = format!("{opened_by}\u{1f}{}", checked.external_session);
         let session_id = store
-            .external_session(&checked.source, &checked.external_session, &row)
+            .external_session(&checked.source, &owned, &row)
             .await?;
         // One gate decision at a time per session: the mode read here is the one it runs under.
         let handle = self.hub.enter(&session_id);
@@ -354,11 +357,12 @@ impl Core {
             .get_session(&session_id)
             .await?
             .map_or(Mode::Ask, |r| r.mode());
-        let call = outside::describe(&checked.tool, &checked.input);
-        let floor = call
-            .floor_subjects
-            .iter()
-            .find_map(|subject| live.floor.check_subject(subject));
+        let call = outside::describe(&checked.tool, &checked.input, checked.cwd.as_deref());
+        let floor = call.unreadable.clone().or_else(|| {
+            call.floor_subjects
+                .iter()
+                .find_map(|subject| live.floor.check_subject(subject))
+        });
         let rule = match floor {
             Some(_) => None,
             None => {

@@ -156,8 +156,16 @@ async fn page_not_found(req: Request) -> Response {
         .into_response()
 }
 
-/// `/` opens the most recent session, creating one on first use.
-async fn home(State(state): State<AppState>) -> Result<Response, ApiError> {
+/// `/` opens the most recent session, creating one on first use; a credential that may not
+/// create sessions (a phone's `approve` token) goes to the Inbox instead.
+async fn home(
+    State(state): State<AppState>,
+    who: Option<axum::Extension<crate::server::principal::Principal>>,
+) -> Result<Response, ApiError> {
+    let admin = who.is_some_and(|w| w.scope() == crate::server::principal::Scope::Admin);
+    if !admin {
+        return Ok(Redirect::to("/inbox").into_response());
+    }
     let sessions = state.core.list_sessions().await?;
     let id = match sessions.first() {
         Some(session) => session.id.clone(),

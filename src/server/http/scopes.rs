@@ -8,17 +8,59 @@ use http::Method;
 
 use crate::server::principal::Scope;
 
-/// The server functions a deciding (non-admin) credential may call: reads, and answering.
-const APPROVE_SERVER_FNS: [&str; 8] = [
-    "snapshot",
-    "older_events",
-    "sessions",
-    "pending",
-    "rules",
-    "audit",
-    "verify_audit",
-    "decide",
+/// What a request needs of its credential.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Need {
+    /// Read what the person sees: sessions, feeds, the inbox, rules, the audit.
+    Read,
+    /// Answer a gate.
+    Decide,
+    /// Everything else: messages, modes, sessions, configuration, tokens.
+    Admin,
+}
+
+/// Whether a credential of `scope` has what `need` asks.
+pub fn permits(scope: Scope, need: Need) -> bool {
+    match scope {
+        Scope::Admin => true,
+        Scope::Approve => matches!(need, Need::Read | Need::Decide),
+        Scope::Gates => false,
+    }
+}
+
+/// Every server function (`/api/ui/<name>`) and what it needs. The middleware checks the
+/// HTTP call against it, and each server function checks its caller against it again
+/// (`api::backend::caller`), because a page rendered on the server calls them in-process.
+/// A name not listed needs admin.
+const SERVER_FNS: [(&str, Need); 19] = [
+    ("snapshot", Need::Read),
+    ("older_events", Need::Read),
+    ("sessions", Need::Read),
+    ("pending", Need::Read),
+    ("rules", Need::Read),
+    ("audit", Need::Read),
+    ("verify_audit", Need::Read),
+    ("decide", Need::Decide),
+    ("create_session", Need::Admin),
+    ("delete_session", Need::Admin),
+    ("send_message", Need::Admin),
+    ("set_mode", Need::Admin),
+    ("cancel", Need::Admin),
+    ("revoke_rule", Need::Admin),
+    ("config", Need::Admin),
+    ("set_config", Need::Admin),
+    ("tokens", Need::Admin),
+    ("create_token", Need::Admin),
+    ("revoke_token", Need::Admin),
 ];
+
+/// What the server function `name` needs.
+pub fn server_fn_need(name: &str) -> Need {
+    SERVER_FNS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map_or(Need::Admin, |(_, need)| *need)
+}
 
 /// `/api/v1/gates`, `/api/v1/gates/{id}` (read) and `/api/v1/gates/{id}/cancel`.
 fn is_gates_route(method: &Method, path: &str) -> bool {
@@ -57,7 +99,7 @@ fn is_decision_or_ui_read(method: &Method, path: &str) -> bool {
         return false;
     }
     if let Some(name) = path.strip_prefix("/api/ui/") {
-        return APPROVE_SERVER_FNS.contains(&name);
+        return permits(Scope::Approve, server_fn_need(name));
     }
     let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
     matches!(
@@ -119,5 +161,8 @@ mod tests {
         assert!(!a(Method::GET, "/api/v1/tokens"));
         assert!(!a(Method::POST, "/api/ui/set_config"));
         assert!(!a(Method::POST, "/api/ui/send_message"));
+        assert!(!a(Method::POST, "/api/ui/config"));
+        assert!(!a(Method::POST, "/api/ui/create_session"));
+        assert!(!a(Method::POST, "/api/ui/unknown_function"));
     }
 }

@@ -23,7 +23,10 @@ const NAMES: [&str; 2] = ["apply_patch", "applypatch"];
 pub enum Touch {
     Add(String),
     Delete(String),
-    Update { path: String, move_to: Option<String> },
+    Update {
+        path: String,
+        move_to: Option<String>,
+    },
 }
 
 /// Why a payload is not a patch Codex would apply (the gate then treats it as unreadable: it asks).
@@ -69,13 +72,20 @@ pub fn parse(text: &str) -> Result<Vec<Touch>, PatchError> {
             touches.push(match kind {
                 Hunk::Add => Touch::Add(path),
                 Hunk::Delete => Touch::Delete(path),
-                _ => Touch::Update { path, move_to: None },
+                _ => Touch::Update {
+                    path,
+                    move_to: None,
+                },
             });
             continue;
         }
         if let Some(rest) = marker(t, MOVE) {
             let path = named(rest, t)?;
-            if let Some(Touch::Update { move_to: slot @ None, .. }) = touches.last_mut() {
+            if let Some(Touch::Update {
+                move_to: slot @ None,
+                ..
+            }) = touches.last_mut()
+            {
                 *slot = Some(path);
             } else if !(indented && in_update) {
                 return refuse(format!("`{t}` follows no `*** Update File:`"));
@@ -140,9 +150,13 @@ fn envelope<'a>(lines: &'a [&'a str]) -> Result<&'a [&'a str], PatchError> {
 
 /// The header a trimmed line opens and what follows its colon.
 fn header(t: &str) -> Option<(Hunk, &str)> {
-    [(Hunk::Add, ADD), (Hunk::Delete, DELETE), (Hunk::Update, UPDATE)]
-        .into_iter()
-        .find_map(|(kind, name)| marker(t, name).map(|rest| (kind, rest)))
+    [
+        (Hunk::Add, ADD),
+        (Hunk::Delete, DELETE),
+        (Hunk::Update, UPDATE),
+    ]
+    .into_iter()
+    .find_map(|(kind, name)| marker(t, name).map(|rest| (kind, rest)))
 }
 
 /// What follows `name` at the start of `t`. Case is ignored, and so is a missing space after
@@ -184,25 +198,23 @@ pub fn in_command(command: &str) -> Option<(Option<String>, String)> {
         return Some(found);
     }
     let words = words(command)?;
-    let stem = |shell: &str| {
+    let runs = |shell: &str, flag: &str| {
         let name = shell.rsplit(['/', '\\']).next().unwrap_or(shell);
-        name.rsplit_once('.').map_or(name, |(stem, _)| stem).to_ascii_lowercase()
-    };
-    let runs = |shell: &str, flag: &str| match stem(shell).as_str() {
-        "bash" | "zsh" | "sh" => matches!(flag, "-lc" | "-c"),
-        "pwsh" | "powershell" => flag.eq_ignore_ascii_case("-command"),
-        "cmd" => flag.eq_ignore_ascii_case("/c"),
-        _ => false,
+        let stem = name.rsplit_once('.').map_or(name, |(stem, _)| stem);
+        match stem.to_ascii_lowercase().as_str() {
+            "bash" | "zsh" | "sh" => matches!(flag, "-lc" | "-c"),
+            "pwsh" | "powershell" => flag.eq_ignore_ascii_case("-command"),
+            "cmd" => flag.eq_ignore_ascii_case("/c"),
+            _ => false,
+        }
     };
     match words.as_slice() {
         [name, body] if NAMES.contains(&name.as_str()) => Some((None, body.to_owned())),
         [shell, flag, script] if runs(shell, flag) => heredoc(script),
-        [shell, skip, flag, script]
-            if matches!(stem(shell).as_str(), "pwsh" | "powershell")
-                && skip.eq_ignore_ascii_case("-noprofile")
-                && runs(shell, flag) =>
-        {
-            heredoc(script)
+        [shell, skip, flag, script] if skip.eq_ignore_ascii_case("-noprofile") => {
+            // Only PowerShell takes `-NoProfile` first, and only it takes `-Command`.
+            let powershell = flag.eq_ignore_ascii_case("-command") && runs(shell, flag);
+            powershell.then(|| heredoc(script)).flatten()
         }
         _ => None,
     }
@@ -260,7 +272,10 @@ fn heredoc(script: &str) -> Option<(Option<String>, String)> {
 fn cd_dir(s: &str) -> Option<(String, &str)> {
     let (path, after) = match s.chars().next()? {
         quote @ ('\'' | '"') => s[1..].split_once(quote)?,
-        _ => s.split_at(s.find(|c: char| c.is_whitespace() || c == '&').unwrap_or(s.len())),
+        _ => s.split_at(
+            s.find(|c: char| c.is_whitespace() || c == '&')
+                .unwrap_or(s.len()),
+        ),
     };
     let plain = |c: char| c.is_alphanumeric() || "/._-+,:@=".contains(c);
     let fine = match s.chars().next()? {
@@ -275,43 +290,35 @@ fn cd_dir(s: &str) -> Option<(String, &str)> {
 /// does anything but name words: an unquoted operator, expansion, glob, comment or newline,
 /// or `$` or `` ` `` inside double quotes.
 fn words(command: &str) -> Option<Vec<String>> {
-    let mut words = Vec::new();
-    let mut word: Option<String> = None;
+    let (mut words, mut word) = (Vec::new(), None::<String>);
     let mut chars = command.trim().chars();
     while let Some(c) = chars.next() {
+        if matches!(c, ' ' | '\t') {
+            words.extend(word.take());
+            continue;
+        }
+        let word = word.get_or_insert_with(String::new);
         match c {
-            ' ' | '\t' => words.extend(word.take()),
-            '\'' => {
-                let word = word.get_or_insert_with(String::new);
-                loop {
-                    match chars.next()? {
-                        '\'' => break,
-                        c => word.push(c),
-                    }
+            '\'' => loop {
+                match chars.next()? {
+                    '\'' => break,
+                    c => word.push(c),
                 }
-            }
-            '"' => {
-                let word = word.get_or_insert_with(String::new);
-                loop {
-                    match chars.next()? {
-                        '"' => break,
-                        '$' | '`' => return None,
-                        '\\' => match chars.next()? {
-                            c @ ('"' | '\\' | '$' | '`') => word.push(c),
-                            '\n' => {}
-                            c => word.extend(['\\', c]),
-                        },
-                        c => word.push(c),
-                    }
-                }
-            }
-            '\\' => match chars.next()? {
-                '\n' => {}
-                c => word.get_or_insert_with(String::new).push(c),
             },
-            c if c.is_alphanumeric() || "/._-+,:@=".contains(c) => {
-                word.get_or_insert_with(String::new).push(c);
-            }
+            '"' => loop {
+                match chars.next()? {
+                    '"' => break,
+                    '$' | '`' => return None,
+                    '\\' => match chars.next()? {
+                        c @ ('"' | '\\' | '$' | '`') => word.push(c),
+                        '\n' => {}
+                        c => word.extend(['\\', c]),
+                    },
+                    c => word.push(c),
+                }
+            },
+            '\\' => word.extend(Some(chars.next()?).filter(|&c| c != '\n')),
+            c if c.is_alphanumeric() || "/._-+,:@=".contains(c) => word.push(c),
             _ => return None,
         }
     }
@@ -323,50 +330,57 @@ fn words(command: &str) -> Option<Vec<String>> {
 mod tests {
     use super::*;
 
-    fn add(path: &str) -> Touch {
-        Touch::Add(path.into())
-    }
-    fn del(path: &str) -> Touch {
-        Touch::Delete(path.into())
-    }
     fn up(path: &str, to: Option<&str>) -> Touch {
         let (path, move_to) = (path.into(), to.map(Into::into));
         Touch::Update { path, move_to }
     }
 
+    fn touched(text: &str) -> Vec<String> {
+        paths(&parse(text).unwrap())
+    }
+
+    const PATCH: &str = "*** Begin Patch\n*** Delete File: .env\n*** End Patch";
+
     #[test]
-    fn reads_files_in_order() {
+    fn reads_every_kind_of_file_in_order() {
         let text = "*** Begin Patch\n*** Add File: notes/todo.md\n+first\n+\n*** Update File: lib/core.py\n@@ class Core:\n-    x = 1\n+    x = 2\n\n@@\n tail\n*** End of File\n*** Delete File: old/legacy.txt\n*** End Patch\n";
-        let touches = parse(text).unwrap();
-        let want = [add("notes/todo.md"), up("lib/core.py", None), del("old/legacy.txt")];
-        assert_eq!(touches, want);
-        assert_eq!(paths(&touches), ["notes/todo.md", "lib/core.py", "old/legacy.txt"]);
+        let want = [Touch::Add("notes/todo.md".into()), up("lib/core.py", None)];
+        assert_eq!(parse(text).unwrap()[..2], want);
+        assert_eq!(
+            touched(text),
+            ["notes/todo.md", "lib/core.py", "old/legacy.txt"]
+        );
+        assert_eq!(parse(PATCH).unwrap(), [Touch::Delete(".env".into())]);
     }
 
     #[test]
     fn takes_crlf_padding_and_environment_line() {
         let text = "\r\n  *** Begin Patch \r\n*** Environment ID: box-7\r\n\t*** Delete File:  .env  \r\n   *** Add File: .git/hooks/post-merge\r\n+#!/bin/sh\r\n *** End Patch\r\n\r\n";
-        assert_eq!(parse(text).unwrap(), [del(".env"), add(".git/hooks/post-merge")]);
+        assert_eq!(touched(text), [".env", ".git/hooks/post-merge"]);
     }
 
     #[test]
     fn reports_both_ends_of_a_move() {
         let text = "*** Begin Patch\n*** Update File: src/a.rs\n*** Move to: src/b.rs   \n@@\n-a\n+b\n*** End Patch";
-        let padded = text.replace("*** Move", "  *** Move");
-        for text in [text, &padded] {
-            let touches = parse(text).unwrap();
-            assert_eq!(touches, [up("src/a.rs", Some("src/b.rs"))]);
-            assert_eq!(paths(&touches), ["src/a.rs", "src/b.rs"]);
+        for text in [text.to_owned(), text.replace("*** Move", "  *** Move")] {
+            assert_eq!(parse(&text).unwrap(), [up("src/a.rs", Some("src/b.rs"))]);
+            assert_eq!(touched(&text), ["src/a.rs", "src/b.rs"]);
         }
     }
 
     #[test]
     fn strips_heredoc_wrappers() {
         for open in ["<<'EOF'", "<<\"EOF\"", "<<EOF"] {
-            let text = format!("{open}\n*** Begin Patch\n*** Delete File: gone.txt\n*** End Patch\nEOF\n");
-            assert_eq!(parse(&text).unwrap(), [del("gone.txt")], "{open}");
+            assert_eq!(
+                touched(&format!("{open}\n{PATCH}\nEOF\n")),
+                [".env"],
+                "{open}"
+            );
         }
-        assert_eq!(parse("<<'EOF'\n*** Begin Patch\n*** End Patch\nEOF").unwrap(), []);
+        assert_eq!(
+            parse("<<'EOF'\n*** Begin Patch\n*** End Patch\nEOF").unwrap(),
+            []
+        );
     }
 
     #[test]
@@ -388,46 +402,65 @@ mod tests {
         ] {
             assert!(parse(text).is_err(), "{text:?}");
         }
-        assert!(parse("nope").unwrap_err().to_string().contains("*** Begin Patch"));
+        let message = parse("nope").unwrap_err().to_string();
+        assert!(message.contains("*** Begin Patch"), "{message}");
     }
 
     #[test]
     fn added_lines_that_look_like_headers_are_content() {
         let text = "*** Begin Patch\n*** Add File: docs/howto.md\n+*** Add File: .env\n+*** Delete File: .git/config\n*** Update File: t.txt\n+*** Update File: .ssh/id_rsa\n-*** Move to: /etc/passwd\n*** End Patch";
-        assert_eq!(parse(text).unwrap(), [add("docs/howto.md"), up("t.txt", None)]);
+        assert_eq!(touched(text), ["docs/howto.md", "t.txt"]);
     }
 
     #[test]
     fn reads_every_line_some_codex_takes_for_a_header() {
         // Context to the line-slicing parser, a header to the first streaming one.
         let text = "*** Begin Patch\n*** Update File: README.md\n@@\n intro\n  *** Delete File: .env\n more\n+added\n*** End Patch";
-        assert_eq!(parse(text).unwrap(), [up("README.md", None), del(".env")]);
-        let lower = "*** Begin Patch\n*** update file: a\n*** end patch";
-        assert_eq!(parse(lower).unwrap(), [up("a", None)]);
-        let inner_end = "*** Begin Patch\n*** Delete File: a\n*** End Patch\n*** Delete File: b\n*** End Patch";
-        assert_eq!(parse(inner_end).unwrap(), [del("a"), del("b")]);
+        assert_eq!(touched(text), ["README.md", ".env"]);
+        assert_eq!(
+            touched("*** Begin Patch\n*** update file: a\n*** end patch"),
+            ["a"]
+        );
+        let inner_end = format!("{PATCH}\n*** Delete File: b\n*** End Patch");
+        assert_eq!(touched(&inner_end), [".env", "b"]);
     }
-
-    const PATCH: &str = "*** Begin Patch\n*** Delete File: .env\n*** End Patch";
 
     #[test]
     fn finds_heredocs_with_any_quoting() {
         let quoted = "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: hi.txt\n+$HOME `x`\n*** End Patch\nEOF\n";
         let (dir, text) = in_command(quoted).unwrap();
-        assert_eq!((dir, parse(&text).unwrap()), (None, vec![add("hi.txt")]));
-        let double = format!("applypatch <<\"EOF\"\n{PATCH}\nEOF");
-        assert_eq!(in_command(&double), Some((None, PATCH.into())));
-        let crlf = format!("apply_patch<<EOF\r\n{}\r\nEOF\r\n", PATCH.replace('\n', "\r\n"));
-        assert_eq!(parse(&in_command(&crlf).unwrap().1).unwrap(), [del(".env")]);
-        let open = format!("apply_patch <<'EOF'\n{PATCH}\n");
-        assert_eq!(in_command(&open), Some((None, PATCH.into())));
+        assert_eq!((dir, touched(&text)), (None, vec!["hi.txt".to_owned()]));
+        let crlf = format!(
+            "apply_patch<<EOF\r\n{}\r\nEOF\r\n",
+            PATCH.replace('\n', "\r\n")
+        );
+        assert_eq!(touched(&in_command(&crlf).unwrap().1), [".env"]);
+        for command in [
+            format!("applypatch <<\"EOF\"\n{PATCH}\nEOF"),
+            format!("apply_patch <<-\\EOF\n{PATCH}\n\tEOF\n"),
+            format!("apply_patch <<'EOF'\n{PATCH}\n"),
+        ] {
+            assert_eq!(
+                in_command(&command),
+                Some((None, PATCH.into())),
+                "{command:?}"
+            );
+        }
     }
 
     #[test]
     fn finds_the_cd_directory() {
-        for (cd, dir) in [("cd sub", "sub"), ("cd 'my dir'", "my dir"), ("cd \"pkg/a\"", "pkg/a")] {
+        for (cd, dir) in [
+            ("cd sub", "sub"),
+            ("cd 'my dir'", "my dir"),
+            ("cd \"pkg/a\"", "pkg/a"),
+        ] {
             let command = format!("{cd} && apply_patch <<'EOF'\n{PATCH}\nEOF");
-            assert_eq!(in_command(&command), Some((Some(dir.into()), PATCH.into())), "{cd}");
+            assert_eq!(
+                in_command(&command),
+                Some((Some(dir.into()), PATCH.into())),
+                "{cd}"
+            );
         }
     }
 
@@ -435,13 +468,20 @@ mod tests {
     fn unwraps_shell_and_argv_forms() {
         let q = "'\"'\"'";
         let joined = format!("bash -lc 'cd web && apply_patch <<{q}EOF{q}\n{PATCH}\nEOF\n'");
-        assert_eq!(in_command(&joined), Some((Some("web".into()), PATCH.into())));
+        assert_eq!(
+            in_command(&joined),
+            Some((Some("web".into()), PATCH.into()))
+        );
         for command in [
             format!("/bin/zsh -c \"apply_patch <<'EOF'\n{PATCH}\nEOF\""),
             format!("pwsh.exe -NoProfile -Command 'apply_patch <<EOF\n{PATCH}\nEOF'"),
             format!("applypatch '{PATCH}'"),
         ] {
-            assert_eq!(in_command(&command), Some((None, PATCH.into())), "{command:?}");
+            assert_eq!(
+                in_command(&command),
+                Some((None, PATCH.into())),
+                "{command:?}"
+            );
         }
     }
 

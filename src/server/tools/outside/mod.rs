@@ -5,6 +5,16 @@
 //! Names are matched without regard to case (`Bash` from Claude Code, `bash` from opencode);
 //! a name nobody listed is `exec`, the most guarded class that still says "something we
 //! cannot vouch for".
+//!
+//! **Invariant:** an outside call is read the way the agent will run it. An argv command is
+//! the command exec runs (quoted word by word, never joined loosely); a Codex patch is parsed
+//! as Codex parses it (`patch.rs`), every file it touches checked; every path is normalized as
+//! the agent's file system will resolve it (`paths.rs`: `.`/`..`, `\`, drive letters, and the
+//! case-folded form too) before the floor and the rules see it. What cannot be read that way
+//! is on the floor: it asks.
+
+pub mod patch;
+pub mod paths;
 
 use serde_json::Value;
 
@@ -53,8 +63,12 @@ const DECISION: [&str; 1] = ["request_approval"];
 #[derive(Debug, Clone, PartialEq)]
 pub struct OutsideCall {
     pub class: ToolClass,
-    /// What the safety floor checks: every path and command the call touches.
+    /// What the safety floor checks: every path (normalized, and case-folded) and command the
+    /// call touches.
     pub floor_subjects: Vec<Subject>,
+    /// Why the call cannot be read the way the agent will run it, if it cannot: a floor hit
+    /// (it asks).
+    pub unreadable: Option<String>,
     /// What a standing rule matches (one path or one command), when there is one.
     pub rule_subject: Option<Subject>,
     /// The card's one line.
@@ -107,7 +121,20 @@ fn command_of(input: &Value) -> Option<String> {
             Some((*script).to_owned())
         }
         [] => None,
-        _ => Some(words.join(" ")),
+        // Exec runs the words as they are: quoted one by one, so the floor reads the same
+        // argv (`["env", "bash", "-c", "rm -rf x"]` is not `bash -c rm …`).
+        _ => Some(words.iter().map(|w| quote(w)).collect::<Vec<_>>().join(" ")),
+    }
+}
+
+/// One argv word as a shell reads it back: bare when it holds nothing a shell treats
+/// specially, else single-quoted (`'` written as `'\''`).
+fn quote(word: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-_./=:,+@%^".contains(c);
+    if !word.is_empty() && word.chars().all(plain) {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
     }
 }
 
@@ -116,32 +143,43 @@ fn is_shell(program: &str) -> bool {
     matches!(name, "bash" | "sh" | "zsh" | "dash")
 }
 
-fn path_of(input: &Value) -> Option<String> {
+/// The path a file tool's input names, normalized against the agent's working folder.
+fn path_of(input: &Value, cwd: Option<&str>) -> Option<String> {
     text(
         input,
         &["file_path", "filePath", "filepath", "notebook_path", "path"],
     )
-    .map(str::to_owned)
+    .map(|path| paths::normalize(path, cwd))
 }
 
-/// The files a Codex `apply_patch` touches (`*** Add|Update|Delete File: <path>`, `*** Move
-/// to: <path>`).
-fn patch_paths(patch: &str) -> Vec<String> {
-    patch
-        .lines()
-        .filter_map(|line| {
-            [
-                "*** Add File: ",
-                "*** Update File: ",
-                "*** Delete File: ",
-                "*** Move to: ",
-            ]
-            .iter()
-            .find_map(|marker| line.strip_prefix(marker))
-        })
-        .map(|path| path.trim().to_owned())
-        .filter(|path| !path.is_empty())
-        .collect()
+/// What the floor checks of a path: the path, and its case-folded form when that differs
+/// (`.ENV` is `.env` to a file system that ignores case).
+fn path_subjects(path: &str) -> Vec<Subject> {
+    let folded = paths::folded(path);
+    let mut subjects = vec![Subject::Path(path.to_owned())];
+    if folded != path {
+        subjects.push(Subject::Path(folded));
+    }
+    subjects
+}
+
+/// The files a Codex patch touches, normalized against `base` (the agent's folder, and a
+/// `cd` the command made); `Err` when Codex would not read it as a patch.
+fn patch_files(patch: &str, base: Option<&str>) -> Result<Vec<String>, String> {
+    let touches = patch::parse(patch).map_err(|e| e.to_string())?;
+    Ok(patch::paths(&touches)
+        .iter()
+        .map(|path| paths::normalize(path, base))
+        .collect())
+}
+
+/// Where a `cd <dir> &&` of the command leaves the agent (joined to its folder).
+fn after_cd(cwd: Option<&str>, dir: Option<&str>) -> Option<String> {
+    match (cwd, dir) {
+        (Some(cwd), Some(dir)) => Some(paths::normalize(dir, Some(cwd))),
+        (None, Some(dir)) => Some(paths::normalize(dir, None)),
+        (cwd, None) => cwd.map(str::to_owned),
+    }
 }
 
 fn edit_diff(path: &str, input: &Value) -> Option<String> {
@@ -187,32 +225,44 @@ fn diff_of(input: &Value, path: Option<&str>) -> Option<String> {
     edit_diff(path, input)
 }
 
-/// Reads one outside call.
-pub fn describe(tool: &str, input: &Value) -> OutsideCall {
+/// Reads one outside call; `cwd` is the folder the agent runs in, when it said.
+pub fn describe(tool: &str, input: &Value, cwd: Option<&str>) -> OutsideCall {
     let class = class_of(tool);
     let lower = tool.to_ascii_lowercase();
     if lower == "apply_patch" || lower == "patch" {
         let patch = text(input, &["command", "patch", "patchText", "input"]).unwrap_or("");
-        let paths = patch_paths(patch);
-        let summary = match paths.as_slice() {
+        // The patch may come as the command that runs it (`apply_patch <<'EOF' …`).
+        let (base, body) = match patch::in_command(patch) {
+            Some((dir, body)) => (after_cd(cwd, dir.as_deref()), body),
+            None => (cwd.map(str::to_owned), patch.to_owned()),
+        };
+        let (files, unreadable) = match patch_files(&body, base.as_deref()) {
+            Ok(files) => (files, None),
+            Err(why) => (
+                Vec::new(),
+                Some(format!("is not a patch that can be read ({why})")),
+            ),
+        };
+        let summary = match files.as_slice() {
             [] => "apply a patch".to_owned(),
             [one] => format!("patch {one}"),
             [first, rest @ ..] => format!("patch {first} and {} more", rest.len()),
         };
         return OutsideCall {
             class,
-            rule_subject: match paths.as_slice() {
+            rule_subject: match files.as_slice() {
                 [one] => Some(Subject::Path(one.clone())),
                 _ => None,
             },
-            floor_subjects: paths.into_iter().map(Subject::Path).collect(),
+            floor_subjects: files.iter().flat_map(|f| path_subjects(f)).collect(),
+            unreadable,
             summary,
             diff: (!patch.is_empty()).then(|| patch.to_owned()),
         };
     }
     match class {
         ToolClass::Read | ToolClass::Edit => {
-            let path = path_of(input);
+            let path = path_of(input, cwd);
             let verb = if class == ToolClass::Read {
                 tool
             } else {
@@ -220,7 +270,8 @@ pub fn describe(tool: &str, input: &Value) -> OutsideCall {
             };
             OutsideCall {
                 class,
-                floor_subjects: path.iter().cloned().map(Subject::Path).collect(),
+                floor_subjects: path.iter().flat_map(|p| path_subjects(p)).collect(),
+                unreadable: None,
                 rule_subject: path.clone().map(Subject::Path),
                 summary: match (&path, text(input, &["pattern", "query", "url"])) {
                     (Some(path), _) => format!("{verb} {path}"),
@@ -235,15 +286,43 @@ pub fn describe(tool: &str, input: &Value) -> OutsideCall {
         ToolClass::Decision => OutsideCall {
             class,
             floor_subjects: Vec::new(),
+            unreadable: None,
             rule_subject: None,
             summary: text(input, &["title"]).unwrap_or(tool).to_owned(),
             diff: None,
         },
         ToolClass::Exec | ToolClass::Config => {
             let command = command_of(input);
+            let mut floor_subjects: Vec<Subject> =
+                command.iter().cloned().map(Subject::Command).collect();
+            let mut unreadable = None;
+            // A command that runs apply_patch writes files: every one it names is checked, and
+            // one whose patch cannot be read asks.
+            if let Some(command) = command.as_deref()
+                && (command.contains("apply_patch") || command.contains("applypatch"))
+            {
+                match patch::in_command(command) {
+                    Some((dir, body)) => {
+                        match patch_files(&body, after_cd(cwd, dir.as_deref()).as_deref()) {
+                            Ok(files) => {
+                                floor_subjects.extend(files.iter().flat_map(|f| path_subjects(f)))
+                            }
+                            Err(why) => {
+                                unreadable =
+                                    Some(format!("runs a patch that cannot be read ({why})"))
+                            }
+                        }
+                    }
+                    None => {
+                        unreadable =
+                            Some("runs apply_patch in a form that cannot be read".to_owned())
+                    }
+                }
+            }
             OutsideCall {
                 class,
-                floor_subjects: command.iter().cloned().map(Subject::Command).collect(),
+                floor_subjects,
+                unreadable,
                 rule_subject: command.clone().map(Subject::Command),
                 summary: command.unwrap_or_else(|| tool.to_owned()),
                 diff: None,
@@ -289,12 +368,14 @@ mod tests {
         let call = describe(
             "Bash",
             &json!({"command": " npm test ", "description": "x"}),
+            None,
         );
         assert_eq!(call.rule_subject, Some(Subject::Command("npm test".into())));
         assert_eq!(call.summary, "npm test");
         let opencode = describe(
             "bash",
             &json!({"patterns": ["touch a"], "metadata": {"command": "touch a"}}),
+            None,
         );
         assert_eq!(
             opencode.floor_subjects,
@@ -303,6 +384,7 @@ mod tests {
         let codex = describe(
             "exec_command",
             &json!({"command": ["bash", "-lc", "ls -la"]}),
+            None,
         );
         assert_eq!(codex.summary, "ls -la");
     }
@@ -312,6 +394,7 @@ mod tests {
         let call = describe(
             "Edit",
             &json!({"file_path": "/w/src/a.rs", "old_string": "let a = 1;", "new_string": "let a = 2;"}),
+            None,
         );
         assert_eq!(call.class, ToolClass::Edit);
         assert_eq!(call.rule_subject, Some(Subject::Path("/w/src/a.rs".into())));
@@ -326,17 +409,22 @@ mod tests {
                 {"old_string": "a", "new_string": "b"},
                 {"old_string": "c", "new_string": "d"}
             ]}),
+            None,
         );
         let diff = multi.diff.unwrap();
         assert!(diff.contains("+b") && diff.contains("+d"), "{diff}");
-        let write = describe("Write", &json!({"file_path": "n.txt", "content": "hi"}));
+        let write = describe(
+            "Write",
+            &json!({"file_path": "n.txt", "content": "hi"}),
+            None,
+        );
         assert!(write.diff.unwrap().contains("+hi"));
     }
 
     #[test]
     fn a_codex_patch_names_every_file_it_touches() {
         let patch = "*** Begin Patch\n*** Update File: src/app.py\n@@\n-a\n+b\n*** Add File: .env\n+K=1\n*** End Patch\n";
-        let call = describe("apply_patch", &json!({"command": patch}));
+        let call = describe("apply_patch", &json!({"command": patch}), None);
         assert_eq!(
             call.floor_subjects,
             [
@@ -349,11 +437,61 @@ mod tests {
         assert_eq!(call.summary, "patch src/app.py and 1 more");
     }
 
+    /// Read as the agent runs it: argv words stay words, paths are normalized (and folded), a
+    /// patch in a command is parsed, and what cannot be read is unreadable (it asks).
+    #[test]
+    fn outside_calls_are_read_as_the_agent_runs_them() {
+        let floor_paths = |call: &OutsideCall| -> Vec<String> {
+            call.floor_subjects
+                .iter()
+                .filter_map(|s| match s {
+                    Subject::Path(p) => Some(p.clone()),
+                    Subject::Command(_) => None,
+                })
+                .collect()
+        };
+        let argv = describe(
+            "exec_command",
+            &json!({"command": ["env", "bash", "-c", "rm -rf ~/work"]}),
+            None,
+        );
+        assert_eq!(argv.summary, "env bash -c 'rm -rf ~/work'");
+        let read = describe(
+            "Read",
+            &json!({"file_path": "C:\\Repo\\App\\..\\.ENV"}),
+            None,
+        );
+        assert_eq!(floor_paths(&read), ["/c:/Repo/.ENV", "/c:/repo/.env"]);
+        let relative = describe(
+            "Write",
+            &json!({"file_path": "./a/../.git//config"}),
+            Some("/w"),
+        );
+        assert_eq!(floor_paths(&relative), ["/w/.git/config"]);
+        let command = "cd sub && apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: ../.env\n+K=1\n*** End Patch\nEOF";
+        let shell = describe("Bash", &json!({"command": command}), Some("/w/app"));
+        assert_eq!(floor_paths(&shell), ["/w/app/.env"]);
+        assert_eq!(shell.unreadable, None);
+        let hidden = describe(
+            "Bash",
+            &json!({"command": "echo x | apply_patch"}),
+            Some("/w"),
+        );
+        assert!(hidden.unreadable.is_some(), "{hidden:?}");
+        let broken = describe(
+            "apply_patch",
+            &json!({"input": "*** Add File: .env\n+x"}),
+            None,
+        );
+        assert!(broken.unreadable.is_some(), "{broken:?}");
+    }
+
     #[test]
     fn opencode_carries_its_own_diff() {
         let call = describe(
             "edit",
             &json!({"metadata": {"filepath": "/p/h.txt", "diff": "--- a\n+++ b\n"}}),
+            None,
         );
         assert_eq!(call.diff.as_deref(), Some("--- a\n+++ b\n"));
         assert_eq!(call.rule_subject, Some(Subject::Path("/p/h.txt".into())));
