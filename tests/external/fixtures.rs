@@ -219,16 +219,23 @@ fn codex_outputs_match_the_fixtures_and_hold_only_accepted_keys() {
 #[test]
 fn installer_snippets_match_the_fixtures() {
     let mut codex_file = json!({});
-    merge_hook(&mut codex_file, handler(Agent::Codex, 1800)).unwrap();
+    merge_hook(&mut codex_file, Agent::Codex, handler(Agent::Codex, 1800)).unwrap();
     assert_eq!(codex_file, fixture("codex/hooks.json"));
     let mut claude = json!({});
-    merge_hook(&mut claude, handler(Agent::ClaudeCode, 1800)).unwrap();
-    let group = &mut claude["hooks"]["PermissionRequest"][0]["hooks"][0];
-    assert_eq!(
-        group["statusMessage"],
-        "Waiting for approval in Countersign"
-    );
-    group.as_object_mut().unwrap().remove("statusMessage");
+    merge_hook(
+        &mut claude,
+        Agent::ClaudeCode,
+        handler(Agent::ClaudeCode, 1800),
+    )
+    .unwrap();
+    for event in ["PreToolUse", "PermissionRequest"] {
+        let group = &mut claude["hooks"][event][0]["hooks"][0];
+        assert_eq!(
+            group["statusMessage"],
+            "Waiting for approval in Countersign"
+        );
+        group.as_object_mut().unwrap().remove("statusMessage");
+    }
     assert_eq!(claude, fixture("claude-code/settings.hooks.json"));
 }
 

@@ -65,10 +65,17 @@ async fn claude_project_install_merges_once_and_keeps_everything_else() {
     let after_first = std::fs::read(&path).unwrap();
 
     let mut expected = busy_settings();
-    expected["hooks"]["PermissionRequest"]
-        .as_array_mut()
-        .unwrap()
-        .push(serde_json::from_str(OUR_GROUP).unwrap());
+    for event in ["PreToolUse", "PermissionRequest"] {
+        let groups = expected["hooks"]
+            .as_object_mut()
+            .unwrap()
+            .entry(event)
+            .or_insert_with(|| json!([]));
+        groups
+            .as_array_mut()
+            .unwrap()
+            .push(serde_json::from_str(OUR_GROUP).unwrap());
+    }
     assert_eq!(read(&path), expected);
 
     let second = install(&["claude-code", "--project", dir], &ctx).await;
@@ -110,8 +117,12 @@ async fn claude_install_defaults_to_the_current_directory_and_user_goes_home() {
 /// The fixture plus the status line this installer adds.
 fn fixture_with_status(path: &str) -> Value {
     let mut settings = fixture(path);
-    settings["hooks"]["PermissionRequest"][0]["hooks"][0]["statusMessage"] =
-        json!("Waiting for approval in Countersign");
+    for event in ["PreToolUse", "PermissionRequest"] {
+        if settings["hooks"][event].is_array() {
+            settings["hooks"][event][0]["hooks"][0]["statusMessage"] =
+                json!("Waiting for approval in Countersign");
+        }
+    }
     settings
 }
 

@@ -11,7 +11,6 @@ use crate::external::hook::{DEFAULT_TIMEOUT_SECS, HookContext, HookOutcome};
 /// Seconds the agent gives the hook beyond the hook's own deadline, so the hook always answers
 /// first (an agent that times a hook out discards its answer).
 pub const HOOK_TIMEOUT_MARGIN_SECS: u64 = 60;
-const EVENT: &str = "PermissionRequest";
 const STATUS_MESSAGE: &str = "Waiting for approval in Countersign";
 
 /// `countersign hook install …`
@@ -63,6 +62,18 @@ impl Agent {
             Agent::Codex => "codex",
         }
     }
+
+    /// The hook events the hook answers for this agent. Claude Code's `PermissionRequest` is
+    /// asked only when Claude would prompt, which its `auto` and `bypassPermissions` modes
+    /// never do; `PreToolUse` is asked before every tool call in every mode, so every call
+    /// reaches Countersign whatever mode Claude starts in (`PermissionRequest` stays for
+    /// prompts Claude raises on its own).
+    pub fn events(self) -> &'static [&'static str] {
+        match self {
+            Agent::ClaudeCode => &["PreToolUse", "PermissionRequest"],
+            Agent::Codex => &["PermissionRequest"],
+        }
+    }
 }
 
 /// Runs `hook install`.
@@ -75,7 +86,7 @@ pub fn install(args: &InstallArgs, ctx: &HookContext) -> HookOutcome {
     if print {
         let mut snippet = json!({});
         // A fresh object always takes the hook.
-        let _ = merge_hook(&mut snippet, handler);
+        let _ = merge_hook(&mut snippet, agent, handler);
         let mut out = HookOutcome {
             stdout: pretty(&snippet),
             ..HookOutcome::default()
@@ -90,10 +101,14 @@ pub fn install(args: &InstallArgs, ctx: &HookContext) -> HookOutcome {
         Ok(path) => path,
         Err(message) => return HookOutcome::failed(message),
     };
-    let mut out = match merge_into_file(&path, handler) {
+    let mut out = match merge_into_file(&path, agent, handler) {
         Ok(true) => {
             let mut out = HookOutcome::default();
-            out.say(format!("added the {EVENT} hook to {}", path.display()));
+            out.say(format!(
+                "added the {} hook to {}",
+                agent.events().join(" and "),
+                path.display()
+            ));
             out
         }
         Ok(false) => {
@@ -110,7 +125,9 @@ pub fn install(args: &InstallArgs, ctx: &HookContext) -> HookOutcome {
         Agent::ClaudeCode => out.say(
             "the hook reads COUNTERSIGN_URL and COUNTERSIGN_TOKEN (a `gates` token) from the \
              environment Claude Code starts in; Claude Code runs hooks only in folders whose \
-             trust dialog was accepted",
+             trust dialog was accepted. Every tool call now asks Countersign first \
+             (PreToolUse), whatever permission mode Claude runs in: keep the hook, and do not \
+             set disableAllHooks",
         ),
         Agent::Codex => {
             if let Some(extra) = codex_extra_keys(&path) {
@@ -184,7 +201,7 @@ fn settings_path(agent: &InstallAgent, ctx: &HookContext) -> Result<PathBuf, Str
 /// Reads the settings (a missing or empty file is `{}`), merges, and writes back only when
 /// something was added. `Ok(false)`: the hook was already there. A file that is not a JSON
 /// object is left untouched.
-pub fn merge_into_file(path: &Path, handler: Value) -> Result<bool, String> {
+pub fn merge_into_file(path: &Path, agent: Agent, handler: Value) -> Result<bool, String> {
     let mut settings = match std::fs::read_to_string(path) {
         Ok(text) if text.trim().is_empty() => json!({}),
         Ok(text) => serde_json::from_str(&text).map_err(|e| {
@@ -196,7 +213,7 @@ pub fn merge_into_file(path: &Path, handler: Value) -> Result<bool, String> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => json!({}),
         Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
     };
-    let added = merge_hook(&mut settings, handler)
+    let added = merge_hook(&mut settings, agent, handler)
         .map_err(|e| format!("{}: {e}; left it untouched", path.display()))?;
     if added {
         write_atomically(path, &pretty(&settings))
@@ -205,11 +222,13 @@ pub fn merge_into_file(path: &Path, handler: Value) -> Result<bool, String> {
     Ok(added)
 }
 
-/// Adds `{"matcher": "*", "hooks": [handler]}` under `hooks.PermissionRequest` unless a handler
-/// running the same `countersign hook <agent>` is already there. `Ok(true)` when added.
-pub fn merge_hook(settings: &mut Value, handler: Value) -> Result<bool, String> {
+/// Adds `{"matcher": "*", "hooks": [handler]}` under each of the agent's hook events
+/// ([`Agent::events`]) that has no handler running the same `countersign hook <agent>` yet.
+/// `Ok(true)` when anything was added; nothing is changed when a shape is wrong.
+pub fn merge_hook(settings: &mut Value, agent: Agent, handler: Value) -> Result<bool, String> {
     let command = handler["command"].as_str().unwrap_or_default().to_owned();
-    let root = settings
+    let mut merged = settings.clone();
+    let root = merged
         .as_object_mut()
         .ok_or("the file's top level is not a JSON object")?;
     let hooks = root
@@ -217,22 +236,26 @@ pub fn merge_hook(settings: &mut Value, handler: Value) -> Result<bool, String> 
         .or_insert_with(|| Value::Object(Map::new()))
         .as_object_mut()
         .ok_or("`hooks` is not a JSON object")?;
-    let groups = hooks
-        .entry(EVENT)
-        .or_insert_with(|| Value::Array(Vec::new()))
-        .as_array_mut()
-        .ok_or_else(|| format!("`hooks.{EVENT}` is not a JSON array"))?;
-    let installed = groups
-        .iter()
-        .filter_map(|group| group["hooks"].as_array())
-        .flatten()
-        .filter_map(|h| h["command"].as_str())
-        .any(|existing| same_hook(existing, &command));
-    if installed {
-        return Ok(false);
+    let mut added = false;
+    for event in agent.events() {
+        let groups = hooks
+            .entry(*event)
+            .or_insert_with(|| Value::Array(Vec::new()))
+            .as_array_mut()
+            .ok_or_else(|| format!("`hooks.{event}` is not a JSON array"))?;
+        let installed = groups
+            .iter()
+            .filter_map(|group| group["hooks"].as_array())
+            .flatten()
+            .filter_map(|h| h["command"].as_str())
+            .any(|existing| same_hook(existing, &command));
+        if !installed {
+            groups.push(json!({ "matcher": "*", "hooks": [handler.clone()] }));
+            added = true;
+        }
     }
-    groups.push(json!({ "matcher": "*", "hooks": [handler] }));
-    Ok(true)
+    *settings = merged;
+    Ok(added)
 }
 
 /// The same program (any path to `countersign`) and subcommand, whatever the flags.
@@ -288,15 +311,30 @@ mod tests {
     fn a_fresh_file_gets_the_fixture_shape() {
         let mut settings = json!({});
         assert_eq!(
-            merge_hook(&mut settings, handler(Agent::ClaudeCode, 1800)),
+            merge_hook(
+                &mut settings,
+                Agent::ClaudeCode,
+                handler(Agent::ClaudeCode, 1800)
+            ),
             Ok(true)
         );
+        let group = json!([{"matcher": "*", "hooks": [{
+            "type": "command", "command": "countersign hook claude-code", "timeout": 1860,
+            "statusMessage": "Waiting for approval in Countersign"}]}]);
         assert_eq!(
             settings,
-            json!({"hooks": {"PermissionRequest": [{"matcher": "*", "hooks": [{
-                "type": "command", "command": "countersign hook claude-code", "timeout": 1860,
-                "statusMessage": "Waiting for approval in Countersign"}]}]}})
+            json!({"hooks": {"PreToolUse": group, "PermissionRequest": group}})
         );
+        // A settings file with only the PermissionRequest hook (an older install) gets the
+        // PreToolUse one added, once.
+        let mut older = json!({"hooks": {"PermissionRequest": group}});
+        let h = handler(Agent::ClaudeCode, 1800);
+        assert_eq!(
+            merge_hook(&mut older, Agent::ClaudeCode, h.clone()),
+            Ok(true)
+        );
+        assert_eq!(older, settings);
+        assert_eq!(merge_hook(&mut older, Agent::ClaudeCode, h), Ok(false));
     }
 
     #[test]
@@ -315,9 +353,11 @@ mod tests {
     #[test]
     fn wrong_shapes_are_refused() {
         let h = handler(Agent::Codex, 1800);
-        assert!(merge_hook(&mut json!([]), h.clone()).is_err());
-        assert!(merge_hook(&mut json!({"hooks": []}), h.clone()).is_err());
-        assert!(merge_hook(&mut json!({"hooks": {"PermissionRequest": {}}}), h).is_err());
+        let codex = Agent::Codex;
+        assert!(merge_hook(&mut json!([]), codex, h.clone()).is_err());
+        assert!(merge_hook(&mut json!({"hooks": []}), codex, h.clone()).is_err());
+        let mut bad = json!({"hooks": {"PermissionRequest": {}}});
+        assert!(merge_hook(&mut bad, codex, h).is_err());
     }
 
     #[test]

@@ -16,13 +16,50 @@ use tree_sitter::{Node, Parser};
 const MAX_SOURCE_BYTES: usize = 64 * 1024;
 
 /// One word of a command as the program will receive it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct Word {
-    /// The text after quote removal; parts only known when it runs are left out.
+    /// The text after quote removal; parts only known when it runs are left out (an unquoted
+    /// glob's characters are kept: the text is then its pattern).
     pub text: String,
     /// Holds an expansion (`$X`, `$(…)`, `$((…))`) or an unquoted glob: its value, and so
     /// whether it is a flag or which program it names, is only known when it runs.
     pub dynamic: bool,
+    /// Holds an unquoted glob (`*`, `?`, `[`): `text` is the pattern the shell expands.
+    pub glob: bool,
+    /// The variables it expands (`$F`, `${F}`, `"$F"`, `$1`, `$@`), by name.
+    pub vars: Vec<String>,
+    /// Holds a command or process substitution, or a parameter expansion with operators:
+    /// nothing about its value is known before it runs.
+    pub opaque: bool,
+}
+
+impl Word {
+    /// A word whose text is all there is to it.
+    pub fn literal(text: impl Into<String>) -> Word {
+        Word {
+            text: text.into(),
+            ..Word::default()
+        }
+    }
+
+    /// A word only known when it runs, of which nothing else is known.
+    pub fn unknown() -> Word {
+        Word {
+            dynamic: true,
+            ..Word::default()
+        }
+    }
+
+    /// Folds the parts of a concatenation or a string into one word.
+    fn joined(parts: &[Word]) -> Word {
+        Word {
+            text: parts.iter().map(|p| p.text.as_str()).collect(),
+            dynamic: parts.iter().any(|p| p.dynamic),
+            glob: parts.iter().any(|p| p.glob),
+            vars: parts.iter().flat_map(|p| p.vars.iter().cloned()).collect(),
+            opaque: parts.iter().any(|p| p.opaque),
+        }
+    }
 }
 
 /// One simple command: a program and its arguments.
@@ -37,8 +74,12 @@ pub struct SimpleCommand {
 /// Everything a command line would run, and the files it redirects to or from.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Script {
+    /// In the order they appear.
     pub commands: Vec<SimpleCommand>,
     pub redirect_targets: Vec<Word>,
+    /// Every value a variable is given in it (`F=.env`, `export F=…`, `for F in …`; what
+    /// `read F` gives is unknown), by name.
+    pub assignments: Vec<(String, Word)>,
 }
 
 thread_local! {
@@ -134,9 +175,48 @@ fn collect(root: Node, source: &str) -> Script {
                 stack.extend(children.into_iter().rev().map(|c| (c, fed)));
             }
             "command" => {
-                script
-                    .commands
-                    .push(simple_command(node, &children, source, fed));
+                let command = simple_command(node, &children, source, fed);
+                // `read F`, `mapfile F`: a value only known when it runs.
+                if let Some(program) = command.words.first()
+                    && matches!(program.text.as_str(), "read" | "mapfile" | "readarray")
+                {
+                    for name in command.words.iter().skip(1) {
+                        if !name.text.starts_with('-') {
+                            script
+                                .assignments
+                                .push((name.text.clone(), Word::unknown()));
+                        }
+                    }
+                }
+                script.commands.push(command);
+                stack.extend(children.into_iter().rev().map(|c| (c, fed)));
+            }
+            "variable_assignment" => {
+                if let Some(name) = node.child_by_field_name("name") {
+                    let name = source.get(name.byte_range()).unwrap_or("").to_owned();
+                    let value = node
+                        .child_by_field_name("value")
+                        .map_or_else(|| Word::literal(""), |v| word(v, source));
+                    script.assignments.push((name, value));
+                }
+                stack.extend(children.into_iter().rev().map(|c| (c, fed)));
+            }
+            "for_statement" => {
+                if let Some(name) = node.child_by_field_name("variable") {
+                    let name = source.get(name.byte_range()).unwrap_or("").to_owned();
+                    let mut cursor = node.walk();
+                    let values: Vec<Word> = node
+                        .children_by_field_name("value", &mut cursor)
+                        .map(|v| word(v, source))
+                        .collect();
+                    // `for F; do`: the script's arguments.
+                    if values.is_empty() {
+                        script.assignments.push((name.clone(), Word::unknown()));
+                    }
+                    script
+                        .assignments
+                        .extend(values.into_iter().map(|v| (name.clone(), v)));
+                }
                 stack.extend(children.into_iter().rev().map(|c| (c, fed)));
             }
             _ => stack.extend(children.into_iter().rev().map(|c| (c, fed))),
@@ -173,18 +253,12 @@ fn word(node: Node, source: &str) -> Word {
     let raw = source.get(node.byte_range()).unwrap_or("");
     match node.kind() {
         "word" => unquoted(raw),
-        "number" => Word {
-            text: raw.to_owned(),
-            dynamic: false,
-        },
-        "raw_string" => Word {
-            text: raw
-                .strip_prefix('\'')
+        "number" => Word::literal(raw),
+        "raw_string" => Word::literal(
+            raw.strip_prefix('\'')
                 .and_then(|r| r.strip_suffix('\''))
-                .unwrap_or(raw)
-                .to_owned(),
-            dynamic: false,
-        },
+                .unwrap_or(raw),
+        ),
         "ansi_c_string" => ansi_c(raw),
         "string" | "translated_string" => double_quoted(node, source),
         "concatenation" => {
@@ -193,15 +267,43 @@ fn word(node: Node, source: &str) -> Word {
                 .children(&mut cursor)
                 .map(|part| word(part, source))
                 .collect();
+            Word::joined(&parts)
+        }
+        "simple_expansion" => {
+            // `$F`, `$1`, `$@`: the variable's name is what follows the `$`.
+            let name = raw.trim_start_matches('$').to_owned();
             Word {
-                text: parts.iter().map(|p| p.text.as_str()).collect(),
-                dynamic: parts.iter().any(|p| p.dynamic),
+                dynamic: true,
+                vars: vec![name],
+                ..Word::default()
             }
         }
-        // Expansions, substitutions, arithmetic, and anything unusual: known only at run time.
+        "expansion" => {
+            // `${F}` names its variable; `${F:-x}`, `${F/a/b}`, `${!F}` compute a value.
+            let inner = raw
+                .strip_prefix("${")
+                .and_then(|r| r.strip_suffix('}'))
+                .unwrap_or("");
+            let plain =
+                !inner.is_empty() && inner.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            Word {
+                dynamic: true,
+                vars: if plain {
+                    vec![inner.to_owned()]
+                } else {
+                    Vec::new()
+                },
+                opaque: !plain,
+                ..Word::default()
+            }
+        }
+        // A number, whatever it computes.
+        "arithmetic_expansion" => Word::unknown(),
+        // Substitutions and anything unusual: nothing is known before it runs.
         _ => Word {
-            text: String::new(),
             dynamic: true,
+            opaque: true,
+            ..Word::default()
         },
     }
 }
@@ -210,7 +312,7 @@ fn word(node: Node, source: &str) -> Word {
 /// makes it dynamic (a file named `-rf` turns `rm *` into `rm -rf …`).
 fn unquoted(raw: &str) -> Word {
     let mut text = String::with_capacity(raw.len());
-    let mut dynamic = false;
+    let mut word = Word::default();
     let mut chars = raw.chars();
     while let Some(c) = chars.next() {
         match c {
@@ -219,23 +321,25 @@ fn unquoted(raw: &str) -> Word {
                 Some(escaped) => text.push(escaped),
             },
             '*' | '?' | '[' => {
-                dynamic = true;
+                word.dynamic = true;
+                word.glob = true;
                 text.push(c);
             }
             '$' | '`' => {
-                dynamic = true;
+                word.dynamic = true;
+                word.opaque = true;
             }
             _ => text.push(c),
         }
     }
-    Word { text, dynamic }
+    Word { text, ..word }
 }
 
 /// `"…"`: its text parts, with `\$ \` \" \\` and line continuations undone; any expansion
 /// inside makes it dynamic.
 fn double_quoted(node: Node, source: &str) -> Word {
     let mut text = String::new();
-    let mut dynamic = false;
+    let mut expanded: Vec<Word> = Vec::new();
     let mut cursor = node.walk();
     for part in node.children(&mut cursor) {
         match part.kind() {
@@ -260,16 +364,34 @@ fn double_quoted(node: Node, source: &str) -> Word {
             "string" => {
                 let inner = double_quoted(part, source);
                 text.push_str(&inner.text);
-                dynamic |= inner.dynamic;
+                expanded.push(Word {
+                    text: String::new(),
+                    ..inner
+                });
             }
-            _ => dynamic = true,
+            // An expansion inside the quotes: never a glob there.
+            _ => expanded.push(Word {
+                glob: false,
+                ..word(part, source)
+            }),
         }
     }
-    Word { text, dynamic }
+    let mut joined = Word::joined(&expanded);
+    joined.text = text;
+    joined
 }
 
 /// `$'…'`: the common escapes decoded; an unusual one leaves the word dynamic.
 fn ansi_c(raw: &str) -> Word {
+    let (text, dynamic) = ansi_c_text(raw);
+    Word {
+        text,
+        dynamic,
+        ..Word::default()
+    }
+}
+
+fn ansi_c_text(raw: &str) -> (String, bool) {
     let body = raw
         .strip_prefix("$'")
         .and_then(|r| r.strip_suffix('\''))
@@ -295,7 +417,7 @@ fn ansi_c(raw: &str) -> Word {
             _ => dynamic = true,
         }
     }
-    Word { text, dynamic }
+    (text, dynamic)
 }
 
 #[cfg(test)]

@@ -8,6 +8,8 @@
 //! against the floor's paths. A command that cannot be read is on the floor: it asks.
 
 mod pattern;
+mod probe;
+mod runtime;
 mod wrappers;
 
 pub use pattern::{program_name, same_program};
@@ -28,6 +30,8 @@ pub struct SafetyFloor {
     paths: GlobSet,
     path_patterns: Vec<String>,
     commands: Vec<CommandPattern>,
+    /// Paths each floor glob names, for telling whether a glob in a command could reach one.
+    probes: Vec<probe::Probe>,
 }
 
 impl SafetyFloor {
@@ -49,6 +53,7 @@ impl SafetyFloor {
             paths,
             path_patterns: config.paths.clone(),
             commands,
+            probes: config.paths.iter().flat_map(|p| probe::of(p)).collect(),
         })
     }
 
@@ -126,33 +131,48 @@ impl SafetyFloor {
         }
     }
 
-    /// The first floor hit in shell code; `Err` when it cannot be read.
+    /// The first floor hit in shell code; `Err` when it cannot be read. What the words say
+    /// as written is read first, everywhere (so a reason names the command, not a variable
+    /// next to it); then what they may be when they run.
     fn scan(&self, code: &str, fed: bool, depth: usize) -> Result<Option<String>, String> {
         if depth > MAX_NESTING {
             return Err(format!("shells nested more than {MAX_NESTING} deep"));
         }
         let script = shell_syntax::read(code)?;
-        if let Some(hit) = script
-            .redirect_targets
-            .iter()
-            .find_map(|w| self.word_hit(w))
-        {
-            return Ok(Some(hit));
-        }
-        for command in &script.commands {
-            if let Some(hit) = self.scan_words(&command.words, fed || command.stdin_fed, depth)? {
-                return Ok(Some(hit));
+        let values = runtime::Values::from_script(&script);
+        for pass in [Pass::Written, Pass::Running] {
+            let start = runtime::Cwd::start();
+            for target in &script.redirect_targets {
+                let hit = match pass {
+                    Pass::Written => self.word_hit(target),
+                    Pass::Running => self.runtime_hit(target, &values, &start),
+                };
+                if hit.is_some() {
+                    return Ok(hit);
+                }
+            }
+            let mut cwd = start;
+            for command in &script.commands {
+                let fed = fed || command.stdin_fed;
+                let words = &command.words;
+                if let Some(hit) = self.scan_words(words, fed, depth, pass, &values, &cwd)? {
+                    return Ok(Some(hit));
+                }
+                cwd.follow(words);
             }
         }
         Ok(None)
     }
 
-    /// One command (program first), and what it runs inside it.
+    /// One command (program first), and what it runs inside it, in one pass.
     fn scan_words(
         &self,
         words: &[Word],
         fed: bool,
         depth: usize,
+        pass: Pass,
+        values: &runtime::Values,
+        cwd: &runtime::Cwd,
     ) -> Result<Option<String>, String> {
         let Some(program) = words.first() else {
             return Ok(None);
@@ -160,22 +180,35 @@ impl SafetyFloor {
         if program.dynamic {
             return Err("the program it runs is only known when it runs".into());
         }
-        if let Some(hit) = words.iter().find_map(|w| self.word_hit(w)) {
-            return Ok(Some(hit));
-        }
-        if let Some(pattern) = self.commands.iter().find(|p| p.matches(words, fed)) {
-            return Ok(Some(format!("runs `{}`", pattern.entry)));
+        let hit = match pass {
+            Pass::Written => words.iter().find_map(|w| self.word_hit(w)).or_else(|| {
+                self.commands
+                    .iter()
+                    .find(|p| p.matches(words, fed))
+                    .map(|pattern| format!("runs `{}`", pattern.entry))
+            }),
+            Pass::Running => words
+                .iter()
+                .skip(1)
+                .find_map(|w| self.runtime_hit(w, values, cwd)),
+        };
+        if hit.is_some() {
+            return Ok(hit);
         }
         for inner in wrappers::inner(words) {
             let hit = match inner {
-                Inner::Argv(argv) => self.scan_words(&argv, fed, depth)?,
+                Inner::Argv(argv) => self.scan_words(&argv, fed, depth, pass, values, cwd)?,
                 Inner::Code(code) if code.dynamic => {
                     return Err(format!(
                         "`{}` runs code only known when it runs",
                         program.text
                     ));
                 }
-                Inner::Code(code) => self.scan(&code.text, fed, depth + 1)?,
+                // Code read again is a script of its own: both its passes run now.
+                Inner::Code(code) if pass == Pass::Written => {
+                    self.scan(&code.text, fed, depth + 1)?
+                }
+                Inner::Code(_) => None,
             };
             if hit.is_some() {
                 return Ok(hit);
@@ -183,6 +216,93 @@ impl SafetyFloor {
         }
         Ok(None)
     }
+
+    /// Why a word that is only known when it runs — a glob, a variable, a substitution — or
+    /// one read relative to a folder a `cd` went to could name a floor path; `None` when it
+    /// cannot.
+    fn runtime_hit(
+        &self,
+        word: &Word,
+        values: &runtime::Values,
+        cwd: &runtime::Cwd,
+    ) -> Option<String> {
+        let relative = |text: &str| !text.is_empty() && !text.starts_with(['/', '-', '~']);
+        match cwd {
+            runtime::Cwd::Unknown if relative(&word.text) || word.glob => {
+                return Some(format!(
+                    "names `{}` in a folder a `cd` chose only when it runs",
+                    word.text
+                ));
+            }
+            runtime::Cwd::Known(dir) if !dir.is_empty() && relative(&word.text) => {
+                let joined = format!("{dir}/{}", word.text);
+                if let Some(hit) = self.path_hit(&joined) {
+                    return Some(format!("after `cd {dir}`: {hit}"));
+                }
+            }
+            _ => {}
+        }
+        if word.opaque {
+            return Some(
+                "takes a value only known when it runs (a command substitution), which could name a floor path"
+                    .into(),
+            );
+        }
+        for name in &word.vars {
+            match values.value_of(name) {
+                runtime::Known::Env => {}
+                runtime::Known::Never => {
+                    return Some(format!(
+                        "takes `${name}`, whose value is only known when it runs"
+                    ));
+                }
+                runtime::Known::Set(assigned) => {
+                    for value in assigned {
+                        if value.dynamic || !value.vars.is_empty() {
+                            return Some(format!(
+                                "takes `${name}`, whose value is only known when it runs"
+                            ));
+                        }
+                        let hit = [
+                            value.text.clone(),
+                            format!("{}{}", value.text, word.text),
+                            format!("{}{}", word.text, value.text),
+                        ]
+                        .iter()
+                        .find_map(|candidate| self.path_hit(candidate));
+                        if let Some(hit) = hit {
+                            return Some(format!("takes `${name}`, which {hit}"));
+                        }
+                    }
+                }
+            }
+        }
+        if word.glob {
+            let pattern = match cwd {
+                runtime::Cwd::Known(dir) if !dir.is_empty() && relative(&word.text) => {
+                    format!("{dir}/{}", word.text)
+                }
+                _ => word.text.clone(),
+            };
+            if let Some(reached) = self.probes.iter().find(|p| p.reached_by(&pattern)) {
+                return Some(format!(
+                    "names the glob `{}`, which could match {} (on the safety floor)",
+                    word.text,
+                    reached.example()
+                ));
+            }
+        }
+        None
+    }
+}
+
+/// Which reading of a script's words a pass makes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Pass {
+    /// As written: floor paths named outright, the command entries.
+    Written,
+    /// As they may be when they run: globs, variables, substitutions, after a `cd`.
+    Running,
 }
 
 impl FloorPaths for SafetyFloor {

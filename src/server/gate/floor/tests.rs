@@ -121,6 +121,34 @@ const MUST_ASK: &[(&str, &str)] = &[
     ("grep --file=.env x", ".env"),
     ("./deploy.sh", "deploy"),
     ("sh deploy.sh", "deploy"),
+    // words only known when they run: globs, variables, substitutions, after a `cd`
+    ("cat .e*", "could match .env"),
+    ("cat .en?", "could match"),
+    ("cat .gi?/config", "could match"),
+    ("head certs/*.pem", ".pem"),
+    ("tar cf x.tar .[e]nv", "could match"),
+    ("cp id_* /tmp/", "could match"),
+    ("F=.env; cat $F", "takes `$F`"),
+    ("F=.git; cat \"$F/config\"", "takes `$F`"),
+    ("export K=id_rsa && cp \"$K\" /tmp/", "takes `$K`"),
+    ("for f in .e*; do cat \"$f\"; done", "takes `$f`"),
+    ("for f in a .env; do cat $f; done", "takes `$f`"),
+    ("read f < list.txt; cat \"$f\"", "takes `$f`"),
+    ("cat $1", "takes `$1`"),
+    ("cat \"$@\"", "takes `$@`"),
+    ("cat $UNSET_THING", "takes `$UNSET_THING`"),
+    ("cat $(printf '.%s' env)", "command substitution"),
+    ("cat \"${F:-.env}\"", "command substitution"),
+    ("cat `echo .env`", ".env"),
+    ("cd .git && cat config", ".git"),
+    ("cd .gi? && cat config", "could match"),
+    ("cd sub; cd ../.ssh; cat id_ed25519", ".ssh"),
+    ("cd \"$D\" && cat config", "takes `$D`"),
+    (
+        "cd \"$HOME\" && cat config",
+        "a `cd` chose only when it runs",
+    ),
+    ("cd $(mktemp -d) && cat x", "command substitution"),
 ];
 
 /// None of these may ask.
@@ -158,6 +186,16 @@ const MUST_NOT_ASK: &[&str] = &[
     "cat src/env.rs",
     "ddate",
     "cat <<'EOF'\nrm -rf x\nEOF",
+    "ls *.rs",
+    "wc -l *.o",
+    "cat src/*.rs | wc -l",
+    "cd src && cargo test",
+    "cd build && ls",
+    "F=notes.md; cat $F",
+    "for f in a.txt b.txt; do wc -l $f; done",
+    "echo $((1+2))",
+    "echo \"exit code: $?\"",
+    "cd /tmp && ls",
 ];
 
 #[test]

@@ -23,10 +23,7 @@ fn text(word: &Word) -> &str {
 
 /// A word the wrapper adds at run time (an `xargs` item, `find`'s `{}`).
 fn unknown() -> Word {
-    Word {
-        text: String::new(),
-        dynamic: true,
-    }
+    Word::unknown()
 }
 
 /// Skips a wrapper's options; `with_value` lists those that take the next word as their value
@@ -167,10 +164,7 @@ fn env(args: &[Word]) -> Vec<Inner> {
             .strip_prefix("--split-string=")
             .or_else(|| t.strip_prefix("-S").filter(|s| !s.is_empty()))
         {
-            return vec![Inner::Code(Word {
-                text: code.to_owned(),
-                dynamic: false,
-            })];
+            return vec![Inner::Code(Word::literal(code))];
         }
         if matches!(t, "-u" | "-C" | "--unset" | "--chdir") {
             i += 2;
@@ -248,5 +242,6 @@ fn joined(args: &[Word]) -> Vec<Inner> {
     vec![Inner::Code(Word {
         text: args.iter().map(text).collect::<Vec<_>>().join(" "),
         dynamic: args.iter().any(|w| w.dynamic),
+        ..Word::default()
     })]
 }
