@@ -36,6 +36,47 @@ pub fn truncate_bytes(text: &str, max: usize) -> String {
     format!("{}…", &text[..text.floor_char_boundary(max)])
 }
 
+/// Whether a reader cannot see `c`, or it changes how what they see is ordered: bidi
+/// controls (U+202A–U+202E, U+2066–U+2069, U+200E/F, U+061C), zero-width and other format
+/// characters (U+200B–U+200D, U+2060–U+2064, U+FEFF, U+00AD, U+180E), tag characters
+/// (U+E0000–U+E007F), and control characters other than a newline or a tab.
+pub fn is_hidden_char(c: char) -> bool {
+    matches!(c,
+        '\u{202A}'..='\u{202E}'
+        | '\u{2066}'..='\u{2069}'
+        | '\u{200B}'..='\u{200F}'
+        | '\u{2060}'..='\u{2064}'
+        | '\u{061C}'
+        | '\u{FEFF}'
+        | '\u{00AD}'
+        | '\u{180E}'
+        | '\u{E0000}'..='\u{E007F}'
+    ) || (c.is_control() && c != '\n' && c != '\t')
+}
+
+/// Whether `text` holds a character [`is_hidden_char`] calls hidden.
+pub fn has_hidden(text: &str) -> bool {
+    text.chars().any(is_hidden_char)
+}
+
+/// `text` with every hidden character written out as `⟨U+202E⟩`, so what a card shows is
+/// what runs: a right-to-left override cannot reorder a command, a zero-width space cannot
+/// hide in a path.
+pub fn reveal_hidden(text: &str) -> String {
+    if !has_hidden(text) {
+        return text.to_owned();
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if is_hidden_char(c) {
+            out.push_str(&format!("⟨U+{:04X}⟩", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// How many leading characters of an id are shown (and, in the CLI, accepted back).
 pub const SHORT_ID: usize = 8;
 
@@ -85,6 +126,19 @@ mod tests {
         assert_eq!(truncate("", 0), "");
         assert_eq!(truncate_bytes("aé", 2), "a…");
         assert_eq!(truncate_bytes("abc", 3), "abc");
+    }
+
+    #[test]
+    fn hidden_characters_are_written_out() {
+        let sneaky = "rm -rf \u{202E}txt.gnp\u{202C} ./x\u{200B}y";
+        assert!(has_hidden(sneaky));
+        assert_eq!(
+            reveal_hidden(sneaky),
+            "rm -rf ⟨U+202E⟩txt.gnp⟨U+202C⟩ ./x⟨U+200B⟩y"
+        );
+        assert_eq!(reveal_hidden("tab\tand\nnewline"), "tab\tand\nnewline");
+        assert_eq!(reveal_hidden("bell\u{7}"), "bell⟨U+0007⟩");
+        assert!(!has_hidden("plain ascii, é and 日本"));
     }
 
     #[test]

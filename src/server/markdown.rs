@@ -10,6 +10,8 @@ use pulldown_cmark::{CowStr, Event, Options, Parser, Tag, TagEnd, html};
 
 /// Renders `markdown` to sanitized HTML.
 pub fn render(markdown: &str) -> String {
+    // What a reader cannot see is written out (`⟨U+202E⟩`) before anything is rendered.
+    let markdown = &crate::text::reveal_hidden(markdown);
     let mut options = Options::empty();
     options.insert(Options::ENABLE_TABLES);
     options.insert(Options::ENABLE_STRIKETHROUGH);

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use crate::protocol::ApprovalRequestBody;
 use crate::server::config::{Config, NotifyFormat};
-use crate::text::truncate;
+use crate::text::{reveal_hidden, truncate};
 
 /// Attempts per notification, and the pause before each retry.
 const RETRY_PAUSES: [Duration; 3] = [
@@ -134,8 +134,14 @@ pub fn message(
     link: &str,
 ) -> Option<Message> {
     let webhook = config.notify.webhook_url.reveal().trim();
-    let summary = truncate(&gate.summary, MAX_SUMMARY_CHARS);
-    let title = format!("Approval needed: {}", truncate(&gate.title, 80));
+    // The agent wrote these: what a reader cannot see is written out, so a notification
+    // cannot hide or reorder what the card is about.
+    let summary = reveal_hidden(&truncate(&gate.summary, MAX_SUMMARY_CHARS));
+    let title = format!(
+        "Approval needed: {}",
+        reveal_hidden(&truncate(&gate.title, 80))
+    );
+    let session_title = &reveal_hidden(session_title);
     match config.notify.format {
         NotifyFormat::Json => Some(Message {
             url: webhook.to_owned(),
@@ -176,10 +182,32 @@ pub fn message(
         NotifyFormat::Slack => Some(Message {
             url: webhook.to_owned(),
             body: json!({
-                "text": format!("*{title}*\n{summary}\n{session_title} · <{link}|Open the card>"),
+                // The agent's words as literal text: no mention (`<!channel>`), no link of its
+                // own (`<url|text>`), no formatting; only our link is a link.
+                "text": format!(
+                    "*Approval needed:* {}\n{}\n{} · <{link}|Open the card>",
+                    slack_code(&reveal_hidden(&truncate(&gate.title, 80))),
+                    slack_code(&summary),
+                    slack_code(session_title)
+                ),
+                "unfurl_links": false,
+                "unfurl_media": false,
             }),
         }),
     }
+}
+
+/// The agent's words in Slack's `mrkdwn`, as inline code: Slack links nothing inside it and
+/// formats nothing; its three control characters are escaped (so `<!channel>` and
+/// `<https://x|y>` stay text) and backticks replaced, so the code span cannot be closed.
+fn slack_code(text: &str) -> String {
+    let escaped = text
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('`', "'")
+        .replace('\n', " ");
+    format!("`{escaped}`")
 }
 
 #[cfg(test)]
@@ -264,6 +292,53 @@ mod tests {
                 link
             )
             .is_none()
+        );
+    }
+
+    /// The agent's words cannot forge a mention, a link or hidden text in a notification.
+    #[test]
+    fn markup_in_the_agents_words_stays_text() {
+        let mut sneaky = gate();
+        sneaky.title = "<!channel> urgent <https://evil.example|Approve here>".into();
+        sneaky.summary = "rm -rf \u{202E}fdp.exe` <@U123> https://evil.example/ok".into();
+        let link = "https://cs.example/sessions/s1#gate-a1";
+        let slack = message(
+            &config(
+                "https://hooks.slack.com/services/T/B/X",
+                NotifyFormat::Slack,
+            ),
+            &sneaky,
+            "codex · <!here>",
+            link,
+        )
+        .unwrap();
+        let text = slack.body["text"].as_str().unwrap();
+        for forged in [
+            "<!channel>",
+            "<!here>",
+            "<@U123>",
+            "<https://evil",
+            "\u{202E}",
+        ] {
+            assert!(!text.contains(forged), "{forged} in {text}");
+        }
+        assert!(text.contains("&lt;!channel&gt;"), "{text}");
+        assert!(text.contains("⟨U+202E⟩"), "{text}");
+        // Only our own link is a link; the agent's URL sits in a code span.
+        assert_eq!(text.matches('<').count(), 1, "{text}");
+        assert!(text.contains(&format!("<{link}|Open the card>")), "{text}");
+        assert_eq!(slack.body["unfurl_links"], false);
+        let ntfy = message(
+            &config("https://ntfy.sh/topic", NotifyFormat::Ntfy),
+            &sneaky,
+            "t",
+            link,
+        )
+        .unwrap();
+        assert!(!ntfy.body.to_string().contains('\u{202E}'));
+        assert!(
+            ntfy.body.get("markdown").is_none(),
+            "ntfy reads it as plain text"
         );
     }
 

@@ -27,8 +27,9 @@ fn elapsed(started_at: &Timestamp, now_ms: f64) -> Option<u64> {
 
 #[component]
 pub fn ToolCard(item: ToolItem, now_ms: RwSignal<f64>) -> impl IntoView {
-    let title = summary(&item.tool, &item.args);
-    let args = serde_json::to_string_pretty(&item.args).unwrap_or_default();
+    let title = crate::text::reveal_hidden(&summary(&item.tool, &item.args));
+    let args =
+        crate::text::reveal_hidden(&serde_json::to_string_pretty(&item.args).unwrap_or_default());
     let class = class_name(item.class);
     match item.result {
         Some((status, output)) => {

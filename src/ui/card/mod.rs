@@ -13,6 +13,7 @@ use crate::protocol::{
     AnsweredBy, ApprovalRequestBody, DecideOutcome, Decision, DecisionInput, GateKind, GateReason,
     Mode, Resolution, TimeoutOutcome, Timestamp, ToolClass,
 };
+use crate::text::{has_hidden, reveal_hidden};
 use crate::ui::gates::{CardBus, CardCommand, ClientId};
 use crate::ui::outside::{SessionSource, SourceBadge};
 use crate::ui::transcript::GateItem;
@@ -174,19 +175,49 @@ fn countdown(expires_at: &Timestamp, now_ms: f64) -> (String, &'static str) {
     (text, level)
 }
 
+/// Whether anything the card shows holds a character a reader cannot see (or one that
+/// reorders what they see): the card says so, and shows each as `⟨U+…⟩`.
+fn holds_hidden(request: &ApprovalRequestBody) -> bool {
+    let args = serde_json::to_string(&request.args).unwrap_or_default();
+    [
+        request.summary.as_str(),
+        request.title.as_str(),
+        request.tool.as_str(),
+        request.reason_detail.as_str(),
+        request.proposal_md.as_str(),
+        request.diff.as_deref().unwrap_or(""),
+        args.as_str(),
+    ]
+    .iter()
+    .any(|text| has_hidden(text))
+        || has_hidden(&request.args.to_string())
+}
+
 /// The card's details, shared by the pending and the resolved form.
 #[component]
 fn CardBody(request: ApprovalRequestBody) -> impl IntoView {
-    let args = serde_json::to_string_pretty(&request.args).unwrap_or_default();
+    let args = reveal_hidden(&serde_json::to_string_pretty(&request.args).unwrap_or_default());
     let proposal = (!request.proposal_html.is_empty()).then(|| {
         view! { <div class="proposal" data-testid="proposal" inner_html=request.proposal_html.clone()></div> }
     });
     // An outside agent's call has no diff to read unless it edits a file: its input is what
     // there is to read, so it shows unfolded.
     let open_args = request.kind == GateKind::External && request.diff.is_none();
-    let diff = request.diff.clone().map(|text| view! { <Diff text/> });
+    let diff = request
+        .diff
+        .as_deref()
+        .map(reveal_hidden)
+        .map(|text| view! { <Diff text/> });
+    let hidden = holds_hidden(&request).then(|| {
+        view! {
+            <p class="card-hidden" role="alert" data-testid="card-hidden">
+                "This card holds invisible or direction-changing characters, written out as ⟨U+…⟩ below: read it closely before you answer."
+            </p>
+        }
+    });
     view! {
-        <p class="card-why">"Why: " {request.reason_detail.clone()}</p>
+        {hidden}
+        <p class="card-why">"Why: " {reveal_hidden(&request.reason_detail)}</p>
         {proposal}
         {diff}
         <details class="card-args" open=open_args>
@@ -224,9 +255,9 @@ fn ResolvedCard(request: ApprovalRequestBody, resolution: Resolution) -> impl In
         >
             <details>
                 <summary class="card-line">
-                    <span class="badge" data-testid="card-badge">{badge(&request)}</span>
+                    <span class="badge" data-testid="card-badge">{reveal_hidden(&badge(&request))}</span>
                     <span class="chip" data-testid="card-outcome">{text}</span>
-                    <span class="card-summary muted">{request.summary.clone()}</span>
+                    <span class="card-summary muted">{reveal_hidden(&request.summary)}</span>
                 </summary>
                 <CardBody request=request.clone()/>
             </details>
@@ -423,16 +454,16 @@ fn PendingCard(request: ApprovalRequestBody, now_ms: RwSignal<f64>) -> impl Into
             data-state="pending"
         >
             <header class="card-head">
-                <span class="badge" data-testid="card-badge">{badge(&request)}</span>
+                <span class="badge" data-testid="card-badge">{reveal_hidden(&badge(&request))}</span>
                 {floor.then(|| view! { <span class="badge sensitive">"Sensitive"</span> })}
                 {move || source.get().map(|source| view! { <SourceBadge source/> })}
                 <span class="needs">"needs your approval"</span>
                 <span class=move || format!("countdown {}", timer().1) data-testid="countdown">{move || timer().0}</span>
             </header>
-            {external_title(&request).map(|title| view! { <p class="card-title" data-testid="card-title">{title}</p> })}
-            <p class="card-summary" data-testid="card-summary">{request.summary.clone()}</p>
+            {external_title(&request).map(|title| view! { <p class="card-title" data-testid="card-title">{reveal_hidden(&title)}</p> })}
+            <p class="card-summary" data-testid="card-summary">{reveal_hidden(&request.summary)}</p>
             <CardBody request=request.clone()/>
-            {is_plan.then(|| view! {
+            {(is_plan && crate::ui::viewer::Viewer::get().admin).then(|| view! {
                 <label class="exec-mode">
                     "On approval, leave plan mode for "
                     <select data-testid="execution-mode" prop:value=move || execution_mode.get().as_str()
