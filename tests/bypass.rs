@@ -821,3 +821,147 @@ async fn an_outside_session_belongs_to_the_token_that_opened_it() {
     );
     assert_eq!(other["status"], "pending", "{other}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// 12. Network reads ask.
+// ---------------------------------------------------------------------------------------------
+
+/// A fetch-like outside tool is a class of its own: it asks in plan, ask and auto_edit (where
+/// a plain read runs), and runs in yolo.
+#[tokio::test]
+async fn network_reads_ask_where_plain_reads_run() {
+    let ts = TestServer::start().await;
+    let agent = Api::new(&ts.base).with_token(&token(&ts, "cc-hook", "gates").await);
+    let fetch = |session: &str, tool: &str| {
+        json!({
+            "source": "claude-code", "external_session": session, "cwd": "/home/me/app",
+            "tool": {"name": tool, "input": {"url": "https://example.com/?q=secret", "prompt": "x"}},
+        })
+    };
+    for (i, mode) in ["plan", "ask", "auto_edit", "yolo"].into_iter().enumerate() {
+        // The session exists after its first gate; its mode is set, then a fetch is asked.
+        let first = agent
+            .post(
+                "/api/v1/gates",
+                json!({
+                    "source": "claude-code", "external_session": format!("net-{i}"),
+                    "tool": {"name": "Read", "input": {"file_path": "README.md"}},
+                }),
+            )
+            .await
+            .expect(201);
+        assert_eq!(first["status"], "approved", "a plain read runs: {first}");
+        let sid = first["session_id"].as_str().unwrap();
+        ts.put(
+            &format!("/api/v1/sessions/{sid}/mode"),
+            json!({"approval_mode": mode}),
+        )
+        .await
+        .expect(200);
+        for tool in ["WebFetch", "WebSearch"] {
+            let opened = agent
+                .post("/api/v1/gates", fetch(&format!("net-{i}"), tool))
+                .await
+                .expect(201);
+            let expected = if mode == "yolo" {
+                "approved"
+            } else {
+                "pending"
+            };
+            assert_eq!(opened["status"], expected, "{tool} in {mode}: {opened}");
+            if expected == "pending" {
+                let card = ts.wait_gate(sid).await;
+                assert_eq!(card["class"], "network", "{card:#}");
+                ts.decide(
+                    sid,
+                    card["approval_id"].as_str().unwrap(),
+                    json!({"decision": "deny"}),
+                )
+                .await
+                .expect(200);
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 10. The card binds what it showed.
+// ---------------------------------------------------------------------------------------------
+
+/// A card's digest covers the file its diff was made from: approved after the file changed,
+/// the answer gets `409 stale_digest` and a fresh card shows the file as it is now; that one,
+/// approved, runs.
+#[tokio::test]
+async fn an_answer_to_a_card_whose_file_changed_is_stale_and_a_fresh_card_shows_the_change() {
+    let ts = TestServer::start().await;
+    std::fs::write(ts.ws("notes.md"), "one\n").unwrap();
+    let sid = ts.session().await;
+    let turn = ts
+        .send_msg(&sid, "edit notes.md: one => ONE", Some("ask"))
+        .await;
+    let first = ts.wait_gate(&sid).await;
+    assert!(
+        first["diff"].as_str().unwrap().contains("-one"),
+        "{first:#}"
+    );
+    // The file changes under the card (another process, a parallel call).
+    std::fs::write(ts.ws("notes.md"), "one\ntwo, planted\n").unwrap();
+    let aid = first["approval_id"].as_str().unwrap();
+    let digest = first["digest"].as_str().unwrap();
+    ts.decide(&sid, aid, json!({"decision": "approve", "digest": digest}))
+        .await
+        .expect_error(409, "stale_digest");
+    // The stale card is closed (410 gone, as any closed card): only the fresh one answers.
+    ts.decide(&sid, aid, json!({"decision": "approve"}))
+        .await
+        .expect_error(410, "gone");
+    let fresh = poll_until("a fresh card", SOON, async || {
+        let pending = ts.snapshot(&sid).await["pending"].clone();
+        match pending.as_array().and_then(|p| p.first()) {
+            Some(card) if card["approval_id"] != first["approval_id"] => Ok(card.clone()),
+            _ => Err(pending.to_string()),
+        }
+    })
+    .await;
+    assert_eq!(
+        fresh["call_id"], first["call_id"],
+        "the same call, asked again"
+    );
+    assert!(
+        fresh["diff"].as_str().unwrap().contains("two, planted"),
+        "{fresh:#}"
+    );
+    assert_ne!(fresh["digest"], first["digest"]);
+    ts.decide(
+        &sid,
+        fresh["approval_id"].as_str().unwrap(),
+        json!({"decision": "approve", "digest": fresh["digest"]}),
+    )
+    .await
+    .expect(200);
+    let evs = ts.wait_turn_events(&sid, &turn).await;
+    assert_eq!(
+        results(&evs),
+        [(
+            "edit_file".to_owned(),
+            "ok".to_owned(),
+            "edited notes.md (1 replacement)".to_owned()
+        )]
+    );
+    assert_eq!(
+        std::fs::read_to_string(ts.ws("notes.md")).unwrap(),
+        "ONE\ntwo, planted\n"
+    );
+    // A deny needs no fresh card: denying is always safe.
+    std::fs::write(ts.ws("notes.md"), "three\n").unwrap();
+    ts.send_msg(&sid, "write notes.md: four", Some("ask")).await;
+    let card = ts.wait_gate(&sid).await;
+    std::fs::write(ts.ws("notes.md"), "changed\n").unwrap();
+    ts.decide(
+        &sid,
+        card["approval_id"].as_str().unwrap(),
+        json!({"decision": "deny"}),
+    )
+    .await
+    .expect(200);
+}

@@ -67,9 +67,19 @@ fn width(s: &str) -> usize {
 
 /// One line with no control characters (an agent-written string could carry escapes).
 pub fn clean(s: &str) -> String {
-    s.chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect()
+    // Line breaks become spaces (one row per line); everything else a reader cannot see, or
+    // that reorders what they see, is written out (`⟨U+202E⟩`), as on the card.
+    let flat: String = s
+        .chars()
+        .map(|c| {
+            if matches!(c, '\n' | '\r' | '\t') {
+                ' '
+            } else {
+                c
+            }
+        })
+        .collect();
+    crate::text::reveal_hidden(&flat)
 }
 
 /// Pretty JSON for `--json`.

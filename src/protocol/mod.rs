@@ -80,6 +80,9 @@ pub enum ToolClass {
     Exec,
     Config,
     Decision,
+    /// Reads from the network (Claude Code's `WebFetch`, `WebSearch`): nothing changes here,
+    /// but what it sends can carry anything out, so it asks in every mode but yolo.
+    Network,
 }
 
 /// The policy's answer for one tool call.

@@ -13,6 +13,7 @@ fn class_name(class: ToolClass) -> &'static str {
         ToolClass::Exec => "exec",
         ToolClass::Config => "config",
         ToolClass::Decision => "decision",
+        ToolClass::Network => "network",
     }
 }
 

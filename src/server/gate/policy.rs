@@ -58,14 +58,19 @@ pub fn decide(call: &Call<'_>) -> Outcome {
         (ToolClass::Decision, _) => Outcome::Ask {
             reason: GateReason::AgentCheckpoint,
         },
+        // Changes nothing here, so plan mode may ask for it, but a rule never spares it there.
+        (ToolClass::Network, Mode::Plan) => Outcome::Ask {
+            reason: GateReason::Mode,
+        },
         (_, Mode::Plan) => Outcome::Refuse {
             why: "refused in plan mode: plan mode only reads; propose your plan instead".into(),
         },
         (_, Mode::Yolo) => run,
         (ToolClass::Edit, Mode::AutoEdit) => run,
-        (ToolClass::Edit | ToolClass::Exec | ToolClass::Config, Mode::Ask | Mode::AutoEdit) => {
-            ask_or_rule()
-        }
+        (
+            ToolClass::Edit | ToolClass::Exec | ToolClass::Config | ToolClass::Network,
+            Mode::Ask | Mode::AutoEdit,
+        ) => ask_or_rule(),
     }
 }
 
@@ -88,6 +93,7 @@ pub fn reason_detail(
                 ToolClass::Edit => "file changes",
                 ToolClass::Exec => "commands",
                 ToolClass::Config => "configuration changes",
+                ToolClass::Network => "network requests",
                 ToolClass::Read | ToolClass::Decision => "this action",
             };
             format!("{} mode — {what} need your approval", mode.label())
@@ -126,7 +132,7 @@ mod tests {
         use Mode::*;
         use ToolClass::*;
         let modes = [Plan, Ask, AutoEdit, Yolo];
-        let expected: [(ToolClass, [&str; 4], [&str; 4]); 5] = [
+        let expected: [(ToolClass, [&str; 4], [&str; 4]); 6] = [
             (
                 Read,
                 ["run", "run", "run", "run"],
@@ -146,6 +152,11 @@ mod tests {
                 Config,
                 ["refuse", "ask", "ask", "run"],
                 ["refuse", "rule", "rule", "run"],
+            ),
+            (
+                Network,
+                ["ask", "ask", "ask", "run"],
+                ["ask", "rule", "rule", "run"],
             ),
             (
                 Decision,
@@ -187,6 +198,7 @@ mod tests {
             ToolClass::Edit,
             ToolClass::Exec,
             ToolClass::Config,
+            ToolClass::Network,
         ] {
             for rule in [false, true] {
                 assert_eq!(cell(Mode::Plan, class, true, rule), "refuse");

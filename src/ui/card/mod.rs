@@ -28,6 +28,7 @@ fn kind_class(request: &ApprovalRequestBody) -> &'static str {
         (_, ToolClass::Exec) => "exec",
         (_, ToolClass::Config) => "config",
         (_, ToolClass::Read) => "read",
+        (_, ToolClass::Network) => "network",
     }
 }
 

@@ -22,15 +22,13 @@ use super::files::unified_diff;
 use super::{Subject, SubjectKind};
 use crate::protocol::ToolClass;
 
-/// Tools that only read or look things up.
-const READ: [&str; 17] = [
+/// Tools that only read or look things up here.
+const READ: [&str; 15] = [
     "read",
     "glob",
     "grep",
     "ls",
     "list",
-    "webfetch",
-    "websearch",
     "todowrite",
     "todoread",
     "notebookread",
@@ -54,6 +52,18 @@ const EDIT: [&str; 9] = [
     "write_file",
     "edit_file",
     "str_replace_based_edit_tool",
+];
+
+/// Tools that read from the network: they change nothing here, but what they send (a URL, a
+/// query) can carry anything out.
+const NETWORK: [&str; 7] = [
+    "webfetch",
+    "websearch",
+    "web_fetch",
+    "web_search",
+    "google_web_search",
+    "fetch",
+    "http_request",
 ];
 
 /// Tools that put a decision to the person (the MCP server's own `request_approval`).
@@ -82,6 +92,8 @@ pub fn class_of(tool: &str) -> ToolClass {
     let name = tool.to_ascii_lowercase();
     if READ.contains(&name.as_str()) {
         ToolClass::Read
+    } else if NETWORK.contains(&name.as_str()) {
+        ToolClass::Network
     } else if EDIT.contains(&name.as_str()) {
         ToolClass::Edit
     } else if DECISION.contains(&name.as_str()) {
@@ -291,6 +303,21 @@ pub fn describe(tool: &str, input: &Value, cwd: Option<&str>) -> OutsideCall {
             summary: text(input, &["title"]).unwrap_or(tool).to_owned(),
             diff: None,
         },
+        ToolClass::Network => {
+            // A rule names the URL (or query) exactly, or by a prefix a person writes.
+            let target = text(input, &["url", "query", "uri"]).map(str::trim);
+            OutsideCall {
+                class,
+                floor_subjects: Vec::new(),
+                unreadable: None,
+                rule_subject: target.map(|t| Subject::Command(t.to_owned())),
+                summary: match target {
+                    Some(target) => format!("{tool} {target}"),
+                    None => tool.to_owned(),
+                },
+                diff: None,
+            }
+        }
         ToolClass::Exec | ToolClass::Config => {
             let command = command_of(input);
             let mut floor_subjects: Vec<Subject> =
@@ -338,8 +365,11 @@ mod tests {
 
     #[test]
     fn classes_follow_the_names_agents_use() {
-        for read in ["Read", "Glob", "Grep", "LS", "WebFetch", "read", "list"] {
+        for read in ["Read", "Glob", "Grep", "LS", "read", "list"] {
             assert_eq!(class_of(read), ToolClass::Read, "{read}");
+        }
+        for network in ["WebFetch", "WebSearch", "webfetch", "google_web_search"] {
+            assert_eq!(class_of(network), ToolClass::Network, "{network}");
         }
         for edit in [
             "Edit",
