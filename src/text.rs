@@ -38,7 +38,9 @@ pub fn truncate_bytes(text: &str, max: usize) -> String {
 
 /// Whether a reader cannot see `c`, or it changes how what they see is ordered: bidi
 /// controls (U+202A–U+202E, U+2066–U+2069, U+200E/F, U+061C), zero-width and other format
-/// characters (U+200B–U+200D, U+2060–U+2064, U+FEFF, U+00AD, U+180E), tag characters
+/// characters (U+200B–U+200D, U+2060–U+2064, U+206A–U+206F, U+FEFF, U+00AD, U+180E, U+034F),
+/// line and paragraph separators (U+2028/9), blank Hangul fillers (U+115F, U+1160, U+3164,
+/// U+FFA0), variation selectors (U+FE00–U+FE0F, U+E0100–U+E01EF), tag characters
 /// (U+E0000–U+E007F), and control characters other than a newline or a tab.
 pub fn is_hidden_char(c: char) -> bool {
     matches!(c,
@@ -51,6 +53,12 @@ pub fn is_hidden_char(c: char) -> bool {
         | '\u{00AD}'
         | '\u{180E}'
         | '\u{E0000}'..='\u{E007F}'
+        | '\u{2028}' | '\u{2029}'
+        | '\u{206A}'..='\u{206F}'
+        | '\u{115F}' | '\u{1160}' | '\u{3164}' | '\u{FFA0}'
+        | '\u{034F}'
+        | '\u{FE00}'..='\u{FE0F}'
+        | '\u{E0100}'..='\u{E01EF}'
     ) || (c.is_control() && c != '\n' && c != '\t')
 }
 

@@ -292,6 +292,28 @@ async fn stop_ends_every_process_a_command_started() {
     .await;
 }
 
+/// A loop that keeps starting new sessions (`setsid`) until the shell timeout: when the call
+/// times out, none of what it started is left.
+#[tokio::test]
+async fn the_shell_timeout_ends_a_loop_that_keeps_escaping() {
+    let ts = TestServer::configured("[tools]\nshell_timeout_secs = 2\n").await;
+    let sid = ts.session().await;
+    let command = "run: while true; do setsid env CS_MARK=loop sleep 300 >/dev/null 2>&1 & \
+                   nohup env CS_MARK=loop sleep 300 >/dev/null 2>&1 & sleep 0.1; done";
+    let ws = ts.ws(".");
+    let (_, evs) = ts.run_turn(&sid, command, Some("yolo")).await;
+    assert_eq!(results(&evs)[0].1, "timeout", "{evs:#?}");
+    poll_until(
+        "every looped process to end",
+        SOON,
+        async || match marked_pids(&ws, "loop").as_slice() {
+            [] => Ok(()),
+            left => Err(format!("still running: {left:?}")),
+        },
+    )
+    .await;
+}
+
 // ---------------------------------------------------------------------------------------------
 // 4. Nobody on loopback can lock the person out.
 // ---------------------------------------------------------------------------------------------
@@ -964,4 +986,191 @@ async fn an_answer_to_a_card_whose_file_changed_is_stale_and_a_fresh_card_shows_
     )
     .await
     .expect(200);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Found by the adversarial review (each: the attack as it was run).
+// ---------------------------------------------------------------------------------------------
+
+/// An agent that opens a harmless gate under the `Idempotency-Key` its hook will use for a
+/// dangerous call gets `409 idempotency_key_reused`, not the harmless gate's answer.
+#[tokio::test]
+async fn an_idempotency_key_answers_only_its_own_call() {
+    let ts = TestServer::start().await;
+    let agent = Api::new(&ts.base).with_token(&token(&ts, "hook", "gates").await);
+    let harmless = json!({"source": "claude-code", "external_session": "scratch",
+        "tool": {"name": "Read", "input": {"file_path": "README.md"}}});
+    let opened = agent
+        .req(reqwest::Method::POST, "/api/v1/gates")
+        .header("idempotency-key", "k-shared")
+        .json(&harmless)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(opened.status(), 201);
+    for dangerous in [
+        json!({"source": "claude-code", "external_session": "scratch",
+            "tool": {"name": "Bash", "input": {"command": "rm -rf ~/work"}}}),
+        json!({"source": "claude-code", "external_session": "victim",
+            "tool": {"name": "Read", "input": {"file_path": "README.md"}}}),
+        json!({"source": "codex", "external_session": "scratch",
+            "tool": {"name": "Read", "input": {"file_path": "README.md"}}}),
+    ] {
+        let replay = agent
+            .req(reqwest::Method::POST, "/api/v1/gates")
+            .header("idempotency-key", "k-shared")
+            .json(&dangerous)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(replay.status(), 409, "{dangerous}");
+        let body: Value = replay.json().await.unwrap();
+        assert_eq!(body["error"]["code"], "idempotency_key_reused", "{body}");
+    }
+    // The same call again still finds its gate.
+    let again = agent
+        .req(reqwest::Method::POST, "/api/v1/gates")
+        .header("idempotency-key", "k-shared")
+        .json(&harmless)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), 200);
+}
+
+/// Commands run in bash, the dialect the floor reads: `$'…'` and `((…))` hide nothing.
+#[tokio::test]
+async fn the_shell_the_floor_reads_is_the_shell_that_runs() {
+    let ts = TestServer::start().await;
+    std::fs::write(ts.ws(".env"), SECRET).unwrap();
+    std::fs::write(ts.ws("id_rsa"), SECRET).unwrap();
+    for command in [
+        "run: echo $'\\'; cat .env #'",
+        "run: ((cat<id_rsa))",
+        "run: X=n; cat .e${X}v",
+        "run: cat $'.\\x65nv'",
+    ] {
+        // Either it asks (and is denied here), or it runs without reading the floor file.
+        let sid = ts.session().await;
+        let turn = ts.send_msg(&sid, command, Some("yolo")).await;
+        let snap = ts
+            .wait_snapshot(&sid, "a card or the end of the turn", |s| {
+                s["pending"].as_array().is_some_and(|p| !p.is_empty())
+                    || events(s)
+                        .iter()
+                        .any(|e| e["type"] == "turn_finished" && e["turn_id"] == turn)
+            })
+            .await;
+        if let Some(card) = snap["pending"].as_array().and_then(|p| p.first()) {
+            ts.decide(
+                &sid,
+                card["approval_id"].as_str().unwrap(),
+                json!({"decision": "deny"}),
+            )
+            .await
+            .expect(200);
+        }
+        let evs = ts.wait_turn_events(&sid, &turn).await;
+        let leaked = results(&evs).iter().any(|r| r.2.contains("hunter2"));
+        assert!(!leaked, "{command}: the secret leaked: {evs:#?}");
+    }
+    // Recursive readers and globs that reach a floor file on disk ask.
+    for command in [
+        "run: grep -r hunter2 .",
+        "run: cat i?_rs?",
+        "run: find . -name 'i*' -exec cat {} +",
+    ] {
+        let sid = ts.session().await;
+        ts.send_msg(&sid, command, Some("yolo")).await;
+        let card = ts.wait_gate(&sid).await;
+        assert_eq!(card["reason"], "safety_floor", "{command}: {card:#}");
+        ts.decide(
+            &sid,
+            card["approval_id"].as_str().unwrap(),
+            json!({"decision": "deny"}),
+        )
+        .await
+        .expect(200);
+    }
+}
+
+/// A path rule is for the path as it leads: a rule made for `docs/a.md` does not cover the
+/// file a symlink of that name points to; and an approved floor card reads the file it named,
+/// not one swapped in before the answer.
+#[tokio::test]
+async fn rules_and_floor_approvals_follow_the_real_path() {
+    let ts = TestServer::start().await;
+    std::fs::create_dir_all(ts.ws("docs")).unwrap();
+    std::fs::create_dir_all(ts.ws("src")).unwrap();
+    std::fs::write(ts.ws("docs/a.md"), "doc\n").unwrap();
+    std::fs::write(ts.ws("src/main.rs"), "fn main() {}\n").unwrap();
+    let sid = ts.session().await;
+    ts.send_msg(&sid, "write docs/a.md: v2", Some("ask")).await;
+    let card = ts.wait_gate(&sid).await;
+    ts.decide(
+        &sid,
+        card["approval_id"].as_str().unwrap(),
+        json!({"decision": "allow_always"}),
+    )
+    .await
+    .expect(200);
+    ts.wait_event(&sid, "the write", |e| e["type"] == "turn_finished")
+        .await;
+    std::fs::remove_file(ts.ws("docs/a.md")).unwrap();
+    std::os::unix::fs::symlink("../src/main.rs", ts.ws("docs/a.md")).unwrap();
+    let turn = ts
+        .send_msg(&sid, "write docs/a.md: rewritten", Some("ask"))
+        .await;
+    let card = ts.wait_gate(&sid).await;
+    assert_eq!(
+        card["tool"], "write_file",
+        "the rule did not answer it: {card:#}"
+    );
+    ts.decide(
+        &sid,
+        card["approval_id"].as_str().unwrap(),
+        json!({"decision": "deny"}),
+    )
+    .await
+    .expect(200);
+    ts.wait_turn(&sid, &turn).await;
+    assert_eq!(
+        std::fs::read_to_string(ts.ws("src/main.rs")).unwrap(),
+        "fn main() {}\n"
+    );
+    // A floor card for `.env.example`, answered after it became a link to `.env`.
+    std::fs::write(ts.ws(".env.example"), "EXAMPLE=1\n").unwrap();
+    std::fs::write(ts.ws(".env"), SECRET).unwrap();
+    let sid = ts.session().await;
+    ts.send_msg(&sid, "read .env.example", Some("ask")).await;
+    let card = ts.wait_gate(&sid).await;
+    assert_eq!(card["reason"], "safety_floor");
+    std::fs::remove_file(ts.ws(".env.example")).unwrap();
+    std::os::unix::fs::symlink(".env", ts.ws(".env.example")).unwrap();
+    ts.decide(
+        &sid,
+        card["approval_id"].as_str().unwrap(),
+        json!({"decision": "approve"}),
+    )
+    .await
+    .expect_error(409, "stale_digest");
+}
+
+/// One long line and one large rewrite cost a bounded amount: a search holds at most 64 KiB
+/// of a line, and a card's diff gives up being minimal after two seconds.
+#[tokio::test]
+async fn a_huge_line_or_a_huge_diff_does_not_take_the_server_down() {
+    let ts = TestServer::start().await;
+    let f = std::fs::File::create(ts.ws("big.txt")).unwrap();
+    f.set_len(3 * 1024 * 1024 * 1024).unwrap(); // sparse: 3 GiB of one "line" of NULs
+    std::fs::write(ts.ws("lines.txt"), "a\n".repeat(300_000)).unwrap();
+    let sid = ts.session().await;
+    let (_, evs) = ts.run_turn(&sid, "search zzz", Some("ask")).await;
+    assert_eq!(results(&evs)[0].1, "ok", "{evs:#?}");
+    let content = "b\\n".repeat(5_000);
+    ts.send_msg(&sid, &format!("write lines.txt: {content}"), Some("ask"))
+        .await;
+    let card = ts.wait_gate(&sid).await;
+    assert!(card["diff"].is_string(), "{}", card["summary"]);
+    ts.get("/api/v1/health").await.expect(200);
 }

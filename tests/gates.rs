@@ -101,9 +101,9 @@ async fn approve_runs_the_shown_call_after_a_complete_card() {
         sha256_hex(&canonical_json(&json!({
             "tool": "write_file",
             "args": {"path": "notes.md", "content": "hello"},
-            "bound": "absent",
+            "bound": "real:notes.md absent",
         }))),
-        "digest = sha256 of canonical {{tool,args,bound}}: the file it diffs did not exist"
+        "digest = sha256 of canonical {{tool,args,bound}}: where the path leads, and that the file it diffs did not exist"
     );
     let created = parse_time(str_of(&card, "created_at"));
     let expires = parse_time(str_of(&card, "expires_at"));

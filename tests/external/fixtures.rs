@@ -109,9 +109,11 @@ fn permissionrequest_outputs_match_the_fixtures() {
         render(&edit(json!({"command": "npm run lint"})), &bash),
         fixture("claude-code/permissionrequest-allow-updatedinput.stdout.json")
     );
+    // Allow always: allowed, and Claude's own rule suggestion is not echoed back (the rule
+    // lives in Countersign, where it can be revoked).
     assert_eq!(
         render(&always(), &bash),
-        fixture("claude-code/permissionrequest-allow-always.stdout.json")
+        fixture("claude-code/permissionrequest-allow.stdout.json")
     );
     // The deny fixture's wording ("Denied from Countersign by token:phone: …") is a proposal;
     // the shape is the contract; the message is the person's reason, word for word.
@@ -325,9 +327,10 @@ fn opencode_replies_match_the_captured_requests() {
         as_json(reply_for(&allow())),
         fixture("opencode/post-permission-reply.once.request.json")
     );
+    // Allow always answers `once`: Countersign's rule answers the next like it.
     assert_eq!(
         as_json(reply_for(&always())),
-        fixture("opencode/post-permission-reply.always.request.json")
+        fixture("opencode/post-permission-reply.once.request.json")
     );
     assert_eq!(
         as_json(reply_for(&Verdict::Deny {

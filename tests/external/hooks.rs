@@ -121,7 +121,7 @@ async fn permissionrequest_edit_and_deny() {
 }
 
 #[tokio::test]
-async fn permissionrequest_always_echoes_the_suggestion() {
+async fn permissionrequest_always_never_hands_claude_a_rule() {
     let (outcome, _fake) = answered(
         "claude-code",
         "claude-code/permissionrequest-bash.stdin.json",
@@ -130,7 +130,12 @@ async fn permissionrequest_always_echoes_the_suggestion() {
     .await;
     assert_eq!(
         stdout_json(&outcome),
-        fixture("claude-code/permissionrequest-allow-always.stdout.json")
+        fixture("claude-code/permissionrequest-allow.stdout.json")
+    );
+    assert!(
+        stdout_json(&outcome)["hookSpecificOutput"]["decision"]
+            .get("updatedPermissions")
+            .is_none()
     );
 }
 
@@ -401,7 +406,7 @@ async fn codex_cannot_take_an_edit_so_it_is_denied() {
 }
 
 #[tokio::test]
-async fn other_events_and_bad_input_make_no_decision() {
+async fn other_events_make_no_decision_and_unreadable_input_is_blocked() {
     let fake = FakeGates::start();
     let post = json!({"session_id": "s", "hook_event_name": "PostToolUse", "tool_name": "Bash",
         "tool_input": {}});
@@ -409,9 +414,18 @@ async fn other_events_and_bad_input_make_no_decision() {
     assert_eq!((outcome.stdout.as_str(), outcome.code), ("", 0));
     let outcome = hook("codex", &fake.url(), post.to_string().as_bytes(), &[]).await;
     assert_eq!((outcome.stdout.as_str(), outcome.code), ("", 0));
-    // Unreadable input: no decision either (the agent asks in its own prompt), and why.
+    // Unreadable input is not waved through (Claude's auto mode would ask nobody): exit 2,
+    // which blocks the call, and why.
     let outcome = hook("claude-code", &fake.url(), b"not json", &[]).await;
-    assert_eq!((outcome.stdout.as_str(), outcome.code), ("", 0));
-    assert!(outcome.stderr.contains("no decision"), "{}", outcome.stderr);
+    assert_eq!((outcome.stdout.as_str(), outcome.code), ("", 2));
+    assert!(outcome.stderr.contains("not allowed"), "{}", outcome.stderr);
     assert!(fake.opens().is_empty());
+    // A lone surrogate (as JavaScript's JSON.stringify writes one) still reaches a card.
+    let lone = br#"{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Bash","tool_use_id":"t1","tool_input":{"command":"ls","description":"clean \ud800"}}"#;
+    let _ = tokio::time::timeout(
+        Duration::from_secs(3),
+        hook("claude-code", &fake.url(), lone, &[]),
+    )
+    .await;
+    assert_eq!(fake.opens().len(), 1, "the call reached Countersign");
 }

@@ -230,7 +230,7 @@ async fn asked_opens_a_gate_and_the_answer_goes_back_once() {
         json!({"edit": false, "always": true, "deny_reason": true})
     );
 
-    // Always → "always"; deny → "reject" with the reason.
+    // Always → "once" (Countersign's rule answers the next); deny → "reject" with the reason.
     let id2 = opencode.ask("opencode/sse-permission-asked-bash-2.json");
     gates
         .resolve(
@@ -243,7 +243,7 @@ async fn asked_opens_a_gate_and_the_answer_goes_back_once() {
         opencode.replies()[1],
         (
             id2,
-            fixture("opencode/post-permission-reply.always.request.json"),
+            fixture("opencode/post-permission-reply.once.request.json"),
             200
         )
     );

@@ -173,17 +173,14 @@ fn pre_tool_use(verdict: &Verdict) -> PreToolUseOutput {
     }
 }
 
-fn permission_decision(verdict: &Verdict, suggestions: Option<&[Value]>) -> PermissionDecision {
+/// Claude Code's own "always allow" suggestions are never passed back: a rule Claude saved in
+/// its settings would answer later calls without asking Countersign, out of reach of a
+/// revoke, an expiry or the scope the person chose. Countersign's rule is the one grant.
+fn permission_decision(verdict: &Verdict, _suggestions: Option<&[Value]>) -> PermissionDecision {
     match verdict {
-        Verdict::Allow {
-            updated_input,
-            always,
-        } => PermissionDecision::Allow {
+        Verdict::Allow { updated_input, .. } => PermissionDecision::Allow {
             updated_input: tool_input(updated_input),
-            updated_permissions: always
-                .then(|| suggestion(suggestions.unwrap_or_default()))
-                .flatten()
-                .map(|s| vec![s]),
+            updated_permissions: None,
         },
         Verdict::Deny { message } => PermissionDecision::Deny {
             message: message.clone(),

@@ -237,6 +237,20 @@ pub(crate) async fn decide(
     let opened = loop {
         let opened = match client.open(gate, Some(&key_now)).await {
             Ok(state) => state,
+            // Countersign read the call and would not open a card for it (too large, not
+            // readable, a reused key): that is an answer, and it is no.
+            Err(ClientError::Api {
+                status: 400 | 409 | 413 | 422,
+                code,
+                message,
+            }) => {
+                out.say(format!("Countersign refused this call ({code}): {message}"));
+                return Some(Verdict::Deny {
+                    message: format!(
+                        "Countersign could not put this call on a card ({code}: {message}); it is not allowed"
+                    ),
+                });
+            }
             Err(e) => {
                 out.say(format!(
                     "{}; leaving this to the agent's own prompt",
@@ -246,8 +260,17 @@ pub(crate) async fn decide(
             }
         };
         let earlier_ask = opened.replayed && opened.is_resolved() && !key.names_one_call;
-        if !earlier_ask || asked_before == MAX_ASKED_BEFORE {
+        if !earlier_ask {
             break opened;
+        }
+        if asked_before == MAX_ASKED_BEFORE {
+            // Never the answer of an earlier ask: something keeps answering this key's chain.
+            return Some(Verdict::Deny {
+                message: format!(
+                    "Countersign found {MAX_ASKED_BEFORE} earlier answers of this same call and \
+                     would not reuse one; ask again"
+                ),
+            });
         }
         asked_before += 1;
         key_now = idempotency_key(&[&key_now, &opened.approval_id]);
@@ -294,18 +317,67 @@ async fn wait(
     }
 }
 
-/// Parses the hook's stdin, or says why not.
+/// Parses the hook's stdin, or says why not. Input that cannot be read is not waved
+/// through: the hook exits 2 (the agent blocks the call and reads why), because the agent's
+/// own prompt may never come (Claude Code's `auto` and `bypassPermissions` modes ask nobody).
+/// A lone UTF-16 surrogate escape (which JavaScript's `JSON.stringify` writes) is read as
+/// U+FFFD first, so such input still reaches a card.
 pub(crate) fn parse_input<T: serde::de::DeserializeOwned>(
     stdin: &[u8],
     agent: &str,
     ctx: &HookContext,
 ) -> Result<T, HookOutcome> {
-    // No decision, exit 0: the agent asks in its own prompt, as when Countersign is away.
-    serde_json::from_slice(stdin).map_err(|e| {
+    let parsed = serde_json::from_slice(stdin).or_else(|first| {
+        let text = String::from_utf8_lossy(stdin);
+        serde_json::from_str(&without_lone_surrogates(&text)).map_err(|_| first)
+    });
+    parsed.map_err(|e| {
         let mut outcome = HookOutcome::new(ctx);
         outcome.say(format!(
-            "the {agent} hook input on stdin is not what was expected ({e}); no decision"
+            "the {agent} hook input on stdin could not be read ({e}); the call is not allowed"
         ));
+        outcome.code = 2;
         outcome
     })
+}
+
+/// `\uD800`-style escapes of a surrogate with no partner, replaced by `\uFFFD`.
+fn without_lone_surrogates(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    let hex_at = |at: usize| -> Option<u32> {
+        let digits = text.get(at..at + 4)?;
+        u32::from_str_radix(digits, 16).ok()
+    };
+    while i < bytes.len() {
+        if bytes[i] == b'\\' && bytes.get(i + 1) == Some(&b'u') {
+            if let Some(unit) = hex_at(i + 2) {
+                let high = (0xD800..0xDC00).contains(&unit);
+                let low = (0xDC00..0xE000).contains(&unit);
+                let paired = high
+                    && bytes.get(i + 6) == Some(&b'\\')
+                    && bytes.get(i + 7) == Some(&b'u')
+                    && hex_at(i + 8).is_some_and(|next| (0xDC00..0xE000).contains(&next));
+                if paired {
+                    out.push_str(&text[i..i + 12]);
+                    i += 12;
+                    continue;
+                }
+                if high || low {
+                    out.push_str("\\uFFFD");
+                    i += 6;
+                    continue;
+                }
+            }
+            // Any other escape is kept as it is (an escaped backslash included).
+            out.push_str(&text[i..i + 2]);
+            i += 2;
+            continue;
+        }
+        let c = text[i..].chars().next().unwrap_or('\u{FFFD}');
+        out.push(c);
+        i += c.len_utf8();
+    }
+    out
 }

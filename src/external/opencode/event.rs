@@ -181,8 +181,11 @@ pub fn reply_for(verdict: &Verdict) -> Reply {
                     .into(),
             ),
         },
-        Verdict::Allow { always, .. } => Reply {
-            reply: if *always { "always" } else { "once" }.into(),
+        // Always `once`: opencode's own `always` would apply its patterns (`*` for every
+        // edit) and stop asking, out of reach of Countersign's revoke and expiry; Countersign's
+        // rule answers the next call like it instead.
+        Verdict::Allow { .. } => Reply {
+            reply: "once".into(),
             message: None,
         },
         Verdict::Deny { message } => Reply {

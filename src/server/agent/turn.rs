@@ -398,6 +398,16 @@ impl Turn {
             }
             _ => None,
         };
+        // A rule is for the path as it leads: one written for `docs/a.md` does not cover the
+        // file a symlink of that name points to.
+        let rule = rule.filter(|rule| {
+            hidden.iter().all(|h| match h {
+                tools::Hidden::LeadsTo(real) => {
+                    crate::server::gate::rules::covers_real_path(rule, real)
+                }
+                _ => true,
+            })
+        });
         crate::timeline::mark("turn: rules read");
         let outcome = policy::decide(&policy::Call {
             mode: self.mode(),

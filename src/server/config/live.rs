@@ -214,23 +214,61 @@ impl LiveConfig {
         keys::with_key(&table, key, value, &self.path).map(|(_, c)| c)
     }
 
-    /// Sets one key in the file and applies it at once.
+    /// Sets one key in the file and applies it at once. The file's read and write and the
+    /// rebuild (the sandbox walks `/etc`) run on the blocking pool, bounded.
     pub async fn set(&self, key: &str, value: toml::Value) -> Result<Changes, ConfigError> {
         let _one_writer = self.write_lock.lock().await;
-        let table = Config::read_table(&self.path)?;
-        let (table, config) = keys::with_key(&table, key, value, &self.path)?;
-        let live = Self::build(
-            config,
-            keys::set_in(&table).into_iter().collect(),
-            self.provider_override.clone(),
-            &self.places,
-        )
-        .map_err(|message| ConfigError::Parse {
-            path: self.path.clone(),
-            message,
-        })?;
-        Config::write_table(&self.path, &table)?;
+        let (path, key) = (self.path.clone(), key.to_owned());
+        let (provider_override, places) = (self.provider_override.clone(), self.places.clone());
+        let live = off_the_workers(&self.path, move || {
+            let table = Config::read_table(&path)?;
+            let (table, config) = keys::with_key(&table, &key, value, &path)?;
+            let live = Self::build(
+                config,
+                keys::set_in(&table).into_iter().collect(),
+                provider_override,
+                &places,
+            )
+            .map_err(|message| ConfigError::Parse {
+                path: path.clone(),
+                message,
+            })?;
+            Config::write_table(&path, &table)?;
+            Ok(live)
+        })
+        .await?;
         Ok(self.replace(live))
+    }
+
+    /// Re-reads the file as [`reload`](Self::reload) does, on the blocking pool, bounded.
+    pub async fn reload_off_the_workers(self: &Arc<Self>) -> Result<Changes, String> {
+        let this = Arc::clone(self);
+        let path = self.path.clone();
+        off_the_workers(&path, move || Ok(this.reload()))
+            .await
+            .map_err(|e| e.to_string())?
+    }
+}
+
+/// How long a config file operation may take before the caller gives up on it.
+const FILE_LIMIT: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// Runs config file work on the blocking pool within [`FILE_LIMIT`].
+async fn off_the_workers<T: Send + 'static>(
+    path: &Path,
+    work: impl FnOnce() -> Result<T, ConfigError> + Send + 'static,
+) -> Result<T, ConfigError> {
+    let failed = |message: String| ConfigError::Read {
+        path: path.to_owned(),
+        source: std::io::Error::other(message),
+    };
+    match tokio::time::timeout(FILE_LIMIT, tokio::task::spawn_blocking(work)).await {
+        Ok(Ok(result)) => result,
+        Ok(Err(e)) => Err(failed(format!("the file task failed: {e}"))),
+        Err(_) => Err(failed(format!(
+            "the file system did not answer within {} s",
+            FILE_LIMIT.as_secs()
+        ))),
     }
 }
 

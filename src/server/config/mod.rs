@@ -140,6 +140,8 @@ impl Default for SafetyConfig {
                 "rm -rf",
                 "git push --force",
                 "git push -f",
+                "git push --delete",
+                "git push --mirror",
                 "| sh",
                 "| bash",
                 "| zsh",

@@ -80,7 +80,13 @@ pub async fn set(
     actor: &str,
     via: &str,
 ) -> Result<Changes, ChangeError> {
-    check(live, key, value)?;
+    // The key's own checks; the value is checked against the file by `LiveConfig::set`, off
+    // the async workers.
+    if let Some(reason) = keys::protected(key) {
+        return Err(ChangeError::Protected(format!(
+            "`{key}` is protected: {reason}"
+        )));
+    }
     let value = keys::from_json(value)
         .ok_or_else(|| ChangeError::Invalid(format!("`{key}` needs a value")))?;
     let changes = live.set(key, value).await.map_err(change_error)?;
@@ -139,8 +145,14 @@ impl tools::Settings for AgentSettings {
     }
 
     async fn set_as_agent(&self, key: &str, value: &Value, via: &str) -> Result<String, String> {
-        // Again now: a person may have lowered the limit while the card waited.
-        check_for_agent(&self.live, key, value).map_err(|e| e.to_string())?;
+        // Again now: a person may have lowered the limit while the card waited. (It reads
+        // the file: off the async workers.)
+        let (live, key_owned, value_owned) =
+            (Arc::clone(&self.live), key.to_owned(), value.clone());
+        tokio::task::spawn_blocking(move || check_for_agent(&live, &key_owned, &value_owned))
+            .await
+            .map_err(|e| format!("could not check the change: {e}"))?
+            .map_err(|e| e.to_string())?;
         let changes = set(&self.live, self.store.as_ref(), key, value, "agent", via)
             .await
             .map_err(|e| e.to_string())?;
@@ -156,8 +168,8 @@ impl tools::Settings for AgentSettings {
 }
 
 /// Applies the file after it changed on disk; an invalid file keeps the last good config.
-pub async fn reload(live: &LiveConfig, store: &dyn Store) {
-    match live.reload() {
+pub async fn reload(live: &Arc<LiveConfig>, store: &dyn Store) {
+    match live.reload_off_the_workers().await {
         Ok(changes) if !changes.is_empty() => {
             tracing::info!(changed = changes.len(), "config reloaded");
             audit(store, &changes, "file", "file").await;

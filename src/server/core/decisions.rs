@@ -221,6 +221,11 @@ impl Core {
                         call.floor_subjects
                             .iter()
                             .find_map(|subject| live.floor.check_subject(subject))
+                            .or_else(|| {
+                                call.floor_globs
+                                    .iter()
+                                    .find_map(|g| live.floor.search_glob_hit(g))
+                            })
                     })
                 {
                     return Err(Error::NotAllowed(format!(

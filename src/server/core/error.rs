@@ -54,6 +54,9 @@ pub enum Error {
     StorageUnavailable,
     #[error("{0}")]
     InvalidGate(String),
+    /// An `Idempotency-Key` that names a gate of another call: its answer is not this one's.
+    #[error("{0}")]
+    KeyReused(String),
     #[error("{0}")]
     Forbidden(String),
     #[error("{0}")]
@@ -92,6 +95,7 @@ impl Error {
             Error::ShuttingDown => "shutting_down",
             Error::StorageUnavailable => "storage_unavailable",
             Error::InvalidGate(_) => "invalid_gate",
+            Error::KeyReused(_) => "idempotency_key_reused",
             Error::Forbidden(_) => "forbidden",
             Error::InvalidName(_) => "invalid_name",
             Error::NameTaken(_) => "name_taken",

@@ -19,7 +19,7 @@ use crate::protocol::{
     AnsweredBy, ApprovalRequest, ApprovalRequestBody, Decision, EventBody, GateKind, GateReason,
     GateState, Mode, Resolution, RuleSuggestion, TimeoutOutcome, Timestamp, ToolClass,
 };
-use crate::server::digest::{call_digest, proposal_digest};
+use crate::server::digest::{call_digest, canonical_json, proposal_digest};
 use crate::server::gate::policy::{self, Outcome};
 use crate::server::gate::{resolve, rules};
 use crate::server::hub::{FeedItem, Hub};
@@ -331,6 +331,8 @@ impl Core {
                 .gate_by_idempotency_key(&opened_by, key, &since)
                 .await?
             {
+                self.same_call(&checked, &opened_by, &session_id, &approval_id)
+                    .await?;
                 return Ok((false, self.stored_state(&session_id, &approval_id).await?));
             }
         }
@@ -362,6 +364,11 @@ impl Core {
             call.floor_subjects
                 .iter()
                 .find_map(|subject| live.floor.check_subject(subject))
+                .or_else(|| {
+                    call.floor_globs
+                        .iter()
+                        .find_map(|g| live.floor.search_glob_hit(g))
+                })
         });
         let rule = match floor {
             Some(_) => None,
@@ -418,6 +425,8 @@ impl Core {
                     .external_gate(&existing)
                     .await?
                     .ok_or_else(|| Error::UnknownApproval(existing.clone()))?;
+                self.same_call(&checked, &gate.opened_by, &gate.session_id, &existing)
+                    .await?;
                 return Ok((false, self.stored_state(&gate.session_id, &existing).await?));
             }
             Err(other) => return Err(other.into()),
@@ -482,6 +491,39 @@ impl Core {
             }
         }
         Ok((true, self.stored_state(&session_id, &approval_id).await?))
+    }
+
+    /// Refuses to hand back a gate found by an `Idempotency-Key` unless it is the gate of this
+    /// very call: the same session (source, external session, credential), tool and input.
+    /// Otherwise an agent could open a harmless gate under the key its hook will use for a
+    /// dangerous call, and the hook would read the harmless gate's answer as its own.
+    async fn same_call(
+        &self,
+        checked: &Checked,
+        opened_by: &str,
+        session_id: &str,
+        approval_id: &str,
+    ) -> Result<(), Error> {
+        let store = self.hub.store();
+        let gate = store
+            .get_gate(session_id, approval_id)
+            .await?
+            .ok_or_else(|| Error::UnknownApproval(approval_id.to_owned()))?;
+        let session = store.get_session(session_id).await?;
+        let owned = format!("{opened_by}\u{1f}{}", checked.external_session);
+        let expected = store.external_session_id(&checked.source, &owned).await?;
+        let same = session.is_some_and(|s| s.source.as_deref() == Some(checked.source.as_str()))
+            && expected.as_deref() == Some(session_id)
+            && gate.request.body.tool == checked.tool
+            && canonical_json(&gate.request.body.args) == canonical_json(&checked.input);
+        if same {
+            Ok(())
+        } else {
+            Err(Error::KeyReused(
+                "this Idempotency-Key names the gate of another call; use a key of this call's own"
+                    .into(),
+            ))
+        }
     }
 
     fn request_for(

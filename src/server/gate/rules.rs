@@ -12,7 +12,6 @@
 use globset::{GlobBuilder, GlobMatcher};
 use serde_json::Value;
 
-use super::floor::{program_name, same_program};
 use super::shell_syntax;
 use crate::protocol::{Rule, RuleScope};
 use crate::server::store::{Store, StoreError};
@@ -72,6 +71,12 @@ pub fn covers(rule: &Rule, tool: &str, args: &Value) -> bool {
             .is_some_and(|subject| covers_subject(rule, &subject))
 }
 
+/// Whether a path rule also covers the path a call's path really leads to (a rule for
+/// `docs/a.md` does not cover `src/main.rs` reached through a symlink named `docs/a.md`).
+pub fn covers_real_path(rule: &Rule, real: &str) -> bool {
+    covers_subject(rule, &Subject::Path(real.to_owned()))
+}
+
 /// Whether `rule`'s pattern covers `subject`.
 fn covers_subject(rule: &Rule, subject: &Subject) -> bool {
     match subject {
@@ -128,143 +133,75 @@ const EVERYTHING: [&[&str]; 3] = [
     &["/zqx", "/Kw/a.b", "/_/0/.h"],
 ];
 
-/// Programs whose first argument names what they do (`git status`, `cargo test`): a rule may
-/// take the program and that subcommand.
-const WITH_SUBCOMMANDS: &[&str] = &[
-    "git",
-    "cargo",
-    "npm",
-    "pnpm",
-    "yarn",
-    "bun",
-    "go",
-    "docker",
-    "podman",
-    "kubectl",
-    "helm",
-    "pip",
-    "uv",
-    "poetry",
-    "make",
-    "just",
-    "gh",
-    "terraform",
-    "dotnet",
-    "mvn",
-    "gradle",
-    "systemctl",
-    "brew",
-    "apt",
-    "rustup",
-    "deno",
-    "bundle",
-    "rake",
-    "mix",
-    "composer",
+/// Programs a rule may take as `program *`: they read, list or print, and run nothing named in
+/// their arguments. Every other program's suggestion is narrower (below) or exact: a wrapper
+/// (`timeout`, `nice`, `strace`, `uv run` …), an interpreter, a program that runs code its
+/// arguments carry (`awk`, `sed`, `tar`, `git grep -O`, `go test -exec`) or that can destroy
+/// or send something would make `program *` cover any command.
+const PREFIX_PROGRAMS: &[&str] = &[
+    "ls",
+    "echo",
+    "printf",
+    "pwd",
+    "wc",
+    "head",
+    "tail",
+    "cat",
+    "grep",
+    "egrep",
+    "fgrep",
+    "rg",
+    "diff",
+    "cmp",
+    "file",
+    "stat",
+    "du",
+    "df",
+    "date",
+    "whoami",
+    "id",
+    "uname",
+    "which",
+    "sort",
+    "uniq",
+    "cut",
+    "tr",
+    "basename",
+    "dirname",
+    "realpath",
+    "readlink",
+    "tree",
+    "jq",
+    "nl",
+    "sha256sum",
+    "sha1sum",
+    "md5sum",
+    "cksum",
+    "mkdir",
+    "touch",
+    "pytest",
 ];
 
-/// Programs (or program + subcommand) a rule may only name exactly: what they do depends on
-/// every argument, and it can destroy or send things.
-const EXACT_ONLY: &[&str] = &[
-    "rm",
-    "rmdir",
-    "unlink",
-    "shred",
-    "truncate",
-    "dd",
-    "mkfs",
-    "mv",
-    "cp",
-    "ln",
-    "chmod",
-    "chown",
-    "chgrp",
-    "chattr",
-    "kill",
-    "killall",
-    "pkill",
-    "curl",
-    "wget",
-    "ssh",
-    "scp",
-    "sftp",
-    "rsync",
-    "nc",
-    "ncat",
-    "socat",
-    "telnet",
-    "ftp",
-    "sudo",
-    "su",
-    "doas",
-    "env",
-    "eval",
-    "exec",
-    "xargs",
-    "find",
-    "sh",
-    "bash",
-    "zsh",
-    "dash",
-    "ksh",
-    "fish",
-    "python",
-    "node",
-    "perl",
-    "ruby",
-    "php",
-    "lua",
-    "osascript",
-    "npx",
-    "pnpx",
-    "bunx",
-    "tee",
-    "crontab",
-    "at",
-    "git push",
-    "git reset",
-    "git clean",
-    "git checkout",
-    "git rebase",
-    "git branch",
-    "git tag",
-    "git remote",
-    "git config",
-    "git filter-branch",
-    "docker rm",
-    "docker rmi",
-    "docker run",
-    "docker exec",
-    "docker system",
-    "kubectl delete",
-    "kubectl apply",
-    "kubectl exec",
-    "npm publish",
-    "npm exec",
-    "npm run",
-    "cargo publish",
-    "cargo install",
-    "cargo run",
-    "make install",
-    "terraform apply",
-    "terraform destroy",
-    "gh api",
-    "systemctl stop",
-    "systemctl disable",
-    "apt remove",
-    "apt purge",
-    "pip install",
-    "go run",
+/// Programs and subcommands a rule may take as `program subcommand *`: the subcommand runs the
+/// workspace's own build or tests (what the person already lets run), or only reads.
+const PREFIX_SUBCOMMANDS: &[(&str, &[&str])] = &[
+    (
+        "git",
+        &["status", "rev-parse", "ls-files", "blame", "shortlog"],
+    ),
+    (
+        "cargo",
+        &[
+            "check", "test", "build", "clippy", "fmt", "doc", "tree", "metadata", "bench",
+        ],
+    ),
+    ("go", &["build", "vet", "list", "fmt"]),
+    ("npm", &["test", "ci", "ls", "outdated"]),
+    ("pnpm", &["test", "ls", "outdated"]),
+    ("yarn", &["test"]),
+    ("docker", &["ps", "images"]),
+    ("kubectl", &["get", "describe"]),
 ];
-
-/// Whether `program` (and `subcommand`) may only be allowed exactly.
-fn exact_only(program: &str, subcommand: Option<&str>) -> bool {
-    EXACT_ONLY.iter().any(|entry| match entry.split_once(' ') {
-        Some((prog, sub)) => program == prog && subcommand == Some(sub),
-        None => same_program(entry, program),
-    })
-}
-
 /// The pattern Allow always proposes for a subject: the exact path (its glob characters
 /// escaped), or for a command the narrowest prefix that still reads as a rule
 /// (`git status *`, `ls *`) — the exact command where only that is safe.
@@ -281,7 +218,7 @@ fn command_suggestion(command: &str) -> String {
     let Ok(script) = shell_syntax::read(command) else {
         return exact;
     };
-    if !one_plain_command(command) {
+    if !one_plain_command(command) || !script.assignments.is_empty() {
         return exact;
     }
     let Some(words) = script.commands.first().map(|c| &c.words) else {
@@ -291,7 +228,7 @@ fn command_suggestion(command: &str) -> String {
         return exact;
     };
     // As written: the rule's prefix is matched against the text, so it must be the text's
-    // own first words (no quotes, no assignments, no path to a script of its own).
+    // own first words (no quotes, no assignments, no path to a program of its own).
     let raw: Vec<&str> = command.split_whitespace().collect();
     if words.iter().any(|w| w.dynamic)
         || raw.first() != Some(&first.text.as_str())
@@ -299,18 +236,21 @@ fn command_suggestion(command: &str) -> String {
     {
         return exact;
     }
-    let program = program_name(&first.text);
+    let program = first.text.as_str();
+    if PREFIX_PROGRAMS.contains(&program) {
+        return format!("{program} *");
+    }
     let subcommand = words
         .get(1)
         .map(|w| w.text.as_str())
         .filter(|w| !w.starts_with('-') && raw.get(1) == Some(w));
-    if exact_only(program, subcommand) {
-        return exact;
-    }
+    let allowed = PREFIX_SUBCOMMANDS
+        .iter()
+        .find(|(p, _)| *p == program)
+        .is_some_and(|(_, subs)| subcommand.is_some_and(|s| subs.contains(&s)));
     match subcommand {
-        Some(sub) if WITH_SUBCOMMANDS.contains(&program) => format!("{program} {sub} *"),
-        _ if WITH_SUBCOMMANDS.contains(&program) && words.len() > 1 => exact,
-        _ => format!("{program} *"),
+        Some(sub) if allowed => format!("{program} {sub} *"),
+        _ => exact,
     }
 }
 
@@ -525,8 +465,21 @@ mod tests {
             ("ls -la src", "ls *"),
             ("git status", "git status *"),
             ("git status --short", "git status *"),
-            ("git  diff  HEAD", "git diff *"),
+            ("git  status  --short", "git status *"),
+            ("git diff HEAD", "git diff HEAD"),
             ("cargo test -p x", "cargo test *"),
+            ("timeout 5 ls", "timeout 5 ls"),
+            ("nice -n 5 make", "nice -n 5 make"),
+            ("awk '{print $1}' data.txt", "awk '{print $1}' data.txt"),
+            ("sed -n 1,5p notes.txt", "sed -n 1,5p notes.txt"),
+            ("tar tf release.tar", "tar tf release.tar"),
+            ("git log --oneline", "git log --oneline"),
+            ("git grep --no-index hello", "git grep --no-index hello"),
+            ("go test ./...", "go test ./..."),
+            ("make test", "make test"),
+            ("uv run pytest", "uv run pytest"),
+            ("strace -c ls", "strace -c ls"),
+            ("cat notes.md", "cat *"),
             ("rm -f /tmp/example", "rm -f /tmp/example"),
             ("rm x", "rm x"),
             ("/bin/rm x", "/bin/rm x"),
@@ -536,6 +489,7 @@ mod tests {
             ("git reset --hard", "git reset --hard"),
             ("git -C sub status", "git -C sub status"),
             ("echo hi > out.txt", "echo hi > out.txt"),
+            ("FOO=1 ls", "FOO=1 ls"),
             ("git status && git diff", "git status && git diff"),
             ("echo $HOME", "echo $HOME"),
             ("FOO=1 npm test", "FOO=1 npm test"),

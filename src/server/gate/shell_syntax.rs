@@ -31,13 +31,19 @@ pub struct Word {
     /// Holds a command or process substitution, or a parameter expansion with operators:
     /// nothing about its value is known before it runs.
     pub opaque: bool,
+    /// The word with each variable in its place: `\u{1}NAME\u{2}` (and `\u{1}\u{2}` for
+    /// any other part only known when it runs), so a variable's value can be put where it
+    /// stands (`.e${X}v` with `X=n` is `.env`).
+    pub template: String,
 }
 
 impl Word {
     /// A word whose text is all there is to it.
     pub fn literal(text: impl Into<String>) -> Word {
+        let text = text.into();
         Word {
-            text: text.into(),
+            template: text.clone(),
+            text,
             ..Word::default()
         }
     }
@@ -46,13 +52,32 @@ impl Word {
     pub fn unknown() -> Word {
         Word {
             dynamic: true,
+            template: "\u{1}\u{2}".into(),
             ..Word::default()
         }
+    }
+
+    /// The word with `value` put where `name` stands, and every other run-time part left out.
+    pub fn with_value(&self, name: &str, value: &str) -> String {
+        let mut out = String::with_capacity(self.template.len());
+        let mut rest = self.template.as_str();
+        while let Some(start) = rest.find('\u{1}') {
+            out.push_str(&rest[..start]);
+            let after = &rest[start + 1..];
+            let end = after.find('\u{2}').unwrap_or(after.len());
+            if &after[..end] == name {
+                out.push_str(value);
+            }
+            rest = after.get(end + 1..).unwrap_or("");
+        }
+        out.push_str(rest);
+        out
     }
 
     /// Folds the parts of a concatenation or a string into one word.
     fn joined(parts: &[Word]) -> Word {
         Word {
+            template: parts.iter().map(|p| p.template.as_str()).collect(),
             text: parts.iter().map(|p| p.text.as_str()).collect(),
             dynamic: parts.iter().any(|p| p.dynamic),
             glob: parts.iter().any(|p| p.glob),
@@ -267,13 +292,17 @@ fn word(node: Node, source: &str) -> Word {
                 .children(&mut cursor)
                 .map(|part| word(part, source))
                 .collect();
-            Word::joined(&parts)
+            let mut joined = Word::joined(&parts);
+            // tree-sitter splits `.{e,x}nv` into plain words; the braces are seen whole here.
+            mark_braces(&mut joined);
+            joined
         }
         "simple_expansion" => {
             // `$F`, `$1`, `$@`: the variable's name is what follows the `$`.
             let name = raw.trim_start_matches('$').to_owned();
             Word {
                 dynamic: true,
+                template: format!("\u{1}{name}\u{2}"),
                 vars: vec![name],
                 ..Word::default()
             }
@@ -288,6 +317,11 @@ fn word(node: Node, source: &str) -> Word {
                 !inner.is_empty() && inner.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
             Word {
                 dynamic: true,
+                template: if plain {
+                    format!("\u{1}{inner}\u{2}")
+                } else {
+                    "\u{1}\u{2}".into()
+                },
                 vars: if plain {
                     vec![inner.to_owned()]
                 } else {
@@ -303,6 +337,7 @@ fn word(node: Node, source: &str) -> Word {
         _ => Word {
             dynamic: true,
             opaque: true,
+            template: "\u{1}\u{2}".into(),
             ..Word::default()
         },
     }
@@ -332,13 +367,35 @@ fn unquoted(raw: &str) -> Word {
             _ => text.push(c),
         }
     }
-    Word { text, ..word }
+    let mut word = Word {
+        template: text.clone(),
+        text,
+        ..word
+    };
+    mark_braces(&mut word);
+    word
+}
+
+/// Brace expansion (`.{e,x}nv`, `{1..3}`) makes several words of one: read as a glob, whose
+/// `{a,b}` alternatives the floor's matching understands.
+fn mark_braces(word: &mut Word) {
+    let text = &word.text;
+    if let Some(open) = text.find('{')
+        && text[open..].find('}').is_some_and(|close| {
+            let inside = &text[open..open + close];
+            inside.contains(',') || inside.contains("..")
+        })
+    {
+        word.dynamic = true;
+        word.glob = true;
+    }
 }
 
 /// `"…"`: its text parts, with `\$ \` \" \\` and line continuations undone; any expansion
 /// inside makes it dynamic.
 fn double_quoted(node: Node, source: &str) -> Word {
     let mut text = String::new();
+    let mut template = String::new();
     let mut expanded: Vec<Word> = Vec::new();
     let mut cursor = node.walk();
     for part in node.children(&mut cursor) {
@@ -355,29 +412,37 @@ fn double_quoted(node: Node, source: &str) -> Word {
                         chars.next();
                         if next != '\n' {
                             text.push(next);
+                            template.push(next);
                         }
                         continue;
                     }
                     text.push(c);
+                    template.push(c);
                 }
             }
             "string" => {
                 let inner = double_quoted(part, source);
                 text.push_str(&inner.text);
+                template.push_str(&inner.template);
                 expanded.push(Word {
                     text: String::new(),
                     ..inner
                 });
             }
             // An expansion inside the quotes: never a glob there.
-            _ => expanded.push(Word {
-                glob: false,
-                ..word(part, source)
-            }),
+            _ => {
+                let inner = word(part, source);
+                template.push_str(&inner.template);
+                expanded.push(Word {
+                    glob: false,
+                    ..inner
+                });
+            }
         }
     }
     let mut joined = Word::joined(&expanded);
     joined.text = text;
+    joined.template = template;
     joined
 }
 
@@ -385,6 +450,7 @@ fn double_quoted(node: Node, source: &str) -> Word {
 fn ansi_c(raw: &str) -> Word {
     let (text, dynamic) = ansi_c_text(raw);
     Word {
+        template: text.clone(),
         text,
         dynamic,
         ..Word::default()
@@ -398,11 +464,51 @@ fn ansi_c_text(raw: &str) -> (String, bool) {
         .unwrap_or(raw);
     let mut text = String::new();
     let mut dynamic = false;
-    let mut chars = body.chars();
+    let mut chars = body.chars().peekable();
+    // Up to `max` digits of `radix` after an escape letter, as a character.
+    let number = |chars: &mut std::iter::Peekable<std::str::Chars<'_>>, radix: u32, max: usize| {
+        let mut value: u32 = 0;
+        let mut seen = 0;
+        while seen < max
+            && let Some(d) = chars.peek().and_then(|c| c.to_digit(radix))
+        {
+            value = value * radix + d;
+            chars.next();
+            seen += 1;
+        }
+        (seen > 0).then(|| char::from_u32(value)).flatten()
+    };
     while let Some(c) = chars.next() {
         if c != '\\' {
             text.push(c);
             continue;
+        }
+        let decoded = match chars.peek() {
+            Some('x') => {
+                chars.next();
+                Some(number(&mut chars, 16, 2))
+            }
+            Some('u') => {
+                chars.next();
+                Some(number(&mut chars, 16, 4))
+            }
+            Some('U') => {
+                chars.next();
+                Some(number(&mut chars, 16, 8))
+            }
+            Some('0'..='7') => Some(number(&mut chars, 8, 3)),
+            _ => None,
+        };
+        match decoded {
+            Some(Some(c)) => {
+                text.push(c);
+                continue;
+            }
+            Some(None) => {
+                dynamic = true;
+                continue;
+            }
+            None => {}
         }
         match chars.next() {
             Some('n') => text.push('\n'),

@@ -59,7 +59,7 @@ pub fn status_of(err: &Error) -> StatusCode {
         | Error::UnknownApproval(_)
         | Error::UnknownRule(_)
         | Error::UnknownToken(_) => StatusCode::NOT_FOUND,
-        Error::NameTaken(_) => StatusCode::CONFLICT,
+        Error::NameTaken(_) | Error::KeyReused(_) => StatusCode::CONFLICT,
         Error::StaleDigest | Error::AlreadyResolved(_) => StatusCode::CONFLICT,
         Error::Gone(_) => StatusCode::GONE,
         Error::TurnInProgress | Error::NoTurnRunning => StatusCode::CONFLICT,

@@ -390,6 +390,13 @@ pub trait Store: Send + Sync + 'static {
         row: &SessionRow,
     ) -> Result<String, StoreError>;
 
+    /// The session of `(source, external_session)`, if one was made (never makes one).
+    async fn external_session_id(
+        &self,
+        source: &str,
+        external_session: &str,
+    ) -> Result<Option<String>, StoreError>;
+
     /// Who opened an outside agent's gate (`None` for other gates).
     async fn external_gate(&self, approval_id: &str) -> Result<Option<ExternalGate>, StoreError>;
 

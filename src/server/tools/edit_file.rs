@@ -77,7 +77,7 @@ impl Tool for EditFile {
         let text = |k: &str| value.get(k).and_then(Value::as_str).unwrap_or("");
         let (old, new) = (text("old"), text("new"));
         let now = file_now(value, env);
-        let bound = Some(now.fingerprint());
+        let bound = Some(files::change_binding(value, env, &now));
         let mut summary = format!(
             "edit_file {shown} (replace {} with {})",
             plural(line_count(old), "line"),
@@ -106,7 +106,7 @@ impl Tool for EditFile {
     }
 
     fn binds(&self, value: &Value, env: &super::CardEnv<'_>) -> Option<String> {
-        Some(file_now(value, env).fingerprint())
+        Some(files::change_binding(value, env, &file_now(value, env)))
     }
 
     async fn run(&self, value: &Value, ctx: &ToolContext) -> ToolOutput {

@@ -40,7 +40,9 @@ pub enum ToolError {
     OnFloor { path: String, why: String },
     #[error("`{path}` is {kind}; only regular files are read or written")]
     NotRegular { path: String, kind: &'static str },
-    #[error("gave up on `{path}` after {secs} s (the file system did not answer)")]
+    #[error(
+        "gave up on `{path}` after {secs} s (the file system, or the work on it, took too long)"
+    )]
     TimedOut { path: String, secs: u64 },
     #[error("cancelled")]
     Cancelled,

@@ -6,7 +6,6 @@ use std::io::{self, Read};
 use std::path::Path;
 
 use serde_json::Value;
-use similar::TextDiff;
 
 use super::beneath::{self, Access};
 use super::confine::{self, Resolved};
@@ -101,6 +100,32 @@ pub fn file_now(args: &Value, env: &CardEnv<'_>) -> FileNow {
     }
 }
 
+/// Where a file tool's path really leads (after every symlink), as the card bound it: an
+/// answer to a floor card opens the file the card named, not one a symlink swapped in later.
+pub fn real_path_binding(args: &Value, workspace: &Path, defaults_to_workspace: bool) -> String {
+    let raw = match args.get("path").and_then(Value::as_str) {
+        Some(path) => path,
+        None if defaults_to_workspace => ".",
+        None => return "real:?".into(),
+    };
+    match confine::resolve(workspace, raw) {
+        Ok(target) => match target.abs.strip_prefix(&target.root) {
+            Ok(rel) => format!("real:{}", rel.display()),
+            Err(_) => "real:?".into(),
+        },
+        Err(e) => format!("real:? ({e})"),
+    }
+}
+
+/// What a write's or an edit's card binds: where the path leads and what the file held.
+pub fn change_binding(args: &Value, env: &CardEnv<'_>, now: &FileNow) -> String {
+    format!(
+        "{} {}",
+        real_path_binding(args, env.workspace, false),
+        now.fingerprint()
+    )
+}
+
 /// What a file tool's call would find on disk beyond its path's spelling (for the floor).
 pub fn hidden_of(args: &Value, workspace: &Path, defaults_to_workspace: bool) -> Vec<Hidden> {
     match args.get("path").and_then(Value::as_str) {
@@ -110,9 +135,15 @@ pub fn hidden_of(args: &Value, workspace: &Path, defaults_to_workspace: bool) ->
     }
 }
 
+/// How long a card's diff may take: past it the diff is still right, only less minimal (a
+/// large file rewritten whole must not keep a thread busy).
+const DIFF_DEADLINE: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// A unified diff from `before` to `after` of the file shown as `shown`.
 pub fn unified_diff(shown: &str, before: &str, after: &str) -> String {
-    TextDiff::from_lines(before, after)
+    similar::TextDiff::configure()
+        .timeout(DIFF_DEADLINE)
+        .diff_lines(before, after)
         .unified_diff()
         .context_radius(3)
         .header(&format!("a/{shown}"), &format!("b/{shown}"))
@@ -254,14 +285,29 @@ pub(crate) async fn edit_file(
     .await
 }
 
+/// The largest file `edit_file` reads whole (a replace needs all of it in memory).
+const MAX_EDIT_BYTES: u64 = 16 * 1024 * 1024;
+
 fn edit_file_now(
     target: &Resolved,
     guard: &Guard,
     old: &str,
     new: &str,
 ) -> Result<ToolOutput, ToolError> {
+    let file = reader::open(target, Access::Read, guard)?;
+    let size = file
+        .metadata()
+        .map_err(|e| ToolError::io("read", &target.shown, e))?
+        .len();
+    if size > MAX_EDIT_BYTES {
+        return Err(ToolError::InvalidArgs(format!(
+            "`{}` is {} — too large to edit in place; write_file replaces a file whole",
+            target.shown,
+            size_words(size)
+        )));
+    }
     let mut bytes = Vec::new();
-    reader::open(target, Access::Read, guard)?
+    file.take(MAX_EDIT_BYTES + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| ToolError::io("read", &target.shown, e))?;
     let text = String::from_utf8(bytes).map_err(|_| ToolError::NotText(target.shown.clone()))?;

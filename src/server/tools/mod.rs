@@ -26,6 +26,7 @@ mod read_file;
 mod request_approval;
 mod search;
 mod shell;
+mod shell_disk;
 mod write_file;
 
 use std::path::{Path, PathBuf};

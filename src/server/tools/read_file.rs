@@ -60,8 +60,16 @@ impl Tool for ReadFile {
         files::path_subject(value, false)
     }
 
-    fn card(&self, value: &Value, _env: &super::CardEnv<'_>) -> CardText {
-        files::plain_card("Tool", self.name(), value)
+    fn card(&self, value: &Value, env: &super::CardEnv<'_>) -> CardText {
+        CardText {
+            bound: self.binds(value, env),
+            ..files::plain_card("Tool", self.name(), value)
+        }
+    }
+
+    /// Where its path really leads, so an approved floor card reads the file it named.
+    fn binds(&self, value: &Value, env: &super::CardEnv<'_>) -> Option<String> {
+        Some(files::real_path_binding(value, env.workspace, false))
     }
 
     fn hidden(&self, value: &Value, workspace: &Path) -> Vec<super::Hidden> {

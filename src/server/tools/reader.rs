@@ -53,6 +53,11 @@ pub enum Hidden {
     LeadsTo(String),
     /// The file has other hard links.
     OtherLinks(u64),
+    /// A glob of a command expands to this workspace path.
+    Expands { glob: String, path: String },
+    /// A command reads every file under `folder` on its own (`grep -r`, `find`, `tar c`),
+    /// these among them.
+    Reaches { folder: String, files: Vec<String> },
 }
 
 impl Hidden {
@@ -65,6 +70,14 @@ impl Hidden {
             Hidden::OtherLinks(n) => Some(format!(
                 "is a file with {n} names (hard links), so it may be a safety-floor file under another name"
             )),
+            Hidden::Expands { glob, path } => floor
+                .path_hit(path)
+                .map(|why| format!("names `{glob}`, which expands to {path}: it {why}")),
+            Hidden::Reaches { folder, files } => files.iter().find_map(|file| {
+                floor.path_hit(file).map(|why| {
+                    format!("reads every file under {folder} on its own, {file} among them ({why})")
+                })
+            }),
         }
     }
 }

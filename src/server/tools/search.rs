@@ -82,8 +82,16 @@ impl Tool for Search {
         files::path_subject(value, true)
     }
 
-    fn card(&self, value: &Value, _env: &super::CardEnv<'_>) -> CardText {
-        files::plain_card("Tool", self.name(), value)
+    fn card(&self, value: &Value, env: &super::CardEnv<'_>) -> CardText {
+        CardText {
+            bound: self.binds(value, env),
+            ..files::plain_card("Tool", self.name(), value)
+        }
+    }
+
+    /// Where its path really leads, so an approved floor card reads the file it named.
+    fn binds(&self, value: &Value, env: &super::CardEnv<'_>) -> Option<String> {
+        Some(files::real_path_binding(value, env.workspace, true))
     }
 
     fn hidden(&self, value: &Value, workspace: &Path) -> Vec<super::Hidden> {
@@ -213,6 +221,38 @@ fn scan(target: &Resolved, pattern: &str, guard: &Guard, cancel: &CancellationTo
     found
 }
 
+/// The most of one line a search holds in memory; the rest of a longer line is skipped (a
+/// 20 GB file of one line must not become a 20 GB buffer).
+const MAX_SCANNED_LINE: usize = 64 * 1024;
+
+/// Reads one line into `buf`, keeping at most `cap` bytes of it and skipping the rest; the
+/// number of bytes the line had (0 at the end of the file).
+fn read_line_capped(
+    reader: &mut impl BufRead,
+    buf: &mut Vec<u8>,
+    cap: usize,
+) -> std::io::Result<usize> {
+    let mut total = 0;
+    loop {
+        let chunk = reader.fill_buf()?;
+        if chunk.is_empty() {
+            return Ok(total);
+        }
+        let (line, done) = match chunk.iter().position(|b| *b == b'\n') {
+            Some(at) => (&chunk[..=at], true),
+            None => (chunk, false),
+        };
+        let room = cap.saturating_sub(buf.len());
+        buf.extend_from_slice(&line[..line.len().min(room)]);
+        let used = line.len();
+        total += used;
+        reader.consume(used);
+        if done {
+            return Ok(total);
+        }
+    }
+}
+
 /// Appends `file:line: text` for each matching line; binary files (a NUL early on) are skipped.
 fn search_file(file: std::fs::File, shown: &str, pattern: &str, lines: &mut Vec<String>) {
     let mut reader = BufReader::new(file);
@@ -224,7 +264,7 @@ fn search_file(file: std::fs::File, shown: &str, pattern: &str, lines: &mut Vec<
     let mut number = 0usize;
     while lines.len() <= MAX_MATCHES {
         buf.clear();
-        match reader.read_until(b'\n', &mut buf) {
+        match read_line_capped(&mut reader, &mut buf, MAX_SCANNED_LINE) {
             Ok(0) | Err(_) => return,
             Ok(_) => number += 1,
         }
@@ -275,6 +315,18 @@ mod tests {
 
         let out = run(&c, "search", json!({"pattern": "x", "path": "nowhere"})).await;
         assert_eq!(out.status, ToolStatus::Error);
+    }
+
+    #[test]
+    fn a_huge_line_is_held_only_up_to_the_cap() {
+        let text = format!("{}needle\nsecond\n", "a".repeat(200_000));
+        let mut reader = std::io::BufReader::with_capacity(4096, text.as_bytes());
+        let mut buf = Vec::new();
+        let n = super::read_line_capped(&mut reader, &mut buf, 1000).unwrap();
+        assert_eq!((n, buf.len()), (200_007, 1000));
+        buf.clear();
+        super::read_line_capped(&mut reader, &mut buf, 1000).unwrap();
+        assert_eq!(buf, b"second\n");
     }
 
     #[tokio::test]

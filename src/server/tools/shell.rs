@@ -1,5 +1,5 @@
-//! `shell`: runs `sh -c` in the workspace in its own process group, inside the sandbox, with a
-//! time limit, cancel, and capped output.
+//! `shell`: runs `bash -c` in the workspace, inside the sandbox (a PID namespace of its own),
+//! with a time limit, cancel, and capped output.
 //!
 //! The whole group is killed when the call ends (timeout, cancel, or the shell exiting), so
 //! nothing the command started — background jobs, grandchildren — outlives the call.
@@ -51,7 +51,7 @@ impl Tool for Shell {
     fn spec(&self) -> ToolSpec {
         string_spec(
             self.name(),
-            "Run a command with `sh -c` in the workspace and return its output and exit code.",
+            "Run a command with `bash -c` in the workspace and return its output and exit code.",
             self.class(),
             &[("command", "The shell command line.")],
             &["command"],
@@ -84,6 +84,15 @@ impl Tool for Shell {
         }
     }
 
+    /// What the command would reach on disk: its globs' matches and the files under a folder
+    /// a recursive reader reads (the floor checks them).
+    fn hidden(&self, value: &Value, workspace: &std::path::Path) -> Vec<super::Hidden> {
+        match value.get("command").and_then(Value::as_str) {
+            Some(command) => super::shell_disk::reached(command, workspace),
+            None => Vec::new(),
+        }
+    }
+
     /// The folder the command runs in (the workspace), with the command in the arguments.
     fn binds(&self, _value: &Value, env: &super::CardEnv<'_>) -> Option<String> {
         Some(format!("cwd:{}", env.workspace.display()))
@@ -107,8 +116,28 @@ enum Ending {
     Cancelled,
 }
 
+/// The shell commands run in: bash, whose syntax the safety floor reads (tree-sitter's bash
+/// grammar). `sh` is often dash, which reads `$'…'`, `((…))` or `{a,b}` differently: a
+/// command the floor read one way would run another.
+fn bash() -> Option<&'static str> {
+    static FOUND: std::sync::OnceLock<Option<&'static str>> = std::sync::OnceLock::new();
+    *FOUND.get_or_init(|| {
+        ["/bin/bash", "/usr/bin/bash", "/usr/local/bin/bash"]
+            .into_iter()
+            .find(|p| std::path::Path::new(p).is_file())
+    })
+}
+
 async fn run(command: &str, ctx: &ToolContext) -> ToolOutput {
-    let mut shell = Command::new("sh");
+    let Some(bash) = bash() else {
+        return ToolOutput {
+            status: ToolStatus::Refused,
+            output: "commands run in bash, whose syntax the safety floor reads, and bash is not \
+                     installed here; install it to let the agent run commands"
+                .into(),
+        };
+    };
+    let mut shell = Command::new(bash);
     shell
         .arg("-c")
         .arg(command)

@@ -71,7 +71,7 @@ impl Tool for WriteFile {
         let content = value.get("content").and_then(Value::as_str).unwrap_or("");
         let lines = plural(line_count(content), "line");
         let now = file_now(value, env);
-        let bound = Some(now.fingerprint());
+        let bound = Some(files::change_binding(value, env, &now));
         let (summary, diff) = match now {
             FileNow::Text(old) => (
                 format!(
@@ -109,7 +109,7 @@ impl Tool for WriteFile {
     }
 
     fn binds(&self, value: &Value, env: &super::CardEnv<'_>) -> Option<String> {
-        Some(file_now(value, env).fingerprint())
+        Some(files::change_binding(value, env, &file_now(value, env)))
     }
 
     async fn run(&self, value: &Value, ctx: &ToolContext) -> ToolOutput {

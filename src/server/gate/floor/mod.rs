@@ -91,6 +91,23 @@ impl SafetyFloor {
             .unwrap_or("?")
     }
 
+    /// Why a glob the agent will expand itself (an outside search tool's) could match a floor
+    /// path, in words; `None` when it cannot.
+    pub fn search_glob_hit(&self, glob: &str) -> Option<String> {
+        let path = glob.trim_start_matches("./");
+        self.path_hit(path).or_else(|| {
+            self.probes
+                .iter()
+                .find(|p| p.reached_by(path) || p.reached_by(&path.to_lowercase()))
+                .map(|p| {
+                    format!(
+                        "searches the glob `{glob}`, which could match {} (on the safety floor)",
+                        p.example()
+                    )
+                })
+        })
+    }
+
     /// Why what a call's path is on disk puts it on the floor (a symlink to a floor path, a
     /// file with other names), in words.
     pub fn check_hidden(&self, hidden: &[Hidden]) -> Option<String> {
@@ -99,12 +116,36 @@ impl SafetyFloor {
 
     /// A word that names a floor path: itself, or the value of `--opt=value`.
     fn word_hit(&self, word: &Word) -> Option<String> {
-        let text = word.text.as_str();
-        self.path_hit(text).or_else(|| {
-            text.split_once('=')
-                .filter(|(flag, _)| flag.starts_with('-'))
-                .and_then(|(_, value)| self.path_hit(value))
-        })
+        self.text_hit(&word.text)
+    }
+
+    /// A word's text as a path: itself, the value of `--opt=value`, what follows a `:`
+    /// (`git show HEAD:.env`, `host:.ssh/id_rsa`), each also with `\` read as `/` and
+    /// case-folded (a file system that ignores case opens `.ENV` as `.env`).
+    fn text_hit(&self, text: &str) -> Option<String> {
+        let mut forms = vec![text.to_owned()];
+        if let Some((flag, value)) = text.split_once('=')
+            && flag.starts_with('-')
+        {
+            forms.push(value.to_owned());
+        }
+        if !text.contains("://")
+            && let Some((_, after)) = text.rsplit_once(':')
+            && !after.is_empty()
+        {
+            forms.push(after.to_owned());
+        }
+        let slashed: Vec<String> = forms.iter().map(|f| f.replace('\\', "/")).collect();
+        let folded: Vec<String> = forms
+            .iter()
+            .chain(&slashed)
+            .map(|f| f.to_lowercase())
+            .collect();
+        forms
+            .iter()
+            .chain(&slashed)
+            .chain(&folded)
+            .find_map(|form| self.path_hit(form))
     }
 
     /// Why this call hits the floor, in words; `None` when it does not.
@@ -140,6 +181,13 @@ impl SafetyFloor {
         }
         let script = shell_syntax::read(code)?;
         let values = runtime::Values::from_script(&script);
+        // A value a variable is given is a word like any other (`GIT_DIR=.git git …`).
+        if let Some(hit) = script.assignments.iter().find_map(|(name, value)| {
+            self.word_hit(value)
+                .map(|hit| format!("sets `{name}`, which {hit}"))
+        }) {
+            return Ok(Some(hit));
+        }
         for pass in [Pass::Written, Pass::Running] {
             let start = runtime::Cwd::start();
             for target in &script.redirect_targets {
@@ -180,6 +228,12 @@ impl SafetyFloor {
         if program.dynamic {
             return Err("the program it runs is only known when it runs".into());
         }
+        if changes_globbing(words) {
+            return Err(format!(
+                "`{}` changes how the shell expands globs",
+                program.text
+            ));
+        }
         let hit = match pass {
             Pass::Written => words.iter().find_map(|w| self.word_hit(w)).or_else(|| {
                 self.commands
@@ -190,7 +244,8 @@ impl SafetyFloor {
             Pass::Running => words
                 .iter()
                 .skip(1)
-                .find_map(|w| self.runtime_hit(w, values, cwd)),
+                .find_map(|w| self.runtime_hit(w, values, cwd))
+                .or_else(|| unknown_items(words)),
         };
         if hit.is_some() {
             return Ok(hit);
@@ -263,13 +318,21 @@ impl SafetyFloor {
                                 "takes `${name}`, whose value is only known when it runs"
                             ));
                         }
-                        let hit = [
-                            value.text.clone(),
-                            format!("{}{}", value.text, word.text),
-                            format!("{}{}", word.text, value.text),
-                        ]
-                        .iter()
-                        .find_map(|candidate| self.path_hit(candidate));
+                        // The value where the variable stands (`.e${X}v`), and alone.
+                        let placed = word.with_value(name, &value.text);
+                        let hit = [placed.clone(), value.text.clone()]
+                            .iter()
+                            .find_map(|candidate| self.text_hit(candidate))
+                            .or_else(|| {
+                                let glob = word.glob || placed.contains(['*', '?', '[', '{']);
+                                glob.then(|| {
+                                    self.probes
+                                        .iter()
+                                        .find(|p| p.reached_by(&placed))
+                                        .map(|p| format!("could match {}", p.example()))
+                                })
+                                .flatten()
+                            });
                         if let Some(hit) = hit {
                             return Some(format!("takes `${name}`, which {hit}"));
                         }
@@ -294,6 +357,47 @@ impl SafetyFloor {
         }
         None
     }
+}
+
+/// `shopt -s dotglob`, `set -o …`, `GLOBIGNORE=…`: globs would not expand as the floor reads
+/// them.
+fn changes_globbing(words: &[Word]) -> bool {
+    const GLOB_OPTIONS: [&str; 8] = [
+        "dotglob",
+        "nocaseglob",
+        "extglob",
+        "globstar",
+        "nullglob",
+        "failglob",
+        "nocasematch",
+        "globasciiranges",
+    ];
+    let program = words.first().map(|w| w.text.as_str()).unwrap_or("");
+    let args = || words.iter().skip(1);
+    match program {
+        "shopt" => args().any(|w| w.dynamic || GLOB_OPTIONS.contains(&w.text.as_str())),
+        // `set -f` / `set -o noglob`: no globbing at all is fine to read, but a script that
+        // turns it back and forth is not worth guessing.
+        "set" => args().any(|w| {
+            w.dynamic
+                || w.text == "noglob"
+                || (w.text.starts_with(['-', '+']) && w.text.len() > 1 && w.text.contains('f'))
+        }),
+        _ => false,
+    }
+}
+
+/// Items a wrapper adds when it runs (`xargs`'s input, `find -exec`'s `{}`): any path at all,
+/// so a program that does more than print them asks.
+fn unknown_items(words: &[Word]) -> Option<String> {
+    let program = words.first().map(|w| program_name(&w.text))?;
+    let item = words
+        .iter()
+        .skip(1)
+        .any(|w| w.dynamic && w.vars.is_empty() && !w.opaque && !w.glob && w.text.is_empty());
+    (item && !matches!(program, "echo" | "printf" | "true" | ":")).then(|| {
+        format!("runs `{program}` on names only known when it runs (from xargs or find), which could be floor paths")
+    })
 }
 
 /// Which reading of a script's words a pass makes.

@@ -22,7 +22,10 @@ const SAME_FLAGS: &[(&str, &[&[&str]])] = &[
     ("chown", &[&["R", "recursive"]]),
     (
         "git",
-        &[&["f", "force", "force-with-lease", "force-if-includes"]],
+        &[
+            &["f", "force", "force-with-lease", "force-if-includes"],
+            &["d", "delete"],
+        ],
     ),
 ];
 
@@ -138,6 +141,16 @@ impl CommandPattern {
         let Some((program, rest)) = words.split_first() else {
             return false;
         };
+        // `. /dev/stdin` and `source /dev/stdin` run what is piped in, as `sh` would.
+        let sources_stdin = matches!(program.text.as_str(), "." | "source")
+            && matches!(
+                self.program.as_str(),
+                "sh" | "bash" | "zsh" | "dash" | "ksh"
+            )
+            && rest.first().is_some_and(|w| is_stdin(&w.text));
+        if sources_stdin {
+            return self.fed && fed;
+        }
         if !same_program(&self.program, program_name(&program.text)) {
             return false;
         }
@@ -152,10 +165,13 @@ impl CommandPattern {
         let flags_ok = self.flags.iter().all(|flag| {
             self.equivalents(flag).iter().any(|same| {
                 args.flags.iter().any(|f| f == same)
-                    // `git push origin +main` forces like `--force`.
+                    // `git push origin +main` forces like `--force`; `:main` deletes.
                     || (self.program == "git"
                         && *same == "force"
                         && args.operands.iter().any(|o| o.starts_with('+')))
+                    || (self.program == "git"
+                        && *same == "delete"
+                        && args.operands.iter().any(|o| o.starts_with(':') && o.len() > 1))
             })
         });
         let operands_ok = self.operands.iter().all(|wanted| match wanted {
@@ -187,7 +203,15 @@ fn reads_code_from_stdin(args: &Args<'_>) -> bool {
     if has("c") || has("e") || has("command") || has("eval") {
         return false;
     }
-    args.operands.iter().all(|o| *o == "-") && !args.dynamic
+    args.operands.iter().all(|o| is_stdin(o)) && !args.dynamic
+}
+
+/// A script "file" that is the standard input itself.
+fn is_stdin(operand: &str) -> bool {
+    matches!(
+        operand,
+        "-" | "/dev/stdin" | "/dev/fd/0" | "/proc/self/fd/0" | "/dev/fd/0/"
+    )
 }
 
 #[cfg(test)]

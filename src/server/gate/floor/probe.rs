@@ -6,32 +6,61 @@
 
 use globset::GlobBuilder;
 
-/// Paths one floor glob names.
+/// One floor glob, as a command's glob is compared with it.
 pub struct Probe {
-    /// Each path as segments.
-    paths: Vec<Vec<String>>,
-    /// The floor glob matches at any depth (`**/…`).
+    /// Its segments (each a glob), before a final `/**`.
+    segments: Vec<String>,
+    /// It ended in `/**`: a floor folder, everything beneath counts.
+    folder: bool,
+    /// It matches at any depth (`**/…`).
     anywhere: bool,
 }
 
-/// Names standing in for a `**` or `*` of a floor glob: the files such folders hold.
-const FILLERS: [&str; 4] = ["config", "HEAD", "id_rsa", "x"];
+/// What a `*` of one glob is tried as when it is compared with another: names of the lengths
+/// and shapes a file name takes.
+const FILLERS: [&str; 10] = [
+    "",
+    "x",
+    "xx",
+    "xxx",
+    "xxxxxxxxxxxx",
+    "a.b",
+    ".x",
+    "-x",
+    "_x",
+    "x.y.z",
+];
 
 /// The probe of one floor glob.
 pub fn of(pattern: &str) -> Option<Probe> {
-    let (anywhere, rest) = match pattern.trim().strip_prefix("**/") {
+    let pattern = pattern.trim();
+    let (anywhere, rest) = match pattern.strip_prefix("**/") {
         Some(rest) => (true, rest),
-        None => (false, pattern.trim()),
+        None => (false, pattern),
     };
-    let mut paths: Vec<String> = vec![String::new()];
-    let mut chars = rest.chars().peekable();
+    let (folder, rest) = match rest.strip_suffix("/**") {
+        Some(rest) => (true, rest),
+        None => (false, rest),
+    };
+    let segments: Vec<String> = rest
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect();
+    (!segments.is_empty()).then_some(Probe {
+        segments,
+        folder,
+        anywhere,
+    })
+}
+
+/// Names a glob segment matches, made by filling in its wildcards (at most a few dozen).
+fn examples(glob: &str) -> Vec<String> {
+    let mut names: Vec<String> = vec![String::new()];
+    let mut chars = glob.chars().peekable();
     while let Some(c) = chars.next() {
         let choices: Vec<String> = match c {
-            '*' if chars.peek() == Some(&'*') => {
-                chars.next();
-                FILLERS.iter().map(|f| (*f).to_owned()).collect()
-            }
-            '*' => vec![String::new(), "x".into()],
+            '*' => FILLERS.iter().map(|f| (*f).to_owned()).collect(),
             '?' => vec!["x".into()],
             '[' => {
                 let mut class = String::new();
@@ -41,8 +70,12 @@ pub fn of(pattern: &str) -> Option<Probe> {
                     }
                     class.push(d);
                 }
+                let negated = class.starts_with(['!', '^']);
                 let first = class.trim_start_matches(['!', '^']).chars().next();
-                vec![first.map(String::from).unwrap_or_else(|| "x".into())]
+                match (negated, first) {
+                    (false, Some(first)) => vec![first.to_string()],
+                    _ => vec!["x".into()],
+                }
             }
             '{' => {
                 let mut group = String::new();
@@ -57,69 +90,91 @@ pub fn of(pattern: &str) -> Option<Probe> {
             '\\' => vec![chars.next().map(String::from).unwrap_or_default()],
             other => vec![other.to_string()],
         };
-        paths = paths
+        names = names
             .iter()
-            .flat_map(|p| choices.iter().map(move |c| format!("{p}{c}")))
-            .take(64)
+            .flat_map(|n| choices.iter().map(move |c| format!("{n}{c}")))
+            .take(96)
             .collect();
     }
-    let paths: Vec<Vec<String>> = paths
-        .iter()
-        .map(|p| {
-            p.split('/')
-                .filter(|s| !s.is_empty())
-                .map(str::to_owned)
-                .collect::<Vec<_>>()
-        })
-        .filter(|segments| !segments.is_empty())
-        .collect();
-    (!paths.is_empty()).then_some(Probe { paths, anywhere })
+    names
 }
 
-/// Whether one segment of a shell glob matches one segment of a path, as the shell expands
-/// it: a leading `.` must be matched by a `.` of the glob.
-fn segment_matches(glob: &str, segment: &str) -> bool {
-    if segment.starts_with('.') && !glob.starts_with('.') {
+/// Whether the glob segment `glob` matches the name `name` as a shell expands it: a leading
+/// `.` must be matched by a `.` of the glob.
+fn matches(glob: &str, name: &str) -> bool {
+    if name.starts_with('.') && !glob.starts_with('.') {
         return false;
     }
     GlobBuilder::new(glob)
         .literal_separator(true)
         .backslash_escape(true)
         .build()
-        .map(|g| g.compile_matcher().is_match(segment))
+        .map(|g| g.compile_matcher().is_match(name))
         .unwrap_or(true)
+}
+
+/// Whether two glob segments could match one name: a name one of them names, the other
+/// matches (each way round).
+fn overlap(command: &str, floor: &str) -> bool {
+    examples(floor).iter().any(|name| matches(command, name))
+        || examples(command)
+            .iter()
+            // A shell matches a leading `.` only by a `.` written first (`[.]env` is not `.env`).
+            .filter(|name| !name.starts_with('.') || command.starts_with('.'))
+            .any(|name| matches(floor, name))
 }
 
 impl Probe {
     /// Whether the glob `pattern` (a command's word, relative to the workspace or absolute)
-    /// could match a path this probe names, or a folder one lies in.
+    /// could match a path this floor glob names, or a folder it covers.
     pub fn reached_by(&self, pattern: &str) -> bool {
         let glob: Vec<&str> = pattern
             .split('/')
             .filter(|s| !s.is_empty() && *s != ".")
             .collect();
+        let n = self.segments.len();
         if glob.is_empty() {
             return false;
         }
-        self.paths.iter().any(|path| {
-            // The glob's last segments name a path, or a folder, of the floor: where the
-            // floor glob matches at any depth, they may sit at the end of the glob.
-            (1..=path.len()).any(|n| {
-                let named = &path[..n];
-                if glob.len() < n || (!self.anywhere && glob.len() != n) {
-                    return false;
-                }
-                glob[glob.len() - n..]
-                    .iter()
-                    .zip(named)
-                    .all(|(g, p)| segment_matches(g, p))
-            })
-        })
+        let starts: Vec<usize> = if self.anywhere {
+            (0..glob.len()).collect()
+        } else {
+            vec![0]
+        };
+        starts.into_iter().any(|i| {
+            let fits = if self.folder {
+                // The glob names the folder itself, or something inside it.
+                glob.len() >= i + n
+            } else {
+                glob.len() == i + n
+            };
+            fits && glob[i..i + n]
+                .iter()
+                .zip(&self.segments)
+                .all(|(g, f)| overlap(g, f))
+        }) || self.names_a_folder_of(&glob)
+    }
+
+    /// A glob that names a folder the floor glob's path goes through (`.gi?` for
+    /// `.git/hooks/*`): what is inside it is within reach.
+    fn names_a_folder_of(&self, glob: &[&str]) -> bool {
+        let n = self.segments.len();
+        n > 1 && glob.len() < n && glob.iter().zip(&self.segments).all(|(g, f)| overlap(g, f))
     }
 
     /// One path it names, for the reason in words.
     pub fn example(&self) -> String {
-        self.paths.first().map(|p| p.join("/")).unwrap_or_default()
+        let path: Vec<String> = self
+            .segments
+            .iter()
+            .map(|s| examples(s).into_iter().next().unwrap_or_default())
+            .collect();
+        let path = path.join("/");
+        if self.folder {
+            format!("{path}/…")
+        } else {
+            path
+        }
     }
 }
 

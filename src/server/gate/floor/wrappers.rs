@@ -142,8 +142,161 @@ pub fn inner(words: &[Word]) -> Vec<Inner> {
         "eval" => joined(args),
         "flock" | "script" | "su" => dash_c(args),
         name if SHELLS.contains(&name) => dash_c(args),
+        // Tracers and isolators run their argv as it is.
+        "strace" | "ltrace" => argv(skip_options(
+            args,
+            &[
+                "o", "e", "p", "s", "u", "E", "a", "b", "I", "P", "X", "output",
+            ],
+        )),
+        "unshare" | "systemd-run" | "pkexec" | "firejail" | "bwrap" | "proot" => {
+            argv(skip_options(
+                args,
+                &[
+                    "u",
+                    "p",
+                    "S",
+                    "G",
+                    "wd",
+                    "user",
+                    "unit",
+                    "property",
+                    "p",
+                    "E",
+                    "setenv",
+                    "working-directory",
+                    "uid",
+                    "gid",
+                    "root",
+                    "bind",
+                    "ro-bind",
+                ],
+            ))
+        }
+        "chroot" => argv(skip_options(args, &["userspec", "groups"]) + 1), // past the root
+        "nix-shell" | "nix" => dash_c_long(args, "--run", "--command"),
+        "parallel" => {
+            // `parallel CMD … ::: ARGS`: the command is what comes before `:::`.
+            let start = skip_options(args, &["j", "jobs", "S", "sshlogin"]);
+            let end = args
+                .iter()
+                .position(|w| matches!(text(w), ":::" | "::::" | ":::+"))
+                .unwrap_or(args.len());
+            let mut inner: Vec<Word> = args
+                .get(start..end)
+                .map(<[Word]>::to_vec)
+                .unwrap_or_default();
+            if inner.is_empty() {
+                return Vec::new();
+            }
+            inner.push(unknown());
+            vec![Inner::Argv(inner)]
+        }
+        // Project runners whose subcommand runs a program given as its argv.
+        "uv" | "pnpm" | "yarn" | "bun" | "poetry" | "pipx" | "npm" | "deno" | "pdm" | "hatch"
+        | "rye" | "conda" | "mamba" | "pixi" => runner(text(program), args),
+        "uvx" | "pnpx" | "bunx" | "npx" => {
+            argv(skip_options(args, &["p", "package", "from", "with"]))
+        }
+        "git" => git_inner(args),
+        // `alias name='code'`: the code runs wherever the name is used.
+        "alias" => args
+            .iter()
+            .filter_map(|w| w.text.split_once('=').map(|(_, code)| (w, code)))
+            .map(|(w, code)| {
+                Inner::Code(Word {
+                    dynamic: w.dynamic,
+                    ..Word::literal(code)
+                })
+            })
+            .collect(),
         _ => Vec::new(),
     }
+}
+
+/// `uv run CMD`, `pnpm exec CMD`, `npm exec -c CODE`, `bun x CMD`, `poetry run CMD` …: the
+/// command they run.
+fn runner(program: &str, args: &[Word]) -> Vec<Inner> {
+    let start = skip_options(
+        args,
+        &["C", "directory", "project", "p", "python", "prefix"],
+    );
+    let Some(sub) = args.get(start).map(text) else {
+        return Vec::new();
+    };
+    let runs = matches!(
+        (program_name(program), sub),
+        (_, "run" | "exec" | "x" | "dlx") | ("uv", "tool") | ("pipx", "runpip")
+    );
+    if !runs {
+        return Vec::new();
+    }
+    let after = &args[start + 1..];
+    // `npm exec -c 'code'`, `npm exec --call 'code'`.
+    if let Some(i) = after
+        .iter()
+        .position(|w| matches!(text(w), "-c" | "--call"))
+    {
+        return after
+            .get(i + 1)
+            .map(|code| vec![Inner::Code(code.clone())])
+            .unwrap_or_default();
+    }
+    let from = skip_options(
+        after,
+        &[
+            "with",
+            "from",
+            "package",
+            "p",
+            "python",
+            "env-file",
+            "w",
+            "workspace",
+            "filter",
+        ],
+    );
+    let mut inner: Vec<Word> = after.get(from..).map(<[Word]>::to_vec).unwrap_or_default();
+    // `uv tool run X`: one word more.
+    if program_name(program) == "uv" && sub == "tool" {
+        if inner.first().map(text) != Some("run") {
+            return Vec::new();
+        }
+        inner.remove(0);
+    }
+    if inner.is_empty() {
+        Vec::new()
+    } else {
+        vec![Inner::Argv(inner)]
+    }
+}
+
+/// `git -c alias.x='!code' x`: an alias starting with `!` is shell code git runs.
+fn git_inner(args: &[Word]) -> Vec<Inner> {
+    let mut found = Vec::new();
+    let mut words = args.iter().peekable();
+    while let Some(word) = words.next() {
+        let setting = match text(word) {
+            "-c" => words.next().map(text).unwrap_or(""),
+            t if t.starts_with("--config-env") => "",
+            t => t.strip_prefix("-c").unwrap_or(""),
+        };
+        if let Some((key, value)) = setting.split_once('=')
+            && key.to_ascii_lowercase().starts_with("alias.")
+            && let Some(code) = value.strip_prefix('!')
+        {
+            found.push(Inner::Code(Word::literal(code)));
+        }
+    }
+    found
+}
+
+/// `--run CODE` / `--command CODE` (nix-shell, nix develop).
+fn dash_c_long(args: &[Word], long: &str, other: &str) -> Vec<Inner> {
+    args.windows(2)
+        .find(|pair| matches!(text(&pair[0]), t if t == long || t == other))
+        .map(|pair| vec![Inner::Code(pair[1].clone())])
+        .unwrap_or_default()
 }
 
 /// `env [-i] [-u NAME] [-C DIR] [-S STRING] [NAME=VALUE…] [COMMAND…]`.

@@ -224,6 +224,21 @@ impl Store for PgStore {
         Ok(())
     }
 
+    async fn external_session_id(
+        &self,
+        source: &str,
+        external_session: &str,
+    ) -> Result<Option<String>, StoreError> {
+        let found: Option<(String,)> = sqlx::query_as(
+            "SELECT session_id FROM external_sessions WHERE source = $1 AND external_session = $2",
+        )
+        .bind(source)
+        .bind(external_session)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(found.map(|(id,)| id))
+    }
+
     async fn external_session(
         &self,
         source: &str,

@@ -192,6 +192,14 @@ impl Store for SqliteStore {
         self.mark_token_used(name, at).await
     }
 
+    async fn external_session_id(
+        &self,
+        source: &str,
+        external_session: &str,
+    ) -> Result<Option<String>, StoreError> {
+        self.external_session_lookup(source, external_session)
+    }
+
     async fn external_session(
         &self,
         source: &str,

@@ -126,6 +126,21 @@ impl SqliteStore {
             .map(|_| ())
     }
 
+    /// The session of `(source, external_session)`, if one was made.
+    pub(super) fn external_session_lookup(
+        &self,
+        source: &str,
+        external_session: &str,
+    ) -> Result<Option<String>, StoreError> {
+        self.readers.with(|c: &rusqlite::Connection| {
+            Ok(c.prepare_cached(
+                "SELECT session_id FROM external_sessions WHERE source = ?1 AND external_session = ?2",
+            )?
+            .query_row(params![source, external_session], |r| r.get(0))
+            .optional()?)
+        })
+    }
+
     pub(super) async fn external_session_for(
         &self,
         source: &str,

@@ -79,6 +79,9 @@ pub struct OutsideCall {
     /// Why the call cannot be read the way the agent will run it, if it cannot: a floor hit
     /// (it asks).
     pub unreadable: Option<String>,
+    /// Globs the agent will expand itself (Claude Code's `Glob` pattern, `Grep`'s `glob`,
+    /// opencode's `include`): on the floor when one could match a floor path.
+    pub floor_globs: Vec<String>,
     /// What a standing rule matches (one path or one command), when there is one.
     pub rule_subject: Option<Subject>,
     /// The card's one line.
@@ -162,6 +165,42 @@ fn path_of(input: &Value, cwd: Option<&str>) -> Option<String> {
         &["file_path", "filePath", "filepath", "notebook_path", "path"],
     )
     .map(|path| paths::normalize(path, cwd))
+}
+
+/// What an opencode permission names when its metadata says nothing: its `patterns` (the
+/// file a `read` or `edit` asks for, the command a `bash` runs).
+fn patterns(input: &Value) -> Vec<String> {
+    input
+        .get("patterns")
+        .and_then(Value::as_array)
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::trim)
+                .filter(|p| !p.is_empty())
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The globs a search tool expands on its own (`Glob`'s `pattern`, `Grep`'s `glob`, opencode's
+/// `include`), joined to the folder it searches.
+fn globs_of(tool: &str, input: &Value, cwd: Option<&str>) -> Vec<String> {
+    let keys: &[&str] = match tool.to_ascii_lowercase().as_str() {
+        "glob" => &["pattern", "glob"],
+        "grep" | "grep_files" | "codesearch" => &["glob", "include"],
+        _ => &[],
+    };
+    let base = path_of(input, cwd).or_else(|| cwd.map(|c| paths::normalize(c, None)));
+    keys.iter()
+        .filter_map(|key| text(input, &[key]))
+        .map(|glob| match &base {
+            Some(base) if !glob.starts_with(['/', '\\']) => format!("{base}/{glob}"),
+            _ => glob.to_owned(),
+        })
+        .collect()
 }
 
 /// What the floor checks of a path: the path, and its case-folded form when that differs
@@ -267,6 +306,7 @@ pub fn describe(tool: &str, input: &Value, cwd: Option<&str>) -> OutsideCall {
                 _ => None,
             },
             floor_subjects: files.iter().flat_map(|f| path_subjects(f)).collect(),
+            floor_globs: Vec::new(),
             unreadable,
             summary,
             diff: (!patch.is_empty()).then(|| patch.to_owned()),
@@ -274,7 +314,15 @@ pub fn describe(tool: &str, input: &Value, cwd: Option<&str>) -> OutsideCall {
     }
     match class {
         ToolClass::Read | ToolClass::Edit => {
-            let path = path_of(input, cwd);
+            let named = patterns(input);
+            // A path field, or else opencode's patterns: every one is checked.
+            let path = path_of(input, cwd)
+                .or_else(|| named.first().map(|first| paths::normalize(first, cwd)));
+            let all_paths: Vec<String> = path
+                .iter()
+                .cloned()
+                .chain(named.iter().skip(1).map(|p| paths::normalize(p, cwd)))
+                .collect();
             let verb = if class == ToolClass::Read {
                 tool
             } else {
@@ -282,7 +330,8 @@ pub fn describe(tool: &str, input: &Value, cwd: Option<&str>) -> OutsideCall {
             };
             OutsideCall {
                 class,
-                floor_subjects: path.iter().flat_map(|p| path_subjects(p)).collect(),
+                floor_subjects: all_paths.iter().flat_map(|p| path_subjects(p)).collect(),
+                floor_globs: globs_of(tool, input, cwd),
                 unreadable: None,
                 rule_subject: path.clone().map(Subject::Path),
                 summary: match (&path, text(input, &["pattern", "query", "url"])) {
@@ -298,6 +347,7 @@ pub fn describe(tool: &str, input: &Value, cwd: Option<&str>) -> OutsideCall {
         ToolClass::Decision => OutsideCall {
             class,
             floor_subjects: Vec::new(),
+            floor_globs: Vec::new(),
             unreadable: None,
             rule_subject: None,
             summary: text(input, &["title"]).unwrap_or(tool).to_owned(),
@@ -309,6 +359,7 @@ pub fn describe(tool: &str, input: &Value, cwd: Option<&str>) -> OutsideCall {
             OutsideCall {
                 class,
                 floor_subjects: Vec::new(),
+                floor_globs: Vec::new(),
                 unreadable: None,
                 rule_subject: target.map(|t| Subject::Command(t.to_owned())),
                 summary: match target {
@@ -319,10 +370,23 @@ pub fn describe(tool: &str, input: &Value, cwd: Option<&str>) -> OutsideCall {
             }
         }
         ToolClass::Exec | ToolClass::Config => {
-            let command = command_of(input);
-            let mut floor_subjects: Vec<Subject> =
-                command.iter().cloned().map(Subject::Command).collect();
+            let named = patterns(input);
+            let command = command_of(input).or_else(|| named.first().cloned());
+            // Every command opencode's patterns name is checked, not only the first.
+            let mut floor_subjects: Vec<Subject> = command
+                .iter()
+                .cloned()
+                .chain(named.iter().skip(1).cloned())
+                .map(Subject::Command)
+                .collect();
             let mut unreadable = None;
+            // PowerShell is not the shell the floor reads (`\\` is no escape there, cmdlets are
+            // not programs): every one of its commands asks.
+            if matches!(lower.as_str(), "powershell" | "pwsh" | "cmd") {
+                unreadable = Some(format!(
+                    "is a {tool} command, which the safety floor does not read, so it always asks"
+                ));
+            }
             // A command that runs apply_patch writes files: every one it names is checked, and
             // one whose patch cannot be read asks.
             if let Some(command) = command.as_deref()
@@ -349,6 +413,7 @@ pub fn describe(tool: &str, input: &Value, cwd: Option<&str>) -> OutsideCall {
             OutsideCall {
                 class,
                 floor_subjects,
+                floor_globs: Vec::new(),
                 unreadable,
                 rule_subject: command.clone().map(Subject::Command),
                 summary: command.unwrap_or_else(|| tool.to_owned()),
