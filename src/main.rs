@@ -80,7 +80,8 @@ async fn serve(args: ServeArgs) -> ExitCode {
     let settings = match args.resolve() {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("error: {e}");
+            // A config error quotes the file's line, which may hold a secret URL.
+            eprintln!("error: {}", server::secret::scrub_urls(&e.to_string()));
             return ExitCode::from(2);
         }
     };
@@ -91,7 +92,7 @@ async fn serve(args: ServeArgs) -> ExitCode {
     let running = match server::start(settings, None).await {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {}", server::secret::scrub_urls(&e.to_string()));
             return ExitCode::from(1);
         }
     };

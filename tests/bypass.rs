@@ -29,6 +29,17 @@ fn results(events: &[Value]) -> Vec<(String, String, String)> {
         .collect()
 }
 
+/// Denies the card (a test that only needed to see it ask).
+async fn deny(ts: &TestServer, sid: &str, card: &Value) {
+    ts.decide(
+        sid,
+        card["approval_id"].as_str().unwrap(),
+        json!({"decision": "deny"}),
+    )
+    .await
+    .expect(200);
+}
+
 fn mkfifo(path: &std::path::Path) {
     let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
     // SAFETY: a plain mkfifo with a NUL-terminated path.
@@ -157,13 +168,7 @@ async fn writing_a_hard_linked_file_is_a_floor_card_in_yolo() {
             "{card:#}"
         );
         assert!(card["diff"].is_null(), "{card:#}");
-        ts.decide(
-            &sid,
-            card["approval_id"].as_str().unwrap(),
-            json!({"decision": "deny"}),
-        )
-        .await
-        .expect(200);
+        deny(&ts, &sid, &card).await;
     }
     assert_eq!(
         std::fs::read_to_string(ts.ws(".git/config")).unwrap(),
@@ -894,13 +899,7 @@ async fn network_reads_ask_where_plain_reads_run() {
             if expected == "pending" {
                 let card = ts.wait_gate(sid).await;
                 assert_eq!(card["class"], "network", "{card:#}");
-                ts.decide(
-                    sid,
-                    card["approval_id"].as_str().unwrap(),
-                    json!({"decision": "deny"}),
-                )
-                .await
-                .expect(200);
+                deny(&ts, sid, &card).await;
             }
         }
     }
@@ -979,13 +978,7 @@ async fn an_answer_to_a_card_whose_file_changed_is_stale_and_a_fresh_card_shows_
     ts.send_msg(&sid, "write notes.md: four", Some("ask")).await;
     let card = ts.wait_gate(&sid).await;
     std::fs::write(ts.ws("notes.md"), "changed\n").unwrap();
-    ts.decide(
-        &sid,
-        card["approval_id"].as_str().unwrap(),
-        json!({"decision": "deny"}),
-    )
-    .await
-    .expect(200);
+    deny(&ts, &sid, &card).await;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1062,13 +1055,7 @@ async fn the_shell_the_floor_reads_is_the_shell_that_runs() {
             })
             .await;
         if let Some(card) = snap["pending"].as_array().and_then(|p| p.first()) {
-            ts.decide(
-                &sid,
-                card["approval_id"].as_str().unwrap(),
-                json!({"decision": "deny"}),
-            )
-            .await
-            .expect(200);
+            deny(&ts, &sid, card).await;
         }
         let evs = ts.wait_turn_events(&sid, &turn).await;
         let leaked = results(&evs).iter().any(|r| r.2.contains("hunter2"));
@@ -1084,13 +1071,7 @@ async fn the_shell_the_floor_reads_is_the_shell_that_runs() {
         ts.send_msg(&sid, command, Some("yolo")).await;
         let card = ts.wait_gate(&sid).await;
         assert_eq!(card["reason"], "safety_floor", "{command}: {card:#}");
-        ts.decide(
-            &sid,
-            card["approval_id"].as_str().unwrap(),
-            json!({"decision": "deny"}),
-        )
-        .await
-        .expect(200);
+        deny(&ts, &sid, &card).await;
     }
 }
 
@@ -1126,13 +1107,7 @@ async fn rules_and_floor_approvals_follow_the_real_path() {
         card["tool"], "write_file",
         "the rule did not answer it: {card:#}"
     );
-    ts.decide(
-        &sid,
-        card["approval_id"].as_str().unwrap(),
-        json!({"decision": "deny"}),
-    )
-    .await
-    .expect(200);
+    deny(&ts, &sid, &card).await;
     ts.wait_turn(&sid, &turn).await;
     assert_eq!(
         std::fs::read_to_string(ts.ws("src/main.rs")).unwrap(),
@@ -1173,4 +1148,100 @@ async fn a_huge_line_or_a_huge_diff_does_not_take_the_server_down() {
     let card = ts.wait_gate(&sid).await;
     assert!(card["diff"].is_string(), "{}", card["summary"]);
     ts.get("/api/v1/health").await.expect(200);
+}
+
+/// An agent's `gates` token is no person's: connections that carry only it count against the
+/// cap on strangers, a revoked token's open feed ends, a cancel is audited as the credential's,
+/// and one outside session can hold only so many cards, each of a bounded size.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_weaker_token_cannot_crowd_out_or_outlive_the_person() {
+    use std::io::{Read, Write};
+    let ts = TestServer::start().await;
+    let secret = token(&ts, "hook", "gates").await;
+    let agent = Api::new(&ts.base).with_token(&secret);
+    // 700 keep-alive connections, each having sent one request with the gates token.
+    let addr = ts.base.trim_start_matches("http://").to_owned();
+    let held = {
+        let secret = secret.clone();
+        tokio::task::spawn_blocking(move || {
+            (0..700)
+                .filter_map(|_| {
+                    let mut s = std::net::TcpStream::connect(&addr).ok()?;
+                    let req = format!(
+                        "GET /api/v1/gates/nope HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {secret}\r\n\r\n"
+                    );
+                    s.write_all(req.as_bytes()).ok()?;
+                    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+                    let mut buf = [0u8; 512];
+                    let _ = s.read(&mut buf);
+                    Some(s)
+                })
+                .collect::<Vec<_>>()
+        })
+        .await
+        .unwrap()
+    };
+    assert!(held.len() > 600, "{} held", held.len());
+    let t0 = Instant::now();
+    Api::new(&ts.base).get("/api/v1/sessions").await.expect(200);
+    assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
+    drop(held);
+    // A cancel names the credential that made it.
+    let opened = agent
+        .post(
+            "/api/v1/gates",
+            gate_body("cap", "Bash", json!({"command": "make"})),
+        )
+        .await
+        .expect(201);
+    let id = opened["approval_id"].as_str().unwrap();
+    let cancelled = agent
+        .post(&format!("/api/v1/gates/{id}/cancel"), json!({}))
+        .await
+        .expect(200);
+    assert_eq!(cancelled["actor"], "token:hook", "{cancelled}");
+    // At most 64 cards wait in one session; an input over 256 KiB is refused.
+    for i in 0..64 {
+        agent
+            .post(
+                "/api/v1/gates",
+                gate_body("cap", "Bash", json!({"command": format!("make t{i}")})),
+            )
+            .await
+            .expect(201);
+    }
+    agent
+        .post(
+            "/api/v1/gates",
+            gate_body("cap", "Bash", json!({"command": "make more"})),
+        )
+        .await
+        .expect_error(429, "too_many_gates");
+    agent
+        .post(
+            "/api/v1/gates",
+            gate_body(
+                "big",
+                "Write",
+                json!({"file_path": "a", "content": "x".repeat(300_000)}),
+            ),
+        )
+        .await
+        .expect_error(400, "invalid_gate");
+    // A revoked approve token's open feed ends within seconds.
+    let phone = token(&ts, "phone", "approve").await;
+    let sid = opened["session_id"].as_str().unwrap().to_owned();
+    let mut feed = reqwest::Client::new()
+        .get(format!("{}/api/v1/sessions/{sid}/events", ts.base))
+        .bearer_auth(&phone)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(feed.status(), 200);
+    ts.delete("/api/v1/tokens/phone").await.expect(204);
+    let ended = tokio::time::timeout(Duration::from_secs(15), async {
+        while let Ok(Some(_)) = feed.chunk().await {}
+    })
+    .await;
+    assert!(ended.is_ok(), "the revoked token's feed is still open");
 }

@@ -37,7 +37,11 @@ pub enum ConfigCommand {
 }
 
 fn fail(message: impl std::fmt::Display) -> ExitCode {
-    eprintln!("error: {message}");
+    // A config error quotes the file's line, which may hold a secret URL.
+    eprintln!(
+        "error: {}",
+        crate::server::secret::scrub_urls(&message.to_string())
+    );
     ExitCode::from(1)
 }
 

@@ -89,17 +89,19 @@ impl Notifier {
     }
 }
 
-/// The host a URL names, for logs (a webhook URL's path is often its secret).
-fn host_of(url: &str) -> &str {
-    url.split("://")
-        .nth(1)
-        .and_then(|rest| rest.split('/').next())
-        .unwrap_or("")
+/// The host a URL names, for logs: no user info, port, path or query (a webhook URL's path or
+/// query is often its secret).
+fn host_of(url: &str) -> String {
+    url::Url::parse(url)
+        .ok()
+        .and_then(|u| u.host_str().map(str::to_owned))
+        .unwrap_or_default()
 }
 
 /// Posts `message`, retrying a failure a few times; gives up with a log line.
 async fn deliver(http: &reqwest::Client, message: &Message, approval_id: &str) {
     let host = host_of(&message.url);
+    let host = host.as_str();
     for (attempt, pause) in std::iter::once(Duration::ZERO)
         .chain(RETRY_PAUSES)
         .enumerate()

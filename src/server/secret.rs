@@ -158,12 +158,15 @@ impl<'de, M: Mask> Deserialize<'de> for Secret<M> {
 /// configuration file (a parse error shows the offending line), where the secret's value is
 /// not known yet.
 pub fn scrub_urls(text: &str) -> String {
-    let delimiter = |c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '`' | '<' | '>');
+    // Before the `://` a quote ends the scheme's word; after it only what cannot be in a
+    // quoted value does (a password may hold a `'`).
+    let before = |c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '`' | '<' | '>');
+    let after = |c: char| c.is_whitespace() || matches!(c, '"' | '`' | '<' | '>');
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(at) = rest.find("://") {
-        let start = rest[..at].rfind(delimiter).map_or(0, |i| i + 1);
-        let end = rest[at..].find(delimiter).map_or(rest.len(), |i| at + i);
+        let start = rest[..at].rfind(before).map_or(0, |i| i + 1);
+        let end = rest[at..].find(after).map_or(rest.len(), |i| at + i);
         out.push_str(&rest[..start]);
         out.push_str(&UrlHost::mask(&rest[start..end]));
         rest = &rest[end..];

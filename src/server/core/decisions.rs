@@ -217,16 +217,7 @@ impl Core {
                 let live = self.config();
                 let call = tools::outside::describe(&request.body.tool, edits, None);
                 if request.body.reason != crate::protocol::GateReason::SafetyFloor
-                    && let Some(floor) = call.unreadable.clone().or_else(|| {
-                        call.floor_subjects
-                            .iter()
-                            .find_map(|subject| live.floor.check_subject(subject))
-                            .or_else(|| {
-                                call.floor_globs
-                                    .iter()
-                                    .find_map(|g| live.floor.search_glob_hit(g))
-                            })
-                    })
+                    && let Some(floor) = live.floor.check_outside(&call)
                 {
                     return Err(Error::NotAllowed(format!(
                         "the edited call {floor}, which is on the safety floor; deny this card instead"

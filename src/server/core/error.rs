@@ -57,6 +57,9 @@ pub enum Error {
     /// An `Idempotency-Key` that names a gate of another call: its answer is not this one's.
     #[error("{0}")]
     KeyReused(String),
+    /// An outside session has as many cards waiting as it may.
+    #[error("{0}")]
+    TooManyGates(String),
     #[error("{0}")]
     Forbidden(String),
     #[error("{0}")]
@@ -96,6 +99,7 @@ impl Error {
             Error::StorageUnavailable => "storage_unavailable",
             Error::InvalidGate(_) => "invalid_gate",
             Error::KeyReused(_) => "idempotency_key_reused",
+            Error::TooManyGates(_) => "too_many_gates",
             Error::Forbidden(_) => "forbidden",
             Error::InvalidName(_) => "invalid_name",
             Error::NameTaken(_) => "name_taken",

@@ -35,6 +35,10 @@ const MAX_REASON_CHARS: usize = 20_000;
 const MAX_KEY_CHARS: usize = 200;
 /// The longest a gate may wait for a person.
 const MAX_TIMEOUT_SECS: u64 = 7 * 24 * 3600;
+/// The most JSON an outside call's input may hold (a card is for a person to read).
+const MAX_INPUT_BYTES: usize = 256 * 1024;
+/// The most gates one outside session may have waiting at once.
+const MAX_PENDING_PER_SESSION: usize = 64;
 /// The longest one long-poll waits.
 pub const MAX_WAIT_SECS: u64 = 60;
 /// How long an `Idempotency-Key` names the same gate.
@@ -140,6 +144,12 @@ fn check(body: Value, default_timeout: u64) -> Result<Checked, Error> {
         None => Value::Object(Default::default()),
         Some(_) => return Err(invalid("`tool.input` must be a JSON object")),
     };
+    if input.to_string().len() > MAX_INPUT_BYTES {
+        return Err(invalid(format!(
+            "`tool.input` must be at most {} KiB of JSON",
+            MAX_INPUT_BYTES / 1024
+        )));
+    }
     let capabilities = request.capabilities.unwrap_or_default();
     let timeout_secs = request.timeout_secs.unwrap_or(default_timeout);
     if timeout_secs == 0 || timeout_secs > MAX_TIMEOUT_SECS {
@@ -355,21 +365,17 @@ impl Core {
         // One gate decision at a time per session: the mode read here is the one it runs under.
         let handle = self.hub.enter(&session_id);
         let serial = handle.serial().await;
+        if store.pending_gates(Some(&session_id)).await?.len() >= MAX_PENDING_PER_SESSION {
+            return Err(Error::TooManyGates(format!(
+                "this session already has {MAX_PENDING_PER_SESSION} cards waiting; answer or cancel some first"
+            )));
+        }
         let mode = store
             .get_session(&session_id)
             .await?
             .map_or(Mode::Ask, |r| r.mode());
         let call = outside::describe(&checked.tool, &checked.input, checked.cwd.as_deref());
-        let floor = call.unreadable.clone().or_else(|| {
-            call.floor_subjects
-                .iter()
-                .find_map(|subject| live.floor.check_subject(subject))
-                .or_else(|| {
-                    call.floor_globs
-                        .iter()
-                        .find_map(|g| live.floor.search_glob_hit(g))
-                })
-        });
+        let floor = live.floor.check_outside(&call);
         let rule = match floor {
             Some(_) => None,
             None => {
@@ -664,13 +670,14 @@ impl Core {
                 .map(|w| w.trim().chars().take(200).collect::<String>())
                 .filter(|w| !w.is_empty())
                 .unwrap_or_else(|| "answered_elsewhere".into());
+            // The audit names who cancelled: the credential, as for every answer.
             let resolution = Resolution {
                 reason: Some(why),
                 ..Resolution::plain(
                     approval_id,
                     Decision::Cancelled,
                     AnsweredBy::System,
-                    actors::CANCEL,
+                    &who.actor(),
                     Timestamp::now(),
                 )
             };

@@ -103,7 +103,11 @@ pub async fn require_auth(State(state): State<AppState>, mut req: Request, next:
         );
         return ApiError::Core(crate::server::core::Error::Forbidden(why)).into_response();
     }
-    mark_authenticated(&req);
+    // A person's credential (the browser, an admin or approve token) keeps its connection out
+    // of the cap on strangers; an agent's `gates` token does not (it could hold thousands).
+    if principal.scope() != crate::server::principal::Scope::Gates {
+        mark_authenticated(&req);
+    }
     req.extensions_mut().insert(principal);
     next.run(req).await
 }

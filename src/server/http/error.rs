@@ -60,6 +60,7 @@ pub fn status_of(err: &Error) -> StatusCode {
         | Error::UnknownRule(_)
         | Error::UnknownToken(_) => StatusCode::NOT_FOUND,
         Error::NameTaken(_) | Error::KeyReused(_) => StatusCode::CONFLICT,
+        Error::TooManyGates(_) => StatusCode::TOO_MANY_REQUESTS,
         Error::StaleDigest | Error::AlreadyResolved(_) => StatusCode::CONFLICT,
         Error::Gone(_) => StatusCode::GONE,
         Error::TurnInProgress | Error::NoTurnRunning => StatusCode::CONFLICT,

@@ -10,7 +10,8 @@
 //!   unauthenticated connection (of that peer, if the peer's cap is the one reached) is
 //!   closed: a flood of half-open sockets churns among itself, and a person's fresh
 //!   connection — the youngest, and authenticated with its first request — gets through.
-//!   Authenticated connections never count against the cap.
+//!   Authenticated connections never count against the cap — a person's: a connection whose
+//!   requests carry only a `gates` token (an agent's hook) stays a stranger's.
 //! - **File descriptors**: `RLIMIT_NOFILE` is raised to its hard limit at start
 //!   ([`raise_nofile_limit`]), and the caps stay well below it; when `accept` still runs out,
 //!   the oldest unauthenticated connection is closed to make room.
@@ -171,7 +172,9 @@ pub async fn serve(
     shutdown: CancellationToken,
 ) -> io::Result<()> {
     let registry = Arc::new(Registry::default());
-    let mut builder = Builder::new(TokioExecutor::new());
+    // HTTP/1 only: its header-read timeout is what closes a silent connection, and plain-TCP
+    // HTTP/2 (prior knowledge) would keep idle ones open with no such limit.
+    let mut builder = Builder::new(TokioExecutor::new()).http1_only();
     builder
         .http1()
         .timer(TokioTimer::new())

@@ -120,7 +120,12 @@ pub fn router(state: AppState) -> Router {
             header::CONTENT_SECURITY_POLICY,
             HeaderValue::from_static(csp::STATIC_POLICY),
         ))
-        .layer(TraceLayer::new_for_http())
+        // The span names the path only: a query may carry a secret (`/login?token=…`).
+        .layer(TraceLayer::new_for_http().make_span_with(
+            |req: &Request| {
+                tracing::debug_span!("request", method = %req.method(), path = %req.uri().path())
+            },
+        ))
         .with_state(state)
 }
 

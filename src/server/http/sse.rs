@@ -43,6 +43,7 @@ pub async fn feed(
     State(state): State<AppState>,
     Path(sid): Path<String>,
     Query(query): Query<FeedQuery>,
+    who: Option<axum::Extension<crate::server::principal::Principal>>,
     headers: HeaderMap,
 ) -> Result<impl IntoResponse, ApiError> {
     let after = parse_cursor(query.after.as_deref(), "after")?;
@@ -61,6 +62,17 @@ pub async fn feed(
         _held: subscription.handle,
         ready: VecDeque::new(),
         caught_up: false,
+        // A named token's feed ends when the token is revoked (checked every few seconds):
+        // the request was authorized once, the stream must not outlive the credential.
+        token: who.and_then(|w| match w.0 {
+            crate::server::principal::Principal::Token { name, .. }
+                if name != crate::server::principal::STARTUP_TOKEN_NAME =>
+            {
+                Some(name)
+            }
+            _ => None,
+        }),
+        recheck: tokio::time::interval(REVOKE_CHECK),
     };
     // The response body polls the pump directly: no task or channel per subscriber between
     // the broadcast and the socket.
@@ -95,7 +107,13 @@ struct Pump {
     _held: crate::server::hub::Handle,
     ready: VecDeque<SseEvent>,
     caught_up: bool,
+    /// The named token this feed was opened with (checked for revocation).
+    token: Option<String>,
+    recheck: tokio::time::Interval,
 }
+
+/// How often a named token's open feed checks that the token still exists.
+const REVOKE_CHECK: Duration = Duration::from_secs(5);
 
 impl Pump {
     /// The next frame to send; `None` ends the stream (shutdown, session gone, or a store
@@ -111,6 +129,12 @@ impl Pump {
             }
             let item = tokio::select! {
                 _ = self.core.shutdown.cancelled() => return None,
+                _ = self.recheck.tick(), if self.token.is_some() => {
+                    if !self.token_still_valid().await {
+                        return None;
+                    }
+                    continue;
+                }
                 item = self.live.recv() => item,
             };
             match item {
@@ -141,6 +165,18 @@ impl Pump {
                 Err(broadcast::error::RecvError::Lagged(_)) => self.caught_up = false,
                 Err(broadcast::error::RecvError::Closed) => return None,
             }
+        }
+    }
+
+    /// Whether the named token this feed was opened with still exists (a store that cannot
+    /// answer keeps the feed: the next check asks again).
+    async fn token_still_valid(&self) -> bool {
+        let Some(name) = &self.token else {
+            return true;
+        };
+        match self.core.hub.store().list_tokens().await {
+            Ok(tokens) => tokens.iter().any(|t| &t.name == name),
+            Err(_) => true,
         }
     }
 

@@ -117,6 +117,20 @@ pub fn real_path_binding(args: &Value, workspace: &Path, defaults_to_workspace: 
     }
 }
 
+/// The card of a tool that only reads: which tool on which path, binding where the path leads
+/// (`whole_workspace`: no path means the workspace).
+pub fn reading_card(
+    tool: &str,
+    args: &Value,
+    env: &CardEnv<'_>,
+    whole_workspace: bool,
+) -> CardText {
+    CardText {
+        bound: Some(real_path_binding(args, env.workspace, whole_workspace)),
+        ..plain_card("Tool", tool, args)
+    }
+}
+
 /// What a write's or an edit's card binds: where the path leads and what the file held.
 pub fn change_binding(args: &Value, env: &CardEnv<'_>, now: &FileNow) -> String {
     format!(

@@ -63,10 +63,7 @@ impl Tool for ListFiles {
     }
 
     fn card(&self, value: &Value, env: &super::CardEnv<'_>) -> CardText {
-        CardText {
-            bound: self.binds(value, env),
-            ..files::plain_card("Tool", self.name(), value)
-        }
+        files::reading_card(self.name(), value, env, true)
     }
 
     /// Where its path really leads, so an approved floor card reads the file it named.

@@ -81,7 +81,13 @@ pub fn outcome_text(
     let who = match (resolution.answered_by, resolution.client_id.as_deref()) {
         // An outside gate the mode answered at once (yolo, auto_edit for edits, reads).
         (AnsweredBy::System, _) if resolution.actor == "mode" => "by mode",
-        (AnsweredBy::User, Some(id)) if !my_client.is_empty() && id == my_client => "by you",
+        // "You" is this tab's browser login: a token's answer naming this tab's id is still the
+        // token's (any reader of the log can copy a tab's id).
+        (AnsweredBy::User, Some(id))
+            if !my_client.is_empty() && id == my_client && resolution.actor == "browser" =>
+        {
+            "by you"
+        }
         (AnsweredBy::User, _) if resolution.actor.starts_with("token:") => {
             token_who = format!("with token {}", &resolution.actor["token:".len()..]);
             token_who.as_str()
@@ -497,5 +503,36 @@ fn PendingCard(request: ApprovalRequestBody, now_ms: RwSignal<f64>) -> impl Into
             </Show>
             {move || notice.get().map(|n| view! { <p class="card-notice" role="status" data-testid="card-notice">{n}</p> })}
         </article>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// "By you" is this tab's browser login: a token that copied the tab's id is still named.
+    #[test]
+    fn a_token_using_a_tabs_id_is_not_you() {
+        let mut request: ApprovalRequestBody = serde_json::from_value(serde_json::json!({
+            "approval_id": "a", "session_id": "s", "call_id": "c", "kind": "tool",
+            "tool": "shell", "class": "exec", "args": {}, "title": "Shell", "summary": "s",
+            "proposal_md": "", "proposal_html": "", "reason": "mode", "reason_detail": "",
+            "allowed_decisions": ["approve"], "digest": "d", "timeout_outcome": "deny",
+            "created_at": "2026-01-01T00:00:00.000Z", "expires_at": "2026-01-01T00:30:00.000Z"
+        }))
+        .unwrap();
+        request.kind = GateKind::Tool;
+        let mut resolution = Resolution::plain(
+            "a",
+            Decision::Approve,
+            AnsweredBy::User,
+            "token:phone",
+            Timestamp::now(),
+        );
+        resolution.client_id = Some("tab-1".into());
+        let text = outcome_text(&request, &resolution, "tab-1");
+        assert!(text.contains("with token phone"), "{text}");
+        resolution.actor = "browser".into();
+        assert!(outcome_text(&request, &resolution, "tab-1").contains("by you"));
     }
 }

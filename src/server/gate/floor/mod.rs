@@ -91,6 +91,21 @@ impl SafetyFloor {
             .unwrap_or("?")
     }
 
+    /// Why an outside agent's call hits the floor, in words: it cannot be read as the agent
+    /// will run it, or a path, command or search glob of it is on the floor.
+    pub fn check_outside(&self, call: &tools::outside::OutsideCall) -> Option<String> {
+        call.unreadable.clone().or_else(|| {
+            call.floor_subjects
+                .iter()
+                .find_map(|subject| self.check_subject(subject))
+                .or_else(|| {
+                    call.floor_globs
+                        .iter()
+                        .find_map(|g| self.search_glob_hit(g))
+                })
+        })
+    }
+
     /// Why a glob the agent will expand itself (an outside search tool's) could match a floor
     /// path, in words; `None` when it cannot.
     pub fn search_glob_hit(&self, glob: &str) -> Option<String> {
