@@ -10,11 +10,13 @@ use futures::StreamExt;
 use super::harness::str_field;
 use super::{BenchError, BenchServer, Counts, Figure, Result, common_conditions};
 
-/// A message that opens `n` gates at once in `ask` mode.
-pub fn batch_message(n: usize) -> String {
+/// A message that opens `n` gates at once in `ask` mode, each writing a file of the batch's
+/// own (`batch` names it): a card binds the file it diffs, so two sessions' cards for one file
+/// would make each other stale.
+pub fn batch_message(batch: usize, n: usize) -> String {
     let mut text = String::from("parallel:\n");
     for i in 0..n {
-        text.push_str(&format!("write bench/{i}.txt: {i}\n"));
+        text.push_str(&format!("write bench/{batch}-{i}.txt: {i}\n"));
     }
     text
 }
@@ -35,7 +37,7 @@ pub async fn open_gates(
         .map(|i| async move {
             let n = per_session.min(total - i * per_session);
             let sid = server.create_session("ask").await?;
-            server.send_message(&sid, &batch_message(n)).await?;
+            server.send_message(&sid, &batch_message(i, n)).await?;
             Ok::<_, BenchError>(sid)
         })
         .buffer_unordered(concurrency);
