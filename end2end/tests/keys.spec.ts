@@ -1,10 +1,11 @@
-// Answering cards from the keyboard and the bulk bar: Deny all answers every pending card;
+// Answering cards from the keyboard and the bulk bar: Deny all asks once for a reason and
+// answers every pending card but the sensitive ones; a key acts only on a chosen card;
 // `e` opens the editor, `A` the Always allow panel, `j`/`k` move between pending cards; none
 // of the keys fire while typing in the composer, where Shift+Tab cycles the approval mode.
 import { expect, Page } from '@playwright/test';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { card, login, pendingCards, send, sessionId, test, toolResults, waitLive } from './helpers';
+import { card, login, pendingCards, send, sessionId, test, toolResults, waitHydrated, waitLive } from './helpers';
 
 /** The approval ids of the pending cards, in page order. */
 async function pendingIds(page: Page, n: number): Promise<string[]> {
@@ -25,6 +26,13 @@ test('Deny all answers both pending cards denied, and neither call runs', async 
   const bar = page.getByTestId('bulk-bar');
   await expect(bar).toContainText('2 pending');
   await bar.locator('[data-action=deny-all]').click();
+  // It asks once for a reason, which every card's agent reads; nothing is denied before.
+  const ask = page.getByTestId('bulk-reason');
+  await expect(ask).toContainText('Deny 2 cards');
+  for (const id of ids) await expect(card(page, id)).toHaveAttribute('data-state', 'pending');
+  await page.getByTestId('bulk-reason-input').fill('not these files');
+  await ask.locator('[data-action=confirm-deny-all]').click();
+  await expect(page.getByTestId('bulk-said')).toHaveText('2 denied');
   for (const id of ids) {
     await expect(card(page, id)).toHaveAttribute('data-state', 'resolved');
     await expect(card(page, id)).toHaveAttribute('data-decision', 'deny');
@@ -35,6 +43,90 @@ test('Deny all answers both pending cards denied, and neither call runs', async 
   await expect(page).toHaveTitle('Countersign');
   expect(existsSync(join(server.workspace, 'deny-a.txt'))).toBe(false);
   expect(existsSync(join(server.workspace, 'deny-b.txt'))).toBe(false);
+  // Both denials carry the one reason.
+  const audit = await page.request.get(`${server.url}/api/v1/audit?action=gate_resolved`);
+  const resolved = await audit.json();
+  expect(resolved).toHaveLength(2);
+  for (const entry of resolved) expect(JSON.stringify(entry.detail)).toContain('not these files');
+});
+
+// A safety-floor card is never answered in bulk: the bar says how many it leaves out, and
+// the summary after says what it did.
+test('Approve all leaves the sensitive card for the person, and says so', async ({ page, server }) => {
+  await login(page, server);
+  await send(page, 'parallel:\nwrite bulk-plain.txt: 1\nrun: rm -rf bulk-gone');
+  await pendingIds(page, 2);
+  const floorCard = pendingCards(page).and(page.locator('.floor'));
+  await expect(floorCard).toHaveCount(1);
+  const floorId = (await floorCard.getAttribute('data-approval-id'))!;
+  const bar = page.getByTestId('bulk-bar');
+  await expect(bar.getByTestId('bulk-sensitive')).toHaveText('1 sensitive: answer it yourself');
+  const approveOthers = bar.locator('[data-action=approve-all]');
+  await expect(approveOthers).toHaveText('Approve the others');
+  await approveOthers.click();
+  await expect(page.getByTestId('bulk-said')).toHaveText('1 approved, 1 sensitive card left for you');
+  await expect(card(page, floorId)).toHaveAttribute('data-state', 'pending');
+  await expect(pendingCards(page)).toHaveCount(1);
+  await expect(toolResults(page, 'ok')).toHaveCount(1);
+  expect(readFileSync(join(server.workspace, 'bulk-plain.txt'), 'utf8')).toBe('1');
+  // The person answers it on its own.
+  await card(page, floorId).locator('[data-action=deny]').click();
+  await card(page, floorId).locator('[data-action=submit-deny]').click();
+  await expect(card(page, floorId)).toHaveAttribute('data-decision', 'deny');
+});
+
+// On load nothing is chosen, so a stray key answers nothing; `j` chooses the first card,
+// visibly (focus ring, `aria-current`), on the session page and on the Inbox alike.
+test('after a reload a single key answers nothing until a card is chosen', async ({ page, server }) => {
+  await login(page, server);
+  await send(page, 'parallel:\nwrite stray-1.txt: 1\nwrite stray-2.txt: 2');
+  const [one, two] = await pendingIds(page, 2);
+  for (const where of [page.url(), `${server.url}/inbox`]) {
+    await page.goto(where);
+    if (where.endsWith('/inbox')) await waitHydrated(page);
+    else await waitLive(page);
+    await pendingIds(page, 2);
+    // Nothing typed into: keys reach the page.
+    await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur());
+    for (const id of [one, two]) await expect(card(page, id)).not.toHaveAttribute('aria-current', 'true');
+    for (const key of ['a', 'd', 'e', 'Shift+A']) await page.keyboard.press(key);
+    for (const id of [one, two]) {
+      await expect(card(page, id)).toHaveAttribute('data-state', 'pending');
+      await expect(card(page, id).getByTestId('edit-input')).toHaveCount(0);
+      await expect(card(page, id).getByTestId('deny-reason')).toHaveCount(0);
+      await expect(card(page, id).getByTestId('rule-pattern')).toHaveCount(0);
+    }
+  }
+  const waiting = await page.request.get(`${server.url}/api/v1/approvals?status=pending`);
+  expect(await waiting.json()).toHaveLength(2);
+  // `j` chooses the first card, not the second.
+  await page.keyboard.press('j');
+  await expect(card(page, one)).toBeFocused();
+  await expect(card(page, one)).toHaveAttribute('aria-current', 'true');
+  await page.keyboard.press('a');
+  // The Inbox drops an answered card: the server says which one was answered.
+  await expect.poll(async () => {
+    const res = await page.request.get(`${server.url}/api/v1/approvals?status=pending`);
+    return (await res.json()).map((g: any) => g.approval_id);
+  }).toEqual([two]);
+  await expect(card(page, one)).toHaveCount(0);
+  await expect(card(page, two)).toHaveAttribute('data-state', 'pending');
+});
+
+test('a sensitive card needs `a` twice; one press only asks', async ({ page, server }) => {
+  await login(page, server);
+  await send(page, 'run: rm -rf twice-gone');
+  const [id] = await pendingIds(page, 1);
+  const pending = card(page, id);
+  await expect(pending).toHaveClass(/\bfloor\b/);
+  await expect(pending).toBeFocused();
+  await page.keyboard.press('a');
+  await expect(pending.getByTestId('card-confirm')).toContainText('press a again');
+  await expect(pending).toHaveAttribute('data-state', 'pending');
+  await expect(pending.locator('[data-action=approve]')).not.toContainText('Sending');
+  await page.keyboard.press('a');
+  await expect(card(page, id)).toHaveAttribute('data-decision', 'approve');
+  await expect(toolResults(page, 'ok')).toHaveCount(1);
 });
 
 test('`e` opens the editor on the focused card; Esc closes it; the edited call runs', async ({ page, server }) => {
@@ -150,7 +242,11 @@ test('`j` and `k` move between pending cards, and the keys act on the one moved 
   await expect(card(page, one)).toHaveAttribute('data-state', 'pending');
   await expect(card(page, three)).toHaveAttribute('data-state', 'pending');
 
-  // Once the highlighted card is answered, j/k count from the first pending card again.
+  // Once the highlighted card is answered nothing is chosen: `j` starts at the first pending
+  // card again.
+  await page.keyboard.press('j');
+  await expect(card(page, one)).toHaveClass(active);
+  await expect(card(page, one)).toHaveAttribute('aria-current', 'true');
   await page.keyboard.press('j');
   await expect(card(page, three)).toHaveClass(active);
   await page.keyboard.press('k');
@@ -161,6 +257,12 @@ test('`j` and `k` move between pending cards, and the keys act on the one moved 
   await expect(card(page, one)).toHaveAttribute('data-decision', 'deny');
   await expect(card(page, three)).toHaveAttribute('data-state', 'pending');
   await leaveFields(page);
+  // With the chosen card answered, `a` acts on nothing until a card is chosen again.
+  await page.keyboard.press('a');
+  await expect(card(page, three).locator('[data-action=approve]')).not.toContainText('Sending');
+  await expect(card(page, three)).toHaveAttribute('data-state', 'pending');
+  await page.keyboard.press('j');
+  await expect(card(page, three)).toBeFocused();
   await page.keyboard.press('a');
   await expect(card(page, three)).toHaveAttribute('data-decision', 'approve');
   await expect(toolResults(page, 'ok')).toHaveCount(2);

@@ -5,7 +5,7 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 
 use crate::api;
-use crate::protocol::{ApprovalRequestBody, DecisionInput};
+use crate::protocol::{ApprovalRequestBody, DecisionInput, GateReason};
 
 /// Identifies this browser tab in resolutions, so a card can say "you" or "another tab".
 /// Kept in `sessionStorage` (one per tab, surviving reloads); empty on the server and until
@@ -76,9 +76,11 @@ fn key_command(key: &str) -> Option<CardCommand> {
     }
 }
 
-/// a / e / d / A / Esc act on the card in focus (else the one `j`/`k` last chose, else the
-/// first pending); j / k move focus between pending cards; none of them fire while typing in
-/// a field.
+/// a / e / d / A / Esc act on the card in focus, else the one `j`/`k` last chose (both are
+/// marked on the page: the focus ring, `aria-current`); with no card chosen they do nothing.
+/// j / k move between pending cards, starting at the first; none of them fire while typing in
+/// a field. A sensitive (floor) card is not approved by one key: its card asks for the key
+/// again (`PendingCard`).
 pub fn install_keyboard(bus: CardBus, pending: Memo<Vec<ApprovalRequestBody>>) {
     #[cfg(feature = "hydrate")]
     {
@@ -104,18 +106,20 @@ pub fn install_keyboard(bus: CardBus, pending: Memo<Vec<ApprovalRequestBody>>) {
             if ids.is_empty() {
                 return;
             }
-            // The card the person is looking at: the one with focus wins, so a key never acts
-            // on a card other than the highlighted one.
+            // The card the person is looking at: the one with focus wins, then the one marked
+            // active; a key never acts on a card nobody chose.
             let active = crate::ui::browser::focused_card()
                 .filter(|a| ids.contains(a))
-                .or_else(|| bus.active.get_untracked().filter(|a| ids.contains(a)))
-                .unwrap_or_else(|| ids[0].clone());
+                .or_else(|| bus.active.get_untracked().filter(|a| ids.contains(a)));
             if key == "j" || key == "k" {
-                let at = ids.iter().position(|i| *i == active).unwrap_or(0);
-                let next = if key == "j" {
-                    (at + 1).min(ids.len() - 1)
-                } else {
-                    at.saturating_sub(1)
+                let next = match active
+                    .as_ref()
+                    .and_then(|a| ids.iter().position(|i| i == a))
+                {
+                    // Nothing chosen yet: the first card, whichever way.
+                    None => 0,
+                    Some(at) if key == "j" => (at + 1).min(ids.len() - 1),
+                    Some(at) => at.saturating_sub(1),
                 };
                 bus.active.set(Some(ids[next].clone()));
                 let id = format!("gate-{}", ids[next]);
@@ -124,7 +128,7 @@ pub fn install_keyboard(bus: CardBus, pending: Memo<Vec<ApprovalRequestBody>>) {
                 ev.prevent_default();
                 return;
             }
-            if let Some(command) = key_command(&key) {
+            if let (Some(command), Some(active)) = (key_command(&key), active) {
                 ev.prevent_default();
                 bus.command.set(Some((active, command)));
             }
@@ -135,41 +139,105 @@ pub fn install_keyboard(bus: CardBus, pending: Memo<Vec<ApprovalRequestBody>>) {
     let _ = (bus, pending, key_command);
 }
 
-/// The sticky bar that answers every pending card at once.
+/// The sticky bar that answers the pending cards at once — every one but the sensitive
+/// (safety-floor) cards, which are left for the person to answer one by one, as the bar
+/// says. Deny all asks once for a reason.
 #[component]
 pub fn BulkBar(session_id: String, pending: Memo<Vec<ApprovalRequestBody>>) -> impl IntoView {
     let client = use_context::<ClientId>().unwrap_or_default();
     let busy = RwSignal::new(false);
-    let answer_all = move |decision: &'static str| {
-        let gates = pending.get_untracked();
+    let asking_reason = RwSignal::new(false);
+    let reason = RwSignal::new(String::new());
+    let said = RwSignal::new(None::<String>);
+    let ordinary = Memo::new(move |_| {
+        pending
+            .get()
+            .into_iter()
+            .filter(|g| g.reason != GateReason::SafetyFloor)
+            .collect::<Vec<_>>()
+    });
+    let sensitive = move || pending.read().len() - ordinary.read().len();
+    let answer_all = move |decision: &'static str, why: Option<String>| {
+        let gates = ordinary.get_untracked();
+        let left = pending.get_untracked().len() - gates.len();
         let session_id = session_id.clone();
         let client_id = client.get_untracked();
         busy.set(true);
         spawn_local(async move {
-            for gate in gates {
+            let mut answered = 0;
+            for gate in &gates {
                 let input = DecisionInput {
                     decision: decision.to_owned(),
                     digest: Some(gate.digest.clone()),
                     client_id: Some(client_id.clone()),
+                    reason: why.clone(),
                     ..DecisionInput::default()
                 };
                 // A card another tab answered meanwhile is fine: its SSE event shows that.
-                let _ = api::decide(session_id.clone(), gate.approval_id.clone(), input).await;
+                if matches!(
+                    api::decide(session_id.clone(), gate.approval_id.clone(), input).await,
+                    Ok(crate::protocol::DecideOutcome::Decided { .. })
+                ) {
+                    answered += 1;
+                }
             }
+            let verb = if decision == "approve" {
+                "approved"
+            } else {
+                "denied"
+            };
+            said.set(Some(bulk_summary(answered, verb, left)));
             busy.set(false);
         });
     };
     let approve = answer_all.clone();
+    let deny = answer_all;
     view! {
         <Show when=move || { pending.read().len() >= 2 }>
             <div class="bulk-bar" data-testid="bulk-bar" role="region" aria-label="Pending approvals">
                 <span>{move || format!("{} pending", pending.read().len())}</span>
-                <button type="button" class="primary" data-action="approve-all" disabled=move || busy.get()
-                    on:click={ let approve = approve.clone(); move |_| approve("approve") }>"Approve all"</button>
-                <button type="button" data-action="deny-all" disabled=move || busy.get()
-                    on:click={ let deny = answer_all.clone(); move |_| deny("deny") }>"Deny all"</button>
+                {move || (sensitive() > 0).then(|| view! {
+                    <span class="bulk-note" data-testid="bulk-sensitive">
+                        {format!("{} sensitive: answer {} yourself", sensitive(), if sensitive() == 1 { "it" } else { "them" })}
+                    </span>
+                })}
+                <button type="button" class="primary" data-action="approve-all"
+                    disabled=move || busy.get() || ordinary.read().is_empty()
+                    on:click={ let approve = approve.clone(); move |_| approve("approve", None) }>
+                    {move || if sensitive() > 0 { "Approve the others" } else { "Approve all" }}
+                </button>
+                <button type="button" data-action="deny-all"
+                    disabled=move || busy.get() || ordinary.read().is_empty()
+                    on:click=move |_| asking_reason.set(true)>
+                    {move || if sensitive() > 0 { "Deny the others" } else { "Deny all" }}
+                </button>
             </div>
         </Show>
+        <Show when=move || asking_reason.get()>
+            <div class="bulk-reason" data-testid="bulk-reason">
+                <label for="bulk-reason-input">{move || format!("Deny {} cards — why? (the agent reads it)", ordinary.read().len())}</label>
+                <input id="bulk-reason-input" data-testid="bulk-reason-input" type="text"
+                    prop:value=move || reason.get()
+                    on:input=move |ev| reason.set(event_target_value(&ev))/>
+                <button type="button" class="danger" data-action="confirm-deny-all" disabled=move || busy.get()
+                    on:click={ let deny = deny.clone(); move |_| {
+                        let why = reason.get_untracked().trim().to_owned();
+                        asking_reason.set(false);
+                        deny("deny", (!why.is_empty()).then_some(why));
+                    } }>"Deny them"</button>
+                <button type="button" data-action="cancel-deny-all" on:click=move |_| asking_reason.set(false)>"Keep them"</button>
+            </div>
+        </Show>
+        {move || said.get().map(|text| view! { <p class="bulk-said" role="status" data-testid="bulk-said">{text}</p> })}
+    }
+}
+
+/// What a bulk answer did, in words: `2 approved, 1 sensitive card left for you`.
+pub fn bulk_summary(answered: usize, verb: &str, left: usize) -> String {
+    let cards = |n: usize| if n == 1 { "card" } else { "cards" };
+    match left {
+        0 => format!("{answered} {verb}"),
+        n => format!("{answered} {verb}, {n} sensitive {} left for you", cards(n)),
     }
 }
 
@@ -210,4 +278,22 @@ pub fn watch_pending(pending: Memo<Vec<ApprovalRequestBody>>) {
             .map(|g| g.approval_id.clone())
             .collect::<Vec<_>>()
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bulk_summary_names_what_it_left_for_the_person() {
+        assert_eq!(bulk_summary(2, "approved", 0), "2 approved");
+        assert_eq!(
+            bulk_summary(2, "approved", 1),
+            "2 approved, 1 sensitive card left for you"
+        );
+        assert_eq!(
+            bulk_summary(0, "denied", 3),
+            "0 denied, 3 sensitive cards left for you"
+        );
+    }
 }

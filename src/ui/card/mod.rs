@@ -289,6 +289,9 @@ fn PendingCard(request: ApprovalRequestBody, now_ms: RwSignal<f64>) -> impl Into
     let is_budget = request.kind == GateKind::Budget;
     let execution_mode = RwSignal::new(request.execution_mode.unwrap_or(Mode::Ask));
     let allows = move |d: Decision| allowed.contains(&d);
+    let floor = request.reason == GateReason::SafetyFloor;
+    // A sensitive card's first `a`: the second approves (a click on Approve always does).
+    let confirming = RwSignal::new(false);
 
     let send = {
         let session_id = request.session_id.clone();
@@ -351,7 +354,21 @@ fn PendingCard(request: ApprovalRequestBody, now_ms: RwSignal<f64>) -> impl Into
             }
             bus.command.set(None);
             match command {
-                CardCommand::Approve if allows(Decision::Approve) => approve(),
+                // A sensitive card is not approved by one key: the first press asks for a
+                // second, which must come within a few seconds.
+                CardCommand::Approve
+                    if allows(Decision::Approve) && floor && !confirming.get_untracked() =>
+                {
+                    confirming.set(true);
+                    set_timeout(
+                        move || confirming.set(false),
+                        std::time::Duration::from_secs(5),
+                    );
+                }
+                CardCommand::Approve if allows(Decision::Approve) => {
+                    confirming.set(false);
+                    approve()
+                }
                 CardCommand::Edit if allows(Decision::Edit) => panel.set(Panel::Edit),
                 CardCommand::Deny if allows(Decision::Deny) && is_budget => {
                     send.run(DecisionInput {
@@ -371,7 +388,6 @@ fn PendingCard(request: ApprovalRequestBody, now_ms: RwSignal<f64>) -> impl Into
 
     let expires_at = StoredValue::new(request.expires_at.clone());
     let timer = move || expires_at.with_value(|at| countdown(at, now_ms.get()));
-    let floor = request.reason == GateReason::SafetyFloor;
     let is_active = {
         let approval_id = approval_id.clone();
         move || bus.active.get().as_deref() == Some(approval_id.as_str())
@@ -451,7 +467,8 @@ fn PendingCard(request: ApprovalRequestBody, now_ms: RwSignal<f64>) -> impl Into
         <article
             class=format!("card pending kind-{}", kind_class(&request))
             class:floor=floor
-            class:active=is_active
+            class:active=is_active.clone()
+            aria-current=move || is_active().then_some("true")
             on:focusin=on_focus
             id=format!("gate-{}", request.approval_id)
             tabindex="0"
@@ -486,6 +503,11 @@ fn PendingCard(request: ApprovalRequestBody, now_ms: RwSignal<f64>) -> impl Into
                 </label>
             })}
             {rule_hint}
+            {move || confirming.get().then(|| view! {
+                <p class="card-confirm" role="status" data-testid="card-confirm">
+                    "This is a sensitive call: press a again to approve it."
+                </p>
+            })}
             <div class="card-actions">
                 {approve_button}
                 {edit_button}
