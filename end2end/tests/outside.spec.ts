@@ -167,4 +167,13 @@ test("an Edit answered with Edit gives Claude Code the person's input", async ({
   expect(answer.permissionDecision).toBe('allow');
   expect(answer.updatedInput).toEqual({ file_path: 'src/app.js', old_string: 'port = 80', new_string: 'port = 9090' });
   await expect(c.getByTestId('card-outcome')).toContainText('Approved (edited) by you');
+  // The card shows what Claude Code was told to run, not what it proposed.
+  await expect(c.getByTestId('edited-chip')).toBeVisible();
+  await c.locator('summary.card-line').click();
+  await expect(c.getByTestId('edited-by')).toContainText('Edited by you');
+  await expect(c.getByTestId('edit-diff')).toContainText('-port = 8080');
+  await expect(c.getByTestId('edit-diff')).toContainText('+port = 9090');
+  await expect(c.getByTestId('card-args')).toContainText('port = 9090');
+  await expect(c.getByTestId('card-args')).not.toContainText('8080');
+  await expect(c.getByTestId('card-proposed-args')).toContainText('port = 8080');
 });

@@ -440,6 +440,11 @@ pub struct Resolution {
     /// Replacement arguments (kind tool) or the revised proposal (kind decision).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub edits: Option<Value>,
+    /// For an edit: what it changed, as a unified diff per changed argument (`--- proposed
+    /// command` / `+++ edited command`), so the record shows what ran. Absent when the edit
+    /// changed nothing, and in events written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edit_diff: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rule_id: Option<String>,
     /// The browser tab that answered, so it can say "you" and others "another tab".
@@ -467,6 +472,7 @@ impl Resolution {
             resolved_at,
             reason: None,
             edits: None,
+            edit_diff: None,
             rule_id: None,
             client_id: None,
             execution_mode: None,

@@ -4,6 +4,7 @@
 use leptos::prelude::*;
 
 use crate::protocol::{Timestamp, ToolClass, ToolStatus, Verdict};
+use crate::ui::card::edited::EditedMarker;
 use crate::ui::transcript::{ToolItem, outcome_line, summary};
 
 fn class_name(class: ToolClass) -> &'static str {
@@ -32,6 +33,27 @@ pub fn ToolCard(item: ToolItem, now_ms: RwSignal<f64>) -> impl IntoView {
     let args =
         crate::text::reveal_hidden(&serde_json::to_string_pretty(&item.args).unwrap_or_default());
     let class = class_name(item.class);
+    // An edited call: the row shows the edited arguments (`item.args`), says who edited them,
+    // and keeps the proposal and the diff one click away.
+    let edited = item.edited.clone();
+    let edited_chip = edited
+        .is_some()
+        .then(|| view! { <span class="edited-chip" data-testid="edited-chip">"edited"</span> });
+    let edit_details = edited.map(|edit| {
+        let edit = *edit;
+        let unchanged = edit.proposed == item.args;
+        let proposed = crate::text::reveal_hidden(
+            &serde_json::to_string_pretty(&edit.proposed).unwrap_or_default(),
+        );
+        view! {
+            <div class="tool-edit" data-testid="tool-edited">
+                <EditedMarker resolution=edit.resolution unchanged/>
+                <details class="tool-args"><summary>"as the agent proposed it"</summary>
+                    <pre data-testid="tool-proposed-args">{proposed}</pre>
+                </details>
+            </div>
+        }
+    });
     match item.result {
         Some((status, output)) => {
             let failed = !matches!(status, ToolStatus::Ok);
@@ -41,11 +63,13 @@ pub fn ToolCard(item: ToolItem, now_ms: RwSignal<f64>) -> impl IntoView {
                     data-testid="tool-result" data-status=status.as_str() data-call-id=item.call_id open=failed>
                     <summary>
                         <span class="tool-title">{title}</span>
+                        {edited_chip}
                         <span class="tool-outcome">{format!(" → {line}")}</span>
                         <span class="tool-status">{status.as_str()}</span>
                     </summary>
                     <pre class="tool-output">{output}</pre>
-                    <details class="tool-args"><summary>"arguments"</summary><pre>{args}</pre></details>
+                    {edit_details}
+                    <details class="tool-args"><summary>"arguments"</summary><pre data-testid="tool-args">{args}</pre></details>
                 </details>
             }
             .into_any()
@@ -72,6 +96,7 @@ pub fn ToolCard(item: ToolItem, now_ms: RwSignal<f64>) -> impl IntoView {
                 <div class=format!("tool tool-{class} status-{state}") data-testid="tool-result" data-status=state data-call-id=item.call_id>
                     <span class="spinner" aria-hidden="true"></span>
                     <span class="tool-title">{title}</span>
+                    {edited_chip}
                     <span class="tool-status">{clock}</span>
                 </div>
             }

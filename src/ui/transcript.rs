@@ -4,8 +4,8 @@
 use serde_json::Value;
 
 use crate::protocol::{
-    ApprovalRequestBody, Event, EventBody, Mode, Resolution, ToolClass, ToolStatus, TurnStatus,
-    Verdict,
+    ApprovalRequestBody, Decision, Event, EventBody, GateKind, Mode, Resolution, ToolClass,
+    ToolStatus, TurnStatus, Verdict,
 };
 
 #[derive(Clone, Debug, PartialEq)]
@@ -18,6 +18,16 @@ pub struct ToolItem {
     /// When `tool_started` was recorded (RFC 3339), if it was.
     pub started_at: Option<crate::protocol::Timestamp>,
     pub result: Option<(ToolStatus, String)>,
+    /// Set when a person edited the call before it ran: `args` are then the edited ones.
+    pub edited: Option<Box<EditedCall>>,
+}
+
+/// A call a person edited: what the agent proposed, and the answer that changed it (who, and
+/// the diff, `Resolution::edit_diff`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct EditedCall {
+    pub proposed: Value,
+    pub resolution: Resolution,
 }
 
 /// An approval card: the request and, once there is one, its resolution.
@@ -70,8 +80,9 @@ impl Item {
                     .unwrap_or("pending")
             ),
             Item::Tool(t) => format!(
-                "t{}:{}:{}",
+                "t{}:{}:{}:{}",
                 t.call_id,
+                t.edited.is_some(),
                 t.started_at.is_some(),
                 t.result.as_ref().map(|r| r.0.as_str()).unwrap_or("pending")
             ),
@@ -117,6 +128,7 @@ pub fn build(events: &[Event]) -> Vec<Item> {
                 verdict: *verdict,
                 started_at: None,
                 result: None,
+                edited: None,
             })),
             EventBody::ToolStarted { call_id } => {
                 if let Some(tool) = find_tool(&mut items, call_id) {
@@ -143,17 +155,38 @@ pub fn build(events: &[Event]) -> Vec<Item> {
                 resolution: None,
             }))),
             EventBody::ApprovalResolved(resolution) => {
-                if let Some(gate) = items.iter_mut().rev().find_map(|item| match item {
+                let Some(gate) = items.iter_mut().rev().find_map(|item| match item {
                     Item::Gate(g) if g.request.approval_id == resolution.approval_id => Some(g),
                     _ => None,
-                }) {
-                    gate.resolution = Some(resolution.clone());
+                }) else {
+                    continue;
+                };
+                gate.resolution = Some(resolution.clone());
+                // What runs is the edited call: its row shows that, and says who changed it.
+                let edited_call =
+                    (gate.request.kind == GateKind::Tool).then(|| gate.request.call_id.clone());
+                if let (Some(call_id), Some(edits)) = (edited_call, edited_args(resolution))
+                    && let Some(tool) = find_tool(&mut items, &call_id)
+                {
+                    let proposed = std::mem::replace(&mut tool.args, edits.clone());
+                    tool.edited = Some(Box::new(EditedCall {
+                        proposed,
+                        resolution: resolution.clone(),
+                    }));
                 }
             }
             EventBody::AssistantDelta { .. } => {}
         }
     }
     items
+}
+
+/// The arguments an edit replaced a call's with, if the answer was one.
+pub fn edited_args(resolution: &Resolution) -> Option<&Value> {
+    resolution
+        .edits
+        .as_ref()
+        .filter(|e| resolution.decision == Decision::Edit && e.is_object())
 }
 
 fn find_tool<'a>(items: &'a mut [Item], call_id: &str) -> Option<&'a mut ToolItem> {
@@ -271,6 +304,61 @@ mod tests {
         }
         assert_ne!(before[1].key(), after[1].key());
         assert_eq!(before[0].key(), after[0].key());
+    }
+
+    #[test]
+    fn an_edited_call_shows_the_edited_arguments_and_keeps_the_proposal() {
+        let request: ApprovalRequestBody = serde_json::from_value(json!({
+            "approval_id": "g", "session_id": "s", "call_id": "c", "kind": "tool",
+            "tool": "shell", "class": "exec", "args": {"command": "rm -r build"},
+            "title": "Run command", "summary": "shell: rm -r build", "reason": "mode",
+            "reason_detail": "", "proposal_md": "", "proposal_html": "", "digest": "d",
+            "allowed_decisions": ["approve", "edit"], "created_at": "2026-01-01T00:00:00Z",
+            "expires_at": "2026-01-01T00:30:00Z", "timeout_outcome": "deny"
+        }))
+        .unwrap();
+        let mut resolution = Resolution::plain(
+            "g",
+            Decision::Edit,
+            crate::protocol::AnsweredBy::User,
+            "browser",
+            "2026-01-01T00:01:00Z".into(),
+        );
+        resolution.edits = Some(json!({"command": "rm -r build/tmp"}));
+        let call = EventBody::ToolCall {
+            call_id: "c".into(),
+            tool: "shell".into(),
+            args: json!({"command": "rm -r build"}),
+            class: ToolClass::Exec,
+            verdict: Verdict::Ask,
+            rule_id: None,
+        };
+        let mut events = vec![
+            ev(1, call),
+            ev(2, EventBody::ApprovalRequest(Box::new(request))),
+        ];
+        let before = build(&events);
+        events.push(ev(3, EventBody::ApprovalResolved(resolution.clone())));
+        let after = build(&events);
+        let Item::Tool(tool) = &after[0] else {
+            panic!("{after:?}")
+        };
+        assert_eq!(tool.args, json!({"command": "rm -r build/tmp"}));
+        assert_eq!(summary(&tool.tool, &tool.args), "shell: rm -r build/tmp");
+        let edited = tool.edited.as_ref().expect("marked as edited");
+        assert_eq!(edited.proposed, json!({"command": "rm -r build"}));
+        assert_eq!(edited.resolution.actor, "browser");
+        assert_ne!(before[0].key(), after[0].key(), "the row re-renders");
+
+        // A plain approval leaves the row as proposed, unmarked.
+        resolution.decision = Decision::Approve;
+        resolution.edits = None;
+        events[2] = ev(3, EventBody::ApprovalResolved(resolution));
+        let Item::Tool(tool) = &build(&events)[0] else {
+            panic!()
+        };
+        assert_eq!(tool.args, json!({"command": "rm -r build"}));
+        assert!(tool.edited.is_none());
     }
 
     #[test]

@@ -13,7 +13,7 @@ use crate::protocol::{
     AnsweredBy, ApprovalRequest, Decision, GateKind, Mode, Resolution, Rule, RuleScope, Timestamp,
 };
 use crate::server::digest::{bound_call_digest, call_digest};
-use crate::server::gate::{resolve, rules};
+use crate::server::gate::{edit_diff, resolve, rules};
 use crate::server::principal::{Principal, actors};
 use crate::server::tools;
 
@@ -127,6 +127,25 @@ fn is_blank(value: &Value) -> bool {
         Value::Array(items) => items.is_empty(),
         _ => false,
     }
+}
+
+/// What an edit changed, for the record (`Resolution::edit_diff`): a decision's revised text
+/// against its proposal, a call's edited arguments against the proposed ones. Off the async
+/// workers (a large file's content may be diffed); a diff that cannot be made is left out.
+async fn edit_diff_of(request: &ApprovalRequest, edited: &Value) -> Option<String> {
+    let body = &request.body;
+    let revises_text = body.kind == GateKind::Decision
+        || (body.kind == GateKind::External && body.class == crate::protocol::ToolClass::Decision);
+    let (proposal, args, edited) = (body.proposal_md.clone(), body.args.clone(), edited.clone());
+    tokio::task::spawn_blocking(move || match (&edited, revises_text) {
+        (Value::String(revised), true) => edit_diff::of_proposal(&proposal, revised),
+        _ => edit_diff::of_arguments(&args, &edited),
+    })
+    .await
+    .unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "could not diff an edit");
+        None
+    })
 }
 
 /// Fail closed: an unreadable deadline has passed.
@@ -394,6 +413,10 @@ impl Core {
             Decision::Edit => Some(self.check_edits(&request, body.edits.as_ref()).await?),
             _ => None,
         };
+        let edit_diff = match &edits {
+            Some(edited) => edit_diff_of(&request, edited).await,
+            None => None,
+        };
         let new_rule = match decision {
             Decision::AllowAlways => Some(self.new_rule(&request, body.rule.as_ref())?),
             _ => None,
@@ -429,6 +452,7 @@ impl Core {
             resolved_at: Timestamp::now(),
             reason,
             edits,
+            edit_diff,
             rule_id: new_rule.as_ref().map(|r| r.id.clone()),
             client_id: body.client_id.map(|c| c.chars().take(64).collect()),
             execution_mode: execution_mode.filter(|_| decision.lets_it_run()),

@@ -1,6 +1,7 @@
 //! Approval gates: the policy that decides run / ask / refuse, the safety floor, standing
 //! rules, the shape of an approval request, and the registry where waiting turns park.
 
+pub mod edit_diff;
 pub mod floor;
 pub mod policy;
 pub mod request;

@@ -164,6 +164,16 @@ pub fn unified_diff(shown: &str, before: &str, after: &str) -> String {
         .to_string()
 }
 
+/// `text` ending in a newline, so a diff of one line reads `-old` / `+new` and not a
+/// "no newline at end of file" note.
+pub fn with_newline(text: &str) -> String {
+    if text.is_empty() || text.ends_with('\n') {
+        text.to_owned()
+    } else {
+        format!("{text}\n")
+    }
+}
+
 pub fn line_count(text: &str) -> usize {
     text.lines().count().max(usize::from(!text.is_empty()))
 }

@@ -12,6 +12,7 @@ mod beneath;
 mod confine;
 mod error;
 mod files;
+pub(crate) use files::{unified_diff, with_newline};
 mod output;
 pub mod outside;
 pub mod reader;

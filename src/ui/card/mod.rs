@@ -3,6 +3,7 @@
 //! to one line saying who or what resolved them.
 
 mod diff;
+pub mod edited;
 mod panels;
 
 use leptos::prelude::*;
@@ -62,7 +63,7 @@ fn external_title(request: &ApprovalRequestBody) -> Option<String> {
 }
 
 /// `HH:MM UTC` of a time.
-fn clock(at: &Timestamp) -> String {
+pub(crate) fn clock(at: &Timestamp) -> String {
     let hm = at.clock();
     if hm.is_empty() {
         hm
@@ -71,13 +72,8 @@ fn clock(at: &Timestamp) -> String {
     }
 }
 
-/// The outcome chip of a resolved card ("Approved by you · 12:03 UTC").
-pub fn outcome_text(
-    request: &ApprovalRequestBody,
-    resolution: &Resolution,
-    my_client: &str,
-) -> String {
-    let token_who;
+/// Who answered, in words: `by you`, `with token phone`, `in another tab or device`, `by rule`.
+pub fn who_answered(resolution: &Resolution, my_client: &str) -> String {
     let who = match (resolution.answered_by, resolution.client_id.as_deref()) {
         // An outside gate the mode answered at once (yolo, auto_edit for edits, reads).
         (AnsweredBy::System, _) if resolution.actor == "mode" => "by mode",
@@ -89,8 +85,7 @@ pub fn outcome_text(
             "by you"
         }
         (AnsweredBy::User, _) if resolution.actor.starts_with("token:") => {
-            token_who = format!("with token {}", &resolution.actor["token:".len()..]);
-            token_who.as_str()
+            return format!("with token {}", &resolution.actor["token:".len()..]);
         }
         (AnsweredBy::User, _) if resolution.actor == "browser" && my_client.is_empty() => {
             "in a browser"
@@ -105,6 +100,17 @@ pub fn outcome_text(
         (AnsweredBy::Timeout, _) => "by the timeout",
         (AnsweredBy::System, _) => "by the server",
     };
+    who.to_owned()
+}
+
+/// The outcome chip of a resolved card ("Approved by you · 12:03 UTC").
+pub fn outcome_text(
+    request: &ApprovalRequestBody,
+    resolution: &Resolution,
+    my_client: &str,
+) -> String {
+    let who = who_answered(resolution, my_client);
+    let who = who.as_str();
     let at = clock(&resolution.resolved_at);
     if request.kind == GateKind::External {
         return external_outcome(resolution, who, &at);
@@ -200,10 +206,52 @@ fn holds_hidden(request: &ApprovalRequestBody) -> bool {
         || has_hidden(&request.args.to_string())
 }
 
-/// The card's details, shared by the pending and the resolved form.
+/// The card's details, shared by the pending and the resolved form. `edit`: the answer that
+/// edited the call — the card then shows what ran first, and the proposal folded below it.
 #[component]
-fn CardBody(request: ApprovalRequestBody) -> impl IntoView {
-    let args = reveal_hidden(&serde_json::to_string_pretty(&request.args).unwrap_or_default());
+fn CardBody(
+    request: ApprovalRequestBody,
+    #[prop(default = None)] edit: Option<Resolution>,
+) -> impl IntoView {
+    let pretty =
+        |v: &serde_json::Value| reveal_hidden(&serde_json::to_string_pretty(v).unwrap_or_default());
+    let args = pretty(&request.args);
+    let edits = edit.as_ref().and_then(|r| r.edits.clone());
+    if let Some(edits) = edits {
+        let ran = match &edits {
+            serde_json::Value::String(revised) => view! {
+                <p class="card-ran-label">"Revised proposal (what the agent was told):"</p>
+                <pre class="card-ran" data-testid="card-ran">{reveal_hidden(revised)}</pre>
+            }
+            .into_any(),
+            other => view! {
+                <details class="card-args" open=true>
+                    <summary>"Arguments, as edited (what ran)"</summary>
+                    <pre data-testid="card-args">{pretty(other)}</pre>
+                </details>
+            }
+            .into_any(),
+        };
+        let proposal = (!request.proposal_html.is_empty()).then(|| {
+            view! { <div class="proposal" data-testid="proposal" inner_html=request.proposal_html.clone()></div> }
+        });
+        let diff = request
+            .diff
+            .as_deref()
+            .map(reveal_hidden)
+            .map(|text| view! { <Diff text/> });
+        return view! {
+            <p class="card-why">"Why: " {reveal_hidden(&request.reason_detail)}</p>
+            {ran}
+            <details class="card-proposed" data-testid="card-proposed">
+                <summary>"As the agent proposed it"</summary>
+                {proposal}
+                {diff}
+                <pre data-testid="card-proposed-args">{args}</pre>
+            </details>
+        }
+        .into_any();
+    }
     let proposal = (!request.proposal_html.is_empty()).then(|| {
         view! { <div class="proposal" data-testid="proposal" inner_html=request.proposal_html.clone()></div> }
     });
@@ -232,6 +280,7 @@ fn CardBody(request: ApprovalRequestBody) -> impl IntoView {
             <pre data-testid="card-args">{args}</pre>
         </details>
     }
+    .into_any()
 }
 
 #[component]
@@ -250,6 +299,17 @@ fn ResolvedCard(request: ApprovalRequestBody, resolution: Resolution) -> impl In
         move || outcome_text(&request, &resolution, &client.0.get())
     };
     let decision = resolution.decision.as_str();
+    let edit = (resolution.decision == Decision::Edit && resolution.edits.is_some())
+        .then(|| resolution.clone());
+    // The one line says what ran: the edited call, when there was an edit.
+    let line = match edit.as_ref().and_then(|r| r.edits.as_ref()) {
+        Some(serde_json::Value::String(_)) | None => request.summary.clone(),
+        Some(edits) => edited::edited_summary(&request, edits),
+    };
+    let marker = edit.clone().map(|resolution| {
+        let unchanged = edited::edit_unchanged(&request, &resolution);
+        view! { <edited::EditedMarker resolution unchanged open=true/> }
+    });
     view! {
         <article
             class=format!("card resolved kind-{} decision-{decision}", kind_class(&request))
@@ -264,9 +324,11 @@ fn ResolvedCard(request: ApprovalRequestBody, resolution: Resolution) -> impl In
                 <summary class="card-line">
                     <span class="badge" data-testid="card-badge">{reveal_hidden(&badge(&request))}</span>
                     <span class="chip" data-testid="card-outcome">{text}</span>
-                    <span class="card-summary muted">{reveal_hidden(&request.summary)}</span>
+                    <span class="card-summary muted" data-testid="card-summary">{reveal_hidden(&line)}</span>
+                    {edit.is_some().then(|| view! { <span class="edited-chip" data-testid="edited-chip">"edited"</span> })}
                 </summary>
-                <CardBody request=request.clone()/>
+                {marker}
+                <CardBody request=request.clone() edit=edit.clone()/>
             </details>
         </article>
     }

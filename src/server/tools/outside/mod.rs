@@ -18,7 +18,7 @@ pub mod paths;
 
 use serde_json::Value;
 
-use super::files::unified_diff;
+use super::files::{unified_diff, with_newline};
 use super::{Subject, SubjectKind};
 use crate::protocol::ToolClass;
 
@@ -247,14 +247,6 @@ fn edit_diff(path: &str, input: &Value) -> Option<String> {
         return (!hunks.is_empty()).then(|| hunks.join(""));
     }
     pair(input)
-}
-
-fn with_newline(text: &str) -> String {
-    if text.is_empty() || text.ends_with('\n') {
-        text.to_owned()
-    } else {
-        format!("{text}\n")
-    }
 }
 
 /// The diff a file-changing call's input shows: one it carries (opencode), the patch itself

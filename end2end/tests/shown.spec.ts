@@ -1,0 +1,104 @@
+// What ran is what the page shows: after a person edits a call, the tool row and the resolved
+// card show the edited input, say who edited it, and keep the diff from the proposal — live,
+// after a reload, and in a tab that never saw the edit happen.
+import { expect, Page } from '@playwright/test';
+import { card, login, pendingCards, send, sessionId, test, toolResults, waitLive } from './helpers';
+
+/** Edits a pending shell card's command and submits it. */
+async function editCommand(page: Page, to: string): Promise<string> {
+  const pending = pendingCards(page);
+  await expect(pending).toHaveCount(1);
+  const id = (await pending.getAttribute('data-approval-id'))!;
+  await pending.locator('[data-action=edit]').click();
+  const field = pending.getByTestId('edit-input');
+  await field.fill(to);
+  await pending.locator('[data-action=submit-edit]').click();
+  return id;
+}
+
+/** Everything the page says about the call, once run: the row and the card. */
+async function expectShownAsEdited(page: Page, id: string) {
+  const row = toolResults(page, 'ok');
+  await expect(row).toHaveCount(1);
+  await expect(row.locator('.tool-title')).toHaveText('shell: echo edited-words');
+  await expect(row.getByTestId('edited-chip')).toHaveText('edited');
+  await expect(row.locator('.tool-output')).toContainText('edited-words');
+  // Open the row: who edited it, what the edit changed, what the agent had proposed.
+  await row.locator('summary').first().click();
+  await expect(row.getByTestId('edited-by')).toContainText('Edited by you');
+  await expect(row.getByTestId('edited-by')).toContainText('this is what ran');
+  await expect(row.getByTestId('tool-args')).toContainText('echo edited-words');
+  await expect(row.getByTestId('tool-args')).not.toContainText('proposed-words');
+  const rowDiff = row.getByTestId('edit-diff');
+  await rowDiff.locator('summary').click();
+  await expect(rowDiff).toContainText('-echo proposed-words');
+  await expect(rowDiff).toContainText('+echo edited-words');
+  await expect(row.getByTestId('tool-proposed-args')).toContainText('echo proposed-words');
+
+  const resolved = card(page, id);
+  await expect(resolved).toHaveAttribute('data-decision', 'edit');
+  await expect(resolved.getByTestId('card-summary')).toHaveText('shell: echo edited-words');
+  await expect(resolved.getByTestId('edited-chip')).toBeVisible();
+  await resolved.locator('summary.card-line').click();
+  await expect(resolved.getByTestId('edited-by')).toBeVisible();
+  await expect(resolved.getByTestId('edit-diff')).toContainText('+echo edited-words');
+  await expect(resolved.getByTestId('card-args')).toContainText('echo edited-words');
+  await expect(resolved.getByTestId('card-args')).not.toContainText('proposed-words');
+  await expect(resolved.getByTestId('card-proposed-args')).toContainText('echo proposed-words');
+}
+
+test('an edited command: the row and the card show what ran, who edited it, and the diff', async ({ page, server }) => {
+  await login(page, server);
+  await send(page, 'run: echo proposed-words');
+  const id = await editCommand(page, 'echo edited-words');
+  await expectShownAsEdited(page, id);
+  // The record, not the page's memory: a reload (server-rendered, then hydrated) shows the same.
+  await page.reload();
+  await waitLive(page);
+  await expectShownAsEdited(page, id);
+  // The feed carries the diff in the resolution, for any other client.
+  const res = await page.request.get(`${server.url}/api/v1/sessions/${sessionId(page)}`);
+  expect(res.ok()).toBeTruthy();
+  const resolved = (await res.json()).events.find((e: any) => e.type === 'approval_resolved');
+  expect(resolved.decision).toBe('edit');
+  expect(resolved.edits).toMatchObject({ command: 'echo edited-words' });
+  expect(resolved.edit_diff).toContain('-echo proposed-words\n+echo edited-words');
+});
+
+test('an edit that changes nothing says so, and a plain approval carries no edit marker', async ({ page, server }) => {
+  await login(page, server);
+  await send(page, 'run: echo same-words');
+  const id = await editCommand(page, 'echo same-words');
+  await expect(card(page, id)).toHaveAttribute('data-decision', 'edit');
+  const row = toolResults(page, 'ok');
+  await expect(row).toHaveCount(1);
+  await row.locator('summary').first().click();
+  await expect(row.getByTestId('edit-diff')).toHaveText('The edit changed nothing.');
+
+  await send(page, 'run: echo plain-words');
+  const second = pendingCards(page);
+  await expect(second).toHaveCount(1);
+  await second.locator('[data-action=approve]').click();
+  await expect(toolResults(page, 'ok')).toHaveCount(2);
+  const plain = toolResults(page, 'ok').nth(1);
+  await expect(plain.getByTestId('edited-chip')).toHaveCount(0);
+  await expect(plain.getByTestId('tool-edited')).toHaveCount(0);
+});
+
+test('a revised decision shows the revision as what the agent was told, the proposal folded', async ({ page, server }) => {
+  await login(page, server);
+  await send(page, 'ask deploy: Ship the release | Deploy **friday** at 17:00');
+  const pending = pendingCards(page);
+  await expect(pending).toHaveCount(1);
+  const id = (await pending.getAttribute('data-approval-id'))!;
+  await pending.locator('[data-action=edit]').click();
+  await pending.getByTestId('edit-input').fill('Deploy monday at 09:00');
+  await pending.locator('[data-action=submit-edit]').click();
+  const resolved = card(page, id);
+  await expect(resolved).toHaveAttribute('data-decision', 'edit');
+  await resolved.locator('summary.card-line').click();
+  await expect(resolved.getByTestId('card-ran')).toHaveText('Deploy monday at 09:00');
+  await expect(resolved.getByTestId('edit-diff')).toContainText('+Deploy monday at 09:00');
+  await expect(resolved.getByTestId('card-proposed')).not.toHaveAttribute('open', /.*/);
+  await expect(resolved.getByTestId('card-proposed')).toContainText('friday');
+});
