@@ -102,3 +102,27 @@ test('a revised decision shows the revision as what the agent was told, the prop
   await expect(resolved.getByTestId('card-proposed')).not.toHaveAttribute('open', /.*/);
   await expect(resolved.getByTestId('card-proposed')).toContainText('friday');
 });
+
+test('Always allow suggests no more than the call: a command as written, a path as named', async ({ page, server }) => {
+  await login(page, server);
+  await send(page, 'run: rm -f /tmp/example');
+  const pending = pendingCards(page);
+  await expect(pending).toHaveCount(1);
+  await pending.locator('[data-action=allow_always]').click();
+  await expect(pending.getByTestId('rule-pattern')).toHaveValue('rm -f /tmp/example');
+  await pending.locator('[data-action=deny]').click();
+  await pending.locator('[data-action=submit-deny]').click();
+  await expect(pendingCards(page)).toHaveCount(0);
+  // A program whose subcommand names what it does gets the subcommand, no wider.
+  await send(page, 'run: git status --short');
+  await expect(pendingCards(page)).toHaveCount(1);
+  await pendingCards(page).locator('[data-action=allow_always]').click();
+  await expect(pendingCards(page).getByTestId('rule-pattern')).toHaveValue('git status *');
+  await pendingCards(page).locator('[data-action=approve]').click();
+  await expect(pendingCards(page)).toHaveCount(0);
+  // A file: that file, not its folder or every file like it.
+  await send(page, 'write notes/a*.md: x');
+  await expect(pendingCards(page)).toHaveCount(1);
+  await pendingCards(page).locator('[data-action=allow_always]').click();
+  await expect(pendingCards(page).getByTestId('rule-pattern')).toHaveValue('notes/a[*].md');
+});
