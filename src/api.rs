@@ -107,6 +107,15 @@ pub async fn delete_session(session_id: String) -> Result<(), ErrorBody> {
         .map_err(backend::to_server_error)
 }
 
+#[server(prefix = "/api/ui", endpoint = "rename_session", input = Json)]
+pub async fn rename_session(session_id: String, title: String) -> Result<Session, ErrorBody> {
+    backend::caller("rename_session")?;
+    let core = backend::core()?;
+    core.rename_session(&session_id, &title)
+        .await
+        .map_err(backend::to_server_error)
+}
+
 #[server(prefix = "/api/ui", endpoint = "send_message", input = Json)]
 pub async fn send_message(
     session_id: String,
@@ -319,6 +328,7 @@ mod tests {
             "set_config",
             "create_session",
             "delete_session",
+            "rename_session",
             "send_message",
             "set_mode",
             "cancel",

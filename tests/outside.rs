@@ -282,7 +282,10 @@ async fn a_gate_is_a_card_and_its_answer_comes_back_in_the_long_poll() {
 
     let sessions = ts.list().await;
     let session = sessions.iter().find(|s| s["id"] == sid.as_str()).unwrap();
-    assert_eq!(session["title"], "claude-code · app");
+    assert_eq!(
+        session["title"], "app · npm test",
+        "its folder and first call"
+    );
     assert_eq!(session["source"], "claude-code");
     let card = ts.wait_gate(&sid).await;
     assert_eq!(card["kind"], "external");

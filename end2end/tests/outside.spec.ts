@@ -155,6 +155,12 @@ test("an Edit answered with Edit gives Claude Code the person's input", async ({
   await expect(c.getByTestId('card-summary')).toContainText('src/app.js');
   // A file edit reads as a diff.
   await expect(c.getByTestId('diff')).toContainText('port = 8080');
+  // The session is named by the agent's folder and first call, and the list shows it waits.
+  const entry = page.locator(`[data-testid=session-item][data-session-id="${gate.session_id}"]`);
+  await expect(entry.getByTestId('session-link')).toContainText('shop · ');
+  await expect(entry.getByTestId('session-link')).toContainText('src/app.js');
+  await expect(page.getByTestId('session-title')).toContainText('shop · ');
+  await expect(entry.getByTestId('session-pending')).toBeVisible();
 
   await c.locator('[data-action=edit]').click();
   const field = c.getByTestId('edit-input');
@@ -176,4 +182,5 @@ test("an Edit answered with Edit gives Claude Code the person's input", async ({
   await expect(c.getByTestId('card-args')).toContainText('port = 9090');
   await expect(c.getByTestId('card-args')).not.toContainText('8080');
   await expect(c.getByTestId('card-proposed-args')).toContainText('port = 8080');
+  await expect(entry.getByTestId('session-pending')).toHaveCount(0);
 });

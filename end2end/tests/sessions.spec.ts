@@ -70,7 +70,15 @@ test('deleting the open session removes it from the list and its URL says it is 
   await runInYolo(page, 'echo doomed');
   await expect(page.getByTestId('session-link')).toHaveCount(2);
 
+  // × asks first; Keep leaves it, as it was.
   await sessionItem(page, doomed).getByRole('button', { name: 'Delete session' }).click();
+  await expect(sessionItem(page, doomed).getByTestId('confirm-delete')).toContainText('Delete it and its history?');
+  await sessionItem(page, doomed).getByTestId('keep-session').click();
+  await expect(sessionItem(page, doomed).getByTestId('confirm-delete')).toHaveCount(0);
+  await expect(page.getByTestId('session-link')).toHaveCount(2);
+  expect((await page.request.get(`${server.url}/api/v1/sessions/${doomed}`)).status()).toBe(200);
+  await sessionItem(page, doomed).getByRole('button', { name: 'Delete session' }).click();
+  await sessionItem(page, doomed).getByTestId('confirm-delete-session').click();
   // It leaves the open session: the page goes to a session that still exists.
   await expect(page).not.toHaveURL(new RegExp(`/sessions/${doomed}$`));
   await expect(page).toHaveURL(/\/sessions\/[0-9a-f-]{36}$/);
@@ -100,6 +108,7 @@ test('deleting another session leaves the open one as it is', async ({ page, ser
   await expect(page.getByTestId('session-link')).toHaveCount(2);
 
   await sessionItem(page, other).getByRole('button', { name: 'Delete session' }).click();
+  await sessionItem(page, other).getByTestId('confirm-delete-session').click();
   await expect(sessionItem(page, other)).toHaveCount(0);
   await expect(page.getByTestId('session-link')).toHaveCount(1);
   await expect(page).toHaveURL(new RegExp(`/sessions/${open}$`));
@@ -107,4 +116,55 @@ test('deleting another session leaves the open one as it is', async ({ page, ser
   await expect(page.getByTestId('connection')).toHaveAttribute('data-state', 'live');
   const res = await page.request.get(`${server.url}/api/v1/sessions/${other}`);
   expect(res.status()).toBe(404);
+});
+
+// Sessions you can tell apart: the first message titles a session, a rename sticks (and Esc
+// leaves the title alone), the list shows which sessions have cards waiting, and the page
+// links stay in view however many sessions there are.
+test('the first message titles a session; rename in place; waiting cards show in the list', async ({ page, server }) => {
+  await login(page, server);
+  const sid = sessionId(page);
+  await expect(page.getByTestId('session-title')).toHaveText('New session');
+  await send(page, 'write plan.md: first draft');
+  await expect(page.getByTestId('session-title')).toHaveText('write plan.md: first draft');
+  await expect(sessionItem(page, sid).getByTestId('session-link')).toHaveText('write plan.md: first draft');
+  // The card waits: the session's entry says so.
+  await expect(sessionItem(page, sid).getByTestId('session-pending')).toBeVisible();
+
+  await page.getByTestId('rename-session').click();
+  const field = page.getByTestId('title-input');
+  await expect(field).toBeFocused();
+  await expect(field).toHaveValue('write plan.md: first draft');
+  await field.fill('Not this');
+  await field.press('Escape');
+  await expect(page.getByTestId('session-title')).toHaveText('write plan.md: first draft');
+  await page.getByTestId('rename-session').click();
+  await page.getByTestId('title-input').fill('   ');
+  await page.getByTestId('title-input').press('Enter');
+  await expect(page.getByTestId('title-error')).toContainText('must not be empty');
+  await page.getByTestId('title-input').fill('Release plan');
+  await page.getByTestId('title-input').press('Enter');
+  await expect(page.getByTestId('session-title')).toHaveText('Release plan');
+  await expect(sessionItem(page, sid).getByTestId('session-link')).toHaveText('Release plan');
+  // Kept by the server: a reload, and the card answered, change nothing of it.
+  await page.reload();
+  await waitLive(page);
+  await expect(page.getByTestId('session-title')).toHaveText('Release plan');
+  await page.locator('[data-testid=approval-card][data-state=pending] [data-action=approve]').click();
+  await expect(sessionItem(page, sid).getByTestId('session-pending')).toHaveCount(0);
+
+  // However many sessions, the page links stay on screen.
+  for (let i = 0; i < 30; i++) {
+    const res = await page.request.post(`${server.url}/api/v1/sessions`, {
+      headers: { authorization: `Bearer ${server.token}` },
+      data: { title: `filler ${i}` },
+    });
+    expect(res.status()).toBe(201);
+  }
+  await page.reload();
+  await waitLive(page);
+  await expect(page.getByTestId('session-link')).toHaveCount(31);
+  for (const link of ['nav-inbox', 'nav-rules', 'nav-audit', 'nav-config', 'nav-tokens']) {
+    await expect(page.getByTestId(link)).toBeInViewport();
+  }
 });

@@ -572,6 +572,9 @@ pub struct Session {
     pub source: Option<String>,
 }
 
+/// The title of a session nobody named yet; its first message replaces it.
+pub const DEFAULT_SESSION_TITLE: &str = "New session";
+
 /// `GET /api/v1/sessions/{sid}`: everything a page needs to restore a session.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct Snapshot {

@@ -13,6 +13,7 @@ use crate::ui::composer::{Composer, OutsideBar};
 use crate::ui::feed::{Connection, Feed};
 use crate::ui::gates::{self, BulkBar, CardBus, ClientId};
 use crate::ui::outside::{SessionSource, SourceBadge};
+use crate::ui::session_title::{self, SessionTitle};
 use crate::ui::sidebar::SessionsChanged;
 use crate::ui::tool_card::ToolCard;
 use crate::ui::transcript::{self, Item};
@@ -54,6 +55,10 @@ pub fn ChatView(snapshot: Snapshot) -> impl IntoView {
     });
 
     let items = Memo::new(move |_| transcript::build(&feed.events.read()));
+    // The header's title: the stored one, or the first message's until the list catches up.
+    let renamed = RwSignal::new(None::<String>);
+    let shown_title = move || session_title::shown_title(&title, &feed.events.read());
+    let viewer_is_admin = Viewer::get().admin;
     let pending = Memo::new(move |_| transcript::pending_gates(&items.read()));
     gates::watch_pending(pending);
     let initial_title = gates::tab_title(pending.get_untracked().len());
@@ -89,7 +94,7 @@ pub fn ChatView(snapshot: Snapshot) -> impl IntoView {
         <Title text=initial_title/>
         <div class="sr-only" aria-live="polite" data-testid="announcer">{announcement}</div>
         <header class="chat-header">
-            <h1 class="session-title">{title}</h1>
+            <SessionTitle session_id=session_id.clone() title=Signal::derive(shown_title) renamed can_rename=viewer_is_admin/>
             {source.clone().map(|source| view! { <SourceBadge source/> })}
             <ConnectionDot connection=feed.connection/>
             <span class="mode-badge" data-testid="session-mode" data-mode=move || feed.mode.get().as_str()>

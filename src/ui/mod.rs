@@ -13,6 +13,7 @@ pub mod json;
 pub mod outside;
 pub mod rules_page;
 pub mod session_page;
+pub mod session_title;
 pub mod sidebar;
 pub mod tokens_page;
 pub mod tool_card;

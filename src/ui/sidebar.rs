@@ -275,6 +275,9 @@ fn SessionList(
 ) -> impl IntoView {
     let changed = ListChanged::from_context();
     let admin = Viewer::get().admin;
+    let poll = use_context::<PendingPoll>();
+    // The session whose × was pressed: it asks before anything is deleted.
+    let confirming = RwSignal::new(None::<String>);
     view! {
         <ul class="session-list">
             {list.into_iter().map(|session| {
@@ -304,15 +307,50 @@ fn SessionList(
                 };
                 let running = session.running_turn_id.is_some();
                 let source = session.source.clone().map(|source| view! { <SourceBadge source/> });
+                // Cards waiting in this session, live from the Inbox poll (any agent's).
+                let waiting = {
+                    let id = id.clone();
+                    move || {
+                        poll.map_or(0, |p| {
+                            p.gates.with(|g| {
+                                g.iter().flatten().filter(|g| g.body.session_id == id).count()
+                            })
+                        })
+                    }
+                };
+                let asking = {
+                    let id = id.clone();
+                    move || confirming.get().as_deref() == Some(id.as_str())
+                };
+                let title = session.title.clone();
+                let ask = {
+                    let id = id.clone();
+                    move |_| confirming.set(Some(id.clone()))
+                };
                 view! {
                     <li class="session-item" class:current=is_current data-testid="session-item"
                         data-session-id=id.clone()>
-                        <a href=href data-testid="session-link">{session.title.clone()}</a>
+                        <a href=href data-testid="session-link" title=title.clone()>{title.clone()}</a>
                         {source}
+                        {move || (waiting() > 0).then(|| {
+                            let n = waiting();
+                            view! {
+                                <span class="dot pending" data-testid="session-pending"
+                                    title=format!("{n} waiting for you") aria-label=format!("{n} waiting for you")></span>
+                            }
+                        })}
                         {running.then(|| view! { <span class="dot running" title="a turn is running"></span> })}
                         {admin.then(|| view! {
-                            <button class="delete-session" title="Delete session" aria-label="Delete session" on:click=delete>"×"</button>
+                            <button class="delete-session" data-testid="delete-session" title="Delete session"
+                                aria-label=format!("Delete session {title}") on:click=ask>"×"</button>
                         })}
+                        <Show when=asking.clone()>
+                            <div class="confirm-delete" role="alertdialog" aria-label="Delete this session?" data-testid="confirm-delete">
+                                <span>"Delete it and its history?"</span>
+                                <button type="button" class="danger" data-testid="confirm-delete-session" on:click=delete.clone()>"Delete"</button>
+                                <button type="button" data-testid="keep-session" on:click=move |_| confirming.set(None)>"Keep"</button>
+                            </div>
+                        </Show>
                     </li>
                 }
             }).collect_view()}

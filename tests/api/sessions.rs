@@ -595,3 +595,69 @@ async fn unknown_or_malformed_session_is_404_on_every_route() {
     }
     assert_eq!(ts.state().await, before);
 }
+
+/// A session is titled by its first message, a person may rename it, and the made title never
+/// overwrites their rename; every bad title is refused with a reason and changes nothing.
+#[tokio::test]
+async fn the_first_message_titles_a_session_and_a_rename_sticks() {
+    let ts = TestServer::start().await;
+    let sid = ts.create_id(json!({})).await;
+    assert_eq!(ts.snapshot(&sid).await["session"]["title"], "New session");
+    let turn = ts
+        .send_msg(&sid, "\n  read   notes.md \nand then more", None)
+        .await;
+    ts.wait_turn(&sid, &turn).await;
+    assert_eq!(ts.snapshot(&sid).await["session"]["title"], "read notes.md");
+
+    let path = format!("/api/v1/sessions/{sid}");
+    let renamed = send(
+        ts.req(Method::PATCH, &path)
+            .json(&json!({"title": "  Release prep "})),
+    )
+    .await
+    .expect(200);
+    assert_eq!(renamed["title"], "Release prep");
+    assert_eq!(renamed["id"], sid.as_str());
+    for (body, code) in [
+        (json!({"title": "   "}), "invalid_title"),
+        (json!({}), "invalid_title"),
+        (json!({"title": "x".repeat(201)}), "invalid_title"),
+        (json!({"title": "evil\u{202E}txt"}), "invalid_title"),
+        (json!({"title": "a", "extra": 1}), "invalid_request"),
+    ] {
+        send(ts.req(Method::PATCH, &path).json(&body))
+            .await
+            .expect_error(400, code);
+    }
+    send(
+        ts.req(
+            Method::PATCH,
+            "/api/v1/sessions/00000000-0000-4000-8000-000000000000",
+        )
+        .json(&json!({"title": "x"})),
+    )
+    .await
+    .expect_error(404, "unknown_session");
+    // A phone's approve token answers cards; it does not rename sessions.
+    let phone = ts
+        .post(
+            "/api/v1/tokens",
+            json!({"name": "phone", "scope": "approve"}),
+        )
+        .await
+        .expect(201);
+    send(
+        ts.anon(Method::PATCH, &path)
+            .bearer_auth(phone["token"].as_str().unwrap())
+            .json(&json!({"title": "phone's"})),
+    )
+    .await
+    .expect_error(403, "forbidden");
+    assert_eq!(ts.snapshot(&sid).await["session"]["title"], "Release prep");
+
+    // A session with a title of its own keeps it through its first message.
+    let named = ts.create_id(json!({"title": "Quarterly"})).await;
+    let turn = ts.send_msg(&named, "read notes.md", None).await;
+    ts.wait_turn(&named, &turn).await;
+    assert_eq!(ts.snapshot(&named).await["session"]["title"], "Quarterly");
+}

@@ -172,16 +172,28 @@ fn check(body: Value, default_timeout: u64) -> Result<Checked, Error> {
     })
 }
 
-/// `<source> · <the folder's name>`, the session's title.
+/// `<source> · <the folder's name>`: which agent, where (a notification's title).
 fn session_title(source: &str, cwd: Option<&str>) -> String {
-    let folder = cwd
-        .map(|c| c.trim_end_matches(['/', '\\']))
-        .and_then(|c| c.rsplit(['/', '\\']).next())
-        .filter(|f| !f.is_empty());
-    match folder {
+    match folder_of(cwd) {
         Some(folder) => format!("{source} · {folder}"),
         None => source.to_owned(),
     }
+}
+
+/// The last part of a working directory, if it has one.
+fn folder_of(cwd: Option<&str>) -> Option<&str> {
+    cwd.map(|c| c.trim_end_matches(['/', '\\']))
+        .and_then(|c| c.rsplit(['/', '\\']).next())
+        .filter(|f| !f.is_empty())
+}
+
+/// A new outside session's title: the folder the agent works in and its first call
+/// (`shop · npm test`), so its sessions can be told apart; the source badge beside it
+/// names the agent.
+fn first_call_title(source: &str, cwd: Option<&str>, summary: &str) -> String {
+    let place = folder_of(cwd).unwrap_or(source);
+    crate::text::title_from(&format!("{place} · {summary}"))
+        .unwrap_or_else(|| session_title(source, cwd))
 }
 
 /// The answer a gate's resolution gives the outside agent.
@@ -346,9 +358,10 @@ impl Core {
                 return Ok((false, self.stored_state(&session_id, &approval_id).await?));
             }
         }
+        let call = outside::describe(&checked.tool, &checked.input, checked.cwd.as_deref());
         let row = SessionRow {
             id: uuid::Uuid::new_v4().to_string(),
-            title: session_title(&checked.source, checked.cwd.as_deref()),
+            title: first_call_title(&checked.source, checked.cwd.as_deref(), &call.summary),
             created_at: Timestamp::now(),
             approval_mode: live.config.approvals.default_mode.as_str().to_owned(),
             last_seq: 0,
@@ -374,7 +387,6 @@ impl Core {
             .get_session(&session_id)
             .await?
             .map_or(Mode::Ask, |r| r.mode());
-        let call = outside::describe(&checked.tool, &checked.input, checked.cwd.as_deref());
         let floor = live.floor.check_outside(&call);
         let rule = match floor {
             Some(_) => None,
@@ -741,6 +753,18 @@ mod tests {
             "claude-code · app"
         );
         assert_eq!(session_title("codex", None), "codex");
+        let summary = outside::describe("Bash", &json!({"command": "npm test"}), None).summary;
+        assert_eq!(
+            first_call_title("claude-code", Some("/home/me/shop/"), &summary),
+            format!("shop · {summary}")
+        );
+        assert!(first_call_title("codex", None, &summary).starts_with("codex · "));
+        assert!(
+            first_call_title("codex", None, &"x".repeat(500))
+                .chars()
+                .count()
+                <= crate::text::MADE_TITLE_CHARS
+        );
     }
 
     #[test]

@@ -13,7 +13,7 @@ use crate::server::principal::Principal;
 use crate::server::store::{Commit, LeaseStep, NewEvent, SessionRow};
 
 const MAX_TITLE_CHARS: usize = 200;
-const DEFAULT_TITLE: &str = "New session";
+use crate::protocol::DEFAULT_SESSION_TITLE as DEFAULT_TITLE;
 
 impl Core {
     fn session_view(
@@ -169,6 +169,59 @@ impl Core {
         Ok(())
     }
 
+    /// Renames a session (a person's title, kept over the one made from the first message).
+    pub async fn rename_session(&self, session_id: &str, title: &str) -> Result<Session, Error> {
+        let title = title.trim();
+        if title.is_empty() {
+            return Err(Error::InvalidTitle("title must not be empty".into()));
+        }
+        if title.chars().count() > MAX_TITLE_CHARS {
+            return Err(Error::InvalidTitle(format!(
+                "title must be at most {MAX_TITLE_CHARS} characters"
+            )));
+        }
+        if crate::text::has_hidden(title) {
+            return Err(Error::InvalidTitle(
+                "title must not hold invisible or direction-changing characters".into(),
+            ));
+        }
+        let row = self.session_row(session_id).await?;
+        if !self
+            .hub
+            .store()
+            .set_session_title(&row.id, title, None)
+            .await?
+        {
+            return Err(Error::UnknownSession(row.id));
+        }
+        let pending = self.hub.store().pending_gates(Some(&row.id)).await?.len() as u64;
+        let row = SessionRow {
+            title: title.to_owned(),
+            ..row
+        };
+        Ok(self.session_view(&row, pending, &self.turns_elsewhere().await?))
+    }
+
+    /// A session still called "New session" takes its first message's first line as its
+    /// title — unless someone renamed it meanwhile. A title that cannot be set is only logged:
+    /// the message stands either way.
+    async fn title_from_first_message(&self, row: &SessionRow, text: &str) {
+        if row.title != DEFAULT_TITLE {
+            return;
+        }
+        let Some(title) = crate::text::title_from(text) else {
+            return;
+        };
+        if let Err(err) = self
+            .hub
+            .store()
+            .set_session_title(&row.id, &title, Some(DEFAULT_TITLE))
+            .await
+        {
+            tracing::warn!(session = %row.id, error = %err, "could not title the session");
+        }
+    }
+
     /// Sets the session's remembered mode; returns `(previous, current)`.
     pub async fn set_mode(
         &self,
@@ -269,6 +322,7 @@ impl Core {
         }
         self.agent.start(lease, mode);
         crate::timeline::mark("message: turn started");
+        self.title_from_first_message(&row, text).await;
         Ok(turn_id)
     }
 

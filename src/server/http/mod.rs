@@ -41,7 +41,9 @@ pub fn router(state: AppState) -> Router {
         .route("/sessions", post(sessions::create).get(sessions::list))
         .route(
             "/sessions/{sid}",
-            get(sessions::snapshot).delete(sessions::delete),
+            get(sessions::snapshot)
+                .patch(sessions::rename)
+                .delete(sessions::delete),
         )
         .route("/sessions/{sid}/mode", put(sessions::set_mode))
         .route("/sessions/{sid}/messages", post(sessions::send_message))

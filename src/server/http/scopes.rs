@@ -32,7 +32,7 @@ pub fn permits(scope: Scope, need: Need) -> bool {
 /// HTTP call against it, and each server function checks its caller against it again
 /// (`api::backend::caller`), because a page rendered on the server calls them in-process.
 /// A name not listed needs admin.
-const SERVER_FNS: [(&str, Need); 19] = [
+const SERVER_FNS: [(&str, Need); 20] = [
     ("snapshot", Need::Read),
     ("older_events", Need::Read),
     ("sessions", Need::Read),
@@ -43,6 +43,7 @@ const SERVER_FNS: [(&str, Need); 19] = [
     ("decide", Need::Decide),
     ("create_session", Need::Admin),
     ("delete_session", Need::Admin),
+    ("rename_session", Need::Admin),
     ("send_message", Need::Admin),
     ("set_mode", Need::Admin),
     ("cancel", Need::Admin),

@@ -72,6 +72,24 @@ pub async fn delete(
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+pub struct Rename {
+    title: Option<String>,
+}
+
+/// `PATCH /sessions/{sid}` `{"title"}`: renames the session; `200` Session.
+pub async fn rename(
+    State(state): State<AppState>,
+    Path(sid): Path<String>,
+    ApiJson(body): ApiJson<Rename>,
+) -> Result<impl IntoResponse, ApiError> {
+    let title = body
+        .title
+        .ok_or_else(|| Error::InvalidTitle("`title` is required".into()))?;
+    Ok(Json(state.core.rename_session(&sid, &title).await?))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct SetMode {
     approval_mode: Option<String>,
 }

@@ -22,7 +22,50 @@ pub async fn run_all(store: Arc<dyn Store>) {
     the_audit_chain_is_one_line_under_concurrency(store.clone()).await;
     token_names_are_unique_and_revoking_is_audited(store.clone()).await;
     an_idempotency_key_names_one_gate(store.clone()).await;
-    a_nul_is_kept_in_events_and_refused_in_columns(store).await;
+    a_nul_is_kept_in_events_and_refused_in_columns(store.clone()).await;
+    a_made_title_never_overwrites_a_rename(store).await;
+}
+
+/// A rename always lands; a title made from the first message only while the title is still
+/// the one it expects; an unknown session changes nothing.
+async fn a_made_title_never_overwrites_a_rename(store: Arc<dyn Store>) {
+    let mut row = session("titled");
+    row.title = "New session".into();
+    store.create_session(&row).await.unwrap();
+    let title = |store: Arc<dyn Store>| async move {
+        store.get_session("titled").await.unwrap().unwrap().title
+    };
+    assert!(
+        store
+            .set_session_title("titled", "deploy notes", Some("New session"))
+            .await
+            .unwrap()
+    );
+    assert_eq!(title(store.clone()).await, "deploy notes");
+    assert!(
+        store
+            .set_session_title("titled", "mine", None)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .set_session_title("titled", "from a message", Some("New session"))
+            .await
+            .unwrap()
+    );
+    assert_eq!(title(store.clone()).await, "mine");
+    assert!(
+        !store
+            .set_session_title("no-such-session", "x", None)
+            .await
+            .unwrap()
+    );
+    assert!(matches!(
+        store.set_session_title("titled", "bad\0title", None).await,
+        Err(StoreError::Unstorable(_))
+    ));
+    assert_eq!(title(store).await, "mine");
 }
 
 /// A fresh session row.

@@ -300,6 +300,16 @@ pub trait Store: Send + Sync + 'static {
     /// Removes the session and its log. `false` when it did not exist.
     async fn delete_session(&self, id: &str) -> Result<bool, StoreError>;
 
+    /// Renames the session; with `only_if`, only while its title is still exactly that (so a
+    /// title made from the first message never overwrites a person's rename). Whether it
+    /// changed.
+    async fn set_session_title(
+        &self,
+        id: &str,
+        title: &str,
+        only_if: Option<&str>,
+    ) -> Result<bool, StoreError>;
+
     /// Appends `events` in one transaction with consecutive seqs (no gaps: the seq is taken
     /// from the session row inside the same transaction), together with `commit`'s changes,
     /// so e.g. a `mode_changed` event and the mode, or an `approval_resolved` event and the

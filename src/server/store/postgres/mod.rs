@@ -122,6 +122,24 @@ impl Store for PgStore {
         write::delete_session(&self.pool, id).await
     }
 
+    async fn set_session_title(
+        &self,
+        id: &str,
+        title: &str,
+        only_if: Option<&str>,
+    ) -> Result<bool, StoreError> {
+        super::storable(title)?;
+        let done = sqlx::query(
+            "UPDATE sessions SET title = $1 WHERE id = $2 AND ($3::TEXT IS NULL OR title = $3::TEXT)",
+        )
+        .bind(title)
+        .bind(id)
+        .bind(only_if)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
     async fn append(
         &self,
         session_id: &str,

@@ -28,7 +28,7 @@ use super::{Commit, ExternalGate, GateRow, NewEvent, SessionRow, Store, StoreErr
 use crate::protocol::{ApprovalRequest, AuditEntry, Event, Rule, Timestamp};
 use crate::server::audit;
 use crate::server::config::Synchronous;
-use batch::Writer;
+use batch::{Done, Writer};
 use connection::Role;
 use read::Readers;
 
@@ -101,6 +101,28 @@ impl Store for SqliteStore {
 
     async fn delete_session(&self, id: &str) -> Result<bool, StoreError> {
         self.writer.delete_session(id).await
+    }
+
+    async fn set_session_title(
+        &self,
+        id: &str,
+        title: &str,
+        only_if: Option<&str>,
+    ) -> Result<bool, StoreError> {
+        super::storable(title)?;
+        let (id, title, only_if) = (id.to_owned(), title.to_owned(), only_if.map(str::to_owned));
+        let done = self
+            .writer
+            .exec(move |sp| {
+                let changed = sp
+                    .prepare_cached(
+                        "UPDATE sessions SET title = ?1 WHERE id = ?2 AND (?3 IS NULL OR title = ?3)",
+                    )?
+                    .execute(rusqlite::params![title, id, only_if])?;
+                Ok(Done::Flag(changed > 0))
+            })
+            .await?;
+        Ok(matches!(done, Done::Flag(true)))
     }
 
     async fn append(

@@ -1,0 +1,92 @@
+//! The session's title in its header, renamed in place: Rename opens a field, Enter (or Save)
+//! keeps the new title, Esc (or Cancel) leaves it as it was. A session still called "New
+//! session" shows its first message's first line as soon as it is sent, the words the server
+//! titles it with.
+
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+
+use crate::api;
+use crate::protocol::{DEFAULT_SESSION_TITLE as DEFAULT_TITLE, Event, EventBody};
+use crate::ui::sidebar::SessionsChanged;
+
+/// The title the page shows: the stored one, or for an unnamed session, its first message's.
+pub fn shown_title(stored: &str, events: &[Event]) -> String {
+    if stored != DEFAULT_TITLE {
+        return stored.to_owned();
+    }
+    events
+        .iter()
+        .find_map(|e| match &e.body {
+            EventBody::UserMessage { text, .. } => crate::text::title_from(text),
+            _ => None,
+        })
+        .unwrap_or_else(|| stored.to_owned())
+}
+
+#[component]
+pub fn SessionTitle(
+    session_id: String,
+    /// What the header shows (the caller keeps it on the stored title and first message).
+    title: Signal<String>,
+    /// A person's rename, once made (wins over `title`).
+    renamed: RwSignal<Option<String>>,
+    can_rename: bool,
+) -> impl IntoView {
+    let changed = use_context::<SessionsChanged>();
+    let editing = RwSignal::new(false);
+    let draft = RwSignal::new(String::new());
+    let error = RwSignal::new(None::<String>);
+    let saving = RwSignal::new(false);
+    let shown = move || renamed.get().unwrap_or_else(|| title.get());
+    let save = move || {
+        let wanted = draft.get_untracked();
+        let session_id = session_id.clone();
+        saving.set(true);
+        spawn_local(async move {
+            match api::rename_session(session_id, wanted).await {
+                Ok(session) => {
+                    renamed.set(Some(session.title));
+                    editing.set(false);
+                    error.set(None);
+                    if let Some(changed) = changed {
+                        changed.notify();
+                    }
+                }
+                Err(err) => error.set(Some(api::error_message(&err))),
+            }
+            saving.set(false);
+        });
+    };
+    let start = move |_| {
+        draft.set(shown());
+        error.set(None);
+        editing.set(true);
+        request_animation_frame(|| crate::ui::browser::focus("title-input"));
+    };
+    view! {
+        <Show when=move || editing.get() fallback=move || view! {
+            <h1 class="session-title" data-testid="session-title">{shown}</h1>
+            {can_rename.then(|| view! {
+                <button type="button" class="rename-session" data-testid="rename-session"
+                    title="Rename this session" on:click=start>"Rename"</button>
+            })}
+        }>
+            <form class="title-form" on:submit={
+                let save = save.clone();
+                move |ev: leptos::ev::SubmitEvent| { ev.prevent_default(); save(); }
+            }>
+                <label class="sr-only" for="title-input">"Session title"</label>
+                <input id="title-input" data-testid="title-input" type="text" maxlength="200"
+                    prop:value=move || draft.get()
+                    on:input=move |ev| draft.set(event_target_value(&ev))
+                    on:keydown=move |ev: leptos::ev::KeyboardEvent| {
+                        if ev.key() == "Escape" { editing.set(false); }
+                    }/>
+                <button type="submit" class="primary" data-testid="save-title" disabled=move || saving.get()>"Save"</button>
+                <button type="button" data-testid="cancel-title" on:click=move |_| editing.set(false)>"Cancel"</button>
+            </form>
+        </Show>
+        {move || error.get().map(|e| view! { <p class="error title-error" role="alert" data-testid="title-error">{e}</p> })}
+    }
+}
