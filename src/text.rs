@@ -105,6 +105,16 @@ pub fn title_from(text: &str) -> Option<String> {
     Some(truncate(&words, MADE_TITLE_CHARS))
 }
 
+/// The most of an agent's own words a card carries.
+pub const MAX_AGENT_SAYS_CHARS: usize = 1000;
+
+/// An agent's words for its card (`agent_says`): trimmed, cut at [`MAX_AGENT_SAYS_CHARS`],
+/// none when empty.
+pub fn agent_words(text: &str) -> Option<String> {
+    let text = text.trim();
+    (!text.is_empty()).then(|| truncate(text, MAX_AGENT_SAYS_CHARS))
+}
+
 /// How many leading characters of an id are shown (and, in the CLI, accepted back).
 pub const SHORT_ID: usize = 8;
 
@@ -113,9 +123,53 @@ pub fn short_id(id: &str) -> String {
     id.chars().take(SHORT_ID).collect()
 }
 
+/// A length of time in words a person reads at a glance: `25 s`, `1 min 30 s`, `30 min`,
+/// `2 h 5 min`, `7 d`. Exact to the second below an hour, to the minute above.
+pub fn duration_words(secs: u64) -> String {
+    let (days, hours, minutes, seconds) = (
+        secs / 86_400,
+        secs % 86_400 / 3600,
+        secs % 3600 / 60,
+        secs % 60,
+    );
+    let parts: Vec<String> = if secs < 60 {
+        vec![format!("{secs} s")]
+    } else if secs < 3600 {
+        [(minutes, "min"), (seconds, "s")]
+            .iter()
+            .filter(|(n, _)| *n > 0)
+            .map(|(n, unit)| format!("{n} {unit}"))
+            .collect()
+    } else {
+        [(days, "d"), (hours, "h"), (minutes, "min")]
+            .iter()
+            .filter(|(n, _)| *n > 0)
+            .map(|(n, unit)| format!("{n} {unit}"))
+            .collect()
+    };
+    parts.join(" ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_read_as_the_real_window() {
+        for (secs, words) in [
+            (0, "0 s"),
+            (25, "25 s"),
+            (60, "1 min"),
+            (90, "1 min 30 s"),
+            (1800, "30 min"),
+            (3600, "1 h"),
+            (3661, "1 h 1 min"),
+            (7 * 86_400, "7 d"),
+            (86_400 + 7200, "1 d 2 h"),
+        ] {
+            assert_eq!(duration_words(secs), words, "{secs}");
+        }
+    }
 
     #[test]
     fn a_title_is_the_first_line_with_words_cleaned_and_cut() {

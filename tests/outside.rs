@@ -880,3 +880,43 @@ async fn a_phone_logs_in_with_an_approve_token_and_answers_as_it() {
     assert_eq!(r.status.as_u16(), 401);
     assert!(r.header("set-cookie").is_none());
 }
+
+#[tokio::test]
+async fn the_agents_own_words_head_the_card_beside_its_arguments() {
+    let ts = TestServer::start().await;
+    let agent = token(&ts, "claude", "gates").await;
+    // The call's own one-line intent comes first …
+    let mut body = bash("cc-says", "npm test");
+    body["tool"]["input"]["description"] = json!("Run the unit tests once");
+    body["agent_says"] = json!("I'll check the suite before changing anything.");
+    let opened = agent.post("/api/v1/gates", body).await.expect(201);
+    let sid = str_of(&opened, "session_id").to_owned();
+    let card = ts.wait_gate(&sid).await;
+    assert_eq!(card["agent_says"], "Run the unit tests once");
+    assert_eq!(
+        card["args"],
+        json!({"command": "npm test", "description": "Run the unit tests once"}),
+        "the words never replace the arguments"
+    );
+    // … else what the hook read from the transcript, cut to the card's length.
+    let mut body = bash("cc-says", "make");
+    body["agent_says"] = json!(format!("Building. {}", "x".repeat(2000)));
+    agent.post("/api/v1/gates", body).await.expect(201);
+    let pending = ts.wait_pending(&sid, 2).await;
+    let card = pending
+        .iter()
+        .find(|c| c["summary"] == "make")
+        .expect("the make card");
+    let says = str_of(card, "agent_says");
+    assert!(says.starts_with("Building. x"), "{says}");
+    assert!(says.chars().count() <= 1000, "{}", says.chars().count());
+    // More than a hook would ever send is refused, and opens nothing.
+    let mut body = bash("cc-says", "ls");
+    body["agent_says"] = json!("y".repeat(4001));
+    let err = agent
+        .post("/api/v1/gates", body)
+        .await
+        .expect_error(400, "invalid_gate");
+    assert!(err.to_string().contains("agent_says"), "{err}");
+    assert_eq!(ts.wait_pending(&sid, 2).await.len(), 2);
+}

@@ -3,6 +3,9 @@
 // `gates` token and Claude's own payload on stdin) opens a card that reads naturally, and the
 // person's answer in the browser is what the hook prints for Claude — an edit included.
 import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { APIRequestContext, expect, Page } from '@playwright/test';
 import { BIN, RunningServer } from './server';
 import { card, test, waitHydrated, waitLive } from './helpers';
@@ -183,4 +186,38 @@ test("an Edit answered with Edit gives Claude Code the person's input", async ({
   await expect(c.getByTestId('card-args')).not.toContainText('8080');
   await expect(c.getByTestId('card-proposed-args')).toContainText('port = 8080');
   await expect(entry.getByTestId('session-pending')).toHaveCount(0);
+});
+
+test("the card says what the agent says it is doing: the transcript's last words, beside the arguments", async ({ page, request, server }) => {
+  await openTokensPage(page, server);
+  const secret = await createToken(page, 'claude-hook', 'gates');
+  // Claude Code's transcript as the hook finds it: the person's prompt, then the agent's words.
+  const dir = mkdtempSync(join(tmpdir(), 'cs-transcript-'));
+  const transcript = join(dir, 'session.jsonl');
+  writeFileSync(transcript, [
+    { type: 'user', message: { role: 'user', content: 'tidy the repo' } },
+    { type: 'assistant', message: { content: [
+      { type: 'text', text: 'The build folder is stale, so I will remove it.' },
+      { type: 'tool_use', name: 'Bash', input: { command: 'rm -rf build' } },
+    ] } },
+  ].map((l) => JSON.stringify(l)).join('\n'));
+  const hook = runHook(server, secret, {
+    session_id: 'e2e-words', cwd: '/home/me/shop', permission_mode: 'default',
+    hook_event_name: 'PermissionRequest', tool_name: 'Bash', transcript_path: transcript,
+    tool_input: { command: 'rm -rf build' },
+  });
+  const gate = await onlyPending(request, server);
+  await page.goto(`${server.url}/sessions/${gate.session_id}`);
+  await waitLive(page);
+  const c = card(page, gate.approval_id);
+  await expect(c.getByTestId('agent-says')).toHaveText('The agent says: “The build folder is stale, so I will remove it.”');
+  // Labelled as the agent's claim, and the arguments are still there to read.
+  await expect(c.getByTestId('card-summary')).toHaveText('rm -rf build');
+  await expect(c.getByTestId('card-args')).toContainText('rm -rf build');
+  await c.locator('[data-action=approve]').click();
+  expect((await hook).code).toBe(0);
+  // The resolved card keeps the words.
+  await expect(c).toHaveAttribute('data-state', 'resolved');
+  await c.locator('summary.card-line').click();
+  await expect(c.getByTestId('agent-says')).toContainText('The build folder is stale');
 });

@@ -126,3 +126,16 @@ test('Always allow suggests no more than the call: a command as written, a path 
   await pendingCards(page).locator('[data-action=allow_always]').click();
   await expect(pendingCards(page).getByTestId('rule-pattern')).toHaveValue('notes/a[*].md');
 });
+
+test("the built-in agent's words before a call head its card, and only that call's", async ({ page, server }) => {
+  await login(page, server);
+  await send(page, 'say: Checking what is in the folder first.\nrun: ls\nrun: echo second');
+  const first = pendingCards(page);
+  await expect(first).toHaveCount(1);
+  await expect(first.getByTestId('agent-says')).toHaveText('The agent says: “Checking what is in the folder first.”');
+  await expect(first.getByTestId('card-summary')).toHaveText('shell: ls');
+  await first.locator('[data-action=approve]').click();
+  const second = page.locator('[data-testid=approval-card][data-state=pending]');
+  await expect(second.getByTestId('card-summary')).toHaveText('shell: echo second');
+  await expect(second.getByTestId('agent-says')).toHaveCount(0);
+});

@@ -3,7 +3,7 @@
 // a phone logged in with an `approve` token sees the Inbox and its cards, and none of the
 // controls its scope cannot use.
 import { expect } from '@playwright/test';
-import { card, login, newSession, pendingCards, send, test, waitHydrated } from './helpers';
+import { card, login, newSession, pendingCards, send, test, waitHydrated, waitLive } from './helpers';
 
 test('hidden characters in a card are written out and flagged', async ({ page, request, server }) => {
   await login(page, server);
@@ -59,5 +59,12 @@ test('a phone with an approve token sees the cards and no control it cannot use'
   await expect(inboxCard).toHaveCount(1);
   await inboxCard.locator('[data-action=approve]').click();
   await expect(pendingCards(page)).toHaveCount(0);
+  // The session page, for it: the transcript and its cards, no composer, rename or mode.
+  await p.goto(page.url());
+  await waitLive(p);
+  await expect(p.getByTestId('answer-only-note')).toBeVisible();
+  for (const control of ['composer', 'send', 'rename-session', 'mode-picker', 'stop', 'new-session', 'delete-session']) {
+    await expect(p.getByTestId(control)).toHaveCount(0);
+  }
   await phone.close();
 });

@@ -34,6 +34,9 @@ pub struct OpenGate {
     /// Markdown shown on the card.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// What the agent last said before this call (its transcript), shown as "the agent says".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_says: Option<String>,
     pub capabilities: Capabilities,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_secs: Option<u64>,
@@ -435,6 +438,7 @@ mod tests {
             },
             title: None,
             reason: None,
+            agent_says: None,
             capabilities: Capabilities {
                 edit: false,
                 always: true,

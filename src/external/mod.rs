@@ -8,4 +8,5 @@ pub mod key;
 pub mod mcp;
 pub mod opencode;
 pub mod remote;
+pub mod transcript;
 pub mod verdict;

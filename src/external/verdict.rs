@@ -68,7 +68,8 @@ impl Verdict {
     /// The adapter's own deadline passed before anyone answered.
     pub fn timed_out(secs: u64) -> Verdict {
         deny(format!(
-            "Denied in Countersign: timed out after {secs} s with no answer."
+            "Denied in Countersign: timed out after {} with no answer.",
+            crate::text::duration_words(secs)
         ))
     }
 
@@ -160,7 +161,7 @@ mod tests {
         assert_eq!(
             Verdict::timed_out(1800),
             Verdict::Deny {
-                message: "Denied in Countersign: timed out after 1800 s with no answer.".into()
+                message: "Denied in Countersign: timed out after 30 min with no answer.".into()
             }
         );
     }

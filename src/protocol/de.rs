@@ -248,6 +248,7 @@ mod tests {
                 approved_before: 2,
             }),
             execution_mode: Some(Mode::AutoEdit),
+            agent_says: Some("I will write the notes".into()),
         }
     }
 

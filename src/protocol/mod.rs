@@ -402,6 +402,12 @@ pub struct ApprovalRequestBody {
     /// A plan card's default execution mode (the mode before plan); the person may pick another.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub execution_mode: Option<Mode>,
+    /// What the agent itself says it is doing, in its own words: the built-in agent's text
+    /// before the call, an outside call's `description`, or the last thing Claude Code or
+    /// Codex said (read from its transcript by the hook). Its claim, shown as such — never
+    /// instead of the arguments, never part of the digest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_says: Option<String>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]

@@ -241,6 +241,7 @@ mod tests {
             timeout_outcome: TimeoutOutcome::Deny,
             suggested_rule: None,
             execution_mode: None,
+            agent_says: None,
         }
     }
 

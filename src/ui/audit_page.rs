@@ -11,6 +11,7 @@ use crate::protocol::{AuditEntry, AuditVerdict};
 use crate::ui::browser;
 use crate::ui::json;
 use crate::ui::sidebar::PageLayout;
+use crate::ui::when::{Precision, When};
 
 /// The actions the audit log records (protocol.md), for the filter.
 const ACTIONS: [&str; 9] = [
@@ -207,7 +208,7 @@ fn AuditTable(
                     <thead>
                         <tr>
                             <th scope="col" class="num">"#"</th>
-                            <th scope="col">"Time (UTC)"</th>
+                            <th scope="col">"Time"</th>
                             <th scope="col">"Actor"</th>
                             <th scope="col">"Action"</th>
                             <th scope="col">"Subject"</th>
@@ -234,11 +235,10 @@ fn AuditTable(
 #[component]
 fn AuditRow(entry: AuditEntry) -> impl IntoView {
     let full = serde_json::to_string_pretty(&entry.detail).unwrap_or_default();
-    let time = entry.at.second();
     view! {
         <tr data-testid="audit-row" data-action=entry.action.clone() data-n=entry.n>
             <td class="num">{entry.n}</td>
-            <td class="when" title=entry.at.to_string()>{time}</td>
+            <td class="when"><When at=entry.at.clone() precision=Precision::Second/></td>
             <td><code>{entry.actor.clone()}</code></td>
             <td class=format!("action action-{}", entry.action)>{entry.action.clone()}</td>
             <td><code class="id" title=entry.subject.clone()>{short_id(&entry.subject)}</code></td>

@@ -13,6 +13,7 @@ use crate::ui::gates::{self, CardBus, ClientId};
 use crate::ui::outside::SessionSource;
 use crate::ui::sidebar::{PageLayout, PageSessions, PendingPoll};
 use crate::ui::transcript::GateItem;
+use crate::ui::when::{Precision, When};
 
 #[component]
 pub fn InboxPage() -> impl IntoView {
@@ -113,21 +114,16 @@ fn InboxItem(gate: ApprovalRequest, now_ms: RwSignal<f64>) -> impl IntoView {
         Signal::derive(move || sessions.and_then(|s| s.source(&session_id)))
     };
     provide_context(SessionSource(source));
-    let opened = clock(&gate.body.created_at);
+    let opened = gate.body.created_at.clone();
     let approval_id = gate.body.approval_id.clone();
     view! {
         <div class="inbox-item" data-testid="inbox-item" data-approval-id=approval_id
             data-session-id=session_id>
             <div class="inbox-meta">
                 <a href=href data-testid="inbox-session">{session_title}</a>
-                <span class="muted">{format!("opened {opened}")}</span>
+                <span class="muted">"opened " <When at=opened precision=Precision::Minute/></span>
             </div>
             <ApprovalCard item=GateItem { request: gate.body, resolution: None } now_ms/>
         </div>
     }
-}
-
-/// `YYYY-MM-DD HH:MM UTC` of an RFC 3339 time (the same on the server and in the browser).
-pub fn clock(at: &crate::protocol::Timestamp) -> String {
-    format!("{} UTC", at.minute())
 }

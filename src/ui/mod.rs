@@ -19,3 +19,4 @@ pub mod tokens_page;
 pub mod tool_card;
 pub mod transcript;
 pub mod viewer;
+pub mod when;

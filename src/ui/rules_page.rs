@@ -8,9 +8,9 @@ use crate::api;
 use crate::protocol::{Rule, RuleScope};
 use crate::ui::browser;
 use crate::ui::gates::ClientId;
-use crate::ui::inbox::clock;
 use crate::ui::json;
 use crate::ui::sidebar::{PageLayout, PageSessions};
+use crate::ui::when::{Precision, When};
 
 #[component]
 pub fn RulesPage() -> impl IntoView {
@@ -136,19 +136,18 @@ fn RuleRow(
         view! { <span class="muted sub" title=approval.to_owned()>{format!("from approval {short}")}</span> }
     });
     let expires = rule.expires_at.as_ref().map(|at| {
-        view! { <span class="muted sub">{format!("expires {}", clock(at))}</span> }
+        view! { <span class="muted sub">"expires " <When at=at.clone() precision=Precision::Minute/></span> }
     });
-    let last_used = rule
-        .last_used_at
-        .as_ref()
-        .map(clock)
-        .unwrap_or_else(|| "never".to_owned());
+    let last_used = match rule.last_used_at.clone() {
+        Some(at) => view! { <When at precision=Precision::Minute/> }.into_any(),
+        None => "never".into_any(),
+    };
     view! {
         <tr data-testid="rule-row" data-rule-id=id.clone()>
             <td><code>{rule.tool.clone()}</code></td>
             <td class="pattern"><code data-testid="rule-pattern-cell">{rule.pattern.clone()}</code></td>
             <td data-scope=match rule.scope { RuleScope::Session => "session", RuleScope::Workspace => "workspace" }>{scope}</td>
-            <td class="when">{clock(&rule.created_at)} {from} {expires}</td>
+            <td class="when"><When at=rule.created_at.clone() precision=Precision::Minute/> {from} {expires}</td>
             <td class="num" data-testid="rule-uses">{rule.uses}</td>
             <td class="when">{last_used}</td>
             <td>

@@ -8,9 +8,9 @@ use leptos::task::spawn_local;
 use crate::api;
 use crate::protocol::{CreatedToken, ErrorBody, TokenInfo};
 use crate::ui::browser;
-use crate::ui::inbox::clock;
 use crate::ui::json;
 use crate::ui::sidebar::PageLayout;
+use crate::ui::when::{Precision, When};
 
 /// The scopes a token may have, least trusted first (the form's default is the first), each
 /// with what it is for, in one line.
@@ -271,18 +271,17 @@ fn TokenRow(
             });
         }
     };
-    let last_used = token
-        .last_used_at
-        .as_ref()
-        .map(clock)
-        .unwrap_or_else(|| "never".to_owned());
+    let last_used = match token.last_used_at.clone() {
+        Some(at) => view! { <When at precision=Precision::Minute/> }.into_any(),
+        None => "never".into_any(),
+    };
     let help = scope_help(&token.scope);
     let question = format!("Revoke {name}? Whatever holds it stops working at once.");
     view! {
         <tr data-testid="token-row" data-token=name.clone()>
             <td><code data-testid="token-name-cell">{name.clone()}</code></td>
             <td data-testid="token-scope-cell" title=help data-scope=token.scope.clone()>{token.scope.clone()}</td>
-            <td class="when">{clock(&token.created_at)}</td>
+            <td class="when"><When at=token.created_at.clone() precision=Precision::Minute/></td>
             <td class="when" data-testid="token-last-used">{last_used}</td>
             <td class="token-actions">
                 <Show

@@ -205,3 +205,38 @@ async fn max_parallel_bounds_how_many_calls_of_a_batch_run_at_once() {
         "one at a time: {lines:?}"
     );
 }
+
+#[tokio::test]
+async fn what_the_agent_said_before_a_call_heads_its_card_and_no_other() {
+    let ts = TestServer::start().await;
+    let sid = ts.create_id(json!({})).await;
+    let turn = ts
+        .send_msg(
+            &sid,
+            "say: Cleaning the scratch file first.\nrun: rm -f scratch.txt\nrun: ls",
+            Some("ask"),
+        )
+        .await;
+    let card = ts.wait_gate(&sid).await;
+    assert_eq!(card["summary"], "shell: rm -f scratch.txt");
+    assert_eq!(card["agent_says"], "Cleaning the scratch file first.");
+    let aid = card["approval_id"].as_str().unwrap().to_owned();
+    ts.decide(&sid, &aid, json!({"decision": "approve"}))
+        .await
+        .expect(200);
+    // The next batch said nothing of its own: its card carries no words from before.
+    let next = ts
+        .wait_event(&sid, "the second card", |e| {
+            e["type"] == "approval_request" && e["approval_id"] != aid.as_str()
+        })
+        .await;
+    assert!(next.get("agent_says").is_none_or(Value::is_null), "{next}");
+    ts.decide(
+        &sid,
+        next["approval_id"].as_str().unwrap(),
+        json!({"decision": "approve"}),
+    )
+    .await
+    .expect(200);
+    ts.wait_turn(&sid, &turn).await;
+}

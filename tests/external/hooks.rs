@@ -429,3 +429,85 @@ async fn other_events_make_no_decision_and_unreadable_input_is_blocked() {
     .await;
     assert_eq!(fake.opens().len(), 1, "the call reached Countersign");
 }
+
+/// Runs `agent`'s hook on `stdin_fixture` with its `transcript_path` set to `transcript`, and
+/// returns the body the hook opened the gate with.
+async fn opened_with_transcript(agent: &str, stdin_fixture: &str, transcript: &str) -> Value {
+    let mut stdin = fixture(stdin_fixture);
+    stdin["transcript_path"] = json!(transcript);
+    let fake = FakeGates::start();
+    let url = fake.url();
+    let bytes = serde_json::to_vec(&stdin).unwrap();
+    let (outcome, ()) = tokio::join!(
+        hook(agent, &url, &bytes, &[]),
+        fake.resolve(0, json!({"status": "approved", "decision": "approve"}))
+    );
+    stdout_json(&outcome);
+    fake.opens()[0].body.clone()
+}
+
+#[tokio::test]
+async fn the_hooks_send_what_the_agent_last_said_from_its_transcript() {
+    let dir = tempfile::tempdir().unwrap();
+    let claude = dir.path().join("claude.jsonl");
+    let lines = [
+        json!({"type": "user", "message": {"role": "user", "content": "tidy the repo"}}),
+        json!({"type": "assistant", "message": {"content": [
+            {"type": "text", "text": "The build folder is stale; removing it."},
+            {"type": "tool_use", "name": "Bash", "input": {"command": "rm -rf build"}}]}}),
+    ];
+    let text: Vec<String> = lines.iter().map(Value::to_string).collect();
+    std::fs::write(&claude, text.join("\n")).unwrap();
+    let body = opened_with_transcript(
+        "claude-code",
+        "claude-code/permissionrequest-bash.stdin.json",
+        claude.to_str().unwrap(),
+    )
+    .await;
+    assert_eq!(
+        body["agent_says"],
+        "The build folder is stale; removing it."
+    );
+
+    let codex = dir.path().join("rollout.jsonl");
+    let lines = [
+        json!({"type": "event_msg", "payload": {"type": "user_message", "message": "clean"}}),
+        json!({"type": "response_item", "payload": {"type": "message", "role": "assistant",
+            "content": [{"type": "output_text", "text": "Deleting the temp file first."}]}}),
+    ];
+    let text: Vec<String> = lines.iter().map(Value::to_string).collect();
+    std::fs::write(&codex, text.join("\n")).unwrap();
+    let body = opened_with_transcript(
+        "codex",
+        "codex/permissionrequest-bash.stdin.json",
+        codex.to_str().unwrap(),
+    )
+    .await;
+    assert_eq!(body["agent_says"], "Deleting the temp file first.");
+}
+
+#[tokio::test]
+async fn a_transcript_that_cannot_be_read_opens_the_gate_without_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("planted.jsonl");
+    let status = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    for path in [
+        fifo.to_str().unwrap(),
+        "/nonexistent/transcript.jsonl",
+        "/",
+        "",
+    ] {
+        let body = opened_with_transcript(
+            "claude-code",
+            "claude-code/permissionrequest-bash.stdin.json",
+            path,
+        )
+        .await;
+        assert!(body.get("agent_says").is_none(), "{path}: {body}");
+        assert!(body["tool"]["input"]["command"].is_string());
+    }
+}

@@ -9,6 +9,7 @@ use crate::external::hook::{
     GateHookArgs, GateKey, HookContext, HookOutcome, decide, hook_gate, parse_input,
 };
 use crate::external::key::{canonical_json, idempotency_key};
+use crate::external::transcript;
 use crate::external::verdict::Verdict;
 
 pub const SOURCE: &str = "claude-code";
@@ -24,6 +25,9 @@ pub struct ClaudeHookInput {
     pub tool_name: String,
     #[serde(default)]
     pub tool_input: Value,
+    /// The conversation so far, as JSON lines; its last assistant words head the card.
+    #[serde(default)]
+    pub transcript_path: String,
     /// PreToolUse only; PermissionRequest has none.
     #[serde(default)]
     pub tool_use_id: Option<String>,
@@ -66,7 +70,8 @@ pub async fn answer(flags: &GateHookArgs, stdin: &[u8], ctx: &HookContext) -> Ho
         ));
         return out;
     };
-    let gate = open_gate(&input, ctx, flags.timeout);
+    let mut gate = open_gate(&input, ctx, flags.timeout);
+    gate.agent_says = transcript::last_words(&input.transcript_path).await;
     let key = key(&input, event);
     if let Some(verdict) = decide(flags, &gate, &key, ctx, &mut out).await {
         out.stdout = render(event, &verdict, &input).to_string();

@@ -10,6 +10,7 @@ use crate::external::hook::{
     GateHookArgs, GateKey, HookContext, HookOutcome, decide, hook_gate, parse_input,
 };
 use crate::external::key::{canonical_json, idempotency_key};
+use crate::external::transcript;
 use crate::external::verdict::Verdict;
 
 pub const SOURCE: &str = "codex";
@@ -28,6 +29,9 @@ pub struct CodexHookInput {
     pub tool_name: String,
     #[serde(default)]
     pub tool_input: Value,
+    /// The conversation so far, as JSON lines; its last assistant words head the card.
+    #[serde(default)]
+    pub transcript_path: String,
 }
 
 /// Runs the hook: parse, open a gate, wait, answer.
@@ -44,7 +48,8 @@ pub async fn answer(flags: &GateHookArgs, stdin: &[u8], ctx: &HookContext) -> Ho
         ));
         return out;
     }
-    let gate = open_gate(&input, ctx, flags.timeout);
+    let mut gate = open_gate(&input, ctx, flags.timeout);
+    gate.agent_says = transcript::last_words(&input.transcript_path).await;
     let key = key(&input);
     if let Some(verdict) = decide(flags, &gate, &key, ctx, &mut out).await {
         out.stdout = render(&verdict).to_string();

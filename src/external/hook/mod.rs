@@ -186,6 +186,7 @@ pub(crate) fn hook_gate(
         },
         title: None,
         reason: None,
+        agent_says: None,
         capabilities: Capabilities {
             edit,
             always: true,

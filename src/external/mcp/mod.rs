@@ -207,6 +207,7 @@ impl CountersignMcp {
             tool: GateTool { name, input },
             title,
             reason,
+            agent_says: None,
             capabilities: Capabilities {
                 edit: true,
                 always,

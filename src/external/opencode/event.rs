@@ -115,6 +115,7 @@ pub fn open_gate(asked: &PermissionAsked, cwd: &str, timeout_secs: u64) -> OpenG
         },
         title: None,
         reason: reason(asked),
+        agent_says: None,
         capabilities: Capabilities {
             edit: false,
             always: true,

@@ -27,6 +27,7 @@ impl Turn {
             reason_detail: format!("This turn reached its budget: {why}"),
             created_at: crate::protocol::Timestamp::now(),
             timeout: Duration::from_secs(self.deps.config().config.approvals.timeout_secs),
+            agent_says: None,
         };
         let gate = ApprovalRequest {
             turn_id: self.turn_id.clone(),

@@ -158,13 +158,8 @@ impl Turn {
         gate: &ApprovalRequest,
         resolution: Resolution,
     ) -> Result<(ToolStatus, String), TurnEnd> {
-        let minutes = self
-            .deps
-            .config()
-            .config
-            .approvals
-            .timeout_secs
-            .div_ceil(60);
+        // The card's own window, which a config change since cannot alter.
+        let window = crate::text::duration_words(gate_window_secs(gate));
         let no_run = |status: ToolStatus, output: String| async move {
             self.finish_without_running(call, Vec::new(), status, output)
                 .await
@@ -173,7 +168,7 @@ impl Turn {
             return self.after_plan(call, gate, &resolution).await;
         }
         if gate.body.kind == GateKind::Decision {
-            let (status, output) = gates_text::decision_outcome(gate, &resolution, minutes);
+            let (status, output) = gates_text::decision_outcome(gate, &resolution, &window);
             return no_run(status, output).await;
         }
         // The card's file changed before the answer: put the same call again, on a fresh card.
@@ -215,7 +210,7 @@ impl Turn {
             Decision::Timeout => {
                 no_run(
                     ToolStatus::Timeout,
-                    format!("no answer within {minutes} min; the call was not run"),
+                    format!("no answer within {window}; the call was not run"),
                 )
                 .await
             }
@@ -305,5 +300,17 @@ impl Turn {
         };
         self.finish_without_running(call, Vec::new(), status, output)
             .await
+    }
+}
+
+/// How long a card waited for its answer: from when it opened to its deadline.
+fn gate_window_secs(gate: &ApprovalRequest) -> u64 {
+    let (opened, due) = (
+        gate.body.created_at.unix_ms(),
+        gate.body.expires_at.unix_ms(),
+    );
+    match (opened, due) {
+        (Some(opened), Some(due)) => u64::try_from(due.saturating_sub(opened) / 1000).unwrap_or(0),
+        _ => 0,
     }
 }

@@ -14,7 +14,7 @@ pub fn denied(reason: Option<&str>) -> String {
 pub fn decision_outcome(
     gate: &ApprovalRequest,
     resolution: &Resolution,
-    minutes: u64,
+    window: &str,
 ) -> (ToolStatus, String) {
     match resolution.decision {
         Decision::Approve | Decision::AllowAlways => (
@@ -40,13 +40,13 @@ pub fn decision_outcome(
             TimeoutOutcome::ProceedUnapproved => (
                 ToolStatus::Timeout,
                 format!(
-                    "no answer within {minutes} min: proceed, but flag \"{}\" as UNAPPROVED in your answer",
+                    "no answer within {window}: proceed, but flag \"{}\" as UNAPPROVED in your answer",
                     gate.body.title
                 ),
             ),
             TimeoutOutcome::Deny => (
                 ToolStatus::Timeout,
-                format!("no answer within {minutes} min: not approved; do not proceed with it"),
+                format!("no answer within {window}: not approved; do not proceed with it"),
             ),
         },
         Decision::Cancelled => (

@@ -75,6 +75,7 @@ pub(super) async fn run(deps: Arc<Deps>, lease: TurnLease, mode: Mode) {
         waits: Arc::default(),
         exec_slots: tokio::sync::Semaphore::new(deps.config().config.tools.max_parallel.max(1)),
         started_with_answer: std::sync::Mutex::default(),
+        said_before_calls: std::sync::Mutex::default(),
     };
     let outcome = turn.drive().await;
     let hub = &deps.hub;
@@ -149,6 +150,9 @@ pub(super) struct Turn {
     exec_slots: tokio::sync::Semaphore,
     /// Calls whose `tool_started` was committed with the person's answer (`gate::resolve`).
     started_with_answer: std::sync::Mutex<std::collections::HashSet<String>>,
+    /// What the model wrote before the calls it is making now: their cards show it as what
+    /// the agent says it is doing.
+    said_before_calls: std::sync::Mutex<Option<String>>,
 }
 
 impl Turn {
@@ -276,6 +280,10 @@ impl Turn {
             if completion.tool_calls.is_empty() {
                 return Ok(());
             }
+            *self
+                .said_before_calls
+                .lock()
+                .unwrap_or_else(|p| p.into_inner()) = crate::text::agent_words(&completion.text);
             // Charged per call: the calls a batch holds beyond the ceiling wait for a budget
             // card, and run only if the person lets the turn continue.
             let mut rest = completion.tool_calls.as_slice();
@@ -465,6 +473,11 @@ impl Turn {
             reason_detail: detail,
             created_at: crate::protocol::Timestamp::now(),
             timeout: Duration::from_secs(live.config.approvals.timeout_secs),
+            agent_says: self
+                .said_before_calls
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone(),
         };
         let unreadable = |e: tools::ToolError| TurnEnd::Failed(e.to_string());
         Ok(match tool.gate() {

@@ -41,6 +41,8 @@ const MAX_INPUT_BYTES: usize = 256 * 1024;
 const MAX_PENDING_PER_SESSION: usize = 64;
 /// The longest one long-poll waits.
 pub const MAX_WAIT_SECS: u64 = 60;
+/// The most of `agent_says` a request may send (the card keeps the first 1000 characters).
+const MAX_AGENT_SAYS_SENT: usize = 4000;
 /// How long an `Idempotency-Key` names the same gate.
 const KEY_WINDOW_MS: i64 = 24 * 3600 * 1000;
 
@@ -56,6 +58,8 @@ struct GateRequest {
     reason: Option<String>,
     capabilities: Option<Capabilities>,
     timeout_secs: Option<u64>,
+    /// The agent's own last words before the call (a hook reads them from its transcript).
+    agent_says: Option<String>,
 }
 
 #[derive(Deserialize, Debug, Default)]
@@ -86,6 +90,7 @@ struct Checked {
     input: Value,
     title: Option<String>,
     reason: Option<String>,
+    agent_says: Option<String>,
     edit: bool,
     always: bool,
     timeout: Duration,
@@ -166,6 +171,7 @@ fn check(body: Value, default_timeout: u64) -> Result<Checked, Error> {
         input,
         title: optional(request.title, "title", MAX_TITLE_CHARS)?,
         reason: optional(request.reason, "reason", MAX_REASON_CHARS)?,
+        agent_says: optional(request.agent_says, "agent_says", MAX_AGENT_SAYS_SENT)?,
         edit: capabilities.edit.unwrap_or(false),
         always: capabilities.always.unwrap_or(true),
         timeout: Duration::from_secs(timeout_secs),
@@ -194,6 +200,22 @@ fn first_call_title(source: &str, cwd: Option<&str>, summary: &str) -> String {
     let place = folder_of(cwd).unwrap_or(source);
     crate::text::title_from(&format!("{place} · {summary}"))
         .unwrap_or_else(|| session_title(source, cwd))
+}
+
+/// The agent's own words for its card: the call's own one-line intent (Claude Code's and
+/// opencode's `description`), else what the agent last said (`agent_says`, from the hook).
+fn agent_says_of(checked: &Checked) -> Option<String> {
+    checked
+        .input
+        .get("description")
+        .and_then(Value::as_str)
+        .and_then(crate::text::agent_words)
+        .or_else(|| {
+            checked
+                .agent_says
+                .as_deref()
+                .and_then(crate::text::agent_words)
+        })
 }
 
 /// The answer a gate's resolution gives the outside agent.
@@ -611,6 +633,7 @@ impl Core {
                 timeout_outcome: TimeoutOutcome::Deny,
                 suggested_rule,
                 execution_mode: None,
+                agent_says: agent_says_of(checked),
             },
         }
     }

@@ -22,6 +22,8 @@ pub struct Common {
     pub reason_detail: String,
     pub created_at: Timestamp,
     pub timeout: Duration,
+    /// The agent's own words about the call (`ApprovalRequestBody::agent_says`).
+    pub agent_says: Option<String>,
 }
 
 fn times(common: &Common) -> (Timestamp, Timestamp) {
@@ -89,6 +91,7 @@ pub fn tool_gate(
         timeout_outcome: TimeoutOutcome::Deny,
         suggested_rule,
         execution_mode: None,
+        agent_says: common.agent_says,
     }
 }
 
@@ -125,6 +128,7 @@ pub fn decision_card(
         timeout_outcome,
         suggested_rule: None,
         execution_mode,
+        agent_says: common.agent_says,
     }
 }
 

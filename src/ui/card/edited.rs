@@ -8,12 +8,13 @@ use serde_json::Value;
 
 use crate::protocol::{ApprovalRequestBody, GateKind, Resolution};
 use crate::text::reveal_hidden;
-use crate::ui::card::{clock, who_answered};
+use crate::ui::card::who_answered;
 use crate::ui::gates::ClientId;
+use crate::ui::when::When;
 
 use super::diff::Diff;
 
-/// `Edited by you · 12:03 UTC`, then what changed (folded on a tool row, open on the card).
+/// `Edited by you · 12:03`, then what changed (folded on a tool row, open on the card).
 /// `unchanged`: the edit left the call as proposed (so no diff is missing).
 #[component]
 pub fn EditedMarker(
@@ -22,19 +23,16 @@ pub fn EditedMarker(
     #[prop(optional)] open: bool,
 ) -> impl IntoView {
     let client = use_context::<ClientId>().unwrap_or_default();
-    let line = {
+    let who = {
         let resolution = resolution.clone();
-        move || {
-            format!(
-                "Edited {} · {} — this is what ran",
-                who_answered(&resolution, &client.0.get()),
-                clock(&resolution.resolved_at)
-            )
-        }
+        move || who_answered(&resolution, &client.0.get())
     };
+    let at = resolution.resolved_at.clone();
     let diff = resolution.edit_diff.as_deref().map(reveal_hidden);
     view! {
-        <p class="edited-by" data-testid="edited-by">{line}</p>
+        <p class="edited-by" data-testid="edited-by">
+            "Edited " {who} " · " <When at/> " — this is what ran"
+        </p>
         {match diff {
             Some(text) if !unchanged => view! {
                 <details class="edit-diff" data-testid="edit-diff" open=open>

@@ -18,6 +18,7 @@ use crate::text::{has_hidden, reveal_hidden};
 use crate::ui::gates::{CardBus, CardCommand, ClientId};
 use crate::ui::outside::{SessionSource, SourceBadge};
 use crate::ui::transcript::GateItem;
+use crate::ui::when::{Precision, When};
 use diff::Diff;
 use panels::{AlwaysPanel, DenyPanel, EditPanel, Panel};
 
@@ -62,16 +63,6 @@ fn external_title(request: &ApprovalRequestBody) -> Option<String> {
         .then(|| request.title.clone())
 }
 
-/// `HH:MM UTC` of a time.
-pub(crate) fn clock(at: &Timestamp) -> String {
-    let hm = at.clock();
-    if hm.is_empty() {
-        hm
-    } else {
-        format!("{hm} UTC")
-    }
-}
-
 /// Who answered, in words: `by you`, `with token phone`, `in another tab or device`, `by rule`.
 pub fn who_answered(resolution: &Resolution, my_client: &str) -> String {
     let who = match (resolution.answered_by, resolution.client_id.as_deref()) {
@@ -103,7 +94,14 @@ pub fn who_answered(resolution: &Resolution, my_client: &str) -> String {
     who.to_owned()
 }
 
-/// The outcome chip of a resolved card ("Approved by you · 12:03 UTC").
+/// Whether the outcome is an answer given at a moment worth showing (a person's or a rule's),
+/// rather than the timeout or a cancel.
+fn answered_at_a_time(resolution: &Resolution) -> bool {
+    !matches!(resolution.decision, Decision::Timeout | Decision::Cancelled)
+}
+
+/// The outcome chip of a resolved card ("Approved by you"); the time follows it, in the
+/// browser's zone.
 pub fn outcome_text(
     request: &ApprovalRequestBody,
     resolution: &Resolution,
@@ -111,25 +109,24 @@ pub fn outcome_text(
 ) -> String {
     let who = who_answered(resolution, my_client);
     let who = who.as_str();
-    let at = clock(&resolution.resolved_at);
     if request.kind == GateKind::External {
-        return external_outcome(resolution, who, &at);
+        return external_outcome(resolution, who);
     }
     if request.kind == GateKind::Budget {
         return match resolution.decision {
             Decision::Timeout => "Timed out — turn stopped".to_owned(),
             Decision::Cancelled => "Cancelled".to_owned(),
-            d if d.lets_it_run() => format!("Continued {who} · {at}"),
-            _ => format!("Stopped {who} · {at}"),
+            d if d.lets_it_run() => format!("Continued {who}"),
+            _ => format!("Stopped {who}"),
         };
     }
     match resolution.decision {
-        Decision::Approve => format!("Approved {who} · {at}"),
-        Decision::Edit => format!("Approved (edited) {who} · {at}"),
-        Decision::AllowAlways => format!("Always allowed {who} · {at}"),
+        Decision::Approve => format!("Approved {who}"),
+        Decision::Edit => format!("Approved (edited) {who}"),
+        Decision::AllowAlways => format!("Always allowed {who}"),
         Decision::Deny => match &resolution.reason {
-            Some(reason) => format!("Denied — {reason}"),
-            None => format!("Denied {who} · {at}"),
+            Some(reason) => format!("Denied {who} — {reason}"),
+            None => format!("Denied {who}"),
         },
         Decision::Timeout => match request.timeout_outcome {
             TimeoutOutcome::ProceedUnapproved => "Timed out — proceeded unapproved".to_owned(),
@@ -141,14 +138,14 @@ pub fn outcome_text(
 
 /// The outcome chip of an outside agent's card. Nothing runs here: the agent acts on the
 /// answer, so the words say what it was told, and a cancel says why it stopped waiting.
-fn external_outcome(resolution: &Resolution, who: &str, at: &str) -> String {
+fn external_outcome(resolution: &Resolution, who: &str) -> String {
     match resolution.decision {
-        Decision::Approve => format!("Approved {who} · {at}"),
-        Decision::Edit => format!("Approved (edited) {who} · {at}"),
-        Decision::AllowAlways => format!("Always allowed {who} · {at}"),
+        Decision::Approve => format!("Approved {who}"),
+        Decision::Edit => format!("Approved (edited) {who}"),
+        Decision::AllowAlways => format!("Always allowed {who}"),
         Decision::Deny => match &resolution.reason {
             Some(reason) => format!("Denied {who} — {reason}"),
-            None => format!("Denied {who} · {at}"),
+            None => format!("Denied {who}"),
         },
         Decision::Timeout => "Expired — not answered in time".to_owned(),
         Decision::Cancelled => match resolution.reason.as_deref() {
@@ -159,9 +156,21 @@ fn external_outcome(resolution: &Resolution, who: &str, at: &str) -> String {
     }
 }
 
-fn countdown(expires_at: &Timestamp, now_ms: f64) -> (String, &'static str) {
+/// What happens when the card's time runs out, as the countdown's verb.
+fn at_zero(request: &ApprovalRequestBody) -> &'static str {
+    match (request.kind, request.timeout_outcome) {
+        (GateKind::Budget, _) => "stops",
+        (_, TimeoutOutcome::ProceedUnapproved) => "proceeds unapproved",
+        (_, TimeoutOutcome::Deny) => "denies",
+    }
+}
+
+/// The countdown in words: "denies in 4:32". Before the browser clock runs (the server's
+/// render, or no JavaScript) it names the moment instead: "denies at 12:33 UTC".
+fn countdown(verb: &str, expires_at: &Timestamp, now_ms: f64) -> (String, &'static str) {
     if now_ms <= 0.0 {
-        return ("⏱ …".to_owned(), "");
+        let at = crate::ui::when::utc_text(expires_at, Precision::Clock);
+        return (format!("{verb} at {at}"), "");
     }
     // An unreadable deadline shows as expired, as the server treats it.
     let left = expires_at.ms_left(now_ms as i64) / 1000;
@@ -170,13 +179,13 @@ fn countdown(expires_at: &Timestamp, now_ms: f64) -> (String, &'static str) {
     }
     let text = if left >= 3600 {
         format!(
-            "⏱ {}:{:02}:{:02}",
+            "{verb} in {}:{:02}:{:02}",
             left / 3600,
             (left % 3600) / 60,
             left % 60
         )
     } else {
-        format!("⏱ {}:{:02}", left / 60, left % 60)
+        format!("{verb} in {}:{:02}", left / 60, left % 60)
     };
     let level = if left < 60 {
         "urgent"
@@ -204,6 +213,18 @@ fn holds_hidden(request: &ApprovalRequestBody) -> bool {
     .iter()
     .any(|text| has_hidden(text))
         || has_hidden(&request.args.to_string())
+}
+
+/// The agent's own words about the call, labelled as its claim: they say what it means to
+/// do, the arguments below say what will run.
+fn agent_says(request: &ApprovalRequestBody) -> Option<impl IntoView + use<>> {
+    let words = request.agent_says.as_deref()?;
+    Some(view! {
+        <blockquote class="card-agent-says" data-testid="agent-says">
+            <span class="card-agent-says-label">"The agent says: "</span>
+            <span class="card-agent-says-words">"“" {reveal_hidden(words)} "”"</span>
+        </blockquote>
+    })
 }
 
 /// The card's details, shared by the pending and the resolved form. `edit`: the answer that
@@ -241,6 +262,7 @@ fn CardBody(
             .map(reveal_hidden)
             .map(|text| view! { <Diff text/> });
         return view! {
+            {agent_says(&request)}
             <p class="card-why">"Why: " {reveal_hidden(&request.reason_detail)}</p>
             {ran}
             <details class="card-proposed" data-testid="card-proposed">
@@ -272,6 +294,7 @@ fn CardBody(
     });
     view! {
         {hidden}
+        {agent_says(&request)}
         <p class="card-why">"Why: " {reveal_hidden(&request.reason_detail)}</p>
         {proposal}
         {diff}
@@ -298,6 +321,8 @@ fn ResolvedCard(request: ApprovalRequestBody, resolution: Resolution) -> impl In
         let (request, resolution) = (request.clone(), resolution.clone());
         move || outcome_text(&request, &resolution, &client.0.get())
     };
+    let at = answered_at_a_time(&resolution)
+        .then(|| view! { " · " <When at=resolution.resolved_at.clone()/> });
     let decision = resolution.decision.as_str();
     let edit = (resolution.decision == Decision::Edit && resolution.edits.is_some())
         .then(|| resolution.clone());
@@ -323,7 +348,7 @@ fn ResolvedCard(request: ApprovalRequestBody, resolution: Resolution) -> impl In
             <details>
                 <summary class="card-line">
                     <span class="badge" data-testid="card-badge">{reveal_hidden(&badge(&request))}</span>
-                    <span class="chip" data-testid="card-outcome">{text}</span>
+                    <span class="chip" data-testid="card-outcome">{text}{at}</span>
                     <span class="card-summary muted" data-testid="card-summary">{reveal_hidden(&line)}</span>
                     {edit.is_some().then(|| view! { <span class="edited-chip" data-testid="edited-chip">"edited"</span> })}
                 </summary>
@@ -449,7 +474,12 @@ fn PendingCard(request: ApprovalRequestBody, now_ms: RwSignal<f64>) -> impl Into
     }
 
     let expires_at = StoredValue::new(request.expires_at.clone());
-    let timer = move || expires_at.with_value(|at| countdown(at, now_ms.get()));
+    let verb = at_zero(&request);
+    let timer = move || expires_at.with_value(|at| countdown(verb, at, now_ms.get()));
+    let deadline = format!(
+        "Unanswered by {}, it {verb}",
+        crate::ui::when::utc_text(&request.expires_at, Precision::Second)
+    );
     let is_active = {
         let approval_id = approval_id.clone();
         move || bus.active.get().as_deref() == Some(approval_id.as_str())
@@ -544,7 +574,7 @@ fn PendingCard(request: ApprovalRequestBody, now_ms: RwSignal<f64>) -> impl Into
                 {floor.then(|| view! { <span class="badge sensitive">"Sensitive"</span> })}
                 {move || source.get().map(|source| view! { <SourceBadge source/> })}
                 <span class="needs">"needs your approval"</span>
-                <span class=move || format!("countdown {}", timer().1) data-testid="countdown">{move || timer().0}</span>
+                <span class=move || format!("countdown {}", timer().1) data-testid="countdown" title=deadline>{move || timer().0}</span>
             </header>
             {external_title(&request).map(|title| view! { <p class="card-title" data-testid="card-title">{reveal_hidden(&title)}</p> })}
             <p class="card-summary" data-testid="card-summary">{reveal_hidden(&request.summary)}</p>

@@ -24,6 +24,7 @@ pub const HELP: &str = "I'm the offline demo agent. Each line of your message th
 - `run: <command>`\n\
 - `ask <decision_kind>: <title> | <proposal markdown>`\n\
 - `set <key> = <value>` · `propose plan: <markdown>` · `loop <n>`\n\
+- `say: <words>`: what the agent says before its next calls\n\
 - `parallel:` then lines up to a blank line: one batch of parallel calls\n\n\
 To use a real model, set `[provider] kind = \"openai\"` with `base_url` and `model` in the config file.";
 
@@ -36,16 +37,36 @@ pub struct PlannedCall {
     pub args: Value,
 }
 
-/// Parses a message into batches of calls; each batch runs before the next is issued.
-pub fn plan(message: &str) -> Vec<Vec<PlannedCall>> {
+/// Calls issued together, and what the agent says before them (a `say:` line).
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Batch {
+    pub said: Option<String>,
+    pub calls: Vec<PlannedCall>,
+}
+
+/// Parses a message into batches of calls; each batch runs before the next is issued. A
+/// `say: <words>` line is what the agent writes before the next batch (its cards show it as
+/// what the agent says it is doing).
+pub fn plan(message: &str) -> Vec<Batch> {
     let mut batches = Vec::new();
+    let mut said: Option<String> = None;
     let mut parallel: Option<Vec<PlannedCall>> = None;
+    let mut push = |calls: Vec<PlannedCall>, said: &mut Option<String>| {
+        batches.push(Batch {
+            said: said.take(),
+            calls,
+        })
+    };
     for raw in message.lines() {
         let line = raw.trim();
+        if let Some(words) = line.strip_prefix("say:") {
+            said = Some(unescape(words.trim()));
+            continue;
+        }
         if let Some(batch) = parallel.as_mut() {
             if line.is_empty() {
                 if let Some(batch) = parallel.take().filter(|b| !b.is_empty()) {
-                    batches.push(batch);
+                    push(batch, &mut said);
                 }
             } else {
                 batch.extend(parse_line(line));
@@ -57,11 +78,11 @@ pub fn plan(message: &str) -> Vec<Vec<PlannedCall>> {
             continue;
         }
         for call in parse_line(line) {
-            batches.push(vec![call]);
+            push(vec![call], &mut said);
         }
     }
     if let Some(batch) = parallel.filter(|b| !b.is_empty()) {
-        batches.push(batch);
+        push(batch, &mut said);
     }
     batches
 }
@@ -180,8 +201,9 @@ pub fn next_step<M: Borrow<ChatMessage>>(messages: &[M]) -> Completion {
     for batch in &batches {
         if issued == done {
             return Completion {
-                text: String::new(),
+                text: batch.said.clone().unwrap_or_default(),
                 tool_calls: batch
+                    .calls
                     .iter()
                     .map(|c| ToolCallRequest {
                         id: format!("call_{}", uuid::Uuid::new_v4().simple()),
@@ -192,7 +214,7 @@ pub fn next_step<M: Borrow<ChatMessage>>(messages: &[M]) -> Completion {
                 tokens: 0,
             };
         }
-        issued += batch.len();
+        issued += batch.calls.len();
     }
     Completion {
         text: summary(&calls),
@@ -283,10 +305,10 @@ impl Provider for DemoProvider {
 mod tests {
     use super::*;
 
-    fn tools(batches: &[Vec<PlannedCall>]) -> Vec<Vec<&str>> {
+    fn tools(batches: &[Batch]) -> Vec<Vec<&str>> {
         batches
             .iter()
-            .map(|b| b.iter().map(|c| c.tool).collect())
+            .map(|b| b.calls.iter().map(|c| c.tool).collect())
             .collect()
     }
 
@@ -314,23 +336,23 @@ mod tests {
                 vec!["list_files"],
             ]
         );
-        assert_eq!(batches[1][0].args, json!({"path": "."}));
-        assert_eq!(batches[3][0].args, json!({"pattern": "foo bar"}));
+        assert_eq!(batches[1].calls[0].args, json!({"path": "."}));
+        assert_eq!(batches[3].calls[0].args, json!({"pattern": "foo bar"}));
         assert_eq!(
-            batches[4][0].args,
+            batches[4].calls[0].args,
             json!({"path": "notes.md", "content": "hello\nworld"})
         );
         assert_eq!(
-            batches[5][0].args,
+            batches[5].calls[0].args,
             json!({"path": "notes.md", "old": "hello", "new": "bye"})
         );
-        assert_eq!(batches[6][0].args, json!({"command": "ls -la"}));
+        assert_eq!(batches[6].calls[0].args, json!({"command": "ls -la"}));
         assert_eq!(
-            batches[7][0].args,
+            batches[7].calls[0].args,
             json!({"kind": "prep_plan", "title": "Drop nulls", "proposal": "**why** not"})
         );
         assert_eq!(
-            batches[8][0].args,
+            batches[8].calls[0].args,
             json!({"key": "approvals.timeout_secs", "value": 60})
         );
     }
@@ -346,6 +368,17 @@ mod tests {
             tools(&plan("parallel:\nrun: a\nrun: b")),
             vec![vec!["shell", "shell"]]
         );
+    }
+
+    #[test]
+    fn a_say_line_is_what_the_agent_writes_before_the_next_batch() {
+        let batches = plan("say: Checking the tests first\nrun: npm test\nread a\nsay: dangling");
+        assert_eq!(batches[0].said.as_deref(), Some("Checking the tests first"));
+        assert_eq!(batches[1].said, None);
+        assert_eq!(batches.len(), 2, "a say with no call after it is dropped");
+        let step = next_step(&[ChatMessage::User("say: Cleaning up\nrun: rm -f x".into())]);
+        assert_eq!(step.text, "Cleaning up");
+        assert_eq!(step.tool_calls.len(), 1);
     }
 
     #[test]

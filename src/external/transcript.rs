@@ -1,0 +1,277 @@
+//! What the agent last said, read from its transcript as the hook runs: Claude Code's
+//! (`transcript_path`, JSON lines of `{"type":"assistant","message":{"content":[…]}}`) and
+//! Codex's rollout file (`{"type":"response_item","payload":{"type":"message","role":
+//! "assistant",…}}` or `{"type":"event_msg","payload":{"type":"agent_message",…}}`). The card
+//! shows it as "the agent says", beside the arguments, never instead of them.
+//!
+//! Bounded every way: only a regular file, opened without blocking (a FIFO never stalls the
+//! hook), only its last [`TAIL_BYTES`], on the blocking pool with a deadline. Only words said
+//! since the person's last message count: an older turn's words would describe another call.
+
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::Value;
+
+/// How much of the end of the transcript is read.
+pub const TAIL_BYTES: u64 = 256 * 1024;
+/// How long reading it may take before the hook goes on without it.
+const READ_DEADLINE: Duration = Duration::from_secs(2);
+
+/// The agent's last words in the transcript at `path`, if it said any since the person's last
+/// message; `None` when the file cannot be read in time (the card then goes without).
+pub async fn last_words(path: &str) -> Option<String> {
+    if path.is_empty() {
+        return None;
+    }
+    let path = path.to_owned();
+    let read = tokio::task::spawn_blocking(move || read_tail(Path::new(&path)));
+    match tokio::time::timeout(READ_DEADLINE, read).await {
+        Ok(Ok(Some(tail))) => words_in(&tail),
+        _ => None,
+    }
+}
+
+/// The last [`TAIL_BYTES`] of a regular file, from the first whole line in them.
+fn read_tail(path: &Path) -> Option<String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .ok()?;
+    let meta = file.metadata().ok()?;
+    if !meta.is_file() {
+        return None;
+    }
+    let start = meta.len().saturating_sub(TAIL_BYTES);
+    file.seek(SeekFrom::Start(start)).ok()?;
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len() - start).unwrap_or(0));
+    file.take(TAIL_BYTES).read_to_end(&mut bytes).ok()?;
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    // Cut into a line: drop its piece.
+    Some(match (start > 0, text.find('\n')) {
+        (true, Some(at)) => text[at + 1..].to_owned(),
+        (true, None) => String::new(),
+        (false, _) => text,
+    })
+}
+
+/// What one transcript line is, as far as the agent's words go.
+enum Line {
+    /// The agent said this.
+    Said(String),
+    /// The person wrote (a new turn began here).
+    Person,
+    /// Anything else: tool calls and results, metadata, reasoning.
+    Other,
+}
+
+/// The agent's last words in a transcript's lines, newest first, stopping at the person's.
+pub fn words_in(tail: &str) -> Option<String> {
+    for line in tail.lines().rev() {
+        let Ok(entry) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        match classify(&entry) {
+            Line::Said(text) => {
+                if let Some(words) = crate::text::agent_words(&text) {
+                    return Some(words);
+                }
+            }
+            Line::Person => return None,
+            Line::Other => {}
+        }
+    }
+    None
+}
+
+fn classify(entry: &Value) -> Line {
+    let kind = entry.get("type").and_then(Value::as_str).unwrap_or("");
+    match kind {
+        // Claude Code.
+        "assistant" => match texts(entry.pointer("/message/content"), &["text"]) {
+            Some(text) => Line::Said(text),
+            None => Line::Other,
+        },
+        "user" => {
+            let content = entry.pointer("/message/content");
+            let prompt = match content {
+                Some(Value::String(_)) => true,
+                // A user entry holding only tool results is the agent's own loop.
+                Some(Value::Array(blocks)) => blocks
+                    .iter()
+                    .any(|b| b.get("type").and_then(Value::as_str) == Some("text")),
+                _ => false,
+            };
+            if prompt { Line::Person } else { Line::Other }
+        }
+        // Codex.
+        "response_item" => {
+            let payload = entry.get("payload");
+            let message =
+                payload.and_then(|p| p.get("type")).and_then(Value::as_str) == Some("message");
+            match payload.and_then(|p| p.get("role")).and_then(Value::as_str) {
+                Some("assistant") if message => {
+                    match texts(
+                        payload.and_then(|p| p.get("content")),
+                        &["output_text", "text"],
+                    ) {
+                        Some(text) => Line::Said(text),
+                        None => Line::Other,
+                    }
+                }
+                Some("user") if message => Line::Person,
+                _ => Line::Other,
+            }
+        }
+        "event_msg" => {
+            let payload = entry.get("payload");
+            match payload.and_then(|p| p.get("type")).and_then(Value::as_str) {
+                Some("agent_message") => {
+                    match payload
+                        .and_then(|p| p.get("message"))
+                        .and_then(Value::as_str)
+                    {
+                        Some(text) => Line::Said(text.to_owned()),
+                        None => Line::Other,
+                    }
+                }
+                Some("user_message") => Line::Person,
+                _ => Line::Other,
+            }
+        }
+        _ => Line::Other,
+    }
+}
+
+/// The text blocks of a message's content (of the given block types), joined; a plain string
+/// content counts as one.
+fn texts(content: Option<&Value>, kinds: &[&str]) -> Option<String> {
+    let joined = match content? {
+        Value::String(text) => text.clone(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter(|b| {
+                b.get("type")
+                    .and_then(Value::as_str)
+                    .is_some_and(|t| kinds.contains(&t))
+            })
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => return None,
+    };
+    (!joined.trim().is_empty()).then_some(joined)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn lines(entries: &[Value]) -> String {
+        entries
+            .iter()
+            .map(Value::to_string)
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    #[test]
+    fn claude_code_the_last_text_since_the_prompt_is_what_the_agent_says() {
+        let tail = lines(&[
+            json!({"type": "user", "message": {"role": "user", "content": "fix the build"}}),
+            json!({"type": "assistant", "message": {"content": [{"type": "text", "text": "First I'll look."}]}}),
+            json!({"type": "assistant", "message": {"content": [{"type": "tool_use", "name": "Read", "input": {}}]}}),
+            json!({"type": "user", "message": {"content": [{"type": "tool_result", "content": "…"}]}}),
+            json!({"type": "assistant", "message": {"content": [
+                {"type": "thinking", "thinking": "hidden"},
+                {"type": "text", "text": "The tests fail; I'll run them once to see why."},
+                {"type": "tool_use", "name": "Bash", "input": {"command": "npm test"}}
+            ]}}),
+        ]);
+        assert_eq!(
+            words_in(&tail).as_deref(),
+            Some("The tests fail; I'll run them once to see why.")
+        );
+    }
+
+    #[test]
+    fn words_from_before_the_persons_last_message_do_not_count() {
+        let tail = lines(&[
+            json!({"type": "assistant", "message": {"content": [{"type": "text", "text": "old turn"}]}}),
+            json!({"type": "user", "message": {"content": [{"type": "text", "text": "now delete it"}]}}),
+            json!({"type": "assistant", "message": {"content": [{"type": "tool_use", "name": "Bash"}]}}),
+        ]);
+        assert_eq!(words_in(&tail), None);
+        let codex = lines(&[
+            json!({"type": "event_msg", "payload": {"type": "agent_message", "message": "old"}}),
+            json!({"type": "event_msg", "payload": {"type": "user_message", "message": "go"}}),
+        ]);
+        assert_eq!(words_in(&codex), None);
+    }
+
+    #[test]
+    fn codex_rollout_messages_and_agent_events_both_read() {
+        let tail = lines(&[
+            json!({"type": "session_meta", "payload": {"id": "x"}}),
+            json!({"type": "response_item", "payload": {"type": "message", "role": "user",
+                "content": [{"type": "input_text", "text": "clean up"}]}}),
+            json!({"type": "response_item", "payload": {"type": "message", "role": "assistant",
+                "content": [{"type": "output_text", "text": "Removing the build folder."}]}}),
+            json!({"type": "response_item", "payload": {"type": "function_call", "name": "shell"}}),
+            "not json at all".into(),
+        ]);
+        assert_eq!(
+            words_in(&tail).as_deref(),
+            Some("Removing the build folder.")
+        );
+        let events = lines(&[
+            json!({"type": "event_msg", "payload": {"type": "agent_message", "message": "Running tests."}}),
+        ]);
+        assert_eq!(words_in(&events).as_deref(), Some("Running tests."));
+    }
+
+    #[test]
+    fn long_words_are_cut_and_unreadable_files_give_nothing() {
+        let long = lines(&[json!({"type": "assistant", "message": {"content": [
+            {"type": "text", "text": "x".repeat(5000)}
+        ]}})]);
+        let words = words_in(&long).unwrap();
+        assert_eq!(words.chars().count(), crate::text::MAX_AGENT_SAYS_CHARS);
+        assert_eq!(read_tail(Path::new("/nonexistent/transcript.jsonl")), None);
+        assert_eq!(read_tail(Path::new("/")), None, "a directory is not read");
+    }
+
+    #[tokio::test]
+    async fn a_fifo_or_a_huge_file_never_stalls_the_hook() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("t.jsonl");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path; mkfifo only creates the node.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let started = std::time::Instant::now();
+        assert_eq!(last_words(fifo.to_str().unwrap()).await, None);
+        assert!(started.elapsed() < Duration::from_secs(2));
+
+        // Only the tail of a large file is read: the first line (cut) is dropped.
+        let big = dir.path().join("big.jsonl");
+        let filler = json!({"type": "progress", "data": "y".repeat(1000)}).to_string();
+        let mut text = String::new();
+        while text.len() < 3 * TAIL_BYTES as usize {
+            text.push_str(&filler);
+            text.push('\n');
+        }
+        text.push_str(
+            &json!({"type": "assistant", "message": {"content": [{"type": "text", "text": "at the end"}]}})
+                .to_string(),
+        );
+        std::fs::write(&big, text).unwrap();
+        assert_eq!(
+            last_words(big.to_str().unwrap()).await.as_deref(),
+            Some("at the end")
+        );
+    }
+}
