@@ -3,7 +3,7 @@
 use leptos::prelude::*;
 use leptos_meta::{MetaTags, Title, provide_meta_context};
 use leptos_router::components::{Route, Router, Routes};
-use leptos_router::path;
+use leptos_router::{SsrMode, path};
 
 use crate::ui::audit_page::AuditPage;
 use crate::ui::config_page::ConfigPage;
@@ -43,14 +43,16 @@ pub fn App() -> impl IntoView {
     provide_context(Viewer::current());
     view! {
         <Title text="Countersign"/>
+        // In order: every page is whole HTML as it arrives, readable and its cards answerable
+        // (by their forms) before the script loads, or without it.
         <Router>
             <Routes fallback=|| view! { <p class="not-found">"Nothing here. " <a href="/">"Back to your sessions"</a></p> }>
-                <Route path=path!("/sessions/:sid") view=SessionPage/>
-                <Route path=path!("/inbox") view=InboxPage/>
-                <Route path=path!("/rules") view=RulesPage/>
-                <Route path=path!("/audit") view=AuditPage/>
-                <Route path=path!("/config") view=ConfigPage/>
-                <Route path=path!("/tokens") view=TokensPage/>
+                <Route path=path!("/sessions/:sid") view=SessionPage ssr=SsrMode::InOrder/>
+                <Route path=path!("/inbox") view=InboxPage ssr=SsrMode::InOrder/>
+                <Route path=path!("/rules") view=RulesPage ssr=SsrMode::InOrder/>
+                <Route path=path!("/audit") view=AuditPage ssr=SsrMode::InOrder/>
+                <Route path=path!("/config") view=ConfigPage ssr=SsrMode::InOrder/>
+                <Route path=path!("/tokens") view=TokensPage ssr=SsrMode::InOrder/>
             </Routes>
         </Router>
     }

@@ -196,6 +196,7 @@ fn routes(sid: &str, aid: &str, gate: &str) -> Vec<(Method, String, Option<Value
             Some(json!({"key": "tools.max_parallel", "value": 4})),
         ),
         (Method::GET, "/inbox".into(), None),
+        (Method::POST, "/forms/decide".into(), Some(json!({}))),
     ]
 }
 
@@ -212,6 +213,7 @@ fn allowed(scope: &str, method: &Method, path: &str) -> bool {
                     && !path.contains("/tokens"))
                 || path.contains("/approvals/")
                 || path == "/api/ui/pending"
+                || path == "/forms/decide"
         }
     }
 }

@@ -6,10 +6,12 @@ use std::time::Duration;
 
 use leptos::prelude::*;
 
+use crate::api;
 use crate::protocol::{ApprovalRequest, ApprovalRequestBody};
 use crate::ui::browser;
-use crate::ui::card::ApprovalCard;
+use crate::ui::card::{ApprovalCard, CardPlace};
 use crate::ui::gates::{self, CardBus, ClientId};
+use crate::ui::json;
 use crate::ui::outside::SessionSource;
 use crate::ui::sidebar::{PageLayout, PageSessions, PendingPoll};
 use crate::ui::transcript::GateItem;
@@ -28,6 +30,15 @@ pub fn InboxPage() -> impl IntoView {
 fn Inbox() -> impl IntoView {
     let poll = expect_context::<PendingPoll>();
     provide_context(ClientId::new());
+    provide_context(CardPlace::Inbox);
+    // The first list comes with the page (rendered on the server, answerable by its forms
+    // before the script loads); the poll keeps it current from then on.
+    let first = json::resource(|| (), |()| api::pending_approvals());
+    let gates = move || {
+        poll.gates
+            .get()
+            .or_else(|| first.get().and_then(Result::ok))
+    };
     let bus = CardBus::new();
     provide_context(bus);
 
@@ -43,12 +54,11 @@ fn Inbox() -> impl IntoView {
     });
 
     let pending = Memo::new(move |_| {
-        poll.gates.with(|g| {
-            g.iter()
-                .flatten()
-                .map(|g| g.body.clone())
-                .collect::<Vec<ApprovalRequestBody>>()
-        })
+        gates()
+            .iter()
+            .flatten()
+            .map(|g| g.body.clone())
+            .collect::<Vec<ApprovalRequestBody>>()
     });
     // a / e / d / A act on the first (or the j/k-selected) card, as in the chat.
     gates::install_keyboard(bus, pending);
@@ -59,7 +69,7 @@ fn Inbox() -> impl IntoView {
         })
     });
 
-    let state = move || match poll.count() {
+    let state = move || match gates().map(|g| g.len()) {
         None if poll.error.read().is_none() => {
             Some(view! { <p class="loading" data-testid="inbox-loading">"Loading…"</p> }.into_any())
         }
@@ -87,10 +97,12 @@ fn Inbox() -> impl IntoView {
             {move || poll.error.get().map(|e| view! {
                 <p class="error" role="alert" data-testid="inbox-error">{format!("Could not refresh: {e}")}</p>
             })}
-            {state}
-            <For each=move || poll.gates.get().unwrap_or_default() key=|g| g.body.approval_id.clone() let:gate>
-                <InboxItem gate now_ms/>
-            </For>
+            <Suspense fallback=|| view! { <p class="loading" data-testid="inbox-loading">"Loading…"</p> }>
+                {state}
+                <For each=move || gates().unwrap_or_default() key=|g| g.body.approval_id.clone() let:gate>
+                    <InboxItem gate now_ms/>
+                </For>
+            </Suspense>
         </div>
     }
 }

@@ -15,6 +15,7 @@ mod auth;
 mod concurrency;
 mod errors;
 mod eviction;
+mod forms;
 mod restart;
 mod server_fns;
 mod sessions;

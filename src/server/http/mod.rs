@@ -4,6 +4,7 @@ pub mod approvals;
 pub mod auth;
 pub mod csp;
 pub mod error;
+pub mod forms;
 pub mod gates;
 pub mod json;
 pub mod listen;
@@ -77,6 +78,7 @@ pub fn router(state: AppState) -> Router {
     let pages = Router::new()
         .route("/", get(home))
         .route("/login", get(auth::login))
+        .route("/forms/decide", post(forms::decide))
         .leptos_routes(&state, routes, {
             let options = leptos_options.clone();
             move || shell(options.clone())

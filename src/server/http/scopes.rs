@@ -105,7 +105,7 @@ fn is_decision_or_ui_read(method: &Method, path: &str) -> bool {
     let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
     matches!(
         parts.as_slice(),
-        ["api", "v1", "sessions", _, "approvals", _]
+        ["api", "v1", "sessions", _, "approvals", _] | ["forms", "decide"]
     )
 }
 
@@ -137,6 +137,7 @@ mod tests {
         assert!(!g(Method::DELETE, "/api/v1/gates/abc"));
         assert!(!g(Method::POST, &format!("{S}/approvals/abc")));
         assert!(!g(Method::POST, "/api/ui/decide"));
+        assert!(!g(Method::POST, "/forms/decide"));
         assert!(!g(Method::GET, "/api/v1/sessions"));
         assert!(!g(Method::GET, "/api/v1/approvals"));
         assert!(!g(Method::GET, "/inbox"));
@@ -151,6 +152,8 @@ mod tests {
         assert!(a(Method::GET, "/api/v1/audit/verify"));
         assert!(a(Method::POST, &format!("{S}/approvals/abc")));
         assert!(a(Method::POST, "/api/ui/decide"));
+        assert!(a(Method::POST, "/forms/decide"));
+        assert!(!a(Method::POST, "/forms/other"));
         assert!(a(Method::GET, "/inbox"));
         assert!(a(Method::POST, "/api/v1/gates"));
         assert!(!a(Method::POST, "/api/v1/sessions"));

@@ -22,6 +22,23 @@ use crate::ui::when::{Precision, When};
 use diff::Diff;
 use panels::{AlwaysPanel, DenyPanel, EditPanel, Panel};
 
+/// Which page a card is on, so a form's answer goes back there.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CardPlace {
+    #[default]
+    Session,
+    Inbox,
+}
+
+impl CardPlace {
+    fn as_str(self) -> &'static str {
+        match self {
+            CardPlace::Session => "session",
+            CardPlace::Inbox => "inbox",
+        }
+    }
+}
+
 fn kind_class(request: &ApprovalRequestBody) -> &'static str {
     match (request.kind, request.class) {
         (GateKind::Budget, _) => "budget",
@@ -484,14 +501,27 @@ fn PendingCard(request: ApprovalRequestBody, now_ms: RwSignal<f64>) -> impl Into
         let approval_id = approval_id.clone();
         move || bus.active.get().as_deref() == Some(approval_id.as_str())
     };
+    // Until the page's script runs (or without it), the card is a plain form: Approve (and a
+    // budget card's Stop) submit it, Deny opens a reason field that does; the rest need the
+    // script and appear with it.
+    let scripted = RwSignal::new(false);
+    #[cfg(feature = "hydrate")]
+    Effect::new(move |_| scripted.set(true));
     let button = move |decision: Decision,
                        label: &'static str,
                        key: &'static str,
+                       submits: bool,
                        on: Box<dyn Fn() + Send + Sync>| {
         allows(decision).then(|| {
             let class = if decision == Decision::Approve { "primary" } else { "" };
+            let value = if decision == Decision::Approve { "approve" } else { "deny" };
             view! {
-                <button type="button" class=class data-action=decision.as_str() disabled=move || sending.get()
+                <button
+                    type=move || if submits && !scripted.get() { "submit" } else { "button" }
+                    name=submits.then_some("decision")
+                    value=submits.then_some(value)
+                    hidden=move || !submits && !scripted.get()
+                    class=class data-action=decision.as_str() disabled=move || sending.get()
                     on:click=move |_| on()>
                     {move || if sending.get() && decision == Decision::Approve { "Sending…" } else { label }}
                     " " <kbd>{key}</kbd>
@@ -508,20 +538,28 @@ fn PendingCard(request: ApprovalRequestBody, now_ms: RwSignal<f64>) -> impl Into
         })
     };
     let approve_label = if budget { "Continue" } else { "Approve" };
-    let approve_button = button(Decision::Approve, approve_label, "a", Box::new(approve));
+    let approve_button = button(
+        Decision::Approve,
+        approve_label,
+        "a",
+        true,
+        Box::new(approve),
+    );
     let edit_button = button(
         Decision::Edit,
         "Edit",
         "e",
+        false,
         Box::new(move || panel.set(Panel::Edit)),
     );
     let deny_button = if budget {
-        button(Decision::Deny, "Stop", "d", Box::new(stop))
+        button(Decision::Deny, "Stop", "d", true, Box::new(stop))
     } else {
         button(
             Decision::Deny,
             "Deny",
             "d",
+            false,
             Box::new(move || panel.set(Panel::Deny)),
         )
     };
@@ -529,8 +567,22 @@ fn PendingCard(request: ApprovalRequestBody, now_ms: RwSignal<f64>) -> impl Into
         Decision::AllowAlways,
         "Always allow",
         "A",
+        false,
         Box::new(move || panel.set(Panel::Always)),
     );
+    // Deny with a reason, as a form: only until the script's own Deny panel takes over.
+    let form_deny = (!budget && request.allowed_decisions.contains(&Decision::Deny)).then(|| {
+        let field = format!("form-reason-{approval_id}");
+        view! {
+            <details class="form-deny" data-testid="form-deny" hidden=move || scripted.get()>
+                <summary>"Deny…"</summary>
+                <label for=field.clone()>"Why? (optional — the agent reads this)"</label>
+                <textarea id=field name="reason" rows="2" maxlength="2000"></textarea>
+                <button type="submit" name="decision" value="deny" data-action="form-submit-deny">"Deny"</button>
+            </details>
+        }
+    });
+    let back = use_context::<CardPlace>().unwrap_or_default().as_str();
 
     // After three hand approvals of the same kind of call, recommend the standing rule.
     let rule_hint = request
@@ -600,12 +652,18 @@ fn PendingCard(request: ApprovalRequestBody, now_ms: RwSignal<f64>) -> impl Into
                     "This is a sensitive call: press a again to approve it."
                 </p>
             })}
-            <div class="card-actions">
+            <form class="card-actions" method="post" action="/forms/decide"
+                on:submit=|ev| ev.prevent_default()>
+                <input type="hidden" name="session_id" value=request.session_id.clone()/>
+                <input type="hidden" name="approval_id" value=request.approval_id.clone()/>
+                <input type="hidden" name="digest" value=request.digest.clone()/>
+                <input type="hidden" name="back" value=back/>
                 {approve_button}
                 {edit_button}
                 {deny_button}
                 {always_button}
-            </div>
+                {form_deny}
+            </form>
             <Show when=move || panel.get() == Panel::Edit>
                 <EditPanel request=edit_request.clone() panel send/>
             </Show>
