@@ -113,8 +113,8 @@ build_server() {
 ensure_e2e_deps() {
   command -v chromium >/dev/null || { say "installing chromium"; apt_install chromium; }
   command -v npm >/dev/null || { say "installing nodejs and npm"; apt_install nodejs npm; }
-  if [ ! -x end2end/node_modules/.bin/playwright ]; then
-    say "installing Playwright (npm)"
+  if [ ! -x end2end/node_modules/.bin/playwright ] || [ ! -f end2end/node_modules/axe-core/axe.min.js ]; then
+    say "installing Playwright and axe-core (npm)"
     (cd end2end && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --silent)
   fi
 }

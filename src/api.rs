@@ -217,10 +217,11 @@ pub async fn revoke_rule(rule_id: String, client_id: String) -> Result<(), Error
         .map_err(backend::to_server_error)
 }
 
-/// Audit entries after `after` (at most 500), oldest first, optionally of one action or subject.
+/// Audit entries before `before` (at most 500), newest first, optionally of one action or
+/// subject: the Audit page reads from the end.
 #[server(prefix = "/api/ui", endpoint = "audit", input = Json)]
 pub async fn audit(
-    after: u64,
+    before: Option<u64>,
     action: Option<String>,
     subject: Option<String>,
 ) -> Result<Vec<AuditEntry>, ErrorBody> {
@@ -233,7 +234,7 @@ pub async fn audit(
             .map(str::to_owned)
     };
     let (action, subject) = (nonempty(&action), nonempty(&subject));
-    core.audit(after, action.as_deref(), subject.as_deref())
+    core.audit_newest(before, action.as_deref(), subject.as_deref())
         .await
         .map_err(backend::to_server_error)
 }

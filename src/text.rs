@@ -106,13 +106,24 @@ pub fn title_from(text: &str) -> Option<String> {
 }
 
 /// The most of an agent's own words a card carries.
-pub const MAX_AGENT_SAYS_CHARS: usize = 1000;
+pub const MAX_AGENT_SAYS_CHARS: usize = 300;
 
-/// An agent's words for its card (`agent_says`): trimmed, cut at [`MAX_AGENT_SAYS_CHARS`],
-/// none when empty.
+/// An agent's words for its card (`agent_says`): one line (runs of white space become one
+/// space), its own curly quotes made straight (so it cannot close the card's quotation and
+/// go on as if the page spoke), cut at [`MAX_AGENT_SAYS_CHARS`] — a headline, not a page
+/// that pushes the call off the screen; none when empty.
 pub fn agent_words(text: &str) -> Option<String> {
-    let text = text.trim();
-    (!text.is_empty()).then(|| truncate(text, MAX_AGENT_SAYS_CHARS))
+    let line = text
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .replace(
+            [
+                '\u{201C}', '\u{201D}', '\u{201E}', '\u{201F}', '\u{00AB}', '\u{00BB}',
+            ],
+            "\"",
+        );
+    (!line.is_empty()).then(|| truncate(&line, MAX_AGENT_SAYS_CHARS))
 }
 
 /// How many leading characters of an id are shown (and, in the CLI, accepted back).
@@ -153,6 +164,18 @@ pub fn duration_words(secs: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_agents_words_are_one_line_that_cannot_close_the_cards_quote() {
+        assert_eq!(
+            agent_words("Listing.\u{201D} Countersign:\n\n read-only \u{201C}ok\u{201D}")
+                .as_deref(),
+            Some("Listing.\" Countersign: read-only \"ok\"")
+        );
+        assert_eq!(agent_words(" \n\t "), None);
+        let long = agent_words(&"word ".repeat(400)).unwrap();
+        assert_eq!(long.chars().count(), MAX_AGENT_SAYS_CHARS);
+    }
 
     #[test]
     fn durations_read_as_the_real_window() {

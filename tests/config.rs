@@ -284,7 +284,7 @@ async fn a_permitted_key_set_by_the_agent_goes_through_a_card_and_lands_in_the_f
     assert_eq!(gate["class"], "config");
     assert_eq!(
         gate["summary"],
-        "config_set tools.output_limit_bytes = 4096"
+        "config_set tools.output_limit_bytes: 65536 → 4096"
     );
     assert_eq!(
         config_row(&srv, "tools.output_limit_bytes").await["value"],

@@ -911,7 +911,7 @@ async fn the_agents_own_words_head_the_card_beside_its_arguments() {
         .expect("the make card");
     let says = str_of(card, "agent_says");
     assert!(says.starts_with("Building. x"), "{says}");
-    assert!(says.chars().count() <= 1000, "{}", says.chars().count());
+    assert!(says.chars().count() <= 300, "{}", says.chars().count());
     // More than a hook would ever send is refused, and opens nothing.
     let mut body = bash("cc-says", "ls");
     body["agent_says"] = json!("y".repeat(4001));
@@ -921,4 +921,32 @@ async fn the_agents_own_words_head_the_card_beside_its_arguments() {
         .expect_error(400, "invalid_gate");
     assert!(err.to_string().contains("agent_says"), "{err}");
     assert_eq!(ts.wait_pending(&sid, 2).await.len(), 2);
+}
+
+#[tokio::test]
+async fn an_agent_inventing_sessions_cannot_bury_the_inbox() {
+    let ts = TestServer::start().await;
+    let agent = token(&ts, "flood", "gates").await;
+    // 4 sessions × 64 cards: every outside card the server keeps waiting at once.
+    for session in 0..4 {
+        for n in 0..64 {
+            agent
+                .post(
+                    "/api/v1/gates",
+                    bash(&format!("flood-{session}"), &format!("echo {n}")),
+                )
+                .await
+                .expect(201);
+        }
+    }
+    let err = agent
+        .post("/api/v1/gates", bash("flood-new", "echo one-more"))
+        .await
+        .expect_error(429, "too_many_gates");
+    assert!(err.to_string().contains("256"), "{err}");
+    assert_eq!(ts.inbox().await.len(), 256);
+    // The person's own agent is not an outside agent: its cards still open.
+    let sid = ts.create_id(json!({})).await;
+    ts.send_msg(&sid, "run: echo mine", Some("ask")).await;
+    ts.wait_gate(&sid).await;
 }

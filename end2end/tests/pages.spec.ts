@@ -127,18 +127,18 @@ test('Audit lists gates opened and resolved, filters them, and says the chain is
   await expect(rows.first()).toBeVisible();
   expect(await page.locator('[data-testid=audit-row][data-action=gate_opened]').count()).toBeGreaterThan(0);
   expect(await page.locator('[data-testid=audit-row][data-action=gate_resolved]').count()).toBeGreaterThan(0);
-  // Newest last.
+  // Newest first.
   const ns = (await rows.evaluateAll((trs) => trs.map((tr) => Number(tr.getAttribute('data-n')))));
-  expect(ns).toEqual([...ns].sort((a, b) => a - b));
+  expect(ns).toEqual([...ns].sort((a, b) => b - a));
 
-  // The subject filter narrows to this gate: opened by the agent, resolved by a person.
+  // The subject filter narrows to this gate: resolved by a person, after the agent opened it.
   await page.getByTestId('audit-subject').fill(id!);
   await expect(rows).toHaveCount(2);
-  await expect(rows.nth(0)).toHaveAttribute('data-action', 'gate_opened');
-  await expect(rows.nth(0)).toContainText('agent');
-  await expect(rows.nth(1)).toHaveAttribute('data-action', 'gate_resolved');
-  await expect(rows.nth(1)).toContainText('browser');
-  await expect(rows.nth(1)).toContainText('decision: approve');
+  await expect(rows.nth(1)).toHaveAttribute('data-action', 'gate_opened');
+  await expect(rows.nth(1)).toContainText('agent');
+  await expect(rows.nth(0)).toHaveAttribute('data-action', 'gate_resolved');
+  await expect(rows.nth(0)).toContainText('browser');
+  await expect(rows.nth(0)).toContainText('decision: approve');
 
   // The action filter asks the server; the export link follows it.
   await page.getByTestId('audit-subject').fill('');
@@ -155,7 +155,7 @@ test('Audit lists gates opened and resolved, filters them, and says the chain is
   const entries = await res.json();
   expect(entries.some((e: { subject: string; action: string }) => e.subject === id && e.action === 'gate_resolved')).toBe(true);
 
-  // Nothing newer: Load more says so.
+  // Nothing older: Load older says so.
   await page.getByTestId('audit-more').click();
-  await expect(page.getByText('No newer entries.')).toBeVisible();
+  await expect(page.getByText('No older entries.')).toBeVisible();
 });

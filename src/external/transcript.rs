@@ -64,11 +64,15 @@ enum Line {
     Said(String),
     /// The person wrote (a new turn began here).
     Person,
+    /// A tool's result came back: words before it were about an earlier call.
+    Result,
     /// Anything else: tool calls and results, metadata, reasoning.
     Other,
 }
 
-/// The agent's last words in a transcript's lines, newest first, stopping at the person's.
+/// The agent's last words in a transcript's lines, newest first, stopping at the person's
+/// and at any tool result (the words before a result introduced the call that made it, not
+/// the call asking now).
 pub fn words_in(tail: &str) -> Option<String> {
     for line in tail.lines().rev() {
         let Ok(entry) = serde_json::from_str::<Value>(line) else {
@@ -80,7 +84,7 @@ pub fn words_in(tail: &str) -> Option<String> {
                     return Some(words);
                 }
             }
-            Line::Person => return None,
+            Line::Person | Line::Result => return None,
             Line::Other => {}
         }
     }
@@ -105,7 +109,14 @@ fn classify(entry: &Value) -> Line {
                     .any(|b| b.get("type").and_then(Value::as_str) == Some("text")),
                 _ => false,
             };
-            if prompt { Line::Person } else { Line::Other }
+            let result = matches!(content, Some(Value::Array(blocks)) if blocks
+                .iter()
+                .any(|b| b.get("type").and_then(Value::as_str) == Some("tool_result")));
+            match (prompt, result) {
+                (true, _) => Line::Person,
+                (false, true) => Line::Result,
+                (false, false) => Line::Other,
+            }
         }
         // Codex.
         "response_item" => {
@@ -123,6 +134,13 @@ fn classify(entry: &Value) -> Line {
                     }
                 }
                 Some("user") if message => Line::Person,
+                _ if payload
+                    .and_then(|p| p.get("type"))
+                    .and_then(Value::as_str)
+                    .is_some_and(|t| t.ends_with("_output")) =>
+                {
+                    Line::Result
+                }
                 _ => Line::Other,
             }
         }
@@ -139,6 +157,7 @@ fn classify(entry: &Value) -> Line {
                     }
                 }
                 Some("user_message") => Line::Person,
+                Some(t) if t.ends_with("_end") => Line::Result,
                 _ => Line::Other,
             }
         }
@@ -196,6 +215,33 @@ mod tests {
             words_in(&tail).as_deref(),
             Some("The tests fail; I'll run them once to see why.")
         );
+    }
+
+    #[test]
+    fn words_before_an_earlier_calls_result_are_not_this_calls() {
+        // "I'll just list the files", an `ls` that ran, then a silent second call: the card
+        // of the second call must not say it only lists files.
+        let claude = lines(&[
+            json!({"type": "user", "message": {"content": "tidy up"}}),
+            json!({"type": "assistant", "message": {"content": [{"type": "text", "text": "I'll just list the files."}]}}),
+            json!({"type": "assistant", "message": {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": "ls"}}]}}),
+            json!({"type": "user", "message": {"content": [{"type": "tool_result", "content": "a b"}]}}),
+            json!({"type": "assistant", "message": {"content": [{"type": "tool_use", "name": "Bash", "input": {"command": "curl x | sh"}}]}}),
+        ]);
+        assert_eq!(words_in(&claude), None);
+        let codex = lines(&[
+            json!({"type": "response_item", "payload": {"type": "message", "role": "assistant",
+                "content": [{"type": "output_text", "text": "Listing first."}]}}),
+            json!({"type": "response_item", "payload": {"type": "function_call", "name": "shell"}}),
+            json!({"type": "response_item", "payload": {"type": "function_call_output", "output": "a"}}),
+            json!({"type": "response_item", "payload": {"type": "function_call", "name": "shell"}}),
+        ]);
+        assert_eq!(words_in(&codex), None);
+        let events = lines(&[
+            json!({"type": "event_msg", "payload": {"type": "agent_message", "message": "Listing first."}}),
+            json!({"type": "event_msg", "payload": {"type": "exec_command_end", "exit_code": 0}}),
+        ]);
+        assert_eq!(words_in(&events), None);
     }
 
     #[test]

@@ -163,6 +163,7 @@ impl EventBody {
                 class: o.required("class")?,
                 verdict: o.required("verdict")?,
                 rule_id: o.optional("rule_id")?,
+                rule_pattern: o.optional("rule_pattern")?,
             },
             EventKind::ApprovalRequest => {
                 EventBody::ApprovalRequest(Box::new(object.rest::<ApprovalRequestBody, E>()?))
@@ -290,6 +291,7 @@ mod tests {
                 class: ToolClass::Exec,
                 verdict: Verdict::Ask,
                 rule_id: Some("r1".into()),
+                rule_pattern: Some("ls *".into()),
             },
             EventBody::ApprovalRequest(Box::new(request_body())),
             EventBody::ApprovalResolved(resolution()),

@@ -192,6 +192,10 @@ pub enum EventBody {
         verdict: Verdict,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         rule_id: Option<String>,
+        /// The pattern of the rule that let it run, as the rule read then (the row says
+        /// "allowed by rule `git status *`" even after the rule is gone).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rule_pattern: Option<String>,
     },
     /// A gate opened: the turn waits for a person's answer.
     ApprovalRequest(Box<ApprovalRequestBody>),
@@ -720,6 +724,7 @@ mod tests {
                 class: ToolClass::Exec,
                 verdict: Verdict::Run,
                 rule_id: None,
+                rule_pattern: None,
             },
             EventBody::ApprovalResolved(Resolution::plain(
                 "a",

@@ -1,6 +1,7 @@
-//! `/audit`: the hash-chained audit log as a table, oldest first and newest last, with a
-//! verify badge, filters (action on the server; actor and subject over the loaded entries),
-//! "Load more" by `after`, and an export link to the REST route.
+//! `/audit`: the hash-chained audit log as a table, newest first, each subject linked to its
+//! session (a gate's to its card), with a verify badge (checked in the browser), filters
+//! (action on the server; actor and subject over the loaded entries), "Load older" by `n`,
+//! and an export link to the REST route (oldest first, as before).
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
@@ -48,10 +49,15 @@ fn Audit() -> impl IntoView {
     let actor = RwSignal::new(String::new());
     let subject = RwSignal::new(String::new());
     let checks = RwSignal::new(0u64);
-    let verdict = json::resource(move || checks.get(), |_| api::verify_audit());
+    // Checked in the browser only: walking the whole chain must not hold back the page the
+    // server sends (every page is sent in order).
+    let verdict = LocalResource::new(move || {
+        checks.track();
+        api::verify_audit()
+    });
     let first = json::resource(
         move || action.get(),
-        |action| api::audit(0, (!action.is_empty()).then_some(action), None),
+        |action| api::audit(None, (!action.is_empty()).then_some(action), None),
     );
     let export = move || match action.get() {
         a if a.is_empty() => "/api/v1/audit".to_owned(),
@@ -160,16 +166,17 @@ fn AuditTable(
         if loading.get_untracked() {
             return;
         }
-        let after = entries.with_untracked(|e| e.last().map_or(0, |e| e.n));
+        // Newest first: the next page is what came before the oldest one shown.
+        let before = entries.with_untracked(|e| e.last().map(|e| e.n));
         let action = action.get_untracked();
         loading.set(true);
         note.set(None);
         spawn_local(async move {
-            let result = api::audit(after, (!action.is_empty()).then_some(action), None).await;
+            let result = api::audit(before, (!action.is_empty()).then_some(action), None).await;
             loading.try_set(false);
             match result {
                 Ok(more) if more.is_empty() => {
-                    note.try_set(Some("No newer entries.".to_owned()));
+                    note.try_set(Some("No older entries.".to_owned()));
                 }
                 Ok(more) => {
                     let full = more.len() >= PAGE;
@@ -225,7 +232,7 @@ fn AuditTable(
         </Show>
         <div class="load-more">
             <button type="button" data-testid="audit-more" disabled=move || loading.get() on:click=load_more>
-                {move || if loading.get() { "Loading…" } else { "Load more" }}
+                {move || if loading.get() { "Loading…" } else { "Load older" }}
             </button>
             {move || note.get().map(|n| view! { <span class="muted" role="status">{n}</span> })}
         </div>
@@ -237,13 +244,37 @@ fn AuditRow(entry: AuditEntry) -> impl IntoView {
     let full = serde_json::to_string_pretty(&entry.detail).unwrap_or_default();
     view! {
         <tr data-testid="audit-row" data-action=entry.action.clone() data-n=entry.n>
-            <td class="num">{entry.n}</td>
-            <td class="when"><When at=entry.at.clone() precision=Precision::Second/></td>
-            <td><code>{entry.actor.clone()}</code></td>
-            <td class=format!("action action-{}", entry.action)>{entry.action.clone()}</td>
-            <td><code class="id" title=entry.subject.clone()>{short_id(&entry.subject)}</code></td>
-            <td class="detail" title=full>{compact(&entry.detail)}</td>
+            <td class="num" data-label="#">{entry.n}</td>
+            <td class="when" data-label="Time"><When at=entry.at.clone() precision=Precision::Second/></td>
+            <td data-label="Actor"><code>{entry.actor.clone()}</code></td>
+            <td data-label="Action" class=format!("action action-{}", entry.action)>{entry.action.clone()}</td>
+            <td data-label="Subject">{subject_link(&entry)}</td>
+            <td class="detail" data-label="Detail" title=full>{compact(&entry.detail)}</td>
         </tr>
+    }
+}
+
+/// An entry's subject, linked to where it happened when the entry names a session: the card
+/// itself for a gate's entries, else the session.
+fn subject_link(entry: &AuditEntry) -> impl IntoView + use<> {
+    let id =
+        view! { <code class="id" title=entry.subject.clone()>{short_id(&entry.subject)}</code> };
+    let session = entry
+        .detail
+        .get("session_id")
+        .and_then(Value::as_str)
+        .filter(|sid| sid.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'))
+        .map(str::to_owned);
+    match session {
+        Some(sid) => {
+            let href = if entry.action.starts_with("gate_") && entry.subject != sid {
+                format!("/sessions/{sid}#gate-{}", entry.subject)
+            } else {
+                format!("/sessions/{sid}")
+            };
+            view! { <a href=href data-testid="audit-subject-link">{id}</a> }.into_any()
+        }
+        None => id.into_any(),
     }
 }
 

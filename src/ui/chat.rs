@@ -42,6 +42,15 @@ pub fn ChatView(snapshot: Snapshot) -> impl IntoView {
     #[cfg(feature = "hydrate")]
     crate::ui::feed::connect(feed);
 
+    let healed = RwSignal::new(0u64);
+    Effect::new(move |was_live: Option<bool>| {
+        let live = feed.connection.get() == Connection::Live;
+        if live && was_live == Some(false) {
+            healed.update(|n| *n += 1);
+        }
+        live
+    });
+    provide_context(gates::ConnectionHealed(healed.into()));
     let draft = RwSignal::new(String::new());
     let is_builtin = source.is_none();
     let now_ms = RwSignal::new(0.0f64);
@@ -124,7 +133,7 @@ pub fn ChatView(snapshot: Snapshot) -> impl IntoView {
                 </div>
             }.into_any(),
             (Some(source), true) => view! { <OutsideBar feed source/> }.into_any(),
-            (None, true) => view! { <Composer feed draft/> }.into_any(),
+            (None, true) => view! { <Composer feed draft waiting=Signal::derive(move || !pending.read().is_empty())/> }.into_any(),
         }}
     }
 }

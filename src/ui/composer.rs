@@ -32,7 +32,15 @@ fn choose_mode(feed: Feed, error: RwSignal<Option<String>>, mode: Mode) {
 }
 
 #[component]
-pub fn Composer(feed: Feed, draft: RwSignal<String>) -> impl IntoView {
+pub fn Composer(
+    feed: Feed,
+    draft: RwSignal<String>,
+    /// A card waits: with nothing typed, the composer folds to one line (on a phone its
+    /// actions then stay on the first screen).
+    #[prop(into)]
+    waiting: Signal<bool>,
+) -> impl IntoView {
+    let folded = move || waiting.get() && draft.read().trim().is_empty();
     let error = RwSignal::new(None::<String>);
     let sending = RwSignal::new(false);
     let running = move || feed.running_turn.read().is_some();
@@ -78,11 +86,17 @@ pub fn Composer(feed: Feed, draft: RwSignal<String>) -> impl IntoView {
     };
 
     view! {
-        <form class="composer" on:submit=move |ev| { ev.prevent_default(); send(); }>
+        <form class="composer" class:folded=folded data-testid="composer-box"
+            data-folded=move || folded().to_string()
+            on:submit=move |ev| { ev.prevent_default(); send(); }>
             <textarea
                 data-testid="composer"
                 aria-label="Message to the agent"
-                placeholder="Ask the agent…  (Enter sends, Shift+Enter adds a line)"
+                placeholder=move || if folded() {
+                    "A card is waiting above. Type to write to the agent…"
+                } else {
+                    "Ask the agent…  (Enter sends, Shift+Enter adds a line)"
+                }
                 rows="3"
                 prop:value=move || draft.get()
                 on:input=move |ev| draft.set(event_target_value(&ev))

@@ -32,6 +32,11 @@ impl Default for ClientId {
     }
 }
 
+/// Counts the moments the page's connection came back (the feed reconnected, or the Inbox's
+/// poll answered again after failing): a card's "could not send" clears on the next one.
+#[derive(Clone, Copy)]
+pub struct ConnectionHealed(pub Signal<u64>);
+
 /// A command for one card, from the keyboard or the bar.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CardCommand {

@@ -31,6 +31,15 @@ fn Inbox() -> impl IntoView {
     let poll = expect_context::<PendingPoll>();
     provide_context(ClientId::new());
     provide_context(CardPlace::Inbox);
+    let healed = RwSignal::new(0u64);
+    Effect::new(move |was_failing: Option<bool>| {
+        let failing = poll.error.read().is_some();
+        if !failing && was_failing == Some(true) {
+            healed.update(|n| *n += 1);
+        }
+        failing
+    });
+    provide_context(gates::ConnectionHealed(healed.into()));
     // The first list comes with the page (rendered on the server, answerable by its forms
     // before the script loads); the poll keeps it current from then on.
     let first = json::resource(|| (), |()| api::pending_approvals());

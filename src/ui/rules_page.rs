@@ -144,13 +144,13 @@ fn RuleRow(
     };
     view! {
         <tr data-testid="rule-row" data-rule-id=id.clone()>
-            <td><code>{rule.tool.clone()}</code></td>
-            <td class="pattern"><code data-testid="rule-pattern-cell">{rule.pattern.clone()}</code></td>
-            <td data-scope=match rule.scope { RuleScope::Session => "session", RuleScope::Workspace => "workspace" }>{scope}</td>
-            <td class="when"><When at=rule.created_at.clone() precision=Precision::Minute/> {from} {expires}</td>
-            <td class="num" data-testid="rule-uses">{rule.uses}</td>
-            <td class="when">{last_used}</td>
-            <td>
+            <td data-label="Tool"><code>{rule.tool.clone()}</code></td>
+            <td class="pattern" data-label="Pattern"><code data-testid="rule-pattern-cell">{rule.pattern.clone()}</code></td>
+            <td data-label="Scope" data-scope=match rule.scope { RuleScope::Session => "session", RuleScope::Workspace => "workspace" }>{scope}</td>
+            <td class="when" data-label="Created"><When at=rule.created_at.clone() precision=Precision::Minute/> {from} {expires}</td>
+            <td class="num" data-label="Uses" data-testid="rule-uses">{rule.uses}</td>
+            <td class="when" data-label="Last used">{last_used}</td>
+            <td class="row-actions">
                 {crate::ui::viewer::Viewer::get().admin.then(|| view! {
                     <button type="button" class="danger" data-testid="revoke-rule" disabled=move || busy.get()
                         on:click=revoke>

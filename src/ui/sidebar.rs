@@ -335,7 +335,7 @@ fn SessionList(
                         {move || (waiting() > 0).then(|| {
                             let n = waiting();
                             view! {
-                                <span class="dot pending" data-testid="session-pending"
+                                <span class="dot pending" role="img" data-testid="session-pending"
                                     title=format!("{n} waiting for you") aria-label=format!("{n} waiting for you")></span>
                             }
                         })}

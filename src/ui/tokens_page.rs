@@ -279,11 +279,11 @@ fn TokenRow(
     let question = format!("Revoke {name}? Whatever holds it stops working at once.");
     view! {
         <tr data-testid="token-row" data-token=name.clone()>
-            <td><code data-testid="token-name-cell">{name.clone()}</code></td>
-            <td data-testid="token-scope-cell" title=help data-scope=token.scope.clone()>{token.scope.clone()}</td>
-            <td class="when"><When at=token.created_at.clone() precision=Precision::Minute/></td>
-            <td class="when" data-testid="token-last-used">{last_used}</td>
-            <td class="token-actions">
+            <td data-label="Name"><code data-testid="token-name-cell">{name.clone()}</code></td>
+            <td data-label="Scope" data-testid="token-scope-cell" title=help data-scope=token.scope.clone()>{token.scope.clone()}</td>
+            <td class="when" data-label="Created"><When at=token.created_at.clone() precision=Precision::Minute/></td>
+            <td class="when" data-label="Last used" data-testid="token-last-used">{last_used}</td>
+            <td class="token-actions row-actions">
                 <Show
                     when=move || confirming.get()
                     fallback=move || view! {

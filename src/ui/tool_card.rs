@@ -54,16 +54,28 @@ pub fn ToolCard(item: ToolItem, now_ms: RwSignal<f64>) -> impl IntoView {
             </div>
         }
     });
+    let by_rule = item.rule_pattern.clone().map(|pattern| {
+        view! {
+            <span class="rule-chip" data-testid="allowed-by-rule">
+                "allowed by rule " <code>{crate::text::reveal_hidden(&pattern)}</code>
+            </span>
+        }
+    });
     match item.result {
         Some((status, output)) => {
-            let failed = !matches!(status, ToolStatus::Ok);
-            let line = outcome_line(&output);
+            // A denial's reason is on the card above; the row only says it did not run.
+            let failed = !matches!(status, ToolStatus::Ok | ToolStatus::Denied);
+            let line = match status {
+                ToolStatus::Denied => "denied, not run".to_owned(),
+                _ => outcome_line(&output),
+            };
             view! {
                 <details class=format!("tool tool-{class} status-{}", status.as_str())
                     data-testid="tool-result" data-status=status.as_str() data-call-id=item.call_id open=failed>
                     <summary>
                         <span class="tool-title">{title}</span>
                         {edited_chip}
+                        {by_rule}
                         <span class="tool-outcome">{format!(" → {line}")}</span>
                         <span class="tool-status">{status.as_str()}</span>
                     </summary>

@@ -20,6 +20,8 @@ pub struct ToolItem {
     pub result: Option<(ToolStatus, String)>,
     /// Set when a person edited the call before it ran: `args` are then the edited ones.
     pub edited: Option<Box<EditedCall>>,
+    /// The standing rule that let it run without a card, as its pattern read then.
+    pub rule_pattern: Option<String>,
 }
 
 /// A call a person edited: what the agent proposed, and the answer that changed it (who, and
@@ -119,6 +121,7 @@ pub fn build(events: &[Event]) -> Vec<Item> {
                 args,
                 class,
                 verdict,
+                rule_pattern,
                 ..
             } => items.push(Item::Tool(ToolItem {
                 call_id: call_id.clone(),
@@ -129,6 +132,7 @@ pub fn build(events: &[Event]) -> Vec<Item> {
                 started_at: None,
                 result: None,
                 edited: None,
+                rule_pattern: rule_pattern.clone(),
             })),
             EventBody::ToolStarted { call_id } => {
                 if let Some(tool) = find_tool(&mut items, call_id) {
@@ -150,10 +154,24 @@ pub fn build(events: &[Event]) -> Vec<Item> {
                 status: *status,
                 error: error.clone(),
             }),
-            EventBody::ApprovalRequest(request) => items.push(Item::Gate(Box::new(GateItem {
-                request: (**request).clone(),
-                resolution: None,
-            }))),
+            EventBody::ApprovalRequest(request) => {
+                // A call's card comes before its row: the answer, then what it ran.
+                let row = (request.kind == GateKind::Tool)
+                    .then(|| {
+                        items.iter().rposition(
+                            |item| matches!(item, Item::Tool(t) if t.call_id == request.call_id),
+                        )
+                    })
+                    .flatten();
+                let gate = Item::Gate(Box::new(GateItem {
+                    request: (**request).clone(),
+                    resolution: None,
+                }));
+                match row {
+                    Some(at) => items.insert(at, gate),
+                    None => items.push(gate),
+                }
+            }
             EventBody::ApprovalResolved(resolution) => {
                 let Some(gate) = items.iter_mut().rev().find_map(|item| match item {
                     Item::Gate(g) if g.request.approval_id == resolution.approval_id => Some(g),
@@ -272,6 +290,7 @@ mod tests {
                     class: ToolClass::Edit,
                     verdict: Verdict::Run,
                     rule_id: None,
+                    rule_pattern: None,
                 },
             ),
         ];
@@ -332,6 +351,7 @@ mod tests {
             class: ToolClass::Exec,
             verdict: Verdict::Ask,
             rule_id: None,
+            rule_pattern: None,
         };
         let mut events = vec![
             ev(1, call),
@@ -340,7 +360,9 @@ mod tests {
         let before = build(&events);
         events.push(ev(3, EventBody::ApprovalResolved(resolution.clone())));
         let after = build(&events);
-        let Item::Tool(tool) = &after[0] else {
+        // The call's card comes first, then its row.
+        assert!(matches!(&after[0], Item::Gate(_)), "{after:?}");
+        let Item::Tool(tool) = &after[1] else {
             panic!("{after:?}")
         };
         assert_eq!(tool.args, json!({"command": "rm -r build/tmp"}));
@@ -348,13 +370,13 @@ mod tests {
         let edited = tool.edited.as_ref().expect("marked as edited");
         assert_eq!(edited.proposed, json!({"command": "rm -r build"}));
         assert_eq!(edited.resolution.actor, "browser");
-        assert_ne!(before[0].key(), after[0].key(), "the row re-renders");
+        assert_ne!(before[1].key(), after[1].key(), "the row re-renders");
 
         // A plain approval leaves the row as proposed, unmarked.
         resolution.decision = Decision::Approve;
         resolution.edits = None;
         events[2] = ev(3, EventBody::ApprovalResolved(resolution));
-        let Item::Tool(tool) = &build(&events)[0] else {
+        let Item::Tool(tool) = &build(&events)[1] else {
             panic!()
         };
         assert_eq!(tool.args, json!({"command": "rm -r build"}));

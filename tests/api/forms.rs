@@ -66,7 +66,10 @@ async fn the_page_renders_each_card_as_a_form_that_answers_without_the_script() 
     );
     assert!(inbox.body.contains(r#"name="back" value="inbox""#));
 
-    let answered = post_form(&ts, &fields(&sid, &c, "approve", "session")).await;
+    // Text left in the Deny field does not ride on an approval.
+    let mut form = fields(&sid, &c, "approve", "session");
+    form.push(("reason".into(), "typed, then changed my mind".into()));
+    let answered = post_form(&ts, &form).await;
     assert_eq!(answered.status.as_u16(), 303, "{}", answered.body);
     assert_eq!(
         answered.header("location"),
@@ -75,6 +78,7 @@ async fn the_page_renders_each_card_as_a_form_that_answers_without_the_script() 
     let r = resolution(&ts, &sid, &aid).await;
     assert_eq!(r["decision"], "approve");
     assert_eq!(r["answered_by"], "user");
+    assert!(r["reason"].is_null(), "{r}");
 
     // Deny, with the reason the agent reads; back to the Inbox when it came from there.
     let (sid, c) = card(&ts, "echo deny-me").await;
@@ -171,4 +175,13 @@ async fn a_form_posted_from_another_site_with_the_cookie_is_refused() {
     assert_eq!(answered.status.as_u16(), 303, "{}", answered.body);
     let r = resolution(&ts, &sid, &aid).await;
     assert_eq!(r["actor"], "browser");
+}
+
+#[tokio::test]
+async fn a_page_planted_in_the_bundle_folder_runs_sandboxed() {
+    let ts = TestServer::start().await;
+    let planted = send(ts.req(Method::GET, "/pkg/planted.html")).await;
+    let csp = planted.header("content-security-policy").unwrap_or("");
+    assert!(csp.starts_with("sandbox"), "{csp}");
+    assert!(csp.contains("form-action 'none'"), "{csp}");
 }

@@ -433,13 +433,22 @@ async fn other_events_make_no_decision_and_unreadable_input_is_blocked() {
 /// Runs `agent`'s hook on `stdin_fixture` with its `transcript_path` set to `transcript`, and
 /// returns the body the hook opened the gate with.
 async fn opened_with_transcript(agent: &str, stdin_fixture: &str, transcript: &str) -> Value {
+    opened_with_transcript_flags(agent, stdin_fixture, transcript, &[]).await
+}
+
+async fn opened_with_transcript_flags(
+    agent: &str,
+    stdin_fixture: &str,
+    transcript: &str,
+    flags: &[&str],
+) -> Value {
     let mut stdin = fixture(stdin_fixture);
     stdin["transcript_path"] = json!(transcript);
     let fake = FakeGates::start();
     let url = fake.url();
     let bytes = serde_json::to_vec(&stdin).unwrap();
     let (outcome, ()) = tokio::join!(
-        hook(agent, &url, &bytes, &[]),
+        hook(agent, &url, &bytes, flags),
         fake.resolve(0, json!({"status": "approved", "decision": "approve"}))
     );
     stdout_json(&outcome);
@@ -484,6 +493,15 @@ async fn the_hooks_send_what_the_agent_last_said_from_its_transcript() {
     )
     .await;
     assert_eq!(body["agent_says"], "Deleting the temp file first.");
+    // Asked not to, the hook sends none of the conversation.
+    let body = opened_with_transcript_flags(
+        "codex",
+        "codex/permissionrequest-bash.stdin.json",
+        codex.to_str().unwrap(),
+        &["--no-transcript"],
+    )
+    .await;
+    assert!(body.get("agent_says").is_none(), "{body}");
 }
 
 #[tokio::test]

@@ -49,7 +49,9 @@ pub async fn answer(flags: &GateHookArgs, stdin: &[u8], ctx: &HookContext) -> Ho
         return out;
     }
     let mut gate = open_gate(&input, ctx, flags.timeout);
-    gate.agent_says = transcript::last_words(&input.transcript_path).await;
+    if !flags.no_transcript {
+        gate.agent_says = transcript::last_words(&input.transcript_path).await;
+    }
     let key = key(&input);
     if let Some(verdict) = decide(flags, &gate, &key, ctx, &mut out).await {
         out.stdout = render(&verdict).to_string();

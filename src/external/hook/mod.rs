@@ -59,6 +59,10 @@ pub struct GateHookArgs {
     /// has) 10 s before it passes.
     #[arg(long, default_value_t = DEFAULT_TIMEOUT_SECS)]
     pub timeout: u64,
+    /// Do not send the agent's last words from its transcript with the gate (the card then
+    /// shows the call and, when the agent gave one, its own `description`).
+    #[arg(long)]
+    pub no_transcript: bool,
 }
 
 /// What a hook run needs from the outside world, passed in so tests can supply their own.

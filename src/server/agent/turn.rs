@@ -430,8 +430,13 @@ impl Turn {
                     rule_used: rule_id.clone(),
                     ..Commit::default()
                 };
-                Box::pin(self.commit(vec![tool_call(call, class, Verdict::Run, rule_id)], commit))
-                    .await?;
+                let mut recorded = tool_call(call, class, Verdict::Run, rule_id.clone());
+                if let (EventBody::ToolCall { rule_pattern, .. }, Some(_), Some(rule)) =
+                    (&mut recorded, rule_id.as_ref(), rule.as_ref())
+                {
+                    *rule_pattern = Some(rule.pattern.clone());
+                }
+                Box::pin(self.commit(vec![recorded], commit)).await?;
                 // Boxed (here and below): what runs after the wait only takes memory while
                 // it runs, not in every parked call's future (10,000 parked gates are 10,000 of
                 // them).
@@ -513,7 +518,7 @@ impl Turn {
                 )
                 .await;
                 match built {
-                    Ok(body) => body,
+                    Ok(body) => with_value_now(body, &live.config),
                     Err(tools::ToolError::Cancelled) => return Err(TurnEnd::Cancelled),
                     Err(err) => {
                         return Err(TurnEnd::Failed(format!("could not build the card: {err}")));
@@ -611,6 +616,32 @@ impl Turn {
     }
 }
 
+/// A `config_set` card says what the value is now and what it would become
+/// (`tools.shell_timeout_secs: 120 → 60`); other cards are left as they are.
+fn with_value_now(
+    mut body: ApprovalRequestBody,
+    config: &crate::server::config::Config,
+) -> ApprovalRequestBody {
+    if body.tool != "config_set" {
+        return body;
+    }
+    let key = body
+        .args
+        .get("key")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or("");
+    let now = crate::server::config::keys::get(config, key)
+        .map(|v| crate::server::config::keys::display(&v))
+        .unwrap_or_else(|| "unset".to_owned());
+    let wanted = body
+        .args
+        .get("value")
+        .map(serde_json::Value::to_string)
+        .unwrap_or_default();
+    body.summary = format!("config_set {key}: {now} → {wanted}");
+    body
+}
+
 /// The `tool_call` event recording a call and the verdict on it.
 fn tool_call(
     call: &ToolCallRequest,
@@ -625,5 +656,6 @@ fn tool_call(
         class,
         verdict,
         rule_id,
+        rule_pattern: None,
     }
 }

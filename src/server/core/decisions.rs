@@ -491,6 +491,21 @@ impl Core {
             .await?)
     }
 
+    /// Audit entries before `before` (from the newest when `None`), newest first, at most
+    /// 500, optionally of one action or subject.
+    pub async fn audit_newest(
+        &self,
+        before: Option<u64>,
+        action: Option<&str>,
+        subject: Option<&str>,
+    ) -> Result<Vec<crate::protocol::AuditEntry>, Error> {
+        Ok(self
+            .hub
+            .store()
+            .audit_before(before, 500, action, subject)
+            .await?)
+    }
+
     /// Walks the whole audit chain.
     pub async fn verify_audit(&self) -> Result<crate::protocol::AuditVerdict, Error> {
         let mut verifier = crate::server::audit::Verifier::new();

@@ -39,9 +39,12 @@ const MAX_TIMEOUT_SECS: u64 = 7 * 24 * 3600;
 const MAX_INPUT_BYTES: usize = 256 * 1024;
 /// The most gates one outside session may have waiting at once.
 const MAX_PENDING_PER_SESSION: usize = 64;
+/// The most outside gates waiting at once across every session: an agent inventing sessions
+/// cannot bury the person's Inbox (or the page that renders it) under cards.
+const MAX_PENDING_OUTSIDE: usize = 256;
 /// The longest one long-poll waits.
 pub const MAX_WAIT_SECS: u64 = 60;
-/// The most of `agent_says` a request may send (the card keeps the first 1000 characters).
+/// The most of `agent_says` a request may send (the card keeps the first 300 characters).
 const MAX_AGENT_SAYS_SENT: usize = 4000;
 /// How long an `Idempotency-Key` names the same gate.
 const KEY_WINDOW_MS: i64 = 24 * 3600 * 1000;
@@ -403,6 +406,17 @@ impl Core {
         if store.pending_gates(Some(&session_id)).await?.len() >= MAX_PENDING_PER_SESSION {
             return Err(Error::TooManyGates(format!(
                 "this session already has {MAX_PENDING_PER_SESSION} cards waiting; answer or cancel some first"
+            )));
+        }
+        let outside_waiting = store
+            .pending_gates(None)
+            .await?
+            .iter()
+            .filter(|g| g.body.kind == GateKind::External)
+            .count();
+        if outside_waiting >= MAX_PENDING_OUTSIDE {
+            return Err(Error::TooManyGates(format!(
+                "{MAX_PENDING_OUTSIDE} outside agents' cards are already waiting; answer or cancel some first"
             )));
         }
         let mode = store

@@ -75,7 +75,11 @@ pub async fn decide(
     let request = DecisionRequest {
         decision: Some(form.decision.clone()),
         digest: Some(form.digest.clone()),
-        reason: form.reason.clone().filter(|r| !r.trim().is_empty()),
+        // The reason field belongs to Deny: text left in it does not ride on an approval.
+        reason: form
+            .reason
+            .clone()
+            .filter(|r| form.decision == "deny" && !r.trim().is_empty()),
         ..DecisionRequest::default()
     };
     let answer = match Answer::try_from(request) {

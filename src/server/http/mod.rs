@@ -91,7 +91,17 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .nest("/api/v1", api.merge(feed))
         .merge(pages)
-        .nest_service("/pkg", ServeDir::new(pkg_dir))
+        // The bundle's folder serves scripts, wasm and CSS as subresources; anything else
+        // opened there as a page (a planted HTML form) runs sandboxed: no script, no form.
+        .nest_service(
+            "/pkg",
+            tower::ServiceBuilder::new()
+                .layer(SetResponseHeaderLayer::overriding(
+                    header::CONTENT_SECURITY_POLICY,
+                    HeaderValue::from_static("sandbox; default-src 'none'; form-action 'none'"),
+                ))
+                .service(ServeDir::new(pkg_dir)),
+        )
         .route_service(
             "/favicon.svg",
             ServeFile::new(format!("{}/favicon.svg", leptos_options.site_root)),

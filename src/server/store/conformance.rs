@@ -285,6 +285,19 @@ async fn the_audit_chain_is_one_line_under_concurrency(store: Arc<dyn Store>) {
         t.await.unwrap();
     }
     let entries = store.audit_after(0, 500, None, None).await.unwrap();
+    // Newest first, for the Audit page: the same entries, the other way round, paged by `n`.
+    let newest = store.audit_before(None, 500, None, None).await.unwrap();
+    let mut reversed = entries.clone();
+    reversed.reverse();
+    assert_eq!(newest, reversed);
+    if let Some(second) = newest.get(1) {
+        let older = store
+            .audit_before(Some(second.n), 500, None, None)
+            .await
+            .unwrap();
+        assert!(older.iter().all(|e| e.n < second.n));
+        assert_eq!(older.len(), newest.len() - 2);
+    }
     assert!(entries.len() >= 10);
     for (i, pair) in entries.windows(2).enumerate() {
         assert_eq!(pair[1].n, pair[0].n + 1, "entry {i}");

@@ -355,6 +355,16 @@ pub trait Store: Send + Sync + 'static {
         subject: Option<&str>,
     ) -> Result<Vec<AuditEntry>, StoreError>;
 
+    /// Audit entries with `n < before` (every entry when `None`), newest first, optionally of
+    /// one action or subject: the Audit page reads the log from its end.
+    async fn audit_before(
+        &self,
+        before: Option<u64>,
+        limit: u32,
+        action: Option<&str>,
+        subject: Option<&str>,
+    ) -> Result<Vec<AuditEntry>, StoreError>;
+
     /// Events with `seq > after`, oldest first, at most `limit`.
     async fn events_after(
         &self,

@@ -153,14 +153,21 @@ pub fn hidden_of(args: &Value, workspace: &Path, defaults_to_workspace: bool) ->
 /// large file rewritten whole must not keep a thread busy).
 const DIFF_DEADLINE: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// A unified diff from `before` to `after` of the file shown as `shown`.
+/// A unified diff from `before` to `after` of the file shown as `shown`: `a/` and `b/` before
+/// a workspace path, as git writes them; an absolute path (an outside agent's file) as it is,
+/// never `a//home/…`.
 pub fn unified_diff(shown: &str, before: &str, after: &str) -> String {
+    let (old, new) = if shown.starts_with('/') {
+        (shown.to_owned(), shown.to_owned())
+    } else {
+        (format!("a/{shown}"), format!("b/{shown}"))
+    };
     similar::TextDiff::configure()
         .timeout(DIFF_DEADLINE)
         .diff_lines(before, after)
         .unified_diff()
         .context_radius(3)
-        .header(&format!("a/{shown}"), &format!("b/{shown}"))
+        .header(&old, &new)
         .to_string()
 }
 

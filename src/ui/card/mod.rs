@@ -15,7 +15,7 @@ use crate::protocol::{
     Mode, Resolution, TimeoutOutcome, Timestamp, ToolClass,
 };
 use crate::text::{has_hidden, reveal_hidden};
-use crate::ui::gates::{CardBus, CardCommand, ClientId};
+use crate::ui::gates::{CardBus, CardCommand, ClientId, ConnectionHealed};
 use crate::ui::outside::{SessionSource, SourceBadge};
 use crate::ui::transcript::GateItem;
 use crate::ui::when::{Precision, When};
@@ -64,6 +64,8 @@ fn kind_attr(kind: GateKind) -> &'static str {
 /// (`Bash`, `Edit`, `apply_patch`), since that is how the person knows the call.
 fn badge(request: &ApprovalRequestBody) -> String {
     match (&request.kind, &request.decision_kind) {
+        // `other` is no kind a person would name: the card says only that it is a decision.
+        (GateKind::Decision, Some(k)) if k == "other" => "Decision".to_owned(),
         (GateKind::Decision, Some(k)) => format!("Decision: {}", k.replace('_', " ")),
         (GateKind::External, _) if request.class == ToolClass::Decision => "Decision".to_owned(),
         (GateKind::External, _) => request.tool.clone(),
@@ -224,6 +226,7 @@ fn holds_hidden(request: &ApprovalRequestBody) -> bool {
         request.tool.as_str(),
         request.reason_detail.as_str(),
         request.proposal_md.as_str(),
+        request.agent_says.as_deref().unwrap_or(""),
         request.diff.as_deref().unwrap_or(""),
         args.as_str(),
     ]
@@ -315,10 +318,13 @@ fn CardBody(
         <p class="card-why">"Why: " {reveal_hidden(&request.reason_detail)}</p>
         {proposal}
         {diff}
-        <details class="card-args" open=open_args>
-            <summary>"Arguments"</summary>
-            <pre data-testid="card-args">{args}</pre>
-        </details>
+        // A budget card has no call to show: what ran out is in its proposal.
+        {(request.kind != GateKind::Budget).then(|| view! {
+            <details class="card-args" open=open_args>
+                <summary>"Arguments"</summary>
+                <pre data-testid="card-args">{args}</pre>
+            </details>
+        })}
     }
     .into_any()
 }
@@ -388,6 +394,22 @@ fn PendingCard(request: ApprovalRequestBody, now_ms: RwSignal<f64>) -> impl Into
     let panel = RwSignal::new(Panel::None);
     let sending = RwSignal::new(false);
     let notice = RwSignal::new(None::<String>);
+    // The answer could not be sent (not "someone else answered"): said until the connection
+    // is back, then cleared, since the card may be answered again.
+    let failed = RwSignal::new(false);
+    // Another answer won the race: the card shows it and has no buttons left, whether or not
+    // the feed ever brings that answer to this tab.
+    let lost = RwSignal::new(None::<Resolution>);
+    if let Some(healed) = use_context::<ConnectionHealed>() {
+        Effect::new(move |seen: Option<u64>| {
+            let now = healed.0.get();
+            if seen.is_some_and(|seen| seen != now) && failed.get_untracked() {
+                failed.set(false);
+                notice.set(None);
+            }
+            now
+        });
+    }
     let allowed = request.allowed_decisions.clone();
     let is_plan = request.decision_kind.as_deref() == Some("plan");
     let is_budget = request.kind == GateKind::Budget;
@@ -412,6 +434,7 @@ fn PendingCard(request: ApprovalRequestBody, now_ms: RwSignal<f64>) -> impl Into
             }
             sending.set(true);
             notice.set(None);
+            failed.set(false);
             let (session_id, approval_id) = (session_id.clone(), approval_id.clone());
             spawn_local(async move {
                 match api::decide(session_id, approval_id, input).await {
@@ -428,9 +451,11 @@ fn PendingCard(request: ApprovalRequestBody, now_ms: RwSignal<f64>) -> impl Into
                             Decision::Cancelled => "This turn was cancelled",
                         };
                         notice.set(Some(what.to_owned()));
+                        lost.set(Some(resolution));
                     }
                     Err(err) => {
                         sending.set(false);
+                        failed.set(true);
                         notice.set(Some(api::error_message(&err)));
                     }
                 }
@@ -603,6 +628,7 @@ fn PendingCard(request: ApprovalRequestBody, now_ms: RwSignal<f64>) -> impl Into
         });
     let edit_request = request.clone();
     let always_request = request.clone();
+    let lost_request = StoredValue::new(request.clone());
     // Focus and the highlight are one thing: the card that gets focus (by Tab, a click, `j`/`k`
     // or arriving) becomes the one the keys act on.
     let focus_id = approval_id.clone();
@@ -619,7 +645,8 @@ fn PendingCard(request: ApprovalRequestBody, now_ms: RwSignal<f64>) -> impl Into
             data-testid="approval-card"
             data-approval-id=request.approval_id.clone()
             data-kind=kind_attr(request.kind)
-            data-state="pending"
+            data-state=move || if lost.read().is_some() { "resolved" } else { "pending" }
+            data-decision=move || lost.read().as_ref().map(|r| r.decision.as_str())
         >
             <header class="card-head">
                 <span class="badge" data-testid="card-badge">{reveal_hidden(&badge(&request))}</span>
@@ -652,7 +679,16 @@ fn PendingCard(request: ApprovalRequestBody, now_ms: RwSignal<f64>) -> impl Into
                     "This is a sensitive call: press a again to approve it."
                 </p>
             })}
-            <form class="card-actions" method="post" action="/forms/decide"
+            {move || lost.get().map(|resolution| {
+                let client = client.get_untracked();
+                let text = outcome_text(&lost_request.get_value(), &resolution, &client);
+                view! {
+                    <p class="chip card-lost" data-testid="card-outcome">
+                        {text} " · " <When at=resolution.resolved_at.clone()/>
+                    </p>
+                }
+            })}
+            <form class="card-actions" method="post" action="/forms/decide" hidden=move || lost.read().is_some()
                 on:submit=|ev| ev.prevent_default()>
                 <input type="hidden" name="session_id" value=request.session_id.clone()/>
                 <input type="hidden" name="approval_id" value=request.approval_id.clone()/>
@@ -664,13 +700,13 @@ fn PendingCard(request: ApprovalRequestBody, now_ms: RwSignal<f64>) -> impl Into
                 {always_button}
                 {form_deny}
             </form>
-            <Show when=move || panel.get() == Panel::Edit>
+            <Show when=move || panel.get() == Panel::Edit && lost.read().is_none()>
                 <EditPanel request=edit_request.clone() panel send/>
             </Show>
-            <Show when=move || panel.get() == Panel::Deny>
+            <Show when=move || panel.get() == Panel::Deny && lost.read().is_none()>
                 <DenyPanel approval_id=approval_id.clone() panel send/>
             </Show>
-            <Show when=move || panel.get() == Panel::Always>
+            <Show when=move || panel.get() == Panel::Always && lost.read().is_none()>
                 <AlwaysPanel request=always_request.clone() panel send/>
             </Show>
             {move || notice.get().map(|n| view! { <p class="card-notice" role="status" data-testid="card-notice">{n}</p> })}

@@ -195,6 +195,16 @@ impl Store for PgStore {
         read::audit_after(&self.pool, after, limit, action, subject).await
     }
 
+    async fn audit_before(
+        &self,
+        before: Option<u64>,
+        limit: u32,
+        action: Option<&str>,
+        subject: Option<&str>,
+    ) -> Result<Vec<AuditEntry>, StoreError> {
+        read::audit_before(&self.pool, before, limit, action, subject).await
+    }
+
     async fn events_after(
         &self,
         session_id: &str,

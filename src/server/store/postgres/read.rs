@@ -244,6 +244,27 @@ pub async fn audit_after(
     Ok(rows.into_iter().map(audit_entry).collect())
 }
 
+pub async fn audit_before(
+    pool: &PgPool,
+    before: Option<u64>,
+    limit: u32,
+    action: Option<&str>,
+    subject: Option<&str>,
+) -> Result<Vec<AuditEntry>, StoreError> {
+    let rows: Vec<AuditTuple> = sqlx::query_as(&format!(
+        "SELECT {AUDIT_COLUMNS} FROM audit
+         WHERE n < $1 AND ($2::TEXT IS NULL OR action = $2) AND ($3::TEXT IS NULL OR subject = $3)
+         ORDER BY n DESC LIMIT $4"
+    ))
+    .bind(before.map_or(i64::MAX, to_i64))
+    .bind(action)
+    .bind(subject)
+    .bind(i64::from(limit))
+    .fetch_all(pool)
+    .await?;
+    Ok(rows.into_iter().map(audit_entry).collect())
+}
+
 pub async fn sessions_with_unfinished_turns(pool: &PgPool) -> Result<Vec<String>, StoreError> {
     let rows: Vec<(String,)> = sqlx::query_as(
         "SELECT s.id FROM sessions s WHERE (

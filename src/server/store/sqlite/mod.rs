@@ -189,6 +189,16 @@ impl Store for SqliteStore {
         self.readers.audit_after(after, limit, action, subject)
     }
 
+    async fn audit_before(
+        &self,
+        before: Option<u64>,
+        limit: u32,
+        action: Option<&str>,
+        subject: Option<&str>,
+    ) -> Result<Vec<AuditEntry>, StoreError> {
+        self.readers.audit_before(before, limit, action, subject)
+    }
+
     async fn sessions_with_unfinished_turns(&self) -> Result<Vec<String>, StoreError> {
         self.readers.sessions_with_unfinished_turns()
     }

@@ -196,6 +196,27 @@ impl Readers {
         })
     }
 
+    pub fn audit_before(
+        &self,
+        before: Option<u64>,
+        limit: u32,
+        action: Option<&str>,
+        subject: Option<&str>,
+    ) -> Result<Vec<AuditEntry>, StoreError> {
+        self.with(|c| {
+            let mut stmt = c.prepare_cached(&format!(
+                "SELECT {AUDIT_COLUMNS} FROM audit
+                 WHERE n < ?1 AND (?2 IS NULL OR action = ?2) AND (?3 IS NULL OR subject = ?3)
+                 ORDER BY n DESC LIMIT ?4"
+            ))?;
+            let rows = stmt.query_map(
+                params![before.map_or(i64::MAX, to_i64), action, subject, limit],
+                codec::audit_entry,
+            )?;
+            Ok(rows.collect::<rusqlite::Result<_>>()?)
+        })
+    }
+
     pub fn sessions_with_unfinished_turns(&self) -> Result<Vec<String>, StoreError> {
         self.with(|c| {
             let mut stmt = c.prepare_cached(

@@ -1,0 +1,61 @@
+// Accessibility: axe-core (WCAG 2 A and AA rules) finds no serious or critical violation on
+// any page — a session with pending, resolved and sensitive cards, the Inbox, Rules, Audit,
+// Config and Tokens — in the light theme and the dark one.
+import { expect, Page } from '@playwright/test';
+import { resolve } from 'node:path';
+import { pendingCards, send, test, toolResults, waitHydrated, waitLive } from './helpers';
+
+// axe is injected as a script; the pages' CSP (rightly) allows no such script.
+test.use({ bypassCSP: true });
+
+const AXE = resolve(__dirname, '../node_modules/axe-core/axe.min.js');
+
+interface Violation { id: string; impact: string; help: string; nodes: { target: string[]; failureSummary: string }[] }
+
+async function violations(page: Page): Promise<Violation[]> {
+  await page.addScriptTag({ path: AXE });
+  const found: Violation[] = await page.evaluate(async () => {
+    // @ts-ignore axe is the script just added
+    const result = await axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } });
+    return result.violations.map((v: any) => ({
+      id: v.id, impact: v.impact, help: v.help,
+      nodes: v.nodes.slice(0, 5).map((n: any) => ({ target: n.target, failureSummary: n.failureSummary })),
+    }));
+  });
+  return found.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+}
+
+async function expectClean(page: Page, where: string) {
+  const found = await violations(page);
+  expect(found, `${where}: ${JSON.stringify(found, null, 2)}`).toEqual([]);
+}
+
+for (const scheme of ['light', 'dark'] as const) {
+  test(`every page passes axe in the ${scheme} theme`, async ({ page, server }) => {
+    await page.emulateMedia({ colorScheme: scheme });
+    await page.goto(`${server.url}/login?token=${server.token}`);
+    await waitLive(page);
+    // A session with one of each: a resolved card, a tool row, a sensitive pending card and
+    // an ordinary one behind it (cards open one after another).
+    await send(page, 'say: Tidying up first.\nrun: echo one');
+    await pendingCards(page).locator('[data-action=approve]').click();
+    await expect(toolResults(page, 'ok')).toHaveCount(1);
+    await send(page, 'run: sudo rm -rf /tmp/a11y\nwrite a11y.md: hello');
+    await expect(pendingCards(page)).toHaveCount(1);
+    await expectClean(page, 'session page');
+    // A rule, a token and audit entries, so each page has rows.
+    await pendingCards(page).locator('[data-action=deny]').click();
+    await pendingCards(page).locator('[data-action=submit-deny]').click();
+    await expect(pendingCards(page)).toHaveCount(1);
+    await pendingCards(page).locator('[data-action=allow_always]').click();
+    await pendingCards(page).locator('[data-action=submit-always]').click();
+    await send(page, 'run: ls -la');
+    await expect(pendingCards(page)).toHaveCount(1);
+
+    for (const path of ['/inbox', '/rules', '/audit', '/config', '/tokens']) {
+      await page.goto(`${server.url}${path}`);
+      await waitHydrated(page);
+      await expectClean(page, path);
+    }
+  });
+}
