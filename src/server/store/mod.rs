@@ -288,6 +288,34 @@ impl StoreError {
     }
 }
 
+/// Which way a page of the audit log is read: the export and the chain check from the
+/// start, the Audit page from the end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AuditOrder {
+    /// Entries with `n > after`, oldest first.
+    OldestAfter(u64),
+    /// Entries with `n < before` (from the newest when `None`), newest first.
+    NewestBefore(Option<u64>),
+}
+
+impl AuditOrder {
+    /// The SQL comparison on `n` and the order, for both backends.
+    pub fn sql(self) -> (&'static str, &'static str) {
+        match self {
+            AuditOrder::OldestAfter(_) => ("n >", "ASC"),
+            AuditOrder::NewestBefore(_) => ("n <", "DESC"),
+        }
+    }
+
+    /// The `n` compared against.
+    pub fn n(self) -> u64 {
+        match self {
+            AuditOrder::OldestAfter(after) => after,
+            AuditOrder::NewestBefore(before) => before.unwrap_or(i64::MAX as u64),
+        }
+    }
+}
+
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
     async fn create_session(&self, row: &SessionRow) -> Result<(), StoreError>;

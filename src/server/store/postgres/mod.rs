@@ -32,8 +32,8 @@ use sqlx::PgPool;
 use sqlx::postgres::PgPoolOptions;
 
 use super::{
-    Commit, ExternalGate, GateRow, LeasedTurn, NewEvent, SessionRow, Signal, Store, StoreError,
-    TokenRow,
+    AuditOrder, Commit, ExternalGate, GateRow, LeasedTurn, NewEvent, SessionRow, Signal, Store,
+    StoreError, TokenRow,
 };
 use crate::protocol::{ApprovalRequest, AuditEntry, Event, Rule, Timestamp};
 use crate::server::audit;
@@ -192,7 +192,14 @@ impl Store for PgStore {
         action: Option<&str>,
         subject: Option<&str>,
     ) -> Result<Vec<AuditEntry>, StoreError> {
-        read::audit_after(&self.pool, after, limit, action, subject).await
+        read::audit_page(
+            &self.pool,
+            AuditOrder::OldestAfter(after),
+            limit,
+            action,
+            subject,
+        )
+        .await
     }
 
     async fn audit_before(
@@ -202,7 +209,14 @@ impl Store for PgStore {
         action: Option<&str>,
         subject: Option<&str>,
     ) -> Result<Vec<AuditEntry>, StoreError> {
-        read::audit_before(&self.pool, before, limit, action, subject).await
+        read::audit_page(
+            &self.pool,
+            AuditOrder::NewestBefore(before),
+            limit,
+            action,
+            subject,
+        )
+        .await
     }
 
     async fn events_after(

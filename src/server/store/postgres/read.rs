@@ -4,7 +4,7 @@
 use sqlx::PgPool;
 
 use crate::protocol::{ApprovalRequest, AuditEntry, Event, Rule, RuleScope, Timestamp};
-use crate::server::store::{ExternalGate, GateRow, SessionRow, StoreError, TokenRow};
+use crate::server::store::{AuditOrder, ExternalGate, GateRow, SessionRow, StoreError, TokenRow};
 
 pub(super) const SESSION_COLUMNS: &str =
     "id, title, created_at, approval_mode, last_seq, pre_plan_mode, plan_execution_mode, source";
@@ -223,40 +223,21 @@ pub async fn list_rules(pool: &PgPool, now: &Timestamp) -> Result<Vec<Rule>, Sto
     Ok(rows.into_iter().map(rule).collect())
 }
 
-pub async fn audit_after(
+/// One page of the audit log, either way along it, optionally of one action or subject.
+pub async fn audit_page(
     pool: &PgPool,
-    after: u64,
+    order: AuditOrder,
     limit: u32,
     action: Option<&str>,
     subject: Option<&str>,
 ) -> Result<Vec<AuditEntry>, StoreError> {
+    let (bound, direction) = order.sql();
     let rows: Vec<AuditTuple> = sqlx::query_as(&format!(
         "SELECT {AUDIT_COLUMNS} FROM audit
-         WHERE n > $1 AND ($2::TEXT IS NULL OR action = $2) AND ($3::TEXT IS NULL OR subject = $3)
-         ORDER BY n LIMIT $4"
+         WHERE {bound} $1 AND ($2::TEXT IS NULL OR action = $2) AND ($3::TEXT IS NULL OR subject = $3)
+         ORDER BY n {direction} LIMIT $4"
     ))
-    .bind(to_i64(after))
-    .bind(action)
-    .bind(subject)
-    .bind(i64::from(limit))
-    .fetch_all(pool)
-    .await?;
-    Ok(rows.into_iter().map(audit_entry).collect())
-}
-
-pub async fn audit_before(
-    pool: &PgPool,
-    before: Option<u64>,
-    limit: u32,
-    action: Option<&str>,
-    subject: Option<&str>,
-) -> Result<Vec<AuditEntry>, StoreError> {
-    let rows: Vec<AuditTuple> = sqlx::query_as(&format!(
-        "SELECT {AUDIT_COLUMNS} FROM audit
-         WHERE n < $1 AND ($2::TEXT IS NULL OR action = $2) AND ($3::TEXT IS NULL OR subject = $3)
-         ORDER BY n DESC LIMIT $4"
-    ))
-    .bind(before.map_or(i64::MAX, to_i64))
+    .bind(to_i64(order.n()))
     .bind(action)
     .bind(subject)
     .bind(i64::from(limit))

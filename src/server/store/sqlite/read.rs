@@ -13,7 +13,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::codec::{self, AUDIT_COLUMNS, RULE_COLUMNS, SESSION_COLUMNS, to_i64, to_u64};
 use super::connection::{self, Role};
 use crate::protocol::{ApprovalRequest, AuditEntry, Event, Rule, Timestamp};
-use crate::server::store::{GateRow, SessionRow, StoreError};
+use crate::server::store::{AuditOrder, GateRow, SessionRow, StoreError};
 
 /// Read connections kept; more than the runtime's workers so a read rarely finds all busy.
 const POOL: usize = 4;
@@ -182,18 +182,7 @@ impl Readers {
         action: Option<&str>,
         subject: Option<&str>,
     ) -> Result<Vec<AuditEntry>, StoreError> {
-        self.with(|c| {
-            let mut stmt = c.prepare_cached(&format!(
-                "SELECT {AUDIT_COLUMNS} FROM audit
-                 WHERE n > ?1 AND (?2 IS NULL OR action = ?2) AND (?3 IS NULL OR subject = ?3)
-                 ORDER BY n LIMIT ?4"
-            ))?;
-            let rows = stmt.query_map(
-                params![to_i64(after), action, subject, limit],
-                codec::audit_entry,
-            )?;
-            Ok(rows.collect::<rusqlite::Result<_>>()?)
-        })
+        self.audit_page(AuditOrder::OldestAfter(after), limit, action, subject)
     }
 
     pub fn audit_before(
@@ -203,14 +192,26 @@ impl Readers {
         action: Option<&str>,
         subject: Option<&str>,
     ) -> Result<Vec<AuditEntry>, StoreError> {
+        self.audit_page(AuditOrder::NewestBefore(before), limit, action, subject)
+    }
+
+    /// One page of the audit log, either way along it, optionally of one action or subject.
+    fn audit_page(
+        &self,
+        order: AuditOrder,
+        limit: u32,
+        action: Option<&str>,
+        subject: Option<&str>,
+    ) -> Result<Vec<AuditEntry>, StoreError> {
+        let (bound, direction) = order.sql();
         self.with(|c| {
             let mut stmt = c.prepare_cached(&format!(
                 "SELECT {AUDIT_COLUMNS} FROM audit
-                 WHERE n < ?1 AND (?2 IS NULL OR action = ?2) AND (?3 IS NULL OR subject = ?3)
-                 ORDER BY n DESC LIMIT ?4"
+                 WHERE {bound} ?1 AND (?2 IS NULL OR action = ?2) AND (?3 IS NULL OR subject = ?3)
+                 ORDER BY n {direction} LIMIT ?4"
             ))?;
             let rows = stmt.query_map(
-                params![before.map_or(i64::MAX, to_i64), action, subject, limit],
+                params![to_i64(order.n()), action, subject, limit],
                 codec::audit_entry,
             )?;
             Ok(rows.collect::<rusqlite::Result<_>>()?)
