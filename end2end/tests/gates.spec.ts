@@ -5,7 +5,7 @@ import { test, expect } from '@playwright/test';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startServer, RunningServer } from './server';
-import { login, newSession, pendingCards, send, waitLive } from './helpers';
+import { login, newSession, pendingCards, send, waitLive, pressKey } from './helpers';
 
 let server: RunningServer;
 test.beforeAll(async () => { server = await startServer(); });
@@ -79,7 +79,7 @@ test('deny with a reason from the keyboard; the agent answers to it', async ({ p
   await send(page, 'run: touch never.txt');
   await expect(pendingCards(page)).toHaveCount(1);
   await page.locator('body').click({ position: { x: 5, y: 5 } });
-  await page.keyboard.press('d');
+  await pressKey(page, 'd');
   await page.getByTestId('deny-reason').fill('use b.txt instead');
   await page.getByTestId('deny-reason').press('Enter');
   await expect(page.locator('[data-testid=approval-card]')).toHaveAttribute('data-decision', 'deny');
@@ -158,7 +158,7 @@ test('several pending cards get an Approve all bar, and keys act on the focused 
   await send(page, 'run: echo keyed');
   await expect(pendingCards(page)).toHaveCount(1);
   await expect(pendingCards(page)).toBeFocused();
-  await page.keyboard.press('a');
+  await pressKey(page, 'a');
   await expect(page.locator('[data-testid=tool-result][data-status=ok]').last()).toContainText('echo keyed');
 });
 

@@ -44,4 +44,10 @@ test('a tab whose feed died and that loses the race shows the answer and no butt
   await expect(late.getByTestId('card-notice')).toHaveText('Already approved in another tab');
   await expect(late.getByTestId('card-outcome')).toContainText('Approved in another tab or device');
   await expect(late.locator('button:visible')).toHaveCount(0);
+  // No longer waiting here: no key reaches it, and the tab stops counting it.
+  await late.focus();
+  await stale.keyboard.press('a');
+  await expect(late.getByTestId('card-confirm')).toHaveCount(0);
+  await expect(stale).toHaveTitle(/^Countersign$/);
+  await expect(toolResults(page, 'ok')).toHaveCount(1);
 });

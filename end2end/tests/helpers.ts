@@ -63,3 +63,17 @@ export function card(page: Page, approvalId: string) {
 export function toolResults(page: Page, status?: string) {
   return page.locator(status ? `[data-testid=tool-result][data-status=${status}]` : '[data-testid=tool-result]');
 }
+
+/**
+ * A card that took focus on its own takes no key for a moment (letters typed as it arrived
+ * were meant for something else): waits until no pending card is still settling.
+ */
+export async function keysReady(page: Page) {
+  await expect(page.locator('[data-testid=approval-card][data-state=pending][data-keys=settling]')).toHaveCount(0);
+}
+
+/** Presses a key once the cards take keys. */
+export async function pressKey(page: Page, key: string) {
+  await keysReady(page);
+  await page.keyboard.press(key);
+}

@@ -5,7 +5,7 @@
 import { expect, Page } from '@playwright/test';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { card, login, pendingCards, send, sessionId, test, toolResults, waitHydrated, waitLive } from './helpers';
+import { card, login, pendingCards, send, sessionId, test, toolResults, waitHydrated, waitLive, pressKey, keysReady } from './helpers';
 
 /** The approval ids of the pending cards, in page order. */
 async function pendingIds(page: Page, n: number): Promise<string[]> {
@@ -89,7 +89,7 @@ test('after a reload a single key answers nothing until a card is chosen', async
     // Nothing typed into: keys reach the page.
     await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur());
     for (const id of [one, two]) await expect(card(page, id)).not.toHaveAttribute('aria-current', 'true');
-    for (const key of ['a', 'd', 'e', 'Shift+A']) await page.keyboard.press(key);
+    for (const key of ['a', 'd', 'e', 'Shift+A']) await pressKey(page, key);
     for (const id of [one, two]) {
       await expect(card(page, id)).toHaveAttribute('data-state', 'pending');
       await expect(card(page, id).getByTestId('edit-input')).toHaveCount(0);
@@ -100,10 +100,10 @@ test('after a reload a single key answers nothing until a card is chosen', async
   const waiting = await page.request.get(`${server.url}/api/v1/approvals?status=pending`);
   expect(await waiting.json()).toHaveLength(2);
   // `j` chooses the first card, not the second.
-  await page.keyboard.press('j');
+  await pressKey(page, 'j');
   await expect(card(page, one)).toBeFocused();
   await expect(card(page, one)).toHaveAttribute('aria-current', 'true');
-  await page.keyboard.press('a');
+  await pressKey(page, 'a');
   // The Inbox drops an answered card: the server says which one was answered.
   await expect.poll(async () => {
     const res = await page.request.get(`${server.url}/api/v1/approvals?status=pending`);
@@ -120,13 +120,47 @@ test('a sensitive card needs `a` twice; one press only asks', async ({ page, ser
   const pending = card(page, id);
   await expect(pending).toHaveClass(/\bfloor\b/);
   await expect(pending).toBeFocused();
-  await page.keyboard.press('a');
+  await pressKey(page, 'a');
   await expect(pending.getByTestId('card-confirm')).toContainText('press a again');
   await expect(pending).toHaveAttribute('data-state', 'pending');
   await expect(pending.locator('[data-action=approve]')).not.toContainText('Sending');
-  await page.keyboard.press('a');
+  await pressKey(page, 'a');
   await expect(card(page, id)).toHaveAttribute('data-decision', 'approve');
   await expect(toolResults(page, 'ok')).toHaveCount(1);
+});
+
+test("a sensitive card's two `a`s must follow each other: a key between starts over", async ({ page, server }) => {
+  await login(page, server);
+  await send(page, 'run: rm -rf typed-over');
+  const [id] = await pendingIds(page, 1);
+  const pending = card(page, id);
+  await expect(pending).toBeFocused();
+  // Typing "can't allow" at a focused sensitive card: an `a`, other letters, an `a`.
+  await pressKey(page, 'a');
+  await expect(pending.getByTestId('card-confirm')).toBeVisible();
+  await page.keyboard.press('x');
+  await expect(pending.getByTestId('card-confirm')).toHaveCount(0);
+  await page.keyboard.press('a');
+  await expect(pending.getByTestId('card-confirm')).toBeVisible();
+  await expect(pending).toHaveAttribute('data-state', 'pending');
+  await expect(toolResults(page, 'ok')).toHaveCount(0);
+});
+
+test('a card that takes focus on its own takes no key for a moment', async ({ page, server }) => {
+  await login(page, server);
+  await send(page, 'run: echo arrived');
+  const [id] = await pendingIds(page, 1);
+  const pending = card(page, id);
+  // Just arrived and focused: a letter typed now was meant for something else.
+  await expect(pending).toHaveAttribute('data-keys', 'settling');
+  await expect(pending).toBeFocused();
+  await page.keyboard.press('a');
+  await keysReady(page);
+  await expect(pending).toHaveAttribute('data-state', 'pending');
+  await expect(toolResults(page, 'ok')).toHaveCount(0);
+  // Then the keys are the card's.
+  await page.keyboard.press('a');
+  await expect(card(page, id)).toHaveAttribute('data-decision', 'approve');
 });
 
 test('`e` opens the editor on the focused card; Esc closes it; the edited call runs', async ({ page, server }) => {
@@ -136,17 +170,17 @@ test('`e` opens the editor on the focused card; Esc closes it; the edited call r
   const pending = card(page, id);
   // With the composer empty, the new card takes focus.
   await expect(pending).toBeFocused();
-  await page.keyboard.press('e');
+  await pressKey(page, 'e');
   const field = pending.getByTestId('edit-input');
   await expect(field).toBeVisible();
   await expect(field).toBeFocused();
   await expect(field).toHaveValue('draft');
-  await page.keyboard.press('Escape');
+  await pressKey(page, 'Escape');
   await expect(pending.getByTestId('edit-input')).toHaveCount(0);
   await expect(pending).toHaveAttribute('data-state', 'pending');
 
   await pending.focus();
-  await page.keyboard.press('e');
+  await pressKey(page, 'e');
   await pending.getByTestId('edit-input').fill('final');
   await pending.locator('[data-action=submit-edit]').click();
   await expect(card(page, id)).toHaveAttribute('data-decision', 'edit');
@@ -162,12 +196,12 @@ test('the keys act on the card that has focus, not on the first pending one', as
   const [a, b] = await pendingIds(page, 2);
   await card(page, b).focus();
   await expect(card(page, b)).toBeFocused();
-  await page.keyboard.press('e');
+  await pressKey(page, 'e');
   await expect(card(page, b).getByTestId('edit-input')).toBeVisible();
   await expect(card(page, a).getByTestId('edit-input')).toHaveCount(0);
-  await page.keyboard.press('Escape');
+  await pressKey(page, 'Escape');
   await card(page, b).focus();
-  await page.keyboard.press('a');
+  await pressKey(page, 'a');
   await expect(card(page, b)).toHaveAttribute('data-state', 'resolved');
   await expect(card(page, a)).toHaveAttribute('data-state', 'pending');
 });
@@ -178,9 +212,9 @@ test('`j` moves the keyboard focus to the next pending card', async ({ page, ser
   await send(page, 'parallel:\nwrite jf-1.txt: 1\nwrite jf-2.txt: 2');
   const [one, two] = await pendingIds(page, 2);
   await card(page, one).focus();
-  await page.keyboard.press('j');
+  await pressKey(page, 'j');
   await expect(card(page, two)).toBeFocused();
-  await page.keyboard.press('k');
+  await pressKey(page, 'k');
   await expect(card(page, one)).toBeFocused();
 });
 
@@ -190,7 +224,7 @@ test('`A` opens Always allow; confirming creates the rule and resolves the card 
   const [id] = await pendingIds(page, 1);
   const pending = card(page, id);
   await expect(pending).toBeFocused();
-  await page.keyboard.press('Shift+A');
+  await pressKey(page, 'Shift+A');
   const pattern = pending.getByTestId('rule-pattern');
   await expect(pattern).toBeFocused();
   await expect(pattern).toHaveValue('echo *');
@@ -222,21 +256,21 @@ test('`j` and `k` move between pending cards, and the keys act on the one moved 
   await card(page, one).focus();
   await expect(card(page, one)).toHaveClass(active);
 
-  await page.keyboard.press('j');
+  await pressKey(page, 'j');
   await expect(card(page, two)).toHaveClass(active);
   await expect(card(page, two)).toBeFocused();
   await expect(card(page, one)).not.toHaveClass(active);
-  await page.keyboard.press('j');
+  await pressKey(page, 'j');
   await expect(card(page, three)).toHaveClass(active);
   // At the last card `j` stays there.
-  await page.keyboard.press('j');
+  await pressKey(page, 'j');
   await expect(card(page, three)).toHaveClass(active);
-  await page.keyboard.press('k');
+  await pressKey(page, 'k');
   await expect(card(page, two)).toHaveClass(active);
   await expect(card(page, three)).not.toHaveClass(active);
 
   // `a` approves the card moved to, and only that one.
-  await page.keyboard.press('a');
+  await pressKey(page, 'a');
   await expect(card(page, two)).toHaveAttribute('data-state', 'resolved');
   await expect(card(page, two)).toHaveAttribute('data-decision', 'approve');
   await expect(card(page, one)).toHaveAttribute('data-state', 'pending');
@@ -244,26 +278,26 @@ test('`j` and `k` move between pending cards, and the keys act on the one moved 
 
   // Once the highlighted card is answered nothing is chosen: `j` starts at the first pending
   // card again.
-  await page.keyboard.press('j');
+  await pressKey(page, 'j');
   await expect(card(page, one)).toHaveClass(active);
   await expect(card(page, one)).toHaveAttribute('aria-current', 'true');
-  await page.keyboard.press('j');
+  await pressKey(page, 'j');
   await expect(card(page, three)).toHaveClass(active);
-  await page.keyboard.press('k');
+  await pressKey(page, 'k');
   await expect(card(page, one)).toHaveClass(active);
-  await page.keyboard.press('d');
+  await pressKey(page, 'd');
   await expect(card(page, one).getByTestId('deny-reason')).toBeFocused();
-  await page.keyboard.press('Enter');
+  await pressKey(page, 'Enter');
   await expect(card(page, one)).toHaveAttribute('data-decision', 'deny');
   await expect(card(page, three)).toHaveAttribute('data-state', 'pending');
   await leaveFields(page);
   // With the chosen card answered, `a` acts on nothing until a card is chosen again.
-  await page.keyboard.press('a');
+  await pressKey(page, 'a');
   await expect(card(page, three).locator('[data-action=approve]')).not.toContainText('Sending');
   await expect(card(page, three)).toHaveAttribute('data-state', 'pending');
-  await page.keyboard.press('j');
+  await pressKey(page, 'j');
   await expect(card(page, three)).toBeFocused();
-  await page.keyboard.press('a');
+  await pressKey(page, 'a');
   await expect(card(page, three)).toHaveAttribute('data-decision', 'approve');
   await expect(toolResults(page, 'ok')).toHaveCount(2);
   await expect(toolResults(page, 'denied')).toHaveCount(1);
@@ -298,7 +332,7 @@ test('no card key fires while typing in the composer', async ({ page, server }) 
   expect((await waiting.json()).map((g: any) => g.approval_id).sort()).toEqual([one, two].sort());
   // Control: the same key outside the composer does act.
   await card(page, one).focus();
-  await page.keyboard.press('d');
+  await pressKey(page, 'd');
   await expect(card(page, one).getByTestId('deny-reason')).toBeVisible();
   await expect(toolResults(page, 'ok')).toHaveCount(0);
   // Leave the composer text alone; answer the cards so the turn ends.
@@ -314,7 +348,7 @@ test('Shift+Tab in the composer cycles the mode picker, and the message goes wit
   await expect(picker).toHaveValue('ask');
   await composer.click();
   for (const mode of ['auto_edit', 'yolo', 'plan', 'ask', 'auto_edit', 'yolo']) {
-    await page.keyboard.press('Shift+Tab');
+    await pressKey(page, 'Shift+Tab');
     await expect(picker).toHaveValue(mode);
     await expect(badge).toHaveAttribute('data-mode', mode);
     // Focus stays in the composer.

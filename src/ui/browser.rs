@@ -168,6 +168,22 @@ pub fn tab_id() -> String {
     String::new()
 }
 
+/// Whether focus is somewhere a new card may take it from: nowhere, the page, a card itself,
+/// or the (empty) composer — not a field the person is working in.
+pub fn focus_is_free() -> bool {
+    #[cfg(feature = "hydrate")]
+    let free = web_sys::window()
+        .and_then(|w| w.document())
+        .and_then(|d| d.active_element())
+        .is_none_or(|el| {
+            let testid = el.get_attribute("data-testid").unwrap_or_default();
+            el.tag_name() == "BODY" || testid == "approval-card" || testid == "composer"
+        });
+    #[cfg(not(feature = "hydrate"))]
+    let free = true;
+    free
+}
+
 /// Whether the composer holds no text (and so may lose focus to a new card).
 pub fn composer_is_empty() -> bool {
     #[cfg(feature = "hydrate")]

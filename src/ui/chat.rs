@@ -68,8 +68,8 @@ pub fn ChatView(snapshot: Snapshot) -> impl IntoView {
     let renamed = RwSignal::new(None::<String>);
     let shown_title = move || session_title::shown_title(&title, &feed.events.read());
     let viewer_is_admin = Viewer::get().admin;
-    let pending = Memo::new(move |_| transcript::pending_gates(&items.read()));
-    gates::watch_pending(pending);
+    let pending = Memo::new(move |_| bus.still_pending(transcript::pending_gates(&items.read())));
+    gates::watch_pending(bus, pending);
     let initial_title = gates::tab_title(pending.get_untracked().len());
     gates::install_keyboard(bus, pending);
     let announcement = move || {

@@ -53,6 +53,15 @@ pub struct CardBus {
     pub command: RwSignal<Option<(String, CardCommand)>>,
     /// The card the keyboard acts on.
     pub active: RwSignal<Option<String>>,
+    /// Bumped by every key that is not a card command: a sensitive card's second `a` must
+    /// follow its first with nothing between (typing "can't allow" is not a confirmation).
+    pub other_key: RwSignal<u64>,
+    /// Cards this tab lost a race on: answered elsewhere, whether or not the feed has said so.
+    /// They are no longer pending here (keys, the bulk bar, the title, the composer).
+    pub lost: RwSignal<Vec<String>>,
+    /// A card that just took focus on its own: it takes no key until [`ARRIVAL_GRACE`] has
+    /// passed (letters typed as it arrived were meant for something else).
+    pub settling: RwSignal<Option<String>>,
 }
 
 impl CardBus {
@@ -60,9 +69,25 @@ impl CardBus {
         CardBus {
             command: RwSignal::new(None),
             active: RwSignal::new(None),
+            other_key: RwSignal::new(0),
+            lost: RwSignal::new(Vec::new()),
+            settling: RwSignal::new(None),
         }
     }
+
+    /// `pending` less the cards this tab knows were answered elsewhere.
+    pub fn still_pending(self, pending: Vec<ApprovalRequestBody>) -> Vec<ApprovalRequestBody> {
+        self.lost.with(|lost| {
+            pending
+                .into_iter()
+                .filter(|g| !lost.contains(&g.approval_id))
+                .collect()
+        })
+    }
 }
+
+/// How long a card that took focus on its own takes no key.
+pub const ARRIVAL_GRACE: std::time::Duration = std::time::Duration::from_millis(1000);
 
 impl Default for CardBus {
     fn default() -> Self {
@@ -133,9 +158,20 @@ pub fn install_keyboard(bus: CardBus, pending: Memo<Vec<ApprovalRequestBody>>) {
                 ev.prevent_default();
                 return;
             }
-            if let (Some(command), Some(active)) = (key_command(&key), active) {
-                ev.prevent_default();
-                bus.command.set(Some((active, command)));
+            match (key_command(&key), active) {
+                (Some(command), Some(active)) => {
+                    ev.prevent_default();
+                    let just_arrived = command != CardCommand::Close
+                        && bus.settling.get_untracked().as_ref() == Some(&active);
+                    if !just_arrived {
+                        bus.command.set(Some((active, command)));
+                    }
+                }
+                // Shift and the like are not keys of their own.
+                _ if key.chars().count() == 1 || key == "Enter" || key == "Backspace" => {
+                    bus.other_key.update(|n| *n += 1);
+                }
+                _ => {}
             }
         });
         on_cleanup(move || handle.remove());
@@ -258,7 +294,9 @@ pub fn tab_title(n: usize) -> String {
 /// gate while the tab is hidden (permission is asked the first time a gate appears). The
 /// title is set directly rather than through a `<Title>` signal, which would outlive this
 /// view when the router switches sessions.
-pub fn watch_pending(pending: Memo<Vec<ApprovalRequestBody>>) {
+pub fn watch_pending(bus: CardBus, pending: Memo<Vec<ApprovalRequestBody>>) {
+    #[cfg(not(feature = "hydrate"))]
+    let _ = bus;
     Effect::new(move |_| crate::ui::browser::set_title(&tab_title(pending.read().len())));
     #[cfg(feature = "hydrate")]
     Effect::new(move |seen: Option<Vec<String>>| {
@@ -271,10 +309,22 @@ pub fn watch_pending(pending: Memo<Vec<ApprovalRequestBody>>) {
         for gate in &fresh {
             crate::ui::browser::notify_gate(&gate.approval_id, &gate.title, &gate.summary);
         }
-        // With nothing typed, focus goes to the new card so a/e/d act on it at once.
+        // With nothing typed and focus nowhere else (not in another card's field, the bulk
+        // reason, an editor), focus goes to the new card; its keys wait a moment (see
+        // [`ARRIVAL_GRACE`]).
         if let Some(first) = fresh.first()
             && crate::ui::browser::composer_is_empty()
+            && crate::ui::browser::focus_is_free()
         {
+            let arrived = first.approval_id.clone();
+            bus.settling.set(Some(arrived.clone()));
+            set_timeout(
+                move || {
+                    bus.settling
+                        .try_update(|s| *s = s.take().filter(|id| *id != arrived));
+                },
+                ARRIVAL_GRACE,
+            );
             let id = format!("gate-{}", first.approval_id);
             // After the card is in the DOM.
             request_animation_frame(move || crate::ui::browser::focus(&id));

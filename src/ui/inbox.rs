@@ -63,11 +63,13 @@ fn Inbox() -> impl IntoView {
     });
 
     let pending = Memo::new(move |_| {
-        gates()
-            .iter()
-            .flatten()
-            .map(|g| g.body.clone())
-            .collect::<Vec<ApprovalRequestBody>>()
+        bus.still_pending(
+            gates()
+                .iter()
+                .flatten()
+                .map(|g| g.body.clone())
+                .collect::<Vec<ApprovalRequestBody>>(),
+        )
     });
     // a / e / d / A act on the first (or the j/k-selected) card, as in the chat.
     gates::install_keyboard(bus, pending);

@@ -622,22 +622,16 @@ fn with_value_now(
     mut body: ApprovalRequestBody,
     config: &crate::server::config::Config,
 ) -> ApprovalRequestBody {
-    if body.tool != "config_set" {
+    if body.tool != tools::CONFIG_TOOL {
         return body;
     }
-    let key = body
-        .args
-        .get("key")
-        .and_then(serde_json::Value::as_str)
-        .unwrap_or("");
-    let now = crate::server::config::keys::get(config, key)
+    // The key as the tool reads and sets it (trimmed), so "now" is the value it replaces.
+    let Ok((key, wanted)) = tools::config_key_and_value(&body.args) else {
+        return body;
+    };
+    let now = crate::server::config::keys::get(config, &key)
         .map(|v| crate::server::config::keys::display(&v))
         .unwrap_or_else(|| "unset".to_owned());
-    let wanted = body
-        .args
-        .get("value")
-        .map(serde_json::Value::to_string)
-        .unwrap_or_default();
     body.summary = format!("config_set {key}: {now} → {wanted}");
     body
 }

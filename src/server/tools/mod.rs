@@ -42,7 +42,7 @@ use tokio_util::sync::CancellationToken;
 use crate::protocol::{Mode, ToolClass, ToolStatus};
 use crate::server::conversation::ToolSpec;
 
-pub use config_set::{AGENT_KEYS, CONFIG_TOOL};
+pub use config_set::{AGENT_KEYS, CONFIG_TOOL, key_and_value as config_key_and_value};
 pub use error::ToolError;
 pub use exit_plan::{EXIT_PLAN_TOOL, plan_of};
 pub use files::{FileNow, MAX_DIFF_BYTES, current_file};

@@ -400,6 +400,16 @@ fn PendingCard(request: ApprovalRequestBody, now_ms: RwSignal<f64>) -> impl Into
     // Another answer won the race: the card shows it and has no buttons left, whether or not
     // the feed ever brings that answer to this tab.
     let lost = RwSignal::new(None::<Resolution>);
+    // A sensitive card's first `a`: the second approves (a click on Approve always does).
+    let confirming = RwSignal::new(false);
+    // A sensitive card's first `a` counts only if the next key is its second.
+    Effect::new(move |seen: Option<u64>| {
+        let now = bus.other_key.get();
+        if seen.is_some_and(|seen| seen != now) {
+            confirming.set(false);
+        }
+        now
+    });
     if let Some(healed) = use_context::<ConnectionHealed>() {
         Effect::new(move |seen: Option<u64>| {
             let now = healed.0.get();
@@ -416,15 +426,13 @@ fn PendingCard(request: ApprovalRequestBody, now_ms: RwSignal<f64>) -> impl Into
     let execution_mode = RwSignal::new(request.execution_mode.unwrap_or(Mode::Ask));
     let allows = move |d: Decision| allowed.contains(&d);
     let floor = request.reason == GateReason::SafetyFloor;
-    // A sensitive card's first `a`: the second approves (a click on Approve always does).
-    let confirming = RwSignal::new(false);
 
     let send = {
         let session_id = request.session_id.clone();
         let approval_id = approval_id.clone();
         let digest = request.digest.clone();
         Callback::new(move |mut input: DecisionInput| {
-            if sending.get_untracked() {
+            if sending.get_untracked() || lost.with_untracked(Option::is_some) {
                 return;
             }
             input.digest = Some(digest.clone());
@@ -451,11 +459,18 @@ fn PendingCard(request: ApprovalRequestBody, now_ms: RwSignal<f64>) -> impl Into
                             Decision::Cancelled => "This turn was cancelled",
                         };
                         notice.set(Some(what.to_owned()));
+                        confirming.set(false);
+                        bus.lost.update(|l| l.push(resolution.approval_id.clone()));
                         lost.set(Some(resolution));
                     }
                     Err(err) => {
                         sending.set(false);
-                        failed.set(true);
+                        // Only a lost connection heals by itself; a refusal (a changed card,
+                        // a bad edit) stays said.
+                        failed.set(matches!(
+                            err.error.code.as_str(),
+                            "network" | "internal" | "storage_unavailable" | "shutting_down"
+                        ));
                         notice.set(Some(api::error_message(&err)));
                     }
                 }
@@ -482,6 +497,9 @@ fn PendingCard(request: ApprovalRequestBody, now_ms: RwSignal<f64>) -> impl Into
                 return;
             }
             bus.command.set(None);
+            if lost.with_untracked(Option::is_some) {
+                return;
+            }
             match command {
                 // A sensitive card is not approved by one key: the first press asks for a
                 // second, which must come within a few seconds.
@@ -629,6 +647,7 @@ fn PendingCard(request: ApprovalRequestBody, now_ms: RwSignal<f64>) -> impl Into
     let edit_request = request.clone();
     let always_request = request.clone();
     let lost_request = StoredValue::new(request.clone());
+    let settling_id = approval_id.clone();
     // Focus and the highlight are one thing: the card that gets focus (by Tab, a click, `j`/`k`
     // or arriving) becomes the one the keys act on.
     let focus_id = approval_id.clone();
@@ -646,6 +665,7 @@ fn PendingCard(request: ApprovalRequestBody, now_ms: RwSignal<f64>) -> impl Into
             data-approval-id=request.approval_id.clone()
             data-kind=kind_attr(request.kind)
             data-state=move || if lost.read().is_some() { "resolved" } else { "pending" }
+            data-keys=move || if bus.settling.read().as_ref() == Some(&settling_id) { "settling" } else { "ready" }
             data-decision=move || lost.read().as_ref().map(|r| r.decision.as_str())
         >
             <header class="card-head">
