@@ -74,7 +74,7 @@ test('a failing command is shown expanded with its exit code; a successful one s
   await expect(page.getByTestId('assistant-message').last()).toContainText('[error]');
 });
 
-test('a denied call is shown expanded with status denied and the reason', async ({ page, server }) => {
+test('a denied call says denied on its row; the reason is on the card, said once', async ({ page, server }) => {
   await login(page, server);
   await send(page, 'run: touch denied.txt');
   const pending = pendingCards(page);
@@ -85,7 +85,10 @@ test('a denied call is shown expanded with status denied and the reason', async 
   const denied = toolResults(page, 'denied');
   await expect(denied).toHaveCount(1);
   await expect(denied).toContainText('shell: touch denied.txt');
-  await expect(denied).toHaveJSProperty('open', true);
+  await expect(denied).toHaveJSProperty('open', false);
+  await expect(denied.locator('.tool-outcome')).toHaveText(' → denied, not run');
+  await expect(page.locator('[data-testid=approval-card][data-decision=deny]').getByTestId('card-outcome')).toContainText('not this file');
+  // Still there for whoever opens the row: what the agent was told.
   await expect(denied.locator('.tool-output')).toContainText('not this file');
   await expect(toolResults(page, 'ok')).toHaveCount(0);
   expect(existsSync(join(server.workspace, 'denied.txt'))).toBe(false);

@@ -42,7 +42,7 @@ fn busy_settings() -> Value {
 }
 
 const OUR_GROUP: &str = r#"{"matcher": "*", "hooks": [{"type": "command",
-    "command": "countersign hook claude-code", "timeout": 1860,
+    "command": "countersign hook claude-code", "timeout": 1800,
     "statusMessage": "Waiting for approval in Countersign"}]}"#;
 
 #[tokio::test]

@@ -543,3 +543,41 @@ async fn opencode_bridge_carries_a_persons_answer_back_once() {
     bridge.start_kill().unwrap();
     let _ = bridge.wait().await;
 }
+
+#[tokio::test]
+async fn a_hook_the_agent_stops_closes_its_card_and_no_answer_is_taken_after() {
+    let ts = TestServer::start().await;
+    let token = gates_token(&ts, "claude-hook").await;
+    let mut input = fixture("claude-code/permissionrequest-bash.stdin.json");
+    input["tool_input"]["command"] = json!("make release");
+    for signal in ["TERM", "INT", "HUP"] {
+        input["session_id"] = json!(format!("stopped-by-{signal}"));
+        let mut hook = WaitingHook::start("claude-code", &ts.base, &token, &input).await;
+        hook.waiting().await;
+        let gate = pending_gate(&ts).await;
+        // The agent answered in its own prompt (or the person pressed Esc): it stops the hook.
+        let pid = hook.child.id().unwrap().to_string();
+        let killed = std::process::Command::new("kill")
+            .args([&format!("-{signal}"), &pid])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        let exited = tokio::time::timeout(SOON, hook.child.wait()).await;
+        assert!(exited.is_ok(), "SIGTERM ended the hook in time");
+        // Its card is closed, saying why, and a late answer is refused, not recorded.
+        let (sid, aid) = (str_of(&gate, "session_id"), str_of(&gate, "approval_id"));
+        let late = ts
+            .post(
+                &format!("/api/v1/sessions/{sid}/approvals/{aid}"),
+                json!({"decision": "approve"}),
+            )
+            .await;
+        assert_eq!(late.status.as_u16(), 410, "{signal}: {}", late.body);
+        let resolution = &late.json()["resolution"];
+        assert_eq!(
+            resolution["decision"], "cancelled",
+            "{signal}: {resolution}"
+        );
+        assert_eq!(resolution["reason"], "agent_gone", "{signal}: {resolution}");
+    }
+}

@@ -8,9 +8,6 @@ use serde_json::{Map, Value, json};
 
 use crate::external::hook::{DEFAULT_TIMEOUT_SECS, HookContext, HookOutcome};
 
-/// Seconds the agent gives the hook beyond the hook's own deadline, so the hook always answers
-/// first (an agent that times a hook out discards its answer).
-pub const HOOK_TIMEOUT_MARGIN_SECS: u64 = 60;
 const STATUS_MESSAGE: &str = "Waiting for approval in Countersign";
 
 /// `countersign hook install …`
@@ -160,7 +157,9 @@ fn codex_extra_keys(path: &Path) -> Option<String> {
     (!extra.is_empty()).then(|| extra.join(", "))
 }
 
-/// The handler entry: a shell command with a timeout longer than the hook's own deadline.
+/// The handler entry: the agent's timeout for the hook is the same number the hook is told
+/// (`--timeout`), and the hook answers 10 s before it passes — not a minute before a longer
+/// one the hook knows nothing of.
 pub fn handler(agent: Agent, timeout: u64) -> Value {
     let mut command = format!("countersign hook {}", agent.subcommand());
     if timeout != DEFAULT_TIMEOUT_SECS {
@@ -169,7 +168,7 @@ pub fn handler(agent: Agent, timeout: u64) -> Value {
     json!({
         "type": "command",
         "command": command,
-        "timeout": timeout.saturating_add(HOOK_TIMEOUT_MARGIN_SECS),
+        "timeout": timeout,
         "statusMessage": STATUS_MESSAGE,
     })
 }
@@ -319,7 +318,7 @@ mod tests {
             Ok(true)
         );
         let group = json!([{"matcher": "*", "hooks": [{
-            "type": "command", "command": "countersign hook claude-code", "timeout": 1860,
+            "type": "command", "command": "countersign hook claude-code", "timeout": 1800,
             "statusMessage": "Waiting for approval in Countersign"}]}]);
         assert_eq!(
             settings,

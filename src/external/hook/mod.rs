@@ -32,6 +32,11 @@ const ANSWER_MARGIN: Duration = Duration::from_secs(10);
 const MAX_ASKED_BEFORE: usize = 50;
 /// The `why` sent when the hook's own deadline cancels its gate.
 const WHY_TIMEOUT: &str = "timeout";
+/// The cancel reason when the agent stopped the hook (it answered in its own prompt, the person
+/// pressed Esc, the agent quit): nobody waits for this card any more.
+pub const WHY_AGENT_GONE: &str = "agent_gone";
+/// How long a stopped hook may spend closing its card before it exits anyway.
+const CLOSE_ON_STOP: Duration = Duration::from_secs(3);
 
 /// `countersign hook …`
 #[derive(Args, Debug, Clone)]
@@ -303,7 +308,22 @@ async fn wait(
     timeout_secs: u64,
     out: &mut HookOutcome,
 ) -> Option<Verdict> {
-    match client.wait(approval_id, deadline).await {
+    let waited = tokio::select! {
+        waited = client.wait(approval_id, deadline) => waited,
+        signal = stopped() => {
+            // The agent stopped asking (SIGTERM, SIGINT or SIGHUP): its card must not stay
+            // open for an answer nobody will act on, or be audited as a decision later.
+            out.say(format!("stopped by {signal}; closing the card"));
+            if tokio::time::timeout(CLOSE_ON_STOP, client.cancel(approval_id, WHY_AGENT_GONE))
+                .await
+                .is_err()
+            {
+                out.say(format!("could not close gate {approval_id} in time"));
+            }
+            return None;
+        }
+    };
+    match waited {
         Ok(state) => Some(Verdict::from_state(&state)),
         Err(ClientError::Deadline { .. }) => {
             // The agent is told no; the card should not stay open for an answer nobody reads.
@@ -319,6 +339,24 @@ async fn wait(
             ));
             None
         }
+    }
+}
+
+/// Resolves when the process is asked to stop, naming the signal; never, where signals cannot
+/// be listened for.
+async fn stopped() -> &'static str {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int), Ok(mut hup)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::hangup()),
+    ) else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => "SIGTERM",
+        _ = int.recv() => "SIGINT",
+        _ = hup.recv() => "SIGHUP",
     }
 }
 
