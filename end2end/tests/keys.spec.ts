@@ -142,6 +142,15 @@ test("a sensitive card's two `a`s must follow each other: a key between starts o
   await expect(pending.getByTestId('card-confirm')).toHaveCount(0);
   await page.keyboard.press('a');
   await expect(pending.getByTestId('card-confirm')).toBeVisible();
+  // Escape is a key between too.
+  await page.keyboard.press('Escape');
+  await expect(pending.getByTestId('card-confirm')).toHaveCount(0);
+  // A held `a` is one press, not two.
+  await page.keyboard.down('a');
+  await page.keyboard.down('a');
+  await page.keyboard.down('a');
+  await page.keyboard.up('a');
+  await expect(pending.getByTestId('card-confirm')).toBeVisible();
   await expect(pending).toHaveAttribute('data-state', 'pending');
   await expect(toolResults(page, 'ok')).toHaveCount(0);
 });

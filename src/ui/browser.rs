@@ -177,7 +177,11 @@ pub fn focus_is_free() -> bool {
         .and_then(|d| d.active_element())
         .is_none_or(|el| {
             let testid = el.get_attribute("data-testid").unwrap_or_default();
-            el.tag_name() == "BODY" || testid == "approval-card" || testid == "composer"
+            // A card the person is working on (a second `a` pending, a panel open) keeps it.
+            let engaged = el.has_attribute("data-engaged");
+            el.tag_name() == "BODY"
+                || (testid == "approval-card" && !engaged)
+                || testid == "composer"
         });
     #[cfg(not(feature = "hydrate"))]
     let free = true;

@@ -86,8 +86,31 @@ impl CardBus {
     }
 }
 
-/// How long a card that took focus on its own takes no key.
+/// How long a card that took focus on its own takes no key (counted again from each key the
+/// person presses meanwhile).
 pub const ARRIVAL_GRACE: std::time::Duration = std::time::Duration::from_millis(1000);
+
+#[cfg(feature = "hydrate")]
+thread_local! {
+    /// Which grace is the latest: an older timer ending does not end a newer grace.
+    static SETTLE_EPOCH: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Starts (or restarts) the grace of the card `id`.
+#[cfg(feature = "hydrate")]
+fn settle(bus: CardBus, id: String) {
+    let epoch = SETTLE_EPOCH.get() + 1;
+    SETTLE_EPOCH.set(epoch);
+    bus.settling.set(Some(id));
+    set_timeout(
+        move || {
+            if SETTLE_EPOCH.get() == epoch {
+                bus.settling.try_set(None);
+            }
+        },
+        ARRIVAL_GRACE,
+    );
+}
 
 impl Default for CardBus {
     fn default() -> Self {
@@ -116,15 +139,33 @@ pub fn install_keyboard(bus: CardBus, pending: Memo<Vec<ApprovalRequestBody>>) {
     {
         use wasm_bindgen::JsCast;
         let handle = window_event_listener(leptos::ev::keydown, move |ev| {
-            if ev.ctrl_key() || ev.meta_key() || ev.alt_key() {
-                return;
-            }
             let key = ev.key();
+            let modified = ev.ctrl_key() || ev.meta_key() || ev.alt_key();
             let typing = ev
                 .target()
                 .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
                 .map(|el| matches!(el.tag_name().as_str(), "INPUT" | "TEXTAREA" | "SELECT"))
                 .unwrap_or(false);
+            // Every key but a plain `a` at the cards ends a sensitive card's wait for its
+            // second `a` (Escape, `d`, typing a reason…); Shift and the like alone do not.
+            let lone_modifier = matches!(
+                key.as_str(),
+                "Shift" | "Control" | "Alt" | "Meta" | "CapsLock"
+            );
+            // A held key is one press: its repeats neither act nor count.
+            if ev.repeat() {
+                return;
+            }
+            if !lone_modifier && (typing || modified || key != "a") {
+                bus.other_key.update(|n| *n += 1);
+            }
+            // A card that just arrived keeps its grace while the person keeps typing.
+            if !lone_modifier && let Some(settling) = bus.settling.get_untracked() {
+                settle(bus, settling);
+            }
+            if modified {
+                return;
+            }
             if typing && key != "Escape" {
                 return;
             }
@@ -158,20 +199,13 @@ pub fn install_keyboard(bus: CardBus, pending: Memo<Vec<ApprovalRequestBody>>) {
                 ev.prevent_default();
                 return;
             }
-            match (key_command(&key), active) {
-                (Some(command), Some(active)) => {
-                    ev.prevent_default();
-                    let just_arrived = command != CardCommand::Close
-                        && bus.settling.get_untracked().as_ref() == Some(&active);
-                    if !just_arrived {
-                        bus.command.set(Some((active, command)));
-                    }
+            if let (Some(command), Some(active)) = (key_command(&key), active) {
+                ev.prevent_default();
+                let just_arrived = command != CardCommand::Close
+                    && bus.settling.get_untracked().as_ref() == Some(&active);
+                if !just_arrived {
+                    bus.command.set(Some((active, command)));
                 }
-                // Shift and the like are not keys of their own.
-                _ if key.chars().count() == 1 || key == "Enter" || key == "Backspace" => {
-                    bus.other_key.update(|n| *n += 1);
-                }
-                _ => {}
             }
         });
         on_cleanup(move || handle.remove());
@@ -198,6 +232,9 @@ pub fn BulkBar(session_id: String, pending: Memo<Vec<ApprovalRequestBody>>) -> i
             .collect::<Vec<_>>()
     });
     let sensitive = move || pending.read().len() - ordinary.read().len();
+    // A card that just arrived is not approved in bulk before it could be read.
+    let bus = use_context::<CardBus>().unwrap_or_default();
+    let settling = move || bus.settling.read().is_some();
     let answer_all = move |decision: &'static str, why: Option<String>| {
         let gates = ordinary.get_untracked();
         let left = pending.get_untracked().len() - gates.len();
@@ -243,12 +280,12 @@ pub fn BulkBar(session_id: String, pending: Memo<Vec<ApprovalRequestBody>>) -> i
                     </span>
                 })}
                 <button type="button" class="primary" data-action="approve-all"
-                    disabled=move || busy.get() || ordinary.read().is_empty()
+                    disabled=move || busy.get() || ordinary.read().is_empty() || settling()
                     on:click={ let approve = approve.clone(); move |_| approve("approve", None) }>
                     {move || if sensitive() > 0 { "Approve the others" } else { "Approve all" }}
                 </button>
                 <button type="button" data-action="deny-all"
-                    disabled=move || busy.get() || ordinary.read().is_empty()
+                    disabled=move || busy.get() || ordinary.read().is_empty() || settling()
                     on:click=move |_| asking_reason.set(true)>
                     {move || if sensitive() > 0 { "Deny the others" } else { "Deny all" }}
                 </button>
@@ -312,22 +349,20 @@ pub fn watch_pending(bus: CardBus, pending: Memo<Vec<ApprovalRequestBody>>) {
         // With nothing typed and focus nowhere else (not in another card's field, the bulk
         // reason, an editor), focus goes to the new card; its keys wait a moment (see
         // [`ARRIVAL_GRACE`]).
-        if let Some(first) = fresh.first()
-            && crate::ui::browser::composer_is_empty()
-            && crate::ui::browser::focus_is_free()
-        {
+        if let Some(first) = fresh.first() {
             let arrived = first.approval_id.clone();
-            bus.settling.set(Some(arrived.clone()));
-            set_timeout(
-                move || {
-                    bus.settling
-                        .try_update(|s| *s = s.take().filter(|id| *id != arrived));
-                },
-                ARRIVAL_GRACE,
-            );
-            let id = format!("gate-{}", first.approval_id);
-            // After the card is in the DOM.
-            request_animation_frame(move || crate::ui::browser::focus(&id));
+            // After the card is in the DOM — and, in a hidden tab, when the person is back:
+            // the checks and the grace count from the moment focus actually moves.
+            request_animation_frame(move || {
+                if crate::ui::browser::page_hidden()
+                    || !crate::ui::browser::composer_is_empty()
+                    || !crate::ui::browser::focus_is_free()
+                {
+                    return;
+                }
+                settle(bus, arrived.clone());
+                crate::ui::browser::focus(&format!("gate-{arrived}"));
+            });
         }
         now.iter()
             .map(|g| g.approval_id.clone())

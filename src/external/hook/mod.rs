@@ -230,6 +230,9 @@ pub(crate) async fn decide(
     ctx: &HookContext,
     out: &mut HookOutcome,
 ) -> Option<Verdict> {
+    // Listening from before the card opens: a stop that comes while it is being opened is
+    // kept, and acted on (the card closed) as soon as the wait begins.
+    let mut stop = Stop::listen();
     let timeout = Duration::from_secs(flags.timeout);
     let wait_for = timeout
         .saturating_sub(ANSWER_MARGIN)
@@ -296,6 +299,7 @@ pub(crate) async fn decide(
         &opened.approval_id,
         deadline,
         wait_for.as_secs(),
+        &mut stop,
         out,
     )
     .await
@@ -306,19 +310,23 @@ async fn wait(
     approval_id: &str,
     deadline: Instant,
     timeout_secs: u64,
+    stop: &mut Stop,
     out: &mut HookOutcome,
 ) -> Option<Verdict> {
     let waited = tokio::select! {
         waited = client.wait(approval_id, deadline) => waited,
-        signal = stopped() => {
+        signal = stop.stopped() => {
             // The agent stopped asking (SIGTERM, SIGINT or SIGHUP): its card must not stay
             // open for an answer nobody will act on, or be audited as a decision later.
             out.say(format!("stopped by {signal}; closing the card"));
-            if tokio::time::timeout(CLOSE_ON_STOP, client.cancel(approval_id, WHY_AGENT_GONE))
+            match tokio::time::timeout(CLOSE_ON_STOP, client.cancel(approval_id, WHY_AGENT_GONE))
                 .await
-                .is_err()
             {
-                out.say(format!("could not close gate {approval_id} in time"));
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => out.say(format!(
+                    "could not close gate {approval_id} (answered meanwhile?): {e}"
+                )),
+                Err(_) => out.say(format!("could not close gate {approval_id} in time")),
             }
             return None;
         }
@@ -327,8 +335,12 @@ async fn wait(
         Ok(state) => Some(Verdict::from_state(&state)),
         Err(ClientError::Deadline { .. }) => {
             // The agent is told no; the card should not stay open for an answer nobody reads.
-            if let Err(e) = client.cancel(approval_id, WHY_TIMEOUT).await {
-                out.say(format!("could not cancel gate {approval_id}: {e}"));
+            // Bounded: the no must reach the agent before its own timeout does.
+            match tokio::time::timeout(CLOSE_ON_STOP, client.cancel(approval_id, WHY_TIMEOUT)).await
+            {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => out.say(format!("could not cancel gate {approval_id}: {e}")),
+                Err(_) => out.say(format!("could not cancel gate {approval_id} in time")),
             }
             Some(Verdict::timed_out(timeout_secs))
         }
@@ -342,21 +354,39 @@ async fn wait(
     }
 }
 
-/// Resolves when the process is asked to stop, naming the signal; never, where signals cannot
-/// be listened for.
-async fn stopped() -> &'static str {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int), Ok(mut hup)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::hangup()),
-    ) else {
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = term.recv() => "SIGTERM",
-        _ = int.recv() => "SIGINT",
-        _ = hup.recv() => "SIGHUP",
+/// The signals by which an agent stops its hook, listened for from the start of a decision
+/// (a signal that comes before the wait is kept until the wait reads it).
+struct Stop {
+    signals: Option<[(tokio::signal::unix::Signal, &'static str); 3]>,
+}
+
+impl Stop {
+    fn listen() -> Stop {
+        use tokio::signal::unix::{SignalKind, signal};
+        let signals = match (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::hangup()),
+        ) {
+            (Ok(term), Ok(int), Ok(hup)) => {
+                Some([(term, "SIGTERM"), (int, "SIGINT"), (hup, "SIGHUP")])
+            }
+            _ => None,
+        };
+        Stop { signals }
+    }
+
+    /// Resolves when the process is asked to stop, naming the signal; never, where signals
+    /// cannot be listened for.
+    async fn stopped(&mut self) -> &'static str {
+        let Some([(term, t), (int, i), (hup, h)]) = self.signals.as_mut() else {
+            return std::future::pending().await;
+        };
+        tokio::select! {
+            _ = term.recv() => t,
+            _ = int.recv() => i,
+            _ = hup.recv() => h,
+        }
     }
 }
 

@@ -527,7 +527,10 @@ fn PendingCard(request: ApprovalRequestBody, now_ms: RwSignal<f64>) -> impl Into
                 CardCommand::AllowAlways if allows(Decision::AllowAlways) => {
                     panel.set(Panel::Always)
                 }
-                CardCommand::Close => panel.set(Panel::None),
+                CardCommand::Close => {
+                    confirming.set(false);
+                    panel.set(Panel::None)
+                }
                 _ => {}
             }
         });
@@ -665,6 +668,7 @@ fn PendingCard(request: ApprovalRequestBody, now_ms: RwSignal<f64>) -> impl Into
             data-approval-id=request.approval_id.clone()
             data-kind=kind_attr(request.kind)
             data-state=move || if lost.read().is_some() { "resolved" } else { "pending" }
+            data-engaged=move || (confirming.get() || panel.get() != Panel::None).then_some("true")
             data-keys=move || if bus.settling.read().as_ref() == Some(&settling_id) { "settling" } else { "ready" }
             data-decision=move || lost.read().as_ref().map(|r| r.decision.as_str())
         >
