@@ -12,6 +12,9 @@ use crate::text::{error_chain, truncate};
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(15);
+/// How long `GET /event` may take to answer with its headers: a restarting opencode can accept
+/// the connection and say nothing, and the bridge must not wait on it while asks go unseen.
+const STREAM_OPEN_TIMEOUT: Duration = Duration::from_secs(10);
 /// opencode's Basic-auth user when `OPENCODE_SERVER_PASSWORD` is set.
 const BASIC_USER: &str = "opencode";
 
@@ -53,6 +56,7 @@ pub struct OpencodeClient {
     base: Url,
     directory: Option<String>,
     password: Option<String>,
+    stream_open_timeout: Duration,
 }
 
 impl OpencodeClient {
@@ -78,7 +82,14 @@ impl OpencodeClient {
             base,
             directory,
             password: password.filter(|p| !p.is_empty()),
+            stream_open_timeout: STREAM_OPEN_TIMEOUT,
         })
+    }
+
+    /// The same client with another limit on opening the event stream (tests).
+    pub fn with_stream_open_timeout(mut self, limit: Duration) -> OpencodeClient {
+        self.stream_open_timeout = limit;
+        self
     }
 
     /// The base URL without credentials (for messages).
@@ -96,11 +107,19 @@ impl OpencodeClient {
         impl Stream<Item = Result<Event, EventStreamError<reqwest::Error>>> + use<>,
         OpencodeError,
     > {
-        let response = self
+        let send = self
             .request(reqwest::Method::GET, &["event"])
             .header("Accept", "text/event-stream")
-            .send()
+            .send();
+        let response = tokio::time::timeout(self.stream_open_timeout, send)
             .await
+            .map_err(|_| OpencodeError::Unreachable {
+                url: self.shown(),
+                detail: format!(
+                    "its event stream did not open within {} s",
+                    self.stream_open_timeout.as_secs_f32()
+                ),
+            })?
             .map_err(|e| self.unreachable(&e))?;
         let status = response.status();
         if !status.is_success() {
@@ -172,5 +191,35 @@ impl OpencodeClient {
             status,
             body: truncate(body.trim(), 200),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A restarting opencode that accepts the connection and never answers: opening the
+    /// stream gives up (a transient error, so the bridge reconnects) instead of waiting.
+    #[tokio::test]
+    async fn an_event_stream_that_never_opens_is_given_up_on() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let held = tokio::spawn(async move {
+            let (socket, _) = listener.accept().await.unwrap();
+            tokio::time::sleep(Duration::from_secs(30)).await;
+            drop(socket);
+        });
+        let client = OpencodeClient::new(&url, None, None)
+            .unwrap()
+            .with_stream_open_timeout(Duration::from_millis(300));
+        let started = std::time::Instant::now();
+        let err = match client.events().await {
+            Err(err) => err,
+            Ok(_) => panic!("a stream that never opened was taken"),
+        };
+        assert!(err.is_transient(), "{err}");
+        assert!(err.to_string().contains("did not open"), "{err}");
+        assert!(started.elapsed() < Duration::from_secs(10));
+        held.abort();
     }
 }
