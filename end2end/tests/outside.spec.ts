@@ -3,7 +3,7 @@
 // `gates` token and Claude's own payload on stdin) opens a card that reads naturally, and the
 // person's answer in the browser is what the hook prints for Claude — an edit included.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { APIRequestContext, expect, Page } from '@playwright/test';
@@ -220,4 +220,5 @@ test("the card says what the agent says it is doing: the transcript's last words
   await expect(c).toHaveAttribute('data-state', 'resolved');
   await c.locator('summary.card-line').click();
   await expect(c.getByTestId('agent-says')).toContainText('The build folder is stale');
+  rmSync(dir, { recursive: true, force: true });
 });
