@@ -1,8 +1,11 @@
 //! The conversation as a model sees it — messages, tool calls, tool specs, one completion —
-//! and how the session's log folds into it (`history.rs`). Below the agent and the hub: both
-//! use these types, neither owns them.
+//! how the session's log folds into it (`history.rs`), what it costs in tokens (`tokens.rs`)
+//! and how it is cut to fit a model's context window (`fit.rs`). Below the agent and the hub:
+//! both use these types, neither owns them.
 
+pub mod fit;
 pub mod history;
+pub mod tokens;
 
 use serde_json::Value;
 
