@@ -119,6 +119,27 @@ ensure_e2e_deps() {
   fi
 }
 
+# The outside agents the tests run for real (scripts/agents.txt pins each), installed from npm
+# under target/agents/<name> (or $COUNTERSIGN_AGENTS_DIR), each only when its pinned version is
+# not already there; and tmux, which drives their terminals. A cold install of all six takes
+# about a minute here (npm's own cache makes a later one a few seconds).
+ensure_agents() {
+  command -v tmux >/dev/null || { say "installing tmux"; apt_install tmux; }
+  command -v npm >/dev/null || { say "installing nodejs and npm"; apt_install nodejs npm; }
+  local dir="${COUNTERSIGN_AGENTS_DIR:-$ROOT/target/agents}" name spec bin pkg version have
+  while read -r name spec bin; do
+    case "$name" in ''|'#'*) continue ;; esac
+    pkg="${spec%@*}"; version="${spec##*@}"
+    have="$(node -p "require('$dir/$name/node_modules/$pkg/package.json').version" 2>/dev/null || true)"
+    if [ "$have" != "$version" ] || [ ! -x "$dir/$name/node_modules/.bin/$bin" ]; then
+      say "installing $spec (npm)"
+      mkdir -p "$dir/$name"
+      npm install --prefix "$dir/$name" --no-audit --no-fund --no-save --silent "$spec"
+    fi
+  done < "$ROOT/scripts/agents.txt"
+  export COUNTERSIGN_AGENTS_DIR="$dir" COUNTERSIGN_REAL_AGENTS=required
+}
+
 # A throwaway PostgreSQL cluster for the tests, on a free loopback port, stopped and removed
 # when the calling script exits; installs Debian's postgresql when missing. Exports
 # COUNTERSIGN_TEST_POSTGRES_URL (the store suite runs on it). initdb refuses root, so as root

@@ -166,6 +166,9 @@ pub struct GatesClient {
     shown: String,
     token: Option<String>,
     open_budget: Duration,
+    /// Sent with every long-poll (`?watch=`): the server closes the card when no poll of this
+    /// client waits on it for this long (the process was killed and cannot cancel it).
+    watch: Option<Duration>,
 }
 
 impl GatesClient {
@@ -195,12 +198,20 @@ impl GatesClient {
                 .filter(|t| !t.is_empty())
                 .map(str::to_owned),
             open_budget: DEFAULT_OPEN_BUDGET,
+            watch: None,
         })
     }
 
     /// How long [`GatesClient::open`] retries a server it cannot reach (tests shorten it).
     pub fn with_open_budget(mut self, budget: Duration) -> GatesClient {
         self.open_budget = budget;
+        self
+    }
+
+    /// Asks the server to close a card this client stops polling for `lapse` (a hook, whose
+    /// process may be killed while it waits; not a bridge that re-opens its gates on restart).
+    pub fn with_watch(mut self, lapse: Duration) -> GatesClient {
+        self.watch = Some(lapse);
         self
     }
 
@@ -290,10 +301,13 @@ impl GatesClient {
     /// One `GET /api/v1/gates/{id}?wait=<secs>`.
     pub async fn poll(&self, approval_id: &str, wait_secs: u64) -> Result<GateState, ClientError> {
         let wait_secs = wait_secs.min(MAX_WAIT_SECS);
-        let request = self
+        let mut request = self
             .request(Method::GET, &["gates", approval_id])
-            .query(&[("wait", wait_secs)])
-            .timeout(Duration::from_secs(wait_secs) + POLL_SLACK);
+            .query(&[("wait", wait_secs)]);
+        if let Some(lapse) = self.watch {
+            request = request.query(&[("watch", lapse.as_secs())]);
+        }
+        let request = request.timeout(Duration::from_secs(wait_secs) + POLL_SLACK);
         self.send(request).await
     }
 

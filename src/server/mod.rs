@@ -154,6 +154,7 @@ pub async fn start(
         shutdown: shutdown.clone(),
         token_use: core::TokenUse::default(),
         notifier,
+        watches: Default::default(),
     });
     let watcher = watch_config(&core, &settings.config_path);
     // Several instances on one database: follow the others' commits, keep this one's turn

@@ -581,3 +581,54 @@ async fn a_hook_the_agent_stops_closes_its_card_and_no_answer_is_taken_after() {
         assert_eq!(resolution["reason"], "agent_gone", "{signal}: {resolution}");
     }
 }
+
+#[tokio::test]
+async fn a_hook_killed_outright_has_its_card_closed_once_its_polls_stop() {
+    // SIGKILL leaves the hook no time to cancel; the server sees its long-polls stop coming
+    // and closes the card itself. A live hook's card meanwhile stays open.
+    let ts = TestServer::start().await;
+    let token = gates_token(&ts, "claude-hook").await;
+    let mut input = fixture("claude-code/permissionrequest-bash.stdin.json");
+    input["tool_input"]["command"] = json!("make deploy");
+    input["session_id"] = json!("killed-outright");
+    let mut hook = WaitingHook::start("claude-code", &ts.base, &token, &input).await;
+    hook.waiting().await;
+    let gate = pending_gate(&ts).await;
+    let mut alive = input.clone();
+    alive["session_id"] = json!("still-waiting");
+    alive["tool_input"]["command"] = json!("make test");
+    let mut other = WaitingHook::start("claude-code", &ts.base, &token, &alive).await;
+    other.waiting().await;
+    hook.child.start_kill().unwrap();
+    let _ = hook.child.wait().await;
+    let aid = str_of(&gate, "approval_id");
+    let killed_at = std::time::Instant::now();
+    let closed = poll_until("the killed hook's card to close", SOON, || async {
+        let state = ts.get(&format!("/api/v1/gates/{aid}")).await.expect(200);
+        if state["status"] == "cancelled" {
+            Ok(state)
+        } else {
+            Err(state.to_string())
+        }
+    })
+    .await;
+    assert_eq!(closed["reason"], "agent_gone", "{closed}");
+    assert!(
+        killed_at.elapsed() >= std::time::Duration::from_secs(10),
+        "not before the lapse: a poll's gap is not a death"
+    );
+    let (sid, aid) = (str_of(&gate, "session_id"), str_of(&gate, "approval_id"));
+    let late = ts
+        .post(
+            &format!("/api/v1/sessions/{sid}/approvals/{aid}"),
+            json!({"decision": "approve"}),
+        )
+        .await;
+    assert_eq!(late.status.as_u16(), 410, "{}", late.body);
+    // The hook still polling keeps its card.
+    let list = ts.get("/api/v1/approvals?status=pending").await.expect(200);
+    let pending: Vec<&Value> = list.as_array().unwrap().iter().collect();
+    assert_eq!(pending.len(), 1, "{list}");
+    assert_eq!(pending[0]["args"]["command"], "make test");
+    other.child.start_kill().unwrap();
+}

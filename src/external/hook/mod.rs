@@ -35,6 +35,10 @@ const WHY_TIMEOUT: &str = "timeout";
 /// The cancel reason when the agent stopped the hook (it answered in its own prompt, the person
 /// pressed Esc, the agent quit): nobody waits for this card any more.
 pub const WHY_AGENT_GONE: &str = "agent_gone";
+/// How long the hook's card may go without a poll of it waiting before the server takes the
+/// hook for dead and closes the card: well above the client's longest pause between polls (5 s
+/// of backoff while Countersign restarts).
+const WATCH_LAPSE: Duration = Duration::from_secs(15);
 /// How long a stopped hook may spend closing its card before it exits anyway.
 const CLOSE_ON_STOP: Duration = Duration::from_secs(3);
 
@@ -239,7 +243,9 @@ pub(crate) async fn decide(
         .max(Duration::from_secs(1));
     let deadline = Instant::now() + wait_for;
     let client = match flags.remote.client() {
-        Ok(client) => client.with_open_budget(ctx.open_budget),
+        Ok(client) => client
+            .with_open_budget(ctx.open_budget)
+            .with_watch(WATCH_LAPSE),
         Err(e) => {
             out.say(format!("{e}; leaving this to the agent's own prompt"));
             return None;

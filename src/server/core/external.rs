@@ -266,6 +266,36 @@ async fn expire_later(
     }
 }
 
+/// Closes a card nobody waits for any more: its hook stopped polling (killed, or its machine
+/// gone). Like the hook's own cancel, an answer sent afterwards is refused.
+async fn close_unwatched(hub: Hub, session_id: String, approval_id: String) {
+    let stored = match hub.store().get_gate(&session_id, &approval_id).await {
+        Ok(Some(stored)) if stored.resolution.is_none() => stored,
+        Ok(_) => return,
+        Err(err) => {
+            tracing::error!(approval = %approval_id, error = %err, "could not read an unwatched gate");
+            return;
+        }
+    };
+    let resolution = Resolution {
+        reason: Some(super::watch::WHY_GONE.into()),
+        ..Resolution::plain(
+            &approval_id,
+            Decision::Cancelled,
+            AnsweredBy::System,
+            actors::CANCEL,
+            Timestamp::now(),
+        )
+    };
+    tracing::info!(approval = %approval_id, "closing an outside card: its hook stopped waiting");
+    match resolve::commit(&hub, &session_id, &stored.request, resolution, None).await {
+        Ok(_) | Err(StoreError::AlreadyResolved(_)) => {}
+        Err(err) => {
+            tracing::error!(approval = %approval_id, error = %err, "could not close an unwatched gate");
+        }
+    }
+}
+
 impl Core {
     fn gate_state(
         &self,
@@ -652,19 +682,38 @@ impl Core {
         }
     }
 
-    /// `GET /api/v1/gates/{id}?wait=`: the gate's state, as soon as it is resolved or after
-    /// `wait` (at most a minute).
+    /// `GET /api/v1/gates/{id}?wait=&watch=`: the gate's state, as soon as it is resolved or
+    /// after `wait` (at most a minute). With `watch`, the card closes (`agent_gone`) when no
+    /// such poll waits on it for that long (see [`super::watch`]).
     pub async fn wait_gate(
         &self,
         who: &Principal,
         approval_id: &str,
         wait: Duration,
+        watch: Option<Duration>,
     ) -> Result<GateState, Error> {
         let gate = self.visible_gate(who, approval_id).await?;
         // Subscribe before reading, so a resolution in between is not missed.
         let mut feed = self.hub.subscribe(&gate.session_id);
         let state = self.stored_state(&gate.session_id, approval_id).await?;
-        if state.status != "pending" || wait.is_zero() {
+        if state.status != "pending" {
+            self.watches.forget(approval_id);
+            return Ok(state);
+        }
+        let _watching = match watch {
+            Some(lapse) if !self.hub.store().shared() => {
+                let (hub, session, aid) = (
+                    self.hub.clone(),
+                    gate.session_id.clone(),
+                    approval_id.to_owned(),
+                );
+                Some(self.watches.poll_begins(approval_id, lapse, move || {
+                    tokio::spawn(close_unwatched(hub, session, aid));
+                }))
+            }
+            _ => None,
+        };
+        if wait.is_zero() {
             return Ok(state);
         }
         let until_expiry = state.expires_at.ms_left(Timestamp::now_ms());

@@ -8,11 +8,13 @@ mod error;
 mod external;
 mod sessions;
 mod tokens;
+mod watch;
 
 pub use decisions::{Answer, DecisionRequest, RuleChoice, RuleRequest};
 pub use error::Error;
 pub use external::MAX_WAIT_SECS;
 pub use tokens::{TokenUse, secret_hash};
+pub use watch::{MAX_WATCH, MIN_WATCH};
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -43,6 +45,8 @@ pub struct Core {
     pub token_use: TokenUse,
     /// Tells the person (a webhook) when a gate needs them; knows the card links' base.
     pub notifier: Arc<Notifier>,
+    /// The outside cards a hook's long-poll is waiting on, which close when it stops coming.
+    pub watches: watch::GateWatches,
 }
 
 /// About how many events the session page starts with (whole turns, so it can be more).

@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::json::ApiJson;
-use crate::server::core::{Error, MAX_WAIT_SECS};
+use crate::server::core::{Error, MAX_WAIT_SECS, MAX_WATCH, MIN_WATCH};
 use crate::server::http::error::ApiError;
 use crate::server::principal::Principal;
 use crate::server::state::AppState;
@@ -78,6 +78,8 @@ pub async fn open(
 #[derive(Deserialize)]
 pub struct WaitQuery {
     wait: Option<String>,
+    /// Close the card when no poll like this one waits on it for this many seconds.
+    watch: Option<String>,
 }
 
 /// `GET /api/v1/gates/{id}?wait=<0..60>`: long-polls until the gate is resolved.
@@ -99,9 +101,25 @@ pub async fn wait(
                 ))
             })?,
     };
+    let watch = match query.watch.as_deref().map(str::trim) {
+        None | Some("") => None,
+        Some(raw) => Some(
+            raw.parse::<u64>()
+                .ok()
+                .map(Duration::from_secs)
+                .filter(|w| (MIN_WATCH..=MAX_WATCH).contains(w))
+                .ok_or_else(|| {
+                    ApiError::InvalidRequest(format!(
+                        "watch must be a whole number of seconds from {} to {}, got `{raw}`",
+                        MIN_WATCH.as_secs(),
+                        MAX_WATCH.as_secs()
+                    ))
+                })?,
+        ),
+    };
     let gate = state
         .core
-        .wait_gate(&who, &id, Duration::from_secs(secs))
+        .wait_gate(&who, &id, Duration::from_secs(secs), watch)
         .await?;
     Ok(Json(gate))
 }

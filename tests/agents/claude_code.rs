@@ -1,0 +1,317 @@
+//! Claude Code, for real: `claude -p` against the scripted Anthropic server, with Countersign's
+//! hooks installed by `countersign hook install claude-code` as the README says. Every call
+//! Claude is about to make becomes a card, and what the person answers is what happens.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::anthropic::Anthropic;
+use crate::kit::{Desk, finish, installed};
+use crate::support::{SOON, of_type, poll_until, str_of};
+use crate::tui::Tui;
+
+/// How long one `claude -p` run may take (it waits on a card meanwhile).
+const RUN_LIMIT: Duration = Duration::from_secs(120);
+/// The scripted server takes any key; Claude remembers an accepted one by its last 20
+/// characters, which this is.
+const API_KEY: &str = "sk-ant-scripted-0000";
+
+struct Claude {
+    desk: Desk,
+    model: Anthropic,
+    bin: std::path::PathBuf,
+}
+
+impl Claude {
+    /// Countersign, the scripted model and the hooks installed; `None` when Claude Code is not
+    /// installed (and the run does not require it).
+    async fn set_up() -> Option<Claude> {
+        let agent = installed("claude-code")?;
+        let desk = Desk::new().await;
+        let model = Anthropic::start().await;
+        let printed = desk.install_hook(&["claude-code"]).await;
+        assert!(
+            desk.project.join(".claude/settings.json").exists(),
+            "install wrote nothing: {printed}"
+        );
+        Some(Claude {
+            desk,
+            model,
+            bin: agent.bin,
+        })
+    }
+
+    /// `claude -p <prompt> <args…>`, started.
+    fn start(&self, prompt: &str, args: &[&str]) -> tokio::process::Child {
+        self.command(prompt, args).spawn().expect("start claude")
+    }
+
+    /// `claude -p <prompt> <args…>` with the scripted model, telemetry and updates off.
+    fn command(&self, prompt: &str, args: &[&str]) -> tokio::process::Command {
+        let mut cmd = self.desk.command(&self.bin);
+        cmd.arg("-p").arg(prompt).args(args).envs(self.env());
+        cmd
+    }
+
+    /// Claude's own settings for a run here: the scripted model, nothing else on the network.
+    fn env(&self) -> Vec<(String, std::ffi::OsString)> {
+        [
+            ("ANTHROPIC_BASE_URL", self.model.base_url.as_str()),
+            ("ANTHROPIC_API_KEY", API_KEY),
+            ("DISABLE_TELEMETRY", "1"),
+            ("DISABLE_AUTOUPDATER", "1"),
+            ("DISABLE_ERROR_REPORTING", "1"),
+            ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.into()))
+        .collect()
+    }
+
+    /// Claude's interactive terminal, past its first-run questions (onboarding done, the
+    /// project trusted — Claude runs no hooks in an untrusted folder — and the key accepted).
+    fn start_tui(&self) -> Option<Tui> {
+        let trusted = json!({
+            "hasCompletedOnboarding": true, "theme": "dark",
+            "customApiKeyResponses": {"approved": [API_KEY], "rejected": []},
+            "projects": {self.desk.project.display().to_string(): {
+                "hasTrustDialogAccepted": true, "hasCompletedProjectOnboarding": true}}
+        });
+        std::fs::write(self.desk.home.join(".claude.json"), trusted.to_string()).unwrap();
+        let mut env = self.desk.env();
+        env.extend(self.env());
+        Tui::start(&self.bin, &[], &self.desk.project, &env)
+    }
+
+    /// The one pending card, checked to be Claude's call of `Bash` with `command`.
+    async fn card_for(&self, command: &str) -> Value {
+        let gate = self.desk.pending_gate().await;
+        assert_eq!(str_of(&gate, "tool"), "Bash", "{gate}");
+        assert_eq!(gate["args"]["command"], command, "{gate}");
+        gate
+    }
+
+    fn results(&self) -> Vec<crate::script::ToolResult> {
+        self.model.recorder.tool_results()
+    }
+}
+
+fn assert_ran(code: Option<i32>, stdout: &str, stderr: &str) {
+    assert_eq!(
+        code,
+        Some(0),
+        "claude failed\nstdout: {stdout}\nstderr: {stderr}"
+    );
+    assert!(
+        stdout.contains("DONE"),
+        "the turn did not end: {stdout}\n{stderr}"
+    );
+}
+
+#[tokio::test]
+async fn approve_runs_the_call_and_deny_tells_claude_why() {
+    let Some(claude) = Claude::set_up().await else {
+        return;
+    };
+    let child = claude.start("RUN[echo approved > out.txt]", &[]);
+    let gate = claude.card_for("echo approved > out.txt").await;
+    assert_eq!(
+        claude.desk.file("out.txt"),
+        None,
+        "nothing runs before the answer"
+    );
+    assert!(
+        claude.model.recorder.calls() >= 1,
+        "Claude asked the scripted model"
+    );
+    claude
+        .desk
+        .decide(&gate, json!({"decision": "approve"}))
+        .await;
+    let (code, stdout, stderr) = finish(child, RUN_LIMIT).await;
+    assert_ran(code, &stdout, &stderr);
+    assert_eq!(claude.desk.file("out.txt").as_deref(), Some("approved\n"));
+    assert!(!claude.results()[0].is_error, "{:?}", claude.results());
+
+    let child = claude.start("RUN[echo denied > no.txt]", &[]);
+    let gate = claude.card_for("echo denied > no.txt").await;
+    claude
+        .desk
+        .decide(
+            &gate,
+            json!({"decision": "deny", "reason": "write it to the wiki instead"}),
+        )
+        .await;
+    let (code, stdout, stderr) = finish(child, RUN_LIMIT).await;
+    assert_ran(code, &stdout, &stderr);
+    assert_eq!(claude.desk.file("no.txt"), None, "a denied call never runs");
+    let results = claude.results();
+    let last = results.last().unwrap();
+    assert!(
+        last.is_error && last.text.contains("write it to the wiki instead"),
+        "the model is told the person's reason: {results:?}"
+    );
+}
+
+#[tokio::test]
+async fn an_edit_runs_the_edited_command_and_always_answers_the_next_identical_call() {
+    let Some(claude) = Claude::set_up().await else {
+        return;
+    };
+    let child = claude.start("RUN[echo proposed > out.txt]", &[]);
+    let gate = claude.card_for("echo proposed > out.txt").await;
+    claude
+        .desk
+        .decide(
+            &gate,
+            json!({"decision": "edit", "edits": {"command": "echo edited > out.txt", "description": "edited"}}),
+        )
+        .await;
+    let (code, stdout, stderr) = finish(child, RUN_LIMIT).await;
+    assert_ran(code, &stdout, &stderr);
+    assert_eq!(claude.desk.file("out.txt").as_deref(), Some("edited\n"));
+
+    // Allow always on a chain: the rule made answers the very same call again, and nothing
+    // broader.
+    let chain = "echo one >> log.txt && echo two >> log.txt";
+    let child = claude.start(&format!("RUN[{chain}] RUN[{chain}]"), &[]);
+    let gate = claude.card_for(chain).await;
+    claude
+        .desk
+        .decide(&gate, json!({"decision": "allow_always"}))
+        .await;
+    let (code, stdout, stderr) = finish(child, RUN_LIMIT).await;
+    assert_ran(code, &stdout, &stderr);
+    assert_eq!(
+        claude.desk.file("log.txt").as_deref(),
+        Some("one\ntwo\none\ntwo\n"),
+        "both calls ran"
+    );
+    // The second call's card was answered by the rule the moment it opened: nobody was asked.
+    let events = claude.desk.session_events(&gate).await;
+    let answers: Vec<&str> = of_type(&events, "approval_resolved")
+        .iter()
+        .map(|e| e["answered_by"].as_str().unwrap_or("?"))
+        .collect();
+    assert_eq!(answers, ["user", "rule"], "{events:?}");
+    assert_eq!(claude.desk.pending_count().await, 0);
+}
+
+#[tokio::test]
+async fn every_permission_mode_asks_countersign() {
+    // Claude Code's `auto` and `bypassPermissions` never raise its own prompt; the
+    // PreToolUse hook still brings the call here.
+    let Some(claude) = Claude::set_up().await else {
+        return;
+    };
+    for mode in ["bypassPermissions", "auto", "acceptEdits", "default"] {
+        let mut cmd = claude.command("RUN[touch should-not-exist]", &["--permission-mode", mode]);
+        // Claude Code refuses `bypassPermissions` as root unless told it is in a sandbox (the
+        // test machine runs as root).
+        cmd.env("IS_SANDBOX", "1");
+        let child = cmd.spawn().unwrap();
+        let gate = claude.card_for("touch should-not-exist").await;
+        claude
+            .desk
+            .decide(
+                &gate,
+                json!({"decision": "deny", "reason": format!("not in {mode}")}),
+            )
+            .await;
+        let (code, stdout, stderr) = finish(child, RUN_LIMIT).await;
+        assert_ran(code, &stdout, &stderr);
+        assert_eq!(claude.desk.file("should-not-exist"), None, "mode {mode}");
+    }
+}
+
+#[tokio::test]
+async fn a_crash_of_countersign_while_claude_waits_leaves_one_card_answered_once() {
+    let Some(mut claude) = Claude::set_up().await else {
+        return;
+    };
+    let child = claude.start("RUN[echo survived > out.txt]", &[]);
+    let gate = claude.card_for("echo survived > out.txt").await;
+    claude.desk.crash().await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    claude.desk.restart().await;
+    let again = claude.card_for("echo survived > out.txt").await;
+    assert_eq!(again["approval_id"], gate["approval_id"], "the same card");
+    claude
+        .desk
+        .decide(&again, json!({"decision": "approve"}))
+        .await;
+    let (code, stdout, stderr) = finish(child, RUN_LIMIT).await;
+    assert_ran(code, &stdout, &stderr);
+    assert_eq!(claude.desk.file("out.txt").as_deref(), Some("survived\n"));
+    let events = claude.desk.session_events(&gate).await;
+    assert_eq!(of_type(&events, "approval_request").len(), 1);
+    assert_eq!(of_type(&events, "approval_resolved").len(), 1);
+}
+
+#[tokio::test]
+async fn with_countersign_down_claude_falls_back_to_its_own_rules() {
+    let Some(mut claude) = Claude::set_up().await else {
+        return;
+    };
+    claude.desk.crash().await;
+    let started = std::time::Instant::now();
+    let child = claude.start("RUN[echo unasked > out.txt]", &[]);
+    let (code, stdout, stderr) = finish(child, RUN_LIMIT).await;
+    // Nothing crashes: Claude's own permission flow answers (in `-p` with no prompt to show,
+    // it refuses the call), and the turn ends.
+    assert_ran(code, &stdout, &stderr);
+    assert_eq!(claude.desk.file("out.txt"), None);
+    assert!(claude.results()[0].is_error, "{:?}", claude.results());
+    assert!(
+        started.elapsed() < SOON,
+        "the hook gave up on an absent Countersign"
+    );
+}
+
+#[tokio::test]
+async fn esc_in_claude_while_its_card_waits_closes_the_card() {
+    let Some(claude) = Claude::set_up().await else {
+        return;
+    };
+    let Some(tui) = claude.start_tui() else {
+        return;
+    };
+    tui.shows("auto mode").await;
+    tui.type_text("RUN[touch tui.txt]");
+    Tui::settle().await;
+    tui.press("Enter");
+    let gate = claude.card_for("touch tui.txt").await;
+    tui.shows("$ touch tui.txt").await;
+    Tui::settle().await;
+    // The person answers in Claude instead: Esc stops the call, and Claude stops its hook.
+    tui.press("Escape");
+    let aid = str_of(&gate, "approval_id").to_owned();
+    let closed = poll_until("the card to close", SOON, || async {
+        let state = claude
+            .desk
+            .admin()
+            .get(&format!("/api/v1/gates/{aid}"))
+            .await
+            .expect(200);
+        if state["status"] == "cancelled" {
+            Ok(state)
+        } else {
+            Err(state.to_string())
+        }
+    })
+    .await;
+    assert_eq!(closed["reason"], "agent_gone", "{closed}");
+    // An answer now reaches no one, and is refused rather than recorded.
+    let (sid, aid) = (str_of(&gate, "session_id"), str_of(&gate, "approval_id"));
+    claude
+        .desk
+        .admin()
+        .post(
+            &format!("/api/v1/sessions/{sid}/approvals/{aid}"),
+            json!({"decision": "approve"}),
+        )
+        .await
+        .expect(410);
+    assert_eq!(claude.desk.file("tui.txt"), None);
+}
