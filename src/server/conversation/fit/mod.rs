@@ -370,5 +370,4 @@ fn thousands(n: usize) -> String {
 }
 
 #[cfg(test)]
-#[path = "fit_tests.rs"]
 mod tests;
