@@ -75,6 +75,72 @@ pub struct ProviderConfig {
     pub request_timeout_secs: u64,
     /// How often a failed model call (refused or reset connection, 429, 5xx) is tried again.
     pub max_retries: u32,
+    /// The model's context window: what is sent to it is cut to fit (the log keeps all).
+    pub context_tokens: ContextTokens,
+}
+
+/// The fewest tokens `provider.context_tokens` may name: the system prompt and the tools'
+/// descriptions alone take about 1,000 (`agent::context`'s tests measure them).
+pub const MIN_CONTEXT_TOKENS: u64 = 4096;
+
+/// `provider.context_tokens`: a number of tokens, or `"auto"`: the window of the model named
+/// by `provider.model` where it is known, 32,768 where it is not
+/// (`conversation::tokens::context_for`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ContextTokens {
+    #[default]
+    Auto,
+    Tokens(u64),
+}
+
+impl ContextTokens {
+    /// The window in force for `model`.
+    pub fn resolve(self, model: &str) -> u64 {
+        match self {
+            ContextTokens::Auto => crate::server::conversation::tokens::context_for(model),
+            ContextTokens::Tokens(n) => n,
+        }
+    }
+}
+
+impl Serialize for ContextTokens {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            ContextTokens::Auto => serializer.serialize_str("auto"),
+            ContextTokens::Tokens(n) => serializer.serialize_u64(*n),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for ContextTokens {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = ContextTokens;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a number of tokens or \"auto\"")
+            }
+
+            fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<ContextTokens, E> {
+                Ok(ContextTokens::Tokens(n))
+            }
+
+            fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<ContextTokens, E> {
+                u64::try_from(n)
+                    .map(ContextTokens::Tokens)
+                    .map_err(|_| E::invalid_value(serde::de::Unexpected::Signed(n), &self))
+            }
+
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<ContextTokens, E> {
+                match s {
+                    "auto" => Ok(ContextTokens::Auto),
+                    other => Err(E::invalid_value(serde::de::Unexpected::Str(other), &self)),
+                }
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
 }
 
 impl Default for ProviderConfig {
@@ -86,6 +152,7 @@ impl Default for ProviderConfig {
             api_key_env: "OPENAI_API_KEY".into(),
             request_timeout_secs: 300,
             max_retries: 3,
+            context_tokens: ContextTokens::Auto,
         }
     }
 }
@@ -435,6 +502,14 @@ impl Config {
                 return Err(invalid("provider.model", "must name a model"));
             }
         }
+        if let ContextTokens::Tokens(n) = self.provider.context_tokens
+            && n < MIN_CONTEXT_TOKENS
+        {
+            return Err(invalid(
+                "provider.context_tokens",
+                "must be at least 4096 tokens (the prompt and the tools' descriptions take about 1,000), or \"auto\"",
+            ));
+        }
         Ok(())
     }
 }
@@ -509,6 +584,74 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("default_mode") || e.contains("sometimes"), "{e}");
+    }
+
+    #[test]
+    fn context_tokens_is_auto_or_a_real_window() {
+        let auto = parse("").unwrap().provider;
+        assert_eq!(auto.context_tokens, ContextTokens::Auto);
+        assert_eq!(auto.context_tokens.resolve("gpt-4o-mini"), 128_000);
+        assert_eq!(auto.context_tokens.resolve("gpt-4.1"), 1_047_576);
+        assert_eq!(auto.context_tokens.resolve("o3-mini"), 200_000);
+        assert_eq!(auto.context_tokens.resolve("llama3.1:8b"), 32_768);
+        let set = parse("[provider]\ncontext_tokens = 8192\n")
+            .unwrap()
+            .provider;
+        assert_eq!(set.context_tokens, ContextTokens::Tokens(8192));
+        assert_eq!(set.context_tokens.resolve("gpt-4o"), 8192);
+        let again = parse("[provider]\ncontext_tokens = \"auto\"\n").unwrap();
+        assert_eq!(again.provider.context_tokens, ContextTokens::Auto);
+        for bad in ["0", "100", "4095"] {
+            let e = parse(&format!("[provider]\ncontext_tokens = {bad}\n"))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("`provider.context_tokens` must be at least 4096 tokens"),
+                "{bad}: {e}"
+            );
+        }
+        for bad in ["-1", "\"big\"", "1.5", "true"] {
+            let e = parse(&format!("[provider]\ncontext_tokens = {bad}\n"))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("context_tokens") && e.contains("a number of tokens or \"auto\""),
+                "{bad}: {e}"
+            );
+        }
+        // Listed as the file writes it, and settable as a number or back to "auto".
+        assert_eq!(
+            keys::get(&Config::default(), "provider.context_tokens"),
+            Some(toml::Value::String("auto".into()))
+        );
+        let path = Path::new("c.toml");
+        let table = toml::Table::new();
+        let (_, c) = keys::with_key(
+            &table,
+            "provider.context_tokens",
+            toml::Value::Integer(65_536),
+            path,
+        )
+        .unwrap();
+        assert_eq!(c.provider.context_tokens, ContextTokens::Tokens(65_536));
+        let e = keys::with_key(
+            &table,
+            "provider.context_tokens",
+            toml::Value::Integer(0),
+            path,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("at least 4096"), "{e}");
+        let e = keys::with_key(
+            &table,
+            "provider.context_tokens",
+            toml::Value::Boolean(true),
+            path,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("expects a number or \"auto\""), "{e}");
     }
 }
 
@@ -635,7 +778,11 @@ pub mod keys {
                 key: key.to_owned(),
             });
         };
+        // A key whose default is "auto" (`provider.context_tokens`) also takes a number.
+        let auto_key = matches!(&current, toml::Value::String(auto) if auto == "auto");
+        let auto_or_number = auto_key && matches!(value, toml::Value::Integer(_));
         if std::mem::discriminant(&current) != std::mem::discriminant(&value)
+            && !auto_or_number
             && !matches!(
                 (&current, &value),
                 (toml::Value::Float(_), toml::Value::Integer(_))
@@ -643,7 +790,11 @@ pub mod keys {
         {
             return Err(ConfigError::WrongType {
                 key: key.to_owned(),
-                expected: type_name(&current),
+                expected: if auto_key {
+                    "a number or \"auto\""
+                } else {
+                    type_name(&current)
+                },
                 got: type_name(&value),
             });
         }
