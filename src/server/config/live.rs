@@ -68,6 +68,10 @@ fn build_provider(config: &Config) -> Result<Arc<dyn Provider>, String> {
                     max_retries: config.provider.max_retries,
                     ..openai::RetryPolicy::default()
                 },
+                context_tokens: config
+                    .provider
+                    .context_tokens
+                    .resolve(&config.provider.model),
             })
             .map_err(|e| e.to_string())?;
             Ok(Arc::new(provider))

@@ -15,8 +15,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::{
     ChatMessage, Completion, CompletionRequest, DeltaSink, Provider, ProviderError,
-    ToolCallRequest, ToolSpec,
+    ToolCallRequest, ToolSpec, Window,
 };
+use crate::server::conversation::tokens::Tokenizer;
 
 /// How much of an error body is kept: enough to read the server's message, not a whole page.
 const ERROR_BODY_LIMIT: usize = 2000;
@@ -33,6 +34,8 @@ pub struct OpenAiSettings {
     pub request_timeout: Duration,
     /// How failed calls are tried again.
     pub retry: RetryPolicy,
+    /// The model's context window in tokens (`provider.context_tokens`, resolved).
+    pub context_tokens: u64,
 }
 
 /// Retries of a model call that failed before anything was streamed: refused or reset
@@ -91,6 +94,7 @@ pub struct OpenAiProvider {
     api_key: Option<ApiKey>,
     request_timeout: Duration,
     retry: RetryPolicy,
+    window: Window,
 }
 
 impl OpenAiProvider {
@@ -104,6 +108,11 @@ impl OpenAiProvider {
         if settings.model.trim().is_empty() {
             return Err(ProviderError::Config("no model name is set".to_owned()));
         }
+        if settings.context_tokens == 0 {
+            return Err(ProviderError::Config(
+                "the model's context window must be more than zero tokens".to_owned(),
+            ));
+        }
         if settings.request_timeout.is_zero() {
             return Err(ProviderError::Config(
                 "the model request timeout must be longer than zero".to_owned(),
@@ -112,8 +121,13 @@ impl OpenAiProvider {
         let client = reqwest::Client::builder().build().map_err(|e| {
             ProviderError::Config(format!("the HTTP client could not be built: {e}"))
         })?;
+        let window = Window {
+            context_tokens: settings.context_tokens,
+            tokenizer: Tokenizer::for_model(&settings.model),
+        };
         Ok(Self {
             client,
+            window,
             endpoint: format!("{base_url}/chat/completions"),
             model: settings.model,
             api_key: settings.api_key,
@@ -234,6 +248,10 @@ impl Provider for OpenAiProvider {
         "openai"
     }
 
+    fn window(&self) -> Option<Window> {
+        Some(self.window)
+    }
+
     async fn complete(
         &self,
         request: &CompletionRequest,
@@ -299,6 +317,11 @@ impl OpenAiProvider {
                 status = status.as_u16(),
                 "the model endpoint refused the call"
             );
+            if status.is_client_error()
+                && let Some(err) = context_error_in(&body)
+            {
+                return Err(Failure::Final(err));
+            }
             let err = ProviderError::Http {
                 status: status.as_u16(),
                 body: truncate(&body, ERROR_BODY_LIMIT),
@@ -631,7 +654,8 @@ struct PartialCall {
 impl Accumulator {
     fn apply(&mut self, chunk: Chunk, deltas: DeltaSink<'_>) -> Result<(), ProviderError> {
         if let Some(error) = chunk.error {
-            return Err(ProviderError::Protocol(error_message(&error)));
+            return Err(context_error(&error)
+                .unwrap_or_else(|| ProviderError::Protocol(error_message(&error))));
         }
         if let Some(usage) = chunk.usage {
             self.tokens = usage.total();
@@ -767,6 +791,50 @@ fn error_message(error: &Value) -> String {
             None => error.to_string(),
         },
     }
+}
+
+/// A refusal of the request as longer than the model's window, from an error body
+/// (`{"error": {...}}`, or the object alone) in any of the shapes servers use.
+fn context_error_in(body: &str) -> Option<ProviderError> {
+    let value: Value = serde_json::from_str(body).ok()?;
+    // vLLM answers with the error object itself, unwrapped.
+    context_error(value.get("error").unwrap_or(&value))
+}
+
+/// The error object as a context refusal, if it is one: OpenAI's
+/// `code: "context_length_exceeded"`, llama.cpp's `type: "exceed_context_size_error"` (with
+/// `n_ctx`), or vLLM's "maximum context length is N tokens" in the message.
+fn context_error(error: &Value) -> Option<ProviderError> {
+    let field = |name: &str| error.get(name).and_then(Value::as_str).unwrap_or("");
+    let message = error_message(error);
+    let said = message.to_ascii_lowercase();
+    let recognised = field("code") == "context_length_exceeded"
+        || field("type") == "exceed_context_size_error"
+        || said.contains("maximum context length")
+        || said.contains("context length exceeded");
+    if !recognised {
+        return None;
+    }
+    let limit = error
+        .get("n_ctx")
+        .and_then(Value::as_u64)
+        .or_else(|| number_after(&said, "maximum context length is "))
+        .or_else(|| number_after(&said, "context size ("));
+    Some(ProviderError::ContextTooLong {
+        limit,
+        message: truncate(&message, ERROR_BODY_LIMIT),
+    })
+}
+
+/// The number written right after `prefix` in `text` (`8,192` reads as 8192).
+fn number_after(text: &str, prefix: &str) -> Option<u64> {
+    let rest = &text[text.find(prefix)? + prefix.len()..];
+    let digits: String = rest
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == ',')
+        .filter(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
 }
 
 fn is_json(response: &reqwest::Response) -> bool {

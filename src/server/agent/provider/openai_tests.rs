@@ -20,6 +20,7 @@ use super::openai::{ApiKey, OpenAiProvider, OpenAiSettings, RetryPolicy};
 use super::{
     ChatMessage, Completion, CompletionRequest, Provider, ProviderError, ToolCallRequest, ToolSpec,
 };
+use super::{Tokenizer, Window};
 use crate::protocol::ToolClass;
 
 const API_KEY: &str = "sk-test-key-0123";
@@ -104,6 +105,7 @@ fn provider_for(base_url: &str, request_timeout: Duration) -> OpenAiProvider {
         api_key: Some(ApiKey::new(API_KEY.to_owned())),
         request_timeout,
         retry: quick_retries(),
+        context_tokens: 32_768,
     })
     .unwrap()
 }
@@ -845,6 +847,7 @@ async fn cancel_ends_the_wait_between_retries() {
             max_retry_after: Duration::from_secs(3600),
             ..RetryPolicy::default()
         },
+        context_tokens: 32_768,
     })
     .unwrap();
     let request = CompletionRequest {
@@ -887,9 +890,95 @@ fn settings_without_a_usable_url_are_refused() {
         api_key: None,
         request_timeout: Duration::from_secs(1),
         retry: RetryPolicy::default(),
+        context_tokens: 32_768,
     });
     assert!(
         matches!(result, Err(ProviderError::Config(_))),
         "{result:?}"
     );
+}
+
+/// A refusal for length, as OpenAI, llama.cpp's server and vLLM word it: recognised, with the
+/// window it names, and not tried again (the same request would be refused the same way).
+#[tokio::test]
+async fn a_request_too_long_for_the_model_is_recognised_in_each_servers_shape() {
+    let openai = json!({"error": {"message": "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens. Please reduce the length of the messages.",
+        "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}});
+    let llama_cpp = json!({"error": {"code": 400, "message": "request (4476 tokens) exceeds the available context size (4096 tokens)",
+        "type": "exceed_context_size_error", "n_prompt_tokens": 4476, "n_ctx": 4096}});
+    let vllm = json!({"object": "error", "message": "This model's maximum context length is 32,768 tokens. However, you requested 40000 tokens in the messages.",
+        "type": "BadRequestError", "param": null, "code": 400});
+    for (body, limit) in [(openai, 8192), (llama_cpp, 4096), (vllm, 32_768)] {
+        let fixture = Fixture::start(vec![
+            Reply::Whole(
+                StatusCode::BAD_REQUEST,
+                "application/json",
+                body.to_string(),
+            ),
+            Reply::Stream(final_answer_stream()),
+        ])
+        .await;
+        let request = CompletionRequest {
+            messages: shared(opening_messages()),
+            tools: vec![],
+        };
+        let (result, _) = complete(&fixture.provider(), &request, &CancellationToken::new()).await;
+        match result {
+            Err(ProviderError::ContextTooLong {
+                limit: named,
+                message,
+            }) => {
+                assert_eq!(named, Some(limit), "{body}");
+                assert!(message.contains("context"), "{message}");
+            }
+            other => panic!("expected a context refusal for {body}, got {other:?}"),
+        }
+        assert_eq!(fixture.requests().len(), 1, "not tried again: {body}");
+    }
+}
+
+#[tokio::test]
+async fn a_length_refusal_inside_the_stream_is_recognised_too() {
+    let error = json!({"error": {"message": "This model's maximum context length is 8192 tokens.",
+        "type": "invalid_request_error", "code": "context_length_exceeded"}});
+    let fixture = Fixture::start(vec![Reply::Stream(vec![sse(&error)])]).await;
+    let request = CompletionRequest {
+        messages: shared(opening_messages()),
+        tools: vec![],
+    };
+    let (result, _) = complete(&fixture.provider(), &request, &CancellationToken::new()).await;
+    assert!(
+        matches!(
+            result,
+            Err(ProviderError::ContextTooLong {
+                limit: Some(8192),
+                ..
+            })
+        ),
+        "{result:?}"
+    );
+}
+
+#[test]
+fn the_window_is_the_configured_one_counted_as_the_model_counts() {
+    let provider = provider_for("http://127.0.0.1:9/v1", Duration::from_secs(1));
+    assert_eq!(
+        provider.window(),
+        Some(Window {
+            context_tokens: 32_768,
+            tokenizer: Tokenizer::Estimate
+        })
+    );
+    let gpt = OpenAiProvider::new(OpenAiSettings {
+        base_url: "http://127.0.0.1:9/v1".to_owned(),
+        model: "gpt-4o-mini".to_owned(),
+        api_key: None,
+        request_timeout: Duration::from_secs(1),
+        retry: RetryPolicy::default(),
+        context_tokens: 128_000,
+    })
+    .unwrap();
+    let window = gpt.window().unwrap();
+    assert_eq!(window.tokenizer, Tokenizer::O200k);
+    assert_eq!(window.budget(), 128_000 - 16_384);
 }

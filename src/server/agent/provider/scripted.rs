@@ -2,12 +2,14 @@
 //! call, a failure, chosen tool calls) through the same trait the real providers implement.
 
 use std::collections::VecDeque;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
-use super::{Completion, CompletionRequest, DeltaSink, Provider, ProviderError};
+use super::{
+    ChatMessage, Completion, CompletionRequest, DeltaSink, Provider, ProviderError, Window,
+};
 
 #[derive(Clone, Debug)]
 pub enum ScriptStep {
@@ -17,13 +19,18 @@ pub enum ScriptStep {
     Stall,
     /// Fail with a transport error carrying this message.
     Fail(String),
+    /// Refuse the request as too long for the model, as an endpoint does (naming its window,
+    /// or not).
+    TooLong(Option<u64>),
 }
 
 #[derive(Default)]
 pub struct ScriptedProvider {
     steps: Mutex<VecDeque<ScriptStep>>,
-    /// How many calls were made, and what each one was sent (message count).
-    seen: Mutex<Vec<usize>>,
+    /// What each call was sent, in call order.
+    seen: Mutex<Vec<Vec<Arc<ChatMessage>>>>,
+    /// The window it says its model has (none: it is sent the whole conversation).
+    window: Option<Window>,
 }
 
 impl ScriptedProvider {
@@ -31,11 +38,23 @@ impl ScriptedProvider {
         ScriptedProvider {
             steps: Mutex::new(steps.into_iter().collect()),
             seen: Mutex::new(Vec::new()),
+            window: None,
         }
+    }
+
+    /// The same script, with a model whose requests are fitted to `window`.
+    pub fn with_window(mut self, window: Window) -> Self {
+        self.window = Some(window);
+        self
     }
 
     /// The number of messages each call received, in call order.
     pub fn calls(&self) -> Vec<usize> {
+        self.requests().iter().map(Vec::len).collect()
+    }
+
+    /// The messages each call received, in call order.
+    pub fn requests(&self) -> Vec<Vec<Arc<ChatMessage>>> {
         self.seen.lock().map(|s| s.clone()).unwrap_or_default()
     }
 }
@@ -46,6 +65,10 @@ impl Provider for ScriptedProvider {
         "scripted"
     }
 
+    fn window(&self) -> Option<Window> {
+        self.window
+    }
+
     async fn complete(
         &self,
         request: &CompletionRequest,
@@ -53,7 +76,7 @@ impl Provider for ScriptedProvider {
         cancel: &CancellationToken,
     ) -> Result<Completion, ProviderError> {
         if let Ok(mut seen) = self.seen.lock() {
-            seen.push(request.messages.len());
+            seen.push(request.messages.clone());
         }
         let step = self
             .steps
@@ -76,6 +99,10 @@ impl Provider for ScriptedProvider {
                 Err(ProviderError::Cancelled)
             }
             ScriptStep::Fail(message) => Err(ProviderError::Transport(message)),
+            ScriptStep::TooLong(limit) => Err(ProviderError::ContextTooLong {
+                limit,
+                message: "the request exceeds the model's context (scripted)".into(),
+            }),
         }
     }
 }
