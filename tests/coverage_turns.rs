@@ -1,8 +1,9 @@
 //! Turns end to end over HTTP, where coverage was missing: the token and wall-time ceilings of
 //! the budget kill-switch (Continue and Stop), a provider failure ending the turn `failed`,
 //! tool errors reported as `error`, path-glob standing rules (and the floor they never cover),
-//! and a feed subscriber that lags behind the per-session broadcast still getting every event
-//! exactly once, in order.
+//! a feed subscriber that lags behind the per-session broadcast still getting every event
+//! exactly once, in order, and a conversation cut to fit the model's window while the log
+//! keeps it whole.
 //!
 //! Build and run with `cargo test --features ssr --test coverage_turns`.
 
@@ -17,7 +18,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use countersign::server::agent::provider::scripted::{ScriptStep, ScriptedProvider};
-use countersign::server::agent::provider::{Completion, ToolCallRequest};
+use countersign::server::agent::provider::{
+    ChatMessage, Completion, Provider, Tokenizer, ToolCallRequest, Window,
+};
+use countersign::server::conversation::fit::{Counter, fit};
 use serde_json::{Value, json};
 use support::fixtures::{OpenAiFixture, Reply};
 use support::*;
@@ -770,4 +774,171 @@ async fn a_feed_subscriber_that_lags_behind_the_broadcast_still_gets_every_event
          server's feed (room {room} bytes: client unread {client_unread}, server unsent \
          {server_unsent}), so fewer than {BROADCAST_CAPACITY} waited in the broadcast"
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// 12. A conversation that fits the model
+// ---------------------------------------------------------------------------------------------
+
+/// A scripted model with this window (counted by estimate), and a server on it.
+async fn windowed(
+    steps: Vec<ScriptStep>,
+    context_tokens: u64,
+) -> (TestServer, Arc<ScriptedProvider>) {
+    let window = Window {
+        context_tokens,
+        tokenizer: Tokenizer::Estimate,
+    };
+    let model = Arc::new(ScriptedProvider::new(steps).with_window(window));
+    let dynamic: Arc<dyn Provider> = model.clone();
+    (TestServer::start_with(Some(dynamic), None).await, model)
+}
+
+fn read_step(n: usize, path: &str) -> ScriptStep {
+    call_step(n, "read_file", json!({"path": path}), 0)
+}
+
+/// `bytes` of text that says where it ends, so a cut shows.
+fn file_text(name: &str, bytes: usize) -> String {
+    let end = format!("END OF {name}");
+    format!("{}{end}", "x".repeat(bytes - end.len()))
+}
+
+/// What a request's messages cost, counted as the provider counts.
+fn tokens_of(messages: &[Arc<ChatMessage>]) -> u64 {
+    fit(
+        messages,
+        &[],
+        u64::MAX,
+        &mut Counter::new(Tokenizer::Estimate),
+    )
+    .tokens
+}
+
+fn tool_outputs(messages: &[Arc<ChatMessage>]) -> Vec<&str> {
+    messages
+        .iter()
+        .filter_map(|m| match &**m {
+            ChatMessage::Tool { output, .. } => Some(output.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Two big reads in a 16k window: the model is sent the older one trimmed and the newest one
+/// whole, every request within the budget; the log and the snapshot keep both files whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_model_is_sent_a_conversation_cut_to_its_window_and_the_log_keeps_it_whole() {
+    let steps = vec![
+        read_step(1, "big.txt"),
+        read_step(2, "medium.txt"),
+        reply("read them both"),
+    ];
+    let (srv, model) = windowed(steps, 16_384).await;
+    let (big, medium) = (file_text("big", 60_000), file_text("medium", 20_000));
+    std::fs::write(srv.root().join("ws/big.txt"), &big).unwrap();
+    std::fs::write(srv.root().join("ws/medium.txt"), &medium).unwrap();
+    let sid = srv.session().await;
+    let turn = srv
+        .send_msg(&sid, "read big.txt, then medium.txt", Some("yolo"))
+        .await;
+    let snap = srv.wait_released(&sid, &turn).await;
+    let evs = turn_events(&snap, &turn);
+    assert_eq!(
+        only(&evs, "turn_finished")["status"],
+        "completed",
+        "{evs:#?}"
+    );
+
+    let sent = model.requests();
+    assert_eq!(sent.len(), 3, "one call per step");
+    let budget = 16_384 - 4_096;
+    for (i, request) in sent.iter().enumerate() {
+        // The tools' descriptions are not recorded: they take about 1,600 more.
+        assert!(
+            tokens_of(request) + 2_000 <= budget,
+            "request {i}: {}",
+            tokens_of(request)
+        );
+    }
+    let second = tool_outputs(&sent[1]);
+    assert_eq!(second.len(), 1);
+    assert!(
+        second[0].contains("[output trimmed by Countersign: 55,904 of 60,000 bytes omitted]"),
+        "{}",
+        &second[0][..200.min(second[0].len())]
+    );
+    assert!(second[0].ends_with("END OF big"), "its end is kept");
+    let third = tool_outputs(&sent[2]);
+    assert_eq!(third.len(), 2);
+    assert!(third[0].contains("bytes omitted]") && third[0].len() < 5_000);
+    assert_eq!(third[1], medium, "the newest result is sent whole");
+
+    // Everything is kept where people look: the log, and so the page and the feed.
+    let results = of_type(&evs, "tool_result");
+    assert_eq!(str_of(results[0], "output"), big);
+    assert_eq!(str_of(results[1], "output"), medium);
+    let stored = serde_json::to_string(&events(&snap)).unwrap();
+    assert!(!stored.contains("trimmed by Countersign"));
+    assert!(!stored.contains("Countersign left out"));
+}
+
+/// The model refuses the request as too long, naming a smaller window than configured: the
+/// turn cuts the conversation to that window and asks once more, and goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusal_for_length_cuts_the_conversation_and_tries_once_more() {
+    let steps = vec![
+        read_step(1, "big.txt"),
+        ScriptStep::TooLong(Some(8_192)),
+        reply("read it"),
+    ];
+    let (srv, model) = windowed(steps, 128_000).await;
+    std::fs::write(srv.root().join("ws/big.txt"), file_text("big", 60_000)).unwrap();
+    let sid = srv.session().await;
+    let turn = srv.send_msg(&sid, "read big.txt", Some("yolo")).await;
+    let snap = srv.wait_released(&sid, &turn).await;
+    let evs = turn_events(&snap, &turn);
+    assert_eq!(
+        only(&evs, "turn_finished")["status"],
+        "completed",
+        "{evs:#?}"
+    );
+    assert_eq!(only(&evs, "assistant_message")["text"], "read it");
+
+    let sent = model.requests();
+    assert_eq!(sent.len(), 3, "the refused call is made once more, once");
+    assert_eq!(tool_outputs(&sent[1])[0].len(), 60_000, "first sent whole");
+    let retried = tool_outputs(&sent[2])[0];
+    assert!(retried.contains("bytes omitted]"), "then cut");
+    // 8,192 less a quarter for the answer, less the tools' ~1,600.
+    assert!(
+        tokens_of(&sent[2]) + 1_600 <= 6_144,
+        "{}",
+        tokens_of(&sent[2])
+    );
+}
+
+/// Refused twice: the turn ends `failed` with a clear error, not a third try.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_refusal_for_length_ends_the_turn_with_a_clear_error() {
+    let steps = vec![
+        read_step(1, "big.txt"),
+        ScriptStep::TooLong(Some(8_192)),
+        ScriptStep::TooLong(None),
+        reply("never sent"),
+    ];
+    let (srv, model) = windowed(steps, 128_000).await;
+    std::fs::write(srv.root().join("ws/big.txt"), file_text("big", 60_000)).unwrap();
+    let sid = srv.session().await;
+    let turn = srv.send_msg(&sid, "read big.txt", Some("yolo")).await;
+    let snap = srv.wait_released(&sid, &turn).await;
+    let evs = turn_events(&snap, &turn);
+    let finished = only(&evs, "turn_finished");
+    assert_eq!(finished["status"], "failed", "{evs:#?}");
+    let error = str_of(finished, "error");
+    assert!(
+        error.contains("too long for the model even cut to 6144 tokens"),
+        "{error}"
+    );
+    assert_eq!(model.requests().len(), 3);
 }

@@ -1,7 +1,8 @@
 //! A whole turn with the OpenAI-compatible provider over real HTTP: the model (a local fixture
 //! speaking the real streaming format) asks to write a file, the gate waits, the server is
 //! killed (SIGKILL) and restarted, the same gate is approved, the tool runs once, and the turn
-//! goes on to the model's final answer.
+//! goes on to the model's final answer. And a model with a smaller window than configured:
+//! its refusal for length is answered by cutting the conversation and asking once more.
 
 #![allow(clippy::unwrap_used)] // a test that cannot unwrap has failed
 #![cfg(feature = "ssr")]
@@ -157,4 +158,131 @@ async fn a_model_turn_survives_a_crash_at_its_gate_and_finishes_after_approval()
         .clone();
     assert_eq!(tool_msg["role"], "tool");
     assert_eq!(tool_msg["tool_call_id"], "call_w");
+}
+
+/// The fixture's real window: smaller than the server is told (`context_tokens = 65536`).
+const FIXTURE_WINDOW: usize = 6_000;
+
+/// What the window-enforcing fixture received, and the status it answered with.
+#[derive(Clone, Default)]
+struct Bounded(Arc<Mutex<Vec<(Value, u16)>>>);
+
+/// A model with a 6,000-token window, counted roughly (the body's bytes / 4): over it, a 400
+/// in OpenAI's own words; under it, a read of big.txt, then an answer saying how much of the
+/// file it was shown.
+async fn bounded_completions(State(seen): State<Bounded>, body: String) -> Response {
+    let request: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+    let tokens = body.len() / 4;
+    if tokens > FIXTURE_WINDOW {
+        seen.0.lock().unwrap().push((request, 400));
+        let refusal = json!({"error": {
+            "message": format!("This model's maximum context length is {FIXTURE_WINDOW} tokens. However, your messages resulted in {tokens} tokens. Please reduce the length of the messages."),
+            "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}});
+        return Response::builder()
+            .status(400)
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(refusal.to_string()))
+            .unwrap();
+    }
+    seen.0.lock().unwrap().push((request.clone(), 200));
+    let last = request["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .cloned()
+        .unwrap_or_default();
+    let stream = if last["role"] == "tool" {
+        let shown = last["content"].as_str().unwrap_or("").len();
+        vec![
+            chunk(
+                json!({"role": "assistant", "content": format!("I was shown {shown} bytes.")}),
+                None,
+            ),
+            chunk(json!({}), Some("stop")),
+        ]
+    } else {
+        vec![
+            chunk(
+                json!({"role": "assistant", "tool_calls": [{"index": 0, "id": "call_big", "type": "function",
+                "function": {"name": "read_file", "arguments": "{\"path\": \"big.txt\"}"}}]}),
+                None,
+            ),
+            chunk(json!({}), Some("tool_calls")),
+        ]
+    };
+    let mut text = stream.concat();
+    text.push_str("data: [DONE]\n\n");
+    Response::builder()
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .body(Body::from(text))
+        .unwrap()
+}
+
+fn tool_content(request: &Value) -> String {
+    request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap().to_owned())
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_refusing_a_request_as_too_long_gets_it_cut_and_the_turn_completes() {
+    let seen = Bounded::default();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let fixture = listener.local_addr().unwrap();
+    let app = Router::new()
+        .route("/v1/chat/completions", post(bounded_completions))
+        .with_state(seen.clone());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let srv = TestServer::configured(&format!(
+        "[provider]\nkind = \"openai\"\nbase_url = \"http://{fixture}/v1\"\nmodel = \"fixture-model\"\napi_key_env = \"CS_FIT_NO_KEY\"\nmax_retries = 0\ncontext_tokens = 65536\n"
+    ))
+    .await;
+    let big = format!("{}END OF big", "x".repeat(60_000 - 10));
+    std::fs::write(srv.root().join("ws/big.txt"), &big).unwrap();
+
+    let sid = srv.session().await;
+    let turn = srv.send_msg(&sid, "read big.txt", Some("yolo")).await;
+    let snap = srv.wait_released(&sid, &turn).await;
+    let evs = turn_events(&snap, &turn);
+    let finished = only(&evs, "turn_finished");
+    assert_eq!(finished["status"], "completed", "{evs:#?}");
+
+    let seen = seen.0.lock().unwrap().clone();
+    let statuses: Vec<u16> = seen.iter().map(|(_, status)| *status).collect();
+    assert_eq!(
+        statuses,
+        [200, 400, 200],
+        "the call, the refusal, one retry"
+    );
+    // Within the server's budget, the 60 KB result went whole; the retry was cut to fit.
+    assert_eq!(tool_content(&seen[1].0), big);
+    let retried = tool_content(&seen[2].0);
+    assert!(
+        retried.contains("[output trimmed by Countersign: ") && retried.ends_with("END OF big"),
+        "{retried}"
+    );
+    assert!(retried.len() < 5_000, "{} bytes", retried.len());
+    assert!(serde_json::to_string(&seen[2].0).unwrap().len() / 4 <= FIXTURE_WINDOW);
+    // The tool call and its result were sent together, as OpenAI requires.
+    let roles: Vec<&str> = seen[2].0["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["system", "user", "assistant", "tool"]);
+
+    let answer = only(&evs, "assistant_message");
+    assert_eq!(
+        answer["text"],
+        format!("I was shown {} bytes.", retried.len())
+    );
+    assert_eq!(
+        str_of(only(&evs, "tool_result"), "output"),
+        big,
+        "the log keeps it whole"
+    );
 }

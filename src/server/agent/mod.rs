@@ -3,6 +3,7 @@
 
 pub mod budget;
 mod budget_gate;
+mod context;
 mod deps;
 mod gate_wait;
 pub mod gates_text;

@@ -235,6 +235,7 @@ impl Turn {
             self.deps.config().config.budget.clone(),
             Arc::clone(&self.waits),
         );
+        let mut fitting = super::context::Fitting::default();
         // No fixed cap on model calls: the budget kill-switch (tool calls, tokens, time) is
         // what stops a runaway loop, and the person decides whether it goes on.
         loop {
@@ -262,8 +263,8 @@ impl Turn {
                     },
                 )
             };
-            let provider = self.deps.config().provider.clone();
-            let completion = provider.complete(&request, &sink, &self.cancel).await?;
+            // Boxed: fitting the request only takes memory while it runs.
+            let completion = Box::pin(self.ask_model(request, &mut fitting, &sink)).await?;
             budget.spend_tokens(completion.tokens);
             if !completion.text.trim().is_empty() {
                 let html = markdown::render(&completion.text);
