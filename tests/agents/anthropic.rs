@@ -60,10 +60,13 @@ async fn messages(State(recorder): State<Recorder>, body: axum::Json<Value>) -> 
         vec![json!({"type": "text", "text": "ok"})]
     } else {
         match next_step(&prompt, count) {
-            Step::Run { n, command } => vec![json!({
+            Step::Run { n, command } => {
+                recorder.asked();
+                vec![json!({
                 "type": "tool_use", "id": format!("toolu_scripted_{n}"), "name": "Bash",
                 "input": {"command": command, "description": format!("step {n}")}
-            })],
+                })]
+            }
             Step::Say(text) => vec![json!({"type": "text", "text": text})],
         }
     };

@@ -315,3 +315,22 @@ async fn esc_in_claude_while_its_card_waits_closes_the_card() {
         .expect(410);
     assert_eq!(claude.desk.file("tui.txt"), None);
 }
+
+/// The figures BENCHMARKS.md quotes (`-- --nocapture` prints them); it asserts only that every
+/// call was asked and ran.
+#[tokio::test]
+async fn hook_latency_figures() {
+    let Some(claude) = Claude::set_up().await else {
+        return;
+    };
+    const N: usize = 8;
+    let prompt: String = (0..N).map(|i| format!("RUN[touch f{i}] ")).collect();
+    let child = claude.start(&prompt, &[]);
+    let latency = crate::kit::approve_each(&claude.desk, &claude.model.recorder, N).await;
+    let (code, stdout, stderr) = finish(child, RUN_LIMIT).await;
+    assert_ran(code, &stdout, &stderr);
+    for i in 0..N {
+        assert!(claude.desk.project.join(format!("f{i}")).exists());
+    }
+    eprintln!("{}", latency.report("Claude Code"));
+}

@@ -251,3 +251,68 @@ pub async fn finish(
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+/// What the hook adds, per call: from the model's tool call leaving the scripted server to its
+/// card being listed, and from the person's answer to the tool's result reaching the model.
+pub struct Latency {
+    pub to_card: Vec<Duration>,
+    pub to_proceed: Vec<Duration>,
+}
+
+impl Latency {
+    /// One line of figures (median and worst), as BENCHMARKS.md quotes them.
+    pub fn report(&self, agent: &str) -> String {
+        fn stats(values: &[Duration]) -> String {
+            let mut ms: Vec<f64> = values.iter().map(|d| d.as_secs_f64() * 1000.0).collect();
+            ms.sort_by(f64::total_cmp);
+            let median = ms.get(ms.len() / 2).copied().unwrap_or(f64::NAN);
+            let worst = ms.last().copied().unwrap_or(f64::NAN);
+            format!("p50 {median:.0} ms, max {worst:.0} ms")
+        }
+        format!(
+            "figure: {agent}: agent asks → card listed {}; answer → agent proceeds {} (n = {})",
+            stats(&self.to_card),
+            stats(&self.to_proceed),
+            self.to_card.len()
+        )
+    }
+}
+
+/// Approves `n` cards one after another as they come, timing each (see [`Latency`]).
+pub async fn approve_each(desk: &Desk, recorder: &crate::script::Recorder, n: usize) -> Latency {
+    let mut latency = Latency {
+        to_card: Vec::new(),
+        to_proceed: Vec::new(),
+    };
+    for i in 0..n {
+        let deadline = std::time::Instant::now() + SOON;
+        let gate = loop {
+            let list = desk
+                .admin()
+                .get("/api/v1/approvals?status=pending")
+                .await
+                .expect(200);
+            if let Some([one]) = list.as_array().map(Vec::as_slice) {
+                break one.clone();
+            }
+            assert!(std::time::Instant::now() < deadline, "no card for call {i}");
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        };
+        let seen = std::time::Instant::now();
+        let (asked, _) = recorder.times();
+        latency
+            .to_card
+            .push(seen.saturating_duration_since(asked.expect("the model asked")));
+        let answered = std::time::Instant::now();
+        desk.decide(&gate, json!({"decision": "approve"})).await;
+        let proceeded = poll_until("the tool result to reach the model", SOON, || async {
+            match recorder.times() {
+                (_, Some(at)) if recorder.tool_results().len() > i && at >= answered => Ok(at),
+                _ => Err(format!("{} results", recorder.tool_results().len())),
+            }
+        })
+        .await;
+        latency.to_proceed.push(proceeded - answered);
+    }
+    latency
+}

@@ -4,6 +4,7 @@
 //! result they are sent, so a test can check what the agent told the model (a deny's reason).
 
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use serde_json::Value;
 
@@ -73,6 +74,9 @@ pub struct Recorder {
 struct Recorded {
     requests: Vec<(String, Value)>,
     results: Vec<ToolResult>,
+    /// When the server last sent a tool call, and when a call's result first came back.
+    asked_at: Option<Instant>,
+    result_at: Option<Instant>,
 }
 
 impl Recorder {
@@ -88,8 +92,23 @@ impl Recorder {
     /// whole conversation on every call, so these are all of that conversation's).
     pub fn results(&self, results: Vec<ToolResult>) {
         if !results.is_empty() {
-            self.inner.lock().unwrap().results = results;
+            let mut inner = self.inner.lock().unwrap();
+            if results.len() != inner.results.len() {
+                inner.result_at = Some(Instant::now());
+            }
+            inner.results = results;
         }
+    }
+
+    /// The server is sending a tool call now (for the latency figures).
+    pub fn asked(&self) {
+        self.inner.lock().unwrap().asked_at = Some(Instant::now());
+    }
+
+    /// When the last tool call was sent and when a new result last arrived.
+    pub fn times(&self) -> (Option<Instant>, Option<Instant>) {
+        let inner = self.inner.lock().unwrap();
+        (inner.asked_at, inner.result_at)
     }
 
     pub fn tool_results(&self) -> Vec<ToolResult> {
