@@ -28,6 +28,19 @@ pub fn truncate(text: &str, max: usize) -> String {
     cut
 }
 
+/// `61440` as `61,440`: a size a person reads at a glance.
+pub fn thousands(n: impl std::fmt::Display) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// At most `max` bytes (never splitting a character), ending in `…` when cut.
 pub fn truncate_bytes(text: &str, max: usize) -> String {
     if text.len() <= max {
@@ -266,5 +279,13 @@ mod tests {
     fn short_ids_are_the_first_eight_characters() {
         assert_eq!(short_id("0123456789abcdef"), "01234567");
         assert_eq!(short_id("abc"), "abc");
+    }
+
+    #[test]
+    fn thousands_are_grouped_in_threes() {
+        assert_eq!(thousands(1_047_576), "1,047,576");
+        assert_eq!(thousands(61_440u64), "61,440");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(0), "0");
     }
 }

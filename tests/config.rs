@@ -187,6 +187,71 @@ async fn an_invalid_file_keeps_the_last_good_config_and_says_why() {
     assert!(srv.get("/api/v1/config").await.expect(200)["error"].is_null());
 }
 
+/// The model's window is listed with what "auto" stands for, set as a number from the API,
+/// refused when absurdly small, and set back to "auto".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_context_window_is_auto_or_a_number_and_says_what_auto_means() {
+    let srv = TestServer::start().await;
+    let key = "/api/v1/config/provider.context_tokens";
+    let row = config_row(&srv, "provider.context_tokens").await;
+    assert_eq!(
+        (
+            row["value"].clone(),
+            row["default"].clone(),
+            row["protected"].clone()
+        ),
+        (json!("auto"), json!("auto"), json!(false))
+    );
+    assert_eq!(
+        row["note"],
+        "auto: 128,000 tokens (the window of gpt-4o-mini); the demo provider does not use it"
+    );
+    srv.put(key, json!({"value": 65_536})).await.expect(200);
+    let row = config_row(&srv, "provider.context_tokens").await;
+    assert_eq!(
+        (row["value"].clone(), row["source"].clone()),
+        (json!(65_536), json!("file"))
+    );
+    assert!(
+        row.get("note").is_none(),
+        "a number says what it means: {row}"
+    );
+    for bad in [json!(0), json!(100), json!("big"), json!(true)] {
+        let body = srv
+            .put(key, json!({"value": bad}))
+            .await
+            .expect_error(400, "invalid_value");
+        let message = body["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("provider.context_tokens"),
+            "{bad}: {message}"
+        );
+    }
+    let body = srv
+        .put(key, json!({"value": 100}))
+        .await
+        .expect_error(400, "invalid_value");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("at least 4096"),
+        "{body}"
+    );
+    assert_eq!(
+        config_row(&srv, "provider.context_tokens").await["value"],
+        65_536
+    );
+    srv.put(key, json!({"value": "auto"})).await.expect(200);
+    assert_eq!(
+        config_row(&srv, "provider.context_tokens").await["value"],
+        "auto"
+    );
+    let (ok, out, _) = cli(&srv.data_dir(), &["get", "provider.context_tokens"]);
+    assert!(ok);
+    assert_eq!(out.trim(), "\"auto\"");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn put_refuses_protected_keys_and_bad_values_and_applies_the_rest() {
     let srv = TestServer::start().await;

@@ -693,6 +693,9 @@ pub struct ConfigKey {
     pub reason: Option<String>,
     /// Takes effect only after a restart.
     pub restart_required: bool,
+    /// What a value means in force, when it does not say (`"auto"`: the number it stands for).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 #[cfg(test)]

@@ -209,13 +209,14 @@ fn ConfigSection(section: String, config: ConfigState) -> impl IntoView {
 }
 
 /// A row is rebuilt when anything it shows changes.
-fn row_key(k: &ConfigKey) -> (String, String, String, bool, Option<String>) {
+fn row_key(k: &ConfigKey) -> (String, String, String, bool, Option<String>, Option<String>) {
     (
         k.key.clone(),
         k.value.to_string(),
         k.source.as_str().to_owned(),
         k.protected,
         k.default.as_ref().map(Value::to_string),
+        k.note.clone(),
     )
 }
 
@@ -250,7 +251,11 @@ fn ConfigRow(entry: ConfigKey, config: ConfigState) -> impl IntoView {
         let restart = entry.restart_required.then(|| {
             view! { <span class="config-restart" data-testid="config-restart">"Restart required to apply"</span> }
         });
-        view! { {lock} {restart} }
+        let note = entry
+            .note
+            .clone()
+            .map(|note| view! { <span class="muted sub" data-testid="config-note">{note}</span> });
+        view! { {lock} {restart} {note} }
     };
     let value_text = display(&entry.value);
     let edit_text = edit_text(&entry.value);

@@ -652,6 +652,16 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("expects a number or \"auto\""), "{e}");
+        let big = toml::Value::String("big".into());
+        let e = keys::with_key(&table, "provider.context_tokens", big, path)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(
+                "`provider.context_tokens` expects a number or \"auto\", not another string"
+            ),
+            "{e}"
+        );
     }
 }
 
@@ -781,6 +791,13 @@ pub mod keys {
         // A key whose default is "auto" (`provider.context_tokens`) also takes a number.
         let auto_key = matches!(&current, toml::Value::String(auto) if auto == "auto");
         let auto_or_number = auto_key && matches!(value, toml::Value::Integer(_));
+        if auto_key && matches!(&value, toml::Value::String(s) if s != "auto") {
+            return Err(ConfigError::WrongType {
+                key: key.to_owned(),
+                expected: "a number or \"auto\"",
+                got: "another string",
+            });
+        }
         if std::mem::discriminant(&current) != std::mem::discriminant(&value)
             && !auto_or_number
             && !matches!(

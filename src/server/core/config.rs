@@ -6,10 +6,34 @@ use serde_json::Value;
 use super::{Core, Error};
 use crate::protocol::{ConfigKey, ConfigSource, ConfigView};
 use crate::server::config::live::Changes;
-use crate::server::config::{Config, keys, ops};
+use crate::server::config::{Config, ContextTokens, ProviderKind, keys, ops};
 
 fn toml_to_json(value: &toml::Value) -> Value {
     serde_json::to_value(value).unwrap_or(Value::Null)
+}
+
+/// What `provider.context_tokens = "auto"` stands for with the model in force.
+fn note(config: &Config, key: &str) -> Option<String> {
+    let provider = &config.provider;
+    if key != "provider.context_tokens" || provider.context_tokens != ContextTokens::Auto {
+        return None;
+    }
+    let tokens = provider.context_tokens.resolve(&provider.model);
+    let known = crate::server::conversation::tokens::known_context(&provider.model).is_some();
+    let why = if known {
+        format!("the window of {}", provider.model)
+    } else {
+        format!("no window known for {}", provider.model)
+    };
+    let unused = if provider.kind == ProviderKind::Demo {
+        "; the demo provider does not use it"
+    } else {
+        ""
+    };
+    Some(format!(
+        "auto: {} tokens ({why}){unused}",
+        crate::text::thousands(tokens)
+    ))
 }
 
 impl Core {
@@ -50,6 +74,7 @@ impl Core {
                 protected: true,
                 reason: Some("set when the server starts (flag, environment or default)".into()),
                 restart_required: true,
+                note: None,
             });
         let keys: Vec<ConfigKey> = keys::entries(&live.config)
             .into_iter()
@@ -71,6 +96,7 @@ impl Core {
                     protected: keys::protected(&key).is_some(),
                     reason: keys::protected(&key).map(str::to_owned),
                     restart_required: keys::needs_restart(&key),
+                    note: note(&live.config, &key),
                     key,
                 }
             })

@@ -21,6 +21,7 @@ use std::sync::Arc;
 
 use super::tokens::{self, REPLY_PRIMING, Tokenizer};
 use super::{ChatMessage, ToolSpec};
+use crate::text::thousands;
 
 /// Bytes of a trimmed tool output that are kept (half from its start, half from its end).
 pub const KEEP_BYTES: usize = 4096;
@@ -354,19 +355,6 @@ pub fn trimmed_output(output: &str, keep: usize) -> Option<String> {
         thousands(output.len()),
         &output[tail..],
     ))
-}
-
-/// `61440` as `61,440`.
-fn thousands(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 #[cfg(test)]

@@ -201,8 +201,6 @@ fn a_trimmed_output_keeps_its_start_and_end_around_the_marker() {
     let wide = "é".repeat(5_000);
     let cut = trimmed_output(&wide, KEEP_BYTES).unwrap();
     assert!(cut.contains("bytes omitted]"));
-    assert_eq!(thousands(1_047_576), "1,047,576");
-    assert_eq!(thousands(999), "999");
 }
 
 #[test]
