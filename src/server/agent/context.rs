@@ -9,18 +9,9 @@
 
 use super::provider::{CompletionRequest, DeltaSink, ProviderError, Window};
 use super::turn::{Turn, TurnEnd};
-use crate::server::conversation::fit::{self, Counter, Fitted};
+use crate::server::conversation::fit::{self, Counter, Fitted, Fitting};
 use crate::server::conversation::tokens::answer_reserve;
 use crate::server::conversation::{ChatMessage, Completion};
-
-/// A turn's fitting state, from one model call to the next.
-#[derive(Default)]
-pub(super) struct Fitting {
-    /// What each message was counted at (out while a count runs on the blocking pool).
-    counter: Option<Counter>,
-    /// A budget a refusal taught this turn: the model's window is smaller than configured.
-    learned: Option<u64>,
-}
 
 /// The budget after a refusal: half the one refused, or the window the refusal named (less
 /// the answer's room) when that is smaller.

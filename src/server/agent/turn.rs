@@ -235,7 +235,7 @@ impl Turn {
             self.deps.config().config.budget.clone(),
             Arc::clone(&self.waits),
         );
-        let mut fitting = super::context::Fitting::default();
+        let mut fitting = crate::server::conversation::fit::Fitting::default();
         // No fixed cap on model calls: the budget kill-switch (tool calls, tokens, time) is
         // what stops a runaway loop, and the person decides whether it goes on.
         loop {

@@ -50,6 +50,15 @@ impl Fitted {
     }
 }
 
+/// What fitting remembers from one request of a turn to the next (`agent::context`).
+#[derive(Default)]
+pub struct Fitting {
+    /// What each message was counted at (out while a count runs on the blocking pool).
+    pub counter: Option<Counter>,
+    /// A budget a refusal for length taught: the model's window is smaller than configured.
+    pub learned: Option<u64>,
+}
+
 /// Counts messages with one tokenizer, remembering what each shared message cost: a turn asks
 /// about the same messages at every model call, and only the new ones need counting.
 pub struct Counter {
