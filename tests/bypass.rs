@@ -780,6 +780,27 @@ async fn outside_calls_reach_the_floor_in_every_spelling() {
             "Bash",
             json!({"command": "printf '%s' \"$P\" | apply_patch"}),
         ),
+        // Gemini CLI, Qwen Code and Copilot CLI name their tools and fields their own way; a
+        // shell told to run in another folder is read as running there.
+        (
+            "run_shell_command",
+            json!({"command": "cat id_ed25519", "dir_path": "/home/me/.ssh"}),
+        ),
+        (
+            "run_shell_command",
+            json!({"command": "cat config", "directory": ".git"}),
+        ),
+        ("create", json!({"path": "./.env", "file_text": "K=v"})),
+        (
+            "edit",
+            json!({"path": "keys/../ID_RSA", "old_str": "a", "new_str": "b"}),
+        ),
+        (
+            "replace",
+            json!({"file_path": ".git/hooks/pre-commit", "old_string": "a", "new_string": "b"}),
+        ),
+        ("view", json!({"path": "/home/me/app/.env"})),
+        ("read_many_files", json!({"file_path": ".env"})),
     ];
     for (i, (tool, input)) in floor_calls.into_iter().enumerate() {
         let opened = agent

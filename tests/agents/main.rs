@@ -9,6 +9,8 @@
 
 mod anthropic;
 mod claude_code;
+mod gemini;
+mod gemini_api;
 mod kit;
 mod script;
 #[path = "../support/mod.rs"]

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use crate::external::gates_client::OpenGate;
 use crate::external::hook::{
-    GateHookArgs, GateKey, HookContext, HookOutcome, decide, hook_gate, parse_input,
+    GateHookArgs, GateKey, HookContext, HookOutcome, decide_or_fallback, hook_gate, parse_input,
 };
 use crate::external::key::{canonical_json, idempotency_key};
 use crate::external::transcript;
@@ -75,7 +75,7 @@ pub async fn answer(flags: &GateHookArgs, stdin: &[u8], ctx: &HookContext) -> Ho
         gate.agent_says = transcript::last_words(&input.transcript_path).await;
     }
     let key = key(&input, event);
-    if let Some(verdict) = decide(flags, &gate, &key, ctx, &mut out).await {
+    if let Some(verdict) = decide_or_fallback(flags, &gate, &key, ctx, &mut out).await {
         out.stdout = render(event, &verdict, &input).to_string();
     }
     out

@@ -1,4 +1,4 @@
-//! `countersign hook install claude-code|codex`: merge the hook into the agent's settings file,
+//! `countersign hook install claude-code|codex|gemini|qwen|copilot`: merge the hook into the agent's settings file,
 //! keeping everything already there; running it twice adds one entry.
 
 use std::path::{Path, PathBuf};
@@ -43,6 +43,50 @@ pub enum InstallAgent {
         #[arg(long, default_value_t = DEFAULT_TIMEOUT_SECS)]
         timeout: u64,
     },
+    /// Add the BeforeTool hook to `.gemini/settings.json` (or `~/.gemini/settings.json`).
+    Gemini {
+        /// The project whose `.gemini/settings.json` gets the hook (default: this directory).
+        #[arg(long, conflicts_with = "user")]
+        project: Option<PathBuf>,
+        /// Install for every project: `~/.gemini/settings.json`.
+        #[arg(long)]
+        user: bool,
+        /// Show the snippet instead of writing it.
+        #[arg(long)]
+        print: bool,
+        /// The hook's wait for an answer, in seconds.
+        #[arg(long, default_value_t = DEFAULT_TIMEOUT_SECS)]
+        timeout: u64,
+    },
+    /// Add the PreToolUse hook to `.qwen/settings.json` (or `~/.qwen/settings.json`).
+    Qwen {
+        /// The project whose `.qwen/settings.json` gets the hook (default: this directory).
+        #[arg(long, conflicts_with = "user")]
+        project: Option<PathBuf>,
+        /// Install for every project: `~/.qwen/settings.json`.
+        #[arg(long)]
+        user: bool,
+        /// Show the snippet instead of writing it.
+        #[arg(long)]
+        print: bool,
+        /// The hook's wait for an answer, in seconds.
+        #[arg(long, default_value_t = DEFAULT_TIMEOUT_SECS)]
+        timeout: u64,
+    },
+    /// Add the preToolUse hook to `~/.copilot/hooks/countersign.json` (or a repository's
+    /// `.github/hooks/countersign.json`).
+    Copilot {
+        /// The repository whose `.github/hooks/countersign.json` gets the hook (Copilot loads a
+        /// repository's hooks only in a folder it trusts); default: every repository.
+        #[arg(long)]
+        project: Option<PathBuf>,
+        /// Show the snippet instead of writing it.
+        #[arg(long)]
+        print: bool,
+        /// The hook's wait for an answer, in seconds.
+        #[arg(long, default_value_t = DEFAULT_TIMEOUT_SECS)]
+        timeout: u64,
+    },
 }
 
 /// Which agent a hook is for.
@@ -50,6 +94,9 @@ pub enum InstallAgent {
 pub enum Agent {
     ClaudeCode,
     Codex,
+    Gemini,
+    Qwen,
+    Copilot,
 }
 
 impl Agent {
@@ -57,6 +104,9 @@ impl Agent {
         match self {
             Agent::ClaudeCode => "claude-code",
             Agent::Codex => "codex",
+            Agent::Gemini => "gemini",
+            Agent::Qwen => "qwen",
+            Agent::Copilot => "copilot",
         }
     }
 
@@ -69,6 +119,23 @@ impl Agent {
         match self {
             Agent::ClaudeCode => &["PreToolUse", "PermissionRequest"],
             Agent::Codex => &["PermissionRequest"],
+            Agent::Gemini => &["BeforeTool"],
+            Agent::Qwen => &["PreToolUse"],
+            Agent::Copilot => &["preToolUse"],
+        }
+    }
+
+    /// What `--print` tells the person to do with the snippet.
+    fn where_to_merge(self) -> &'static str {
+        match self {
+            Agent::ClaudeCode => "merge this into .claude/settings.json or ~/.claude/settings.json",
+            Agent::Codex => "merge this into ~/.codex/hooks.json, then trust it in Codex's /hooks",
+            Agent::Gemini => "merge this into .gemini/settings.json or ~/.gemini/settings.json",
+            Agent::Qwen => "merge this into .qwen/settings.json or ~/.qwen/settings.json",
+            Agent::Copilot => {
+                "save this as ~/.copilot/hooks/countersign.json (or a repository's \
+                 .github/hooks/countersign.json)"
+            }
         }
     }
 }
@@ -78,6 +145,9 @@ pub fn install(args: &InstallArgs, ctx: &HookContext) -> HookOutcome {
     let (agent, print, timeout) = match &args.agent {
         InstallAgent::ClaudeCode { print, timeout, .. } => (Agent::ClaudeCode, *print, *timeout),
         InstallAgent::Codex { print, timeout } => (Agent::Codex, *print, *timeout),
+        InstallAgent::Gemini { print, timeout, .. } => (Agent::Gemini, *print, *timeout),
+        InstallAgent::Qwen { print, timeout, .. } => (Agent::Qwen, *print, *timeout),
+        InstallAgent::Copilot { print, timeout, .. } => (Agent::Copilot, *print, *timeout),
     };
     let handler = handler(agent, timeout);
     if print {
@@ -88,10 +158,7 @@ pub fn install(args: &InstallArgs, ctx: &HookContext) -> HookOutcome {
             stdout: pretty(&snippet),
             ..HookOutcome::default()
         };
-        out.say(match agent {
-            Agent::ClaudeCode => "merge this into .claude/settings.json or ~/.claude/settings.json",
-            Agent::Codex => "merge this into ~/.codex/hooks.json, then trust it in Codex's /hooks",
-        });
+        out.say(agent.where_to_merge());
         return out;
     }
     let path = match settings_path(&args.agent, ctx) {
@@ -134,11 +201,38 @@ pub fn install(args: &InstallArgs, ctx: &HookContext) -> HookOutcome {
                 ));
             }
             out.say(
-                "Codex skips new hooks until you trust them: open /hooks in Codex and trust \
-                 `countersign hook codex`. It reads COUNTERSIGN_URL and COUNTERSIGN_TOKEN (a \
-                 `gates` token) from the environment Codex starts in",
-            )
+                "Codex runs a new or changed hook only once you trust it: at its next start \
+                 choose \"Trust all and continue\" (or trust `countersign hook codex` in \
+                 /hooks). The hook reads COUNTERSIGN_URL and COUNTERSIGN_TOKEN (a `gates` \
+                 token) from Codex's background server (app-server daemon), which keeps the \
+                 environment of the Codex that started it",
+            );
+            let shell = |key| std::env::var(key).ok();
+            if let Some(home) = &ctx.home
+                && let Some(warning) = super::codex::daemon_warning(
+                    home,
+                    shell("COUNTERSIGN_URL").as_deref(),
+                    shell("COUNTERSIGN_TOKEN").as_deref(),
+                )
+            {
+                out.say(warning);
+            }
         }
+        Agent::Gemini => out.say(
+            "the hook reads COUNTERSIGN_URL and COUNTERSIGN_TOKEN (a `gates` token) from the \
+             environment Gemini CLI starts in. Gemini runs hooks only in a trusted folder, and \
+             a hook's allow does not skip Gemini's own prompt: start Gemini with \
+             `--approval-mode yolo` so Countersign is the one prompt",
+        ),
+        Agent::Qwen => out.say(
+            "the hook reads COUNTERSIGN_URL and COUNTERSIGN_TOKEN (a `gates` token) from the \
+             environment Qwen Code starts in. Qwen asks this hook after its own approval \
+             step: start Qwen with `--approval-mode yolo` so Countersign is the one prompt",
+        ),
+        Agent::Copilot => out.say(
+            "the hook reads COUNTERSIGN_URL and COUNTERSIGN_TOKEN (a `gates` token) from the \
+             environment Copilot CLI starts in; its answer replaces Copilot's own prompt",
+        ),
     }
     out
 }
@@ -160,17 +254,56 @@ fn codex_extra_keys(path: &Path) -> Option<String> {
 /// The handler entry: the agent's timeout for the hook is the same number the hook is told
 /// (`--timeout`), and the hook answers 10 s before it passes — not a minute before a longer
 /// one the hook knows nothing of.
+///
+/// Each agent's own units: Gemini CLI counts milliseconds; Qwen Code counts seconds but reads a
+/// number from 1000 up as milliseconds, so milliseconds are what it is given; Copilot CLI's
+/// field is `timeoutSec`.
 pub fn handler(agent: Agent, timeout: u64) -> Value {
     let mut command = format!("countersign hook {}", agent.subcommand());
     if timeout != DEFAULT_TIMEOUT_SECS {
         command.push_str(&format!(" --timeout {timeout}"));
     }
-    json!({
-        "type": "command",
-        "command": command,
-        "timeout": timeout,
-        "statusMessage": STATUS_MESSAGE,
-    })
+    let millis = timeout.saturating_mul(1000);
+    match agent {
+        Agent::ClaudeCode | Agent::Codex => json!({
+            "type": "command",
+            "command": command,
+            "timeout": timeout,
+            "statusMessage": STATUS_MESSAGE,
+        }),
+        Agent::Gemini => json!({
+            "type": "command",
+            "name": "countersign",
+            "command": command,
+            "timeout": millis,
+        }),
+        Agent::Qwen => json!({
+            "type": "command",
+            "name": "countersign",
+            "command": command,
+            "timeout": millis,
+            "statusMessage": STATUS_MESSAGE,
+        }),
+        Agent::Copilot => json!({
+            "type": "command",
+            "bash": command,
+            "timeoutSec": timeout,
+        }),
+    }
+}
+
+/// A project folder as given (relative to where the command runs), which must exist.
+fn project_dir(project: &Option<PathBuf>, ctx: &HookContext) -> Result<PathBuf, String> {
+    let dir = project.clone().unwrap_or_else(|| ctx.cwd.clone());
+    let dir = if dir.is_absolute() {
+        dir
+    } else {
+        ctx.cwd.join(dir)
+    };
+    if !dir.is_dir() {
+        return Err(format!("{} is not a directory", dir.display()));
+    }
+    Ok(dir)
 }
 
 fn settings_path(agent: &InstallAgent, ctx: &HookContext) -> Result<PathBuf, String> {
@@ -182,18 +315,21 @@ fn settings_path(agent: &InstallAgent, ctx: &HookContext) -> Result<PathBuf, Str
     Ok(match agent {
         InstallAgent::ClaudeCode { user: true, .. } => home()?.join(".claude/settings.json"),
         InstallAgent::ClaudeCode { project, .. } => {
-            let dir = project.clone().unwrap_or_else(|| ctx.cwd.clone());
-            let dir = if dir.is_absolute() {
-                dir
-            } else {
-                ctx.cwd.join(dir)
-            };
-            if !dir.is_dir() {
-                return Err(format!("{} is not a directory", dir.display()));
-            }
-            dir.join(".claude/settings.json")
+            project_dir(project, ctx)?.join(".claude/settings.json")
         }
         InstallAgent::Codex { .. } => home()?.join(".codex/hooks.json"),
+        InstallAgent::Gemini { user: true, .. } => home()?.join(".gemini/settings.json"),
+        InstallAgent::Gemini { project, .. } => {
+            project_dir(project, ctx)?.join(".gemini/settings.json")
+        }
+        InstallAgent::Qwen { user: true, .. } => home()?.join(".qwen/settings.json"),
+        InstallAgent::Qwen { project, .. } => {
+            project_dir(project, ctx)?.join(".qwen/settings.json")
+        }
+        InstallAgent::Copilot { project, .. } => match project {
+            Some(_) => project_dir(project, ctx)?.join(".github/hooks/countersign.json"),
+            None => home()?.join(".copilot/hooks/countersign.json"),
+        },
     })
 }
 
@@ -225,6 +361,9 @@ pub fn merge_into_file(path: &Path, agent: Agent, handler: Value) -> Result<bool
 /// ([`Agent::events`]) that has no handler running the same `countersign hook <agent>` yet.
 /// `Ok(true)` when anything was added; nothing is changed when a shape is wrong.
 pub fn merge_hook(settings: &mut Value, agent: Agent, handler: Value) -> Result<bool, String> {
+    if agent == Agent::Copilot {
+        return merge_copilot_hook(settings, handler);
+    }
     let command = handler["command"].as_str().unwrap_or_default().to_owned();
     let mut merged = settings.clone();
     let root = merged
@@ -255,6 +394,42 @@ pub fn merge_hook(settings: &mut Value, agent: Agent, handler: Value) -> Result<
     }
     *settings = merged;
     Ok(added)
+}
+
+/// Copilot CLI's hook file: `{"version": 1, "hooks": {"preToolUse": [handler, …]}}`, its
+/// handlers listed directly (no matcher groups), the command under `bash`.
+fn merge_copilot_hook(settings: &mut Value, handler: Value) -> Result<bool, String> {
+    let command = handler["bash"].as_str().unwrap_or_default().to_owned();
+    let mut merged = settings.clone();
+    let root = merged
+        .as_object_mut()
+        .ok_or("the file's top level is not a JSON object")?;
+    match root.get("version") {
+        None => {
+            root.insert("version".into(), json!(1));
+        }
+        Some(v) if v == &json!(1) => {}
+        Some(other) => return Err(format!("`version` is {other}, not 1")),
+    }
+    let handlers = root
+        .entry("hooks")
+        .or_insert_with(|| Value::Object(Map::new()))
+        .as_object_mut()
+        .ok_or("`hooks` is not a JSON object")?
+        .entry("preToolUse")
+        .or_insert_with(|| Value::Array(Vec::new()))
+        .as_array_mut()
+        .ok_or("`hooks.preToolUse` is not a JSON array")?;
+    let installed = handlers
+        .iter()
+        .filter_map(|h| h["bash"].as_str())
+        .any(|existing| same_hook(existing, &command));
+    if installed {
+        return Ok(false);
+    }
+    handlers.push(handler);
+    *settings = merged;
+    Ok(true)
 }
 
 /// The same program (any path to `countersign`) and subcommand, whatever the flags.
@@ -357,6 +532,31 @@ mod tests {
         assert!(merge_hook(&mut json!({"hooks": []}), codex, h.clone()).is_err());
         let mut bad = json!({"hooks": {"PermissionRequest": {}}});
         assert!(merge_hook(&mut bad, codex, h).is_err());
+    }
+
+    #[test]
+    fn each_agent_gets_its_own_units_and_shape() {
+        assert_eq!(handler(Agent::Gemini, 1800)["timeout"], 1_800_000, "ms");
+        // Qwen reads 1000 and up as milliseconds: 1800 s written as seconds would be 1.8 s.
+        assert_eq!(handler(Agent::Qwen, 1800)["timeout"], 1_800_000);
+        assert_eq!(handler(Agent::Copilot, 1800)["timeoutSec"], 1800);
+        let mut copilot = json!({});
+        assert!(merge_hook(&mut copilot, Agent::Copilot, handler(Agent::Copilot, 1800)).unwrap());
+        assert_eq!(copilot["version"], 1);
+        assert_eq!(
+            copilot["hooks"]["preToolUse"][0]["bash"],
+            "countersign hook copilot"
+        );
+        assert!(!merge_hook(&mut copilot, Agent::Copilot, handler(Agent::Copilot, 60)).unwrap());
+        let mut wrong = json!({"version": 2});
+        assert!(merge_hook(&mut wrong, Agent::Copilot, handler(Agent::Copilot, 60)).is_err());
+        let mut gemini = json!({"theme": "dark"});
+        assert!(merge_hook(&mut gemini, Agent::Gemini, handler(Agent::Gemini, 1800)).unwrap());
+        assert_eq!(gemini["theme"], "dark");
+        assert_eq!(
+            gemini["hooks"]["BeforeTool"][0]["hooks"][0]["command"],
+            "countersign hook gemini"
+        );
     }
 
     #[test]

@@ -4,14 +4,17 @@
 
 pub mod claude_code;
 pub mod codex;
+pub mod copilot;
+pub mod gemini;
 pub mod install;
+pub mod qwen;
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::{Args, Subcommand};
+use clap::{Args, Subcommand, ValueEnum};
 use tokio::io::AsyncReadExt;
 use tokio::time::Instant;
 
@@ -55,6 +58,12 @@ pub enum HookCommand {
     ClaudeCode(GateHookArgs),
     /// Answer a Codex `PermissionRequest` hook (JSON on stdin).
     Codex(GateHookArgs),
+    /// Answer a Gemini CLI `BeforeTool` hook (JSON on stdin).
+    Gemini(GateHookArgs),
+    /// Answer a Qwen Code `PreToolUse` hook (JSON on stdin).
+    Qwen(GateHookArgs),
+    /// Answer a GitHub Copilot CLI `preToolUse` hook (JSON on stdin).
+    Copilot(GateHookArgs),
     /// Register the hook in an agent's settings.
     Install(install::InstallArgs),
 }
@@ -72,6 +81,19 @@ pub struct GateHookArgs {
     /// shows the call and, when the agent gave one, its own `description`).
     #[arg(long)]
     pub no_transcript: bool,
+    /// What to answer when Countersign gives no decision (it cannot be reached, or refuses the
+    /// token): `ask` leaves the call to the agent's own prompt; `deny` refuses it.
+    #[arg(long, value_enum, default_value_t = Unreachable::Ask)]
+    pub if_unreachable: Unreachable,
+}
+
+/// A hook's answer when Countersign gives none.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Unreachable {
+    /// The agent asks in its own prompt (Gemini CLI waits forever on that in `-p`).
+    Ask,
+    /// The call is refused, saying why.
+    Deny,
 }
 
 /// What a hook run needs from the outside world, passed in so tests can supply their own.
@@ -144,10 +166,8 @@ impl HookOutcome {
 /// The entry point the main binary calls for `countersign hook …`.
 pub async fn run(args: HookArgs) -> ExitCode {
     let mut stdin = Vec::new();
-    if matches!(
-        args.command,
-        HookCommand::ClaudeCode(_) | HookCommand::Codex(_)
-    ) && let Err(e) = tokio::io::stdin().read_to_end(&mut stdin).await
+    if !matches!(args.command, HookCommand::Install(_))
+        && let Err(e) = tokio::io::stdin().read_to_end(&mut stdin).await
     {
         // No decision: the agent asks in its own prompt.
         eprintln!("countersign: cannot read the hook's input: {e}; no decision");
@@ -170,6 +190,9 @@ pub async fn run_with(args: HookArgs, stdin: &[u8], ctx: &HookContext) -> HookOu
     match args.command {
         HookCommand::ClaudeCode(flags) => claude_code::answer(&flags, stdin, ctx).await,
         HookCommand::Codex(flags) => codex::answer(&flags, stdin, ctx).await,
+        HookCommand::Gemini(flags) => gemini::answer(&flags, stdin, ctx).await,
+        HookCommand::Qwen(flags) => qwen::answer(&flags, stdin, ctx).await,
+        HookCommand::Copilot(flags) => copilot::answer(&flags, stdin, ctx).await,
         HookCommand::Install(install) => install::install(&install, ctx),
     }
 }
@@ -309,6 +332,27 @@ pub(crate) async fn decide(
         out,
     )
     .await
+}
+
+/// [`decide`], and when it gives no decision, the answer `--if-unreachable` names (`None`:
+/// the agent's own prompt).
+pub(crate) async fn decide_or_fallback(
+    flags: &GateHookArgs,
+    gate: &OpenGate,
+    key: &GateKey,
+    ctx: &HookContext,
+    out: &mut HookOutcome,
+) -> Option<Verdict> {
+    let verdict = decide(flags, gate, key, ctx, out).await;
+    match (verdict, flags.if_unreachable) {
+        (Some(verdict), _) => Some(verdict),
+        (None, Unreachable::Ask) => None,
+        (None, Unreachable::Deny) => Some(Verdict::Deny {
+            message: "Countersign gave no answer (it could not be reached or refused the \
+                      hook's token), and this hook denies when it cannot ask"
+                .into(),
+        }),
+    }
 }
 
 async fn wait(

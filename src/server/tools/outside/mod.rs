@@ -23,8 +23,13 @@ use super::{Subject, SubjectKind};
 use crate::protocol::ToolClass;
 
 /// Tools that only read or look things up here.
-const READ: [&str; 15] = [
+const READ: [&str; 20] = [
     "read",
+    "list_directory",
+    "grep_search",
+    "read_many_files",
+    "view",
+    "list_bash",
     "glob",
     "grep",
     "ls",
@@ -42,8 +47,10 @@ const READ: [&str; 15] = [
 ];
 
 /// Tools that change files.
-const EDIT: [&str; 9] = [
+const EDIT: [&str; 11] = [
     "edit",
+    "replace",
+    "create",
     "multiedit",
     "write",
     "notebookedit",
@@ -235,10 +242,10 @@ fn after_cd(cwd: Option<&str>, dir: Option<&str>) -> Option<String> {
 
 fn edit_diff(path: &str, input: &Value) -> Option<String> {
     let pair = |edit: &Value| {
-        let old = text(edit, &["old_string", "oldString"]).unwrap_or("");
-        let new = edit
-            .get("new_string")
-            .or_else(|| edit.get("newString"))
+        let old = text(edit, &["old_string", "oldString", "old_str"]).unwrap_or("");
+        let new = ["new_string", "newString", "new_str"]
+            .iter()
+            .find_map(|key| edit.get(*key))
             .and_then(Value::as_str)?;
         Some(unified_diff(path, &with_newline(old), &with_newline(new)))
     };
@@ -259,7 +266,11 @@ fn diff_of(input: &Value, path: Option<&str>) -> Option<String> {
         return Some(patch.to_owned());
     }
     let path = path?;
-    if let Some(content) = input.get("content").and_then(Value::as_str) {
+    if let Some(content) = ["content", "file_text"]
+        .iter()
+        .find_map(|key| input.get(*key))
+        .and_then(Value::as_str)
+    {
         return Some(unified_diff(path, "", &with_newline(content)));
     }
     if let Some(source) = input.get("new_source").and_then(Value::as_str) {
@@ -364,6 +375,16 @@ pub fn describe(tool: &str, input: &Value, cwd: Option<&str>) -> OutsideCall {
         ToolClass::Exec | ToolClass::Config => {
             let named = patterns(input);
             let command = command_of(input).or_else(|| named.first().cloned());
+            // A shell tool told to run in another folder (Gemini's `dir_path`, Qwen's
+            // `directory`, Codex's `workdir`) runs there: the floor, the rules and the card
+            // read the command as `cd <folder> && <command>`, so a path relative to that folder
+            // is seen where it is.
+            let command = match (command, text(input, &["workdir", "dir_path", "directory"])) {
+                (Some(command), Some(dir)) if !dir.trim().is_empty() => {
+                    Some(format!("cd {} && {command}", quote(dir.trim())))
+                }
+                (command, _) => command,
+            };
             // Every command opencode's patterns name is checked, not only the first.
             let mut floor_subjects: Vec<Subject> = command
                 .iter()

@@ -1,0 +1,151 @@
+//! `countersign hook copilot`: GitHub Copilot CLI's `preToolUse` hook. An allow skips Copilot's
+//! own prompt, a deny's reason reaches the model, and `modifiedArgs` runs edited arguments.
+//! Copilot runs the tool when a hook times out (its default is 30 s: `hook install copilot`
+//! writes the gate's window instead), so this hook answers in time.
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::external::gates_client::OpenGate;
+use crate::external::hook::{
+    GateHookArgs, GateKey, HookContext, HookOutcome, decide_or_fallback, hook_gate, parse_input,
+};
+use crate::external::key::{canonical_json, idempotency_key};
+use crate::external::verdict::Verdict;
+
+pub const SOURCE: &str = "copilot-cli";
+
+/// The fields of Copilot CLI's `preToolUse` input this hook reads (camelCase; it names no
+/// event).
+#[derive(Deserialize, Debug, Clone, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct CopilotHookInput {
+    pub session_id: String,
+    #[serde(default)]
+    pub cwd: String,
+    #[serde(default)]
+    pub tool_name: String,
+    /// An object; a JSON string of one is read too.
+    #[serde(default)]
+    pub tool_args: Value,
+    /// Epoch milliseconds: one call's own mark (Copilot names no tool-use id).
+    #[serde(default)]
+    pub timestamp: Option<Value>,
+}
+
+impl CopilotHookInput {
+    /// The arguments as an object, whichever way Copilot sent them.
+    fn args(&self) -> Value {
+        match &self.tool_args {
+            Value::String(text) => serde_json::from_str(text).unwrap_or_else(|_| json!({})),
+            other => other.clone(),
+        }
+    }
+}
+
+/// Runs the hook: parse, open a gate, wait, answer.
+pub async fn answer(flags: &GateHookArgs, stdin: &[u8], ctx: &HookContext) -> HookOutcome {
+    let input: CopilotHookInput = match parse_input(stdin, "Copilot CLI", ctx) {
+        Ok(input) => input,
+        Err(outcome) => return outcome,
+    };
+    let mut out = HookOutcome::new(ctx);
+    let gate = open_gate(&input, ctx, flags.timeout);
+    let verdict = decide_or_fallback(flags, &gate, &key(&input), ctx, &mut out).await;
+    out.stdout = render(verdict.as_ref()).to_string();
+    out
+}
+
+/// The gate for this call: Copilot runs changed arguments, so the card offers Edit.
+pub fn open_gate(input: &CopilotHookInput, ctx: &HookContext, timeout_secs: u64) -> OpenGate {
+    let args = input.args();
+    hook_gate(
+        SOURCE,
+        &input.session_id,
+        &input.cwd,
+        (input.tool_name.as_str(), &args),
+        true,
+        ctx,
+        timeout_secs,
+    )
+}
+
+/// The session, the moment Copilot fired the hook, and the call: one call's key.
+pub fn key(input: &CopilotHookInput) -> GateKey {
+    let stamp = match &input.timestamp {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Number(n)) => n.to_string(),
+        _ => String::new(),
+    };
+    GateKey {
+        key: idempotency_key(&[
+            SOURCE,
+            &input.session_id,
+            &stamp,
+            &input.tool_name,
+            &canonical_json(&input.args()),
+        ]),
+        names_one_call: !stamp.is_empty(),
+    }
+}
+
+/// Copilot's answer for a verdict; `None` (no decision from Countersign) asks in Copilot.
+pub fn render(verdict: Option<&Verdict>) -> Value {
+    match verdict {
+        Some(Verdict::Allow {
+            updated_input: Some(args),
+            ..
+        }) if args.is_object() => json!({
+            "permissionDecision": "allow",
+            "permissionDecisionReason": "Approved with edits in Countersign",
+            "modifiedArgs": args,
+        }),
+        Some(Verdict::Allow { .. }) => json!({
+            "permissionDecision": "allow",
+            "permissionDecisionReason": "Approved in Countersign",
+        }),
+        Some(Verdict::Deny { message }) => json!({
+            "permissionDecision": "deny",
+            "permissionDecisionReason": message,
+        }),
+        None => json!({
+            "permissionDecision": "ask",
+            "permissionDecisionReason": "Countersign gave no answer; Copilot CLI asks instead",
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_verdict_is_copilot_s_own_answer() {
+        let edit = Verdict::Allow {
+            updated_input: Some(json!({"command": "ls", "description": "list"})),
+            always: false,
+        };
+        assert_eq!(
+            render(Some(&edit)),
+            json!({"permissionDecision": "allow",
+                   "permissionDecisionReason": "Approved with edits in Countersign",
+                   "modifiedArgs": {"command": "ls", "description": "list"}})
+        );
+        let deny = Verdict::Deny {
+            message: "no".into(),
+        };
+        assert_eq!(render(Some(&deny))["permissionDecision"], "deny");
+        assert_eq!(render(None)["permissionDecision"], "ask");
+    }
+
+    #[test]
+    fn arguments_sent_as_a_json_string_are_read_as_the_object() {
+        let input: CopilotHookInput = serde_json::from_value(json!({
+            "sessionId": "s", "timestamp": 1796165385014u64, "cwd": "/w",
+            "toolName": "bash", "toolArgs": "{\"command\":\"rm -rf build\"}"
+        }))
+        .unwrap();
+        assert_eq!(input.args(), json!({"command": "rm -rf build"}));
+        assert!(key(&input).names_one_call);
+    }
+}

@@ -1,0 +1,147 @@
+//! `countersign hook gemini`: Gemini CLI's `BeforeTool` hook. Gemini's hook can deny, ask, or
+//! allow with changed arguments (`hookSpecificOutput.tool_input`), but an allow does not
+//! skip Gemini's own policy: run Gemini with `--approval-mode yolo` so Countersign is the one
+//! prompt. Gemini runs the tool when a hook times out, says nothing, or exits 1, so this hook
+//! always answers, and answers in time.
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::external::gates_client::OpenGate;
+use crate::external::hook::{
+    GateHookArgs, GateKey, HookContext, HookOutcome, decide_or_fallback, hook_gate, parse_input,
+};
+use crate::external::key::{canonical_json, idempotency_key};
+use crate::external::verdict::Verdict;
+
+pub const SOURCE: &str = "gemini-cli";
+pub const EVENT: &str = "BeforeTool";
+
+/// The fields of Gemini CLI's hook input this hook reads.
+#[derive(Deserialize, Debug, Clone, PartialEq)]
+pub struct GeminiHookInput {
+    pub session_id: String,
+    #[serde(default)]
+    pub cwd: String,
+    pub hook_event_name: String,
+    #[serde(default)]
+    pub tool_name: String,
+    #[serde(default)]
+    pub tool_input: Value,
+    /// When Gemini fired the hook: one call's own mark (Gemini names no tool-use id).
+    #[serde(default)]
+    pub timestamp: Option<String>,
+}
+
+/// Runs the hook: parse, open a gate, wait, answer.
+pub async fn answer(flags: &GateHookArgs, stdin: &[u8], ctx: &HookContext) -> HookOutcome {
+    let input: GeminiHookInput = match parse_input(stdin, "Gemini CLI", ctx) {
+        Ok(input) => input,
+        Err(outcome) => return outcome,
+    };
+    let mut out = HookOutcome::new(ctx);
+    if input.hook_event_name != EVENT {
+        out.say(format!(
+            "`{}` is not Gemini CLI's BeforeTool hook; asking in Gemini",
+            input.hook_event_name
+        ));
+        out.stdout = render(None).to_string();
+        return out;
+    }
+    let gate = open_gate(&input, ctx, flags.timeout);
+    let verdict = decide_or_fallback(flags, &gate, &key(&input), ctx, &mut out).await;
+    out.stdout = render(verdict.as_ref()).to_string();
+    out
+}
+
+/// The gate for this call: Gemini runs changed arguments, so the card offers Edit.
+pub fn open_gate(input: &GeminiHookInput, ctx: &HookContext, timeout_secs: u64) -> OpenGate {
+    let tool = (input.tool_name.as_str(), &input.tool_input);
+    hook_gate(
+        SOURCE,
+        &input.session_id,
+        &input.cwd,
+        tool,
+        true,
+        ctx,
+        timeout_secs,
+    )
+}
+
+/// The session, the moment Gemini fired the hook, and the call: one call's key.
+pub fn key(input: &GeminiHookInput) -> GateKey {
+    GateKey {
+        key: idempotency_key(&[
+            SOURCE,
+            &input.session_id,
+            input.timestamp.as_deref().unwrap_or(""),
+            &input.tool_name,
+            &canonical_json(&input.tool_input),
+        ]),
+        names_one_call: input.timestamp.as_deref().is_some_and(|t| !t.is_empty()),
+    }
+}
+
+/// Gemini's answer for a verdict; `None` (no decision from Countersign) asks in Gemini.
+pub fn render(verdict: Option<&Verdict>) -> Value {
+    match verdict {
+        Some(Verdict::Allow {
+            updated_input: Some(input),
+            ..
+        }) if input.is_object() => json!({
+            "decision": "allow",
+            "reason": "Approved with edits in Countersign",
+            "hookSpecificOutput": {"hookEventName": EVENT, "tool_input": input},
+        }),
+        Some(Verdict::Allow { .. }) => json!({
+            "decision": "allow",
+            "reason": "Approved in Countersign",
+        }),
+        Some(Verdict::Deny { message }) => json!({"decision": "deny", "reason": message}),
+        None => json!({
+            "decision": "ask",
+            "reason": "Countersign gave no answer; Gemini CLI asks instead",
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_verdict_is_gemini_s_own_answer() {
+        let deny = Verdict::Deny {
+            message: "not today".into(),
+        };
+        assert_eq!(
+            render(Some(&deny)),
+            json!({"decision": "deny", "reason": "not today"})
+        );
+        let edit = Verdict::Allow {
+            updated_input: Some(json!({"command": "ls"})),
+            always: false,
+        };
+        assert_eq!(
+            render(Some(&edit))["hookSpecificOutput"]["tool_input"],
+            json!({"command": "ls"})
+        );
+        // No answer from Countersign is never silence (Gemini would run the call): it asks.
+        assert_eq!(render(None)["decision"], "ask");
+    }
+
+    #[test]
+    fn two_calls_of_one_command_are_two_cards() {
+        let input = |at: &str| GeminiHookInput {
+            session_id: "s".into(),
+            cwd: "/w".into(),
+            hook_event_name: EVENT.into(),
+            tool_name: "run_shell_command".into(),
+            tool_input: json!({"command": "ls"}),
+            timestamp: Some(at.into()),
+        };
+        let (a, b) = (key(&input("t1")), key(&input("t2")));
+        assert_ne!(a.key, b.key);
+        assert!(a.names_one_call);
+    }
+}

@@ -1,0 +1,144 @@
+//! `countersign hook qwen`: Qwen Code's `PreToolUse` hook. Qwen fires it when the tool is about
+//! to run — after its own approval step, so run Qwen with `--approval-mode yolo` to make
+//! Countersign the one prompt — and ignores changed input there, so the card offers no Edit.
+//! Qwen runs the tool when a hook fails in any way (a timeout, no output, a bad exit), so this
+//! hook always answers, and answers in time.
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::external::gates_client::OpenGate;
+use crate::external::hook::{
+    GateHookArgs, GateKey, HookContext, HookOutcome, decide_or_fallback, hook_gate, parse_input,
+};
+use crate::external::key::{canonical_json, idempotency_key};
+use crate::external::verdict::Verdict;
+
+pub const SOURCE: &str = "qwen-code";
+pub const EVENT: &str = "PreToolUse";
+
+/// The fields of Qwen Code's hook input this hook reads.
+#[derive(Deserialize, Debug, Clone, PartialEq)]
+pub struct QwenHookInput {
+    pub session_id: String,
+    #[serde(default)]
+    pub cwd: String,
+    pub hook_event_name: String,
+    #[serde(default)]
+    pub tool_name: String,
+    #[serde(default)]
+    pub tool_input: Value,
+    /// The model's id for this call (`call_…`), or Qwen's own (`toolu_…`).
+    #[serde(default)]
+    pub tool_call_id: Option<String>,
+    #[serde(default)]
+    pub tool_use_id: Option<String>,
+}
+
+/// Runs the hook: parse, open a gate, wait, answer.
+pub async fn answer(flags: &GateHookArgs, stdin: &[u8], ctx: &HookContext) -> HookOutcome {
+    let input: QwenHookInput = match parse_input(stdin, "Qwen Code", ctx) {
+        Ok(input) => input,
+        Err(outcome) => return outcome,
+    };
+    let mut out = HookOutcome::new(ctx);
+    if input.hook_event_name != EVENT {
+        out.say(format!(
+            "`{}` is not Qwen Code's PreToolUse hook; asking in Qwen",
+            input.hook_event_name
+        ));
+        out.stdout = render(None).to_string();
+        return out;
+    }
+    let gate = open_gate(&input, ctx, flags.timeout);
+    let verdict = decide_or_fallback(flags, &gate, &key(&input), ctx, &mut out).await;
+    out.stdout = render(verdict.as_ref()).to_string();
+    out
+}
+
+/// The gate for this call: no Edit (Qwen's PreToolUse ignores changed input).
+pub fn open_gate(input: &QwenHookInput, ctx: &HookContext, timeout_secs: u64) -> OpenGate {
+    let tool = (input.tool_name.as_str(), &input.tool_input);
+    hook_gate(
+        SOURCE,
+        &input.session_id,
+        &input.cwd,
+        tool,
+        false,
+        ctx,
+        timeout_secs,
+    )
+}
+
+/// The session and the call's id when Qwen names one (it always has), else the request.
+pub fn key(input: &QwenHookInput) -> GateKey {
+    let id = [&input.tool_call_id, &input.tool_use_id]
+        .into_iter()
+        .flatten()
+        .find(|id| !id.is_empty());
+    match id {
+        Some(id) => GateKey {
+            key: idempotency_key(&[SOURCE, &input.session_id, id]),
+            names_one_call: true,
+        },
+        None => GateKey {
+            key: idempotency_key(&[
+                SOURCE,
+                &input.session_id,
+                &input.tool_name,
+                &canonical_json(&input.tool_input),
+            ]),
+            names_one_call: false,
+        },
+    }
+}
+
+/// Qwen's answer for a verdict; `None` (no decision from Countersign) asks in Qwen. An edit
+/// cannot be applied here, so it is a deny that says so.
+pub fn render(verdict: Option<&Verdict>) -> Value {
+    let (decision, reason) = match verdict {
+        Some(Verdict::Allow {
+            updated_input: Some(_),
+            ..
+        }) => (
+            "deny",
+            "Denied: Countersign answered with edited input, which Qwen Code cannot apply; \
+             propose the edited call again."
+                .to_owned(),
+        ),
+        Some(Verdict::Allow { .. }) => ("allow", "Approved in Countersign".to_owned()),
+        Some(Verdict::Deny { message }) => ("deny", message.clone()),
+        None => (
+            "ask",
+            "Countersign gave no answer; Qwen Code asks instead".to_owned(),
+        ),
+    };
+    json!({"hookSpecificOutput": {
+        "hookEventName": EVENT,
+        "permissionDecision": decision,
+        "permissionDecisionReason": reason,
+    }})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_verdict_is_qwen_s_own_answer() {
+        let out = |v: Option<&Verdict>| render(v)["hookSpecificOutput"].clone();
+        let deny = Verdict::Deny {
+            message: "no".into(),
+        };
+        assert_eq!(out(Some(&deny))["permissionDecision"], "deny");
+        assert_eq!(out(Some(&deny))["permissionDecisionReason"], "no");
+        // Qwen cannot apply an edit: a deny that says so, never an allow of the original.
+        let edit = Verdict::Allow {
+            updated_input: Some(json!({"command": "ls"})),
+            always: false,
+        };
+        assert_eq!(out(Some(&edit))["permissionDecision"], "deny");
+        // Qwen runs a call whose hook says nothing: no answer asks instead.
+        assert_eq!(out(None)["permissionDecision"], "ask");
+    }
+}

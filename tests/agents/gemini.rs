@@ -1,0 +1,181 @@
+//! Gemini CLI, for real: `gemini -p … --approval-mode yolo` against the scripted Gemini API, with
+//! Countersign's `BeforeTool` hook installed by `countersign hook install gemini`.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::gemini_api::GeminiApi;
+use crate::kit::{Desk, finish, installed};
+use crate::support::{of_type, str_of};
+
+const RUN_LIMIT: Duration = Duration::from_secs(120);
+
+struct Gemini {
+    desk: Desk,
+    model: GeminiApi,
+    bin: std::path::PathBuf,
+}
+
+impl Gemini {
+    async fn set_up() -> Option<Gemini> {
+        let agent = installed("gemini")?;
+        let desk = Desk::new().await;
+        let model = GeminiApi::start().await;
+        // Gemini's own settings for a run here: the key's auth, no telemetry or update
+        // checks, and folder trust off (Gemini runs no hooks in an untrusted folder).
+        let settings = json!({
+            "security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": false}},
+            "privacy": {"usageStatisticsEnabled": false},
+            "telemetry": {"enabled": false},
+            "general": {"enableAutoUpdate": false, "enableAutoUpdateNotification": false},
+            "model": {"name": "gemini-2.5-flash"}
+        });
+        std::fs::create_dir_all(desk.home.join(".gemini")).unwrap();
+        std::fs::write(
+            desk.home.join(".gemini/settings.json"),
+            settings.to_string(),
+        )
+        .unwrap();
+        desk.install_hook(&["gemini"]).await;
+        assert!(desk.project.join(".gemini/settings.json").exists());
+        Some(Gemini {
+            desk,
+            model,
+            bin: agent.bin,
+        })
+    }
+
+    fn start(&self, prompt: &str) -> tokio::process::Child {
+        let mut cmd = self.desk.command(&self.bin);
+        cmd.args(["-p", prompt, "--approval-mode", "yolo"])
+            .env("GEMINI_API_KEY", "scripted-key")
+            .env("GOOGLE_GEMINI_BASE_URL", &self.model.base_url);
+        cmd.spawn().expect("start gemini")
+    }
+
+    async fn card_for(&self, command: &str) -> Value {
+        let gate = self.desk.pending_gate().await;
+        assert_eq!(str_of(&gate, "tool"), "run_shell_command", "{gate}");
+        assert_eq!(gate["args"]["command"], command, "{gate}");
+        gate
+    }
+}
+
+fn assert_ran(code: Option<i32>, stdout: &str, stderr: &str) {
+    assert_eq!(
+        code,
+        Some(0),
+        "gemini failed\nstdout: {stdout}\nstderr: {stderr}"
+    );
+    assert!(
+        stdout.contains("DONE"),
+        "the turn did not end: {stdout}\n{stderr}"
+    );
+}
+
+#[tokio::test]
+async fn gemini_approve_deny_and_edit() {
+    let Some(gemini) = Gemini::set_up().await else {
+        return;
+    };
+    let child = gemini.start("RUN[echo approved > out.txt]");
+    let gate = gemini.card_for("echo approved > out.txt").await;
+    assert_eq!(gemini.desk.file("out.txt"), None);
+    gemini
+        .desk
+        .decide(&gate, json!({"decision": "approve"}))
+        .await;
+    let (code, stdout, stderr) = finish(child, RUN_LIMIT).await;
+    assert_ran(code, &stdout, &stderr);
+    assert_eq!(gemini.desk.file("out.txt").as_deref(), Some("approved\n"));
+
+    let child = gemini.start("RUN[echo denied > no.txt]");
+    let gate = gemini.card_for("echo denied > no.txt").await;
+    gemini
+        .desk
+        .decide(
+            &gate,
+            json!({"decision": "deny", "reason": "not on a Friday"}),
+        )
+        .await;
+    let (code, stdout, stderr) = finish(child, RUN_LIMIT).await;
+    assert_ran(code, &stdout, &stderr);
+    assert_eq!(gemini.desk.file("no.txt"), None);
+    let results = gemini.model.recorder.tool_results();
+    let last = results.last().unwrap();
+    assert!(
+        last.is_error && last.text.contains("not on a Friday"),
+        "the model is told the reason: {results:?}"
+    );
+
+    let child = gemini.start("RUN[echo proposed > edit.txt]");
+    let gate = gemini.card_for("echo proposed > edit.txt").await;
+    gemini
+        .desk
+        .decide(
+            &gate,
+            json!({"decision": "edit", "edits": {"command": "echo edited > edit.txt", "description": "edited"}}),
+        )
+        .await;
+    let (code, stdout, stderr) = finish(child, RUN_LIMIT).await;
+    assert_ran(code, &stdout, &stderr);
+    assert_eq!(gemini.desk.file("edit.txt").as_deref(), Some("edited\n"));
+}
+
+#[tokio::test]
+async fn gemini_always_and_a_crash_of_countersign() {
+    let Some(mut gemini) = Gemini::set_up().await else {
+        return;
+    };
+    let chain = "echo one >> log.txt && echo two >> log.txt";
+    let child = gemini.start(&format!("RUN[{chain}] RUN[{chain}]"));
+    let gate = gemini.card_for(chain).await;
+    gemini
+        .desk
+        .decide(&gate, json!({"decision": "allow_always"}))
+        .await;
+    let (code, stdout, stderr) = finish(child, RUN_LIMIT).await;
+    assert_ran(code, &stdout, &stderr);
+    assert_eq!(
+        gemini.desk.file("log.txt").as_deref(),
+        Some("one\ntwo\none\ntwo\n")
+    );
+    let events = gemini.desk.session_events(&gate).await;
+    let answers: Vec<&str> = of_type(&events, "approval_resolved")
+        .iter()
+        .map(|e| e["answered_by"].as_str().unwrap_or("?"))
+        .collect();
+    assert_eq!(answers, ["user", "rule"], "{events:?}");
+
+    let child = gemini.start("RUN[echo survived > crash.txt]");
+    let gate = gemini.card_for("echo survived > crash.txt").await;
+    gemini.desk.crash().await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    gemini.desk.restart().await;
+    let again = gemini.card_for("echo survived > crash.txt").await;
+    assert_eq!(again["approval_id"], gate["approval_id"]);
+    gemini
+        .desk
+        .decide(&again, json!({"decision": "approve"}))
+        .await;
+    let (code, stdout, stderr) = finish(child, RUN_LIMIT).await;
+    assert_ran(code, &stdout, &stderr);
+    assert_eq!(gemini.desk.file("crash.txt").as_deref(), Some("survived\n"));
+    let events = gemini.desk.session_events(&gate).await;
+    assert_eq!(of_type(&events, "approval_request").len(), 1);
+}
+
+#[tokio::test]
+async fn gemini_hook_latency_figures() {
+    let Some(gemini) = Gemini::set_up().await else {
+        return;
+    };
+    const N: usize = 6;
+    let prompt: String = (0..N).map(|i| format!("RUN[touch f{i}] ")).collect();
+    let child = gemini.start(&prompt);
+    let latency = crate::kit::approve_each(&gemini.desk, &gemini.model.recorder, N).await;
+    let (code, stdout, stderr) = finish(child, RUN_LIMIT).await;
+    assert_ran(code, &stdout, &stderr);
+    eprintln!("{}", latency.report("Gemini CLI"));
+}
