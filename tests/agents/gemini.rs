@@ -179,3 +179,34 @@ async fn gemini_hook_latency_figures() {
     assert_ran(code, &stdout, &stderr);
     eprintln!("{}", latency.report("Gemini CLI"));
 }
+
+#[tokio::test]
+async fn with_countersign_down_gemini_asks_in_its_own_prompt() {
+    // Gemini runs a call whose hook says nothing; this hook says "ask" instead, and Gemini's
+    // own confirmation comes up (in its terminal: in `-p`, Gemini would wait on it forever).
+    let Some(mut gemini) = Gemini::set_up().await else {
+        return;
+    };
+    gemini.desk.crash().await;
+    let mut env = gemini.desk.env();
+    env.push(("GEMINI_API_KEY".into(), "scripted-key".into()));
+    env.push((
+        "GOOGLE_GEMINI_BASE_URL".into(),
+        gemini.model.base_url.clone().into(),
+    ));
+    let Some(tui) = crate::tui::Tui::start(
+        &gemini.bin,
+        &["--approval-mode", "yolo"],
+        &gemini.desk.project,
+        &env,
+    ) else {
+        return;
+    };
+    tui.shows("YOLO").await;
+    tui.type_text("RUN[echo unasked > down.txt]");
+    crate::tui::Tui::settle().await;
+    tui.press("Enter");
+    tui.shows("echo unasked > down.txt").await;
+    tui.shows("Allow execution of").await;
+    assert_eq!(gemini.desk.file("down.txt"), None, "nothing ran unasked");
+}
