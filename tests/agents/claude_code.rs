@@ -196,6 +196,39 @@ async fn an_edit_runs_the_edited_command_and_always_answers_the_next_identical_c
         .collect();
     assert_eq!(answers, ["user", "rule"], "{events:?}");
     assert_eq!(claude.desk.pending_count().await, 0);
+
+    // Countersign's rule is the one grant: Claude saved none of its own, so revoking the rule
+    // here brings the card back.
+    let local = claude
+        .desk
+        .file(".claude/settings.local.json")
+        .unwrap_or_default();
+    assert!(
+        !local.contains("echo"),
+        "Claude kept a rule of its own: {local}"
+    );
+    let rules = claude.desk.admin().get("/api/v1/rules").await.expect(200);
+    for rule in rules.as_array().unwrap() {
+        claude
+            .desk
+            .admin()
+            .delete(&format!("/api/v1/rules/{}", str_of(rule, "id")))
+            .await
+            .expect(204);
+    }
+    let child = claude.start(&format!("RUN[{chain}]"), &[]);
+    let gate = claude.card_for(chain).await;
+    claude
+        .desk
+        .decide(&gate, json!({"decision": "deny", "reason": "revoked"}))
+        .await;
+    let (code, stdout, stderr) = finish(child, RUN_LIMIT).await;
+    assert_ran(code, &stdout, &stderr);
+    assert_eq!(
+        claude.desk.file("log.txt").as_deref(),
+        Some("one\ntwo\none\ntwo\n"),
+        "the revoked grant answered nothing"
+    );
 }
 
 #[tokio::test]
