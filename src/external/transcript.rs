@@ -18,6 +18,8 @@ use serde_json::Value;
 pub const TAIL_BYTES: u64 = 256 * 1024;
 /// How long reading it may take before the hook goes on without it.
 const READ_DEADLINE: Duration = Duration::from_secs(2);
+/// How often a waiting hook looks at what the agent appended to its transcript.
+const DROP_POLL: Duration = Duration::from_millis(500);
 
 /// The agent's last words in the transcript at `path`, if it said any since the person's last
 /// message; `None` when the file cannot be read in time (the card then goes without).
@@ -319,5 +321,116 @@ mod tests {
             last_words(big.to_str().unwrap()).await.as_deref(),
             Some("at the end")
         );
+    }
+}
+
+/// Resolves once a line the agent appends to its transcript at `path` (after this was called)
+/// says it dropped the call the hook waits on (`dropped(line)`: Gemini CLI writes "Request
+/// cancelled." when the person presses Esc, and leaves its hook running); never, when there is
+/// no transcript to read. Read as [`last_words`] reads: a regular file, without blocking, at
+/// most [`TAIL_BYTES`] a look, on the blocking pool.
+pub async fn dropped(path: &str, dropped: fn(&Value) -> bool) {
+    if path.is_empty() {
+        return std::future::pending().await;
+    }
+    let path = std::path::PathBuf::from(path);
+    let mut from = {
+        let path = path.clone();
+        match tokio::task::spawn_blocking(move || std::fs::metadata(path).map(|m| m.len())).await {
+            Ok(Ok(len)) => len,
+            // No transcript yet: everything it will hold is new.
+            _ => 0,
+        }
+    };
+    loop {
+        tokio::time::sleep(DROP_POLL).await;
+        let read = {
+            let path = path.clone();
+            tokio::task::spawn_blocking(move || read_from(&path, from))
+        };
+        let Ok(Ok(Some((lines, next)))) = tokio::time::timeout(READ_DEADLINE, read).await else {
+            continue;
+        };
+        from = next;
+        let seen = lines
+            .lines()
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .any(|line| dropped(&line));
+        if seen {
+            return;
+        }
+    }
+}
+
+/// The whole lines appended after byte `from` (at most [`TAIL_BYTES`] of them), and where the
+/// next look starts; a file that shrank is read again from its new end.
+fn read_from(path: &Path, from: u64) -> Option<(String, u64)> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .ok()?;
+    let meta = file.metadata().ok()?;
+    if !meta.is_file() {
+        return None;
+    }
+    if meta.len() < from {
+        return Some((String::new(), meta.len()));
+    }
+    file.seek(SeekFrom::Start(from)).ok()?;
+    let mut bytes = Vec::new();
+    file.take(TAIL_BYTES).read_to_end(&mut bytes).ok()?;
+    // Only whole lines: a line being written is read on the next look.
+    let whole = bytes
+        .iter()
+        .rposition(|b| *b == b'\n')
+        .map_or(0, |at| at + 1);
+    let whole = if whole == 0 && bytes.len() as u64 == TAIL_BYTES {
+        bytes.len()
+    } else {
+        whole
+    };
+    bytes.truncate(whole);
+    Some((
+        String::from_utf8_lossy(&bytes).into_owned(),
+        from + whole as u64,
+    ))
+}
+
+#[cfg(test)]
+mod drop_tests {
+    use super::*;
+
+    fn cancelled(line: &Value) -> bool {
+        line["type"] == "info" && line["content"] == "Request cancelled."
+    }
+
+    #[tokio::test]
+    async fn a_drop_written_after_the_wait_began_is_seen_and_one_before_is_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("chat.jsonl");
+        let old = "{\"type\":\"info\",\"content\":\"Request cancelled.\"}\n";
+        std::fs::write(&path, old).unwrap();
+        let shown = path.display().to_string();
+        let watch = tokio::spawn(async move { dropped(&shown, cancelled).await });
+        tokio::time::sleep(Duration::from_millis(1200)).await;
+        assert!(!watch.is_finished(), "an earlier cancel is not this call's");
+        use std::io::Write;
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        // Half a line first: not read until it is whole.
+        file.write_all(b"{\"type\":\"gemini\",\"content\":\"\"}\n{\"type\":\"in")
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(1200)).await;
+        assert!(!watch.is_finished());
+        file.write_all(b"fo\",\"content\":\"Request cancelled.\"}\n")
+            .unwrap();
+        tokio::time::timeout(Duration::from_secs(5), watch)
+            .await
+            .expect("the drop is seen")
+            .unwrap();
     }
 }

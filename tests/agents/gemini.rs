@@ -210,3 +210,50 @@ async fn with_countersign_down_gemini_asks_in_its_own_prompt() {
     tui.shows("Allow execution of").await;
     assert_eq!(gemini.desk.file("down.txt"), None, "nothing ran unasked");
 }
+
+#[tokio::test]
+async fn esc_in_gemini_while_its_card_waits_closes_the_card() {
+    // Gemini cancels the request on Esc but leaves its hook running; the hook reads
+    // "Request cancelled." in Gemini's chat log and closes its card.
+    let Some(gemini) = Gemini::set_up().await else {
+        return;
+    };
+    let mut env = gemini.desk.env();
+    env.push(("GEMINI_API_KEY".into(), "scripted-key".into()));
+    env.push((
+        "GOOGLE_GEMINI_BASE_URL".into(),
+        gemini.model.base_url.clone().into(),
+    ));
+    let Some(tui) = crate::tui::Tui::start(
+        &gemini.bin,
+        &["--approval-mode", "yolo"],
+        &gemini.desk.project,
+        &env,
+    ) else {
+        return;
+    };
+    tui.shows("YOLO").await;
+    tui.type_text("RUN[echo escaped > esc.txt]");
+    crate::tui::Tui::settle().await;
+    tui.press("Enter");
+    let gate = gemini.card_for("echo escaped > esc.txt").await;
+    crate::tui::Tui::settle().await;
+    tui.press("Escape");
+    let aid = str_of(&gate, "approval_id").to_owned();
+    let closed = crate::support::poll_until("the card to close", crate::support::SOON, || async {
+        let state = gemini
+            .desk
+            .admin()
+            .get(&format!("/api/v1/gates/{aid}"))
+            .await
+            .expect(200);
+        if state["status"] == "cancelled" {
+            Ok(state)
+        } else {
+            Err(format!("{state}\n{}", tui.screen()))
+        }
+    })
+    .await;
+    assert_eq!(closed["reason"], "agent_gone", "{closed}");
+    assert_eq!(gemini.desk.file("esc.txt"), None);
+}

@@ -75,7 +75,7 @@ pub async fn answer(flags: &GateHookArgs, stdin: &[u8], ctx: &HookContext) -> Ho
         gate.agent_says = transcript::last_words(&input.transcript_path).await;
     }
     let key = key(&input, event);
-    if let Some(verdict) = decide_or_fallback(flags, &gate, &key, ctx, &mut out).await {
+    if let Some(verdict) = decide_or_fallback(flags, &gate, &key, ctx, &mut out, None).await {
         out.stdout = render(event, &verdict, &input).to_string();
     }
     out

@@ -9,9 +9,11 @@ use serde_json::{Value, json};
 
 use crate::external::gates_client::OpenGate;
 use crate::external::hook::{
-    GateHookArgs, GateKey, HookContext, HookOutcome, decide_or_fallback, hook_gate, parse_input,
+    Dropped, GateHookArgs, GateKey, HookContext, HookOutcome, decide_or_fallback, hook_gate,
+    parse_input,
 };
 use crate::external::key::{canonical_json, idempotency_key};
+use crate::external::transcript;
 use crate::external::verdict::Verdict;
 
 pub const SOURCE: &str = "gemini-cli";
@@ -31,6 +33,15 @@ pub struct GeminiHookInput {
     /// When Gemini fired the hook: one call's own mark (Gemini names no tool-use id).
     #[serde(default)]
     pub timestamp: Option<String>,
+    /// Gemini's chat log (JSON lines); the hook watches it for the call being cancelled.
+    #[serde(default)]
+    pub transcript_path: String,
+}
+
+/// A line of Gemini's chat log that ends the call the hook waits on: the request cancelled
+/// (Esc), or the person's next message.
+fn cancelled(line: &Value) -> bool {
+    (line["type"] == "info" && line["content"] == "Request cancelled.") || line["type"] == "user"
 }
 
 /// Runs the hook: parse, open a gate, wait, answer.
@@ -49,7 +60,14 @@ pub async fn answer(flags: &GateHookArgs, stdin: &[u8], ctx: &HookContext) -> Ho
         return out;
     }
     let gate = open_gate(&input, ctx, flags.timeout);
-    let verdict = decide_or_fallback(flags, &gate, &key(&input), ctx, &mut out).await;
+    // Esc in Gemini cancels the request but leaves its hook running; Gemini says so in its
+    // transcript, and the card closes then.
+    let dropped: Dropped = {
+        let path = input.transcript_path.clone();
+        Box::pin(async move { transcript::dropped(&path, cancelled).await })
+    };
+    let verdict =
+        decide_or_fallback(flags, &gate, &key(&input), ctx, &mut out, Some(dropped)).await;
     out.stdout = render(verdict.as_ref()).to_string();
     out
 }
@@ -139,6 +157,7 @@ mod tests {
             tool_name: "run_shell_command".into(),
             tool_input: json!({"command": "ls"}),
             timestamp: Some(at.into()),
+            transcript_path: String::new(),
         };
         let (a, b) = (key(&input("t1")), key(&input("t2")));
         assert_ne!(a.key, b.key);

@@ -257,6 +257,22 @@ pub(crate) async fn decide(
     ctx: &HookContext,
     out: &mut HookOutcome,
 ) -> Option<Verdict> {
+    decide_watching(flags, gate, key, ctx, out, None).await
+}
+
+/// A sign, other than a signal, that the agent dropped the call the hook waits on (Gemini CLI's
+/// "Request cancelled." in its transcript): the card is closed as `agent_gone` when it comes.
+pub(crate) type Dropped = std::pin::Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// [`decide`], also closing the card when `dropped` resolves.
+pub(crate) async fn decide_watching(
+    flags: &GateHookArgs,
+    gate: &OpenGate,
+    key: &GateKey,
+    ctx: &HookContext,
+    out: &mut HookOutcome,
+    dropped: Option<Dropped>,
+) -> Option<Verdict> {
     // Listening from before the card opens: a stop that comes while it is being opened is
     // kept, and acted on (the card closed) as soon as the wait begins.
     let mut stop = Stop::listen();
@@ -323,12 +339,13 @@ pub(crate) async fn decide(
     if let Some(url) = &opened.url {
         out.say(format!("waiting for an answer: {url}"));
     }
+    let dropped = dropped.unwrap_or_else(|| Box::pin(std::future::pending()));
     wait(
         &client,
         &opened.approval_id,
         deadline,
         wait_for.as_secs(),
-        &mut stop,
+        (&mut stop, dropped),
         out,
     )
     .await
@@ -342,8 +359,9 @@ pub(crate) async fn decide_or_fallback(
     key: &GateKey,
     ctx: &HookContext,
     out: &mut HookOutcome,
+    dropped: Option<Dropped>,
 ) -> Option<Verdict> {
-    let verdict = decide(flags, gate, key, ctx, out).await;
+    let verdict = decide_watching(flags, gate, key, ctx, out, dropped).await;
     match (verdict, flags.if_unreachable) {
         (Some(verdict), _) => Some(verdict),
         (None, Unreachable::Ask) => None,
@@ -360,15 +378,21 @@ async fn wait(
     approval_id: &str,
     deadline: Instant,
     timeout_secs: u64,
-    stop: &mut Stop,
+    (stop, dropped): (&mut Stop, Dropped),
     out: &mut HookOutcome,
 ) -> Option<Verdict> {
     let waited = tokio::select! {
         waited = client.wait(approval_id, deadline) => waited,
-        signal = stop.stopped() => {
-            // The agent stopped asking (SIGTERM, SIGINT or SIGHUP): its card must not stay
-            // open for an answer nobody will act on, or be audited as a decision later.
-            out.say(format!("stopped by {signal}; closing the card"));
+        gone = async {
+            tokio::select! {
+                signal = stop.stopped() => format!("stopped by {signal}"),
+                () = dropped => "the agent dropped the call".to_owned(),
+            }
+        } => {
+            // The agent stopped asking (SIGTERM, SIGINT or SIGHUP, or it said so in its
+            // transcript): its card must not stay open for an answer nobody will act on, or
+            // be audited as a decision later.
+            out.say(format!("{gone}; closing the card"));
             match tokio::time::timeout(CLOSE_ON_STOP, client.cancel(approval_id, WHY_AGENT_GONE))
                 .await
             {

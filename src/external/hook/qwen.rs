@@ -51,7 +51,7 @@ pub async fn answer(flags: &GateHookArgs, stdin: &[u8], ctx: &HookContext) -> Ho
         return out;
     }
     let gate = open_gate(&input, ctx, flags.timeout);
-    let verdict = decide_or_fallback(flags, &gate, &key(&input), ctx, &mut out).await;
+    let verdict = decide_or_fallback(flags, &gate, &key(&input), ctx, &mut out, None).await;
     out.stdout = render(verdict.as_ref()).to_string();
     out
 }
