@@ -1,15 +1,27 @@
 //! `countersign hook codex`: Codex's `PermissionRequest` hook. Codex parses the answer with
 //! `deny_unknown_fields` and rejects edited input or permission updates, so the output has
-//! exactly `hookEventName` and `decision {behavior, message?}`.
+//! exactly `hookEventName` and `decision {behavior, message?}` — or, when there is no decision,
+//! at most a `systemMessage` (Codex shows it as `↳ Hook · …` and asks in its own prompt).
+//!
+//! Codex's terminal does not run hooks itself: its app-server daemon does, started by the first
+//! Codex of a `HOME` and outliving it, with the environment of the Codex that started it. A
+//! Codex started later with `COUNTERSIGN_TOKEN` beside a daemon started without it asks
+//! Countersign nothing, so the hook says so when it finds that daemon among its parents
+//! ([`daemon_ancestor`]), and `hook install codex` looks at a running daemon's environment
+//! ([`daemon_warning`]).
+
+use std::collections::HashMap;
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::external::gates_client::OpenGate;
 use crate::external::hook::{
     GateHookArgs, GateKey, HookContext, HookOutcome, decide, hook_gate, parse_input,
 };
 use crate::external::key::{canonical_json, idempotency_key};
+use crate::external::remote::DEFAULT_URL;
 use crate::external::transcript;
 use crate::external::verdict::Verdict;
 
@@ -52,11 +64,189 @@ pub async fn answer(flags: &GateHookArgs, stdin: &[u8], ctx: &HookContext) -> Ho
     if !flags.no_transcript {
         gate.agent_says = transcript::last_words(&input.transcript_path).await;
     }
+    let daemon = daemon_ancestor();
+    if flags
+        .remote
+        .token
+        .as_deref()
+        .is_none_or(|t| t.trim().is_empty())
+    {
+        // No token: Countersign would refuse the call, so it is not asked at all.
+        let note = no_decision_note(false, daemon, "");
+        out.say(&note);
+        out.stdout = system_message(&note);
+        return out;
+    }
     let key = key(&input);
-    if let Some(verdict) = decide(flags, &gate, &key, ctx, &mut out).await {
-        out.stdout = render(&verdict).to_string();
+    match decide(flags, &gate, &key, ctx, &mut out).await {
+        Some(verdict) => out.stdout = render(&verdict).to_string(),
+        None => {
+            let why = last_reason(&out.stderr);
+            if let Some(pid) = daemon {
+                out.stdout = system_message(&no_decision_note(true, Some(pid), &why));
+            }
+        }
     }
     out
+}
+
+/// Codex's output that makes no decision and shows `text` to the person.
+fn system_message(text: &str) -> String {
+    json!({ "systemMessage": text }).to_string()
+}
+
+/// What the person is told when Countersign gave no decision and Codex asks in its own prompt:
+/// `token` whether the hook had one, `daemon` the app-server daemon running the hook, `why`
+/// what went wrong. Without a token, always; with one, only under the daemon (whose
+/// environment may be older than the person's shell).
+pub fn no_decision_note(token: bool, daemon: Option<u32>, why: &str) -> String {
+    let restart = "run `codex app-server daemon restart` in a shell where COUNTERSIGN_URL and \
+                   COUNTERSIGN_TOKEN are exported (or start Codex with --no-daemon)";
+    match (token, daemon) {
+        (false, Some(pid)) => format!(
+            "Countersign was not asked: Codex runs this hook in its background server \
+             (app-server daemon, pid {pid}), which was started without COUNTERSIGN_TOKEN and \
+             keeps the environment of the Codex that started it; {restart}. Codex asks here \
+             meanwhile."
+        ),
+        (false, None) => "Countersign was not asked: COUNTERSIGN_TOKEN (a `gates` token) is \
+                          not set in the environment Codex runs hooks with. Codex asks here \
+                          meanwhile."
+            .to_owned(),
+        (true, daemon) => {
+            let why = if why.is_empty() { "no answer" } else { why };
+            let mut note = format!("Countersign gave no decision ({why}); Codex asks here.");
+            if let Some(pid) = daemon {
+                note.push_str(&format!(
+                    " Codex runs this hook in its background server (app-server daemon, pid \
+                     {pid}) with the COUNTERSIGN_URL and COUNTERSIGN_TOKEN it was started \
+                     with: if they changed since, {restart}."
+                ));
+            }
+            note
+        }
+    }
+}
+
+/// The last thing the hook said, without its prefix and the fallback it names.
+fn last_reason(stderr: &str) -> String {
+    let line = stderr.lines().last().unwrap_or_default();
+    let line = line.strip_prefix("countersign: ").unwrap_or(line);
+    line.trim_end_matches("; leaving this to the agent's own prompt")
+        .to_owned()
+}
+
+/// The pid of Codex's app-server daemon when it is among this process's nearest ancestors
+/// (Codex may start the hook through a shell); `None` elsewhere, and where `/proc` is not.
+pub fn daemon_ancestor() -> Option<u32> {
+    let mut pid = std::os::unix::process::parent_id();
+    for _ in 0..3 {
+        if is_codex_daemon(pid) {
+            return Some(pid);
+        }
+        pid = parent_of(pid)?;
+    }
+    None
+}
+
+/// Whether `pid` is Codex's app-server daemon (`codex app-server … --managed-daemon`).
+pub fn is_codex_daemon(pid: u32) -> bool {
+    let Ok(raw) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+        return false;
+    };
+    let args: Vec<&[u8]> = raw.split(|b| *b == 0).collect();
+    let program = args
+        .first()
+        .map(|a| String::from_utf8_lossy(a).into_owned());
+    program.is_some_and(|p| {
+        Path::new(&p)
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("codex"))
+    }) && args.contains(&b"app-server".as_slice())
+        && args.contains(&b"--managed-daemon".as_slice())
+}
+
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // `pid (comm) state ppid …`; comm may hold spaces and parentheses.
+    let after = &stat[stat.rfind(')')? + 1..];
+    after.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The environment a process runs with (readable for the same user's processes).
+fn environ(pid: u32) -> Option<HashMap<String, String>> {
+    let raw = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
+    Some(
+        raw.split(|b| *b == 0)
+            .filter_map(|pair| {
+                let pair = String::from_utf8_lossy(pair);
+                let (k, v) = pair.split_once('=')?;
+                Some((k.to_owned(), v.to_owned()))
+            })
+            .collect(),
+    )
+}
+
+/// For `hook install codex`: a warning when Codex's app-server daemon of this `HOME` is running
+/// with a Countersign environment other than this shell's (`url`, `token`: its
+/// `COUNTERSIGN_URL` and `COUNTERSIGN_TOKEN`), since the hook will run in the daemon. `None`
+/// when no daemon runs, or its environment cannot be read.
+pub fn daemon_warning(home: &Path, url: Option<&str>, token: Option<&str>) -> Option<String> {
+    let recorded =
+        std::fs::read_to_string(home.join(".codex/app-server-daemon/daemon.pid")).ok()?;
+    let pid = serde_json::from_str::<Value>(&recorded).ok()?["pid"].as_u64()?;
+    let pid = u32::try_from(pid).ok()?;
+    if !is_codex_daemon(pid) {
+        return None;
+    }
+    let env = environ(pid)?;
+    daemon_env_warning(
+        pid,
+        (
+            env.get("COUNTERSIGN_URL").map(String::as_str),
+            env.get("COUNTERSIGN_TOKEN").map(String::as_str),
+        ),
+        (url, token),
+    )
+}
+
+/// The warning for a daemon whose `(url, token)` differ from the shell's; a token is never
+/// shown, only whether it differs.
+pub fn daemon_env_warning(
+    pid: u32,
+    daemon: (Option<&str>, Option<&str>),
+    shell: (Option<&str>, Option<&str>),
+) -> Option<String> {
+    fn set(v: Option<&str>) -> Option<&str> {
+        v.map(str::trim).filter(|v| !v.is_empty())
+    }
+    let (daemon_url, daemon_token) = (set(daemon.0), set(daemon.1));
+    let (shell_url, shell_token) = (set(shell.0), set(shell.1));
+    let mut wrong = Vec::new();
+    match (daemon_token, shell_token) {
+        (None, _) => wrong.push("without COUNTERSIGN_TOKEN".to_owned()),
+        (Some(d), Some(s)) if d != s => {
+            wrong.push("with another COUNTERSIGN_TOKEN than this shell's".to_owned());
+        }
+        _ => {}
+    }
+    let effective = |v: Option<&str>| v.unwrap_or(DEFAULT_URL).trim_end_matches('/').to_owned();
+    if effective(daemon_url) != effective(shell_url) {
+        wrong.push(match daemon_url {
+            Some(d) => format!("with COUNTERSIGN_URL={d}"),
+            None => format!("without COUNTERSIGN_URL (so {DEFAULT_URL})"),
+        });
+    }
+    if wrong.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "warning: Codex's background server (app-server daemon, pid {pid}) is running {}. Codex \
+         runs hooks there, with the environment of the Codex that started it, so its calls \
+         would not reach this Countersign: restart it from this shell with `codex app-server \
+         daemon restart` (it takes the environment of the shell that runs it)",
+        wrong.join(" and ")
+    ))
 }
 
 /// The gate for this request: no edit, since Codex cannot take edited input.
@@ -143,4 +333,106 @@ pub fn render(verdict: &Verdict) -> Value {
         },
     };
     serde_json::to_value(output).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn without_a_token_the_note_says_what_to_restart() {
+        let note = no_decision_note(false, Some(4242), "");
+        assert!(note.contains("pid 4242"), "{note}");
+        assert!(note.contains("codex app-server daemon restart"), "{note}");
+        assert!(note.contains("without COUNTERSIGN_TOKEN"), "{note}");
+        let note = no_decision_note(false, None, "");
+        assert!(note.contains("COUNTERSIGN_TOKEN"), "{note}");
+        assert!(!note.contains("daemon"), "{note}");
+        let note = no_decision_note(true, Some(7), "cannot reach Countersign at http://x");
+        assert!(
+            note.contains("cannot reach Countersign at http://x"),
+            "{note}"
+        );
+        assert!(note.contains("codex app-server daemon restart"), "{note}");
+    }
+
+    #[test]
+    fn the_reason_is_the_last_line_said() {
+        let said = "countersign: first\ncountersign: cannot reach Countersign at http://a: \
+                    refused; leaving this to the agent's own prompt\n";
+        assert_eq!(
+            last_reason(said),
+            "cannot reach Countersign at http://a: refused"
+        );
+        assert_eq!(last_reason(""), "");
+    }
+
+    #[test]
+    fn a_daemon_environment_other_than_the_shells_is_named_never_its_token() {
+        let url = Some("http://127.0.0.1:9000");
+        let same = daemon_env_warning(1, (url, Some("cst_a")), (url, Some("cst_a")));
+        assert_eq!(same, None);
+        let missing = daemon_env_warning(1, (None, None), (url, Some("cst_a"))).unwrap();
+        assert!(missing.contains("without COUNTERSIGN_TOKEN"), "{missing}");
+        assert!(missing.contains("without COUNTERSIGN_URL"), "{missing}");
+        assert!(
+            missing.contains("codex app-server daemon restart"),
+            "{missing}"
+        );
+        let other = daemon_env_warning(1, (url, Some("cst_old")), (url, Some("cst_new"))).unwrap();
+        assert!(other.contains("another COUNTERSIGN_TOKEN"), "{other}");
+        assert!(!other.contains("cst_"), "a token is never shown: {other}");
+        // Unset is the default URL, on either side.
+        let default = Some(DEFAULT_URL);
+        assert_eq!(
+            daemon_env_warning(1, (None, Some("t")), (default, Some("t"))),
+            None
+        );
+        // A shell without a token cannot be compared, but a daemon without one is still wrong.
+        assert_eq!(daemon_env_warning(1, (url, Some("t")), (url, None)), None);
+    }
+
+    #[tokio::test]
+    async fn a_running_daemon_is_found_by_its_pid_file_and_read_from_proc() {
+        if !Path::new("/proc/self/cmdline").exists() {
+            return;
+        }
+        // A process that looks like Codex's daemon (`codex app-server … --managed-daemon`)
+        // and has no COUNTERSIGN_TOKEN.
+        let mut daemon = tokio::process::Command::new("bash")
+            .arg("-c")
+            .arg(
+                "exec -a /opt/codex/bin/codex bash -c 'sleep 30; true' app-server --managed-daemon",
+            )
+            .env_remove("COUNTERSIGN_TOKEN")
+            .env("COUNTERSIGN_URL", "http://127.0.0.1:9000")
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let pid = daemon.id().unwrap();
+        let home = tempfile::tempdir().unwrap();
+        let dir = home.path().join(".codex/app-server-daemon");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("daemon.pid"), format!(r#"{{"pid":{pid}}}"#)).unwrap();
+        let mut found = None;
+        for _ in 0..100 {
+            // `exec -a` takes a moment to replace the first bash.
+            if is_codex_daemon(pid) {
+                found = daemon_warning(
+                    home.path(),
+                    Some("http://127.0.0.1:9000"),
+                    Some("cst_shell"),
+                );
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        let warning = found.expect("the daemon is recognised");
+        assert!(warning.contains(&format!("pid {pid}")), "{warning}");
+        assert!(warning.contains("without COUNTERSIGN_TOKEN"), "{warning}");
+        assert!(!warning.contains("COUNTERSIGN_URL="), "same URL: {warning}");
+        assert!(!is_codex_daemon(std::process::id()));
+        daemon.kill().await.unwrap();
+        assert_eq!(daemon_warning(home.path(), None, None), None, "not running");
+    }
 }
