@@ -9,9 +9,11 @@
 
 mod anthropic;
 mod claude_code;
+mod codex;
 mod gemini;
 mod gemini_api;
 mod kit;
+mod openai_responses;
 mod script;
 #[path = "../support/mod.rs"]
 mod support;

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 
 use crate::external::gates_client::OpenGate;
 use crate::external::hook::{
-    GateHookArgs, GateKey, HookContext, HookOutcome, decide, hook_gate, parse_input,
+    GateHookArgs, GateKey, HookContext, HookOutcome, Unreachable, decide, hook_gate, parse_input,
 };
 use crate::external::key::{canonical_json, idempotency_key};
 use crate::external::remote::DEFAULT_URL;
@@ -74,7 +74,13 @@ pub async fn answer(flags: &GateHookArgs, stdin: &[u8], ctx: &HookContext) -> Ho
         // No token: Countersign would refuse the call, so it is not asked at all.
         let note = no_decision_note(false, daemon, "");
         out.say(&note);
-        out.stdout = system_message(&note);
+        out.stdout = match flags.if_unreachable {
+            Unreachable::Ask => system_message(&format!("{note} Codex asks here meanwhile.")),
+            Unreachable::Deny => render(&Verdict::Deny {
+                message: format!("{note} This hook denies when it cannot ask."),
+            })
+            .to_string(),
+        };
         return out;
     }
     let key = key(&input);
@@ -82,8 +88,18 @@ pub async fn answer(flags: &GateHookArgs, stdin: &[u8], ctx: &HookContext) -> Ho
         Some(verdict) => out.stdout = render(&verdict).to_string(),
         None => {
             let why = last_reason(&out.stderr);
-            if let Some(pid) = daemon {
-                out.stdout = system_message(&no_decision_note(true, Some(pid), &why));
+            match (flags.if_unreachable, daemon) {
+                (Unreachable::Deny, _) => {
+                    let message = format!(
+                        "Countersign gave no answer ({why}), and this hook denies when it \
+                         cannot ask"
+                    );
+                    out.stdout = render(&Verdict::Deny { message }).to_string();
+                }
+                (Unreachable::Ask, Some(pid)) => {
+                    out.stdout = system_message(&no_decision_note(true, Some(pid), &why));
+                }
+                (Unreachable::Ask, None) => {}
             }
         }
     }
@@ -95,10 +111,10 @@ fn system_message(text: &str) -> String {
     json!({ "systemMessage": text }).to_string()
 }
 
-/// What the person is told when Countersign gave no decision and Codex asks in its own prompt:
-/// `token` whether the hook had one, `daemon` the app-server daemon running the hook, `why`
-/// what went wrong. Without a token, always; with one, only under the daemon (whose
-/// environment may be older than the person's shell).
+/// What the person is told when Countersign gave no decision: `token` whether the hook had
+/// one, `daemon` the app-server daemon running the hook, `why` what went wrong. Without a
+/// token, always; with one, only under the daemon (whose environment may be older than the
+/// person's shell).
 pub fn no_decision_note(token: bool, daemon: Option<u32>, why: &str) -> String {
     let restart = "run `codex app-server daemon restart` in a shell where COUNTERSIGN_URL and \
                    COUNTERSIGN_TOKEN are exported (or start Codex with --no-daemon)";
@@ -106,12 +122,10 @@ pub fn no_decision_note(token: bool, daemon: Option<u32>, why: &str) -> String {
         (false, Some(pid)) => format!(
             "Countersign was not asked: Codex runs this hook in its background server \
              (app-server daemon, pid {pid}), which was started without COUNTERSIGN_TOKEN and \
-             keeps the environment of the Codex that started it; {restart}. Codex asks here \
-             meanwhile."
+             keeps the environment of the Codex that started it; {restart}."
         ),
         (false, None) => "Countersign was not asked: COUNTERSIGN_TOKEN (a `gates` token) is \
-                          not set in the environment Codex runs hooks with. Codex asks here \
-                          meanwhile."
+                          not set in the environment Codex runs hooks with."
             .to_owned(),
         (true, daemon) => {
             let why = if why.is_empty() { "no answer" } else { why };
@@ -390,6 +404,53 @@ mod tests {
         );
         // A shell without a token cannot be compared, but a daemon without one is still wrong.
         assert_eq!(daemon_env_warning(1, (url, Some("t")), (url, None)), None);
+    }
+
+    #[tokio::test]
+    async fn without_an_answer_codex_is_told_why_or_the_call_is_denied_as_asked() {
+        use crate::external::remote::CountersignRemote;
+        let stdin = include_bytes!(
+            "../../../tests/fixtures/external/codex/permissionrequest-bash.stdin.json"
+        );
+        let ctx = HookContext {
+            home: None,
+            cwd: "/tmp".into(),
+            open_budget: std::time::Duration::from_millis(200),
+            live_stderr: false,
+        };
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", closed.local_addr().unwrap());
+        drop(closed);
+        let mut flags = GateHookArgs {
+            remote: CountersignRemote { url, token: None },
+            timeout: 60,
+            no_transcript: true,
+            if_unreachable: Unreachable::Ask,
+        };
+        let read = |out: &HookOutcome| -> Value { serde_json::from_str(&out.stdout).unwrap() };
+        // No token: Countersign is not asked; Codex shows why and asks in its own prompt.
+        let said = read(&answer(&flags, stdin, &ctx).await);
+        assert!(said["hookSpecificOutput"].is_null(), "{said}");
+        let note = said["systemMessage"].as_str().unwrap();
+        assert!(note.contains("COUNTERSIGN_TOKEN") && note.contains("Codex asks here"));
+        flags.if_unreachable = Unreachable::Deny;
+        let said = read(&answer(&flags, stdin, &ctx).await);
+        assert_eq!(said["hookSpecificOutput"]["decision"]["behavior"], "deny");
+        // A token, nobody answering: a deny when told to, else no decision (and, outside
+        // Codex's daemon, nothing printed).
+        flags.remote.token = Some("cst_test".into());
+        let said = read(&answer(&flags, stdin, &ctx).await);
+        let decision = &said["hookSpecificOutput"]["decision"];
+        assert_eq!(decision["behavior"], "deny");
+        assert!(
+            decision["message"]
+                .as_str()
+                .unwrap()
+                .contains("cannot reach Countersign"),
+            "{said}"
+        );
+        flags.if_unreachable = Unreachable::Ask;
+        assert_eq!(answer(&flags, stdin, &ctx).await.stdout, "");
     }
 
     #[tokio::test]
