@@ -13,7 +13,9 @@ mod codex;
 mod gemini;
 mod gemini_api;
 mod kit;
+mod openai_chat;
 mod openai_responses;
+mod opencode;
 mod script;
 #[path = "../support/mod.rs"]
 mod support;

@@ -11,9 +11,12 @@ use crate::external::opencode::event::{PermissionAsked, Reply};
 use crate::text::{error_chain, truncate};
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+/// How long `GET /permission` and a reply may take, body included (and the body of an error
+/// answer to `GET /event`).
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(15);
-/// How long `GET /event` may take to answer with its headers: a restarting opencode can accept
-/// the connection and say nothing, and the bridge must not wait on it while asks go unseen.
+/// How long `GET /event` may take to answer with its headers: a starting opencode (1.18.33)
+/// accepts connections about half a second before it serves, and never answers those; the
+/// bridge must not wait on one while asks go unseen.
 const STREAM_OPEN_TIMEOUT: Duration = Duration::from_secs(10);
 /// opencode's Basic-auth user when `OPENCODE_SERVER_PASSWORD` is set.
 const BASIC_USER: &str = "opencode";
@@ -57,6 +60,7 @@ pub struct OpencodeClient {
     directory: Option<String>,
     password: Option<String>,
     stream_open_timeout: Duration,
+    request_timeout: Duration,
 }
 
 impl OpencodeClient {
@@ -83,12 +87,19 @@ impl OpencodeClient {
             directory,
             password: password.filter(|p| !p.is_empty()),
             stream_open_timeout: STREAM_OPEN_TIMEOUT,
+            request_timeout: REQUEST_TIMEOUT,
         })
     }
 
     /// The same client with another limit on opening the event stream (tests).
     pub fn with_stream_open_timeout(mut self, limit: Duration) -> OpencodeClient {
         self.stream_open_timeout = limit;
+        self
+    }
+
+    /// The same client with another limit on each request (tests).
+    pub fn with_request_timeout(mut self, limit: Duration) -> OpencodeClient {
+        self.request_timeout = limit;
         self
     }
 
@@ -133,7 +144,7 @@ impl OpencodeClient {
     pub async fn pending(&self) -> Result<Vec<PermissionAsked>, OpencodeError> {
         let response = self
             .request(reqwest::Method::GET, &["permission"])
-            .timeout(REQUEST_TIMEOUT)
+            .timeout(self.request_timeout)
             .send()
             .await
             .map_err(|e| self.unreachable(&e))?;
@@ -150,7 +161,7 @@ impl OpencodeClient {
     pub async fn reply(&self, id: &str, reply: &Reply) -> Result<ReplyOutcome, OpencodeError> {
         let response = self
             .request(reqwest::Method::POST, &["permission", id, "reply"])
-            .timeout(REQUEST_TIMEOUT)
+            .timeout(self.request_timeout)
             .json(reply)
             .send()
             .await
@@ -184,9 +195,16 @@ impl OpencodeClient {
         }
     }
 
+    /// The error for an answer that is not a success. Its body is read within the request
+    /// limit: `GET /event` has no limit of its own past its headers, and a restarting opencode
+    /// can send a status line and then nothing.
     async fn status_error(&self, response: reqwest::Response) -> OpencodeError {
         let status = response.status().as_u16();
-        let body = response.text().await.unwrap_or_default();
+        let body = tokio::time::timeout(self.request_timeout, response.text())
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .unwrap_or_default();
         OpencodeError::Status {
             status,
             body: truncate(body.trim(), 200),
@@ -196,7 +214,76 @@ impl OpencodeClient {
 
 #[cfg(test)]
 mod tests {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
     use super::*;
+
+    /// A server that reads each request, writes `answer` (maybe only part of a response) and
+    /// then holds the connection open, saying nothing more.
+    async fn stalling(answer: &'static [u8]) -> (String, tokio::task::JoinHandle<()>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let task = tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((mut socket, _)) = listener.accept().await {
+                let mut buf = [0u8; 4096];
+                let _ = socket.read(&mut buf).await;
+                let _ = socket.write_all(answer).await;
+                held.push(socket);
+            }
+        });
+        (url, task)
+    }
+
+    fn client(url: &str) -> OpencodeClient {
+        OpencodeClient::new(url, None, None)
+            .unwrap()
+            .with_stream_open_timeout(Duration::from_millis(300))
+            .with_request_timeout(Duration::from_millis(300))
+    }
+
+    /// `wait`, which must end far sooner than this bound (reaching it means it had no limit).
+    async fn within<T>(shown: &str, wait: impl Future<Output = T>) -> T {
+        let bound = Duration::from_secs(10);
+        tokio::time::timeout(bound, wait)
+            .await
+            .unwrap_or_else(|_| panic!("with {shown:?}, a request waited past {bound:?}"))
+    }
+
+    /// Every request to opencode ends within its limit, whatever opencode leaves unsaid: no
+    /// answer at all, headers and half a body, or an error status with a body that never comes.
+    #[tokio::test]
+    async fn every_wait_on_opencode_has_a_limit() {
+        let reply = Reply {
+            reply: "once".into(),
+            message: None,
+        };
+        let silent: &[u8] = b"";
+        let half_list: &[u8] =
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n[";
+        let error_without_body: &[u8] =
+            b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 100\r\n\r\n";
+        for answer in [silent, half_list, error_without_body] {
+            let (url, server) = stalling(answer).await;
+            let client = client(&url);
+            let shown = String::from_utf8_lossy(answer).into_owned();
+            let pending = within(&shown, client.pending()).await;
+            assert!(
+                pending.is_err(),
+                "GET /permission with {shown:?}: {pending:?}"
+            );
+            // A reply's `200` is all it needs: it reads no body.
+            let replied = within(&shown, client.reply("per_1", &reply)).await;
+            if answer != half_list {
+                assert!(replied.is_err(), "a reply with {shown:?}: {replied:?}");
+                match within(&shown, client.events()).await {
+                    Err(e) => assert!(e.is_transient(), "GET /event with {shown:?}: {e}"),
+                    Ok(_) => panic!("GET /event with {shown:?} was taken for a stream"),
+                }
+            }
+            server.abort();
+        }
+    }
 
     /// A restarting opencode that accepts the connection and never answers: opening the
     /// stream gives up (a transient error, so the bridge reconnects) instead of waiting.

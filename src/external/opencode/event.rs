@@ -98,7 +98,9 @@ pub fn parse_event(data: &str) -> Result<Envelope, serde_json::Error> {
 
 /// The gate for an ask: the tool is opencode's permission key, the input what opencode shows
 /// in its own prompt (the metadata, or the patterns when there is none). No edit: opencode
-/// takes no edited input; "always" is opencode's own `always` reply.
+/// takes no edited input. Allow always makes a standing rule in Countersign, and the reply is
+/// still `once` (see [`reply_for`]): opencode's own `always` is its `always` patterns (`echo *`
+/// for `echo a > x`, `*` for an edit), for every later session of the project.
 pub fn open_gate(asked: &PermissionAsked, cwd: &str, timeout_secs: u64) -> OpenGate {
     let input = if asked.metadata.is_empty() {
         serde_json::json!({ "patterns": asked.patterns })
@@ -125,7 +127,7 @@ pub fn open_gate(asked: &PermissionAsked, cwd: &str, timeout_secs: u64) -> OpenG
     }
 }
 
-/// The card's note: what is asked and what "always" would allow.
+/// The card's note: what is asked, and what opencode's own "always" would have allowed.
 fn reason(asked: &PermissionAsked) -> Option<String> {
     let list = |items: &[String]| {
         items
@@ -144,7 +146,8 @@ fn reason(asked: &PermissionAsked) -> Option<String> {
     }
     if !asked.always.is_empty() {
         parts.push(format!(
-            "Allow always would allow from now on:\n{}",
+            "opencode's own Allow always would allow from now on (Allow always here makes a \
+             Countersign rule instead, and opencode is answered `once`):\n{}",
             list(&asked.always)
         ));
     }
