@@ -10,12 +10,14 @@
 mod anthropic;
 mod claude_code;
 mod codex;
+mod copilot;
 mod gemini;
 mod gemini_api;
 mod kit;
 mod openai_chat;
 mod openai_responses;
 mod opencode;
+mod qwen;
 mod script;
 #[path = "../support/mod.rs"]
 mod support;

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 
 use crate::script::{Recorder, Step, ToolResult, next_step};
 
-/// The shell tool the script asks for.
+/// The shell tool the script asks for by default (opencode's; Copilot CLI's too).
 pub const SHELL_TOOL: &str = "bash";
 
 pub struct OpenAiChat {
@@ -32,13 +32,21 @@ pub struct OpenAiChat {
 #[derive(Clone)]
 struct Scripted {
     recorder: Recorder,
+    /// The name of the agent's shell tool (`bash`; Qwen Code's `run_shell_command`).
+    shell: &'static str,
     /// The shell tool's definition as the agent last offered it.
     offered: Arc<Mutex<Option<Value>>>,
 }
 
 impl OpenAiChat {
     pub async fn start() -> OpenAiChat {
+        OpenAiChat::start_for(SHELL_TOOL).await
+    }
+
+    /// A server whose script asks for the shell tool the agent offers as `shell`.
+    pub async fn start_for(shell: &'static str) -> OpenAiChat {
         let state = Scripted {
+            shell,
             recorder: Recorder::default(),
             offered: Arc::default(),
         };
@@ -88,7 +96,7 @@ async fn completions(State(state): State<Scripted>, body: axum::Json<Value>) -> 
     } else {
         state.recorder.results(results);
         let shell = tools.iter().find(|t| {
-            t["function"]["name"] == SHELL_TOOL
+            t["function"]["name"] == state.shell
                 && t["function"]["parameters"]["properties"]["command"]["type"] == "string"
         });
         match (shell, next_step(&prompt, count)) {
@@ -98,14 +106,26 @@ async fn completions(State(state): State<Scripted>, body: axum::Json<Value>) -> 
                     .filter_map(|t| t["function"]["name"].as_str())
                     .collect();
                 Reply::Text(format!(
-                    "no `{SHELL_TOOL}` tool taking a string `command` among {names:?}"
+                    "no `{}` tool taking a string `command` among {names:?}",
+                    state.shell
                 ))
             }
             (Some(shell), Step::Run { n, command }) => {
                 *state.offered.lock().unwrap() = Some(shell.clone());
+                state.recorder.asked();
+                // A `description` only where the tool takes one (Copilot's requires it,
+                // opencode's has none).
+                let mut arguments = json!({ "command": command });
+                if shell["function"]["parameters"]["properties"]
+                    .get("description")
+                    .is_some()
+                {
+                    arguments["description"] = json!(format!("step {n}"));
+                }
                 Reply::Call {
                     id: format!("call_scripted_{n}"),
-                    arguments: json!({ "command": command }).to_string(),
+                    name: state.shell,
+                    arguments: arguments.to_string(),
                 }
             }
             (Some(shell), Step::Say(text)) => {
@@ -123,7 +143,11 @@ async fn completions(State(state): State<Scripted>, body: axum::Json<Value>) -> 
 
 enum Reply {
     Text(String),
-    Call { id: String, arguments: String },
+    Call {
+        id: String,
+        name: &'static str,
+        arguments: String,
+    },
 }
 
 /// The person's words (every `user` message) and the tool results (`role: "tool"`), in order.
@@ -166,10 +190,14 @@ fn usage() -> Value {
 fn whole(model: &str, reply: &Reply) -> Response {
     let (message, finish) = match reply {
         Reply::Text(text) => (json!({"role": "assistant", "content": text}), "stop"),
-        Reply::Call { id, arguments } => (
+        Reply::Call {
+            id,
+            name,
+            arguments,
+        } => (
             json!({"role": "assistant", "content": null, "tool_calls": [{
                 "id": id, "type": "function",
-                "function": {"name": SHELL_TOOL, "arguments": arguments}
+                "function": {"name": name, "arguments": arguments}
             }]}),
             "tool_calls",
         ),
@@ -198,12 +226,16 @@ fn stream(model: &str, reply: &Reply) -> Response {
                 json!([{"index": 0, "delta": {}, "finish_reason": "stop"}]),
             ));
         }
-        Reply::Call { id, arguments } => {
+        Reply::Call {
+            id,
+            name,
+            arguments,
+        } => {
             // The call's name first, its arguments in a later delta, as OpenAI streams them.
             chunks.push(chunk(
                 json!([{"index": 0, "delta": {"role": "assistant", "tool_calls": [{
                 "index": 0, "id": id, "type": "function",
-                "function": {"name": SHELL_TOOL, "arguments": ""}}]}, "finish_reason": null}]),
+                "function": {"name": name, "arguments": ""}}]}, "finish_reason": null}]),
             ));
             chunks.push(chunk(json!([{"index": 0, "delta": {"tool_calls": [{
                 "index": 0, "function": {"arguments": arguments}}]}, "finish_reason": null}])));
