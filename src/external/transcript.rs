@@ -325,11 +325,12 @@ mod tests {
 }
 
 /// Resolves once a line the agent appends to its transcript at `path` (after this was called)
-/// says it dropped the call the hook waits on (`dropped(line)`: Gemini CLI writes "Request
-/// cancelled." when the person presses Esc, and leaves its hook running); never, when there is
+/// says it dropped the call the hook waits on (`dropped(line)`: on Esc, Gemini CLI writes
+/// "Request cancelled." and Qwen Code the call's cancelled result, and both leave their hook
+/// running); never, when there is
 /// no transcript to read. Read as [`last_words`] reads: a regular file, without blocking, at
 /// most [`TAIL_BYTES`] a look, on the blocking pool.
-pub async fn dropped(path: &str, dropped: fn(&Value) -> bool) {
+pub async fn dropped(path: &str, dropped: impl Fn(&Value) -> bool) {
     if path.is_empty() {
         return std::future::pending().await;
     }

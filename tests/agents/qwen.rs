@@ -180,3 +180,52 @@ async fn qwen_hook_latency_figures() {
     assert_ran(code, &stdout, &stderr);
     eprintln!("{}", latency.report("Qwen Code"));
 }
+
+#[tokio::test]
+async fn esc_in_qwen_while_its_card_waits_closes_the_card() {
+    // Qwen cancels the call on Esc but leaves its hook running; it writes the call's cancelled
+    // result to its transcript, and the hook closes its card on seeing it.
+    let Some(qwen) = Qwen::set_up().await else {
+        return;
+    };
+    let mut env = qwen.desk.env();
+    for (k, v) in [
+        ("OPENAI_API_KEY", "scripted-key"),
+        ("OPENAI_BASE_URL", qwen.model.base_url.as_str()),
+        ("OPENAI_MODEL", "scripted"),
+    ] {
+        env.push((k.into(), v.into()));
+    }
+    let Some(tui) = crate::tui::Tui::start(
+        &qwen.bin,
+        &["--approval-mode", "yolo"],
+        &qwen.desk.project,
+        &env,
+    ) else {
+        return;
+    };
+    tui.shows("YOLO").await;
+    tui.type_text("RUN[echo escaped > esc.txt]");
+    crate::tui::Tui::settle().await;
+    tui.press("Enter");
+    let gate = qwen.card_for("echo escaped > esc.txt").await;
+    crate::tui::Tui::settle().await;
+    tui.press("Escape");
+    let aid = str_of(&gate, "approval_id").to_owned();
+    let closed = crate::support::poll_until("the card to close", crate::support::SOON, || async {
+        let state = qwen
+            .desk
+            .admin()
+            .get(&format!("/api/v1/gates/{aid}"))
+            .await
+            .expect(200);
+        if state["status"] == "cancelled" {
+            Ok(state)
+        } else {
+            Err(format!("{state}\n{}", tui.screen()))
+        }
+    })
+    .await;
+    assert_eq!(closed["reason"], "agent_gone", "{closed}");
+    assert_eq!(qwen.desk.file("esc.txt"), None);
+}

@@ -9,9 +9,11 @@ use serde_json::{Value, json};
 
 use crate::external::gates_client::OpenGate;
 use crate::external::hook::{
-    GateHookArgs, GateKey, HookContext, HookOutcome, decide_or_fallback, hook_gate, parse_input,
+    Dropped, GateHookArgs, GateKey, HookContext, HookOutcome, decide_or_fallback, hook_gate,
+    parse_input,
 };
 use crate::external::key::{canonical_json, idempotency_key};
+use crate::external::transcript;
 use crate::external::verdict::Verdict;
 
 pub const SOURCE: &str = "qwen-code";
@@ -33,6 +35,18 @@ pub struct QwenHookInput {
     pub tool_call_id: Option<String>,
     #[serde(default)]
     pub tool_use_id: Option<String>,
+    /// Qwen's transcript (JSON lines); the hook watches it for this call's result.
+    #[serde(default)]
+    pub transcript_path: String,
+}
+
+/// Whether a transcript line settles the call `call_id`: its result (Qwen writes one, status
+/// `cancelled`, when the person presses Esc), or the person's next message.
+fn settles(line: &Value, call_id: &str) -> bool {
+    line["type"] == "user"
+        || (line["type"] == "tool_result"
+            && !call_id.is_empty()
+            && line["toolCallResult"]["callId"] == call_id)
 }
 
 /// Runs the hook: parse, open a gate, wait, answer.
@@ -51,7 +65,15 @@ pub async fn answer(flags: &GateHookArgs, stdin: &[u8], ctx: &HookContext) -> Ho
         return out;
     }
     let gate = open_gate(&input, ctx, flags.timeout);
-    let verdict = decide_or_fallback(flags, &gate, &key(&input), ctx, &mut out, None).await;
+    // Esc in Qwen cancels the call but leaves its hook running; Qwen writes the call's result
+    // to its transcript, and the card closes then.
+    let dropped: Dropped = {
+        let path = input.transcript_path.clone();
+        let call_id = input.tool_call_id.clone().unwrap_or_default();
+        Box::pin(async move { transcript::dropped(&path, |line| settles(line, &call_id)).await })
+    };
+    let verdict =
+        decide_or_fallback(flags, &gate, &key(&input), ctx, &mut out, Some(dropped)).await;
     out.stdout = render(verdict.as_ref()).to_string();
     out
 }
@@ -140,5 +162,18 @@ mod tests {
         assert_eq!(out(Some(&edit))["permissionDecision"], "deny");
         // Qwen runs a call whose hook says nothing: no answer asks instead.
         assert_eq!(out(None)["permissionDecision"], "ask");
+    }
+
+    #[test]
+    fn only_this_call_s_result_or_a_new_message_settles_it() {
+        let result = |id: &str| json!({"type": "tool_result", "toolCallResult": {"callId": id, "status": "cancelled"}});
+        assert!(settles(&result("call_1"), "call_1"));
+        assert!(
+            !settles(&result("call_2"), "call_1"),
+            "another call's result"
+        );
+        assert!(!settles(&result(""), ""), "no id names no call");
+        assert!(settles(&json!({"type": "user"}), "call_1"));
+        assert!(!settles(&json!({"type": "system"}), "call_1"));
     }
 }
