@@ -120,13 +120,27 @@ impl Tokenizer {
     }
 
     /// The tokens of `text`. The first use of a BPE builds its tables (a fraction of a second).
+    ///
+    /// tiktoken-rs panics on some inputs (a run of about a million spaces exhausts its regex
+    /// engine); such a text is counted at its byte length, an upper bound, so one odd message
+    /// never fails every later turn of its session.
     pub fn count(self, text: &str) -> u64 {
-        let n = match self {
-            Tokenizer::O200k => tiktoken_rs::o200k_base_singleton().count_ordinary(text),
-            Tokenizer::Cl100k => tiktoken_rs::cl100k_base_singleton().count_ordinary(text),
-            Tokenizer::Estimate => return estimate(text),
-        };
-        u64::try_from(n).unwrap_or(u64::MAX)
+        let counted = std::panic::catch_unwind(|| match self {
+            Tokenizer::O200k => Some(tiktoken_rs::o200k_base_singleton().count_ordinary(text)),
+            Tokenizer::Cl100k => Some(tiktoken_rs::cl100k_base_singleton().count_ordinary(text)),
+            Tokenizer::Estimate => None,
+        });
+        match counted {
+            Ok(Some(n)) => u64::try_from(n).unwrap_or(u64::MAX),
+            Ok(None) => estimate(text),
+            Err(_) => {
+                tracing::warn!(
+                    bytes = text.len(),
+                    "the tokenizer failed on a text; counting its bytes"
+                );
+                len(text)
+            }
+        }
     }
 
     /// An upper bound on [`count`](Self::count) that costs nothing: a byte-level BPE token
@@ -242,6 +256,14 @@ mod tests {
         assert_eq!(Tokenizer::O200k.count("hello world"), 2);
         assert_eq!(Tokenizer::Estimate.count("1234567"), 3);
         assert_eq!(Tokenizer::Estimate.count(""), 0);
+    }
+
+    #[test]
+    fn a_text_the_tokenizer_cannot_take_is_counted_at_its_bytes() {
+        // A million spaces makes tiktoken-rs panic; the count falls back instead.
+        let spaces = " ".repeat(1_100_000);
+        let n = Tokenizer::O200k.count(&spaces);
+        assert!(n > 0 && n <= spaces.len() as u64);
     }
 
     #[test]

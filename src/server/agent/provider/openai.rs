@@ -803,15 +803,27 @@ fn context_error_in(body: &str) -> Option<ProviderError> {
 
 /// The error object as a context refusal, if it is one: OpenAI's
 /// `code: "context_length_exceeded"`, llama.cpp's `type: "exceed_context_size_error"` (with
-/// `n_ctx`), or vLLM's "maximum context length is N tokens" in the message.
+/// `n_ctx`), or a message saying so in the words servers use ("maximum context length is N
+/// tokens", "prompt is too long", "exceeds the available context size").
 fn context_error(error: &Value) -> Option<ProviderError> {
     let field = |name: &str| error.get(name).and_then(Value::as_str).unwrap_or("");
     let message = error_message(error);
     let said = message.to_ascii_lowercase();
+    // The words other servers use (vLLM, llama.cpp without its type, LM Studio's plain string,
+    // Anthropic- and Gemini-compatible proxies); a rate limit that counts tokens per minute is
+    // not a window.
+    let phrases = [
+        "context length",
+        "context window",
+        "context size",
+        "prompt is too long",
+        "input is too long",
+        "too many tokens",
+        "reduce the length of the messages",
+    ];
     let recognised = field("code") == "context_length_exceeded"
         || field("type") == "exceed_context_size_error"
-        || said.contains("maximum context length")
-        || said.contains("context length exceeded");
+        || (phrases.iter().any(|p| said.contains(p)) && !said.contains("per min"));
     if !recognised {
         return None;
     }
@@ -843,4 +855,40 @@ fn is_json(response: &reqwest::Response) -> bool {
         .get(CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.trim_start().starts_with("application/json"))
+}
+
+#[cfg(test)]
+mod context_error_tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn other_servers_words_for_a_full_window_are_read_as_one() {
+        let refusals = [
+            // LM Studio: the error is a plain string.
+            json!({"error": "Trying to keep the first 5000 tokens when context the overflows. However, the model is loaded with context length of only 4096 tokens"}),
+            // An Anthropic-shaped proxy.
+            json!({"type": "error", "error": {"type": "invalid_request_error", "message": "prompt is too long: 210000 tokens > 200000 maximum"}}),
+            // llama.cpp without its error type.
+            json!({"error": {"code": 400, "message": "the request exceeds the available context size, try increasing it"}}),
+            // A Gemini-shaped proxy.
+            json!({"error": {"code": 400, "message": "The input token count exceeds the maximum number of tokens allowed; input is too long", "status": "INVALID_ARGUMENT"}}),
+        ];
+        for body in refusals {
+            assert!(
+                matches!(
+                    context_error_in(&body.to_string()),
+                    Some(ProviderError::ContextTooLong { .. })
+                ),
+                "{body}"
+            );
+        }
+        // A rate limit that counts tokens is not a window.
+        let tpm = json!({"error": {"message": "Request too large for gpt-4o on tokens per min (TPM): Limit 30000, Requested 50000. Too many tokens.", "type": "tokens", "code": "rate_limit_exceeded"}});
+        assert!(context_error_in(&tpm.to_string()).is_none());
+        assert!(
+            context_error_in(&json!({"error": {"message": "invalid api key"}}).to_string())
+                .is_none()
+        );
+    }
 }

@@ -12,7 +12,10 @@
 //! 3. what is left of the tool outputs is trimmed to 512 bytes.
 //!
 //! Nothing is summarized: what is dropped is gone from the model's view, and the marker
-//! tells it so. A request that still does not fit (one message bigger than the window) is
+//! tells it so — except the person's answers in it (a denial and its reason, a checkpoint
+//! approved with changes, a timeout's "UNAPPROVED"), which the marker carries, first lines,
+//! up to [`MAX_ANSWERS_BYTES`]: the model must never act on a plan the person turned down
+//! because the turning down was cut. A request that still does not fit (one message bigger than the window) is
 //! sent as it is, for the provider to refuse.
 
 use std::collections::HashMap;
@@ -29,6 +32,8 @@ pub const KEEP_BYTES: usize = 4096;
 const TIGHT_KEEP_BYTES: usize = 512;
 /// An output is trimmed only when that saves more than the marker costs.
 const WORTH_TRIMMING: usize = 256;
+/// How much of the person's answers one marker carries.
+pub const MAX_ANSWERS_BYTES: usize = 2048;
 
 /// The request's messages as sent, and what fitting them did.
 #[derive(Debug)]
@@ -157,7 +162,7 @@ pub fn fit(
         total,
         budget,
         trimmed: vec![false; messages.len()],
-        marker_cost: counter.fresh(&marker(usize::MAX)),
+        marker_cost: counter.fresh(&marker(usize::MAX, &["x".repeat(MAX_ANSWERS_BYTES)])),
     };
     if !plan.fits() {
         plan.trim_outputs(KEEP_BYTES, counter);
@@ -283,13 +288,15 @@ impl Plan<'_> {
         let mut dropped = 0;
         let mut total = self.total;
         let mut run = 0;
+        let mut answers: Vec<String> = Vec::new();
         for (i, message) in self.current.into_iter().enumerate() {
             if !self.kept[i] {
                 run += 1;
+                answers.extend(persons_answer(&self.original[i]));
                 continue;
             }
             if run > 0 {
-                let note = marker(run);
+                let note = marker(run, &std::mem::take(&mut answers));
                 // Counted at its largest while planning; now at its real size.
                 total = total.saturating_sub(self.marker_cost) + counter.fresh(&note);
                 messages.push(Arc::new(note));
@@ -300,7 +307,7 @@ impl Plan<'_> {
         }
         if run > 0 {
             // Not reached (the newest step is never dropped), but never lose count of a run.
-            let note = marker(run);
+            let note = marker(run, &answers);
             total = total.saturating_sub(self.marker_cost) + counter.fresh(&note);
             messages.push(Arc::new(note));
             dropped += run;
@@ -336,17 +343,49 @@ fn units(messages: &[Arc<ChatMessage>], offset: usize) -> Vec<Range<usize>> {
     units
 }
 
-/// What stands in for `n` dropped messages.
-fn marker(n: usize) -> ChatMessage {
+/// What stands in for `n` dropped messages, with the person's answers among them.
+fn marker(n: usize, answers: &[String]) -> ChatMessage {
     let what = if n == 1 {
         "1 earlier message".to_owned()
     } else {
         format!("{} earlier messages", thousands(n))
     };
-    ChatMessage::User(format!(
+    let mut text = format!(
         "[Countersign left out {what} of this conversation here to fit the model's context window. \
          The person still sees them.]"
-    ))
+    );
+    if !answers.is_empty() {
+        text.push_str("\nThe person's answers in them, which still hold:");
+        let mut room = MAX_ANSWERS_BYTES;
+        for answer in answers {
+            let line = format!("\n- {answer}");
+            if line.len() > room {
+                let cut = line.floor_char_boundary(room);
+                text.push_str(&line[..cut]);
+                break;
+            }
+            room -= line.len();
+            text.push_str(&line);
+        }
+    }
+    ChatMessage::User(text)
+}
+
+/// The person's answer a tool result carries, if it carries one: a denial (its reason), a
+/// timeout, or a checkpoint approved with changes (the revised proposal's start).
+fn persons_answer(message: &ChatMessage) -> Option<String> {
+    let ChatMessage::Tool { output, .. } = message else {
+        return None;
+    };
+    let answer = ["[denied] ", "[timeout] "]
+        .iter()
+        .any(|prefix| output.starts_with(prefix))
+        || output.starts_with("approved with changes:");
+    answer.then(|| {
+        let flat = output.split_whitespace().collect::<Vec<_>>().join(" ");
+        let cut = flat.floor_char_boundary(400);
+        flat[..cut].to_owned()
+    })
 }
 
 /// `output` cut to `keep` bytes (its start and its end) around a line saying what was cut;

@@ -378,3 +378,46 @@ fn random_conversations_keep_every_rule() {
         assert_eq!(kept + fitted.dropped, messages.len(), "{context}");
     }
 }
+
+#[test]
+fn the_person_s_answers_in_dropped_turns_are_carried_in_the_marker() {
+    let denial = ChatMessage::Tool {
+        call_id: "d".into(),
+        output: "[denied] denied by the person: NEVER touch prod.yaml".into(),
+    };
+    let revised = ChatMessage::Tool {
+        call_id: "r".into(),
+        output:
+            "approved with changes: follow this revised proposal instead:\nmigrate staging only"
+                .into(),
+    };
+    let messages = shared(vec![
+        system(),
+        user("first question"),
+        calls(&["d"]),
+        denial,
+        calls(&["r"]),
+        revised,
+        answer(&"first answer ".repeat(2_000)),
+        user("the latest question"),
+        calls(&["n"]),
+        result("n", 200),
+    ]);
+    let budget = cost(&messages[7..]) + 400;
+    let fitted = fit(&messages, &tools(), budget, &mut estimate());
+    assert!(fitted.dropped > 0, "{fitted:?}");
+    let note = fitted
+        .messages
+        .iter()
+        .find_map(|m| match &**m {
+            ChatMessage::User(t) if t.starts_with("[Countersign left out") => Some(t.clone()),
+            _ => None,
+        })
+        .expect("a marker");
+    assert!(note.contains("NEVER touch prod.yaml"), "{note}");
+    assert!(note.contains("migrate staging only"), "{note}");
+    assert!(
+        !note.contains("first answer"),
+        "the model's own words are not carried: {note}"
+    );
+}
