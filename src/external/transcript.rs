@@ -37,19 +37,10 @@ pub async fn last_words(path: &str) -> Option<String> {
 
 /// The last [`TAIL_BYTES`] of a regular file, from the first whole line in them.
 fn read_tail(path: &Path) -> Option<String> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)
-        .ok()?;
-    let meta = file.metadata().ok()?;
-    if !meta.is_file() {
-        return None;
-    }
-    let start = meta.len().saturating_sub(TAIL_BYTES);
+    let (mut file, len) = open_regular(path)?;
+    let start = len.saturating_sub(TAIL_BYTES);
     file.seek(SeekFrom::Start(start)).ok()?;
-    let mut bytes = Vec::with_capacity(usize::try_from(meta.len() - start).unwrap_or(0));
+    let mut bytes = Vec::with_capacity(usize::try_from(len - start).unwrap_or(0));
     file.take(TAIL_BYTES).read_to_end(&mut bytes).ok()?;
     let text = String::from_utf8_lossy(&bytes).into_owned();
     // Cut into a line: drop its piece.
@@ -58,6 +49,19 @@ fn read_tail(path: &Path) -> Option<String> {
         (true, None) => String::new(),
         (false, _) => text,
     })
+}
+
+/// The file at `path` and its length, if it is a regular file: opened without blocking (a FIFO
+/// never stalls the hook) and without becoming a controlling terminal.
+fn open_regular(path: &Path) -> Option<(std::fs::File, u64)> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .ok()?;
+    let meta = file.metadata().ok()?;
+    meta.is_file().then_some((file, meta.len()))
 }
 
 /// What one transcript line is, as far as the agent's words go.
@@ -366,18 +370,9 @@ pub async fn dropped(path: &str, dropped: impl Fn(&Value) -> bool) {
 /// The whole lines appended after byte `from` (at most [`TAIL_BYTES`] of them), and where the
 /// next look starts; a file that shrank is read again from its new end.
 fn read_from(path: &Path, from: u64) -> Option<(String, u64)> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)
-        .ok()?;
-    let meta = file.metadata().ok()?;
-    if !meta.is_file() {
-        return None;
-    }
-    if meta.len() < from {
-        return Some((String::new(), meta.len()));
+    let (mut file, len) = open_regular(path)?;
+    if len < from {
+        return Some((String::new(), len));
     }
     file.seek(SeekFrom::Start(from)).ok()?;
     let mut bytes = Vec::new();

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::anthropic::Anthropic;
-use crate::kit::{Desk, finish, installed};
+use crate::kit::{Desk, assert_ran, finish, installed};
 use crate::support::{SOON, of_type, poll_until, str_of};
 use crate::tui::Tui;
 
@@ -86,27 +86,12 @@ impl Claude {
 
     /// The one pending card, checked to be Claude's call of `Bash` with `command`.
     async fn card_for(&self, command: &str) -> Value {
-        let gate = self.desk.pending_gate().await;
-        assert_eq!(str_of(&gate, "tool"), "Bash", "{gate}");
-        assert_eq!(gate["args"]["command"], command, "{gate}");
-        gate
+        self.desk.card_for("Bash", command).await
     }
 
     fn results(&self) -> Vec<crate::script::ToolResult> {
         self.model.recorder.tool_results()
     }
-}
-
-fn assert_ran(code: Option<i32>, stdout: &str, stderr: &str) {
-    assert_eq!(
-        code,
-        Some(0),
-        "claude failed\nstdout: {stdout}\nstderr: {stderr}"
-    );
-    assert!(
-        stdout.contains("DONE"),
-        "the turn did not end: {stdout}\n{stderr}"
-    );
 }
 
 #[tokio::test]
@@ -129,8 +114,7 @@ async fn approve_runs_the_call_and_deny_tells_claude_why() {
         .desk
         .decide(&gate, json!({"decision": "approve"}))
         .await;
-    let (code, stdout, stderr) = finish(child, RUN_LIMIT).await;
-    assert_ran(code, &stdout, &stderr);
+    assert_ran("Claude Code", finish(child, RUN_LIMIT).await);
     assert_eq!(claude.desk.file("out.txt").as_deref(), Some("approved\n"));
     assert!(!claude.results()[0].is_error, "{:?}", claude.results());
 
@@ -143,8 +127,7 @@ async fn approve_runs_the_call_and_deny_tells_claude_why() {
             json!({"decision": "deny", "reason": "write it to the wiki instead"}),
         )
         .await;
-    let (code, stdout, stderr) = finish(child, RUN_LIMIT).await;
-    assert_ran(code, &stdout, &stderr);
+    assert_ran("Claude Code", finish(child, RUN_LIMIT).await);
     assert_eq!(claude.desk.file("no.txt"), None, "a denied call never runs");
     let results = claude.results();
     let last = results.last().unwrap();
@@ -168,8 +151,7 @@ async fn an_edit_runs_the_edited_command_and_always_answers_the_next_identical_c
             json!({"decision": "edit", "edits": {"command": "echo edited > out.txt", "description": "edited"}}),
         )
         .await;
-    let (code, stdout, stderr) = finish(child, RUN_LIMIT).await;
-    assert_ran(code, &stdout, &stderr);
+    assert_ran("Claude Code", finish(child, RUN_LIMIT).await);
     assert_eq!(claude.desk.file("out.txt").as_deref(), Some("edited\n"));
 
     // Allow always on a chain: the rule made answers the very same call again, and nothing
@@ -181,20 +163,14 @@ async fn an_edit_runs_the_edited_command_and_always_answers_the_next_identical_c
         .desk
         .decide(&gate, json!({"decision": "allow_always"}))
         .await;
-    let (code, stdout, stderr) = finish(child, RUN_LIMIT).await;
-    assert_ran(code, &stdout, &stderr);
+    assert_ran("Claude Code", finish(child, RUN_LIMIT).await);
     assert_eq!(
         claude.desk.file("log.txt").as_deref(),
         Some("one\ntwo\none\ntwo\n"),
         "both calls ran"
     );
     // The second call's card was answered by the rule the moment it opened: nobody was asked.
-    let events = claude.desk.session_events(&gate).await;
-    let answers: Vec<&str> = of_type(&events, "approval_resolved")
-        .iter()
-        .map(|e| e["answered_by"].as_str().unwrap_or("?"))
-        .collect();
-    assert_eq!(answers, ["user", "rule"], "{events:?}");
+    assert_eq!(claude.desk.answered_by(&gate).await, ["user", "rule"]);
     assert_eq!(claude.desk.pending_count().await, 0);
 
     // Countersign's rule is the one grant: Claude saved none of its own, so revoking the rule
@@ -222,8 +198,7 @@ async fn an_edit_runs_the_edited_command_and_always_answers_the_next_identical_c
         .desk
         .decide(&gate, json!({"decision": "deny", "reason": "revoked"}))
         .await;
-    let (code, stdout, stderr) = finish(child, RUN_LIMIT).await;
-    assert_ran(code, &stdout, &stderr);
+    assert_ran("Claude Code", finish(child, RUN_LIMIT).await);
     assert_eq!(
         claude.desk.file("log.txt").as_deref(),
         Some("one\ntwo\none\ntwo\n"),
@@ -252,8 +227,7 @@ async fn every_permission_mode_asks_countersign() {
                 json!({"decision": "deny", "reason": format!("not in {mode}")}),
             )
             .await;
-        let (code, stdout, stderr) = finish(child, RUN_LIMIT).await;
-        assert_ran(code, &stdout, &stderr);
+        assert_ran("Claude Code", finish(child, RUN_LIMIT).await);
         assert_eq!(claude.desk.file("should-not-exist"), None, "mode {mode}");
     }
 }
@@ -274,8 +248,7 @@ async fn a_crash_of_countersign_while_claude_waits_leaves_one_card_answered_once
         .desk
         .decide(&again, json!({"decision": "approve"}))
         .await;
-    let (code, stdout, stderr) = finish(child, RUN_LIMIT).await;
-    assert_ran(code, &stdout, &stderr);
+    assert_ran("Claude Code", finish(child, RUN_LIMIT).await);
     assert_eq!(claude.desk.file("out.txt").as_deref(), Some("survived\n"));
     let events = claude.desk.session_events(&gate).await;
     assert_eq!(of_type(&events, "approval_request").len(), 1);
@@ -290,10 +263,9 @@ async fn with_countersign_down_claude_falls_back_to_its_own_rules() {
     claude.desk.crash().await;
     let started = std::time::Instant::now();
     let child = claude.start("RUN[echo unasked > out.txt]", &[]);
-    let (code, stdout, stderr) = finish(child, RUN_LIMIT).await;
     // Nothing crashes: Claude's own permission flow answers (in `-p` with no prompt to show,
     // it refuses the call), and the turn ends.
-    assert_ran(code, &stdout, &stderr);
+    assert_ran("Claude Code", finish(child, RUN_LIMIT).await);
     assert_eq!(claude.desk.file("out.txt"), None);
     assert!(claude.results()[0].is_error, "{:?}", claude.results());
     assert!(
@@ -360,8 +332,7 @@ async fn hook_latency_figures() {
     let prompt: String = (0..N).map(|i| format!("RUN[touch f{i}] ")).collect();
     let child = claude.start(&prompt, &[]);
     let latency = crate::kit::approve_each(&claude.desk, &claude.model.recorder, N).await;
-    let (code, stdout, stderr) = finish(child, RUN_LIMIT).await;
-    assert_ran(code, &stdout, &stderr);
+    assert_ran("Claude Code", finish(child, RUN_LIMIT).await);
     for i in 0..N {
         assert!(claude.desk.project.join(format!("f{i}")).exists());
     }

@@ -6,9 +6,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::kit::{Desk, finish, installed};
+use crate::kit::{Desk, assert_ran, finish, installed};
 use crate::openai_chat::OpenAiChat;
-use crate::support::{of_type, str_of};
 
 const RUN_LIMIT: Duration = Duration::from_secs(180);
 
@@ -53,23 +52,8 @@ impl Copilot {
     }
 
     async fn card_for(&self, command: &str) -> Value {
-        let gate = self.desk.pending_gate().await;
-        assert_eq!(str_of(&gate, "tool"), "bash", "{gate}");
-        assert_eq!(gate["args"]["command"], command, "{gate}");
-        gate
+        self.desk.card_for("bash", command).await
     }
-}
-
-fn assert_ran(code: Option<i32>, stdout: &str, stderr: &str) {
-    assert_eq!(
-        code,
-        Some(0),
-        "copilot failed\nstdout: {stdout}\nstderr: {stderr}"
-    );
-    assert!(
-        stdout.contains("DONE"),
-        "the turn did not end: {stdout}\n{stderr}"
-    );
 }
 
 #[tokio::test]
@@ -84,8 +68,7 @@ async fn copilot_approve_deny_edit_always() {
         .desk
         .decide(&gate, json!({"decision": "approve"}))
         .await;
-    let (code, stdout, stderr) = finish(child, RUN_LIMIT).await;
-    assert_ran(code, &stdout, &stderr);
+    assert_ran("Copilot CLI", finish(child, RUN_LIMIT).await);
     assert_eq!(copilot.desk.file("out.txt").as_deref(), Some("approved\n"));
 
     let child = copilot.start("RUN[echo denied > no.txt]");
@@ -97,8 +80,7 @@ async fn copilot_approve_deny_edit_always() {
             json!({"decision": "deny", "reason": "use the staging box"}),
         )
         .await;
-    let (code, stdout, stderr) = finish(child, RUN_LIMIT).await;
-    assert_ran(code, &stdout, &stderr);
+    assert_ran("Copilot CLI", finish(child, RUN_LIMIT).await);
     assert_eq!(copilot.desk.file("no.txt"), None);
     let results = copilot.model.recorder.tool_results();
     assert!(
@@ -116,8 +98,7 @@ async fn copilot_approve_deny_edit_always() {
         .desk
         .decide(&gate, json!({"decision": "edit", "edits": edited}))
         .await;
-    let (code, stdout, stderr) = finish(child, RUN_LIMIT).await;
-    assert_ran(code, &stdout, &stderr);
+    assert_ran("Copilot CLI", finish(child, RUN_LIMIT).await);
     assert_eq!(copilot.desk.file("edit.txt").as_deref(), Some("edited\n"));
 
     let chain = "echo one >> log.txt && echo two >> log.txt";
@@ -127,18 +108,12 @@ async fn copilot_approve_deny_edit_always() {
         .desk
         .decide(&gate, json!({"decision": "allow_always"}))
         .await;
-    let (code, stdout, stderr) = finish(child, RUN_LIMIT).await;
-    assert_ran(code, &stdout, &stderr);
+    assert_ran("Copilot CLI", finish(child, RUN_LIMIT).await);
     assert_eq!(
         copilot.desk.file("log.txt").as_deref(),
         Some("one\ntwo\none\ntwo\n")
     );
-    let events = copilot.desk.session_events(&gate).await;
-    let answers: Vec<&str> = of_type(&events, "approval_resolved")
-        .iter()
-        .map(|e| e["answered_by"].as_str().unwrap_or("?"))
-        .collect();
-    assert_eq!(answers, ["user", "rule"], "{events:?}");
+    assert_eq!(copilot.desk.answered_by(&gate).await, ["user", "rule"]);
 }
 
 #[tokio::test]
@@ -148,29 +123,22 @@ async fn copilot_a_crash_of_countersign_and_countersign_down() {
     };
     let child = copilot.start("RUN[echo survived > crash.txt]");
     let gate = copilot.card_for("echo survived > crash.txt").await;
-    copilot.desk.crash().await;
-    tokio::time::sleep(Duration::from_secs(1)).await;
-    copilot.desk.restart().await;
-    let again = copilot.card_for("echo survived > crash.txt").await;
-    assert_eq!(again["approval_id"], gate["approval_id"]);
+    let again = copilot.desk.crash_and_restart_with(&gate).await;
     copilot
         .desk
         .decide(&again, json!({"decision": "approve"}))
         .await;
-    let (code, stdout, stderr) = finish(child, RUN_LIMIT).await;
-    assert_ran(code, &stdout, &stderr);
+    assert_ran("Copilot CLI", finish(child, RUN_LIMIT).await);
     assert_eq!(
         copilot.desk.file("crash.txt").as_deref(),
         Some("survived\n")
     );
-    let events = copilot.desk.session_events(&gate).await;
-    assert_eq!(of_type(&events, "approval_request").len(), 1);
+    assert_eq!(copilot.desk.cards_opened(&gate).await, 1);
 
     // Countersign down: Copilot's own prompt decides ("ask"); in `-p` that refuses the call.
     copilot.desk.crash().await;
     let child = copilot.start("RUN[echo unasked > down.txt]");
-    let (code, stdout, stderr) = finish(child, RUN_LIMIT).await;
-    assert_ran(code, &stdout, &stderr);
+    assert_ran("Copilot CLI", finish(child, RUN_LIMIT).await);
     assert_eq!(copilot.desk.file("down.txt"), None);
 }
 
@@ -183,7 +151,6 @@ async fn copilot_hook_latency_figures() {
     let prompt: String = (0..N).map(|i| format!("RUN[touch f{i}] ")).collect();
     let child = copilot.start(&prompt);
     let latency = crate::kit::approve_each(&copilot.desk, &copilot.model.recorder, N).await;
-    let (code, stdout, stderr) = finish(child, RUN_LIMIT).await;
-    assert_ran(code, &stdout, &stderr);
+    assert_ran("Copilot CLI", finish(child, RUN_LIMIT).await);
     eprintln!("{}", latency.report("Copilot CLI"));
 }

@@ -6,8 +6,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::gemini_api::GeminiApi;
-use crate::kit::{Desk, finish, installed};
-use crate::support::{of_type, str_of};
+use crate::kit::{Desk, assert_ran, finish, installed};
 
 const RUN_LIMIT: Duration = Duration::from_secs(120);
 
@@ -54,24 +53,25 @@ impl Gemini {
         cmd.spawn().expect("start gemini")
     }
 
-    async fn card_for(&self, command: &str) -> Value {
-        let gate = self.desk.pending_gate().await;
-        assert_eq!(str_of(&gate, "tool"), "run_shell_command", "{gate}");
-        assert_eq!(gate["args"]["command"], command, "{gate}");
-        gate
+    /// Gemini's terminal, in yolo mode (Countersign the one prompt).
+    fn start_tui(&self) -> Option<crate::tui::Tui> {
+        let mut env = self.desk.env();
+        env.push(("GEMINI_API_KEY".into(), "scripted-key".into()));
+        env.push((
+            "GOOGLE_GEMINI_BASE_URL".into(),
+            self.model.base_url.clone().into(),
+        ));
+        crate::tui::Tui::start(
+            &self.bin,
+            &["--approval-mode", "yolo"],
+            &self.desk.project,
+            &env,
+        )
     }
-}
 
-fn assert_ran(code: Option<i32>, stdout: &str, stderr: &str) {
-    assert_eq!(
-        code,
-        Some(0),
-        "gemini failed\nstdout: {stdout}\nstderr: {stderr}"
-    );
-    assert!(
-        stdout.contains("DONE"),
-        "the turn did not end: {stdout}\n{stderr}"
-    );
+    async fn card_for(&self, command: &str) -> Value {
+        self.desk.card_for("run_shell_command", command).await
+    }
 }
 
 #[tokio::test]
@@ -86,8 +86,7 @@ async fn gemini_approve_deny_and_edit() {
         .desk
         .decide(&gate, json!({"decision": "approve"}))
         .await;
-    let (code, stdout, stderr) = finish(child, RUN_LIMIT).await;
-    assert_ran(code, &stdout, &stderr);
+    assert_ran("Gemini CLI", finish(child, RUN_LIMIT).await);
     assert_eq!(gemini.desk.file("out.txt").as_deref(), Some("approved\n"));
 
     let child = gemini.start("RUN[echo denied > no.txt]");
@@ -99,8 +98,7 @@ async fn gemini_approve_deny_and_edit() {
             json!({"decision": "deny", "reason": "not on a Friday"}),
         )
         .await;
-    let (code, stdout, stderr) = finish(child, RUN_LIMIT).await;
-    assert_ran(code, &stdout, &stderr);
+    assert_ran("Gemini CLI", finish(child, RUN_LIMIT).await);
     assert_eq!(gemini.desk.file("no.txt"), None);
     let results = gemini.model.recorder.tool_results();
     let last = results.last().unwrap();
@@ -118,8 +116,7 @@ async fn gemini_approve_deny_and_edit() {
             json!({"decision": "edit", "edits": {"command": "echo edited > edit.txt", "description": "edited"}}),
         )
         .await;
-    let (code, stdout, stderr) = finish(child, RUN_LIMIT).await;
-    assert_ran(code, &stdout, &stderr);
+    assert_ran("Gemini CLI", finish(child, RUN_LIMIT).await);
     assert_eq!(gemini.desk.file("edit.txt").as_deref(), Some("edited\n"));
 }
 
@@ -135,35 +132,23 @@ async fn gemini_always_and_a_crash_of_countersign() {
         .desk
         .decide(&gate, json!({"decision": "allow_always"}))
         .await;
-    let (code, stdout, stderr) = finish(child, RUN_LIMIT).await;
-    assert_ran(code, &stdout, &stderr);
+    assert_ran("Gemini CLI", finish(child, RUN_LIMIT).await);
     assert_eq!(
         gemini.desk.file("log.txt").as_deref(),
         Some("one\ntwo\none\ntwo\n")
     );
-    let events = gemini.desk.session_events(&gate).await;
-    let answers: Vec<&str> = of_type(&events, "approval_resolved")
-        .iter()
-        .map(|e| e["answered_by"].as_str().unwrap_or("?"))
-        .collect();
-    assert_eq!(answers, ["user", "rule"], "{events:?}");
+    assert_eq!(gemini.desk.answered_by(&gate).await, ["user", "rule"]);
 
     let child = gemini.start("RUN[echo survived > crash.txt]");
     let gate = gemini.card_for("echo survived > crash.txt").await;
-    gemini.desk.crash().await;
-    tokio::time::sleep(Duration::from_secs(1)).await;
-    gemini.desk.restart().await;
-    let again = gemini.card_for("echo survived > crash.txt").await;
-    assert_eq!(again["approval_id"], gate["approval_id"]);
+    let again = gemini.desk.crash_and_restart_with(&gate).await;
     gemini
         .desk
         .decide(&again, json!({"decision": "approve"}))
         .await;
-    let (code, stdout, stderr) = finish(child, RUN_LIMIT).await;
-    assert_ran(code, &stdout, &stderr);
+    assert_ran("Gemini CLI", finish(child, RUN_LIMIT).await);
     assert_eq!(gemini.desk.file("crash.txt").as_deref(), Some("survived\n"));
-    let events = gemini.desk.session_events(&gate).await;
-    assert_eq!(of_type(&events, "approval_request").len(), 1);
+    assert_eq!(gemini.desk.cards_opened(&gate).await, 1);
 }
 
 #[tokio::test]
@@ -175,8 +160,7 @@ async fn gemini_hook_latency_figures() {
     let prompt: String = (0..N).map(|i| format!("RUN[touch f{i}] ")).collect();
     let child = gemini.start(&prompt);
     let latency = crate::kit::approve_each(&gemini.desk, &gemini.model.recorder, N).await;
-    let (code, stdout, stderr) = finish(child, RUN_LIMIT).await;
-    assert_ran(code, &stdout, &stderr);
+    assert_ran("Gemini CLI", finish(child, RUN_LIMIT).await);
     eprintln!("{}", latency.report("Gemini CLI"));
 }
 
@@ -188,24 +172,10 @@ async fn with_countersign_down_gemini_asks_in_its_own_prompt() {
         return;
     };
     gemini.desk.crash().await;
-    let mut env = gemini.desk.env();
-    env.push(("GEMINI_API_KEY".into(), "scripted-key".into()));
-    env.push((
-        "GOOGLE_GEMINI_BASE_URL".into(),
-        gemini.model.base_url.clone().into(),
-    ));
-    let Some(tui) = crate::tui::Tui::start(
-        &gemini.bin,
-        &["--approval-mode", "yolo"],
-        &gemini.desk.project,
-        &env,
-    ) else {
+    let Some(tui) = gemini.start_tui() else {
         return;
     };
-    tui.shows("YOLO").await;
-    tui.type_text("RUN[echo unasked > down.txt]");
-    crate::tui::Tui::settle().await;
-    tui.press("Enter");
+    tui.ask("YOLO", "RUN[echo unasked > down.txt]").await;
     tui.shows("echo unasked > down.txt").await;
     tui.shows("Allow execution of").await;
     assert_eq!(gemini.desk.file("down.txt"), None, "nothing ran unasked");
@@ -218,42 +188,10 @@ async fn esc_in_gemini_while_its_card_waits_closes_the_card() {
     let Some(gemini) = Gemini::set_up().await else {
         return;
     };
-    let mut env = gemini.desk.env();
-    env.push(("GEMINI_API_KEY".into(), "scripted-key".into()));
-    env.push((
-        "GOOGLE_GEMINI_BASE_URL".into(),
-        gemini.model.base_url.clone().into(),
-    ));
-    let Some(tui) = crate::tui::Tui::start(
-        &gemini.bin,
-        &["--approval-mode", "yolo"],
-        &gemini.desk.project,
-        &env,
-    ) else {
+    let Some(tui) = gemini.start_tui() else {
         return;
     };
-    tui.shows("YOLO").await;
-    tui.type_text("RUN[echo escaped > esc.txt]");
-    crate::tui::Tui::settle().await;
-    tui.press("Enter");
+    tui.ask("YOLO", "RUN[echo escaped > esc.txt]").await;
     let gate = gemini.card_for("echo escaped > esc.txt").await;
-    crate::tui::Tui::settle().await;
-    tui.press("Escape");
-    let aid = str_of(&gate, "approval_id").to_owned();
-    let closed = crate::support::poll_until("the card to close", crate::support::SOON, || async {
-        let state = gemini
-            .desk
-            .admin()
-            .get(&format!("/api/v1/gates/{aid}"))
-            .await
-            .expect(200);
-        if state["status"] == "cancelled" {
-            Ok(state)
-        } else {
-            Err(format!("{state}\n{}", tui.screen()))
-        }
-    })
-    .await;
-    assert_eq!(closed["reason"], "agent_gone", "{closed}");
-    assert_eq!(gemini.desk.file("esc.txt"), None);
+    gemini.desk.esc_closes(&tui, &gate, "esc.txt").await;
 }

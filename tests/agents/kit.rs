@@ -316,3 +316,88 @@ pub async fn approve_each(desk: &Desk, recorder: &crate::script::Recorder, n: us
     }
     latency
 }
+
+impl Desk {
+    /// Waits for the one pending card, and checks it is the agent's `tool` running `command`.
+    pub async fn card_for(&self, tool: &str, command: &str) -> Value {
+        let gate = self.pending_gate().await;
+        assert_eq!(str_of(&gate, "tool"), tool, "{gate}");
+        assert_eq!(gate["args"]["command"], command, "{gate}");
+        gate
+    }
+
+    /// `kill -9` Countersign while the agent waits on `gate`, start it again, and check the
+    /// same card is back (durable, not opened twice); returns it.
+    pub async fn crash_and_restart_with(&mut self, gate: &Value) -> Value {
+        self.crash().await;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        self.restart().await;
+        let again = self.pending_gate().await;
+        assert_eq!(again["approval_id"], gate["approval_id"], "the same card");
+        again
+    }
+
+    /// Waits until `gate` is closed as its agent dropped the call (`agent_gone`); a decision
+    /// sent then is refused, not recorded.
+    pub async fn closed_as_gone(&self, gate: &Value, screen: impl Fn() -> String) {
+        let aid = str_of(gate, "approval_id").to_owned();
+        let closed = poll_until("the card to close", SOON, || async {
+            let state = self
+                .admin()
+                .get(&format!("/api/v1/gates/{aid}"))
+                .await
+                .expect(200);
+            if state["status"] == "cancelled" {
+                Ok(state)
+            } else {
+                Err(format!("{state}\n{}", screen()))
+            }
+        })
+        .await;
+        assert_eq!(closed["reason"], "agent_gone", "{closed}");
+        let sid = str_of(gate, "session_id");
+        self.admin()
+            .post(
+                &format!("/api/v1/sessions/{sid}/approvals/{aid}"),
+                json!({"decision": "approve"}),
+            )
+            .await
+            .expect(410);
+    }
+
+    /// The person presses Esc in the agent's terminal while `gate` waits: the card must close
+    /// (`agent_gone`) and `file`, which the call would have written, must not exist.
+    pub async fn esc_closes(&self, tui: &crate::tui::Tui, gate: &Value, file: &str) {
+        crate::tui::Tui::settle().await;
+        tui.press("Escape");
+        self.closed_as_gone(gate, || tui.screen()).await;
+        assert_eq!(self.file(file), None, "the dropped call never ran");
+    }
+
+    /// Who answered each card of `gate`'s session, in order (`user`, `rule`, …).
+    pub async fn answered_by(&self, gate: &Value) -> Vec<String> {
+        crate::support::of_type(&self.session_events(gate).await, "approval_resolved")
+            .iter()
+            .map(|e| e["answered_by"].as_str().unwrap_or("?").to_owned())
+            .collect()
+    }
+
+    /// How many cards `gate`'s session opened.
+    pub async fn cards_opened(&self, gate: &Value) -> usize {
+        crate::support::of_type(&self.session_events(gate).await, "approval_request").len()
+    }
+}
+
+/// The agent exited 0 and its turn reached the script's end (`DONE`).
+#[track_caller]
+pub fn assert_ran(agent: &str, (code, stdout, stderr): (Option<i32>, String, String)) {
+    assert_eq!(
+        code,
+        Some(0),
+        "{agent} failed\nstdout: {stdout}\nstderr: {stderr}"
+    );
+    assert!(
+        stdout.contains("DONE"),
+        "the turn did not end: {stdout}\n{stderr}"
+    );
+}

@@ -5,9 +5,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::kit::{Desk, finish, installed};
+use crate::kit::{Desk, assert_ran, finish, installed};
 use crate::openai_chat::OpenAiChat;
-use crate::support::{of_type, str_of};
 
 const RUN_LIMIT: Duration = Duration::from_secs(120);
 const SHELL: &str = "run_shell_command";
@@ -56,23 +55,8 @@ impl Qwen {
     }
 
     async fn card_for(&self, command: &str) -> Value {
-        let gate = self.desk.pending_gate().await;
-        assert_eq!(str_of(&gate, "tool"), SHELL, "{gate}");
-        assert_eq!(gate["args"]["command"], command, "{gate}");
-        gate
+        self.desk.card_for(SHELL, command).await
     }
-}
-
-fn assert_ran(code: Option<i32>, stdout: &str, stderr: &str) {
-    assert_eq!(
-        code,
-        Some(0),
-        "qwen failed\nstdout: {stdout}\nstderr: {stderr}"
-    );
-    assert!(
-        stdout.contains("DONE"),
-        "the turn did not end: {stdout}\n{stderr}"
-    );
 }
 
 #[tokio::test]
@@ -94,8 +78,7 @@ async fn qwen_approve_deny_always() {
     qwen.desk
         .decide(&gate, json!({"decision": "approve"}))
         .await;
-    let (code, stdout, stderr) = finish(child, RUN_LIMIT).await;
-    assert_ran(code, &stdout, &stderr);
+    assert_ran("Qwen Code", finish(child, RUN_LIMIT).await);
     assert_eq!(qwen.desk.file("out.txt").as_deref(), Some("approved\n"));
 
     let child = qwen.start("RUN[echo denied > no.txt]");
@@ -106,8 +89,7 @@ async fn qwen_approve_deny_always() {
             json!({"decision": "deny", "reason": "ask the release manager"}),
         )
         .await;
-    let (code, stdout, stderr) = finish(child, RUN_LIMIT).await;
-    assert_ran(code, &stdout, &stderr);
+    assert_ran("Qwen Code", finish(child, RUN_LIMIT).await);
     assert_eq!(qwen.desk.file("no.txt"), None);
     let results = qwen.model.recorder.tool_results();
     assert!(
@@ -123,18 +105,12 @@ async fn qwen_approve_deny_always() {
     qwen.desk
         .decide(&gate, json!({"decision": "allow_always"}))
         .await;
-    let (code, stdout, stderr) = finish(child, RUN_LIMIT).await;
-    assert_ran(code, &stdout, &stderr);
+    assert_ran("Qwen Code", finish(child, RUN_LIMIT).await);
     assert_eq!(
         qwen.desk.file("log.txt").as_deref(),
         Some("one\ntwo\none\ntwo\n")
     );
-    let events = qwen.desk.session_events(&gate).await;
-    let answers: Vec<&str> = of_type(&events, "approval_resolved")
-        .iter()
-        .map(|e| e["answered_by"].as_str().unwrap_or("?"))
-        .collect();
-    assert_eq!(answers, ["user", "rule"], "{events:?}");
+    assert_eq!(qwen.desk.answered_by(&gate).await, ["user", "rule"]);
 }
 
 #[tokio::test]
@@ -144,26 +120,19 @@ async fn qwen_a_crash_of_countersign_and_countersign_down() {
     };
     let child = qwen.start("RUN[echo survived > crash.txt]");
     let gate = qwen.card_for("echo survived > crash.txt").await;
-    qwen.desk.crash().await;
-    tokio::time::sleep(Duration::from_secs(1)).await;
-    qwen.desk.restart().await;
-    let again = qwen.card_for("echo survived > crash.txt").await;
-    assert_eq!(again["approval_id"], gate["approval_id"]);
+    let again = qwen.desk.crash_and_restart_with(&gate).await;
     qwen.desk
         .decide(&again, json!({"decision": "approve"}))
         .await;
-    let (code, stdout, stderr) = finish(child, RUN_LIMIT).await;
-    assert_ran(code, &stdout, &stderr);
+    assert_ran("Qwen Code", finish(child, RUN_LIMIT).await);
     assert_eq!(qwen.desk.file("crash.txt").as_deref(), Some("survived\n"));
-    let events = qwen.desk.session_events(&gate).await;
-    assert_eq!(of_type(&events, "approval_request").len(), 1);
+    assert_eq!(qwen.desk.cards_opened(&gate).await, 1);
 
     // Countersign down: the hook leaves the call to Qwen's own prompt ("ask"), which in `-p`
     // refuses it — never runs it unasked (Qwen runs a call whose hook says nothing).
     qwen.desk.crash().await;
     let child = qwen.start("RUN[echo unasked > down.txt]");
-    let (code, stdout, stderr) = finish(child, RUN_LIMIT).await;
-    assert_ran(code, &stdout, &stderr);
+    assert_ran("Qwen Code", finish(child, RUN_LIMIT).await);
     assert_eq!(qwen.desk.file("down.txt"), None);
 }
 
@@ -176,8 +145,7 @@ async fn qwen_hook_latency_figures() {
     let prompt: String = (0..N).map(|i| format!("RUN[touch f{i}] ")).collect();
     let child = qwen.start(&prompt);
     let latency = crate::kit::approve_each(&qwen.desk, &qwen.model.recorder, N).await;
-    let (code, stdout, stderr) = finish(child, RUN_LIMIT).await;
-    assert_ran(code, &stdout, &stderr);
+    assert_ran("Qwen Code", finish(child, RUN_LIMIT).await);
     eprintln!("{}", latency.report("Qwen Code"));
 }
 
@@ -204,28 +172,7 @@ async fn esc_in_qwen_while_its_card_waits_closes_the_card() {
     ) else {
         return;
     };
-    tui.shows("YOLO").await;
-    tui.type_text("RUN[echo escaped > esc.txt]");
-    crate::tui::Tui::settle().await;
-    tui.press("Enter");
+    tui.ask("YOLO", "RUN[echo escaped > esc.txt]").await;
     let gate = qwen.card_for("echo escaped > esc.txt").await;
-    crate::tui::Tui::settle().await;
-    tui.press("Escape");
-    let aid = str_of(&gate, "approval_id").to_owned();
-    let closed = crate::support::poll_until("the card to close", crate::support::SOON, || async {
-        let state = qwen
-            .desk
-            .admin()
-            .get(&format!("/api/v1/gates/{aid}"))
-            .await
-            .expect(200);
-        if state["status"] == "cancelled" {
-            Ok(state)
-        } else {
-            Err(format!("{state}\n{}", tui.screen()))
-        }
-    })
-    .await;
-    assert_eq!(closed["reason"], "agent_gone", "{closed}");
-    assert_eq!(qwen.desk.file("esc.txt"), None);
+    qwen.desk.esc_closes(&tui, &gate, "esc.txt").await;
 }

@@ -101,6 +101,14 @@ impl Tui {
         assert!(status.success(), "tmux send-keys {keys:?}");
     }
 
+    /// Once the terminal shows `ready`, types `prompt` and sends it.
+    pub async fn ask(&self, ready: &str, prompt: &str) {
+        self.shows(ready).await;
+        self.type_text(prompt);
+        Tui::settle().await;
+        self.press("Enter");
+    }
+
     /// Gives a terminal program a moment between keys (TUIs read input in frames).
     pub async fn settle() {
         tokio::time::sleep(Duration::from_millis(500)).await;

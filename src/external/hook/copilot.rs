@@ -7,9 +7,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::external::gates_client::OpenGate;
-use crate::external::hook::{
-    GateHookArgs, GateKey, HookContext, HookOutcome, decide_or_fallback, hook_gate, parse_input,
-};
+use crate::external::hook::{AlwaysAnswer, GateKey, HookContext, hook_gate};
 use crate::external::key::{canonical_json, idempotency_key};
 use crate::external::verdict::Verdict;
 
@@ -43,17 +41,25 @@ impl CopilotHookInput {
     }
 }
 
-/// Runs the hook: parse, open a gate, wait, answer.
-pub async fn answer(flags: &GateHookArgs, stdin: &[u8], ctx: &HookContext) -> HookOutcome {
-    let input: CopilotHookInput = match parse_input(stdin, "Copilot CLI", ctx) {
-        Ok(input) => input,
-        Err(outcome) => return outcome,
-    };
-    let mut out = HookOutcome::new(ctx);
-    let gate = open_gate(&input, ctx, flags.timeout);
-    let verdict = decide_or_fallback(flags, &gate, &key(&input), ctx, &mut out, None).await;
-    out.stdout = render(verdict.as_ref()).to_string();
-    out
+impl AlwaysAnswer for CopilotHookInput {
+    const AGENT: &'static str = "Copilot CLI";
+
+    /// Copilot's `preToolUse` input names no event.
+    fn other_event(&self) -> Option<&str> {
+        None
+    }
+
+    fn gate(&self, ctx: &HookContext, timeout_secs: u64) -> OpenGate {
+        open_gate(self, ctx, timeout_secs)
+    }
+
+    fn key(&self) -> GateKey {
+        key(self)
+    }
+
+    fn render(verdict: Option<&Verdict>) -> Value {
+        render(verdict)
+    }
 }
 
 /// The gate for this call: Copilot runs changed arguments, so the card offers Edit.

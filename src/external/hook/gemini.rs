@@ -8,10 +8,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::external::gates_client::OpenGate;
-use crate::external::hook::{
-    Dropped, GateHookArgs, GateKey, HookContext, HookOutcome, decide_or_fallback, hook_gate,
-    parse_input,
-};
+use crate::external::hook::{AlwaysAnswer, Dropped, GateKey, HookContext, hook_gate};
 use crate::external::key::{canonical_json, idempotency_key};
 use crate::external::transcript;
 use crate::external::verdict::Verdict;
@@ -44,32 +41,33 @@ fn cancelled(line: &Value) -> bool {
     (line["type"] == "info" && line["content"] == "Request cancelled.") || line["type"] == "user"
 }
 
-/// Runs the hook: parse, open a gate, wait, answer.
-pub async fn answer(flags: &GateHookArgs, stdin: &[u8], ctx: &HookContext) -> HookOutcome {
-    let input: GeminiHookInput = match parse_input(stdin, "Gemini CLI", ctx) {
-        Ok(input) => input,
-        Err(outcome) => return outcome,
-    };
-    let mut out = HookOutcome::new(ctx);
-    if input.hook_event_name != EVENT {
-        out.say(format!(
-            "`{}` is not Gemini CLI's BeforeTool hook; asking in Gemini",
-            input.hook_event_name
-        ));
-        out.stdout = render(None).to_string();
-        return out;
+impl AlwaysAnswer for GeminiHookInput {
+    const AGENT: &'static str = "Gemini CLI";
+
+    fn other_event(&self) -> Option<&str> {
+        (self.hook_event_name != EVENT).then_some(self.hook_event_name.as_str())
     }
-    let gate = open_gate(&input, ctx, flags.timeout);
-    // Esc in Gemini cancels the request but leaves its hook running; Gemini says so in its
-    // transcript, and the card closes then.
-    let dropped: Dropped = {
-        let path = input.transcript_path.clone();
-        Box::pin(async move { transcript::dropped(&path, cancelled).await })
-    };
-    let verdict =
-        decide_or_fallback(flags, &gate, &key(&input), ctx, &mut out, Some(dropped)).await;
-    out.stdout = render(verdict.as_ref()).to_string();
-    out
+
+    fn gate(&self, ctx: &HookContext, timeout_secs: u64) -> OpenGate {
+        open_gate(self, ctx, timeout_secs)
+    }
+
+    fn key(&self) -> GateKey {
+        key(self)
+    }
+
+    /// Esc in Gemini cancels the request but leaves its hook running; Gemini says so in its
+    /// chat log.
+    fn dropped(&self) -> Option<Dropped> {
+        let path = self.transcript_path.clone();
+        Some(Box::pin(async move {
+            transcript::dropped(&path, cancelled).await
+        }))
+    }
+
+    fn render(verdict: Option<&Verdict>) -> Value {
+        render(verdict)
+    }
 }
 
 /// The gate for this call: Gemini runs changed arguments, so the card offers Edit.

@@ -190,9 +190,13 @@ pub async fn run_with(args: HookArgs, stdin: &[u8], ctx: &HookContext) -> HookOu
     match args.command {
         HookCommand::ClaudeCode(flags) => claude_code::answer(&flags, stdin, ctx).await,
         HookCommand::Codex(flags) => codex::answer(&flags, stdin, ctx).await,
-        HookCommand::Gemini(flags) => gemini::answer(&flags, stdin, ctx).await,
-        HookCommand::Qwen(flags) => qwen::answer(&flags, stdin, ctx).await,
-        HookCommand::Copilot(flags) => copilot::answer(&flags, stdin, ctx).await,
+        HookCommand::Gemini(flags) => {
+            answer_always::<gemini::GeminiHookInput>(&flags, stdin, ctx).await
+        }
+        HookCommand::Qwen(flags) => answer_always::<qwen::QwenHookInput>(&flags, stdin, ctx).await,
+        HookCommand::Copilot(flags) => {
+            answer_always::<copilot::CopilotHookInput>(&flags, stdin, ctx).await
+        }
         HookCommand::Install(install) => install::install(&install, ctx),
     }
 }
@@ -349,6 +353,50 @@ pub(crate) async fn decide_watching(
         out,
     )
     .await
+}
+
+/// A hook for an agent that runs a call whose hook prints nothing (Gemini CLI, Qwen Code,
+/// Copilot CLI): its input, its gate and key, its own sign of a dropped call, its output.
+pub(crate) trait AlwaysAnswer: serde::de::DeserializeOwned {
+    /// The agent's name in messages.
+    const AGENT: &'static str;
+    /// `Some(event)` when the input is of another hook event than this one answers.
+    fn other_event(&self) -> Option<&str>;
+    fn gate(&self, ctx: &HookContext, timeout_secs: u64) -> OpenGate;
+    fn key(&self) -> GateKey;
+    /// The agent's sign that it dropped the call (it leaves the hook running).
+    fn dropped(&self) -> Option<Dropped> {
+        None
+    }
+    /// The agent's answer for a verdict; `None` asks in the agent's own prompt.
+    fn render(verdict: Option<&Verdict>) -> serde_json::Value;
+}
+
+/// Runs such a hook: parse, open a gate, wait, and always print an answer (another event's
+/// input is answered "ask").
+pub(crate) async fn answer_always<I: AlwaysAnswer>(
+    flags: &GateHookArgs,
+    stdin: &[u8],
+    ctx: &HookContext,
+) -> HookOutcome {
+    let input: I = match parse_input(stdin, I::AGENT, ctx) {
+        Ok(input) => input,
+        Err(outcome) => return outcome,
+    };
+    let mut out = HookOutcome::new(ctx);
+    if let Some(event) = input.other_event() {
+        out.say(format!(
+            "`{event}` is not the hook event this answers for {}; asking there",
+            I::AGENT
+        ));
+        out.stdout = I::render(None).to_string();
+        return out;
+    }
+    let gate = input.gate(ctx, flags.timeout);
+    let verdict =
+        decide_or_fallback(flags, &gate, &input.key(), ctx, &mut out, input.dropped()).await;
+    out.stdout = I::render(verdict.as_ref()).to_string();
+    out
 }
 
 /// [`decide`], and when it gives no decision, the answer `--if-unreachable` names (`None`:

@@ -8,10 +8,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::external::gates_client::OpenGate;
-use crate::external::hook::{
-    Dropped, GateHookArgs, GateKey, HookContext, HookOutcome, decide_or_fallback, hook_gate,
-    parse_input,
-};
+use crate::external::hook::{AlwaysAnswer, Dropped, GateKey, HookContext, hook_gate};
 use crate::external::key::{canonical_json, idempotency_key};
 use crate::external::transcript;
 use crate::external::verdict::Verdict;
@@ -49,33 +46,34 @@ fn settles(line: &Value, call_id: &str) -> bool {
             && line["toolCallResult"]["callId"] == call_id)
 }
 
-/// Runs the hook: parse, open a gate, wait, answer.
-pub async fn answer(flags: &GateHookArgs, stdin: &[u8], ctx: &HookContext) -> HookOutcome {
-    let input: QwenHookInput = match parse_input(stdin, "Qwen Code", ctx) {
-        Ok(input) => input,
-        Err(outcome) => return outcome,
-    };
-    let mut out = HookOutcome::new(ctx);
-    if input.hook_event_name != EVENT {
-        out.say(format!(
-            "`{}` is not Qwen Code's PreToolUse hook; asking in Qwen",
-            input.hook_event_name
-        ));
-        out.stdout = render(None).to_string();
-        return out;
+impl AlwaysAnswer for QwenHookInput {
+    const AGENT: &'static str = "Qwen Code";
+
+    fn other_event(&self) -> Option<&str> {
+        (self.hook_event_name != EVENT).then_some(self.hook_event_name.as_str())
     }
-    let gate = open_gate(&input, ctx, flags.timeout);
-    // Esc in Qwen cancels the call but leaves its hook running; Qwen writes the call's result
-    // to its transcript, and the card closes then.
-    let dropped: Dropped = {
-        let path = input.transcript_path.clone();
-        let call_id = input.tool_call_id.clone().unwrap_or_default();
-        Box::pin(async move { transcript::dropped(&path, |line| settles(line, &call_id)).await })
-    };
-    let verdict =
-        decide_or_fallback(flags, &gate, &key(&input), ctx, &mut out, Some(dropped)).await;
-    out.stdout = render(verdict.as_ref()).to_string();
-    out
+
+    fn gate(&self, ctx: &HookContext, timeout_secs: u64) -> OpenGate {
+        open_gate(self, ctx, timeout_secs)
+    }
+
+    fn key(&self) -> GateKey {
+        key(self)
+    }
+
+    /// Esc in Qwen cancels the call but leaves its hook running; Qwen writes the call's
+    /// result to its transcript.
+    fn dropped(&self) -> Option<Dropped> {
+        let path = self.transcript_path.clone();
+        let call_id = self.tool_call_id.clone().unwrap_or_default();
+        Some(Box::pin(async move {
+            transcript::dropped(&path, |line| settles(line, &call_id)).await
+        }))
+    }
+
+    fn render(verdict: Option<&Verdict>) -> Value {
+        render(verdict)
+    }
 }
 
 /// The gate for this call: no Edit (Qwen's PreToolUse ignores changed input).
