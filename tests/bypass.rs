@@ -800,6 +800,21 @@ async fn outside_calls_reach_the_floor_in_every_spelling() {
             json!({"file_path": ".git/hooks/pre-commit", "old_string": "a", "new_string": "b"}),
         ),
         ("view", json!({"path": "/home/me/app/.env"})),
+        // Search fields each agent names its own way (a read runs in every mode).
+        (
+            "grep_search",
+            json!({"pattern": "=", "include_pattern": "**/.env*"}),
+        ),
+        ("grep_search", json!({"pattern": ".", "glob": "*.pem"})),
+        (
+            "grep",
+            json!({"pattern": "=", "paths": ["src", "/home/me/app/.env.production"]}),
+        ),
+        // Two folders: which one the agent runs in cannot be told.
+        (
+            "run_shell_command",
+            json!({"command": "cat config", "workdir": "/home/me/app", "dir_path": "/home/me/.ssh"}),
+        ),
         ("read_many_files", json!({"file_path": ".env"})),
     ];
     for (i, (tool, input)) in floor_calls.into_iter().enumerate() {

@@ -176,3 +176,35 @@ async fn esc_in_qwen_while_its_card_waits_closes_the_card() {
     let gate = qwen.card_for("echo escaped > esc.txt").await;
     qwen.desk.esc_closes(&tui, &gate, "esc.txt").await;
 }
+
+#[tokio::test]
+async fn without_countersign_on_path_qwen_blocks_the_call() {
+    // Qwen runs a call whose hook command is missing, unless the hook says no on stderr with
+    // exit 2; the installed command does.
+    let Some(qwen) = Qwen::set_up().await else {
+        return;
+    };
+    let node = crate::kit::which("node").unwrap();
+    let mut cmd = qwen.desk.command(&qwen.bin);
+    cmd.args([
+        "-p",
+        "RUN[echo unguarded > bare.txt]",
+        "--approval-mode",
+        "yolo",
+    ])
+    .env("OPENAI_API_KEY", "scripted-key")
+    .env("OPENAI_BASE_URL", &qwen.model.base_url)
+    .env("OPENAI_MODEL", "scripted")
+    .env(
+        "PATH",
+        format!("{}:/usr/bin:/bin", node.parent().unwrap().display()),
+    );
+    let child = cmd.spawn().unwrap();
+    let (_code, _stdout, _stderr) = finish(child, RUN_LIMIT).await;
+    assert_eq!(qwen.desk.file("bare.txt"), None, "the call ran unguarded");
+    let results = qwen.model.recorder.tool_results();
+    assert!(
+        results.last().is_some_and(|r| r.text.contains("blocked")),
+        "{results:?}"
+    );
+}

@@ -301,7 +301,7 @@ async fn a_repeated_pretooluse_call_reuses_its_gate() {
         "--token",
         TOKEN,
         "--timeout",
-        "3",
+        "12",
     ]
     .map(String::from);
     let words: Vec<&str> = words.iter().map(String::as_str).collect();
@@ -528,4 +528,18 @@ async fn a_transcript_that_cannot_be_read_opens_the_gate_without_words() {
         assert!(body.get("agent_says").is_none(), "{path}: {body}");
         assert!(body["tool"]["input"]["command"].is_string());
     }
+}
+
+#[tokio::test]
+async fn a_timeout_the_hook_cannot_keep_is_refused_before_anything_runs() {
+    // Too short to answer before the agent gives up (Gemini, Qwen and Copilot then run the
+    // call), or too long for the agent's timers: refused as a usage error, no gate opened.
+    let fake = FakeGates::start();
+    for bad in ["5", "604801", "2200000", "soon"] {
+        let words = ["gemini", "--url", &fake.url(), "--timeout", bad].map(String::from);
+        let words: Vec<&str> = words.iter().map(String::as_str).collect();
+        let parsed = Cli::try_parse_from(std::iter::once("hook").chain(words.iter().copied()));
+        assert!(parsed.is_err(), "--timeout {bad} was accepted");
+    }
+    assert!(fake.opens().is_empty());
 }

@@ -32,12 +32,28 @@ pub struct CopilotHookInput {
 }
 
 impl CopilotHookInput {
-    /// The arguments as an object, whichever way Copilot sent them.
-    fn args(&self) -> Value {
-        match &self.tool_args {
-            Value::String(text) => serde_json::from_str(text).unwrap_or_else(|_| json!({})),
+    /// The arguments as an object, whichever way Copilot sent them (a string is read as
+    /// JavaScript wrote it: a lone surrogate escape is not an error there); `Err` says why
+    /// they cannot be read, and the call is then refused rather than shown as something else.
+    fn parsed_args(&self) -> Result<Value, String> {
+        let args = match &self.tool_args {
+            Value::String(text) => serde_json::from_str(text)
+                .or_else(|_| {
+                    serde_json::from_str(&crate::external::hook::without_lone_surrogates(text))
+                })
+                .map_err(|e| format!("its toolArgs string is not JSON ({e})"))?,
+            Value::Null => json!({}),
             other => other.clone(),
+        };
+        if args.is_object() {
+            Ok(args)
+        } else {
+            Err("its toolArgs are not an object".to_owned())
         }
+    }
+
+    fn args(&self) -> Value {
+        self.parsed_args().unwrap_or_else(|_| json!({}))
     }
 }
 
@@ -55,6 +71,10 @@ impl AlwaysAnswer for CopilotHookInput {
 
     fn key(&self) -> GateKey {
         key(self)
+    }
+
+    fn unreadable(&self) -> Option<String> {
+        self.parsed_args().err()
     }
 
     fn render(verdict: Option<&Verdict>) -> Value {
@@ -153,5 +173,26 @@ mod tests {
         .unwrap();
         assert_eq!(input.args(), json!({"command": "rm -rf build"}));
         assert!(key(&input).names_one_call);
+        // A lone surrogate (which JavaScript writes) is repaired, not read as no arguments.
+        let lone: CopilotHookInput = serde_json::from_value(json!({
+            "sessionId": "s", "cwd": "/w", "toolName": "bash",
+            "toolArgs": "{\"command\":\"rm -rf build \\ud800\"}"
+        }))
+        .unwrap();
+        assert_eq!(lone.unreadable(), None);
+        assert!(
+            lone.args()["command"]
+                .as_str()
+                .unwrap()
+                .starts_with("rm -rf build")
+        );
+        // What cannot be read is refused, never shown as an empty call.
+        for bad in [json!("{not json"), json!("[1, 2]"), json!(7)] {
+            let input: CopilotHookInput = serde_json::from_value(json!({
+                "sessionId": "s", "cwd": "/w", "toolName": "bash", "toolArgs": bad
+            }))
+            .unwrap();
+            assert!(input.unreadable().is_some(), "{bad}");
+        }
     }
 }

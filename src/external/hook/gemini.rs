@@ -36,9 +36,9 @@ pub struct GeminiHookInput {
 }
 
 /// A line of Gemini's chat log that ends the call the hook waits on: the request cancelled
-/// (Esc), or the person's next message.
+/// (Esc). Only that: a `user` line may be a subagent's or a notice.
 fn cancelled(line: &Value) -> bool {
-    (line["type"] == "info" && line["content"] == "Request cancelled.") || line["type"] == "user"
+    line["type"] == "info" && line["content"] == "Request cancelled."
 }
 
 impl AlwaysAnswer for GeminiHookInput {

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use clap::{Args, Subcommand};
 use serde_json::{Map, Value, json};
 
-use crate::external::hook::{DEFAULT_TIMEOUT_SECS, HookContext, HookOutcome};
+use crate::external::hook::{DEFAULT_TIMEOUT_SECS, HookContext, HookOutcome, timeout_secs};
 
 const STATUS_MESSAGE: &str = "Waiting for approval in Countersign";
 
@@ -31,7 +31,7 @@ pub enum InstallAgent {
         #[arg(long)]
         print: bool,
         /// The hook's wait for an answer, in seconds.
-        #[arg(long, default_value_t = DEFAULT_TIMEOUT_SECS)]
+        #[arg(long, default_value_t = DEFAULT_TIMEOUT_SECS, value_parser = timeout_secs)]
         timeout: u64,
     },
     /// Add the PermissionRequest hook to `~/.codex/hooks.json`.
@@ -40,7 +40,7 @@ pub enum InstallAgent {
         #[arg(long)]
         print: bool,
         /// The hook's wait for an answer, in seconds.
-        #[arg(long, default_value_t = DEFAULT_TIMEOUT_SECS)]
+        #[arg(long, default_value_t = DEFAULT_TIMEOUT_SECS, value_parser = timeout_secs)]
         timeout: u64,
     },
     /// Add the BeforeTool hook to `.gemini/settings.json` (or `~/.gemini/settings.json`).
@@ -55,7 +55,7 @@ pub enum InstallAgent {
         #[arg(long)]
         print: bool,
         /// The hook's wait for an answer, in seconds.
-        #[arg(long, default_value_t = DEFAULT_TIMEOUT_SECS)]
+        #[arg(long, default_value_t = DEFAULT_TIMEOUT_SECS, value_parser = timeout_secs)]
         timeout: u64,
     },
     /// Add the PreToolUse hook to `.qwen/settings.json` (or `~/.qwen/settings.json`).
@@ -70,7 +70,7 @@ pub enum InstallAgent {
         #[arg(long)]
         print: bool,
         /// The hook's wait for an answer, in seconds.
-        #[arg(long, default_value_t = DEFAULT_TIMEOUT_SECS)]
+        #[arg(long, default_value_t = DEFAULT_TIMEOUT_SECS, value_parser = timeout_secs)]
         timeout: u64,
     },
     /// Add the preToolUse hook to `~/.copilot/hooks/countersign.json` (or a repository's
@@ -84,7 +84,7 @@ pub enum InstallAgent {
         #[arg(long)]
         print: bool,
         /// The hook's wait for an answer, in seconds.
-        #[arg(long, default_value_t = DEFAULT_TIMEOUT_SECS)]
+        #[arg(long, default_value_t = DEFAULT_TIMEOUT_SECS, value_parser = timeout_secs)]
         timeout: u64,
     },
 }
@@ -277,10 +277,14 @@ pub fn handler(agent: Agent, timeout: u64) -> Value {
             "command": command,
             "timeout": millis,
         }),
+        // Qwen runs the call when its hook's command is missing or fails without a word on
+        // stderr; this one says why and exits 2, which Qwen reads as a block.
         Agent::Qwen => json!({
             "type": "command",
             "name": "countersign",
-            "command": command,
+            "command": format!(
+                "{command} || {{ echo 'countersign hook qwen failed or is not on PATH; the call is blocked' >&2; exit 2; }}"
+            ),
             "timeout": millis,
             "statusMessage": STATUS_MESSAGE,
         }),

@@ -75,7 +75,7 @@ pub struct GateHookArgs {
     pub remote: CountersignRemote,
     /// The agent's timeout for this hook, in seconds: the hook answers (a deny, if nobody
     /// has) 10 s before it passes.
-    #[arg(long, default_value_t = DEFAULT_TIMEOUT_SECS)]
+    #[arg(long, default_value_t = DEFAULT_TIMEOUT_SECS, value_parser = timeout_secs)]
     pub timeout: u64,
     /// Do not send the agent's last words from its transcript with the gate (the card then
     /// shows the call and, when the agent gave one, its own `description`).
@@ -85,6 +85,30 @@ pub struct GateHookArgs {
     /// token): `ask` leaves the call to the agent's own prompt; `deny` refuses it.
     #[arg(long, value_enum, default_value_t = Unreachable::Ask)]
     pub if_unreachable: Unreachable,
+}
+
+/// The shortest and longest hook timeout. The hook answers [`ANSWER_MARGIN`] before the
+/// agent's timeout and may then spend [`CLOSE_ON_STOP`] closing its card, opening included in
+/// the wait: under 12 s it could not answer before the agent gives up on it (and Gemini, Qwen
+/// and Copilot then run the call). Over a week, Countersign refuses the gate (and Node's timers
+/// overflow past ~24 days: Gemini ran a call at once with a longer one).
+pub const TIMEOUT_RANGE: std::ops::RangeInclusive<u64> = 12..=7 * 24 * 3600;
+
+/// `--timeout`, within [`TIMEOUT_RANGE`].
+pub fn timeout_secs(raw: &str) -> Result<u64, String> {
+    let secs: u64 = raw
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{raw}` is not a whole number of seconds"))?;
+    if TIMEOUT_RANGE.contains(&secs) {
+        Ok(secs)
+    } else {
+        Err(format!(
+            "must be {} to {} seconds",
+            TIMEOUT_RANGE.start(),
+            TIMEOUT_RANGE.end()
+        ))
+    }
 }
 
 /// A hook's answer when Countersign gives none.
@@ -286,8 +310,9 @@ pub(crate) async fn decide_watching(
         .max(Duration::from_secs(1));
     let deadline = Instant::now() + wait_for;
     let client = match flags.remote.client() {
+        // Opening may not eat the time the answer needs: the agent stops waiting at its timeout.
         Ok(client) => client
-            .with_open_budget(ctx.open_budget)
+            .with_open_budget(ctx.open_budget.min(wait_for))
             .with_watch(WATCH_LAPSE),
         Err(e) => {
             out.say(format!("{e}; leaving this to the agent's own prompt"));
@@ -368,6 +393,11 @@ pub(crate) trait AlwaysAnswer: serde::de::DeserializeOwned {
     fn dropped(&self) -> Option<Dropped> {
         None
     }
+    /// Why the call cannot be read as the agent will run it, if it cannot (it is then
+    /// refused, never put on a card that shows something else).
+    fn unreadable(&self) -> Option<String> {
+        None
+    }
     /// The agent's answer for a verdict; `None` asks in the agent's own prompt.
     fn render(verdict: Option<&Verdict>) -> serde_json::Value;
 }
@@ -390,6 +420,15 @@ pub(crate) async fn answer_always<I: AlwaysAnswer>(
             I::AGENT
         ));
         out.stdout = I::render(None).to_string();
+        return out;
+    }
+    if let Some(why) = input.unreadable() {
+        out.say(format!("{why}; the call is not allowed"));
+        out.stdout = I::render(Some(&Verdict::Deny {
+            message: format!("Countersign could not read this call ({why}); it is not allowed"),
+        }))
+        .to_string();
+        out.code = 2;
         return out;
     }
     let gate = input.gate(ctx, flags.timeout);
@@ -537,7 +576,7 @@ pub(crate) fn parse_input<T: serde::de::DeserializeOwned>(
 }
 
 /// `\uD800`-style escapes of a surrogate with no partner, replaced by `\uFFFD`.
-fn without_lone_surrogates(text: &str) -> String {
+pub(crate) fn without_lone_surrogates(text: &str) -> String {
     let bytes = text.as_bytes();
     let mut out = String::with_capacity(text.len());
     let mut i = 0;

@@ -38,12 +38,12 @@ pub struct QwenHookInput {
 }
 
 /// Whether a transcript line settles the call `call_id`: its result (Qwen writes one, status
-/// `cancelled`, when the person presses Esc), or the person's next message.
+/// `cancelled`, when the person presses Esc). Nothing else: Qwen writes `user` lines for its
+/// own notices too, and background subagents share the transcript.
 fn settles(line: &Value, call_id: &str) -> bool {
-    line["type"] == "user"
-        || (line["type"] == "tool_result"
-            && !call_id.is_empty()
-            && line["toolCallResult"]["callId"] == call_id)
+    line["type"] == "tool_result"
+        && !call_id.is_empty()
+        && line["toolCallResult"]["callId"] == call_id
 }
 
 impl AlwaysAnswer for QwenHookInput {
@@ -90,18 +90,22 @@ pub fn open_gate(input: &QwenHookInput, ctx: &HookContext, timeout_secs: u64) ->
     )
 }
 
-/// The session and the call's id when Qwen names one (it always has), else the request.
+/// The session and the call's ids when Qwen names them (it always has): the model's
+/// `tool_call_id` and Qwen's own per-run `tool_use_id` together, since a provider may reuse its
+/// ids; else the request.
 pub fn key(input: &QwenHookInput) -> GateKey {
-    let id = [&input.tool_call_id, &input.tool_use_id]
+    let ids: Vec<&str> = [&input.tool_call_id, &input.tool_use_id]
         .into_iter()
         .flatten()
-        .find(|id| !id.is_empty());
-    match id {
-        Some(id) => GateKey {
-            key: idempotency_key(&[SOURCE, &input.session_id, id]),
+        .map(String::as_str)
+        .filter(|id| !id.is_empty())
+        .collect();
+    match ids.as_slice() {
+        [_, ..] => GateKey {
+            key: idempotency_key(&[&[SOURCE, &input.session_id][..], &ids[..]].concat()),
             names_one_call: true,
         },
-        None => GateKey {
+        [] => GateKey {
             key: idempotency_key(&[
                 SOURCE,
                 &input.session_id,
@@ -171,7 +175,10 @@ mod tests {
             "another call's result"
         );
         assert!(!settles(&result(""), ""), "no id names no call");
-        assert!(settles(&json!({"type": "user"}), "call_1"));
+        assert!(
+            !settles(&json!({"type": "user"}), "call_1"),
+            "a notice is no result"
+        );
         assert!(!settles(&json!({"type": "system"}), "call_1"));
     }
 }

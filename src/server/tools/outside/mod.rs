@@ -210,6 +210,38 @@ fn globs_of(tool: &str, input: &Value, cwd: Option<&str>) -> Vec<String> {
         .collect()
 }
 
+/// The folders a shell call says to run in (Gemini's `dir_path`, Qwen's `directory`, Codex's
+/// `workdir`), top-level only, each non-empty value once.
+fn folder_fields(input: &Value) -> Vec<&str> {
+    let mut folders: Vec<&str> = Vec::new();
+    for key in ["workdir", "dir_path", "directory", "cwd"] {
+        if let Some(dir) = input.get(key).and_then(Value::as_str)
+            && !dir.trim().is_empty()
+            && !folders.contains(&dir)
+        {
+            folders.push(dir);
+        }
+    }
+    folders
+}
+
+/// Every string a call's input carries at its top level, alone or in a list.
+fn loose_strings(input: &Value) -> Vec<&str> {
+    let Some(fields) = input.as_object() else {
+        return Vec::new();
+    };
+    fields
+        .values()
+        .flat_map(|value| match value {
+            Value::String(s) => vec![s.as_str()],
+            Value::Array(items) => items.iter().filter_map(Value::as_str).collect(),
+            _ => Vec::new(),
+        })
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
 /// What the floor checks of a path: the path, and its case-folded form when that differs
 /// (`.ENV` is `.env` to a file system that ignores case).
 fn path_subjects(path: &str) -> Vec<Subject> {
@@ -331,10 +363,35 @@ pub fn describe(tool: &str, input: &Value, cwd: Option<&str>) -> OutsideCall {
             } else {
                 "change"
             };
+            let mut floor_subjects: Vec<Subject> =
+                all_paths.iter().flat_map(|p| path_subjects(p)).collect();
+            let mut floor_globs = globs_of(tool, input, cwd);
+            // A read runs in every mode, so the floor is all that guards it, and agents name
+            // their fields their own way (Gemini's `include_pattern`, Copilot's `paths`): every
+            // string the call carries is checked as a path, and as a glob where it is one. A
+            // search pattern that reads as a floor path asks; the floor errs toward asking.
+            if class == ToolClass::Read {
+                for value in loose_strings(input) {
+                    if value.contains(['*', '?', '[', '{']) {
+                        floor_globs.push(match cwd {
+                            Some(cwd) if !value.starts_with(['/', '\\']) => {
+                                format!("{}/{value}", paths::normalize(cwd, None))
+                            }
+                            _ => value.to_owned(),
+                        });
+                    } else {
+                        for subject in path_subjects(&paths::normalize(value, cwd)) {
+                            if !floor_subjects.contains(&subject) {
+                                floor_subjects.push(subject);
+                            }
+                        }
+                    }
+                }
+            }
             OutsideCall {
                 class,
-                floor_subjects: all_paths.iter().flat_map(|p| path_subjects(p)).collect(),
-                floor_globs: globs_of(tool, input, cwd),
+                floor_subjects,
+                floor_globs,
                 unreadable: None,
                 rule_subject: path.clone().map(Subject::Path),
                 summary: match (&path, text(input, &["pattern", "query", "url"])) {
@@ -379,10 +436,22 @@ pub fn describe(tool: &str, input: &Value, cwd: Option<&str>) -> OutsideCall {
             // `directory`, Codex's `workdir`) runs there: the floor, the rules and the card
             // read the command as `cd <folder> && <command>`, so a path relative to that folder
             // is seen where it is.
-            let command = match (command, text(input, &["workdir", "dir_path", "directory"])) {
-                (Some(command), Some(dir)) if !dir.trim().is_empty() => {
-                    Some(format!("cd {} && {command}", quote(dir.trim())))
-                }
+            let folders = folder_fields(input);
+            let mut unreadable = match folders.as_slice() {
+                [_, _, ..] => Some(
+                    "names more than one folder to run in, and which one the agent uses cannot \
+                     be told, so it always asks"
+                        .to_owned(),
+                ),
+                [one] if one.trim() != *one => Some(
+                    "names its folder with spaces around it, which may not be the folder it runs \
+                     in, so it always asks"
+                        .to_owned(),
+                ),
+                _ => None,
+            };
+            let command = match (command, folders.first()) {
+                (Some(command), Some(dir)) => Some(format!("cd {} && {command}", quote(dir))),
                 (command, _) => command,
             };
             // Every command opencode's patterns name is checked, not only the first.
@@ -392,7 +461,6 @@ pub fn describe(tool: &str, input: &Value, cwd: Option<&str>) -> OutsideCall {
                 .chain(named.iter().skip(1).cloned())
                 .map(Subject::Command)
                 .collect();
-            let mut unreadable = None;
             // PowerShell is not the shell the floor reads (`\\` is no escape there, cmdlets are
             // not programs): every one of its commands asks.
             if matches!(lower.as_str(), "powershell" | "pwsh" | "cmd") {
