@@ -225,14 +225,19 @@ fn folder_fields(input: &Value) -> Vec<&str> {
     folders
 }
 
-/// Every string a call's input carries at its top level, alone or in a list.
+/// Every string a call's input carries at its top level, alone or in a list — but for what
+/// it leaves out (`ignore`, `exclude`: a narrower read, never a wider one).
 fn loose_strings(input: &Value) -> Vec<&str> {
     let Some(fields) = input.as_object() else {
         return Vec::new();
     };
     fields
-        .values()
-        .flat_map(|value| match value {
+        .iter()
+        .filter(|(key, _)| {
+            let key = key.to_ascii_lowercase();
+            !(key.starts_with("ignore") || key.starts_with("exclude"))
+        })
+        .flat_map(|(_, value)| match value {
             Value::String(s) => vec![s.as_str()],
             Value::Array(items) => items.iter().filter_map(Value::as_str).collect(),
             _ => Vec::new(),
@@ -507,6 +512,37 @@ pub fn describe(tool: &str, input: &Value, cwd: Option<&str>) -> OutsideCall {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_read_is_checked_on_every_string_it_carries_but_what_it_leaves_out() {
+        let call = describe(
+            "grep",
+            &json!({"pattern": "=", "paths": ["src", ".env.production"], "ignore": [".git"]}),
+            Some("/w"),
+        );
+        let paths: Vec<&str> = call
+            .floor_subjects
+            .iter()
+            .filter_map(|s| match s {
+                Subject::Path(p) => Some(p.as_str()),
+                Subject::Command(_) => None,
+            })
+            .collect();
+        assert!(paths.contains(&"/w/.env.production"), "{paths:?}");
+        assert!(
+            !paths.contains(&"/w/.git"),
+            "an ignore list narrows the read: {paths:?}"
+        );
+        let globbed = describe(
+            "grep_search",
+            &json!({"include_pattern": ".env.*"}),
+            Some("/w"),
+        );
+        assert!(
+            globbed.floor_globs.contains(&"/w/.env.*".to_owned()),
+            "{globbed:?}"
+        );
+    }
     use serde_json::json;
 
     #[test]
