@@ -10,6 +10,8 @@ use crate::support::{SOON, poll_until};
 
 pub struct Tui {
     socket: String,
+    /// The program's process group (tmux starts each pane in a session of its own).
+    pane_pid: Option<i32>,
 }
 
 impl Tui {
@@ -56,7 +58,20 @@ impl Tui {
         cmd.arg(program).args(args);
         let status = cmd.status().expect("run tmux");
         assert!(status.success(), "tmux new-session failed");
-        Some(Tui { socket })
+        let pane_pid = Command::new("tmux")
+            .args([
+                "-L",
+                &socket,
+                "display-message",
+                "-p",
+                "-t",
+                "0",
+                "#{pane_pid}",
+            ])
+            .output()
+            .ok()
+            .and_then(|out| String::from_utf8_lossy(&out.stdout).trim().parse().ok());
+        Some(Tui { socket, pane_pid })
     }
 
     /// What the terminal shows now.
@@ -117,6 +132,14 @@ impl Tui {
 
 impl Drop for Tui {
     fn drop(&mut self) {
+        // Some agents outlive the terminal's hang-up (Gemini relaunches itself as a child):
+        // the pane's whole process group goes first.
+        if let Some(pid) = self.pane_pid.filter(|pid| *pid > 1) {
+            // SAFETY: plain syscall; a negative pid names the pane's process group.
+            unsafe {
+                libc::kill(-pid, libc::SIGKILL);
+            }
+        }
         let _ = Command::new("tmux")
             .args(["-L", &self.socket, "kill-server"])
             .status();
