@@ -245,7 +245,12 @@ impl LiveConfig {
     }
 
     /// Re-reads the file as [`reload`](Self::reload) does, on the blocking pool, bounded.
+    ///
+    /// Never while a [`set`](Self::set) is between writing the file and applying it: the
+    /// watcher's reload would apply the change first and audit it as the file's, and the
+    /// change's own author (the agent, a person) would find nothing left to record.
     pub async fn reload_off_the_workers(self: &Arc<Self>) -> Result<Changes, String> {
+        let _one_writer = self.write_lock.lock().await;
         let this = Arc::clone(self);
         let path = self.path.clone();
         off_the_workers(&path, move || Ok(this.reload()))
