@@ -27,6 +27,11 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <meta name="color-scheme" content="light dark"/>
                 <link rel="stylesheet" href="/pkg/countersign.css"/>
                 <link rel="icon" type="image/svg+xml" href="/favicon.svg"/>
+                // The installable app: its manifest (fetched without cookies: it is public)
+                // and the service worker's registration.
+                <link rel="manifest" href="/manifest.webmanifest"/>
+                <meta name="theme-color" content="#2563eb"/>
+                <script src="/pwa.js" defer></script>
                 <HydrationScripts options/>
                 <MetaTags/>
             </head>

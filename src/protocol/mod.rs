@@ -463,6 +463,26 @@ pub struct Resolution {
     /// For a plan card: the mode the session leaves plan mode for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub execution_mode: Option<Mode>,
+    /// How a person's answer reached the server when it was not a page or the API: `push`
+    /// (a notification's Approve or Deny). Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via: Option<Via>,
+}
+
+/// The surface an answer came through, where it was not the page or the API.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Via {
+    /// A push notification's action, with its one-time capability.
+    Push,
+}
+
+impl Via {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Via::Push => "push",
+        }
+    }
 }
 
 impl Resolution {
@@ -486,6 +506,7 @@ impl Resolution {
             rule_id: None,
             client_id: None,
             execution_mode: None,
+            via: None,
         }
     }
 }

@@ -13,6 +13,7 @@ pub mod hub;
 pub mod markdown;
 pub mod notifier;
 pub mod principal;
+pub mod push;
 pub mod secret;
 pub mod settings;
 pub mod state;
@@ -49,6 +50,8 @@ pub enum StartError {
     Provider(#[from] agent::provider::ProviderError),
     #[error("{0}")]
     Recovery(String),
+    #[error("cannot start Web Push: {0}")]
+    Push(String),
 }
 
 /// How long shutdown waits for turn tasks to end.
@@ -140,6 +143,15 @@ pub async fn start(
     let shutdown = CancellationToken::new();
     let notifier = Arc::new(notifier::Notifier::new());
     notifier.set_listen_url(format!("http://{addr}"));
+    let vapid = push::vapid::VapidKeys::load_or_create(&settings.data_dir)
+        .map_err(|e| StartError::Push(e.to_string()))?;
+    let push = push::Push::new(
+        vapid,
+        push::capability::Signer::new(&settings.token),
+        hub.clone(),
+    )
+    .map_err(|e| StartError::Push(format!("no HTTP client: {e}")))?;
+    notifier.set_push(Arc::new(push));
     let agent = agent::Agent::new(agent::Deps {
         hub: hub.clone(),
         live: Arc::clone(&live),

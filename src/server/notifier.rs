@@ -15,7 +15,7 @@ use crate::server::config::{Config, NotifyFormat};
 use crate::text::{reveal_hidden, truncate};
 
 /// Attempts per notification, and the pause before each retry.
-const RETRY_PAUSES: [Duration; 3] = [
+pub const RETRY_PAUSES: [Duration; 3] = [
     Duration::from_secs(1),
     Duration::from_secs(4),
     Duration::from_secs(15),
@@ -27,6 +27,8 @@ const MAX_SUMMARY_CHARS: usize = 200;
 pub struct Notifier {
     http: Option<reqwest::Client>,
     listen_url: OnceLock<String>,
+    /// Web Push to the person's subscribed devices (set once at startup).
+    push: OnceLock<std::sync::Arc<crate::server::push::Push>>,
 }
 
 impl Default for Notifier {
@@ -52,7 +54,22 @@ impl Notifier {
         Notifier {
             http,
             listen_url: OnceLock::new(),
+            push: OnceLock::new(),
         }
+    }
+
+    pub fn set_push(&self, push: std::sync::Arc<crate::server::push::Push>) {
+        let _ = self.push.set(push);
+    }
+
+    /// Web Push, once the server has started it.
+    pub fn push(&self) -> Option<&std::sync::Arc<crate::server::push::Push>> {
+        self.push.get()
+    }
+
+    /// Whether a gate that waits is told to anyone: a webhook, or Web Push.
+    pub fn is_on(&self, config: &Config) -> bool {
+        self.push.get().is_some() || !config.notify.webhook_url.is_empty()
     }
 
     /// Where the server listens (`http://127.0.0.1:8080`), once it is bound.
@@ -73,8 +90,12 @@ impl Notifier {
         )
     }
 
-    /// Tells the person a gate waits for them, if `[notify]` says where; returns at once.
+    /// Tells the person a gate waits for them: their subscribed devices (Web Push), and the
+/// webhook if `[notify]` names one; returns at once.
     pub fn gate_opened(&self, config: &Config, gate: &ApprovalRequestBody, session_title: &str) {
+        if let Some(push) = self.push.get() {
+            push.gate_opened(config, gate, session_title);
+        }
         let (Some(http), false) = (&self.http, config.notify.webhook_url.is_empty()) else {
             return;
         };

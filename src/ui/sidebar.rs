@@ -382,6 +382,8 @@ fn PageLinks() -> impl IntoView {
                 <li><a href="/config" data-testid="nav-config" aria-current=current("/config")>"Config"</a></li>
                 <li><a href="/tokens" data-testid="nav-tokens" aria-current=current("/tokens")>"Tokens"</a></li>
             })}
+            // A page of its own, not the router's: a full load.
+            <li><a href="/notify" rel="external" data-testid="nav-notify">"Notify this device"</a></li>
         </ul>
     }
 }

@@ -46,7 +46,7 @@ impl Turn {
     /// Tells the person (when `[notify]` is set) that the gate waits for them.
     async fn notify(&self, gate: &ApprovalRequest) {
         let live = self.deps.config();
-        if live.config.notify.webhook_url.is_empty() {
+        if !self.deps.notifier.is_on(&live.config) {
             return;
         }
         let title = match self.deps.hub.store().get_session(&self.session_id).await {

@@ -56,6 +56,8 @@ pub struct Answer {
     pub client_id: Option<String>,
     /// For a plan card: the mode to leave plan mode for (never plan).
     pub execution_mode: Option<Mode>,
+    /// The surface it came through, when not the page or the API (never from the wire).
+    pub via: Option<crate::protocol::Via>,
 }
 
 /// The standing rule Allow always should create, as the person shaped it.
@@ -115,6 +117,7 @@ impl TryFrom<DecisionRequest> for Answer {
             rule,
             client_id: body.client_id,
             execution_mode,
+            via: None,
         })
     }
 }
@@ -456,6 +459,7 @@ impl Core {
             rule_id: new_rule.as_ref().map(|r| r.id.clone()),
             client_id: body.client_id.map(|c| c.chars().take(64).collect()),
             execution_mode: execution_mode.filter(|_| decision.lets_it_run()),
+            via: body.via,
         };
         Ok(resolve::commit(&self.hub, &session, &request, resolution, new_rule).await?)
     }

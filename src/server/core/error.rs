@@ -70,6 +70,14 @@ pub enum Error {
     InvalidScope(String),
     #[error("no token named {0}")]
     UnknownToken(String),
+    #[error("no push subscription {0} of yours")]
+    UnknownSubscription(String),
+    /// Not a capability this server made (or one altered): nothing is revealed about why.
+    #[error("this is not a valid answer capability")]
+    InvalidCapability,
+    /// A genuine capability that can no longer answer: expired, its subscription or token gone.
+    #[error("this answer capability has ended: {0}")]
+    CapabilityEnded(String),
     #[error("internal error; see the server log")]
     Internal(String),
 }
@@ -105,6 +113,9 @@ impl Error {
             Error::NameTaken(_) => "name_taken",
             Error::InvalidScope(_) => "invalid_scope",
             Error::UnknownToken(_) => "unknown_token",
+            Error::UnknownSubscription(_) => "unknown_subscription",
+            Error::InvalidCapability => "invalid_capability",
+            Error::CapabilityEnded(_) => "capability_ended",
             Error::Internal(_) => "internal",
         }
     }

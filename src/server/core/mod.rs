@@ -6,6 +6,7 @@ mod config;
 mod decisions;
 mod error;
 mod external;
+mod push;
 mod sessions;
 mod tokens;
 mod watch;
@@ -13,6 +14,7 @@ mod watch;
 pub use decisions::{Answer, DecisionRequest, RuleChoice, RuleRequest};
 pub use error::Error;
 pub use external::MAX_WAIT_SECS;
+pub use push::CapabilityAnswer;
 pub use tokens::{TokenUse, secret_hash};
 pub use watch::{MAX_WATCH, MIN_WATCH};
 

@@ -16,11 +16,17 @@ use crate::server::principal::Principal;
 use crate::server::state::AppState;
 
 fn is_public(path: &str) -> bool {
+    // A notification's Approve or Deny: its one-time capability is the credential (core
+    // checks it), and no cookie or token is ever sent with it.
+    if let Some(capability) = path.strip_prefix("/api/v1/push/answers/") {
+        return !capability.is_empty() && !capability.contains('/');
+    }
     path == "/api/v1/health"
         || path == "/login"
         || path.starts_with("/pkg/")
         || path == "/favicon.ico"
         || path == "/favicon.svg"
+        || super::pwa::is_public(path)
 }
 
 fn is_state_changing(method: &Method) -> bool {

@@ -52,17 +52,19 @@ pub fn status_of(err: &Error) -> StatusCode {
         | Error::InvalidGate(_)
         | Error::InvalidName(_)
         | Error::InvalidScope(_) => StatusCode::BAD_REQUEST,
-        Error::NotAllowed(_) | Error::ProtectedKey(_) | Error::Forbidden(_) => {
-            StatusCode::FORBIDDEN
-        }
+        Error::NotAllowed(_)
+        | Error::ProtectedKey(_)
+        | Error::Forbidden(_)
+        | Error::InvalidCapability => StatusCode::FORBIDDEN,
         Error::UnknownSession(_)
         | Error::UnknownApproval(_)
         | Error::UnknownRule(_)
-        | Error::UnknownToken(_) => StatusCode::NOT_FOUND,
+        | Error::UnknownToken(_)
+        | Error::UnknownSubscription(_) => StatusCode::NOT_FOUND,
         Error::NameTaken(_) | Error::KeyReused(_) => StatusCode::CONFLICT,
         Error::TooManyGates(_) => StatusCode::TOO_MANY_REQUESTS,
         Error::StaleDigest | Error::AlreadyResolved(_) => StatusCode::CONFLICT,
-        Error::Gone(_) => StatusCode::GONE,
+        Error::Gone(_) | Error::CapabilityEnded(_) => StatusCode::GONE,
         Error::TurnInProgress | Error::NoTurnRunning => StatusCode::CONFLICT,
         Error::ShuttingDown | Error::StorageUnavailable => StatusCode::SERVICE_UNAVAILABLE,
         Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,

@@ -8,6 +8,8 @@ pub mod forms;
 pub mod gates;
 pub mod json;
 pub mod listen;
+pub mod push;
+pub mod pwa;
 pub mod scopes;
 pub mod sessions;
 pub mod sse;
@@ -61,6 +63,14 @@ pub fn router(state: AppState) -> Router {
         .route("/tokens/{name}", axum::routing::delete(gates::revoke_token))
         .route("/gates", post(gates::open))
         .route("/gates/{id}/cancel", post(gates::cancel))
+        .route("/push/key", get(push::key))
+        .route("/push/subscriptions", post(push::subscribe).get(push::list))
+        .route(
+            "/push/subscriptions/{id}",
+            axum::routing::delete(push::unsubscribe),
+        )
+        .route("/push/subscriptions/{id}/test", post(push::test))
+        .route("/push/answers/{capability}", post(push::answer))
         .fallback(api_not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(TimeoutLayer::with_status_code(
@@ -102,6 +112,7 @@ pub fn router(state: AppState) -> Router {
                 ))
                 .service(ServeDir::new(pkg_dir)),
         )
+        .merge(pwa::routes(&leptos_options.site_root))
         .route_service(
             "/favicon.svg",
             ServeFile::new(format!("{}/favicon.svg", leptos_options.site_root)),

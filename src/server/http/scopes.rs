@@ -109,12 +109,29 @@ fn is_decision_or_ui_read(method: &Method, path: &str) -> bool {
     )
 }
 
+/// A device's own push subscription: the key, subscribing, listing, removing, a test push.
+/// (What a subscription may do is its credential's: core checks that the credential decides.)
+fn is_push_route(method: &Method, path: &str) -> bool {
+    let Some(rest) = path.strip_prefix("/api/v1/push/") else {
+        return false;
+    };
+    let parts: Vec<&str> = rest.split('/').collect();
+    matches!(
+        (method, parts.as_slice()),
+        (&Method::GET | &Method::HEAD, ["key"])
+            | (&Method::GET | &Method::HEAD | &Method::POST, ["subscriptions"])
+            | (&Method::DELETE, ["subscriptions", _])
+            | (&Method::POST, ["subscriptions", _, "test"])
+    )
+}
+
 /// Whether `scope` may make this request.
 pub fn allows(scope: Scope, method: &Method, path: &str) -> bool {
     match scope {
         Scope::Admin => true,
         Scope::Approve => {
             is_gates_route(method, path)
+                || is_push_route(method, path)
                 || is_read(method, path)
                 || is_decision_or_ui_read(method, path)
         }
@@ -142,6 +159,8 @@ mod tests {
         assert!(!g(Method::GET, "/api/v1/approvals"));
         assert!(!g(Method::GET, "/inbox"));
         assert!(!g(Method::GET, "/api/v1/gatesx"));
+        assert!(!g(Method::POST, "/api/v1/push/subscriptions"));
+        assert!(!g(Method::GET, "/api/v1/push/key"));
     }
 
     #[test]
@@ -168,5 +187,13 @@ mod tests {
         assert!(!a(Method::POST, "/api/ui/config"));
         assert!(!a(Method::POST, "/api/ui/create_session"));
         assert!(!a(Method::POST, "/api/ui/unknown_function"));
+        // Its own device's push subscription, and nothing more under /push.
+        assert!(a(Method::GET, "/api/v1/push/key"));
+        assert!(a(Method::POST, "/api/v1/push/subscriptions"));
+        assert!(a(Method::DELETE, "/api/v1/push/subscriptions/x"));
+        assert!(a(Method::POST, "/api/v1/push/subscriptions/x/test"));
+        assert!(!a(Method::PUT, "/api/v1/push/subscriptions/x"));
+        assert!(!a(Method::POST, "/api/v1/push/subscriptions/x/test/more"));
+        assert!(!a(Method::DELETE, "/api/v1/push/subscriptions"));
     }
 }

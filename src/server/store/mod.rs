@@ -7,6 +7,7 @@
 #[cfg(test)]
 pub mod conformance;
 pub mod postgres;
+pub mod push;
 pub mod sqlite;
 
 use async_trait::async_trait;
@@ -316,8 +317,10 @@ impl AuditOrder {
     }
 }
 
+/// Every backend keeps the push subscriptions too (`push::PushSubscriptions`), which the push
+/// layer reaches through that narrow trait alone.
 #[async_trait]
-pub trait Store: Send + Sync + 'static {
+pub trait Store: push::PushSubscriptions + Send + Sync + 'static {
     async fn create_session(&self, row: &SessionRow) -> Result<(), StoreError>;
 
     /// Newest first.

@@ -7,7 +7,7 @@ use sqlx::PgPool;
 use crate::server::store::StoreError;
 
 /// The migrations, in order: (version, SQL).
-const MIGRATIONS: [(i64, &str); 2] = [
+const MIGRATIONS: [(i64, &str); 3] = [
     (
         1,
         include_str!("../../../../migrations/postgres/0001_schema.sql"),
@@ -15,6 +15,10 @@ const MIGRATIONS: [(i64, &str); 2] = [
     (
         2,
         include_str!("../../../../migrations/postgres/0002_turn_leases.sql"),
+    ),
+    (
+        3,
+        include_str!("../../../../migrations/postgres/0003_push_subscriptions.sql"),
     ),
 ];
 

@@ -21,6 +21,7 @@
 
 mod lease;
 mod migrate;
+mod push;
 mod read;
 mod signals;
 mod write;

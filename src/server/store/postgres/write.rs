@@ -265,7 +265,7 @@ async fn record_external_gate(
 }
 
 /// Chains `drafts` onto the audit log inside the caller's transaction, under the audit lock.
-async fn chain_audit(
+pub(super) async fn chain_audit(
     conn: &mut PgConnection,
     drafts: Vec<audit::AuditDraft>,
 ) -> Result<(), StoreError> {
@@ -380,6 +380,11 @@ pub async fn delete_token(pool: &PgPool, name: &str, actor: &str) -> Result<bool
     let Some((scope,)) = scope else {
         return Ok(false);
     };
+    // Its phones' push subscriptions go with it (and their answer capabilities).
+    sqlx::query("DELETE FROM push_subscriptions WHERE credential = $1")
+        .bind(format!("token:{name}"))
+        .execute(&mut *tx)
+        .await?;
     chain_audit(
         &mut tx,
         vec![token_draft(actor, "token_revoked", name, &scope)],

@@ -99,6 +99,9 @@ impl SqliteStore {
                 let Some(scope) = scope else {
                     return Ok(Done::Flag(false));
                 };
+                // Its phones' push subscriptions go with it (and their answer capabilities).
+                sp.prepare_cached("DELETE FROM push_subscriptions WHERE credential = ?1")?
+                    .execute(params![format!("token:{name}")])?;
                 super::write::chain_audit(
                     sp,
                     vec![audit_draft(&actor, "token_revoked", &name, &scope)],

@@ -1,0 +1,169 @@
+//! Web Push behind the routes: subscribing a device for its credential, sending a test, and
+//! answering a card with a notification's one-time capability.
+//!
+//! **Invariant:** a capability answers only as the credential whose subscription it was made
+//! for, only approve or deny, only the card (and digest) it names, only while that
+//! subscription and credential exist and the gate's deadline has not passed; every other
+//! check is `decide`'s own, the same as for a tap on the page.
+
+use serde::Deserialize;
+
+use super::{Answer, Core, Error};
+use crate::protocol::{Decision, GateReason, Resolution, Timestamp, Via};
+use crate::server::principal::Principal;
+use crate::server::push::capability::Holder;
+use crate::server::push::subscription::SubscriptionJson;
+use crate::server::push::{self, Delivery, Push};
+use crate::server::store::push::{PushSubscriptionRow, PushSubscriptions};
+
+/// The body of `POST /api/v1/push/answers/{capability}`.
+#[derive(Deserialize, Debug, Default)]
+#[serde(deny_unknown_fields)]
+pub struct CapabilityAnswer {
+    pub decision: Option<String>,
+}
+
+impl Core {
+    fn push(&self) -> Result<&std::sync::Arc<Push>, Error> {
+        self.notifier
+            .push()
+            .ok_or_else(|| Error::Internal("Web Push did not start".into()))
+    }
+
+    fn push_rows(&self) -> &dyn PushSubscriptions {
+        self.hub.store().as_ref()
+    }
+
+    /// The key a page subscribes with (`applicationServerKey`).
+    pub fn push_public_key(&self) -> Result<String, Error> {
+        Ok(self.push()?.public_key().to_owned())
+    }
+
+    /// Stores a browser's subscription for `who`; a subscription with the same endpoint (the
+    /// same browser, subscribing again or as someone else) is replaced.
+    pub async fn subscribe_push(
+        &self,
+        body: SubscriptionJson,
+        who: &Principal,
+    ) -> Result<PushSubscriptionRow, Error> {
+        if !who.scope().decides() {
+            return Err(Error::Forbidden(
+                "only a credential that may answer cards can subscribe to them".into(),
+            ));
+        }
+        let checked = body.check().map_err(Error::InvalidRequest)?;
+        let row = PushSubscriptionRow {
+            id: uuid::Uuid::new_v4().to_string(),
+            endpoint: checked.endpoint.to_string(),
+            p256dh: checked.p256dh,
+            auth: checked.auth,
+            credential: who.actor(),
+            created_at: Timestamp::now(),
+        };
+        self.push_rows().save_push_subscription(&row).await?;
+        Ok(row)
+    }
+
+    /// The caller's own subscriptions (an admin credential sees every one).
+    pub async fn push_subscriptions(&self, who: &Principal) -> Result<Vec<PushSubscriptionRow>, Error> {
+        let all = self.push_rows().push_subscriptions().await?;
+        Ok(all.into_iter().filter(|row| owns(who, row)).collect())
+    }
+
+    /// One of the caller's subscriptions, or `unknown_subscription` (also for another's).
+    async fn own_subscription(&self, id: &str, who: &Principal) -> Result<PushSubscriptionRow, Error> {
+        match self.push_rows().push_subscription(id).await? {
+            Some(row) if owns(who, &row) => Ok(row),
+            _ => Err(Error::UnknownSubscription(id.chars().take(64).collect())),
+        }
+    }
+
+    pub async fn unsubscribe_push(&self, id: &str, who: &Principal) -> Result<(), Error> {
+        self.own_subscription(id, who).await?;
+        if self.push_rows().delete_push_subscription(id, &who.actor()).await? {
+            Ok(())
+        } else {
+            Err(Error::UnknownSubscription(id.chars().take(64).collect()))
+        }
+    }
+
+    /// Sends the test push to one of the caller's subscriptions, and says what came of it.
+    pub async fn test_push(&self, id: &str, who: &Principal) -> Result<Delivery, Error> {
+        let row = self.own_subscription(id, who).await?;
+        let subject = push::subject(&self.config().config);
+        Ok(self
+            .push()?
+            .send_now(&row, &push::payload::test_message(), &subject)
+            .await)
+    }
+
+    /// Answers the card a notification's capability names, as that capability's holder.
+    pub async fn answer_with_capability(
+        &self,
+        capability: &str,
+        body: CapabilityAnswer,
+    ) -> Result<Resolution, Error> {
+        let grant = self
+            .push()?
+            .signer()
+            .open(capability)
+            .map_err(|_| Error::InvalidCapability)?;
+        let decision = match body.decision.as_deref() {
+            Some("approve") => Decision::Approve,
+            Some("deny") => Decision::Deny,
+            _ => {
+                return Err(Error::InvalidDecision(
+                    "a notification answers `approve` or `deny`".into(),
+                ));
+            }
+        };
+        if grant.expires_ms <= Timestamp::now_ms() {
+            return Err(Error::CapabilityEnded(
+                "this card's deadline has passed".into(),
+            ));
+        }
+        let who = match &grant.holder {
+            Holder::Subscription(id) => {
+                let Some(row) = self.push_rows().push_subscription(id).await? else {
+                    return Err(Error::CapabilityEnded(
+                        "this device is no longer subscribed".into(),
+                    ));
+                };
+                let tokens = self.hub.store().list_tokens().await?;
+                push::principal_of(&row.credential, &tokens).ok_or_else(|| {
+                    Error::CapabilityEnded("the credential this device answered as was revoked".into())
+                })?
+            }
+        };
+        // A floor card is answered on the card, never from a notification.
+        if let Some(gate) = self
+            .hub
+            .store()
+            .get_gate(&grant.session_id, &grant.approval_id)
+            .await?
+            && gate.resolution.is_none()
+            && gate.request.body.reason == GateReason::SafetyFloor
+        {
+            return Err(Error::Forbidden(
+                "a card on the safety floor is answered on the card itself".into(),
+            ));
+        }
+        let answer = Answer {
+            decision,
+            digest: Some(grant.digest),
+            edits: None,
+            reason: None,
+            rule: None,
+            client_id: None,
+            execution_mode: None,
+            via: Some(Via::Push),
+        };
+        self.decide(&grant.session_id, &grant.approval_id, answer, &who)
+            .await
+    }
+}
+
+/// Whether `who` may see and remove `row`: its own credential's, or any for an admin.
+fn owns(who: &Principal, row: &PushSubscriptionRow) -> bool {
+    who.scope() == crate::server::principal::Scope::Admin || row.credential == who.actor()
+}

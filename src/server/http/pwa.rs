@@ -1,0 +1,81 @@
+//! The installable app's files (manifest, service worker, offline page, icons, the pages'
+//! small scripts) and the "Notify this device" page.
+//!
+//! The manifest, the worker, the offline page and the icons are public: browsers fetch a
+//! manifest without cookies, and none of them holds anything of the person's.
+
+use axum::Router;
+use axum::response::{Html, IntoResponse};
+use axum::routing::get;
+use http::{HeaderValue, header};
+use tower_http::services::{ServeDir, ServeFile};
+use tower_http::set_header::SetResponseHeaderLayer;
+
+use crate::server::state::AppState;
+
+/// Paths served without a credential.
+pub fn is_public(path: &str) -> bool {
+    matches!(
+        path,
+        "/manifest.webmanifest" | "/sw.js" | "/offline.html" | "/pwa.js" | "/notify.js"
+    ) || path.starts_with("/icons/")
+}
+
+/// The routes of the files above, from the site root (`public/` is copied there).
+pub fn routes(site_root: &str) -> Router<AppState> {
+    let file = |name: &str| ServeFile::new(format!("{site_root}/{name}"));
+    // A new worker or script is picked up at once, never from a cache.
+    let fresh = SetResponseHeaderLayer::overriding(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("no-cache"),
+    );
+    Router::new()
+        .route_service(
+            "/manifest.webmanifest",
+            tower::ServiceBuilder::new()
+                .layer(SetResponseHeaderLayer::overriding(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("application/manifest+json"),
+                ))
+                .service(file("manifest.webmanifest")),
+        )
+        .route_service(
+            "/sw.js",
+            tower::ServiceBuilder::new()
+                .layer(fresh.clone())
+                .service(file("sw.js")),
+        )
+        .route_service("/pwa.js", file("pwa.js"))
+        .route_service(
+            "/notify.js",
+            tower::ServiceBuilder::new().layer(fresh).service(file("notify.js")),
+        )
+        .route_service("/offline.html", file("offline.html"))
+        .nest_service("/icons", ServeDir::new(format!("{site_root}/icons")))
+        .route("/notify", get(notify_page))
+}
+
+/// "Notify this device": subscribe, test, stop (the work is `public/notify.js`).
+async fn notify_page() -> impl IntoResponse {
+    Html(
+        r#"<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="color-scheme" content="light dark"><title>Notify this device · Countersign</title>
+<link rel="stylesheet" href="/pkg/countersign.css"><link rel="manifest" href="/manifest.webmanifest">
+<link rel="icon" type="image/svg+xml" href="/favicon.svg"><script src="/notify.js" defer></script></head>
+<body class="notify-page"><main class="notify-box">
+<p><a href="/inbox">← Inbox</a></p>
+<h1>Notify this device</h1>
+<p>When a card waits for you, this device shows a notification. An ordinary card's notification has
+<strong>Approve</strong> and <strong>Deny</strong> on it; a card on the safety floor only opens the card.
+Notifications answer as the credential this browser is logged in with.</p>
+<p id="push-status" role="status" data-testid="push-status">Checking…</p>
+<p class="notify-actions">
+<button type="button" id="push-on" data-testid="push-on">Notify this device</button>
+<button type="button" id="push-test" data-testid="push-test" hidden>Send a test</button>
+<button type="button" id="push-off" data-testid="push-off" hidden>Stop notifying this device</button>
+</p>
+<h2>Your notified devices</h2>
+<ul id="push-list" data-testid="push-list"></ul>
+</main></body></html>"#,
+    )
+}

@@ -1,0 +1,87 @@
+//! One push to one subscription (RFC 8030 with RFC 8291 encryption and RFC 8292 VAPID), with
+//! its retries.
+
+use std::time::Duration;
+
+use super::encrypt::encrypt;
+use super::payload::Message;
+use super::subscription::{decode_key, endpoint_allowed};
+use super::vapid::VapidKeys;
+use crate::server::store::push::PushSubscriptionRow;
+
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What came of a push.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delivery {
+    /// The push service took it (201).
+    Delivered,
+    /// The subscription no longer exists (404 or 410): it is to be dropped.
+    Gone,
+    /// It could not be sent after every retry, or was refused for good.
+    Failed,
+}
+
+/// Sends `message`, retrying a connection failure, a 429 or a 5xx after 1, 4 and 15 s
+/// (`notifier::RETRY_PAUSES`).
+pub async fn send(
+    http: &reqwest::Client,
+    keys: &VapidKeys,
+    row: &PushSubscriptionRow,
+    message: &Message,
+    subject: &str,
+) -> Delivery {
+    let Ok(endpoint) = url::Url::parse(&row.endpoint) else {
+        return Delivery::Gone;
+    };
+    // Checked again at each send: the rule may have tightened since the row was stored.
+    if endpoint_allowed(&endpoint).is_err() {
+        return Delivery::Gone;
+    }
+    let (Some(p256dh), Some(auth)) = (decode_key(&row.p256dh), decode_key(&row.auth)) else {
+        return Delivery::Gone;
+    };
+    let body = match encrypt(&message.body, &p256dh, &auth) {
+        Ok(body) => body,
+        Err(e) => {
+            tracing::warn!(subscription = %row.id, error = %e, "push not encrypted");
+            return Delivery::Failed;
+        }
+    };
+    let Some(authorization) = keys.authorization(&endpoint, subject) else {
+        return Delivery::Failed;
+    };
+    let host = endpoint.host_str().unwrap_or("").to_owned();
+    for (attempt, pause) in std::iter::once(Duration::ZERO)
+        .chain(crate::server::notifier::RETRY_PAUSES)
+        .enumerate()
+    {
+        tokio::time::sleep(pause).await;
+        let request = http
+            .post(endpoint.clone())
+            .header("TTL", message.ttl_secs.to_string())
+            .header("Content-Encoding", "aes128gcm")
+            .header("Content-Type", "application/octet-stream")
+            .header("Urgency", "high")
+            .header("Topic", &message.topic)
+            .header("Authorization", &authorization)
+            .body(body.clone());
+        match request.send().await {
+            Ok(resp) if resp.status().is_success() => return Delivery::Delivered,
+            Ok(resp) if matches!(resp.status().as_u16(), 404 | 410) => return Delivery::Gone,
+            Ok(resp) => {
+                let status = resp.status().as_u16();
+                tracing::warn!(subscription = %row.id, %host, attempt, status, "push refused");
+                if resp.status().is_client_error() && status != 429 {
+                    return Delivery::Failed;
+                }
+            }
+            Err(err) => {
+                let why = crate::text::error_chain(&err.without_url());
+                tracing::warn!(subscription = %row.id, %host, attempt, error = %why, "push not delivered");
+            }
+        }
+    }
+    tracing::error!(subscription = %row.id, %host, "gave up on a push");
+    Delivery::Failed
+}
