@@ -43,7 +43,7 @@ function notificationFor(msg) {
     renotify: msg.type === 'gate',
     requireInteraction: msg.type === 'gate',
   };
-  if (msg.type === 'gate' && !msg.sensitive && msg.capability) {
+  if (msg.type === 'gate' && !msg.sensitive && !msg.needs_passkey && msg.capability) {
     options.actions = [
       { action: 'approve', title: 'Approve' },
       { action: 'deny', title: 'Deny' },
@@ -72,7 +72,9 @@ self.addEventListener('push', (event) => {
 function refusal(status, body) {
   const error = (body && body.error) || {};
   const resolution = error.resolution || (body && body.resolution);
-  if (status === 409 && error.code === 'stale_digest') return 'The card changed since this notification: open it to see it as it is now.';
+  const changed = 'The card changed since this notification: open it to see it as it is now.';
+  if (status === 409 && error.code === 'stale_digest') return changed;
+  if (resolution && resolution.actor === 'stale') return changed;
   if (status === 409 || (status === 410 && resolution)) {
     const by = resolution ? ` (${resolution.decision} by ${resolution.actor || 'someone'})` : '';
     return `Already answered${by}.`;

@@ -173,6 +173,7 @@ pub async fn decide(
         rule,
         client_id: input.client_id,
         execution_mode: input.execution_mode,
+        passkey: input.passkey,
     };
     let answer =
         crate::server::core::Answer::try_from(request).map_err(backend::to_server_error)?;

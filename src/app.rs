@@ -32,6 +32,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <link rel="manifest" href="/manifest.webmanifest"/>
                 <meta name="theme-color" content="#2563eb"/>
                 <script src="/pwa.js" defer></script>
+                <script src="/passkey.js" defer></script>
                 <HydrationScripts options/>
                 <MetaTags/>
             </head>

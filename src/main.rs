@@ -36,6 +36,8 @@ enum Command {
     Token(cli::TokenArgs),
     /// The config file: its path, one key, set one key, or all of them.
     Config(cli::config::ConfigArgs),
+    /// Passkeys (step-up): `reset` removes them all, on the server's machine.
+    Passkey(cli::passkey::PasskeyArgs),
     /// Answer an outside agent's permission hook (Claude Code, Codex), or install one.
     Hook(countersign::external::hook::HookArgs),
     /// Answer another agent's permission requests through Countersign (opencode).
@@ -166,6 +168,7 @@ async fn run(cli: Cli) -> ExitCode {
         Some(Command::Audit(args)) => cli::audit(args).await,
         Some(Command::Token(args)) => cli::token(args).await,
         Some(Command::Config(args)) => cli::config::run(args),
+        Some(Command::Passkey(args)) => cli::passkey::run(args).await,
         Some(Command::Hook(args)) => countersign::external::hook::run(args).await,
         Some(Command::Bridge(args)) => countersign::external::opencode::run(args).await,
         Some(Command::Mcp(args)) => countersign::external::mcp::run(args).await,

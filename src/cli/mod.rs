@@ -8,6 +8,7 @@ pub mod approvals;
 pub mod audit;
 pub mod client;
 pub mod config;
+pub mod passkey;
 mod remote;
 pub mod rules;
 pub mod table;

@@ -467,6 +467,9 @@ pub struct Resolution {
     /// (a notification's Approve or Deny). Absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub via: Option<Via>,
+    /// The passkey whose assertion stepped this answer up (its name), when one was needed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub passkey: Option<String>,
 }
 
 /// The surface an answer came through, where it was not the page or the API.
@@ -507,6 +510,7 @@ impl Resolution {
             client_id: None,
             execution_mode: None,
             via: None,
+            passkey: None,
         }
     }
 }
@@ -549,6 +553,18 @@ pub struct DecisionInput {
     pub client_id: Option<String>,
     #[serde(default)]
     pub execution_mode: Option<String>,
+    /// A passkey assertion made for this card (`approvals.require_passkey`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub passkey: Option<PasskeyAnswer>,
+}
+
+/// A passkey assertion as a page sends it: the sealed ceremony it answers and the browser's
+/// `PublicKeyCredential` (JSON, base64url fields).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+#[serde(deny_unknown_fields)]
+pub struct PasskeyAnswer {
+    pub ceremony: Option<String>,
+    pub credential: Option<Value>,
 }
 
 /// What a decision from the UI came to: it stood, or another answer had won the race.

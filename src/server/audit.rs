@@ -68,7 +68,7 @@ pub fn drafts_for(
                         "session_id": session_id, "decision": resolution.decision,
                         "reason": resolution.reason, "edits": resolution.edits,
                         "rule_id": resolution.rule_id, "execution_mode": resolution.execution_mode,
-                        "via": resolution.via,
+                        "via": resolution.via, "passkey": resolution.passkey,
                     }),
                 });
                 if let Some(rule) = new_rule {

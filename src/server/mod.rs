@@ -12,8 +12,10 @@ pub mod http;
 pub mod hub;
 pub mod markdown;
 pub mod notifier;
+pub mod passkey;
 pub mod principal;
 pub mod push;
+pub mod seal;
 pub mod secret;
 pub mod settings;
 pub mod state;
@@ -167,6 +169,7 @@ pub async fn start(
         token_use: core::TokenUse::default(),
         notifier,
         watches: Default::default(),
+        passkeys: passkey::Passkeys::new(&settings.token),
     });
     let watcher = watch_config(&core, &settings.config_path);
     // Several instances on one database: follow the others' commits, keep this one's turn

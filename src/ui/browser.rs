@@ -244,3 +244,40 @@ pub fn copy_field(element_id: &str) -> bool {
         false
     }
 }
+
+/// A passkey assertion for one card, made by the page's WebAuthn script (`public/passkey.js`,
+/// `window.countersignPasskey`): the person confirms with their passkey, and the answer comes
+/// back as the JSON a decision carries. `Err` says why there is none, in words.
+pub async fn passkey_for_card(
+    session_id: &str,
+    approval_id: &str,
+) -> Result<crate::protocol::PasskeyAnswer, String> {
+    #[cfg(feature = "hydrate")]
+    {
+        use wasm_bindgen::JsCast;
+        let window = web_sys::window().ok_or("no window")?;
+        let function = js_sys::Reflect::get(&window, &"countersignPasskey".into())
+            .ok()
+            .and_then(|f| f.dyn_into::<js_sys::Function>().ok())
+            .ok_or("this page cannot use passkeys (its script did not load)")?;
+        let promise = function
+            .call2(&window, &session_id.into(), &approval_id.into())
+            .ok()
+            .and_then(|p| p.dyn_into::<js_sys::Promise>().ok())
+            .ok_or("the passkey script failed")?;
+        let text = wasm_bindgen_futures::JsFuture::from(promise)
+            .await
+            .map_err(|e| {
+                e.as_string()
+                    .unwrap_or_else(|| "the passkey was not used".to_owned())
+            })?
+            .as_string()
+            .ok_or("the passkey script answered nothing")?;
+        serde_json::from_str(&text).map_err(|e| format!("the passkey answer is not valid: {e}"))
+    }
+    #[cfg(not(feature = "hydrate"))]
+    {
+        let _ = (session_id, approval_id);
+        Err("passkeys are used in the browser".to_owned())
+    }
+}

@@ -165,12 +165,37 @@ pub enum DecisionTimeout {
     Deny,
 }
 
+/// Which cards need a passkey to be answered (step-up).
+#[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum RequirePasskey {
+    #[default]
+    Off,
+    /// Cards on the safety floor.
+    Floor,
+    /// Every card a person answers.
+    All,
+}
+
+impl RequirePasskey {
+    /// Whether answering a card of this `reason` needs a passkey.
+    pub fn applies_to(self, reason: crate::protocol::GateReason) -> bool {
+        match self {
+            RequirePasskey::Off => false,
+            RequirePasskey::Floor => reason == crate::protocol::GateReason::SafetyFloor,
+            RequirePasskey::All => true,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct ApprovalsConfig {
     pub timeout_secs: u64,
     pub decision_timeout: DecisionTimeout,
     pub default_mode: Mode,
+    /// `off`, `floor` or `all`: answering such a card needs a fresh passkey assertion.
+    pub require_passkey: RequirePasskey,
 }
 
 impl Default for ApprovalsConfig {
@@ -179,6 +204,7 @@ impl Default for ApprovalsConfig {
             timeout_secs: 1800,
             decision_timeout: DecisionTimeout::ProceedUnapproved,
             default_mode: Mode::Ask,
+            require_passkey: RequirePasskey::Off,
         }
     }
 }

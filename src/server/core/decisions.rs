@@ -31,6 +31,8 @@ pub struct DecisionRequest {
     pub client_id: Option<String>,
     /// For a plan card: the mode to leave plan mode for (default: the card's).
     pub execution_mode: Option<String>,
+    /// A passkey assertion made for this card, where `approvals.require_passkey` covers it.
+    pub passkey: Option<super::PasskeyProof>,
 }
 
 #[derive(Deserialize, Debug, Clone, Default)]
@@ -58,6 +60,8 @@ pub struct Answer {
     pub execution_mode: Option<Mode>,
     /// The surface it came through, when not the page or the API (never from the wire).
     pub via: Option<crate::protocol::Via>,
+    /// The step-up assertion, if the card needs one.
+    pub passkey: Option<super::PasskeyProof>,
 }
 
 /// The standing rule Allow always should create, as the person shaped it.
@@ -118,6 +122,7 @@ impl TryFrom<DecisionRequest> for Answer {
             client_id: body.client_id,
             execution_mode,
             via: None,
+            passkey: body.passkey,
         })
     }
 }
@@ -416,6 +421,7 @@ impl Core {
             Decision::Edit => Some(self.check_edits(&request, body.edits.as_ref()).await?),
             _ => None,
         };
+
         let edit_diff = match &edits {
             Some(edited) => edit_diff_of(&request, edited).await,
             None => None,
@@ -443,6 +449,8 @@ impl Core {
             }
             Some(mode) => Some(mode),
         };
+        // Last of the checks that can refuse, so a refused answer never spends an assertion.
+        let passkey = self.step_up(&request, body.passkey.as_ref()).await?;
         let reason = body
             .reason
             .map(|r| r.trim().chars().take(MAX_REASON_CHARS).collect::<String>())
@@ -460,6 +468,7 @@ impl Core {
             client_id: body.client_id.map(|c| c.chars().take(64).collect()),
             execution_mode: execution_mode.filter(|_| decision.lets_it_run()),
             via: body.via,
+            passkey,
         };
         Ok(resolve::commit(&self.hub, &session, &request, resolution, new_rule).await?)
     }

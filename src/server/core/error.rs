@@ -78,6 +78,14 @@ pub enum Error {
     /// A genuine capability that can no longer answer: expired, its subscription or token gone.
     #[error("this answer capability has ended: {0}")]
     CapabilityEnded(String),
+    /// The card (or the change to passkeys) needs a passkey assertion.
+    #[error("{0}")]
+    PasskeyRequired(String),
+    /// A passkey assertion was given and did not verify.
+    #[error("{0}")]
+    PasskeyRefused(String),
+    #[error("no passkey {0}")]
+    UnknownPasskey(String),
     #[error("internal error; see the server log")]
     Internal(String),
 }
@@ -116,6 +124,9 @@ impl Error {
             Error::UnknownSubscription(_) => "unknown_subscription",
             Error::InvalidCapability => "invalid_capability",
             Error::CapabilityEnded(_) => "capability_ended",
+            Error::PasskeyRequired(_) => "passkey_required",
+            Error::PasskeyRefused(_) => "passkey_refused",
+            Error::UnknownPasskey(_) => "unknown_passkey",
             Error::Internal(_) => "internal",
         }
     }

@@ -6,6 +6,7 @@ mod config;
 mod decisions;
 mod error;
 mod external;
+mod passkeys;
 mod push;
 mod sessions;
 mod tokens;
@@ -14,6 +15,7 @@ mod watch;
 pub use decisions::{Answer, DecisionRequest, RuleChoice, RuleRequest};
 pub use error::Error;
 pub use external::MAX_WAIT_SECS;
+pub use passkeys::PasskeyProof;
 pub use push::CapabilityAnswer;
 pub use tokens::{TokenUse, secret_hash};
 pub use watch::{MAX_WATCH, MIN_WATCH};
@@ -49,6 +51,8 @@ pub struct Core {
     pub notifier: Arc<Notifier>,
     /// The outside cards a hook's long-poll is waiting on, which close when it stops coming.
     pub watches: watch::GateWatches,
+    /// Passkey ceremonies (step-up): their seal and spent nonces.
+    pub passkeys: super::passkey::Passkeys,
 }
 
 /// About how many events the session page starts with (whole turns, so it can be more).

@@ -157,6 +157,7 @@ impl Core {
             client_id: None,
             execution_mode: None,
             via: Some(Via::Push),
+            passkey: None,
         };
         self.decide(&grant.session_id, &grant.approval_id, answer, &who)
             .await

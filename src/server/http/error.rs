@@ -55,12 +55,15 @@ pub fn status_of(err: &Error) -> StatusCode {
         Error::NotAllowed(_)
         | Error::ProtectedKey(_)
         | Error::Forbidden(_)
-        | Error::InvalidCapability => StatusCode::FORBIDDEN,
+        | Error::InvalidCapability
+        | Error::PasskeyRequired(_)
+        | Error::PasskeyRefused(_) => StatusCode::FORBIDDEN,
         Error::UnknownSession(_)
         | Error::UnknownApproval(_)
         | Error::UnknownRule(_)
         | Error::UnknownToken(_)
-        | Error::UnknownSubscription(_) => StatusCode::NOT_FOUND,
+        | Error::UnknownSubscription(_)
+        | Error::UnknownPasskey(_) => StatusCode::NOT_FOUND,
         Error::NameTaken(_) | Error::KeyReused(_) => StatusCode::CONFLICT,
         Error::TooManyGates(_) => StatusCode::TOO_MANY_REQUESTS,
         Error::StaleDigest | Error::AlreadyResolved(_) => StatusCode::CONFLICT,

@@ -8,6 +8,7 @@ pub mod forms;
 pub mod gates;
 pub mod json;
 pub mod listen;
+pub mod passkeys;
 pub mod push;
 pub mod pwa;
 pub mod scopes;
@@ -52,6 +53,17 @@ pub fn router(state: AppState) -> Router {
         .route("/sessions/{sid}/messages", post(sessions::send_message))
         .route("/sessions/{sid}/cancel", post(sessions::cancel))
         .route("/sessions/{sid}/approvals/{aid}", post(approvals::decide))
+        .route(
+            "/sessions/{sid}/approvals/{aid}/passkey",
+            post(passkeys::start_gate_assertion),
+        )
+        .route(
+            "/passkeys",
+            get(passkeys::list).post(passkeys::finish_registration),
+        )
+        .route("/passkeys/registrations", post(passkeys::start_registration))
+        .route("/passkeys/assertions", post(passkeys::start_manage_assertion))
+        .route("/passkeys/{id}", axum::routing::delete(passkeys::remove))
         .route("/approvals", get(approvals::pending))
         .route("/rules", get(approvals::rules))
         .route("/rules/{id}", axum::routing::delete(approvals::revoke_rule))

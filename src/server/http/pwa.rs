@@ -1,23 +1,32 @@
 //! The installable app's files (manifest, service worker, offline page, icons, the pages'
-//! small scripts) and the "Notify this device" page.
+//! small scripts) and the two pages served without the app's bundle: "Notify this device"
+//! and "Security" (passkeys).
 //!
 //! The manifest, the worker, the offline page and the icons are public: browsers fetch a
 //! manifest without cookies, and none of them holds anything of the person's.
 
 use axum::Router;
-use axum::response::{Html, IntoResponse};
+use axum::extract::Extension;
+use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
-use http::{HeaderValue, header};
+use http::{HeaderValue, StatusCode, header};
 use tower_http::services::{ServeDir, ServeFile};
 use tower_http::set_header::SetResponseHeaderLayer;
 
+use crate::server::principal::{Principal, Scope};
 use crate::server::state::AppState;
 
 /// Paths served without a credential.
 pub fn is_public(path: &str) -> bool {
     matches!(
         path,
-        "/manifest.webmanifest" | "/sw.js" | "/offline.html" | "/pwa.js" | "/notify.js"
+        "/manifest.webmanifest"
+            | "/sw.js"
+            | "/offline.html"
+            | "/pwa.js"
+            | "/notify.js"
+            | "/passkey.js"
+            | "/security.js"
     ) || path.starts_with("/icons/")
 }
 
@@ -48,11 +57,60 @@ pub fn routes(site_root: &str) -> Router<AppState> {
         .route_service("/pwa.js", file("pwa.js"))
         .route_service(
             "/notify.js",
-            tower::ServiceBuilder::new().layer(fresh).service(file("notify.js")),
+            tower::ServiceBuilder::new()
+                .layer(fresh.clone())
+                .service(file("notify.js")),
+        )
+        .route_service(
+            "/passkey.js",
+            tower::ServiceBuilder::new()
+                .layer(fresh.clone())
+                .service(file("passkey.js")),
+        )
+        .route_service(
+            "/security.js",
+            tower::ServiceBuilder::new()
+                .layer(fresh)
+                .service(file("security.js")),
         )
         .route_service("/offline.html", file("offline.html"))
         .nest_service("/icons", ServeDir::new(format!("{site_root}/icons")))
         .route("/notify", get(notify_page))
+        .route("/security", get(security_page))
+}
+
+/// "Security": the passkeys (an admin's page; the work is `public/security.js`).
+async fn security_page(Extension(who): Extension<Principal>) -> Response {
+    if who.scope() != Scope::Admin {
+        return (
+            StatusCode::FORBIDDEN,
+            Html("<!doctype html><title>Security · Countersign</title><p>Passkeys are managed with an admin credential. <a href=\"/inbox\">Back to the Inbox</a></p>"),
+        )
+            .into_response();
+    }
+    Html(
+        r#"<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="color-scheme" content="light dark"><title>Security · Countersign</title>
+<link rel="stylesheet" href="/pkg/countersign.css"><link rel="manifest" href="/manifest.webmanifest">
+<link rel="icon" type="image/svg+xml" href="/favicon.svg"><script src="/passkey.js" defer></script><script src="/security.js" defer></script></head>
+<body class="notify-page"><main class="notify-box">
+<p><a href="/inbox">← Inbox</a></p>
+<h1>Security: passkeys</h1>
+<p>With <code>[approvals] require_passkey = "floor"</code> (or <code>"all"</code>) in the config file, answering
+such a card needs a fresh confirmation with one of these passkeys, made for that card. Once one is
+registered, adding or removing another asks for it first. Lost them all? On the server's machine,
+<code>countersign passkey reset</code> removes every one.</p>
+<p id="passkey-status" role="status" data-testid="passkey-status"></p>
+<p class="notify-actions">
+<label for="passkey-name">Name</label> <input id="passkey-name" data-testid="passkey-name" maxlength="64" placeholder="phone">
+<button type="button" id="passkey-add" data-testid="passkey-add">Register a passkey</button>
+</p>
+<h2>Registered passkeys</h2>
+<p id="passkey-none" data-testid="passkey-none">None yet.</p>
+<ul id="passkey-list" data-testid="passkey-list"></ul>
+</main></body></html>"#,
+    )
+    .into_response()
 }
 
 /// "Notify this device": subscribe, test, stop (the work is `public/notify.js`).

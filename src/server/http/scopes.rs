@@ -105,7 +105,9 @@ fn is_decision_or_ui_read(method: &Method, path: &str) -> bool {
     let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
     matches!(
         parts.as_slice(),
-        ["api", "v1", "sessions", _, "approvals", _] | ["forms", "decide"]
+        ["api", "v1", "sessions", _, "approvals", _]
+            | ["api", "v1", "sessions", _, "approvals", _, "passkey"]
+            | ["forms", "decide"]
     )
 }
 
@@ -195,5 +197,10 @@ mod tests {
         assert!(!a(Method::PUT, "/api/v1/push/subscriptions/x"));
         assert!(!a(Method::POST, "/api/v1/push/subscriptions/x/test/more"));
         assert!(!a(Method::DELETE, "/api/v1/push/subscriptions"));
+        // A card's passkey options, yes; managing passkeys, no.
+        assert!(a(Method::POST, &format!("{S}/approvals/abc/passkey")));
+        assert!(!a(Method::GET, "/api/v1/passkeys"));
+        assert!(!a(Method::POST, "/api/v1/passkeys/registrations"));
+        assert!(!a(Method::DELETE, "/api/v1/passkeys/p1"));
     }
 }

@@ -17,15 +17,11 @@
 //! the live rows, so several instances honour each other's capabilities without sharing a
 //! table.
 
-use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
-use sha2::Sha256;
 
+use crate::server::seal::Seal;
 use crate::server::secret::Secret;
 
-const PREFIX: &str = "cs1.";
 /// A capability longer than this is not one of ours (ids are UUIDs, a digest 64 hex digits).
 pub const MAX_LEN: usize = 1024;
 
@@ -59,67 +55,39 @@ pub struct Grant {
 #[error("this is not a valid answer capability")]
 pub struct Invalid;
 
-/// Makes and checks capabilities with a key derived from the access token.
+/// Makes and checks capabilities (`server::seal`, purpose `answer-capability`).
+#[derive(Debug)]
 pub struct Signer {
-    key: Secret,
+    seal: Seal,
 }
-
-impl std::fmt::Debug for Signer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Signer")
-    }
-}
-
-type HmacSha256 = Hmac<Sha256>;
 
 impl Signer {
-    /// A signer whose key is the access token's (a domain-separated MAC key of it).
     pub fn new(access_token: &Secret) -> Signer {
         Signer {
-            key: Secret::new(format!(
-                "countersign-answer-capability:{}",
-                access_token.reveal()
-            )),
+            seal: Seal::new(access_token, "answer-capability", "cs1."),
         }
-    }
-
-    fn mac(&self) -> HmacSha256 {
-        // HMAC takes a key of any length.
-        #[allow(clippy::expect_used)]
-        HmacSha256::new_from_slice(self.key.reveal().as_bytes()).expect("any key length")
     }
 
     /// The capability for `grant`.
     pub fn mint(&self, grant: &Grant) -> String {
-        let body = URL_SAFE_NO_PAD.encode(serde_json::to_vec(grant).unwrap_or_default());
-        let mut mac = self.mac();
-        mac.update(body.as_bytes());
-        let tag = URL_SAFE_NO_PAD.encode(mac.finalize().into_bytes());
-        format!("{PREFIX}{body}.{tag}")
+        self.seal.seal(grant)
     }
 
-    /// The grant `capability` carries, if this server made it (MAC checked in constant time).
-    /// Expiry and revocation are the caller's to check against the clock and the rows.
+    /// The grant `capability` carries, if this server made it. Expiry and revocation are the
+    /// caller's to check against the clock and the rows.
     pub fn open(&self, capability: &str) -> Result<Grant, Invalid> {
         if capability.len() > MAX_LEN {
             return Err(Invalid);
         }
-        let (body, tag) = capability
-            .strip_prefix(PREFIX)
-            .and_then(|rest| rest.split_once('.'))
-            .ok_or(Invalid)?;
-        let tag = URL_SAFE_NO_PAD.decode(tag).map_err(|_| Invalid)?;
-        let mut mac = self.mac();
-        mac.update(body.as_bytes());
-        mac.verify_slice(&tag).map_err(|_| Invalid)?;
-        let json = URL_SAFE_NO_PAD.decode(body).map_err(|_| Invalid)?;
-        serde_json::from_slice(&json).map_err(|_| Invalid)
+        self.seal.open(capability).map_err(|_| Invalid)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const PREFIX: &str = "cs1.";
 
     fn grant() -> Grant {
         Grant {

@@ -54,6 +54,10 @@ pub fn principal_of(credential: &str, tokens: &[crate::server::store::TokenRow])
     if credential == "browser" {
         return Some(Principal::Browser);
     }
+    let startup = Principal::startup_token();
+    if credential == startup.actor() {
+        return Some(startup);
+    }
     let name = credential.strip_prefix("token:")?;
     let row = tokens.iter().find(|t| t.name == name)?;
     let scope = Scope::parse(&row.scope)?;
@@ -141,6 +145,7 @@ impl Push {
         let gate = gate.clone();
         let subject = subject(config);
         let session_title = session_title.to_owned();
+        let needs_passkey = config.approvals.require_passkey.applies_to(gate.reason);
         tokio::spawn(async move {
             // Watch before anything is sent, so an answer given at once is not missed.
             let watch = push.hub.subscribe(&gate.session_id);
@@ -153,7 +158,13 @@ impl Push {
                 }
             };
             let sends = targets.iter().map(|(row, _)| {
-                let message = payload::gate_message(&gate, &session_title, &push.signer, &row.id);
+                let message = payload::gate_message(
+                    &gate,
+                    &session_title,
+                    &push.signer,
+                    &row.id,
+                    needs_passkey,
+                );
                 let push = &push;
                 let subject = &subject;
                 async move { (row, push.send_now(row, &message, subject).await) }

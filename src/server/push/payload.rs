@@ -61,17 +61,21 @@ fn encode(mut value: Value, ttl_secs: u64, approval_id: &str) -> Message {
     }
 }
 
-/// The push of a gate that waits, for the subscription `subscription_id`.
+/// The push of a gate that waits, for the subscription `subscription_id`. `needs_passkey`:
+/// answering it needs a passkey (`approvals.require_passkey`), which a notification's button
+/// cannot give, so it only opens the card.
 pub fn gate_message(
     gate: &ApprovalRequestBody,
     session_title: &str,
     signer: &Signer,
     subscription_id: &str,
+    needs_passkey: bool,
 ) -> Message {
     let sensitive = gate.reason == GateReason::SafetyFloor;
     let expires_ms = gate.expires_at.unix_ms().unwrap_or(0);
     // A floor card is answered on the card itself; an ordinary one from the notification.
-    let capability = (!sensitive).then(|| {
+    let answerable = !sensitive && !needs_passkey;
+    let capability = answerable.then(|| {
         signer.mint(&Grant {
             session_id: gate.session_id.clone(),
             approval_id: gate.approval_id.clone(),
@@ -107,7 +111,8 @@ pub fn gate_message(
             "url": card_path(&gate.session_id, &gate.approval_id),
             "expires_at": gate.expires_at,
             "capability": capability,
-            "actions": if sensitive { json!([]) } else { json!(["approve", "deny"]) },
+            "needs_passkey": needs_passkey,
+            "actions": if answerable { json!(["approve", "deny"]) } else { json!([]) },
         }),
         ttl,
         &gate.approval_id,

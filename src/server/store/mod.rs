@@ -6,6 +6,7 @@
 
 #[cfg(test)]
 pub mod conformance;
+pub mod passkeys;
 pub mod postgres;
 pub mod push;
 pub mod sqlite;
@@ -317,10 +318,10 @@ impl AuditOrder {
     }
 }
 
-/// Every backend keeps the push subscriptions too (`push::PushSubscriptions`), which the push
-/// layer reaches through that narrow trait alone.
+/// Every backend keeps the push subscriptions and the passkeys too (`push::PushSubscriptions`,
+/// `passkeys::PasskeyRows`), which their layers reach through those narrow traits alone.
 #[async_trait]
-pub trait Store: push::PushSubscriptions + Send + Sync + 'static {
+pub trait Store: push::PushSubscriptions + passkeys::PasskeyRows + Send + Sync + 'static {
     async fn create_session(&self, row: &SessionRow) -> Result<(), StoreError>;
 
     /// Newest first.

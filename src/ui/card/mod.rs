@@ -445,7 +445,31 @@ fn PendingCard(request: ApprovalRequestBody, now_ms: RwSignal<f64>) -> impl Into
             failed.set(false);
             let (session_id, approval_id) = (session_id.clone(), approval_id.clone());
             spawn_local(async move {
-                match api::decide(session_id, approval_id, input).await {
+                let mut outcome =
+                    api::decide(session_id.clone(), approval_id.clone(), input.clone()).await;
+                // A card `approvals.require_passkey` covers: confirm with a passkey made for
+                // this card, then send the same answer with it.
+                if let Err(err) = &outcome
+                    && err.error.code == "passkey_required"
+                    && input.passkey.is_none()
+                {
+                    notice.set(Some("Confirm with your passkey…".to_owned()));
+                    outcome = match crate::ui::browser::passkey_for_card(&session_id, &approval_id)
+                        .await
+                    {
+                        Ok(passkey) => {
+                            notice.set(None);
+                            input.passkey = Some(passkey);
+                            api::decide(session_id, approval_id, input).await
+                        }
+                        Err(why) => {
+                            sending.set(false);
+                            notice.set(Some(format!("Not answered: {why}")));
+                            return;
+                        }
+                    };
+                }
+                match outcome {
                     // The card turns resolved when the feed brings approval_resolved.
                     Ok(DecideOutcome::Decided { .. }) => {}
                     Ok(DecideOutcome::Lost { resolution }) => {

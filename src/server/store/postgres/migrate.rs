@@ -7,7 +7,7 @@ use sqlx::PgPool;
 use crate::server::store::StoreError;
 
 /// The migrations, in order: (version, SQL).
-const MIGRATIONS: [(i64, &str); 3] = [
+const MIGRATIONS: [(i64, &str); 4] = [
     (
         1,
         include_str!("../../../../migrations/postgres/0001_schema.sql"),
@@ -19,6 +19,10 @@ const MIGRATIONS: [(i64, &str); 3] = [
     (
         3,
         include_str!("../../../../migrations/postgres/0003_push_subscriptions.sql"),
+    ),
+    (
+        4,
+        include_str!("../../../../migrations/postgres/0004_passkeys.sql"),
     ),
 ];
 

@@ -21,6 +21,7 @@
 
 mod lease;
 mod migrate;
+mod passkeys;
 mod push;
 mod read;
 mod signals;

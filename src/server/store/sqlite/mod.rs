@@ -17,6 +17,7 @@ mod connection;
 mod jobs;
 mod migrate;
 mod outside;
+mod passkeys;
 mod push;
 mod read;
 mod write;

@@ -1,0 +1,9 @@
+-- Passkeys (WebAuthn) registered for step-up: answering what matters needs one of them.
+CREATE TABLE passkeys (
+    id            TEXT PRIMARY KEY NOT NULL,
+    name          TEXT NOT NULL UNIQUE,
+    rp_id         TEXT NOT NULL,          -- the domain it was made for
+    credential    TEXT NOT NULL,          -- the WebAuthn library's JSON: id, public key, counter
+    created_at    TEXT NOT NULL,
+    last_used_at  TEXT
+);

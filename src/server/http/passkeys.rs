@@ -1,0 +1,130 @@
+//! `/api/v1/passkeys…` (an admin's) and a card's assertion options
+//! (`POST …/approvals/{aid}/passkey`, a deciding credential's).
+
+use axum::Json;
+use axum::extract::{Extension, Path, State};
+use axum::response::IntoResponse;
+use http::{HeaderMap, StatusCode, header};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::json::ApiJson;
+use crate::protocol::PasskeyAnswer;
+use crate::server::http::error::ApiError;
+use crate::server::principal::Principal;
+use crate::server::state::AppState;
+use crate::server::store::passkeys::PasskeyRow;
+
+fn host(headers: &HeaderMap) -> Option<&str> {
+    headers.get(header::HOST).and_then(|v| v.to_str().ok())
+}
+
+/// How a passkey is shown: never its credential.
+fn view(row: &PasskeyRow) -> Value {
+    json!({
+        "id": row.id,
+        "name": row.name,
+        "rp_id": row.rp_id,
+        "created_at": row.created_at,
+        "last_used_at": row.last_used_at,
+    })
+}
+
+fn ceremony(options: Value, sealed: String) -> Json<Value> {
+    Json(json!({ "options": options, "ceremony": sealed }))
+}
+
+pub async fn list(State(state): State<AppState>) -> Result<impl IntoResponse, ApiError> {
+    let rows = state.core.list_passkeys().await?;
+    Ok(Json(rows.iter().map(view).collect::<Vec<_>>()))
+}
+
+#[derive(Deserialize, Debug, Default)]
+#[serde(deny_unknown_fields)]
+pub struct StartRegistration {
+    name: Option<String>,
+    /// With a passkey registered already: an assertion from it (`/passkeys/assertions`).
+    passkey: Option<PasskeyAnswer>,
+}
+
+pub async fn start_registration(
+    State(state): State<AppState>,
+    Extension(who): Extension<Principal>,
+    headers: HeaderMap,
+    ApiJson(body): ApiJson<StartRegistration>,
+) -> Result<impl IntoResponse, ApiError> {
+    let (options, sealed) = state
+        .core
+        .start_passkey_registration(
+            host(&headers),
+            body.name.as_deref().unwrap_or(""),
+            body.passkey.as_ref(),
+            &who,
+        )
+        .await?;
+    Ok(ceremony(options, sealed))
+}
+
+#[derive(Deserialize, Debug, Default)]
+#[serde(deny_unknown_fields)]
+pub struct FinishRegistration {
+    ceremony: Option<String>,
+    credential: Option<Value>,
+}
+
+pub async fn finish_registration(
+    State(state): State<AppState>,
+    Extension(who): Extension<Principal>,
+    ApiJson(body): ApiJson<FinishRegistration>,
+) -> Result<impl IntoResponse, ApiError> {
+    let (Some(sealed), Some(credential)) = (body.ceremony, body.credential) else {
+        return Err(ApiError::InvalidRequest(
+            "`ceremony` and `credential` are required".into(),
+        ));
+    };
+    let row = state
+        .core
+        .finish_passkey_registration(&sealed, &credential, &who)
+        .await?;
+    Ok((StatusCode::CREATED, Json(view(&row))))
+}
+
+pub async fn start_manage_assertion(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+) -> Result<impl IntoResponse, ApiError> {
+    let (options, sealed) = state.core.start_manage_assertion(host(&headers)).await?;
+    Ok(ceremony(options, sealed))
+}
+
+#[derive(Deserialize, Debug, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Remove {
+    passkey: Option<PasskeyAnswer>,
+}
+
+pub async fn remove(
+    State(state): State<AppState>,
+    Extension(who): Extension<Principal>,
+    Path(id): Path<String>,
+    ApiJson(body): ApiJson<Remove>,
+) -> Result<impl IntoResponse, ApiError> {
+    state
+        .core
+        .remove_passkey(&id, body.passkey.as_ref(), &who)
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// The assertion options that answer one card (its challenge derived from the card).
+pub async fn start_gate_assertion(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path((sid, aid)): Path<(String, String)>,
+) -> Result<impl IntoResponse, ApiError> {
+    let (options, sealed) = state
+        .core
+        .start_gate_assertion(host(&headers), &sid, &aid)
+        .await?;
+    Ok(ceremony(options, sealed))
+}
