@@ -77,17 +77,47 @@ impl Notifier {
         let _ = self.listen_url.set(url);
     }
 
-    /// The link to a card: `server.public_url`, else where the server listens.
-    pub fn card_url(&self, config: &Config, session_id: &str, approval_id: &str) -> String {
+    /// Where links start: `server.public_url`, else where the server listens.
+    fn base_url<'a>(&'a self, config: &'a Config) -> &'a str {
         let base = if config.server.public_url.is_empty() {
             self.listen_url.get().map(String::as_str).unwrap_or("")
         } else {
             config.server.public_url.as_str()
         };
+        base.trim_end_matches('/')
+    }
+
+    /// The link to a card.
+    pub fn card_url(&self, config: &Config, session_id: &str, approval_id: &str) -> String {
         format!(
             "{}/sessions/{session_id}#gate-{approval_id}",
-            base.trim_end_matches('/')
+            self.base_url(config)
         )
+    }
+
+    /// For an ntfy notification: the URL its Approve and Deny post to, with a one-time
+    /// capability for this card and this topic; `None` for a card answered only on the card
+    /// (the safety floor, or one that needs a passkey).
+    fn ntfy_answer_url(&self, config: &Config, gate: &ApprovalRequestBody) -> Option<String> {
+        let push = self.push.get()?;
+        let on_card_only = gate.reason == crate::protocol::GateReason::SafetyFloor
+            || config.approvals.require_passkey.applies_to(gate.reason);
+        if config.notify.format != NotifyFormat::Ntfy || on_card_only {
+            return None;
+        }
+        let capability = push.signer().mint(&crate::server::push::capability::Grant {
+            session_id: gate.session_id.clone(),
+            approval_id: gate.approval_id.clone(),
+            digest: gate.digest.clone(),
+            holder: crate::server::push::capability::ntfy_holder(
+                config.notify.webhook_url.reveal(),
+            ),
+            expires_ms: gate.expires_at.unix_ms().unwrap_or(0),
+        });
+        Some(format!(
+            "{}/api/v1/push/answers/{capability}",
+            self.base_url(config)
+        ))
     }
 
     /// Tells the person a gate waits for them: their subscribed devices (Web Push), and the
@@ -100,7 +130,9 @@ impl Notifier {
             return;
         };
         let link = self.card_url(config, &gate.session_id, &gate.approval_id);
-        let Some(message) = message(config, gate, session_title, &link) else {
+        let answer_url = self.ntfy_answer_url(config, gate);
+        let Some(message) = message(config, gate, session_title, &link, answer_url.as_deref())
+        else {
             tracing::warn!("notify.webhook_url is not a URL a notification can be sent to");
             return;
         };
@@ -150,11 +182,13 @@ async fn deliver(http: &reqwest::Client, message: &Message, approval_id: &str) {
 }
 
 /// The notification of a gate in the configured format; `None` when the URL cannot carry it.
+/// `answer_url` (ntfy only): where its Approve and Deny buttons post.
 pub fn message(
     config: &Config,
     gate: &ApprovalRequestBody,
     session_title: &str,
     link: &str,
+    answer_url: Option<&str>,
 ) -> Option<Message> {
     let webhook = config.notify.webhook_url.reveal().trim();
     // The agent wrote these: what a reader cannot see is written out, so a notification
@@ -198,7 +232,7 @@ pub fn message(
                     "click": link,
                     "tags": ["lock"],
                     "priority": 4,
-                    "actions": [{"action": "view", "label": "Open the card", "url": link}],
+                    "actions": ntfy_actions(link, answer_url),
                 }),
             })
         }
@@ -218,6 +252,24 @@ pub fn message(
             }),
         }),
     }
+}
+
+/// ntfy's buttons: Approve and Deny post the decision to `answer_url` (its capability is the
+/// only credential; ntfy clears the notification after), and one opens the card.
+fn ntfy_actions(link: &str, answer_url: Option<&str>) -> Value {
+    let view = json!({"action": "view", "label": "Open the card", "url": link});
+    let Some(url) = answer_url else {
+        return json!([view]);
+    };
+    let answer = |label: &str, decision: &str| {
+        json!({
+            "action": "http", "label": label, "url": url, "method": "POST",
+            "headers": {"Content-Type": "application/json"},
+            "body": json!({"decision": decision}).to_string(),
+            "clear": true,
+        })
+    };
+    json!([answer("Approve", "approve"), answer("Deny", "deny"), view])
 }
 
 /// The agent's words in Slack's `mrkdwn`, as inline code: Slack links nothing inside it and
@@ -281,6 +333,7 @@ mod tests {
             &gate(),
             "claude-code · app",
             link,
+            None,
         )
         .unwrap();
         assert_eq!(json.url, "https://hook.example/x");
@@ -291,6 +344,7 @@ mod tests {
             &gate(),
             "t",
             link,
+            None,
         )
         .unwrap();
         assert_eq!(ntfy.url, "https://ntfy.sh/");
@@ -304,6 +358,7 @@ mod tests {
             &gate(),
             "t",
             link,
+            None,
         )
         .unwrap();
         let text = slack.body["text"].as_str().unwrap();
@@ -313,7 +368,8 @@ mod tests {
                 &config("https://ntfy.sh/", NotifyFormat::Ntfy),
                 &gate(),
                 "t",
-                link
+                link,
+                None
             )
             .is_none()
         );
@@ -334,6 +390,7 @@ mod tests {
             &sneaky,
             "codex · <!here>",
             link,
+            None,
         )
         .unwrap();
         let text = slack.body["text"].as_str().unwrap();
@@ -357,6 +414,7 @@ mod tests {
             &sneaky,
             "t",
             link,
+            None,
         )
         .unwrap();
         assert!(!ntfy.body.to_string().contains('\u{202E}'));
@@ -364,6 +422,42 @@ mod tests {
             ntfy.body.get("markdown").is_none(),
             "ntfy reads it as plain text"
         );
+    }
+
+    /// ntfy gets Approve and Deny as HTTP actions on the capability URL, and the card's link;
+    /// without a capability (a floor card) only the link.
+    #[test]
+    fn ntfy_buttons_post_the_decision_to_the_capability_url() {
+        let link = "https://cs.example/sessions/s1#gate-a1";
+        let answer = "https://cs.example/api/v1/push/answers/cs1.abc.def";
+        let ntfy = message(
+            &config("https://ntfy.sh/topic", NotifyFormat::Ntfy),
+            &gate(),
+            "t",
+            link,
+            Some(answer),
+        )
+        .unwrap();
+        let actions = ntfy.body["actions"].as_array().unwrap();
+        assert_eq!(actions.len(), 3, "ntfy shows at most three");
+        for (action, decision) in actions.iter().zip(["approve", "deny"]) {
+            assert_eq!(action["action"], "http");
+            assert_eq!(action["method"], "POST");
+            assert_eq!(action["url"], answer);
+            let body: Value = serde_json::from_str(action["body"].as_str().unwrap()).unwrap();
+            assert_eq!(body, json!({"decision": decision}));
+        }
+        assert_eq!(actions[2]["action"], "view");
+        assert!(!ntfy.body.to_string().contains("Bearer"));
+        let floor = message(
+            &config("https://ntfy.sh/topic", NotifyFormat::Ntfy),
+            &gate(),
+            "t",
+            link,
+            None,
+        )
+        .unwrap();
+        assert_eq!(floor.body["actions"].as_array().unwrap().len(), 1);
     }
 
     #[test]

@@ -46,6 +46,9 @@ pub enum Principal {
     Browser,
     /// A bearer token, by name (the startup token is named `admin`).
     Token { name: String, scope: Scope },
+    /// A tap on an ntfy notification's Approve or Deny (`[notify] format = "ntfy"`): whoever
+    /// reads that topic. It only ever holds a one-time answer capability, never a session.
+    Ntfy,
 }
 
 /// The name the startup token carries in actors (`token:admin`).
@@ -65,6 +68,7 @@ impl Principal {
         match self {
             Principal::Browser => "browser".to_owned(),
             Principal::Token { name, .. } => format!("token:{name}"),
+            Principal::Ntfy => "ntfy".to_owned(),
         }
     }
 
@@ -72,6 +76,7 @@ impl Principal {
         match self {
             Principal::Browser => Scope::Admin,
             Principal::Token { scope, .. } => *scope,
+            Principal::Ntfy => Scope::Approve,
         }
     }
 }

@@ -134,6 +134,20 @@ impl Core {
                     Error::CapabilityEnded("the credential this device answered as was revoked".into())
                 })?
             }
+            Holder::Ntfy(topic) => {
+                let live = self.config();
+                let notify = &live.config.notify;
+                let current = push::capability::ntfy_holder(notify.webhook_url.reveal());
+                if notify.format != crate::server::config::NotifyFormat::Ntfy
+                    || notify.webhook_url.is_empty()
+                    || current != Holder::Ntfy(topic.clone())
+                {
+                    return Err(Error::CapabilityEnded(
+                        "notifications no longer go to that ntfy topic".into(),
+                    ));
+                }
+                Principal::Ntfy
+            }
         };
         // A floor card is answered on the card, never from a notification.
         if let Some(gate) = self

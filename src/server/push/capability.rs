@@ -2,7 +2,7 @@
 //!
 //! **Invariants** (ARCHITECTURE.md, "Answer capabilities"):
 //! - *Bound*: it names one gate (session, approval id) and the digest of the card it was made
-//!   for, and one holder (a push subscription); the MAC covers all of it,
+//!   for, and one holder (a push subscription, or the ntfy topic); the MAC covers all of it,
 //!   so no field can be swapped.
 //! - *Useless for anything else*: the only door that takes it is
 //!   `POST /api/v1/push/answers/{capability}`, and the only answers it gives are approve and
@@ -31,6 +31,16 @@ pub const MAX_LEN: usize = 1024;
 pub enum Holder {
     /// A browser's push subscription, by id.
     Subscription(String),
+    /// The ntfy topic `[notify]` posts to, by a hash of its URL: changing or removing the
+    /// webhook ends every capability sent there.
+    Ntfy(String),
+}
+
+/// The holder of capabilities sent to `webhook_url` (an ntfy topic).
+pub fn ntfy_holder(webhook_url: &str) -> Holder {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(format!("countersign-ntfy:{}", webhook_url.trim()));
+    Holder::Ntfy(hex::encode(&digest[..16]))
 }
 
 /// What a capability grants: one answer to one card, until the gate's deadline.

@@ -51,10 +51,38 @@ pub fn endpoint_allowed(url: &url::Url) -> Result<(), String> {
         return Err("the endpoint may not carry a user name or password".into());
     }
     match url.scheme() {
+        "https" if is_private_literal(url) => Err(
+            "the endpoint may not be a private or link-local address (a push service is public)"
+                .into(),
+        ),
         "https" if url.host_str().is_some() => Ok(()),
         "http" if is_loopback(url) => Ok(()),
         "http" => Err("the endpoint must be https (http only to a loopback address)".into()),
         other => Err(format!("the endpoint must be an https URL, not `{other}:`")),
+    }
+}
+
+/// An IP literal in a private, link-local, unspecified or multicast range: never a push
+/// service, and a way to make the server post to the inside of a network.
+fn is_private_literal(url: &url::Url) -> bool {
+    match url.host() {
+        Some(url::Host::Ipv4(ip)) => {
+            ip.is_private()
+                || ip.is_link_local()
+                || ip.is_unspecified()
+                || ip.is_broadcast()
+                || ip.is_multicast()
+                || ip.octets()[0] == 100 && (ip.octets()[1] & 0xc0) == 64
+        }
+        Some(url::Host::Ipv6(ip)) => {
+            let first = ip.segments()[0];
+            ip.is_unspecified()
+                || ip.is_multicast()
+                || (first & 0xfe00) == 0xfc00
+                || (first & 0xffc0) == 0xfe80
+                || ip.to_ipv4_mapped().is_some_and(|v4| v4.is_private() || v4.is_link_local())
+        }
+        _ => false,
     }
 }
 
@@ -143,6 +171,11 @@ mod tests {
             "ftp://127.0.0.1/x",
             "file:///etc/passwd",
             "https://user:pw@push.example/x",
+            "https://10.1.2.3/x",
+            "https://192.168.0.9/x",
+            "https://169.254.169.254/latest",
+            "https://[fd00::1]/x",
+            "https://[::ffff:10.0.0.1]/x",
             "not a url",
             "",
         ] {
