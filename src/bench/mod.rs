@@ -10,6 +10,7 @@ mod fanout;
 mod flood;
 mod harness;
 mod idle;
+mod push;
 mod recovery;
 mod restore;
 mod round_trip;
@@ -35,7 +36,7 @@ pub struct BenchArgs {
     /// Print one JSON object instead of one line per figure.
     #[arg(long)]
     pub json: bool,
-    /// Run only these figure groups (by any figure number in them: 1/2/4, 3/7, 5/6, 8, 9, 10), e.g.
+    /// Run only these figure groups (by any figure number in them: 1/2/4, 3/7, 5/6, 8, 9, 10, 11), e.g.
     /// `--only 1,5`; useful for profiling one figure.
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<u8>,
@@ -401,6 +402,14 @@ pub async fn run(args: BenchArgs) -> ExitCode {
             Err(e) => failures.push(format!("figure 10: {e}")),
         }
     }
+    // Figure 11 on a server of its own, with a push service on loopback.
+    if args.wants(&[11]) {
+        note("figure 11: the human round trip through a push");
+        match group_f(&root, counts).await {
+            Ok(f) => emit(f, &mut figures),
+            Err(e) => failures.push(format!("figure 11: {e}")),
+        }
+    }
     if args.wants(&[8]) {
         match bundle::run(&args.site_pkg) {
             Ok(f) => emit(f, &mut figures),
@@ -476,6 +485,14 @@ async fn group_e(root: &TempRoot, counts: Counts) -> Result<Figure> {
     let server = BenchServer::start(&root.dir("e"), None).await?;
     let decisions = (counts.gates / 10).clamp(5, 50);
     let result = flood::run(&server, decisions).await;
+    server.stop().await?;
+    result
+}
+
+async fn group_f(root: &TempRoot, counts: Counts) -> Result<Figure> {
+    let server = BenchServer::start(&root.dir("f"), None).await?;
+    let gates = (counts.gates / 5).clamp(10, 400);
+    let result = push::run(&server, gates).await;
     server.stop().await?;
     result
 }

@@ -36,7 +36,11 @@ pub enum PasskeyCommand {
 
 /// The database the server uses, as `serve` would find it.
 fn database_url(args: &PasskeyArgs) -> Result<String, String> {
-    if let Some(url) = args.database_url.as_deref().filter(|u| !u.trim().is_empty()) {
+    if let Some(url) = args
+        .database_url
+        .as_deref()
+        .filter(|u| !u.trim().is_empty())
+    {
         return Ok(url.trim().to_owned());
     }
     let data_dir = match &args.data_dir {

@@ -121,7 +121,7 @@ impl Notifier {
     }
 
     /// Tells the person a gate waits for them: their subscribed devices (Web Push), and the
-/// webhook if `[notify]` names one; returns at once.
+    /// webhook if `[notify]` names one; returns at once.
     pub fn gate_opened(&self, config: &Config, gate: &ApprovalRequestBody, session_title: &str) {
         if let Some(push) = self.push.get() {
             push.gate_opened(config, gate, session_title);
@@ -206,7 +206,7 @@ pub fn message(
                 "event": "approval_needed",
                 "title": title,
                 "summary": summary,
-                "tool": gate.tool,
+                "tool": reveal_hidden(&truncate(&gate.tool, 80)),
                 "reason": gate.reason_detail,
                 "session_id": gate.session_id,
                 "session_title": session_title,

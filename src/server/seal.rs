@@ -30,7 +30,9 @@ pub struct Seal {
 
 impl std::fmt::Debug for Seal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Seal").field("prefix", &self.prefix).finish_non_exhaustive()
+        f.debug_struct("Seal")
+            .field("prefix", &self.prefix)
+            .finish_non_exhaustive()
     }
 }
 
@@ -41,7 +43,10 @@ impl Seal {
     pub fn new(access_token: &Secret, purpose: &str, prefix: &'static str) -> Seal {
         Seal {
             prefix,
-            key: Secret::new(format!("countersign-seal:{purpose}:{}", access_token.reveal())),
+            key: Secret::new(format!(
+                "countersign-seal:{purpose}:{}",
+                access_token.reveal()
+            )),
         }
     }
 
@@ -88,7 +93,11 @@ mod tests {
         let b = Seal::new(&token, "b", "x1.");
         let sealed = a.seal(&("hello", 7));
         assert_eq!(a.open::<(String, i32)>(&sealed), Ok(("hello".into(), 7)));
-        assert_eq!(b.open::<(String, i32)>(&sealed), Err(Broken), "another purpose");
+        assert_eq!(
+            b.open::<(String, i32)>(&sealed),
+            Err(Broken),
+            "another purpose"
+        );
         let other_token = Seal::new(&Secret::new("token-two"), "a", "x1.");
         assert_eq!(other_token.open::<(String, i32)>(&sealed), Err(Broken));
         let mut flipped = sealed.clone().into_bytes();

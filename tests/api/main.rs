@@ -16,6 +16,7 @@ mod concurrency;
 mod errors;
 mod eviction;
 mod forms;
+mod push;
 mod restart;
 mod server_fns;
 mod sessions;

@@ -65,7 +65,9 @@ impl Core {
         if who.scope() == Scope::Admin {
             Ok(())
         } else {
-            Err(Error::Forbidden("only an admin credential manages passkeys".into()))
+            Err(Error::Forbidden(
+                "only an admin credential manages passkeys".into(),
+            ))
         }
     }
 
@@ -80,7 +82,10 @@ impl Core {
     ) -> Result<(Value, String), Error> {
         Self::admin_only(who)?;
         let name = name.trim();
-        if name.is_empty() || name.chars().count() > MAX_NAME_CHARS || name.chars().any(char::is_control) {
+        if name.is_empty()
+            || name.chars().count() > MAX_NAME_CHARS
+            || name.chars().any(char::is_control)
+        {
             return Err(Error::InvalidName(format!(
                 "a passkey's name is 1 to {MAX_NAME_CHARS} characters, without control characters"
             )));
@@ -117,7 +122,10 @@ impl Core {
     }
 
     /// Options for an assertion that manages passkeys.
-    pub async fn start_manage_assertion(&self, host: Option<&str>) -> Result<(Value, String), Error> {
+    pub async fn start_manage_assertion(
+        &self,
+        host: Option<&str>,
+    ) -> Result<(Value, String), Error> {
         let rp = self.relying_party(host)?;
         let rows = self.list_passkeys().await?;
         Ok(self.passkeys.start_assertion(&rp, Purpose::Manage, &rows)?)
@@ -152,7 +160,9 @@ impl Core {
     ) -> Result<(Value, String), Error> {
         let rp = self.relying_party(host)?;
         let Some(gate) = self.hub.store().get_gate(session_id, approval_id).await? else {
-            return Err(Error::UnknownApproval(approval_id.chars().take(64).collect()));
+            return Err(Error::UnknownApproval(
+                approval_id.chars().take(64).collect(),
+            ));
         };
         if let Some(resolution) = gate.resolution {
             return Err(Error::for_resolved(resolution));
@@ -216,7 +226,11 @@ impl Core {
             .passkeys
             .finish_assertion(purpose, ceremony, credential, rows)?;
         self.passkey_rows()
-            .touch_passkey(&verified.passkey_id, &verified.credential, &Timestamp::now())
+            .touch_passkey(
+                &verified.passkey_id,
+                &verified.credential,
+                &Timestamp::now(),
+            )
             .await?;
         Ok(rows
             .iter()

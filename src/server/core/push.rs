@@ -65,13 +65,20 @@ impl Core {
     }
 
     /// The caller's own subscriptions (an admin credential sees every one).
-    pub async fn push_subscriptions(&self, who: &Principal) -> Result<Vec<PushSubscriptionRow>, Error> {
+    pub async fn push_subscriptions(
+        &self,
+        who: &Principal,
+    ) -> Result<Vec<PushSubscriptionRow>, Error> {
         let all = self.push_rows().push_subscriptions().await?;
         Ok(all.into_iter().filter(|row| owns(who, row)).collect())
     }
 
     /// One of the caller's subscriptions, or `unknown_subscription` (also for another's).
-    async fn own_subscription(&self, id: &str, who: &Principal) -> Result<PushSubscriptionRow, Error> {
+    async fn own_subscription(
+        &self,
+        id: &str,
+        who: &Principal,
+    ) -> Result<PushSubscriptionRow, Error> {
         match self.push_rows().push_subscription(id).await? {
             Some(row) if owns(who, &row) => Ok(row),
             _ => Err(Error::UnknownSubscription(id.chars().take(64).collect())),
@@ -80,7 +87,11 @@ impl Core {
 
     pub async fn unsubscribe_push(&self, id: &str, who: &Principal) -> Result<(), Error> {
         self.own_subscription(id, who).await?;
-        if self.push_rows().delete_push_subscription(id, &who.actor()).await? {
+        if self
+            .push_rows()
+            .delete_push_subscription(id, &who.actor())
+            .await?
+        {
             Ok(())
         } else {
             Err(Error::UnknownSubscription(id.chars().take(64).collect()))
@@ -131,7 +142,9 @@ impl Core {
                 };
                 let tokens = self.hub.store().list_tokens().await?;
                 push::principal_of(&row.credential, &tokens).ok_or_else(|| {
-                    Error::CapabilityEnded("the credential this device answered as was revoked".into())
+                    Error::CapabilityEnded(
+                        "the credential this device answered as was revoked".into(),
+                    )
                 })?
             }
             Holder::Ntfy(topic) => {

@@ -61,8 +61,14 @@ pub fn router(state: AppState) -> Router {
             "/passkeys",
             get(passkeys::list).post(passkeys::finish_registration),
         )
-        .route("/passkeys/registrations", post(passkeys::start_registration))
-        .route("/passkeys/assertions", post(passkeys::start_manage_assertion))
+        .route(
+            "/passkeys/registrations",
+            post(passkeys::start_registration),
+        )
+        .route(
+            "/passkeys/assertions",
+            post(passkeys::start_manage_assertion),
+        )
         .route("/passkeys/{id}", axum::routing::delete(passkeys::remove))
         .route("/approvals", get(approvals::pending))
         .route("/rules", get(approvals::rules))

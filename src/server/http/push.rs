@@ -68,8 +68,14 @@ pub async fn test(
     let delivery = state.core.test_push(&id, &who).await?;
     let (delivered, outcome) = match delivery {
         Delivery::Delivered => (true, "delivered"),
-        Delivery::Gone => (false, "gone: the push service no longer knows this device; it was unsubscribed"),
-        Delivery::Failed => (false, "failed: the push service could not be reached or refused it"),
+        Delivery::Gone => (
+            false,
+            "gone: the push service no longer knows this device; it was unsubscribed",
+        ),
+        Delivery::Failed => (
+            false,
+            "failed: the push service could not be reached or refused it",
+        ),
     };
     Ok(Json(json!({ "delivered": delivered, "outcome": outcome })))
 }

@@ -121,7 +121,10 @@ fn is_push_route(method: &Method, path: &str) -> bool {
     matches!(
         (method, parts.as_slice()),
         (&Method::GET | &Method::HEAD, ["key"])
-            | (&Method::GET | &Method::HEAD | &Method::POST, ["subscriptions"])
+            | (
+                &Method::GET | &Method::HEAD | &Method::POST,
+                ["subscriptions"]
+            )
             | (&Method::DELETE, ["subscriptions", _])
             | (&Method::POST, ["subscriptions", _, "test"])
     )

@@ -71,7 +71,9 @@ pub enum PasskeyError {
     Party(String),
     #[error("no passkey is registered for {0}; register one on the Security page")]
     NoneRegistered(String),
-    #[error("this passkey ceremony is not valid (altered, for another card, or from another server)")]
+    #[error(
+        "this passkey ceremony is not valid (altered, for another card, or from another server)"
+    )]
     BadCeremony,
     #[error("this passkey ceremony has expired; try again")]
     Expired,
@@ -166,7 +168,10 @@ impl Passkeys {
     /// Opens a ceremony this server sealed, unexpired, with the relying party it was made for
     /// (the party is part of what is sealed: an assertion is checked against it alone).
     fn open(&self, sealed: &str) -> Result<(Ceremony, RelyingParty), PasskeyError> {
-        let ceremony: Ceremony = self.seal.open(sealed).map_err(|_| PasskeyError::BadCeremony)?;
+        let ceremony: Ceremony = self
+            .seal
+            .open(sealed)
+            .map_err(|_| PasskeyError::BadCeremony)?;
         if ceremony.expires_ms <= Timestamp::now_ms() {
             return Err(PasskeyError::Expired);
         }
@@ -186,7 +191,10 @@ impl Passkeys {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         spent.retain(|_, expires| *expires > now);
-        if spent.insert(ceremony.nonce.clone(), ceremony.expires_ms).is_some() {
+        if spent
+            .insert(ceremony.nonce.clone(), ceremony.expires_ms)
+            .is_some()
+        {
             return Err(PasskeyError::Replayed);
         }
         Ok(())
@@ -206,7 +214,8 @@ impl Passkeys {
         let (options, state) = webauthn(rp)?
             .start_passkey_registration(Uuid::new_v4(), "countersign", name, Some(exclude))
             .map_err(|e| PasskeyError::Failed(e.to_string()))?;
-        let state = serde_json::to_value(&state).map_err(|e| PasskeyError::Failed(e.to_string()))?;
+        let state =
+            serde_json::to_value(&state).map_err(|e| PasskeyError::Failed(e.to_string()))?;
         let options =
             serde_json::to_value(&options).map_err(|e| PasskeyError::Failed(e.to_string()))?;
         let sealed = self.seal(
@@ -250,7 +259,10 @@ impl Passkeys {
         purpose: Purpose,
         rows: &[PasskeyRow],
     ) -> Result<(Value, String), PasskeyError> {
-        let keys: Vec<Passkey> = credentials_for(rows, rp).into_iter().map(|(_, k)| k).collect();
+        let keys: Vec<Passkey> = credentials_for(rows, rp)
+            .into_iter()
+            .map(|(_, k)| k)
+            .collect();
         if keys.is_empty() {
             return Err(PasskeyError::NoneRegistered(rp.id.clone()));
         }
@@ -343,7 +355,11 @@ mod tests {
         assert_eq!(base, challenge_for(&gate("a", "d"), "n"));
         assert_ne!(base, challenge_for(&gate("b", "d"), "n"), "another card");
         assert_ne!(base, challenge_for(&gate("a", "e"), "n"), "a changed card");
-        assert_ne!(base, challenge_for(&gate("a", "d"), "m"), "another ceremony");
+        assert_ne!(
+            base,
+            challenge_for(&gate("a", "d"), "m"),
+            "another ceremony"
+        );
         assert_ne!(base, challenge_for(&Purpose::Manage, "n"));
         // No splice of the fields makes another card's challenge.
         assert_ne!(

@@ -53,7 +53,10 @@ mod tests {
         assert_eq!(rp.origin.as_str(), "http://localhost:8080/");
         let rp = relying_party("https://cs.example/app/", Some("evil.example")).unwrap();
         assert_eq!(rp.id, "cs.example");
-        assert_eq!(rp.origin.origin().ascii_serialization(), "https://cs.example");
+        assert_eq!(
+            rp.origin.origin().ascii_serialization(),
+            "https://cs.example"
+        );
         assert!(relying_party("", Some("127.0.0.1:8080")).is_err());
         assert!(relying_party("", Some("[::1]:8080")).is_err());
         assert!(relying_party("", None).is_err());

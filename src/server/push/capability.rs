@@ -126,7 +126,10 @@ mod tests {
         let (_, body_b) = forged_body.split_at(PREFIX.len());
         let body_b = body_b.split_once('.').unwrap().0;
         let tag_a = cap.rsplit_once('.').unwrap().1;
-        assert_eq!(signer.open(&format!("{PREFIX}{body_b}.{tag_a}")), Err(Invalid));
+        assert_eq!(
+            signer.open(&format!("{PREFIX}{body_b}.{tag_a}")),
+            Err(Invalid)
+        );
         for junk in ["", "cs1.", "cs1.x.y", "cs2.abc.def", &"a".repeat(2000)] {
             assert_eq!(signer.open(junk), Err(Invalid), "{junk}");
         }

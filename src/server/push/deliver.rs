@@ -72,7 +72,9 @@ pub async fn send(
             Ok(resp) => {
                 let status = resp.status().as_u16();
                 tracing::warn!(subscription = %row.id, %host, attempt, status, "push refused");
-                if resp.status().is_client_error() && status != 429 {
+                // Only a 429 or a 5xx may get better by repeating it (a redirect is never
+                // followed: a push service answers where it was asked).
+                if !resp.status().is_server_error() && status != 429 {
                     return Delivery::Failed;
                 }
             }

@@ -116,6 +116,51 @@ pub fn encrypt(
     Ok(body)
 }
 
+/// The receiving side, for the benchmark's push service and the tests: decrypts a body
+/// `encrypt` made for the key pair whose private half is `ua_private` (spent here: `ring`
+/// keeps ECDH keys single-use) and public half `ua_public`.
+pub fn decrypt_once(
+    body: &[u8],
+    ua_private: EphemeralPrivateKey,
+    ua_public: &[u8],
+    auth_secret: &[u8],
+) -> Option<Vec<u8>> {
+    if body.len() < HEADER_LEN + TAG_LEN || body[20] != 65 {
+        return None;
+    }
+    let (salt, as_public, record) = (&body[..16], &body[21..86], &body[86..]);
+    let mut ikm = [0u8; 32];
+    agree_ephemeral(
+        ua_private,
+        &UnparsedPublicKey::new(&ECDH_P256, as_public),
+        |ecdh_secret| {
+            hkdf(
+                auth_secret,
+                ecdh_secret,
+                &[b"WebPush: info\0", ua_public, as_public],
+                &mut ikm,
+            )
+        },
+    )
+    .ok()?;
+    let mut cek = [0u8; 16];
+    let mut nonce = [0u8; 12];
+    hkdf(salt, &ikm, &[b"Content-Encoding: aes128gcm\0"], &mut cek);
+    hkdf(salt, &ikm, &[b"Content-Encoding: nonce\0"], &mut nonce);
+    let key = LessSafeKey::new(UnboundKey::new(&AES_128_GCM, &cek).ok()?);
+    let mut in_out = record.to_vec();
+    let plain = key
+        .open_in_place(
+            Nonce::assume_unique_for_key(nonce),
+            Aad::empty(),
+            &mut in_out,
+        )
+        .ok()?;
+    // The last record ends with its delimiter (0x02) after any padding zeros.
+    let end = plain.iter().rposition(|b| *b != 0)?;
+    (plain[end] == 0x02).then(|| plain[..end].to_vec())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -136,6 +181,25 @@ mod tests {
         // A fresh salt and key each time: two encryptions of one text differ.
         let again = encrypt(b"hello", &subscriber(), &[7u8; 16]).unwrap();
         assert_ne!(body[..16], again[..16]);
+    }
+
+    #[test]
+    fn what_is_encrypted_decrypts_with_the_subscribers_key_only() {
+        let rng = SystemRandom::new();
+        let key = EphemeralPrivateKey::generate(&ECDH_P256, &rng).unwrap();
+        let public = key.compute_public_key().unwrap().as_ref().to_vec();
+        let body = encrypt(b"{\"type\":\"gate\"}", &public, &[9u8; 16]).unwrap();
+        assert_eq!(
+            decrypt_once(&body, key, &public, &[9u8; 16]).as_deref(),
+            Some(&b"{\"type\":\"gate\"}"[..])
+        );
+        // Another auth secret, or another key, opens nothing.
+        let key = EphemeralPrivateKey::generate(&ECDH_P256, &rng).unwrap();
+        let public = key.compute_public_key().unwrap().as_ref().to_vec();
+        let body = encrypt(b"x", &public, &[9u8; 16]).unwrap();
+        assert!(decrypt_once(&body, key, &public, &[8u8; 16]).is_none());
+        let other = EphemeralPrivateKey::generate(&ECDH_P256, &rng).unwrap();
+        assert!(decrypt_once(&body, other, &public, &[9u8; 16]).is_none());
     }
 
     #[test]

@@ -23,8 +23,8 @@ use std::time::Duration;
 
 use crate::protocol::{ApprovalRequestBody, EventBody, Resolution, Timestamp};
 use crate::server::config::Config;
-use crate::server::hub::Hub;
 use crate::server::hub::FeedItem;
+use crate::server::hub::Hub;
 use crate::server::principal::{Principal, Scope};
 use crate::server::store::push::{PushSubscriptionRow, PushSubscriptions};
 use crate::server::store::{Store, StoreError};
@@ -50,7 +50,10 @@ impl std::fmt::Debug for Push {
 }
 
 /// Which credential a subscription answers as, read back from its row.
-pub fn principal_of(credential: &str, tokens: &[crate::server::store::TokenRow]) -> Option<Principal> {
+pub fn principal_of(
+    credential: &str,
+    tokens: &[crate::server::store::TokenRow],
+) -> Option<Principal> {
     if credential == "browser" {
         return Some(Principal::Browser);
     }
@@ -118,7 +121,12 @@ impl Push {
     }
 
     /// One push to one subscription now; a gone subscription is dropped.
-    pub async fn send_now(&self, row: &PushSubscriptionRow, message: &payload::Message, subject: &str) -> Delivery {
+    pub async fn send_now(
+        &self,
+        row: &PushSubscriptionRow,
+        message: &payload::Message,
+        subject: &str,
+    ) -> Delivery {
         let delivery = deliver::send(&self.http, &self.keys, row, message, subject).await;
         if delivery == Delivery::Gone {
             self.drop_gone(row).await;
@@ -132,15 +140,24 @@ impl Push {
             .delete_push_subscription(&row.id, "push_service")
             .await
         {
-            Ok(_) => tracing::info!(subscription = %row.id, "push subscription gone (404/410): dropped"),
-            Err(e) => tracing::warn!(subscription = %row.id, error = %e, "could not drop a gone push subscription"),
+            Ok(_) => {
+                tracing::info!(subscription = %row.id, "push subscription gone (404/410): dropped")
+            }
+            Err(e) => {
+                tracing::warn!(subscription = %row.id, error = %e, "could not drop a gone push subscription")
+            }
         }
     }
 
     /// Tells every device that may answer `gate` that it waits, then, when the gate is
     /// resolved anywhere (or its deadline passes), replaces the notification with the outcome.
     /// Returns at once: all of it runs on a task of its own.
-    pub fn gate_opened(self: &Arc<Self>, config: &Config, gate: &ApprovalRequestBody, session_title: &str) {
+    pub fn gate_opened(
+        self: &Arc<Self>,
+        config: &Config,
+        gate: &ApprovalRequestBody,
+        session_title: &str,
+    ) {
         let push = Arc::clone(self);
         let gate = gate.clone();
         let subject = subject(config);
@@ -183,7 +200,9 @@ impl Push {
                 return;
             };
             let closing = payload::closing_message(&gate, &resolution);
-            let sends = delivered.iter().map(|row| push.send_now(row, &closing, &subject));
+            let sends = delivered
+                .iter()
+                .map(|row| push.send_now(row, &closing, &subject));
             futures::future::join_all(sends).await;
         });
     }
@@ -195,7 +214,8 @@ impl Push {
         gate: &ApprovalRequestBody,
         mut watch: crate::server::hub::Subscription,
     ) -> Option<Resolution> {
-        let wait = Duration::from_millis(gate.expires_at.ms_left(Timestamp::now_ms())) + CLOSING_GRACE;
+        let wait =
+            Duration::from_millis(gate.expires_at.ms_left(Timestamp::now_ms())) + CLOSING_GRACE;
         let stored = || async {
             self.store
                 .get_gate(&gate.session_id, &gate.approval_id)

@@ -40,15 +40,19 @@ pub fn card_path(session_id: &str, approval_id: &str) -> String {
     format!("/sessions/{session_id}#gate-{approval_id}")
 }
 
+/// The fields an agent wrote, cut first (longest-lived first) when a message is too big.
+const AGENT_FIELDS: [&str; 6] = ["summary", "body", "session_title", "title", "headline", "tool"];
+
 fn encode(mut value: Value, ttl_secs: u64, approval_id: &str) -> Message {
-    // What the agent wrote is cut until the message fits one push (4096 bytes encrypted).
+    // What the agent wrote is cut until the message fits one push (4096 bytes encrypted); at
+    // the end, each of its fields is a few characters, which always fits.
     let mut body = value.to_string().into_bytes();
     let mut keep = MAX_SUMMARY_CHARS;
-    while body.len() > MAX_PLAINTEXT && keep > 0 {
+    while body.len() > MAX_PLAINTEXT && keep > 1 {
         keep /= 2;
-        for field in ["summary", "body", "title"] {
+        for field in AGENT_FIELDS {
             if let Some(text) = value.get(field).and_then(Value::as_str) {
-                let cut = truncate(text, keep.max(16));
+                let cut = truncate(text, keep.max(8));
                 value[field] = Value::String(cut);
             }
         }
@@ -59,6 +63,13 @@ fn encode(mut value: Value, ttl_secs: u64, approval_id: &str) -> Message {
         ttl_secs: ttl_secs.clamp(60, MAX_TTL_SECS),
         topic: topic(approval_id),
     }
+}
+
+/// Text an agent wrote, as a notification shows it: cut to `max` characters, and what a reader
+/// cannot see (bidi overrides, zero-width characters, controls) written out, so it cannot hide
+/// or reorder what the card is about.
+fn shown(text: &str, max: usize) -> String {
+    reveal_hidden(&truncate(text, max))
 }
 
 /// The push of a gate that waits, for the subscription `subscription_id`. `needs_passkey`:
@@ -84,17 +95,16 @@ pub fn gate_message(
             expires_ms,
         })
     });
-    let summary = reveal_hidden(&truncate(&gate.summary, MAX_SUMMARY_CHARS));
-    let headline = reveal_hidden(&truncate(&gate.title, 80));
+    let summary = shown(&gate.summary, MAX_SUMMARY_CHARS);
+    let headline = shown(&gate.title, 80);
+    let tool = shown(&gate.tool, 80);
     let title = if sensitive {
         format!("SENSITIVE · Approval needed: {headline}")
     } else {
         format!("Approval needed: {headline}")
     };
-    let ttl = u64::try_from(
-        expires_ms.saturating_sub(crate::protocol::Timestamp::now_ms()) / 1000,
-    )
-    .unwrap_or(0);
+    let ttl = u64::try_from(expires_ms.saturating_sub(crate::protocol::Timestamp::now_ms()) / 1000)
+        .unwrap_or(0);
     encode(
         json!({
             "type": "gate",
@@ -103,12 +113,13 @@ pub fn gate_message(
             "session_id": gate.session_id,
             "title": title,
             "headline": headline,
-            "body": format!("{} · {summary}", gate.tool),
-            "tool": gate.tool,
+            "body": format!("{tool} · {summary}"),
+            "tool": tool,
             "summary": summary,
-            "session_title": reveal_hidden(&truncate(session_title, 80)),
+            "session_title": shown(session_title, 80),
             "sensitive": sensitive,
             "url": card_path(&gate.session_id, &gate.approval_id),
+            "opened_at": gate.created_at,
             "expires_at": gate.expires_at,
             "capability": capability,
             "needs_passkey": needs_passkey,
@@ -133,7 +144,10 @@ pub fn outcome(resolution: &Resolution) -> String {
         .via
         .map(|v| format!(" via {}", v.as_str()))
         .unwrap_or_default();
-    format!("{what} by {}{via}", crate::server::audit::resolver(resolution))
+    format!(
+        "{what} by {}{via}",
+        crate::server::audit::resolver(resolution)
+    )
 }
 
 /// The push that replaces a gate's notification once it is resolved.
@@ -144,7 +158,7 @@ pub fn closing_message(gate: &ApprovalRequestBody, resolution: &Resolution) -> M
             "tag": format!("gate-{}", gate.approval_id),
             "approval_id": gate.approval_id,
             "session_id": gate.session_id,
-            "title": reveal_hidden(&truncate(&gate.title, 80)),
+            "title": shown(&gate.title, 80),
             "body": outcome(resolution),
             "decision": resolution.decision,
             "actor": crate::server::audit::resolver(resolution),

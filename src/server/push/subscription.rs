@@ -39,9 +39,7 @@ pub struct CheckedSubscription {
 
 /// The key bytes of a stored subscription's base64url text.
 pub fn decode_key(text: &str) -> Option<Vec<u8>> {
-    URL_SAFE_NO_PAD
-        .decode(text.trim_end_matches('='))
-        .ok()
+    URL_SAFE_NO_PAD.decode(text.trim_end_matches('=')).ok()
 }
 
 /// Whether pushes may be sent to `url`: `https`, or `http` to a loopback address only (a push
@@ -80,7 +78,9 @@ fn is_private_literal(url: &url::Url) -> bool {
                 || ip.is_multicast()
                 || (first & 0xfe00) == 0xfc00
                 || (first & 0xffc0) == 0xfe80
-                || ip.to_ipv4_mapped().is_some_and(|v4| v4.is_private() || v4.is_link_local())
+                || ip
+                    .to_ipv4_mapped()
+                    .is_some_and(|v4| v4.is_private() || v4.is_link_local())
         }
         _ => false,
     }
@@ -187,11 +187,19 @@ mod tests {
     fn keys_must_be_a_p256_point_and_a_16_byte_secret() {
         let endpoint = "https://push.example/x";
         let good_auth = URL_SAFE_NO_PAD.encode([1u8; 16]);
-        assert!(json(endpoint, &p256dh(), &URL_SAFE_NO_PAD.encode([1u8; 15])).check().is_err());
+        assert!(
+            json(endpoint, &p256dh(), &URL_SAFE_NO_PAD.encode([1u8; 15]))
+                .check()
+                .is_err()
+        );
         assert!(json(endpoint, "!!!", &good_auth).check().is_err());
         let mut raw = URL_SAFE_NO_PAD.decode(p256dh()).unwrap();
         raw[64] ^= 1;
-        assert!(json(endpoint, &URL_SAFE_NO_PAD.encode(raw), &good_auth).check().is_err());
+        assert!(
+            json(endpoint, &URL_SAFE_NO_PAD.encode(raw), &good_auth)
+                .check()
+                .is_err()
+        );
         // Padded base64url, as some browsers send, is taken and stored unpadded.
         let padded = format!("{}=", p256dh());
         let checked = json(endpoint, &padded, &good_auth).check().unwrap();

@@ -28,8 +28,7 @@ pub trait PushSubscriptions: Send + Sync {
     async fn save_push_subscription(&self, row: &PushSubscriptionRow) -> Result<(), StoreError>;
     /// Every subscription, oldest first.
     async fn push_subscriptions(&self) -> Result<Vec<PushSubscriptionRow>, StoreError>;
-    async fn push_subscription(&self, id: &str)
-    -> Result<Option<PushSubscriptionRow>, StoreError>;
+    async fn push_subscription(&self, id: &str) -> Result<Option<PushSubscriptionRow>, StoreError>;
     /// Removes one; `actor` is audited (`push_unsubscribed`). False when there was none.
     async fn delete_push_subscription(&self, id: &str, actor: &str) -> Result<bool, StoreError>;
 }

@@ -85,7 +85,11 @@ impl PasskeyRows for PgStore {
         let Some((name,)) = name else {
             return Ok(false);
         };
-        chain_audit(&mut tx, vec![audit_draft(actor, "passkey_removed", id, &name)]).await?;
+        chain_audit(
+            &mut tx,
+            vec![audit_draft(actor, "passkey_removed", id, &name)],
+        )
+        .await?;
         tx.commit().await?;
         Ok(true)
     }

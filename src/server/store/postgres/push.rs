@@ -12,7 +12,9 @@ const COLUMNS: &str = "id, endpoint, p256dh, auth, credential, created_at";
 
 type Tuple = (String, String, String, String, String, String);
 
-fn subscription((id, endpoint, p256dh, auth, credential, created_at): Tuple) -> PushSubscriptionRow {
+fn subscription(
+    (id, endpoint, p256dh, auth, credential, created_at): Tuple,
+) -> PushSubscriptionRow {
     PushSubscriptionRow {
         id,
         endpoint,
@@ -65,10 +67,7 @@ impl PushSubscriptions for PgStore {
         Ok(rows.into_iter().map(subscription).collect())
     }
 
-    async fn push_subscription(
-        &self,
-        id: &str,
-    ) -> Result<Option<PushSubscriptionRow>, StoreError> {
+    async fn push_subscription(&self, id: &str) -> Result<Option<PushSubscriptionRow>, StoreError> {
         let row: Option<Tuple> = sqlx::query_as(&format!(
             "SELECT {COLUMNS} FROM push_subscriptions WHERE id = $1"
         ))

@@ -58,7 +58,12 @@ impl PasskeyRows for SqliteStore {
                 ])?;
                 super::write::chain_audit(
                     sp,
-                    vec![audit_draft(&actor, "passkey_registered", &row.id, &row.name)],
+                    vec![audit_draft(
+                        &actor,
+                        "passkey_registered",
+                        &row.id,
+                        &row.name,
+                    )],
                 )?;
                 Ok(Done::Unit)
             })

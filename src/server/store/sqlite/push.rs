@@ -65,10 +65,7 @@ impl PushSubscriptions for SqliteStore {
         })
     }
 
-    async fn push_subscription(
-        &self,
-        id: &str,
-    ) -> Result<Option<PushSubscriptionRow>, StoreError> {
+    async fn push_subscription(&self, id: &str) -> Result<Option<PushSubscriptionRow>, StoreError> {
         self.readers.with(|c| {
             Ok(c.prepare_cached(&format!(
                 "SELECT {COLUMNS} FROM push_subscriptions WHERE id = ?1"
@@ -84,7 +81,9 @@ impl PushSubscriptions for SqliteStore {
             .writer
             .exec(move |sp| {
                 let endpoint: Option<String> = sp
-                    .prepare_cached("DELETE FROM push_subscriptions WHERE id = ?1 RETURNING endpoint")?
+                    .prepare_cached(
+                        "DELETE FROM push_subscriptions WHERE id = ?1 RETURNING endpoint",
+                    )?
                     .query_row(params![id], |r| r.get(0))
                     .optional()?;
                 let Some(endpoint) = endpoint else {

@@ -1,0 +1,171 @@
+//! Figure 11, the human round trip through a notification: a gate opens → its push reaches a
+//! push service (a local one on loopback, standing in for the browser's) → the notification's
+//! Approve posts its capability → `tool_result` arrives on the session's feed. What a person
+//! with a phone waits on, less their thumb.
+//!
+//! Each gate gets a subscription of its own: `ring` spends an ECDH key on one decryption.
+
+use std::time::Instant;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use ring::agreement::{ECDH_P256, EphemeralPrivateKey};
+use ring::rand::{SecureRandom, SystemRandom};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use super::harness::str_field;
+use super::round_trip::ONE_GATE;
+use super::{BenchError, BenchServer, Figure, Result, common_conditions, ms, percentile};
+use crate::protocol::Timestamp;
+use crate::server::push::encrypt::decrypt_once;
+
+/// A push as the local service received it.
+struct Received {
+    endpoint: usize,
+    body: Bytes,
+    at_ms: i64,
+}
+
+/// The local push service: takes every POST, tells the loop, answers 201.
+async fn start_push_service() -> Result<(String, mpsc::UnboundedReceiver<Received>)> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let app = Router::new()
+        .route(
+            "/push/{n}",
+            axum::routing::post(
+                |State(tx): State<mpsc::UnboundedSender<Received>>,
+                 Path(n): Path<usize>,
+                 body: Bytes| async move {
+                    let _ = tx.send(Received {
+                        endpoint: n,
+                        body,
+                        at_ms: Timestamp::now_ms(),
+                    });
+                    http::StatusCode::CREATED
+                },
+            ),
+        )
+        .with_state(tx);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    Ok((format!("http://{addr}"), rx))
+}
+
+struct Samples {
+    total_ms: Vec<f64>,
+    push_ms: Vec<f64>,
+    answer_ms: Vec<f64>,
+}
+
+pub async fn run(server: &BenchServer, n: usize) -> Result<Figure> {
+    let (service, mut pushes) = start_push_service().await?;
+    let sid = server.create_session("ask").await?;
+    let mut feed = server.events(&sid, 0).await?;
+    let rng = SystemRandom::new();
+    let mut samples = Samples {
+        total_ms: Vec::with_capacity(n),
+        push_ms: Vec::with_capacity(n),
+        answer_ms: Vec::with_capacity(n),
+    };
+    let mut previous: Option<String> = None;
+    for i in 0..n {
+        let key = EphemeralPrivateKey::generate(&ECDH_P256, &rng)
+            .map_err(|_| BenchError::Protocol("no random key".into()))?;
+        let public = key
+            .compute_public_key()
+            .map_err(|_| BenchError::Protocol("no public key".into()))?
+            .as_ref()
+            .to_vec();
+        let mut auth = [0u8; 16];
+        rng.fill(&mut auth)
+            .map_err(|_| BenchError::Protocol("no random auth secret".into()))?;
+        let subscribed = server
+            .http
+            .post(format!("{}/api/v1/push/subscriptions", server.base))
+            .json(&json!({
+                "endpoint": format!("{service}/push/{i}"),
+                "keys": {"p256dh": URL_SAFE_NO_PAD.encode(&public), "auth": URL_SAFE_NO_PAD.encode(auth)},
+            }))
+            .send()
+            .await?
+            .error_for_status()?
+            .json::<Value>()
+            .await?;
+        if let Some(old) = previous.replace(str_field(&subscribed, "id")?) {
+            server
+                .http
+                .delete(format!("{}/api/v1/push/subscriptions/{old}", server.base))
+                .send()
+                .await?
+                .error_for_status()?;
+        }
+        server.send_message(&sid, ONE_GATE).await?;
+        // This gate's push (a closing push of an earlier one may arrive in between).
+        let push = loop {
+            let got = pushes
+                .recv()
+                .await
+                .ok_or_else(|| BenchError::Protocol("the push service stopped".into()))?;
+            if got.endpoint == i {
+                break got;
+            }
+        };
+        let plain = decrypt_once(&push.body, key, &public, &auth)
+            .ok_or_else(|| BenchError::Protocol("a push did not decrypt".into()))?;
+        let message: Value = serde_json::from_slice(&plain)?;
+        let capability = str_field(&message, "capability")?;
+        let opened_ms = message
+            .get("opened_at")
+            .and_then(Value::as_str)
+            .and_then(|t| Timestamp::from(t.to_owned()).unix_ms())
+            .ok_or_else(|| BenchError::Protocol("a push without opened_at".into()))?;
+        let tap = Instant::now();
+        let answer = server
+            .http
+            .post(format!("{}/api/v1/push/answers/{capability}", server.base))
+            .json(&json!({"decision": "approve"}));
+        let (answered, result) = tokio::join!(answer.send(), async {
+            let ev = feed.next_of("tool_result").await;
+            (ev, tap.elapsed())
+        });
+        answered?.error_for_status()?;
+        let (result, after_tap) = result;
+        result?;
+        feed.next_of("turn_finished").await?;
+        // The push leg on the wall clock (the gate's own timestamp is in ms), the answer leg
+        // on the monotonic one; what the client spent between them (decrypting) is left out.
+        let push_leg = (push.at_ms - opened_ms) as f64;
+        samples.push_ms.push(push_leg);
+        samples.answer_ms.push(ms(after_tap));
+        samples.total_ms.push(push_leg + ms(after_tap));
+    }
+    let p = |v: &Vec<f64>, q: f64| percentile(v, q);
+    Ok(Figure {
+        id: 11,
+        name: "human round trip via push",
+        values: vec![
+            ("p50", p(&samples.total_ms, 50.0), "ms"),
+            ("p99", p(&samples.total_ms, 99.0), "ms"),
+            ("push p50", p(&samples.push_ms, 50.0), "ms"),
+            ("answer p50", p(&samples.answer_ms, 50.0), "ms"),
+        ],
+        target: "none (reported)",
+        met: None,
+        conditions: format!(
+            "{n} gates in sequence on one session: gate opened (its created_at, ms) -> encrypted \
+             push (RFC 8291, VAPID) received by a push service on loopback -> the notification's \
+             Approve (POST /api/v1/push/answers/<capability>, no credential) -> tool_result on \
+             the open SSE feed; `push` is gate opened -> push received, `answer` the tap -> \
+             tool_result; the decryption and the person's thumb are outside the figure; a fresh \
+             subscription per gate; {}",
+            common_conditions()
+        ),
+    })
+}
