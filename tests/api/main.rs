@@ -21,3 +21,4 @@ mod restart;
 mod server_fns;
 mod sessions;
 mod sse;
+mod step_up;

@@ -1,0 +1,295 @@
+//! ntfy's Approve and Deny (an answer capability on an HTTP action button) and the passkey
+//! step-up's refusals through every door a token has (docs/api.md 13.3, 13.5). The WebAuthn
+//! ceremonies themselves run in Chromium (`end2end/tests/passkey.spec.ts`).
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::extract::State;
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::support::*;
+
+/// A stand-in for an ntfy server: records every JSON message posted to its root.
+struct Ntfy {
+    base: String,
+    received: Arc<Mutex<Vec<Value>>>,
+}
+
+impl Ntfy {
+    async fn start() -> Ntfy {
+        let received: Arc<Mutex<Vec<Value>>> = Arc::default();
+        let app = axum::Router::new()
+            .fallback(
+                |State(seen): State<Arc<Mutex<Vec<Value>>>>, body: axum::body::Bytes| async move {
+                    if let Ok(v) = serde_json::from_slice::<Value>(&body) {
+                        seen.lock().unwrap().push(v);
+                    }
+                    "{}"
+                },
+            )
+            .with_state(received.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        Ntfy {
+            base: format!("http://{addr}"),
+            received,
+        }
+    }
+
+    async fn wait_message(&self, approval_id: &str) -> Value {
+        poll_until("the ntfy message", Duration::from_secs(20), async || {
+            let seen = self.received.lock().unwrap().clone();
+            seen.into_iter()
+                .find(|m| {
+                    m["click"]
+                        .as_str()
+                        .is_some_and(|c| c.ends_with(approval_id))
+                })
+                .ok_or("not yet")
+        })
+        .await
+    }
+}
+
+fn ntfy_config(ntfy: &Ntfy, extra: &str) -> String {
+    format!(
+        "[notify]\nwebhook_url = \"{}/cards-topic\"\nformat = \"ntfy\"\n{extra}",
+        ntfy.base
+    )
+}
+
+/// An ntfy button's request: the URL and body the action names, no credential.
+async fn tap(ts: &TestServer, action: &Value) -> Resp {
+    assert_eq!(action["action"], "http");
+    assert_eq!(action["method"], "POST");
+    let url = action["url"].as_str().unwrap();
+    let path = url
+        .split_once("/api/v1/")
+        .map(|(_, p)| format!("/api/v1/{p}"))
+        .unwrap();
+    let body: Value = serde_json::from_str(action["body"].as_str().unwrap()).unwrap();
+    send(ts.anon(Method::POST, &path).json(&body)).await
+}
+
+/// The ntfy message of an ordinary card carries Approve and Deny on a capability for that card
+/// and topic; a tap answers as `ntfy` via push, once; the message holds no credential.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ntfy_button_answers_its_card_once() {
+    let ntfy = Ntfy::start().await;
+    let ts = TestServer::configured(&ntfy_config(&ntfy, "")).await;
+    let sid = ts.create_id(json!({"approval_mode": "ask"})).await;
+    ts.send_msg(&sid, "write notes/ntfy.md: hello", None).await;
+    let card = ts.wait_gate(&sid).await;
+    let aid = aid(&card);
+    let message = ntfy.wait_message(&aid).await;
+    assert_eq!(message["topic"], "cards-topic");
+    let text = message.to_string();
+    assert!(!text.contains(TOKEN), "no token in an ntfy message: {text}");
+    let actions = message["actions"].as_array().unwrap().clone();
+    assert_eq!(
+        actions
+            .iter()
+            .map(|a| a["label"].as_str().unwrap())
+            .collect::<Vec<_>>(),
+        ["Approve", "Deny", "Open the card"]
+    );
+    let approved = tap(&ts, &actions[0]).await.expect(200);
+    assert_eq!(approved["actor"], "ntfy");
+    assert_eq!(approved["via"], "push");
+    // Once: the second tap (Deny, or Approve again) finds it answered.
+    tap(&ts, &actions[1])
+        .await
+        .expect_error(409, "already_resolved");
+    tap(&ts, &actions[0])
+        .await
+        .expect_error(409, "already_resolved");
+    let resolved = ts
+        .wait_event(&sid, "resolved", |e| e["type"] == "approval_resolved")
+        .await;
+    assert_eq!(resolved["actor"], "ntfy");
+    assert_eq!(resolved["decision"], "approve");
+    assert!(ts.ws("notes/ntfy.md").exists());
+}
+
+/// Moving notifications to another topic ends the capabilities sent to the old one; a floor
+/// card's ntfy message has only the link.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ntfy_capability_ends_with_its_topic_and_floor_cards_get_no_buttons() {
+    let ntfy = Ntfy::start().await;
+    let ts = TestServer::configured(&ntfy_config(&ntfy, "")).await;
+    let sid = ts.create_id(json!({"approval_mode": "ask"})).await;
+    ts.send_msg(&sid, "write .env: SECRET=1", None).await;
+    let floor = ts.wait_gate(&sid).await;
+    let message = ntfy.wait_message(&aid(&floor)).await;
+    let actions = message["actions"].as_array().unwrap();
+    assert_eq!(actions.len(), 1, "{message}");
+    assert_eq!(actions[0]["action"], "view");
+    ts.post(
+        &format!("/api/v1/sessions/{sid}/approvals/{}", aid(&floor)),
+        json!({"decision": "deny"}),
+    )
+    .await
+    .expect(200);
+
+    let sid = ts.create_id(json!({"approval_mode": "ask"})).await;
+    ts.send_msg(&sid, "write notes/a.md: hello", None).await;
+    let card = ts.wait_gate(&sid).await;
+    let message = ntfy.wait_message(&aid(&card)).await;
+    let approve = message["actions"][0].clone();
+    // The config file now sends to another topic (on `localhost`, so the masked view shows
+    // when it is in force): the old button no longer answers.
+    let config = ts.root().join("config.toml");
+    let other = ntfy.base.replace("127.0.0.1", "localhost");
+    std::fs::write(
+        &config,
+        format!("[notify]\nwebhook_url = \"{other}/other-topic\"\nformat = \"ntfy\"\n"),
+    )
+    .unwrap();
+    poll_until(
+        "the new topic in force",
+        Duration::from_secs(20),
+        async || {
+            let view = ts.get("/api/v1/config").await.expect(200).to_string();
+            if view.contains("set: localhost/") {
+                Ok(())
+            } else {
+                Err("not reloaded yet")
+            }
+        },
+    )
+    .await;
+    tap(&ts, &approve)
+        .await
+        .expect_error(410, "capability_ended");
+    let pending = ts.get("/api/v1/approvals").await.expect(200);
+    assert!(
+        pending.to_string().contains(&aid(&card)),
+        "the card still waits"
+    );
+}
+
+/// With `require_passkey = "floor"`, a floor card is refused to the bearer, the UI's server
+/// function, the no-script form and a made-up capability alike, and changes nothing; an
+/// ordinary card stays answerable with the bearer; the setting cannot be changed over the API.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_covered_card_is_refused_without_a_passkey_through_every_door() {
+    let ts = TestServer::configured("[approvals]\nrequire_passkey = \"floor\"\n").await;
+    let sid = ts.create_id(json!({"approval_mode": "ask"})).await;
+    ts.send_msg(&sid, "write .env: SECRET=1", None).await;
+    let floor = ts.wait_gate(&sid).await;
+    let faid = aid(&floor);
+    let digest = floor["digest"].as_str().unwrap().to_owned();
+    for decision in ["approve", "deny"] {
+        ts.post(
+            &format!("/api/v1/sessions/{sid}/approvals/{faid}"),
+            json!({"decision": decision, "digest": digest}),
+        )
+        .await
+        .expect_error(403, "passkey_required");
+    }
+    // A made-up assertion is refused, not taken as one.
+    ts.post(
+        &format!("/api/v1/sessions/{sid}/approvals/{faid}"),
+        json!({"decision": "approve", "passkey": {"ceremony": "pk1.abc.def", "credential": {}}}),
+    )
+    .await
+    .expect_error(403, "passkey_refused");
+    // The UI's server function.
+    ts.post(
+        "/api/ui/decide",
+        json!({"session_id": sid, "approval_id": faid, "input": {"decision": "approve"}}),
+    )
+    .await
+    .expect_error(403, "passkey_required");
+    // The no-script form answers with a page, and answers nothing.
+    let _ = send(ts.req(Method::POST, "/forms/decide").form(&[
+        ("session_id", sid.as_str()),
+        ("approval_id", faid.as_str()),
+        ("decision", "approve"),
+    ]))
+    .await;
+    // Options for a ceremony need a registered passkey (and a domain: this is 127.0.0.1).
+    let options = ts
+        .post(
+            &format!("/api/v1/sessions/{sid}/approvals/{faid}/passkey"),
+            json!({}),
+        )
+        .await;
+    assert_eq!(options.status.as_u16(), 400, "{options:?}");
+    // The setting is protected.
+    ts.put(
+        "/api/v1/config/approvals.require_passkey",
+        json!({"value": "off"}),
+    )
+    .await
+    .expect_error(403, "protected_key");
+    let pending = ts.get("/api/v1/approvals").await.expect(200);
+    assert!(
+        pending.to_string().contains(&faid),
+        "the floor card still waits"
+    );
+    assert!(!ts.ws(".env").exists());
+    // An ordinary card is answered with the bearer alone.
+    let other = ts.create_id(json!({"approval_mode": "ask"})).await;
+    ts.send_msg(&other, "write notes/plain.md: hello", None)
+        .await;
+    let plain = ts.wait_gate(&other).await;
+    let approved = ts
+        .post(
+            &format!("/api/v1/sessions/{other}/approvals/{}", aid(&plain)),
+            json!({"decision": "approve"}),
+        )
+        .await
+        .expect(200);
+    assert_eq!(approved["decision"], "approve");
+}
+
+/// Passkeys are an admin's to manage: an approve token cannot list, start or finish a
+/// registration; an admin's start needs a domain.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_an_admin_manages_passkeys() {
+    let ts = TestServer::start().await;
+    let created = ts
+        .post(
+            "/api/v1/tokens",
+            json!({"name": "phone", "scope": "approve"}),
+        )
+        .await
+        .expect(201);
+    let phone = Api::new(&ts.base).with_token(str_of(&created, "token"));
+    phone
+        .get("/api/v1/passkeys")
+        .await
+        .expect_error(403, "forbidden");
+    phone
+        .post("/api/v1/passkeys/registrations", json!({"name": "mine"}))
+        .await
+        .expect_error(403, "forbidden");
+    phone
+        .post(
+            "/api/v1/passkeys",
+            json!({"ceremony": "x", "credential": {}}),
+        )
+        .await
+        .expect_error(403, "forbidden");
+    // 127.0.0.1 is no domain: a passkey cannot be bound to it.
+    let refused = ts
+        .post("/api/v1/passkeys/registrations", json!({"name": "laptop"}))
+        .await
+        .expect_error(400, "invalid_request");
+    assert!(refused.to_string().contains("localhost"), "{refused}");
+    // Through a name, the options come.
+    let options = send(
+        ts.req(Method::POST, "/api/v1/passkeys/registrations")
+            .header("host", format!("localhost:{}", ts.addr.port()))
+            .json(&json!({"name": "laptop"})),
+    )
+    .await
+    .expect(200);
+    assert_eq!(options["options"]["publicKey"]["rp"]["id"], "localhost");
+    assert!(options["ceremony"].as_str().unwrap().starts_with("pk1."));
+    assert_eq!(ts.get("/api/v1/passkeys").await.expect(200), json!([]));
+}
