@@ -29,6 +29,18 @@ ensure_rust() {
   export PATH="$HOME/.cargo/bin:$PATH"
 }
 
+# What the server's crates build against: OpenSSL's headers and pkg-config (webauthn-rs, for
+# passkeys, links OpenSSL). Debian's packages, when missing.
+ensure_build_deps() {
+  local missing=()
+  command -v pkg-config >/dev/null || missing+=(pkg-config)
+  if ! pkg-config --exists openssl 2>/dev/null; then missing+=(libssl-dev); fi
+  if [ "${#missing[@]}" -gt 0 ]; then
+    say "installing ${missing[*]} (for OpenSSL, which the passkey crate links)"
+    apt_install "${missing[@]}"
+  fi
+}
+
 ensure_wasm_bindgen() {
   if ! wasm-bindgen --version 2>/dev/null | grep -q "$WASM_BINDGEN_VERSION"; then
     say "installing wasm-bindgen-cli $WASM_BINDGEN_VERSION (about 2 minutes, once)"

@@ -18,6 +18,8 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
     #[cfg(feature = "ssr")]
     crate::server::http::csp::set_page_policy();
     let scope = Viewer::current().scope_attr();
+    // The page's own scripts carry the render's nonce too, as every script of a page does.
+    let nonce = use_nonce().map(|n| n.to_string());
     view! {
         <!DOCTYPE html>
         <html lang="en">
@@ -31,8 +33,8 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 // and the service worker's registration.
                 <link rel="manifest" href="/manifest.webmanifest"/>
                 <meta name="theme-color" content="#2563eb"/>
-                <script src="/pwa.js" defer></script>
-                <script src="/passkey.js" defer></script>
+                <script src="/pwa.js" defer nonce=nonce.clone()></script>
+                <script src="/passkey.js" defer nonce=nonce></script>
                 <HydrationScripts options/>
                 <MetaTags/>
             </head>

@@ -23,6 +23,9 @@ const test = serverTest.extend<{ push: FakePushService }>({
   },
 });
 
+// The fake push service is on loopback, which only this setting allows.
+test.use({ serverConfig: '[notify]\npush_test_endpoints = true\n' });
+
 const auth = (server: RunningServer) => ({ Authorization: `Bearer ${server.token}` });
 
 /** The server's VAPID public key, as `/api/v1/push/key` gives it. */

@@ -7,6 +7,10 @@ CREATE TABLE push_subscriptions (
     p256dh      TEXT NOT NULL,          -- base64url, the browser's P-256 public key
     auth        TEXT NOT NULL,          -- base64url, its 16-byte auth secret
     credential  TEXT NOT NULL,          -- browser | token:<name>
+    -- Which secret that credential was when it subscribed: the named token's secret hash, or a
+    -- fingerprint of the startup token. A new secret (a re-made token of the same name, a new
+    -- startup token) is another credential: its rows no longer answer.
+    credential_check TEXT NOT NULL,
     created_at  TEXT NOT NULL
 );
 CREATE INDEX push_subscriptions_by_credential ON push_subscriptions (credential);

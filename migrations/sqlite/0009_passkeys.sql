@@ -7,3 +7,10 @@ CREATE TABLE passkeys (
     created_at    TEXT NOT NULL,
     last_used_at  TEXT
 );
+
+-- Passkey ceremonies already used (registration or assertion): each is spent once, whichever
+-- instance finishes it and across restarts. Rows past their expiry are pruned as new ones come.
+CREATE TABLE spent_ceremonies (
+    nonce       TEXT PRIMARY KEY NOT NULL,
+    expires_ms  BIGINT NOT NULL
+);

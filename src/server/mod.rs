@@ -147,12 +147,9 @@ pub async fn start(
     notifier.set_listen_url(format!("http://{addr}"));
     let vapid = push::vapid::VapidKeys::load_or_create(&settings.data_dir)
         .map_err(|e| StartError::Push(e.to_string()))?;
-    let push = push::Push::new(
-        vapid,
-        push::capability::Signer::new(&settings.token),
-        hub.clone(),
-    )
-    .map_err(|e| StartError::Push(format!("no HTTP client: {e}")))?;
+    let seal_root = vapid.seal_root();
+    let push = push::Push::new(vapid, &settings.token, hub.clone())
+        .map_err(|e| StartError::Push(format!("no HTTP client: {e}")))?;
     notifier.set_push(Arc::new(push));
     let agent = agent::Agent::new(agent::Deps {
         hub: hub.clone(),
@@ -160,6 +157,7 @@ pub async fn start(
         workspace: settings.workspace.clone(),
         notifier: Arc::clone(&notifier),
     });
+    let store_for_passkeys: Arc<dyn store::passkeys::PasskeyRows> = hub.store().clone();
     let core = Arc::new(core::Core {
         hub,
         live,
@@ -169,7 +167,7 @@ pub async fn start(
         token_use: core::TokenUse::default(),
         notifier,
         watches: Default::default(),
-        passkeys: passkey::Passkeys::new(&settings.token),
+        passkeys: passkey::Passkeys::new(&seal_root, store_for_passkeys),
     });
     let watcher = watch_config(&core, &settings.config_path);
     // Several instances on one database: follow the others' commits, keep this one's turn

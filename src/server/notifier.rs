@@ -97,12 +97,25 @@ impl Notifier {
 
     /// For an ntfy notification: the URL its Approve and Deny post to, with a one-time
     /// capability for this card and this topic; `None` for a card answered only on the card
-    /// (the safety floor, or one that needs a passkey).
+    /// (`payload::answerable_from_notification`).
     fn ntfy_answer_url(&self, config: &Config, gate: &ApprovalRequestBody) -> Option<String> {
         let push = self.push.get()?;
-        let on_card_only = gate.reason == crate::protocol::GateReason::SafetyFloor
-            || config.approvals.require_passkey.applies_to(gate.reason);
-        if config.notify.format != NotifyFormat::Ntfy || on_card_only {
+        let needs_passkey = config.approvals.require_passkey.applies_to(gate.reason);
+        if config.notify.format != NotifyFormat::Ntfy
+            || !crate::server::push::payload::answerable_from_notification(gate, needs_passkey)
+        {
+            return None;
+        }
+        // A capability travels only over TLS: to the ntfy server, and back to this one.
+        let base = self.base_url(config);
+        let private = |url: &str| {
+            url::Url::parse(url).is_ok_and(|u| {
+                u.scheme() == "https"
+                    || (config.notify.push_test_endpoints
+                        && crate::server::push::subscription::endpoint_allowed(&u, true).is_ok())
+            })
+        };
+        if !private(config.notify.webhook_url.reveal().trim()) || !private(base) {
             return None;
         }
         let capability = push.signer().mint(&crate::server::push::capability::Grant {

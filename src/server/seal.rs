@@ -1,7 +1,9 @@
 //! Values the server hands out and must later recognise as its own, unchanged: an answer
 //! capability, a passkey ceremony in progress. One MAC for all of them (HMAC-SHA-256 under a
-//! key derived from the access token and the value's purpose), so no two kinds can stand in
-//! for each other and several instances that share the token honour each other's.
+//! key derived from a random root secret — `push::vapid::VapidKeys::seal_root`, kept in the
+//! data dir — and the value's purpose), so no two kinds can stand in for each other, a sealed
+//! value is no oracle for guessing the access token, and instances that share the data dir's
+//! key file honour each other's.
 //!
 //! A sealed value is signed, not encrypted: nothing secret goes in one.
 

@@ -15,7 +15,7 @@ use crate::ui::sidebar::PageLayout;
 use crate::ui::when::{Precision, When};
 
 /// The actions the audit log records (protocol.md), for the filter.
-const ACTIONS: [&str; 9] = [
+const ACTIONS: [&str; 14] = [
     "gate_opened",
     "gate_resolved",
     "rule_created",
@@ -25,6 +25,11 @@ const ACTIONS: [&str; 9] = [
     "config_changed",
     "token_created",
     "token_revoked",
+    "push_subscribed",
+    "push_unsubscribed",
+    "passkey_registered",
+    "passkey_removed",
+    "passkeys_reset",
 ];
 
 /// At most this many entries come per call.

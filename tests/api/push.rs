@@ -27,6 +27,9 @@ use sha2::Sha256;
 
 use crate::support::*;
 
+/// The push service here is on loopback, which only this setting allows.
+const PUSH_TEST: &str = "[notify]\npush_test_endpoints = true\n";
+
 // ---------------------------------------------------------------------------------------------
 // A push service on loopback
 // ---------------------------------------------------------------------------------------------
@@ -479,12 +482,15 @@ fn with_tag(grant: &Value, tag: &str) -> String {
     format!("cs1.{}.{tag}", B64.encode(grant.to_string()))
 }
 
-/// A genuine capability for `grant`, made by the server's own signer under the startup
-/// token the test knows. Used only to reach checks no pushed capability can reach (one for a
-/// floor card, which the server never makes; one whose deadline has passed).
-fn mint(grant: &Value) -> String {
+/// A genuine capability for `grant`, made by the server's own signer under its root secret
+/// (derived from the VAPID key in its data dir, which the test can read). Used only to reach
+/// checks no pushed capability can reach (one for a floor card, which the server never makes;
+/// one whose deadline has passed).
+fn mint(ts: &TestServer, grant: &Value) -> String {
     use countersign::server::push::capability::{Grant, Holder, Signer};
-    let signer = Signer::new(&countersign::server::secret::Secret::new(TOKEN));
+    use countersign::server::push::vapid::VapidKeys;
+    let keys = VapidKeys::load_or_create(&ts.data_dir()).unwrap();
+    let signer = Signer::new(&keys.seal_root());
     signer.mint(&Grant {
         session_id: id_of(grant, "s"),
         approval_id: id_of(grant, "a"),
@@ -523,7 +529,7 @@ async fn wait_resolution(ts: &TestServer, sid: &str, aid: &str) -> Value {
 /// closing push replaces the notification with the outcome.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gate_push_decrypts_answers_the_card_and_is_closed_with_the_outcome() {
-    let ts = TestServer::start().await;
+    let ts = TestServer::configured(PUSH_TEST).await;
     let service = PushService::start().await;
     let (phone, phone_secret) = named_token(&ts, "phone", "approve").await;
     let key = push_key(&phone).await;
@@ -666,7 +672,7 @@ async fn a_gate_push_decrypts_answers_the_card_and_is_closed_with_the_outcome() 
 /// every card, and its Approve must answer as `token:admin`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_device_subscribed_with_the_startup_token_is_told_and_answers_as_it() {
-    let ts = TestServer::start().await;
+    let ts = TestServer::configured(PUSH_TEST).await;
     let service = PushService::start().await;
     let device = Device::new(&service, "laptop");
     let sub = subscribe(&ts, &device).await;
@@ -686,7 +692,7 @@ async fn a_device_subscribed_with_the_startup_token_is_told_and_answers_as_it() 
 /// subscription is `browser`'s, and its notification answers as `browser`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_browser_subscribed_with_its_cookie_answers_as_browser() {
-    let ts = TestServer::start().await;
+    let ts = TestServer::configured(PUSH_TEST).await;
     let service = PushService::start().await;
     let login = send(ts.anon(Method::GET, &format!("/login?token={TOKEN}"))).await;
     assert_eq!(login.status.as_u16(), 303, "{login:?}");
@@ -729,7 +735,7 @@ async fn a_browser_subscribed_with_its_cookie_answers_as_browser() {
 /// the server never makes) is refused, leaving the card pending.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_floor_card_is_pushed_as_sensitive_and_cannot_be_answered_from_a_notification() {
-    let ts = TestServer::start().await;
+    let ts = TestServer::configured(PUSH_TEST).await;
     let service = PushService::start().await;
     let (phone, phone_secret) = named_token(&ts, "phone", "approve").await;
     let device = Device::new(&service, "phone");
@@ -754,7 +760,7 @@ async fn a_floor_card_is_pushed_as_sensitive_and_cannot_be_answered_from_a_notif
     let (_, plain) = device.gate_message(&service, &gate_id(&card)).await;
     let (grant, _) = grant_of(&capability_of(&plain));
     assert_eq!(
-        answer(&ts, &mint(&grant), "deny").await.expect(200)["actor"],
+        answer(&ts, &mint(&ts, &grant), "deny").await.expect(200)["actor"],
         "token:phone"
     );
     wait_resolution(&ts, &sid, &gate_id(&card)).await;
@@ -765,7 +771,7 @@ async fn a_floor_card_is_pushed_as_sensitive_and_cannot_be_answered_from_a_notif
     past["a"] = late["approval_id"].clone();
     past["d"] = late["digest"].clone();
     past["e"] = json!(chrono::Utc::now().timestamp_millis() - 1);
-    answer(&ts, &mint(&past), "approve")
+    answer(&ts, &mint(&ts, &past), "approve")
         .await
         .expect_error(410, "capability_ended");
     ts.assert_still_pending(&late_sid, &gate_id(&late)).await;
@@ -775,7 +781,7 @@ async fn a_floor_card_is_pushed_as_sensitive_and_cannot_be_answered_from_a_notif
         "h": {"k": "subscription", "v": sub["id"]}, "e": grant["e"],
     });
     for decision in ["approve", "deny"] {
-        answer(&ts, &mint(&floor_grant), decision)
+        answer(&ts, &mint(&ts, &floor_grant), decision)
             .await
             .expect_error(403, "forbidden");
     }
@@ -793,7 +799,7 @@ async fn a_floor_card_is_pushed_as_sensitive_and_cannot_be_answered_from_a_notif
 /// and only once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_capability_answers_its_own_card_once_and_cannot_be_altered() {
-    let ts = TestServer::start().await;
+    let ts = TestServer::configured(PUSH_TEST).await;
     let service = PushService::start().await;
     let (phone, _) = named_token(&ts, "phone", "approve").await;
     let device = Device::new(&service, "phone");
@@ -897,7 +903,7 @@ async fn a_capability_answers_its_own_card_once_and_cannot_be_altered() {
 /// card stays pending — and the capability still works afterwards.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn only_approve_and_deny_are_answered_and_a_refused_answer_changes_nothing() {
-    let ts = TestServer::start().await;
+    let ts = TestServer::configured(PUSH_TEST).await;
     let service = PushService::start().await;
     let (phone, _) = named_token(&ts, "phone", "approve").await;
     let device = Device::new(&service, "phone");
@@ -952,7 +958,7 @@ async fn only_approve_and_deny_are_answered_and_a_refused_answer_changes_nothing
 /// card still pending, and the next card is not pushed to it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unsubscribed_device_can_no_longer_answer() {
-    let ts = TestServer::start().await;
+    let ts = TestServer::configured(PUSH_TEST).await;
     let service = PushService::start().await;
     let (phone, _) = named_token(&ts, "phone", "approve").await;
     let (tablet, _) = named_token(&ts, "tablet", "approve").await;
@@ -996,7 +1002,7 @@ async fn an_unsubscribed_device_can_no_longer_answer() {
 /// capabilities (`410`), and the phone hears of no further card.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn revoking_a_token_ends_its_devices_subscriptions_and_capabilities() {
-    let ts = TestServer::start().await;
+    let ts = TestServer::configured(PUSH_TEST).await;
     let service = PushService::start().await;
     let (phone, _) = named_token(&ts, "phone", "approve").await;
     let (tablet, _) = named_token(&ts, "tablet", "approve").await;
@@ -1033,7 +1039,7 @@ async fn revoking_a_token_ends_its_devices_subscriptions_and_capabilities() {
 /// one row, a new id, and the old row's capabilities are ended.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn subscribing_the_same_endpoint_again_replaces_the_old_subscription() {
-    let ts = TestServer::start().await;
+    let ts = TestServer::configured(PUSH_TEST).await;
     let service = PushService::start().await;
     let (phone, _) = named_token(&ts, "phone", "approve").await;
     let device = Device::new(&service, "phone");
@@ -1069,7 +1075,7 @@ async fn subscribing_the_same_endpoint_again_replaces_the_old_subscription() {
 /// capability_ended`, and the closing push says the card timed out.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_capability_ends_with_its_cards_deadline() {
-    let ts = TestServer::configured("[approvals]\ntimeout_secs = 2\n").await;
+    let ts = TestServer::configured(&format!("{PUSH_TEST}[approvals]\ntimeout_secs = 2\n")).await;
     let service = PushService::start().await;
     let (phone, _) = named_token(&ts, "phone", "approve").await;
     let device = Device::new(&service, "phone");
@@ -1099,7 +1105,7 @@ async fn a_capability_ends_with_its_cards_deadline() {
 /// fresh card (pushed anew) is answered with its own capability.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_capability_cannot_approve_a_card_whose_file_changed() {
-    let ts = TestServer::start().await;
+    let ts = TestServer::configured(PUSH_TEST).await;
     let service = PushService::start().await;
     let (phone, _) = named_token(&ts, "phone", "approve").await;
     let device = Device::new(&service, "phone");
@@ -1204,7 +1210,7 @@ async fn outside_gate(agent: &Api, tool: &str, title: &str, cwd: &str) -> String
 /// reader cannot see written out, as the page and the webhook show them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn what_an_agent_wrote_reaches_the_notification_with_hidden_characters_written_out() {
-    let ts = TestServer::start().await;
+    let ts = TestServer::configured(PUSH_TEST).await;
     let service = PushService::start().await;
     let (phone, _) = named_token(&ts, "phone", "approve").await;
     let device = Device::new(&service, "phone");
@@ -1235,7 +1241,7 @@ async fn what_an_agent_wrote_reaches_the_notification_with_hidden_characters_wri
 /// capability answers: what it wrote is cut to fit, never the push dropped.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_notification_fits_one_push_whatever_the_agent_wrote() {
-    let ts = TestServer::start().await;
+    let ts = TestServer::configured(PUSH_TEST).await;
     let service = PushService::start().await;
     let (phone, _) = named_token(&ts, "phone", "approve").await;
     let device = Device::new(&service, "phone");
@@ -1253,7 +1259,9 @@ async fn a_notification_fits_one_push_whatever_the_agent_wrote() {
     let (push, msg) = device.gate_message(&service, &hidden).await;
     assert!(push.body.len() <= 4096, "{}", push.body.len());
     assert_eq!(msg["sensitive"], false, "{msg}");
-    answer(&ts, &capability_of(&msg), "deny").await.expect(200);
+    // A tool name the notification cannot show whole: it only opens the card.
+    assert!(msg["capability"].is_null(), "{msg}");
+    assert_eq!(msg["actions"], json!([]), "{msg}");
     // …and in four-byte characters a reader sees.
     let wide = "\u{1F600}";
     let ordinary = outside_gate(
@@ -1266,6 +1274,11 @@ async fn a_notification_fits_one_push_whatever_the_agent_wrote() {
     let (push, msg) = device.gate_message(&service, &ordinary).await;
     assert!(push.body.len() <= 4096, "{}", push.body.len());
     assert_eq!(msg["sensitive"], false, "{msg}");
+    assert!(msg["capability"].is_null(), "{msg}");
+    // A call it can show whole, however wide its characters, keeps its buttons.
+    let short = outside_gate(&agent, "Bash", &wide.repeat(20), "/home/me").await;
+    let (push, msg) = device.gate_message(&service, &short).await;
+    assert!(push.body.len() <= 4096, "{}", push.body.len());
     answer(&ts, &capability_of(&msg), "deny").await.expect(200);
 }
 
@@ -1273,7 +1286,7 @@ async fn a_notification_fits_one_push_whatever_the_agent_wrote() {
 /// answers, the card still opens, is answered on the page, and the call goes on at once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_push_service_that_never_answers_delays_no_gate() {
-    let ts = TestServer::start().await;
+    let ts = TestServer::configured(PUSH_TEST).await;
     let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let silent_addr = silent.local_addr().unwrap();
     let held = Arc::new(Mutex::new(Vec::new()));
@@ -1318,7 +1331,7 @@ async fn a_push_service_that_never_answers_delays_no_gate() {
 /// it is dropped at once, with no retry, and the other devices are still told.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_device_the_push_service_forgot_is_unsubscribed() {
-    let ts = TestServer::start().await;
+    let ts = TestServer::configured(PUSH_TEST).await;
     let service = PushService::start().await;
     let (phone, _) = named_token(&ts, "phone", "approve").await;
     let forgotten = Device::new(&service, "forgotten");
@@ -1371,7 +1384,7 @@ async fn a_device_the_push_service_forgot_is_unsubscribed() {
 /// message; one that refuses the request itself (400) is not, and keeps the subscription.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_push_service_is_retried_with_pauses() {
-    let ts = TestServer::start().await;
+    let ts = TestServer::configured(PUSH_TEST).await;
     let service = PushService::start().await;
     let (phone, _) = named_token(&ts, "phone", "approve").await;
     let key = push_key(&phone).await;
@@ -1420,7 +1433,7 @@ async fn a_failing_push_service_is_retried_with_pauses() {
 /// "Send a test" pushes a test message the device can read, and says it was delivered.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_test_push_reaches_the_device() {
-    let ts = TestServer::start().await;
+    let ts = TestServer::configured(PUSH_TEST).await;
     let service = PushService::start().await;
     let (phone, secret) = named_token(&ts, "phone", "approve").await;
     let key = push_key(&phone).await;
@@ -1448,7 +1461,7 @@ async fn the_test_push_reaches_the_device() {
 /// nor read the key; nothing is stored.
 #[tokio::test]
 async fn a_gates_token_cannot_subscribe_or_read_the_key() {
-    let ts = TestServer::start().await;
+    let ts = TestServer::configured(PUSH_TEST).await;
     let service = PushService::start().await;
     let (agent, _) = named_token(&ts, "hook", "gates").await;
     let device = Device::new(&service, "agent");
@@ -1482,7 +1495,7 @@ async fn a_gates_token_cannot_subscribe_or_read_the_key() {
 /// unknown_subscription`, as if it did not exist); the admin sees every one.
 #[tokio::test]
 async fn a_credential_manages_only_its_own_subscriptions() {
-    let ts = TestServer::start().await;
+    let ts = TestServer::configured(PUSH_TEST).await;
     let service = PushService::start().await;
     let (phone, _) = named_token(&ts, "phone", "approve").await;
     let (tablet, _) = named_token(&ts, "tablet", "approve").await;
@@ -1541,7 +1554,7 @@ async fn a_credential_manages_only_its_own_subscriptions() {
 /// `400` and nothing is stored — so a push is never sent somewhere it should not go.
 #[tokio::test]
 async fn a_bad_subscription_is_refused_and_nothing_is_stored() {
-    let ts = TestServer::start().await;
+    let ts = TestServer::configured(PUSH_TEST).await;
     let service = PushService::start().await;
     let device = Device::new(&service, "good");
     let good = device.subscription();

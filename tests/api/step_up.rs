@@ -56,7 +56,7 @@ impl Ntfy {
 
 fn ntfy_config(ntfy: &Ntfy, extra: &str) -> String {
     format!(
-        "[notify]\nwebhook_url = \"{}/cards-topic\"\nformat = \"ntfy\"\n{extra}",
+        "[notify]\nwebhook_url = \"{}/cards-topic\"\nformat = \"ntfy\"\npush_test_endpoints = true\n{extra}",
         ntfy.base
     )
 }
@@ -145,7 +145,9 @@ async fn an_ntfy_capability_ends_with_its_topic_and_floor_cards_get_no_buttons()
     let other = ntfy.base.replace("127.0.0.1", "localhost");
     std::fs::write(
         &config,
-        format!("[notify]\nwebhook_url = \"{other}/other-topic\"\nformat = \"ntfy\"\n"),
+        format!(
+            "[notify]\nwebhook_url = \"{other}/other-topic\"\nformat = \"ntfy\"\npush_test_endpoints = true\n"
+        ),
     )
     .unwrap();
     poll_until(
@@ -292,4 +294,24 @@ async fn only_an_admin_manages_passkeys() {
     assert_eq!(options["options"]["publicKey"]["rp"]["id"], "localhost");
     assert!(options["ceremony"].as_str().unwrap().starts_with("pk1."));
     assert_eq!(ts.get("/api/v1/passkeys").await.expect(200), json!([]));
+}
+
+/// A capability travels only over TLS: an ntfy server reached over plain http (here without
+/// the loopback test setting) gets the card's link and no buttons.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ntfy_server_over_plain_http_gets_no_buttons() {
+    let ntfy = Ntfy::start().await;
+    let ts = TestServer::configured(&format!(
+        "[notify]\nwebhook_url = \"{}/cards-topic\"\nformat = \"ntfy\"\n",
+        ntfy.base
+    ))
+    .await;
+    let sid = ts.create_id(json!({"approval_mode": "ask"})).await;
+    ts.send_msg(&sid, "write notes/plain.md: hello", None).await;
+    let card = ts.wait_gate(&sid).await;
+    let message = ntfy.wait_message(&aid(&card)).await;
+    let actions = message["actions"].as_array().unwrap();
+    assert_eq!(actions.len(), 1, "{message}");
+    assert_eq!(actions[0]["action"], "view");
+    assert!(!message.to_string().contains("/push/answers/"));
 }

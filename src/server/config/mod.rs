@@ -41,6 +41,9 @@ pub struct NotifyConfig {
     /// Where to POST the message. Empty: no notifications. A secret: only its host is shown.
     pub webhook_url: Secret<UrlHost>,
     pub format: NotifyFormat,
+    /// Web Push to plain `http` endpoints on loopback addresses: a push service on this
+    /// machine, for tests and benchmarks. Off: endpoints are public `https` only.
+    pub push_test_endpoints: bool,
 }
 
 /// The body a notification is posted in.

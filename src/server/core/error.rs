@@ -72,6 +72,8 @@ pub enum Error {
     UnknownToken(String),
     #[error("no push subscription {0} of yours")]
     UnknownSubscription(String),
+    #[error("{0}")]
+    TooManySubscriptions(String),
     /// Not a capability this server made (or one altered): nothing is revealed about why.
     #[error("this is not a valid answer capability")]
     InvalidCapability,
@@ -122,6 +124,7 @@ impl Error {
             Error::InvalidScope(_) => "invalid_scope",
             Error::UnknownToken(_) => "unknown_token",
             Error::UnknownSubscription(_) => "unknown_subscription",
+            Error::TooManySubscriptions(_) => "too_many_subscriptions",
             Error::InvalidCapability => "invalid_capability",
             Error::CapabilityEnded(_) => "capability_ended",
             Error::PasskeyRequired(_) => "passkey_required",

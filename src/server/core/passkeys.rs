@@ -107,7 +107,10 @@ impl Core {
         who: &Principal,
     ) -> Result<PasskeyRow, Error> {
         Self::admin_only(who)?;
-        let (rp, name, key) = self.passkeys.finish_registration(ceremony, credential)?;
+        let (rp, name, key) = self
+            .passkeys
+            .finish_registration(ceremony, credential)
+            .await?;
         let row = PasskeyRow {
             id: uuid::Uuid::new_v4().to_string(),
             name,
@@ -224,7 +227,8 @@ impl Core {
         };
         let verified = self
             .passkeys
-            .finish_assertion(purpose, ceremony, credential, rows)?;
+            .finish_assertion(purpose, ceremony, credential, rows)
+            .await?;
         self.passkey_rows()
             .touch_passkey(
                 &verified.passkey_id,

@@ -9,12 +9,17 @@
 use serde::Deserialize;
 
 use super::{Answer, Core, Error};
-use crate::protocol::{Decision, GateReason, Resolution, Timestamp, Via};
+use crate::protocol::{Decision, Resolution, Timestamp, Via};
 use crate::server::principal::Principal;
 use crate::server::push::capability::Holder;
 use crate::server::push::subscription::SubscriptionJson;
 use crate::server::push::{self, Delivery, Push};
 use crate::server::store::push::{PushSubscriptionRow, PushSubscriptions};
+
+/// How many devices may be subscribed in all, and per credential: each card is pushed to
+/// every one, so a token must not be able to make that thousands.
+const MAX_SUBSCRIPTIONS: usize = 200;
+const MAX_PER_CREDENTIAL: usize = 20;
 
 /// The body of `POST /api/v1/push/answers/{capability}`.
 #[derive(Deserialize, Debug, Default)]
@@ -51,13 +56,45 @@ impl Core {
                 "only a credential that may answer cards can subscribe to them".into(),
             ));
         }
-        let checked = body.check().map_err(Error::InvalidRequest)?;
+        let checked = body
+            .check(self.config().config.notify.push_test_endpoints)
+            .map_err(Error::InvalidRequest)?;
+        let credential_check = match who {
+            Principal::Token { name, .. } if *who != Principal::startup_token() => self
+                .hub
+                .store()
+                .list_tokens()
+                .await?
+                .into_iter()
+                .find(|t| &t.name == name)
+                .map(|t| t.secret_hash)
+                .ok_or_else(|| Error::Forbidden("that token was just revoked".into()))?,
+            _ => self.push()?.startup_fingerprint().to_owned(),
+        };
+        let mut existing = self.push_rows().push_subscriptions().await?;
+        existing.retain(|r| r.endpoint != checked.endpoint.as_str());
+        if existing.len() >= MAX_SUBSCRIPTIONS {
+            return Err(Error::TooManySubscriptions(format!(
+                "{MAX_SUBSCRIPTIONS} devices are subscribed already; remove one first"
+            )));
+        }
+        if existing
+            .iter()
+            .filter(|r| r.credential == who.actor())
+            .count()
+            >= MAX_PER_CREDENTIAL
+        {
+            return Err(Error::TooManySubscriptions(format!(
+                "this credential has {MAX_PER_CREDENTIAL} devices subscribed already; remove one first"
+            )));
+        }
         let row = PushSubscriptionRow {
             id: uuid::Uuid::new_v4().to_string(),
             endpoint: checked.endpoint.to_string(),
             p256dh: checked.p256dh,
             auth: checked.auth,
             credential: who.actor(),
+            credential_check,
             created_at: Timestamp::now(),
         };
         self.push_rows().save_push_subscription(&row).await?;
@@ -101,9 +138,11 @@ impl Core {
     /// Sends the test push to one of the caller's subscriptions, and says what came of it.
     pub async fn test_push(&self, id: &str, who: &Principal) -> Result<Delivery, Error> {
         let row = self.own_subscription(id, who).await?;
-        let subject = push::subject(&self.config().config);
-        Ok(self
-            .push()?
+        let live = self.config();
+        let push = self.push()?;
+        push.follow(&live.config);
+        let subject = push::subject(&live.config);
+        Ok(push
             .send_now(&row, &push::payload::test_message(), &subject)
             .await)
     }
@@ -141,7 +180,8 @@ impl Core {
                     ));
                 };
                 let tokens = self.hub.store().list_tokens().await?;
-                push::principal_of(&row.credential, &tokens).ok_or_else(|| {
+                let fingerprint = self.push()?.startup_fingerprint();
+                push::principal_of(&row, &tokens, fingerprint).ok_or_else(|| {
                     Error::CapabilityEnded(
                         "the credential this device answered as was revoked".into(),
                     )
@@ -162,17 +202,21 @@ impl Core {
                 Principal::Ntfy
             }
         };
-        // A floor card is answered on the card, never from a notification.
+        // What a notification cannot show whole (the floor, a proposal, a long call) or a
+        // passkey must confirm is answered on the card itself: the same rule that minted it.
         if let Some(gate) = self
             .hub
             .store()
             .get_gate(&grant.session_id, &grant.approval_id)
             .await?
             && gate.resolution.is_none()
-            && gate.request.body.reason == GateReason::SafetyFloor
+            && !push::payload::answerable_from_notification(
+                &gate.request.body,
+                self.needs_passkey(&gate.request.body),
+            )
         {
             return Err(Error::Forbidden(
-                "a card on the safety floor is answered on the card itself".into(),
+                "this card is answered on the card itself, not from a notification".into(),
             ));
         }
         let answer = Answer {

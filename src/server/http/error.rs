@@ -65,7 +65,7 @@ pub fn status_of(err: &Error) -> StatusCode {
         | Error::UnknownSubscription(_)
         | Error::UnknownPasskey(_) => StatusCode::NOT_FOUND,
         Error::NameTaken(_) | Error::KeyReused(_) => StatusCode::CONFLICT,
-        Error::TooManyGates(_) => StatusCode::TOO_MANY_REQUESTS,
+        Error::TooManyGates(_) | Error::TooManySubscriptions(_) => StatusCode::TOO_MANY_REQUESTS,
         Error::StaleDigest | Error::AlreadyResolved(_) => StatusCode::CONFLICT,
         Error::Gone(_) | Error::CapabilityEnded(_) => StatusCode::GONE,
         Error::TurnInProgress | Error::NoTurnRunning => StatusCode::CONFLICT,

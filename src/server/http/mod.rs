@@ -163,12 +163,17 @@ pub fn router(state: AppState) -> Router {
             header::CONTENT_SECURITY_POLICY,
             HeaderValue::from_static(csp::STATIC_POLICY),
         ))
-        // The span names the path only: a query may carry a secret (`/login?token=…`).
-        .layer(TraceLayer::new_for_http().make_span_with(
-            |req: &Request| {
-                tracing::debug_span!("request", method = %req.method(), path = %req.uri().path())
-            },
-        ))
+        // The span names the path only: a query may carry a secret (`/login?token=…`), and
+        // a capability's path is cut to its route.
+        .layer(TraceLayer::new_for_http().make_span_with(|req: &Request| {
+            let path = req.uri().path();
+            let path = if path.starts_with("/api/v1/push/answers/") {
+                "/api/v1/push/answers/…"
+            } else {
+                path
+            };
+            tracing::debug_span!("request", method = %req.method(), path = %path)
+        }))
         .with_state(state)
 }
 

@@ -8,7 +8,7 @@ use http::StatusCode;
 use serde_json::json;
 
 use super::json::ApiJson;
-use crate::server::core::CapabilityAnswer;
+use crate::server::core::{CapabilityAnswer, Error};
 use crate::server::http::error::ApiError;
 use crate::server::principal::Principal;
 use crate::server::push::Delivery;
@@ -87,7 +87,20 @@ pub async fn answer(
     Path(capability): Path<String>,
     ApiJson(body): ApiJson<CapabilityAnswer>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let resolution = state.core.answer_with_capability(&capability, body).await?;
+    let resolution = match state.core.answer_with_capability(&capability, body).await {
+        Ok(resolution) => resolution,
+        // Who answered and how, yes; the person's reason for it stays on the card (anyone
+        // reading an ntfy topic holds these capabilities).
+        Err(Error::AlreadyResolved(mut r)) => {
+            r.reason = None;
+            return Err(ApiError::Core(Error::AlreadyResolved(r)));
+        }
+        Err(Error::Gone(mut r)) => {
+            r.reason = None;
+            return Err(ApiError::Core(Error::Gone(r)));
+        }
+        Err(other) => return Err(other.into()),
+    };
     Ok(Json(json!({
         "approval_id": resolution.approval_id,
         "decision": resolution.decision,

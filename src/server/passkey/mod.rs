@@ -6,15 +6,15 @@
 //! - An assertion's challenge is derived from the gate it answers — its approval id, its
 //!   digest and a fresh nonce (`challenge_for`) — so it answers that card as it was shown and
 //!   no other; the ceremony that holds it is sealed (`server::seal`), expires after five
-//!   minutes, and is used at most once (`Passkeys::spend`).
+//!   minutes, and is used at most once (`Passkeys::spend`, in the store: across instances
+//!   and restarts).
 //! - User verification is required in every ceremony (the library's passkey policy).
 //! - Adding a passkey when one exists, or removing one, needs an assertion from a registered
 //!   one; only the local CLI (`countersign passkey reset`) removes them all.
 
 pub mod party;
 
-use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::Arc;
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -30,7 +30,7 @@ use webauthn_rs::{Webauthn, WebauthnBuilder};
 use crate::protocol::Timestamp;
 use crate::server::seal::Seal;
 use crate::server::secret::Secret;
-use crate::server::store::passkeys::PasskeyRow;
+use crate::server::store::passkeys::{PasskeyRow, PasskeyRows};
 pub use party::{RelyingParty, relying_party};
 
 /// How long a ceremony may take, from its options to its answer.
@@ -83,10 +83,11 @@ pub enum PasskeyError {
     Failed(String),
 }
 
-/// Passkey ceremonies: their seal, and the nonces already spent.
+/// Passkey ceremonies: their seal, and where spent nonces are kept (the store, so a ceremony
+/// is spent once across instances and restarts).
 pub struct Passkeys {
     seal: Seal,
-    spent: Mutex<HashMap<String, i64>>,
+    spent: Arc<dyn PasskeyRows>,
 }
 
 impl std::fmt::Debug for Passkeys {
@@ -148,10 +149,11 @@ pub struct Verified {
 }
 
 impl Passkeys {
-    pub fn new(access_token: &Secret) -> Passkeys {
+    /// Ceremonies sealed under the root secret (`VapidKeys::seal_root`).
+    pub fn new(root: &Secret, spent: Arc<dyn PasskeyRows>) -> Passkeys {
         Passkeys {
-            seal: Seal::new(access_token, "passkey-ceremony", "pk1."),
-            spent: Mutex::new(HashMap::new()),
+            seal: Seal::new(root, "passkey-ceremony", "pk1."),
+            spent,
         }
     }
 
@@ -183,21 +185,19 @@ impl Passkeys {
         Ok((ceremony, rp))
     }
 
-    /// Marks a ceremony's nonce used; `Replayed` if it already was.
-    fn spend(&self, ceremony: &Ceremony) -> Result<(), PasskeyError> {
-        let now = Timestamp::now_ms();
-        let mut spent = self
+    /// Marks a ceremony's nonce used; `Replayed` if it already was (anywhere, ever).
+    async fn spend(&self, ceremony: &Ceremony) -> Result<(), PasskeyError> {
+        match self
             .spent
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        spent.retain(|_, expires| *expires > now);
-        if spent
-            .insert(ceremony.nonce.clone(), ceremony.expires_ms)
-            .is_some()
+            .spend_ceremony(&ceremony.nonce, ceremony.expires_ms)
+            .await
         {
-            return Err(PasskeyError::Replayed);
+            Ok(true) => Ok(()),
+            Ok(false) => Err(PasskeyError::Replayed),
+            Err(e) => Err(PasskeyError::Failed(format!(
+                "the ceremony could not be recorded: {e}"
+            ))),
         }
-        Ok(())
     }
 
     /// The options for `navigator.credentials.create`, and the sealed ceremony.
@@ -231,7 +231,7 @@ impl Passkeys {
 
     /// Checks the browser's new credential against its ceremony: the passkey to store, with
     /// the name it was started with.
-    pub fn finish_registration(
+    pub async fn finish_registration(
         &self,
         sealed: &str,
         credential: &Value,
@@ -244,7 +244,7 @@ impl Passkeys {
             serde_json::from_value(state.clone()).map_err(|_| PasskeyError::BadCeremony)?;
         let credential: RegisterPublicKeyCredential = serde_json::from_value(credential.clone())
             .map_err(|e| PasskeyError::Failed(format!("not a WebAuthn credential: {e}")))?;
-        self.spend(&ceremony)?;
+        self.spend(&ceremony).await?;
         let key = webauthn(&rp)?
             .finish_passkey_registration(&credential, &state)
             .map_err(|e| PasskeyError::Failed(e.to_string()))?;
@@ -294,7 +294,7 @@ impl Passkeys {
     /// Verifies an assertion for `purpose`: its ceremony is this server's, unexpired, unspent
     /// and for exactly this purpose; its challenge the one derived from it; the passkey one of
     /// `rows`; the person verified.
-    pub fn finish_assertion(
+    pub async fn finish_assertion(
         &self,
         purpose: &Purpose,
         sealed: &str,
@@ -320,7 +320,7 @@ impl Passkeys {
             serde_json::from_value(state.clone()).map_err(|_| PasskeyError::BadCeremony)?;
         let credential: PublicKeyCredential = serde_json::from_value(credential.clone())
             .map_err(|e| PasskeyError::Failed(format!("not a WebAuthn assertion: {e}")))?;
-        self.spend(&ceremony)?;
+        self.spend(&ceremony).await?;
         let result = webauthn(&rp)?
             .finish_passkey_authentication(&credential, &state)
             .map_err(|e| PasskeyError::Failed(e.to_string()))?;
@@ -368,9 +368,14 @@ mod tests {
         );
     }
 
-    #[test]
-    fn an_assertion_ceremony_needs_a_passkey_for_this_party() {
-        let passkeys = Passkeys::new(&Secret::new("token"));
+    #[tokio::test]
+    async fn an_assertion_ceremony_needs_a_passkey_for_this_party() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("db").display());
+        let store = crate::server::store::open(&url, Default::default(), "t")
+            .await
+            .unwrap();
+        let passkeys = Passkeys::new(&Secret::new("token"), store);
         let rp = relying_party("", Some("localhost:1")).unwrap();
         assert_eq!(
             passkeys.start_assertion(&rp, Purpose::Manage, &[]).err(),
@@ -381,12 +386,15 @@ mod tests {
         assert!(options.pointer("/publicKey/challenge").is_some());
         let altered = format!("{sealed}x");
         assert_eq!(
-            passkeys.finish_registration(&altered, &Value::Null).err(),
+            passkeys
+                .finish_registration(&altered, &Value::Null)
+                .await
+                .err(),
             Some(PasskeyError::BadCeremony)
         );
         let (ceremony, party) = passkeys.open(&sealed).unwrap();
         assert_eq!(party, rp);
-        passkeys.spend(&ceremony).unwrap();
-        assert_eq!(passkeys.spend(&ceremony), Err(PasskeyError::Replayed));
+        passkeys.spend(&ceremony).await.unwrap();
+        assert_eq!(passkeys.spend(&ceremony).await, Err(PasskeyError::Replayed));
     }
 }

@@ -11,7 +11,7 @@
 //!   (`409 already_resolved`), a changed card finds a new digest (`409 stale_digest`).
 //! - *Expiry*: it dies with the gate's deadline (`410 capability_expired`).
 //! - *Revocation*: deleting its subscription, or revoking the subscription's token, ends it
-//!   (`410 capability_revoked`), as does a new access token (the MAC key is derived from it).
+//!   (`410 capability_ended`); so does a new startup token for the subscriptions it made.
 //!
 //! The server keeps nothing per capability: all of the above is checked against the MAC and
 //! the live rows, so several instances honour each other's capabilities without sharing a
@@ -72,9 +72,10 @@ pub struct Signer {
 }
 
 impl Signer {
-    pub fn new(access_token: &Secret) -> Signer {
+    /// A signer under the root secret (`VapidKeys::seal_root`).
+    pub fn new(root: &Secret) -> Signer {
         Signer {
-            seal: Seal::new(access_token, "answer-capability", "cs1."),
+            seal: Seal::new(root, "answer-capability", "cs1."),
         }
     }
 

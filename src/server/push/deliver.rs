@@ -10,6 +10,7 @@ use super::vapid::VapidKeys;
 use crate::server::store::push::PushSubscriptionRow;
 
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// What came of a push.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,12 +31,13 @@ pub async fn send(
     row: &PushSubscriptionRow,
     message: &Message,
     subject: &str,
+    loopback: bool,
 ) -> Delivery {
     let Ok(endpoint) = url::Url::parse(&row.endpoint) else {
         return Delivery::Gone;
     };
     // Checked again at each send: the rule may have tightened since the row was stored.
-    if endpoint_allowed(&endpoint).is_err() {
+    if endpoint_allowed(&endpoint, loopback).is_err() {
         return Delivery::Gone;
     }
     let (Some(p256dh), Some(auth)) = (decode_key(&row.p256dh), decode_key(&row.auth)) else {

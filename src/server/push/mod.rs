@@ -33,11 +33,19 @@ pub use deliver::Delivery;
 /// How long after a gate's deadline its closing push is still waited for (the deadline's own
 /// resolution is committed a moment after it passes).
 const CLOSING_GRACE: Duration = Duration::from_secs(30);
+/// Pushes in flight at once (each holds a connection for up to `deliver::REQUEST_TIMEOUT`).
+const MAX_IN_FLIGHT: usize = 32;
 
 /// The push service: keys, the capability signer, where subscriptions live, and a client.
 pub struct Push {
     keys: vapid::VapidKeys,
     signer: capability::Signer,
+    /// Which startup token the `browser` and `token:admin` subscriptions belong to.
+    startup_fingerprint: String,
+    /// `notify.push_test_endpoints` as last read: loopback endpoints allowed (tests).
+    loopback: Arc<std::sync::atomic::AtomicBool>,
+    /// At most this many pushes in flight at once, whatever the number of subscriptions.
+    in_flight: Arc<tokio::sync::Semaphore>,
     store: Arc<dyn Store>,
     hub: Hub,
     http: reqwest::Client,
@@ -49,21 +57,32 @@ impl std::fmt::Debug for Push {
     }
 }
 
-/// Which credential a subscription answers as, read back from its row.
+/// The credential a subscription answers as, if it is still the one that subscribed: the
+/// startup token's rows (`browser`, `token:admin`) while that token is the same
+/// (`startup_fingerprint`), a named token's while a token of that name with that very secret
+/// exists and may answer. A re-made token of the same name, or a new startup token, is another
+/// credential.
 pub fn principal_of(
-    credential: &str,
+    row: &PushSubscriptionRow,
     tokens: &[crate::server::store::TokenRow],
+    startup_fingerprint: &str,
 ) -> Option<Principal> {
-    if credential == "browser" {
-        return Some(Principal::Browser);
-    }
     let startup = Principal::startup_token();
-    if credential == startup.actor() {
-        return Some(startup);
+    if row.credential == "browser" || row.credential == startup.actor() {
+        let same = row.credential_check == startup_fingerprint;
+        return same.then(|| {
+            if row.credential == "browser" {
+                Principal::Browser
+            } else {
+                startup
+            }
+        });
     }
-    let name = credential.strip_prefix("token:")?;
-    let row = tokens.iter().find(|t| t.name == name)?;
-    let scope = Scope::parse(&row.scope)?;
+    let name = row.credential.strip_prefix("token:")?;
+    let token = tokens
+        .iter()
+        .find(|t| t.name == name && t.secret_hash == row.credential_check)?;
+    let scope = Scope::parse(&token.scope)?;
     scope.decides().then(|| Principal::Token {
         name: name.to_owned(),
         scope,
@@ -73,17 +92,34 @@ pub fn principal_of(
 impl Push {
     pub fn new(
         keys: vapid::VapidKeys,
-        signer: capability::Signer,
+        access_token: &crate::server::secret::Secret,
         hub: Hub,
     ) -> Result<Push, reqwest::Error> {
+        let signer = capability::Signer::new(&keys.seal_root());
+        let startup_fingerprint = {
+            use sha2::Digest;
+            hex::encode(sha2::Sha256::digest(format!(
+                "countersign-push-startup:{}",
+                access_token.reveal()
+            )))
+        };
+        let loopback = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let http = reqwest::Client::builder()
             .timeout(deliver::REQUEST_TIMEOUT)
+            .connect_timeout(deliver::CONNECT_TIMEOUT)
             // A push service answers; it never sends us elsewhere.
             .redirect(reqwest::redirect::Policy::none())
+            // A name is connected to only at the public addresses it resolves to.
+            .dns_resolver(Arc::new(subscription::PublicOnly {
+                loopback: Arc::clone(&loopback),
+            }))
             .build()?;
         Ok(Push {
             keys,
             signer,
+            startup_fingerprint,
+            loopback,
+            in_flight: Arc::new(tokio::sync::Semaphore::new(MAX_IN_FLIGHT)),
             store: Arc::clone(hub.store()),
             hub,
             http,
@@ -96,6 +132,11 @@ impl Push {
 
     pub fn signer(&self) -> &capability::Signer {
         &self.signer
+    }
+
+    /// What a subscription made with the startup token (or its cookie) records as its check.
+    pub fn startup_fingerprint(&self) -> &str {
+        &self.startup_fingerprint
     }
 
     fn subscriptions(&self) -> &dyn PushSubscriptions {
@@ -114,20 +155,33 @@ impl Push {
         Ok(subscriptions
             .into_iter()
             .filter_map(|row| {
-                let principal = principal_of(&row.credential, &tokens)?;
+                let principal = principal_of(&row, &tokens, &self.startup_fingerprint)?;
                 Some((row, principal))
             })
             .collect())
     }
 
-    /// One push to one subscription now; a gone subscription is dropped.
+    /// Takes in the config's push settings (whether loopback endpoints are allowed).
+    pub fn follow(&self, config: &Config) {
+        self.loopback.store(
+            config.notify.push_test_endpoints,
+            std::sync::atomic::Ordering::Relaxed,
+        );
+    }
+
+    /// One push to one subscription now (waiting for a slot among those in flight); a gone
+    /// subscription is dropped.
     pub async fn send_now(
         &self,
         row: &PushSubscriptionRow,
         message: &payload::Message,
         subject: &str,
     ) -> Delivery {
-        let delivery = deliver::send(&self.http, &self.keys, row, message, subject).await;
+        let Ok(_slot) = self.in_flight.acquire().await else {
+            return Delivery::Failed;
+        };
+        let loopback = self.loopback.load(std::sync::atomic::Ordering::Relaxed);
+        let delivery = deliver::send(&self.http, &self.keys, row, message, subject, loopback).await;
         if delivery == Delivery::Gone {
             self.drop_gone(row).await;
         }
@@ -163,6 +217,7 @@ impl Push {
         let subject = subject(config);
         let session_title = session_title.to_owned();
         let needs_passkey = config.approvals.require_passkey.applies_to(gate.reason);
+        self.follow(config);
         tokio::spawn(async move {
             // Watch before anything is sent, so an answer given at once is not missed.
             let watch = push.hub.subscribe(&gate.session_id);

@@ -18,6 +18,9 @@ pub struct PushSubscriptionRow {
     pub auth: String,
     /// The credential that subscribed, as actors name it: `browser` or `token:<name>`.
     pub credential: String,
+    /// Which secret that credential was: the named token's secret hash, or the startup
+    /// token's fingerprint (`Push::startup_fingerprint`).
+    pub credential_check: String,
     pub created_at: Timestamp,
 }
 

@@ -8,12 +8,12 @@ use super::write::chain_audit;
 use crate::server::store::StoreError;
 use crate::server::store::push::{PushSubscriptionRow, PushSubscriptions, audit_draft};
 
-const COLUMNS: &str = "id, endpoint, p256dh, auth, credential, created_at";
+const COLUMNS: &str = "id, endpoint, p256dh, auth, credential, credential_check, created_at";
 
-type Tuple = (String, String, String, String, String, String);
+type Tuple = (String, String, String, String, String, String, String);
 
 fn subscription(
-    (id, endpoint, p256dh, auth, credential, created_at): Tuple,
+    (id, endpoint, p256dh, auth, credential, credential_check, created_at): Tuple,
 ) -> PushSubscriptionRow {
     PushSubscriptionRow {
         id,
@@ -21,6 +21,7 @@ fn subscription(
         p256dh,
         auth,
         credential,
+        credential_check,
         created_at: created_at.into(),
     }
 }
@@ -34,13 +35,14 @@ impl PushSubscriptions for PgStore {
             .execute(&mut *tx)
             .await?;
         sqlx::query(&format!(
-            "INSERT INTO push_subscriptions ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6)"
+            "INSERT INTO push_subscriptions ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)"
         ))
         .bind(&row.id)
         .bind(&row.endpoint)
         .bind(&row.p256dh)
         .bind(&row.auth)
         .bind(&row.credential)
+        .bind(&row.credential_check)
         .bind(row.created_at.as_str())
         .execute(&mut *tx)
         .await?;

@@ -8,7 +8,7 @@ use super::batch::Done;
 use crate::server::store::StoreError;
 use crate::server::store::push::{PushSubscriptionRow, PushSubscriptions, audit_draft};
 
-const COLUMNS: &str = "id, endpoint, p256dh, auth, credential, created_at";
+const COLUMNS: &str = "id, endpoint, p256dh, auth, credential, credential_check, created_at";
 
 fn subscription(row: &Row<'_>) -> rusqlite::Result<PushSubscriptionRow> {
     Ok(PushSubscriptionRow {
@@ -17,7 +17,8 @@ fn subscription(row: &Row<'_>) -> rusqlite::Result<PushSubscriptionRow> {
         p256dh: row.get(2)?,
         auth: row.get(3)?,
         credential: row.get(4)?,
-        created_at: row.get(5)?,
+        credential_check: row.get(5)?,
+        created_at: row.get(6)?,
     })
 }
 
@@ -30,7 +31,7 @@ impl PushSubscriptions for SqliteStore {
                 sp.prepare_cached("DELETE FROM push_subscriptions WHERE endpoint = ?1")?
                     .execute(params![row.endpoint])?;
                 sp.prepare_cached(&format!(
-                    "INSERT INTO push_subscriptions ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
+                    "INSERT INTO push_subscriptions ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
                 ))?
                 .execute(params![
                     row.id,
@@ -38,6 +39,7 @@ impl PushSubscriptions for SqliteStore {
                     row.p256dh,
                     row.auth,
                     row.credential,
+                    row.credential_check,
                     row.created_at
                 ])?;
                 super::write::chain_audit(
