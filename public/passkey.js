@@ -1,8 +1,10 @@
 // WebAuthn for Countersign's pages: turns the server's ceremony options (base64url fields)
 // into what navigator.credentials wants, and the browser's credential back into JSON.
-//   window.countersignPasskey(sessionId, approvalId) → JSON text {ceremony, credential}: an
-//     assertion made for that card (the card sends it with the answer).
-//   window.countersignPasskeys.{register(name), manage()}: for the Security page.
+//   window.countersignPasskey(sessionId, approvalId, answerJson) → JSON text {ceremony,
+//     credential}: an assertion made for that card and that answer (`answerJson`: the
+//     decision, edits, rule and mode the card then sends with it).
+//   window.countersignPasskeys.{register(name, proof), remove(id, proof), manage(change)}: for
+//     the Security page; `change` is {change: 'add', name} or {change: 'remove', id}.
 // Rejections are strings a person can read.
 'use strict';
 (function () {
@@ -104,10 +106,10 @@
     return !!(window.PublicKeyCredential && navigator.credentials);
   }
 
-  async function assert(path) {
+  async function assert(path, body) {
     if (!supported()) throw 'this browser has no passkeys (WebAuthn)';
     try {
-      const { options, ceremony } = await post(path);
+      const { options, ceremony } = await post(path, body);
       const cred = await navigator.credentials.get(requestOptions(options));
       return { ceremony, credential: assertionJSON(cred) };
     } catch (err) {
@@ -115,14 +117,15 @@
     }
   }
 
-  window.countersignPasskey = async (sessionId, approvalId) => JSON.stringify(await assert(
+  window.countersignPasskey = async (sessionId, approvalId, answerJson) => JSON.stringify(await assert(
     `/api/v1/sessions/${encodeURIComponent(sessionId)}/approvals/${encodeURIComponent(approvalId)}/passkey`,
+    JSON.parse(answerJson),
   ));
 
   window.countersignPasskeys = {
     supported,
-    /** An assertion for adding or removing a passkey. */
-    manage: () => assert('/api/v1/passkeys/assertions'),
+    /** An assertion for one change: {change: 'add', name} or {change: 'remove', id}. */
+    manage: (change) => assert('/api/v1/passkeys/assertions', change),
     /** Registers a passkey named `name`; `proof` is a manage() assertion when one exists. */
     async register(name, proof) {
       if (!supported()) throw 'this browser has no passkeys (WebAuthn)';

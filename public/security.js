@@ -29,7 +29,7 @@
       remove.textContent = 'Remove';
       remove.dataset.testid = 'passkey-remove';
       remove.addEventListener('click', guard(async () => {
-        const proof = await window.countersignPasskeys.manage();
+        const proof = await window.countersignPasskeys.manage({ change: 'remove', id: k.id });
         await window.countersignPasskeys.remove(k.id, proof);
         await refresh();
         status(`Removed the passkey “${k.name}”.`);
@@ -54,7 +54,7 @@
       const name = $('passkey-name').value.trim();
       if (!name) { status('Give the passkey a name first (e.g. “phone”).', true); return; }
       const keys = await list();
-      const proof = keys.length > 0 ? await window.countersignPasskeys.manage() : null;
+      const proof = keys.length > 0 ? await window.countersignPasskeys.manage({ change: 'add', name }) : null;
       await window.countersignPasskeys.register(name, proof);
       $('passkey-name').value = '';
       await refresh();

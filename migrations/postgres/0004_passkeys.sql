@@ -3,6 +3,7 @@ CREATE TABLE passkeys (
     id            TEXT PRIMARY KEY,
     name          TEXT NOT NULL UNIQUE,
     rp_id         TEXT NOT NULL,          -- the domain it was made for
+    origin        TEXT NOT NULL,          -- the origin it was registered from: assertions must come from it
     credential    TEXT NOT NULL,          -- the WebAuthn library's JSON: id, public key, counter
     created_at    TEXT NOT NULL,
     last_used_at  TEXT

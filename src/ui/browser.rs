@@ -245,12 +245,14 @@ pub fn copy_field(element_id: &str) -> bool {
     }
 }
 
-/// A passkey assertion for one card, made by the page's WebAuthn script (`public/passkey.js`,
-/// `window.countersignPasskey`): the person confirms with their passkey, and the answer comes
-/// back as the JSON a decision carries. `Err` says why there is none, in words.
+/// A passkey assertion for one answer to one card, made by the page's WebAuthn script
+/// (`public/passkey.js`, `window.countersignPasskey`): the person confirms with their passkey,
+/// and the assertion comes back as the JSON a decision carries. `answer` is the answer as the
+/// decision will send it (its challenge is derived from it). `Err` says why there is none.
 pub async fn passkey_for_card(
     session_id: &str,
     approval_id: &str,
+    answer: &serde_json::Value,
 ) -> Result<crate::protocol::PasskeyAnswer, String> {
     #[cfg(feature = "hydrate")]
     {
@@ -261,7 +263,12 @@ pub async fn passkey_for_card(
             .and_then(|f| f.dyn_into::<js_sys::Function>().ok())
             .ok_or("this page cannot use passkeys (its script did not load)")?;
         let promise = function
-            .call2(&window, &session_id.into(), &approval_id.into())
+            .call3(
+                &window,
+                &session_id.into(),
+                &approval_id.into(),
+                &answer.to_string().into(),
+            )
             .ok()
             .and_then(|p| p.dyn_into::<js_sys::Promise>().ok())
             .ok_or("the passkey script failed")?;
@@ -277,7 +284,7 @@ pub async fn passkey_for_card(
     }
     #[cfg(not(feature = "hydrate"))]
     {
-        let _ = (session_id, approval_id);
+        let _ = (session_id, approval_id, answer);
         Err("passkeys are used in the browser".to_owned())
     }
 }

@@ -450,7 +450,7 @@ impl Core {
             Some(mode) => Some(mode),
         };
         // Last of the checks that can refuse, so a refused answer never spends an assertion.
-        let passkey = self.step_up(&request, body.passkey.as_ref()).await?;
+        let passkey = self.step_up(&request, &body).await?;
         let reason = body
             .reason
             .map(|r| r.trim().chars().take(MAX_REASON_CHARS).collect::<String>())

@@ -15,7 +15,7 @@ mod watch;
 pub use decisions::{Answer, DecisionRequest, RuleChoice, RuleRequest};
 pub use error::Error;
 pub use external::MAX_WAIT_SECS;
-pub use passkeys::PasskeyProof;
+pub use passkeys::{PasskeyChange, PasskeyProof, answer_fingerprint};
 pub use push::CapabilityAnswer;
 pub use tokens::{TokenUse, secret_hash};
 pub use watch::{MAX_WATCH, MIN_WATCH};

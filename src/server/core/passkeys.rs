@@ -1,16 +1,17 @@
 //! Passkeys behind the routes: registering and removing them (admin; with one registered,
-//! only with an assertion from one), and the step-up a card's answer needs when
-//! `[approvals] require_passkey` covers it.
+//! only with an assertion from one made for that change), and the step-up a card's answer
+//! needs when `[approvals] require_passkey` covers it.
 //!
 //! **Invariant:** `decide` calls `step_up` for every answer by a person, whatever door it came
-//! through (page, API, CLI, a notification): a card the setting covers is answered only with
-//! an assertion made for that card as it was shown.
+//! through (page, API, CLI, form, a notification): a card the setting covers is answered only
+//! with an assertion made for that card as it was shown and for that very answer.
 
-use serde_json::Value;
+use serde::Deserialize;
+use serde_json::{Value, json};
 
-use super::{Core, Error};
+use super::{Answer, Core, Error};
 use crate::protocol::{ApprovalRequest, Timestamp};
-use crate::server::passkey::{PasskeyError, Purpose, RelyingParty, relying_party};
+use crate::server::passkey::{MAX_PASSKEYS, PasskeyError, Purpose, RelyingParty, relying_party};
 use crate::server::principal::{Principal, Scope};
 use crate::server::store::passkeys::{PasskeyRow, PasskeyRows};
 
@@ -19,6 +20,44 @@ pub type PasskeyProof = crate::protocol::PasskeyAnswer;
 
 /// The longest passkey name.
 const MAX_NAME_CHARS: usize = 64;
+
+/// A change to the passkeys an assertion is asked for (`POST /api/v1/passkeys/assertions`).
+#[derive(Deserialize, Debug, Clone)]
+#[serde(tag = "change", rename_all = "snake_case", deny_unknown_fields)]
+pub enum PasskeyChange {
+    /// Registering a passkey of this name.
+    Add { name: String },
+    /// Removing this passkey.
+    Remove { id: String },
+}
+
+impl PasskeyChange {
+    fn purpose(&self) -> Purpose {
+        Purpose::Manage {
+            change: match self {
+                PasskeyChange::Add { name } => format!("add:{}", name.trim()),
+                PasskeyChange::Remove { id } => format!("remove:{id}"),
+            },
+        }
+    }
+}
+
+/// What an answer says, as one fingerprint: its decision, its edits, the rule it makes and the
+/// mode a plan runs in (not its reason or its tab). A step-up assertion is made for it.
+pub fn answer_fingerprint(answer: &Answer) -> String {
+    use sha2::Digest;
+    let shape = json!({
+        "decision": answer.decision.as_str(),
+        "edits": answer.edits,
+        "rule": answer.rule.as_ref().map(|r| json!({
+            "scope": r.scope, "pattern": r.pattern, "expires_in_secs": r.expires_in_secs,
+        })),
+        "execution_mode": answer.execution_mode,
+    });
+    hex::encode(sha2::Sha256::digest(
+        crate::server::digest::canonical_json(&shape).as_bytes(),
+    ))
+}
 
 impl From<PasskeyError> for Error {
     fn from(err: PasskeyError) -> Self {
@@ -44,23 +83,6 @@ impl Core {
         Ok(self.passkey_rows().passkeys().await?)
     }
 
-    /// An assertion for managing passkeys, checked (when any is registered).
-    async fn manage_step_up(
-        &self,
-        proof: Option<&PasskeyProof>,
-        rows: &[PasskeyRow],
-    ) -> Result<(), Error> {
-        if rows.is_empty() {
-            return Ok(());
-        }
-        let proof = proof.ok_or_else(|| {
-            Error::PasskeyRequired(
-                "a passkey is registered: confirm with it to add or remove one".into(),
-            )
-        })?;
-        self.verify(&Purpose::Manage, proof, rows).await.map(|_| ())
-    }
-
     fn admin_only(who: &Principal) -> Result<(), Error> {
         if who.scope() == Scope::Admin {
             Ok(())
@@ -71,8 +93,28 @@ impl Core {
         }
     }
 
+    /// An assertion for `change`, checked when any passkey is registered; whether one was.
+    async fn manage_step_up(
+        &self,
+        change: &PasskeyChange,
+        proof: Option<&PasskeyProof>,
+        rows: &[PasskeyRow],
+    ) -> Result<bool, Error> {
+        if rows.is_empty() {
+            return Ok(false);
+        }
+        let proof = proof.ok_or_else(|| {
+            Error::PasskeyRequired(
+                "a passkey is registered: confirm this change with it first".into(),
+            )
+        })?;
+        self.verify(&change.purpose(), proof, rows).await?;
+        Ok(true)
+    }
+
     /// Starts registering a passkey named `name`: the options for the browser and the sealed
-    /// ceremony. With one registered already, `proof` must be an assertion from it.
+    /// ceremony. With one registered already, `proof` must be an assertion made for adding
+    /// this name.
     pub async fn start_passkey_registration(
         &self,
         host: Option<&str>,
@@ -95,11 +137,22 @@ impl Core {
         if rows.iter().any(|r| r.name == name) {
             return Err(Error::NameTaken(format!("a passkey named `{name}` exists")));
         }
-        self.manage_step_up(proof, &rows).await?;
-        Ok(self.passkeys.start_registration(&rp, name, &rows)?)
+        if rows.len() >= MAX_PASSKEYS {
+            return Err(Error::InvalidRequest(format!(
+                "{MAX_PASSKEYS} passkeys are registered; remove one first"
+            )));
+        }
+        let change = PasskeyChange::Add {
+            name: name.to_owned(),
+        };
+        let with_proof = self.manage_step_up(&change, proof, &rows).await?;
+        Ok(self
+            .passkeys
+            .start_registration(&rp, name, &rows, with_proof)?)
     }
 
-    /// Finishes a registration: stores the new passkey.
+    /// Finishes a registration: stores the new passkey. One started without an assertion
+    /// (when none was registered) cannot finish once a passkey exists.
     pub async fn finish_passkey_registration(
         &self,
         ceremony: &str,
@@ -107,15 +160,27 @@ impl Core {
         who: &Principal,
     ) -> Result<PasskeyRow, Error> {
         Self::admin_only(who)?;
-        let (rp, name, key) = self
+        let done = self
             .passkeys
             .finish_registration(ceremony, credential)
             .await?;
+        let rows = self.list_passkeys().await?;
+        if !done.with_proof && !rows.is_empty() {
+            return Err(Error::PasskeyRequired(
+                "a passkey was registered meanwhile: start again and confirm with it".into(),
+            ));
+        }
+        if rows.len() >= MAX_PASSKEYS {
+            return Err(Error::InvalidRequest(format!(
+                "{MAX_PASSKEYS} passkeys are registered; remove one first"
+            )));
+        }
         let row = PasskeyRow {
             id: uuid::Uuid::new_v4().to_string(),
-            name,
-            rp_id: rp.id.clone(),
-            credential: serde_json::to_string(&key)
+            name: done.name,
+            rp_id: done.rp.id.clone(),
+            origin: done.rp.origin.to_string(),
+            credential: serde_json::to_string(&done.key)
                 .map_err(|e| Error::Internal(format!("a passkey did not serialize: {e}")))?,
             created_at: Timestamp::now(),
             last_used_at: None,
@@ -124,17 +189,22 @@ impl Core {
         Ok(row)
     }
 
-    /// Options for an assertion that manages passkeys.
+    /// Options for an assertion that allows `change`.
     pub async fn start_manage_assertion(
         &self,
         host: Option<&str>,
+        change: &PasskeyChange,
+        who: &Principal,
     ) -> Result<(Value, String), Error> {
+        Self::admin_only(who)?;
         let rp = self.relying_party(host)?;
         let rows = self.list_passkeys().await?;
-        Ok(self.passkeys.start_assertion(&rp, Purpose::Manage, &rows)?)
+        Ok(self
+            .passkeys
+            .start_assertion(&rp, change.purpose(), &rows)?)
     }
 
-    /// Removes a passkey, with an assertion from a registered one (it may be the same).
+    /// Removes a passkey, with an assertion made for removing it (from any registered one).
     pub async fn remove_passkey(
         &self,
         id: &str,
@@ -146,7 +216,8 @@ impl Core {
         if !rows.iter().any(|r| r.id == id) {
             return Err(Error::UnknownPasskey(id.chars().take(64).collect()));
         }
-        self.manage_step_up(proof, &rows).await?;
+        let change = PasskeyChange::Remove { id: id.to_owned() };
+        self.manage_step_up(&change, proof, &rows).await?;
         if self.passkey_rows().remove_passkey(id, &who.actor()).await? {
             Ok(())
         } else {
@@ -154,12 +225,13 @@ impl Core {
         }
     }
 
-    /// Options for an assertion that answers the card `approval_id` of `session_id`.
+    /// Options for an assertion that gives `answer` to the card `approval_id` of `session_id`.
     pub async fn start_gate_assertion(
         &self,
         host: Option<&str>,
         session_id: &str,
         approval_id: &str,
+        answer: &Answer,
     ) -> Result<(Value, String), Error> {
         let rp = self.relying_party(host)?;
         let Some(gate) = self.hub.store().get_gate(session_id, approval_id).await? else {
@@ -174,6 +246,7 @@ impl Core {
         let purpose = Purpose::Gate {
             approval_id: gate.request.body.approval_id.clone(),
             digest: gate.request.body.digest.clone(),
+            answer: answer_fingerprint(answer),
         };
         Ok(self.passkeys.start_assertion(&rp, purpose, &rows)?)
     }
@@ -187,18 +260,18 @@ impl Core {
             .applies_to(request.reason)
     }
 
-    /// The step-up a person's answer to `request` needs: `None` when the setting does not
-    /// cover it, else the name of the passkey whose assertion (made for this card as shown)
-    /// verified. Refused without one.
+    /// The step-up a person's `answer` to `request` needs: `None` when the setting does not
+    /// cover it, else the name of the passkey whose assertion (made for this card as shown and
+    /// this answer) verified. Refused without one.
     pub(super) async fn step_up(
         &self,
         request: &ApprovalRequest,
-        proof: Option<&PasskeyProof>,
+        answer: &Answer,
     ) -> Result<Option<String>, Error> {
         if !self.needs_passkey(&request.body) {
             return Ok(None);
         }
-        let proof = proof.ok_or_else(|| {
+        let proof = answer.passkey.as_ref().ok_or_else(|| {
             Error::PasskeyRequired(
                 "this card needs a passkey: confirm with yours on the card (approvals.require_passkey)"
                     .into(),
@@ -208,6 +281,7 @@ impl Core {
         let purpose = Purpose::Gate {
             approval_id: request.body.approval_id.clone(),
             digest: request.body.digest.clone(),
+            answer: answer_fingerprint(answer),
         };
         let name = self.verify(&purpose, proof, &rows).await?;
         Ok(Some(name))

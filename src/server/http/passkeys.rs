@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 use super::json::ApiJson;
 use crate::protocol::PasskeyAnswer;
+use crate::server::core::{Answer, DecisionRequest, PasskeyChange};
 use crate::server::http::error::ApiError;
 use crate::server::principal::Principal;
 use crate::server::state::AppState;
@@ -89,11 +90,18 @@ pub async fn finish_registration(
     Ok((StatusCode::CREATED, Json(view(&row))))
 }
 
+/// An assertion that allows one change: `{"change": "add", "name"}` or
+/// `{"change": "remove", "id"}`.
 pub async fn start_manage_assertion(
     State(state): State<AppState>,
+    Extension(who): Extension<Principal>,
     headers: HeaderMap,
+    ApiJson(change): ApiJson<PasskeyChange>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let (options, sealed) = state.core.start_manage_assertion(host(&headers)).await?;
+    let (options, sealed) = state
+        .core
+        .start_manage_assertion(host(&headers), &change, &who)
+        .await?;
     Ok(ceremony(options, sealed))
 }
 
@@ -116,15 +124,19 @@ pub async fn remove(
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// The assertion options that answer one card (its challenge derived from the card).
+/// The assertion options for one answer to one card: the body is the answer as it will be
+/// sent (`decision`, `edits`, `rule`, `execution_mode`), and the challenge is derived from it
+/// and the card.
 pub async fn start_gate_assertion(
     State(state): State<AppState>,
     headers: HeaderMap,
     Path((sid, aid)): Path<(String, String)>,
+    ApiJson(body): ApiJson<DecisionRequest>,
 ) -> Result<impl IntoResponse, ApiError> {
+    let answer = Answer::try_from(body)?;
     let (options, sealed) = state
         .core
-        .start_gate_assertion(host(&headers), &sid, &aid)
+        .start_gate_assertion(host(&headers), &sid, &aid, &answer)
         .await?;
     Ok(ceremony(options, sealed))
 }

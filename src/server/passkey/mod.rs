@@ -1,16 +1,21 @@
 //! Passkeys (WebAuthn) for step-up: with `[approvals] require_passkey = "floor"` (or
 //! `"all"`), answering such a card needs a fresh, user-verified assertion from a registered
-//! passkey, made for that card.
+//! passkey, made for that card and that answer.
 //!
 //! **Invariants** (ARCHITECTURE.md, "Step-up"):
-//! - An assertion's challenge is derived from the gate it answers — its approval id, its
-//!   digest and a fresh nonce (`challenge_for`) — so it answers that card as it was shown and
-//!   no other; the ceremony that holds it is sealed (`server::seal`), expires after five
-//!   minutes, and is used at most once (`Passkeys::spend`, in the store: across instances
-//!   and restarts).
+//! - An assertion's challenge is derived from what it allows (`challenge_for`): for a card,
+//!   its approval id, its digest and the answer (decision, edits, rule, mode); for a change to
+//!   passkeys, that change (`add:<name>`, `remove:<id>`); and a fresh nonce. It allows that and
+//!   nothing else.
+//! - Nothing the browser holds is trusted but the nonce's seal: a ceremony carries only its
+//!   purpose, its party, its nonce and its expiry (sealed, `server::seal`, under a random
+//!   secret in the data dir); the credentials an assertion is checked against are the stored
+//!   rows, made for this relying party and this origin. A ceremony expires after five minutes
+//!   and is spent once, in the store (across instances and restarts).
 //! - User verification is required in every ceremony (the library's passkey policy).
-//! - Adding a passkey when one exists, or removing one, needs an assertion from a registered
-//!   one; only the local CLI (`countersign passkey reset`) removes them all.
+//! - Adding a passkey when one exists, or removing one, needs an assertion made for that
+//!   change; a registration started without one cannot finish once a passkey exists. Only the
+//!   local CLI (`countersign passkey reset`) removes them all.
 
 pub mod party;
 
@@ -35,22 +40,37 @@ pub use party::{RelyingParty, relying_party};
 
 /// How long a ceremony may take, from its options to its answer.
 const CEREMONY_MS: i64 = 5 * 60 * 1000;
+/// The most passkeys one server keeps (each is offered in every ceremony).
+pub const MAX_PASSKEYS: usize = 16;
 
-/// What an assertion is for.
+/// What an assertion allows.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 #[serde(tag = "for", rename_all = "snake_case")]
 pub enum Purpose {
-    /// Answering one card, as it was shown.
-    Gate { approval_id: String, digest: String },
-    /// Adding or removing a passkey.
-    Manage,
+    /// One answer to one card, as the card was shown: `answer` is the answer's fingerprint
+    /// (`core::passkeys::answer_fingerprint`).
+    Gate {
+        approval_id: String,
+        digest: String,
+        answer: String,
+    },
+    /// One change to the passkeys: `add:<name>` or `remove:<id>`.
+    Manage { change: String },
 }
 
 #[derive(Serialize, Deserialize, Debug)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 enum Step {
-    Register { name: String, state: Value },
-    Assert { purpose: Purpose, state: Value },
+    /// `state` holds the registration's challenge and policy (nothing to trust: a forged one
+    /// would need the seal); `with_proof`: it was started with an assertion from a passkey.
+    Register {
+        name: String,
+        state: Value,
+        with_proof: bool,
+    },
+    Assert {
+        purpose: Purpose,
+    },
 }
 
 /// A ceremony in progress, sealed and handed to the browser, which sends it back with its
@@ -72,7 +92,7 @@ pub enum PasskeyError {
     #[error("no passkey is registered for {0}; register one on the Security page")]
     NoneRegistered(String),
     #[error(
-        "this passkey ceremony is not valid (altered, for another card, or from another server)"
+        "this passkey ceremony is not valid (altered, for another card or answer, or from another server)"
     )]
     BadCeremony,
     #[error("this passkey ceremony has expired; try again")]
@@ -115,12 +135,17 @@ pub fn challenge_for(purpose: &Purpose, nonce: &str) -> [u8; 32] {
         Purpose::Gate {
             approval_id,
             digest,
+            answer,
         } => {
             field(b"gate");
             field(approval_id.as_bytes());
             field(digest.as_bytes());
+            field(answer.as_bytes());
         }
-        Purpose::Manage => field(b"manage"),
+        Purpose::Manage { change } => {
+            field(b"manage");
+            field(change.as_bytes());
+        }
     }
     field(nonce.as_bytes());
     hash.finalize().into()
@@ -130,10 +155,10 @@ fn nonce() -> String {
     Uuid::new_v4().simple().to_string()
 }
 
-/// The stored credentials among `rows` made for `rp`.
+/// The stored credentials among `rows` made for `rp` (its domain and its origin).
 fn credentials_for(rows: &[PasskeyRow], rp: &RelyingParty) -> Vec<(String, Passkey)> {
     rows.iter()
-        .filter(|r| r.rp_id == rp.id)
+        .filter(|r| r.rp_id == rp.id && r.origin == rp.origin.as_str())
         .filter_map(|r| {
             let key: Passkey = serde_json::from_str(&r.credential).ok()?;
             Some((r.id.clone(), key))
@@ -146,6 +171,16 @@ fn credentials_for(rows: &[PasskeyRow], rp: &RelyingParty) -> Vec<(String, Passk
 pub struct Verified {
     pub passkey_id: String,
     pub credential: String,
+}
+
+/// A finished registration: the passkey to store, and what it was made under.
+#[derive(Debug)]
+pub struct Registered {
+    pub rp: RelyingParty,
+    pub name: String,
+    pub key: Passkey,
+    /// It was started with an assertion from a registered passkey.
+    pub with_proof: bool,
 }
 
 impl Passkeys {
@@ -167,8 +202,7 @@ impl Passkeys {
         })
     }
 
-    /// Opens a ceremony this server sealed, unexpired, with the relying party it was made for
-    /// (the party is part of what is sealed: an assertion is checked against it alone).
+    /// Opens a ceremony this server sealed, unexpired, with the relying party it was made for.
     fn open(&self, sealed: &str) -> Result<(Ceremony, RelyingParty), PasskeyError> {
         let ceremony: Ceremony = self
             .seal
@@ -206,6 +240,7 @@ impl Passkeys {
         rp: &RelyingParty,
         name: &str,
         existing: &[PasskeyRow],
+        with_proof: bool,
     ) -> Result<(Value, String), PasskeyError> {
         let exclude = credentials_for(existing, rp)
             .into_iter()
@@ -223,21 +258,26 @@ impl Passkeys {
             Step::Register {
                 name: name.to_owned(),
                 state,
+                with_proof,
             },
             nonce(),
         );
         Ok((options, sealed))
     }
 
-    /// Checks the browser's new credential against its ceremony: the passkey to store, with
-    /// the name it was started with.
+    /// Checks the browser's new credential against its ceremony: the passkey to store.
     pub async fn finish_registration(
         &self,
         sealed: &str,
         credential: &Value,
-    ) -> Result<(RelyingParty, String, Passkey), PasskeyError> {
+    ) -> Result<Registered, PasskeyError> {
         let (ceremony, rp) = self.open(sealed)?;
-        let Step::Register { name, state } = &ceremony.step else {
+        let Step::Register {
+            name,
+            state,
+            with_proof,
+        } = &ceremony.step
+        else {
             return Err(PasskeyError::BadCeremony);
         };
         let state: PasskeyRegistration =
@@ -248,31 +288,28 @@ impl Passkeys {
         let key = webauthn(&rp)?
             .finish_passkey_registration(&credential, &state)
             .map_err(|e| PasskeyError::Failed(e.to_string()))?;
-        Ok((rp, name.clone(), key))
+        Ok(Registered {
+            rp,
+            name: name.clone(),
+            key,
+            with_proof: *with_proof,
+        })
     }
 
-    /// The options for `navigator.credentials.get` for `purpose`, with its challenge derived
-    /// from it, and the sealed ceremony.
-    pub fn start_assertion(
-        &self,
+    /// The library's state for an assertion by any of `keys`, with its challenge the one
+    /// derived from `purpose` and `nonce`; and the options for the browser.
+    fn assertion_state(
         rp: &RelyingParty,
-        purpose: Purpose,
-        rows: &[PasskeyRow],
-    ) -> Result<(Value, String), PasskeyError> {
-        let keys: Vec<Passkey> = credentials_for(rows, rp)
-            .into_iter()
-            .map(|(_, k)| k)
-            .collect();
-        if keys.is_empty() {
-            return Err(PasskeyError::NoneRegistered(rp.id.clone()));
-        }
+        keys: &[Passkey],
+        purpose: &Purpose,
+        nonce: &str,
+    ) -> Result<(Value, PasskeyAuthentication), PasskeyError> {
         let (options, state) = webauthn(rp)?
-            .start_passkey_authentication(&keys)
+            .start_passkey_authentication(keys)
             .map_err(|e| PasskeyError::Failed(e.to_string()))?;
-        let nonce = nonce();
-        let challenge = URL_SAFE_NO_PAD.encode(challenge_for(&purpose, &nonce));
+        let challenge = URL_SAFE_NO_PAD.encode(challenge_for(purpose, nonce));
         // The library's random challenge is replaced, in its state and in the options, by the
-        // one derived from what the assertion is for.
+        // one derived from what the assertion allows.
         let mut state =
             serde_json::to_value(&state).map_err(|e| PasskeyError::Failed(e.to_string()))?;
         let mut options =
@@ -287,13 +324,35 @@ impl Passkeys {
             }
             _ => return Err(PasskeyError::Failed("unexpected ceremony state".into())),
         }
-        let sealed = self.seal(rp, Step::Assert { purpose, state }, nonce);
+        let state: PasskeyAuthentication =
+            serde_json::from_value(state).map_err(|e| PasskeyError::Failed(e.to_string()))?;
+        Ok((options, state))
+    }
+
+    /// The options for `navigator.credentials.get` for `purpose`, and the sealed ceremony.
+    pub fn start_assertion(
+        &self,
+        rp: &RelyingParty,
+        purpose: Purpose,
+        rows: &[PasskeyRow],
+    ) -> Result<(Value, String), PasskeyError> {
+        let keys: Vec<Passkey> = credentials_for(rows, rp)
+            .into_iter()
+            .map(|(_, k)| k)
+            .collect();
+        if keys.is_empty() {
+            return Err(PasskeyError::NoneRegistered(rp.origin.to_string()));
+        }
+        let nonce = nonce();
+        let (options, _) = Self::assertion_state(rp, &keys, &purpose, &nonce)?;
+        let sealed = self.seal(rp, Step::Assert { purpose }, nonce);
         Ok((options, sealed))
     }
 
     /// Verifies an assertion for `purpose`: its ceremony is this server's, unexpired, unspent
-    /// and for exactly this purpose; its challenge the one derived from it; the passkey one of
-    /// `rows`; the person verified.
+    /// and for exactly this purpose; it is checked against the stored passkeys of the
+    /// ceremony's party (the state is rebuilt here, never taken from the browser) with the
+    /// challenge derived from the purpose; the person verified.
     pub async fn finish_assertion(
         &self,
         purpose: &Purpose,
@@ -302,32 +361,28 @@ impl Passkeys {
         rows: &[PasskeyRow],
     ) -> Result<Verified, PasskeyError> {
         let (ceremony, rp) = self.open(sealed)?;
-        let Step::Assert {
-            purpose: made_for,
-            state,
-        } = &ceremony.step
-        else {
+        let Step::Assert { purpose: made_for } = &ceremony.step else {
             return Err(PasskeyError::BadCeremony);
         };
         if made_for != purpose {
             return Err(PasskeyError::BadCeremony);
         }
-        let expected = URL_SAFE_NO_PAD.encode(challenge_for(purpose, &ceremony.nonce));
-        if state.pointer("/ast/challenge").and_then(Value::as_str) != Some(expected.as_str()) {
-            return Err(PasskeyError::BadCeremony);
+        let stored = credentials_for(rows, &rp);
+        let keys: Vec<Passkey> = stored.iter().map(|(_, k)| k.clone()).collect();
+        if keys.is_empty() {
+            return Err(PasskeyError::NoneRegistered(rp.origin.to_string()));
         }
-        let state: PasskeyAuthentication =
-            serde_json::from_value(state.clone()).map_err(|_| PasskeyError::BadCeremony)?;
         let credential: PublicKeyCredential = serde_json::from_value(credential.clone())
             .map_err(|e| PasskeyError::Failed(format!("not a WebAuthn assertion: {e}")))?;
         self.spend(&ceremony).await?;
+        let (_, state) = Self::assertion_state(&rp, &keys, purpose, &ceremony.nonce)?;
         let result = webauthn(&rp)?
             .finish_passkey_authentication(&credential, &state)
             .map_err(|e| PasskeyError::Failed(e.to_string()))?;
         if !result.user_verified() {
             return Err(PasskeyError::Failed("the person was not verified".into()));
         }
-        let (passkey_id, mut key) = credentials_for(rows, &rp)
+        let (passkey_id, mut key) = stored
             .into_iter()
             .find(|(_, key)| key.cred_id() == result.cred_id())
             .ok_or_else(|| PasskeyError::Failed("that passkey is no longer registered".into()))?;
@@ -345,44 +400,74 @@ impl Passkeys {
 mod tests {
     use super::*;
 
-    #[test]
-    fn a_challenge_is_bound_to_its_card_and_its_nonce() {
-        let gate = |a: &str, d: &str| Purpose::Gate {
+    fn gate(a: &str, d: &str, answer: &str) -> Purpose {
+        Purpose::Gate {
             approval_id: a.into(),
             digest: d.into(),
-        };
-        let base = challenge_for(&gate("a", "d"), "n");
-        assert_eq!(base, challenge_for(&gate("a", "d"), "n"));
-        assert_ne!(base, challenge_for(&gate("b", "d"), "n"), "another card");
-        assert_ne!(base, challenge_for(&gate("a", "e"), "n"), "a changed card");
+            answer: answer.into(),
+        }
+    }
+
+    #[test]
+    fn a_challenge_is_bound_to_its_card_its_answer_and_its_nonce() {
+        let base = challenge_for(&gate("a", "d", "approve"), "n");
+        assert_eq!(base, challenge_for(&gate("a", "d", "approve"), "n"));
         assert_ne!(
             base,
-            challenge_for(&gate("a", "d"), "m"),
+            challenge_for(&gate("b", "d", "approve"), "n"),
+            "another card"
+        );
+        assert_ne!(
+            base,
+            challenge_for(&gate("a", "e", "approve"), "n"),
+            "a changed card"
+        );
+        assert_ne!(
+            base,
+            challenge_for(&gate("a", "d", "edit"), "n"),
+            "another answer"
+        );
+        assert_ne!(
+            base,
+            challenge_for(&gate("a", "d", "approve"), "m"),
             "another ceremony"
         );
-        assert_ne!(base, challenge_for(&Purpose::Manage, "n"));
+        let manage = |c: &str| Purpose::Manage { change: c.into() };
+        assert_ne!(
+            challenge_for(&manage("add:x"), "n"),
+            challenge_for(&manage("remove:x"), "n")
+        );
         // No splice of the fields makes another card's challenge.
         assert_ne!(
-            challenge_for(&gate("a\0", "d"), "n"),
-            challenge_for(&gate("a", "\0d"), "n")
+            challenge_for(&gate("a\0", "d", ""), "n"),
+            challenge_for(&gate("a", "\0d", ""), "n")
         );
     }
 
     #[tokio::test]
-    async fn an_assertion_ceremony_needs_a_passkey_for_this_party() {
+    async fn ceremonies_carry_their_party_open_unaltered_and_are_spent_once() {
         let dir = tempfile::tempdir().unwrap();
         let url = format!("sqlite://{}", dir.path().join("db").display());
         let store = crate::server::store::open(&url, Default::default(), "t")
             .await
             .unwrap();
-        let passkeys = Passkeys::new(&Secret::new("token"), store);
+        let passkeys = Passkeys::new(&Secret::new("root"), store);
         let rp = relying_party("", Some("localhost:1")).unwrap();
         assert_eq!(
-            passkeys.start_assertion(&rp, Purpose::Manage, &[]).err(),
-            Some(PasskeyError::NoneRegistered("localhost".into()))
+            passkeys
+                .start_assertion(
+                    &rp,
+                    Purpose::Manage {
+                        change: "add:x".into()
+                    },
+                    &[]
+                )
+                .err(),
+            Some(PasskeyError::NoneRegistered("http://localhost:1/".into()))
         );
-        // A registration ceremony carries its party, opens only unaltered, and is spent once.
-        let (options, sealed) = passkeys.start_registration(&rp, "phone", &[]).unwrap();
+        let (options, sealed) = passkeys
+            .start_registration(&rp, "phone", &[], false)
+            .unwrap();
         assert!(options.pointer("/publicKey/challenge").is_some());
         let altered = format!("{sealed}x");
         assert_eq!(

@@ -14,6 +14,9 @@ pub struct PasskeyRow {
     pub name: String,
     /// The relying party (domain) it was made for.
     pub rp_id: String,
+    /// The origin it was registered from (`http://localhost:8080`): only a ceremony for that
+    /// origin offers it.
+    pub origin: String,
     /// The credential as the WebAuthn library keeps it (JSON): its id, public key, counter.
     pub credential: String,
     pub created_at: Timestamp,

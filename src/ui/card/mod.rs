@@ -454,8 +454,20 @@ fn PendingCard(request: ApprovalRequestBody, now_ms: RwSignal<f64>) -> impl Into
                     && input.passkey.is_none()
                 {
                     notice.set(Some("Confirm with your passkey…".to_owned()));
-                    outcome = match crate::ui::browser::passkey_for_card(&session_id, &approval_id)
-                        .await
+                    // The answer as the decision carries it (the challenge is made for it).
+                    let rule = (input.rule_scope.is_some() || input.rule_pattern.is_some()).then(
+                        || serde_json::json!({"scope": input.rule_scope, "pattern": input.rule_pattern}),
+                    );
+                    let answer = serde_json::json!({
+                        "decision": input.decision, "edits": input.edits, "rule": rule,
+                        "execution_mode": input.execution_mode,
+                    });
+                    outcome = match crate::ui::browser::passkey_for_card(
+                        &session_id,
+                        &approval_id,
+                        &answer,
+                    )
+                    .await
                     {
                         Ok(passkey) => {
                             notice.set(None);

@@ -8,15 +8,24 @@ use crate::protocol::Timestamp;
 use crate::server::store::StoreError;
 use crate::server::store::passkeys::{PasskeyRow, PasskeyRows, audit_draft};
 
-const COLUMNS: &str = "id, name, rp_id, credential, created_at, last_used_at";
+const COLUMNS: &str = "id, name, rp_id, origin, credential, created_at, last_used_at";
 
-type Tuple = (String, String, String, String, String, Option<String>);
+type Tuple = (
+    String,
+    String,
+    String,
+    String,
+    String,
+    String,
+    Option<String>,
+);
 
-fn passkey((id, name, rp_id, credential, created_at, last_used_at): Tuple) -> PasskeyRow {
+fn passkey((id, name, rp_id, origin, credential, created_at, last_used_at): Tuple) -> PasskeyRow {
     PasskeyRow {
         id,
         name,
         rp_id,
+        origin,
         credential,
         created_at: created_at.into(),
         last_used_at: last_used_at.map(Timestamp::from),
@@ -37,11 +46,12 @@ impl PasskeyRows for PgStore {
     async fn add_passkey(&self, row: &PasskeyRow, actor: &str) -> Result<(), StoreError> {
         let mut tx = self.pool.begin().await?;
         let inserted = sqlx::query(&format!(
-            "INSERT INTO passkeys ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (name) DO NOTHING"
+            "INSERT INTO passkeys ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (name) DO NOTHING"
         ))
         .bind(&row.id)
         .bind(&row.name)
         .bind(&row.rp_id)
+        .bind(&row.origin)
         .bind(&row.credential)
         .bind(row.created_at.as_str())
         .bind(row.last_used_at.as_ref().map(|t| t.as_str().to_owned()))

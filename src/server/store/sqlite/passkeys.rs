@@ -9,16 +9,17 @@ use crate::protocol::Timestamp;
 use crate::server::store::StoreError;
 use crate::server::store::passkeys::{PasskeyRow, PasskeyRows, audit_draft};
 
-const COLUMNS: &str = "id, name, rp_id, credential, created_at, last_used_at";
+const COLUMNS: &str = "id, name, rp_id, origin, credential, created_at, last_used_at";
 
 fn passkey(row: &Row<'_>) -> rusqlite::Result<PasskeyRow> {
     Ok(PasskeyRow {
         id: row.get(0)?,
         name: row.get(1)?,
         rp_id: row.get(2)?,
-        credential: row.get(3)?,
-        created_at: row.get(4)?,
-        last_used_at: row.get(5)?,
+        origin: row.get(3)?,
+        credential: row.get(4)?,
+        created_at: row.get(5)?,
+        last_used_at: row.get(6)?,
     })
 }
 
@@ -46,12 +47,13 @@ impl PasskeyRows for SqliteStore {
                     return Err(StoreError::Taken(row.name.clone()));
                 }
                 sp.prepare_cached(&format!(
-                    "INSERT INTO passkeys ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
+                    "INSERT INTO passkeys ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
                 ))?
                 .execute(params![
                     row.id,
                     row.name,
                     row.rp_id,
+                    row.origin,
                     row.credential,
                     row.created_at,
                     row.last_used_at
