@@ -34,10 +34,14 @@ pub fn is_public(path: &str) -> bool {
 pub fn routes(site_root: &str) -> Router<AppState> {
     let file = |name: &str| ServeFile::new(format!("{site_root}/{name}"));
     // A new worker or script is picked up at once, never from a cache.
-    let fresh = SetResponseHeaderLayer::overriding(
-        header::CACHE_CONTROL,
-        HeaderValue::from_static("no-cache"),
-    );
+    let fresh = |name: &str| {
+        tower::ServiceBuilder::new()
+            .layer(SetResponseHeaderLayer::overriding(
+                header::CACHE_CONTROL,
+                HeaderValue::from_static("no-cache"),
+            ))
+            .service(file(name))
+    };
     Router::new()
         .route_service(
             "/manifest.webmanifest",
@@ -48,31 +52,11 @@ pub fn routes(site_root: &str) -> Router<AppState> {
                 ))
                 .service(file("manifest.webmanifest")),
         )
-        .route_service(
-            "/sw.js",
-            tower::ServiceBuilder::new()
-                .layer(fresh.clone())
-                .service(file("sw.js")),
-        )
+        .route_service("/sw.js", fresh("sw.js"))
         .route_service("/pwa.js", file("pwa.js"))
-        .route_service(
-            "/notify.js",
-            tower::ServiceBuilder::new()
-                .layer(fresh.clone())
-                .service(file("notify.js")),
-        )
-        .route_service(
-            "/passkey.js",
-            tower::ServiceBuilder::new()
-                .layer(fresh.clone())
-                .service(file("passkey.js")),
-        )
-        .route_service(
-            "/security.js",
-            tower::ServiceBuilder::new()
-                .layer(fresh)
-                .service(file("security.js")),
-        )
+        .route_service("/notify.js", fresh("notify.js"))
+        .route_service("/passkey.js", fresh("passkey.js"))
+        .route_service("/security.js", fresh("security.js"))
         .route_service("/offline.html", file("offline.html"))
         .nest_service("/icons", ServeDir::new(format!("{site_root}/icons")))
         .route("/notify", get(notify_page))

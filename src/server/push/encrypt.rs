@@ -47,6 +47,34 @@ fn hkdf(salt: &[u8], ikm: &[u8], info: &[&[u8]], out: &mut [u8]) {
     }
 }
 
+/// The content-encryption key and nonce of RFC 8291 section 3.4, from `mine` (this side's
+/// private key) and `theirs` (the other side's public key): IKM = HKDF(auth, ECDH,
+/// "WebPush: info" || 0x00 || ua_public || as_public, 32); CEK and NONCE from HKDF(salt, IKM).
+fn content_keys(
+    mine: EphemeralPrivateKey,
+    theirs: &[u8],
+    ua_public: &[u8],
+    as_public: &[u8],
+    auth_secret: &[u8],
+    salt: &[u8],
+) -> Option<([u8; 16], [u8; 12])> {
+    let mut ikm = [0u8; 32];
+    agree_ephemeral(mine, &UnparsedPublicKey::new(&ECDH_P256, theirs), |ecdh| {
+        hkdf(
+            auth_secret,
+            ecdh,
+            &[b"WebPush: info\0", ua_public, as_public],
+            &mut ikm,
+        )
+    })
+    .ok()?;
+    let mut cek = [0u8; 16];
+    let mut nonce = [0u8; 12];
+    hkdf(salt, &ikm, &[b"Content-Encoding: aes128gcm\0"], &mut cek);
+    hkdf(salt, &ikm, &[b"Content-Encoding: nonce\0"], &mut nonce);
+    Some((cek, nonce))
+}
+
 /// Encrypts `plaintext` for the browser whose subscription keys are `ua_public` (65 bytes,
 /// uncompressed) and `auth_secret` (16 bytes). Returns the request body.
 pub fn encrypt(
@@ -73,26 +101,15 @@ pub fn encrypt(
     let mut salt = [0u8; 16];
     rng.fill(&mut salt).map_err(|_| EncryptError::Random)?;
 
-    // IKM = HKDF(auth_secret, ecdh_secret, "WebPush: info" || 0x00 || ua_public || as_public, 32)
-    let mut ikm = [0u8; 32];
-    agree_ephemeral(
+    let (cek, nonce) = content_keys(
         as_private,
-        &UnparsedPublicKey::new(&ECDH_P256, ua_public),
-        |ecdh_secret| {
-            hkdf(
-                auth_secret,
-                ecdh_secret,
-                &[b"WebPush: info\0", ua_public, &as_public],
-                &mut ikm,
-            )
-        },
+        ua_public,
+        ua_public,
+        &as_public,
+        auth_secret,
+        &salt,
     )
-    .map_err(|_| EncryptError::BadPublicKey)?;
-
-    let mut cek = [0u8; 16];
-    let mut nonce = [0u8; 12];
-    hkdf(&salt, &ikm, &[b"Content-Encoding: aes128gcm\0"], &mut cek);
-    hkdf(&salt, &ikm, &[b"Content-Encoding: nonce\0"], &mut nonce);
+    .ok_or(EncryptError::BadPublicKey)?;
 
     // The only record is the last: its padding delimiter is 0x02.
     let mut record = Vec::with_capacity(plaintext.len() + 1 + TAG_LEN);
@@ -129,24 +146,14 @@ pub fn decrypt_once(
         return None;
     }
     let (salt, as_public, record) = (&body[..16], &body[21..86], &body[86..]);
-    let mut ikm = [0u8; 32];
-    agree_ephemeral(
+    let (cek, nonce) = content_keys(
         ua_private,
-        &UnparsedPublicKey::new(&ECDH_P256, as_public),
-        |ecdh_secret| {
-            hkdf(
-                auth_secret,
-                ecdh_secret,
-                &[b"WebPush: info\0", ua_public, as_public],
-                &mut ikm,
-            )
-        },
-    )
-    .ok()?;
-    let mut cek = [0u8; 16];
-    let mut nonce = [0u8; 12];
-    hkdf(salt, &ikm, &[b"Content-Encoding: aes128gcm\0"], &mut cek);
-    hkdf(salt, &ikm, &[b"Content-Encoding: nonce\0"], &mut nonce);
+        as_public,
+        ua_public,
+        as_public,
+        auth_secret,
+        salt,
+    )?;
     let key = LessSafeKey::new(UnboundKey::new(&AES_128_GCM, &cek).ok()?);
     let mut in_out = record.to_vec();
     let plain = key

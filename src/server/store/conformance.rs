@@ -23,7 +23,145 @@ pub async fn run_all(store: Arc<dyn Store>) {
     token_names_are_unique_and_revoking_is_audited(store.clone()).await;
     an_idempotency_key_names_one_gate(store.clone()).await;
     a_nul_is_kept_in_events_and_refused_in_columns(store.clone()).await;
+    push_subscriptions_are_one_per_endpoint_and_go_with_their_token(store.clone()).await;
+    passkeys_are_named_once_and_a_ceremony_is_spent_once(store.clone()).await;
     a_made_title_never_overwrites_a_rename(store).await;
+}
+
+/// A push subscription's endpoint names one row (subscribing again replaces it); removing one
+/// is audited; revoking a token removes its subscriptions in the same transaction.
+async fn push_subscriptions_are_one_per_endpoint_and_go_with_their_token(store: Arc<dyn Store>) {
+    use crate::server::store::push::PushSubscriptionRow;
+    let row = |id: &str, endpoint: &str, credential: &str| PushSubscriptionRow {
+        id: id.into(),
+        endpoint: endpoint.into(),
+        p256dh: "k".into(),
+        auth: "a".into(),
+        credential: credential.into(),
+        credential_check: "c".into(),
+        created_at: Timestamp::now(),
+    };
+    store
+        .save_push_subscription(&row("s1", "https://push.example/1", "token:pager"))
+        .await
+        .unwrap();
+    store
+        .save_push_subscription(&row("s2", "https://push.example/1", "token:pager"))
+        .await
+        .unwrap();
+    store
+        .save_push_subscription(&row("s3", "https://push.example/3", "browser"))
+        .await
+        .unwrap();
+    let ids: Vec<String> = store
+        .push_subscriptions()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(
+        ids,
+        ["s2", "s3"],
+        "the same endpoint again replaces its row"
+    );
+    assert!(store.push_subscription("s1").await.unwrap().is_none());
+    assert_eq!(
+        store
+            .push_subscription("s2")
+            .await
+            .unwrap()
+            .unwrap()
+            .credential_check,
+        "c"
+    );
+    assert!(
+        store
+            .delete_push_subscription("s3", "browser")
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .delete_push_subscription("s3", "browser")
+            .await
+            .unwrap()
+    );
+    let token = TokenRow {
+        name: "pager".into(),
+        scope: "approve".into(),
+        secret_hash: "pager-hash".into(),
+        created_at: Timestamp::now(),
+        last_used_at: None,
+    };
+    store.create_token(&token, "browser").await.unwrap();
+    assert!(store.delete_token("pager", "browser").await.unwrap());
+    assert!(store.push_subscriptions().await.unwrap().is_empty());
+    let audited = store
+        .audit_after(0, 1000, Some("push_subscribed"), None)
+        .await
+        .unwrap();
+    assert_eq!(audited.len(), 3);
+    assert_eq!(audited[0].subject, "push:s1");
+    assert_eq!(audited[0].detail["push_service"], "push.example");
+}
+
+/// A passkey's name is taken once; touching it keeps its new counter; one is removed, all are
+/// reset (audited); a ceremony's nonce is spent once.
+async fn passkeys_are_named_once_and_a_ceremony_is_spent_once(store: Arc<dyn Store>) {
+    use crate::server::store::passkeys::PasskeyRow;
+    let row = |id: &str, name: &str| PasskeyRow {
+        id: id.into(),
+        name: name.into(),
+        rp_id: "localhost".into(),
+        origin: "http://localhost:1/".into(),
+        credential: "{}".into(),
+        created_at: Timestamp::now(),
+        last_used_at: None,
+    };
+    store
+        .add_passkey(&row("p1", "laptop"), "browser")
+        .await
+        .unwrap();
+    assert!(matches!(
+        store.add_passkey(&row("p2", "laptop"), "browser").await,
+        Err(StoreError::Taken(_))
+    ));
+    store
+        .add_passkey(&row("p3", "phone"), "browser")
+        .await
+        .unwrap();
+    store
+        .touch_passkey("p1", "{\"n\":2}", &Timestamp::now())
+        .await
+        .unwrap();
+    let rows = store.passkeys().await.unwrap();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[0].credential, "{\"n\":2}");
+    assert!(rows[0].last_used_at.is_some());
+    assert_eq!(rows[0].origin, "http://localhost:1/");
+    assert!(store.remove_passkey("p3", "browser").await.unwrap());
+    assert!(!store.remove_passkey("p3", "browser").await.unwrap());
+    assert_eq!(store.reset_passkeys("cli").await.unwrap(), 1);
+    assert!(store.passkeys().await.unwrap().is_empty());
+    let reset = store
+        .audit_after(0, 1000, Some("passkeys_reset"), None)
+        .await
+        .unwrap();
+    assert_eq!((reset.len(), reset[0].actor.as_str()), (1, "cli"));
+    let later = Timestamp::now_ms() + 60_000;
+    assert!(store.spend_ceremony("n1", later).await.unwrap());
+    assert!(!store.spend_ceremony("n1", later).await.unwrap());
+    // An expired one is pruned, so its nonce could come again (it never does: nonces are
+    // random, and an expired ceremony is refused before it is spent).
+    assert!(
+        store
+            .spend_ceremony("n2", Timestamp::now_ms() - 1)
+            .await
+            .unwrap()
+    );
+    assert!(store.spend_ceremony("n3", later).await.unwrap());
+    assert!(store.spend_ceremony("n2", later).await.unwrap());
 }
 
 /// A rename always lands; a title made from the first message only while the title is still

@@ -59,3 +59,13 @@ pub fn audit_draft(
         detail: serde_json::json!({ "name": name }),
     }
 }
+
+/// The audit entry of the local CLI's reset.
+pub fn reset_draft(actor: &str, removed: u64) -> crate::server::audit::AuditDraft {
+    crate::server::audit::AuditDraft {
+        actor: actor.to_owned(),
+        action: "passkeys_reset",
+        subject: "passkeys".into(),
+        detail: serde_json::json!({ "removed": removed }),
+    }
+}

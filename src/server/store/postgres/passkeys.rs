@@ -6,7 +6,7 @@ use super::PgStore;
 use super::write::chain_audit;
 use crate::protocol::Timestamp;
 use crate::server::store::StoreError;
-use crate::server::store::passkeys::{PasskeyRow, PasskeyRows, audit_draft};
+use crate::server::store::passkeys::{PasskeyRow, PasskeyRows, audit_draft, reset_draft};
 
 const COLUMNS: &str = "id, name, rp_id, origin, credential, created_at, last_used_at";
 
@@ -110,16 +110,7 @@ impl PasskeyRows for PgStore {
             .execute(&mut *tx)
             .await?
             .rows_affected();
-        chain_audit(
-            &mut tx,
-            vec![crate::server::audit::AuditDraft {
-                actor: actor.to_owned(),
-                action: "passkeys_reset",
-                subject: "passkeys".into(),
-                detail: serde_json::json!({ "removed": removed }),
-            }],
-        )
-        .await?;
+        chain_audit(&mut tx, vec![reset_draft(actor, removed)]).await?;
         tx.commit().await?;
         Ok(removed)
     }

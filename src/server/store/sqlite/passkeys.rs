@@ -7,7 +7,7 @@ use super::SqliteStore;
 use super::batch::Done;
 use crate::protocol::Timestamp;
 use crate::server::store::StoreError;
-use crate::server::store::passkeys::{PasskeyRow, PasskeyRows, audit_draft};
+use crate::server::store::passkeys::{PasskeyRow, PasskeyRows, audit_draft, reset_draft};
 
 const COLUMNS: &str = "id, name, rp_id, origin, credential, created_at, last_used_at";
 
@@ -122,12 +122,7 @@ impl PasskeyRows for SqliteStore {
                 let removed = sp.prepare_cached("DELETE FROM passkeys")?.execute([])?;
                 super::write::chain_audit(
                     sp,
-                    vec![crate::server::audit::AuditDraft {
-                        actor: actor.clone(),
-                        action: "passkeys_reset",
-                        subject: "passkeys".into(),
-                        detail: serde_json::json!({ "removed": removed }),
-                    }],
+                    vec![reset_draft(&actor, u64::try_from(removed).unwrap_or(0))],
                 )?;
                 Ok(Done::Text(removed.to_string()))
             })
