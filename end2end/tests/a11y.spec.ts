@@ -57,5 +57,11 @@ for (const scheme of ['light', 'dark'] as const) {
       await waitHydrated(page);
       await expectClean(page, path);
     }
+    // The two pages of their own (no bundle): ready once their script has run.
+    for (const path of ['/notify', '/security']) {
+      await page.goto(`${server.url}${path}`);
+      await expect(page.locator('body[data-ready="true"]')).toHaveCount(1);
+      await expectClean(page, path);
+    }
   });
 }

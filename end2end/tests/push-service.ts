@@ -2,15 +2,54 @@
 // node:crypto): it hands out a subscription as a browser would (a P-256 key pair and a 16-byte
 // auth secret), takes the server's pushes, checks each one's VAPID JWT (RFC 8292) and
 // decrypts its body (RFC 8291, aes128gcm of RFC 8188), and answers with the status a test
-// asks for (201, or 410 for a subscription the browser dropped).
+// asks for (201, or 410 for a subscription the browser dropped). And what only the server's
+// data dir gives: the key its answer capabilities are sealed with.
 import { createServer, IncomingMessage, Server } from 'node:http';
 import { AddressInfo } from 'node:net';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import {
-  createDecipheriv, createECDH, createPublicKey, ECDH, hkdfSync, randomBytes, verify,
+  createDecipheriv, createECDH, createHash, createHmac, createPublicKey, ECDH, hkdfSync, randomBytes, verify,
 } from 'node:crypto';
 
 export const b64url = (buf: Buffer | Uint8Array) => Buffer.from(buf).toString('base64url');
 export const unb64url = (text: string) => Buffer.from(text, 'base64url');
+
+/** What an answer capability grants (its sealed JSON body). */
+export interface Grant {
+  /** Session id. */
+  s: string;
+  /** Approval id. */
+  a: string;
+  /** The card's digest. */
+  d: string;
+  /** The holder: `{k: 'subscription', v: <subscription id>}`. */
+  h: { k: string; v: string };
+  /** The gate's deadline, Unix ms. */
+  e: number;
+}
+
+/**
+ * `cs1.<base64url(JSON)>.<base64url(HMAC-SHA-256)>`, the MAC over the body text under
+ * `countersign-seal:answer-capability:<secret>`.
+ */
+export function sealCapability(secret: string, grant: Grant): string {
+  const body = b64url(Buffer.from(JSON.stringify(grant)));
+  const tag = createHmac('sha256', `countersign-seal:answer-capability:${secret}`).update(body).digest('base64url');
+  return `cs1.${body}.${tag}`;
+}
+
+/**
+ * A genuine capability, as the server would mint it: sealed under the root it derives from the
+ * VAPID key in its data dir (hex(SHA-256("countersign-seal-root\0" || vapid_private_key))).
+ * Only someone who can read that directory can make one; tests use it to reach the checks no
+ * pushed capability reaches (a card the server would never mint one for).
+ */
+export function mintCapability(dataDir: string, grant: Grant): string {
+  const key = readFileSync(join(dataDir, 'vapid_private_key'));
+  const root = createHash('sha256').update(Buffer.from('countersign-seal-root\0')).update(key).digest('hex');
+  return sealCapability(root, grant);
+}
 
 /** One browser subscription the fake service stands behind. */
 export interface FakeSubscription {

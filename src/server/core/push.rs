@@ -71,7 +71,7 @@ impl Core {
                 .ok_or_else(|| Error::Forbidden("that token was just revoked".into()))?,
             _ => self.push()?.startup_fingerprint().to_owned(),
         };
-        let mut existing = self.push_rows().push_subscriptions().await?;
+        let mut existing = self.live_push_rows().await?;
         existing.retain(|r| r.endpoint != checked.endpoint.as_str());
         if existing.len() >= MAX_SUBSCRIPTIONS {
             return Err(Error::TooManySubscriptions(format!(
@@ -101,22 +101,47 @@ impl Core {
         Ok(row)
     }
 
+    /// The subscriptions whose credential is still the one that made them; the others (a new
+    /// startup token, a token revoked or re-made) are removed as they are found, audited as
+    /// `credential_gone`, so no list, cap or test counts a device that is never told.
+    async fn live_push_rows(&self) -> Result<Vec<PushSubscriptionRow>, Error> {
+        let rows = self.push_rows().push_subscriptions().await?;
+        let tokens = self.hub.store().list_tokens().await?;
+        let fingerprint = self.push()?.startup_fingerprint().to_owned();
+        let mut live = Vec::with_capacity(rows.len());
+        for row in rows {
+            if push::principal_of(&row, &tokens, &fingerprint).is_some() {
+                live.push(row);
+            } else {
+                self.push_rows()
+                    .delete_push_subscription(&row.id, "credential_gone")
+                    .await?;
+            }
+        }
+        Ok(live)
+    }
+
     /// The caller's own subscriptions (an admin credential sees every one).
     pub async fn push_subscriptions(
         &self,
         who: &Principal,
     ) -> Result<Vec<PushSubscriptionRow>, Error> {
-        let all = self.push_rows().push_subscriptions().await?;
-        Ok(all.into_iter().filter(|row| owns(who, row)).collect())
+        let live = self.live_push_rows().await?;
+        Ok(live.into_iter().filter(|row| owns(who, row)).collect())
     }
 
-    /// One of the caller's subscriptions, or `unknown_subscription` (also for another's).
+    /// One of the caller's live subscriptions, or `unknown_subscription` (also for another's).
     async fn own_subscription(
         &self,
         id: &str,
         who: &Principal,
     ) -> Result<PushSubscriptionRow, Error> {
-        match self.push_rows().push_subscription(id).await? {
+        match self
+            .live_push_rows()
+            .await?
+            .into_iter()
+            .find(|r| r.id == id)
+        {
             Some(row) if owns(who, &row) => Ok(row),
             _ => Err(Error::UnknownSubscription(id.chars().take(64).collect())),
         }
