@@ -21,7 +21,6 @@ pub const RETRY_PAUSES: [Duration; 3] = [
     Duration::from_secs(15),
 ];
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
-const MAX_SUMMARY_CHARS: usize = 200;
 
 /// Sends the notifications, and knows the address card links start with.
 pub struct Notifier {
@@ -206,7 +205,8 @@ pub fn message(
     let webhook = config.notify.webhook_url.reveal().trim();
     // The agent wrote these: what a reader cannot see is written out, so a notification
     // cannot hide or reorder what the card is about.
-    let summary = reveal_hidden(&truncate(&gate.summary, MAX_SUMMARY_CHARS));
+    // What the push shows, shown here too: one line, nothing out of sight.
+    let summary = crate::server::push::payload::shown_summary(gate);
     let title = format!(
         "Approval needed: {}",
         reveal_hidden(&truncate(&gate.title, 80))

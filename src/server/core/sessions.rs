@@ -56,7 +56,7 @@ impl Core {
         mode: Option<&str>,
     ) -> Result<Session, Error> {
         let mode = match mode {
-            Some(raw) => parse_mode(raw)?,
+            Some(raw) => parse_mode(raw).and_then(|m| self.mode_allowed(m).map(|()| m))?,
             None => self.config().config.approvals.default_mode,
         };
         let title = match title.as_deref().map(str::trim) {
@@ -222,6 +222,21 @@ impl Core {
         }
     }
 
+    /// Whether a request may put a session in `mode`: with `approvals.require_passkey = "all"`
+    /// every card needs a passkey, so no credential may choose a mode that opens no card
+    /// (`auto_edit`, `yolo`); that is the config file's to change.
+    fn mode_allowed(&self, mode: Mode) -> Result<(), Error> {
+        let all = self.config().config.approvals.require_passkey
+            == crate::server::config::RequirePasskey::All;
+        if all && matches!(mode, Mode::AutoEdit | Mode::Yolo) {
+            return Err(Error::Forbidden(format!(
+                "approvals.require_passkey = \"all\": every card is answered with a passkey, so a session cannot be put in `{}`",
+                mode.as_str()
+            )));
+        }
+        Ok(())
+    }
+
     /// Sets the session's remembered mode; returns `(previous, current)`.
     pub async fn set_mode(
         &self,
@@ -230,6 +245,7 @@ impl Core {
         who: &Principal,
     ) -> Result<(Mode, Mode), Error> {
         let mode = parse_mode(raw_mode)?;
+        self.mode_allowed(mode)?;
         // The canonical id without a read: the row read under the lock checks it exists.
         let id = parse_session_id(session_id)?;
         let session = self.hub.enter(&id);
@@ -260,6 +276,9 @@ impl Core {
         who: &Principal,
     ) -> Result<String, Error> {
         let requested = raw_mode.map(parse_mode).transpose()?;
+        if let Some(mode) = requested {
+            self.mode_allowed(mode)?;
+        }
         let chars = text.chars().count();
         if chars == 0 || text.trim().is_empty() {
             return Err(Error::InvalidMessage("text must not be empty".into()));

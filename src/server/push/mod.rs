@@ -96,10 +96,12 @@ impl Push {
         hub: Hub,
     ) -> Result<Push, reqwest::Error> {
         let signer = capability::Signer::new(&keys.seal_root());
+        // Keyed by the data dir's secret: a row's fingerprint is no oracle for the token.
         let startup_fingerprint = {
             use sha2::Digest;
             hex::encode(sha2::Sha256::digest(format!(
-                "countersign-push-startup:{}",
+                "countersign-push-startup:{}:{}",
+                keys.seal_root().reveal(),
                 access_token.reveal()
             )))
         };
@@ -107,8 +109,10 @@ impl Push {
         let http = reqwest::Client::builder()
             .timeout(deliver::REQUEST_TIMEOUT)
             .connect_timeout(deliver::CONNECT_TIMEOUT)
-            // A push service answers; it never sends us elsewhere.
+            // A push service answers; it never sends us elsewhere, and no proxy resolves a
+            // name for us past `PublicOnly`.
             .redirect(reqwest::redirect::Policy::none())
+            .no_proxy()
             // A name is connected to only at the public addresses it resolves to.
             .dns_resolver(Arc::new(subscription::PublicOnly {
                 loopback: Arc::clone(&loopback),
