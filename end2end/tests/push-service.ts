@@ -51,6 +51,28 @@ export function mintCapability(dataDir: string, grant: Grant): string {
   return sealCapability(root, grant);
 }
 
+/** JSON with object keys sorted at every level (what the server hashes for a card's digest). */
+export function canonicalJson(value: unknown): string {
+  const sorted = (v: any): any => {
+    if (Array.isArray(v)) return v.map(sorted);
+    if (v && typeof v === 'object') {
+      return Object.fromEntries(Object.keys(v).sort().map((k) => [k, sorted(v[k])]));
+    }
+    return v;
+  };
+  return JSON.stringify(sorted(value));
+}
+
+/**
+ * A tool card's digest, made here as the server makes it: hex SHA-256 of canonical
+ * `{tool, args}`, or `{tool, args, bound}` for a call bound to what its card was made from
+ * (a shell call: `cwd:<the folder it runs in>`).
+ */
+export function callDigest(tool: string, args: object, bound?: string): string {
+  const value = bound === undefined ? { tool, args } : { tool, args, bound };
+  return createHash('sha256').update(canonicalJson(value)).digest('hex');
+}
+
 /** One browser subscription the fake service stands behind. */
 export interface FakeSubscription {
   id: string;

@@ -16,6 +16,7 @@ mod concurrency;
 mod errors;
 mod eviction;
 mod forms;
+mod passkey_modes;
 mod push;
 mod restart;
 mod server_fns;

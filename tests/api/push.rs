@@ -439,12 +439,30 @@ async fn push_key(api: &Api) -> String {
 }
 
 /// A new session in ask mode whose demo agent asks to write `path`; returns the session id
-/// and the card.
+/// and the card. A write's notification does not show what it would write, so it carries no
+/// capability: it only opens the card.
 async fn ask_to_write(ts: &TestServer, path: &str) -> (String, Value) {
     let sid = ts.create_id(json!({"approval_mode": "ask"})).await;
     ts.send_msg(&sid, &format!("write {path}: hello"), None)
         .await;
     let card = ts.wait_gate(&sid).await;
+    assert_eq!(card["tool"], "write_file", "{card}");
+    (sid, card)
+}
+
+/// What the command [`ask_to_run`] asks to run leaves in its file once it has run.
+const RAN: &str = "hello\n";
+
+/// A new session in ask mode whose demo agent asks to run `echo hello > {path}` (a command
+/// card, shown whole by its notification, which may answer it); returns the session id and
+/// the card.
+async fn ask_to_run(ts: &TestServer, path: &str) -> (String, Value) {
+    let sid = ts.create_id(json!({"approval_mode": "ask"})).await;
+    ts.send_msg(&sid, &format!("run: echo hello > {path}"), None)
+        .await;
+    let card = ts.wait_gate(&sid).await;
+    assert_eq!(card["tool"], "shell", "{card}");
+    assert_eq!(card["reason"], "mode", "{card}");
     (sid, card)
 }
 
@@ -484,8 +502,8 @@ fn with_tag(grant: &Value, tag: &str) -> String {
 
 /// A genuine capability for `grant`, made by the server's own signer under its root secret
 /// (derived from the VAPID key in its data dir, which the test can read). Used only to reach
-/// checks no pushed capability can reach (one for a floor card, which the server never makes;
-/// one whose deadline has passed).
+/// checks no pushed capability can reach (one for a floor card or a write card, which the
+/// server never makes; one whose deadline has passed; one for another digest).
 fn mint(ts: &TestServer, grant: &Value) -> String {
     use countersign::server::push::capability::{Grant, Holder, Signer};
     use countersign::server::push::vapid::VapidKeys;
@@ -503,6 +521,15 @@ fn mint(ts: &TestServer, grant: &Value) -> String {
 /// A card's approval id (the support helper's, under a name tests do not shadow).
 fn gate_id(card: &Value) -> String {
     aid(card)
+}
+
+/// The pending card `aid`, as the inbox lists it.
+async fn pending_card(ts: &TestServer, aid: &str) -> Value {
+    ts.inbox()
+        .await
+        .into_iter()
+        .find(|card| card["approval_id"] == aid)
+        .unwrap_or_else(|| panic!("{aid} is not pending"))
 }
 
 /// The gate's `approval_resolved` events.
@@ -555,7 +582,7 @@ async fn a_gate_push_decrypts_answers_the_card_and_is_closed_with_the_outcome() 
     assert_eq!(sub["push_service"], "127.0.0.1");
     assert_eq!(subscription_ids(&phone).await, vec![id_of(&sub, "id")]);
 
-    let (sid, card) = ask_to_write(&ts, "notes.md").await;
+    let (sid, card) = ask_to_run(&ts, "notes.md").await;
     let aid = gate_id(&card);
     let (push, msg) = device.gate_message(&service, &aid).await;
 
@@ -591,17 +618,25 @@ async fn a_gate_push_decrypts_answers_the_card_and_is_closed_with_the_outcome() 
     assert_eq!(msg["tag"], format!("gate-{aid}"));
     assert_eq!(msg["session_id"], sid.as_str());
     assert_eq!(msg["url"], format!("/sessions/{sid}#gate-{aid}"));
-    assert_eq!(msg["tool"], "write_file");
+    assert_eq!(msg["tool"], "shell");
     assert_eq!(msg["sensitive"], false);
     assert_eq!(msg["actions"], json!(["approve", "deny"]));
     assert_eq!(msg["headline"], card["title"]);
     assert_eq!(msg["summary"], card["summary"]);
+    assert!(
+        str_of(&msg, "summary").contains("echo hello > notes.md"),
+        "the notification shows the whole command: {msg}"
+    );
     assert_eq!(msg["expires_at"], card["expires_at"]);
     assert!(
         str_of(&msg, "title").contains(str_of(&card, "title")),
         "{msg}"
     );
-    assert!(str_of(&msg, "body").contains("write_file"), "{msg}");
+    assert!(str_of(&msg, "body").contains("shell"), "{msg}");
+    assert!(
+        str_of(&msg, "body").contains("echo hello > notes.md"),
+        "{msg}"
+    );
     let cap = capability_of(&msg);
     check_no_secrets(&push, &msg, &[&phone_secret]);
     let (grant, _) = grant_of(&cap);
@@ -636,7 +671,7 @@ async fn a_gate_push_decrypts_answers_the_card_and_is_closed_with_the_outcome() 
     assert_eq!(resolved["decision"], "approve", "{resolved}");
     assert_eq!(resolved["actor"], "token:phone", "{resolved}");
     assert_eq!(resolved["via"], "push", "{resolved}");
-    wait_file(&ts.ws("notes.md"), "hello").await;
+    wait_file(&ts.ws("notes.md"), RAN).await;
     let audit = ts
         .get("/api/v1/audit?action=gate_resolved")
         .await
@@ -678,7 +713,7 @@ async fn a_device_subscribed_with_the_startup_token_is_told_and_answers_as_it() 
     let sub = subscribe(&ts, &device).await;
     assert_eq!(sub["credential"], "token:admin");
 
-    let (sid, card) = ask_to_write(&ts, "admin.md").await;
+    let (sid, card) = ask_to_run(&ts, "admin.md").await;
     let aid = gate_id(&card);
     let (_, msg) = device.gate_message(&service, &aid).await;
     let answered = answer(&ts, &capability_of(&msg), "deny").await.expect(200);
@@ -686,6 +721,8 @@ async fn a_device_subscribed_with_the_startup_token_is_told_and_answers_as_it() 
     let resolved = wait_resolution(&ts, &sid, &aid).await;
     assert_eq!(resolved["actor"], "token:admin", "{resolved}");
     assert_eq!(resolved["via"], "push", "{resolved}");
+    assert_eq!(resolved["decision"], "deny", "{resolved}");
+    assert!(!ts.ws("admin.md").exists(), "a denied command ran");
 }
 
 /// A browser logged in with the startup token subscribes through its cookie: its
@@ -715,7 +752,7 @@ async fn a_browser_subscribed_with_its_cookie_answers_as_browser() {
     .expect(201);
     assert_eq!(sub["credential"], "browser");
 
-    let (sid, card) = ask_to_write(&ts, "browser.md").await;
+    let (sid, card) = ask_to_run(&ts, "browser.md").await;
     let aid = gate_id(&card);
     let (push, msg) = device.gate_message(&service, &aid).await;
     check_no_secrets(&push, &msg, &[cookie.split('=').nth(1).unwrap()]);
@@ -726,6 +763,7 @@ async fn a_browser_subscribed_with_its_cookie_answers_as_browser() {
     let resolved = wait_resolution(&ts, &sid, &aid).await;
     assert_eq!(resolved["actor"], "browser", "{resolved}");
     assert_eq!(resolved["via"], "push", "{resolved}");
+    wait_file(&ts.ws("browser.md"), RAN).await;
     let (_, done) = device.closing_message(&service, &aid).await;
     assert_eq!(done["body"], "Approved by browser via push");
 }
@@ -756,7 +794,7 @@ async fn a_floor_card_is_pushed_as_sensitive_and_cannot_be_answered_from_a_notif
     check_no_secrets(&push, &msg, &[&phone_secret]);
 
     // An ordinary card's capability, re-made by the test, proves the test's minting right…
-    let (sid, card) = ask_to_write(&ts, "plain.md").await;
+    let (sid, card) = ask_to_run(&ts, "plain.md").await;
     let (_, plain) = device.gate_message(&service, &gate_id(&card)).await;
     let (grant, _) = grant_of(&capability_of(&plain));
     assert_eq!(
@@ -765,7 +803,7 @@ async fn a_floor_card_is_pushed_as_sensitive_and_cannot_be_answered_from_a_notif
     );
     wait_resolution(&ts, &sid, &gate_id(&card)).await;
     // A genuine grant whose deadline is past has ended, whatever its card says.
-    let (late_sid, late) = ask_to_write(&ts, "late.md").await;
+    let (late_sid, late) = ask_to_run(&ts, "late.md").await;
     let mut past = grant.clone();
     past["s"] = json!(late_sid);
     past["a"] = late["approval_id"].clone();
@@ -775,6 +813,7 @@ async fn a_floor_card_is_pushed_as_sensitive_and_cannot_be_answered_from_a_notif
         .await
         .expect_error(410, "capability_ended");
     ts.assert_still_pending(&late_sid, &gate_id(&late)).await;
+    assert!(!ts.ws("late.md").exists());
     // …and a genuine one for the floor card is refused.
     let floor_grant = json!({
         "s": floor_sid, "a": floor_aid, "d": floor_card["digest"],
@@ -787,6 +826,114 @@ async fn a_floor_card_is_pushed_as_sensitive_and_cannot_be_answered_from_a_notif
     }
     ts.assert_still_pending(&floor_sid, &floor_aid).await;
     assert!(!ts.ws(".env").exists());
+}
+
+/// Only a command the notification shows whole is answered from it. A write (whose content
+/// the notification does not show), an edit, a proposal, an outside agent's file change or
+/// network call, and a command call carrying more than its command line or too long to read
+/// at a glance are pushed with no capability and no buttons; and even a genuine capability
+/// for one (which the server never makes) is `403 forbidden`, leaving the card pending and
+/// nothing done. The same device's command card, in the same test, is answered: the refusals
+/// are the cards', not the capability's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_card_its_notification_cannot_show_whole_is_not_answered_from_it() {
+    let ts = TestServer::configured(PUSH_TEST).await;
+    let service = PushService::start().await;
+    let (phone, _) = named_token(&ts, "phone", "approve").await;
+    let device = Device::new(&service, "phone");
+    subscribe(&phone, &device).await;
+    let (agent, _) = named_token(&ts, "hook", "gates").await;
+
+    // The demo agent's write, edit and proposal.
+    let mut cards: Vec<(&str, String, String)> = Vec::new();
+    let (sid, write) = ask_to_write(&ts, "notes.md").await;
+    cards.push(("a write", sid, gate_id(&write)));
+    std::fs::write(ts.ws("edit.md"), "hello").unwrap();
+    let sid = ts.create_id(json!({"approval_mode": "ask"})).await;
+    ts.send_msg(&sid, "edit edit.md: hello => bye", None).await;
+    let edit = ts.wait_gate(&sid).await;
+    assert_eq!(edit["tool"], "edit_file", "{edit}");
+    cards.push(("an edit", sid, gate_id(&edit)));
+    let sid = ts.create_id(json!({"approval_mode": "ask"})).await;
+    ts.send_msg(&sid, "ask prep_plan: Drop nulls | **why** not", None)
+        .await;
+    let proposal = ts.wait_gate(&sid).await;
+    assert_eq!(proposal["kind"], "decision", "{proposal}");
+    cards.push(("a proposal", sid, gate_id(&proposal)));
+    // An outside agent's calls that are not a command line shown whole.
+    let long_command = format!("npm test -- {}", "--grep=a ".repeat(15));
+    let long_token = format!("npm test -- --grep={}", "a".repeat(61));
+    for (what, tool, input) in [
+        (
+            "an outside write",
+            "Write",
+            json!({"file_path": "/home/me/app.py", "content": "import os"}),
+        ),
+        (
+            "an outside network call",
+            "WebFetch",
+            json!({"url": "https://example.com/", "prompt": "send the keys"}),
+        ),
+        (
+            "a command with more than its command line",
+            "Bash",
+            json!({"command": "npm test", "run_in_background": true}),
+        ),
+        (
+            "an unknown tool's call",
+            "mcp__db__query",
+            json!({"sql": "DROP TABLE users"}),
+        ),
+        (
+            "a command too long to read at a glance",
+            "Bash",
+            json!({"command": long_command}),
+        ),
+        (
+            "a command with a token too long to show",
+            "Bash",
+            json!({"command": long_token}),
+        ),
+    ] {
+        let aid = outside_call(&agent, tool, input, "Outside call", "/home/me").await;
+        let sid = id_of(&pending_card(&ts, &aid).await, "session_id");
+        cards.push((what, sid, aid));
+    }
+
+    // A command card: its push has a capability, the template for the genuine ones below.
+    let (run_sid, run) = ask_to_run(&ts, "ran.md").await;
+    let (_, ran) = device.gate_message(&service, &gate_id(&run)).await;
+    let (grant, _) = grant_of(&capability_of(&ran));
+
+    for (what, sid, aid) in &cards {
+        let (push, msg) = device.gate_message(&service, aid).await;
+        assert!(push.body.len() <= 4096, "{what}: {}", push.body.len());
+        assert_eq!(msg["sensitive"], false, "{what}: {msg}");
+        assert!(msg["capability"].is_null(), "{what}: {msg}");
+        assert_eq!(msg["actions"], json!([]), "{what}: {msg}");
+        assert_eq!(msg["url"], format!("/sessions/{sid}#gate-{aid}"), "{what}");
+        let card = pending_card(&ts, aid).await;
+        let genuine = json!({
+            "s": sid, "a": aid, "d": card["digest"], "h": grant["h"], "e": grant["e"],
+        });
+        for decision in ["approve", "deny"] {
+            answer(&ts, &mint(&ts, &genuine), decision)
+                .await
+                .expect_error(403, "forbidden");
+        }
+        ts.assert_still_pending(sid, aid).await;
+    }
+    assert!(!ts.ws("notes.md").exists(), "the write was not made");
+    assert_eq!(std::fs::read_to_string(ts.ws("edit.md")).unwrap(), "hello");
+
+    // The command card, answered with a capability minted the same way.
+    let mut genuine = grant.clone();
+    genuine["d"] = run["digest"].clone();
+    answer(&ts, &mint(&ts, &genuine), "approve")
+        .await
+        .expect(200);
+    wait_file(&ts.ws("ran.md"), RAN).await;
+    wait_resolution(&ts, &run_sid, &gate_id(&run)).await;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -804,8 +951,8 @@ async fn a_capability_answers_its_own_card_once_and_cannot_be_altered() {
     let (phone, _) = named_token(&ts, "phone", "approve").await;
     let device = Device::new(&service, "phone");
     subscribe(&phone, &device).await;
-    let (sid_a, card_a) = ask_to_write(&ts, "a.md").await;
-    let (sid_b, card_b) = ask_to_write(&ts, "b.md").await;
+    let (sid_a, card_a) = ask_to_run(&ts, "a.md").await;
+    let (sid_b, card_b) = ask_to_run(&ts, "b.md").await;
     let (aid_a, aid_b) = (gate_id(&card_a), gate_id(&card_b));
     let cap_a = capability_of(&device.gate_message(&service, &aid_a).await.1);
     let cap_b = capability_of(&device.gate_message(&service, &aid_b).await.1);
@@ -895,7 +1042,7 @@ async fn a_capability_answers_its_own_card_once_and_cannot_be_altered() {
         resolutions_of(&ts, &sid_b, &aid_b).await[0]["decision"],
         "approve"
     );
-    wait_file(&ts.ws("b.md"), "hello").await;
+    wait_file(&ts.ws("b.md"), RAN).await;
 }
 
 /// A notification answers `approve` or `deny`, spelled so; anything else (an edit, a
@@ -908,7 +1055,7 @@ async fn only_approve_and_deny_are_answered_and_a_refused_answer_changes_nothing
     let (phone, _) = named_token(&ts, "phone", "approve").await;
     let device = Device::new(&service, "phone");
     subscribe(&phone, &device).await;
-    let (sid, card) = ask_to_write(&ts, "notes.md").await;
+    let (sid, card) = ask_to_run(&ts, "notes.md").await;
     let aid = gate_id(&card);
     let cap = capability_of(&device.gate_message(&service, &aid).await.1);
 
@@ -949,9 +1096,13 @@ async fn only_approve_and_deny_are_answered_and_a_refused_answer_changes_nothing
     assert_eq!(not_json.status.as_u16(), 400, "{}", not_json.body);
     ts.assert_still_pending(&sid, &aid).await;
     assert_eq!(ts.get("/api/v1/rules").await.expect(200), json!([]));
+    assert!(
+        !ts.ws("notes.md").exists(),
+        "a refused answer ran the command"
+    );
 
     answer(&ts, &cap, "approve").await.expect(200);
-    wait_file(&ts.ws("notes.md"), "hello").await;
+    wait_file(&ts.ws("notes.md"), RAN).await;
 }
 
 /// Unsubscribing a device ends the capabilities it was sent: `410 capability_ended`, the
@@ -966,7 +1117,7 @@ async fn an_unsubscribed_device_can_no_longer_answer() {
     let witness = Device::new(&service, "tablet");
     let sub_id = id_of(&subscribe(&phone, &device).await, "id");
     let tablet_id = id_of(&subscribe(&tablet, &witness).await, "id");
-    let (sid, card) = ask_to_write(&ts, "notes.md").await;
+    let (sid, card) = ask_to_run(&ts, "notes.md").await;
     let aid = gate_id(&card);
     let cap = capability_of(&device.gate_message(&service, &aid).await.1);
 
@@ -1010,7 +1161,7 @@ async fn revoking_a_token_ends_its_devices_subscriptions_and_capabilities() {
     let tablet_device = Device::new(&service, "tablet");
     subscribe(&phone, &phone_device).await;
     let tablet_sub = id_of(&subscribe(&tablet, &tablet_device).await, "id");
-    let (sid, card) = ask_to_write(&ts, "notes.md").await;
+    let (sid, card) = ask_to_run(&ts, "notes.md").await;
     let aid = gate_id(&card);
     let cap = capability_of(&phone_device.gate_message(&service, &aid).await.1);
 
@@ -1044,7 +1195,7 @@ async fn subscribing_the_same_endpoint_again_replaces_the_old_subscription() {
     let (phone, _) = named_token(&ts, "phone", "approve").await;
     let device = Device::new(&service, "phone");
     let first = id_of(&subscribe(&phone, &device).await, "id");
-    let (sid, card) = ask_to_write(&ts, "notes.md").await;
+    let (sid, card) = ask_to_run(&ts, "notes.md").await;
     let aid = gate_id(&card);
     let old_cap = capability_of(&device.gate_message(&service, &aid).await.1);
 
@@ -1080,7 +1231,7 @@ async fn a_capability_ends_with_its_cards_deadline() {
     let (phone, _) = named_token(&ts, "phone", "approve").await;
     let device = Device::new(&service, "phone");
     subscribe(&phone, &device).await;
-    let (sid, card) = ask_to_write(&ts, "notes.md").await;
+    let (sid, card) = ask_to_run(&ts, "notes.md").await;
     let aid = gate_id(&card);
     let (_, msg) = device.gate_message(&service, &aid).await;
     let cap = capability_of(&msg);
@@ -1100,50 +1251,51 @@ async fn a_capability_ends_with_its_cards_deadline() {
     assert!(!ts.ws("notes.md").exists());
 }
 
-/// A capability approves the card it was made for, not what the file has become: when the
-/// file changes under the card, its Approve is `409 stale_digest`, nothing is written, and the
-/// fresh card (pushed anew) is answered with its own capability.
+/// A capability approves the card it was made for, and nothing else: a genuine capability
+/// (made under the server's own key, so its MAC holds) whose digest is not the card's is
+/// `409 stale_digest` for either answer, the card stays pending and nothing runs; the same
+/// grant with the card's own digest answers it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_capability_cannot_approve_a_card_whose_file_changed() {
+async fn a_capability_for_another_digest_cannot_answer_the_card() {
     let ts = TestServer::configured(PUSH_TEST).await;
     let service = PushService::start().await;
     let (phone, _) = named_token(&ts, "phone", "approve").await;
     let device = Device::new(&service, "phone");
     subscribe(&phone, &device).await;
-    let (sid, card) = ask_to_write(&ts, "notes.md").await;
+    let (sid, card) = ask_to_run(&ts, "notes.md").await;
     let aid = gate_id(&card);
     let cap = capability_of(&device.gate_message(&service, &aid).await.1);
+    let (grant, _) = grant_of(&cap);
+    assert_eq!(grant["d"], card["digest"], "{grant}");
 
-    std::fs::write(ts.ws("notes.md"), "someone else's").unwrap();
+    // What another command card showed: a real digest, not this card's.
+    let (other_sid, other) = ask_to_run(&ts, "other.md").await;
+    assert_ne!(other["digest"], card["digest"]);
+    let mut stale = grant.clone();
+    stale["d"] = other["digest"].clone();
+    let stale = mint(&ts, &stale);
+    assert_ne!(stale, cap);
+    for decision in ["approve", "deny"] {
+        answer(&ts, &stale, decision)
+            .await
+            .expect_error(409, "stale_digest");
+    }
+    ts.assert_still_pending(&sid, &aid).await;
+    ts.assert_still_pending(&other_sid, &gate_id(&other)).await;
+    assert!(resolutions_of(&ts, &sid, &aid).await.is_empty());
+    assert!(!ts.ws("notes.md").exists(), "the command ran");
+
+    // The same grant with the card's own digest, minted the same way, answers it.
+    answer(&ts, &mint(&ts, &grant), "approve").await.expect(200);
+    wait_file(&ts.ws("notes.md"), RAN).await;
+    assert_eq!(
+        wait_resolution(&ts, &sid, &aid).await["decision"],
+        "approve"
+    );
     answer(&ts, &cap, "approve")
         .await
-        .expect_error(409, "stale_digest");
-    assert_eq!(
-        std::fs::read_to_string(ts.ws("notes.md")).unwrap(),
-        "someone else's"
-    );
-    let fresh = ts
-        .wait_snapshot(&sid, "a fresh card for the same call", |s| {
-            s["pending"]
-                .as_array()
-                .is_some_and(|p| p.len() == 1 && p[0]["approval_id"] != aid.as_str())
-        })
-        .await["pending"][0]
-        .clone();
-    let again = answer(&ts, &cap, "approve").await;
-    assert!(
-        [409, 410].contains(&again.status.as_u16()),
-        "the old capability on a closed card: {again:?}"
-    );
-    ts.assert_still_pending(&sid, &gate_id(&fresh)).await;
-    let fresh_cap = capability_of(&device.gate_message(&service, &gate_id(&fresh)).await.1);
-    assert_ne!(grant_of(&fresh_cap).0["d"], grant_of(&cap).0["d"]);
-    answer(&ts, &fresh_cap, "deny").await.expect(200);
-    wait_resolution(&ts, &sid, &gate_id(&fresh)).await;
-    assert_eq!(
-        std::fs::read_to_string(ts.ws("notes.md")).unwrap(),
-        "someone else's"
-    );
+        .expect_error(409, "already_resolved");
+    ts.assert_still_pending(&other_sid, &gate_id(&other)).await;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1182,16 +1334,22 @@ fn strings(v: &Value, at: &str, out: &mut Vec<(String, String)>) {
     }
 }
 
-/// An outside agent's gate (`POST /api/v1/gates` with a `gates` token), in a session of its
-/// own; returns its `approval_id`.
+/// An outside agent's gate for `tool` running `npm test` (`POST /api/v1/gates` with a `gates`
+/// token), in a session of its own; returns its `approval_id`.
 async fn outside_gate(agent: &Api, tool: &str, title: &str, cwd: &str) -> String {
+    outside_call(agent, tool, json!({"command": "npm test"}), title, cwd).await
+}
+
+/// An outside agent's gate for `tool` called with `input`, in a session of its own; returns
+/// its `approval_id`.
+async fn outside_call(agent: &Api, tool: &str, input: Value, title: &str, cwd: &str) -> String {
     let resp = agent
         .post(
             "/api/v1/gates",
             json!({
                 "source": "claude-code", "external_session": unknown_sid(), "cwd": cwd,
                 "title": title,
-                "tool": {"name": tool, "input": {"command": "npm test"}},
+                "tool": {"name": tool, "input": input},
                 "capabilities": {"edit": false, "always": false, "deny_reason": true},
             }),
         )
@@ -1237,8 +1395,9 @@ async fn what_an_agent_wrote_reaches_the_notification_with_hidden_characters_wri
     assert!(str_of(&msg, "tool").contains("U+202E"), "{msg:#}");
 }
 
-/// However much an agent writes, its card's notification is one push (≤ 4096 bytes) whose
-/// capability answers: what it wrote is cut to fit, never the push dropped.
+/// However much an agent writes, its card's notification is one push (≤ 4096 bytes): what it
+/// wrote is cut to fit, never the push dropped. A call it cannot show whole only opens the
+/// card; a command it shows whole keeps a capability that answers.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_notification_fits_one_push_whatever_the_agent_wrote() {
     let ts = TestServer::configured(PUSH_TEST).await;
@@ -1279,6 +1438,8 @@ async fn a_notification_fits_one_push_whatever_the_agent_wrote() {
     let short = outside_gate(&agent, "Bash", &wide.repeat(20), "/home/me").await;
     let (push, msg) = device.gate_message(&service, &short).await;
     assert!(push.body.len() <= 4096, "{}", push.body.len());
+    assert_eq!(msg["summary"], "npm test", "{msg}");
+    assert_eq!(msg["actions"], json!(["approve", "deny"]), "{msg}");
     answer(&ts, &capability_of(&msg), "deny").await.expect(200);
 }
 
@@ -1395,7 +1556,7 @@ async fn a_failing_push_service_is_retried_with_pauses() {
     let flaky_id = id_of(&subscribe(&phone, &flaky).await, "id");
     let picky_id = id_of(&subscribe(&phone, &picky).await, "id");
 
-    let (sid, card) = ask_to_write(&ts, "notes.md").await;
+    let (sid, card) = ask_to_run(&ts, "notes.md").await;
     let aid = gate_id(&card);
     let tries = service.wait_received("flaky", 3).await;
     let first_gap = tries[1].at - tries[0].at;
@@ -1426,7 +1587,7 @@ async fn a_failing_push_service_is_retried_with_pauses() {
     answer(&ts, &capability_of(&messages[0]), "approve")
         .await
         .expect(200);
-    wait_file(&ts.ws("notes.md"), "hello").await;
+    wait_file(&ts.ws("notes.md"), RAN).await;
     wait_resolution(&ts, &sid, &aid).await;
 }
 

@@ -74,15 +74,30 @@ async fn tap(ts: &TestServer, action: &Value) -> Resp {
     send(ts.anon(Method::POST, &path).json(&body)).await
 }
 
-/// The ntfy message of an ordinary card carries Approve and Deny on a capability for that card
-/// and topic; a tap answers as `ntfy` via push, once; the message holds no credential.
+/// The ntfy message of a command card it shows whole carries Approve and Deny on a capability
+/// for that card and topic; a tap answers as `ntfy` via push, once; the message holds no
+/// credential. A write card's message (which does not show what it would write) has only the
+/// link.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_ntfy_button_answers_its_card_once() {
     let ntfy = Ntfy::start().await;
     let ts = TestServer::configured(&ntfy_config(&ntfy, "")).await;
+    let write_sid = ts.create_id(json!({"approval_mode": "ask"})).await;
+    ts.send_msg(&write_sid, "write notes/ntfy.md: hello", None)
+        .await;
+    let write = ts.wait_gate(&write_sid).await;
+    assert_eq!(write["tool"], "write_file", "{write}");
+    let write_aid = aid(&write);
+    let message = ntfy.wait_message(&write_aid).await;
+    let actions = message["actions"].as_array().unwrap();
+    assert_eq!(actions.len(), 1, "{message}");
+    assert_eq!(actions[0]["action"], "view");
+    assert!(!message.to_string().contains("/push/answers/"), "{message}");
+
     let sid = ts.create_id(json!({"approval_mode": "ask"})).await;
-    ts.send_msg(&sid, "write notes/ntfy.md: hello", None).await;
+    ts.send_msg(&sid, "run: echo hello > ntfy.md", None).await;
     let card = ts.wait_gate(&sid).await;
+    assert_eq!(card["tool"], "shell", "{card}");
     let aid = aid(&card);
     let message = ntfy.wait_message(&aid).await;
     assert_eq!(message["topic"], "cards-topic");
@@ -111,7 +126,11 @@ async fn an_ntfy_button_answers_its_card_once() {
         .await;
     assert_eq!(resolved["actor"], "ntfy");
     assert_eq!(resolved["decision"], "approve");
-    assert!(ts.ws("notes/ntfy.md").exists());
+    wait_file(&ts.ws("ntfy.md"), "hello\n").await;
+    // The write card still waits, unanswered and unwritten.
+    let pending = ts.get("/api/v1/approvals").await.expect(200);
+    assert!(pending.to_string().contains(&write_aid), "{pending}");
+    assert!(!ts.ws("notes/ntfy.md").exists());
 }
 
 /// Moving notifications to another topic ends the capabilities sent to the old one; a floor
@@ -135,10 +154,12 @@ async fn an_ntfy_capability_ends_with_its_topic_and_floor_cards_get_no_buttons()
     .expect(200);
 
     let sid = ts.create_id(json!({"approval_mode": "ask"})).await;
-    ts.send_msg(&sid, "write notes/a.md: hello", None).await;
+    ts.send_msg(&sid, "run: echo hello > a.md", None).await;
     let card = ts.wait_gate(&sid).await;
+    assert_eq!(card["tool"], "shell", "{card}");
     let message = ntfy.wait_message(&aid(&card)).await;
     let approve = message["actions"][0].clone();
+    assert_eq!(approve["label"], "Approve", "{message}");
     // The config file now sends to another topic (on `localhost`, so the masked view shows
     // when it is in force): the old button no longer answers.
     let config = ts.root().join("config.toml");
@@ -171,6 +192,7 @@ async fn an_ntfy_capability_ends_with_its_topic_and_floor_cards_get_no_buttons()
         pending.to_string().contains(&aid(&card)),
         "the card still waits"
     );
+    assert!(!ts.ws("a.md").exists());
 }
 
 /// With `require_passkey = "floor"`, a floor card is refused to the bearer, the UI's server
@@ -297,7 +319,8 @@ async fn only_an_admin_manages_passkeys() {
 }
 
 /// A capability travels only over TLS: an ntfy server reached over plain http (here without
-/// the loopback test setting) gets the card's link and no buttons.
+/// the loopback test setting) gets the card's link and no buttons, even for a command card
+/// whose notification would otherwise answer it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_ntfy_server_over_plain_http_gets_no_buttons() {
     let ntfy = Ntfy::start().await;
@@ -307,8 +330,9 @@ async fn an_ntfy_server_over_plain_http_gets_no_buttons() {
     ))
     .await;
     let sid = ts.create_id(json!({"approval_mode": "ask"})).await;
-    ts.send_msg(&sid, "write notes/plain.md: hello", None).await;
+    ts.send_msg(&sid, "run: echo hello > plain.md", None).await;
     let card = ts.wait_gate(&sid).await;
+    assert_eq!(card["tool"], "shell", "{card}");
     let message = ntfy.wait_message(&aid(&card)).await;
     let actions = message["actions"].as_array().unwrap();
     assert_eq!(actions.len(), 1, "{message}");

@@ -128,6 +128,11 @@ const MAX_ANSWERABLE_CHARS: usize = 120;
 const MAX_TOKEN_CHARS: usize = 60;
 /// The arguments of a command call that its command line says all of.
 const COMMAND_ONLY_KEYS: [&str; 4] = ["command", "description", "timeout", "timeout_secs"];
+/// The tools known to run their `command` argument as a shell command line and do nothing
+/// else: the built-in `shell`, and the outside agents' own shells (Claude Code's and Qwen's
+/// `Bash`, opencode's and Copilot's `bash`, Codex's `shell`, Gemini's and Qwen's
+/// `run_shell_command`). Any other tool, even one with a `command` argument, opens the card.
+const SHELL_TOOLS: [&str; 4] = ["shell", "bash", "run_shell_command", "exec_command"];
 
 /// What a notification says of a card's call: its summary, on one line, cut to fit.
 pub fn shown_summary(gate: &ApprovalRequestBody) -> String {
@@ -147,6 +152,7 @@ fn shows_whole_call(gate: &ApprovalRequestBody) -> bool {
     };
     let summary = one_line(&gate.summary);
     gate.class == ToolClass::Exec
+        && SHELL_TOOLS.contains(&gate.tool.to_ascii_lowercase().as_str())
         && args.keys().all(|k| COMMAND_ONLY_KEYS.contains(&k.as_str()))
         && summary.chars().count() <= MAX_ANSWERABLE_CHARS
         && summary.contains(&one_line(command))
