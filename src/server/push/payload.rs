@@ -312,7 +312,7 @@ mod tests {
         assert!(shown(&long, MAX_SUMMARY_CHARS).chars().count() <= MAX_SUMMARY_CHARS);
     }
 
-    fn card(class: ToolClass, summary: &str, args: serde_json::Value) -> ApprovalRequestBody {
+    fn card(class: ToolClass, summary: &str, args: Value) -> ApprovalRequestBody {
         let mut gate: ApprovalRequestBody = serde_json::from_value(json!({
             "approval_id": "a", "session_id": "s", "call_id": "c", "kind": "external",
             "tool": "Bash", "class": "exec", "args": {}, "title": "t", "summary": "",
