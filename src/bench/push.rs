@@ -18,10 +18,14 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::harness::str_field;
-use super::round_trip::ONE_GATE;
 use super::{BenchError, BenchServer, Figure, Result, common_conditions, ms, percentile};
 use crate::protocol::Timestamp;
 use crate::server::push::encrypt::decrypt_once;
+
+/// The message that opens one gate a notification can answer: a command it shows whole (a
+/// write card's notification only opens the card). `true` runs in a process of its own, so the
+/// answer leg holds a process start.
+const PUSHED_GATE: &str = "run: true";
 
 /// A push as the local service received it.
 struct Received {
@@ -106,7 +110,7 @@ pub async fn run(server: &BenchServer, n: usize) -> Result<Figure> {
                 .await?
                 .error_for_status()?;
         }
-        server.send_message(&sid, ONE_GATE).await?;
+        server.send_message(&sid, PUSHED_GATE).await?;
         // This gate's push (a closing push of an earlier one may arrive in between).
         let push = loop {
             let got = pushes
@@ -159,7 +163,7 @@ pub async fn run(server: &BenchServer, n: usize) -> Result<Figure> {
         target: "none (reported)",
         met: None,
         conditions: format!(
-            "{n} gates in sequence on one session: gate opened (its created_at, ms) -> encrypted \
+            "{n} gates (`{PUSHED_GATE}`) in sequence on one session: gate opened (its created_at, ms) -> encrypted \
              push (RFC 8291, VAPID) received by a push service on loopback -> the notification's \
              Approve (POST /api/v1/push/answers/<capability>, no credential) -> tool_result on \
              the open SSE feed; `push` is gate opened -> push received, `answer` the tap -> \
