@@ -261,3 +261,153 @@ fn the_checker_sees_a_circle() {
     ];
     assert_eq!(refs, expected);
 }
+
+/// The layers ARCHITECTURE.md states, top (doors) to bottom (shared leaves), by module path
+/// prefix; the longest prefix that matches decides. A file may use its own layer and the ones
+/// below it, never one above.
+const LAYERS: &[(&str, u8)] = &[
+    // 1. Doors: requests in, statuses out.
+    ("main", 1),
+    ("cli", 1),
+    ("bench", 1),
+    ("external", 1),
+    ("api", 1),
+    ("app", 1),
+    ("ui", 1),
+    ("server", 1),
+    ("server::http", 1),
+    ("server::state", 1),
+    ("server::credentials", 1),
+    ("server::settings", 1),
+    // 2. Core: every operation a person can ask for.
+    ("server::core", 2),
+    // 3. Agent: the turns.
+    ("server::agent", 3),
+    // 4. Policy, tools, configuration, and what tells the person (push, passkeys, webhook).
+    ("server::gate", 4),
+    ("server::tools", 4),
+    ("server::config", 4),
+    ("server::notifier", 4),
+    ("server::push", 4),
+    ("server::passkey", 4),
+    // The model providers: the live configuration builds them, the turns call them.
+    ("server::agent::provider", 4),
+    // 5. Live state and the log.
+    ("server::hub", 5),
+    ("server::store", 5),
+    ("server::conversation", 5),
+    ("server::audit", 5),
+    ("server::digest", 5),
+    ("server::markdown", 5),
+    ("server::retry", 5),
+    ("server::principal", 5),
+    ("server::seal", 5),
+    ("server::secret", 5),
+    // 6. Shared leaves.
+    ("protocol", 6),
+    ("text", 6),
+    ("timeline", 6),
+    ("lib", 6),
+];
+
+/// The layer of a module: its longest listed prefix (the crate root is a door); `None` when
+/// nothing lists it.
+fn layer_of(module: &[String]) -> Option<u8> {
+    if module.is_empty() {
+        return Some(1);
+    }
+    // `server` itself (its `mod.rs`, which starts everything) is a door; a file under it
+    // must be listed on its own, so a new one is placed on purpose, not by default.
+    let shortest = if module[0] == "server" && module.len() > 1 {
+        2
+    } else {
+        1
+    };
+    (shortest..=module.len()).rev().find_map(|n| {
+        let prefix = module[..n].join("::");
+        LAYERS.iter().find(|(p, _)| *p == prefix).map(|(_, l)| *l)
+    })
+}
+
+/// Every file against the layer table: the edges that go up, and the files no layer lists.
+fn layer_breaches(edges: &BTreeMap<Vec<String>, BTreeSet<Vec<String>>>) -> Vec<String> {
+    let mut found = Vec::new();
+    for (from, targets) in edges {
+        let Some(own) = layer_of(from) else {
+            found.push(format!("{} is in no layer", from.join("::")));
+            continue;
+        };
+        for to in targets {
+            match layer_of(to) {
+                Some(theirs) if theirs < own => found.push(format!(
+                    "{} (layer {own}) -> {} (layer {theirs})",
+                    from.join("::"),
+                    to.join("::")
+                )),
+                _ => {}
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn every_import_goes_down_the_layers() {
+    let edges = graph();
+    assert!(edges.len() > 50, "the source tree was not found");
+    let found = layer_breaches(&edges);
+    assert!(
+        found.is_empty(),
+        "imports against the layer order (ARCHITECTURE.md, \"Layers\"):\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_checker_sees_an_import_going_up() {
+    let mut edges: BTreeMap<Vec<String>, BTreeSet<Vec<String>>> = BTreeMap::new();
+    let store = vec!["server".to_owned(), "store".to_owned(), "sqlite".to_owned()];
+    let core = vec!["server".to_owned(), "core".to_owned()];
+    edges.entry(core.clone()).or_default().insert(store.clone());
+    assert!(layer_breaches(&edges).is_empty(), "core may use the store");
+    edges.entry(store).or_default().insert(core);
+    assert_eq!(
+        layer_breaches(&edges),
+        vec!["server::store::sqlite (layer 5) -> server::core (layer 2)".to_owned()]
+    );
+}
+
+/// Whether `code` names `word` as a whole identifier.
+fn names(code: &str, word: &str) -> bool {
+    code.match_indices(word).any(|(at, _)| {
+        let before = code[..at].chars().next_back();
+        let after = code[at + word.len()..].chars().next();
+        let ident = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+        !ident(before) && !ident(after)
+    })
+}
+
+/// The log is the only way in: outside the store and the hub no file names the event log's
+/// trait or the whole store, so an event can only be written by the hub's commit (which
+/// publishes it) and every other layer holds one narrow repository.
+#[test]
+fn only_the_hub_holds_the_event_log() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut found = Vec::new();
+    for (module, file) in modules(&src) {
+        let inside =
+            |prefix: &[&str]| module.len() >= prefix.len() && module[..prefix.len()] == *prefix;
+        if inside(&["server", "store"]) || inside(&["server", "hub"]) {
+            continue;
+        }
+        let code = code_of(&std::fs::read_to_string(&file).unwrap());
+        for word in ["EventLog", "Store"] {
+            if names(&code, word) {
+                found.push(format!("{} names {word}", module.join("::")));
+            }
+        }
+    }
+    assert!(found.is_empty(), "{}", found.join("\n"));
+    assert!(names("x: Arc<dyn EventLog>,", "EventLog"));
+    assert!(!names("SqliteStore::open", "Store"));
+}

@@ -129,7 +129,7 @@ impl BenchServer {
 
     /// How many sessions the server's hub holds in memory.
     pub fn live_sessions(&self) -> usize {
-        self.server.core.hub.live_sessions()
+        self.server.core.live_sessions()
     }
 
     fn url(&self, path: &str) -> String {

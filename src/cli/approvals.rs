@@ -114,7 +114,10 @@ fn kind_label(gate: &ApprovalRequest) -> String {
         GateKind::Tool => format!("tool {}", clean(&gate.body.tool)),
         GateKind::Decision => format!(
             "decision {}",
-            clean(gate.body.decision_kind.as_deref().unwrap_or("other"))
+            gate.body
+                .decision_kind
+                .unwrap_or(crate::protocol::DecisionKind::Other)
+                .as_str()
         ),
         GateKind::Budget => "budget".to_owned(),
         GateKind::External => format!("outside {}", clean(&gate.body.tool)),

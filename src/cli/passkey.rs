@@ -83,7 +83,7 @@ pub async fn run(args: PasskeyArgs) -> ExitCode {
     )
     .await
     {
-        Ok(store) => store,
+        Ok(opened) => opened.repos.passkeys,
         Err(e) => {
             eprintln!(
                 "error: cannot open the database: {}",

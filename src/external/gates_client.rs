@@ -57,20 +57,8 @@ pub struct Capabilities {
     pub deny_reason: bool,
 }
 
-/// Where a gate stands.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
-#[serde(rename_all = "snake_case")]
-pub enum GateStatus {
-    #[default]
-    Pending,
-    Approved,
-    Denied,
-    Expired,
-    Cancelled,
-    /// A status this client does not know; final, so it is not waited on forever.
-    #[serde(other)]
-    Unknown,
-}
+/// Where a gate stands (the server's own type).
+pub use crate::protocol::GateStatus;
 
 /// What the person (or a rule, or the mode) decided.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]

@@ -7,10 +7,12 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+mod canonical;
 mod de;
 mod outside;
 mod time;
-pub use outside::{CreatedToken, GateState, TokenInfo};
+pub use canonical::canonical_json;
+pub use outside::{CreatedToken, GateState, GateStatus, TokenInfo};
 pub use time::Timestamp;
 
 /// How much the person wants to be asked. Per message; the session remembers the last one.
@@ -318,6 +320,53 @@ pub enum Decision {
     Cancelled,
 }
 
+/// What a decision card (an agent's checkpoint) decides: a closed set the agent picks from.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum DecisionKind {
+    TargetColumn,
+    PrepPlan,
+    ModelShortlist,
+    ExpensiveRun,
+    /// Leaving plan mode: only `exit_plan` makes it (approving it changes the mode, which a
+    /// checkpoint the agent asks for must never do).
+    Plan,
+    /// Anything else; a kind this build does not know reads as this.
+    #[serde(other)]
+    Other,
+}
+
+impl DecisionKind {
+    pub const ALL: [DecisionKind; 6] = [
+        DecisionKind::TargetColumn,
+        DecisionKind::PrepPlan,
+        DecisionKind::ModelShortlist,
+        DecisionKind::ExpensiveRun,
+        DecisionKind::Plan,
+        DecisionKind::Other,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DecisionKind::TargetColumn => "target_column",
+            DecisionKind::PrepPlan => "prep_plan",
+            DecisionKind::ModelShortlist => "model_shortlist",
+            DecisionKind::ExpensiveRun => "expensive_run",
+            DecisionKind::Plan => "plan",
+            DecisionKind::Other => "other",
+        }
+    }
+
+    pub fn parse(raw: &str) -> Option<DecisionKind> {
+        DecisionKind::ALL.into_iter().find(|k| k.as_str() == raw)
+    }
+
+    /// How a person reads it (`prep plan`).
+    pub fn label(self) -> String {
+        self.as_str().replace('_', " ")
+    }
+}
+
 impl Decision {
     pub fn as_str(self) -> &'static str {
         match self {
@@ -385,7 +434,7 @@ pub struct ApprovalRequestBody {
     pub class: ToolClass,
     pub args: Value,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub decision_kind: Option<String>,
+    pub decision_kind: Option<DecisionKind>,
     pub title: String,
     pub summary: String,
     pub proposal_md: String,

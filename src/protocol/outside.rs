@@ -23,14 +23,31 @@ pub struct CreatedToken {
     pub created_at: Timestamp,
 }
 
+/// Where a gate stands, as an outside agent reads it. The server and the adapters' client
+/// share this one type.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum GateStatus {
+    #[default]
+    Pending,
+    /// Approved, edited or allowed always.
+    Approved,
+    Denied,
+    Expired,
+    Cancelled,
+    /// A status this client does not know (a newer server); final, so a client does not wait
+    /// on it forever. The server never sends it.
+    #[serde(other)]
+    Unknown,
+}
+
 /// Where an outside agent's gate stands: what `POST /api/v1/gates` and
 /// `GET /api/v1/gates/{id}` answer.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct GateState {
     pub approval_id: String,
     pub session_id: String,
-    /// `pending`, `approved`, `denied`, `expired` or `cancelled`.
-    pub status: String,
+    pub status: GateStatus,
     /// The person's or the rule's answer (`approve`, `edit`, `deny`, `allow_always`); `null`
     /// while pending and for a gate that expired or was cancelled.
     pub decision: Option<String>,

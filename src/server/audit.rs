@@ -9,8 +9,8 @@
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
+use crate::protocol::canonical_json;
 use crate::protocol::{AnsweredBy, AuditEntry, AuditVerdict, Event, EventBody, Resolution, Rule};
-use crate::server::digest::canonical_json;
 
 /// The `prev_hash` of the first entry.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";

@@ -2,27 +2,9 @@
 //! Both hash canonical JSON, so the same value always gives the same digest.
 
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
-/// JSON with object keys sorted at every level: the input of a digest.
-pub fn canonical_json(value: &Value) -> String {
-    fn sorted(value: &Value) -> Value {
-        match value {
-            Value::Object(map) => {
-                let mut keys: Vec<&String> = map.keys().collect();
-                keys.sort();
-                let mut out = serde_json::Map::new();
-                for k in keys {
-                    out.insert(k.clone(), sorted(&map[k]));
-                }
-                Value::Object(out)
-            }
-            Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
-            other => other.clone(),
-        }
-    }
-    serde_json::to_string(&sorted(value)).unwrap_or_default()
-}
+use crate::protocol::canonical_json;
+use sha2::{Digest, Sha256};
 
 /// Lowercase hex sha256 of `text`.
 pub fn sha256_hex(text: &str) -> String {

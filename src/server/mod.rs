@@ -15,6 +15,7 @@ pub mod notifier;
 pub mod passkey;
 pub mod principal;
 pub mod push;
+pub mod retry;
 pub mod seal;
 pub mod secret;
 pub mod settings;
@@ -44,7 +45,7 @@ pub enum StartError {
     #[error("invalid configuration: {0}")]
     Config(String),
     #[error("cannot open the database: {0}")]
-    Store(#[from] store::StoreError),
+    Storage(#[from] store::StoreError),
     /// Opening the database failed; the message with the URL's password masked.
     #[error("cannot open the database: {0}")]
     Database(String),
@@ -112,7 +113,7 @@ pub async fn start(
         source,
         hint: "",
     })?;
-    let store = store::open(
+    let store::Opened { log, repos } = store::open(
         settings.database_url.reveal(),
         settings.config.storage.synchronous,
         &settings.instance,
@@ -120,20 +121,27 @@ pub async fn start(
     .await
     // A driver's message may quote the URL, password and all.
     .map_err(|e| StartError::Database(settings.database_url.scrub(&e.to_string())))?;
-    let signals = store.listen().await?;
-    let hub = hub::Hub::new(store);
+    let signals = match &repos.coordination {
+        Some(coordination) => Some(coordination.listen().await?),
+        None => None,
+    };
+    let hub = hub::Hub::new(log, repos.coordination.clone());
     let places = tools::sandbox::Places {
         workspace: settings.workspace.clone(),
         data_dir: settings.data_dir.clone(),
         config_file: settings.config_path.clone(),
         database_file: store::sqlite::file_of(settings.database_url.reveal()),
     };
-    let live = config::live::LiveConfig::new(
-        settings.config_path.clone(),
-        settings.config.clone(),
-        provider,
-        places,
-    )
+    // Reading the config file, building the sandbox (it walks `/etc`) and probing what the
+    // machine isolates (it starts a process) block: off the async workers, like every file
+    // read after start.
+    let (config_path, config) = (settings.config_path.clone(), settings.config.clone());
+    let live = tokio::task::spawn_blocking(move || {
+        tools::sandbox::isolation();
+        config::live::LiveConfig::new(config_path, config, provider, places)
+    })
+    .await
+    .map_err(|e| StartError::Config(format!("the config could not be built: {e}")))?
     .map_err(StartError::Config)?;
     let sandbox = live.get().sandbox.clone();
     if sandbox.is_off() {
@@ -145,10 +153,14 @@ pub async fn start(
     let shutdown = CancellationToken::new();
     let notifier = Arc::new(notifier::Notifier::new());
     notifier.set_listen_url(format!("http://{addr}"));
-    let vapid = push::vapid::VapidKeys::load_or_create(&settings.data_dir)
-        .map_err(|e| StartError::Push(e.to_string()))?;
+    let data_dir = settings.data_dir.clone();
+    let vapid =
+        tokio::task::spawn_blocking(move || push::vapid::VapidKeys::load_or_create(&data_dir))
+            .await
+            .map_err(|e| StartError::Push(e.to_string()))?
+            .map_err(|e| StartError::Push(e.to_string()))?;
     let seal_root = vapid.seal_root();
-    let push = push::Push::new(vapid, &settings.token, hub.clone())
+    let push = push::Push::new(vapid, &settings.token, hub.clone(), &repos)
         .map_err(|e| StartError::Push(format!("no HTTP client: {e}")))?;
     notifier.set_push(Arc::new(push));
     let agent = agent::Agent::new(agent::Deps {
@@ -156,31 +168,30 @@ pub async fn start(
         live: Arc::clone(&live),
         workspace: settings.workspace.clone(),
         notifier: Arc::clone(&notifier),
+        gates: Arc::clone(&repos.gates),
+        rules: Arc::clone(&repos.rules),
+        audit: Arc::clone(&repos.audit),
+        coordination: repos.coordination.clone(),
     });
-    let store_for_passkeys: Arc<dyn store::passkeys::PasskeyRows> = hub.store().clone();
-    let core = Arc::new(core::Core {
+    let passkeys = passkey::Passkeys::new(&seal_root, Arc::clone(&repos.passkeys));
+    let core = Arc::new(core::Core::new(core::CoreParts {
         hub,
+        repos,
         live,
         agent,
         workspace: settings.workspace.clone(),
         shutdown: shutdown.clone(),
-        token_use: core::TokenUse::default(),
         notifier,
-        watches: Default::default(),
-        passkeys: passkey::Passkeys::new(&seal_root, store_for_passkeys),
-    });
+        passkeys,
+    }));
     let watcher = watch_config(&core, &settings.config_path);
     // Several instances on one database: follow the others' commits, keep this one's turn
     // leases and take over the turns of instances that stopped.
     if let Some(signals) = signals {
-        core.hub.follow(signals, shutdown.clone());
-        let leases = Arc::clone(&core);
-        let stop = shutdown.clone();
-        tokio::spawn(async move { leases.agent.keep_leases(stop).await });
+        core.share_with_others(signals);
         tracing::info!(instance = %settings.instance, "sharing the database with other instances");
     }
-    let repaired = core.agent.restore_modes().await?;
-    let resumed = core.agent.resume_unfinished().await?;
+    let (repaired, resumed) = core.recover_turns().await?;
     let armed = core.arm_gate_deadlines().await.map_err(|e| {
         StartError::Recovery(format!(
             "could not re-arm the outside gates' deadlines: {e}"
@@ -216,7 +227,7 @@ pub async fn start(
         let served = http::listen::serve(listener, app, caps, stop).await;
         // Turns end as a crash would end them (the log keeps their truth; the next start
         // resumes them), and the server waits for their tasks, bounded.
-        if !turns.agent.stop(TURN_STOP).await {
+        if !turns.stop_turns(TURN_STOP).await {
             tracing::warn!("some turns were still stopping after {TURN_STOP:?}");
         }
         served

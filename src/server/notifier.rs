@@ -12,14 +12,9 @@ use serde_json::{Value, json};
 
 use crate::protocol::ApprovalRequestBody;
 use crate::server::config::{Config, NotifyFormat};
+use crate::server::retry::{self, Attempt};
 use crate::text::{reveal_hidden, truncate};
 
-/// Attempts per notification, and the pause before each retry.
-pub const RETRY_PAUSES: [Duration; 3] = [
-    Duration::from_secs(1),
-    Duration::from_secs(4),
-    Duration::from_secs(15),
-];
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Sends the notifications, and knows the address card links start with.
@@ -167,30 +162,32 @@ fn host_of(url: &str) -> String {
 async fn deliver(http: &reqwest::Client, message: &Message, approval_id: &str) {
     let host = host_of(&message.url);
     let host = host.as_str();
-    for (attempt, pause) in std::iter::once(Duration::ZERO)
-        .chain(RETRY_PAUSES)
-        .enumerate()
-    {
-        tokio::time::sleep(pause).await;
+    let settled = retry::with_pauses(&retry::PAUSES, |attempt| async move {
         match http.post(&message.url).json(&message.body).send().await {
             Ok(resp) if resp.status().is_success() => {
                 tracing::debug!(approval = %approval_id, host, "notification sent");
-                return;
+                Attempt::Settled(())
             }
             Ok(resp) => {
                 tracing::warn!(approval = %approval_id, host, attempt, status = resp.status().as_u16(), "notification refused");
                 // A 4xx other than rate limiting will not get better by repeating it.
                 if resp.status().is_client_error() && resp.status().as_u16() != 429 {
-                    return;
+                    Attempt::Settled(())
+                } else {
+                    Attempt::Again
                 }
             }
             Err(err) => {
                 let why = crate::text::error_chain(&err.without_url());
                 tracing::warn!(approval = %approval_id, host, attempt, error = %why, "notification not delivered");
+                Attempt::Again
             }
         }
+    })
+    .await;
+    if settled.is_none() {
+        tracing::error!(approval = %approval_id, host, "gave up notifying about a gate");
     }
-    tracing::error!(approval = %approval_id, host, "gave up notifying about a gate");
 }
 
 /// The notification of a gate in the configured format; `None` when the URL cannot carry it.

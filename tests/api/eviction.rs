@@ -26,7 +26,7 @@ fn write_call(id: &str, path: &str) -> ScriptStep {
 /// Waits until the hub holds exactly `n` sessions.
 async fn wait_live(ts: &TestServer, n: usize, what: &str) {
     poll_until(what, SOON, || async {
-        let live = ts.core().hub.live_sessions();
+        let live = ts.core().live_sessions();
         if live == n {
             Ok(())
         } else {
@@ -37,13 +37,7 @@ async fn wait_live(ts: &TestServer, n: usize, what: &str) {
 }
 
 async fn history(ts: &TestServer, sid: &str) -> Vec<ChatMessage> {
-    ts.core()
-        .hub
-        .history(sid, |h| {
-            h.messages().iter().map(|m| (**m).clone()).collect()
-        })
-        .await
-        .unwrap()
+    ts.core().conversation(sid).await.unwrap()
 }
 
 #[tokio::test]
@@ -65,7 +59,7 @@ async fn an_idle_session_is_evicted_and_rebuilt_from_the_log() {
     wait_live(&ts, 1, "the waiting turn and the feed hold it").await;
     drop(feed);
     tokio::time::sleep(Duration::from_millis(200)).await;
-    assert_eq!(ts.core().hub.live_sessions(), 1, "a parked gate holds it");
+    assert_eq!(ts.core().live_sessions(), 1, "a parked gate holds it");
 
     let answer = ts
         .decide(&sid, &aid(&card), json!({"decision": "approve"}))

@@ -8,9 +8,10 @@ use crate::external::gates_client::OpenGate;
 use crate::external::hook::{
     GateHookArgs, GateKey, HookContext, HookOutcome, decide_or_fallback, hook_gate, parse_input,
 };
-use crate::external::key::{canonical_json, idempotency_key};
+use crate::external::key::idempotency_key;
 use crate::external::transcript;
 use crate::external::verdict::Verdict;
+use crate::protocol::canonical_json;
 
 pub const SOURCE: &str = "claude-code";
 

@@ -20,10 +20,11 @@ use crate::external::gates_client::OpenGate;
 use crate::external::hook::{
     GateHookArgs, GateKey, HookContext, HookOutcome, Unreachable, decide, hook_gate, parse_input,
 };
-use crate::external::key::{canonical_json, idempotency_key};
+use crate::external::key::idempotency_key;
 use crate::external::remote::DEFAULT_URL;
 use crate::external::transcript;
 use crate::external::verdict::Verdict;
+use crate::protocol::canonical_json;
 
 pub const SOURCE: &str = "codex";
 const EVENT: &str = "PermissionRequest";

@@ -8,8 +8,9 @@ use serde_json::{Value, json};
 
 use crate::external::gates_client::OpenGate;
 use crate::external::hook::{AlwaysAnswer, GateKey, HookContext, hook_gate};
-use crate::external::key::{canonical_json, idempotency_key};
+use crate::external::key::idempotency_key;
 use crate::external::verdict::Verdict;
+use crate::protocol::canonical_json;
 
 pub const SOURCE: &str = "copilot-cli";
 

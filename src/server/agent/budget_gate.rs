@@ -46,7 +46,8 @@ impl Turn {
 
 fn budget_card(common: request::Common, call: &ToolCallRequest, why: &str) -> ApprovalRequestBody {
     let checkpoint = crate::server::tools::Checkpoint {
-        kind: "budget".into(),
+        // Only the card's text: a budget card carries no decision kind (cleared below).
+        kind: crate::protocol::DecisionKind::Other,
         title: "Budget reached".into(),
         proposal: format!(
             "This turn has reached a ceiling ({why}). **Continue** grants a fresh allowance; **Stop** ends the turn."

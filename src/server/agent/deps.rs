@@ -1,5 +1,6 @@
-//! What turns may use: the hub, the configuration in force and the workspace — never the
-//! request-level core.
+//! What turns may use: the hub, the configuration in force, the workspace and the few
+//! repositories a turn reads or writes besides its log (gates, rules, audit) — never the
+//! request-level core, and never the store whole.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -8,6 +9,7 @@ use crate::server::config::live::{Live, LiveConfig};
 use crate::server::config::ops::AgentSettings;
 use crate::server::hub::Hub;
 use crate::server::notifier::Notifier;
+use crate::server::store::{AuditRepo, Coordination, GateRepo, RuleRepo};
 
 /// What turns may use.
 pub struct Deps {
@@ -17,6 +19,14 @@ pub struct Deps {
     pub workspace: PathBuf,
     /// Tells the person when a gate waits for them.
     pub notifier: Arc<Notifier>,
+    /// The gates' rows (an answer recorded while no turn was parked on it).
+    pub gates: Arc<dyn GateRepo>,
+    /// The standing rules a call may be covered by.
+    pub rules: Arc<dyn RuleRepo>,
+    /// Where the agent's own config changes are audited.
+    pub audit: Arc<dyn AuditRepo>,
+    /// Leases and cancels across instances, on a shared store only.
+    pub coordination: Option<Arc<dyn Coordination>>,
 }
 
 impl Deps {
@@ -27,6 +37,6 @@ impl Deps {
 
     /// The settings as the agent's `config_set` reaches them.
     pub fn settings(&self) -> AgentSettings {
-        AgentSettings::new(Arc::clone(&self.live), Arc::clone(self.hub.store()))
+        AgentSettings::new(Arc::clone(&self.live), Arc::clone(&self.audit))
     }
 }

@@ -9,8 +9,8 @@ use super::gates_text;
 use super::provider::ToolCallRequest;
 use super::turn::{Turn, TurnEnd};
 use crate::protocol::{
-    AnsweredBy, ApprovalRequest, Decision, EventBody, GateKind, GateReason, Mode, Resolution,
-    Timestamp, ToolStatus,
+    AnsweredBy, ApprovalRequest, Decision, DecisionKind, EventBody, GateKind, GateReason, Mode,
+    Resolution, Timestamp, ToolStatus,
 };
 use crate::server::principal::actors;
 use crate::server::store::{Commit, GateChange, StoreError};
@@ -49,7 +49,7 @@ impl Turn {
         if !self.deps.notifier.is_on(&live.config) {
             return;
         }
-        let title = match self.deps.hub.store().get_session(&self.session_id).await {
+        let title = match self.deps.hub.session(&self.session_id).await {
             Ok(Some(row)) => row.title,
             _ => String::new(),
         };
@@ -65,8 +65,7 @@ impl Turn {
     ) -> Result<Option<Resolution>, StoreError> {
         Ok(self
             .deps
-            .hub
-            .store()
+            .gates
             .get_gate(&self.session_id, &gate.body.approval_id)
             .await?
             .and_then(|row| row.resolution))
@@ -164,7 +163,7 @@ impl Turn {
             self.finish_without_running(call, Vec::new(), status, output)
                 .await
         };
-        if gate.body.decision_kind.as_deref() == Some("plan") {
+        if gate.body.decision_kind == Some(DecisionKind::Plan) {
             return self.after_plan(call, gate, &resolution).await;
         }
         if gate.body.kind == GateKind::Decision {

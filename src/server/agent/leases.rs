@@ -53,12 +53,15 @@ impl Agent {
     /// took stops here; a cancel requested elsewhere reaches the turn.
     async fn renew_leases(&self) -> Result<(), StoreError> {
         let hub = &self.deps().hub;
+        let Some(coordination) = &self.deps().coordination else {
+            return Ok(());
+        };
         let running = hub.running_turns();
         if running.is_empty() {
             return Ok(());
         }
         let sessions: Vec<String> = running.iter().map(|(s, _)| s.clone()).collect();
-        let held = hub.store().renew_leases(&sessions).await?;
+        let held = coordination.renew_leases(&sessions).await?;
         for (session_id, turn_id) in &running {
             let lease = held
                 .iter()
@@ -81,8 +84,11 @@ impl Agent {
     /// does not run: a restart, or a turn whose task died); returns how many it started.
     pub(super) async fn take_over_lapsed(&self) -> Result<usize, StoreError> {
         let hub = &self.deps().hub;
+        let Some(coordination) = &self.deps().coordination else {
+            return Ok(0);
+        };
         let running: Vec<String> = hub.running_turns().into_iter().map(|(s, _)| s).collect();
-        let claimed = hub.store().claim_lapsed_turns(&running).await?;
+        let claimed = coordination.claim_lapsed_turns(&running).await?;
         let mut started = 0;
         for LeasedTurn {
             session_id,
@@ -91,7 +97,7 @@ impl Agent {
             ..
         } in claimed
         {
-            let Some(row) = hub.store().get_session(&session_id).await? else {
+            let Some(row) = hub.session(&session_id).await? else {
                 continue;
             };
             // Already running here: the claim only renewed it.

@@ -7,7 +7,7 @@ use crate::server::store::{NewEvent, StoreError};
 
 /// Where a plan returns to by default: the mode before plan, else `ask`.
 pub async fn pre_plan_mode(hub: &Hub, session_id: &str) -> Mode {
-    match hub.store().get_session(session_id).await {
+    match hub.session(session_id).await {
         Ok(Some(row)) => row
             .pre_plan_mode
             .as_deref()
@@ -29,8 +29,7 @@ pub async fn leave_plan(
     let session = hub.enter(session_id);
     let _serial = session.serial().await;
     let row = hub
-        .store()
-        .get_session(session_id)
+        .session(session_id)
         .await?
         .ok_or_else(|| StoreError::UnknownSession(session_id.to_owned()))?;
     let previous = row.mode();

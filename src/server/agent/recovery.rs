@@ -27,7 +27,7 @@ pub fn last_mode_in_log(events: &[Event]) -> Option<Mode> {
 /// Replaces unreadable mode records with `ask`; returns how many were repaired.
 pub async fn restore_modes(hub: &Hub) -> Result<usize, StoreError> {
     let mut repaired = 0;
-    for row in hub.store().list_sessions().await? {
+    for row in hub.sessions().await? {
         if Mode::parse(&row.approval_mode).is_some() {
             continue;
         }
@@ -51,10 +51,10 @@ pub async fn restore_modes(hub: &Hub) -> Result<usize, StoreError> {
 
 /// Claims every turn the last process left unfinished, with the mode to resume it in.
 pub async fn unfinished_turns(hub: &Hub) -> Result<Vec<(TurnLease, Mode)>, StoreError> {
-    let sessions = hub.store().sessions_with_unfinished_turns().await?;
+    let sessions = hub.unfinished_turns().await?;
     let mut claimed = Vec::new();
     for session_id in sessions {
-        let Some(row) = hub.store().get_session(&session_id).await? else {
+        let Some(row) = hub.session(&session_id).await? else {
             continue;
         };
         let events = hub.all_events(&session_id).await?;

@@ -61,7 +61,7 @@ impl Agent {
     /// store these are the turns whose lease lapsed or was this instance's (the others are
     /// running elsewhere).
     pub async fn resume_unfinished(&self) -> Result<usize, StoreError> {
-        if self.deps.hub.store().shared() {
+        if self.deps.coordination.is_some() {
             return self.take_over_lapsed().await;
         }
         let turns = recovery::unfinished_turns(&self.deps.hub).await?;

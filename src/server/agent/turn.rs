@@ -85,7 +85,7 @@ pub(super) async fn run(deps: Arc<Deps>, lease: TurnLease, mode: Mode) {
         return;
     }
     let cancel_requested = hub.seal(&session_id, &lease.turn_id)
-        || sealed_with_cancel(hub.store().as_ref(), &session_id, &lease.turn_id).await;
+        || sealed_with_cancel(deps.coordination.as_deref(), &session_id, &lease.turn_id).await;
     let (status, error) = match outcome {
         Ok(()) if cancel_requested => (TurnStatus::Cancelled, None),
         Ok(()) => (TurnStatus::Completed, None),
@@ -120,14 +120,14 @@ pub(super) async fn run(deps: Arc<Deps>, lease: TurnLease, mode: Mode) {
 /// On a shared store, seals the turn in its lease (no cancel from any instance is accepted
 /// after this); `true` if one was requested there. A store that cannot answer: `false`.
 async fn sealed_with_cancel(
-    store: &dyn crate::server::store::Store,
+    coordination: Option<&dyn crate::server::store::Coordination>,
     session_id: &str,
     turn_id: &str,
 ) -> bool {
-    if !store.shared() {
+    let Some(coordination) = coordination else {
         return false;
-    }
-    store
+    };
+    coordination
         .seal_turn(session_id, turn_id)
         .await
         .unwrap_or_else(|err| {
@@ -398,7 +398,7 @@ impl Turn {
                 Mode::Ask | Mode::AutoEdit,
             ) => {
                 Box::pin(crate::server::gate::rules::matching(
-                    self.deps.hub.store().as_ref(),
+                    self.deps.rules.as_ref(),
                     &self.session_id,
                     &call.name,
                     &call.args,

@@ -12,6 +12,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::protocol::Mode;
 use crate::server::secret::{Secret, UrlHost, UrlPassword};
+/// How durable a commit is: the store's own setting, read from `[storage]`.
+pub use crate::server::store::Synchronous;
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
@@ -280,20 +282,6 @@ pub struct StorageConfig {
     pub database_url: Secret<UrlPassword>,
     /// When a commit counts as done (SQLite, WAL): see `Synchronous`.
     pub synchronous: Synchronous,
-}
-
-/// How durable a commit is before its events are sent. Both survive a crash of the process
-/// (`kill -9`): in WAL mode a committed transaction is in the OS's hands either way.
-#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum Synchronous {
-    /// Every commit is fsynced before it is acknowledged: it also survives a power cut or an
-    /// OS crash. The default.
-    #[default]
-    Full,
-    /// No fsync per commit (only at checkpoints): faster, but a power cut or OS crash can lose
-    /// the last commits, events that may already have been sent and acted on.
-    Normal,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]

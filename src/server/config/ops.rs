@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use super::live::{Changes, LiveConfig};
 use super::{ConfigError, keys};
 use crate::server::audit::AuditDraft;
-use crate::server::store::Store;
+use crate::server::store::AuditRepo;
 use crate::server::tools::{self, AGENT_KEYS, Refusal, ToolError};
 
 /// Why a change was not made.
@@ -39,7 +39,7 @@ fn change_error(err: ConfigError) -> ChangeError {
     }
 }
 
-async fn audit(store: &dyn Store, changes: &Changes, actor: &str, via: &str) {
+async fn audit(audit_log: &dyn AuditRepo, changes: &Changes, actor: &str, via: &str) {
     let drafts = changes
         .iter()
         .map(|(key, previous, value)| AuditDraft {
@@ -53,7 +53,7 @@ async fn audit(store: &dyn Store, changes: &Changes, actor: &str, via: &str) {
             }),
         })
         .collect();
-    if let Err(err) = store.append_audit(drafts).await {
+    if let Err(err) = audit_log.append_audit(drafts).await {
         tracing::error!(error = %err, "could not audit a config change");
     }
 }
@@ -74,7 +74,7 @@ pub fn check(live: &LiveConfig, key: &str, value: &Value) -> Result<(), ChangeEr
 /// is who (from the credential, or `agent`), `via` the door.
 pub async fn set(
     live: &LiveConfig,
-    store: &dyn Store,
+    audit_log: &dyn AuditRepo,
     key: &str,
     value: &Value,
     actor: &str,
@@ -90,7 +90,7 @@ pub async fn set(
     let value = keys::from_json(value)
         .ok_or_else(|| ChangeError::Invalid(format!("`{key}` needs a value")))?;
     let changes = live.set(key, value).await.map_err(change_error)?;
-    audit(store, &changes, actor, via).await;
+    audit(audit_log, &changes, actor, via).await;
     Ok(changes)
 }
 
@@ -126,12 +126,12 @@ pub fn check_for_agent(live: &LiveConfig, key: &str, value: &Value) -> Result<()
 /// checked again when the change is made, and audited as the agent's.
 pub struct AgentSettings {
     live: Arc<LiveConfig>,
-    store: Arc<dyn Store>,
+    audit_log: Arc<dyn AuditRepo>,
 }
 
 impl AgentSettings {
-    pub fn new(live: Arc<LiveConfig>, store: Arc<dyn Store>) -> Self {
-        AgentSettings { live, store }
+    pub fn new(live: Arc<LiveConfig>, audit_log: Arc<dyn AuditRepo>) -> Self {
+        AgentSettings { live, audit_log }
     }
 }
 
@@ -153,9 +153,16 @@ impl tools::Settings for AgentSettings {
             .await
             .map_err(|e| format!("could not check the change: {e}"))?
             .map_err(|e| e.to_string())?;
-        let changes = set(&self.live, self.store.as_ref(), key, value, "agent", via)
-            .await
-            .map_err(|e| e.to_string())?;
+        let changes = set(
+            &self.live,
+            self.audit_log.as_ref(),
+            key,
+            value,
+            "agent",
+            via,
+        )
+        .await
+        .map_err(|e| e.to_string())?;
         Ok(match changes.first() {
             Some((_, previous, now)) => format!(
                 "set {key} = {} (was {})",
@@ -168,11 +175,11 @@ impl tools::Settings for AgentSettings {
 }
 
 /// Applies the file after it changed on disk; an invalid file keeps the last good config.
-pub async fn reload(live: &Arc<LiveConfig>, store: &dyn Store) {
+pub async fn reload(live: &Arc<LiveConfig>, audit_log: &dyn AuditRepo) {
     match live.reload_off_the_workers().await {
         Ok(changes) if !changes.is_empty() => {
             tracing::info!(changed = changes.len(), "config reloaded");
-            audit(store, &changes, "file", "file").await;
+            audit(audit_log, &changes, "file", "file").await;
         }
         Ok(_) => {}
         Err(_) => {} // logged and recorded by LiveConfig

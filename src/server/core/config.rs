@@ -47,7 +47,7 @@ impl Core {
     ) -> Result<Changes, Error> {
         Ok(ops::set(
             &self.live,
-            self.hub.store().as_ref(),
+            self.repos.audit.as_ref(),
             key,
             value,
             actor,

@@ -340,7 +340,7 @@ impl Core {
         let decision = body.decision;
         // The gate is looked up first (one read on the hot path); the session is checked only
         // to tell an unknown session from an unknown approval.
-        let Some(gate) = self.hub.store().get_gate(&session, approval_id).await? else {
+        let Some(gate) = self.repos.gates.get_gate(&session, approval_id).await? else {
             self.session_row(session_id).await?;
             return Err(Error::UnknownApproval(
                 approval_id.chars().take(64).collect(),
@@ -432,7 +432,7 @@ impl Core {
         };
         let execution_mode = match body.execution_mode {
             None => request.body.execution_mode,
-            Some(_) if request.body.decision_kind.as_deref() != Some("plan") => {
+            Some(_) if request.body.decision_kind != Some(crate::protocol::DecisionKind::Plan) => {
                 return Err(Error::InvalidDecision(
                     "execution_mode applies only to a plan card".into(),
                 ));
@@ -475,15 +475,15 @@ impl Core {
 
     /// Pending gates across all sessions, oldest first (the inbox).
     pub async fn pending_approvals(&self) -> Result<Vec<ApprovalRequest>, Error> {
-        Ok(self.hub.store().pending_gates(None).await?)
+        Ok(self.repos.gates.pending_gates(None).await?)
     }
 
     pub async fn list_rules(&self) -> Result<Vec<Rule>, Error> {
-        Ok(self.hub.store().list_rules().await?)
+        Ok(self.repos.rules.list_rules().await?)
     }
 
     pub async fn revoke_rule(&self, rule_id: &str, actor: &str) -> Result<(), Error> {
-        if self.hub.store().revoke_rule(rule_id, actor).await? {
+        if self.repos.rules.revoke_rule(rule_id, actor).await? {
             Ok(())
         } else {
             Err(Error::UnknownRule(rule_id.chars().take(64).collect()))
@@ -498,8 +498,8 @@ impl Core {
         subject: Option<&str>,
     ) -> Result<Vec<crate::protocol::AuditEntry>, Error> {
         Ok(self
-            .hub
-            .store()
+            .repos
+            .audit
             .audit_after(after, 500, action, subject)
             .await?)
     }
@@ -513,25 +513,33 @@ impl Core {
         subject: Option<&str>,
     ) -> Result<Vec<crate::protocol::AuditEntry>, Error> {
         Ok(self
-            .hub
-            .store()
+            .repos
+            .audit
             .audit_before(before, 500, action, subject)
             .await?)
     }
 
-    /// Walks the whole audit chain.
+    /// Walks the whole audit chain; each page's hashes are checked on a blocking thread (a
+    /// long chain is a lot of SHA-256, which must not hold an async worker).
     pub async fn verify_audit(&self) -> Result<crate::protocol::AuditVerdict, Error> {
         let mut verifier = crate::server::audit::Verifier::new();
         let mut after = 0;
         loop {
             let page = self
-                .hub
-                .store()
+                .repos
+                .audit
                 .audit_after(after, 1000, None, None)
                 .await?;
-            for entry in &page {
-                verifier.check(entry);
-            }
+            let checked = tokio::task::spawn_blocking(move || {
+                for entry in &page {
+                    verifier.check(entry);
+                }
+                (verifier, page)
+            })
+            .await
+            .map_err(|e| Error::Internal(format!("the audit check stopped: {e}")))?;
+            let page;
+            (verifier, page) = checked;
             match page.last() {
                 Some(last) if page.len() == 1000 => after = last.n,
                 _ => return Ok(verifier.verdict()),

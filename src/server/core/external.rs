@@ -9,6 +9,7 @@
 //! **Invariant:** who may read or cancel a gate is the credential that opened it, or one that
 //! may decide (approve, admin); a `gates` token never decides.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -17,15 +18,19 @@ use serde_json::Value;
 use super::{Core, Error};
 use crate::protocol::{
     AnsweredBy, ApprovalRequest, ApprovalRequestBody, Decision, EventBody, GateKind, GateReason,
-    GateState, Mode, Resolution, RuleSuggestion, TimeoutOutcome, Timestamp, ToolClass,
+    GateState, GateStatus, Mode, Resolution, RuleSuggestion, TimeoutOutcome, Timestamp, ToolClass,
+    canonical_json,
 };
-use crate::server::digest::{call_digest, canonical_json, proposal_digest};
+use crate::server::digest::{call_digest, proposal_digest};
 use crate::server::gate::policy::{self, Outcome};
 use crate::server::gate::{resolve, rules};
 use crate::server::hub::{FeedItem, Hub};
 use crate::server::markdown;
 use crate::server::principal::{Principal, Scope, actors};
-use crate::server::store::{Commit, ExternalGate, GateChange, NewEvent, SessionRow, StoreError};
+use crate::server::store::{
+    Commit, ExternalGate, GateChange, GateRepo, IDEMPOTENCY_WINDOW_MS, NewEvent, SessionRow,
+    StoreError,
+};
 use crate::server::tools::outside::{self, OutsideCall};
 
 const MAX_SOURCE_CHARS: usize = 40;
@@ -46,8 +51,6 @@ const MAX_PENDING_OUTSIDE: usize = 256;
 pub const MAX_WAIT_SECS: u64 = 60;
 /// The most of `agent_says` a request may send (the card keeps the first 300 characters).
 const MAX_AGENT_SAYS_SENT: usize = 4000;
-/// How long an `Idempotency-Key` names the same gate.
-const KEY_WINDOW_MS: i64 = 24 * 3600 * 1000;
 
 /// The body of `POST /api/v1/gates`, as sent.
 #[derive(Deserialize, Debug, Default)]
@@ -222,13 +225,13 @@ fn agent_says_of(checked: &Checked) -> Option<String> {
 }
 
 /// The answer a gate's resolution gives the outside agent.
-fn status_of(resolution: Option<&Resolution>) -> &'static str {
+fn status_of(resolution: Option<&Resolution>) -> GateStatus {
     match resolution.map(|r| r.decision) {
-        None => "pending",
-        Some(Decision::Approve | Decision::Edit | Decision::AllowAlways) => "approved",
-        Some(Decision::Deny) => "denied",
-        Some(Decision::Timeout) => "expired",
-        Some(Decision::Cancelled) => "cancelled",
+        None => GateStatus::Pending,
+        Some(Decision::Approve | Decision::Edit | Decision::AllowAlways) => GateStatus::Approved,
+        Some(Decision::Deny) => GateStatus::Denied,
+        Some(Decision::Timeout) => GateStatus::Expired,
+        Some(Decision::Cancelled) => GateStatus::Cancelled,
     }
 }
 
@@ -268,8 +271,13 @@ async fn expire_later(
 
 /// Closes a card nobody waits for any more: its hook stopped polling (killed, or its machine
 /// gone). Like the hook's own cancel, an answer sent afterwards is refused.
-async fn close_unwatched(hub: Hub, session_id: String, approval_id: String) {
-    let stored = match hub.store().get_gate(&session_id, &approval_id).await {
+async fn close_unwatched(
+    hub: Hub,
+    gates: Arc<dyn GateRepo>,
+    session_id: String,
+    approval_id: String,
+) {
+    let stored = match gates.get_gate(&session_id, &approval_id).await {
         Ok(Some(stored)) if stored.resolution.is_none() => stored,
         Ok(_) => return,
         Err(err) => {
@@ -310,7 +318,7 @@ impl Core {
         GateState {
             approval_id: body.approval_id.clone(),
             session_id: body.session_id.clone(),
-            status: status_of(resolution).to_owned(),
+            status: status_of(resolution),
             decision: decision.map(|d| d.as_str().to_owned()),
             updated_input: resolution
                 .filter(|r| r.decision == Decision::Edit)
@@ -329,8 +337,9 @@ impl Core {
 
     /// The gate's state as stored (a pending gate past its deadline is expired first).
     async fn stored_state(&self, session_id: &str, approval_id: &str) -> Result<GateState, Error> {
-        let store = self.hub.store();
-        let gate = store
+        let gate = self
+            .repos
+            .gates
             .get_gate(session_id, approval_id)
             .await?
             .ok_or_else(|| Error::UnknownApproval(approval_id.to_owned()))?;
@@ -349,7 +358,9 @@ impl Core {
             None => None,
         };
         let rule = match resolution.as_ref().and_then(|r| r.rule_id.as_deref()) {
-            Some(rule_id) => store
+            Some(rule_id) => self
+                .repos
+                .rules
                 .list_rules()
                 .await?
                 .into_iter()
@@ -367,8 +378,8 @@ impl Core {
     ) -> Result<ExternalGate, Error> {
         let unknown = || Error::UnknownApproval(approval_id.chars().take(64).collect());
         let gate = self
-            .hub
-            .store()
+            .repos
+            .outside
             .external_gate(approval_id)
             .await?
             .ok_or_else(unknown)?;
@@ -401,10 +412,11 @@ impl Core {
             Some(k) => Some(k.to_owned()),
         };
         let opened_by = who.actor();
-        let store = self.hub.store();
+        let repos = &self.repos;
         if let Some(key) = &key {
-            let since = Timestamp::now().plus_ms(-KEY_WINDOW_MS);
-            if let Some((approval_id, session_id)) = store
+            let since = Timestamp::now().plus_ms(-IDEMPOTENCY_WINDOW_MS);
+            if let Some((approval_id, session_id)) = repos
+                .outside
                 .gate_by_idempotency_key(&opened_by, key, &since)
                 .await?
             {
@@ -427,18 +439,20 @@ impl Core {
         // An outside session belongs to the credential that opened it: another token naming
         // the same `external_session` gets a session of its own, with its own mode and rules.
         let owned = format!("{opened_by}\u{1f}{}", checked.external_session);
-        let session_id = store
+        let session_id = repos
+            .outside
             .external_session(&checked.source, &owned, &row)
             .await?;
         // One gate decision at a time per session: the mode read here is the one it runs under.
         let handle = self.hub.enter(&session_id);
         let serial = handle.serial().await;
-        if store.pending_gates(Some(&session_id)).await?.len() >= MAX_PENDING_PER_SESSION {
+        if repos.gates.pending_gates(Some(&session_id)).await?.len() >= MAX_PENDING_PER_SESSION {
             return Err(Error::TooManyGates(format!(
                 "this session already has {MAX_PENDING_PER_SESSION} cards waiting; answer or cancel some first"
             )));
         }
-        let outside_waiting = store
+        let outside_waiting = repos
+            .gates
             .pending_gates(None)
             .await?
             .iter()
@@ -449,8 +463,9 @@ impl Core {
                 "{MAX_PENDING_OUTSIDE} outside agents' cards are already waiting; answer or cancel some first"
             )));
         }
-        let mode = store
-            .get_session(&session_id)
+        let mode = self
+            .hub
+            .session(&session_id)
             .await?
             .map_or(Mode::Ask, |r| r.mode());
         let floor = live.floor.check_outside(&call);
@@ -458,7 +473,7 @@ impl Core {
             Some(_) => None,
             None => {
                 rules::matching_subject(
-                    store.as_ref(),
+                    repos.rules.as_ref(),
                     &session_id,
                     &checked.tool,
                     call.rule_subject.as_ref(),
@@ -505,7 +520,8 @@ impl Core {
         match self.hub.commit(&session_id, vec![event], open, || ()).await {
             Ok(_) => {}
             Err(StoreError::KeyUsed(existing)) => {
-                let gate = store
+                let gate = repos
+                    .outside
                     .external_gate(&existing)
                     .await?
                     .ok_or_else(|| Error::UnknownApproval(existing.clone()))?;
@@ -588,14 +604,19 @@ impl Core {
         session_id: &str,
         approval_id: &str,
     ) -> Result<(), Error> {
-        let store = self.hub.store();
-        let gate = store
+        let gate = self
+            .repos
+            .gates
             .get_gate(session_id, approval_id)
             .await?
             .ok_or_else(|| Error::UnknownApproval(approval_id.to_owned()))?;
-        let session = store.get_session(session_id).await?;
+        let session = self.hub.session(session_id).await?;
         let owned = format!("{opened_by}\u{1f}{}", checked.external_session);
-        let expected = store.external_session_id(&checked.source, &owned).await?;
+        let expected = self
+            .repos
+            .outside
+            .external_session_id(&checked.source, &owned)
+            .await?;
         let same = session.is_some_and(|s| s.source.as_deref() == Some(checked.source.as_str()))
             && expected.as_deref() == Some(session_id)
             && gate.request.body.tool == checked.tool
@@ -696,19 +717,20 @@ impl Core {
         // Subscribe before reading, so a resolution in between is not missed.
         let mut feed = self.hub.subscribe(&gate.session_id);
         let state = self.stored_state(&gate.session_id, approval_id).await?;
-        if state.status != "pending" {
+        if state.status != GateStatus::Pending {
             self.watches.forget(approval_id);
             return Ok(state);
         }
         let _watching = match watch {
-            Some(lapse) if !self.hub.store().shared() => {
-                let (hub, session, aid) = (
+            Some(lapse) if self.repos.coordination.is_none() => {
+                let (hub, gates, session, aid) = (
                     self.hub.clone(),
+                    Arc::clone(&self.repos.gates),
                     gate.session_id.clone(),
                     approval_id.to_owned(),
                 );
                 Some(self.watches.poll_begins(approval_id, lapse, move || {
-                    tokio::spawn(close_unwatched(hub, session, aid));
+                    tokio::spawn(close_unwatched(hub, gates, session, aid));
                 }))
             }
             _ => None,
@@ -758,8 +780,8 @@ impl Core {
     ) -> Result<GateState, Error> {
         let gate = self.visible_gate(who, approval_id).await?;
         let stored = self
-            .hub
-            .store()
+            .repos
+            .gates
             .get_gate(&gate.session_id, approval_id)
             .await?
             .ok_or_else(|| Error::UnknownApproval(approval_id.to_owned()))?;
@@ -798,7 +820,7 @@ impl Core {
     /// Arms the deadline of every outside gate still pending (at start: their timers died
     /// with the last process).
     pub async fn arm_gate_deadlines(&self) -> Result<usize, Error> {
-        let pending = self.hub.store().pending_gates(None).await?;
+        let pending = self.repos.gates.pending_gates(None).await?;
         let mut armed = 0;
         for request in pending
             .into_iter()
@@ -898,11 +920,17 @@ mod tests {
     #[test]
     fn statuses_follow_the_decision() {
         let r = |d| Resolution::plain("a", d, AnsweredBy::User, "browser", Timestamp::now());
-        assert_eq!(status_of(None), "pending");
-        assert_eq!(status_of(Some(&r(Decision::Edit))), "approved");
-        assert_eq!(status_of(Some(&r(Decision::AllowAlways))), "approved");
-        assert_eq!(status_of(Some(&r(Decision::Deny))), "denied");
-        assert_eq!(status_of(Some(&r(Decision::Timeout))), "expired");
-        assert_eq!(status_of(Some(&r(Decision::Cancelled))), "cancelled");
+        assert_eq!(status_of(None), GateStatus::Pending);
+        assert_eq!(status_of(Some(&r(Decision::Edit))), GateStatus::Approved);
+        assert_eq!(
+            status_of(Some(&r(Decision::AllowAlways))),
+            GateStatus::Approved
+        );
+        assert_eq!(status_of(Some(&r(Decision::Deny))), GateStatus::Denied);
+        assert_eq!(status_of(Some(&r(Decision::Timeout))), GateStatus::Expired);
+        assert_eq!(
+            status_of(Some(&r(Decision::Cancelled))),
+            GateStatus::Cancelled
+        );
     }
 }

@@ -6,6 +6,7 @@ mod config;
 mod decisions;
 mod error;
 mod external;
+mod feed;
 mod passkeys;
 mod push;
 mod sessions;
@@ -29,29 +30,47 @@ use super::agent::Agent;
 use super::config::live::{Live, LiveConfig};
 use super::hub::Hub;
 use super::notifier::Notifier;
+use super::store::Repos;
 use crate::protocol::{EventBody, Mode};
 
 /// The longest message a person may send, in characters (protocol.md).
 pub const MAX_MESSAGE_CHARS: usize = 32_768;
 
+/// Every operation a person can ask for. Its parts are private: the doors call operations,
+/// never the hub, the repositories or the agent directly.
 pub struct Core {
     /// Every session's live state, and the log through it.
-    pub hub: Hub,
+    hub: Hub,
+    /// The narrow repositories (gates, rules, tokens, audit, outside gates, push, passkeys)
+    /// and, on a shared store, the instances' coordination.
+    repos: Repos,
     /// The configuration in force (hot-reloaded), with the floor and provider built from it.
-    pub live: Arc<LiveConfig>,
-    /// Runs the turns (each gets only the hub, the config and the workspace).
-    pub agent: Agent,
+    live: Arc<LiveConfig>,
+    /// Runs the turns (each gets only its `Deps`).
+    agent: Agent,
     /// Canonical path of the folder the tools are confined to.
-    pub workspace: PathBuf,
+    workspace: PathBuf,
     /// Fired once on graceful shutdown; SSE streams and background tasks watch it.
-    pub shutdown: CancellationToken,
+    shutdown: CancellationToken,
     /// When each named token's use was last recorded.
-    pub token_use: TokenUse,
+    token_use: TokenUse,
     /// Tells the person (a webhook) when a gate needs them; knows the card links' base.
-    pub notifier: Arc<Notifier>,
+    notifier: Arc<Notifier>,
     /// The outside cards a hook's long-poll is waiting on, which close when it stops coming.
-    pub watches: watch::GateWatches,
+    watches: watch::GateWatches,
     /// Passkey ceremonies (step-up): their seal and spent nonces.
+    passkeys: super::passkey::Passkeys,
+}
+
+/// What `Core::new` is built from (the server's start assembles it).
+pub struct CoreParts {
+    pub hub: Hub,
+    pub repos: Repos,
+    pub live: Arc<LiveConfig>,
+    pub agent: Agent,
+    pub workspace: PathBuf,
+    pub shutdown: CancellationToken,
+    pub notifier: Arc<Notifier>,
     pub passkeys: super::passkey::Passkeys,
 }
 
@@ -93,6 +112,31 @@ fn parse_session_id(raw: &str) -> Result<String, Error> {
 }
 
 impl Core {
+    pub fn new(parts: CoreParts) -> Core {
+        let CoreParts {
+            hub,
+            repos,
+            live,
+            agent,
+            workspace,
+            shutdown,
+            notifier,
+            passkeys,
+        } = parts;
+        Core {
+            hub,
+            repos,
+            live,
+            agent,
+            workspace,
+            shutdown,
+            token_use: TokenUse::default(),
+            notifier,
+            watches: watch::GateWatches::default(),
+            passkeys,
+        }
+    }
+
     /// A coherent snapshot of the configuration in force.
     pub fn config(&self) -> Arc<Live> {
         self.live.get()
@@ -100,6 +144,6 @@ impl Core {
 
     /// Applies the config file after it changed on disk (invalid: the last good one stays).
     pub async fn reload_config(&self) {
-        super::config::ops::reload(&self.live, self.hub.store().as_ref()).await;
+        super::config::ops::reload(&self.live, self.repos.audit.as_ref()).await;
     }
 }

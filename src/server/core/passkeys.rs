@@ -55,7 +55,7 @@ pub fn answer_fingerprint(answer: &Answer) -> String {
         "execution_mode": answer.execution_mode,
     });
     hex::encode(sha2::Sha256::digest(
-        crate::server::digest::canonical_json(&shape).as_bytes(),
+        crate::protocol::canonical_json(&shape).as_bytes(),
     ))
 }
 
@@ -71,7 +71,7 @@ impl From<PasskeyError> for Error {
 
 impl Core {
     fn passkey_rows(&self) -> &dyn PasskeyRows {
-        self.hub.store().as_ref()
+        self.repos.passkeys.as_ref()
     }
 
     /// The relying party for a request that came with `host`.
@@ -234,7 +234,7 @@ impl Core {
         answer: &Answer,
     ) -> Result<(Value, String), Error> {
         let rp = self.relying_party(host)?;
-        let Some(gate) = self.hub.store().get_gate(session_id, approval_id).await? else {
+        let Some(gate) = self.repos.gates.get_gate(session_id, approval_id).await? else {
             return Err(Error::UnknownApproval(
                 approval_id.chars().take(64).collect(),
             ));

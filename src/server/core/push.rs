@@ -36,7 +36,7 @@ impl Core {
     }
 
     fn push_rows(&self) -> &dyn PushSubscriptions {
-        self.hub.store().as_ref()
+        self.repos.push.as_ref()
     }
 
     /// The key a page subscribes with (`applicationServerKey`).
@@ -61,8 +61,8 @@ impl Core {
             .map_err(Error::InvalidRequest)?;
         let credential_check = match who {
             Principal::Token { name, .. } if *who != Principal::startup_token() => self
-                .hub
-                .store()
+                .repos
+                .tokens
                 .list_tokens()
                 .await?
                 .into_iter()
@@ -106,7 +106,7 @@ impl Core {
     /// `credential_gone`, so no list, cap or test counts a device that is never told.
     async fn live_push_rows(&self) -> Result<Vec<PushSubscriptionRow>, Error> {
         let rows = self.push_rows().push_subscriptions().await?;
-        let tokens = self.hub.store().list_tokens().await?;
+        let tokens = self.repos.tokens.list_tokens().await?;
         let fingerprint = self.push()?.startup_fingerprint().to_owned();
         let mut live = Vec::with_capacity(rows.len());
         for row in rows {
@@ -204,7 +204,7 @@ impl Core {
                         "this device is no longer subscribed".into(),
                     ));
                 };
-                let tokens = self.hub.store().list_tokens().await?;
+                let tokens = self.repos.tokens.list_tokens().await?;
                 let fingerprint = self.push()?.startup_fingerprint();
                 push::principal_of(&row, &tokens, fingerprint).ok_or_else(|| {
                     Error::CapabilityEnded(
@@ -230,8 +230,8 @@ impl Core {
         // What a notification cannot show whole (the floor, a proposal, a long call) or a
         // passkey must confirm is answered on the card itself: the same rule that minted it.
         if let Some(gate) = self
-            .hub
-            .store()
+            .repos
+            .gates
             .get_gate(&grant.session_id, &grant.approval_id)
             .await?
             && gate.resolution.is_none()

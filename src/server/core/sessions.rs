@@ -39,8 +39,7 @@ impl Core {
     pub(super) async fn session_row(&self, raw_id: &str) -> Result<SessionRow, Error> {
         let id = parse_session_id(raw_id)?;
         self.hub
-            .store()
-            .get_session(&id)
+            .session(&id)
             .await?
             .ok_or(Error::UnknownSession(id))
     }
@@ -78,13 +77,13 @@ impl Core {
             plan_execution_mode: None,
             source: None,
         };
-        self.hub.store().create_session(&row).await?;
+        self.hub.create_session(&row).await?;
         Ok(self.session_view(&row, 0, &HashMap::new()))
     }
 
     pub async fn list_sessions(&self) -> Result<Vec<Session>, Error> {
-        let rows = self.hub.store().list_sessions().await?;
-        let pending = self.hub.store().pending_gates(None).await?;
+        let rows = self.hub.sessions().await?;
+        let pending = self.repos.gates.pending_gates(None).await?;
         let count = |id: &str| pending.iter().filter(|g| g.body.session_id == id).count() as u64;
         let elsewhere = self.turns_elsewhere().await?;
         Ok(rows
@@ -133,14 +132,13 @@ impl Core {
         let from = before.saturating_sub(RECENT_EVENTS).max(1);
         let start = self.turn_start(&id, from).await?.min(before);
         let count = (before - start).min(u64::from(u32::MAX)) as u32;
-        Ok(self.hub.store().events_after(&id, start - 1, count).await?)
+        Ok(self.hub.events_after(&id, start - 1, count).await?)
     }
 
     /// Where the turn holding `seq` starts (1 before the first message).
     async fn turn_start(&self, session_id: &str, seq: u64) -> Result<u64, Error> {
         Ok(self
             .hub
-            .store()
             .turn_start_at_or_before(session_id, seq)
             .await?
             .unwrap_or(1)
@@ -163,8 +161,10 @@ impl Core {
         }
         // A turn running on another instance is told too; its writes fail once the session
         // is gone either way.
-        self.hub.store().request_cancel(&row.id).await?;
-        self.hub.store().delete_session(&row.id).await?;
+        if let Some(coordination) = &self.repos.coordination {
+            coordination.request_cancel(&row.id).await?;
+        }
+        self.hub.delete_session(&row.id).await?;
         self.hub.forget(&row.id);
         Ok(())
     }
@@ -186,15 +186,10 @@ impl Core {
             ));
         }
         let row = self.session_row(session_id).await?;
-        if !self
-            .hub
-            .store()
-            .set_session_title(&row.id, title, None)
-            .await?
-        {
+        if !self.hub.rename_session(&row.id, title, None).await? {
             return Err(Error::UnknownSession(row.id));
         }
-        let pending = self.hub.store().pending_gates(Some(&row.id)).await?.len() as u64;
+        let pending = self.repos.gates.pending_gates(Some(&row.id)).await?.len() as u64;
         let row = SessionRow {
             title: title.to_owned(),
             ..row
@@ -214,8 +209,7 @@ impl Core {
         };
         if let Err(err) = self
             .hub
-            .store()
-            .set_session_title(&row.id, &title, Some(DEFAULT_TITLE))
+            .rename_session(&row.id, &title, Some(DEFAULT_TITLE))
             .await
         {
             tracing::warn!(session = %row.id, error = %err, "could not title the session");
@@ -352,8 +346,10 @@ impl Core {
         if let Some(turn_id) = self.hub.cancel(&row.id) {
             return Ok(turn_id);
         }
-        self.hub
-            .store()
+        let Some(coordination) = &self.repos.coordination else {
+            return Err(Error::NoTurnRunning);
+        };
+        coordination
             .request_cancel(&row.id)
             .await?
             .ok_or(Error::NoTurnRunning)
@@ -361,9 +357,9 @@ impl Core {
 
     /// The turns running on other instances, by session (empty unless the store is shared).
     async fn turns_elsewhere(&self) -> Result<HashMap<String, String>, Error> {
-        if !self.hub.store().shared() {
+        let Some(coordination) = &self.repos.coordination else {
             return Ok(HashMap::new());
-        }
-        Ok(self.hub.store().leased_turns().await?.into_iter().collect())
+        };
+        Ok(coordination.leased_turns().await?.into_iter().collect())
     }
 }

@@ -2,7 +2,7 @@
 //! revoked at once, and turned back into a `Principal` when a request presents one.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rand::RngCore;
@@ -114,7 +114,7 @@ impl Core {
             created_at: Timestamp::now(),
             last_used_at: None,
         };
-        match self.hub.store().create_token(&row, &who.actor()).await {
+        match self.repos.tokens.create_token(&row, &who.actor()).await {
             Ok(()) => {}
             Err(StoreError::Taken(name)) => {
                 return Err(Error::NameTaken(format!(
@@ -133,8 +133,8 @@ impl Core {
 
     pub async fn list_tokens(&self) -> Result<Vec<TokenInfo>, Error> {
         Ok(self
-            .hub
-            .store()
+            .repos
+            .tokens
             .list_tokens()
             .await?
             .into_iter()
@@ -144,7 +144,7 @@ impl Core {
 
     /// Revokes a token: the next request that presents it is refused.
     pub async fn revoke_token(&self, name: &str, who: &Principal) -> Result<(), Error> {
-        if self.hub.store().delete_token(name, &who.actor()).await? {
+        if self.repos.tokens.delete_token(name, &who.actor()).await? {
             self.token_use.forget(name);
             Ok(())
         } else {
@@ -160,7 +160,7 @@ impl Core {
     /// [`Self::token_principal`] from the secret's hash (what a named token's browser cookie
     /// carries): `None` once the token is revoked.
     pub async fn token_principal_by_hash(&self, hash: &str) -> Result<Option<Principal>, Error> {
-        let Some(row) = self.hub.store().token_by_hash(hash).await? else {
+        let Some(row) = self.repos.tokens.token_by_hash(hash).await? else {
             return Ok(None);
         };
         let Some(scope) = Scope::parse(&row.scope) else {
@@ -168,7 +168,7 @@ impl Core {
             return Ok(None);
         };
         if self.token_use.due(&row.name) {
-            let store = self.hub.store().clone();
+            let store = Arc::clone(&self.repos.tokens);
             let name = row.name.clone();
             tokio::spawn(async move {
                 if let Err(err) = store.touch_token(&name, &Timestamp::now()).await {

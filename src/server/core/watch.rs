@@ -63,6 +63,7 @@ impl GateWatches {
     }
 
     /// Whether a poll is waiting on the card now (tests).
+    #[cfg(test)]
     pub fn is_watched(&self, approval_id: &str) -> bool {
         self.lock().get(approval_id).is_some_and(|w| w.active > 0)
     }

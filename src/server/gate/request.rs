@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use crate::protocol::{
-    ApprovalRequestBody, Decision, GateKind, GateReason, Mode, RuleSuggestion, TimeoutOutcome,
-    Timestamp, ToolClass,
+    ApprovalRequestBody, Decision, DecisionKind, GateKind, GateReason, Mode, RuleSuggestion,
+    TimeoutOutcome, Timestamp, ToolClass,
 };
 use crate::server::config::DecisionTimeout;
 use crate::server::conversation::ToolCallRequest;
@@ -113,7 +113,7 @@ pub fn decision_card(
         tool: call.name.clone(),
         class: ToolClass::Decision,
         args: call.args.clone(),
-        decision_kind: Some(checkpoint.kind.clone()),
+        decision_kind: Some(checkpoint.kind),
         title: checkpoint.title.clone(),
         summary,
         proposal_html: markdown::render(&checkpoint.proposal),
@@ -141,7 +141,7 @@ pub fn decision_gate(
 ) -> ApprovalRequestBody {
     let summary = format!(
         "Decision ({}): {}",
-        checkpoint.kind.replace('_', " "),
+        checkpoint.kind.label(),
         checkpoint.title
     );
     let timeout_outcome = match on_timeout {
@@ -160,7 +160,7 @@ pub fn plan_gate(
     default_mode: Mode,
 ) -> ApprovalRequestBody {
     let checkpoint = Checkpoint {
-        kind: "plan".into(),
+        kind: DecisionKind::Plan,
         title: "Leave plan mode and carry out this plan".into(),
         proposal: plan.to_owned(),
     };

@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::shell_syntax;
 use crate::protocol::{Rule, RuleScope};
-use crate::server::store::{Store, StoreError};
+use crate::server::store::{RuleRepo, StoreError};
 use crate::server::tools::{self, Subject, SubjectKind};
 
 /// Whether a prefix rule may cover `rest` after the prefix: the whole command must read as
@@ -33,19 +33,19 @@ fn one_plain_command(command: &str) -> bool {
 
 /// A standing rule in force that covers this call in this session, if any.
 pub async fn matching(
-    store: &dyn Store,
+    rules: &dyn RuleRepo,
     session_id: &str,
     tool: &str,
     args: &Value,
 ) -> Result<Option<Rule>, StoreError> {
     let subject = tools::get(tool).and_then(|t| t.subject(args));
-    matching_subject(store, session_id, tool, subject.as_ref()).await
+    matching_subject(rules, session_id, tool, subject.as_ref()).await
 }
 
 /// A standing rule in force that covers a call on `subject` in this session, if any (outside
 /// agents' calls, whose subjects `tools::outside` reads).
 pub async fn matching_subject(
-    store: &dyn Store,
+    rules: &dyn RuleRepo,
     session_id: &str,
     tool: &str,
     subject: Option<&Subject>,
@@ -53,8 +53,8 @@ pub async fn matching_subject(
     let Some(subject) = subject else {
         return Ok(None);
     };
-    let rules = store.list_rules().await?;
-    Ok(rules.into_iter().find(|rule| {
+    let in_force = rules.list_rules().await?;
+    Ok(in_force.into_iter().find(|rule| {
         let in_scope = match rule.scope {
             RuleScope::Workspace => true,
             RuleScope::Session => rule.session_id.as_deref() == Some(session_id),

@@ -17,7 +17,7 @@ use crate::server::state::AppState;
 /// `200 ok` while the store takes writes and answers reads; `503 storage_unavailable` with the
 /// reason in words otherwise (a load balancer takes the instance out; a person reads why).
 pub async fn health(State(state): State<AppState>) -> impl IntoResponse {
-    match state.core.hub.store().health().await {
+    match state.core.health().await {
         Ok(()) => (
             StatusCode::OK,
             Json(json!({ "status": "ok", "version": env!("CARGO_PKG_VERSION") })),

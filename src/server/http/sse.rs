@@ -53,7 +53,7 @@ pub async fn feed(
     )?;
     let cursor = after.max(last_event_id);
     let session = state.core.existing_session_id(&sid).await?;
-    let subscription = state.core.hub.subscribe(&session);
+    let subscription = state.core.subscribe(&session);
     let pump = Pump {
         core: state.core.clone(),
         session,
@@ -128,7 +128,7 @@ impl Pump {
                 continue;
             }
             let item = tokio::select! {
-                _ = self.core.shutdown.cancelled() => return None,
+                _ = self.core.shutdown().cancelled() => return None,
                 _ = self.recheck.tick(), if self.token.is_some() => {
                     if !self.token_still_valid().await {
                         return None;
@@ -174,10 +174,7 @@ impl Pump {
         let Some(name) = &self.token else {
             return true;
         };
-        match self.core.hub.store().list_tokens().await {
-            Ok(tokens) => tokens.iter().any(|t| &t.name == name),
-            Err(_) => true,
-        }
+        self.core.token_exists(name).await.unwrap_or(true)
     }
 
     /// Reads one page of stored events after the cursor into `ready`; a short page means the
@@ -185,9 +182,7 @@ impl Pump {
     async fn catch_up_page(&mut self) -> Option<()> {
         let page = match self
             .core
-            .hub
-            .store()
-            .events_after(&self.session, self.last, REPLAY_PAGE)
+            .feed_page(&self.session, self.last, REPLAY_PAGE)
             .await
         {
             Ok(page) => page,

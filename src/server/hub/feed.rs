@@ -116,7 +116,7 @@ impl Hub {
     ) -> Result<Vec<Event>, StoreError> {
         let handle = self.enter(session_id);
         let _ordered = handle.session.append.lock().await;
-        let stored = self.store().append(session_id, events, commit).await?;
+        let stored = self.log().append(session_id, events, commit).await?;
         crate::timeline::mark("hub: store returned");
         on_commit();
         // Another instance appended in between (only with a shared store): what it wrote goes
@@ -144,7 +144,7 @@ impl Hub {
     ) -> Result<(), StoreError> {
         loop {
             let page = self
-                .store()
+                .log()
                 .events_after(handle.session_id(), after, PAGE)
                 .await?;
             let page: Vec<Event> = page
@@ -187,9 +187,8 @@ impl Hub {
     /// The sessions this instance watches or waits in (subscribers, parked gates): those whose
     /// other-instance events it must not miss.
     pub fn watched_sessions(&self) -> Vec<(String, u64)> {
-        // The map's lock is let go before any session's own (the lock order).
-        let live: Vec<_> = lock(&self.shared.sessions).values().cloned().collect();
-        live.iter()
+        self.live()
+            .iter()
             .filter(|s| {
                 lock(&s.feed)
                     .as_ref()
@@ -208,7 +207,10 @@ impl Hub {
             return Ok(());
         }
         let ids: Vec<String> = watched.iter().map(|(id, _)| id.clone()).collect();
-        let stored = self.store().last_seqs(&ids).await?;
+        let Some(coordination) = &self.shared.coordination else {
+            return Ok(());
+        };
+        let stored = coordination.last_seqs(&ids).await?;
         for (id, last_seq) in stored {
             let published = watched
                 .iter()
@@ -267,7 +269,7 @@ impl Hub {
     ) -> Result<Vec<Event>, StoreError> {
         let mut all = Vec::new();
         loop {
-            let page = self.store().events_after(session_id, after, 1000).await?;
+            let page = self.log().events_after(session_id, after, 1000).await?;
             let Some(last) = page.last().and_then(|e| e.seq) else {
                 return Ok(all);
             };

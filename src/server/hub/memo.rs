@@ -26,7 +26,7 @@ impl Hub {
         read: impl FnOnce(&SessionHistory) -> T,
     ) -> Result<T, StoreError> {
         let handle = self.enter(session_id);
-        let shared = self.store().shared();
+        let shared = self.shared_store();
         // On a store of its own, a commit in flight folds its events in before this reads (it
         // holds `append` until then), so "the memo has what was published" means "the memo
         // has the whole log". A shared store is read to its end every time instead, and waiting
@@ -44,7 +44,7 @@ impl Hub {
         if !current {
             loop {
                 let page = self
-                    .store()
+                    .log()
                     .events_after(session_id, history.through_seq(), PAGE)
                     .await?;
                 let full = page.len() == PAGE as usize;
@@ -63,7 +63,7 @@ impl Hub {
     pub(super) async fn fold_committed(&self, handle: &Handle, events: &[Event]) {
         // A shared store's memo is only a head start for the next read, which reads on from
         // it: a commit does not wait behind a read in flight to fold its events in.
-        let mut memo = if self.store().shared() {
+        let mut memo = if self.shared_store() {
             match handle.session.history.try_lock() {
                 Ok(memo) => memo,
                 Err(_) => return,

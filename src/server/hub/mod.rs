@@ -6,8 +6,11 @@
 //!
 //! **Eviction rule:** an entry lives while something holds it — a running turn, a parked gate,
 //! a feed subscriber, or an operation in progress — and is dropped the moment the last holder
-//! lets go (`Handle`'s drop). So a session with no subscriber, no running turn and no parked
-//! gate costs nothing; the next use rebuilds it (its history memo from the log).
+//! lets go. The map holds only a `Weak` to each session, and the entry leaves in
+//! `Drop for Session`, which runs exactly once, after the last `Arc` is gone: no count is ever
+//! read while another holder may be letting go at the same moment. So a session with no
+//! subscriber, no running turn and no parked gate costs nothing; the next use rebuilds it (its
+//! history memo from the log).
 //!
 //! **Lock order** (take them in this order, never the other way round):
 //! 1. `Session::serial` — an operation's read-then-append (a mode change, a new message);
@@ -16,24 +19,28 @@
 //! 4. the std mutexes (the map, the feed sender, the turn slot, the parked gates) — held for a
 //!    lookup or an insert only, never across an await and never while taking another lock.
 //!
+//! The hub is the only holder of the event log (`EventLog`): it exposes commit (`feed.rs`),
+//! reads and session rows (`log.rs`), subscribe and history, never the log itself.
+//!
 //! Files: `feed.rs` (commit, publish, subscribe, catch up), `turns.rs` (the running turn),
 //! `parked.rs` (gates waiting for an answer), `memo.rs` (the history memo), `follow.rs` (the
 //! other instances' signals, with a shared store).
 
 mod feed;
 mod follow;
+mod log;
 mod memo;
 mod parked;
 mod turns;
 
 use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use tokio::sync::{Mutex as AsyncMutex, broadcast, oneshot};
 
 use crate::server::conversation::history::SessionHistory;
-use crate::server::store::Store;
+use crate::server::store::{Coordination, EventLog};
 
 pub use feed::{FeedItem, Subscription, event_json};
 pub use parked::{ParkGuard, Wake};
@@ -45,9 +52,15 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// Every live session by id. Only `Weak`s: the holders own the sessions, the map only finds
+/// them. No `Arc<Session>` may be dropped while this is locked (its drop takes the lock).
+type SessionMap = Mutex<HashMap<String, Weak<Session>>>;
+
 /// The live state of one session.
 struct Session {
     id: String,
+    /// The map this session is listed in, which its drop takes it out of.
+    map: Arc<SessionMap>,
     /// 1 in the lock order.
     serial: AsyncMutex<()>,
     /// 2 in the lock order.
@@ -63,9 +76,10 @@ struct Session {
 }
 
 impl Session {
-    fn new(id: &str) -> Session {
+    fn new(id: &str, map: Arc<SessionMap>) -> Session {
         Session {
             id: id.to_owned(),
+            map,
             serial: AsyncMutex::new(()),
             append: AsyncMutex::new(()),
             history: AsyncMutex::new(None),
@@ -77,9 +91,26 @@ impl Session {
     }
 }
 
+impl Drop for Session {
+    fn drop(&mut self) {
+        let mut sessions = lock(&self.map);
+        // Only this session's own entry: an `enter` that found this one already dying has put
+        // its successor under the same id.
+        if sessions
+            .get(&self.id)
+            .is_some_and(|entry| std::ptr::eq(entry.as_ptr(), self))
+        {
+            sessions.remove(&self.id);
+        }
+    }
+}
+
 struct Shared {
-    store: Arc<dyn Store>,
-    sessions: Mutex<HashMap<String, Arc<Session>>>,
+    /// The log: only the hub holds it, so every append is a hub commit (and is published).
+    log: Arc<dyn EventLog>,
+    /// Only on a store several instances share.
+    coordination: Option<Arc<dyn Coordination>>,
+    sessions: Arc<SessionMap>,
 }
 
 /// The hub: cheap to clone, one per server.
@@ -88,69 +119,67 @@ pub struct Hub {
     shared: Arc<Shared>,
 }
 
-/// A hold on one session's live state. While any exists the entry stays; dropping the last
-/// one drops the entry (the eviction rule).
+/// A hold on one session's live state. While any exists the entry stays; when the last one
+/// (or the last other holder) goes, the session's drop takes the entry out (the eviction rule).
+#[derive(Clone)]
 pub struct Handle {
-    shared: Arc<Shared>,
     session: Arc<Session>,
 }
 
-impl Clone for Handle {
-    fn clone(&self) -> Self {
-        Handle {
-            shared: Arc::clone(&self.shared),
-            session: Arc::clone(&self.session),
-        }
-    }
-}
-
-impl Drop for Handle {
-    fn drop(&mut self) {
-        let mut sessions = lock(&self.shared.sessions);
-        // The map's own reference and this one: nobody else holds the entry.
-        if Arc::strong_count(&self.session) == 2
-            && let Some(entry) = sessions.get(&self.session.id)
-            && Arc::ptr_eq(entry, &self.session)
-        {
-            sessions.remove(&self.session.id);
-        }
-    }
-}
-
 impl Hub {
-    pub fn new(store: Arc<dyn Store>) -> Hub {
+    /// The hub over `log`, the only holder of it; `coordination` when other instances share
+    /// the store.
+    pub fn new(log: Arc<dyn EventLog>, coordination: Option<Arc<dyn Coordination>>) -> Hub {
         Hub {
             shared: Arc::new(Shared {
-                store,
-                sessions: Mutex::new(HashMap::new()),
+                log,
+                coordination,
+                sessions: Arc::new(Mutex::new(HashMap::new())),
             }),
         }
     }
 
-    pub fn store(&self) -> &Arc<dyn Store> {
-        &self.shared.store
+    fn log(&self) -> &dyn EventLog {
+        self.shared.log.as_ref()
+    }
+
+    /// Whether other instances write to the same store.
+    fn shared_store(&self) -> bool {
+        self.shared.coordination.is_some()
     }
 
     /// The session's live state, created on first use.
     pub fn enter(&self, session_id: &str) -> Handle {
-        let session = Arc::clone(
-            lock(&self.shared.sessions)
-                .entry(session_id.to_owned())
-                .or_insert_with(|| Arc::new(Session::new(session_id))),
-        );
-        Handle {
-            shared: Arc::clone(&self.shared),
-            session,
-        }
+        let mut sessions = lock(&self.shared.sessions);
+        // A session whose last holder is letting go right now does not upgrade: it gets a
+        // successor, and its own drop leaves the successor's entry alone.
+        let session = match sessions.get(session_id).and_then(Weak::upgrade) {
+            Some(session) => session,
+            None => {
+                let session = Arc::new(Session::new(session_id, Arc::clone(&self.shared.sessions)));
+                sessions.insert(session_id.to_owned(), Arc::downgrade(&session));
+                session
+            }
+        };
+        drop(sessions);
+        Handle { session }
     }
 
     /// The session's live state if it has any (a lookup never creates an entry).
     pub fn get(&self, session_id: &str) -> Option<Handle> {
-        let session = lock(&self.shared.sessions).get(session_id).cloned()?;
-        Some(Handle {
-            shared: Arc::clone(&self.shared),
-            session,
-        })
+        let session = lock(&self.shared.sessions)
+            .get(session_id)
+            .and_then(Weak::upgrade)?;
+        Some(Handle { session })
+    }
+
+    /// Every session with live state now. The map's lock is let go before this returns, so
+    /// a caller may take a session's own locks (the lock order) and drop the last holder.
+    fn live(&self) -> Vec<Arc<Session>> {
+        lock(&self.shared.sessions)
+            .values()
+            .filter_map(Weak::upgrade)
+            .collect()
     }
 
     /// How many sessions have live state right now.

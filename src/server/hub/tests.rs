@@ -17,7 +17,7 @@ async fn hub_with_session(id: &str) -> (tempfile::TempDir, Hub) {
         .create_session(&crate::server::store::conformance::session(id))
         .await
         .unwrap();
-    (dir, Hub::new(Arc::new(store)))
+    (dir, Hub::new(Arc::new(store), None))
 }
 
 fn resolution(id: &str, decision: Decision) -> Resolution {
@@ -161,10 +161,12 @@ async fn the_sweep_alone_catches_up_with_another_instance() {
         return;
     };
     let url = pg::fresh_database(&cluster).await;
-    let here = Hub::new(Arc::new(PgStore::open(&url).await.unwrap()));
-    let there = Hub::new(Arc::new(PgStore::open(&url).await.unwrap()));
-    here.store()
-        .create_session(&crate::server::store::conformance::session("S"))
+    let instance = || async {
+        let store = Arc::new(PgStore::open(&url).await.unwrap());
+        Hub::new(store.clone(), Some(store))
+    };
+    let (here, there) = (instance().await, instance().await);
+    here.create_session(&crate::server::store::conformance::session("S"))
         .await
         .unwrap();
     let mut feed = here.subscribe("S");
@@ -225,4 +227,76 @@ async fn the_sweep_alone_catches_up_with_another_instance() {
         answer,
         "the parked turn got the other's answer"
     );
+}
+
+/// Four holders letting go on four threads at once, round after round: the old rule (the
+/// last holder counted the references in its own drop, while its own was still there) could
+/// see the others still there on every side and leave the entry, with its memo, in the map for
+/// good. The same harness run against that rule leaked within a few thousand rounds.
+#[tokio::test]
+async fn handles_dropped_at_the_same_moment_leave_no_entry() {
+    const HOLDERS: usize = 4;
+    let (_dir, hub) = hub_with_session("s").await;
+    let start = Arc::new(std::sync::Barrier::new(HOLDERS + 1));
+    let done = Arc::new(std::sync::Barrier::new(HOLDERS + 1));
+    let holders: Vec<_> = (0..HOLDERS)
+        .map(|_| {
+            let (give, take) = std::sync::mpsc::channel::<Handle>();
+            let (start, done) = (Arc::clone(&start), Arc::clone(&done));
+            std::thread::spawn(move || {
+                while let Ok(handle) = take.recv() {
+                    start.wait();
+                    drop(handle);
+                    done.wait();
+                }
+            });
+            give
+        })
+        .collect();
+    for round in 0..20_000 {
+        for holder in &holders {
+            holder.send(hub.enter("s")).unwrap();
+        }
+        start.wait();
+        done.wait();
+        assert_eq!(
+            hub.live_sessions(),
+            0,
+            "an entry outlived its holders in round {round}"
+        );
+    }
+}
+
+/// A holder letting go while another use enters: the newcomer always finds a live entry, and
+/// the old session's drop never takes the newcomer's entry with it.
+#[tokio::test]
+async fn an_enter_racing_the_last_drop_keeps_its_own_entry() {
+    let (_dir, hub) = hub_with_session("s").await;
+    for round in 0..2_000 {
+        let leaving = hub.enter("s");
+        let barrier = Arc::new(std::sync::Barrier::new(2));
+        let dropper = {
+            let barrier = Arc::clone(&barrier);
+            std::thread::spawn(move || {
+                barrier.wait();
+                drop(leaving);
+            })
+        };
+        let entering = {
+            let (barrier, hub) = (Arc::clone(&barrier), hub.clone());
+            std::thread::spawn(move || {
+                barrier.wait();
+                hub.enter("s")
+            })
+        };
+        dropper.join().unwrap();
+        let kept = entering.join().unwrap();
+        assert!(
+            hub.get("s").is_some(),
+            "round {round}: the newcomer's entry was taken out under it"
+        );
+        assert_eq!(hub.live_sessions(), 1);
+        drop(kept);
+        assert_eq!(hub.live_sessions(), 0, "round {round}");
+    }
 }

@@ -124,9 +124,8 @@ impl Hub {
 
     /// The turns this instance runs, as `(session, turn)`.
     pub fn running_turns(&self) -> Vec<(String, String)> {
-        // The map's lock is let go before any session's own (the lock order).
-        let live: Vec<_> = lock(&self.shared.sessions).values().cloned().collect();
-        live.iter()
+        self.live()
+            .iter()
             .filter_map(|s| {
                 lock(&s.running)
                     .as_ref()

@@ -451,7 +451,7 @@ mod tests {
         let store = crate::server::store::open(&url, Default::default(), "t")
             .await
             .unwrap();
-        let passkeys = Passkeys::new(&Secret::new("root"), store);
+        let passkeys = Passkeys::new(&Secret::new("root"), store.repos.passkeys);
         let rp = relying_party("", Some("localhost:1")).unwrap();
         assert_eq!(
             passkeys

@@ -7,6 +7,7 @@ use super::encrypt::encrypt;
 use super::payload::Message;
 use super::subscription::{decode_key, endpoint_allowed};
 use super::vapid::VapidKeys;
+use crate::server::retry::{self, Attempt};
 use crate::server::store::push::PushSubscriptionRow;
 
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
@@ -24,7 +25,7 @@ pub enum Delivery {
 }
 
 /// Sends `message`, retrying a connection failure, a 429 or a 5xx after 1, 4 and 15 s
-/// (`notifier::RETRY_PAUSES`).
+/// (`retry::PAUSES`).
 pub async fn send(
     http: &reqwest::Client,
     keys: &VapidKeys,
@@ -54,11 +55,8 @@ pub async fn send(
         return Delivery::Failed;
     };
     let host = endpoint.host_str().unwrap_or("").to_owned();
-    for (attempt, pause) in std::iter::once(Duration::ZERO)
-        .chain(crate::server::notifier::RETRY_PAUSES)
-        .enumerate()
-    {
-        tokio::time::sleep(pause).await;
+    let (endpoint, host, body, authorization) = (&endpoint, &host, &body, &authorization);
+    let settled = retry::with_pauses(&retry::PAUSES, |attempt| async move {
         let request = http
             .post(endpoint.clone())
             .header("TTL", message.ttl_secs.to_string())
@@ -66,26 +64,34 @@ pub async fn send(
             .header("Content-Type", "application/octet-stream")
             .header("Urgency", "high")
             .header("Topic", &message.topic)
-            .header("Authorization", &authorization)
+            .header("Authorization", authorization)
             .body(body.clone());
         match request.send().await {
-            Ok(resp) if resp.status().is_success() => return Delivery::Delivered,
-            Ok(resp) if matches!(resp.status().as_u16(), 404 | 410) => return Delivery::Gone,
+            Ok(resp) if resp.status().is_success() => Attempt::Settled(Delivery::Delivered),
+            Ok(resp) if matches!(resp.status().as_u16(), 404 | 410) => {
+                Attempt::Settled(Delivery::Gone)
+            }
             Ok(resp) => {
                 let status = resp.status().as_u16();
                 tracing::warn!(subscription = %row.id, %host, attempt, status, "push refused");
                 // Only a 429 or a 5xx may get better by repeating it (a redirect is never
                 // followed: a push service answers where it was asked).
                 if !resp.status().is_server_error() && status != 429 {
-                    return Delivery::Failed;
+                    Attempt::Settled(Delivery::Failed)
+                } else {
+                    Attempt::Again
                 }
             }
             Err(err) => {
                 let why = crate::text::error_chain(&err.without_url());
                 tracing::warn!(subscription = %row.id, %host, attempt, error = %why, "push not delivered");
+                Attempt::Again
             }
         }
-    }
-    tracing::error!(subscription = %row.id, %host, "gave up on a push");
-    Delivery::Failed
+    })
+    .await;
+    settled.unwrap_or_else(|| {
+        tracing::error!(subscription = %row.id, %host, "gave up on a push");
+        Delivery::Failed
+    })
 }

@@ -27,7 +27,7 @@ use crate::server::hub::FeedItem;
 use crate::server::hub::Hub;
 use crate::server::principal::{Principal, Scope};
 use crate::server::store::push::{PushSubscriptionRow, PushSubscriptions};
-use crate::server::store::{Store, StoreError};
+use crate::server::store::{GateRepo, Repos, StoreError, TokenRepo};
 pub use deliver::Delivery;
 
 /// How long after a gate's deadline its closing push is still waited for (the deadline's own
@@ -46,7 +46,9 @@ pub struct Push {
     loopback: Arc<std::sync::atomic::AtomicBool>,
     /// At most this many pushes in flight at once, whatever the number of subscriptions.
     in_flight: Arc<tokio::sync::Semaphore>,
-    store: Arc<dyn Store>,
+    subscriptions: Arc<dyn PushSubscriptions>,
+    tokens: Arc<dyn TokenRepo>,
+    gates: Arc<dyn GateRepo>,
     hub: Hub,
     http: reqwest::Client,
 }
@@ -94,6 +96,7 @@ impl Push {
         keys: vapid::VapidKeys,
         access_token: &crate::server::secret::Secret,
         hub: Hub,
+        repos: &Repos,
     ) -> Result<Push, reqwest::Error> {
         let signer = capability::Signer::new(&keys.seal_root());
         // Keyed by the data dir's secret: a row's fingerprint is no oracle for the token.
@@ -124,7 +127,9 @@ impl Push {
             startup_fingerprint,
             loopback,
             in_flight: Arc::new(tokio::sync::Semaphore::new(MAX_IN_FLIGHT)),
-            store: Arc::clone(hub.store()),
+            subscriptions: Arc::clone(&repos.push),
+            tokens: Arc::clone(&repos.tokens),
+            gates: Arc::clone(&repos.gates),
             hub,
             http,
         })
@@ -144,7 +149,7 @@ impl Push {
     }
 
     fn subscriptions(&self) -> &dyn PushSubscriptions {
-        self.store.as_ref()
+        self.subscriptions.as_ref()
     }
 
     /// The subscriptions whose credential may answer a gate now, with that credential.
@@ -155,7 +160,7 @@ impl Push {
         if subscriptions.is_empty() {
             return Ok(Vec::new());
         }
-        let tokens = self.store.list_tokens().await?;
+        let tokens = self.tokens.list_tokens().await?;
         Ok(subscriptions
             .into_iter()
             .filter_map(|row| {
@@ -276,7 +281,7 @@ impl Push {
         let wait =
             Duration::from_millis(gate.expires_at.ms_left(Timestamp::now_ms())) + CLOSING_GRACE;
         let stored = || async {
-            self.store
+            self.gates
                 .get_gate(&gate.session_id, &gate.approval_id)
                 .await
                 .ok()

@@ -1,8 +1,9 @@
 //! Persistence behind one trait: sessions and their append-only event logs.
 //!
 //! SQLite is the default (`sqlite/`); PostgreSQL (`postgres/`) is its sibling behind the same
-//! trait, for several instances on one database. Everything above this module talks to
-//! `dyn Store` only.
+//! trait, for several instances on one database. The store is split where it is opened
+//! (`Opened`): the event log goes to the hub alone; everything else gets one narrow
+//! repository (`Repos`), and the instances' coordination exists only on a shared store.
 
 #[cfg(test)]
 pub mod conformance;
@@ -10,6 +11,8 @@ pub mod passkeys;
 pub mod postgres;
 pub mod push;
 pub mod sqlite;
+
+use std::sync::Arc;
 
 use async_trait::async_trait;
 
@@ -86,6 +89,24 @@ pub fn stamp(
         })
         .collect()
 }
+
+/// How durable a commit is before its events are sent. Both survive a crash of the process
+/// (`kill -9`): in WAL mode a committed transaction is in the OS's hands either way.
+#[derive(Debug, Clone, Copy, Default, serde::Deserialize, serde::Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Synchronous {
+    /// Every commit is fsynced before it is acknowledged: it also survives a power cut or an
+    /// OS crash. The default.
+    #[default]
+    Full,
+    /// No fsync per commit (only at checkpoints): faster, but a power cut or OS crash can lose
+    /// the last commits, events that may already have been sent and acted on.
+    Normal,
+}
+
+/// How long an `Idempotency-Key` names the same gate: the opener's lookup and both backends'
+/// "key used for another gate" check read this one window.
+pub const IDEMPOTENCY_WINDOW_MS: i64 = 24 * 3600 * 1000;
 
 /// How long a turn's lease lasts without renewal: an instance that stops renewing (dead,
 /// paused, cut off) loses its turns this long after its last renewal.
@@ -318,10 +339,14 @@ impl AuditOrder {
     }
 }
 
-/// Every backend keeps the push subscriptions and the passkeys too (`push::PushSubscriptions`,
-/// `passkeys::PasskeyRows`), which their layers reach through those narrow traits alone.
+/// The event log: sessions and their append-only logs. Owned by the hub alone (`Hub::new`),
+/// so an append always goes out through the hub's commit (commit, then publish in seq order)
+/// and nothing else can write an event the feed would never carry.
 #[async_trait]
-pub trait Store: push::PushSubscriptions + passkeys::PasskeyRows + Send + Sync + 'static {
+pub trait EventLog: Send + Sync + 'static {
+    /// Whether the store can take writes and answer reads; `Err` says why not, in words.
+    async fn health(&self) -> Result<(), String>;
+
     async fn create_session(&self, row: &SessionRow) -> Result<(), StoreError>;
 
     /// Newest first.
@@ -354,6 +379,28 @@ pub trait Store: push::PushSubscriptions + passkeys::PasskeyRows + Send + Sync +
         commit: Commit,
     ) -> Result<Vec<Event>, StoreError>;
 
+    /// Events with `seq > after`, oldest first, at most `limit`.
+    async fn events_after(
+        &self,
+        session_id: &str,
+        after: u64,
+        limit: u32,
+    ) -> Result<Vec<Event>, StoreError>;
+
+    /// The seq of the latest `user_message` at or before `seq` (where that turn starts).
+    async fn turn_start_at_or_before(
+        &self,
+        session_id: &str,
+        seq: u64,
+    ) -> Result<Option<u64>, StoreError>;
+
+    /// Sessions whose last turn has a `user_message` but no `turn_finished` (restart recovery).
+    async fn sessions_with_unfinished_turns(&self) -> Result<Vec<String>, StoreError>;
+}
+
+/// The gates' rows (written only by the log's commits; read here).
+#[async_trait]
+pub trait GateRepo: Send + Sync {
     async fn get_gate(
         &self,
         session_id: &str,
@@ -365,13 +412,40 @@ pub trait Store: push::PushSubscriptions + passkeys::PasskeyRows + Send + Sync +
         &self,
         session_id: Option<&str>,
     ) -> Result<Vec<ApprovalRequest>, StoreError>;
+}
 
+/// The standing rules (made by a commit that resolves a gate with Allow always).
+#[async_trait]
+pub trait RuleRepo: Send + Sync {
     /// Standing rules in force (not revoked), oldest first.
     async fn list_rules(&self) -> Result<Vec<Rule>, StoreError>;
 
     /// Revokes a rule (and audits it as `actor`); `false` when there is no such rule in force.
     async fn revoke_rule(&self, rule_id: &str, actor: &str) -> Result<bool, StoreError>;
+}
 
+/// The named tokens: never a secret, only its hash.
+#[async_trait]
+pub trait TokenRepo: Send + Sync {
+    /// Stores a new token (and audits it as `actor`); `Taken` when the name is in use.
+    async fn create_token(&self, row: &TokenRow, actor: &str) -> Result<(), StoreError>;
+
+    /// Every token, by name.
+    async fn list_tokens(&self) -> Result<Vec<TokenRow>, StoreError>;
+
+    /// The token whose secret hashes to `secret_hash`.
+    async fn token_by_hash(&self, secret_hash: &str) -> Result<Option<TokenRow>, StoreError>;
+
+    /// Deletes a token (and audits it as `actor`); `false` when there is none of that name.
+    async fn delete_token(&self, name: &str, actor: &str) -> Result<bool, StoreError>;
+
+    /// Records that a token was used.
+    async fn touch_token(&self, name: &str, at: &Timestamp) -> Result<(), StoreError>;
+}
+
+/// The audit log's chain: entries of their own (config changes) and its pages.
+#[async_trait]
+pub trait AuditRepo: Send + Sync {
     /// Appends audit entries that belong to no session event (config changes).
     async fn append_audit(
         &self,
@@ -396,43 +470,11 @@ pub trait Store: push::PushSubscriptions + passkeys::PasskeyRows + Send + Sync +
         action: Option<&str>,
         subject: Option<&str>,
     ) -> Result<Vec<AuditEntry>, StoreError>;
+}
 
-    /// Events with `seq > after`, oldest first, at most `limit`.
-    async fn events_after(
-        &self,
-        session_id: &str,
-        after: u64,
-        limit: u32,
-    ) -> Result<Vec<Event>, StoreError>;
-
-    /// The seq of the latest `user_message` at or before `seq` (where that turn starts).
-    async fn turn_start_at_or_before(
-        &self,
-        session_id: &str,
-        seq: u64,
-    ) -> Result<Option<u64>, StoreError>;
-
-    /// Sessions whose last turn has a `user_message` but no `turn_finished` (restart recovery).
-    async fn sessions_with_unfinished_turns(&self) -> Result<Vec<String>, StoreError>;
-
-    /// Whether the store can take writes and answer reads; `Err` says why not, in words.
-    async fn health(&self) -> Result<(), String>;
-
-    /// Stores a new token (and audits it as `actor`); `Taken` when the name is in use.
-    async fn create_token(&self, row: &TokenRow, actor: &str) -> Result<(), StoreError>;
-
-    /// Every token, by name.
-    async fn list_tokens(&self) -> Result<Vec<TokenRow>, StoreError>;
-
-    /// The token whose secret hashes to `secret_hash`.
-    async fn token_by_hash(&self, secret_hash: &str) -> Result<Option<TokenRow>, StoreError>;
-
-    /// Deletes a token (and audits it as `actor`); `false` when there is none of that name.
-    async fn delete_token(&self, name: &str, actor: &str) -> Result<bool, StoreError>;
-
-    /// Records that a token was used.
-    async fn touch_token(&self, name: &str, at: &Timestamp) -> Result<(), StoreError>;
-
+/// The outside agents' sessions and who opened their gates.
+#[async_trait]
+pub trait OutsideRepo: Send + Sync {
     /// The session holding the gates of `(source, external_session)`, creating it from `row`
     /// when there is none yet; concurrent callers all get the one that was created first.
     async fn external_session(
@@ -460,71 +502,121 @@ pub trait Store: push::PushSubscriptions + passkeys::PasskeyRows + Send + Sync +
         key: &str,
         since: &Timestamp,
     ) -> Result<Option<(String, String)>, StoreError>;
+}
 
-    // ---- Several instances (a store only one instance uses keeps the defaults) ----
-
-    /// Whether other instances may write to this store at the same time (PostgreSQL).
-    fn shared(&self) -> bool {
-        false
-    }
-
-    /// What the other instances commit, as it happens (`None` when nobody else writes).
-    async fn listen(
-        &self,
-    ) -> Result<Option<tokio::sync::mpsc::UnboundedReceiver<Signal>>, StoreError> {
-        Ok(None)
-    }
+/// What only a store several instances share has: their signals, the turns' leases and
+/// cancels across instances. A store one instance owns has none of it (`Repos::coordination`
+/// is `None`), rather than a flag and do-nothing defaults.
+#[async_trait]
+pub trait Coordination: Send + Sync {
+    /// What the other instances commit, as it happens.
+    async fn listen(&self) -> Result<tokio::sync::mpsc::UnboundedReceiver<Signal>, StoreError>;
 
     /// Each session's `last_seq`, for the given ids (a sweep that catches up missed signals).
-    async fn last_seqs(&self, _session_ids: &[String]) -> Result<Vec<(String, u64)>, StoreError> {
-        Ok(Vec::new())
-    }
+    async fn last_seqs(&self, session_ids: &[String]) -> Result<Vec<(String, u64)>, StoreError>;
 
     /// Extends this instance's leases on the turns of `session_ids`; returns the leases those
     /// sessions have now, this instance's or not (one held by another instance for a turn
     /// this one runs was taken over; none at all means the turn is starting or ending).
-    async fn renew_leases(&self, _session_ids: &[String]) -> Result<Vec<LeasedTurn>, StoreError> {
-        Ok(Vec::new())
-    }
+    async fn renew_leases(&self, session_ids: &[String]) -> Result<Vec<LeasedTurn>, StoreError>;
 
     /// Takes over turns whose lease lapsed, and this instance's own leases on turns it does
     /// not run (`running`: the sessions whose turns it does run).
-    async fn claim_lapsed_turns(&self, _running: &[String]) -> Result<Vec<LeasedTurn>, StoreError> {
-        Ok(Vec::new())
-    }
+    async fn claim_lapsed_turns(&self, running: &[String]) -> Result<Vec<LeasedTurn>, StoreError>;
 
     /// Asks whichever instance runs the session's turn to cancel it; the turn's id, or `None`
     /// when no turn holds the session (or it has already decided how it ends).
-    async fn request_cancel(&self, _session_id: &str) -> Result<Option<String>, StoreError> {
-        Ok(None)
-    }
+    async fn request_cancel(&self, session_id: &str) -> Result<Option<String>, StoreError>;
 
     /// Fixes how the turn ends: afterwards no cancel is accepted; `true` if one was requested.
-    async fn seal_turn(&self, _session_id: &str, _turn_id: &str) -> Result<bool, StoreError> {
-        Ok(false)
-    }
+    async fn seal_turn(&self, session_id: &str, turn_id: &str) -> Result<bool, StoreError>;
 
     /// The turns running anywhere, by session (for a session list on any instance).
-    async fn leased_turns(&self) -> Result<Vec<(String, String)>, StoreError> {
-        Ok(Vec::new())
+    async fn leased_turns(&self) -> Result<Vec<(String, String)>, StoreError>;
+}
+
+/// Everything one backend implements. Only `open` and the backends' tests see it whole: the
+/// rest of the server holds the log (the hub) or one narrow repository (`Repos`).
+pub trait Store:
+    EventLog
+    + GateRepo
+    + RuleRepo
+    + TokenRepo
+    + AuditRepo
+    + OutsideRepo
+    + push::PushSubscriptions
+    + passkeys::PasskeyRows
+{
+}
+
+impl<T> Store for T where
+    T: EventLog
+        + GateRepo
+        + RuleRepo
+        + TokenRepo
+        + AuditRepo
+        + OutsideRepo
+        + push::PushSubscriptions
+        + passkeys::PasskeyRows
+{
+}
+
+/// The narrow repositories, each a view of the one store: what core, the agent and the push
+/// layer reach (never the log's append, which is the hub's).
+#[derive(Clone)]
+pub struct Repos {
+    pub gates: Arc<dyn GateRepo>,
+    pub rules: Arc<dyn RuleRepo>,
+    pub tokens: Arc<dyn TokenRepo>,
+    pub audit: Arc<dyn AuditRepo>,
+    pub outside: Arc<dyn OutsideRepo>,
+    pub push: Arc<dyn push::PushSubscriptions>,
+    pub passkeys: Arc<dyn passkeys::PasskeyRows>,
+    /// Only on a store several instances share.
+    pub coordination: Option<Arc<dyn Coordination>>,
+}
+
+/// An opened store, split: the log for the hub, the repositories for everyone else.
+#[derive(Clone)]
+pub struct Opened {
+    pub log: Arc<dyn EventLog>,
+    pub repos: Repos,
+}
+
+impl Opened {
+    /// Splits `store` into its log and its repositories; `coordination` only for a store
+    /// several instances share.
+    pub fn split<S: Store>(store: Arc<S>, coordination: Option<Arc<dyn Coordination>>) -> Opened {
+        Opened {
+            log: store.clone(),
+            repos: Repos {
+                gates: store.clone(),
+                rules: store.clone(),
+                tokens: store.clone(),
+                audit: store.clone(),
+                outside: store.clone(),
+                push: store.clone(),
+                passkeys: store,
+                coordination,
+            },
+        }
     }
 }
 
-/// Opens the store named by `database_url`; `instance` names this instance to the others
-/// (it owns its turns' leases under that name).
+/// Opens the store named by `database_url`, split (`Opened`); `instance` names this instance
+/// to the others (it owns its turns' leases under that name).
 pub async fn open(
     database_url: &str,
-    synchronous: crate::server::config::Synchronous,
+    synchronous: Synchronous,
     instance: &str,
-) -> Result<std::sync::Arc<dyn Store>, StoreError> {
+) -> Result<Opened, StoreError> {
     if database_url.starts_with("sqlite:") {
-        Ok(std::sync::Arc::new(
-            sqlite::SqliteStore::open(database_url, synchronous).await?,
-        ))
+        let store = Arc::new(sqlite::SqliteStore::open(database_url, synchronous).await?);
+        Ok(Opened::split(store, None))
     } else if postgres::is_postgres_url(database_url) {
-        Ok(std::sync::Arc::new(
-            postgres::PgStore::open_as(database_url, instance).await?,
-        ))
+        let store = Arc::new(postgres::PgStore::open_as(database_url, instance).await?);
+        let coordination: Arc<dyn Coordination> = store.clone();
+        Ok(Opened::split(store, Some(coordination)))
     } else {
         Err(StoreError::UnsupportedUrl(database_url.to_owned()))
     }

@@ -48,7 +48,7 @@ pub use exit_plan::{EXIT_PLAN_TOOL, plan_of};
 pub use files::{FileNow, MAX_DIFF_BYTES, current_file};
 pub use reader::{FloorPaths, Guard, Hidden};
 pub use registry::{all, get};
-pub use request_approval::{CHECKPOINT_TOOL, Checkpoint, DECISION_KINDS};
+pub use request_approval::{CHECKPOINT_TOOL, Checkpoint};
 
 /// One tool the agent may call.
 #[async_trait]

@@ -8,21 +8,10 @@ use serde_json::{Value, json};
 use super::{
     CardText, CheckEnv, GateStyle, Refusal, Tool, ToolContext, ToolError, ToolOutput, parse,
 };
-use crate::protocol::{Mode, ToolClass};
+use crate::protocol::{DecisionKind, Mode, ToolClass};
 use crate::server::conversation::ToolSpec;
 
 pub const CHECKPOINT_TOOL: &str = "request_approval";
-
-/// The decision kinds a card may name; a checkpoint naming another (or `plan`, which only
-/// `exit_plan` makes) is shown as `other`.
-pub const DECISION_KINDS: [&str; 6] = [
-    "target_column",
-    "prep_plan",
-    "model_shortlist",
-    "expensive_run",
-    "plan",
-    "other",
-];
 
 /// Added to the system prompt whenever checkpoints are offered.
 const PROMPT: &str = "\n\nBefore a consequential decision — choosing the target column, a data preparation plan, \
@@ -33,7 +22,7 @@ If the result says nobody answered in time, you may proceed, but say clearly in 
 /// A checkpoint's arguments, checked.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Checkpoint {
-    pub kind: String,
+    pub kind: DecisionKind,
     pub title: String,
     pub proposal: String,
 }
@@ -61,14 +50,11 @@ impl Checkpoint {
                 "`title` must be a non-empty string".into(),
             ));
         }
-        let kind = args.kind.trim();
-        // `plan` cards come only from `exit_plan`: approving one leaves plan mode, which a
-        // checkpoint must not be able to do.
-        let kind = if DECISION_KINDS.contains(&kind) && kind != "plan" {
-            kind
-        } else {
-            "other"
-        };
+        // A kind it does not know is `other`; so is `plan`: plan cards come only from
+        // `exit_plan` (approving one leaves plan mode, which a checkpoint must never do).
+        let kind = DecisionKind::parse(args.kind.trim())
+            .filter(|k| *k != DecisionKind::Plan)
+            .unwrap_or(DecisionKind::Other);
         let mut proposal = args.proposal.trim().to_owned();
         let context = args.context.trim();
         if !context.is_empty() {
@@ -76,7 +62,7 @@ impl Checkpoint {
             proposal.push_str(context);
         }
         Ok(Checkpoint {
-            kind: kind.to_owned(),
+            kind,
             title: title.to_owned(),
             proposal,
         })
@@ -96,6 +82,12 @@ impl Tool for RequestApproval {
     }
 
     fn spec(&self) -> ToolSpec {
+        // Every kind an agent may ask about: all but `plan` (only `exit_plan` makes those).
+        let kinds: Vec<&str> = DecisionKind::ALL
+            .into_iter()
+            .filter(|k| *k != DecisionKind::Plan)
+            .map(DecisionKind::as_str)
+            .collect();
         ToolSpec {
             name: CHECKPOINT_TOOL,
             description: "Ask the person to approve a consequential decision before going on; returns their answer.",
@@ -103,7 +95,7 @@ impl Tool for RequestApproval {
             parameters: json!({
                 "type": "object",
                 "properties": {
-                    "kind": {"type": "string", "enum": ["target_column", "prep_plan", "model_shortlist", "expensive_run", "other"]},
+                    "kind": {"type": "string", "enum": kinds},
                     "title": {"type": "string", "description": "one line"},
                     "proposal": {"type": "string", "description": "the proposal, in markdown"},
                     "context": {"type": "string", "description": "optional background"}
@@ -156,11 +148,15 @@ mod tests {
             &json!({"kind": "prep_plan", "title": "Drop nulls", "proposal": "**x**"}),
         )
         .unwrap();
-        assert_eq!(c.kind, "prep_plan");
+        assert_eq!(c.kind, DecisionKind::PrepPlan);
         let c = Checkpoint::parse(&json!({"kind": "weird", "title": "T", "proposal": ""})).unwrap();
-        assert_eq!(c.kind, "other");
+        assert_eq!(c.kind, DecisionKind::Other);
         let c = Checkpoint::parse(&json!({"kind": "plan", "title": "T", "proposal": ""})).unwrap();
-        assert_eq!(c.kind, "other", "only exit_plan makes a plan card");
+        assert_eq!(
+            c.kind,
+            DecisionKind::Other,
+            "only exit_plan makes a plan card"
+        );
         assert!(Checkpoint::parse(&json!({"kind": "plan", "title": " ", "proposal": ""})).is_err());
         assert!(Checkpoint::parse(&json!({"title": "T", "bogus": 1})).is_err());
     }

@@ -11,8 +11,8 @@ use leptos::task::spawn_local;
 
 use crate::api;
 use crate::protocol::{
-    AnsweredBy, ApprovalRequestBody, DecideOutcome, Decision, DecisionInput, GateKind, GateReason,
-    Mode, Resolution, TimeoutOutcome, Timestamp, ToolClass,
+    AnsweredBy, ApprovalRequestBody, DecideOutcome, Decision, DecisionInput, DecisionKind,
+    GateKind, GateReason, Mode, Resolution, TimeoutOutcome, Timestamp, ToolClass,
 };
 use crate::text::{has_hidden, reveal_hidden};
 use crate::ui::gates::{CardBus, CardCommand, ClientId, ConnectionHealed};
@@ -65,8 +65,8 @@ fn kind_attr(kind: GateKind) -> &'static str {
 fn badge(request: &ApprovalRequestBody) -> String {
     match (&request.kind, &request.decision_kind) {
         // `other` is no kind a person would name: the card says only that it is a decision.
-        (GateKind::Decision, Some(k)) if k == "other" => "Decision".to_owned(),
-        (GateKind::Decision, Some(k)) => format!("Decision: {}", k.replace('_', " ")),
+        (GateKind::Decision, Some(DecisionKind::Other)) => "Decision".to_owned(),
+        (GateKind::Decision, Some(k)) => format!("Decision: {}", k.label()),
         (GateKind::External, _) if request.class == ToolClass::Decision => "Decision".to_owned(),
         (GateKind::External, _) => request.tool.clone(),
         _ => request.title.clone(),
@@ -421,7 +421,7 @@ fn PendingCard(request: ApprovalRequestBody, now_ms: RwSignal<f64>) -> impl Into
         });
     }
     let allowed = request.allowed_decisions.clone();
-    let is_plan = request.decision_kind.as_deref() == Some("plan");
+    let is_plan = request.decision_kind == Some(DecisionKind::Plan);
     let is_budget = request.kind == GateKind::Budget;
     let execution_mode = RwSignal::new(request.execution_mode.unwrap_or(Mode::Ask));
     let allows = move |d: Decision| allowed.contains(&d);

@@ -34,8 +34,9 @@ use sqlx::PgPool;
 use sqlx::postgres::PgPoolOptions;
 
 use super::{
-    AuditOrder, Commit, ExternalGate, GateRow, LeasedTurn, NewEvent, SessionRow, Signal, Store,
-    StoreError, TokenRow,
+    AuditOrder, AuditRepo, Commit, Coordination, EventLog, ExternalGate, GateRepo, GateRow,
+    LeasedTurn, NewEvent, OutsideRepo, RuleRepo, SessionRow, Signal, StoreError, TokenRepo,
+    TokenRow,
 };
 use crate::protocol::{ApprovalRequest, AuditEntry, Event, Rule, Timestamp};
 use crate::server::audit;
@@ -98,7 +99,7 @@ impl PgStore {
 }
 
 #[async_trait]
-impl Store for PgStore {
+impl EventLog for PgStore {
     async fn health(&self) -> Result<(), String> {
         sqlx::query("SELECT 1")
             .execute(&self.pool)
@@ -160,6 +161,30 @@ impl Store for PgStore {
         .await
     }
 
+    async fn events_after(
+        &self,
+        session_id: &str,
+        after: u64,
+        limit: u32,
+    ) -> Result<Vec<Event>, StoreError> {
+        read::events_after(&self.pool, session_id, after, limit).await
+    }
+
+    async fn turn_start_at_or_before(
+        &self,
+        session_id: &str,
+        seq: u64,
+    ) -> Result<Option<u64>, StoreError> {
+        read::turn_start_at_or_before(&self.pool, session_id, seq).await
+    }
+
+    async fn sessions_with_unfinished_turns(&self) -> Result<Vec<String>, StoreError> {
+        read::sessions_with_unfinished_turns(&self.pool).await
+    }
+}
+
+#[async_trait]
+impl GateRepo for PgStore {
     async fn get_gate(
         &self,
         session_id: &str,
@@ -174,7 +199,10 @@ impl Store for PgStore {
     ) -> Result<Vec<ApprovalRequest>, StoreError> {
         read::pending_gates(&self.pool, session_id).await
     }
+}
 
+#[async_trait]
+impl RuleRepo for PgStore {
     async fn list_rules(&self) -> Result<Vec<Rule>, StoreError> {
         read::list_rules(&self.pool, &Timestamp::now()).await
     }
@@ -182,7 +210,39 @@ impl Store for PgStore {
     async fn revoke_rule(&self, rule_id: &str, actor: &str) -> Result<bool, StoreError> {
         write::revoke_rule(&self.pool, rule_id, actor).await
     }
+}
 
+#[async_trait]
+impl TokenRepo for PgStore {
+    async fn create_token(&self, row: &TokenRow, actor: &str) -> Result<(), StoreError> {
+        super::storable(&row.name)?;
+        write::create_token(&self.pool, row, actor).await
+    }
+
+    async fn list_tokens(&self) -> Result<Vec<TokenRow>, StoreError> {
+        read::list_tokens(&self.pool).await
+    }
+
+    async fn token_by_hash(&self, secret_hash: &str) -> Result<Option<TokenRow>, StoreError> {
+        read::token_by_hash(&self.pool, secret_hash).await
+    }
+
+    async fn delete_token(&self, name: &str, actor: &str) -> Result<bool, StoreError> {
+        write::delete_token(&self.pool, name, actor).await
+    }
+
+    async fn touch_token(&self, name: &str, at: &Timestamp) -> Result<(), StoreError> {
+        sqlx::query("UPDATE tokens SET last_used_at = $1 WHERE name = $2")
+            .bind(at.as_str())
+            .bind(name)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl AuditRepo for PgStore {
     async fn append_audit(&self, drafts: Vec<audit::AuditDraft>) -> Result<(), StoreError> {
         write::append_audit(&self.pool, drafts).await
     }
@@ -220,54 +280,10 @@ impl Store for PgStore {
         )
         .await
     }
+}
 
-    async fn events_after(
-        &self,
-        session_id: &str,
-        after: u64,
-        limit: u32,
-    ) -> Result<Vec<Event>, StoreError> {
-        read::events_after(&self.pool, session_id, after, limit).await
-    }
-
-    async fn turn_start_at_or_before(
-        &self,
-        session_id: &str,
-        seq: u64,
-    ) -> Result<Option<u64>, StoreError> {
-        read::turn_start_at_or_before(&self.pool, session_id, seq).await
-    }
-
-    async fn sessions_with_unfinished_turns(&self) -> Result<Vec<String>, StoreError> {
-        read::sessions_with_unfinished_turns(&self.pool).await
-    }
-
-    async fn create_token(&self, row: &TokenRow, actor: &str) -> Result<(), StoreError> {
-        super::storable(&row.name)?;
-        write::create_token(&self.pool, row, actor).await
-    }
-
-    async fn list_tokens(&self) -> Result<Vec<TokenRow>, StoreError> {
-        read::list_tokens(&self.pool).await
-    }
-
-    async fn token_by_hash(&self, secret_hash: &str) -> Result<Option<TokenRow>, StoreError> {
-        read::token_by_hash(&self.pool, secret_hash).await
-    }
-
-    async fn delete_token(&self, name: &str, actor: &str) -> Result<bool, StoreError> {
-        write::delete_token(&self.pool, name, actor).await
-    }
-
-    async fn touch_token(&self, name: &str, at: &Timestamp) -> Result<(), StoreError> {
-        sqlx::query("UPDATE tokens SET last_used_at = $1 WHERE name = $2")
-            .bind(at.as_str())
-            .bind(name)
-            .execute(&self.pool)
-            .await?;
-        Ok(())
-    }
-
+#[async_trait]
+impl OutsideRepo for PgStore {
     async fn external_session_id(
         &self,
         source: &str,
@@ -307,17 +323,12 @@ impl Store for PgStore {
     ) -> Result<Option<(String, String)>, StoreError> {
         read::gate_by_idempotency_key(&self.pool, opened_by, key, since).await
     }
+}
 
-    fn shared(&self) -> bool {
-        true
-    }
-
-    async fn listen(
-        &self,
-    ) -> Result<Option<tokio::sync::mpsc::UnboundedReceiver<Signal>>, StoreError> {
-        Ok(Some(
-            signals::listen(&self.pool, self.instance.clone()).await?,
-        ))
+#[async_trait]
+impl Coordination for PgStore {
+    async fn listen(&self) -> Result<tokio::sync::mpsc::UnboundedReceiver<Signal>, StoreError> {
+        signals::listen(&self.pool, self.instance.clone()).await
     }
 
     async fn last_seqs(&self, session_ids: &[String]) -> Result<Vec<(String, u64)>, StoreError> {
@@ -527,7 +538,7 @@ pub(crate) mod tests {
         let Some((a, b)) = two_instances().await else {
             return;
         };
-        let mut heard_by_b = b.listen().await.unwrap().expect("a shared store listens");
+        let mut heard_by_b = b.listen().await.unwrap();
         a.create_session(&crate::server::store::conformance::session("N"))
             .await
             .unwrap();

@@ -15,9 +15,6 @@ use crate::server::store::{
 /// instances (any constant of our own).
 const AUDIT_LOCK: i64 = 0x436f_756e_7465_7202;
 
-/// How long an `Idempotency-Key` names the same gate.
-const IDEMPOTENCY_WINDOW_MS: i64 = 24 * 3600 * 1000;
-
 fn to_json<T: serde::Serialize>(session_id: &str, value: &T) -> Result<String, StoreError> {
     serde_json::to_string(value).map_err(|e| StoreError::Corrupt {
         session_id: session_id.to_owned(),
@@ -225,7 +222,9 @@ async fn record_external_gate(
     gate: &ExternalGate,
 ) -> Result<(), StoreError> {
     if let Some(key) = &gate.idempotency_key {
-        let cutoff = gate.created_at.plus_ms(-IDEMPOTENCY_WINDOW_MS);
+        let cutoff = gate
+            .created_at
+            .plus_ms(-crate::server::store::IDEMPOTENCY_WINDOW_MS);
         sqlx::query(
             "UPDATE external_gates SET idempotency_key = NULL
              WHERE opened_by = $1 AND idempotency_key = $2 AND created_at < $3",

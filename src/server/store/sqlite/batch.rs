@@ -238,8 +238,8 @@ fn try_together(
 mod tests {
     use super::*;
     use crate::protocol::{EventBody, Mode};
-    use crate::server::config::Synchronous;
-    use crate::server::store::Store;
+    use crate::server::store::EventLog;
+    use crate::server::store::Synchronous;
     use crate::server::store::sqlite::SqliteStore;
     use crate::server::store::sqlite::tests::session;
 

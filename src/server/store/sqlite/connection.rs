@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags};
 
-use crate::server::config::Synchronous;
+use crate::server::store::Synchronous;
 
 /// What a connection is for.
 #[derive(Clone, Copy, Debug)]

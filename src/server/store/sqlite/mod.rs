@@ -23,13 +23,17 @@ mod read;
 mod write;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::{Commit, ExternalGate, GateRow, NewEvent, SessionRow, Store, StoreError, TokenRow};
+use super::{
+    AuditRepo, Commit, EventLog, ExternalGate, GateRepo, GateRow, NewEvent, OutsideRepo, RuleRepo,
+    SessionRow, StoreError, TokenRepo, TokenRow,
+};
 use crate::protocol::{ApprovalRequest, AuditEntry, Event, Rule, Timestamp};
 use crate::server::audit;
-use crate::server::config::Synchronous;
+use crate::server::store::Synchronous;
 use batch::{Done, Writer};
 use connection::Role;
 use read::Readers;
@@ -41,7 +45,7 @@ impl From<rusqlite::Error> for StoreError {
 }
 
 pub struct SqliteStore {
-    readers: Readers,
+    readers: Arc<Readers>,
     writer: Writer,
 }
 
@@ -64,9 +68,31 @@ impl SqliteStore {
             .await
             .map_err(|e| StoreError::Database(e.to_string()))??;
         Ok(SqliteStore {
-            readers: Readers::new(path),
+            readers: Arc::new(Readers::new(path)),
             writer: Writer::start(conn)?,
         })
+    }
+}
+
+impl SqliteStore {
+    /// Runs `work` on the read connections from a blocking thread: a read, however short,
+    /// never holds one of the runtime's async workers (the writer has its own thread too).
+    async fn on_readers<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&Readers) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let readers = Arc::clone(&self.readers);
+        tokio::task::spawn_blocking(move || work(&readers))
+            .await
+            .map_err(|e| StoreError::Database(format!("a read thread ended: {e}")))?
+    }
+
+    /// `on_readers` for one statement's worth of work on a free read connection.
+    async fn read<T: Send + 'static>(
+        &self,
+        read: impl FnOnce(&rusqlite::Connection) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        self.on_readers(move |readers| readers.with(read)).await
     }
 }
 
@@ -78,13 +104,13 @@ fn open_writer(path: &Path, synchronous: Synchronous) -> Result<rusqlite::Connec
 }
 
 #[async_trait]
-impl Store for SqliteStore {
+impl EventLog for SqliteStore {
     async fn health(&self) -> Result<(), String> {
         if !self.writer.alive() {
             return Err("the database writer has stopped: writes fail until a restart".into());
         }
-        self.readers
-            .ping()
+        self.on_readers(|r| r.ping())
+            .await
             .map_err(|e| format!("the database does not answer reads: {e}"))
     }
 
@@ -94,11 +120,12 @@ impl Store for SqliteStore {
     }
 
     async fn list_sessions(&self) -> Result<Vec<SessionRow>, StoreError> {
-        self.readers.list_sessions()
+        self.on_readers(|r| r.list_sessions()).await
     }
 
     async fn get_session(&self, id: &str) -> Result<Option<SessionRow>, StoreError> {
-        self.readers.get_session(id)
+        let id = id.to_owned();
+        self.on_readers(move |r| r.get_session(&id)).await
     }
 
     async fn delete_session(&self, id: &str) -> Result<bool, StoreError> {
@@ -142,7 +169,9 @@ impl Store for SqliteStore {
         session_id: &str,
         seq: u64,
     ) -> Result<Option<u64>, StoreError> {
-        self.readers.turn_start_at_or_before(session_id, seq)
+        let session_id = session_id.to_owned();
+        self.on_readers(move |r| r.turn_start_at_or_before(&session_id, seq))
+            .await
     }
 
     async fn events_after(
@@ -151,32 +180,76 @@ impl Store for SqliteStore {
         after: u64,
         limit: u32,
     ) -> Result<Vec<Event>, StoreError> {
-        self.readers.events_after(session_id, after, limit)
+        let session_id = session_id.to_owned();
+        self.on_readers(move |r| r.events_after(&session_id, after, limit))
+            .await
     }
 
+    async fn sessions_with_unfinished_turns(&self) -> Result<Vec<String>, StoreError> {
+        self.on_readers(|r| r.sessions_with_unfinished_turns())
+            .await
+    }
+}
+
+#[async_trait]
+impl GateRepo for SqliteStore {
     async fn get_gate(
         &self,
         session_id: &str,
         approval_id: &str,
     ) -> Result<Option<GateRow>, StoreError> {
-        self.readers.get_gate(session_id, approval_id)
+        let (session_id, approval_id) = (session_id.to_owned(), approval_id.to_owned());
+        self.on_readers(move |r| r.get_gate(&session_id, &approval_id))
+            .await
     }
 
     async fn pending_gates(
         &self,
         session_id: Option<&str>,
     ) -> Result<Vec<ApprovalRequest>, StoreError> {
-        self.readers.pending_gates(session_id)
+        let session_id = session_id.map(str::to_owned);
+        self.on_readers(move |r| r.pending_gates(session_id.as_deref()))
+            .await
     }
+}
 
+#[async_trait]
+impl RuleRepo for SqliteStore {
     async fn list_rules(&self) -> Result<Vec<Rule>, StoreError> {
-        self.readers.list_rules(&Timestamp::now())
+        self.on_readers(|r| r.list_rules(&Timestamp::now())).await
     }
 
     async fn revoke_rule(&self, rule_id: &str, actor: &str) -> Result<bool, StoreError> {
         self.writer.revoke_rule(rule_id, actor).await
     }
+}
 
+#[async_trait]
+impl TokenRepo for SqliteStore {
+    async fn create_token(&self, row: &TokenRow, actor: &str) -> Result<(), StoreError> {
+        super::storable(&row.name)?;
+        self.insert_token(row, actor).await
+    }
+
+    async fn list_tokens(&self) -> Result<Vec<TokenRow>, StoreError> {
+        self.read_tokens().await
+    }
+
+    async fn token_by_hash(&self, secret_hash: &str) -> Result<Option<TokenRow>, StoreError> {
+        self.read_token_by_hash(secret_hash).await
+    }
+
+    async fn delete_token(&self, name: &str, actor: &str) -> Result<bool, StoreError> {
+        self.remove_token(name, actor).await
+    }
+
+    async fn touch_token(&self, name: &str, at: &Timestamp) -> Result<(), StoreError> {
+        self.mark_token_used(name, at).await
+    }
+}
+
+#[async_trait]
+impl AuditRepo for SqliteStore {
     async fn append_audit(&self, drafts: Vec<audit::AuditDraft>) -> Result<(), StoreError> {
         self.writer.append_audit(drafts).await
     }
@@ -188,7 +261,9 @@ impl Store for SqliteStore {
         action: Option<&str>,
         subject: Option<&str>,
     ) -> Result<Vec<AuditEntry>, StoreError> {
-        self.readers.audit_after(after, limit, action, subject)
+        let (action, subject) = (action.map(str::to_owned), subject.map(str::to_owned));
+        self.on_readers(move |r| r.audit_after(after, limit, action.as_deref(), subject.as_deref()))
+            .await
     }
 
     async fn audit_before(
@@ -198,40 +273,22 @@ impl Store for SqliteStore {
         action: Option<&str>,
         subject: Option<&str>,
     ) -> Result<Vec<AuditEntry>, StoreError> {
-        self.readers.audit_before(before, limit, action, subject)
+        let (action, subject) = (action.map(str::to_owned), subject.map(str::to_owned));
+        self.on_readers(move |r| {
+            r.audit_before(before, limit, action.as_deref(), subject.as_deref())
+        })
+        .await
     }
+}
 
-    async fn sessions_with_unfinished_turns(&self) -> Result<Vec<String>, StoreError> {
-        self.readers.sessions_with_unfinished_turns()
-    }
-
-    async fn create_token(&self, row: &TokenRow, actor: &str) -> Result<(), StoreError> {
-        super::storable(&row.name)?;
-        self.insert_token(row, actor).await
-    }
-
-    async fn list_tokens(&self) -> Result<Vec<TokenRow>, StoreError> {
-        self.read_tokens()
-    }
-
-    async fn token_by_hash(&self, secret_hash: &str) -> Result<Option<TokenRow>, StoreError> {
-        self.read_token_by_hash(secret_hash)
-    }
-
-    async fn delete_token(&self, name: &str, actor: &str) -> Result<bool, StoreError> {
-        self.remove_token(name, actor).await
-    }
-
-    async fn touch_token(&self, name: &str, at: &Timestamp) -> Result<(), StoreError> {
-        self.mark_token_used(name, at).await
-    }
-
+#[async_trait]
+impl OutsideRepo for SqliteStore {
     async fn external_session_id(
         &self,
         source: &str,
         external_session: &str,
     ) -> Result<Option<String>, StoreError> {
-        self.external_session_lookup(source, external_session)
+        self.external_session_lookup(source, external_session).await
     }
 
     async fn external_session(
@@ -248,7 +305,7 @@ impl Store for SqliteStore {
     }
 
     async fn external_gate(&self, approval_id: &str) -> Result<Option<ExternalGate>, StoreError> {
-        self.read_external_gate(approval_id)
+        self.read_external_gate(approval_id).await
     }
 
     async fn gate_by_idempotency_key(
@@ -257,7 +314,7 @@ impl Store for SqliteStore {
         key: &str,
         since: &Timestamp,
     ) -> Result<Option<(String, String)>, StoreError> {
-        self.read_gate_by_key(opened_by, key, since)
+        self.read_gate_by_key(opened_by, key, since).await
     }
 }
 
@@ -310,6 +367,6 @@ pub(super) mod tests {
     #[tokio::test]
     async fn the_store_suite_passes_on_sqlite() {
         let (_dir, store) = temp_store().await;
-        crate::server::store::conformance::run_all(std::sync::Arc::new(store)).await;
+        crate::server::store::conformance::run_all(Arc::new(store)).await;
     }
 }

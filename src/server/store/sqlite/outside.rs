@@ -64,26 +64,29 @@ impl SqliteStore {
             .map(|_| ())
     }
 
-    pub(super) fn read_tokens(&self) -> Result<Vec<TokenRow>, StoreError> {
-        self.readers.with(|c| {
+    pub(super) async fn read_tokens(&self) -> Result<Vec<TokenRow>, StoreError> {
+        self.read(|c| {
             let mut stmt =
                 c.prepare_cached(&format!("SELECT {TOKEN_COLUMNS} FROM tokens ORDER BY name"))?;
             let rows = stmt.query_map([], token)?;
             Ok(rows.collect::<rusqlite::Result<_>>()?)
         })
+        .await
     }
 
-    pub(super) fn read_token_by_hash(
+    pub(super) async fn read_token_by_hash(
         &self,
         secret_hash: &str,
     ) -> Result<Option<TokenRow>, StoreError> {
-        self.readers.with(|c| {
+        let secret_hash = secret_hash.to_owned();
+        self.read(move |c| {
             Ok(c.prepare_cached(&format!(
                 "SELECT {TOKEN_COLUMNS} FROM tokens WHERE secret_hash = ?1"
             ))?
             .query_row(params![secret_hash], token)
             .optional()?)
         })
+        .await
     }
 
     pub(super) async fn remove_token(&self, name: &str, actor: &str) -> Result<bool, StoreError> {
@@ -130,18 +133,20 @@ impl SqliteStore {
     }
 
     /// The session of `(source, external_session)`, if one was made.
-    pub(super) fn external_session_lookup(
+    pub(super) async fn external_session_lookup(
         &self,
         source: &str,
         external_session: &str,
     ) -> Result<Option<String>, StoreError> {
-        self.readers.with(|c: &rusqlite::Connection| {
+        let (source, external_session) = (source.to_owned(), external_session.to_owned());
+        self.read(move |c| {
             Ok(c.prepare_cached(
                 "SELECT session_id FROM external_sessions WHERE source = ?1 AND external_session = ?2",
             )?
             .query_row(params![source, external_session], |r| r.get(0))
             .optional()?)
         })
+        .await
     }
 
     pub(super) async fn external_session_for(
@@ -150,14 +155,10 @@ impl SqliteStore {
         external_session: &str,
         row: &SessionRow,
     ) -> Result<String, StoreError> {
-        let lookup = |c: &rusqlite::Connection| -> Result<Option<String>, StoreError> {
-            Ok(c.prepare_cached(
-                "SELECT session_id FROM external_sessions WHERE source = ?1 AND external_session = ?2",
-            )?
-            .query_row(params![source, external_session], |r| r.get(0))
-            .optional()?)
-        };
-        if let Some(existing) = self.readers.with(lookup)? {
+        if let Some(existing) = self
+            .external_session_lookup(source, external_session)
+            .await?
+        {
             return Ok(existing);
         }
         let (source, external_session, row) =
@@ -189,11 +190,12 @@ impl SqliteStore {
         }
     }
 
-    pub(super) fn read_external_gate(
+    pub(super) async fn read_external_gate(
         &self,
         approval_id: &str,
     ) -> Result<Option<ExternalGate>, StoreError> {
-        self.readers.with(|c| {
+        let approval_id = approval_id.to_owned();
+        self.read(move |c| {
             Ok(c.prepare_cached(
                 "SELECT g.approval_id, a.session_id, g.opened_by, g.idempotency_key, g.created_at
                  FROM external_gates g JOIN approvals a ON a.approval_id = g.approval_id
@@ -210,15 +212,17 @@ impl SqliteStore {
             })
             .optional()?)
         })
+        .await
     }
 
-    pub(super) fn read_gate_by_key(
+    pub(super) async fn read_gate_by_key(
         &self,
         opened_by: &str,
         key: &str,
         since: &Timestamp,
     ) -> Result<Option<(String, String)>, StoreError> {
-        self.readers.with(|c| {
+        let (opened_by, key, since) = (opened_by.to_owned(), key.to_owned(), since.clone());
+        self.read(move |c| {
             Ok(c.prepare_cached(
                 "SELECT g.approval_id, a.session_id FROM external_gates g
                  JOIN approvals a ON a.approval_id = g.approval_id
@@ -229,5 +233,6 @@ impl SqliteStore {
             })
             .optional()?)
         })
+        .await
     }
 }

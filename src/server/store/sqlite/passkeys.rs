@@ -26,13 +26,14 @@ fn passkey(row: &Row<'_>) -> rusqlite::Result<PasskeyRow> {
 #[async_trait]
 impl PasskeyRows for SqliteStore {
     async fn passkeys(&self) -> Result<Vec<PasskeyRow>, StoreError> {
-        self.readers.with(|c| {
+        self.read(|c| {
             let mut stmt = c.prepare_cached(&format!(
                 "SELECT {COLUMNS} FROM passkeys ORDER BY created_at, id"
             ))?;
             let rows = stmt.query_map([], passkey)?;
             Ok(rows.collect::<rusqlite::Result<_>>()?)
         })
+        .await
     }
 
     async fn add_passkey(&self, row: &PasskeyRow, actor: &str) -> Result<(), StoreError> {

@@ -58,23 +58,26 @@ impl PushSubscriptions for SqliteStore {
     }
 
     async fn push_subscriptions(&self) -> Result<Vec<PushSubscriptionRow>, StoreError> {
-        self.readers.with(|c| {
+        self.read(|c| {
             let mut stmt = c.prepare_cached(&format!(
                 "SELECT {COLUMNS} FROM push_subscriptions ORDER BY created_at, id"
             ))?;
             let rows = stmt.query_map([], subscription)?;
             Ok(rows.collect::<rusqlite::Result<_>>()?)
         })
+        .await
     }
 
     async fn push_subscription(&self, id: &str) -> Result<Option<PushSubscriptionRow>, StoreError> {
-        self.readers.with(|c| {
+        let id = id.to_owned();
+        self.read(move |c| {
             Ok(c.prepare_cached(&format!(
                 "SELECT {COLUMNS} FROM push_subscriptions WHERE id = ?1"
             ))?
             .query_row(params![id], subscription)
             .optional()?)
         })
+        .await
     }
 
     async fn delete_push_subscription(&self, id: &str, actor: &str) -> Result<bool, StoreError> {

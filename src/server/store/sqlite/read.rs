@@ -1,8 +1,7 @@
-//! Reads: a few read-only connections, used on the calling thread.
-//!
-//! **Why no thread hop:** in WAL mode a reader never waits for the writer, and the reads here
-//! are indexed lookups and short range scans (microseconds to a few milliseconds); handing
-//! each to another thread would cost more than it does. Connections open on first use.
+//! Reads: a pool of read-only connections. The store calls these from blocking threads
+//! (`SqliteStore::on_readers`), never from an async worker: a read is short (in WAL mode a
+//! reader never waits for the writer), but a disk that stalls, a checkpoint or a long scan
+//! must not stall every request the worker carries. Connections open on first use.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -15,8 +14,13 @@ use super::connection::{self, Role};
 use crate::protocol::{ApprovalRequest, AuditEntry, Event, Rule, Timestamp};
 use crate::server::store::{AuditOrder, GateRow, SessionRow, StoreError};
 
-/// Read connections kept; more than the runtime's workers so a read rarely finds all busy.
-const POOL: usize = 4;
+/// Read connections kept: two per core the machine gives this process (at least 4, at most
+/// 32), so a read rarely finds them all busy and the blocking threads do not queue on one.
+fn pool_size() -> usize {
+    std::thread::available_parallelism()
+        .map_or(4, |n| n.get() * 2)
+        .clamp(4, 32)
+}
 
 pub struct Readers {
     path: PathBuf,
@@ -28,7 +32,7 @@ impl Readers {
     pub fn new(path: PathBuf) -> Readers {
         Readers {
             path,
-            pool: (0..POOL).map(|_| Mutex::new(None)).collect(),
+            pool: (0..pool_size()).map(|_| Mutex::new(None)).collect(),
             next: AtomicUsize::new(0),
         }
     }
@@ -38,9 +42,10 @@ impl Readers {
         &self,
         read: impl FnOnce(&Connection) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        let start = self.next.fetch_add(1, Ordering::Relaxed) % POOL;
-        let mut slot = (0..POOL)
-            .map(|i| (start + i) % POOL)
+        let size = self.pool.len();
+        let start = self.next.fetch_add(1, Ordering::Relaxed) % size;
+        let mut slot = (0..size)
+            .map(|i| (start + i) % size)
             .find_map(|i| self.pool.get(i).and_then(|m| m.try_lock().ok()));
         let mut guard: MutexGuard<'_, Option<Connection>> = match slot.take() {
             Some(guard) => guard,

@@ -137,14 +137,13 @@ fn append_in(
     Ok(stored)
 }
 
-/// How long an `Idempotency-Key` names the same gate.
-const IDEMPOTENCY_WINDOW_MS: i64 = 24 * 3600 * 1000;
-
 /// Records who opened an outside agent's gate. A key its opener used for another gate within
 /// the window is refused (`KeyUsed`, naming that gate); an older use of the key is forgotten.
 fn record_external_gate(conn: &Connection, gate: &ExternalGate) -> Result<(), StoreError> {
     if let Some(key) = &gate.idempotency_key {
-        let cutoff = gate.created_at.plus_ms(-IDEMPOTENCY_WINDOW_MS);
+        let cutoff = gate
+            .created_at
+            .plus_ms(-crate::server::store::IDEMPOTENCY_WINDOW_MS);
         conn.prepare_cached(
             "UPDATE external_gates SET idempotency_key = NULL
              WHERE opened_by = ?1 AND idempotency_key = ?2 AND created_at < ?3",
