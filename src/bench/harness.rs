@@ -72,11 +72,31 @@ impl RawFeed {
     }
 }
 
+/// What a bench client talks to: Countersign in-process, or the in-memory peer.
+enum Running {
+    Countersign(server::Server),
+    Peer(super::peer::Peer),
+}
+
 /// A running in-process server and a client for it.
 pub struct BenchServer {
-    server: server::Server,
+    running: Running,
+    addr: std::net::SocketAddr,
     pub base: String,
     pub http: reqwest::Client,
+}
+
+/// The bench's HTTP client: the bearer on every request, a deep pool, no Nagle delay.
+fn client() -> Result<reqwest::Client> {
+    let mut headers = reqwest::header::HeaderMap::new();
+    let auth = reqwest::header::HeaderValue::from_str(&format!("Bearer {TOKEN}"))
+        .map_err(|e| BenchError::Protocol(format!("auth header: {e}")))?;
+    headers.insert(reqwest::header::AUTHORIZATION, auth);
+    Ok(reqwest::Client::builder()
+        .default_headers(headers)
+        .pool_max_idle_per_host(256)
+        .tcp_nodelay(true)
+        .build()?)
 }
 
 impl BenchServer {
@@ -99,23 +119,33 @@ impl BenchServer {
             database_url: super::database_url(),
         };
         let server = server::start(args.resolve()?, None).await?;
-        let base = format!("http://{}", server.addr);
-        let mut headers = reqwest::header::HeaderMap::new();
-        let auth = reqwest::header::HeaderValue::from_str(&format!("Bearer {TOKEN}"))
-            .map_err(|e| BenchError::Protocol(format!("auth header: {e}")))?;
-        headers.insert(reqwest::header::AUTHORIZATION, auth);
-        let http = reqwest::Client::builder()
-            .default_headers(headers)
-            .pool_max_idle_per_host(256)
-            .tcp_nodelay(true)
-            .build()?;
-        Ok(BenchServer { server, base, http })
+        Ok(BenchServer {
+            addr: server.addr,
+            base: format!("http://{}", server.addr),
+            running: Running::Countersign(server),
+            http: client()?,
+        })
+    }
+
+    /// Starts the in-memory peer (`peer.rs`) on `dir` (its writes go to `ws/` inside it).
+    pub async fn start_peer(dir: &Path) -> Result<Self> {
+        let peer = super::peer::Peer::start(dir.join("ws")).await?;
+        Ok(BenchServer {
+            addr: peer.addr,
+            base: format!("http://{}", peer.addr),
+            running: Running::Peer(peer),
+            http: client()?,
+        })
     }
 
     /// Graceful stop: cancel, then await the serve task (at most 30 s).
     pub async fn stop(self) -> Result<()> {
-        let BenchServer { server, http, .. } = self;
+        let BenchServer { running, http, .. } = self;
         drop(http);
+        let server = match running {
+            Running::Countersign(server) => server,
+            Running::Peer(peer) => return Ok(peer.stop().await?),
+        };
         server.shutdown.cancel();
         match tokio::time::timeout(Duration::from_secs(30), server.task).await {
             Ok(Ok(Ok(()))) => {}
@@ -127,9 +157,12 @@ impl BenchServer {
         Ok(())
     }
 
-    /// How many sessions the server's hub holds in memory.
+    /// How many sessions the server's hub holds in memory (the peer keeps no hub: 0).
     pub fn live_sessions(&self) -> usize {
-        self.server.core.live_sessions()
+        match &self.running {
+            Running::Countersign(server) => server.core.live_sessions(),
+            Running::Peer(_) => 0,
+        }
     }
 
     fn url(&self, path: &str) -> String {
@@ -255,12 +288,12 @@ impl BenchServer {
     /// cores to the server being measured. Returns once the response headers said 200.
     pub async fn raw_feed(&self, sid: &str, after: u64) -> Result<RawFeed> {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let mut socket = tokio::net::TcpStream::connect(self.server.addr).await?;
+        let mut socket = tokio::net::TcpStream::connect(self.addr).await?;
         socket.set_nodelay(true)?;
         let request = format!(
             "GET /api/v1/sessions/{sid}/events?after={after} HTTP/1.1\r\nHost: {}\r\n\
              Authorization: Bearer {TOKEN}\r\nAccept: text/event-stream\r\n\r\n",
-            self.server.addr
+            self.addr
         );
         socket.write_all(request.as_bytes()).await?;
         let mut seen = Vec::with_capacity(1024);

@@ -10,6 +10,7 @@ mod fanout;
 mod flood;
 mod harness;
 mod idle;
+mod peer;
 mod push;
 mod recovery;
 mod restore;
@@ -509,19 +510,25 @@ async fn group_a(
     note: &impl Fn(&str),
 ) -> Result<Vec<Figure>> {
     let server = BenchServer::start(&root.dir(dir), None).await?;
-    let result = async {
-        let cycles = round_trip::gate_cycles(&server, counts.gates, timeline::IDLE).await?;
-        let mut out = vec![
-            round_trip::figure(&cycles, counts.gates),
-            suspend::figure(&cycles, counts.gates),
-        ];
-        note("figure 4: decision throughput");
-        out.push(throughput::run(&server, counts).await?);
-        Ok(out)
-    }
-    .await;
+    let result = figures_1_2_4(&server, counts, note).await;
     server.stop().await?;
     result
+}
+
+/// Figures 1, 2 and 4 on a running server (Countersign's, or the in-memory peer).
+async fn figures_1_2_4(
+    server: &BenchServer,
+    counts: Counts,
+    note: &impl Fn(&str),
+) -> Result<Vec<Figure>> {
+    let cycles = round_trip::gate_cycles(server, counts.gates, timeline::IDLE).await?;
+    let mut out = vec![
+        round_trip::figure(&cycles, counts.gates),
+        suspend::figure(&cycles, counts.gates),
+    ];
+    note("figure 4: decision throughput");
+    out.push(throughput::run(server, counts).await?);
+    Ok(out)
 }
 
 async fn group_b(root: &TempRoot, counts: Counts, note: &impl Fn(&str)) -> Result<Vec<Figure>> {

@@ -2,8 +2,10 @@
 //! it. Kept apart from the HTTP middleware (`http/auth.rs`) so settings and state can name them
 //! without depending on the web layer.
 
+use hmac::{Hmac, Mac};
 use http::{HeaderMap, header};
 use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
 
 pub const COOKIE_NAME: &str = "countersign_session";
 /// How a named token's session cookie starts: `tk.<the token's hash>.<mac>`.
@@ -73,11 +75,16 @@ impl Credentials {
         })
     }
 
+    /// HMAC-SHA256 of the token hash, keyed by the access token (a keyed MAC, not a hash of
+    /// key and message run together, which a length extension could forge).
     fn mac(&self, token_hash: &str) -> String {
-        hex::encode(Sha256::digest(format!(
-            "countersign-named-cookie:{}:{token_hash}",
-            self.token.reveal()
-        )))
+        let key = format!("countersign-named-cookie:{}", self.token.reveal());
+        // HMAC takes a key of any length.
+        #[allow(clippy::expect_used)]
+        let mut mac =
+            Hmac::<Sha256>::new_from_slice(key.as_bytes()).expect("HMAC takes any key length");
+        mac.update(token_hash.as_bytes());
+        hex::encode(mac.finalize().into_bytes())
     }
 }
 
@@ -93,8 +100,10 @@ fn session_cookies(headers: &HeaderMap) -> impl Iterator<Item = &str> {
         .map(|(_, value)| value)
 }
 
+/// Equal bytes, compared in time that does not depend on where they differ (`subtle`; a
+/// different length is unequal at once: lengths are no secret).
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    a.ct_eq(b).into()
 }
 
 #[cfg(test)]
@@ -142,5 +151,21 @@ mod tests {
             other.named_cookie_hash(&headers(&[("cookie", &cookie)])),
             None
         );
+    }
+
+    /// The MAC is HMAC-SHA256 keyed by the access token, checked against another library's
+    /// HMAC: not `sha256(key ‖ message)`, which a length extension could forge.
+    #[test]
+    fn a_named_cookie_mac_is_an_hmac() {
+        let auth = Credentials::new(AccessToken::new("secret"));
+        let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, b"countersign-named-cookie:secret");
+        let expected = hex::encode(ring::hmac::sign(&key, b"abc123").as_ref());
+        assert_eq!(
+            auth.named_cookie_value("abc123"),
+            format!("tk.abc123.{expected}")
+        );
+        assert!(constant_time_eq(b"same", b"same"));
+        assert!(!constant_time_eq(b"same", b"sane"));
+        assert!(!constant_time_eq(b"same", b"same "));
     }
 }

@@ -113,27 +113,17 @@ fn parse_session_id(raw: &str) -> Result<String, Error> {
 
 impl Core {
     pub fn new(parts: CoreParts) -> Core {
-        let CoreParts {
-            hub,
-            repos,
-            live,
-            agent,
-            workspace,
-            shutdown,
-            notifier,
-            passkeys,
-        } = parts;
         Core {
-            hub,
-            repos,
-            live,
-            agent,
-            workspace,
-            shutdown,
+            hub: parts.hub,
+            repos: parts.repos,
+            live: parts.live,
+            agent: parts.agent,
+            workspace: parts.workspace,
+            shutdown: parts.shutdown,
             token_use: TokenUse::default(),
-            notifier,
+            notifier: parts.notifier,
             watches: watch::GateWatches::default(),
-            passkeys,
+            passkeys: parts.passkeys,
         }
     }
 
