@@ -75,8 +75,11 @@ impl SqliteStore {
 }
 
 impl SqliteStore {
-    /// Runs `work` on the read connections from a blocking thread: a read, however short,
-    /// never holds one of the runtime's async workers (the writer has its own thread too).
+    /// Runs `work` on the read connections from a blocking thread, so a scan (a list, a page
+    /// of the log or the audit) never holds one of the runtime's async workers (the writer has
+    /// its own thread too). A lookup by a unique key (`lookup`) stays on the calling thread:
+    /// in WAL mode it never waits for the writer and reads a few cached pages, and the hop
+    /// cost more than the read (measured: BENCHMARKS.md, issue 27).
     async fn on_readers<T: Send + 'static>(
         &self,
         work: impl FnOnce(&Readers) -> Result<T, StoreError> + Send + 'static,
@@ -85,6 +88,14 @@ impl SqliteStore {
         tokio::task::spawn_blocking(move || work(&readers))
             .await
             .map_err(|e| StoreError::Database(format!("a read thread ended: {e}")))?
+    }
+
+    /// A lookup by a unique key, on the calling thread (see `on_readers`).
+    fn lookup<T>(
+        &self,
+        read: impl FnOnce(&Readers) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        read(&self.readers)
     }
 
     /// `on_readers` for one statement's worth of work on a free read connection.
@@ -124,8 +135,7 @@ impl EventLog for SqliteStore {
     }
 
     async fn get_session(&self, id: &str) -> Result<Option<SessionRow>, StoreError> {
-        let id = id.to_owned();
-        self.on_readers(move |r| r.get_session(&id)).await
+        self.lookup(|r| r.get_session(id))
     }
 
     async fn delete_session(&self, id: &str) -> Result<bool, StoreError> {
@@ -198,9 +208,7 @@ impl GateRepo for SqliteStore {
         session_id: &str,
         approval_id: &str,
     ) -> Result<Option<GateRow>, StoreError> {
-        let (session_id, approval_id) = (session_id.to_owned(), approval_id.to_owned());
-        self.on_readers(move |r| r.get_gate(&session_id, &approval_id))
-            .await
+        self.lookup(|r| r.get_gate(session_id, approval_id))
     }
 
     async fn pending_gates(

@@ -78,15 +78,13 @@ impl SqliteStore {
         &self,
         secret_hash: &str,
     ) -> Result<Option<TokenRow>, StoreError> {
-        let secret_hash = secret_hash.to_owned();
-        self.read(move |c| {
+        self.readers.with(|c| {
             Ok(c.prepare_cached(&format!(
                 "SELECT {TOKEN_COLUMNS} FROM tokens WHERE secret_hash = ?1"
             ))?
             .query_row(params![secret_hash], token)
             .optional()?)
         })
-        .await
     }
 
     pub(super) async fn remove_token(&self, name: &str, actor: &str) -> Result<bool, StoreError> {
@@ -138,15 +136,13 @@ impl SqliteStore {
         source: &str,
         external_session: &str,
     ) -> Result<Option<String>, StoreError> {
-        let (source, external_session) = (source.to_owned(), external_session.to_owned());
-        self.read(move |c| {
+        self.readers.with(|c| {
             Ok(c.prepare_cached(
                 "SELECT session_id FROM external_sessions WHERE source = ?1 AND external_session = ?2",
             )?
             .query_row(params![source, external_session], |r| r.get(0))
             .optional()?)
         })
-        .await
     }
 
     pub(super) async fn external_session_for(
@@ -194,8 +190,7 @@ impl SqliteStore {
         &self,
         approval_id: &str,
     ) -> Result<Option<ExternalGate>, StoreError> {
-        let approval_id = approval_id.to_owned();
-        self.read(move |c| {
+        self.readers.with(|c| {
             Ok(c.prepare_cached(
                 "SELECT g.approval_id, a.session_id, g.opened_by, g.idempotency_key, g.created_at
                  FROM external_gates g JOIN approvals a ON a.approval_id = g.approval_id
@@ -212,7 +207,6 @@ impl SqliteStore {
             })
             .optional()?)
         })
-        .await
     }
 
     pub(super) async fn read_gate_by_key(
@@ -221,8 +215,7 @@ impl SqliteStore {
         key: &str,
         since: &Timestamp,
     ) -> Result<Option<(String, String)>, StoreError> {
-        let (opened_by, key, since) = (opened_by.to_owned(), key.to_owned(), since.clone());
-        self.read(move |c| {
+        self.readers.with(|c| {
             Ok(c.prepare_cached(
                 "SELECT g.approval_id, a.session_id FROM external_gates g
                  JOIN approvals a ON a.approval_id = g.approval_id
@@ -233,6 +226,5 @@ impl SqliteStore {
             })
             .optional()?)
         })
-        .await
     }
 }

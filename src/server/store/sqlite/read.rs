@@ -1,7 +1,9 @@
-//! Reads: a pool of read-only connections. The store calls these from blocking threads
-//! (`SqliteStore::on_readers`), never from an async worker: a read is short (in WAL mode a
-//! reader never waits for the writer), but a disk that stalls, a checkpoint or a long scan
-//! must not stall every request the worker carries. Connections open on first use.
+//! Reads: a pool of read-only connections. The store runs scans (lists, pages of the log and
+//! of the audit) on blocking threads (`SqliteStore::on_readers`): a long scan must not stall
+//! every request an async worker carries. A lookup by a unique key (a session, a gate, a
+//! token by its hash) stays on the calling thread (`SqliteStore::lookup`): in WAL mode it never
+//! waits for the writer and reads a few cached pages, less than the hop to another thread
+//! costs. Connections open on first use.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
