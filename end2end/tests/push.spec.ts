@@ -148,6 +148,21 @@ function pngSize(png: Buffer): [number, number] {
   return [png.readUInt32BE(16), png.readUInt32BE(20)];
 }
 
+/**
+ * The worker controls the page. A worker that became active while a navigation was in flight
+ * claims the clients that existed then, not the page still loading (`clients.claim()` can miss
+ * it): such a page is controlled from its next load, as a browser does it. So: wait for the
+ * worker to be active, then reload until the page is controlled.
+ */
+async function expectControlled(page: Page) {
+  await page.evaluate(() => navigator.serviceWorker.ready.then(() => undefined));
+  await expect.poll(async () => {
+    if (await page.evaluate(() => !!navigator.serviceWorker.controller)) return true;
+    await page.reload();
+    return page.evaluate(() => !!navigator.serviceWorker.controller);
+  }, { timeout: 30_000 }).toBe(true);
+}
+
 /** Chromium's own installability check (`Page.getInstallabilityErrors`) finds nothing. */
 async function expectInstallable(server: RunningServer, testInfo: TestInfo) {
   const profile = mkdtempSync(join(tmpdir(), 'countersign-pwa-profile-'));
@@ -157,7 +172,7 @@ async function expectInstallable(server: RunningServer, testInfo: TestInfo) {
     await page.goto(`${server.url}/login?token=${server.token}`);
     await expect(page).toHaveURL(/\/sessions\/[0-9a-f-]{36}$/);
     await page.goto(`${server.url}/inbox`);
-    await expect.poll(() => page.evaluate(() => !!navigator.serviceWorker.controller), { timeout: 30_000 }).toBe(true);
+    await expectControlled(page);
     const cdp = await browser.newCDPSession(page);
     const { url: manifestUrl, errors } = await cdp.send('Page.getAppManifest') as any;
     expect(manifestUrl).toBe(`${server.url}/manifest.webmanifest`);
@@ -216,7 +231,7 @@ test('installable: a public manifest with its icons, a worker at /, no installab
     const reg = await navigator.serviceWorker.getRegistration('/');
     return reg ? { scope: reg.scope, state: reg.active?.state ?? null, script: reg.active?.scriptURL ?? null } : null;
   }), { timeout: 30_000 }).toEqual({ scope: `${server.url}/`, state: 'activated', script: `${server.url}/sw.js` });
-  await expect.poll(() => page.evaluate(() => !!navigator.serviceWorker.controller), { timeout: 30_000 }).toBe(true);
+  await expectControlled(page);
 
   // Chromium reports every context Playwright makes as incognito ("in-incognito"), where no
   // app installs: the installability check runs in a browser profile of its own.
