@@ -5,15 +5,16 @@
 //!   so a takeover (an `UPDATE` of that row) waits for a write in flight, and every write after
 //!   it by the old owner fails with `LeaseLost`: two instances never both write for one turn;
 //! - the lease is created with the turn's `user_message` and deleted with its `turn_finished`,
-//!   in those appends' transactions: an unfinished turn always has a lease row;
+//!   in those appends' transactions: an unfinished turn always has a lease row (the append's
+//!   lease step is in `countersign_append`, migration 0005, after the session row is locked);
 //! - expiry is the database's clock (`now()`), never an instance's.
 
-use sqlx::{PgConnection, PgPool};
+use sqlx::PgPool;
 
-use crate::server::store::{LEASE_TTL, LeaseStep, LeasedTurn, StoreError};
+use crate::server::store::{LEASE_TTL, LeasedTurn, StoreError};
 
 /// The lease's lifetime in seconds, as SQL wants it.
-fn ttl_secs() -> f64 {
+pub(super) fn ttl_secs() -> f64 {
     LEASE_TTL.as_secs_f64()
 }
 
@@ -29,63 +30,6 @@ fn leased((session_id, turn_id, mine, cancel_requested): LeaseTuple) -> LeasedTu
         mine,
         cancel_requested,
     }
-}
-
-/// Applies an append's lease step inside its transaction (after the session row is locked).
-pub async fn apply_step(
-    conn: &mut PgConnection,
-    session_id: &str,
-    owner: &str,
-    step: &LeaseStep,
-) -> Result<(), StoreError> {
-    match step {
-        LeaseStep::Claim(turn_id) => {
-            let claimed = sqlx::query(
-                "INSERT INTO turn_leases (session_id, turn_id, owner, expires_at)
-                 VALUES ($1, $2, $3, now() + make_interval(secs => $4))
-                 ON CONFLICT (session_id) DO NOTHING",
-            )
-            .bind(session_id)
-            .bind(turn_id)
-            .bind(owner)
-            .bind(ttl_secs())
-            .execute(&mut *conn)
-            .await?
-            .rows_affected();
-            if claimed == 0 {
-                return Err(StoreError::TurnHeld(session_id.to_owned()));
-            }
-        }
-        LeaseStep::Hold(turn_id) => {
-            let held: Option<(i32,)> = sqlx::query_as(
-                "SELECT 1 FROM turn_leases
-                 WHERE session_id = $1 AND turn_id = $2 AND owner = $3 FOR SHARE",
-            )
-            .bind(session_id)
-            .bind(turn_id)
-            .bind(owner)
-            .fetch_optional(&mut *conn)
-            .await?;
-            if held.is_none() {
-                return Err(StoreError::LeaseLost(session_id.to_owned()));
-            }
-        }
-        LeaseStep::Release(turn_id) => {
-            let released = sqlx::query(
-                "DELETE FROM turn_leases WHERE session_id = $1 AND turn_id = $2 AND owner = $3",
-            )
-            .bind(session_id)
-            .bind(turn_id)
-            .bind(owner)
-            .execute(&mut *conn)
-            .await?
-            .rows_affected();
-            if released == 0 {
-                return Err(StoreError::LeaseLost(session_id.to_owned()));
-            }
-        }
-    }
-    Ok(())
 }
 
 pub async fn renew(

@@ -7,7 +7,7 @@ use sqlx::PgPool;
 use crate::server::store::StoreError;
 
 /// The migrations, in order: (version, SQL).
-const MIGRATIONS: [(i64, &str); 4] = [
+const MIGRATIONS: [(i64, &str); 5] = [
     (
         1,
         include_str!("../../../../migrations/postgres/0001_schema.sql"),
@@ -23,6 +23,10 @@ const MIGRATIONS: [(i64, &str); 4] = [
     (
         4,
         include_str!("../../../../migrations/postgres/0004_passkeys.sql"),
+    ),
+    (
+        5,
+        include_str!("../../../../migrations/postgres/0005_append_in_one_round_trip.sql"),
     ),
 ];
 

@@ -7,8 +7,13 @@
 //!   to one session one after the other;
 //! - **a gate resolves once**: the compare-and-set `UPDATE … WHERE resolution IS NULL` in the
 //!   transaction that appends `approval_resolved`; a loser rolls back and reads the winner;
-//! - **one audit chain**: chaining takes a transaction-scoped advisory lock first, so entries
-//!   are numbered and hashed in one line whichever instance writes them;
+//! - **one audit chain**: a commit queues its audit entries (`audit_pending`) and the sealer
+//!   numbers and hashes them under an advisory lock after the commit (`seal.rs`), so entries
+//!   are chained in one line whichever instance writes them, without any commit waiting for
+//!   that lock; every audit read seals what is pending first;
+//! - **one round trip per append**: `countersign_append`, a server-side function (migration
+//!   0005), does the compare-and-set, the seqs, the lease step, the events and the audit
+//!   queue in one call;
 //! - **one gate per idempotency key**: a unique index, and a conflict is read back as
 //!   `KeyUsed`.
 //!
@@ -17,13 +22,14 @@
 //! - **live everywhere**: every append notifies the other instances (`signals.rs`).
 //!
 //! Files by job: `migrate.rs` the schema (`migrations/postgres/`), `read.rs` the reads,
-//! `write.rs` the transactions, `lease.rs` turn ownership, `signals.rs` LISTEN/NOTIFY.
+//! `write.rs` the transactions, `seal.rs` the audit chain, `lease.rs` turn ownership, `signals.rs` LISTEN/NOTIFY.
 
 mod lease;
 mod migrate;
 mod passkeys;
 mod push;
 mod read;
+mod seal;
 mod signals;
 mod write;
 
@@ -66,6 +72,7 @@ pub struct PgStore {
     /// notifications.
     instance: String,
     announcer: signals::Announcer,
+    sealer: seal::Sealer,
 }
 
 /// Whether `url` names a PostgreSQL database.
@@ -92,6 +99,7 @@ impl PgStore {
         migrate::run(&pool).await?;
         Ok(PgStore {
             announcer: signals::Announcer::start(pool.clone()),
+            sealer: seal::Sealer::start(pool.clone()),
             pool,
             instance: instance.to_owned(),
         })
@@ -153,6 +161,7 @@ impl EventLog for PgStore {
         write::append(
             &self.pool,
             &self.announcer,
+            &self.sealer,
             &self.instance,
             session_id,
             &events,
@@ -208,7 +217,9 @@ impl RuleRepo for PgStore {
     }
 
     async fn revoke_rule(&self, rule_id: &str, actor: &str) -> Result<bool, StoreError> {
-        write::revoke_rule(&self.pool, rule_id, actor).await
+        let done = write::revoke_rule(&self.pool, rule_id, actor).await;
+        self.sealer.kick();
+        done
     }
 }
 
@@ -216,7 +227,9 @@ impl RuleRepo for PgStore {
 impl TokenRepo for PgStore {
     async fn create_token(&self, row: &TokenRow, actor: &str) -> Result<(), StoreError> {
         super::storable(&row.name)?;
-        write::create_token(&self.pool, row, actor).await
+        let done = write::create_token(&self.pool, row, actor).await;
+        self.sealer.kick();
+        done
     }
 
     async fn list_tokens(&self) -> Result<Vec<TokenRow>, StoreError> {
@@ -228,7 +241,9 @@ impl TokenRepo for PgStore {
     }
 
     async fn delete_token(&self, name: &str, actor: &str) -> Result<bool, StoreError> {
-        write::delete_token(&self.pool, name, actor).await
+        let done = write::delete_token(&self.pool, name, actor).await;
+        self.sealer.kick();
+        done
     }
 
     async fn touch_token(&self, name: &str, at: &Timestamp) -> Result<(), StoreError> {
@@ -244,7 +259,9 @@ impl TokenRepo for PgStore {
 #[async_trait]
 impl AuditRepo for PgStore {
     async fn append_audit(&self, drafts: Vec<audit::AuditDraft>) -> Result<(), StoreError> {
-        write::append_audit(&self.pool, drafts).await
+        let done = write::append_audit(&self.pool, drafts).await;
+        self.sealer.kick();
+        done
     }
 
     async fn audit_after(
@@ -254,6 +271,7 @@ impl AuditRepo for PgStore {
         action: Option<&str>,
         subject: Option<&str>,
     ) -> Result<Vec<AuditEntry>, StoreError> {
+        seal::seal_pending(&self.pool).await?;
         read::audit_page(
             &self.pool,
             AuditOrder::OldestAfter(after),
@@ -271,6 +289,7 @@ impl AuditRepo for PgStore {
         action: Option<&str>,
         subject: Option<&str>,
     ) -> Result<Vec<AuditEntry>, StoreError> {
+        seal::seal_pending(&self.pool).await?;
         read::audit_page(
             &self.pool,
             AuditOrder::NewestBefore(before),
@@ -590,5 +609,166 @@ pub(crate) mod tests {
             err.to_string().contains("cannot connect to PostgreSQL"),
             "{err}"
         );
+    }
+
+    fn mode_change(turn: &str, next: crate::protocol::Mode) -> NewEvent {
+        NewEvent::new(
+            Some(turn),
+            crate::protocol::EventBody::ModeChanged {
+                previous: crate::protocol::Mode::Ask,
+                next,
+                source: crate::protocol::ModeSource::User,
+                actor: Some("browser".into()),
+            },
+        )
+    }
+
+    fn verdict(entries: &[AuditEntry]) -> crate::protocol::AuditVerdict {
+        let mut verifier = audit::Verifier::new();
+        for entry in entries {
+            verifier.check(entry);
+        }
+        verifier.verdict()
+    }
+
+    /// Two instances committing audited changes at once, to several sessions and outside any
+    /// session: every entry is in the one chain, numbered without a gap, and it verifies.
+    #[tokio::test]
+    async fn two_instances_committing_at_once_make_one_chain_that_verifies() {
+        let Some((a, b)) = two_instances().await else {
+            return;
+        };
+        let (a, b) = (Arc::new(a), Arc::new(b));
+        for id in ["S1", "S2"] {
+            a.create_session(&crate::server::store::conformance::session(id))
+                .await
+                .unwrap();
+        }
+        let mut writers = Vec::new();
+        for (n, store) in [a.clone(), b.clone(), a.clone(), b.clone()]
+            .into_iter()
+            .enumerate()
+        {
+            writers.push(tokio::spawn(async move {
+                let session = if n % 2 == 0 { "S1" } else { "S2" };
+                for i in 0..40 {
+                    let turn = format!("t{n}-{i}");
+                    store
+                        .append(
+                            session,
+                            vec![mode_change(&turn, crate::protocol::Mode::Plan)],
+                            Commit::default(),
+                        )
+                        .await
+                        .unwrap();
+                    if i % 10 == 0 {
+                        store
+                            .append_audit(vec![audit::AuditDraft {
+                                actor: format!("writer:{n}"),
+                                action: "config_changed",
+                                subject: format!("k{i}"),
+                                detail: serde_json::json!({"i": i, "text": "\u{e9}\"quoted\""}),
+                            }])
+                            .await
+                            .unwrap();
+                    }
+                }
+            }));
+        }
+        for writer in writers {
+            writer.await.unwrap();
+        }
+        let entries = b.audit_after(0, 10_000, None, None).await.unwrap();
+        assert_eq!(
+            entries.len(),
+            4 * 40 + 4 * 4,
+            "every commit's entries are in the chain"
+        );
+        let numbers: Vec<u64> = entries.iter().map(|e| e.n).collect();
+        assert_eq!(numbers, (1..=176).collect::<Vec<u64>>());
+        let verdict = verdict(&entries);
+        assert!(verdict.ok, "the chain verifies: {verdict:?}");
+        let (pending,): (i64,) = sqlx::query_as("SELECT count(*) FROM audit_pending")
+            .fetch_one(&a.pool)
+            .await
+            .unwrap();
+        assert_eq!(pending, 0, "a read seals everything committed before it");
+    }
+
+    /// A commit whose seal never ran (the instance died right after committing) leaves its
+    /// entry pending; the next reader on any instance seals it onto the chain.
+    #[tokio::test]
+    async fn an_entry_a_crash_left_unsealed_is_sealed_by_the_next_reader() {
+        let Some((a, b)) = two_instances().await else {
+            return;
+        };
+        a.append_audit(vec![audit::AuditDraft {
+            actor: "admin".into(),
+            action: "config_changed",
+            subject: "first".into(),
+            detail: serde_json::json!({}),
+        }])
+        .await
+        .unwrap();
+        // What a commit leaves behind when its instance dies before the seal.
+        sqlx::query(
+            "INSERT INTO audit_pending (at, actor, action, subject, detail)
+             VALUES ('2026-12-02T08:00:00.000Z', 'token:ci', 'gate_opened', 'g-crash', '{\"tool\":\"bash\"}')",
+        )
+        .execute(&a.pool)
+        .await
+        .unwrap();
+        drop(a);
+        let entries = b.audit_after(0, 100, None, None).await.unwrap();
+        let subjects: Vec<&str> = entries.iter().map(|e| e.subject.as_str()).collect();
+        assert_eq!(subjects, ["first", "g-crash"]);
+        assert_eq!(entries[1].detail, serde_json::json!({"tool": "bash"}));
+        assert_eq!(
+            entries[1].at.as_str(),
+            "2026-12-02T08:00:00.000Z",
+            "the commit's time, not the seal's"
+        );
+        assert!(verdict(&entries).ok);
+    }
+
+    /// The function writes each event's seq in front of its body: the stored text is exactly
+    /// the JSON the wire has for the event the append returned.
+    #[tokio::test]
+    async fn a_stored_body_is_the_wire_json_with_its_seq() {
+        let Some((a, _b)) = two_instances().await else {
+            return;
+        };
+        a.create_session(&crate::server::store::conformance::session("W"))
+            .await
+            .unwrap();
+        a.append("W", vec![message("t0")], Commit::default())
+            .await
+            .unwrap();
+        let stored = a
+            .append(
+                "W",
+                vec![
+                    message("t1"),
+                    mode_change("t1", crate::protocol::Mode::Plan),
+                ],
+                Commit::default(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            stored.iter().map(|e| e.seq).collect::<Vec<_>>(),
+            [Some(2), Some(3)]
+        );
+        let bodies: Vec<(i64, String)> = sqlx::query_as(
+            "SELECT seq, body FROM events WHERE session_id = 'W' AND seq > 1 ORDER BY seq",
+        )
+        .fetch_all(&a.pool)
+        .await
+        .unwrap();
+        for ((seq, body), event) in bodies.iter().zip(&stored) {
+            assert_eq!(u64::try_from(*seq).ok(), event.seq);
+            assert_eq!(body, &serde_json::to_string(event).unwrap());
+        }
+        assert_eq!(a.events_after("W", 1, 10).await.unwrap(), stored);
     }
 }

@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 
 use super::PgStore;
-use super::write::chain_audit;
+use super::write::queue_audit;
 use crate::protocol::Timestamp;
 use crate::server::store::StoreError;
 use crate::server::store::passkeys::{PasskeyRow, PasskeyRows, audit_draft, reset_draft};
@@ -61,12 +61,13 @@ impl PasskeyRows for PgStore {
         if inserted == 0 {
             return Err(StoreError::Taken(row.name.clone()));
         }
-        chain_audit(
+        queue_audit(
             &mut tx,
             vec![audit_draft(actor, "passkey_registered", &row.id, &row.name)],
         )
         .await?;
         tx.commit().await?;
+        self.sealer.kick();
         Ok(())
     }
 
@@ -95,12 +96,13 @@ impl PasskeyRows for PgStore {
         let Some((name,)) = name else {
             return Ok(false);
         };
-        chain_audit(
+        queue_audit(
             &mut tx,
             vec![audit_draft(actor, "passkey_removed", id, &name)],
         )
         .await?;
         tx.commit().await?;
+        self.sealer.kick();
         Ok(true)
     }
 
@@ -110,8 +112,9 @@ impl PasskeyRows for PgStore {
             .execute(&mut *tx)
             .await?
             .rows_affected();
-        chain_audit(&mut tx, vec![reset_draft(actor, removed)]).await?;
+        queue_audit(&mut tx, vec![reset_draft(actor, removed)]).await?;
         tx.commit().await?;
+        self.sealer.kick();
         Ok(removed)
     }
 

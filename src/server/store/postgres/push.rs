@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 
 use super::PgStore;
-use super::write::chain_audit;
+use super::write::queue_audit;
 use crate::server::store::StoreError;
 use crate::server::store::push::{PushSubscriptionRow, PushSubscriptions, audit_draft};
 
@@ -46,7 +46,7 @@ impl PushSubscriptions for PgStore {
         .bind(row.created_at.as_str())
         .execute(&mut *tx)
         .await?;
-        chain_audit(
+        queue_audit(
             &mut tx,
             vec![audit_draft(
                 &row.credential,
@@ -57,6 +57,7 @@ impl PushSubscriptions for PgStore {
         )
         .await?;
         tx.commit().await?;
+        self.sealer.kick();
         Ok(())
     }
 
@@ -89,12 +90,13 @@ impl PushSubscriptions for PgStore {
         let Some((endpoint,)) = endpoint else {
             return Ok(false);
         };
-        chain_audit(
+        queue_audit(
             &mut tx,
             vec![audit_draft(actor, "push_unsubscribed", id, &endpoint)],
         )
         .await?;
         tx.commit().await?;
+        self.sealer.kick();
         Ok(true)
     }
 }

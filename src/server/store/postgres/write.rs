@@ -4,16 +4,12 @@
 
 use sqlx::{PgConnection, PgPool};
 
-use super::read::{from_json, to_i64};
+use super::read::from_json;
 use crate::protocol::{Event, Timestamp};
 use crate::server::audit;
 use crate::server::store::{
-    Commit, ExternalGate, GateChange, NewEvent, SessionRow, StoreError, TokenRow, stamp,
+    Commit, GateChange, LeaseStep, NewEvent, SessionRow, StoreError, TokenRow,
 };
-
-/// The advisory lock every audit chaining takes first: one chain, in one line, across all
-/// instances (any constant of our own).
-const AUDIT_LOCK: i64 = 0x436f_756e_7465_7202;
 
 fn to_json<T: serde::Serialize>(session_id: &str, value: &T) -> Result<String, StoreError> {
     serde_json::to_string(value).map_err(|e| StoreError::Corrupt {
@@ -58,250 +54,198 @@ pub async fn delete_session(pool: &PgPool, id: &str) -> Result<bool, StoreError>
     Ok(done.rows_affected() > 0)
 }
 
-/// One append: gate change, outside gate record, rule use, seq allocation, the events, their
-/// audit entries — one transaction.
+/// One append in one round trip: `countersign_append` (migration 0005) does the gate change,
+/// the outside gate record, the rule use, the seq allocation, the lease step, the events and
+/// their audit entries in one implicit transaction, refusing with SQLSTATEs of our own that
+/// `refusal` reads back. The events go without their seqs (the function writes each one in
+/// front of its body), so nothing waits for a first round trip to learn them.
 pub async fn append(
     pool: &PgPool,
     announcer: &super::signals::Announcer,
+    sealer: &super::seal::Sealer,
     instance: &str,
     session_id: &str,
     events: &[NewEvent],
     commit: &Commit,
 ) -> Result<Vec<Event>, StoreError> {
-    let mut tx = pool.begin().await?;
-    if let Some(change) = &commit.gate {
-        apply_gate_change(&mut tx, session_id, change).await?;
+    let at = Timestamp::now();
+    let mut unstamped: Vec<Event> = events
+        .iter()
+        .map(|new| Event {
+            seq: None,
+            at: at.clone(),
+            turn_id: new.turn_id.clone(),
+            body: new.body.clone(),
+        })
+        .collect();
+    let mut bodies = Vec::with_capacity(unstamped.len());
+    for event in &unstamped {
+        let json = to_json(session_id, event)?;
+        // The function splices `"seq":N,` in after the opening brace.
+        if !json.starts_with("{\"") {
+            return Err(StoreError::Database(format!(
+                "an event serialized as something other than an object: {json}"
+            )));
+        }
+        bodies.push(json);
     }
-    if let Some(external) = &commit.external {
-        record_external_gate(&mut tx, external).await?;
-    }
-    if let Some(rule_id) = &commit.rule_used {
-        sqlx::query("UPDATE rules SET uses = uses + 1, last_used_at = $1 WHERE id = $2")
-            .bind(Timestamp::now().as_str())
-            .bind(rule_id)
-            .execute(&mut *tx)
-            .await?;
-    }
-    let count = i64::try_from(events.len()).unwrap_or(i64::MAX);
-    // The UPDATE locks the session row until the commit: appends to one session from any
-    // instance take their seqs one after the other.
-    let last: Option<(i64,)> = sqlx::query_as(
-        "UPDATE sessions SET last_seq = last_seq + $1,
-             pre_plan_mode = CASE WHEN $2::TEXT = 'plan' AND approval_mode <> 'plan'
-                                  THEN approval_mode ELSE pre_plan_mode END,
-             plan_execution_mode = CASE WHEN $2::TEXT IS NOT NULL AND $2::TEXT <> 'plan' AND approval_mode = 'plan'
-                                        THEN $2::TEXT ELSE plan_execution_mode END,
-             approval_mode = COALESCE($2::TEXT, approval_mode)
-         WHERE id = $3 RETURNING last_seq",
-    )
-    .bind(count)
-    .bind(commit.set_mode.map(|m| m.as_str()))
-    .bind(session_id)
-    .fetch_optional(&mut *tx)
-    .await?;
-    let Some((last,)) = last else {
-        return Err(StoreError::UnknownSession(session_id.to_owned()));
-    };
-    let first_seq = u64::try_from(last - count + 1).unwrap_or(1).max(1);
-    if let Some(step) = &commit.lease {
-        super::lease::apply_step(&mut tx, session_id, instance, step).await?;
-    }
-    let mut stored = Vec::with_capacity(events.len());
-    for (event, json) in stamp(session_id, events, first_seq)? {
-        sqlx::query(
-            "INSERT INTO events (session_id, seq, kind, turn_id, at, body) VALUES ($1, $2, $3, $4, $5, $6)",
-        )
-        .bind(session_id)
-        .bind(event.seq.map(to_i64))
-        .bind(event.kind())
-        .bind(&event.turn_id)
-        .bind(event.at.as_str())
-        .bind(json)
-        .execute(&mut *tx)
-        .await?;
-        stored.push(event);
-    }
+    let kinds: Vec<&str> = unstamped.iter().map(Event::kind).collect();
+    let turns: Vec<Option<String>> = unstamped.iter().map(|e| e.turn_id.clone()).collect();
     let new_rule = match &commit.gate {
         Some(GateChange::Resolve { new_rule, .. }) => new_rule.as_ref(),
         _ => None,
     };
     let gate_opener = commit.external.as_ref().map(|e| e.opened_by.as_str());
-    chain_audit(
-        &mut tx,
-        audit::drafts_for(session_id, &stored, new_rule, gate_opener),
+    let drafts = audit::drafts_for(session_id, &unstamped, new_rule, gate_opener);
+    let audit = AuditColumns::of(&drafts);
+    let (open, resolve) = match &commit.gate {
+        Some(GateChange::Open(request)) => (Some(request), None),
+        Some(GateChange::Resolve { resolution, .. }) => (None, Some(resolution)),
+        None => (None, None),
+    };
+    let resolution_json = resolve.map(|r| to_json(session_id, r)).transpose()?;
+    let request_json = open.map(|r| to_json(session_id, r)).transpose()?;
+    let external = commit.external.as_ref();
+    let (lease, lease_turn) = match &commit.lease {
+        Some(LeaseStep::Claim(turn)) => (Some("claim"), Some(turn.as_str())),
+        Some(LeaseStep::Hold(turn)) => (Some("hold"), Some(turn.as_str())),
+        Some(LeaseStep::Release(turn)) => (Some("release"), Some(turn.as_str())),
+        None => (None, None),
+    };
+    let first: (i64,) = sqlx::query_as(
+        "SELECT countersign_append($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,
+             $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30,
+             $31, $32, $33, $34, $35, $36, $37)",
     )
-    .await?;
-    tx.commit().await?;
-    if let Some(last_seq) = stored.last().and_then(|e| e.seq) {
+    .bind(session_id)
+    .bind(instance)
+    .bind(at.as_str())
+    .bind(&kinds)
+    .bind(&turns)
+    .bind(&bodies)
+    .bind(open.map(|r| r.body.approval_id.as_str()))
+    .bind(open.map(|r| r.turn_id.as_str()))
+    .bind(request_json)
+    .bind(open.map(|r| r.body.created_at.as_str()))
+    .bind(open.map(|r| r.body.expires_at.as_str()))
+    .bind(resolve.map(|r| r.approval_id.as_str()))
+    .bind(resolution_json)
+    .bind(resolve.map(|r| r.resolved_at.as_str()))
+    .bind(new_rule.map(|r| r.id.as_str()))
+    .bind(new_rule.map(|r| r.tool.as_str()))
+    .bind(new_rule.map(|r| r.pattern.as_str()))
+    .bind(new_rule.map(|r| scope_name(r.scope)))
+    .bind(new_rule.and_then(|r| r.session_id.as_deref()))
+    .bind(new_rule.map(|r| r.created_at.as_str()))
+    .bind(new_rule.and_then(|r| r.created_by_approval.as_deref()))
+    .bind(new_rule.and_then(|r| r.expires_at.as_ref().map(|t| t.as_str())))
+    .bind(external.map(|e| e.approval_id.as_str()))
+    .bind(external.map(|e| e.opened_by.as_str()))
+    .bind(external.and_then(|e| e.idempotency_key.as_deref()))
+    .bind(external.map(|e| e.created_at.as_str()))
+    .bind(external.map(|e| {
+        e.created_at
+            .plus_ms(-crate::server::store::IDEMPOTENCY_WINDOW_MS)
+            .as_str()
+            .to_owned()
+    }))
+    .bind(commit.rule_used.as_deref())
+    .bind(at.as_str())
+    .bind(commit.set_mode.map(|m| m.as_str()))
+    .bind(lease)
+    .bind(lease_turn)
+    .bind(super::lease::ttl_secs())
+    .bind(&audit.actors)
+    .bind(&audit.actions)
+    .bind(&audit.subjects)
+    .bind(&audit.details)
+    .fetch_one(pool)
+    .await
+    .map_err(|e| refusal(session_id, e))?;
+    let first_seq = u64::try_from(first.0).unwrap_or(1).max(1);
+    for (i, event) in unstamped.iter_mut().enumerate() {
+        event.seq = Some(first_seq + i as u64);
+    }
+    if !drafts.is_empty() {
+        sealer.kick();
+    }
+    if let Some(last_seq) = unstamped.last().and_then(|e| e.seq) {
         // After the commit, never before it (see `signals::Announcer`).
         announcer.appended(super::signals::appended(
             session_id, first_seq, last_seq, instance,
         ));
     }
-    Ok(stored)
+    Ok(unstamped)
 }
 
-/// Opens or resolves a gate inside the append's transaction.
-async fn apply_gate_change(
-    conn: &mut PgConnection,
-    session_id: &str,
-    change: &GateChange,
-) -> Result<(), StoreError> {
-    match change {
-        GateChange::Open(request) => {
-            sqlx::query(
-                "INSERT INTO approvals (approval_id, session_id, turn_id, request, created_at, expires_at)
-                 VALUES ($1, $2, $3, $4, $5, $6)",
-            )
-            .bind(&request.body.approval_id)
-            .bind(session_id)
-            .bind(&request.turn_id)
-            .bind(to_json(session_id, request)?)
-            .bind(request.body.created_at.as_str())
-            .bind(request.body.expires_at.as_str())
-            .execute(&mut *conn)
-            .await?;
+/// Reads `countersign_append`'s refusals (its SQLSTATEs, listed in migration 0005) back into
+/// the store's errors; anything else is the database's own error.
+fn refusal(session_id: &str, err: sqlx::Error) -> StoreError {
+    let Some(db) = err.as_database_error() else {
+        return err.into();
+    };
+    let message = db.message().to_owned();
+    match db.code().as_deref() {
+        Some("CS001") => match from_json(session_id, 0, &message) {
+            Ok(resolution) => StoreError::AlreadyResolved(Box::new(resolution)),
+            Err(corrupt) => corrupt,
+        },
+        Some("CS002") => StoreError::UnknownApproval(message),
+        Some("CS003") => StoreError::UnknownSession(message),
+        Some("CS004") => StoreError::KeyUsed(message),
+        Some("CS005") => StoreError::TurnHeld(session_id.to_owned()),
+        Some("CS006") => StoreError::LeaseLost(session_id.to_owned()),
+        Some("CS007") => {
+            StoreError::Database("an idempotency key conflicted and then vanished".into())
         }
-        GateChange::Resolve {
-            resolution,
-            new_rule,
-        } => {
-            let won = sqlx::query(
-                "UPDATE approvals SET resolution = $1, resolved_at = $2
-                 WHERE approval_id = $3 AND session_id = $4 AND resolution IS NULL",
-            )
-            .bind(to_json(session_id, resolution)?)
-            .bind(resolution.resolved_at.as_str())
-            .bind(&resolution.approval_id)
-            .bind(session_id)
-            .execute(&mut *conn)
-            .await?
-            .rows_affected()
-                == 1;
-            if !won {
-                let existing: Option<(Option<String>,)> = sqlx::query_as(
-                    "SELECT resolution FROM approvals WHERE approval_id = $1 AND session_id = $2",
-                )
-                .bind(&resolution.approval_id)
-                .bind(session_id)
-                .fetch_optional(&mut *conn)
-                .await?;
-                return Err(match existing.and_then(|(r,)| r) {
-                    Some(json) => {
-                        StoreError::AlreadyResolved(Box::new(from_json(session_id, 0, &json)?))
-                    }
-                    None => StoreError::UnknownApproval(resolution.approval_id.clone()),
-                });
-            }
-            if let Some(rule) = new_rule {
-                sqlx::query(
-                    "INSERT INTO rules (id, tool, pattern, scope, session_id, created_at, created_by_approval, uses, expires_at)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, 0, $8)",
-                )
-                .bind(&rule.id)
-                .bind(&rule.tool)
-                .bind(&rule.pattern)
-                .bind(scope_name(rule.scope))
-                .bind(&rule.session_id)
-                .bind(rule.created_at.as_str())
-                .bind(&rule.created_by_approval)
-                .bind(rule.expires_at.as_ref().map(|t| t.as_str().to_owned()))
-                .execute(&mut *conn)
-                .await?;
-            }
+        _ => err.into(),
+    }
+}
+
+/// Audit drafts as the columns `audit_pending` takes, one array each.
+struct AuditColumns {
+    actors: Vec<String>,
+    actions: Vec<&'static str>,
+    subjects: Vec<String>,
+    details: Vec<String>,
+}
+
+impl AuditColumns {
+    fn of(drafts: &[audit::AuditDraft]) -> Self {
+        AuditColumns {
+            actors: drafts.iter().map(|d| d.actor.clone()).collect(),
+            actions: drafts.iter().map(|d| d.action).collect(),
+            subjects: drafts.iter().map(|d| d.subject.clone()).collect(),
+            details: drafts.iter().map(|d| d.detail.to_string()).collect(),
         }
     }
-    Ok(())
 }
 
-/// Records who opened an outside agent's gate. A key its opener used for another gate within
-/// the window is refused (`KeyUsed`, naming that gate), also when another instance inserted it
-/// a moment ago (the unique index); an older use of the key is forgotten.
-async fn record_external_gate(
-    conn: &mut PgConnection,
-    gate: &ExternalGate,
-) -> Result<(), StoreError> {
-    if let Some(key) = &gate.idempotency_key {
-        let cutoff = gate
-            .created_at
-            .plus_ms(-crate::server::store::IDEMPOTENCY_WINDOW_MS);
-        sqlx::query(
-            "UPDATE external_gates SET idempotency_key = NULL
-             WHERE opened_by = $1 AND idempotency_key = $2 AND created_at < $3",
-        )
-        .bind(&gate.opened_by)
-        .bind(key)
-        .bind(cutoff.as_str())
-        .execute(&mut *conn)
-        .await?;
-    }
-    let inserted = sqlx::query(
-        "INSERT INTO external_gates (approval_id, opened_by, idempotency_key, created_at)
-         VALUES ($1, $2, $3, $4)
-         ON CONFLICT (opened_by, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING",
-    )
-    .bind(&gate.approval_id)
-    .bind(&gate.opened_by)
-    .bind(&gate.idempotency_key)
-    .bind(gate.created_at.as_str())
-    .execute(&mut *conn)
-    .await?
-    .rows_affected();
-    if inserted == 1 {
-        return Ok(());
-    }
-    let existing: Option<(String,)> = sqlx::query_as(
-        "SELECT approval_id FROM external_gates WHERE opened_by = $1 AND idempotency_key = $2",
-    )
-    .bind(&gate.opened_by)
-    .bind(&gate.idempotency_key)
-    .fetch_optional(&mut *conn)
-    .await?;
-    Err(match existing {
-        Some((id,)) => StoreError::KeyUsed(id),
-        None => StoreError::Database("an idempotency key conflicted and then vanished".into()),
-    })
-}
-
-/// Chains `drafts` onto the audit log inside the caller's transaction, under the audit lock.
-pub(super) async fn chain_audit(
+/// Queues `drafts` for the audit chain inside the caller's transaction: they commit with the
+/// change they describe, and the sealer (`seal.rs`) numbers and hashes them after the commit.
+/// The caller kicks the sealer once it has committed.
+pub(super) async fn queue_audit(
     conn: &mut PgConnection,
     drafts: Vec<audit::AuditDraft>,
 ) -> Result<(), StoreError> {
     if drafts.is_empty() {
         return Ok(());
     }
-    sqlx::query("SELECT pg_advisory_xact_lock($1)")
-        .bind(AUDIT_LOCK)
-        .execute(&mut *conn)
-        .await?;
-    let last: Option<(i64, String)> =
-        sqlx::query_as("SELECT n, hash FROM audit ORDER BY n DESC LIMIT 1")
-            .fetch_optional(&mut *conn)
-            .await?;
-    let (mut n, mut prev) = last
-        .map(|(n, h)| (u64::try_from(n).unwrap_or(0), h))
-        .unwrap_or((0, audit::GENESIS.to_owned()));
-    let at = Timestamp::now();
-    for draft in drafts {
-        n += 1;
-        let entry = audit::seal(draft, n, at.clone(), prev);
-        sqlx::query(
-            "INSERT INTO audit (n, at, actor, action, subject, detail, prev_hash, hash)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-        )
-        .bind(to_i64(entry.n))
-        .bind(entry.at.as_str())
-        .bind(&entry.actor)
-        .bind(&entry.action)
-        .bind(&entry.subject)
-        .bind(serde_json::to_string(&entry.detail).unwrap_or_default())
-        .bind(&entry.prev_hash)
-        .bind(&entry.hash)
-        .execute(&mut *conn)
-        .await?;
-        prev = entry.hash;
-    }
+    let columns = AuditColumns::of(&drafts);
+    sqlx::query(
+        "INSERT INTO audit_pending (at, actor, action, subject, detail)
+         SELECT $1, a.actor, a.action, a.subject, a.detail
+         FROM unnest($2::TEXT[], $3::TEXT[], $4::TEXT[], $5::TEXT[])
+              WITH ORDINALITY AS a(actor, action, subject, detail, i)
+         ORDER BY a.i",
+    )
+    .bind(Timestamp::now().as_str())
+    .bind(&columns.actors)
+    .bind(&columns.actions)
+    .bind(&columns.subjects)
+    .bind(&columns.details)
+    .execute(&mut *conn)
+    .await?;
     Ok(())
 }
 
@@ -322,14 +266,14 @@ pub async fn revoke_rule(pool: &PgPool, rule_id: &str, actor: &str) -> Result<bo
         subject: rule_id.to_owned(),
         detail: serde_json::json!({}),
     };
-    chain_audit(&mut tx, vec![draft]).await?;
+    queue_audit(&mut tx, vec![draft]).await?;
     tx.commit().await?;
     Ok(true)
 }
 
 pub async fn append_audit(pool: &PgPool, drafts: Vec<audit::AuditDraft>) -> Result<(), StoreError> {
     let mut tx = pool.begin().await?;
-    chain_audit(&mut tx, drafts).await?;
+    queue_audit(&mut tx, drafts).await?;
     tx.commit().await?;
     Ok(())
 }
@@ -360,7 +304,7 @@ pub async fn create_token(pool: &PgPool, row: &TokenRow, actor: &str) -> Result<
     if inserted == 0 {
         return Err(StoreError::Taken(row.name.clone()));
     }
-    chain_audit(
+    queue_audit(
         &mut tx,
         vec![token_draft(actor, "token_created", &row.name, &row.scope)],
     )
@@ -384,7 +328,7 @@ pub async fn delete_token(pool: &PgPool, name: &str, actor: &str) -> Result<bool
         .bind(format!("token:{name}"))
         .execute(&mut *tx)
         .await?;
-    chain_audit(
+    queue_audit(
         &mut tx,
         vec![token_draft(actor, "token_revoked", name, &scope)],
     )
