@@ -420,6 +420,14 @@ async fn subscribe(api: &Api, device: &Device) -> Value {
 }
 
 /// The ids of the subscriptions `api` sees.
+/// A phone holding an `approve` token named `phone`, subscribed as the device `phone`.
+async fn subscribed_phone(ts: &TestServer, service: &PushService) -> Device {
+    let (phone, _) = named_token(ts, "phone", "approve").await;
+    let device = Device::new(service, "phone");
+    subscribe(&phone, &device).await;
+    device
+}
+
 async fn subscription_ids(api: &Api) -> Vec<String> {
     api.get("/api/v1/push/subscriptions")
         .await
@@ -839,9 +847,7 @@ async fn a_floor_card_is_pushed_as_sensitive_and_cannot_be_answered_from_a_notif
 async fn a_card_its_notification_cannot_show_whole_is_not_answered_from_it() {
     let ts = TestServer::configured(PUSH_TEST).await;
     let service = PushService::start().await;
-    let (phone, _) = named_token(&ts, "phone", "approve").await;
-    let device = Device::new(&service, "phone");
-    subscribe(&phone, &device).await;
+    let device = subscribed_phone(&ts, &service).await;
     let (agent, _) = named_token(&ts, "hook", "gates").await;
 
     // The demo agent's write, edit and proposal.
@@ -948,9 +954,7 @@ async fn a_card_its_notification_cannot_show_whole_is_not_answered_from_it() {
 async fn a_capability_answers_its_own_card_once_and_cannot_be_altered() {
     let ts = TestServer::configured(PUSH_TEST).await;
     let service = PushService::start().await;
-    let (phone, _) = named_token(&ts, "phone", "approve").await;
-    let device = Device::new(&service, "phone");
-    subscribe(&phone, &device).await;
+    let device = subscribed_phone(&ts, &service).await;
     let (sid_a, card_a) = ask_to_run(&ts, "a.md").await;
     let (sid_b, card_b) = ask_to_run(&ts, "b.md").await;
     let (aid_a, aid_b) = (gate_id(&card_a), gate_id(&card_b));
@@ -1052,9 +1056,7 @@ async fn a_capability_answers_its_own_card_once_and_cannot_be_altered() {
 async fn only_approve_and_deny_are_answered_and_a_refused_answer_changes_nothing() {
     let ts = TestServer::configured(PUSH_TEST).await;
     let service = PushService::start().await;
-    let (phone, _) = named_token(&ts, "phone", "approve").await;
-    let device = Device::new(&service, "phone");
-    subscribe(&phone, &device).await;
+    let device = subscribed_phone(&ts, &service).await;
     let (sid, card) = ask_to_run(&ts, "notes.md").await;
     let aid = gate_id(&card);
     let cap = capability_of(&device.gate_message(&service, &aid).await.1);
@@ -1228,9 +1230,7 @@ async fn subscribing_the_same_endpoint_again_replaces_the_old_subscription() {
 async fn a_capability_ends_with_its_cards_deadline() {
     let ts = TestServer::configured(&format!("{PUSH_TEST}[approvals]\ntimeout_secs = 2\n")).await;
     let service = PushService::start().await;
-    let (phone, _) = named_token(&ts, "phone", "approve").await;
-    let device = Device::new(&service, "phone");
-    subscribe(&phone, &device).await;
+    let device = subscribed_phone(&ts, &service).await;
     let (sid, card) = ask_to_run(&ts, "notes.md").await;
     let aid = gate_id(&card);
     let (_, msg) = device.gate_message(&service, &aid).await;
@@ -1259,9 +1259,7 @@ async fn a_capability_ends_with_its_cards_deadline() {
 async fn a_capability_for_another_digest_cannot_answer_the_card() {
     let ts = TestServer::configured(PUSH_TEST).await;
     let service = PushService::start().await;
-    let (phone, _) = named_token(&ts, "phone", "approve").await;
-    let device = Device::new(&service, "phone");
-    subscribe(&phone, &device).await;
+    let device = subscribed_phone(&ts, &service).await;
     let (sid, card) = ask_to_run(&ts, "notes.md").await;
     let aid = gate_id(&card);
     let cap = capability_of(&device.gate_message(&service, &aid).await.1);
@@ -1370,9 +1368,7 @@ async fn outside_call(agent: &Api, tool: &str, input: Value, title: &str, cwd: &
 async fn what_an_agent_wrote_reaches_the_notification_with_hidden_characters_written_out() {
     let ts = TestServer::configured(PUSH_TEST).await;
     let service = PushService::start().await;
-    let (phone, _) = named_token(&ts, "phone", "approve").await;
-    let device = Device::new(&service, "phone");
-    subscribe(&phone, &device).await;
+    let device = subscribed_phone(&ts, &service).await;
     let (agent, _) = named_token(&ts, "hook", "gates").await;
     let aid = outside_gate(
         &agent,
@@ -1402,9 +1398,7 @@ async fn what_an_agent_wrote_reaches_the_notification_with_hidden_characters_wri
 async fn a_notification_fits_one_push_whatever_the_agent_wrote() {
     let ts = TestServer::configured(PUSH_TEST).await;
     let service = PushService::start().await;
-    let (phone, _) = named_token(&ts, "phone", "approve").await;
-    let device = Device::new(&service, "phone");
-    subscribe(&phone, &device).await;
+    let device = subscribed_phone(&ts, &service).await;
     // Each field at its limit, each character as long as JSON escaping or the written-out
     // form makes it…
     let (agent, _) = named_token(&ts, "hook", "gates").await;

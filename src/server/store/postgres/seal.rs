@@ -24,6 +24,10 @@ const AUDIT_LOCK: i64 = 0x436f_756e_7465_7202;
 /// How many pending entries one sealing transaction takes.
 const BATCH: i64 = 512;
 
+/// How long the background sealer gathers commits before it seals them together. A reader
+/// never waits for it: it seals what is pending itself.
+const GATHER: std::time::Duration = std::time::Duration::from_millis(20);
+
 type PendingRow = (i64, String, String, String, String, String);
 
 /// Seals in the background after commits (`kick`), so the chain keeps up without a reader.
@@ -41,6 +45,10 @@ impl Sealer {
         tokio::spawn(async move {
             let mut batch = Vec::new();
             while heard.recv_many(&mut batch, 1024).await > 0 {
+                // Commits that follow within the pause are sealed with this one: one sealing
+                // transaction for many commits instead of one each.
+                tokio::time::sleep(GATHER).await;
+                while heard.try_recv().is_ok() {}
                 batch.clear();
                 if let Err(err) = seal_pending(&pool).await {
                     tracing::warn!(error = %err, "could not seal the audit chain; the next commit or read retries");
@@ -79,7 +87,10 @@ pub async fn seal_pending(pool: &PgPool) -> Result<usize, StoreError> {
 /// last link, the sealed entries in, the pending ones out.
 async fn seal_batch(pool: &PgPool) -> Result<usize, StoreError> {
     let mut tx = pool.begin().await?;
-    sqlx::query("SELECT pg_advisory_xact_lock($1)")
+    // The seal need not wait for its flush: lost in a crash, it is lost whole (the pending
+    // rows it deleted come back with it) and the next sealer seals the same entries in the
+    // same order, from the same columns, to the same hashes.
+    sqlx::query("SELECT set_config('synchronous_commit', 'off', true), pg_advisory_xact_lock($1)")
         .bind(AUDIT_LOCK)
         .execute(&mut *tx)
         .await?;
