@@ -76,30 +76,60 @@ check_rustflags() {
   done
 }
 
+# The bundle splitter (tools/wasm-split, a crate of its own on crates.io's
+# wasm_split_cli_support), built once into target/tools/bin; rebuilt when its sources change.
+WASM_SPLIT="$ROOT/target/tools/bin/countersign-wasm-split"
+ensure_wasm_split() {
+  local stamp="$ROOT/target/tools/wasm-split.stamp" want
+  want="$(cat "$ROOT/tools/wasm-split/Cargo.toml" "$ROOT/tools/wasm-split/Cargo.lock" \
+    "$ROOT/tools/wasm-split/src/main.rs" | sha256sum | cut -d' ' -f1)"
+  if [ ! -x "$WASM_SPLIT" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+    say "building the bundle splitter (tools/wasm-split, about a minute, once)"
+    CARGO_TARGET_DIR="$ROOT/target/tools/build" cargo install --path "$ROOT/tools/wasm-split" \
+      --root "$ROOT/target/tools" --locked --quiet --force
+    echo "$want" > "$stamp"
+  fi
+}
+
 # build_site debug|release: the wasm bundle, its JS glue and the CSS into target/site/pkg.
 # Views are type-erased (Leptos's `--cfg erase_components`, from .cargo/config.toml): a much
 # smaller bundle. The server is built with the same cfg (same config file): an erased view
 # renders different hydration markers, so a bundle and a server built one with and one without
 # it do not match and the page fails to hydrate.
+#
+# The bundle is split at the lazy routes (src/ui/lazy_pages.rs): linked with relocations kept
+# (`--emit-relocs`, on this crate's link only), cut by countersign-wasm-split into the main
+# module, `split_*.wasm`/`chunk_*.wasm` and their loader, then the main module goes through
+# wasm-bindgen. A bundle with lazy routes must be split, debug builds too: unsplit, it imports
+# a placeholder module no browser has.
 build_site() {
   local profile="$1" cargo_profile_flag=() dir=debug
   if [ "$profile" = release ]; then cargo_profile_flag=(--profile wasm-release); dir=wasm-release; fi
   check_rustflags
+  ensure_wasm_split
   say "building the browser bundle ($profile)"
-  cargo build --lib --target wasm32-unknown-unknown --no-default-features --features hydrate \
-    "${cargo_profile_flag[@]}" --quiet
+  cargo rustc --lib --target wasm32-unknown-unknown --no-default-features --features hydrate \
+    "${cargo_profile_flag[@]}" --quiet -- -C link-arg=--emit-relocs
+  local raw="target/wasm32-unknown-unknown/$dir/countersign.wasm"
+  local main="target/wasm32-unknown-unknown/$dir/countersign_split.wasm"
   mkdir -p target/site/pkg
-  wasm-bindgen "target/wasm32-unknown-unknown/$dir/countersign.wasm" \
-    --target web --no-typescript --out-dir target/site/pkg --out-name countersign
+  # Chunks of an earlier build must not outlive it (their names are not unique per build).
+  rm -f target/site/pkg/split_*.wasm target/site/pkg/chunk_*.wasm target/site/pkg/__wasm_split*
+  "$WASM_SPLIT" "$raw" target/site/pkg "$main" ./countersign.js >/dev/null
+  wasm-bindgen "$main" --target web --no-typescript --keep-lld-exports --no-demangle \
+    --out-dir target/site/pkg --out-name countersign
   local optimized=no
   if [ "$profile" = release ]; then
-    local wasm_opt
+    local wasm_opt file
     wasm_opt="$(wasm_opt_command || true)"
     if [ -n "$wasm_opt" ]; then
       say "optimizing the bundle with wasm-opt -Oz (about 30 s)"
-      "$wasm_opt" -Oz --enable-bulk-memory --enable-nontrapping-float-to-int \
-        --strip-debug --strip-producers \
-        -o target/site/pkg/countersign_bg.wasm target/site/pkg/countersign_bg.wasm
+      for file in target/site/pkg/countersign_bg.wasm target/site/pkg/split_*.wasm \
+          target/site/pkg/chunk_*.wasm; do
+        [ -f "$file" ] || continue
+        "$wasm_opt" -Oz --enable-bulk-memory --enable-nontrapping-float-to-int \
+          --strip-debug --strip-producers -o "$file" "$file"
+      done
       optimized=yes
     else
       say "wasm-opt unavailable (no npm): the bundle is not size-optimized"

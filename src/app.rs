@@ -3,14 +3,11 @@
 use leptos::prelude::*;
 use leptos_meta::{MetaTags, Title, provide_meta_context};
 use leptos_router::components::{Route, Router, Routes};
-use leptos_router::{SsrMode, path};
+use leptos_router::{Lazy, SsrMode, path};
 
-use crate::ui::audit_page::AuditPage;
-use crate::ui::config_page::ConfigPage;
 use crate::ui::inbox::InboxPage;
-use crate::ui::rules_page::RulesPage;
+use crate::ui::lazy_pages::{AuditRoute, ConfigRoute, RulesRoute, TokensRoute};
 use crate::ui::session_page::SessionPage;
-use crate::ui::tokens_page::TokensPage;
 use crate::ui::viewer::Viewer;
 
 /// The document around every server-rendered page.
@@ -57,10 +54,11 @@ pub fn App() -> impl IntoView {
             <Routes fallback=|| view! { <p class="not-found">"Nothing here. " <a href="/">"Back to your sessions"</a></p> }>
                 <Route path=path!("/sessions/:sid") view=SessionPage ssr=SsrMode::InOrder/>
                 <Route path=path!("/inbox") view=InboxPage ssr=SsrMode::InOrder/>
-                <Route path=path!("/rules") view=RulesPage ssr=SsrMode::InOrder/>
-                <Route path=path!("/audit") view=AuditPage ssr=SsrMode::InOrder/>
-                <Route path=path!("/config") view=ConfigPage ssr=SsrMode::InOrder/>
-                <Route path=path!("/tokens") view=TokensPage ssr=SsrMode::InOrder/>
+                // The pages a person opens now and then load their code when first opened.
+                <Route path=path!("/rules") view={Lazy::<RulesRoute>::new()} ssr=SsrMode::InOrder/>
+                <Route path=path!("/audit") view={Lazy::<AuditRoute>::new()} ssr=SsrMode::InOrder/>
+                <Route path=path!("/config") view={Lazy::<ConfigRoute>::new()} ssr=SsrMode::InOrder/>
+                <Route path=path!("/tokens") view={Lazy::<TokensRoute>::new()} ssr=SsrMode::InOrder/>
             </Routes>
         </Router>
     }

@@ -28,10 +28,12 @@ pub mod external;
 #[cfg(feature = "ssr")]
 pub mod server;
 
-/// The browser entry point: hydrate the server-rendered page.
+/// The browser entry point: hydrate the server-rendered page. `hydrate_lazy` because the
+/// Config, Audit, Tokens and Rules pages are lazy routes (their code is a chunk of its own):
+/// a first load of one waits for its chunk before hydrating.
 #[cfg(feature = "hydrate")]
 #[wasm_bindgen::prelude::wasm_bindgen]
 pub fn hydrate() {
     console_error_panic_hook::set_once();
-    leptos::mount::hydrate_body(app::App);
+    leptos::mount::hydrate_lazy(app::App);
 }

@@ -10,6 +10,7 @@ pub mod feed;
 pub mod gates;
 pub mod inbox;
 pub mod json;
+pub mod lazy_pages;
 pub mod outside;
 pub mod rules_page;
 pub mod session_page;

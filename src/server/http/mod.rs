@@ -128,6 +128,13 @@ pub fn router(state: AppState) -> Router {
                     header::CONTENT_SECURITY_POLICY,
                     HeaderValue::from_static("sandbox; default-src 'none'; form-action 'none'"),
                 ))
+                // The bundle's files keep their names from build to build (the main module,
+                // its glue, the lazy pages' chunks): a browser revalidates each (a 304 when
+                // unchanged) so it never runs a new main module with an old chunk.
+                .layer(SetResponseHeaderLayer::overriding(
+                    header::CACHE_CONTROL,
+                    HeaderValue::from_static("no-cache"),
+                ))
                 .service(ServeDir::new(pkg_dir)),
         )
         .merge(pwa::routes(&leptos_options.site_root))
