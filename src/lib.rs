@@ -34,6 +34,11 @@ pub mod server;
 #[cfg(feature = "hydrate")]
 #[wasm_bindgen::prelude::wasm_bindgen]
 pub fn hydrate() {
-    console_error_panic_hook::set_once();
+    // A panic is the end of the module: say so on the page and make its controls inert,
+    // rather than leave buttons that look live and run nothing.
+    std::panic::set_hook(Box::new(|info| {
+        console_error_panic_hook::hook(info);
+        ui::browser::stop_page();
+    }));
     leptos::mount::hydrate_lazy(app::App);
 }

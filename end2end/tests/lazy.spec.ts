@@ -28,6 +28,11 @@ test('the first page loads no lazy page code; opening Config and then Audit load
   await expect(page.locator('[data-testid=config-row]').first()).toBeVisible();
   expect(wasm.some((p) => p.includes('split___config_route_view'))).toBe(true);
   expect(wasm.some((p) => p.includes('split___audit_route_view'))).toBe(false);
+  // Every chunk's name carries its build's id: a tab running an older main module can never
+  // load a newer build's chunk (it asks for its own build's names).
+  for (const chunk of wasm.filter((p) => lazyChunk.test(p))) {
+    expect(chunk).toMatch(/\.[0-9a-f]{16}\.wasm$/);
+  }
 
   await page.getByTestId('nav-audit').click();
   await expect(page).toHaveURL(/\/audit$/);
@@ -53,4 +58,27 @@ test('a lazy page loaded directly hydrates and works, and the bundle is revalida
     expect(res.status()).toBe(200);
     expect(res.headers()['cache-control']).toBe('no-cache');
   }
+});
+
+test('a lazy page whose code cannot be fetched stops the page and says so', async ({ page, server }) => {
+  await login(page, server);
+  await page.route(/\/pkg\/(split_|chunk_)[^/]*\.wasm$/, (route) => route.abort());
+  await page.getByTestId('nav-config').click();
+  const banner = page.getByTestId('page-stopped');
+  await expect(banner).toBeVisible();
+  await expect(banner.getByRole('link', { name: 'Reload' })).toBeVisible();
+  // Nothing behind the banner takes a click or a key: every other part of the page is inert.
+  const allInert = await page.evaluate(() =>
+    Array.from(document.body.children)
+      .filter((c) => !c.classList.contains('page-stopped'))
+      .every((c) => c.hasAttribute('inert')),
+  );
+  expect(allInert).toBe(true);
+  // The reload brings the page back once the code can be fetched again.
+  await page.unroute(/\/pkg\/(split_|chunk_)[^/]*\.wasm$/);
+  await banner.getByRole('link', { name: 'Reload' }).click();
+  await expect(page.getByTestId('page-stopped')).toHaveCount(0);
+  await page.goto(`${server.url}/config`);
+  await waitHydrated(page);
+  await expect(page.locator('[data-testid=config-row]').first()).toBeVisible();
 });

@@ -18,7 +18,7 @@ CREATE TABLE audit_pending (
 );
 
 -- Refusals, as SQLSTATEs of our own (class CS); the message carries what the caller needs:
---   CS001 the gate was already resolved (message: the winning resolution's JSON)
+--   CS001 the gate was already resolved (message: the gate id; the caller reads the winner)
 --   CS002 no such gate in this session (message: the gate id)
 --   CS003 no such session (message: the session id)
 --   CS004 the idempotency key opened another gate (message: that gate's id)
@@ -88,10 +88,13 @@ BEGIN
         UPDATE approvals SET resolution = p_resolution, resolved_at = p_resolved_at
         WHERE approval_id = p_resolve_id AND session_id = p_session AND resolution IS NULL;
         IF NOT FOUND THEN
-            SELECT resolution INTO v_found FROM approvals
-            WHERE approval_id = p_resolve_id AND session_id = p_session;
-            IF v_found IS NOT NULL THEN
-                RAISE EXCEPTION USING ERRCODE = 'CS001', MESSAGE = v_found;
+            -- The winner's resolution is read back by the caller, not carried in the error:
+            -- an error's message lands in the database's log.
+            PERFORM 1 FROM approvals
+            WHERE approval_id = p_resolve_id AND session_id = p_session
+              AND resolution IS NOT NULL;
+            IF FOUND THEN
+                RAISE EXCEPTION USING ERRCODE = 'CS001', MESSAGE = p_resolve_id;
             END IF;
             RAISE EXCEPTION USING ERRCODE = 'CS002', MESSAGE = p_resolve_id;
         END IF;

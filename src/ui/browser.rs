@@ -11,6 +11,44 @@ pub fn go_to(url: &str) {
     let _ = url;
 }
 
+/// Stops a page whose script can no longer run (a panic ends the module in the browser, e.g.
+/// a lazy page whose code could not be fetched): every control goes inert, so nothing on the
+/// page looks live that no longer is, and a banner offers a reload (a plain link: no script of
+/// ours runs any more).
+pub fn stop_page() {
+    #[cfg(feature = "hydrate")]
+    {
+        let Some(document) = web_sys::window().and_then(|w| w.document()) else {
+            return;
+        };
+        let Some(body) = document.body() else {
+            return;
+        };
+        // A dying module may panic more than once; one banner says it.
+        if let Ok(Some(_)) = document.query_selector(".page-stopped") {
+            return;
+        }
+        let children = body.children();
+        for i in 0..children.length() {
+            if let Some(child) = children.item(i) {
+                let _ = child.set_attribute("inert", "");
+            }
+        }
+        if let Ok(banner) = document.create_element("div") {
+            let _ = banner.set_attribute("class", "page-stopped");
+            let _ = banner.set_attribute("role", "alert");
+            let _ = banner.set_attribute("data-testid", "page-stopped");
+            banner.set_inner_html(
+                // `rel=external`: the router's click handler (our dead module) leaves it to the
+                // browser.
+                "This page stopped working: part of it could not be loaded. \
+                 <a href=\"\" rel=\"external\">Reload</a>",
+            );
+            let _ = body.append_child(&banner);
+        }
+    }
+}
+
 /// Milliseconds since the epoch, now.
 pub fn now_ms() -> f64 {
     #[cfg(feature = "hydrate")]

@@ -731,6 +731,30 @@ pub(crate) mod tests {
         assert!(verdict(&entries).ok);
     }
 
+    /// Entries too large to seal in one go (details of megabytes) are sealed over several
+    /// transactions, all of them, in order.
+    #[tokio::test]
+    async fn large_pending_entries_are_sealed_over_several_seals() {
+        let Some((a, _b)) = two_instances().await else {
+            return;
+        };
+        for i in 0..5 {
+            sqlx::query(
+                "INSERT INTO audit_pending (at, actor, action, subject, detail)
+                 VALUES ('2026-12-02T08:00:00.000Z', 'token:ci', 'config_changed', $1,
+                         '\"' || repeat('x', 2 * 1024 * 1024) || '\"')",
+            )
+            .bind(format!("big{i}"))
+            .execute(&a.pool)
+            .await
+            .unwrap();
+        }
+        let entries = a.audit_after(0, 100, None, None).await.unwrap();
+        let subjects: Vec<&str> = entries.iter().map(|e| e.subject.as_str()).collect();
+        assert_eq!(subjects, ["big0", "big1", "big2", "big3", "big4"]);
+        assert!(verdict(&entries).ok);
+    }
+
     /// The function writes each event's seq in front of its body: the stored text is exactly
     /// the JSON the wire has for the event the append returned.
     #[tokio::test]

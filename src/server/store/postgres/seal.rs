@@ -21,8 +21,9 @@ use crate::server::store::StoreError;
 /// constant of our own).
 const AUDIT_LOCK: i64 = 0x436f_756e_7465_7202;
 
-/// How many pending entries one sealing transaction takes.
+/// How many pending entries one sealing transaction takes, and how many bytes of detail.
 const BATCH: i64 = 512;
+const BATCH_BYTES: i64 = 4 * 1024 * 1024;
 
 /// How long the background sealer gathers commits before it seals them together. A reader
 /// never waits for it: it seals what is pending itself.
@@ -76,28 +77,35 @@ pub async fn seal_pending(pool: &PgPool) -> Result<usize, StoreError> {
     let mut sealed = 0;
     loop {
         let n = seal_batch(pool).await?;
-        sealed += n;
-        if n < usize::try_from(BATCH).unwrap_or(usize::MAX) {
+        if n == 0 {
             return Ok(sealed);
         }
+        sealed += n;
     }
 }
 
-/// One transaction: the lock, up to `BATCH` pending entries in their queue order, the chain's
-/// last link, the sealed entries in, the pending ones out.
+/// One transaction: the lock, up to `BATCH` pending entries (and `BATCH_BYTES`) in their queue
+/// order, the chain's last link, the sealed entries in, the pending ones out.
 async fn seal_batch(pool: &PgPool) -> Result<usize, StoreError> {
     let mut tx = pool.begin().await?;
-    // The seal need not wait for its flush: lost in a crash, it is lost whole (the pending
-    // rows it deleted come back with it) and the next sealer seals the same entries in the
-    // same order, from the same columns, to the same hashes.
-    sqlx::query("SELECT set_config('synchronous_commit', 'off', true), pg_advisory_xact_lock($1)")
+    // The seal is flushed like any commit: a seal lost in a crash could be redone in another
+    // order (entries commit out of id order), and a chain someone already read must not
+    // change.
+    sqlx::query("SELECT pg_advisory_xact_lock($1)")
         .bind(AUDIT_LOCK)
         .execute(&mut *tx)
         .await?;
+    // Whole entries up to `BATCH_BYTES` of detail (always at least one), so a run of large
+    // entries cannot make one seal too large to send.
     let pending: Vec<PendingRow> = sqlx::query_as(
-        "SELECT id, at, actor, action, subject, detail FROM audit_pending ORDER BY id LIMIT $1",
+        "SELECT id, at, actor, action, subject, detail FROM (
+             SELECT id, at, actor, action, subject, detail,
+                    sum(octet_length(detail)) OVER (ORDER BY id) AS upto
+             FROM audit_pending) p
+         WHERE upto - octet_length(detail) < $2 ORDER BY id LIMIT $1",
     )
     .bind(BATCH)
+    .bind(BATCH_BYTES)
     .fetch_all(&mut *tx)
     .await?;
     if pending.is_empty() {

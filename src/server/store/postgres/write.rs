@@ -112,7 +112,7 @@ pub async fn append(
         Some(LeaseStep::Release(turn)) => (Some("release"), Some(turn.as_str())),
         None => (None, None),
     };
-    let first: (i64,) = sqlx::query_as(
+    let first: Result<(i64,), sqlx::Error> = sqlx::query_as(
         "SELECT countersign_append($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,
              $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30,
              $31, $32, $33, $34, $35, $36, $37)",
@@ -160,8 +160,21 @@ pub async fn append(
     .bind(&audit.subjects)
     .bind(&audit.details)
     .fetch_one(pool)
-    .await
-    .map_err(|e| refusal(session_id, e))?;
+    .await;
+    let first = match first {
+        Ok(first) => first,
+        Err(err) => {
+            return Err(match (refusal(session_id, err), resolve) {
+                (Refused::AlreadyResolved, Some(resolution)) => {
+                    winner(pool, session_id, &resolution.approval_id).await?
+                }
+                (Refused::AlreadyResolved, None) => {
+                    StoreError::Database("a refusal for a gate this commit does not resolve".into())
+                }
+                (Refused::Store(err), _) => err,
+            });
+        }
+    };
     let first_seq = u64::try_from(first.0).unwrap_or(1).max(1);
     for (i, event) in unstamped.iter_mut().enumerate() {
         event.seq = Some(first_seq + i as u64);
@@ -178,18 +191,21 @@ pub async fn append(
     Ok(unstamped)
 }
 
-/// Reads `countersign_append`'s refusals (its SQLSTATEs, listed in migration 0005) back into
-/// the store's errors; anything else is the database's own error.
-fn refusal(session_id: &str, err: sqlx::Error) -> StoreError {
+/// What `countersign_append` refused, read from its SQLSTATEs (listed in migration 0005);
+/// anything else is the database's own error.
+enum Refused {
+    /// The gate already has its answer: the caller reads the winner (`winner`).
+    AlreadyResolved,
+    Store(StoreError),
+}
+
+fn refusal(session_id: &str, err: sqlx::Error) -> Refused {
     let Some(db) = err.as_database_error() else {
-        return err.into();
+        return Refused::Store(err.into());
     };
     let message = db.message().to_owned();
-    match db.code().as_deref() {
-        Some("CS001") => match from_json(session_id, 0, &message) {
-            Ok(resolution) => StoreError::AlreadyResolved(Box::new(resolution)),
-            Err(corrupt) => corrupt,
-        },
+    Refused::Store(match db.code().as_deref() {
+        Some("CS001") => return Refused::AlreadyResolved,
         Some("CS002") => StoreError::UnknownApproval(message),
         Some("CS003") => StoreError::UnknownSession(message),
         Some("CS004") => StoreError::KeyUsed(message),
@@ -199,7 +215,26 @@ fn refusal(session_id: &str, err: sqlx::Error) -> StoreError {
             StoreError::Database("an idempotency key conflicted and then vanished".into())
         }
         _ => err.into(),
-    }
+    })
+}
+
+/// The answer that won the race for a gate, as `AlreadyResolved`.
+async fn winner(
+    pool: &PgPool,
+    session_id: &str,
+    approval_id: &str,
+) -> Result<StoreError, StoreError> {
+    let existing: Option<(Option<String>,)> = sqlx::query_as(
+        "SELECT resolution FROM approvals WHERE approval_id = $1 AND session_id = $2",
+    )
+    .bind(approval_id)
+    .bind(session_id)
+    .fetch_optional(pool)
+    .await?;
+    Ok(match existing.and_then(|(r,)| r) {
+        Some(json) => StoreError::AlreadyResolved(Box::new(from_json(session_id, 0, &json)?)),
+        None => StoreError::UnknownApproval(approval_id.to_owned()),
+    })
 }
 
 /// Audit drafts as the columns `audit_pending` takes, one array each.
