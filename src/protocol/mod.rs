@@ -7,10 +7,12 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+mod actor;
 mod canonical;
 mod de;
 mod outside;
 mod time;
+pub use actor::Actor;
 pub use canonical::canonical_json;
 pub use outside::{CreatedToken, GateState, GateStatus, TokenInfo};
 pub use time::Timestamp;

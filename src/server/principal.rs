@@ -5,6 +5,8 @@
 //! **Invariant:** the `actor` of a person's resolution and of every audit entry a request
 //! causes is `Principal::actor()` — a body field (`client_id`) only labels a browser tab.
 
+use crate::protocol::Actor;
+
 /// What a credential may do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Scope {
@@ -66,10 +68,11 @@ impl Principal {
     /// How the audit and `approval_resolved.actor` name this caller.
     pub fn actor(&self) -> String {
         match self {
-            Principal::Browser => "browser".to_owned(),
-            Principal::Token { name, .. } => format!("token:{name}"),
-            Principal::Ntfy => "ntfy".to_owned(),
+            Principal::Browser => Actor::Browser,
+            Principal::Token { name, .. } => Actor::Token(name),
+            Principal::Ntfy => Actor::Ntfy,
         }
+        .to_string()
     }
 
     pub fn scope(&self) -> Scope {

@@ -21,11 +21,11 @@ pub mod vapid;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::protocol::{ApprovalRequestBody, EventBody, Resolution, Timestamp};
+use crate::protocol::{Actor, ApprovalRequestBody, EventBody, Resolution, Timestamp};
 use crate::server::config::Config;
 use crate::server::hub::FeedItem;
 use crate::server::hub::Hub;
-use crate::server::principal::{Principal, Scope};
+use crate::server::principal::{Principal, STARTUP_TOKEN_NAME, Scope};
 use crate::server::store::push::{PushSubscriptionRow, PushSubscriptions};
 use crate::server::store::{GateRepo, Repos, StoreError, TokenRepo};
 pub use deliver::Delivery;
@@ -69,18 +69,15 @@ pub fn principal_of(
     tokens: &[crate::server::store::TokenRow],
     startup_fingerprint: &str,
 ) -> Option<Principal> {
-    let startup = Principal::startup_token();
-    if row.credential == "browser" || row.credential == startup.actor() {
-        let same = row.credential_check == startup_fingerprint;
-        return same.then(|| {
-            if row.credential == "browser" {
-                Principal::Browser
-            } else {
-                startup
-            }
-        });
-    }
-    let name = row.credential.strip_prefix("token:")?;
+    let startup_rows = row.credential_check == startup_fingerprint;
+    let name = match Actor::parse(&row.credential) {
+        Actor::Browser => return startup_rows.then_some(Principal::Browser),
+        Actor::Token(name) if name == STARTUP_TOKEN_NAME => {
+            return startup_rows.then(Principal::startup_token);
+        }
+        Actor::Token(name) => name,
+        Actor::Ntfy | Actor::Other(_) => return None,
+    };
     let token = tokens
         .iter()
         .find(|t| t.name == name && t.secret_hash == row.credential_check)?;

@@ -11,7 +11,7 @@ use leptos::task::spawn_local;
 
 use crate::api;
 use crate::protocol::{
-    AnsweredBy, ApprovalRequestBody, DecideOutcome, Decision, DecisionInput, DecisionKind,
+    Actor, AnsweredBy, ApprovalRequestBody, DecideOutcome, Decision, DecisionInput, DecisionKind,
     GateKind, GateReason, Mode, Resolution, TimeoutOutcome, Timestamp, ToolClass,
 };
 use crate::text::{has_hidden, reveal_hidden};
@@ -84,23 +84,21 @@ fn external_title(request: &ApprovalRequestBody) -> Option<String> {
 
 /// Who answered, in words: `by you`, `with token phone`, `in another tab or device`, `by rule`.
 pub fn who_answered(resolution: &Resolution, my_client: &str) -> String {
+    let actor = Actor::parse(&resolution.actor);
+    if let (AnsweredBy::User, Actor::Token(name)) = (resolution.answered_by, actor) {
+        return format!("with token {name}");
+    }
+    let browser = actor == Actor::Browser;
     let who = match (resolution.answered_by, resolution.client_id.as_deref()) {
         // An outside gate the mode answered at once (yolo, auto_edit for edits, reads).
-        (AnsweredBy::System, _) if resolution.actor == "mode" => "by mode",
+        (AnsweredBy::System, _) if actor == Actor::Other("mode") => "by mode",
         // "You" is this tab's browser login: a token's answer naming this tab's id is still the
         // token's (any reader of the log can copy a tab's id).
-        (AnsweredBy::User, Some(id))
-            if !my_client.is_empty() && id == my_client && resolution.actor == "browser" =>
-        {
+        (AnsweredBy::User, Some(id)) if !my_client.is_empty() && id == my_client && browser => {
             "by you"
         }
-        (AnsweredBy::User, _) if resolution.actor.starts_with("token:") => {
-            return format!("with token {}", &resolution.actor["token:".len()..]);
-        }
-        (AnsweredBy::User, _) if resolution.actor == "browser" && my_client.is_empty() => {
-            "in a browser"
-        }
-        (AnsweredBy::User, _) if resolution.actor == "browser" => "in another tab or device",
+        (AnsweredBy::User, _) if browser && my_client.is_empty() => "in a browser",
+        (AnsweredBy::User, _) if browser => "in another tab or device",
         // Events recorded before actors existed.
         (AnsweredBy::User, None) => "by a person (API)",
         (AnsweredBy::User, Some("cli")) => "by a person (CLI)",
@@ -777,6 +775,51 @@ fn PendingCard(request: ApprovalRequestBody, now_ms: RwSignal<f64>) -> impl Into
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Who answered, read from the actor once: only the exact spellings name a credential.
+    #[test]
+    fn who_answered_reads_the_actor() {
+        let by = |actor: &str, answered_by: AnsweredBy, client: Option<&str>| {
+            let mut r =
+                Resolution::plain("a", Decision::Approve, answered_by, actor, Timestamp::now());
+            r.client_id = client.map(str::to_owned);
+            r
+        };
+        let user = AnsweredBy::User;
+        assert_eq!(
+            who_answered(&by("browser", user, Some("tab-1")), "tab-1"),
+            "by you"
+        );
+        assert_eq!(
+            who_answered(&by("browser", user, Some("tab-2")), "tab-1"),
+            "in another tab or device"
+        );
+        assert_eq!(
+            who_answered(&by("browser", user, Some("tab-1")), ""),
+            "in a browser"
+        );
+        assert_eq!(
+            who_answered(&by("token:phone", user, Some("tab-1")), "tab-1"),
+            "with token phone"
+        );
+        // Not a credential's spelling: never "you", never a token.
+        assert_eq!(
+            who_answered(&by("Browser", user, Some("tab-1")), "tab-1"),
+            "in another tab or device"
+        );
+        assert_eq!(
+            who_answered(&by("token:", user, None), "tab-1"),
+            "by a person (API)"
+        );
+        assert_eq!(
+            who_answered(&by("mode", AnsweredBy::System, None), ""),
+            "by mode"
+        );
+        assert_eq!(
+            who_answered(&by("token:x", AnsweredBy::System, None), ""),
+            "by the server"
+        );
+    }
 
     /// "By you" is this tab's browser login: a token that copied the tab's id is still named.
     #[test]

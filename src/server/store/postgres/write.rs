@@ -317,7 +317,7 @@ fn token_draft(actor: &str, action: &'static str, name: &str, scope: &str) -> au
     audit::AuditDraft {
         actor: actor.to_owned(),
         action,
-        subject: format!("token:{name}"),
+        subject: crate::protocol::Actor::Token(name).to_string(),
         detail: serde_json::json!({ "scope": scope }),
     }
 }
@@ -360,7 +360,7 @@ pub async fn delete_token(pool: &PgPool, name: &str, actor: &str) -> Result<bool
     };
     // Its phones' push subscriptions go with it (and their answer capabilities).
     sqlx::query("DELETE FROM push_subscriptions WHERE credential = $1")
-        .bind(format!("token:{name}"))
+        .bind(crate::protocol::Actor::Token(name).to_string())
         .execute(&mut *tx)
         .await?;
     queue_audit(

@@ -26,7 +26,7 @@ fn audit_draft(actor: &str, action: &'static str, name: &str, scope: &str) -> Au
     AuditDraft {
         actor: actor.to_owned(),
         action,
-        subject: format!("token:{name}"),
+        subject: crate::protocol::Actor::Token(name).to_string(),
         detail: serde_json::json!({ "scope": scope }),
     }
 }
@@ -102,7 +102,7 @@ impl SqliteStore {
                 };
                 // Its phones' push subscriptions go with it (and their answer capabilities).
                 sp.prepare_cached("DELETE FROM push_subscriptions WHERE credential = ?1")?
-                    .execute(params![format!("token:{name}")])?;
+                    .execute(params![crate::protocol::Actor::Token(&name).to_string()])?;
                 super::write::chain_audit(
                     sp,
                     vec![audit_draft(&actor, "token_revoked", &name, &scope)],

@@ -1,0 +1,82 @@
+//! Who did something, as `approval_resolved.actor`, the audit and a push subscription name it.
+//! On the wire and in rows it stays text — `browser`, `token:<name>`, `ntfy`, and actors that
+//! no credential makes (`mode`, `timeout`, `system`, `agent`, `rule:<id>`, `user:<client>`
+//! from before actors existed). Code that needs to know which it is parses it here, once, and
+//! code that writes one formats it here.
+
+use std::fmt;
+
+/// An actor, read from its text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Actor<'a> {
+    /// The browser's login (the session cookie).
+    Browser,
+    /// A named token (`token:<name>`; the name is never empty).
+    Token(&'a str),
+    /// An answer from an ntfy action button.
+    Ntfy,
+    /// Anything else, kept as it was written.
+    Other(&'a str),
+}
+
+impl<'a> Actor<'a> {
+    pub fn parse(text: &'a str) -> Actor<'a> {
+        match text {
+            "browser" => Actor::Browser,
+            "ntfy" => Actor::Ntfy,
+            _ => match text.strip_prefix("token:") {
+                Some(name) if !name.is_empty() => Actor::Token(name),
+                _ => Actor::Other(text),
+            },
+        }
+    }
+}
+
+impl fmt::Display for Actor<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Actor::Browser => f.write_str("browser"),
+            Actor::Token(name) => write!(f, "token:{name}"),
+            Actor::Ntfy => f.write_str("ntfy"),
+            Actor::Other(text) => f.write_str(text),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_actor_reads_back_as_written() {
+        for text in [
+            "browser",
+            "token:phone",
+            "token:a:b",
+            "ntfy",
+            "mode",
+            "rule:r1",
+            "user:api",
+        ] {
+            assert_eq!(Actor::parse(text).to_string(), text);
+        }
+    }
+
+    #[test]
+    fn only_exact_spellings_name_a_credential() {
+        assert_eq!(Actor::parse("token:phone"), Actor::Token("phone"));
+        assert_eq!(Actor::parse("token:a:b"), Actor::Token("a:b"));
+        // A token needs a name; case and padding are other actors, never a credential.
+        for text in [
+            "token:",
+            "Token:phone",
+            "Browser",
+            " browser",
+            "browser ",
+            "tokens:x",
+            "",
+        ] {
+            assert_eq!(Actor::parse(text), Actor::Other(text), "{text:?}");
+        }
+    }
+}
