@@ -68,7 +68,7 @@ fn when_or_never(at: Option<&crate::protocol::Timestamp>, now: i64) -> String {
 
 fn scope_label(rule: &Rule) -> String {
     match (rule.scope, rule.session_id.as_deref()) {
-        (RuleScope::Workspace, _) => "workspace".to_owned(),
+        (RuleScope::Workspace, _) => RuleScope::Workspace.as_str().to_owned(),
         (RuleScope::Session, Some(sid)) => format!("session {}", short_id(sid)),
         (RuleScope::Session, None) => "session".to_owned(),
     }

@@ -28,7 +28,7 @@ async fn create(client: &Client, json: bool, name: &str, scope: &str) -> Result<
         eprintln!(
             "created token `{}` (scope {}); its secret is shown this once:",
             clean(&created.name),
-            clean(&created.scope)
+            created.scope.as_str()
         );
         println!("{}", created.token);
     }
@@ -53,7 +53,7 @@ fn tokens_table(tokens: &[TokenInfo], now: i64) -> Table {
     for token in tokens {
         table.row(vec![
             clean(&token.name),
-            clean(&token.scope),
+            clean(token.scope.as_str()),
             table::relative(&token.created_at, now),
             token
                 .last_used_at

@@ -11,10 +11,15 @@ mod actor;
 mod canonical;
 mod de;
 mod outside;
+mod stored;
 mod time;
 pub use actor::Actor;
 pub use canonical::canonical_json;
-pub use outside::{CreatedToken, GateState, GateStatus, TokenInfo};
+pub use outside::{CreatedToken, GateState, GateStatus, Scope, TokenInfo};
+use stored::spelled_by_as_str;
+pub use stored::{Spelling, Stored};
+
+spelled_by_as_str!(Mode, Scope, RuleScope);
 pub use time::Timestamp;
 
 /// How much the person wants to be asked. Per message; the session remembers the last one.
@@ -423,6 +428,17 @@ pub enum TimeoutOutcome {
 pub enum RuleScope {
     Session,
     Workspace,
+}
+
+impl RuleScope {
+    pub const ALL: [RuleScope; 2] = [RuleScope::Session, RuleScope::Workspace];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RuleScope::Session => "session",
+            RuleScope::Workspace => "workspace",
+        }
+    }
 }
 
 /// Everything an approval card shows, except the turn id (which the event carries).

@@ -3,13 +3,49 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{Rule, Timestamp};
+use super::{Rule, Stored, Timestamp};
+
+/// What a credential may do.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    /// Everything (the startup token, and a browser logged in with it).
+    Admin,
+    /// Read sessions, feeds, the inbox, rules and the audit, and decide gates; not the
+    /// configuration, not tokens.
+    Approve,
+    /// Open outside agents' gates, and read or cancel its own; nothing else. An agent holding
+    /// it can never answer a gate.
+    Gates,
+}
+
+impl Scope {
+    pub const ALL: [Scope; 3] = [Scope::Admin, Scope::Approve, Scope::Gates];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::Admin => "admin",
+            Scope::Approve => "approve",
+            Scope::Gates => "gates",
+        }
+    }
+
+    pub fn parse(raw: &str) -> Option<Scope> {
+        Scope::ALL.into_iter().find(|s| s.as_str() == raw)
+    }
+
+    /// Whether it may answer a gate.
+    pub fn decides(self) -> bool {
+        matches!(self, Scope::Admin | Scope::Approve)
+    }
+}
 
 /// A named token as listed: never its secret.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct TokenInfo {
     pub name: String,
-    pub scope: String,
+    /// As stored; a scope this build does not know is listed as written and never honoured.
+    pub scope: Stored<Scope>,
     pub created_at: Timestamp,
     pub last_used_at: Option<Timestamp>,
 }
@@ -18,7 +54,7 @@ pub struct TokenInfo {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct CreatedToken {
     pub name: String,
-    pub scope: String,
+    pub scope: Scope,
     pub token: String,
     pub created_at: Timestamp,
 }

@@ -6,40 +6,7 @@
 //! causes is `Principal::actor()` — a body field (`client_id`) only labels a browser tab.
 
 use crate::protocol::Actor;
-
-/// What a credential may do.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Scope {
-    /// Everything (the startup token, and a browser logged in with it).
-    Admin,
-    /// Read sessions, feeds, the inbox, rules and the audit, and decide gates; not the
-    /// configuration, not tokens.
-    Approve,
-    /// Open outside agents' gates, and read or cancel its own; nothing else. An agent holding
-    /// it can never answer a gate.
-    Gates,
-}
-
-impl Scope {
-    pub const ALL: [Scope; 3] = [Scope::Admin, Scope::Approve, Scope::Gates];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Scope::Admin => "admin",
-            Scope::Approve => "approve",
-            Scope::Gates => "gates",
-        }
-    }
-
-    pub fn parse(raw: &str) -> Option<Scope> {
-        Scope::ALL.into_iter().find(|s| s.as_str() == raw)
-    }
-
-    /// Whether it may answer a gate.
-    pub fn decides(self) -> bool {
-        matches!(self, Scope::Admin | Scope::Approve)
-    }
-}
+pub use crate::protocol::Scope;
 
 /// The authenticated caller of one request.
 #[derive(Clone, Debug, PartialEq, Eq)]

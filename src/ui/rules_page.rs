@@ -146,7 +146,7 @@ fn RuleRow(
         <tr data-testid="rule-row" data-rule-id=id.clone()>
             <td data-label="Tool"><code>{rule.tool.clone()}</code></td>
             <td class="pattern" data-label="Pattern"><code data-testid="rule-pattern-cell">{rule.pattern.clone()}</code></td>
-            <td data-label="Scope" data-scope=match rule.scope { RuleScope::Session => "session", RuleScope::Workspace => "workspace" }>{scope}</td>
+            <td data-label="Scope" data-scope=rule.scope.as_str()>{scope}</td>
             <td class="when" data-label="Created"><When at=rule.created_at.clone() precision=Precision::Minute/> {from} {expires}</td>
             <td class="num" data-label="Uses" data-testid="rule-uses">{rule.uses}</td>
             <td class="when" data-label="Last used">{last_used}</td>

@@ -6,7 +6,7 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 
 use crate::api;
-use crate::protocol::{CreatedToken, ErrorBody, TokenInfo};
+use crate::protocol::{CreatedToken, ErrorBody, Scope, TokenInfo};
 use crate::ui::browser;
 use crate::ui::json;
 use crate::ui::sidebar::PageLayout;
@@ -14,26 +14,26 @@ use crate::ui::when::{Precision, When};
 
 /// The scopes a token may have, least trusted first (the form's default is the first), each
 /// with what it is for, in one line.
-pub const SCOPES: [(&str, &str); 3] = [
+pub const SCOPES: [(Scope, &str); 3] = [
     (
-        "gates",
+        Scope::Gates,
         "an outside agent's hook: may open and wait for its own gates, never answer",
     ),
     (
-        "approve",
+        Scope::Approve,
         "read and answer cards, e.g. your phone; no config, tokens or messages",
     ),
     (
-        "admin",
+        Scope::Admin,
         "everything the startup token may do, tokens and config included",
     ),
 ];
 
-/// The one-line explanation of a scope (empty for one the server does not know).
-pub fn scope_help(scope: &str) -> &'static str {
+/// The one-line explanation of a scope (empty for one this build does not know).
+pub fn scope_help(scope: Option<Scope>) -> &'static str {
     SCOPES
         .iter()
-        .find(|(name, _)| *name == scope)
+        .find(|(known, _)| Some(*known) == scope)
         .map_or("", |(_, help)| *help)
 }
 
@@ -94,7 +94,7 @@ fn CreateForm(
     created: RwSignal<Option<CreatedToken>>,
 ) -> impl IntoView {
     let name = RwSignal::new(String::new());
-    let scope = RwSignal::new(SCOPES[0].0.to_owned());
+    let scope = RwSignal::new(SCOPES[0].0.as_str().to_owned());
     let busy = RwSignal::new(false);
     let error = RwSignal::new(None::<ErrorBody>);
     let submit = move |ev: leptos::ev::SubmitEvent| {
@@ -115,7 +115,7 @@ fn CreateForm(
                             rows,
                             TokenInfo {
                                 name: token.name.clone(),
-                                scope: token.scope.clone(),
+                                scope: token.scope.into(),
                                 created_at: token.created_at.clone(),
                                 last_used_at: None,
                             },
@@ -145,7 +145,7 @@ fn CreateForm(
                     <span>"Scope"</span>
                     <select data-testid="token-scope" prop:value=move || scope.get()
                         on:change=move |ev| scope.set(event_target_value(&ev))>
-                        {SCOPES.into_iter().map(|(value, help)| view! {
+                        {SCOPES.into_iter().map(|(known, help)| (known.as_str(), help)).map(|(value, help)| view! {
                             <option value=value title=help selected=move || scope.get() == value>{value}</option>
                         }).collect_view()}
                     </select>
@@ -155,7 +155,7 @@ fn CreateForm(
                 </button>
             </div>
             <ul class="scope-help">
-                {SCOPES.into_iter().map(|(value, help)| view! {
+                {SCOPES.into_iter().map(|(known, help)| (known.as_str(), help)).map(|(value, help)| view! {
                     <li class:chosen=move || scope.get() == value data-scope=value>
                         <strong>{value}</strong>" — "{help}
                     </li>
@@ -185,7 +185,7 @@ fn NewSecret(token: CreatedToken, created: RwSignal<Option<CreatedToken>>) -> im
     view! {
         <div class="new-secret" data-testid="new-secret" role="status">
             <p>
-                <strong>{format!("Token “{}” created, scope {}.", token.name, token.scope)}</strong>
+                <strong>{format!("Token “{}” created, scope {}.", token.name, token.scope.as_str())}</strong>
                 " Copy its secret now: it will not be shown again."
             </p>
             <div class="secret-row">
@@ -275,12 +275,12 @@ fn TokenRow(
         Some(at) => view! { <When at precision=Precision::Minute/> }.into_any(),
         None => "never".into_any(),
     };
-    let help = scope_help(&token.scope);
+    let help = scope_help(token.scope.known());
     let question = format!("Revoke {name}? Whatever holds it stops working at once.");
     view! {
         <tr data-testid="token-row" data-token=name.clone()>
             <td data-label="Name"><code data-testid="token-name-cell">{name.clone()}</code></td>
-            <td data-label="Scope" data-testid="token-scope-cell" title=help data-scope=token.scope.clone()>{token.scope.clone()}</td>
+            <td data-label="Scope" data-testid="token-scope-cell" title=help data-scope=token.scope.to_string()>{token.scope.to_string()}</td>
             <td class="when" data-label="Created"><When at=token.created_at.clone() precision=Precision::Minute/></td>
             <td class="when" data-label="Last used" data-testid="token-last-used">{last_used}</td>
             <td class="token-actions row-actions">
@@ -313,7 +313,7 @@ mod tests {
     fn info(name: &str) -> TokenInfo {
         TokenInfo {
             name: name.to_owned(),
-            scope: "gates".to_owned(),
+            scope: Scope::Gates.into(),
             created_at: "2026-01-05T09:14:03.512Z".into(),
             last_used_at: None,
         }
@@ -321,11 +321,11 @@ mod tests {
 
     #[test]
     fn every_scope_the_server_knows_is_explained() {
-        let names: Vec<&str> = SCOPES.iter().map(|(n, _)| *n).collect();
+        let names: Vec<&str> = SCOPES.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(names, ["gates", "approve", "admin"]);
-        assert!(scope_help("approve").contains("your phone"));
-        assert!(scope_help("gates").contains("never answer"));
-        assert_eq!(scope_help("root"), "");
+        assert!(scope_help(Some(Scope::Approve)).contains("your phone"));
+        assert!(scope_help(Some(Scope::Gates)).contains("never answer"));
+        assert_eq!(scope_help(None), "");
     }
 
     #[test]

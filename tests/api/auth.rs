@@ -384,3 +384,67 @@ async fn bearer_requests_skip_the_origin_check() {
     .await;
     assert_eq!(r.status.as_u16(), 204, "{r:?}");
 }
+
+/// A token row whose scope this build cannot read (a newer build's, a hand edit, a near
+/// spelling of a real one) authenticates nothing, is listed as written, and can be revoked.
+#[tokio::test]
+async fn a_token_with_a_scope_this_build_cannot_read_is_refused() {
+    let ts = TestServer::scripted([]).await;
+    for (i, stored) in ["root", "Admin", "admin ", "approve\u{0}", ""]
+        .iter()
+        .enumerate()
+    {
+        let name = format!("odd{i}");
+        let created = ts
+            .post("/api/v1/tokens", json!({"name": name, "scope": "admin"}))
+            .await
+            .expect(201);
+        let secret = created["token"].as_str().unwrap().to_owned();
+        let as_it = |method: Method, path: &str| ts.anon(method, path).bearer_auth(&secret);
+        assert_eq!(
+            send(as_it(Method::GET, "/api/v1/sessions"))
+                .await
+                .status
+                .as_u16(),
+            200
+        );
+
+        let changed = sql(
+            &ts.db(),
+            &format!(
+                "UPDATE tokens SET scope = '{}' WHERE name = '{name}'",
+                stored.replace('\0', "' || char(0) || '")
+            ),
+        );
+        assert_eq!(changed, 1);
+        for (method, path) in [
+            (Method::GET, "/api/v1/sessions"),
+            (Method::GET, "/api/v1/tokens"),
+            (Method::GET, "/api/v1/inbox"),
+        ] {
+            send(as_it(method, path))
+                .await
+                .expect_error(401, "unauthorized");
+        }
+        send(as_it(Method::POST, "/api/v1/sessions").json(&json!({"title": "x"})))
+            .await
+            .expect_error(401, "unauthorized");
+
+        let listed = ts.get("/api/v1/tokens").await.expect(200);
+        let row = listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == name.as_str())
+            .cloned()
+            .unwrap_or_else(|| panic!("{name} not listed: {listed}"));
+        assert_eq!(row["scope"], *stored, "listed as stored: {row}");
+        assert_eq!(
+            ts.delete(&format!("/api/v1/tokens/{name}"))
+                .await
+                .status
+                .as_u16(),
+            204
+        );
+    }
+}

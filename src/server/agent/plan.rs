@@ -10,8 +10,7 @@ pub async fn pre_plan_mode(hub: &Hub, session_id: &str) -> Mode {
     match hub.session(session_id).await {
         Ok(Some(row)) => row
             .pre_plan_mode
-            .as_deref()
-            .and_then(Mode::parse)
+            .and_then(|stored| stored.known())
             .filter(|m| *m != Mode::Plan)
             .unwrap_or(Mode::Ask),
         _ => Mode::Ask,

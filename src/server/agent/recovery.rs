@@ -28,7 +28,7 @@ pub fn last_mode_in_log(events: &[Event]) -> Option<Mode> {
 pub async fn restore_modes(hub: &Hub) -> Result<usize, StoreError> {
     let mut repaired = 0;
     for row in hub.sessions().await? {
-        if Mode::parse(&row.approval_mode).is_some() {
+        if row.approval_mode.known().is_some() {
             continue;
         }
         let events = hub.all_events(&row.id).await?;

@@ -10,7 +10,8 @@ use serde_json::Value;
 
 use super::{Core, Error};
 use crate::protocol::{
-    AnsweredBy, ApprovalRequest, Decision, GateKind, Mode, Resolution, Rule, RuleScope, Timestamp,
+    AnsweredBy, ApprovalRequest, Decision, GateKind, Mode, Resolution, Rule, RuleScope, Spelling,
+    Timestamp,
 };
 use crate::server::digest::{bound_call_digest, call_digest};
 use crate::server::gate::{edit_diff, resolve, rules};
@@ -89,13 +90,12 @@ impl TryFrom<DecisionRequest> for Answer {
             None => None,
             Some(rule) => Some(RuleChoice {
                 scope: match rule.scope.as_deref() {
-                    None | Some("session") => RuleScope::Session,
-                    Some("workspace") => RuleScope::Workspace,
-                    Some(other) => {
-                        return Err(Error::InvalidDecision(format!(
-                            "rule scope must be `session` or `workspace`, not `{other}`"
-                        )));
-                    }
+                    None => RuleScope::Session,
+                    Some(raw) => RuleScope::from_spelling(raw).ok_or_else(|| {
+                        Error::InvalidDecision(format!(
+                            "rule scope must be `session` or `workspace`, not `{raw}`"
+                        ))
+                    })?,
                 },
                 pattern: rule.pattern,
                 expires_in_secs: rule.expires_in_secs,

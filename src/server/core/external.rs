@@ -430,7 +430,7 @@ impl Core {
             id: uuid::Uuid::new_v4().to_string(),
             title: first_call_title(&checked.source, checked.cwd.as_deref(), &call.summary),
             created_at: Timestamp::now(),
-            approval_mode: live.config.approvals.default_mode.as_str().to_owned(),
+            approval_mode: live.config.approvals.default_mode.into(),
             last_seq: 0,
             pre_plan_mode: None,
             plan_execution_mode: None,

@@ -71,7 +71,7 @@ impl Core {
             id: uuid::Uuid::new_v4().to_string(),
             title,
             created_at: Timestamp::now(),
-            approval_mode: mode.as_str().to_owned(),
+            approval_mode: mode.into(),
             last_seq: 0,
             pre_plan_mode: None,
             plan_execution_mode: None,

@@ -109,7 +109,7 @@ impl Core {
         let secret = new_secret();
         let row = TokenRow {
             name: name.to_owned(),
-            scope: scope.as_str().to_owned(),
+            scope: scope.into(),
             secret_hash: secret_hash(&secret),
             created_at: Timestamp::now(),
             last_used_at: None,
@@ -125,7 +125,7 @@ impl Core {
         }
         Ok(CreatedToken {
             name: row.name,
-            scope: row.scope,
+            scope,
             token: secret,
             created_at: row.created_at,
         })
@@ -163,7 +163,7 @@ impl Core {
         let Some(row) = self.repos.tokens.token_by_hash(hash).await? else {
             return Ok(None);
         };
-        let Some(scope) = Scope::parse(&row.scope) else {
+        let Some(scope) = row.scope.known() else {
             tracing::error!(token = %row.name, scope = %row.scope, "a stored token has an unknown scope; refusing it");
             return Ok(None);
         };

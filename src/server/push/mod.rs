@@ -25,7 +25,7 @@ use crate::protocol::{Actor, ApprovalRequestBody, EventBody, Resolution, Timesta
 use crate::server::config::Config;
 use crate::server::hub::FeedItem;
 use crate::server::hub::Hub;
-use crate::server::principal::{Principal, STARTUP_TOKEN_NAME, Scope};
+use crate::server::principal::{Principal, STARTUP_TOKEN_NAME};
 use crate::server::store::push::{PushSubscriptionRow, PushSubscriptions};
 use crate::server::store::{GateRepo, Repos, StoreError, TokenRepo};
 pub use deliver::Delivery;
@@ -81,7 +81,7 @@ pub fn principal_of(
     let token = tokens
         .iter()
         .find(|t| t.name == name && t.secret_hash == row.credential_check)?;
-    let scope = Scope::parse(&token.scope)?;
+    let scope = token.scope.known()?;
     scope.decides().then(|| Principal::Token {
         name: name.to_owned(),
         scope,

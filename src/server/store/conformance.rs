@@ -7,7 +7,8 @@
 use std::sync::Arc;
 
 use crate::protocol::{
-    AnsweredBy, ApprovalRequest, Decision, EventBody, Mode, Resolution, Timestamp, TurnStatus,
+    AnsweredBy, ApprovalRequest, Decision, EventBody, Mode, Resolution, Scope, Stored, Timestamp,
+    TurnStatus,
 };
 use crate::server::store::{
     Commit, ExternalGate, GateChange, NewEvent, SessionRow, Store, StoreError, TokenRow,
@@ -89,7 +90,7 @@ async fn push_subscriptions_are_one_per_endpoint_and_go_with_their_token(store: 
     );
     let token = TokenRow {
         name: "pager".into(),
-        scope: "approve".into(),
+        scope: Scope::Approve.into(),
         secret_hash: "pager-hash".into(),
         created_at: Timestamp::now(),
         last_used_at: None,
@@ -212,7 +213,7 @@ pub fn session(id: &str) -> SessionRow {
         id: id.into(),
         title: "t".into(),
         created_at: Timestamp::now(),
-        approval_mode: "ask".into(),
+        approval_mode: Mode::Ask.into(),
         last_seq: 0,
         pre_plan_mode: None,
         plan_execution_mode: None,
@@ -301,9 +302,9 @@ async fn append_to_unknown_session_fails_and_mode_follows_in_same_transaction(
         .await
         .unwrap();
     let row = store.get_session("mode").await.unwrap().unwrap();
-    assert_eq!(row.approval_mode, "yolo");
-    assert_eq!(row.pre_plan_mode.as_deref(), Some("ask"));
-    assert_eq!(row.plan_execution_mode.as_deref(), Some("yolo"));
+    assert_eq!(row.approval_mode, Stored::Known(Mode::Yolo));
+    assert_eq!(row.pre_plan_mode, Some(Stored::Known(Mode::Ask)));
+    assert_eq!(row.plan_execution_mode, Some(Stored::Known(Mode::Yolo)));
     assert_eq!(row.last_seq, 2);
 }
 
@@ -457,7 +458,7 @@ async fn the_audit_chain_is_one_line_under_concurrency(store: Arc<dyn Store>) {
 async fn token_names_are_unique_and_revoking_is_audited(store: Arc<dyn Store>) {
     let row = TokenRow {
         name: "phone".into(),
-        scope: "approve".into(),
+        scope: Scope::Approve.into(),
         secret_hash: "h1".into(),
         created_at: Timestamp::now(),
         last_used_at: None,
@@ -566,7 +567,7 @@ async fn a_nul_is_kept_in_events_and_refused_in_columns(store: Arc<dyn Store>) {
 
     let token = TokenRow {
         name: "bad\0name".into(),
-        scope: "admin".into(),
+        scope: Scope::Admin.into(),
         secret_hash: "nul-hash".into(),
         created_at: Timestamp::now(),
         last_used_at: None,

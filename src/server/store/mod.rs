@@ -17,22 +17,22 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use crate::protocol::{
-    ApprovalRequest, AuditEntry, Event, EventBody, Mode, Resolution, Rule, Timestamp,
+    ApprovalRequest, AuditEntry, Event, EventBody, Mode, Resolution, Rule, Scope, Stored, Timestamp,
 };
 
-/// A session as stored. `approval_mode` stays a string here: a record that does not parse is
-/// a fact about the database the caller must decide on (it falls back to `ask`, fail closed).
+/// A session as stored. A mode this build cannot read stays [`Stored::Unknown`]: a fact about
+/// the database the caller decides on (it falls back to `ask`, fail closed).
 #[derive(Clone, Debug, PartialEq)]
 pub struct SessionRow {
     pub id: String,
     pub title: String,
     pub created_at: Timestamp,
-    pub approval_mode: String,
+    pub approval_mode: Stored<Mode>,
     pub last_seq: u64,
     /// The mode the session had when it entered plan mode (where a plan returns to).
-    pub pre_plan_mode: Option<String>,
+    pub pre_plan_mode: Option<Stored<Mode>>,
     /// The mode an approved plan left plan mode for.
-    pub plan_execution_mode: Option<String>,
+    pub plan_execution_mode: Option<Stored<Mode>>,
     /// The outside agent whose gates this session holds (`claude-code`, `codex`, …); `None`
     /// for the built-in agent's sessions.
     pub source: Option<String>,
@@ -41,7 +41,7 @@ pub struct SessionRow {
 impl SessionRow {
     /// The session's mode; a stored mode that does not parse is `ask` (fail closed).
     pub fn mode(&self) -> Mode {
-        Mode::parse(&self.approval_mode).unwrap_or(Mode::Ask)
+        self.approval_mode.or(Mode::Ask)
     }
 }
 
@@ -242,8 +242,8 @@ pub struct ExternalGate {
 #[derive(Clone, Debug, PartialEq)]
 pub struct TokenRow {
     pub name: String,
-    /// `admin`, `approve` or `gates`.
-    pub scope: String,
+    /// A scope this build cannot read is never honoured (the token is refused).
+    pub scope: Stored<Scope>,
     pub secret_hash: String,
     pub created_at: Timestamp,
     pub last_used_at: Option<Timestamp>,
@@ -441,6 +441,22 @@ pub trait TokenRepo: Send + Sync {
 
     /// Records that a token was used.
     async fn touch_token(&self, name: &str, at: &Timestamp) -> Result<(), StoreError>;
+}
+
+/// The audit entry of a token made or revoked (`token_created`, `token_revoked`): its actor
+/// name and its scope as stored, never its secret or hash.
+pub fn token_audit_draft(
+    actor: &str,
+    action: &'static str,
+    name: &str,
+    scope: &str,
+) -> crate::server::audit::AuditDraft {
+    crate::server::audit::AuditDraft {
+        actor: actor.to_owned(),
+        action,
+        subject: crate::protocol::Actor::Token(name).to_string(),
+        detail: serde_json::json!({ "scope": scope }),
+    }
 }
 
 /// The audit log's chain: entries of their own (config changes) and its pages.

@@ -3,7 +3,7 @@
 
 use sqlx::PgPool;
 
-use crate::protocol::{ApprovalRequest, AuditEntry, Event, Rule, RuleScope, Timestamp};
+use crate::protocol::{ApprovalRequest, AuditEntry, Event, Rule, RuleScope, Stored, Timestamp};
 use crate::server::store::{AuditOrder, ExternalGate, GateRow, SessionRow, StoreError, TokenRow};
 
 pub(super) const SESSION_COLUMNS: &str =
@@ -53,10 +53,10 @@ fn session((id, title, created_at, mode, last_seq, pre, exec, source): SessionTu
         id,
         title,
         created_at: created_at.into(),
-        approval_mode: mode,
+        approval_mode: Stored::read(mode),
         last_seq: to_u64(last_seq),
-        pre_plan_mode: pre,
-        plan_execution_mode: exec,
+        pre_plan_mode: pre.map(Stored::read),
+        plan_execution_mode: exec.map(Stored::read),
         source,
     }
 }
@@ -67,11 +67,7 @@ fn rule(row: RuleTuple) -> Rule {
         id,
         tool,
         pattern,
-        scope: if scope == "workspace" {
-            RuleScope::Workspace
-        } else {
-            RuleScope::Session
-        },
+        scope: Stored::<RuleScope>::read(scope).or(RuleScope::Session),
         session_id,
         created_at: created_at.into(),
         created_by_approval: by,
@@ -98,7 +94,7 @@ fn audit_entry((n, at, actor, action, subject, detail, prev, hash): AuditTuple) 
 fn token((name, scope, secret_hash, created_at, last_used_at): TokenTuple) -> TokenRow {
     TokenRow {
         name,
-        scope,
+        scope: Stored::read(scope),
         secret_hash,
         created_at: created_at.into(),
         last_used_at: last_used_at.map(Timestamp::from),

@@ -8,7 +8,7 @@ use super::read::from_json;
 use crate::protocol::{Event, Timestamp};
 use crate::server::audit;
 use crate::server::store::{
-    Commit, GateChange, LeaseStep, NewEvent, SessionRow, StoreError, TokenRow,
+    Commit, GateChange, LeaseStep, NewEvent, SessionRow, StoreError, TokenRow, token_audit_draft,
 };
 
 fn to_json<T: serde::Serialize>(session_id: &str, value: &T) -> Result<String, StoreError> {
@@ -19,13 +19,6 @@ fn to_json<T: serde::Serialize>(session_id: &str, value: &T) -> Result<String, S
     })
 }
 
-fn scope_name(scope: crate::protocol::RuleScope) -> &'static str {
-    match scope {
-        crate::protocol::RuleScope::Session => "session",
-        crate::protocol::RuleScope::Workspace => "workspace",
-    }
-}
-
 async fn insert_session(conn: &mut PgConnection, row: &SessionRow) -> Result<(), StoreError> {
     sqlx::query(
         "INSERT INTO sessions (id, title, created_at, approval_mode, last_seq, source)
@@ -34,7 +27,7 @@ async fn insert_session(conn: &mut PgConnection, row: &SessionRow) -> Result<(),
     .bind(&row.id)
     .bind(&row.title)
     .bind(row.created_at.as_str())
-    .bind(&row.approval_mode)
+    .bind(row.approval_mode.as_str())
     .bind(&row.source)
     .execute(conn)
     .await?;
@@ -134,7 +127,7 @@ pub async fn append(
     .bind(new_rule.map(|r| r.id.as_str()))
     .bind(new_rule.map(|r| r.tool.as_str()))
     .bind(new_rule.map(|r| r.pattern.as_str()))
-    .bind(new_rule.map(|r| scope_name(r.scope)))
+    .bind(new_rule.map(|r| r.scope.as_str()))
     .bind(new_rule.and_then(|r| r.session_id.as_deref()))
     .bind(new_rule.map(|r| r.created_at.as_str()))
     .bind(new_rule.and_then(|r| r.created_by_approval.as_deref()))
@@ -313,15 +306,6 @@ pub async fn append_audit(pool: &PgPool, drafts: Vec<audit::AuditDraft>) -> Resu
     Ok(())
 }
 
-fn token_draft(actor: &str, action: &'static str, name: &str, scope: &str) -> audit::AuditDraft {
-    audit::AuditDraft {
-        actor: actor.to_owned(),
-        action,
-        subject: crate::protocol::Actor::Token(name).to_string(),
-        detail: serde_json::json!({ "scope": scope }),
-    }
-}
-
 pub async fn create_token(pool: &PgPool, row: &TokenRow, actor: &str) -> Result<(), StoreError> {
     let mut tx = pool.begin().await?;
     let inserted = sqlx::query(
@@ -329,7 +313,7 @@ pub async fn create_token(pool: &PgPool, row: &TokenRow, actor: &str) -> Result<
          VALUES ($1, $2, $3, $4, $5) ON CONFLICT (name) DO NOTHING",
     )
     .bind(&row.name)
-    .bind(&row.scope)
+    .bind(row.scope.as_str())
     .bind(&row.secret_hash)
     .bind(row.created_at.as_str())
     .bind(row.last_used_at.as_ref().map(|t| t.as_str().to_owned()))
@@ -341,7 +325,12 @@ pub async fn create_token(pool: &PgPool, row: &TokenRow, actor: &str) -> Result<
     }
     queue_audit(
         &mut tx,
-        vec![token_draft(actor, "token_created", &row.name, &row.scope)],
+        vec![token_audit_draft(
+            actor,
+            "token_created",
+            &row.name,
+            row.scope.as_str(),
+        )],
     )
     .await?;
     tx.commit().await?;
@@ -365,7 +354,7 @@ pub async fn delete_token(pool: &PgPool, name: &str, actor: &str) -> Result<bool
         .await?;
     queue_audit(
         &mut tx,
-        vec![token_draft(actor, "token_revoked", name, &scope)],
+        vec![token_audit_draft(actor, "token_revoked", name, &scope)],
     )
     .await?;
     tx.commit().await?;

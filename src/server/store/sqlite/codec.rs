@@ -2,8 +2,9 @@
 //! that cannot be read back is `Corrupt`, naming where it is.
 
 use rusqlite::Row;
+use rusqlite::types::{FromSql, FromSqlResult, ToSql, ToSqlOutput, ValueRef};
 
-use crate::protocol::{AuditEntry, Event, Rule, RuleScope, Timestamp};
+use crate::protocol::{AuditEntry, Event, Rule, RuleScope, Spelling, Stored, Timestamp};
 use crate::server::store::{SessionRow, StoreError};
 
 /// The session columns, in the order `session` reads them.
@@ -38,11 +39,25 @@ pub fn session(row: &Row<'_>) -> rusqlite::Result<SessionRow> {
     })
 }
 
-pub fn scope_name(scope: RuleScope) -> &'static str {
-    match scope {
-        RuleScope::Session => "session",
-        RuleScope::Workspace => "workspace",
+/// A closed-set column: read into [`Stored`] (an unknown spelling is kept, not refused, so one
+/// odd row never hides the rest), written as its spelling.
+impl<T: Spelling> FromSql for Stored<T> {
+    fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
+        value.as_str().map(Stored::read)
     }
+}
+
+impl<T: Spelling> ToSql for Stored<T> {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(ToSqlOutput::Borrowed(ValueRef::Text(
+            self.as_str().as_bytes(),
+        )))
+    }
+}
+
+/// A rule's scope as stored; one this build cannot read is `session`, the narrower.
+pub fn rule_scope(raw: &str) -> RuleScope {
+    Stored::<RuleScope>::read(raw).or(RuleScope::Session)
 }
 
 pub fn rule(row: &Row<'_>) -> rusqlite::Result<Rule> {
@@ -51,11 +66,7 @@ pub fn rule(row: &Row<'_>) -> rusqlite::Result<Rule> {
         id: row.get(0)?,
         tool: row.get(1)?,
         pattern: row.get(2)?,
-        scope: if scope == "workspace" {
-            RuleScope::Workspace
-        } else {
-            RuleScope::Session
-        },
+        scope: rule_scope(&scope),
         session_id: row.get(4)?,
         created_at: row.get(5)?,
         created_by_approval: row.get(6)?,
@@ -111,14 +122,14 @@ pub fn to_json<T: serde::Serialize>(session_id: &str, value: &T) -> Result<Strin
 }
 
 /// Times are stored as their RFC 3339 text (it sorts as time does, in its canonical form).
-impl rusqlite::ToSql for Timestamp {
-    fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
-        Ok(rusqlite::types::ToSqlOutput::from(self.as_str()))
+impl ToSql for Timestamp {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(ToSqlOutput::from(self.as_str()))
     }
 }
 
-impl rusqlite::types::FromSql for Timestamp {
-    fn column_result(value: rusqlite::types::ValueRef<'_>) -> rusqlite::types::FromSqlResult<Self> {
+impl FromSql for Timestamp {
+    fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
         String::column_result(value).map(Timestamp::from)
     }
 }

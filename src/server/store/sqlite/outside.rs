@@ -7,8 +7,7 @@ use super::SqliteStore;
 use super::batch::Done;
 use super::write::insert_session;
 use crate::protocol::Timestamp;
-use crate::server::audit::AuditDraft;
-use crate::server::store::{ExternalGate, SessionRow, StoreError, TokenRow};
+use crate::server::store::{ExternalGate, SessionRow, StoreError, TokenRow, token_audit_draft};
 
 const TOKEN_COLUMNS: &str = "name, scope, secret_hash, created_at, last_used_at";
 
@@ -20,15 +19,6 @@ fn token(row: &Row<'_>) -> rusqlite::Result<TokenRow> {
         created_at: row.get(3)?,
         last_used_at: row.get(4)?,
     })
-}
-
-fn audit_draft(actor: &str, action: &'static str, name: &str, scope: &str) -> AuditDraft {
-    AuditDraft {
-        actor: actor.to_owned(),
-        action,
-        subject: crate::protocol::Actor::Token(name).to_string(),
-        detail: serde_json::json!({ "scope": scope }),
-    }
 }
 
 impl SqliteStore {
@@ -56,7 +46,12 @@ impl SqliteStore {
                 ])?;
                 super::write::chain_audit(
                     sp,
-                    vec![audit_draft(&actor, "token_created", &row.name, &row.scope)],
+                    vec![token_audit_draft(
+                        &actor,
+                        "token_created",
+                        &row.name,
+                        row.scope.as_str(),
+                    )],
                 )?;
                 Ok(Done::Unit)
             })
@@ -105,7 +100,7 @@ impl SqliteStore {
                     .execute(params![crate::protocol::Actor::Token(&name).to_string()])?;
                 super::write::chain_audit(
                     sp,
-                    vec![audit_draft(&actor, "token_revoked", &name, &scope)],
+                    vec![token_audit_draft(&actor, "token_revoked", &name, &scope)],
                 )?;
                 Ok(Done::Flag(true))
             })

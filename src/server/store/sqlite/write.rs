@@ -233,7 +233,7 @@ fn apply_gate_change(
                     rule.id,
                     rule.tool,
                     rule.pattern,
-                    codec::scope_name(rule.scope),
+                    rule.scope.as_str(),
                     rule.session_id,
                     rule.created_at,
                     rule.created_by_approval,
