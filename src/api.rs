@@ -5,8 +5,8 @@ use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
 
 use crate::protocol::{
-    ApprovalRequest, AuditEntry, AuditVerdict, ConfigView, CreatedToken, DecideOutcome,
-    DecisionInput, ErrorBody, Event, Rule, Session, Snapshot, TokenInfo,
+    ApprovalId, ApprovalRequest, AuditEntry, AuditVerdict, ConfigView, CreatedToken, DecideOutcome,
+    DecisionInput, ErrorBody, Event, Rule, Session, SessionId, Snapshot, TokenInfo,
 };
 
 #[cfg(feature = "ssr")]
@@ -64,7 +64,7 @@ mod backend {
 }
 
 #[server(prefix = "/api/ui", endpoint = "snapshot", input = Json)]
-pub async fn get_snapshot(session_id: String) -> Result<Snapshot, ErrorBody> {
+pub async fn get_snapshot(session_id: SessionId) -> Result<Snapshot, ErrorBody> {
     backend::caller("snapshot")?;
     let core = backend::core()?;
     core.recent_snapshot(&session_id)
@@ -74,7 +74,7 @@ pub async fn get_snapshot(session_id: String) -> Result<Snapshot, ErrorBody> {
 
 /// The turns before `before` (the first seq the page has), for "Show earlier".
 #[server(prefix = "/api/ui", endpoint = "older_events", input = Json)]
-pub async fn get_older_events(session_id: String, before: u64) -> Result<Vec<Event>, ErrorBody> {
+pub async fn get_older_events(session_id: SessionId, before: u64) -> Result<Vec<Event>, ErrorBody> {
     backend::caller("older_events")?;
     let core = backend::core()?;
     core.older_events(&session_id, before)
@@ -99,7 +99,7 @@ pub async fn create_session() -> Result<Session, ErrorBody> {
 }
 
 #[server(prefix = "/api/ui", endpoint = "delete_session", input = Json)]
-pub async fn delete_session(session_id: String) -> Result<(), ErrorBody> {
+pub async fn delete_session(session_id: SessionId) -> Result<(), ErrorBody> {
     backend::caller("delete_session")?;
     let core = backend::core()?;
     core.delete_session(&session_id)
@@ -108,7 +108,7 @@ pub async fn delete_session(session_id: String) -> Result<(), ErrorBody> {
 }
 
 #[server(prefix = "/api/ui", endpoint = "rename_session", input = Json)]
-pub async fn rename_session(session_id: String, title: String) -> Result<Session, ErrorBody> {
+pub async fn rename_session(session_id: SessionId, title: String) -> Result<Session, ErrorBody> {
     backend::caller("rename_session")?;
     let core = backend::core()?;
     core.rename_session(&session_id, &title)
@@ -118,7 +118,7 @@ pub async fn rename_session(session_id: String, title: String) -> Result<Session
 
 #[server(prefix = "/api/ui", endpoint = "send_message", input = Json)]
 pub async fn send_message(
-    session_id: String,
+    session_id: SessionId,
     text: String,
     approval_mode: String,
 ) -> Result<String, ErrorBody> {
@@ -130,7 +130,7 @@ pub async fn send_message(
 }
 
 #[server(prefix = "/api/ui", endpoint = "set_mode", input = Json)]
-pub async fn set_mode(session_id: String, approval_mode: String) -> Result<(), ErrorBody> {
+pub async fn set_mode(session_id: SessionId, approval_mode: String) -> Result<(), ErrorBody> {
     let who = backend::caller("set_mode")?;
     let core = backend::core()?;
     core.set_mode(&session_id, &approval_mode, &who)
@@ -140,7 +140,7 @@ pub async fn set_mode(session_id: String, approval_mode: String) -> Result<(), E
 }
 
 #[server(prefix = "/api/ui", endpoint = "cancel", input = Json)]
-pub async fn cancel_turn(session_id: String) -> Result<(), ErrorBody> {
+pub async fn cancel_turn(session_id: SessionId) -> Result<(), ErrorBody> {
     backend::caller("cancel")?;
     let core = backend::core()?;
     core.cancel(&session_id)
@@ -151,8 +151,8 @@ pub async fn cancel_turn(session_id: String) -> Result<(), ErrorBody> {
 
 #[server(prefix = "/api/ui", endpoint = "decide", input = Json)]
 pub async fn decide(
-    session_id: String,
-    approval_id: String,
+    session_id: SessionId,
+    approval_id: ApprovalId,
     input: DecisionInput,
 ) -> Result<DecideOutcome, ErrorBody> {
     let who = backend::caller("decide")?;

@@ -1281,3 +1281,59 @@ async fn a_weaker_token_cannot_crowd_out_or_outlive_the_person() {
     .await;
     assert!(ended.is_ok(), "the revoked token's feed is still open");
 }
+
+/// An open feed belongs to the exact token it was opened with: made again under the same name
+/// (another secret), or its stored scope become one this build cannot read, the old feed ends;
+/// a feed of the token as it is now stays open.
+#[tokio::test]
+async fn an_open_feed_ends_when_its_exact_token_stops_authenticating() {
+    let ts = TestServer::scripted([]).await;
+    let sid = ts.create_id(json!({"title": "t"})).await;
+    let open = |secret: String| {
+        let url = format!("{}/api/v1/sessions/{sid}/events", ts.base);
+        async move {
+            let feed = reqwest::Client::new()
+                .get(url)
+                .bearer_auth(secret)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(feed.status(), 200);
+            feed
+        }
+    };
+    let ends = |mut feed: reqwest::Response| async move {
+        tokio::time::timeout(Duration::from_secs(15), async {
+            while let Ok(Some(_)) = feed.chunk().await {}
+        })
+        .await
+        .is_ok()
+    };
+
+    // Revoked and made again at once, before the feed's next check: same name, same scope.
+    let old = open(token(&ts, "phone", "approve").await).await;
+    ts.delete("/api/v1/tokens/phone").await.expect(204);
+    let new_secret = token(&ts, "phone", "approve").await;
+    let mut new = open(new_secret).await;
+    assert!(ends(old).await, "the old secret's feed outlived its token");
+    let still_open = tokio::time::timeout(Duration::from_secs(7), async {
+        while let Ok(Some(_)) = new.chunk().await {}
+    })
+    .await
+    .is_err();
+    assert!(still_open, "the current token's feed ended");
+
+    // Its stored scope turned into one this build cannot read.
+    let odd = open(token(&ts, "odd", "approve").await).await;
+    assert_eq!(
+        sql(
+            &ts.db(),
+            "UPDATE tokens SET scope = 'Approve' WHERE name = 'odd'"
+        ),
+        1
+    );
+    assert!(
+        ends(odd).await,
+        "a feed outlived its token's readable scope"
+    );
+}

@@ -13,14 +13,16 @@ use serde_json::{Value, json};
 use super::client::{CliError, Client, typed};
 use super::table::{self, Table, clean};
 use super::{ApprovalsCommand, IdMatch, RuleScopeArg, match_id};
-use crate::protocol::{AnsweredBy, ApprovalRequest, Decision, GateKind, GateReason};
+use crate::protocol::{
+    AnsweredBy, ApprovalId, ApprovalRequest, Decision, GateKind, GateReason, SessionId,
+};
 use crate::text::{short_id, truncate};
 
 /// A gate, as far as answering it goes: from the inbox or from a session's log.
 #[derive(Deserialize, Clone, Debug)]
 struct GateRef {
-    approval_id: String,
-    session_id: String,
+    approval_id: ApprovalId,
+    session_id: SessionId,
     kind: GateKind,
     tool: String,
     #[serde(default)]

@@ -255,7 +255,7 @@ mod tests {
 
     fn resolution() -> Resolution {
         let mut resolution = Resolution::plain(
-            "a1",
+            &"a1".into(),
             Decision::Edit,
             AnsweredBy::User,
             "browser",

@@ -1,8 +1,9 @@
 //! Wire types shared by the server and the browser: exactly the JSON of the wire protocol
 //! (docs/api.md).
 //!
-//! Ids are plain strings and times are `Timestamp` (a string with one parser of its own) so the
-//! wasm bundle carries neither `uuid` nor `chrono`.
+//! A session's and a gate's ids are `SessionId` and `ApprovalId` (`ids.rs`: text on the wire, a
+//! type each in the code); the other ids are plain strings; times are `Timestamp` (a string
+//! with one parser of its own), so the wasm bundle carries neither `uuid` nor `chrono`.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -10,11 +11,13 @@ use serde_json::Value;
 mod actor;
 mod canonical;
 mod de;
+mod ids;
 mod outside;
 mod stored;
 mod time;
 pub use actor::Actor;
 pub use canonical::canonical_json;
+pub use ids::{ApprovalId, SessionId};
 pub use outside::{CreatedToken, GateState, GateStatus, Scope, TokenInfo};
 use stored::spelled_by_as_str;
 pub use stored::{Spelling, Stored};
@@ -444,8 +447,8 @@ impl RuleScope {
 /// Everything an approval card shows, except the turn id (which the event carries).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct ApprovalRequestBody {
-    pub approval_id: String,
-    pub session_id: String,
+    pub approval_id: ApprovalId,
+    pub session_id: SessionId,
     pub call_id: String,
     pub kind: GateKind,
     pub tool: String,
@@ -503,7 +506,7 @@ pub struct ApprovalRequest {
 /// How a gate was resolved; the `approval_resolved` event and the 409/410 answers carry it.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct Resolution {
-    pub approval_id: String,
+    pub approval_id: ApprovalId,
     pub decision: Decision,
     pub answered_by: AnsweredBy,
     /// Exactly who: `browser`, `token:<name>`, `rule:<id>`, `mode`, `timeout` or `cancel` —
@@ -558,14 +561,14 @@ impl Via {
 impl Resolution {
     /// A resolution with nothing but who decided what, now (`resolved_at` as given).
     pub fn plain(
-        approval_id: &str,
+        approval_id: &ApprovalId,
         decision: Decision,
         answered_by: AnsweredBy,
         actor: &str,
         resolved_at: Timestamp,
     ) -> Self {
         Resolution {
-            approval_id: approval_id.to_owned(),
+            approval_id: approval_id.clone(),
             decision,
             answered_by,
             actor: actor.to_owned(),
@@ -590,7 +593,7 @@ pub struct Rule {
     pub pattern: String,
     pub scope: RuleScope,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<String>,
+    pub session_id: Option<SessionId>,
     pub created_at: Timestamp,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created_by_approval: Option<String>,
@@ -674,7 +677,7 @@ pub struct AuditVerdict {
 /// A session as the API and the sidebar show it.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct Session {
-    pub id: String,
+    pub id: SessionId,
     pub title: String,
     pub created_at: Timestamp,
     pub approval_mode: Mode,
@@ -834,7 +837,7 @@ mod tests {
                 rule_pattern: None,
             },
             EventBody::ApprovalResolved(Resolution::plain(
-                "a",
+                &"a".into(),
                 Decision::Approve,
                 AnsweredBy::User,
                 "browser",

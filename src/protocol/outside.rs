@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{Rule, Stored, Timestamp};
+use super::{ApprovalId, Rule, SessionId, Stored, Timestamp};
 
 /// What a credential may do.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,7 +54,9 @@ pub struct TokenInfo {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct CreatedToken {
     pub name: String,
-    pub scope: Scope,
+    /// `Stored`, so a client older than the server still reads the answer (and the secret,
+    /// shown this once) when the scope is one it does not know.
+    pub scope: Stored<Scope>,
     pub token: String,
     pub created_at: Timestamp,
 }
@@ -81,8 +83,8 @@ pub enum GateStatus {
 /// `GET /api/v1/gates/{id}` answer.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct GateState {
-    pub approval_id: String,
-    pub session_id: String,
+    pub approval_id: ApprovalId,
+    pub session_id: SessionId,
     pub status: GateStatus,
     /// The person's or the rule's answer (`approve`, `edit`, `deny`, `allow_always`); `null`
     /// while pending and for a gate that expired or was cancelled.

@@ -52,7 +52,7 @@ pub fn drafts_for(
             EventBody::ApprovalRequest(request) => drafts.push(AuditDraft {
                 actor: gate_opener.unwrap_or("agent").into(),
                 action: "gate_opened",
-                subject: request.approval_id.clone(),
+                subject: request.approval_id.to_string(),
                 detail: json!({
                     "session_id": session_id, "turn_id": event.turn_id, "tool": request.tool,
                     "kind": request.kind, "reason": request.reason, "summary": request.summary,
@@ -63,7 +63,7 @@ pub fn drafts_for(
                 drafts.push(AuditDraft {
                     actor: resolver(resolution),
                     action: "gate_resolved",
-                    subject: resolution.approval_id.clone(),
+                    subject: resolution.approval_id.to_string(),
                     detail: json!({
                         "session_id": session_id, "decision": resolution.decision,
                         "reason": resolution.reason, "edits": resolution.edits,

@@ -6,7 +6,7 @@
 
 use leptos::prelude::*;
 
-use crate::protocol::{Event, EventBody, Mode, Snapshot};
+use crate::protocol::{Event, EventBody, Mode, SessionId, Snapshot};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Connection {
@@ -19,7 +19,7 @@ pub enum Connection {
 /// Signals of one session view; `Copy`, so closures capture it freely.
 #[derive(Clone, Copy)]
 pub struct Feed {
-    pub session_id: StoredValue<String>,
+    pub session_id: StoredValue<SessionId>,
     pub events: RwSignal<Vec<Event>>,
     pub cursor: RwSignal<u64>,
     /// Assistant text streaming in for the running turn (transient deltas).

@@ -5,7 +5,7 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 
 use crate::api;
-use crate::protocol::{ApprovalRequestBody, DecisionInput, GateReason};
+use crate::protocol::{ApprovalId, ApprovalRequestBody, DecisionInput, GateReason, SessionId};
 
 /// Identifies this browser tab in resolutions, so a card can say "you" or "another tab".
 /// Kept in `sessionStorage` (one per tab, surviving reloads); empty on the server and until
@@ -50,18 +50,18 @@ pub enum CardCommand {
 /// Routes commands to cards: `(approval_id, command)`; the card clears it when it acts.
 #[derive(Clone, Copy)]
 pub struct CardBus {
-    pub command: RwSignal<Option<(String, CardCommand)>>,
+    pub command: RwSignal<Option<(ApprovalId, CardCommand)>>,
     /// The card the keyboard acts on.
-    pub active: RwSignal<Option<String>>,
+    pub active: RwSignal<Option<ApprovalId>>,
     /// Bumped by every key that is not a card command: a sensitive card's second `a` must
     /// follow its first with nothing between (typing "can't allow" is not a confirmation).
     pub other_key: RwSignal<u64>,
     /// Cards this tab lost a race on: answered elsewhere, whether or not the feed has said so.
     /// They are no longer pending here (keys, the bulk bar, the title, the composer).
-    pub lost: RwSignal<Vec<String>>,
+    pub lost: RwSignal<Vec<ApprovalId>>,
     /// A card that just took focus on its own: it takes no key until [`ARRIVAL_GRACE`] has
     /// passed (letters typed as it arrived were meant for something else).
-    pub settling: RwSignal<Option<String>>,
+    pub settling: RwSignal<Option<ApprovalId>>,
 }
 
 impl CardBus {
@@ -98,7 +98,7 @@ thread_local! {
 
 /// Starts (or restarts) the grace of the card `id`.
 #[cfg(feature = "hydrate")]
-fn settle(bus: CardBus, id: String) {
+fn settle(bus: CardBus, id: ApprovalId) {
     let epoch = SETTLE_EPOCH.get() + 1;
     SETTLE_EPOCH.set(epoch);
     bus.settling.set(Some(id));
@@ -169,7 +169,7 @@ pub fn install_keyboard(bus: CardBus, pending: Memo<Vec<ApprovalRequestBody>>) {
             if typing && key != "Escape" {
                 return;
             }
-            let ids: Vec<String> = pending
+            let ids: Vec<ApprovalId> = pending
                 .get_untracked()
                 .into_iter()
                 .map(|g| g.approval_id)
@@ -180,6 +180,7 @@ pub fn install_keyboard(bus: CardBus, pending: Memo<Vec<ApprovalRequestBody>>) {
             // The card the person is looking at: the one with focus wins, then the one marked
             // active; a key never acts on a card nobody chose.
             let active = crate::ui::browser::focused_card()
+                .map(ApprovalId::from)
                 .filter(|a| ids.contains(a))
                 .or_else(|| bus.active.get_untracked().filter(|a| ids.contains(a)));
             if key == "j" || key == "k" {
@@ -218,7 +219,7 @@ pub fn install_keyboard(bus: CardBus, pending: Memo<Vec<ApprovalRequestBody>>) {
 /// (safety-floor) cards, which are left for the person to answer one by one, as the bar
 /// says. Deny all asks once for a reason.
 #[component]
-pub fn BulkBar(session_id: String, pending: Memo<Vec<ApprovalRequestBody>>) -> impl IntoView {
+pub fn BulkBar(session_id: SessionId, pending: Memo<Vec<ApprovalRequestBody>>) -> impl IntoView {
     let client = use_context::<ClientId>().unwrap_or_default();
     let busy = RwSignal::new(false);
     let asking_reason = RwSignal::new(false);
@@ -336,7 +337,7 @@ pub fn watch_pending(bus: CardBus, pending: Memo<Vec<ApprovalRequestBody>>) {
     let _ = bus;
     Effect::new(move |_| crate::ui::browser::set_title(&tab_title(pending.read().len())));
     #[cfg(feature = "hydrate")]
-    Effect::new(move |seen: Option<Vec<String>>| {
+    Effect::new(move |seen: Option<Vec<ApprovalId>>| {
         let now: Vec<ApprovalRequestBody> = pending.get();
         let seen = seen.unwrap_or_else(|| now.iter().map(|g| g.approval_id.clone()).collect());
         let fresh: Vec<&ApprovalRequestBody> = now

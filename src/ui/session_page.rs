@@ -16,7 +16,10 @@ pub fn SessionPage() -> impl IntoView {
     let changed = SessionsChanged::new();
     provide_context(changed);
     let sessions = json::resource(move || changed.version(), |_| api::list_sessions());
-    let snapshot = json::resource(move || session_id.get(), api::get_snapshot);
+    let snapshot = json::resource(
+        move || session_id.get(),
+        |sid: String| api::get_snapshot(sid.into()),
+    );
     view! {
         <div class="layout">
             <Sidebar sessions current=session_id/>

@@ -7,7 +7,7 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 
 use crate::api;
-use crate::protocol::{DEFAULT_SESSION_TITLE as DEFAULT_TITLE, Event, EventBody};
+use crate::protocol::{DEFAULT_SESSION_TITLE as DEFAULT_TITLE, Event, EventBody, SessionId};
 use crate::ui::sidebar::SessionsChanged;
 
 /// The title the page shows: the stored one, or for an unnamed session, its first message's.
@@ -26,7 +26,7 @@ pub fn shown_title(stored: &str, events: &[Event]) -> String {
 
 #[component]
 pub fn SessionTitle(
-    session_id: String,
+    session_id: SessionId,
     /// What the header shows (the caller keeps it on the stored title and first message).
     title: Signal<String>,
     /// A person's rename, once made (wins over `title`).

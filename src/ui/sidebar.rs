@@ -11,7 +11,7 @@ use leptos::task::spawn_local;
 use leptos_router::hooks::{use_location, use_navigate};
 
 use crate::api;
-use crate::protocol::{ApprovalRequest, ErrorBody, Session};
+use crate::protocol::{ApprovalRequest, ErrorBody, Session, SessionId};
 use crate::ui::browser;
 use crate::ui::json;
 use crate::ui::outside::SourceBadge;
@@ -246,12 +246,12 @@ fn reload_for_unknown_sessions(
     poll: PendingPoll,
     changed: ListChanged,
 ) {
-    Effect::new(move |asked: Option<Vec<String>>| {
+    Effect::new(move |asked: Option<Vec<SessionId>>| {
         let asked = asked.unwrap_or_default();
         let Some(Ok(known)) = sessions.get() else {
             return asked;
         };
-        let mut unknown: Vec<String> = poll.gates.with(|g| {
+        let mut unknown: Vec<SessionId> = poll.gates.with(|g| {
             g.iter()
                 .flatten()
                 .map(|g| g.body.session_id.clone())
@@ -277,7 +277,7 @@ fn SessionList(
     let admin = Viewer::get().admin;
     let poll = use_context::<PendingPoll>();
     // The session whose × was pressed: it asks before anything is deleted.
-    let confirming = RwSignal::new(None::<String>);
+    let confirming = RwSignal::new(None::<SessionId>);
     view! {
         <ul class="session-list">
             {list.into_iter().map(|session| {

@@ -115,7 +115,7 @@ fn CreateForm(
                             rows,
                             TokenInfo {
                                 name: token.name.clone(),
-                                scope: token.scope.into(),
+                                scope: token.scope.clone(),
                                 created_at: token.created_at.clone(),
                                 last_used_at: None,
                             },

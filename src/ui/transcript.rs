@@ -337,7 +337,7 @@ mod tests {
         }))
         .unwrap();
         let mut resolution = Resolution::plain(
-            "g",
+            &"g".into(),
             Decision::Edit,
             crate::protocol::AnsweredBy::User,
             "browser",

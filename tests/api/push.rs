@@ -518,8 +518,8 @@ fn mint(ts: &TestServer, grant: &Value) -> String {
     let keys = VapidKeys::load_or_create(&ts.data_dir()).unwrap();
     let signer = Signer::new(&keys.seal_root());
     signer.mint(&Grant {
-        session_id: id_of(grant, "s"),
-        approval_id: id_of(grant, "a"),
+        session_id: id_of(grant, "s").into(),
+        approval_id: id_of(grant, "a").into(),
         digest: id_of(grant, "d"),
         holder: Holder::Subscription(id_of(&grant["h"], "v")),
         expires_ms: grant["e"].as_i64().expect("e"),

@@ -21,8 +21,8 @@ impl Turn {
             args: serde_json::json!({ "used": why }),
         };
         let common = request::Common {
-            approval_id,
-            session_id: self.session_id.clone(),
+            approval_id: approval_id.into(),
+            session_id: self.session_id.as_str().into(),
             reason: GateReason::Budget,
             reason_detail: format!("This turn reached its budget: {why}"),
             created_at: crate::protocol::Timestamp::now(),

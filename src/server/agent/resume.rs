@@ -16,7 +16,7 @@ use super::provider::ToolCallRequest;
 use super::recovery::INTERRUPTED_OUTPUT;
 use super::turn::{Turn, TurnEnd};
 use crate::protocol::{
-    ApprovalRequest, ApprovalRequestBody, EventBody, Resolution, ToolStatus, Verdict,
+    ApprovalId, ApprovalRequest, ApprovalRequestBody, EventBody, Resolution, ToolStatus, Verdict,
 };
 
 /// The key under which the turn's latest budget card sits in `gates` (empty when none).
@@ -55,7 +55,7 @@ impl Turn {
         let mut finished = HashSet::new();
         let mut started = HashSet::new();
         let mut gates: HashMap<String, ApprovalRequestBody> = HashMap::new();
-        let mut resolutions: HashMap<String, Resolution> = HashMap::new();
+        let mut resolutions: HashMap<ApprovalId, Resolution> = HashMap::new();
         for event in &events {
             match &event.body {
                 EventBody::ToolCall {

@@ -473,8 +473,8 @@ impl Turn {
             detail.push_str(tools::sandbox::OFF_WARNING);
         }
         let common = request::Common {
-            approval_id: uuid::Uuid::new_v4().to_string(),
-            session_id: self.session_id.clone(),
+            approval_id: uuid::Uuid::new_v4().to_string().into(),
+            session_id: self.session_id.as_str().into(),
             reason,
             reason_detail: detail,
             created_at: crate::protocol::Timestamp::now(),

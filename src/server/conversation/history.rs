@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::{ChatMessage, ToolCallRequest, tool_result_text};
-use crate::protocol::{AnsweredBy, Decision, Event, EventBody};
+use crate::protocol::{AnsweredBy, ApprovalId, Decision, Event, EventBody};
 
 /// One session's history, as of `through_seq`.
 #[derive(Debug, Default)]
@@ -25,7 +25,7 @@ pub struct SessionHistory {
     /// Shared with the turns that read it: handing the conversation to a turn copies pointers.
     messages: Vec<Arc<ChatMessage>>,
     /// Gates that carried a suggested rule and are not resolved yet: id → (tool, pattern).
-    suggested: HashMap<String, (String, String)>,
+    suggested: HashMap<ApprovalId, (String, String)>,
     /// (tool, pattern) → calls approved by hand whose card suggested that rule.
     hand_approved: HashMap<(String, String), u32>,
     /// The seq of the latest `user_message` (where the latest turn starts).

@@ -321,7 +321,7 @@ impl Core {
             scope,
             session_id: (scope == RuleScope::Session).then(|| request.body.session_id.clone()),
             created_at: Timestamp::now(),
-            created_by_approval: Some(request.body.approval_id.clone()),
+            created_by_approval: Some(request.body.approval_id.to_string()),
             uses: 0,
             last_used_at: None,
             expires_at,
@@ -389,7 +389,7 @@ impl Core {
                         .into(),
                 ),
                 ..Resolution::plain(
-                    approval_id,
+                    &request.body.approval_id,
                     Decision::Cancelled,
                     AnsweredBy::System,
                     actors::STALE,

@@ -17,9 +17,9 @@ use serde_json::Value;
 
 use super::{Core, Error};
 use crate::protocol::{
-    AnsweredBy, ApprovalRequest, ApprovalRequestBody, Decision, EventBody, GateKind, GateReason,
-    GateState, GateStatus, Mode, Resolution, RuleSuggestion, TimeoutOutcome, Timestamp, ToolClass,
-    canonical_json,
+    AnsweredBy, ApprovalId, ApprovalRequest, ApprovalRequestBody, Decision, EventBody, GateKind,
+    GateReason, GateState, GateStatus, Mode, Resolution, RuleSuggestion, SessionId, TimeoutOutcome,
+    Timestamp, ToolClass, canonical_json,
 };
 use crate::server::digest::{call_digest, proposal_digest};
 use crate::server::gate::policy::{self, Outcome};
@@ -274,8 +274,8 @@ async fn expire_later(
 async fn close_unwatched(
     hub: Hub,
     gates: Arc<dyn GateRepo>,
-    session_id: String,
-    approval_id: String,
+    session_id: SessionId,
+    approval_id: ApprovalId,
 ) {
     let stored = match gates.get_gate(&session_id, &approval_id).await {
         Ok(Some(stored)) if stored.resolution.is_none() => stored,
@@ -427,7 +427,7 @@ impl Core {
         }
         let call = outside::describe(&checked.tool, &checked.input, checked.cwd.as_deref());
         let row = SessionRow {
-            id: uuid::Uuid::new_v4().to_string(),
+            id: uuid::Uuid::new_v4().to_string().into(),
             title: first_call_title(&checked.source, checked.cwd.as_deref(), &call.summary),
             created_at: Timestamp::now(),
             approval_mode: live.config.approvals.default_mode.into(),
@@ -635,12 +635,12 @@ impl Core {
         &self,
         checked: &Checked,
         call: &OutsideCall,
-        session_id: &str,
+        session_id: &SessionId,
         mode: Mode,
         reason: GateReason,
         floor: Option<&str>,
     ) -> ApprovalRequest {
-        let approval_id = uuid::Uuid::new_v4().to_string();
+        let approval_id = ApprovalId::new(uuid::Uuid::new_v4().to_string());
         let created_at = Timestamp::now();
         let timeout_ms = i64::try_from(checked.timeout.as_millis()).unwrap_or(i64::MAX);
         let is_decision = call.class == ToolClass::Decision;
@@ -675,7 +675,7 @@ impl Core {
             body: ApprovalRequestBody {
                 call_id: format!("ext-{approval_id}"),
                 approval_id,
-                session_id: session_id.to_owned(),
+                session_id: session_id.clone(),
                 kind: GateKind::External,
                 tool: checked.tool.clone(),
                 class: call.class,
@@ -727,7 +727,7 @@ impl Core {
                     self.hub.clone(),
                     Arc::clone(&self.repos.gates),
                     gate.session_id.clone(),
-                    approval_id.to_owned(),
+                    gate.approval_id.clone(),
                 );
                 Some(self.watches.poll_begins(approval_id, lapse, move || {
                     tokio::spawn(close_unwatched(hub, gates, session, aid));
@@ -794,7 +794,7 @@ impl Core {
             let resolution = Resolution {
                 reason: Some(why),
                 ..Resolution::plain(
-                    approval_id,
+                    &gate.approval_id,
                     Decision::Cancelled,
                     AnsweredBy::System,
                     &who.actor(),
@@ -919,7 +919,15 @@ mod tests {
 
     #[test]
     fn statuses_follow_the_decision() {
-        let r = |d| Resolution::plain("a", d, AnsweredBy::User, "browser", Timestamp::now());
+        let r = |d| {
+            Resolution::plain(
+                &"a".into(),
+                d,
+                AnsweredBy::User,
+                "browser",
+                Timestamp::now(),
+            )
+        };
         assert_eq!(status_of(None), GateStatus::Pending);
         assert_eq!(status_of(Some(&r(Decision::Edit))), GateStatus::Approved);
         assert_eq!(

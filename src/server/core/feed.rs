@@ -4,7 +4,7 @@
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::{Core, Error};
+use super::Core;
 use crate::protocol::Event;
 use crate::server::hub::Subscription;
 use crate::server::store::{Signal, StoreError};
@@ -24,17 +24,6 @@ impl Core {
         limit: u32,
     ) -> Result<Vec<Event>, StoreError> {
         self.hub.events_after(session_id, after, limit).await
-    }
-
-    /// Whether a named token still exists (a feed opened with it ends when it does not).
-    pub async fn token_exists(&self, name: &str) -> Result<bool, Error> {
-        Ok(self
-            .repos
-            .tokens
-            .list_tokens()
-            .await?
-            .iter()
-            .any(|t| t.name == name))
     }
 
     /// Whether the store can take writes and answer reads; `Err` says why not, in words.

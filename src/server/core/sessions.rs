@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::{
     Core, Error, MAX_MESSAGE_CHARS, RECENT_EVENTS, parse_mode, parse_session_id, pending_in,
 };
-use crate::protocol::{EventBody, Mode, ModeSource, Session, Snapshot, Timestamp};
+use crate::protocol::{EventBody, Mode, ModeSource, Session, SessionId, Snapshot, Timestamp};
 use crate::server::principal::Principal;
 use crate::server::store::{Commit, LeaseStep, NewEvent, SessionRow};
 
@@ -30,7 +30,7 @@ impl Core {
             running_turn_id: self
                 .hub
                 .running_turn_id(&row.id)
-                .or_else(|| elsewhere.get(&row.id).cloned()),
+                .or_else(|| elsewhere.get(row.id.as_str()).cloned()),
             pending_approvals,
             source: row.source.clone(),
         }
@@ -45,7 +45,7 @@ impl Core {
     }
 
     /// The canonical id of an existing session, or `unknown_session`.
-    pub async fn existing_session_id(&self, raw_id: &str) -> Result<String, Error> {
+    pub async fn existing_session_id(&self, raw_id: &str) -> Result<SessionId, Error> {
         Ok(self.session_row(raw_id).await?.id)
     }
 
@@ -68,7 +68,7 @@ impl Core {
             Some(t) => t.to_owned(),
         };
         let row = SessionRow {
-            id: uuid::Uuid::new_v4().to_string(),
+            id: uuid::Uuid::new_v4().to_string().into(),
             title,
             created_at: Timestamp::now(),
             approval_mode: mode.into(),
@@ -187,7 +187,7 @@ impl Core {
         }
         let row = self.session_row(session_id).await?;
         if !self.hub.rename_session(&row.id, title, None).await? {
-            return Err(Error::UnknownSession(row.id));
+            return Err(Error::UnknownSession(row.id.into_string()));
         }
         let pending = self.repos.gates.pending_gates(Some(&row.id)).await?.len() as u64;
         let row = SessionRow {

@@ -125,7 +125,7 @@ impl Core {
         }
         Ok(CreatedToken {
             name: row.name,
-            scope,
+            scope: row.scope,
             token: secret,
             created_at: row.created_at,
         })

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use crate::protocol::{
-    ApprovalRequestBody, Decision, DecisionKind, GateKind, GateReason, Mode, RuleSuggestion,
-    TimeoutOutcome, Timestamp, ToolClass,
+    ApprovalId, ApprovalRequestBody, Decision, DecisionKind, GateKind, GateReason, Mode,
+    RuleSuggestion, SessionId, TimeoutOutcome, Timestamp, ToolClass,
 };
 use crate::server::config::DecisionTimeout;
 use crate::server::conversation::ToolCallRequest;
@@ -16,8 +16,8 @@ use crate::server::tools::{self, CardEnv, CardText, Checkpoint};
 
 /// Everything that does not depend on the gate kind.
 pub struct Common {
-    pub approval_id: String,
-    pub session_id: String,
+    pub approval_id: ApprovalId,
+    pub session_id: SessionId,
     pub reason: GateReason,
     pub reason_detail: String,
     pub created_at: Timestamp,

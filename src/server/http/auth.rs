@@ -126,6 +126,19 @@ fn mark_authenticated(req: &Request) {
 }
 
 /// The bearer secret a request presents, if any.
+/// The hash of the named token a request presented (its bearer secret, else its named-token
+/// cookie), which is what identifies that exact token: a token made again under the same name
+/// has another.
+pub fn presented_token_hash(
+    credentials: &crate::server::credentials::Credentials,
+    headers: &HeaderMap,
+) -> Option<String> {
+    match bearer(headers) {
+        Some(secret) => Some(crate::server::core::secret_hash(secret)),
+        None => credentials.named_cookie_hash(headers).map(str::to_owned),
+    }
+}
+
 fn bearer(headers: &HeaderMap) -> Option<&str> {
     headers
         .get(header::AUTHORIZATION)

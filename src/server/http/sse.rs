@@ -16,10 +16,11 @@ use http::HeaderMap;
 use serde::Deserialize;
 use tokio::sync::broadcast;
 
-use crate::protocol::Event;
+use crate::protocol::{Event, SessionId};
 use crate::server::core::Core;
 use crate::server::http::error::ApiError;
 use crate::server::hub::{FeedItem, event_json};
+use crate::server::principal::Principal;
 use crate::server::state::AppState;
 
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
@@ -43,7 +44,7 @@ pub async fn feed(
     State(state): State<AppState>,
     Path(sid): Path<String>,
     Query(query): Query<FeedQuery>,
-    who: Option<axum::Extension<crate::server::principal::Principal>>,
+    who: Option<axum::Extension<Principal>>,
     headers: HeaderMap,
 ) -> Result<impl IntoResponse, ApiError> {
     let after = parse_cursor(query.after.as_deref(), "after")?;
@@ -65,10 +66,9 @@ pub async fn feed(
         // A named token's feed ends when the token is revoked (checked every few seconds):
         // the request was authorized once, the stream must not outlive the credential.
         token: who.and_then(|w| match w.0 {
-            crate::server::principal::Principal::Token { name, .. }
-                if name != crate::server::principal::STARTUP_TOKEN_NAME =>
-            {
-                Some(name)
+            opened @ Principal::Token { .. } if opened != Principal::startup_token() => {
+                let hash = super::auth::presented_token_hash(&state.credentials, &headers)?;
+                Some(FeedToken { hash, opened })
             }
             _ => None,
         }),
@@ -100,7 +100,7 @@ fn frame_with(event: &Event, json: &str) -> SseEvent {
 /// store but not sent yet.
 struct Pump {
     core: Arc<Core>,
-    session: String,
+    session: SessionId,
     last: u64,
     live: broadcast::Receiver<Arc<FeedItem>>,
     /// Keeps the session's live state while this feed is open.
@@ -108,8 +108,14 @@ struct Pump {
     ready: VecDeque<SseEvent>,
     caught_up: bool,
     /// The named token this feed was opened with (checked for revocation).
-    token: Option<String>,
+    token: Option<FeedToken>,
     recheck: tokio::time::Interval,
+}
+
+/// The exact named token a feed was opened with, and what it was then.
+struct FeedToken {
+    hash: String,
+    opened: Principal,
 }
 
 /// How often a named token's open feed checks that the token still exists.
@@ -168,13 +174,17 @@ impl Pump {
         }
     }
 
-    /// Whether the named token this feed was opened with still exists (a store that cannot
-    /// answer keeps the feed: the next check asks again).
+    /// Whether the exact token this feed was opened with still authenticates as it did then:
+    /// not revoked, not made again under its name with another secret, its stored scope still
+    /// the one it had (a store that cannot answer keeps the feed: the next check asks again).
     async fn token_still_valid(&self) -> bool {
-        let Some(name) = &self.token else {
+        let Some(token) = &self.token else {
             return true;
         };
-        self.core.token_exists(name).await.unwrap_or(true)
+        match self.core.token_principal_by_hash(&token.hash).await {
+            Ok(now) => now.as_ref() == Some(&token.opened),
+            Err(_) => true,
+        }
     }
 
     /// Reads one page of stored events after the cursor into `ready`; a short page means the

@@ -39,6 +39,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use tokio::sync::{Mutex as AsyncMutex, broadcast, oneshot};
 
+use crate::protocol::ApprovalId;
 use crate::server::conversation::history::SessionHistory;
 use crate::server::store::{Coordination, EventLog};
 
@@ -72,7 +73,7 @@ struct Session {
     /// The last seq published (transient events carry it, to be dropped once stale).
     last_published: AtomicU64,
     running: Mutex<Option<turns::RunningTurn>>,
-    parked: Mutex<HashMap<String, oneshot::Sender<Wake>>>,
+    parked: Mutex<HashMap<ApprovalId, oneshot::Sender<Wake>>>,
 }
 
 impl Session {

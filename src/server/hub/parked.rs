@@ -7,7 +7,7 @@
 use tokio::sync::oneshot;
 
 use super::{Handle, Hub, lock};
-use crate::protocol::Resolution;
+use crate::protocol::{ApprovalId, Resolution};
 
 /// What a parked turn is woken with.
 #[derive(Debug)]
@@ -22,7 +22,7 @@ pub struct Wake {
 /// session's live state meanwhile.
 pub struct ParkGuard {
     handle: Handle,
-    approval_id: String,
+    approval_id: ApprovalId,
 }
 
 impl Drop for ParkGuard {
@@ -36,15 +36,15 @@ impl Hub {
     pub fn park(
         &self,
         session_id: &str,
-        approval_id: &str,
+        approval_id: &ApprovalId,
     ) -> (ParkGuard, oneshot::Receiver<Wake>) {
         let handle = self.enter(session_id);
         let (tx, rx) = oneshot::channel();
-        lock(&handle.session.parked).insert(approval_id.to_owned(), tx);
+        lock(&handle.session.parked).insert(approval_id.clone(), tx);
         (
             ParkGuard {
                 handle,
-                approval_id: approval_id.to_owned(),
+                approval_id: approval_id.clone(),
             },
             rx,
         )

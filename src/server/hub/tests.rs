@@ -22,7 +22,7 @@ async fn hub_with_session(id: &str) -> (tempfile::TempDir, Hub) {
 
 fn resolution(id: &str, decision: Decision) -> Resolution {
     Resolution::plain(
-        id,
+        &id.into(),
         decision,
         AnsweredBy::User,
         "browser",
@@ -63,7 +63,7 @@ async fn a_session_lives_exactly_while_something_holds_it() {
     assert_eq!(hub.live_sessions(), 0, "a finished turn lets go");
     assert_eq!(hub.running_turn_id("s"), None);
 
-    let (guard, _rx) = hub.park("s", "g");
+    let (guard, _rx) = hub.park("s", &"g".into());
     assert!(hub.is_parked("s", "g"));
     assert_eq!(hub.live_sessions(), 1, "a parked gate holds it");
     drop(guard);
@@ -107,7 +107,7 @@ async fn live_events_reach_subscribers_in_order_and_not_after_forget() {
 #[tokio::test]
 async fn exactly_one_of_fifty_concurrent_wakers_reaches_the_waiter() {
     let (_dir, hub) = hub_with_session("s").await;
-    let (guard, rx) = hub.park("s", "g");
+    let (guard, rx) = hub.park("s", &"g".into());
     let mut tasks = Vec::new();
     for i in 0..50 {
         let hub = hub.clone();
@@ -137,7 +137,7 @@ async fn an_aborted_waiter_leaves_no_entry() {
     let (_dir, hub) = hub_with_session("s").await;
     let waiting = hub.clone();
     let task = tokio::spawn(async move {
-        let (_guard, rx) = waiting.park("s", "b");
+        let (_guard, rx) = waiting.park("s", &"b".into());
         let _ = rx.await;
     });
     while !hub.is_parked("s", "b") {
@@ -179,7 +179,7 @@ async fn the_sweep_alone_catches_up_with_another_instance() {
         "timeout_outcome": "deny"
     }))
     .unwrap();
-    let (_guard, woken) = here.park("S", "g");
+    let (_guard, woken) = here.park("S", &"g".into());
     let open = Commit {
         gate: Some(GateChange::Open(Box::new(gate))),
         ..Commit::default()

@@ -32,7 +32,7 @@ use webauthn_rs::prelude::{
 };
 use webauthn_rs::{Webauthn, WebauthnBuilder};
 
-use crate::protocol::Timestamp;
+use crate::protocol::{ApprovalId, Timestamp};
 use crate::server::seal::Seal;
 use crate::server::secret::Secret;
 use crate::server::store::passkeys::{PasskeyRow, PasskeyRows};
@@ -50,7 +50,7 @@ pub enum Purpose {
     /// One answer to one card, as the card was shown: `answer` is the answer's fingerprint
     /// (`core::passkeys::answer_fingerprint`).
     Gate {
-        approval_id: String,
+        approval_id: ApprovalId,
         digest: String,
         answer: String,
     },

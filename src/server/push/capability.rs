@@ -19,6 +19,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::protocol::{ApprovalId, SessionId};
 use crate::server::seal::Seal;
 use crate::server::secret::Secret;
 
@@ -47,9 +48,9 @@ pub fn ntfy_holder(webhook_url: &str) -> Holder {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct Grant {
     #[serde(rename = "s")]
-    pub session_id: String,
+    pub session_id: SessionId,
     #[serde(rename = "a")]
-    pub approval_id: String,
+    pub approval_id: ApprovalId,
     /// The card's digest when the capability was made.
     #[serde(rename = "d")]
     pub digest: String,

@@ -245,7 +245,7 @@ fn gate(session_id: &str, id: &str) -> ApprovalRequest {
 
 fn resolution(id: &str, decision: Decision) -> Resolution {
     Resolution::plain(
-        id,
+        &id.into(),
         decision,
         AnsweredBy::User,
         "browser",
@@ -341,7 +341,7 @@ async fn delete_removes_the_log_and_unfinished_turns_are_found(store: Arc<dyn St
         .await
         .unwrap()
         .into_iter()
-        .map(|s| s.id)
+        .map(|s| s.id.into_string())
         .collect();
     assert!(!ids.contains(&"del-a".to_owned()) && ids.contains(&"del-b".to_owned()));
 }
@@ -510,7 +510,7 @@ async fn an_idempotency_key_names_one_gate(store: Arc<dyn Store>) {
         gate: Some(GateChange::Open(Box::new(gate(&sid, id)))),
         external: Some(ExternalGate {
             approval_id: id.into(),
-            session_id: sid.clone(),
+            session_id: sid.as_str().into(),
             opened_by: "token:hook".into(),
             idempotency_key: Some("k1".into()),
             created_at: Timestamp::now(),
@@ -533,7 +533,7 @@ async fn an_idempotency_key_names_one_gate(store: Arc<dyn Store>) {
             .gate_by_idempotency_key("token:hook", "k1", &since)
             .await
             .unwrap(),
-        Some(("g-ext-1".to_owned(), sid.clone()))
+        Some(("g-ext-1".into(), sid.clone()))
     );
     assert_eq!(
         store

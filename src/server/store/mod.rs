@@ -17,14 +17,15 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use crate::protocol::{
-    ApprovalRequest, AuditEntry, Event, EventBody, Mode, Resolution, Rule, Scope, Stored, Timestamp,
+    ApprovalId, ApprovalRequest, AuditEntry, Event, EventBody, Mode, Resolution, Rule, Scope,
+    SessionId, Stored, Timestamp,
 };
 
 /// A session as stored. A mode this build cannot read stays [`Stored::Unknown`]: a fact about
 /// the database the caller decides on (it falls back to `ask`, fail closed).
 #[derive(Clone, Debug, PartialEq)]
 pub struct SessionRow {
-    pub id: String,
+    pub id: SessionId,
     pub title: String,
     pub created_at: Timestamp,
     pub approval_mode: Stored<Mode>,
@@ -229,8 +230,8 @@ pub enum Signal {
 /// Who opened an outside agent's gate, and the `Idempotency-Key` it came with.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ExternalGate {
-    pub approval_id: String,
-    pub session_id: String,
+    pub approval_id: ApprovalId,
+    pub session_id: SessionId,
     /// The opener's actor (`token:<name>`, `browser`): only it (or a deciding credential) may
     /// read or cancel the gate.
     pub opened_by: String,
@@ -498,14 +499,14 @@ pub trait OutsideRepo: Send + Sync {
         source: &str,
         external_session: &str,
         row: &SessionRow,
-    ) -> Result<String, StoreError>;
+    ) -> Result<SessionId, StoreError>;
 
     /// The session of `(source, external_session)`, if one was made (never makes one).
     async fn external_session_id(
         &self,
         source: &str,
         external_session: &str,
-    ) -> Result<Option<String>, StoreError>;
+    ) -> Result<Option<SessionId>, StoreError>;
 
     /// Who opened an outside agent's gate (`None` for other gates).
     async fn external_gate(&self, approval_id: &str) -> Result<Option<ExternalGate>, StoreError>;
@@ -517,7 +518,7 @@ pub trait OutsideRepo: Send + Sync {
         opened_by: &str,
         key: &str,
         since: &Timestamp,
-    ) -> Result<Option<(String, String)>, StoreError>;
+    ) -> Result<Option<(ApprovalId, SessionId)>, StoreError>;
 }
 
 /// What only a store several instances share has: their signals, the turns' leases and

@@ -780,8 +780,13 @@ mod tests {
     #[test]
     fn who_answered_reads_the_actor() {
         let by = |actor: &str, answered_by: AnsweredBy, client: Option<&str>| {
-            let mut r =
-                Resolution::plain("a", Decision::Approve, answered_by, actor, Timestamp::now());
+            let mut r = Resolution::plain(
+                &"a".into(),
+                Decision::Approve,
+                answered_by,
+                actor,
+                Timestamp::now(),
+            );
             r.client_id = client.map(str::to_owned);
             r
         };
@@ -834,7 +839,7 @@ mod tests {
         .unwrap();
         request.kind = GateKind::Tool;
         let mut resolution = Resolution::plain(
-            "a",
+            &"a".into(),
             Decision::Approve,
             AnsweredBy::User,
             "token:phone",

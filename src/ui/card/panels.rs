@@ -6,7 +6,7 @@ use leptos::ev::KeyboardEvent;
 use leptos::prelude::*;
 use serde_json::{Map, Value};
 
-use crate::protocol::{ApprovalRequestBody, DecisionInput, GateKind, ToolClass};
+use crate::protocol::{ApprovalId, ApprovalRequestBody, DecisionInput, GateKind, ToolClass};
 use crate::ui::browser;
 
 /// Whether Edit revises text rather than arguments: decision cards, and an outside agent's
@@ -199,7 +199,7 @@ pub fn EditPanel(
 
 #[component]
 pub fn DenyPanel(
-    approval_id: String,
+    approval_id: ApprovalId,
     panel: RwSignal<Panel>,
     send: Callback<DecisionInput>,
 ) -> impl IntoView {

@@ -44,7 +44,7 @@ use super::{
     LeasedTurn, NewEvent, OutsideRepo, RuleRepo, SessionRow, Signal, StoreError, TokenRepo,
     TokenRow,
 };
-use crate::protocol::{ApprovalRequest, AuditEntry, Event, Rule, Timestamp};
+use crate::protocol::{ApprovalId, ApprovalRequest, AuditEntry, Event, Rule, SessionId, Timestamp};
 use crate::server::audit;
 
 /// Connections per instance: a few more than the runtime's workers.
@@ -307,7 +307,7 @@ impl OutsideRepo for PgStore {
         &self,
         source: &str,
         external_session: &str,
-    ) -> Result<Option<String>, StoreError> {
+    ) -> Result<Option<SessionId>, StoreError> {
         let found: Option<(String,)> = sqlx::query_as(
             "SELECT session_id FROM external_sessions WHERE source = $1 AND external_session = $2",
         )
@@ -315,7 +315,7 @@ impl OutsideRepo for PgStore {
         .bind(external_session)
         .fetch_optional(&self.pool)
         .await?;
-        Ok(found.map(|(id,)| id))
+        Ok(found.map(|(id,)| id.into()))
     }
 
     async fn external_session(
@@ -323,7 +323,7 @@ impl OutsideRepo for PgStore {
         source: &str,
         external_session: &str,
         row: &SessionRow,
-    ) -> Result<String, StoreError> {
+    ) -> Result<SessionId, StoreError> {
         super::storable(source)?;
         super::storable(external_session)?;
         super::check_storable_row(row)?;
@@ -339,7 +339,7 @@ impl OutsideRepo for PgStore {
         opened_by: &str,
         key: &str,
         since: &Timestamp,
-    ) -> Result<Option<(String, String)>, StoreError> {
+    ) -> Result<Option<(ApprovalId, SessionId)>, StoreError> {
         read::gate_by_idempotency_key(&self.pool, opened_by, key, since).await
     }
 }

@@ -3,7 +3,9 @@
 
 use sqlx::PgPool;
 
-use crate::protocol::{ApprovalRequest, AuditEntry, Event, Rule, RuleScope, Stored, Timestamp};
+use crate::protocol::{
+    ApprovalId, ApprovalRequest, AuditEntry, Event, Rule, RuleScope, SessionId, Stored, Timestamp,
+};
 use crate::server::store::{AuditOrder, ExternalGate, GateRow, SessionRow, StoreError, TokenRow};
 
 pub(super) const SESSION_COLUMNS: &str =
@@ -50,7 +52,7 @@ fn to_u64(n: i64) -> u64 {
 
 fn session((id, title, created_at, mode, last_seq, pre, exec, source): SessionTuple) -> SessionRow {
     SessionRow {
-        id,
+        id: id.into(),
         title,
         created_at: created_at.into(),
         approval_mode: Stored::read(mode),
@@ -68,7 +70,7 @@ fn rule(row: RuleTuple) -> Rule {
         tool,
         pattern,
         scope: Stored::<RuleScope>::read(scope).or(RuleScope::Session),
-        session_id,
+        session_id: session_id.map(SessionId::from),
         created_at: created_at.into(),
         created_by_approval: by,
         uses: to_u64(uses),
@@ -287,8 +289,8 @@ pub async fn external_gate(
     .await?;
     Ok(row.map(
         |(approval_id, session_id, opened_by, idempotency_key, created_at)| ExternalGate {
-            approval_id,
-            session_id,
+            approval_id: approval_id.into(),
+            session_id: session_id.into(),
             opened_by,
             idempotency_key,
             created_at: created_at.into(),
@@ -301,8 +303,8 @@ pub async fn gate_by_idempotency_key(
     opened_by: &str,
     key: &str,
     since: &Timestamp,
-) -> Result<Option<(String, String)>, StoreError> {
-    Ok(sqlx::query_as(
+) -> Result<Option<(ApprovalId, SessionId)>, StoreError> {
+    let found: Option<(String, String)> = sqlx::query_as(
         "SELECT g.approval_id, a.session_id FROM external_gates g
          JOIN approvals a ON a.approval_id = g.approval_id
          WHERE g.opened_by = $1 AND g.idempotency_key = $2 AND g.created_at >= $3",
@@ -311,7 +313,8 @@ pub async fn gate_by_idempotency_key(
     .bind(key)
     .bind(since.as_str())
     .fetch_optional(pool)
-    .await?)
+    .await?;
+    Ok(found.map(|(approval, session)| (approval.into(), session.into())))
 }
 
 pub async fn last_seqs(

@@ -5,7 +5,7 @@
 use sqlx::{PgConnection, PgPool};
 
 use super::read::from_json;
-use crate::protocol::{Event, Timestamp};
+use crate::protocol::{Event, SessionId, Timestamp};
 use crate::server::audit;
 use crate::server::store::{
     Commit, GateChange, LeaseStep, NewEvent, SessionRow, StoreError, TokenRow, token_audit_draft,
@@ -24,7 +24,7 @@ async fn insert_session(conn: &mut PgConnection, row: &SessionRow) -> Result<(),
         "INSERT INTO sessions (id, title, created_at, approval_mode, last_seq, source)
          VALUES ($1, $2, $3, $4, 0, $5)",
     )
-    .bind(&row.id)
+    .bind(row.id.as_str())
     .bind(&row.title)
     .bind(row.created_at.as_str())
     .bind(row.approval_mode.as_str())
@@ -368,7 +368,7 @@ pub async fn external_session(
     source: &str,
     external_session: &str,
     row: &SessionRow,
-) -> Result<String, StoreError> {
+) -> Result<SessionId, StoreError> {
     let find =
         "SELECT session_id FROM external_sessions WHERE source = $1 AND external_session = $2";
     let existing: Option<(String,)> = sqlx::query_as(find)
@@ -377,7 +377,7 @@ pub async fn external_session(
         .fetch_optional(pool)
         .await?;
     if let Some((id,)) = existing {
-        return Ok(id);
+        return Ok(id.into());
     }
     let mut tx = pool.begin().await?;
     sqlx::query("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))")
@@ -390,7 +390,7 @@ pub async fn external_session(
         .fetch_optional(&mut *tx)
         .await?;
     if let Some((id,)) = existing {
-        return Ok(id);
+        return Ok(id.into());
     }
     insert_session(&mut tx, row).await?;
     sqlx::query(
@@ -398,7 +398,7 @@ pub async fn external_session(
     )
     .bind(source)
     .bind(external_session)
-    .bind(&row.id)
+    .bind(row.id.as_str())
     .execute(&mut *tx)
     .await?;
     tx.commit().await?;

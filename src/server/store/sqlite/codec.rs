@@ -4,7 +4,9 @@
 use rusqlite::Row;
 use rusqlite::types::{FromSql, FromSqlResult, ToSql, ToSqlOutput, ValueRef};
 
-use crate::protocol::{AuditEntry, Event, Rule, RuleScope, Spelling, Stored, Timestamp};
+use crate::protocol::{
+    ApprovalId, AuditEntry, Event, Rule, RuleScope, SessionId, Spelling, Stored, Timestamp,
+};
 use crate::server::store::{SessionRow, StoreError};
 
 /// The session columns, in the order `session` reads them.
@@ -54,6 +56,24 @@ impl<T: Spelling> ToSql for Stored<T> {
         )))
     }
 }
+
+/// Ids are stored as their text.
+macro_rules! id_column {
+    ($($id:ty),*) => {$(
+        impl FromSql for $id {
+            fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
+                String::column_result(value).map(<$id>::from)
+            }
+        }
+
+        impl ToSql for $id {
+            fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+                Ok(ToSqlOutput::Borrowed(ValueRef::Text(self.as_str().as_bytes())))
+            }
+        }
+    )*};
+}
+id_column!(SessionId, ApprovalId);
 
 /// A rule's scope as stored; one this build cannot read is `session`, the narrower.
 pub fn rule_scope(raw: &str) -> RuleScope {

@@ -31,7 +31,7 @@ use super::{
     AuditRepo, Commit, EventLog, ExternalGate, GateRepo, GateRow, NewEvent, OutsideRepo, RuleRepo,
     SessionRow, StoreError, TokenRepo, TokenRow,
 };
-use crate::protocol::{ApprovalRequest, AuditEntry, Event, Rule, Timestamp};
+use crate::protocol::{ApprovalId, ApprovalRequest, AuditEntry, Event, Rule, SessionId, Timestamp};
 use crate::server::audit;
 use crate::server::store::Synchronous;
 use batch::{Done, Writer};
@@ -295,7 +295,7 @@ impl OutsideRepo for SqliteStore {
         &self,
         source: &str,
         external_session: &str,
-    ) -> Result<Option<String>, StoreError> {
+    ) -> Result<Option<SessionId>, StoreError> {
         self.external_session_lookup(source, external_session).await
     }
 
@@ -304,7 +304,7 @@ impl OutsideRepo for SqliteStore {
         source: &str,
         external_session: &str,
         row: &SessionRow,
-    ) -> Result<String, StoreError> {
+    ) -> Result<SessionId, StoreError> {
         super::storable(source)?;
         super::storable(external_session)?;
         super::check_storable_row(row)?;
@@ -321,7 +321,7 @@ impl OutsideRepo for SqliteStore {
         opened_by: &str,
         key: &str,
         since: &Timestamp,
-    ) -> Result<Option<(String, String)>, StoreError> {
+    ) -> Result<Option<(ApprovalId, SessionId)>, StoreError> {
         self.read_gate_by_key(opened_by, key, since).await
     }
 }

@@ -6,7 +6,7 @@ use rusqlite::{OptionalExtension, Row, params};
 use super::SqliteStore;
 use super::batch::Done;
 use super::write::insert_session;
-use crate::protocol::Timestamp;
+use crate::protocol::{ApprovalId, SessionId, Timestamp};
 use crate::server::store::{ExternalGate, SessionRow, StoreError, TokenRow, token_audit_draft};
 
 const TOKEN_COLUMNS: &str = "name, scope, secret_hash, created_at, last_used_at";
@@ -130,7 +130,7 @@ impl SqliteStore {
         &self,
         source: &str,
         external_session: &str,
-    ) -> Result<Option<String>, StoreError> {
+    ) -> Result<Option<SessionId>, StoreError> {
         self.readers.with(|c| {
             Ok(c.prepare_cached(
                 "SELECT session_id FROM external_sessions WHERE source = ?1 AND external_session = ?2",
@@ -145,7 +145,7 @@ impl SqliteStore {
         source: &str,
         external_session: &str,
         row: &SessionRow,
-    ) -> Result<String, StoreError> {
+    ) -> Result<SessionId, StoreError> {
         if let Some(existing) = self
             .external_session_lookup(source, external_session)
             .await?
@@ -172,11 +172,11 @@ impl SqliteStore {
                     "INSERT INTO external_sessions (source, external_session, session_id) VALUES (?1, ?2, ?3)",
                 )?
                 .execute(params![source, external_session, row.id])?;
-                Ok(Done::Text(row.id.clone()))
+                Ok(Done::Text(row.id.to_string()))
             })
             .await?;
         match done {
-            Done::Text(id) => Ok(id),
+            Done::Text(id) => Ok(id.into()),
             _ => Err(StoreError::Database("no session id from the writer".into())),
         }
     }
@@ -209,7 +209,7 @@ impl SqliteStore {
         opened_by: &str,
         key: &str,
         since: &Timestamp,
-    ) -> Result<Option<(String, String)>, StoreError> {
+    ) -> Result<Option<(ApprovalId, SessionId)>, StoreError> {
         self.readers.with(|c| {
             Ok(c.prepare_cached(
                 "SELECT g.approval_id, a.session_id FROM external_gates g

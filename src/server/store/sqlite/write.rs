@@ -221,7 +221,7 @@ fn apply_gate_change(
                     Some(json) => {
                         StoreError::AlreadyResolved(Box::new(codec::from_json(session_id, &json)?))
                     }
-                    None => StoreError::UnknownApproval(resolution.approval_id.clone()),
+                    None => StoreError::UnknownApproval(resolution.approval_id.to_string()),
                 });
             }
             if let Some(rule) = new_rule {

@@ -1,0 +1,150 @@
+//! Ids as types of their own. A session's id and a gate's id are both text on the wire, and
+//! both reach the same functions (a gate is answered within its session); as one `String` type
+//! nothing stopped one from being passed for the other. On the wire each is still the plain
+//! string (`#[serde(transparent)]`).
+//!
+//! The type says what an id is for, not that it is valid or exists: one deserialized from a
+//! request is the caller's text until core looks it up (`existing_session_id`,
+//! `visible_gate`) and acts on the id the store gives back.
+
+use std::borrow::Borrow;
+use std::fmt;
+use std::ops::Deref;
+
+use serde::{Deserialize, Serialize};
+
+macro_rules! id_type {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        #[serde(transparent)]
+        pub struct $name(String);
+
+        impl $name {
+            pub fn new(id: impl Into<String>) -> Self {
+                $name(id.into())
+            }
+
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+
+            pub fn into_string(self) -> String {
+                self.0
+            }
+        }
+
+        /// Reading an id as text is always fine (logs, SQL parameters, URLs); the type only
+        /// stops text, or another kind of id, from standing in for this one.
+        impl Deref for $name {
+            type Target = str;
+
+            fn deref(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl AsRef<str> for $name {
+            fn as_ref(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl Borrow<str> for $name {
+            fn borrow(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl From<String> for $name {
+            fn from(id: String) -> Self {
+                $name(id)
+            }
+        }
+
+        impl From<&str> for $name {
+            fn from(id: &str) -> Self {
+                $name(id.to_owned())
+            }
+        }
+
+        impl From<$name> for String {
+            fn from(id: $name) -> String {
+                id.0
+            }
+        }
+
+        impl PartialEq<str> for $name {
+            fn eq(&self, other: &str) -> bool {
+                self.0 == other
+            }
+        }
+
+        impl PartialEq<&str> for $name {
+            fn eq(&self, other: &&str) -> bool {
+                self.0 == *other
+            }
+        }
+
+        impl PartialEq<String> for $name {
+            fn eq(&self, other: &String) -> bool {
+                &self.0 == other
+            }
+        }
+
+        impl PartialEq<$name> for String {
+            fn eq(&self, other: &$name) -> bool {
+                self == &other.0
+            }
+        }
+
+        /// A page writes an id into `data-*` attributes and links as its text.
+        impl leptos::prelude::IntoAttributeValue for $name {
+            type Output = String;
+
+            fn into_attribute_value(self) -> String {
+                self.0
+            }
+        }
+    };
+}
+
+id_type!(
+    /// A session's id (the server makes them as UUIDs; from a request, unchecked text).
+    SessionId
+);
+id_type!(
+    /// A gate's id, the `approval_id` of its card (the built-in agent's and outside agents').
+    ApprovalId
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn on_the_wire_an_id_is_its_text() {
+        let id = SessionId::new("5b1c");
+        assert_eq!(serde_json::to_string(&id).ok().as_deref(), Some("\"5b1c\""));
+        let back: Option<ApprovalId> = serde_json::from_str("\"a-1\"").ok();
+        assert_eq!(back, Some(ApprovalId::from("a-1")));
+        assert!(serde_json::from_str::<SessionId>("5").is_err());
+    }
+
+    #[test]
+    fn an_id_reads_as_text_and_keys_maps_by_text() {
+        let id = ApprovalId::from("g1".to_owned());
+        assert_eq!(id, "g1");
+        assert_eq!(id.len(), 2);
+        let mut set = std::collections::HashSet::new();
+        set.insert(id.clone());
+        assert!(set.contains("g1"));
+        assert_eq!(String::from(id), "g1");
+    }
+}
