@@ -909,4 +909,23 @@ mod tests {
         }
         assert_eq!(Mode::parse("auto-edit"), None);
     }
+
+    /// Each closed set stored as text has one table: its wire spelling (serde) is the one the
+    /// database holds and `Stored` reads back.
+    #[test]
+    fn stored_spellings_are_the_wire_spellings() {
+        for m in Mode::ALL {
+            assert_eq!(Stored::<Mode>::read(m.as_str()), Stored::Known(m));
+            assert_eq!(serde_json::to_value(m).unwrap(), m.spelling());
+        }
+        for s in Scope::ALL {
+            assert_eq!(Stored::<Scope>::read(s.as_str()), Stored::Known(s));
+            assert_eq!(serde_json::to_value(s).unwrap(), s.spelling());
+        }
+        for r in RuleScope::ALL {
+            assert_eq!(RuleScope::from_spelling(r.as_str()), Some(r));
+            assert_eq!(serde_json::to_value(r).unwrap(), r.spelling());
+        }
+        assert_eq!(Stored::<Mode>::read("auto-edit").or(Mode::Ask), Mode::Ask);
+    }
 }

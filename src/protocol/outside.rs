@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{ApprovalId, Rule, SessionId, Stored, Timestamp};
+use super::{AnsweredBy, ApprovalId, Decision, Rule, SessionId, Stored, Timestamp};
 
 /// What a credential may do.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
@@ -87,14 +87,14 @@ pub struct GateState {
     pub session_id: SessionId,
     pub status: GateStatus,
     /// The person's or the rule's answer (`approve`, `edit`, `deny`, `allow_always`); `null`
-    /// while pending and for a gate that expired or was cancelled.
-    pub decision: Option<String>,
+    /// while pending and for a gate that expired or was cancelled (their `status` says so).
+    pub decision: Option<Decision>,
     /// The replacement input of an `edit`.
     pub updated_input: Option<Value>,
     pub reason: Option<String>,
     /// The standing rule that answered, or that Allow always created.
     pub rule: Option<Rule>,
-    pub answered_by: Option<String>,
+    pub answered_by: Option<AnsweredBy>,
     pub actor: Option<String>,
     pub resolved_at: Option<Timestamp>,
     /// The card in the browser.

@@ -85,7 +85,7 @@ impl<'de, T: Spelling> Deserialize<'de> for Stored<T> {
 /// table of spellings.
 macro_rules! spelled_by_as_str {
     ($($ty:ty),* $(,)?) => {$(
-        impl $crate::protocol::Spelling for $ty {
+        impl $crate::protocol::stored::Spelling for $ty {
             const ALL: &'static [Self] = &<$ty>::ALL;
 
             fn spelling(self) -> &'static str {
@@ -99,18 +99,35 @@ pub(crate) use spelled_by_as_str;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::{Mode, RuleScope, Scope};
+
+    /// A closed set of the test's own.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    enum Scope {
+        Admin,
+        Approve,
+        Gates,
+    }
+
+    impl Spelling for Scope {
+        const ALL: &'static [Self] = &[Scope::Admin, Scope::Approve, Scope::Gates];
+
+        fn spelling(self) -> &'static str {
+            match self {
+                Scope::Admin => "admin",
+                Scope::Approve => "approve",
+                Scope::Gates => "gates",
+            }
+        }
+    }
 
     #[test]
     fn every_value_reads_back_as_written() {
-        for mode in Mode::ALL {
-            assert_eq!(Stored::<Mode>::read(mode.as_str()), Stored::Known(mode));
-        }
         for scope in Scope::ALL {
-            assert_eq!(Stored::<Scope>::read(scope.as_str()).known(), Some(scope));
-        }
-        for scope in RuleScope::ALL {
-            assert_eq!(RuleScope::from_spelling(scope.as_str()), Some(scope));
+            assert_eq!(
+                Stored::<Scope>::read(scope.spelling()),
+                Stored::Known(*scope)
+            );
+            assert_eq!(Scope::from_spelling(scope.spelling()), Some(*scope));
         }
     }
 
@@ -130,9 +147,8 @@ mod tests {
             assert_eq!(stored, Stored::Unknown(raw.to_owned()), "{raw:?}");
             assert_eq!(stored.known(), None);
             assert_eq!(stored.as_str(), raw);
+            assert_eq!(stored.or(Scope::Gates), Scope::Gates);
         }
-        assert_eq!(Stored::<Mode>::read("auto-edit").or(Mode::Ask), Mode::Ask);
-        assert_eq!(Stored::<Mode>::read("YOLO").or(Mode::Ask), Mode::Ask);
     }
 
     #[test]

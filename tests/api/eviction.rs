@@ -37,7 +37,7 @@ async fn wait_live(ts: &TestServer, n: usize, what: &str) {
 }
 
 async fn history(ts: &TestServer, sid: &str) -> Vec<ChatMessage> {
-    ts.core().conversation(sid).await.unwrap()
+    ts.core().conversation(&sid.into()).await.unwrap()
 }
 
 #[tokio::test]

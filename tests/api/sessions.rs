@@ -304,7 +304,7 @@ async fn delete_cancels_a_running_turn_first() {
         feed.next_frame(SOON).await.is_none(),
         "stream of a deleted session should end"
     );
-    assert_eq!(ts.core().running_turn_id(&sid), None);
+    assert_eq!(ts.core().running_turn_id(&sid.as_str().into()), None);
     ts.get(&format!("/api/v1/sessions/{sid}"))
         .await
         .expect_error(404, "unknown_session");
@@ -446,7 +446,7 @@ async fn message_with_invalid_mode_is_refused_and_changes_nothing() {
         .expect_error(400, "invalid_approval_mode");
     }
     assert_eq!(ts.state().await, before);
-    assert_eq!(ts.core().running_turn_id(&sid), None);
+    assert_eq!(ts.core().running_turn_id(&sid.as_str().into()), None);
 }
 
 #[tokio::test]

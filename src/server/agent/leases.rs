@@ -8,6 +8,7 @@
 //! lease fences every write of the turn in the store.
 
 use super::service::Agent;
+use crate::protocol::SessionId;
 use crate::server::store::{LEASE_RENEW, LeasedTurn, StoreError};
 
 /// What a renewal says about a turn running here.
@@ -60,7 +61,7 @@ impl Agent {
         if running.is_empty() {
             return Ok(());
         }
-        let sessions: Vec<String> = running.iter().map(|(s, _)| s.clone()).collect();
+        let sessions: Vec<SessionId> = running.iter().map(|(s, _)| s.clone()).collect();
         let held = coordination.renew_leases(&sessions).await?;
         for (session_id, turn_id) in &running {
             let lease = held
@@ -87,7 +88,7 @@ impl Agent {
         let Some(coordination) = &self.deps().coordination else {
             return Ok(0);
         };
-        let running: Vec<String> = hub.running_turns().into_iter().map(|(s, _)| s).collect();
+        let running: Vec<SessionId> = hub.running_turns().into_iter().map(|(s, _)| s).collect();
         let claimed = coordination.claim_lapsed_turns(&running).await?;
         let mut started = 0;
         for LeasedTurn {

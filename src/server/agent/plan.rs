@@ -1,12 +1,12 @@
 //! Plan mode's record, as a turn changes it: where an approved plan returns to, and leaving
 //! plan mode (a `mode_changed` event, under the session's serial lock).
 
-use crate::protocol::{EventBody, Mode, ModeSource};
+use crate::protocol::{EventBody, Mode, ModeSource, SessionId};
 use crate::server::hub::Hub;
 use crate::server::store::{NewEvent, StoreError};
 
 /// Where a plan returns to by default: the mode before plan, else `ask`.
-pub async fn pre_plan_mode(hub: &Hub, session_id: &str) -> Mode {
+pub async fn pre_plan_mode(hub: &Hub, session_id: &SessionId) -> Mode {
     match hub.session(session_id).await {
         Ok(Some(row)) => row
             .pre_plan_mode
@@ -21,7 +21,7 @@ pub async fn pre_plan_mode(hub: &Hub, session_id: &str) -> Mode {
 /// session already left plan mode. Returns the mode now in force.
 pub async fn leave_plan(
     hub: &Hub,
-    session_id: &str,
+    session_id: &SessionId,
     next: Mode,
     actor: &str,
 ) -> Result<Mode, StoreError> {
@@ -30,7 +30,7 @@ pub async fn leave_plan(
     let row = hub
         .session(session_id)
         .await?
-        .ok_or_else(|| StoreError::UnknownSession(session_id.to_owned()))?;
+        .ok_or_else(|| StoreError::UnknownSession(session_id.to_string()))?;
     let previous = row.mode();
     if previous != Mode::Plan {
         return Ok(previous);

@@ -15,8 +15,8 @@ use super::deps::Deps;
 use super::provider::{ChatMessage, CompletionRequest, ProviderError, ToolCallRequest};
 use super::{SYSTEM_PROMPT, class_of, tool_result_text};
 use crate::protocol::{
-    ApprovalRequest, ApprovalRequestBody, EventBody, GateReason, Mode, ToolClass, ToolStatus,
-    TurnStatus, Verdict,
+    ApprovalRequest, ApprovalRequestBody, EventBody, GateReason, Mode, SessionId, ToolClass,
+    ToolStatus, TurnStatus, Verdict,
 };
 use crate::server::gate::policy::{self, Outcome};
 use crate::server::gate::request;
@@ -138,7 +138,7 @@ async fn sealed_with_cancel(
 
 pub(super) struct Turn {
     pub(super) deps: Arc<Deps>,
-    pub(super) session_id: String,
+    pub(super) session_id: SessionId,
     pub(super) turn_id: String,
     pub(super) cancel: CancellationToken,
     /// The turn's approval mode; leaving plan mode changes it mid-turn.
@@ -611,7 +611,7 @@ impl Turn {
             sandbox: Arc::clone(&live.sandbox),
             settings: Some(SettingsAccess {
                 settings: Arc::new(self.deps.settings()),
-                session_id: self.session_id.clone(),
+                session_id: self.session_id.to_string(),
             }),
         }
     }

@@ -10,8 +10,8 @@ use serde_json::Value;
 
 use super::{Core, Error};
 use crate::protocol::{
-    AnsweredBy, ApprovalRequest, Decision, GateKind, Mode, Resolution, Rule, RuleScope, Spelling,
-    Timestamp,
+    AnsweredBy, ApprovalId, ApprovalRequest, Decision, GateKind, Mode, Resolution, Rule, RuleScope,
+    Spelling, Timestamp,
 };
 use crate::server::digest::{bound_call_digest, call_digest};
 use crate::server::gate::{edit_diff, resolve, rules};
@@ -340,7 +340,9 @@ impl Core {
         let decision = body.decision;
         // The gate is looked up first (one read on the hot path); the session is checked only
         // to tell an unknown session from an unknown approval.
-        let Some(gate) = self.repos.gates.get_gate(&session, approval_id).await? else {
+        // The caller's text until the store finds a gate under it.
+        let asked = ApprovalId::from(approval_id);
+        let Some(gate) = self.repos.gates.get_gate(&session, &asked).await? else {
             self.session_row(session_id).await?;
             return Err(Error::UnknownApproval(
                 approval_id.chars().take(64).collect(),

@@ -235,15 +235,6 @@ fn status_of(resolution: Option<&Resolution>) -> GateStatus {
     }
 }
 
-fn answered_by(by: AnsweredBy) -> &'static str {
-    match by {
-        AnsweredBy::User => "user",
-        AnsweredBy::Timeout => "timeout",
-        AnsweredBy::Rule => "rule",
-        AnsweredBy::System => "system",
-    }
-}
-
 /// Waits for the gate's deadline, then resolves it as expired unless someone answered first.
 async fn expire_later(
     hub: Hub,
@@ -319,13 +310,13 @@ impl Core {
             approval_id: body.approval_id.clone(),
             session_id: body.session_id.clone(),
             status: status_of(resolution),
-            decision: decision.map(|d| d.as_str().to_owned()),
+            decision,
             updated_input: resolution
                 .filter(|r| r.decision == Decision::Edit)
                 .and_then(|r| r.edits.clone()),
             reason: resolution.and_then(|r| r.reason.clone()),
             rule,
-            answered_by: resolution.map(|r| answered_by(r.answered_by).to_owned()),
+            answered_by: resolution.map(|r| r.answered_by),
             actor: resolution.map(|r| r.actor.clone()),
             resolved_at: resolution.map(|r| r.resolved_at.clone()),
             url: self
@@ -336,13 +327,17 @@ impl Core {
     }
 
     /// The gate's state as stored (a pending gate past its deadline is expired first).
-    async fn stored_state(&self, session_id: &str, approval_id: &str) -> Result<GateState, Error> {
+    async fn stored_state(
+        &self,
+        session_id: &SessionId,
+        approval_id: &ApprovalId,
+    ) -> Result<GateState, Error> {
         let gate = self
             .repos
             .gates
             .get_gate(session_id, approval_id)
             .await?
-            .ok_or_else(|| Error::UnknownApproval(approval_id.to_owned()))?;
+            .ok_or_else(|| Error::UnknownApproval(approval_id.to_string()))?;
         let resolution = match gate.resolution {
             Some(resolution) => Some(resolution),
             None if gate.request.body.expires_at.has_passed(Timestamp::now_ms()) => Some(
@@ -525,9 +520,18 @@ impl Core {
                     .external_gate(&existing)
                     .await?
                     .ok_or_else(|| Error::UnknownApproval(existing.clone()))?;
-                self.same_call(&checked, &gate.opened_by, &gate.session_id, &existing)
-                    .await?;
-                return Ok((false, self.stored_state(&gate.session_id, &existing).await?));
+                self.same_call(
+                    &checked,
+                    &gate.opened_by,
+                    &gate.session_id,
+                    &gate.approval_id,
+                )
+                .await?;
+                return Ok((
+                    false,
+                    self.stored_state(&gate.session_id, &gate.approval_id)
+                        .await?,
+                ));
             }
             Err(other) => return Err(other.into()),
         }
@@ -601,15 +605,15 @@ impl Core {
         &self,
         checked: &Checked,
         opened_by: &str,
-        session_id: &str,
-        approval_id: &str,
+        session_id: &SessionId,
+        approval_id: &ApprovalId,
     ) -> Result<(), Error> {
         let gate = self
             .repos
             .gates
             .get_gate(session_id, approval_id)
             .await?
-            .ok_or_else(|| Error::UnknownApproval(approval_id.to_owned()))?;
+            .ok_or_else(|| Error::UnknownApproval(approval_id.to_string()))?;
         let session = self.hub.session(session_id).await?;
         let owned = format!("{opened_by}\u{1f}{}", checked.external_session);
         let expected = self
@@ -716,7 +720,9 @@ impl Core {
         let gate = self.visible_gate(who, approval_id).await?;
         // Subscribe before reading, so a resolution in between is not missed.
         let mut feed = self.hub.subscribe(&gate.session_id);
-        let state = self.stored_state(&gate.session_id, approval_id).await?;
+        let state = self
+            .stored_state(&gate.session_id, &gate.approval_id)
+            .await?;
         if state.status != GateStatus::Pending {
             self.watches.forget(approval_id);
             return Ok(state);
@@ -767,7 +773,7 @@ impl Core {
             () = self.shutdown.cancelled() => {}
         }
         drop(feed);
-        self.stored_state(&gate.session_id, approval_id).await
+        self.stored_state(&gate.session_id, &gate.approval_id).await
     }
 
     /// `POST /api/v1/gates/{id}/cancel`: the outside agent no longer waits (answered in its
@@ -782,7 +788,7 @@ impl Core {
         let stored = self
             .repos
             .gates
-            .get_gate(&gate.session_id, approval_id)
+            .get_gate(&gate.session_id, &gate.approval_id)
             .await?
             .ok_or_else(|| Error::UnknownApproval(approval_id.to_owned()))?;
         if stored.resolution.is_none() {
@@ -814,7 +820,7 @@ impl Core {
                 Err(other) => return Err(other.into()),
             }
         }
-        self.stored_state(&gate.session_id, approval_id).await
+        self.stored_state(&gate.session_id, &gate.approval_id).await
     }
 
     /// Arms the deadline of every outside gate still pending (at start: their timers died

@@ -5,21 +5,21 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::Core;
-use crate::protocol::Event;
+use crate::protocol::{Event, SessionId};
 use crate::server::hub::Subscription;
 use crate::server::store::{Signal, StoreError};
 
 impl Core {
     /// A live subscription to an existing session's events (subscribe before reading pages,
     /// so nothing committed in between is missed).
-    pub fn subscribe(&self, session_id: &str) -> Subscription {
+    pub fn subscribe(&self, session_id: &SessionId) -> Subscription {
         self.hub.subscribe(session_id)
     }
 
     /// One page of the session's stored events with `seq > after`, oldest first.
     pub async fn feed_page(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         after: u64,
         limit: u32,
     ) -> Result<Vec<Event>, StoreError> {
@@ -42,14 +42,14 @@ impl Core {
     }
 
     /// The turn running in the session on this instance, if any.
-    pub fn running_turn_id(&self, session_id: &str) -> Option<String> {
+    pub fn running_turn_id(&self, session_id: &SessionId) -> Option<String> {
         self.hub.running_turn_id(session_id)
     }
 
     /// The conversation as the model is sent it, rebuilt from the log if it is not live.
     pub async fn conversation(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
     ) -> Result<Vec<crate::server::conversation::ChatMessage>, StoreError> {
         self.hub
             .history(session_id, |h| {

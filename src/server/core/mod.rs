@@ -31,7 +31,7 @@ use super::config::live::{Live, LiveConfig};
 use super::hub::Hub;
 use super::notifier::Notifier;
 use super::store::Repos;
-use crate::protocol::{EventBody, Mode};
+use crate::protocol::{EventBody, Mode, SessionId};
 
 /// The longest message a person may send, in characters (protocol.md).
 pub const MAX_MESSAGE_CHARS: usize = 32_768;
@@ -105,9 +105,11 @@ pub fn parse_mode(raw: &str) -> Result<Mode, Error> {
     Mode::parse(raw).ok_or(Error::InvalidApprovalMode)
 }
 
-fn parse_session_id(raw: &str) -> Result<String, Error> {
+/// A session id from a request, in its canonical spelling (the one the store keys on and the
+/// hub's map holds), or `unknown_session`.
+fn parse_session_id(raw: &str) -> Result<SessionId, Error> {
     uuid::Uuid::parse_str(raw)
-        .map(|u| u.hyphenated().to_string())
+        .map(|u| SessionId::new(u.hyphenated().to_string()))
         .map_err(|_| Error::UnknownSession(raw.chars().take(64).collect()))
 }
 

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{Answer, Core, Error};
-use crate::protocol::{ApprovalRequest, Timestamp};
+use crate::protocol::{ApprovalId, ApprovalRequest, Timestamp};
 use crate::server::passkey::{MAX_PASSKEYS, PasskeyError, Purpose, RelyingParty, relying_party};
 use crate::server::principal::{Principal, Scope};
 use crate::server::store::passkeys::{PasskeyRow, PasskeyRows};
@@ -234,7 +234,9 @@ impl Core {
         answer: &Answer,
     ) -> Result<(Value, String), Error> {
         let rp = self.relying_party(host)?;
-        let Some(gate) = self.repos.gates.get_gate(session_id, approval_id).await? else {
+        let session = super::parse_session_id(session_id)?;
+        let asked = ApprovalId::from(approval_id);
+        let Some(gate) = self.repos.gates.get_gate(&session, &asked).await? else {
             return Err(Error::UnknownApproval(
                 approval_id.chars().take(64).collect(),
             ));

@@ -41,7 +41,7 @@ impl Core {
         self.hub
             .session(&id)
             .await?
-            .ok_or(Error::UnknownSession(id))
+            .ok_or_else(|| Error::UnknownSession(id.into_string()))
     }
 
     /// The canonical id of an existing session, or `unknown_session`.
@@ -136,7 +136,7 @@ impl Core {
     }
 
     /// Where the turn holding `seq` starts (1 before the first message).
-    async fn turn_start(&self, session_id: &str, seq: u64) -> Result<u64, Error> {
+    async fn turn_start(&self, session_id: &SessionId, seq: u64) -> Result<u64, Error> {
         Ok(self
             .hub
             .turn_start_at_or_before(session_id, seq)

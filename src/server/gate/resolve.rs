@@ -10,7 +10,8 @@
 //! then reported `interrupted` (the tool may have started) and never re-run.
 
 use crate::protocol::{
-    AnsweredBy, ApprovalRequest, Decision, EventBody, GateKind, Resolution, Rule, Timestamp,
+    AnsweredBy, ApprovalRequest, Decision, EventBody, GateKind, Resolution, Rule, SessionId,
+    Timestamp,
 };
 use crate::server::hub::{Hub, Wake};
 use crate::server::principal::actors;
@@ -19,7 +20,7 @@ use crate::server::store::{Commit, GateChange, LeaseStep, NewEvent, StoreError};
 /// Commits `resolution` (and the rule Allow always creates) and wakes the waiting turn.
 pub async fn commit(
     hub: &Hub,
-    session_id: &str,
+    session_id: &SessionId,
     request: &ApprovalRequest,
     resolution: Resolution,
     new_rule: Option<Rule>,
@@ -31,7 +32,7 @@ pub async fn commit(
 /// counted in the same transaction.
 pub async fn commit_rule_use(
     hub: &Hub,
-    session_id: &str,
+    session_id: &SessionId,
     request: &ApprovalRequest,
     resolution: Resolution,
     rule_used: Option<String>,
@@ -42,7 +43,7 @@ pub async fn commit_rule_use(
 /// The compare-and-set with what commits beside it, then the wake-up.
 async fn commit_with(
     hub: &Hub,
-    session_id: &str,
+    session_id: &SessionId,
     request: &ApprovalRequest,
     resolution: Resolution,
     new_rule: Option<Rule>,
@@ -106,7 +107,7 @@ async fn commit_with(
 /// on the answer at once). Anywhere else the turn records `tool_started` itself.
 fn starts_tool_here(
     hub: &Hub,
-    session_id: &str,
+    session_id: &SessionId,
     request: &ApprovalRequest,
     resolution: &Resolution,
 ) -> bool {
@@ -121,7 +122,7 @@ fn starts_tool_here(
 /// did; either way returns the resolution that stands, and wakes the waiting turn.
 pub async fn by_server(
     hub: &Hub,
-    session_id: &str,
+    session_id: &SessionId,
     request: &ApprovalRequest,
     decision: Decision,
     answered_by: AnsweredBy,

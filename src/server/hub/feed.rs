@@ -11,7 +11,7 @@ use std::sync::atomic::Ordering;
 use tokio::sync::broadcast;
 
 use super::{Handle, Hub, lock};
-use crate::protocol::{Event, EventBody, Mode, Timestamp};
+use crate::protocol::{Event, EventBody, Mode, SessionId, Timestamp};
 use crate::server::store::{Commit, NewEvent, StoreError};
 
 /// Live capacity per watched session; a subscriber that falls further behind re-reads the
@@ -77,7 +77,7 @@ impl Handle {
 
 impl Hub {
     /// Subscribe before reading the store, so nothing committed in between is missed.
-    pub fn subscribe(&self, session_id: &str) -> Subscription {
+    pub fn subscribe(&self, session_id: &SessionId) -> Subscription {
         let handle = self.enter(session_id);
         let receiver = {
             let mut feed = lock(&handle.session.feed);
@@ -95,7 +95,7 @@ impl Hub {
 
     pub async fn append(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         events: Vec<NewEvent>,
         set_mode: Option<Mode>,
     ) -> Result<Vec<Event>, StoreError> {
@@ -109,7 +109,7 @@ impl Hub {
     /// react to the event that announces it.
     pub async fn commit(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         events: Vec<NewEvent>,
         commit: Commit,
         on_commit: impl FnOnce(),
@@ -171,7 +171,11 @@ impl Hub {
     /// goes out to this instance's subscribers, in seq order, and wakes what it resolved.
     /// `hint` is the first seq a notification announced (where to start when nothing was
     /// published here yet). A session without live state here needs nothing.
-    pub async fn catch_up(&self, session_id: &str, hint: Option<u64>) -> Result<(), StoreError> {
+    pub async fn catch_up(
+        &self,
+        session_id: &SessionId,
+        hint: Option<u64>,
+    ) -> Result<(), StoreError> {
         let Some(handle) = self.get(session_id) else {
             return Ok(());
         };
@@ -186,7 +190,7 @@ impl Hub {
 
     /// The sessions this instance watches or waits in (subscribers, parked gates): those whose
     /// other-instance events it must not miss.
-    pub fn watched_sessions(&self) -> Vec<(String, u64)> {
+    pub fn watched_sessions(&self) -> Vec<(SessionId, u64)> {
         self.live()
             .iter()
             .filter(|s| {
@@ -206,7 +210,7 @@ impl Hub {
         if watched.is_empty() {
             return Ok(());
         }
-        let ids: Vec<String> = watched.iter().map(|(id, _)| id.clone()).collect();
+        let ids: Vec<SessionId> = watched.iter().map(|(id, _)| id.clone()).collect();
         let Some(coordination) = &self.shared.coordination else {
             return Ok(());
         };
@@ -224,7 +228,12 @@ impl Hub {
     }
 
     /// Sends a transient event to whoever is watching; it is never stored or replayed.
-    pub fn publish_transient(&self, session_id: &str, turn_id: Option<&str>, body: EventBody) {
+    pub fn publish_transient(
+        &self,
+        session_id: &SessionId,
+        turn_id: Option<&str>,
+        body: EventBody,
+    ) {
         let Some(handle) = self.get(session_id) else {
             return;
         };
@@ -247,7 +256,7 @@ impl Hub {
     }
 
     /// A deleted session: its subscribers see their stream end, its memo goes.
-    pub fn forget(&self, session_id: &str) {
+    pub fn forget(&self, session_id: &SessionId) {
         if let Some(handle) = self.get(session_id) {
             lock(&handle.session.feed).take();
             if let Ok(mut memo) = handle.session.history.try_lock() {
@@ -257,14 +266,14 @@ impl Hub {
     }
 
     /// Every event of a session, oldest first, read in pages.
-    pub async fn all_events(&self, session_id: &str) -> Result<Vec<Event>, StoreError> {
+    pub async fn all_events(&self, session_id: &SessionId) -> Result<Vec<Event>, StoreError> {
         self.events_since(session_id, 0).await
     }
 
     /// Every event with `seq > after`, oldest first, read in pages.
     pub async fn events_since(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         mut after: u64,
     ) -> Result<Vec<Event>, StoreError> {
         let mut all = Vec::new();

@@ -2,7 +2,7 @@
 //! here, and writes events only through `commit` (`feed.rs`).
 
 use super::Hub;
-use crate::protocol::Event;
+use crate::protocol::{Event, SessionId};
 use crate::server::store::{SessionRow, StoreError};
 
 impl Hub {
@@ -20,12 +20,12 @@ impl Hub {
         self.log().list_sessions().await
     }
 
-    pub async fn session(&self, id: &str) -> Result<Option<SessionRow>, StoreError> {
+    pub async fn session(&self, id: &SessionId) -> Result<Option<SessionRow>, StoreError> {
         self.log().get_session(id).await
     }
 
     /// Removes the session and its log; `false` when it did not exist.
-    pub async fn delete_session(&self, id: &str) -> Result<bool, StoreError> {
+    pub async fn delete_session(&self, id: &SessionId) -> Result<bool, StoreError> {
         self.log().delete_session(id).await
     }
 
@@ -43,7 +43,7 @@ impl Hub {
     /// One page of events with `seq > after`, oldest first, at most `limit`.
     pub async fn events_after(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         after: u64,
         limit: u32,
     ) -> Result<Vec<Event>, StoreError> {
@@ -53,14 +53,20 @@ impl Hub {
     /// The seq where the turn holding `seq` starts (its `user_message`).
     pub async fn turn_start_at_or_before(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         seq: u64,
     ) -> Result<Option<u64>, StoreError> {
         self.log().turn_start_at_or_before(session_id, seq).await
     }
 
     /// Sessions whose last turn never finished (restart recovery).
-    pub async fn unfinished_turns(&self) -> Result<Vec<String>, StoreError> {
-        self.log().sessions_with_unfinished_turns().await
+    pub async fn unfinished_turns(&self) -> Result<Vec<SessionId>, StoreError> {
+        Ok(self
+            .log()
+            .sessions_with_unfinished_turns()
+            .await?
+            .into_iter()
+            .map(SessionId::from)
+            .collect())
     }
 }

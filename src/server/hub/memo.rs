@@ -11,7 +11,7 @@
 use std::sync::atomic::Ordering;
 
 use super::{Handle, Hub};
-use crate::protocol::Event;
+use crate::protocol::{Event, SessionId};
 use crate::server::conversation::history::SessionHistory;
 use crate::server::store::StoreError;
 
@@ -22,7 +22,7 @@ impl Hub {
     /// Brings the session's history up to the log's end and reads it with `read`.
     pub async fn history<T>(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         read: impl FnOnce(&SessionHistory) -> T,
     ) -> Result<T, StoreError> {
         let handle = self.enter(session_id);

@@ -39,7 +39,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use tokio::sync::{Mutex as AsyncMutex, broadcast, oneshot};
 
-use crate::protocol::ApprovalId;
+use crate::protocol::{ApprovalId, SessionId};
 use crate::server::conversation::history::SessionHistory;
 use crate::server::store::{Coordination, EventLog};
 
@@ -55,11 +55,11 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// Every live session by id. Only `Weak`s: the holders own the sessions, the map only finds
 /// them. No `Arc<Session>` may be dropped while this is locked (its drop takes the lock).
-type SessionMap = Mutex<HashMap<String, Weak<Session>>>;
+type SessionMap = Mutex<HashMap<SessionId, Weak<Session>>>;
 
 /// The live state of one session.
 struct Session {
-    id: String,
+    id: SessionId,
     /// The map this session is listed in, which its drop takes it out of.
     map: Arc<SessionMap>,
     /// 1 in the lock order.
@@ -77,9 +77,9 @@ struct Session {
 }
 
 impl Session {
-    fn new(id: &str, map: Arc<SessionMap>) -> Session {
+    fn new(id: &SessionId, map: Arc<SessionMap>) -> Session {
         Session {
-            id: id.to_owned(),
+            id: id.clone(),
             map,
             serial: AsyncMutex::new(()),
             append: AsyncMutex::new(()),
@@ -150,7 +150,7 @@ impl Hub {
     }
 
     /// The session's live state, created on first use.
-    pub fn enter(&self, session_id: &str) -> Handle {
+    pub fn enter(&self, session_id: &SessionId) -> Handle {
         let mut sessions = lock(&self.shared.sessions);
         // A session whose last holder is letting go right now does not upgrade: it gets a
         // successor, and its own drop leaves the successor's entry alone.
@@ -167,7 +167,7 @@ impl Hub {
     }
 
     /// The session's live state if it has any (a lookup never creates an entry).
-    pub fn get(&self, session_id: &str) -> Option<Handle> {
+    pub fn get(&self, session_id: &SessionId) -> Option<Handle> {
         let session = lock(&self.shared.sessions)
             .get(session_id)
             .and_then(Weak::upgrade)?;
@@ -190,7 +190,7 @@ impl Hub {
 }
 
 impl Handle {
-    pub fn session_id(&self) -> &str {
+    pub fn session_id(&self) -> &SessionId {
         &self.session.id
     }
 

@@ -7,7 +7,7 @@
 use tokio::sync::oneshot;
 
 use super::{Handle, Hub, lock};
-use crate::protocol::{ApprovalId, Resolution};
+use crate::protocol::{ApprovalId, Resolution, SessionId};
 
 /// What a parked turn is woken with.
 #[derive(Debug)]
@@ -35,7 +35,7 @@ impl Hub {
     /// Parks a waiter for `approval_id` in `session_id`; keep the guard alive while waiting.
     pub fn park(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         approval_id: &ApprovalId,
     ) -> (ParkGuard, oneshot::Receiver<Wake>) {
         let handle = self.enter(session_id);
@@ -52,7 +52,7 @@ impl Hub {
 
     /// Hands a committed resolution to the waiter, if one is parked. `false` when none is
     /// (it already left, or the gate belongs to a turn this process is not running).
-    pub fn wake(&self, session_id: &str, resolution: Resolution) -> bool {
+    pub fn wake(&self, session_id: &SessionId, resolution: Resolution) -> bool {
         self.wake_with(
             session_id,
             Wake {
@@ -63,7 +63,7 @@ impl Hub {
     }
 
     /// `wake`, saying whether the call's `tool_started` was committed with the resolution.
-    pub fn wake_with(&self, session_id: &str, wake: Wake) -> bool {
+    pub fn wake_with(&self, session_id: &SessionId, wake: Wake) -> bool {
         let Some(handle) = self.get(session_id) else {
             return false;
         };
@@ -74,7 +74,7 @@ impl Hub {
         }
     }
 
-    pub fn is_parked(&self, session_id: &str, approval_id: &str) -> bool {
+    pub fn is_parked(&self, session_id: &SessionId, approval_id: &ApprovalId) -> bool {
         self.get(session_id)
             .is_some_and(|h| lock(&h.session.parked).contains_key(approval_id))
     }

@@ -44,44 +44,62 @@ fn said(text: &str) -> NewEvent {
 async fn a_session_lives_exactly_while_something_holds_it() {
     let (_dir, hub) = hub_with_session("s").await;
     assert_eq!(hub.live_sessions(), 0);
-    hub.append("s", vec![said("a")], None).await.unwrap();
+    hub.append(&"s".into(), vec![said("a")], None)
+        .await
+        .unwrap();
     assert_eq!(
         hub.live_sessions(),
         0,
         "an append alone leaves nothing behind"
     );
 
-    let feed = hub.subscribe("s");
+    let feed = hub.subscribe(&"s".into());
     assert_eq!(hub.live_sessions(), 1, "a subscriber holds it");
     drop(feed);
     assert_eq!(hub.live_sessions(), 0);
 
-    let lease = hub.try_start("s", "t1").unwrap();
-    assert!(hub.try_start("s", "t2").is_none(), "one turn at a time");
-    assert_eq!(hub.running_turn_id("s").as_deref(), Some("t1"));
+    let lease = hub.try_start(&"s".into(), "t1").unwrap();
+    assert!(
+        hub.try_start(&"s".into(), "t2").is_none(),
+        "one turn at a time"
+    );
+    assert_eq!(hub.running_turn_id(&"s".into()).as_deref(), Some("t1"));
     drop(lease);
     assert_eq!(hub.live_sessions(), 0, "a finished turn lets go");
-    assert_eq!(hub.running_turn_id("s"), None);
+    assert_eq!(hub.running_turn_id(&"s".into()), None);
 
-    let (guard, _rx) = hub.park("s", &"g".into());
-    assert!(hub.is_parked("s", "g"));
+    let (guard, _rx) = hub.park(&"s".into(), &"g".into());
+    assert!(hub.is_parked(&"s".into(), &"g".into()));
     assert_eq!(hub.live_sessions(), 1, "a parked gate holds it");
     drop(guard);
     assert_eq!(hub.live_sessions(), 0);
-    assert!(!hub.is_parked("s", "g"));
+    assert!(!hub.is_parked(&"s".into(), &"g".into()));
 }
 
 #[tokio::test]
 async fn a_rebuilt_history_equals_the_one_kept_alive() {
     let (_dir, hub) = hub_with_session("s").await;
-    let lease = hub.try_start("s", "t").unwrap();
-    hub.append("s", vec![said("one")], None).await.unwrap();
-    let kept = hub.history("s", |h| h.messages().to_vec()).await.unwrap();
-    hub.append("s", vec![said("two")], None).await.unwrap();
-    let kept_more = hub.history("s", |h| h.messages().to_vec()).await.unwrap();
+    let lease = hub.try_start(&"s".into(), "t").unwrap();
+    hub.append(&"s".into(), vec![said("one")], None)
+        .await
+        .unwrap();
+    let kept = hub
+        .history(&"s".into(), |h| h.messages().to_vec())
+        .await
+        .unwrap();
+    hub.append(&"s".into(), vec![said("two")], None)
+        .await
+        .unwrap();
+    let kept_more = hub
+        .history(&"s".into(), |h| h.messages().to_vec())
+        .await
+        .unwrap();
     drop(lease);
     assert_eq!(hub.live_sessions(), 0);
-    let rebuilt = hub.history("s", |h| h.messages().to_vec()).await.unwrap();
+    let rebuilt = hub
+        .history(&"s".into(), |h| h.messages().to_vec())
+        .await
+        .unwrap();
     assert_eq!(kept.len(), 1);
     assert_eq!(rebuilt, kept_more);
     assert_eq!(*rebuilt[1], ChatMessage::User("two".into()));
@@ -90,8 +108,8 @@ async fn a_rebuilt_history_equals_the_one_kept_alive() {
 #[tokio::test]
 async fn live_events_reach_subscribers_in_order_and_not_after_forget() {
     let (_dir, hub) = hub_with_session("s").await;
-    let mut feed = hub.subscribe("s");
-    hub.append("s", vec![said("a"), said("b")], None)
+    let mut feed = hub.subscribe(&"s".into());
+    hub.append(&"s".into(), vec![said("a"), said("b")], None)
         .await
         .unwrap();
     for want in [1, 2] {
@@ -100,14 +118,14 @@ async fn live_events_reach_subscribers_in_order_and_not_after_forget() {
             other => panic!("{other:?}"),
         }
     }
-    hub.forget("s");
+    hub.forget(&"s".into());
     assert!(feed.receiver.recv().await.is_err(), "the stream ends");
 }
 
 #[tokio::test]
 async fn exactly_one_of_fifty_concurrent_wakers_reaches_the_waiter() {
     let (_dir, hub) = hub_with_session("s").await;
-    let (guard, rx) = hub.park("s", &"g".into());
+    let (guard, rx) = hub.park(&"s".into(), &"g".into());
     let mut tasks = Vec::new();
     for i in 0..50 {
         let hub = hub.clone();
@@ -117,7 +135,7 @@ async fn exactly_one_of_fifty_concurrent_wakers_reaches_the_waiter() {
             } else {
                 Decision::Deny
             };
-            hub.wake("s", resolution("g", decision))
+            hub.wake(&"s".into(), resolution("g", decision))
         }));
     }
     let mut woke = 0;
@@ -137,17 +155,17 @@ async fn an_aborted_waiter_leaves_no_entry() {
     let (_dir, hub) = hub_with_session("s").await;
     let waiting = hub.clone();
     let task = tokio::spawn(async move {
-        let (_guard, rx) = waiting.park("s", &"b".into());
+        let (_guard, rx) = waiting.park(&"s".into(), &"b".into());
         let _ = rx.await;
     });
-    while !hub.is_parked("s", "b") {
+    while !hub.is_parked(&"s".into(), &"b".into()) {
         tokio::task::yield_now().await;
     }
     task.abort();
     let _ = task.await;
-    assert!(!hub.is_parked("s", "b"));
+    assert!(!hub.is_parked(&"s".into(), &"b".into()));
     assert_eq!(hub.live_sessions(), 0);
-    assert!(!hub.wake("s", resolution("b", Decision::Approve)));
+    assert!(!hub.wake(&"s".into(), resolution("b", Decision::Approve)));
 }
 
 /// Two hubs on one PostgreSQL database are two instances. With every notification lost (no
@@ -169,7 +187,7 @@ async fn the_sweep_alone_catches_up_with_another_instance() {
     here.create_session(&crate::server::store::conformance::session("S"))
         .await
         .unwrap();
-    let mut feed = here.subscribe("S");
+    let mut feed = here.subscribe(&"S".into());
     let gate: crate::protocol::ApprovalRequest = serde_json::from_value(serde_json::json!({
         "turn_id": "turn", "approval_id": "g", "session_id": "S", "call_id": "c",
         "kind": "tool", "tool": "shell", "class": "exec", "args": {"command": "ls"},
@@ -179,17 +197,17 @@ async fn the_sweep_alone_catches_up_with_another_instance() {
         "timeout_outcome": "deny"
     }))
     .unwrap();
-    let (_guard, woken) = here.park("S", &"g".into());
+    let (_guard, woken) = here.park(&"S".into(), &"g".into());
     let open = Commit {
         gate: Some(GateChange::Open(Box::new(gate))),
         ..Commit::default()
     };
-    here.commit("S", vec![said("asks")], open, || ())
+    here.commit(&"S".into(), vec![said("asks")], open, || ())
         .await
         .unwrap();
     // The other instance says something and answers the gate; nobody tells this one.
     there
-        .append("S", vec![said("elsewhere")], None)
+        .append(&"S".into(), vec![said("elsewhere")], None)
         .await
         .unwrap();
     let answer = resolution("g", Decision::Approve);
@@ -202,11 +220,11 @@ async fn the_sweep_alone_catches_up_with_another_instance() {
     };
     let event = NewEvent::new(Some("turn"), EventBody::ApprovalResolved(answer.clone()));
     there
-        .commit("S", vec![event], resolve, || ())
+        .commit(&"S".into(), vec![event], resolve, || ())
         .await
         .unwrap();
     assert!(
-        here.is_parked("S", "g"),
+        here.is_parked(&"S".into(), &"g".into()),
         "nothing arrived by itself: still parked"
     );
 
@@ -255,7 +273,7 @@ async fn handles_dropped_at_the_same_moment_leave_no_entry() {
         .collect();
     for round in 0..20_000 {
         for holder in &holders {
-            holder.send(hub.enter("s")).unwrap();
+            holder.send(hub.enter(&"s".into())).unwrap();
         }
         start.wait();
         done.wait();
@@ -273,7 +291,7 @@ async fn handles_dropped_at_the_same_moment_leave_no_entry() {
 async fn an_enter_racing_the_last_drop_keeps_its_own_entry() {
     let (_dir, hub) = hub_with_session("s").await;
     for round in 0..2_000 {
-        let leaving = hub.enter("s");
+        let leaving = hub.enter(&"s".into());
         let barrier = Arc::new(std::sync::Barrier::new(2));
         let dropper = {
             let barrier = Arc::clone(&barrier);
@@ -286,13 +304,13 @@ async fn an_enter_racing_the_last_drop_keeps_its_own_entry() {
             let (barrier, hub) = (Arc::clone(&barrier), hub.clone());
             std::thread::spawn(move || {
                 barrier.wait();
-                hub.enter("s")
+                hub.enter(&"s".into())
             })
         };
         dropper.join().unwrap();
         let kept = entering.join().unwrap();
         assert!(
-            hub.get("s").is_some(),
+            hub.get(&"s".into()).is_some(),
             "round {round}: the newcomer's entry was taken out under it"
         );
         assert_eq!(hub.live_sessions(), 1);

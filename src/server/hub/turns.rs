@@ -7,6 +7,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::{Handle, Hub, lock};
+use crate::protocol::SessionId;
 
 pub(super) struct RunningTurn {
     turn_id: String,
@@ -28,7 +29,7 @@ pub struct TurnLease {
 }
 
 impl TurnLease {
-    pub fn session_id(&self) -> &str {
+    pub fn session_id(&self) -> &SessionId {
         self.handle.session_id()
     }
 }
@@ -47,7 +48,7 @@ impl Drop for TurnLease {
 
 impl Hub {
     /// Claims the session for a new turn; `None` when one is already running.
-    pub fn try_start(&self, session_id: &str, turn_id: &str) -> Option<TurnLease> {
+    pub fn try_start(&self, session_id: &SessionId, turn_id: &str) -> Option<TurnLease> {
         let handle = self.enter(session_id);
         let cancel = CancellationToken::new();
         let (finished_tx, finished_rx) = watch::channel(false);
@@ -74,7 +75,7 @@ impl Hub {
 
     fn with_running<T>(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         f: impl FnOnce(&mut Option<RunningTurn>) -> T,
     ) -> Option<T> {
         let handle = self.get(session_id)?;
@@ -85,7 +86,7 @@ impl Hub {
     /// Fixes how the turn ends: returns whether a cancel was requested, and makes any later
     /// cancel answer "no turn running", so a cancel that was answered 200 is never followed
     /// by a `completed` turn.
-    pub fn seal(&self, session_id: &str, turn_id: &str) -> bool {
+    pub fn seal(&self, session_id: &SessionId, turn_id: &str) -> bool {
         self.with_running(session_id, |running| match running {
             Some(turn) if turn.turn_id == turn_id => {
                 turn.sealed = true;
@@ -97,7 +98,7 @@ impl Hub {
     }
 
     /// Releases the session, if `turn_id` still holds it.
-    pub fn finish(&self, session_id: &str, turn_id: &str) {
+    pub fn finish(&self, session_id: &SessionId, turn_id: &str) {
         self.with_running(session_id, |running| {
             if running.as_ref().is_some_and(|t| t.turn_id == turn_id) {
                 running.take();
@@ -106,7 +107,7 @@ impl Hub {
     }
 
     /// Whether `turn_id` is running in the session and a cancel has been requested for it.
-    pub fn is_cancelling(&self, session_id: &str, turn_id: &str) -> bool {
+    pub fn is_cancelling(&self, session_id: &SessionId, turn_id: &str) -> bool {
         self.with_running(session_id, |running| {
             running
                 .as_ref()
@@ -115,7 +116,7 @@ impl Hub {
         .unwrap_or(false)
     }
 
-    pub fn running_turn_id(&self, session_id: &str) -> Option<String> {
+    pub fn running_turn_id(&self, session_id: &SessionId) -> Option<String> {
         self.with_running(session_id, |running| {
             running.as_ref().map(|t| t.turn_id.clone())
         })
@@ -123,7 +124,7 @@ impl Hub {
     }
 
     /// The turns this instance runs, as `(session, turn)`.
-    pub fn running_turns(&self) -> Vec<(String, String)> {
+    pub fn running_turns(&self) -> Vec<(SessionId, String)> {
         self.live()
             .iter()
             .filter_map(|s| {
@@ -136,7 +137,7 @@ impl Hub {
 
     /// Another instance took the turn over: its task here stops at its next await and writes
     /// nothing more (its writes would be refused anyway: the lease fences them).
-    pub fn lose(&self, session_id: &str, turn_id: &str) {
+    pub fn lose(&self, session_id: &SessionId, turn_id: &str) {
         self.with_running(session_id, |running| {
             if let Some(turn) = running.as_mut().filter(|t| t.turn_id == turn_id) {
                 turn.lost = true;
@@ -146,7 +147,7 @@ impl Hub {
     }
 
     /// Whether the turn was taken over by another instance (see `lose`).
-    pub fn is_lost(&self, session_id: &str, turn_id: &str) -> bool {
+    pub fn is_lost(&self, session_id: &SessionId, turn_id: &str) -> bool {
         self.with_running(session_id, |running| {
             running
                 .as_ref()
@@ -156,7 +157,7 @@ impl Hub {
     }
 
     /// Signals cancellation; returns the turn id that was asked to stop.
-    pub fn cancel(&self, session_id: &str) -> Option<String> {
+    pub fn cancel(&self, session_id: &SessionId) -> Option<String> {
         self.with_running(session_id, |running| {
             let turn = running.as_ref().filter(|t| !t.sealed)?;
             turn.cancel.cancel();
@@ -166,7 +167,7 @@ impl Hub {
     }
 
     /// Cancels the session's turn (if any) and waits up to `limit` for its task to end.
-    pub async fn cancel_and_wait(&self, session_id: &str, limit: Duration) -> bool {
+    pub async fn cancel_and_wait(&self, session_id: &SessionId, limit: Duration) -> bool {
         let finished = self.with_running(session_id, |running| {
             running.as_ref().map(|turn| {
                 turn.cancel.cancel();

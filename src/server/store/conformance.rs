@@ -385,9 +385,19 @@ async fn exactly_one_of_fifty_concurrent_resolutions_commits(store: Arc<dyn Stor
     // The losers appended nothing: one "ask" and one "resolved" event.
     assert_eq!(store.events_after("cas", 0, 100).await.unwrap().len(), 2);
     assert!(store.pending_gates(Some("cas")).await.unwrap().is_empty());
-    let row = store.get_gate("cas", "g-cas").await.unwrap().unwrap();
+    let row = store
+        .get_gate(&"cas".into(), &"g-cas".into())
+        .await
+        .unwrap()
+        .unwrap();
     assert!(row.resolution.is_some());
-    assert!(store.get_gate("other", "g-cas").await.unwrap().is_none());
+    assert!(
+        store
+            .get_gate(&"other".into(), &"g-cas".into())
+            .await
+            .unwrap()
+            .is_none()
+    );
     let unknown = Commit {
         gate: Some(GateChange::Resolve {
             resolution: resolution("nope", Decision::Approve),
@@ -526,7 +536,13 @@ async fn an_idempotency_key_names_one_gate(store: Arc<dyn Store>) {
         other => panic!("expected KeyUsed, got {other:?}"),
     }
     // Nothing of the refused open was kept.
-    assert!(store.get_gate(&sid, "g-ext-2").await.unwrap().is_none());
+    assert!(
+        store
+            .get_gate(&sid.as_str().into(), &"g-ext-2".into())
+            .await
+            .unwrap()
+            .is_none()
+    );
     let since = Timestamp::now().plus_ms(-60_000);
     assert_eq!(
         store
@@ -600,5 +616,11 @@ async fn a_nul_is_kept_in_events_and_refused_in_columns(store: Arc<dyn Store>) {
         .unwrap_err();
     assert!(matches!(err, StoreError::Unstorable(_)), "{err:?}");
     assert_eq!(store.events_after("nul", 0, 10).await.unwrap(), stored);
-    assert_eq!(store.get_gate("nul", "nul-gate").await.unwrap(), None);
+    assert_eq!(
+        store
+            .get_gate(&"nul".into(), &"nul-gate".into())
+            .await
+            .unwrap(),
+        None
+    );
 }

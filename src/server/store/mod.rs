@@ -204,7 +204,7 @@ pub enum LeaseStep {
 /// A turn's lease as the lease table knows it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LeasedTurn {
-    pub session_id: String,
+    pub session_id: SessionId,
     pub turn_id: String,
     /// Whether this instance owns it.
     pub mine: bool,
@@ -217,12 +217,12 @@ pub struct LeasedTurn {
 pub enum Signal {
     /// The session's log grew: seqs `first..=last` were committed.
     Appended {
-        session_id: String,
+        session_id: SessionId,
         first: u64,
         last: u64,
     },
     /// A cancel was requested for the session's turn.
-    CancelRequested { session_id: String },
+    CancelRequested { session_id: SessionId },
     /// The channel was interrupted: signals may have been missed, catch up everything.
     Missed,
 }
@@ -404,8 +404,8 @@ pub trait EventLog: Send + Sync + 'static {
 pub trait GateRepo: Send + Sync {
     async fn get_gate(
         &self,
-        session_id: &str,
-        approval_id: &str,
+        session_id: &SessionId,
+        approval_id: &ApprovalId,
     ) -> Result<Option<GateRow>, StoreError>;
 
     /// Pending gates, oldest first; of one session or of all.
@@ -530,16 +530,22 @@ pub trait Coordination: Send + Sync {
     async fn listen(&self) -> Result<tokio::sync::mpsc::UnboundedReceiver<Signal>, StoreError>;
 
     /// Each session's `last_seq`, for the given ids (a sweep that catches up missed signals).
-    async fn last_seqs(&self, session_ids: &[String]) -> Result<Vec<(String, u64)>, StoreError>;
+    async fn last_seqs(
+        &self,
+        session_ids: &[SessionId],
+    ) -> Result<Vec<(SessionId, u64)>, StoreError>;
 
     /// Extends this instance's leases on the turns of `session_ids`; returns the leases those
     /// sessions have now, this instance's or not (one held by another instance for a turn
     /// this one runs was taken over; none at all means the turn is starting or ending).
-    async fn renew_leases(&self, session_ids: &[String]) -> Result<Vec<LeasedTurn>, StoreError>;
+    async fn renew_leases(&self, session_ids: &[SessionId]) -> Result<Vec<LeasedTurn>, StoreError>;
 
     /// Takes over turns whose lease lapsed, and this instance's own leases on turns it does
     /// not run (`running`: the sessions whose turns it does run).
-    async fn claim_lapsed_turns(&self, running: &[String]) -> Result<Vec<LeasedTurn>, StoreError>;
+    async fn claim_lapsed_turns(
+        &self,
+        running: &[SessionId],
+    ) -> Result<Vec<LeasedTurn>, StoreError>;
 
     /// Asks whichever instance runs the session's turn to cancel it; the turn's id, or `None`
     /// when no turn holds the session (or it has already decided how it ends).

@@ -11,6 +11,7 @@
 
 use sqlx::PgPool;
 
+use crate::protocol::SessionId;
 use crate::server::store::{LEASE_TTL, LeasedTurn, StoreError};
 
 /// The lease's lifetime in seconds, as SQL wants it.
@@ -25,7 +26,7 @@ type LeaseTuple = (String, String, bool, bool);
 
 fn leased((session_id, turn_id, mine, cancel_requested): LeaseTuple) -> LeasedTurn {
     LeasedTurn {
-        session_id,
+        session_id: session_id.into(),
         turn_id,
         mine,
         cancel_requested,
@@ -35,7 +36,7 @@ fn leased((session_id, turn_id, mine, cancel_requested): LeaseTuple) -> LeasedTu
 pub async fn renew(
     pool: &PgPool,
     owner: &str,
-    session_ids: &[String],
+    session_ids: &[SessionId],
 ) -> Result<Vec<LeasedTurn>, StoreError> {
     if session_ids.is_empty() {
         return Ok(Vec::new());
@@ -51,7 +52,7 @@ pub async fn renew(
     )
     .bind(ttl_secs())
     .bind(owner)
-    .bind(session_ids)
+    .bind(super::read::ids_as_text(session_ids))
     .fetch_all(pool)
     .await?;
     Ok(rows.into_iter().map(leased).collect())
@@ -60,7 +61,7 @@ pub async fn renew(
 pub async fn claim_lapsed(
     pool: &PgPool,
     owner: &str,
-    running: &[String],
+    running: &[SessionId],
 ) -> Result<Vec<LeasedTurn>, StoreError> {
     // SKIP LOCKED: two instances scanning at once split the lapsed turns between them, and a
     // lease a turn's write holds `FOR SHARE` is not taken from under it.
@@ -75,7 +76,7 @@ pub async fn claim_lapsed(
     )
     .bind(owner)
     .bind(ttl_secs())
-    .bind(running)
+    .bind(super::read::ids_as_text(running))
     .bind(CLAIM_BATCH)
     .fetch_all(pool)
     .await?;

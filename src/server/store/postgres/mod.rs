@@ -196,8 +196,8 @@ impl EventLog for PgStore {
 impl GateRepo for PgStore {
     async fn get_gate(
         &self,
-        session_id: &str,
-        approval_id: &str,
+        session_id: &SessionId,
+        approval_id: &ApprovalId,
     ) -> Result<Option<GateRow>, StoreError> {
         read::get_gate(&self.pool, session_id, approval_id).await
     }
@@ -350,15 +350,21 @@ impl Coordination for PgStore {
         signals::listen(&self.pool, self.instance.clone()).await
     }
 
-    async fn last_seqs(&self, session_ids: &[String]) -> Result<Vec<(String, u64)>, StoreError> {
+    async fn last_seqs(
+        &self,
+        session_ids: &[SessionId],
+    ) -> Result<Vec<(SessionId, u64)>, StoreError> {
         read::last_seqs(&self.pool, session_ids).await
     }
 
-    async fn renew_leases(&self, session_ids: &[String]) -> Result<Vec<LeasedTurn>, StoreError> {
+    async fn renew_leases(&self, session_ids: &[SessionId]) -> Result<Vec<LeasedTurn>, StoreError> {
         lease::renew(&self.pool, &self.instance, session_ids).await
     }
 
-    async fn claim_lapsed_turns(&self, running: &[String]) -> Result<Vec<LeasedTurn>, StoreError> {
+    async fn claim_lapsed_turns(
+        &self,
+        running: &[SessionId],
+    ) -> Result<Vec<LeasedTurn>, StoreError> {
         lease::claim_lapsed(&self.pool, &self.instance, running).await
     }
 
@@ -488,7 +494,7 @@ pub(crate) mod tests {
             .await
             .unwrap();
         // Renewing: the owner keeps it, the other has nothing to renew or take yet.
-        let ids = ["L".to_owned()];
+        let ids = [SessionId::from("L")];
         let mine = |leases: Vec<LeasedTurn>| leases.iter().filter(|l| l.mine).count();
         assert_eq!(mine(a.renew_leases(&ids).await.unwrap()), 1);
         assert_eq!(

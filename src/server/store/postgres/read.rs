@@ -41,6 +41,11 @@ type AuditTuple = (i64, String, String, String, String, String, String, String);
 const TOKEN_COLUMNS: &str = "name, scope, secret_hash, created_at, last_used_at";
 type TokenTuple = (String, String, String, String, Option<String>);
 
+/// Session ids as a `TEXT[]` parameter.
+pub(super) fn ids_as_text(ids: &[SessionId]) -> Vec<&str> {
+    ids.iter().map(SessionId::as_str).collect()
+}
+
 /// A count or seq as PostgreSQL stores it (`BIGINT`, signed).
 pub(super) fn to_i64(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
@@ -319,18 +324,18 @@ pub async fn gate_by_idempotency_key(
 
 pub async fn last_seqs(
     pool: &PgPool,
-    session_ids: &[String],
-) -> Result<Vec<(String, u64)>, StoreError> {
+    session_ids: &[SessionId],
+) -> Result<Vec<(SessionId, u64)>, StoreError> {
     if session_ids.is_empty() {
         return Ok(Vec::new());
     }
     let rows: Vec<(String, i64)> =
         sqlx::query_as("SELECT id, last_seq FROM sessions WHERE id = ANY($1)")
-            .bind(session_ids)
+            .bind(ids_as_text(session_ids))
             .fetch_all(pool)
             .await?;
     Ok(rows
         .into_iter()
-        .map(|(id, seq)| (id, u64::try_from(seq).unwrap_or(0)))
+        .map(|(id, seq)| (id.into(), u64::try_from(seq).unwrap_or(0)))
         .collect())
 }

@@ -75,7 +75,7 @@ fn parse(payload: &str, instance: &str) -> Option<Signal> {
     let mut words = payload.split(' ');
     match words.next()? {
         "a" => {
-            let session_id = words.next()?.to_owned();
+            let session_id = words.next()?.into();
             let first = words.next()?.parse().ok()?;
             let last = words.next()?.parse().ok()?;
             (words.next()? != instance).then_some(Signal::Appended {
@@ -85,7 +85,7 @@ fn parse(payload: &str, instance: &str) -> Option<Signal> {
             })
         }
         "c" => Some(Signal::CancelRequested {
-            session_id: words.next()?.to_owned(),
+            session_id: words.next()?.into(),
         }),
         _ => None,
     }

@@ -205,8 +205,8 @@ impl EventLog for SqliteStore {
 impl GateRepo for SqliteStore {
     async fn get_gate(
         &self,
-        session_id: &str,
-        approval_id: &str,
+        session_id: &SessionId,
+        approval_id: &ApprovalId,
     ) -> Result<Option<GateRow>, StoreError> {
         self.lookup(|r| r.get_gate(session_id, approval_id))
     }
