@@ -1323,6 +1323,26 @@ async fn an_open_feed_ends_when_its_exact_token_stops_authenticating() {
     .is_err();
     assert!(still_open, "the current token's feed ended");
 
+    // A phone logged in with the token (the named-token cookie, no bearer) likewise.
+    let secret = token(&ts, "tablet", "approve").await;
+    let login = send(ts.anon(reqwest::Method::GET, &format!("/login?token={secret}"))).await;
+    assert_eq!(login.status.as_u16(), 303, "{login:?}");
+    let cookie = login.header("set-cookie").expect("Set-Cookie").to_owned();
+    let cookie = cookie.split(';').next().unwrap().trim().to_owned();
+    let by_cookie = reqwest::Client::new()
+        .get(format!("{}/api/v1/sessions/{sid}/events", ts.base))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(by_cookie.status(), 200);
+    ts.delete("/api/v1/tokens/tablet").await.expect(204);
+    token(&ts, "tablet", "approve").await;
+    assert!(
+        ends(by_cookie).await,
+        "the cookie's feed outlived its token"
+    );
+
     // Its stored scope turned into one this build cannot read.
     let odd = open(token(&ts, "odd", "approve").await).await;
     assert_eq!(

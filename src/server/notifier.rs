@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::protocol::ApprovalRequestBody;
+use crate::protocol::{ApprovalId, ApprovalRequestBody, SessionId};
 use crate::server::config::{Config, NotifyFormat};
 use crate::server::retry::{self, Attempt};
 use crate::text::{reveal_hidden, truncate};
@@ -82,7 +82,12 @@ impl Notifier {
     }
 
     /// The link to a card.
-    pub fn card_url(&self, config: &Config, session_id: &str, approval_id: &str) -> String {
+    pub fn card_url(
+        &self,
+        config: &Config,
+        session_id: &SessionId,
+        approval_id: &ApprovalId,
+    ) -> String {
         format!(
             "{}/sessions/{session_id}#gate-{approval_id}",
             self.base_url(config)
@@ -476,12 +481,12 @@ mod tests {
         let mut config = Config::default();
         notifier.set_listen_url("http://127.0.0.1:8080".into());
         assert_eq!(
-            notifier.card_url(&config, "s", "a"),
+            notifier.card_url(&config, &"s".into(), &"a".into()),
             "http://127.0.0.1:8080/sessions/s#gate-a"
         );
         config.server.public_url = "https://cs.example/".into();
         assert_eq!(
-            notifier.card_url(&config, "s", "a"),
+            notifier.card_url(&config, &"s".into(), &"a".into()),
             "https://cs.example/sessions/s#gate-a"
         );
         assert_eq!(

@@ -237,6 +237,8 @@ impl Core {
         let session = super::parse_session_id(session_id)?;
         let asked = ApprovalId::from(approval_id);
         let Some(gate) = self.repos.gates.get_gate(&session, &asked).await? else {
+            // As `decide` answers: an unknown session before an unknown approval.
+            self.session_row(&session).await?;
             return Err(Error::UnknownApproval(
                 approval_id.chars().take(64).collect(),
             ));

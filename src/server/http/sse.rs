@@ -53,6 +53,17 @@ pub async fn feed(
         "Last-Event-ID",
     )?;
     let cursor = after.max(last_event_id);
+    // A named token's feed ends when that exact token stops authenticating (checked every few
+    // seconds): the request was authorized once, the stream must not outlive the credential.
+    // Without the presented token in hand there is nothing to check it by: refused.
+    let token = match who.map(|w| w.0) {
+        Some(opened @ Principal::Token { .. }) if opened != Principal::startup_token() => {
+            let hash = super::auth::presented_token_hash(&state.credentials, &headers)
+                .ok_or(ApiError::Unauthorized)?;
+            Some(FeedToken { hash, opened })
+        }
+        _ => None,
+    };
     let session = state.core.existing_session_id(&sid).await?;
     let subscription = state.core.subscribe(&session);
     let pump = Pump {
@@ -63,16 +74,8 @@ pub async fn feed(
         _held: subscription.handle,
         ready: VecDeque::new(),
         caught_up: false,
-        // A named token's feed ends when the token is revoked (checked every few seconds):
-        // the request was authorized once, the stream must not outlive the credential.
-        token: who.and_then(|w| match w.0 {
-            opened @ Principal::Token { .. } if opened != Principal::startup_token() => {
-                let hash = super::auth::presented_token_hash(&state.credentials, &headers)?;
-                Some(FeedToken { hash, opened })
-            }
-            _ => None,
-        }),
-        recheck: tokio::time::interval(REVOKE_CHECK),
+        token,
+        recheck: revoke_checks(),
     };
     // The response body polls the pump directly: no task or channel per subscriber between
     // the broadcast and the socket.
@@ -116,6 +119,15 @@ struct Pump {
 struct FeedToken {
     hash: String,
     opened: Principal,
+}
+
+/// The first check one period after the feed opens (the request was just authorized); a
+/// stalled client that resumes gets one check, not a burst.
+fn revoke_checks() -> tokio::time::Interval {
+    let mut checks =
+        tokio::time::interval_at(tokio::time::Instant::now() + REVOKE_CHECK, REVOKE_CHECK);
+    checks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    checks
 }
 
 /// How often a named token's open feed checks that the token still exists.

@@ -33,7 +33,7 @@ impl Hub {
     /// changed.
     pub async fn rename_session(
         &self,
-        id: &str,
+        id: &SessionId,
         title: &str,
         only_if: Option<&str>,
     ) -> Result<bool, StoreError> {
@@ -61,12 +61,6 @@ impl Hub {
 
     /// Sessions whose last turn never finished (restart recovery).
     pub async fn unfinished_turns(&self) -> Result<Vec<SessionId>, StoreError> {
-        Ok(self
-            .log()
-            .sessions_with_unfinished_turns()
-            .await?
-            .into_iter()
-            .map(SessionId::from)
-            .collect())
+        self.log().sessions_with_unfinished_turns().await
     }
 }

@@ -8,7 +8,10 @@ use serde_json::{Value, json};
 
 use super::capability::{Grant, Holder, Signer};
 use super::encrypt::MAX_PLAINTEXT;
-use crate::protocol::{ApprovalRequestBody, Decision, GateKind, GateReason, Resolution, ToolClass};
+use crate::protocol::{
+    ApprovalId, ApprovalRequestBody, Decision, GateKind, GateReason, Resolution, SessionId,
+    ToolClass,
+};
 use crate::text::truncate;
 
 /// A push's plaintext, with how long the push service should keep it and which queued push
@@ -36,7 +39,7 @@ fn topic(approval_id: &str) -> String {
 }
 
 /// The card's own link, as a path (the worker opens it on its origin).
-pub fn card_path(session_id: &str, approval_id: &str) -> String {
+pub fn card_path(session_id: &SessionId, approval_id: &ApprovalId) -> String {
     format!("/sessions/{session_id}#gate-{approval_id}")
 }
 

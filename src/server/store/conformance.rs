@@ -172,36 +172,43 @@ async fn a_made_title_never_overwrites_a_rename(store: Arc<dyn Store>) {
     row.title = "New session".into();
     store.create_session(&row).await.unwrap();
     let title = |store: Arc<dyn Store>| async move {
-        store.get_session("titled").await.unwrap().unwrap().title
+        store
+            .get_session(&"titled".into())
+            .await
+            .unwrap()
+            .unwrap()
+            .title
     };
     assert!(
         store
-            .set_session_title("titled", "deploy notes", Some("New session"))
+            .set_session_title(&"titled".into(), "deploy notes", Some("New session"))
             .await
             .unwrap()
     );
     assert_eq!(title(store.clone()).await, "deploy notes");
     assert!(
         store
-            .set_session_title("titled", "mine", None)
+            .set_session_title(&"titled".into(), "mine", None)
             .await
             .unwrap()
     );
     assert!(
         !store
-            .set_session_title("titled", "from a message", Some("New session"))
+            .set_session_title(&"titled".into(), "from a message", Some("New session"))
             .await
             .unwrap()
     );
     assert_eq!(title(store.clone()).await, "mine");
     assert!(
         !store
-            .set_session_title("no-such-session", "x", None)
+            .set_session_title(&"no-such-session".into(), "x", None)
             .await
             .unwrap()
     );
     assert!(matches!(
-        store.set_session_title("titled", "bad\0title", None).await,
+        store
+            .set_session_title(&"titled".into(), "bad\0title", None)
+            .await,
         Err(StoreError::Unstorable(_))
     ));
     assert_eq!(title(store).await, "mine");
@@ -261,7 +268,7 @@ async fn seq_starts_at_one_and_has_no_gaps_under_concurrency(store: Arc<dyn Stor
         tasks.push(tokio::spawn(async move {
             store
                 .append(
-                    "seq",
+                    &"seq".into(),
                     vec![msg(&format!("a{i}")), msg(&format!("b{i}"))],
                     Commit::default(),
                 )
@@ -273,12 +280,22 @@ async fn seq_starts_at_one_and_has_no_gaps_under_concurrency(store: Arc<dyn Stor
         let evs = t.await.unwrap();
         assert_eq!(evs[1].seq.unwrap(), evs[0].seq.unwrap() + 1);
     }
-    let all = store.events_after("seq", 0, 1000).await.unwrap();
+    let all = store.events_after(&"seq".into(), 0, 1000).await.unwrap();
     let seqs: Vec<u64> = all.iter().map(|e| e.seq.unwrap()).collect();
     assert_eq!(seqs, (1..=40).collect::<Vec<_>>());
-    assert_eq!(store.events_after("seq", 38, 10).await.unwrap().len(), 2);
     assert_eq!(
-        store.turn_start_at_or_before("seq", 40).await.unwrap(),
+        store
+            .events_after(&"seq".into(), 38, 10)
+            .await
+            .unwrap()
+            .len(),
+        2
+    );
+    assert_eq!(
+        store
+            .turn_start_at_or_before(&"seq".into(), 40)
+            .await
+            .unwrap(),
         Some(40)
     );
 }
@@ -288,20 +305,28 @@ async fn append_to_unknown_session_fails_and_mode_follows_in_same_transaction(
 ) {
     assert!(matches!(
         store
-            .append("nope", vec![msg("x")], Commit::default())
+            .append(&"nope".into(), vec![msg("x")], Commit::default())
             .await,
         Err(StoreError::UnknownSession(_))
     ));
     store.create_session(&session("mode")).await.unwrap();
     store
-        .append("mode", vec![msg("x")], Commit::mode(Some(Mode::Plan)))
+        .append(
+            &"mode".into(),
+            vec![msg("x")],
+            Commit::mode(Some(Mode::Plan)),
+        )
         .await
         .unwrap();
     store
-        .append("mode", vec![msg("y")], Commit::mode(Some(Mode::Yolo)))
+        .append(
+            &"mode".into(),
+            vec![msg("y")],
+            Commit::mode(Some(Mode::Yolo)),
+        )
         .await
         .unwrap();
-    let row = store.get_session("mode").await.unwrap().unwrap();
+    let row = store.get_session(&"mode".into()).await.unwrap().unwrap();
     assert_eq!(row.approval_mode, Stored::Known(Mode::Yolo));
     assert_eq!(row.pre_plan_mode, Some(Stored::Known(Mode::Ask)));
     assert_eq!(row.plan_execution_mode, Some(Stored::Known(Mode::Yolo)));
@@ -312,11 +337,11 @@ async fn delete_removes_the_log_and_unfinished_turns_are_found(store: Arc<dyn St
     store.create_session(&session("del-a")).await.unwrap();
     store.create_session(&session("del-b")).await.unwrap();
     store
-        .append("del-a", vec![msg("x")], Commit::default())
+        .append(&"del-a".into(), vec![msg("x")], Commit::default())
         .await
         .unwrap();
     store
-        .append("del-b", vec![msg("y")], Commit::default())
+        .append(&"del-b".into(), vec![msg("y")], Commit::default())
         .await
         .unwrap();
     let finished = NewEvent::new(
@@ -327,15 +352,21 @@ async fn delete_removes_the_log_and_unfinished_turns_are_found(store: Arc<dyn St
         },
     );
     store
-        .append("del-b", vec![finished], Commit::default())
+        .append(&"del-b".into(), vec![finished], Commit::default())
         .await
         .unwrap();
     let unfinished = store.sessions_with_unfinished_turns().await.unwrap();
-    assert!(unfinished.contains(&"del-a".to_owned()), "{unfinished:?}");
-    assert!(!unfinished.contains(&"del-b".to_owned()), "{unfinished:?}");
-    assert!(store.delete_session("del-a").await.unwrap());
-    assert!(!store.delete_session("del-a").await.unwrap());
-    assert!(store.events_after("del-a", 0, 10).await.unwrap().is_empty());
+    assert!(unfinished.contains(&"del-a".into()), "{unfinished:?}");
+    assert!(!unfinished.contains(&"del-b".into()), "{unfinished:?}");
+    assert!(store.delete_session(&"del-a".into()).await.unwrap());
+    assert!(!store.delete_session(&"del-a".into()).await.unwrap());
+    assert!(
+        store
+            .events_after(&"del-a".into(), 0, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     let ids: Vec<String> = store
         .list_sessions()
         .await
@@ -352,7 +383,10 @@ async fn exactly_one_of_fifty_concurrent_resolutions_commits(store: Arc<dyn Stor
         gate: Some(GateChange::Open(Box::new(gate("cas", "g-cas")))),
         ..Commit::default()
     };
-    store.append("cas", vec![msg("ask")], open).await.unwrap();
+    store
+        .append(&"cas".into(), vec![msg("ask")], open)
+        .await
+        .unwrap();
     assert_eq!(store.pending_gates(Some("cas")).await.unwrap().len(), 1);
     let mut tasks = Vec::new();
     for i in 0..50 {
@@ -370,7 +404,9 @@ async fn exactly_one_of_fifty_concurrent_resolutions_commits(store: Arc<dyn Stor
                 }),
                 ..Commit::default()
             };
-            store.append("cas", vec![msg("resolved")], commit).await
+            store
+                .append(&"cas".into(), vec![msg("resolved")], commit)
+                .await
         }));
     }
     let mut won = 0;
@@ -383,7 +419,14 @@ async fn exactly_one_of_fifty_concurrent_resolutions_commits(store: Arc<dyn Stor
     }
     assert_eq!(won, 1);
     // The losers appended nothing: one "ask" and one "resolved" event.
-    assert_eq!(store.events_after("cas", 0, 100).await.unwrap().len(), 2);
+    assert_eq!(
+        store
+            .events_after(&"cas".into(), 0, 100)
+            .await
+            .unwrap()
+            .len(),
+        2
+    );
     assert!(store.pending_gates(Some("cas")).await.unwrap().is_empty());
     let row = store
         .get_gate(&"cas".into(), &"g-cas".into())
@@ -406,7 +449,7 @@ async fn exactly_one_of_fifty_concurrent_resolutions_commits(store: Arc<dyn Stor
         ..Commit::default()
     };
     assert!(matches!(
-        store.append("cas", vec![msg("x")], unknown).await,
+        store.append(&"cas".into(), vec![msg("x")], unknown).await,
         Err(StoreError::UnknownApproval(_))
     ));
 }
@@ -427,7 +470,10 @@ async fn the_audit_chain_is_one_line_under_concurrency(store: Arc<dyn Store>) {
                 gate: Some(GateChange::Open(Box::new(request))),
                 ..Commit::default()
             };
-            store.append("audit", vec![event], open).await.unwrap();
+            store
+                .append(&"audit".into(), vec![event], open)
+                .await
+                .unwrap();
         }));
     }
     for t in tasks {
@@ -528,10 +574,13 @@ async fn an_idempotency_key_names_one_gate(store: Arc<dyn Store>) {
         ..Commit::default()
     };
     store
-        .append(&sid, vec![msg("ask")], open("g-ext-1"))
+        .append(&sid.as_str().into(), vec![msg("ask")], open("g-ext-1"))
         .await
         .unwrap();
-    match store.append(&sid, vec![msg("ask")], open("g-ext-2")).await {
+    match store
+        .append(&sid.as_str().into(), vec![msg("ask")], open("g-ext-2"))
+        .await
+    {
         Err(StoreError::KeyUsed(existing)) => assert_eq!(existing, "g-ext-1"),
         other => panic!("expected KeyUsed, got {other:?}"),
     }
@@ -568,10 +617,10 @@ async fn an_idempotency_key_names_one_gate(store: Arc<dyn Store>) {
 async fn a_nul_is_kept_in_events_and_refused_in_columns(store: Arc<dyn Store>) {
     store.create_session(&session("nul")).await.unwrap();
     let stored = store
-        .append("nul", vec![msg("a\0b")], Commit::default())
+        .append(&"nul".into(), vec![msg("a\0b")], Commit::default())
         .await
         .unwrap();
-    let back = store.events_after("nul", 0, 10).await.unwrap();
+    let back = store.events_after(&"nul".into(), 0, 10).await.unwrap();
     assert_eq!(back, stored);
     assert!(matches!(&back[0].body, EventBody::UserMessage { text, .. } if text == "a\0b"));
 
@@ -579,7 +628,7 @@ async fn a_nul_is_kept_in_events_and_refused_in_columns(store: Arc<dyn Store>) {
     titled.title = "bad\0title".into();
     let err = store.create_session(&titled).await.unwrap_err();
     assert!(matches!(err, StoreError::Unstorable(_)), "{err:?}");
-    assert_eq!(store.get_session("nul-title").await.unwrap(), None);
+    assert_eq!(store.get_session(&"nul-title".into()).await.unwrap(), None);
 
     let token = TokenRow {
         name: "bad\0name".into(),
@@ -597,7 +646,7 @@ async fn a_nul_is_kept_in_events_and_refused_in_columns(store: Arc<dyn Store>) {
         .await
         .unwrap_err();
     assert!(matches!(err, StoreError::Unstorable(_)), "{err:?}");
-    assert_eq!(store.get_session("nul-ext").await.unwrap(), None);
+    assert_eq!(store.get_session(&"nul-ext".into()).await.unwrap(), None);
 
     let commit = Commit {
         gate: Some(GateChange::Open(Box::new(gate("nul", "nul-gate")))),
@@ -611,11 +660,14 @@ async fn a_nul_is_kept_in_events_and_refused_in_columns(store: Arc<dyn Store>) {
         ..Commit::default()
     };
     let err = store
-        .append("nul", vec![msg("x")], commit)
+        .append(&"nul".into(), vec![msg("x")], commit)
         .await
         .unwrap_err();
     assert!(matches!(err, StoreError::Unstorable(_)), "{err:?}");
-    assert_eq!(store.events_after("nul", 0, 10).await.unwrap(), stored);
+    assert_eq!(
+        store.events_after(&"nul".into(), 0, 10).await.unwrap(),
+        stored
+    );
     assert_eq!(
         store
             .get_gate(&"nul".into(), &"nul-gate".into())

@@ -353,17 +353,17 @@ pub trait EventLog: Send + Sync + 'static {
     /// Newest first.
     async fn list_sessions(&self) -> Result<Vec<SessionRow>, StoreError>;
 
-    async fn get_session(&self, id: &str) -> Result<Option<SessionRow>, StoreError>;
+    async fn get_session(&self, id: &SessionId) -> Result<Option<SessionRow>, StoreError>;
 
     /// Removes the session and its log. `false` when it did not exist.
-    async fn delete_session(&self, id: &str) -> Result<bool, StoreError>;
+    async fn delete_session(&self, id: &SessionId) -> Result<bool, StoreError>;
 
     /// Renames the session; with `only_if`, only while its title is still exactly that (so a
     /// title made from the first message never overwrites a person's rename). Whether it
     /// changed.
     async fn set_session_title(
         &self,
-        id: &str,
+        id: &SessionId,
         title: &str,
         only_if: Option<&str>,
     ) -> Result<bool, StoreError>;
@@ -375,7 +375,7 @@ pub trait EventLog: Send + Sync + 'static {
     /// answers `AlreadyResolved` with the winner's resolution.
     async fn append(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         events: Vec<NewEvent>,
         commit: Commit,
     ) -> Result<Vec<Event>, StoreError>;
@@ -383,7 +383,7 @@ pub trait EventLog: Send + Sync + 'static {
     /// Events with `seq > after`, oldest first, at most `limit`.
     async fn events_after(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         after: u64,
         limit: u32,
     ) -> Result<Vec<Event>, StoreError>;
@@ -391,12 +391,12 @@ pub trait EventLog: Send + Sync + 'static {
     /// The seq of the latest `user_message` at or before `seq` (where that turn starts).
     async fn turn_start_at_or_before(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         seq: u64,
     ) -> Result<Option<u64>, StoreError>;
 
     /// Sessions whose last turn has a `user_message` but no `turn_finished` (restart recovery).
-    async fn sessions_with_unfinished_turns(&self) -> Result<Vec<String>, StoreError>;
+    async fn sessions_with_unfinished_turns(&self) -> Result<Vec<SessionId>, StoreError>;
 }
 
 /// The gates' rows (written only by the log's commits; read here).

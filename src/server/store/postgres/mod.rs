@@ -125,17 +125,17 @@ impl EventLog for PgStore {
         read::list_sessions(&self.pool).await
     }
 
-    async fn get_session(&self, id: &str) -> Result<Option<SessionRow>, StoreError> {
+    async fn get_session(&self, id: &SessionId) -> Result<Option<SessionRow>, StoreError> {
         read::get_session(&self.pool, id).await
     }
 
-    async fn delete_session(&self, id: &str) -> Result<bool, StoreError> {
+    async fn delete_session(&self, id: &SessionId) -> Result<bool, StoreError> {
         write::delete_session(&self.pool, id).await
     }
 
     async fn set_session_title(
         &self,
-        id: &str,
+        id: &SessionId,
         title: &str,
         only_if: Option<&str>,
     ) -> Result<bool, StoreError> {
@@ -144,7 +144,7 @@ impl EventLog for PgStore {
             "UPDATE sessions SET title = $1 WHERE id = $2 AND ($3::TEXT IS NULL OR title = $3::TEXT)",
         )
         .bind(title)
-        .bind(id)
+        .bind(id.as_str())
         .bind(only_if)
         .execute(&self.pool)
         .await?;
@@ -153,7 +153,7 @@ impl EventLog for PgStore {
 
     async fn append(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         events: Vec<NewEvent>,
         commit: Commit,
     ) -> Result<Vec<Event>, StoreError> {
@@ -172,7 +172,7 @@ impl EventLog for PgStore {
 
     async fn events_after(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         after: u64,
         limit: u32,
     ) -> Result<Vec<Event>, StoreError> {
@@ -181,13 +181,13 @@ impl EventLog for PgStore {
 
     async fn turn_start_at_or_before(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         seq: u64,
     ) -> Result<Option<u64>, StoreError> {
         read::turn_start_at_or_before(&self.pool, session_id, seq).await
     }
 
-    async fn sessions_with_unfinished_turns(&self) -> Result<Vec<String>, StoreError> {
+    async fn sessions_with_unfinished_turns(&self) -> Result<Vec<SessionId>, StoreError> {
         read::sessions_with_unfinished_turns(&self.pool).await
     }
 }
@@ -471,26 +471,26 @@ pub(crate) mod tests {
             .unwrap();
         let claim = |turn: &str| step(LeaseStep::Claim(turn.into()));
         let hold = |turn: &str| step(LeaseStep::Hold(turn.into()));
-        a.append("L", vec![message("t1")], claim("t1"))
+        a.append(&"L".into(), vec![message("t1")], claim("t1"))
             .await
             .unwrap();
         // Another turn cannot start, and the other instance cannot write for this one.
         let err = b
-            .append("L", vec![message("t2")], claim("t2"))
+            .append(&"L".into(), vec![message("t2")], claim("t2"))
             .await
             .unwrap_err();
         assert!(matches!(err, StoreError::TurnHeld(_)), "{err:?}");
         let err = b
-            .append("L", vec![message("t1")], hold("t1"))
+            .append(&"L".into(), vec![message("t1")], hold("t1"))
             .await
             .unwrap_err();
         assert!(matches!(err, StoreError::LeaseLost(_)), "{err:?}");
         assert_eq!(
-            a.events_after("L", 0, 10).await.unwrap().len(),
+            a.events_after(&"L".into(), 0, 10).await.unwrap().len(),
             1,
             "refused writes wrote nothing"
         );
-        a.append("L", vec![message("t1")], hold("t1"))
+        a.append(&"L".into(), vec![message("t1")], hold("t1"))
             .await
             .unwrap();
         // Renewing: the owner keeps it, the other has nothing to renew or take yet.
@@ -512,7 +512,7 @@ pub(crate) mod tests {
             ("L", "t1")
         );
         let err = a
-            .append("L", vec![message("t1")], hold("t1"))
+            .append(&"L".into(), vec![message("t1")], hold("t1"))
             .await
             .unwrap_err();
         assert!(
@@ -524,7 +524,7 @@ pub(crate) mod tests {
             0,
             "a sees it lost the lease"
         );
-        b.append("L", vec![message("t1")], hold("t1"))
+        b.append(&"L".into(), vec![message("t1")], hold("t1"))
             .await
             .unwrap();
         // A cancel asked on any instance reaches the owner's renewal, until the turn seals.
@@ -538,9 +538,11 @@ pub(crate) mod tests {
         );
         // Released with the last write; then a new turn may start anywhere.
         let release = step(LeaseStep::Release("t1".into()));
-        b.append("L", vec![message("t1")], release).await.unwrap();
+        b.append(&"L".into(), vec![message("t1")], release)
+            .await
+            .unwrap();
         assert!(b.leased_turns().await.unwrap().is_empty());
-        a.append("L", vec![message("t3")], claim("t3"))
+        a.append(&"L".into(), vec![message("t3")], claim("t3"))
             .await
             .unwrap();
         assert_eq!(
@@ -567,11 +569,11 @@ pub(crate) mod tests {
         a.create_session(&crate::server::store::conformance::session("N"))
             .await
             .unwrap();
-        b.append("N", vec![message("t")], Commit::default())
+        b.append(&"N".into(), vec![message("t")], Commit::default())
             .await
             .unwrap();
         a.append(
-            "N",
+            &"N".into(),
             vec![message("t"), message("t")],
             step(LeaseStep::Claim("t".into())),
         )
@@ -661,7 +663,7 @@ pub(crate) mod tests {
                     let turn = format!("t{n}-{i}");
                     store
                         .append(
-                            session,
+                            &session.into(),
                             vec![mode_change(&turn, crate::protocol::Mode::Plan)],
                             Commit::default(),
                         )
@@ -771,12 +773,12 @@ pub(crate) mod tests {
         a.create_session(&crate::server::store::conformance::session("W"))
             .await
             .unwrap();
-        a.append("W", vec![message("t0")], Commit::default())
+        a.append(&"W".into(), vec![message("t0")], Commit::default())
             .await
             .unwrap();
         let stored = a
             .append(
-                "W",
+                &"W".into(),
                 vec![
                     message("t1"),
                     mode_change("t1", crate::protocol::Mode::Plan),
@@ -799,6 +801,6 @@ pub(crate) mod tests {
             assert_eq!(u64::try_from(*seq).ok(), event.seq);
             assert_eq!(body, &serde_json::to_string(event).unwrap());
         }
-        assert_eq!(a.events_after("W", 1, 10).await.unwrap(), stored);
+        assert_eq!(a.events_after(&"W".into(), 1, 10).await.unwrap(), stored);
     }
 }

@@ -249,7 +249,7 @@ pub async fn audit_page(
     Ok(rows.into_iter().map(audit_entry).collect())
 }
 
-pub async fn sessions_with_unfinished_turns(pool: &PgPool) -> Result<Vec<String>, StoreError> {
+pub async fn sessions_with_unfinished_turns(pool: &PgPool) -> Result<Vec<SessionId>, StoreError> {
     let rows: Vec<(String,)> = sqlx::query_as(
         "SELECT s.id FROM sessions s WHERE (
             SELECT e.kind FROM events e
@@ -259,7 +259,7 @@ pub async fn sessions_with_unfinished_turns(pool: &PgPool) -> Result<Vec<String>
     )
     .fetch_all(pool)
     .await?;
-    Ok(rows.into_iter().map(|(id,)| id).collect())
+    Ok(rows.into_iter().map(|(id,)| id.into()).collect())
 }
 
 pub async fn list_tokens(pool: &PgPool) -> Result<Vec<TokenRow>, StoreError> {

@@ -134,17 +134,17 @@ impl EventLog for SqliteStore {
         self.on_readers(|r| r.list_sessions()).await
     }
 
-    async fn get_session(&self, id: &str) -> Result<Option<SessionRow>, StoreError> {
+    async fn get_session(&self, id: &SessionId) -> Result<Option<SessionRow>, StoreError> {
         self.lookup(|r| r.get_session(id))
     }
 
-    async fn delete_session(&self, id: &str) -> Result<bool, StoreError> {
+    async fn delete_session(&self, id: &SessionId) -> Result<bool, StoreError> {
         self.writer.delete_session(id).await
     }
 
     async fn set_session_title(
         &self,
-        id: &str,
+        id: &SessionId,
         title: &str,
         only_if: Option<&str>,
     ) -> Result<bool, StoreError> {
@@ -166,7 +166,7 @@ impl EventLog for SqliteStore {
 
     async fn append(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         events: Vec<NewEvent>,
         commit: Commit,
     ) -> Result<Vec<Event>, StoreError> {
@@ -176,7 +176,7 @@ impl EventLog for SqliteStore {
 
     async fn turn_start_at_or_before(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         seq: u64,
     ) -> Result<Option<u64>, StoreError> {
         let session_id = session_id.to_owned();
@@ -186,7 +186,7 @@ impl EventLog for SqliteStore {
 
     async fn events_after(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         after: u64,
         limit: u32,
     ) -> Result<Vec<Event>, StoreError> {
@@ -195,7 +195,7 @@ impl EventLog for SqliteStore {
             .await
     }
 
-    async fn sessions_with_unfinished_turns(&self) -> Result<Vec<String>, StoreError> {
+    async fn sessions_with_unfinished_turns(&self) -> Result<Vec<SessionId>, StoreError> {
         self.on_readers(|r| r.sessions_with_unfinished_turns())
             .await
     }

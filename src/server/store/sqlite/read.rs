@@ -225,7 +225,9 @@ impl Readers {
         })
     }
 
-    pub fn sessions_with_unfinished_turns(&self) -> Result<Vec<String>, StoreError> {
+    pub fn sessions_with_unfinished_turns(
+        &self,
+    ) -> Result<Vec<crate::protocol::SessionId>, StoreError> {
         self.with(|c| {
             let mut stmt = c.prepare_cached(
                 "SELECT s.id FROM sessions s WHERE (
