@@ -296,7 +296,10 @@ mod tests {
         ));
         // The third got the next seq: nothing of the failed one was left behind.
         assert_eq!(seqs(c_answer.await.unwrap()), vec![2]);
-        assert_eq!(store.events_after(&"s".into(), 0, 10).await.unwrap().len(), 2);
+        assert_eq!(
+            store.events_after(&"s".into(), 0, 10).await.unwrap().len(),
+            2
+        );
     }
 
     #[tokio::test]
