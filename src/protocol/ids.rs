@@ -3,9 +3,9 @@
 //! nothing stopped one from being passed for the other. On the wire each is still the plain
 //! string (`#[serde(transparent)]`).
 //!
-//! The type says what an id is for, not that it is valid or exists: one deserialized from a
-//! request is the caller's text until core looks it up (`existing_session_id`,
-//! `visible_gate`) and acts on the id the store gives back.
+//! The type says what an id is for, not that it exists: one deserialized from a request is
+//! the caller's text until core looks it up (`existing_session_id`, `visible_gate`). On the
+//! server a `SessionId` is always in the canonical spelling (see `SessionId::canonical`).
 
 use std::borrow::Borrow;
 use std::fmt;
@@ -16,13 +16,14 @@ use serde::{Deserialize, Serialize};
 macro_rules! id_type {
     ($(#[$doc:meta])* $name:ident) => {
         $(#[$doc])*
-        #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        #[derive(Serialize, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
         #[serde(transparent)]
         pub struct $name(String);
 
         impl $name {
+            /// Every way of making one (`From`, deserializing) comes through here.
             pub fn new(id: impl Into<String>) -> Self {
-                $name(id.into())
+                $name(Self::canonical(id.into()))
             }
 
             pub fn as_str(&self) -> &str {
@@ -62,15 +63,21 @@ macro_rules! id_type {
             }
         }
 
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                String::deserialize(deserializer).map($name::new)
+            }
+        }
+
         impl From<String> for $name {
             fn from(id: String) -> Self {
-                $name(id)
+                $name::new(id)
             }
         }
 
         impl From<&str> for $name {
             fn from(id: &str) -> Self {
-                $name(id.to_owned())
+                $name::new(id)
             }
         }
 
@@ -124,6 +131,28 @@ id_type!(
     ApprovalId
 );
 
+impl SessionId {
+    /// On the server, any spelling of a UUID (upper case, braces, `urn:uuid:`, no hyphens)
+    /// becomes the one the server writes, so the hub's map and the store never hold one
+    /// session under two spellings; other text stays as it is (and names no session). The
+    /// browser keeps the text (it has no UUID parser, and enters no hub).
+    fn canonical(id: String) -> String {
+        #[cfg(feature = "ssr")]
+        if let Ok(uuid) = uuid::Uuid::parse_str(&id) {
+            return uuid.hyphenated().to_string();
+        }
+        id
+    }
+}
+
+impl ApprovalId {
+    /// Kept as written: a gate is only ever found by the id the store gave it, so a spelling
+    /// of its own names no gate.
+    fn canonical(id: String) -> String {
+        id
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -135,6 +164,35 @@ mod tests {
         let back: Option<ApprovalId> = serde_json::from_str("\"a-1\"").ok();
         assert_eq!(back, Some(ApprovalId::from("a-1")));
         assert!(serde_json::from_str::<SessionId>("5").is_err());
+    }
+
+    /// However a session's UUID is spelled, on the server it is one id (one hub entry, one
+    /// serial lock); deserializing takes the same way.
+    #[cfg(feature = "ssr")]
+    #[test]
+    fn every_spelling_of_a_session_uuid_is_one_id() {
+        let canonical = "550e8400-e29b-41d4-a716-446655440000";
+        for spelling in [
+            canonical,
+            "550E8400-E29B-41D4-A716-446655440000",
+            "550e8400e29b41d4a716446655440000",
+            "{550e8400-e29b-41d4-a716-446655440000}",
+            "urn:uuid:550e8400-e29b-41d4-a716-446655440000",
+        ] {
+            assert_eq!(SessionId::from(spelling), canonical, "{spelling}");
+            let json = format!("\"{spelling}\"");
+            let read: Option<SessionId> = serde_json::from_str(&json).ok();
+            assert_eq!(read.as_ref().map(SessionId::as_str), Some(canonical));
+        }
+        assert_eq!(
+            SessionId::from(" 550e8400-e29b-41d4-a716-446655440000"),
+            " 550e8400-e29b-41d4-a716-446655440000"
+        );
+        assert_eq!(SessionId::from("s1"), "s1");
+        assert_eq!(
+            ApprovalId::from("550E8400-E29B-41D4-A716-446655440000"),
+            "550E8400-E29B-41D4-A716-446655440000"
+        );
     }
 
     #[test]

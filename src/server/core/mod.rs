@@ -109,7 +109,7 @@ pub fn parse_mode(raw: &str) -> Result<Mode, Error> {
 /// hub's map holds), or `unknown_session`.
 fn parse_session_id(raw: &str) -> Result<SessionId, Error> {
     uuid::Uuid::parse_str(raw)
-        .map(|u| SessionId::new(u.hyphenated().to_string()))
+        .map(|_| SessionId::new(raw))
         .map_err(|_| Error::UnknownSession(raw.chars().take(64).collect()))
 }
 

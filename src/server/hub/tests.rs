@@ -318,3 +318,22 @@ async fn an_enter_racing_the_last_drop_keeps_its_own_entry() {
         assert_eq!(hub.live_sessions(), 0, "round {round}");
     }
 }
+
+/// One session, two spellings of its id (a page's URL in upper case, say): one live entry,
+/// so one serial lock and one turn slot.
+#[tokio::test]
+async fn two_spellings_of_one_session_are_one_live_entry() {
+    let id = "550e8400-e29b-41d4-a716-446655440000";
+    let (_dir, hub) = hub_with_session(id).await;
+    let _lower = hub.subscribe(&SessionId::from(id));
+    let _upper = hub.subscribe(&SessionId::from("550E8400-E29B-41D4-A716-446655440000"));
+    let _braced = hub.subscribe(&SessionId::from("{550e8400-e29b-41d4-a716-446655440000}"));
+    assert_eq!(hub.live_sessions(), 1);
+    let lease = hub.try_start(&SessionId::from(id), "t1");
+    assert!(lease.is_some());
+    assert!(
+        hub.try_start(&"550E8400E29B41D4A716446655440000".into(), "t2")
+            .is_none(),
+        "a second spelling must not start a second turn"
+    );
+}
