@@ -125,7 +125,6 @@ fn mark_authenticated(req: &Request) {
     }
 }
 
-/// The bearer secret a request presents, if any.
 /// The hash of the named token a request presented (its bearer secret, else its named-token
 /// cookie), which is what identifies that exact token: a token made again under the same name
 /// has another.
@@ -139,6 +138,7 @@ pub fn presented_token_hash(
     }
 }
 
+/// The bearer secret a request presents, if any.
 fn bearer(headers: &HeaderMap) -> Option<&str> {
     headers
         .get(header::AUTHORIZATION)
