@@ -45,8 +45,10 @@ function listed(page: Page) {
 
 /** Registers a passkey named `name` through the Security page (the page is on it after). */
 async function registerOnPage(page: Page, server: RunningServer, name: string) {
+  // Counted by the server: the page's list may not have rendered yet right after hydration.
+  const before = (await passkeys(page.request, server)).length;
   await openSecurity(page, server);
-  const before = await listed(page).count();
+  await expect(listed(page)).toHaveCount(before);
   await page.getByTestId('passkey-name').fill(name);
   await page.getByTestId('passkey-add').click();
   await expect(page.getByTestId('passkey-status')).toHaveText(`Registered the passkey “${name}”.`);
