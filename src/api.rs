@@ -67,7 +67,7 @@ mod backend {
 pub async fn get_snapshot(session_id: SessionId) -> Result<Snapshot, ErrorBody> {
     backend::caller("snapshot")?;
     let core = backend::core()?;
-    core.recent_snapshot(&session_id)
+    core.recent_snapshot(session_id.as_str())
         .await
         .map_err(backend::to_server_error)
 }
@@ -77,7 +77,7 @@ pub async fn get_snapshot(session_id: SessionId) -> Result<Snapshot, ErrorBody> 
 pub async fn get_older_events(session_id: SessionId, before: u64) -> Result<Vec<Event>, ErrorBody> {
     backend::caller("older_events")?;
     let core = backend::core()?;
-    core.older_events(&session_id, before)
+    core.older_events(session_id.as_str(), before)
         .await
         .map_err(backend::to_server_error)
 }
@@ -102,7 +102,7 @@ pub async fn create_session() -> Result<Session, ErrorBody> {
 pub async fn delete_session(session_id: SessionId) -> Result<(), ErrorBody> {
     backend::caller("delete_session")?;
     let core = backend::core()?;
-    core.delete_session(&session_id)
+    core.delete_session(session_id.as_str())
         .await
         .map_err(backend::to_server_error)
 }
@@ -111,7 +111,7 @@ pub async fn delete_session(session_id: SessionId) -> Result<(), ErrorBody> {
 pub async fn rename_session(session_id: SessionId, title: String) -> Result<Session, ErrorBody> {
     backend::caller("rename_session")?;
     let core = backend::core()?;
-    core.rename_session(&session_id, &title)
+    core.rename_session(session_id.as_str(), &title)
         .await
         .map_err(backend::to_server_error)
 }
@@ -124,7 +124,7 @@ pub async fn send_message(
 ) -> Result<String, ErrorBody> {
     let who = backend::caller("send_message")?;
     let core = backend::core()?;
-    core.send_message(&session_id, &text, Some(&approval_mode), &who)
+    core.send_message(session_id.as_str(), &text, Some(&approval_mode), &who)
         .await
         .map_err(backend::to_server_error)
 }
@@ -133,7 +133,7 @@ pub async fn send_message(
 pub async fn set_mode(session_id: SessionId, approval_mode: String) -> Result<(), ErrorBody> {
     let who = backend::caller("set_mode")?;
     let core = backend::core()?;
-    core.set_mode(&session_id, &approval_mode, &who)
+    core.set_mode(session_id.as_str(), &approval_mode, &who)
         .await
         .map(|_| ())
         .map_err(backend::to_server_error)
@@ -143,7 +143,7 @@ pub async fn set_mode(session_id: SessionId, approval_mode: String) -> Result<()
 pub async fn cancel_turn(session_id: SessionId) -> Result<(), ErrorBody> {
     backend::caller("cancel")?;
     let core = backend::core()?;
-    core.cancel(&session_id)
+    core.cancel(session_id.as_str())
         .await
         .map(|_| ())
         .map_err(backend::to_server_error)
@@ -177,7 +177,10 @@ pub async fn decide(
     };
     let answer =
         crate::server::core::Answer::try_from(request).map_err(backend::to_server_error)?;
-    match core.decide(&session_id, &approval_id, answer, &who).await {
+    match core
+        .decide(session_id.as_str(), approval_id.as_str(), answer, &who)
+        .await
+    {
         Ok(resolution) => Ok(DecideOutcome::Decided { resolution }),
         Err(Error::AlreadyResolved(resolution) | Error::Gone(resolution)) => {
             Ok(DecideOutcome::Lost {

@@ -101,8 +101,8 @@ fn inbox_table(gates: &[ApprovalRequest], now: i64) -> Table {
     let mut table = Table::new(&["ID", "SESSION", "KIND", "SUMMARY", "EXPIRES"]);
     for gate in gates {
         table.row(vec![
-            short_id(&gate.body.approval_id),
-            short_id(&gate.body.session_id),
+            short_id(gate.body.approval_id.as_str()),
+            short_id(gate.body.session_id.as_str()),
             kind_label(gate),
             truncate(&summary_text(gate), 64),
             time_left(&gate.body.expires_at, now),
@@ -151,7 +151,12 @@ fn time_left(expires_at: &crate::protocol::Timestamp, now: i64) -> String {
 async fn decide(client: &Client, json: bool, wanted: &str, answer: Answer) -> Result<(), CliError> {
     let gate = find_gate(client, wanted).await?;
     let body = decision_body(&answer, &gate)?;
-    let path = ["sessions", &gate.session_id, "approvals", &gate.approval_id];
+    let path = [
+        "sessions",
+        gate.session_id.as_str(),
+        "approvals",
+        gate.approval_id.as_str(),
+    ];
     let reply = client
         .post(&path, &body)
         .await
@@ -181,7 +186,7 @@ async fn find_gate(client: &Client, wanted: &str) -> Result<GateRef, CliError> {
 }
 
 fn pick(gates: &[GateRef], wanted: &str) -> Result<Option<GateRef>, CliError> {
-    match match_id(gates, |g| &g.approval_id, wanted)? {
+    match match_id(gates, |g| g.approval_id.as_str(), wanted)? {
         IdMatch::One(gate) => Ok(Some(gate.clone())),
         IdMatch::None => Ok(None),
         IdMatch::Many(found) => Err(CliError::NoMatch(format!(
@@ -290,7 +295,7 @@ fn done_line(answer: &Answer, gate: &GateRef, reply: &Value) -> String {
     } else {
         clean(&gate.summary)
     };
-    let mut line = format!("{verb} {}: {what}", short_id(&gate.approval_id));
+    let mut line = format!("{verb} {}: {what}", short_id(gate.approval_id.as_str()));
     if let Answer::Deny(Some(reason)) = answer {
         line.push_str(&format!(" (reason: {})", truncate(&clean(reason), 120)));
     }
@@ -377,7 +382,10 @@ fn explain_resolved(err: CliError, gate: &GateRef) -> CliError {
         .map(|r| r.describe(crate::protocol::Timestamp::now_ms()));
     let message = match words {
         Some(words) if !lead.is_empty() => {
-            format!("approval {} {lead}: {words}", short_id(&gate.approval_id))
+            format!(
+                "approval {} {lead}: {words}",
+                short_id(gate.approval_id.as_str())
+            )
         }
         _ => message,
     };

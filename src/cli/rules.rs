@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 use super::client::{CliError, Client, typed};
 use super::table::{self, Table, clean};
 use super::{IdMatch, RulesCommand, match_id};
-use crate::protocol::{Rule, RuleScope};
+use crate::protocol::{Rule, RuleScope, SessionId};
 use crate::text::{short_id, truncate};
 
 pub async fn run(client: &Client, json: bool, command: RulesCommand) -> Result<(), CliError> {
@@ -67,7 +67,7 @@ fn when_or_never(at: Option<&crate::protocol::Timestamp>, now: i64) -> String {
 }
 
 fn scope_label(rule: &Rule) -> String {
-    match (rule.scope, rule.session_id.as_deref()) {
+    match (rule.scope, rule.session_id.as_ref().map(SessionId::as_str)) {
         (RuleScope::Workspace, _) => RuleScope::Workspace.as_str().to_owned(),
         (RuleScope::Session, Some(sid)) => format!("session {}", short_id(sid)),
         (RuleScope::Session, None) => "session".to_owned(),

@@ -6,10 +6,13 @@
 //! The type says what an id is for, not that it exists: one deserialized from a request is
 //! the caller's text until core looks it up (`existing_session_id`, `visible_gate`). On the
 //! server a `SessionId` is always in the canonical spelling (see `SessionId::canonical`).
+//!
+//! An id is read as text only by asking for it (`as_str`), at the edges that need text (SQL
+//! parameters, URLs, logs): there is no `Deref` to `str`, so an id never turns into text, or
+//! into another kind of id's parameter, without a word at the call.
 
 use std::borrow::Borrow;
 use std::fmt;
-use std::ops::Deref;
 
 use serde::{Deserialize, Serialize};
 
@@ -32,16 +35,6 @@ macro_rules! id_type {
 
             pub fn into_string(self) -> String {
                 self.0
-            }
-        }
-
-        /// Reading an id as text is always fine (logs, SQL parameters, URLs); the type only
-        /// stops text, or another kind of id, from standing in for this one.
-        impl Deref for $name {
-            type Target = str;
-
-            fn deref(&self) -> &str {
-                &self.0
             }
         }
 
@@ -199,7 +192,7 @@ mod tests {
     fn an_id_reads_as_text_and_keys_maps_by_text() {
         let id = ApprovalId::from("g1".to_owned());
         assert_eq!(id, "g1");
-        assert_eq!(id.len(), 2);
+        assert_eq!(id.as_str().len(), 2);
         let mut set = std::collections::HashSet::new();
         set.insert(id.clone());
         assert!(set.contains("g1"));

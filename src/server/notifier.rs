@@ -150,7 +150,7 @@ impl Notifier {
         };
         let http = http.clone();
         let approval_id = gate.approval_id.clone();
-        tokio::spawn(async move { deliver(&http, &message, &approval_id).await });
+        tokio::spawn(async move { deliver(&http, &message, approval_id.as_str()).await });
     }
 }
 

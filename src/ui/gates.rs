@@ -345,7 +345,7 @@ pub fn watch_pending(bus: CardBus, pending: Memo<Vec<ApprovalRequestBody>>) {
             .filter(|g| !seen.contains(&g.approval_id))
             .collect();
         for gate in &fresh {
-            crate::ui::browser::notify_gate(&gate.approval_id, &gate.title, &gate.summary);
+            crate::ui::browser::notify_gate(gate.approval_id.as_str(), &gate.title, &gate.summary);
         }
         // With nothing typed and focus nowhere else (not in another card's field, the bulk
         // reason, an editor), focus goes to the new card; its keys wait a moment (see

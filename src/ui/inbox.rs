@@ -127,14 +127,14 @@ fn InboxItem(gate: ApprovalRequest, now_ms: RwSignal<f64>) -> impl IntoView {
         let session_id = session_id.clone();
         move || {
             sessions
-                .and_then(|s| s.title(&session_id))
+                .and_then(|s| s.title(session_id.as_str()))
                 .unwrap_or_else(|| "Open session".to_owned())
         }
     };
     // An outside agent's card names its agent, once the session list says which it is.
     let source = {
         let session_id = session_id.clone();
-        Signal::derive(move || sessions.and_then(|s| s.source(&session_id)))
+        Signal::derive(move || sessions.and_then(|s| s.source(session_id.as_str())))
     };
     provide_context(SessionSource(source));
     let opened = gate.body.created_at.clone();

@@ -121,7 +121,7 @@ fn RuleRow(
             let href = format!("/sessions/{sid}");
             let label = {
                 let sid = sid.clone();
-                move || match sessions.and_then(|s| s.title(&sid)) {
+                move || match sessions.and_then(|s| s.title(sid.as_str())) {
                     Some(title) => format!("this session: {title}"),
                     None => "this session".to_owned(),
                 }

@@ -320,7 +320,7 @@ fn SessionList(
                 };
                 let asking = {
                     let id = id.clone();
-                    move || confirming.get().as_deref() == Some(id.as_str())
+                    move || confirming.get().as_ref() == Some(&id)
                 };
                 let title = session.title.clone();
                 let ask = {

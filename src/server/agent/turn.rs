@@ -85,7 +85,12 @@ pub(super) async fn run(deps: Arc<Deps>, lease: TurnLease, mode: Mode) {
         return;
     }
     let cancel_requested = hub.seal(&session_id, &lease.turn_id)
-        || sealed_with_cancel(deps.coordination.as_deref(), &session_id, &lease.turn_id).await;
+        || sealed_with_cancel(
+            deps.coordination.as_deref(),
+            session_id.as_str(),
+            &lease.turn_id,
+        )
+        .await;
     let (status, error) = match outcome {
         Ok(()) if cancel_requested => (TurnStatus::Cancelled, None),
         Ok(()) => (TurnStatus::Completed, None),
@@ -399,7 +404,7 @@ impl Turn {
             ) => {
                 Box::pin(crate::server::gate::rules::matching(
                     self.deps.rules.as_ref(),
-                    &self.session_id,
+                    self.session_id.as_str(),
                     &call.name,
                     &call.args,
                 ))

@@ -441,7 +441,13 @@ impl Core {
         // One gate decision at a time per session: the mode read here is the one it runs under.
         let handle = self.hub.enter(&session_id);
         let serial = handle.serial().await;
-        if repos.gates.pending_gates(Some(&session_id)).await?.len() >= MAX_PENDING_PER_SESSION {
+        if repos
+            .gates
+            .pending_gates(Some(session_id.as_str()))
+            .await?
+            .len()
+            >= MAX_PENDING_PER_SESSION
+        {
             return Err(Error::TooManyGates(format!(
                 "this session already has {MAX_PENDING_PER_SESSION} cards waiting; answer or cancel some first"
             )));
@@ -469,7 +475,7 @@ impl Core {
             None => {
                 rules::matching_subject(
                     repos.rules.as_ref(),
-                    &session_id,
+                    session_id.as_str(),
                     &checked.tool,
                     call.rule_subject.as_ref(),
                 )
@@ -622,7 +628,7 @@ impl Core {
             .external_session_id(&checked.source, &owned)
             .await?;
         let same = session.is_some_and(|s| s.source.as_deref() == Some(checked.source.as_str()))
-            && expected.as_deref() == Some(session_id)
+            && expected.as_ref() == Some(session_id)
             && gate.request.body.tool == checked.tool
             && canonical_json(&gate.request.body.args) == canonical_json(&checked.input);
         if same {

@@ -238,7 +238,7 @@ impl Core {
         let asked = ApprovalId::from(approval_id);
         let Some(gate) = self.repos.gates.get_gate(&session, &asked).await? else {
             // As `decide` answers: an unknown session before an unknown approval.
-            self.session_row(&session).await?;
+            self.session_row(session.as_str()).await?;
             return Err(Error::UnknownApproval(
                 approval_id.chars().take(64).collect(),
             ));

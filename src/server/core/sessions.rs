@@ -88,7 +88,7 @@ impl Core {
         let elsewhere = self.turns_elsewhere().await?;
         Ok(rows
             .iter()
-            .map(|r| self.session_view(r, count(&r.id), &elsewhere))
+            .map(|r| self.session_view(r, count(r.id.as_str()), &elsewhere))
             .collect())
     }
 
@@ -162,7 +162,7 @@ impl Core {
         // A turn running on another instance is told too; its writes fail once the session
         // is gone either way.
         if let Some(coordination) = &self.repos.coordination {
-            coordination.request_cancel(&row.id).await?;
+            coordination.request_cancel(row.id.as_str()).await?;
         }
         self.hub.delete_session(&row.id).await?;
         self.hub.forget(&row.id);
@@ -189,7 +189,12 @@ impl Core {
         if !self.hub.rename_session(&row.id, title, None).await? {
             return Err(Error::UnknownSession(row.id.into_string()));
         }
-        let pending = self.repos.gates.pending_gates(Some(&row.id)).await?.len() as u64;
+        let pending = self
+            .repos
+            .gates
+            .pending_gates(Some(row.id.as_str()))
+            .await?
+            .len() as u64;
         let row = SessionRow {
             title: title.to_owned(),
             ..row
@@ -244,7 +249,7 @@ impl Core {
         let id = parse_session_id(session_id)?;
         let session = self.hub.enter(&id);
         let _serial = session.serial().await;
-        let row = self.session_row(&id).await?;
+        let row = self.session_row(id.as_str()).await?;
         let previous = row.mode();
         if previous != mode {
             let event = NewEvent::new(
@@ -286,7 +291,7 @@ impl Core {
         let id = parse_session_id(session_id)?;
         let session = self.hub.enter(&id);
         let _serial = session.serial().await;
-        let row = self.session_row(&id).await?;
+        let row = self.session_row(id.as_str()).await?;
         crate::timeline::mark("message: session read");
         if let Some(source) = &row.source {
             return Err(Error::NotAllowed(format!(
@@ -350,7 +355,7 @@ impl Core {
             return Err(Error::NoTurnRunning);
         };
         coordination
-            .request_cancel(&row.id)
+            .request_cancel(row.id.as_str())
             .await?
             .ok_or(Error::NoTurnRunning)
     }

@@ -13,7 +13,7 @@ use globset::{GlobBuilder, GlobMatcher};
 use serde_json::Value;
 
 use super::shell_syntax;
-use crate::protocol::{Rule, RuleScope};
+use crate::protocol::{Rule, RuleScope, SessionId};
 use crate::server::store::{RuleRepo, StoreError};
 use crate::server::tools::{self, Subject, SubjectKind};
 
@@ -57,7 +57,9 @@ pub async fn matching_subject(
     Ok(in_force.into_iter().find(|rule| {
         let in_scope = match rule.scope {
             RuleScope::Workspace => true,
-            RuleScope::Session => rule.session_id.as_deref() == Some(session_id),
+            RuleScope::Session => {
+                rule.session_id.as_ref().map(SessionId::as_str) == Some(session_id)
+            }
         };
         in_scope && rule.tool == tool && covers_subject(rule, subject)
     }))

@@ -138,7 +138,7 @@ pub fn challenge_for(purpose: &Purpose, nonce: &str) -> [u8; 32] {
             answer,
         } => {
             field(b"gate");
-            field(approval_id.as_bytes());
+            field(approval_id.as_str().as_bytes());
             field(digest.as_bytes());
             field(answer.as_bytes());
         }

@@ -233,7 +233,7 @@ pub fn gate_message(
             "actions": if answerable { json!(["approve", "deny"]) } else { json!([]) },
         }),
         ttl,
-        &gate.approval_id,
+        gate.approval_id.as_str(),
     )
 }
 
@@ -274,7 +274,7 @@ pub fn closing_message(gate: &ApprovalRequestBody, resolution: &Resolution) -> M
         }),
         // Only useful while the opening one may still be shown.
         3600,
-        &gate.approval_id,
+        gate.approval_id.as_str(),
     )
 }
 

@@ -563,7 +563,7 @@ async fn an_idempotency_key_names_one_gate(store: Arc<dyn Store>) {
         "the first session made stays the one"
     );
     let open = |id: &str| Commit {
-        gate: Some(GateChange::Open(Box::new(gate(&sid, id)))),
+        gate: Some(GateChange::Open(Box::new(gate(sid.as_str(), id)))),
         external: Some(ExternalGate {
             approval_id: id.into(),
             session_id: sid.as_str().into(),

@@ -131,7 +131,7 @@ pub fn storable(text: &str) -> Result<(), StoreError> {
 
 /// `storable` for a session row's own columns.
 pub fn check_storable_row(row: &SessionRow) -> Result<(), StoreError> {
-    storable(&row.id)?;
+    storable(row.id.as_str())?;
     storable(&row.title)?;
     row.source.as_deref().map_or(Ok(()), storable)
 }
@@ -147,7 +147,7 @@ pub fn check_storable_commit(commit: &Commit) -> Result<(), StoreError> {
         storable(&rule.tool)?;
     }
     if let Some(GateChange::Open(request)) = &commit.gate {
-        storable(&request.body.approval_id)?;
+        storable(request.body.approval_id.as_str())?;
         storable(&request.turn_id)?;
     }
     if let Some(external) = &commit.external {

@@ -461,8 +461,8 @@ fn PendingCard(request: ApprovalRequestBody, now_ms: RwSignal<f64>) -> impl Into
                         "execution_mode": input.execution_mode,
                     });
                     outcome = match crate::ui::browser::passkey_for_card(
-                        &session_id,
-                        &approval_id,
+                        session_id.as_str(),
+                        approval_id.as_str(),
                         &answer,
                     )
                     .await
@@ -579,7 +579,7 @@ fn PendingCard(request: ApprovalRequestBody, now_ms: RwSignal<f64>) -> impl Into
     );
     let is_active = {
         let approval_id = approval_id.clone();
-        move || bus.active.get().as_deref() == Some(approval_id.as_str())
+        move || bus.active.get().as_ref() == Some(&approval_id)
     };
     // Until the page's script runs (or without it), the card is a plain form: Approve (and a
     // budget card's Stop) submit it, Deny opens a reason field that does; the rest need the

@@ -126,11 +126,11 @@ impl EventLog for PgStore {
     }
 
     async fn get_session(&self, id: &SessionId) -> Result<Option<SessionRow>, StoreError> {
-        read::get_session(&self.pool, id).await
+        read::get_session(&self.pool, id.as_str()).await
     }
 
     async fn delete_session(&self, id: &SessionId) -> Result<bool, StoreError> {
-        write::delete_session(&self.pool, id).await
+        write::delete_session(&self.pool, id.as_str()).await
     }
 
     async fn set_session_title(
@@ -163,7 +163,7 @@ impl EventLog for PgStore {
             &self.announcer,
             &self.sealer,
             &self.instance,
-            session_id,
+            session_id.as_str(),
             &events,
             &commit,
         )
@@ -176,7 +176,7 @@ impl EventLog for PgStore {
         after: u64,
         limit: u32,
     ) -> Result<Vec<Event>, StoreError> {
-        read::events_after(&self.pool, session_id, after, limit).await
+        read::events_after(&self.pool, session_id.as_str(), after, limit).await
     }
 
     async fn turn_start_at_or_before(
@@ -184,7 +184,7 @@ impl EventLog for PgStore {
         session_id: &SessionId,
         seq: u64,
     ) -> Result<Option<u64>, StoreError> {
-        read::turn_start_at_or_before(&self.pool, session_id, seq).await
+        read::turn_start_at_or_before(&self.pool, session_id.as_str(), seq).await
     }
 
     async fn sessions_with_unfinished_turns(&self) -> Result<Vec<SessionId>, StoreError> {
@@ -199,7 +199,7 @@ impl GateRepo for PgStore {
         session_id: &SessionId,
         approval_id: &ApprovalId,
     ) -> Result<Option<GateRow>, StoreError> {
-        read::get_gate(&self.pool, session_id, approval_id).await
+        read::get_gate(&self.pool, session_id.as_str(), approval_id.as_str()).await
     }
 
     async fn pending_gates(

@@ -128,7 +128,7 @@ pub async fn append(
     .bind(new_rule.map(|r| r.tool.as_str()))
     .bind(new_rule.map(|r| r.pattern.as_str()))
     .bind(new_rule.map(|r| r.scope.as_str()))
-    .bind(new_rule.and_then(|r| r.session_id.as_deref()))
+    .bind(new_rule.and_then(|r| r.session_id.as_ref().map(SessionId::as_str)))
     .bind(new_rule.map(|r| r.created_at.as_str()))
     .bind(new_rule.and_then(|r| r.created_by_approval.as_deref()))
     .bind(new_rule.and_then(|r| r.expires_at.as_ref().map(|t| t.as_str())))
@@ -159,7 +159,7 @@ pub async fn append(
         Err(err) => {
             return Err(match (refusal(session_id, err), resolve) {
                 (Refused::AlreadyResolved, Some(resolution)) => {
-                    winner(pool, session_id, &resolution.approval_id).await?
+                    winner(pool, session_id, resolution.approval_id.as_str()).await?
                 }
                 (Refused::AlreadyResolved, None) => {
                     StoreError::Database("a refusal for a gate this commit does not resolve".into())

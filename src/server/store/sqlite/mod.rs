@@ -135,11 +135,11 @@ impl EventLog for SqliteStore {
     }
 
     async fn get_session(&self, id: &SessionId) -> Result<Option<SessionRow>, StoreError> {
-        self.lookup(|r| r.get_session(id))
+        self.lookup(|r| r.get_session(id.as_str()))
     }
 
     async fn delete_session(&self, id: &SessionId) -> Result<bool, StoreError> {
-        self.writer.delete_session(id).await
+        self.writer.delete_session(id.as_str()).await
     }
 
     async fn set_session_title(
@@ -171,7 +171,9 @@ impl EventLog for SqliteStore {
         commit: Commit,
     ) -> Result<Vec<Event>, StoreError> {
         super::check_storable_commit(&commit)?;
-        self.writer.append(session_id, events, commit).await
+        self.writer
+            .append(session_id.as_str(), events, commit)
+            .await
     }
 
     async fn turn_start_at_or_before(
@@ -180,7 +182,7 @@ impl EventLog for SqliteStore {
         seq: u64,
     ) -> Result<Option<u64>, StoreError> {
         let session_id = session_id.to_owned();
-        self.on_readers(move |r| r.turn_start_at_or_before(&session_id, seq))
+        self.on_readers(move |r| r.turn_start_at_or_before(session_id.as_str(), seq))
             .await
     }
 
@@ -191,7 +193,7 @@ impl EventLog for SqliteStore {
         limit: u32,
     ) -> Result<Vec<Event>, StoreError> {
         let session_id = session_id.to_owned();
-        self.on_readers(move |r| r.events_after(&session_id, after, limit))
+        self.on_readers(move |r| r.events_after(session_id.as_str(), after, limit))
             .await
     }
 
@@ -208,7 +210,7 @@ impl GateRepo for SqliteStore {
         session_id: &SessionId,
         approval_id: &ApprovalId,
     ) -> Result<Option<GateRow>, StoreError> {
-        self.lookup(|r| r.get_gate(session_id, approval_id))
+        self.lookup(|r| r.get_gate(session_id.as_str(), approval_id.as_str()))
     }
 
     async fn pending_gates(
