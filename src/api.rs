@@ -6,7 +6,7 @@ use leptos::server_fn::codec::Json;
 
 use crate::protocol::{
     ApprovalId, ApprovalRequest, AuditEntry, AuditVerdict, ConfigView, CreatedToken, DecideOutcome,
-    DecisionInput, ErrorBody, Event, Rule, Session, SessionId, Snapshot, TokenInfo,
+    DecisionInput, ErrorBody, Event, Rule, RuleId, Session, SessionId, Snapshot, TokenInfo, TurnId,
 };
 
 #[cfg(feature = "ssr")]
@@ -121,7 +121,7 @@ pub async fn send_message(
     session_id: SessionId,
     text: String,
     approval_mode: String,
-) -> Result<String, ErrorBody> {
+) -> Result<TurnId, ErrorBody> {
     let who = backend::caller("send_message")?;
     let core = backend::core()?;
     core.send_message(session_id.as_str(), &text, Some(&approval_mode), &who)
@@ -212,11 +212,11 @@ pub async fn list_rules() -> Result<Vec<Rule>, ErrorBody> {
 /// Revokes a rule; the audit names the credential (`browser`). `client_id` is accepted for
 /// compatibility and only labels the tab.
 #[server(prefix = "/api/ui", endpoint = "revoke_rule", input = Json)]
-pub async fn revoke_rule(rule_id: String, client_id: String) -> Result<(), ErrorBody> {
+pub async fn revoke_rule(rule_id: RuleId, client_id: String) -> Result<(), ErrorBody> {
     let who = backend::caller("revoke_rule")?;
     let _ = client_id;
     let core = backend::core()?;
-    core.revoke_rule(&rule_id, &who.actor())
+    core.revoke_rule(rule_id.as_str(), &who.actor())
         .await
         .map_err(backend::to_server_error)
 }

@@ -35,7 +35,7 @@ fn call_step(n: usize, tool: &str, args: Value, tokens: u64) -> ScriptStep {
     ScriptStep::Reply(Completion {
         text: String::new(),
         tool_calls: vec![ToolCallRequest {
-            id: format!("call_{n}"),
+            id: format!("call_{n}").into(),
             name: tool.to_owned(),
             args,
         }],
@@ -696,7 +696,7 @@ async fn a_feed_subscriber_that_lags_behind_the_broadcast_still_gets_every_event
             ScriptStep::Reply(Completion {
                 tool_calls: (1..=20)
                     .map(|i| ToolCallRequest {
-                        id: format!("call_{}", batch * 20 + i),
+                        id: format!("call_{}", batch * 20 + i).into(),
                         name: "read_file".into(),
                         args: json!({"path": "big.txt"}),
                     })

@@ -49,7 +49,7 @@ fn rules_table(rules: &[Rule], now: i64) -> Table {
     ]);
     for rule in rules {
         table.row(vec![
-            short_id(&rule.id),
+            short_id(rule.id.as_str()),
             clean(&rule.tool),
             truncate(&clean(&rule.pattern), 48),
             scope_label(rule),
@@ -76,7 +76,7 @@ fn scope_label(rule: &Rule) -> String {
 
 async fn revoke(client: &Client, json: bool, wanted: &str) -> Result<(), CliError> {
     let (_, rules) = fetch(client).await?;
-    let rule = match match_id(&rules, |r| &r.id, wanted)? {
+    let rule = match match_id(&rules, |r| r.id.as_str(), wanted)? {
         IdMatch::One(rule) => rule,
         IdMatch::None => {
             return Err(CliError::NoMatch(format!(
@@ -92,7 +92,7 @@ async fn revoke(client: &Client, json: bool, wanted: &str) -> Result<(), CliErro
             )));
         }
     };
-    client.delete(&["rules", &rule.id]).await?;
+    client.delete(&["rules", rule.id.as_str()]).await?;
     if json {
         println!(
             "{}",
@@ -101,7 +101,7 @@ async fn revoke(client: &Client, json: bool, wanted: &str) -> Result<(), CliErro
     } else {
         println!(
             "revoked rule {}: {} {} ({})",
-            short_id(&rule.id),
+            short_id(rule.id.as_str()),
             clean(&rule.tool),
             truncate(&clean(&rule.pattern), 48),
             scope_label(rule)

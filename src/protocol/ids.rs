@@ -17,6 +17,16 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 macro_rules! id_type {
+    // An id kept exactly as written: only the text the server gave it names anything.
+    ($(#[$doc:meta])* $name:ident, as written) => {
+        id_type!($(#[$doc])* $name);
+
+        impl $name {
+            fn canonical(id: String) -> String {
+                id
+            }
+        }
+    };
     ($(#[$doc:meta])* $name:ident) => {
         $(#[$doc])*
         #[derive(Serialize, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -121,7 +131,23 @@ id_type!(
 );
 id_type!(
     /// A gate's id, the `approval_id` of its card (the built-in agent's and outside agents').
-    ApprovalId
+    /// Kept as written: a gate is only ever found by the id the store gave it, so a spelling
+    /// of its own names no gate.
+    ApprovalId, as written
+);
+id_type!(
+    /// A turn's id: the run of the built-in agent that a message started (`turn_id` on its
+    /// events, `running_turn_id` on the session, the lease a turn is run under).
+    TurnId, as written
+);
+id_type!(
+    /// A tool call's id within its turn (`call_id`): ties `tool_call`, its card,
+    /// `tool_started` and `tool_result` together.
+    CallId, as written
+);
+id_type!(
+    /// A standing rule's id (`rule_id` on the call it let run and on the answer that made it).
+    RuleId, as written
 );
 
 impl SessionId {
@@ -134,14 +160,6 @@ impl SessionId {
         if let Ok(uuid) = uuid::Uuid::parse_str(&id) {
             return uuid.hyphenated().to_string();
         }
-        id
-    }
-}
-
-impl ApprovalId {
-    /// Kept as written: a gate is only ever found by the id the store gave it, so a spelling
-    /// of its own names no gate.
-    fn canonical(id: String) -> String {
         id
     }
 }

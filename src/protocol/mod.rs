@@ -17,7 +17,7 @@ mod stored;
 mod time;
 pub use actor::Actor;
 pub use canonical::canonical_json;
-pub use ids::{ApprovalId, SessionId};
+pub use ids::{ApprovalId, CallId, RuleId, SessionId, TurnId};
 pub use outside::{CreatedToken, GateState, GateStatus, Scope, TokenInfo};
 use stored::spelled_by_as_str;
 pub use stored::{Spelling, Stored};
@@ -160,7 +160,7 @@ pub struct Event {
     pub seq: Option<u64>,
     pub at: Timestamp,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub turn_id: Option<String>,
+    pub turn_id: Option<TurnId>,
     #[serde(flatten)]
     pub body: EventBody,
 }
@@ -197,13 +197,13 @@ pub enum EventBody {
         html: String,
     },
     ToolCall {
-        call_id: String,
+        call_id: CallId,
         tool: String,
         args: Value,
         class: ToolClass,
         verdict: Verdict,
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        rule_id: Option<String>,
+        rule_id: Option<RuleId>,
         /// The pattern of the rule that let it run, as the rule read then (the row says
         /// "allowed by rule `git status *`" even after the rule is gone).
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -214,10 +214,10 @@ pub enum EventBody {
     /// A gate's one and only resolution.
     ApprovalResolved(Resolution),
     ToolStarted {
-        call_id: String,
+        call_id: CallId,
     },
     ToolResult {
-        call_id: String,
+        call_id: CallId,
         tool: String,
         status: ToolStatus,
         output: String,
@@ -449,7 +449,7 @@ impl RuleScope {
 pub struct ApprovalRequestBody {
     pub approval_id: ApprovalId,
     pub session_id: SessionId,
-    pub call_id: String,
+    pub call_id: CallId,
     pub kind: GateKind,
     pub tool: String,
     pub class: ToolClass,
@@ -498,7 +498,7 @@ pub struct RuleSuggestion {
 /// written out in `de.rs` (the derive would buffer the flattened body).
 #[derive(Serialize, Clone, Debug, PartialEq)]
 pub struct ApprovalRequest {
-    pub turn_id: String,
+    pub turn_id: TurnId,
     #[serde(flatten)]
     pub body: ApprovalRequestBody,
 }
@@ -526,7 +526,7 @@ pub struct Resolution {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub edit_diff: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rule_id: Option<String>,
+    pub rule_id: Option<RuleId>,
     /// The browser tab that answered, so it can say "you" and others "another tab".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_id: Option<String>,
@@ -588,7 +588,7 @@ impl Resolution {
 /// A standing rule created by Allow always.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct Rule {
-    pub id: String,
+    pub id: RuleId,
     pub tool: String,
     pub pattern: String,
     pub scope: RuleScope,
@@ -596,7 +596,7 @@ pub struct Rule {
     pub session_id: Option<SessionId>,
     pub created_at: Timestamp,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub created_by_approval: Option<String>,
+    pub created_by_approval: Option<ApprovalId>,
     pub uses: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_used_at: Option<Timestamp>,
@@ -681,7 +681,7 @@ pub struct Session {
     pub title: String,
     pub created_at: Timestamp,
     pub approval_mode: Mode,
-    pub running_turn_id: Option<String>,
+    pub running_turn_id: Option<TurnId>,
     pub pending_approvals: u64,
     /// The outside agent whose gates this session holds (`claude-code`, `codex`, `opencode`,
     /// `mcp`); absent for the built-in agent's sessions.

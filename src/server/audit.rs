@@ -10,7 +10,9 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::protocol::canonical_json;
-use crate::protocol::{AnsweredBy, AuditEntry, AuditVerdict, Event, EventBody, Resolution, Rule};
+use crate::protocol::{
+    AnsweredBy, AuditEntry, AuditVerdict, Event, EventBody, Resolution, Rule, RuleId,
+};
 
 /// The `prev_hash` of the first entry.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -32,7 +34,10 @@ pub fn resolver(resolution: &Resolution) -> String {
     }
     match resolution.answered_by {
         AnsweredBy::User => format!("user:{}", resolution.client_id.as_deref().unwrap_or("api")),
-        AnsweredBy::Rule => format!("rule:{}", resolution.rule_id.as_deref().unwrap_or("?")),
+        AnsweredBy::Rule => format!(
+            "rule:{}",
+            resolution.rule_id.as_ref().map_or("?", RuleId::as_str)
+        ),
         AnsweredBy::Timeout => "timeout".to_owned(),
         AnsweredBy::System => "system".to_owned(),
     }
@@ -75,7 +80,7 @@ pub fn drafts_for(
                     drafts.push(AuditDraft {
                         actor: resolver(resolution),
                         action: "rule_created",
-                        subject: rule.id.clone(),
+                        subject: rule.id.to_string(),
                         detail: json!({
                             "tool": rule.tool, "pattern": rule.pattern, "scope": rule.scope,
                             "session_id": rule.session_id, "approval_id": resolution.approval_id,
@@ -92,7 +97,7 @@ pub fn drafts_for(
             } => drafts.push(AuditDraft {
                 actor: format!("rule:{rule_id}"),
                 action: "rule_used",
-                subject: rule_id.clone(),
+                subject: rule_id.to_string(),
                 detail: json!({"session_id": session_id, "call_id": call_id, "tool": tool, "args": args}),
             }),
             EventBody::ModeChanged {

@@ -60,7 +60,7 @@ pub mod actors {
     /// same call shows the change (the answer got `409 stale_digest`).
     pub const STALE: &str = "stale";
 
-    pub fn rule(rule_id: &str) -> String {
+    pub fn rule(rule_id: &crate::protocol::RuleId) -> String {
         format!("rule:{rule_id}")
     }
 }
@@ -74,6 +74,6 @@ mod tests {
         assert_eq!(Principal::Browser.actor(), "browser");
         assert_eq!(Principal::startup_token().actor(), "token:admin");
         assert_eq!(Principal::startup_token().scope(), Scope::Admin);
-        assert_eq!(actors::rule("r1"), "rule:r1");
+        assert_eq!(actors::rule(&"r1".into()), "rule:r1");
     }
 }

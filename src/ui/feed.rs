@@ -6,7 +6,7 @@
 
 use leptos::prelude::*;
 
-use crate::protocol::{Event, EventBody, Mode, SessionId, Snapshot};
+use crate::protocol::{Event, EventBody, Mode, SessionId, Snapshot, TurnId};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Connection {
@@ -25,7 +25,7 @@ pub struct Feed {
     /// Assistant text streaming in for the running turn (transient deltas).
     pub streaming: RwSignal<String>,
     pub mode: RwSignal<Mode>,
-    pub running_turn: RwSignal<Option<String>>,
+    pub running_turn: RwSignal<Option<TurnId>>,
     pub connection: RwSignal<Connection>,
 }
 
@@ -269,7 +269,13 @@ mod tests {
             feed.apply(user.clone());
             feed.apply(user);
             assert_eq!(feed.events.get_untracked().len(), 1);
-            assert_eq!(feed.running_turn.get_untracked().as_deref(), Some("turn"));
+            assert_eq!(
+                feed.running_turn
+                    .get_untracked()
+                    .as_ref()
+                    .map(TurnId::as_str),
+                Some("turn")
+            );
             feed.apply(ev(None, EventBody::AssistantDelta { text: "Hel".into() }));
             feed.apply(ev(None, EventBody::AssistantDelta { text: "lo".into() }));
             assert_eq!(feed.streaming.get_untracked(), "Hello");

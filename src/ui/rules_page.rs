@@ -5,7 +5,7 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 
 use crate::api;
-use crate::protocol::{Rule, RuleScope};
+use crate::protocol::{ApprovalId, Rule, RuleScope};
 use crate::ui::browser;
 use crate::ui::gates::ClientId;
 use crate::ui::json;
@@ -131,7 +131,7 @@ fn RuleRow(
         (RuleScope::Session, None) => view! { <span>"this session"</span> }.into_any(),
         (RuleScope::Workspace, _) => view! { <span>"every session"</span> }.into_any(),
     };
-    let from = rule.created_by_approval.as_deref().map(|approval| {
+    let from = rule.created_by_approval.as_ref().map(ApprovalId::as_str).map(|approval| {
         let short: String = approval.chars().take(8).collect();
         view! { <span class="muted sub" title=approval.to_owned()>{format!("from approval {short}")}</span> }
     });

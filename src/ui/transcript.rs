@@ -4,13 +4,13 @@
 use serde_json::Value;
 
 use crate::protocol::{
-    ApprovalRequestBody, Decision, Event, EventBody, GateKind, Mode, Resolution, ToolClass,
+    ApprovalRequestBody, CallId, Decision, Event, EventBody, GateKind, Mode, Resolution, ToolClass,
     ToolStatus, TurnStatus, Verdict,
 };
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct ToolItem {
-    pub call_id: String,
+    pub call_id: CallId,
     pub tool: String,
     pub args: Value,
     pub class: ToolClass,
@@ -207,9 +207,9 @@ pub fn edited_args(resolution: &Resolution) -> Option<&Value> {
         .filter(|e| resolution.decision == Decision::Edit && e.is_object())
 }
 
-fn find_tool<'a>(items: &'a mut [Item], call_id: &str) -> Option<&'a mut ToolItem> {
+fn find_tool<'a>(items: &'a mut [Item], call_id: &CallId) -> Option<&'a mut ToolItem> {
     items.iter_mut().rev().find_map(|item| match item {
-        Item::Tool(t) if t.call_id == call_id => Some(t),
+        Item::Tool(t) if &t.call_id == call_id => Some(t),
         _ => None,
     })
 }

@@ -15,7 +15,7 @@ fn write_call(id: &str, path: &str) -> ScriptStep {
     ScriptStep::Reply(Completion {
         text: String::new(),
         tool_calls: vec![ToolCallRequest {
-            id: id.to_owned(),
+            id: id.into(),
             name: "write_file".into(),
             args: json!({"path": path, "content": "x"}),
         }],

@@ -16,7 +16,7 @@ impl Turn {
     pub(super) async fn budget_gate(&self, why: &str) -> Result<(), TurnEnd> {
         let approval_id = uuid::Uuid::new_v4().to_string();
         let call = ToolCallRequest {
-            id: format!("budget-{approval_id}"),
+            id: format!("budget-{approval_id}").into(),
             name: BUDGET_TOOL.to_owned(),
             args: serde_json::json!({ "used": why }),
         };

@@ -139,7 +139,7 @@ impl Turn {
         if gate.body.kind != GateKind::Tool || !resolution.decision.lets_it_run() {
             return Ok(());
         }
-        let call_id = gate.body.call_id.as_str();
+        let call_id = &gate.body.call_id;
         let started = self
             .deps
             .hub

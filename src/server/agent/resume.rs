@@ -16,17 +16,17 @@ use super::provider::ToolCallRequest;
 use super::recovery::INTERRUPTED_OUTPUT;
 use super::turn::{Turn, TurnEnd};
 use crate::protocol::{
-    ApprovalId, ApprovalRequest, ApprovalRequestBody, EventBody, Resolution, ToolStatus, Verdict,
+    ApprovalId, ApprovalRequest, ApprovalRequestBody, CallId, EventBody, Resolution, ToolStatus,
+    Verdict,
 };
 
 /// The key under which the turn's latest budget card sits in `gates` (empty when none).
-fn budget_key(gates: &HashMap<String, ApprovalRequestBody>) -> String {
+fn budget_key(gates: &HashMap<CallId, ApprovalRequestBody>) -> Option<CallId> {
     gates
         .iter()
         .filter(|(_, g)| g.kind == crate::protocol::GateKind::Budget)
         .max_by_key(|(_, g)| g.created_at.unix_ms())
         .map(|(k, _)| k.clone())
-        .unwrap_or_default()
 }
 
 /// A recorded call that has no result yet, with what the log knows about it.
@@ -54,7 +54,7 @@ impl Turn {
         let mut calls = Vec::new();
         let mut finished = HashSet::new();
         let mut started = HashSet::new();
-        let mut gates: HashMap<String, ApprovalRequestBody> = HashMap::new();
+        let mut gates: HashMap<CallId, ApprovalRequestBody> = HashMap::new();
         let mut resolutions: HashMap<ApprovalId, Resolution> = HashMap::new();
         for event in &events {
             match &event.body {
@@ -88,7 +88,7 @@ impl Turn {
             }
         }
         // A budget card left open: wait for it (or act on its answer) before anything else.
-        let budget_gate = gates.remove(&budget_key(&gates));
+        let budget_gate = budget_key(&gates).and_then(|key| gates.remove(&key));
         let open: Vec<OpenCall> = calls
             .into_iter()
             .filter(|(call, _)| !finished.contains(&call.id))

@@ -15,8 +15,8 @@ use super::deps::Deps;
 use super::provider::{ChatMessage, CompletionRequest, ProviderError, ToolCallRequest};
 use super::{SYSTEM_PROMPT, class_of, tool_result_text};
 use crate::protocol::{
-    ApprovalRequest, ApprovalRequestBody, EventBody, GateReason, Mode, SessionId, ToolClass,
-    ToolStatus, TurnStatus, Verdict,
+    ApprovalRequest, ApprovalRequestBody, CallId, EventBody, GateReason, Mode, RuleId, SessionId,
+    ToolClass, ToolStatus, TurnId, TurnStatus, Verdict,
 };
 use crate::server::gate::policy::{self, Outcome};
 use crate::server::gate::request;
@@ -85,12 +85,7 @@ pub(super) async fn run(deps: Arc<Deps>, lease: TurnLease, mode: Mode) {
         return;
     }
     let cancel_requested = hub.seal(&session_id, &lease.turn_id)
-        || sealed_with_cancel(
-            deps.coordination.as_deref(),
-            session_id.as_str(),
-            &lease.turn_id,
-        )
-        .await;
+        || sealed_with_cancel(deps.coordination.as_deref(), &session_id, &lease.turn_id).await;
     let (status, error) = match outcome {
         Ok(()) if cancel_requested => (TurnStatus::Cancelled, None),
         Ok(()) => (TurnStatus::Completed, None),
@@ -126,8 +121,8 @@ pub(super) async fn run(deps: Arc<Deps>, lease: TurnLease, mode: Mode) {
 /// after this); `true` if one was requested there. A store that cannot answer: `false`.
 async fn sealed_with_cancel(
     coordination: Option<&dyn crate::server::store::Coordination>,
-    session_id: &str,
-    turn_id: &str,
+    session_id: &SessionId,
+    turn_id: &TurnId,
 ) -> bool {
     let Some(coordination) = coordination else {
         return false;
@@ -144,7 +139,7 @@ async fn sealed_with_cancel(
 pub(super) struct Turn {
     pub(super) deps: Arc<Deps>,
     pub(super) session_id: SessionId,
-    pub(super) turn_id: String,
+    pub(super) turn_id: TurnId,
     pub(super) cancel: CancellationToken,
     /// The turn's approval mode; leaving plan mode changes it mid-turn.
     mode: std::sync::Mutex<Mode>,
@@ -154,7 +149,7 @@ pub(super) struct Turn {
     /// by side: a permit is taken only to run).
     exec_slots: tokio::sync::Semaphore,
     /// Calls whose `tool_started` was committed with the person's answer (`gate::resolve`).
-    started_with_answer: std::sync::Mutex<std::collections::HashSet<String>>,
+    started_with_answer: std::sync::Mutex<std::collections::HashSet<CallId>>,
     /// What the model wrote before the calls it is making now: their cards show it as what
     /// the agent says it is doing.
     said_before_calls: std::sync::Mutex<Option<String>>,
@@ -170,16 +165,16 @@ impl Turn {
     }
 
     /// Notes that `call_id`'s `tool_started` is already in the log.
-    pub(super) fn mark_started(&self, call_id: &str) {
+    pub(super) fn mark_started(&self, call_id: &CallId) {
         self.started_with_answer
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(call_id.to_owned());
+            .insert(call_id.clone());
     }
 
     /// Whether `call_id`'s `tool_started` is already in the log (and forgets it: it is
     /// recorded once).
-    fn take_started(&self, call_id: &str) -> bool {
+    fn take_started(&self, call_id: &CallId) -> bool {
         self.started_with_answer
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -427,7 +422,7 @@ impl Turn {
             mode: self.mode(),
             class,
             floor: floor.as_deref(),
-            rule_id: rule.as_ref().map(|r| r.id.as_str()),
+            rule_id: rule.as_ref().map(|r| &r.id),
         });
         match outcome {
             Outcome::Refuse { why } => refuse(ToolStatus::Refused, why).await,
@@ -647,7 +642,7 @@ fn tool_call(
     call: &ToolCallRequest,
     class: ToolClass,
     verdict: Verdict,
-    rule_id: Option<String>,
+    rule_id: Option<RuleId>,
 ) -> EventBody {
     EventBody::ToolCall {
         call_id: call.id.clone(),

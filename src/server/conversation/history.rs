@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::{ChatMessage, ToolCallRequest, tool_result_text};
-use crate::protocol::{AnsweredBy, ApprovalId, Decision, Event, EventBody};
+use crate::protocol::{AnsweredBy, ApprovalId, CallId, Decision, Event, EventBody};
 
 /// One session's history, as of `through_seq`.
 #[derive(Debug, Default)]
@@ -31,7 +31,7 @@ pub struct SessionHistory {
     /// The seq of the latest `user_message` (where the latest turn starts).
     current_turn_from: Option<u64>,
     /// The calls of the latest turn whose `tool_started` is in the log.
-    started: std::collections::HashSet<String>,
+    started: std::collections::HashSet<CallId>,
 }
 
 impl SessionHistory {
@@ -61,7 +61,7 @@ impl SessionHistory {
     }
 
     /// Whether the latest turn's call `call_id` has its `tool_started` in the log.
-    pub fn started(&self, call_id: &str) -> bool {
+    pub fn started(&self, call_id: &CallId) -> bool {
         self.started.contains(call_id)
     }
 

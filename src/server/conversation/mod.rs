@@ -9,7 +9,7 @@ pub mod tokens;
 
 use serde_json::Value;
 
-use crate::protocol::{ToolClass, ToolStatus};
+use crate::protocol::{CallId, ToolClass, ToolStatus};
 
 /// One message of the conversation as the model sees it.
 #[derive(Clone, Debug, PartialEq)]
@@ -23,7 +23,7 @@ pub enum ChatMessage {
     },
     /// The result of one tool call, as text the model reads.
     Tool {
-        call_id: String,
+        call_id: CallId,
         output: String,
     },
 }
@@ -32,7 +32,7 @@ pub enum ChatMessage {
 /// valid JSON arrive as `Value::String` holding the raw text, and the tool rejects them.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ToolCallRequest {
-    pub id: String,
+    pub id: CallId,
     pub name: String,
     pub args: Value,
 }

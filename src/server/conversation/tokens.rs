@@ -186,14 +186,14 @@ pub fn message_cost(message: &ChatMessage, text: impl Fn(&str) -> u64) -> u64 {
                 .iter()
                 .map(|call| {
                     CALL_OVERHEAD
-                        + text(&call.id)
+                        + text(call.id.as_str())
                         + text(&call.name)
                         + text(&arguments_text(&call.args))
                 })
                 .sum();
             text(said) + calls
         }
-        ChatMessage::Tool { call_id, output } => text(call_id) + text(output),
+        ChatMessage::Tool { call_id, output } => text(call_id.as_str()) + text(output),
     };
     MESSAGE_OVERHEAD + body
 }

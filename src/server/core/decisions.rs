@@ -10,8 +10,8 @@ use serde_json::Value;
 
 use super::{Core, Error};
 use crate::protocol::{
-    AnsweredBy, ApprovalId, ApprovalRequest, Decision, GateKind, Mode, Resolution, Rule, RuleScope,
-    Spelling, Timestamp,
+    AnsweredBy, ApprovalId, ApprovalRequest, Decision, GateKind, Mode, Resolution, Rule, RuleId,
+    RuleScope, Spelling, Timestamp,
 };
 use crate::server::digest::{bound_call_digest, call_digest};
 use crate::server::gate::{edit_diff, resolve, rules};
@@ -315,13 +315,13 @@ impl Core {
             }
         };
         Ok(Rule {
-            id: uuid::Uuid::new_v4().to_string(),
+            id: RuleId::new(uuid::Uuid::new_v4().to_string()),
             tool: request.body.tool.clone(),
             pattern,
             scope,
             session_id: (scope == RuleScope::Session).then(|| request.body.session_id.clone()),
             created_at: Timestamp::now(),
-            created_by_approval: Some(request.body.approval_id.to_string()),
+            created_by_approval: Some(request.body.approval_id.clone()),
             uses: 0,
             last_used_at: None,
             expires_at,
@@ -485,7 +485,12 @@ impl Core {
     }
 
     pub async fn revoke_rule(&self, rule_id: &str, actor: &str) -> Result<(), Error> {
-        if self.repos.rules.revoke_rule(rule_id, actor).await? {
+        if self
+            .repos
+            .rules
+            .revoke_rule(&RuleId::new(rule_id), actor)
+            .await?
+        {
             Ok(())
         } else {
             Err(Error::UnknownRule(rule_id.chars().take(64).collect()))

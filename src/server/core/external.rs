@@ -352,14 +352,14 @@ impl Core {
             ),
             None => None,
         };
-        let rule = match resolution.as_ref().and_then(|r| r.rule_id.as_deref()) {
+        let rule = match resolution.as_ref().and_then(|r| r.rule_id.as_ref()) {
             Some(rule_id) => self
                 .repos
                 .rules
                 .list_rules()
                 .await?
                 .into_iter()
-                .find(|rule| rule.id == rule_id),
+                .find(|rule| &rule.id == rule_id),
             None => None,
         };
         Ok(self.gate_state(&gate.request, resolution.as_ref(), rule))
@@ -486,7 +486,7 @@ impl Core {
             mode,
             class: call.class,
             floor: floor.as_deref(),
-            rule_id: rule.as_ref().map(|r| r.id.as_str()),
+            rule_id: rule.as_ref().map(|r| &r.id),
         });
         let outcome = match outcome {
             // A checkpoint in yolo is the agent's own call to make: let it go on.
@@ -681,9 +681,9 @@ impl Core {
             call_digest(&checked.tool, &checked.input)
         };
         ApprovalRequest {
-            turn_id: format!("ext-{approval_id}"),
+            turn_id: format!("ext-{approval_id}").into(),
             body: ApprovalRequestBody {
-                call_id: format!("ext-{approval_id}"),
+                call_id: format!("ext-{approval_id}").into(),
                 approval_id,
                 session_id: session_id.clone(),
                 kind: GateKind::External,

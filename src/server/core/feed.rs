@@ -5,7 +5,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::Core;
-use crate::protocol::{Event, SessionId};
+use crate::protocol::{Event, SessionId, TurnId};
 use crate::server::hub::Subscription;
 use crate::server::store::{Signal, StoreError};
 
@@ -42,7 +42,7 @@ impl Core {
     }
 
     /// The turn running in the session on this instance, if any.
-    pub fn running_turn_id(&self, session_id: &SessionId) -> Option<String> {
+    pub fn running_turn_id(&self, session_id: &SessionId) -> Option<TurnId> {
         self.hub.running_turn_id(session_id)
     }
 

@@ -31,7 +31,7 @@ use super::config::live::{Live, LiveConfig};
 use super::hub::Hub;
 use super::notifier::Notifier;
 use super::store::Repos;
-use crate::protocol::{EventBody, Mode, SessionId};
+use crate::protocol::{EventBody, Mode, SessionId, TurnId};
 
 /// The longest message a person may send, in characters (protocol.md).
 pub const MAX_MESSAGE_CHARS: usize = 32_768;
@@ -91,7 +91,9 @@ pub fn pending_in(events: &[crate::protocol::Event]) -> Vec<crate::protocol::App
         .filter_map(|e| match &e.body {
             EventBody::ApprovalRequest(g) if !resolved.contains(g.approval_id.as_str()) => {
                 Some(crate::protocol::ApprovalRequest {
-                    turn_id: e.turn_id.clone().unwrap_or_default(),
+                    // Every gate is opened within a turn; one written without its turn is listed
+                    // with an empty turn id rather than hidden.
+                    turn_id: e.turn_id.clone().unwrap_or_else(|| TurnId::new("")),
                     body: (**g).clone(),
                 })
             }

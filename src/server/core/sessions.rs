@@ -8,7 +8,9 @@ use std::time::Duration;
 use super::{
     Core, Error, MAX_MESSAGE_CHARS, RECENT_EVENTS, parse_mode, parse_session_id, pending_in,
 };
-use crate::protocol::{EventBody, Mode, ModeSource, Session, SessionId, Snapshot, Timestamp};
+use crate::protocol::{
+    EventBody, Mode, ModeSource, Session, SessionId, Snapshot, Timestamp, TurnId,
+};
 use crate::server::principal::Principal;
 use crate::server::store::{Commit, LeaseStep, NewEvent, SessionRow};
 
@@ -20,7 +22,7 @@ impl Core {
         &self,
         row: &SessionRow,
         pending_approvals: u64,
-        elsewhere: &HashMap<String, String>,
+        elsewhere: &HashMap<SessionId, TurnId>,
     ) -> Session {
         Session {
             id: row.id.clone(),
@@ -30,7 +32,7 @@ impl Core {
             running_turn_id: self
                 .hub
                 .running_turn_id(&row.id)
-                .or_else(|| elsewhere.get(row.id.as_str()).cloned()),
+                .or_else(|| elsewhere.get(&row.id).cloned()),
             pending_approvals,
             source: row.source.clone(),
         }
@@ -162,7 +164,7 @@ impl Core {
         // A turn running on another instance is told too; its writes fail once the session
         // is gone either way.
         if let Some(coordination) = &self.repos.coordination {
-            coordination.request_cancel(row.id.as_str()).await?;
+            coordination.request_cancel(&row.id).await?;
         }
         self.hub.delete_session(&row.id).await?;
         self.hub.forget(&row.id);
@@ -273,7 +275,7 @@ impl Core {
         text: &str,
         raw_mode: Option<&str>,
         who: &Principal,
-    ) -> Result<String, Error> {
+    ) -> Result<TurnId, Error> {
         let requested = raw_mode.map(parse_mode).transpose()?;
         if let Some(mode) = requested {
             self.mode_allowed(mode)?;
@@ -301,7 +303,7 @@ impl Core {
         if self.shutdown.is_cancelled() {
             return Err(Error::ShuttingDown);
         }
-        let turn_id = uuid::Uuid::new_v4().to_string();
+        let turn_id = TurnId::new(uuid::Uuid::new_v4().to_string());
         let lease = self
             .hub
             .try_start(&row.id, &turn_id)
@@ -346,7 +348,7 @@ impl Core {
 
     /// Cancels the session's turn wherever it runs (on a shared store, another instance's turn
     /// gets the request through the database).
-    pub async fn cancel(&self, session_id: &str) -> Result<String, Error> {
+    pub async fn cancel(&self, session_id: &str) -> Result<TurnId, Error> {
         let row = self.session_row(session_id).await?;
         if let Some(turn_id) = self.hub.cancel(&row.id) {
             return Ok(turn_id);
@@ -355,13 +357,13 @@ impl Core {
             return Err(Error::NoTurnRunning);
         };
         coordination
-            .request_cancel(row.id.as_str())
+            .request_cancel(&row.id)
             .await?
             .ok_or(Error::NoTurnRunning)
     }
 
     /// The turns running on other instances, by session (empty unless the store is shared).
-    async fn turns_elsewhere(&self) -> Result<HashMap<String, String>, Error> {
+    async fn turns_elsewhere(&self) -> Result<HashMap<SessionId, TurnId>, Error> {
         let Some(coordination) = &self.repos.coordination else {
             return Ok(HashMap::new());
         };

@@ -3,13 +3,13 @@
 //! One pure function, so the whole table of product.md is tested cell by cell. The server
 //! alone decides; the browser only displays what was decided.
 
-use crate::protocol::{GateReason, Mode, ToolClass};
+use crate::protocol::{GateReason, Mode, RuleId, ToolClass};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Outcome {
     /// Run now; `rule_id` names the standing rule that spared the question, if any.
     Run {
-        rule_id: Option<String>,
+        rule_id: Option<RuleId>,
     },
     Ask {
         reason: GateReason,
@@ -27,7 +27,7 @@ pub struct Call<'a> {
     /// The safety floor's reason in words, when the call hits it.
     pub floor: Option<&'a str>,
     /// A standing rule that matches the call, if any.
-    pub rule_id: Option<&'a str>,
+    pub rule_id: Option<&'a RuleId>,
 }
 
 pub fn decide(call: &Call<'_>) -> Outcome {
@@ -43,7 +43,7 @@ pub fn decide(call: &Call<'_>) -> Outcome {
     }
     let ask_or_rule = || match call.rule_id {
         Some(rule) => Outcome::Run {
-            rule_id: Some(rule.to_owned()),
+            rule_id: Some(rule.clone()),
         },
         None => Outcome::Ask {
             reason: GateReason::Mode,
@@ -106,11 +106,12 @@ mod tests {
     use super::*;
 
     fn cell(mode: Mode, class: ToolClass, floor: bool, rule: bool) -> &'static str {
+        let r1 = RuleId::from("r1");
         let outcome = decide(&Call {
             mode,
             class,
             floor: floor.then_some("touches .env"),
-            rule_id: rule.then_some("r1"),
+            rule_id: rule.then_some(&r1),
         });
         match outcome {
             Outcome::Run { rule_id: None } => "run",

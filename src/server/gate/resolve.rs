@@ -10,8 +10,8 @@
 //! then reported `interrupted` (the tool may have started) and never re-run.
 
 use crate::protocol::{
-    AnsweredBy, ApprovalRequest, Decision, EventBody, GateKind, Resolution, Rule, SessionId,
-    Timestamp,
+    AnsweredBy, ApprovalRequest, Decision, EventBody, GateKind, Resolution, Rule, RuleId,
+    SessionId, Timestamp,
 };
 use crate::server::hub::{Hub, Wake};
 use crate::server::principal::actors;
@@ -35,7 +35,7 @@ pub async fn commit_rule_use(
     session_id: &SessionId,
     request: &ApprovalRequest,
     resolution: Resolution,
-    rule_used: Option<String>,
+    rule_used: Option<RuleId>,
 ) -> Result<Resolution, StoreError> {
     commit_with(hub, session_id, request, resolution, None, rule_used).await
 }
@@ -47,7 +47,7 @@ async fn commit_with(
     request: &ApprovalRequest,
     resolution: Resolution,
     new_rule: Option<Rule>,
-    rule_used: Option<String>,
+    rule_used: Option<RuleId>,
 ) -> Result<Resolution, StoreError> {
     let resolved = NewEvent::new(
         Some(&request.turn_id),

@@ -11,7 +11,7 @@ use std::sync::atomic::Ordering;
 use tokio::sync::broadcast;
 
 use super::{Handle, Hub, lock};
-use crate::protocol::{Event, EventBody, Mode, SessionId, Timestamp};
+use crate::protocol::{Event, EventBody, Mode, SessionId, Timestamp, TurnId};
 use crate::server::store::{Commit, NewEvent, StoreError};
 
 /// Live capacity per watched session; a subscriber that falls further behind re-reads the
@@ -231,7 +231,7 @@ impl Hub {
     pub fn publish_transient(
         &self,
         session_id: &SessionId,
-        turn_id: Option<&str>,
+        turn_id: Option<&TurnId>,
         body: EventBody,
     ) {
         let Some(handle) = self.get(session_id) else {
@@ -243,7 +243,7 @@ impl Hub {
         let event = Event {
             seq: None,
             at: Timestamp::now(),
-            turn_id: turn_id.map(str::to_owned),
+            turn_id: turn_id.cloned(),
             body,
         };
         let base_seq = handle.session.last_published.load(Ordering::Acquire);

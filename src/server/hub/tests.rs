@@ -32,7 +32,7 @@ fn resolution(id: &str, decision: Decision) -> Resolution {
 
 fn said(text: &str) -> NewEvent {
     NewEvent::new(
-        Some("turn"),
+        Some(&"turn".into()),
         EventBody::UserMessage {
             text: text.into(),
             approval_mode: Mode::Ask,
@@ -58,12 +58,12 @@ async fn a_session_lives_exactly_while_something_holds_it() {
     drop(feed);
     assert_eq!(hub.live_sessions(), 0);
 
-    let lease = hub.try_start(&"s".into(), "t1").unwrap();
+    let lease = hub.try_start(&"s".into(), &"t1".into()).unwrap();
     assert!(
-        hub.try_start(&"s".into(), "t2").is_none(),
+        hub.try_start(&"s".into(), &"t2".into()).is_none(),
         "one turn at a time"
     );
-    assert_eq!(hub.running_turn_id(&"s".into()).as_deref(), Some("t1"));
+    assert_eq!(hub.running_turn_id(&"s".into()), Some("t1".into()));
     drop(lease);
     assert_eq!(hub.live_sessions(), 0, "a finished turn lets go");
     assert_eq!(hub.running_turn_id(&"s".into()), None);
@@ -79,7 +79,7 @@ async fn a_session_lives_exactly_while_something_holds_it() {
 #[tokio::test]
 async fn a_rebuilt_history_equals_the_one_kept_alive() {
     let (_dir, hub) = hub_with_session("s").await;
-    let lease = hub.try_start(&"s".into(), "t").unwrap();
+    let lease = hub.try_start(&"s".into(), &"t".into()).unwrap();
     hub.append(&"s".into(), vec![said("one")], None)
         .await
         .unwrap();
@@ -218,7 +218,10 @@ async fn the_sweep_alone_catches_up_with_another_instance() {
         }),
         ..Commit::default()
     };
-    let event = NewEvent::new(Some("turn"), EventBody::ApprovalResolved(answer.clone()));
+    let event = NewEvent::new(
+        Some(&"turn".into()),
+        EventBody::ApprovalResolved(answer.clone()),
+    );
     there
         .commit(&"S".into(), vec![event], resolve, || ())
         .await
@@ -329,10 +332,10 @@ async fn two_spellings_of_one_session_are_one_live_entry() {
     let _upper = hub.subscribe(&SessionId::from("550E8400-E29B-41D4-A716-446655440000"));
     let _braced = hub.subscribe(&SessionId::from("{550e8400-e29b-41d4-a716-446655440000}"));
     assert_eq!(hub.live_sessions(), 1);
-    let lease = hub.try_start(&SessionId::from(id), "t1");
+    let lease = hub.try_start(&SessionId::from(id), &"t1".into());
     assert!(lease.is_some());
     assert!(
-        hub.try_start(&"550E8400E29B41D4A716446655440000".into(), "t2")
+        hub.try_start(&"550E8400E29B41D4A716446655440000".into(), &"t2".into())
             .is_none(),
         "a second spelling must not start a second turn"
     );

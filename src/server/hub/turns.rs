@@ -7,10 +7,10 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::{Handle, Hub, lock};
-use crate::protocol::SessionId;
+use crate::protocol::{SessionId, TurnId};
 
 pub(super) struct RunningTurn {
-    turn_id: String,
+    turn_id: TurnId,
     cancel: CancellationToken,
     finished: watch::Receiver<bool>,
     /// Set when the turn has decided how it ends; a cancel after that is too late.
@@ -22,7 +22,7 @@ pub(super) struct RunningTurn {
 /// Given to the task that runs a turn: holds the session's live state for the turn's life;
 /// dropping it marks the turn finished for waiters.
 pub struct TurnLease {
-    pub turn_id: String,
+    pub turn_id: TurnId,
     pub cancel: CancellationToken,
     finished: watch::Sender<bool>,
     handle: Handle,
@@ -48,7 +48,7 @@ impl Drop for TurnLease {
 
 impl Hub {
     /// Claims the session for a new turn; `None` when one is already running.
-    pub fn try_start(&self, session_id: &SessionId, turn_id: &str) -> Option<TurnLease> {
+    pub fn try_start(&self, session_id: &SessionId, turn_id: &TurnId) -> Option<TurnLease> {
         let handle = self.enter(session_id);
         let cancel = CancellationToken::new();
         let (finished_tx, finished_rx) = watch::channel(false);
@@ -58,7 +58,7 @@ impl Hub {
                 return None;
             }
             *running = Some(RunningTurn {
-                turn_id: turn_id.to_owned(),
+                turn_id: turn_id.clone(),
                 cancel: cancel.clone(),
                 finished: finished_rx,
                 sealed: false,
@@ -66,7 +66,7 @@ impl Hub {
             });
         }
         Some(TurnLease {
-            turn_id: turn_id.to_owned(),
+            turn_id: turn_id.clone(),
             cancel,
             finished: finished_tx,
             handle,
@@ -86,9 +86,9 @@ impl Hub {
     /// Fixes how the turn ends: returns whether a cancel was requested, and makes any later
     /// cancel answer "no turn running", so a cancel that was answered 200 is never followed
     /// by a `completed` turn.
-    pub fn seal(&self, session_id: &SessionId, turn_id: &str) -> bool {
+    pub fn seal(&self, session_id: &SessionId, turn_id: &TurnId) -> bool {
         self.with_running(session_id, |running| match running {
-            Some(turn) if turn.turn_id == turn_id => {
+            Some(turn) if &turn.turn_id == turn_id => {
                 turn.sealed = true;
                 turn.cancel.is_cancelled()
             }
@@ -98,25 +98,25 @@ impl Hub {
     }
 
     /// Releases the session, if `turn_id` still holds it.
-    pub fn finish(&self, session_id: &SessionId, turn_id: &str) {
+    pub fn finish(&self, session_id: &SessionId, turn_id: &TurnId) {
         self.with_running(session_id, |running| {
-            if running.as_ref().is_some_and(|t| t.turn_id == turn_id) {
+            if running.as_ref().is_some_and(|t| &t.turn_id == turn_id) {
                 running.take();
             }
         });
     }
 
     /// Whether `turn_id` is running in the session and a cancel has been requested for it.
-    pub fn is_cancelling(&self, session_id: &SessionId, turn_id: &str) -> bool {
+    pub fn is_cancelling(&self, session_id: &SessionId, turn_id: &TurnId) -> bool {
         self.with_running(session_id, |running| {
             running
                 .as_ref()
-                .is_some_and(|t| t.turn_id == turn_id && t.cancel.is_cancelled())
+                .is_some_and(|t| &t.turn_id == turn_id && t.cancel.is_cancelled())
         })
         .unwrap_or(false)
     }
 
-    pub fn running_turn_id(&self, session_id: &SessionId) -> Option<String> {
+    pub fn running_turn_id(&self, session_id: &SessionId) -> Option<TurnId> {
         self.with_running(session_id, |running| {
             running.as_ref().map(|t| t.turn_id.clone())
         })
@@ -124,7 +124,7 @@ impl Hub {
     }
 
     /// The turns this instance runs, as `(session, turn)`.
-    pub fn running_turns(&self) -> Vec<(SessionId, String)> {
+    pub fn running_turns(&self) -> Vec<(SessionId, TurnId)> {
         self.live()
             .iter()
             .filter_map(|s| {
@@ -137,9 +137,9 @@ impl Hub {
 
     /// Another instance took the turn over: its task here stops at its next await and writes
     /// nothing more (its writes would be refused anyway: the lease fences them).
-    pub fn lose(&self, session_id: &SessionId, turn_id: &str) {
+    pub fn lose(&self, session_id: &SessionId, turn_id: &TurnId) {
         self.with_running(session_id, |running| {
-            if let Some(turn) = running.as_mut().filter(|t| t.turn_id == turn_id) {
+            if let Some(turn) = running.as_mut().filter(|t| &t.turn_id == turn_id) {
                 turn.lost = true;
                 turn.cancel.cancel();
             }
@@ -147,17 +147,17 @@ impl Hub {
     }
 
     /// Whether the turn was taken over by another instance (see `lose`).
-    pub fn is_lost(&self, session_id: &SessionId, turn_id: &str) -> bool {
+    pub fn is_lost(&self, session_id: &SessionId, turn_id: &TurnId) -> bool {
         self.with_running(session_id, |running| {
             running
                 .as_ref()
-                .is_some_and(|t| t.turn_id == turn_id && t.lost)
+                .is_some_and(|t| &t.turn_id == turn_id && t.lost)
         })
         .unwrap_or(false)
     }
 
     /// Signals cancellation; returns the turn id that was asked to stop.
-    pub fn cancel(&self, session_id: &SessionId) -> Option<String> {
+    pub fn cancel(&self, session_id: &SessionId) -> Option<TurnId> {
         self.with_running(session_id, |running| {
             let turn = running.as_ref().filter(|t| !t.sealed)?;
             turn.cancel.cancel();

@@ -230,7 +230,7 @@ pub fn session(id: &str) -> SessionRow {
 
 fn msg(text: &str) -> NewEvent {
     NewEvent::new(
-        Some("turn"),
+        Some(&"turn".into()),
         EventBody::UserMessage {
             text: text.into(),
             approval_mode: Mode::Ask,
@@ -345,7 +345,7 @@ async fn delete_removes_the_log_and_unfinished_turns_are_found(store: Arc<dyn St
         .await
         .unwrap();
     let finished = NewEvent::new(
-        Some("turn"),
+        Some(&"turn".into()),
         EventBody::TurnFinished {
             status: TurnStatus::Completed,
             error: None,
@@ -463,7 +463,7 @@ async fn the_audit_chain_is_one_line_under_concurrency(store: Arc<dyn Store>) {
             let id = format!("g-audit-{i}");
             let request = gate("audit", &id);
             let event = NewEvent::new(
-                Some("turn"),
+                Some(&"turn".into()),
                 EventBody::ApprovalRequest(Box::new(request.body.clone())),
             );
             let open = Commit {

@@ -17,8 +17,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use crate::protocol::{
-    ApprovalId, ApprovalRequest, AuditEntry, Event, EventBody, Mode, Resolution, Rule, Scope,
-    SessionId, Stored, Timestamp,
+    ApprovalId, ApprovalRequest, AuditEntry, Event, EventBody, Mode, Resolution, Rule, RuleId,
+    Scope, SessionId, Stored, Timestamp, TurnId,
 };
 
 /// A session as stored. A mode this build cannot read stays [`Stored::Unknown`]: a fact about
@@ -49,14 +49,14 @@ impl SessionRow {
 /// An event about to be appended; the store assigns `seq` and `at`.
 #[derive(Clone, Debug)]
 pub struct NewEvent {
-    pub turn_id: Option<String>,
+    pub turn_id: Option<TurnId>,
     pub body: EventBody,
 }
 
 impl NewEvent {
-    pub fn new(turn_id: Option<&str>, body: EventBody) -> Self {
+    pub fn new(turn_id: Option<&TurnId>, body: EventBody) -> Self {
         NewEvent {
-            turn_id: turn_id.map(str::to_owned),
+            turn_id: turn_id.cloned(),
             body,
         }
     }
@@ -148,7 +148,7 @@ pub fn check_storable_commit(commit: &Commit) -> Result<(), StoreError> {
     }
     if let Some(GateChange::Open(request)) = &commit.gate {
         storable(request.body.approval_id.as_str())?;
-        storable(&request.turn_id)?;
+        storable(request.turn_id.as_str())?;
     }
     if let Some(external) = &commit.external {
         storable(&external.opened_by)?;
@@ -180,7 +180,7 @@ pub struct Commit {
     pub set_mode: Option<Mode>,
     pub gate: Option<GateChange>,
     /// A standing rule that was applied: its use count and last use go up.
-    pub rule_used: Option<String>,
+    pub rule_used: Option<RuleId>,
     /// With `GateChange::Open` of an outside agent's gate: who opened it and with which key.
     pub external: Option<ExternalGate>,
     /// The turn lease this append claims, holds or releases (a store that only one instance
@@ -194,18 +194,18 @@ pub struct Commit {
 #[derive(Clone, Debug, PartialEq)]
 pub enum LeaseStep {
     /// A new turn takes the session; `TurnHeld` when another turn holds it.
-    Claim(String),
+    Claim(TurnId),
     /// The turn writes: only while this instance still owns its lease (`LeaseLost` otherwise).
-    Hold(String),
+    Hold(TurnId),
     /// The turn's last write (`turn_finished`): it hands the session back.
-    Release(String),
+    Release(TurnId),
 }
 
 /// A turn's lease as the lease table knows it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LeasedTurn {
     pub session_id: SessionId,
-    pub turn_id: String,
+    pub turn_id: TurnId,
     /// Whether this instance owns it.
     pub mine: bool,
     /// Someone asked (on any instance) to cancel it.
@@ -422,7 +422,7 @@ pub trait RuleRepo: Send + Sync {
     async fn list_rules(&self) -> Result<Vec<Rule>, StoreError>;
 
     /// Revokes a rule (and audits it as `actor`); `false` when there is no such rule in force.
-    async fn revoke_rule(&self, rule_id: &str, actor: &str) -> Result<bool, StoreError>;
+    async fn revoke_rule(&self, rule_id: &RuleId, actor: &str) -> Result<bool, StoreError>;
 }
 
 /// The named tokens: never a secret, only its hash.
@@ -549,13 +549,14 @@ pub trait Coordination: Send + Sync {
 
     /// Asks whichever instance runs the session's turn to cancel it; the turn's id, or `None`
     /// when no turn holds the session (or it has already decided how it ends).
-    async fn request_cancel(&self, session_id: &str) -> Result<Option<String>, StoreError>;
+    async fn request_cancel(&self, session_id: &SessionId) -> Result<Option<TurnId>, StoreError>;
 
     /// Fixes how the turn ends: afterwards no cancel is accepted; `true` if one was requested.
-    async fn seal_turn(&self, session_id: &str, turn_id: &str) -> Result<bool, StoreError>;
+    async fn seal_turn(&self, session_id: &SessionId, turn_id: &TurnId)
+    -> Result<bool, StoreError>;
 
     /// The turns running anywhere, by session (for a session list on any instance).
-    async fn leased_turns(&self) -> Result<Vec<(String, String)>, StoreError>;
+    async fn leased_turns(&self) -> Result<Vec<(SessionId, TurnId)>, StoreError>;
 }
 
 /// Everything one backend implements. Only `open` and the backends' tests see it whole: the

@@ -206,7 +206,7 @@ pub fn next_step<M: Borrow<ChatMessage>>(messages: &[M]) -> Completion {
                     .calls
                     .iter()
                     .map(|c| ToolCallRequest {
-                        id: format!("call_{}", uuid::Uuid::new_v4().simple()),
+                        id: format!("call_{}", uuid::Uuid::new_v4().simple()).into(),
                         name: c.tool.to_owned(),
                         args: c.args.clone(),
                     })

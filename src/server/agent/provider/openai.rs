@@ -447,7 +447,7 @@ impl<'a> From<&'a ChatMessage> for WireMessage<'a> {
                 tool_calls: tool_calls.iter().map(WireToolCall::from).collect(),
             },
             ChatMessage::Tool { call_id, output } => Self::Tool {
-                tool_call_id: call_id,
+                tool_call_id: call_id.as_str(),
                 content: output,
             },
         }
@@ -478,7 +478,7 @@ impl<'a> From<&'a ToolCallRequest> for WireToolCall<'a> {
             args => args.to_string(),
         };
         Self {
-            id: &call.id,
+            id: call.id.as_str(),
             kind: "function",
             function: WireFunctionCall {
                 name: &call.name,
@@ -744,7 +744,7 @@ impl PartialCall {
             self.id
         };
         ToolCallRequest {
-            id,
+            id: id.into(),
             name: self.name,
             args: parse_arguments(self.arguments),
         }

@@ -337,7 +337,7 @@ async fn complete(
 
 fn call(id: &str, name: &str, args: Value) -> ToolCallRequest {
     ToolCallRequest {
-        id: id.to_owned(),
+        id: id.into(),
         name: name.to_owned(),
         args,
     }
@@ -390,11 +390,11 @@ async fn tool_results_go_back_in_the_shape_openai_expects() {
         tool_calls: asked.tool_calls,
     });
     messages.push(ChatMessage::Tool {
-        call_id: "call_a".to_owned(),
+        call_id: "call_a".into(),
         output: "ship on Friday".to_owned(),
     });
     messages.push(ChatMessage::Tool {
-        call_id: "call_b".to_owned(),
+        call_id: "call_b".into(),
         output: "main.rs".to_owned(),
     });
     let second = CompletionRequest::new(messages, tools);

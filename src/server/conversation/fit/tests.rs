@@ -5,7 +5,7 @@ use std::sync::Arc;
 use serde_json::json;
 
 use super::*;
-use crate::protocol::ToolClass;
+use crate::protocol::{CallId, ToolClass};
 use crate::server::conversation::ToolCallRequest;
 
 fn system() -> ChatMessage {
@@ -80,7 +80,7 @@ fn is_marker(message: &ChatMessage) -> bool {
 /// Every tool result follows the assistant message that asked for it, and every call an
 /// assistant message makes has its result: what OpenAI requires of a request.
 fn assert_pairs_whole(messages: &[Arc<ChatMessage>]) {
-    let mut open: Vec<String> = Vec::new();
+    let mut open: Vec<CallId> = Vec::new();
     for message in messages {
         match &**message {
             ChatMessage::Tool { call_id, .. } => {

@@ -11,7 +11,7 @@
 
 use sqlx::PgPool;
 
-use crate::protocol::SessionId;
+use crate::protocol::{SessionId, TurnId};
 use crate::server::store::{LEASE_TTL, LeasedTurn, StoreError};
 
 /// The lease's lifetime in seconds, as SQL wants it.
@@ -27,7 +27,7 @@ type LeaseTuple = (String, String, bool, bool);
 fn leased((session_id, turn_id, mine, cancel_requested): LeaseTuple) -> LeasedTurn {
     LeasedTurn {
         session_id: session_id.into(),
-        turn_id,
+        turn_id: turn_id.into(),
         mine,
         cancel_requested,
     }
@@ -89,7 +89,7 @@ pub async fn request_cancel(
     pool: &PgPool,
     channel: &str,
     session_id: &str,
-) -> Result<Option<String>, StoreError> {
+) -> Result<Option<TurnId>, StoreError> {
     let mut tx = pool.begin().await?;
     let row: Option<(String,)> = sqlx::query_as(
         "UPDATE turn_leases SET cancel_requested = TRUE
@@ -106,7 +106,7 @@ pub async fn request_cancel(
             .await?;
     }
     tx.commit().await?;
-    Ok(row.map(|(turn_id,)| turn_id))
+    Ok(row.map(|(turn_id,)| turn_id.into()))
 }
 
 pub async fn seal(
@@ -127,10 +127,12 @@ pub async fn seal(
     Ok(row.is_some_and(|(cancel,)| cancel))
 }
 
-pub async fn all(pool: &PgPool) -> Result<Vec<(String, String)>, StoreError> {
-    Ok(
-        sqlx::query_as("SELECT session_id, turn_id FROM turn_leases")
-            .fetch_all(pool)
-            .await?,
-    )
+pub async fn all(pool: &PgPool) -> Result<Vec<(SessionId, TurnId)>, StoreError> {
+    let rows: Vec<(String, String)> = sqlx::query_as("SELECT session_id, turn_id FROM turn_leases")
+        .fetch_all(pool)
+        .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(session_id, turn_id)| (session_id.into(), turn_id.into()))
+        .collect())
 }

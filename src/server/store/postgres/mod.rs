@@ -44,7 +44,9 @@ use super::{
     LeasedTurn, NewEvent, OutsideRepo, RuleRepo, SessionRow, Signal, StoreError, TokenRepo,
     TokenRow,
 };
-use crate::protocol::{ApprovalId, ApprovalRequest, AuditEntry, Event, Rule, SessionId, Timestamp};
+use crate::protocol::{
+    ApprovalId, ApprovalRequest, AuditEntry, Event, Rule, RuleId, SessionId, Timestamp, TurnId,
+};
 use crate::server::audit;
 
 /// Connections per instance: a few more than the runtime's workers.
@@ -216,8 +218,8 @@ impl RuleRepo for PgStore {
         read::list_rules(&self.pool, &Timestamp::now()).await
     }
 
-    async fn revoke_rule(&self, rule_id: &str, actor: &str) -> Result<bool, StoreError> {
-        let done = write::revoke_rule(&self.pool, rule_id, actor).await;
+    async fn revoke_rule(&self, rule_id: &RuleId, actor: &str) -> Result<bool, StoreError> {
+        let done = write::revoke_rule(&self.pool, rule_id.as_str(), actor).await;
         self.sealer.kick();
         done
     }
@@ -368,15 +370,25 @@ impl Coordination for PgStore {
         lease::claim_lapsed(&self.pool, &self.instance, running).await
     }
 
-    async fn request_cancel(&self, session_id: &str) -> Result<Option<String>, StoreError> {
-        lease::request_cancel(&self.pool, signals::CHANNEL, session_id).await
+    async fn request_cancel(&self, session_id: &SessionId) -> Result<Option<TurnId>, StoreError> {
+        lease::request_cancel(&self.pool, signals::CHANNEL, session_id.as_str()).await
     }
 
-    async fn seal_turn(&self, session_id: &str, turn_id: &str) -> Result<bool, StoreError> {
-        lease::seal(&self.pool, &self.instance, session_id, turn_id).await
+    async fn seal_turn(
+        &self,
+        session_id: &SessionId,
+        turn_id: &TurnId,
+    ) -> Result<bool, StoreError> {
+        lease::seal(
+            &self.pool,
+            &self.instance,
+            session_id.as_str(),
+            turn_id.as_str(),
+        )
+        .await
     }
 
-    async fn leased_turns(&self) -> Result<Vec<(String, String)>, StoreError> {
+    async fn leased_turns(&self) -> Result<Vec<(SessionId, TurnId)>, StoreError> {
         lease::all(&self.pool).await
     }
 }
@@ -435,7 +447,7 @@ pub(crate) mod tests {
 
     fn message(turn: &str) -> NewEvent {
         NewEvent::new(
-            Some(turn),
+            Some(&turn.into()),
             crate::protocol::EventBody::UserMessage {
                 text: "go".into(),
                 approval_mode: crate::protocol::Mode::Ask,
@@ -528,11 +540,14 @@ pub(crate) mod tests {
             .await
             .unwrap();
         // A cancel asked on any instance reaches the owner's renewal, until the turn seals.
-        assert_eq!(a.request_cancel("L").await.unwrap().as_deref(), Some("t1"));
-        assert!(b.renew_leases(&ids).await.unwrap()[0].cancel_requested);
-        assert!(b.seal_turn("L", "t1").await.unwrap());
         assert_eq!(
-            a.request_cancel("L").await.unwrap(),
+            a.request_cancel(&"L".into()).await.unwrap(),
+            Some("t1".into())
+        );
+        assert!(b.renew_leases(&ids).await.unwrap()[0].cancel_requested);
+        assert!(b.seal_turn(&"L".into(), &"t1".into()).await.unwrap());
+        assert_eq!(
+            a.request_cancel(&"L".into()).await.unwrap(),
             None,
             "sealed: too late"
         );
@@ -547,7 +562,7 @@ pub(crate) mod tests {
             .unwrap();
         assert_eq!(
             a.leased_turns().await.unwrap(),
-            vec![("L".to_owned(), "t3".to_owned())]
+            vec![("L".into(), "t3".into())]
         );
     }
 
@@ -589,7 +604,7 @@ pub(crate) mod tests {
             },
             "b's own append is not announced back to b"
         );
-        a.request_cancel("N").await.unwrap();
+        a.request_cancel(&"N".into()).await.unwrap();
         let signal = next_signal(&mut heard_by_b).await;
         assert_eq!(
             signal,
@@ -621,7 +636,7 @@ pub(crate) mod tests {
 
     fn mode_change(turn: &str, next: crate::protocol::Mode) -> NewEvent {
         NewEvent::new(
-            Some(turn),
+            Some(&turn.into()),
             crate::protocol::EventBody::ModeChanged {
                 previous: crate::protocol::Mode::Ask,
                 next,

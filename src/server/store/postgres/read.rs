@@ -71,13 +71,13 @@ fn session((id, title, created_at, mode, last_seq, pre, exec, source): SessionTu
 fn rule(row: RuleTuple) -> Rule {
     let (id, tool, pattern, scope, session_id, created_at, by, uses, last_used, expires) = row;
     Rule {
-        id,
+        id: id.into(),
         tool,
         pattern,
         scope: Stored::<RuleScope>::read(scope).or(RuleScope::Session),
         session_id: session_id.map(SessionId::from),
         created_at: created_at.into(),
-        created_by_approval: by,
+        created_by_approval: by.map(ApprovalId::from),
         uses: to_u64(uses),
         last_used_at: last_used.map(Timestamp::from),
         expires_at: expires.map(Timestamp::from),

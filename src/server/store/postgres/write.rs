@@ -5,7 +5,7 @@
 use sqlx::{PgConnection, PgPool};
 
 use super::read::from_json;
-use crate::protocol::{Event, SessionId, Timestamp};
+use crate::protocol::{ApprovalId, Event, RuleId, SessionId, Timestamp, TurnId};
 use crate::server::audit;
 use crate::server::store::{
     Commit, GateChange, LeaseStep, NewEvent, SessionRow, StoreError, TokenRow, token_audit_draft,
@@ -83,7 +83,10 @@ pub async fn append(
         bodies.push(json);
     }
     let kinds: Vec<&str> = unstamped.iter().map(Event::kind).collect();
-    let turns: Vec<Option<String>> = unstamped.iter().map(|e| e.turn_id.clone()).collect();
+    let turns: Vec<Option<&str>> = unstamped
+        .iter()
+        .map(|e| e.turn_id.as_ref().map(TurnId::as_str))
+        .collect();
     let new_rule = match &commit.gate {
         Some(GateChange::Resolve { new_rule, .. }) => new_rule.as_ref(),
         _ => None,
@@ -130,7 +133,7 @@ pub async fn append(
     .bind(new_rule.map(|r| r.scope.as_str()))
     .bind(new_rule.and_then(|r| r.session_id.as_ref().map(SessionId::as_str)))
     .bind(new_rule.map(|r| r.created_at.as_str()))
-    .bind(new_rule.and_then(|r| r.created_by_approval.as_deref()))
+    .bind(new_rule.and_then(|r| r.created_by_approval.as_ref().map(ApprovalId::as_str)))
     .bind(new_rule.and_then(|r| r.expires_at.as_ref().map(|t| t.as_str())))
     .bind(external.map(|e| e.approval_id.as_str()))
     .bind(external.map(|e| e.opened_by.as_str()))
@@ -142,7 +145,7 @@ pub async fn append(
             .as_str()
             .to_owned()
     }))
-    .bind(commit.rule_used.as_deref())
+    .bind(commit.rule_used.as_ref().map(RuleId::as_str))
     .bind(at.as_str())
     .bind(commit.set_mode.map(|m| m.as_str()))
     .bind(lease)

@@ -18,7 +18,7 @@ use tokio::sync::{mpsc, oneshot};
 pub use super::jobs::Done;
 use super::jobs::Job;
 use super::write::perform;
-use crate::protocol::Event;
+use crate::protocol::{Event, RuleId};
 use crate::server::audit;
 use crate::server::store::{Commit, NewEvent, SessionRow, StoreError};
 
@@ -101,10 +101,10 @@ impl Writer {
         self.submit(job, answer).await
     }
 
-    pub async fn revoke_rule(&self, rule_id: &str, actor: &str) -> Result<bool, StoreError> {
+    pub async fn revoke_rule(&self, rule_id: &RuleId, actor: &str) -> Result<bool, StoreError> {
         let (reply, answer) = oneshot::channel();
         let job = Job::RevokeRule {
-            rule_id: rule_id.to_owned(),
+            rule_id: rule_id.clone(),
             actor: actor.to_owned(),
             reply,
         };

@@ -5,7 +5,8 @@ use rusqlite::Row;
 use rusqlite::types::{FromSql, FromSqlResult, ToSql, ToSqlOutput, ValueRef};
 
 use crate::protocol::{
-    ApprovalId, AuditEntry, Event, Rule, RuleScope, SessionId, Spelling, Stored, Timestamp,
+    ApprovalId, AuditEntry, Event, Rule, RuleId, RuleScope, SessionId, Spelling, Stored, Timestamp,
+    TurnId,
 };
 use crate::server::store::{SessionRow, StoreError};
 
@@ -73,7 +74,7 @@ macro_rules! id_column {
         }
     )*};
 }
-id_column!(SessionId, ApprovalId);
+id_column!(SessionId, ApprovalId, TurnId, RuleId);
 
 /// A rule's scope as stored; one this build cannot read is `session`, the narrower.
 pub fn rule_scope(raw: &str) -> RuleScope {

@@ -4,7 +4,7 @@
 use rusqlite::Savepoint;
 use tokio::sync::oneshot;
 
-use crate::protocol::Event;
+use crate::protocol::{Event, RuleId};
 use crate::server::audit;
 use crate::server::store::{Commit, NewEvent, SessionRow, StoreError};
 
@@ -26,7 +26,7 @@ pub enum Job {
         reply: oneshot::Sender<Result<bool, StoreError>>,
     },
     RevokeRule {
-        rule_id: String,
+        rule_id: RuleId,
         actor: String,
         reply: oneshot::Sender<Result<bool, StoreError>>,
     },

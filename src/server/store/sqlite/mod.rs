@@ -31,7 +31,9 @@ use super::{
     AuditRepo, Commit, EventLog, ExternalGate, GateRepo, GateRow, NewEvent, OutsideRepo, RuleRepo,
     SessionRow, StoreError, TokenRepo, TokenRow,
 };
-use crate::protocol::{ApprovalId, ApprovalRequest, AuditEntry, Event, Rule, SessionId, Timestamp};
+use crate::protocol::{
+    ApprovalId, ApprovalRequest, AuditEntry, Event, Rule, RuleId, SessionId, Timestamp,
+};
 use crate::server::audit;
 use crate::server::store::Synchronous;
 use batch::{Done, Writer};
@@ -229,7 +231,7 @@ impl RuleRepo for SqliteStore {
         self.on_readers(|r| r.list_rules(&Timestamp::now())).await
     }
 
-    async fn revoke_rule(&self, rule_id: &str, actor: &str) -> Result<bool, StoreError> {
+    async fn revoke_rule(&self, rule_id: &RuleId, actor: &str) -> Result<bool, StoreError> {
         self.writer.revoke_rule(rule_id, actor).await
     }
 }

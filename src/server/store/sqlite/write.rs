@@ -45,7 +45,7 @@ pub fn perform(sp: &mut Savepoint<'_>, job: &Job) -> Result<Done, StoreError> {
             let draft = audit::AuditDraft {
                 actor: actor.clone(),
                 action: "rule_revoked",
-                subject: rule_id.clone(),
+                subject: rule_id.to_string(),
                 detail: serde_json::json!({}),
             };
             chain_audit(sp, vec![draft])?;
