@@ -57,52 +57,17 @@ pub struct Capabilities {
     pub deny_reason: bool,
 }
 
-/// Where a gate stands (the server's own type).
-pub use crate::protocol::GateStatus;
+/// Where a gate stands and what was decided: the server's own types, read leniently where a
+/// newer server may say more (see [`GateState`]).
+pub use crate::protocol::{ApprovalId, Decision, GateState, GateStatus, Stored};
 
-/// What the person (or a rule, or the mode) decided.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
-pub enum Decision {
-    Approve,
-    Edit,
-    Deny,
-    AllowAlways,
-    #[serde(other)]
-    Unknown,
-}
-
-/// The answer of `POST /api/v1/gates` and `GET /api/v1/gates/{id}`. Every field but
-/// `approval_id` may be missing, so a server that says less never breaks a client.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
-#[serde(default)]
-pub struct GateState {
-    pub approval_id: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub session_id: Option<String>,
-    pub status: GateStatus,
-    pub decision: Option<Decision>,
-    pub updated_input: Option<Value>,
-    pub reason: Option<String>,
-    pub rule: Option<Value>,
-    pub answered_by: Option<String>,
-    pub actor: Option<String>,
-    pub resolved_at: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub url: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub expires_at: Option<String>,
-    /// Set by [`GatesClient::open`]: the server answered `200`, the gate an earlier request
-    /// with the same idempotency key opened (not on the wire).
-    #[serde(skip)]
+/// What opening a gate answers.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Opened {
+    pub state: GateState,
+    /// The server answered `200`: the gate an earlier request with the same idempotency key
+    /// opened, not a new one.
     pub replayed: bool,
-}
-
-impl GateState {
-    /// Anything but `pending` is final.
-    pub fn is_resolved(&self) -> bool {
-        self.status != GateStatus::Pending
-    }
 }
 
 /// Every way talking to Countersign can fail.
@@ -125,7 +90,7 @@ pub enum ClientError {
     #[error("unexpected answer from Countersign ({status}): {detail}")]
     Protocol { status: u16, detail: String },
     #[error("no answer for gate {approval_id} before the deadline")]
-    Deadline { approval_id: String },
+    Deadline { approval_id: ApprovalId },
 }
 
 impl ClientError {
@@ -214,7 +179,7 @@ impl GatesClient {
         &self,
         gate: &OpenGate,
         idempotency_key: Option<&str>,
-    ) -> Result<GateState, ClientError> {
+    ) -> Result<Opened, ClientError> {
         let give_up = Instant::now() + self.open_budget;
         let mut backoff = FIRST_BACKOFF;
         loop {
@@ -227,15 +192,17 @@ impl GatesClient {
                 request = request.header("Idempotency-Key", key);
             }
             match self.send_with_status::<GateState>(request).await {
-                Ok((_, state)) if state.approval_id.is_empty() => {
+                Ok((_, state)) if state.approval_id.as_str().is_empty() => {
                     return Err(ClientError::Protocol {
                         status: 201,
                         detail: "the new gate has no approval_id".into(),
                     });
                 }
-                Ok((status, mut state)) => {
-                    state.replayed = status == StatusCode::OK;
-                    return Ok(state);
+                Ok((status, state)) => {
+                    return Ok(Opened {
+                        state,
+                        replayed: status == StatusCode::OK,
+                    });
                 }
                 Err(e) if e.is_transient() && Instant::now() + backoff < give_up => {
                     tracing::debug!("opening a gate: {e}; retrying in {backoff:?}");
@@ -251,7 +218,7 @@ impl GatesClient {
     /// down or restarting it keeps asking about the same gate, with a short backoff.
     pub async fn wait(
         &self,
-        approval_id: &str,
+        approval_id: &ApprovalId,
         deadline: Instant,
     ) -> Result<GateState, ClientError> {
         let mut backoff = FIRST_BACKOFF;
@@ -259,7 +226,7 @@ impl GatesClient {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return Err(ClientError::Deadline {
-                    approval_id: approval_id.to_owned(),
+                    approval_id: approval_id.clone(),
                 });
             }
             let wait_secs = left.as_secs().min(MAX_WAIT_SECS);
@@ -287,10 +254,14 @@ impl GatesClient {
     }
 
     /// One `GET /api/v1/gates/{id}?wait=<secs>`.
-    pub async fn poll(&self, approval_id: &str, wait_secs: u64) -> Result<GateState, ClientError> {
+    pub async fn poll(
+        &self,
+        approval_id: &ApprovalId,
+        wait_secs: u64,
+    ) -> Result<GateState, ClientError> {
         let wait_secs = wait_secs.min(MAX_WAIT_SECS);
         let mut request = self
-            .request(Method::GET, &["gates", approval_id])
+            .request(Method::GET, &["gates", approval_id.as_str()])
             .query(&[("wait", wait_secs)]);
         if let Some(lapse) = self.watch {
             request = request.query(&[("watch", lapse.as_secs())]);
@@ -300,9 +271,9 @@ impl GatesClient {
     }
 
     /// `POST /api/v1/gates/{id}/cancel {"why"}`: the agent no longer needs the answer.
-    pub async fn cancel(&self, approval_id: &str, why: &str) -> Result<(), ClientError> {
+    pub async fn cancel(&self, approval_id: &ApprovalId, why: &str) -> Result<(), ClientError> {
         let request = self
-            .request(Method::POST, &["gates", approval_id, "cancel"])
+            .request(Method::POST, &["gates", approval_id.as_str(), "cancel"])
             .timeout(Duration::from_secs(10))
             .json(&serde_json::json!({ "why": why }));
         self.send::<Value>(request).await.map(drop)
@@ -395,12 +366,35 @@ async fn sleep_until_or(deadline: Instant, pause: Duration) {
 mod tests {
     use super::*;
 
+    /// What the server always sends, and nothing else.
+    fn least() -> Value {
+        serde_json::json!({
+            "approval_id": "a1", "session_id": "s1", "status": "pending",
+            "url": "http://x/a/a1", "expires_at": "2026-11-30T10:30:00Z"
+        })
+    }
+
     #[test]
-    fn a_sparse_answer_parses_with_defaults() {
-        let state: GateState = serde_json::from_str(r#"{"approval_id":"a1"}"#).unwrap();
+    fn an_answer_with_what_the_server_always_sends_parses() {
+        let state: GateState = serde_json::from_value(least()).unwrap();
         assert_eq!(state.status, GateStatus::Pending);
         assert!(!state.is_resolved());
         assert_eq!(state.decision, None);
+        assert_eq!(state.rule, None);
+    }
+
+    /// An answer that lacks a field the server always sends is not this API's: refused
+    /// (an adapter denies), never read with a made-up value.
+    #[test]
+    fn an_answer_missing_what_the_server_always_sends_is_refused() {
+        for field in ["approval_id", "session_id", "status", "url", "expires_at"] {
+            let mut value = least();
+            value.as_object_mut().unwrap().remove(field);
+            assert!(
+                serde_json::from_value::<GateState>(value).is_err(),
+                "without {field}"
+            );
+        }
     }
 
     #[test]
@@ -408,24 +402,50 @@ mod tests {
         let state: GateState = serde_json::from_value(serde_json::json!({
             "approval_id": "a1", "session_id": "s1", "status": "approved",
             "decision": "allow_always", "updated_input": null, "reason": null,
-            "rule": {"id": "r1"}, "answered_by": "user", "actor": "token:phone",
+            "rule": {"id": "r1", "tool": "Bash", "pattern": "ls *", "scope": "session",
+                     "session_id": "s1", "created_at": "2026-11-30T10:00:00Z", "uses": 0},
+            "answered_by": "user", "actor": "token:phone",
             "resolved_at": "2026-11-30T10:00:00Z", "url": "http://x/a/a1",
             "expires_at": "2026-11-30T10:30:00Z"
         }))
         .unwrap();
-        assert_eq!(state.decision, Some(Decision::AllowAlways));
+        assert_eq!(state.decision, Some(Stored::Known(Decision::AllowAlways)));
         assert!(state.is_resolved());
         assert_eq!(state.actor.as_deref(), Some("token:phone"));
+        assert_eq!(state.rule.map(|r| r.pattern), Some("ls *".to_owned()));
     }
 
+    /// A newer server may send values this build does not know: none of them fails the
+    /// answer, and none is read as something it is not.
     #[test]
-    fn unknown_statuses_and_decisions_do_not_fail() {
-        let state: GateState =
-            serde_json::from_str(r#"{"approval_id":"a","status":"vaporised","decision":"maybe"}"#)
-                .unwrap();
+    fn what_a_newer_server_may_say_does_not_fail() {
+        let mut value = least();
+        let fields = value.as_object_mut().unwrap();
+        fields.insert("status".into(), "vaporised".into());
+        fields.insert("decision".into(), "maybe".into());
+        fields.insert("answered_by".into(), "committee".into());
+        fields.insert(
+            "rule".into(),
+            serde_json::json!({"id": "r1", "scope": "galaxy"}),
+        );
+        fields.insert("pressure".into(), serde_json::json!({"bar": 2}));
+        let state: GateState = serde_json::from_value(value).unwrap();
         assert_eq!(state.status, GateStatus::Unknown);
         assert!(state.is_resolved());
-        assert_eq!(state.decision, Some(Decision::Unknown));
+        assert_eq!(state.decision, Some(Stored::Unknown("maybe".into())));
+        assert_eq!(
+            state.answered_by.as_ref().map(Stored::as_str),
+            Some("committee")
+        );
+        assert_eq!(state.rule, None);
+    }
+
+    /// The server's own answer, serialized, is what the client reads back.
+    #[test]
+    fn the_client_reads_the_server_answer_as_written() {
+        let state: GateState = serde_json::from_value(least()).unwrap();
+        let text = serde_json::to_string(&state).unwrap();
+        assert_eq!(serde_json::from_str::<GateState>(&text).unwrap(), state);
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::external::gates_client::{Decision, GateState, GateStatus};
+use crate::external::gates_client::{Decision, GateState, GateStatus, Stored};
 use crate::text::truncate;
 
 /// The longest deny message passed on (Claude Code caps hook output strings at 10,000).
@@ -27,7 +27,7 @@ impl Verdict {
     /// The verdict of a gate. A gate still pending is a deny: the caller has given up on it.
     pub fn from_state(state: &GateState) -> Verdict {
         match state.status {
-            GateStatus::Approved => match state.decision {
+            GateStatus::Approved => match state.decision.as_ref().and_then(Stored::known) {
                 // An object replaces a tool's input; a string is a decision's revised text.
                 Some(Decision::Edit) => Verdict::Allow {
                     updated_input: state
@@ -96,8 +96,14 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// A gate's state: `value`'s fields over what the server always sends.
     fn state(value: Value) -> GateState {
-        serde_json::from_value(value).unwrap()
+        let mut full = json!({"session_id": "s", "url": "http://x/a/a",
+            "expires_at": "2026-11-30T10:30:00Z"});
+        full.as_object_mut()
+            .unwrap()
+            .extend(value.as_object().unwrap().clone());
+        serde_json::from_value(full).unwrap()
     }
 
     #[test]

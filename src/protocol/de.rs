@@ -19,6 +19,18 @@ use super::{
     ApprovalRequest, ApprovalRequestBody, DecideOutcome, Event, EventBody, EventKind, Resolution,
 };
 
+/// For a field a newer peer may fill in a shape this build cannot read: such a value reads as
+/// absent instead of failing the whole answer (what the field is for says whether absent is
+/// safe; see `GateState::rule`).
+pub(super) fn or_none<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: DeserializeOwned,
+{
+    let value = Option::<Value>::deserialize(deserializer)?;
+    Ok(value.and_then(|v| T::deserialize(v).ok()))
+}
+
 /// An object's fields in their order: names borrowed from the input where it allows, values as
 /// `Value`. (A `serde_json::Map` would allocate and hash every name: decoding took half again
 /// as long as the derive; this takes about as long.)

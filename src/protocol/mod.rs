@@ -22,7 +22,7 @@ pub use outside::{CreatedToken, GateState, GateStatus, Scope, TokenInfo};
 use stored::spelled_by_as_str;
 pub use stored::{Spelling, Stored};
 
-spelled_by_as_str!(Mode, Scope, RuleScope);
+spelled_by_as_str!(Mode, Scope, RuleScope, Decision, AnsweredBy);
 pub use time::Timestamp;
 
 /// How much the person wants to be asked. Per message; the session remembers the last one.
@@ -378,6 +378,15 @@ impl DecisionKind {
 }
 
 impl Decision {
+    pub const ALL: [Decision; 6] = [
+        Decision::Approve,
+        Decision::Edit,
+        Decision::Deny,
+        Decision::AllowAlways,
+        Decision::Timeout,
+        Decision::Cancelled,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Decision::Approve => "approve",
@@ -417,6 +426,24 @@ pub enum AnsweredBy {
     Timeout,
     Rule,
     System,
+}
+
+impl AnsweredBy {
+    pub const ALL: [AnsweredBy; 4] = [
+        AnsweredBy::User,
+        AnsweredBy::Timeout,
+        AnsweredBy::Rule,
+        AnsweredBy::System,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AnsweredBy::User => "user",
+            AnsweredBy::Timeout => "timeout",
+            AnsweredBy::Rule => "rule",
+            AnsweredBy::System => "system",
+        }
+    }
 }
 
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
@@ -925,6 +952,14 @@ mod tests {
         for r in RuleScope::ALL {
             assert_eq!(RuleScope::from_spelling(r.as_str()), Some(r));
             assert_eq!(serde_json::to_value(r).unwrap(), r.spelling());
+        }
+        for d in Decision::ALL {
+            assert_eq!(Stored::<Decision>::read(d.as_str()), Stored::Known(d));
+            assert_eq!(serde_json::to_value(d).unwrap(), d.spelling());
+        }
+        for a in AnsweredBy::ALL {
+            assert_eq!(Stored::<AnsweredBy>::read(a.as_str()), Stored::Known(a));
+            assert_eq!(serde_json::to_value(a).unwrap(), a.spelling());
         }
         assert_eq!(Stored::<Mode>::read("auto-edit").or(Mode::Ask), Mode::Ask);
     }

@@ -80,7 +80,14 @@ pub enum GateStatus {
 }
 
 /// Where an outside agent's gate stands: what `POST /api/v1/gates` and
-/// `GET /api/v1/gates/{id}` answer.
+/// `GET /api/v1/gates/{id}` answer. The server writes it and the adapters' client
+/// (`external::gates_client`) reads it: one type, so the two cannot drift apart.
+///
+/// **Read leniently where a newer server may say more:** a status this build does not know is
+/// `GateStatus::Unknown` (final, a deny), a decision or `answered_by` it does not know is kept
+/// as written (`Stored::Unknown`), and a rule in a shape it cannot read is absent. A field
+/// the server always sends (`session_id`, `url`, `expires_at`) is required: an answer without
+/// one is not this API's, and the client refuses it (which an adapter takes as a deny).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct GateState {
     pub approval_id: ApprovalId,
@@ -88,16 +95,24 @@ pub struct GateState {
     pub status: GateStatus,
     /// The person's or the rule's answer (`approve`, `edit`, `deny`, `allow_always`); `null`
     /// while pending and for a gate that expired or was cancelled (their `status` says so).
-    pub decision: Option<Decision>,
+    pub decision: Option<Stored<Decision>>,
     /// The replacement input of an `edit`.
     pub updated_input: Option<Value>,
     pub reason: Option<String>,
     /// The standing rule that answered, or that Allow always created.
+    #[serde(default, deserialize_with = "super::de::or_none")]
     pub rule: Option<Rule>,
-    pub answered_by: Option<AnsweredBy>,
+    pub answered_by: Option<Stored<AnsweredBy>>,
     pub actor: Option<String>,
     pub resolved_at: Option<Timestamp>,
     /// The card in the browser.
     pub url: String,
     pub expires_at: Timestamp,
+}
+
+impl GateState {
+    /// Anything but `pending` is final (a status this build does not know included).
+    pub fn is_resolved(&self) -> bool {
+        self.status != GateStatus::Pending
+    }
 }

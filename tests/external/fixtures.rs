@@ -38,7 +38,8 @@ fn always() -> Verdict {
 
 fn denied(reason: &str) -> Verdict {
     let state: GateState = serde_json::from_value(
-        json!({"approval_id": "a", "status": "denied", "decision": "deny", "reason": reason}),
+        json!({"approval_id": "a", "session_id": "s", "status": "denied", "decision": "deny",
+            "reason": reason, "url": "http://x/a/a", "expires_at": "2026-11-30T10:30:00Z"}),
     )
     .unwrap();
     Verdict::from_state(&state)

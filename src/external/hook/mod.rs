@@ -19,7 +19,7 @@ use tokio::io::AsyncReadExt;
 use tokio::time::Instant;
 
 use crate::external::gates_client::{
-    Capabilities, ClientError, DEFAULT_OPEN_BUDGET, GateTool, GatesClient, OpenGate,
+    ApprovalId, Capabilities, ClientError, DEFAULT_OPEN_BUDGET, GateTool, GatesClient, OpenGate,
 };
 use crate::external::key::idempotency_key;
 use crate::external::remote::CountersignRemote;
@@ -346,9 +346,9 @@ pub(crate) async fn decide_watching(
                 return None;
             }
         };
-        let earlier_ask = opened.replayed && opened.is_resolved() && !key.names_one_call;
+        let earlier_ask = opened.replayed && opened.state.is_resolved() && !key.names_one_call;
         if !earlier_ask {
-            break opened;
+            break opened.state;
         }
         if asked_before == MAX_ASKED_BEFORE {
             // Never the answer of an earlier ask: something keeps answering this key's chain.
@@ -360,13 +360,13 @@ pub(crate) async fn decide_watching(
             });
         }
         asked_before += 1;
-        key_now = idempotency_key(&[&key_now, &opened.approval_id]);
+        key_now = idempotency_key(&[&key_now, opened.state.approval_id.as_str()]);
     };
     if opened.is_resolved() {
         return Some(Verdict::from_state(&opened));
     }
-    if let Some(url) = &opened.url {
-        out.say(format!("waiting for an answer: {url}"));
+    if !opened.url.is_empty() {
+        out.say(format!("waiting for an answer: {}", opened.url));
     }
     let dropped = dropped.unwrap_or_else(|| Box::pin(std::future::pending()));
     wait(
@@ -462,7 +462,7 @@ pub(crate) async fn decide_or_fallback(
 
 async fn wait(
     client: &GatesClient,
-    approval_id: &str,
+    approval_id: &ApprovalId,
     deadline: Instant,
     timeout_secs: u64,
     (stop, dropped): (&mut Stop, Dropped),

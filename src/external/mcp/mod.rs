@@ -26,7 +26,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use crate::external::gates_client::{
-    Capabilities, ClientError, GateState, GateTool, GatesClient, OpenGate,
+    ApprovalId, Capabilities, ClientError, GateState, GateTool, GatesClient, OpenGate,
 };
 use crate::external::hook::DEFAULT_TIMEOUT_SECS;
 use crate::external::key::idempotency_key;
@@ -231,7 +231,7 @@ impl CountersignMcp {
             () = ctx.ct.cancelled() => return Err(McpError::internal_error("cancelled", None)),
         };
         let opened = match opened {
-            Ok(state) => state,
+            Ok(opened) => opened.state,
             Err(e) => return Ok(Verdict::unreachable(&error_chain(&e))),
         };
         if opened.is_resolved() {
@@ -261,7 +261,7 @@ impl CountersignMcp {
         })
     }
 
-    async fn cancel(&self, approval_id: &str, why: &str) {
+    async fn cancel(&self, approval_id: &ApprovalId, why: &str) {
         if let Err(e) = self.client.cancel(approval_id, why).await {
             tracing::warn!("cancelling gate {approval_id}: {}", error_chain(&e));
         }
@@ -281,9 +281,9 @@ impl<'a> Progress<'a> {
         Progress {
             ctx,
             token: ctx.meta.get_progress_token(),
-            message: match &opened.url {
-                Some(url) => format!("waiting for a person in Countersign: {url}"),
-                None => "waiting for a person in Countersign".into(),
+            message: match opened.url.as_str() {
+                "" => "waiting for a person in Countersign".into(),
+                url => format!("waiting for a person in Countersign: {url}"),
             },
             count: 0,
         }

@@ -9,7 +9,7 @@ use futures::StreamExt;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-use crate::external::gates_client::{ClientError, GateState, GatesClient};
+use crate::external::gates_client::{ApprovalId, ClientError, GateState, GatesClient};
 use crate::external::key::idempotency_key;
 use crate::external::opencode::client::{OpencodeClient, OpencodeError, ReplyOutcome};
 use crate::external::opencode::event::{
@@ -55,7 +55,7 @@ struct Shared {
 
 /// What the bridge knows about one permission request.
 struct Entry {
-    approval_id: Option<String>,
+    approval_id: Option<ApprovalId>,
     /// The bridge sent (or is sending) the reply: a `permission.replied` for it is its own echo.
     replied_by_us: bool,
     /// opencode answered it some other way; the gate is cancelled and never answered.
@@ -258,11 +258,11 @@ impl Shared {
 
     /// Notes the permission's gate; `true` when opencode answered it meanwhile (the caller
     /// cancels the gate: [`Bridge::replied`] could not, having no id).
-    fn record_gate(&self, id: &str, approval_id: &str) -> bool {
+    fn record_gate(&self, id: &str, approval_id: &ApprovalId) -> bool {
         let mut table = self.lock();
         match table.get_mut(id) {
             Some(entry) => {
-                entry.approval_id = Some(approval_id.to_owned());
+                entry.approval_id = Some(approval_id.clone());
                 entry.answered_elsewhere
             }
             None => true,
@@ -281,7 +281,7 @@ impl Shared {
         let mut backoff = self.options.first_backoff;
         loop {
             match self.gates.open(gate, Some(key)).await {
-                Ok(state) => return Some(state),
+                Ok(opened) => return Some(opened.state),
                 Err(e) if e.is_transient() && !*elsewhere.borrow() => {
                     tracing::warn!("permission {id}: {}; retrying", error_chain(&e));
                     tokio::time::sleep(backoff).await;
@@ -337,7 +337,7 @@ impl Shared {
     }
 
     /// Best effort, retried briefly: a gate left open only costs a stale card.
-    async fn cancel(&self, approval_id: &str, why: &str) {
+    async fn cancel(&self, approval_id: &ApprovalId, why: &str) {
         let mut backoff = self.options.first_backoff;
         for _ in 0..5 {
             match self.gates.cancel(approval_id, why).await {

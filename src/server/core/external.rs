@@ -18,8 +18,8 @@ use serde_json::Value;
 use super::{Core, Error};
 use crate::protocol::{
     AnsweredBy, ApprovalId, ApprovalRequest, ApprovalRequestBody, Decision, EventBody, GateKind,
-    GateReason, GateState, GateStatus, Mode, Resolution, RuleSuggestion, SessionId, TimeoutOutcome,
-    Timestamp, ToolClass, canonical_json,
+    GateReason, GateState, GateStatus, Mode, Resolution, RuleSuggestion, SessionId, Stored,
+    TimeoutOutcome, Timestamp, ToolClass, canonical_json,
 };
 use crate::server::digest::{call_digest, proposal_digest};
 use crate::server::gate::policy::{self, Outcome};
@@ -305,7 +305,8 @@ impl Core {
         let body = &request.body;
         let decision = resolution
             .map(|r| r.decision)
-            .filter(|d| !matches!(d, Decision::Timeout | Decision::Cancelled));
+            .filter(|d| !matches!(d, Decision::Timeout | Decision::Cancelled))
+            .map(Stored::Known);
         GateState {
             approval_id: body.approval_id.clone(),
             session_id: body.session_id.clone(),
@@ -316,7 +317,7 @@ impl Core {
                 .and_then(|r| r.edits.clone()),
             reason: resolution.and_then(|r| r.reason.clone()),
             rule,
-            answered_by: resolution.map(|r| r.answered_by),
+            answered_by: resolution.map(|r| Stored::Known(r.answered_by)),
             actor: resolution.map(|r| r.actor.clone()),
             resolved_at: resolution.map(|r| r.resolved_at.clone()),
             url: self
