@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use reqwest::{Method, RequestBuilder, StatusCode, Url};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::Value;
 use tokio::time::Instant;
 
@@ -20,42 +20,8 @@ const POLL_SLACK: Duration = Duration::from_secs(15);
 const FIRST_BACKOFF: Duration = Duration::from_millis(250);
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
 
-/// The body of `POST /api/v1/gates`.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-pub struct OpenGate {
-    /// `claude-code`, `codex`, `opencode` or `mcp`.
-    pub source: String,
-    /// The agent's own session id; gates of one session share one Countersign session.
-    pub external_session: String,
-    pub cwd: String,
-    pub tool: GateTool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub title: Option<String>,
-    /// Markdown shown on the card.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    /// What the agent last said before this call (its transcript), shown as "the agent says".
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agent_says: Option<String>,
-    pub capabilities: Capabilities,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timeout_secs: Option<u64>,
-}
-
-/// The agent's tool name and its input as given.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-pub struct GateTool {
-    pub name: String,
-    pub input: Value,
-}
-
-/// Which answers the agent can take back (the card offers only these).
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Capabilities {
-    pub edit: bool,
-    pub always: bool,
-    pub deny_reason: bool,
-}
+/// The body of `POST /api/v1/gates`: the server's own type, which it reads and checks.
+pub use crate::protocol::{Capabilities, GateTool, OpenGate};
 
 /// Where a gate stands and what was decided: the server's own types, read leniently where a
 /// newer server may say more (see [`GateState`]).

@@ -18,7 +18,9 @@ mod time;
 pub use actor::Actor;
 pub use canonical::canonical_json;
 pub use ids::{ApprovalId, CallId, RuleId, SessionId, TurnId};
-pub use outside::{CreatedToken, GateState, GateStatus, Scope, TokenInfo};
+pub use outside::{
+    Capabilities, CreatedToken, GateState, GateStatus, GateTool, OpenGate, Scope, TokenInfo,
+};
 use stored::spelled_by_as_str;
 pub use stored::{Spelling, Stored};
 

@@ -61,6 +61,72 @@ pub struct CreatedToken {
     pub created_at: Timestamp,
 }
 
+/// The body of `POST /api/v1/gates`: what an adapter writes and the server reads — one type.
+///
+/// Unknown fields are refused (`invalid_gate`, naming them). The strings the server requires
+/// (`source`, `external_session`, `tool.name`) read as empty when absent, so its checks can say
+/// in one voice what each must be; `core::external` checks every field before a gate opens.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct OpenGate {
+    /// `claude-code`, `codex`, `opencode` or `mcp`.
+    #[serde(default)]
+    pub source: String,
+    /// The agent's own session id; gates of one session share one Countersign session.
+    #[serde(default)]
+    pub external_session: String,
+    /// The agent's working directory (names the session); empty when not known.
+    #[serde(default)]
+    pub cwd: String,
+    pub tool: GateTool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// Markdown shown on the card.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// What the agent last said before this call (its transcript), shown as "the agent says".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_says: Option<String>,
+    #[serde(default)]
+    pub capabilities: Capabilities,
+    /// The gate's window; the server's `[approvals] timeout_secs` when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_secs: Option<u64>,
+}
+
+/// The agent's tool name and its input as given (`null` or absent: no input, `{}`).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct GateTool {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub input: Value,
+}
+
+/// Which answers the agent can take back (the card offers only these).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(default, deny_unknown_fields)]
+pub struct Capabilities {
+    /// It can run an edited input instead of its own (offers Edit).
+    pub edit: bool,
+    /// It understands "always" (the card may offer Allow always).
+    pub always: bool,
+    /// It passes a deny reason back to its model.
+    pub deny_reason: bool,
+}
+
+/// What an agent that says nothing of its capabilities gets: no Edit, Allow always offered.
+impl Default for Capabilities {
+    fn default() -> Self {
+        Capabilities {
+            edit: false,
+            always: true,
+            deny_reason: false,
+        }
+    }
+}
+
 /// Where a gate stands, as an outside agent reads it. The server and the adapters' client
 /// share this one type.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]

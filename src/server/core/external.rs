@@ -12,14 +12,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::Deserialize;
 use serde_json::Value;
 
 use super::{Core, Error};
 use crate::protocol::{
     AnsweredBy, ApprovalId, ApprovalRequest, ApprovalRequestBody, Decision, EventBody, GateKind,
-    GateReason, GateState, GateStatus, Mode, Resolution, RuleSuggestion, SessionId, Stored,
-    TimeoutOutcome, Timestamp, ToolClass, canonical_json,
+    GateReason, GateState, GateStatus, Mode, OpenGate, Resolution, RuleSuggestion, SessionId,
+    Stored, TimeoutOutcome, Timestamp, ToolClass, canonical_json,
 };
 use crate::server::digest::{call_digest, proposal_digest};
 use crate::server::gate::policy::{self, Outcome};
@@ -52,41 +51,6 @@ pub const MAX_WAIT_SECS: u64 = 60;
 /// The most of `agent_says` a request may send (the card keeps the first 300 characters).
 const MAX_AGENT_SAYS_SENT: usize = 4000;
 
-/// The body of `POST /api/v1/gates`, as sent.
-#[derive(Deserialize, Debug, Default)]
-#[serde(deny_unknown_fields)]
-struct GateRequest {
-    source: Option<String>,
-    external_session: Option<String>,
-    cwd: Option<String>,
-    tool: Option<ToolRequest>,
-    title: Option<String>,
-    reason: Option<String>,
-    capabilities: Option<Capabilities>,
-    timeout_secs: Option<u64>,
-    /// The agent's own last words before the call (a hook reads them from its transcript).
-    agent_says: Option<String>,
-}
-
-#[derive(Deserialize, Debug, Default)]
-#[serde(deny_unknown_fields)]
-struct ToolRequest {
-    name: Option<String>,
-    input: Option<Value>,
-}
-
-/// What the outside agent can do with an answer.
-#[derive(Deserialize, Debug, Default)]
-#[serde(deny_unknown_fields)]
-struct Capabilities {
-    /// It can run an edited input instead of its own.
-    edit: Option<bool>,
-    /// It understands "always" (the card may offer Allow always).
-    always: Option<bool>,
-    /// It passes a deny reason back to its model.
-    deny_reason: Option<bool>,
-}
-
 /// A gate request that passed every check.
 struct Checked {
     source: String,
@@ -106,8 +70,8 @@ fn invalid(what: impl Into<String>) -> Error {
     Error::InvalidGate(what.into())
 }
 
-fn required(value: Option<String>, field: &str, max: usize) -> Result<String, Error> {
-    let value = value.map(|v| v.trim().to_owned()).unwrap_or_default();
+fn required(value: &str, field: &str, max: usize) -> Result<String, Error> {
+    let value = value.trim().to_owned();
     if value.is_empty() {
         return Err(invalid(format!(
             "`{field}` is required (a non-empty string)"
@@ -134,9 +98,14 @@ fn check(body: Value, default_timeout: u64) -> Result<Checked, Error> {
     if !body.is_object() {
         return Err(invalid("the body must be a JSON object"));
     }
-    let request: GateRequest =
-        serde_json::from_value(body).map_err(|e| invalid(format!("the body does not fit: {e}")))?;
-    let source = required(request.source, "source", MAX_SOURCE_CHARS)?;
+    // The path names where a value does not fit (`capabilities.edit: invalid type: …`).
+    let request: OpenGate = serde_path_to_error::deserialize(body).map_err(|e| {
+        invalid(match e.path().to_string().as_str() {
+            "." => format!("the body does not fit: {}", e.inner()),
+            path => format!("the body does not fit at `{path}`: {}", e.inner()),
+        })
+    })?;
+    let source = required(&request.source, "source", MAX_SOURCE_CHARS)?;
     if !source
         .chars()
         .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
@@ -145,15 +114,13 @@ fn check(body: Value, default_timeout: u64) -> Result<Checked, Error> {
             "`source` uses lowercase letters, digits and `-` (e.g. claude-code)",
         ));
     }
-    let external_session = required(request.external_session, "external_session", MAX_ID_CHARS)?;
-    let tool = request
-        .tool
-        .ok_or_else(|| invalid("`tool` is required: {\"name\", \"input\"}"))?;
-    let name = required(tool.name, "tool.name", MAX_ID_CHARS)?;
+    let external_session = required(&request.external_session, "external_session", MAX_ID_CHARS)?;
+    let tool = request.tool;
+    let name = required(&tool.name, "tool.name", MAX_ID_CHARS)?;
     let input = match tool.input {
-        Some(input @ Value::Object(_)) => input,
-        None => Value::Object(Default::default()),
-        Some(_) => return Err(invalid("`tool.input` must be a JSON object")),
+        input @ Value::Object(_) => input,
+        Value::Null => Value::Object(Default::default()),
+        _ => return Err(invalid("`tool.input` must be a JSON object")),
     };
     if input.to_string().len() > MAX_INPUT_BYTES {
         return Err(invalid(format!(
@@ -161,25 +128,24 @@ fn check(body: Value, default_timeout: u64) -> Result<Checked, Error> {
             MAX_INPUT_BYTES / 1024
         )));
     }
-    let capabilities = request.capabilities.unwrap_or_default();
+    let capabilities = request.capabilities;
     let timeout_secs = request.timeout_secs.unwrap_or(default_timeout);
     if timeout_secs == 0 || timeout_secs > MAX_TIMEOUT_SECS {
         return Err(invalid(format!(
             "`timeout_secs` must be 1 to {MAX_TIMEOUT_SECS}"
         )));
     }
-    let _ = capabilities.deny_reason;
     Ok(Checked {
         source,
         external_session,
-        cwd: optional(request.cwd, "cwd", 4096)?,
+        cwd: optional(Some(request.cwd), "cwd", 4096)?,
         tool: name,
         input,
         title: optional(request.title, "title", MAX_TITLE_CHARS)?,
         reason: optional(request.reason, "reason", MAX_REASON_CHARS)?,
         agent_says: optional(request.agent_says, "agent_says", MAX_AGENT_SAYS_SENT)?,
-        edit: capabilities.edit.unwrap_or(false),
-        always: capabilities.always.unwrap_or(true),
+        edit: capabilities.edit,
+        always: capabilities.always,
         timeout: Duration::from_secs(timeout_secs),
     })
 }
@@ -888,6 +854,44 @@ mod tests {
         );
     }
 
+    /// What an adapter writes is what the server reads: the one type, both ways, with the
+    /// defaults an agent that says less gets.
+    #[test]
+    fn what_an_adapter_writes_the_server_reads() {
+        let written = OpenGate {
+            source: "codex".into(),
+            external_session: "s".into(),
+            cwd: "/w/shop".into(),
+            tool: crate::protocol::GateTool {
+                name: "shell".into(),
+                input: json!({"command": ["ls"]}),
+            },
+            title: None,
+            reason: Some("why".into()),
+            agent_says: None,
+            capabilities: crate::protocol::Capabilities {
+                edit: true,
+                always: false,
+                deny_reason: true,
+            },
+            timeout_secs: Some(60),
+        };
+        let checked = gate(serde_json::to_value(&written).unwrap()).unwrap();
+        assert_eq!(checked.source, "codex");
+        assert_eq!(checked.cwd.as_deref(), Some("/w/shop"));
+        assert_eq!(checked.input, json!({"command": ["ls"]}));
+        assert!(checked.edit && !checked.always);
+        assert_eq!(checked.timeout, Duration::from_secs(60));
+        // Said nothing of its capabilities, its input or its folder: no Edit, Allow always
+        // offered, `{}`, no cwd.
+        let least = gate(json!({"source": "mcp", "external_session": "s",
+            "tool": {"name": "t", "input": null}, "cwd": ""}))
+        .unwrap();
+        assert!(!least.edit && least.always);
+        assert_eq!(least.input, json!({}));
+        assert_eq!(least.cwd, None);
+    }
+
     #[test]
     fn every_bad_field_is_named() {
         let cases = [
@@ -918,8 +922,46 @@ mod tests {
                 "`timeout_secs`",
             ),
             (
+                json!({"source": "x", "external_session": "s", "tool": {"name": "B"}, "timeout_secs": -5}),
+                "at `timeout_secs`",
+            ),
+            (
+                json!({"source": 7, "external_session": "s", "tool": {"name": "B"}}),
+                "at `source`",
+            ),
+            (
                 json!({"source": "x", "external_session": "s", "tool": {"name": "B"}, "colour": 1}),
                 "colour",
+            ),
+            (
+                json!({"source": "x", "external_session": "s", "tool": {"name": "B", "argv": []}}),
+                "argv",
+            ),
+            (
+                json!({"source": "x", "external_session": "s", "tool": {"name": "B"},
+                    "capabilities": {"edit": true, "yolo": true}}),
+                "yolo",
+            ),
+            (
+                json!({"source": "x", "external_session": "s", "tool": {"name": "B"},
+                    "capabilities": {"edit": "yes"}}),
+                "`capabilities.edit`: invalid type",
+            ),
+            (
+                json!({"source": "  ", "external_session": "s", "tool": {"name": "B"}}),
+                "`source`",
+            ),
+            (
+                json!({"source": "x", "external_session": "s", "tool": {"name": " "}}),
+                "`tool.name`",
+            ),
+            (
+                json!({"source": "x", "external_session": "s", "tool": {"name": "B", "input": [1]}}),
+                "`tool.input`",
+            ),
+            (
+                json!({"source": "x", "external_session": "s", "tool": "Bash"}),
+                "at `tool`",
             ),
         ];
         for (body, named) in cases {
