@@ -216,7 +216,7 @@ pub async fn revoke_rule(rule_id: RuleId, client_id: String) -> Result<(), Error
     let who = backend::caller("revoke_rule")?;
     let _ = client_id;
     let core = backend::core()?;
-    core.revoke_rule(rule_id.as_str(), &who.actor())
+    core.revoke_rule(&rule_id, &who.actor())
         .await
         .map_err(backend::to_server_error)
 }

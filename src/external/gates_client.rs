@@ -350,7 +350,7 @@ mod tests {
     }
 
     /// An answer that lacks a field the server always sends is not this API's: refused
-    /// (an adapter denies), never read with a made-up value.
+    /// (the adapter stops waiting on it), never read with a made-up value.
     #[test]
     fn an_answer_missing_what_the_server_always_sends_is_refused() {
         for field in ["approval_id", "session_id", "status", "url", "expires_at"] {

@@ -27,15 +27,32 @@ impl Verdict {
     /// The verdict of a gate. A gate still pending is a deny: the caller has given up on it.
     pub fn from_state(state: &GateState) -> Verdict {
         match state.status {
+            // A decision this build does not know, under `approved`, runs the call as proposed
+            // (never edited, never as a rule).
             GateStatus::Approved => match state.decision.as_ref().and_then(Stored::known) {
-                // An object replaces a tool's input; a string is a decision's revised text.
-                Some(Decision::Edit) => Verdict::Allow {
-                    updated_input: state
-                        .updated_input
-                        .clone()
-                        .filter(|v| v.is_object() || v.is_string()),
-                    always: false,
+                // An object replaces a tool's input; a string is a decision's revised text. An
+                // edit without one is not run as proposed: the person wanted it changed.
+                Some(Decision::Edit) => match state
+                    .updated_input
+                    .clone()
+                    .filter(|v| v.is_object() || v.is_string())
+                {
+                    Some(input) => Verdict::Allow {
+                        updated_input: Some(input),
+                        always: false,
+                    },
+                    None => deny(
+                        "Denied in Countersign: the call was edited, but the edit could not be \
+                         read; ask again"
+                            .to_owned(),
+                    ),
                 },
+                // An answer that contradicts its status is not taken as a yes.
+                Some(Decision::Deny | Decision::Timeout | Decision::Cancelled) => deny(
+                    "Denied in Countersign: the answer contradicted itself (approved, with a \
+                     decision that runs nothing)"
+                        .to_owned(),
+                ),
                 Some(Decision::AllowAlways) => Verdict::Allow {
                     updated_input: None,
                     always: true,
@@ -170,6 +187,42 @@ mod tests {
                 message: "Denied in Countersign: timed out after 30 min with no answer.".into()
             }
         );
+    }
+
+    /// An approved gate runs only what was approved: an edit that cannot be read, or an
+    /// answer that contradicts its status, is a no; a decision this build does not know runs
+    /// the call as proposed, never edited and never as a rule.
+    #[test]
+    fn an_approval_that_cannot_be_read_whole_runs_nothing_changed() {
+        let is_deny = |v: Verdict| matches!(v, Verdict::Deny { .. });
+        for updated in [json!(null), json!([1, 2]), json!(7), json!(true)] {
+            let v = Verdict::from_state(&state(json!({"approval_id":"a","status":"approved",
+                "decision":"edit","updated_input": updated})));
+            assert!(is_deny(v), "edit with {updated}");
+        }
+        let v = Verdict::from_state(&state(
+            json!({"approval_id":"a","status":"approved","decision":"edit"}),
+        ));
+        assert!(is_deny(v), "edit with no input");
+        for contradiction in ["deny", "timeout", "cancelled"] {
+            let v = Verdict::from_state(&state(
+                json!({"approval_id":"a","status":"approved","decision": contradiction}),
+            ));
+            assert!(is_deny(v), "approved + {contradiction}");
+        }
+        let v = Verdict::from_state(&state(json!({"approval_id":"a","status":"approved",
+            "decision":"approve_with_conditions","updated_input":{"command":"rm -rf /"}})));
+        assert_eq!(
+            v,
+            Verdict::Allow {
+                updated_input: None,
+                always: false
+            }
+        );
+        let v = Verdict::from_state(&state(
+            json!({"approval_id":"a","status":"vaporised","decision":"approve"}),
+        ));
+        assert!(is_deny(v), "an unknown status");
     }
 
     #[test]

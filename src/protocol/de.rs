@@ -31,6 +31,15 @@ where
     Ok(value.and_then(|v| T::deserialize(v).ok()))
 }
 
+/// For a field where `null` says what leaving it out says (the default).
+pub(super) fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de> + Default,
+{
+    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
+}
+
 /// An object's fields in their order: names borrowed from the input where it allows, values as
 /// `Value`. (A `serde_json::Map` would allocate and hash every name: decoding took half again
 /// as long as the derive; this takes about as long.)

@@ -63,20 +63,21 @@ pub struct CreatedToken {
 
 /// The body of `POST /api/v1/gates`: what an adapter writes and the server reads — one type.
 ///
-/// Unknown fields are refused (`invalid_gate`, naming them). The strings the server requires
-/// (`source`, `external_session`, `tool.name`) read as empty when absent, so its checks can say
-/// in one voice what each must be; `core::external` checks every field before a gate opens.
+/// Unknown fields are refused (`invalid_gate`, naming them). A field left out and a field sent
+/// as `null` mean the same; the strings the server requires (`source`, `external_session`,
+/// `tool.name`) read as empty then, so its checks say in one voice what each must be
+/// (`core::external` checks every field before a gate opens).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct OpenGate {
     /// `claude-code`, `codex`, `opencode` or `mcp`.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::de::null_as_default")]
     pub source: String,
     /// The agent's own session id; gates of one session share one Countersign session.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::de::null_as_default")]
     pub external_session: String,
     /// The agent's working directory (names the session); empty when not known.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::de::null_as_default")]
     pub cwd: String,
     pub tool: GateTool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -87,7 +88,7 @@ pub struct OpenGate {
     /// What the agent last said before this call (its transcript), shown as "the agent says".
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_says: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::de::null_as_default")]
     pub capabilities: Capabilities,
     /// The gate's window; the server's `[approvals] timeout_secs` when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -98,15 +99,15 @@ pub struct OpenGate {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct GateTool {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::de::null_as_default")]
     pub name: String,
     #[serde(default)]
     pub input: Value,
 }
 
-/// Which answers the agent can take back (the card offers only these).
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-#[serde(default, deny_unknown_fields)]
+/// Which answers the agent can take back (the card offers only these). Each one left out or
+/// `null` takes its default (`Capabilities::default`).
+#[derive(Serialize, Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Capabilities {
     /// It can run an edited input instead of its own (offers Edit).
     pub edit: bool,
@@ -124,6 +125,29 @@ impl Default for Capabilities {
             always: true,
             deny_reason: false,
         }
+    }
+}
+
+impl<'de> Deserialize<'de> for Capabilities {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        /// The capabilities as sent: each may be left out or `null`.
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Sent {
+            #[serde(default)]
+            edit: Option<bool>,
+            #[serde(default)]
+            always: Option<bool>,
+            #[serde(default)]
+            deny_reason: Option<bool>,
+        }
+        let sent = Sent::deserialize(deserializer)?;
+        let default = Capabilities::default();
+        Ok(Capabilities {
+            edit: sent.edit.unwrap_or(default.edit),
+            always: sent.always.unwrap_or(default.always),
+            deny_reason: sent.deny_reason.unwrap_or(default.deny_reason),
+        })
     }
 }
 
@@ -153,7 +177,8 @@ pub enum GateStatus {
 /// `GateStatus::Unknown` (final, a deny), a decision or `answered_by` it does not know is kept
 /// as written (`Stored::Unknown`), and a rule in a shape it cannot read is absent. A field
 /// the server always sends (`session_id`, `url`, `expires_at`) is required: an answer without
-/// one is not this API's, and the client refuses it (which an adapter takes as a deny).
+/// one is not this API's: the client refuses it, and the adapter stops waiting on that gate
+/// (see `docs/api.md` §11.2 for what each adapter does then).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct GateState {
     pub approval_id: ApprovalId,

@@ -323,7 +323,7 @@ pub(crate) async fn decide_watching(
     let mut asked_before = 0;
     let opened = loop {
         let opened = match client.open(gate, Some(&key_now)).await {
-            Ok(state) => state,
+            Ok(opened) => opened,
             // Countersign read the call and would not open a card for it (too large, not
             // readable, a reused key): that is an answer, and it is no.
             Err(ClientError::Api {

@@ -20,7 +20,7 @@ use crate::protocol::{
     Verdict,
 };
 
-/// The key under which the turn's latest budget card sits in `gates` (empty when none).
+/// The key under which the turn's latest budget card sits in `gates` (`None` when it has none).
 fn budget_key(gates: &HashMap<CallId, ApprovalRequestBody>) -> Option<CallId> {
     gates
         .iter()

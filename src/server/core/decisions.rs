@@ -484,16 +484,14 @@ impl Core {
         Ok(self.repos.rules.list_rules().await?)
     }
 
-    pub async fn revoke_rule(&self, rule_id: &str, actor: &str) -> Result<(), Error> {
-        if self
-            .repos
-            .rules
-            .revoke_rule(&RuleId::new(rule_id), actor)
-            .await?
-        {
+    /// Revokes a standing rule; the id is a request's, so an unknown one is `unknown_rule`.
+    pub async fn revoke_rule(&self, rule_id: &RuleId, actor: &str) -> Result<(), Error> {
+        if self.repos.rules.revoke_rule(rule_id, actor).await? {
             Ok(())
         } else {
-            Err(Error::UnknownRule(rule_id.chars().take(64).collect()))
+            Err(Error::UnknownRule(
+                rule_id.as_str().chars().take(64).collect(),
+            ))
         }
     }
 

@@ -890,6 +890,39 @@ mod tests {
         assert!(!least.edit && least.always);
         assert_eq!(least.input, json!({}));
         assert_eq!(least.cwd, None);
+        // `null` says what leaving a field out says, wherever it is sent.
+        let nulls = gate(json!({"source": "mcp", "external_session": "s",
+            "tool": {"name": "t", "input": null}, "cwd": null, "title": null, "reason": null,
+            "agent_says": null, "timeout_secs": null,
+            "capabilities": {"edit": null, "always": null, "deny_reason": null}}))
+        .unwrap();
+        assert!(!nulls.edit && nulls.always);
+        assert_eq!((nulls.cwd, nulls.title), (None, None));
+        assert_eq!(nulls.timeout, Duration::from_secs(1800));
+        let no_capabilities = gate(json!({"source": "mcp", "external_session": "s",
+            "tool": {"name": "t"}, "capabilities": null}))
+        .unwrap();
+        assert!(!no_capabilities.edit && no_capabilities.always);
+        // A required string sent as `null` is named as missing, as when left out.
+        for (body, named) in [
+            (
+                json!({"source": null, "external_session": "s", "tool": {"name": "t"}}),
+                "`source` is required",
+            ),
+            (
+                json!({"source": "x", "external_session": null, "tool": {"name": "t"}}),
+                "`external_session` is required",
+            ),
+            (
+                json!({"source": "x", "external_session": "s", "tool": {"name": null}}),
+                "`tool.name` is required",
+            ),
+        ] {
+            match gate(body.clone()) {
+                Err(Error::InvalidGate(why)) => assert!(why.contains(named), "{body}: {why}"),
+                other => panic!("{body}: {:?}", other.map(|c| c.tool)),
+            }
+        }
     }
 
     #[test]

@@ -8,6 +8,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::json::ApiJson;
+use crate::protocol::RuleId;
 use crate::server::core::DecisionRequest;
 use crate::server::core::Error;
 use crate::server::http::error::ApiError;
@@ -55,7 +56,7 @@ pub async fn rules(State(state): State<AppState>) -> Result<impl IntoResponse, A
 pub async fn revoke_rule(
     State(state): State<AppState>,
     Extension(who): Extension<Principal>,
-    Path(id): Path<String>,
+    Path(id): Path<RuleId>,
 ) -> Result<impl IntoResponse, ApiError> {
     state.core.revoke_rule(&id, &who.actor()).await?;
     Ok(StatusCode::NO_CONTENT)

@@ -112,15 +112,15 @@ pub async fn request_cancel(
 pub async fn seal(
     pool: &PgPool,
     owner: &str,
-    session_id: &str,
-    turn_id: &str,
+    session_id: &SessionId,
+    turn_id: &TurnId,
 ) -> Result<bool, StoreError> {
     let row: Option<(bool,)> = sqlx::query_as(
         "UPDATE turn_leases SET sealed = TRUE
          WHERE session_id = $1 AND turn_id = $2 AND owner = $3 RETURNING cancel_requested",
     )
-    .bind(session_id)
-    .bind(turn_id)
+    .bind(session_id.as_str())
+    .bind(turn_id.as_str())
     .bind(owner)
     .fetch_optional(pool)
     .await?;

@@ -379,13 +379,7 @@ impl Coordination for PgStore {
         session_id: &SessionId,
         turn_id: &TurnId,
     ) -> Result<bool, StoreError> {
-        lease::seal(
-            &self.pool,
-            &self.instance,
-            session_id.as_str(),
-            turn_id.as_str(),
-        )
-        .await
+        lease::seal(&self.pool, &self.instance, session_id, turn_id).await
     }
 
     async fn leased_turns(&self) -> Result<Vec<(SessionId, TurnId)>, StoreError> {
