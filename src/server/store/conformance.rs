@@ -238,7 +238,7 @@ fn msg(text: &str) -> NewEvent {
     )
 }
 
-fn gate(session_id: &str, id: &str) -> ApprovalRequest {
+pub fn gate(session_id: &str, id: &str) -> ApprovalRequest {
     serde_json::from_value(serde_json::json!({
         "turn_id": "turn", "approval_id": id, "session_id": session_id, "call_id": "c",
         "kind": "tool", "tool": "shell", "class": "exec", "args": {"command": "ls"},
@@ -250,7 +250,7 @@ fn gate(session_id: &str, id: &str) -> ApprovalRequest {
     .expect("a gate")
 }
 
-fn resolution(id: &str, decision: Decision) -> Resolution {
+pub fn resolution(id: &str, decision: Decision) -> Resolution {
     Resolution::plain(
         &id.into(),
         decision,
@@ -388,6 +388,29 @@ async fn exactly_one_of_fifty_concurrent_resolutions_commits(store: Arc<dyn Stor
         .await
         .unwrap();
     assert_eq!(store.pending_gates(Some("cas")).await.unwrap().len(), 1);
+    // Another session cannot answer it, and trying leaves it waiting.
+    store.create_session(&session("cas-other")).await.unwrap();
+    let from_elsewhere = Commit {
+        gate: Some(GateChange::Resolve {
+            resolution: resolution("g-cas", Decision::Approve),
+            new_rule: None,
+        }),
+        ..Commit::default()
+    };
+    assert!(matches!(
+        store
+            .append(&"cas-other".into(), vec![msg("x")], from_elsewhere)
+            .await,
+        Err(StoreError::UnknownApproval(_))
+    ));
+    assert_eq!(store.pending_gates(Some("cas")).await.unwrap().len(), 1);
+    assert!(
+        store
+            .events_after(&"cas-other".into(), 0, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     let mut tasks = Vec::new();
     for i in 0..50 {
         let store = store.clone();

@@ -7,7 +7,7 @@ use sqlx::PgPool;
 use crate::server::store::StoreError;
 
 /// The migrations, in order: (version, SQL).
-const MIGRATIONS: [(i64, &str); 5] = [
+const MIGRATIONS: [(i64, &str); 6] = [
     (
         1,
         include_str!("../../../../migrations/postgres/0001_schema.sql"),
@@ -27,6 +27,10 @@ const MIGRATIONS: [(i64, &str); 5] = [
     (
         5,
         include_str!("../../../../migrations/postgres/0005_append_in_one_round_trip.sql"),
+    ),
+    (
+        6,
+        include_str!("../../../../migrations/postgres/0006_answer_by_key.sql"),
     ),
 ];
 

@@ -5,14 +5,17 @@
 //! - **seq without gaps**: an append takes the session row with `UPDATE … RETURNING last_seq`
 //!   inside its transaction, which locks that row until the commit, so two instances append
 //!   to one session one after the other;
-//! - **a gate resolves once**: the compare-and-set `UPDATE … WHERE resolution IS NULL` in the
-//!   transaction that appends `approval_resolved`; a loser rolls back and reads the winner;
+//! - **a gate resolves once**: the compare-and-set in the transaction that appends
+//!   `approval_resolved` locks the gate's row by its key (`SELECT … FOR UPDATE`), refuses an
+//!   answered one and only then sets the answer; a loser rolls back and reads the winner. A gate
+//!   is read by its key alone (never with its session or status in the `WHERE` clause, which
+//!   let the planner read it through an index of all waiting gates or all a session's gates);
 //! - **one audit chain**: a commit queues its audit entries (`audit_pending`) and the sealer
 //!   numbers and hashes them under an advisory lock after the commit (`seal.rs`), so entries
 //!   are chained in one line whichever instance writes them, without any commit waiting for
 //!   that lock; every audit read seals what is pending first;
-//! - **one round trip per append**: `countersign_append`, a server-side function (migration
-//!   0005), does the compare-and-set, the seqs, the lease step, the events and the audit
+//! - **one round trip per append**: `countersign_append`, a server-side function (migrations
+//!   0005 and 0006), does the compare-and-set, the seqs, the lease step, the events and the audit
 //!   queue in one call;
 //! - **one gate per idempotency key**: a unique index, and a conflict is read back as
 //!   `KeyUsed`.
@@ -606,6 +609,107 @@ pub(crate) mod tests {
                 session_id: "N".into()
             }
         );
+    }
+
+    /// An answer finds its gate by the gate's key, however many gates wait and however old
+    /// the planner's statistics: the compare-and-set once matched the predicate of the index of
+    /// waiting gates, and with statistics taken while nothing waited, every answer scanned
+    /// every waiting gate. The plans are `auto_explain`'s, of every statement inside the
+    /// append, through `psql` (which the test cluster comes with), past the five calls after
+    /// which PL/pgSQL may switch to a generic plan.
+    #[tokio::test]
+    async fn an_answer_reads_its_gate_by_key_however_many_wait() {
+        use crate::server::store::GateChange;
+        use crate::server::store::conformance::{gate, resolution, session};
+        let Some(cluster) = test_cluster() else {
+            return;
+        };
+        let url = fresh_database(&cluster).await;
+        let store = PgStore::open(&url).await.unwrap();
+        store.create_session(&session("many")).await.unwrap();
+        let open = |id: String| Commit {
+            gate: Some(GateChange::Open(Box::new(gate("many", &id)))),
+            ..Commit::default()
+        };
+        // Statistics taken while nothing waits, then kept (as between two autovacuums).
+        store
+            .append(&"many".into(), vec![message("t")], open("first".into()))
+            .await
+            .unwrap();
+        let answer = Commit {
+            gate: Some(GateChange::Resolve {
+                resolution: resolution("first", crate::protocol::Decision::Approve),
+                new_rule: None,
+            }),
+            ..Commit::default()
+        };
+        store
+            .append(&"many".into(), vec![message("t")], answer)
+            .await
+            .unwrap();
+        let admin = PgPoolOptions::new()
+            .max_connections(1)
+            .connect(&url)
+            .await
+            .unwrap();
+        for sql in [
+            "ANALYZE approvals",
+            "ALTER TABLE approvals SET (autovacuum_enabled = off)",
+        ] {
+            sqlx::query(sql).execute(&admin).await.unwrap();
+        }
+        for i in 0..400 {
+            store
+                .append(
+                    &"many".into(),
+                    vec![message("t")],
+                    open(format!("wait-{i}")),
+                )
+                .await
+                .unwrap();
+        }
+        let mut script = String::from(
+            "LOAD 'auto_explain';
+             SET auto_explain.log_min_duration = 0;
+             SET auto_explain.log_nested_statements = on;
+             SET auto_explain.log_level = notice;
+             SET client_min_messages = notice;\n",
+        );
+        for i in 0..8 {
+            script.push_str(&format!(
+                "SELECT countersign_append('many', 'psql', 'at', '{{}}', '{{}}', '{{}}',
+                   NULL, NULL, NULL, NULL, NULL, 'wait-{i}', '{{}}', 'at',
+                   NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+                   NULL, NULL, NULL, NULL, NULL, NULL, 'at', NULL, NULL, NULL, 30,
+                   '{{}}', '{{}}', '{{}}', '{{}}');\n"
+            ));
+        }
+        let out = tokio::process::Command::new("psql")
+            .args([
+                "-X",
+                "-q",
+                "-v",
+                "ON_ERROR_STOP=1",
+                "-d",
+                &url,
+                "-c",
+                &script,
+            ])
+            .output()
+            .await
+            .expect("psql (the PostgreSQL client) runs");
+        let plans = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "psql failed: {plans}");
+        assert!(
+            plans.contains("approvals_pkey"),
+            "the answers' plans were logged: {plans}"
+        );
+        assert!(
+            !plans.contains("approvals_pending"),
+            "an answer read its gate through the index of waiting gates: {plans}"
+        );
+        let waiting = store.pending_gates(Some("many")).await.unwrap().len();
+        assert_eq!(waiting, 400 - 8, "the eight answers were recorded");
     }
 
     #[tokio::test]

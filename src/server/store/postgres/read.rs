@@ -179,14 +179,15 @@ pub async fn get_gate(
     session_id: &str,
     approval_id: &str,
 ) -> Result<Option<GateRow>, StoreError> {
-    let row: Option<(String, Option<String>)> = sqlx::query_as(
-        "SELECT request, resolution FROM approvals WHERE approval_id = $1 AND session_id = $2",
+    // By the key alone, the session checked here: with the session in the WHERE clause, the
+    // planner may read the gate through the session's index, all its gates (migration 0006).
+    let row: Option<(String, String, Option<String>)> = sqlx::query_as(
+        "SELECT session_id, request, resolution FROM approvals WHERE approval_id = $1",
     )
     .bind(approval_id)
-    .bind(session_id)
     .fetch_optional(pool)
     .await?;
-    let Some((request, resolution)) = row else {
+    let Some((_, request, resolution)) = row.filter(|(owner, ..)| owner == session_id) else {
         return Ok(None);
     };
     Ok(Some(GateRow {

@@ -220,14 +220,14 @@ async fn winner(
     session_id: &str,
     approval_id: &str,
 ) -> Result<StoreError, StoreError> {
-    let existing: Option<(Option<String>,)> = sqlx::query_as(
-        "SELECT resolution FROM approvals WHERE approval_id = $1 AND session_id = $2",
-    )
-    .bind(approval_id)
-    .bind(session_id)
-    .fetch_optional(pool)
-    .await?;
-    Ok(match existing.and_then(|(r,)| r) {
+    // By the key alone, as `read::get_gate`.
+    let existing: Option<(String, Option<String>)> =
+        sqlx::query_as("SELECT session_id, resolution FROM approvals WHERE approval_id = $1")
+            .bind(approval_id)
+            .fetch_optional(pool)
+            .await?;
+    let existing = existing.filter(|(owner, _)| owner == session_id);
+    Ok(match existing.and_then(|(_, r)| r) {
         Some(json) => StoreError::AlreadyResolved(Box::new(from_json(session_id, 0, &json)?)),
         None => StoreError::UnknownApproval(approval_id.to_owned()),
     })
