@@ -3,9 +3,10 @@
 -- `approvals_pending`, and with statistics taken while few gates waited the planner read the
 -- gate through that index: every answer scanned every waiting gate (`auto_explain` in `bench`:
 -- "Rows Removed by Filter: 1999", 389 µs per resolve at 2,000 waiting gates, O(pending)).
--- Now the row is locked by its primary key (`SELECT … FOR UPDATE`), checked, then updated by
--- the same key; the refusals and their SQLSTATEs are those of migration 0005. The rest of the
--- function is unchanged.
+-- Now the row is read by its primary key and its session checked, then locked by the key
+-- (`SELECT … FOR NO KEY UPDATE`, the lock the UPDATE takes), checked for an answer, then
+-- updated by the key; the refusals and their SQLSTATEs are those of migration 0005. The rest
+-- of the function is unchanged.
 
 CREATE OR REPLACE FUNCTION countersign_append(
     p_session       TEXT,
@@ -68,14 +69,17 @@ BEGIN
     END IF;
 
     IF p_resolve_id IS NOT NULL THEN
-        -- The compare-and-set: only a pending gate takes an answer. The row is found and
-        -- locked by its key alone, so no plan can reach it through `approvals_pending`; a
-        -- second answer waits for the lock, then reads the first one's resolution.
-        SELECT session_id, resolution IS NOT NULL INTO v_gate_session, v_answered
-        FROM approvals WHERE approval_id = p_resolve_id FOR UPDATE;
-        IF NOT FOUND OR v_gate_session <> p_session THEN
+        -- The compare-and-set: only a pending gate takes an answer. The row is found by its
+        -- key alone, so no plan can reach it through `approvals_pending` or
+        -- `approvals_by_session`. Its session is checked before it is locked (another
+        -- session's answer never waits on this gate's lock); the lock is the one an UPDATE
+        -- takes, and a second answer waits for it, then reads the first one's resolution.
+        SELECT session_id INTO v_gate_session FROM approvals WHERE approval_id = p_resolve_id;
+        IF NOT FOUND OR v_gate_session IS DISTINCT FROM p_session THEN
             RAISE EXCEPTION USING ERRCODE = 'CS002', MESSAGE = p_resolve_id;
         END IF;
+        SELECT resolution IS NOT NULL INTO v_answered
+        FROM approvals WHERE approval_id = p_resolve_id FOR NO KEY UPDATE;
         IF v_answered THEN
             -- The winner's resolution is read back by the caller, not carried in the error:
             -- an error's message lands in the database's log.

@@ -6,8 +6,8 @@
 //!   inside its transaction, which locks that row until the commit, so two instances append
 //!   to one session one after the other;
 //! - **a gate resolves once**: the compare-and-set in the transaction that appends
-//!   `approval_resolved` locks the gate's row by its key (`SELECT … FOR UPDATE`), refuses an
-//!   answered one and only then sets the answer; a loser rolls back and reads the winner. A gate
+//!   `approval_resolved` reads the gate's row by its key, checks its session, locks it by the
+//!   key (`SELECT … FOR NO KEY UPDATE`), refuses an answered one and only then sets the answer; a loser rolls back and reads the winner. A gate
 //!   is read by its key alone (never with its session or status in the `WHERE` clause, which
 //!   let the planner read it through an index of all waiting gates or all a session's gates);
 //! - **one audit chain**: a commit queues its audit entries (`audit_pending`) and the sealer
@@ -704,10 +704,16 @@ pub(crate) mod tests {
             plans.contains("approvals_pkey"),
             "the answers' plans were logged: {plans}"
         );
-        assert!(
-            !plans.contains("approvals_pending"),
-            "an answer read its gate through the index of waiting gates: {plans}"
-        );
+        for other_way in [
+            "approvals_pending",
+            "approvals_by_session",
+            "Seq Scan on approvals",
+        ] {
+            assert!(
+                !plans.contains(other_way),
+                "an answer read its gate other than by its key ({other_way}): {plans}"
+            );
+        }
         let waiting = store.pending_gates(Some("many")).await.unwrap().len();
         assert_eq!(waiting, 400 - 8, "the eight answers were recorded");
     }

@@ -145,14 +145,17 @@ pub async fn turn_start_at_or_before(
     session_id: &str,
     seq: u64,
 ) -> Result<Option<u64>, StoreError> {
-    let (start,): (Option<i64>,) = sqlx::query_as(
-        "SELECT MAX(seq) FROM events WHERE session_id = $1 AND kind = 'user_message' AND seq <= $2",
+    // The newest one, read backwards from `seq`: a `MAX` the planner may compute by reading
+    // every message of the session.
+    let start: Option<(i64,)> = sqlx::query_as(
+        "SELECT seq FROM events WHERE session_id = $1 AND kind = 'user_message' AND seq <= $2
+         ORDER BY seq DESC LIMIT 1",
     )
     .bind(session_id)
     .bind(to_i64(seq))
-    .fetch_one(pool)
+    .fetch_optional(pool)
     .await?;
-    Ok(start.map(to_u64))
+    Ok(start.map(|(seq,)| to_u64(seq)))
 }
 
 pub async fn events_after(
@@ -202,14 +205,27 @@ pub async fn pending_gates(
     pool: &PgPool,
     session_id: Option<&str>,
 ) -> Result<Vec<ApprovalRequest>, StoreError> {
-    let rows: Vec<(String, String)> = sqlx::query_as(
-        "SELECT session_id, request FROM approvals
-         WHERE resolution IS NULL AND ($1::TEXT IS NULL OR session_id = $1)
-         ORDER BY created_at, ord",
-    )
-    .bind(session_id)
-    .fetch_all(pool)
-    .await?;
+    // Two statements, not one with `$1 IS NULL OR …`: a generic plan for that cannot use the
+    // session's index, and read every session's waiting gates for one session's.
+    let rows: Vec<(String, String)> = match session_id {
+        Some(session_id) => {
+            sqlx::query_as(
+                "SELECT session_id, request FROM approvals
+                 WHERE session_id = $1 AND resolution IS NULL ORDER BY created_at, ord",
+            )
+            .bind(session_id)
+            .fetch_all(pool)
+            .await?
+        }
+        None => {
+            sqlx::query_as(
+                "SELECT session_id, request FROM approvals
+                 WHERE resolution IS NULL ORDER BY created_at, ord",
+            )
+            .fetch_all(pool)
+            .await?
+        }
+    };
     rows.iter()
         .map(|(sid, request)| from_json(sid, 0, request))
         .collect()

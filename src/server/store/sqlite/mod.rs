@@ -92,12 +92,17 @@ impl SqliteStore {
             .map_err(|e| StoreError::Database(format!("a read thread ended: {e}")))?
     }
 
-    /// A lookup by a unique key, on the calling thread (see `on_readers`).
-    fn lookup<T>(
+    /// A lookup by a unique key, on the calling thread (see `on_readers`) when a read
+    /// connection is free; when every one is busy (long scans), it waits for one on a blocking
+    /// thread, never on the async worker.
+    async fn lookup<T: Send + 'static>(
         &self,
-        read: impl FnOnce(&Readers) -> Result<T, StoreError>,
+        read: impl FnOnce(&rusqlite::Connection) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
-        read(&self.readers)
+        match self.readers.try_with(read) {
+            Ok(done) => done,
+            Err(read) => self.read(read).await,
+        }
     }
 
     /// `on_readers` for one statement's worth of work on a free read connection.
@@ -137,7 +142,8 @@ impl EventLog for SqliteStore {
     }
 
     async fn get_session(&self, id: &SessionId) -> Result<Option<SessionRow>, StoreError> {
-        self.lookup(|r| r.get_session(id.as_str()))
+        let id = id.as_str().to_owned();
+        self.lookup(move |c| read::get_session(c, &id)).await
     }
 
     async fn delete_session(&self, id: &SessionId) -> Result<bool, StoreError> {
@@ -212,7 +218,12 @@ impl GateRepo for SqliteStore {
         session_id: &SessionId,
         approval_id: &ApprovalId,
     ) -> Result<Option<GateRow>, StoreError> {
-        self.lookup(|r| r.get_gate(session_id.as_str(), approval_id.as_str()))
+        let (session_id, approval_id) = (
+            session_id.as_str().to_owned(),
+            approval_id.as_str().to_owned(),
+        );
+        self.lookup(move |c| read::get_gate(c, &session_id, &approval_id))
+            .await
     }
 
     async fn pending_gates(
@@ -339,6 +350,42 @@ pub(super) mod tests {
         let url = format!("sqlite://{}", dir.path().join("t.db").display());
         let store = SqliteStore::open(&url, Synchronous::Full).await.unwrap();
         (dir, store)
+    }
+
+    /// A lookup that finds every read connection busy waits on a blocking thread, not on the
+    /// async worker: on a one-thread runtime another task still runs meanwhile, and the lookup
+    /// answers once a connection is free. (Before, it blocked the worker on a connection's
+    /// lock; an outside agent's scans could freeze every request that way.)
+    #[test]
+    fn a_lookup_never_blocks_the_async_worker_when_every_reader_is_busy() {
+        let (done, finished) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async {
+                let (_dir, store) = temp_store().await;
+                let store = Arc::new(store);
+                store.create_session(&session("busy")).await.unwrap();
+                let readers = Arc::clone(&store.readers);
+                let held = readers.hold_all();
+                let lookup = tokio::spawn({
+                    let store = Arc::clone(&store);
+                    async move { store.get_session(&"busy".into()).await }
+                });
+                // The worker is free: this sleep ends, and the lookup is still waiting.
+                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                assert!(!lookup.is_finished(), "no connection was free");
+                drop(held);
+                let row = lookup.await.unwrap().unwrap();
+                assert_eq!(row.map(|r| r.id), Some("busy".into()));
+            });
+            done.send(()).unwrap();
+        });
+        finished
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("the lookup blocked the only async worker");
     }
 
     #[tokio::test]

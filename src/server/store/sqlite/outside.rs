@@ -73,13 +73,15 @@ impl SqliteStore {
         &self,
         secret_hash: &str,
     ) -> Result<Option<TokenRow>, StoreError> {
-        self.readers.with(|c| {
+        let secret_hash = secret_hash.to_owned();
+        self.lookup(move |c| {
             Ok(c.prepare_cached(&format!(
                 "SELECT {TOKEN_COLUMNS} FROM tokens WHERE secret_hash = ?1"
             ))?
             .query_row(params![secret_hash], token)
             .optional()?)
         })
+        .await
     }
 
     pub(super) async fn remove_token(&self, name: &str, actor: &str) -> Result<bool, StoreError> {
@@ -131,13 +133,15 @@ impl SqliteStore {
         source: &str,
         external_session: &str,
     ) -> Result<Option<SessionId>, StoreError> {
-        self.readers.with(|c| {
+        let (source, external_session) = (source.to_owned(), external_session.to_owned());
+        self.lookup(move |c| {
             Ok(c.prepare_cached(
                 "SELECT session_id FROM external_sessions WHERE source = ?1 AND external_session = ?2",
             )?
             .query_row(params![source, external_session], |r| r.get(0))
             .optional()?)
         })
+        .await
     }
 
     pub(super) async fn external_session_for(
@@ -185,7 +189,8 @@ impl SqliteStore {
         &self,
         approval_id: &str,
     ) -> Result<Option<ExternalGate>, StoreError> {
-        self.readers.with(|c| {
+        let approval_id = approval_id.to_owned();
+        self.lookup(move |c| {
             Ok(c.prepare_cached(
                 "SELECT g.approval_id, a.session_id, g.opened_by, g.idempotency_key, g.created_at
                  FROM external_gates g JOIN approvals a ON a.approval_id = g.approval_id
@@ -202,6 +207,7 @@ impl SqliteStore {
             })
             .optional()?)
         })
+        .await
     }
 
     pub(super) async fn read_gate_by_key(
@@ -210,7 +216,8 @@ impl SqliteStore {
         key: &str,
         since: &Timestamp,
     ) -> Result<Option<(ApprovalId, SessionId)>, StoreError> {
-        self.readers.with(|c| {
+        let (opened_by, key, since) = (opened_by.to_owned(), key.to_owned(), since.clone());
+        self.lookup(move |c| {
             Ok(c.prepare_cached(
                 "SELECT g.approval_id, a.session_id FROM external_gates g
                  JOIN approvals a ON a.approval_id = g.approval_id
@@ -221,5 +228,6 @@ impl SqliteStore {
             })
             .optional()?)
         })
+        .await
     }
 }

@@ -69,13 +69,15 @@ impl PushSubscriptions for SqliteStore {
     }
 
     async fn push_subscription(&self, id: &str) -> Result<Option<PushSubscriptionRow>, StoreError> {
-        self.readers.with(|c| {
+        let id = id.to_owned();
+        self.lookup(move |c| {
             Ok(c.prepare_cached(&format!(
                 "SELECT {COLUMNS} FROM push_subscriptions WHERE id = ?1"
             ))?
             .query_row(params![id], subscription)
             .optional()?)
         })
+        .await
     }
 
     async fn delete_push_subscription(&self, id: &str, actor: &str) -> Result<bool, StoreError> {

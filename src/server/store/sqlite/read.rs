@@ -44,17 +44,49 @@ impl Readers {
         &self,
         read: impl FnOnce(&Connection) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
+        match self.try_with(read) {
+            Ok(done) => done,
+            Err(read) => {
+                let start = self.next.fetch_add(1, Ordering::Relaxed) % self.pool.len();
+                let guard = self.pool[start]
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner);
+                self.run(guard, read)
+            }
+        }
+    }
+
+    /// Runs `read` on a connection free right now; gives it back (`Err`) when every one is in
+    /// use, so a caller on an async worker can wait on a blocking thread instead.
+    pub(super) fn try_with<T, F>(&self, read: F) -> Result<Result<T, StoreError>, F>
+    where
+        F: FnOnce(&Connection) -> Result<T, StoreError>,
+    {
         let size = self.pool.len();
         let start = self.next.fetch_add(1, Ordering::Relaxed) % size;
-        let mut slot = (0..size)
+        let free = (0..size)
             .map(|i| (start + i) % size)
             .find_map(|i| self.pool.get(i).and_then(|m| m.try_lock().ok()));
-        let mut guard: MutexGuard<'_, Option<Connection>> = match slot.take() {
-            Some(guard) => guard,
-            None => self.pool[start]
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner),
-        };
+        match free {
+            Some(guard) => Ok(self.run(guard, read)),
+            None => Err(read),
+        }
+    }
+
+    /// Every read connection, held: what long scans on all of them look like to a lookup.
+    #[cfg(test)]
+    pub(super) fn hold_all(&self) -> Vec<MutexGuard<'_, Option<Connection>>> {
+        self.pool
+            .iter()
+            .map(|m| m.lock().unwrap_or_else(PoisonError::into_inner))
+            .collect()
+    }
+
+    fn run<T>(
+        &self,
+        mut guard: MutexGuard<'_, Option<Connection>>,
+        read: impl FnOnce(&Connection) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
         if guard.is_none() {
             *guard = Some(connection::open(&self.path, Role::Reader)?);
         }
@@ -75,16 +107,6 @@ impl Readers {
             ))?;
             let rows = stmt.query_map([], codec::session)?;
             Ok(rows.collect::<rusqlite::Result<_>>()?)
-        })
-    }
-
-    pub fn get_session(&self, id: &str) -> Result<Option<SessionRow>, StoreError> {
-        self.with(|c| {
-            Ok(c.prepare_cached(&format!(
-                "SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?1"
-            ))?
-            .query_row(params![id], codec::session)
-            .optional()?)
         })
     }
 
@@ -123,33 +145,6 @@ impl Readers {
             }
             Ok(events)
         })
-    }
-
-    pub fn get_gate(
-        &self,
-        session_id: &str,
-        approval_id: &str,
-    ) -> Result<Option<GateRow>, StoreError> {
-        // A reader sees every committed resolution (appends answer only after their commit),
-        // and does not queue behind the writer.
-        let row: Option<(String, Option<String>)> = self.with(|c| {
-            Ok(c.prepare_cached(
-                "SELECT request, resolution FROM approvals WHERE approval_id = ?1 AND session_id = ?2",
-            )?
-            .query_row(params![approval_id, session_id], |row| {
-                Ok((row.get(0)?, row.get(1)?))
-            })
-            .optional()?)
-        })?;
-        let Some((request, resolution)) = row else {
-            return Ok(None);
-        };
-        Ok(Some(GateRow {
-            request: codec::from_json(session_id, &request)?,
-            resolution: resolution
-                .map(|r| codec::from_json(session_id, &r))
-                .transpose()?,
-        }))
     }
 
     pub fn pending_gates(
@@ -240,4 +235,39 @@ impl Readers {
             Ok(rows.collect::<rusqlite::Result<_>>()?)
         })
     }
+}
+
+/// A session by its id (a lookup: `SqliteStore::lookup` runs it).
+pub fn get_session(c: &Connection, id: &str) -> Result<Option<SessionRow>, StoreError> {
+    Ok(c.prepare_cached(&format!(
+        "SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?1"
+    ))?
+    .query_row(params![id], codec::session)
+    .optional()?)
+}
+
+/// A gate by its id, in its session (a lookup). A reader sees every committed resolution
+/// (appends answer only after their commit), and does not queue behind the writer.
+pub fn get_gate(
+    c: &Connection,
+    session_id: &str,
+    approval_id: &str,
+) -> Result<Option<GateRow>, StoreError> {
+    let row: Option<(String, Option<String>)> = c
+        .prepare_cached(
+            "SELECT request, resolution FROM approvals WHERE approval_id = ?1 AND session_id = ?2",
+        )?
+        .query_row(params![approval_id, session_id], |row| {
+            Ok((row.get(0)?, row.get(1)?))
+        })
+        .optional()?;
+    let Some((request, resolution)) = row else {
+        return Ok(None);
+    };
+    Ok(Some(GateRow {
+        request: codec::from_json(session_id, &request)?,
+        resolution: resolution
+            .map(|r| codec::from_json(session_id, &r))
+            .transpose()?,
+    }))
 }
