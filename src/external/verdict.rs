@@ -98,6 +98,24 @@ impl Verdict {
     }
 }
 
+impl Verdict {
+    /// The verdict as an agent that takes a replacement input only as an object (a tool's
+    /// arguments) must read it: an edit that is not one (a decision's revised text) cannot be
+    /// passed on, so it is a deny, never the call as proposed.
+    pub fn for_object_input(&self) -> Verdict {
+        match self {
+            Verdict::Allow {
+                updated_input: Some(input),
+                ..
+            } if !input.is_object() => deny(
+                "Denied in Countersign: the call was edited as text, which this agent cannot                  apply to a tool's arguments; propose the edited call again"
+                    .to_owned(),
+            ),
+            other => other.clone(),
+        }
+    }
+}
+
 fn deny(message: String) -> Verdict {
     Verdict::Deny {
         message: truncate(&message, MAX_MESSAGE),
@@ -110,6 +128,25 @@ fn non_empty(text: &Option<String>) -> Option<&str> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_edit_an_object_only_agent_cannot_apply_is_a_deny() {
+        let text = Verdict::Allow {
+            updated_input: Some(serde_json::json!("revised wording")),
+            always: false,
+        };
+        assert!(matches!(text.for_object_input(), Verdict::Deny { .. }));
+        let object = Verdict::Allow {
+            updated_input: Some(serde_json::json!({"command": "ls"})),
+            always: false,
+        };
+        assert_eq!(object.for_object_input(), object);
+        let plain = Verdict::Allow {
+            updated_input: None,
+            always: true,
+        };
+        assert_eq!(plain.for_object_input(), plain);
+    }
+
     use super::*;
     use serde_json::json;
 

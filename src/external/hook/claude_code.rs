@@ -160,7 +160,7 @@ enum PermissionDecision {
 }
 
 fn pre_tool_use(verdict: &Verdict) -> PreToolUseOutput {
-    match verdict {
+    match &verdict.for_object_input() {
         Verdict::Allow {
             updated_input,
             always,
@@ -185,7 +185,7 @@ fn pre_tool_use(verdict: &Verdict) -> PreToolUseOutput {
 /// its settings would answer later calls without asking Countersign, out of reach of a
 /// revoke, an expiry or the scope the person chose. Countersign's rule is the one grant.
 fn permission_decision(verdict: &Verdict, _suggestions: Option<&[Value]>) -> PermissionDecision {
-    match verdict {
+    match &verdict.for_object_input() {
         Verdict::Allow { updated_input, .. } => PermissionDecision::Allow {
             updated_input: tool_input(updated_input),
             updated_permissions: None,
@@ -209,4 +209,33 @@ pub fn suggestion(suggestions: &[Value]) -> Option<Value> {
 /// An edit's replacement input, when it is one (an object): Claude Code takes nothing else.
 fn tool_input(updated_input: &Option<Value>) -> Option<Value> {
     updated_input.clone().filter(Value::is_object)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An edit Claude Code cannot apply (text, not a tool's input) is a deny on both hook
+    /// events, never an allow of the call as proposed.
+    #[test]
+    fn an_edit_that_is_not_a_tool_input_is_a_deny() {
+        let text = Verdict::Allow {
+            updated_input: Some(serde_json::json!("revised")),
+            always: false,
+        };
+        assert_eq!(pre_tool_use(&text).permission_decision, "deny");
+        assert!(matches!(
+            permission_decision(&text, None),
+            PermissionDecision::Deny { .. }
+        ));
+        let object = Verdict::Allow {
+            updated_input: Some(serde_json::json!({"command": "ls"})),
+            always: false,
+        };
+        assert_eq!(pre_tool_use(&object).permission_decision, "allow");
+        assert_eq!(
+            pre_tool_use(&object).updated_input,
+            Some(serde_json::json!({"command": "ls"}))
+        );
+    }
 }

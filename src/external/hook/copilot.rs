@@ -118,11 +118,11 @@ pub fn key(input: &CopilotHookInput) -> GateKey {
 
 /// Copilot's answer for a verdict; `None` (no decision from Countersign) asks in Copilot.
 pub fn render(verdict: Option<&Verdict>) -> Value {
-    match verdict {
+    match verdict.map(Verdict::for_object_input).as_ref() {
         Some(Verdict::Allow {
             updated_input: Some(args),
             ..
-        }) if args.is_object() => json!({
+        }) => json!({
             "permissionDecision": "allow",
             "permissionDecisionReason": "Approved with edits in Countersign",
             "modifiedArgs": args,
@@ -163,6 +163,11 @@ mod tests {
         };
         assert_eq!(render(Some(&deny))["permissionDecision"], "deny");
         assert_eq!(render(None)["permissionDecision"], "ask");
+        let text = Verdict::Allow {
+            updated_input: Some(json!("revised")),
+            always: false,
+        };
+        assert_eq!(render(Some(&text))["permissionDecision"], "deny");
     }
 
     #[test]

@@ -101,11 +101,11 @@ pub fn key(input: &GeminiHookInput) -> GateKey {
 
 /// Gemini's answer for a verdict; `None` (no decision from Countersign) asks in Gemini.
 pub fn render(verdict: Option<&Verdict>) -> Value {
-    match verdict {
+    match verdict.map(Verdict::for_object_input).as_ref() {
         Some(Verdict::Allow {
             updated_input: Some(input),
             ..
-        }) if input.is_object() => json!({
+        }) => json!({
             "decision": "allow",
             "reason": "Approved with edits in Countersign",
             "hookSpecificOutput": {"hookEventName": EVENT, "tool_input": input},
@@ -145,6 +145,12 @@ mod tests {
         );
         // No answer from Countersign is never silence (Gemini would run the call): it asks.
         assert_eq!(render(None)["decision"], "ask");
+        // An edit Gemini cannot apply (text, not arguments) is a no, not the call as proposed.
+        let text = Verdict::Allow {
+            updated_input: Some(json!("revised")),
+            always: false,
+        };
+        assert_eq!(render(Some(&text))["decision"], "deny");
     }
 
     #[test]

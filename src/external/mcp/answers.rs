@@ -7,7 +7,7 @@ use crate::external::verdict::Verdict;
 /// `approval_prompt`'s text: Claude Code's `--permission-prompt-tool` result. `updatedInput` is
 /// always present (older Claude Code versions crash without it): the edit, else the input echoed.
 pub fn approval_prompt_text(verdict: &Verdict, input: &Value) -> String {
-    match verdict {
+    match &verdict.for_object_input() {
         Verdict::Allow { updated_input, .. } => json!({
             "behavior": "allow",
             "updatedInput": updated_input.clone().unwrap_or_else(|| input.clone()),
@@ -52,6 +52,20 @@ fn revised_text(edit: &Value) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    /// `approval_prompt` passes on only an object as Claude Code's `updatedInput`: a text edit
+    /// is a deny.
+    #[test]
+    fn a_text_edit_is_no_tool_input() {
+        let text = Verdict::Allow {
+            updated_input: Some(serde_json::json!("revised")),
+            always: false,
+        };
+        let answer: Value =
+            serde_json::from_str(&approval_prompt_text(&text, &serde_json::json!({"a": 1})))
+                .unwrap();
+        assert_eq!(answer["behavior"], "deny");
+    }
+
     use super::*;
 
     fn parsed(text: &str) -> Value {
