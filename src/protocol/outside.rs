@@ -5,6 +5,11 @@ use serde_json::Value;
 
 use super::{AnsweredBy, ApprovalId, Decision, Rule, SessionId, Stored, Timestamp};
 
+/// The source Countersign's own MCP server (`countersign mcp`) opens its gates with. Only its
+/// `request_approval` is a decision card (a question with nothing to run); a tool of that name
+/// reported by an agent's hook is the agent's own tool, read like any other.
+pub const MCP_SOURCE: &str = "mcp";
+
 /// What a credential may do.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]

@@ -34,7 +34,7 @@ use crate::external::remote::CountersignRemote;
 use crate::external::verdict::Verdict;
 use crate::text::error_chain;
 
-pub const SOURCE: &str = "mcp";
+pub const SOURCE: &str = crate::protocol::MCP_SOURCE;
 /// How often a waiting call tells the host it is still alive (Claude Code's stdio idle limit is
 /// 30 min; other hosts are stricter).
 pub const PROGRESS_EVERY: Duration = Duration::from_secs(15);

@@ -242,7 +242,12 @@ impl Core {
                 }
                 // As for the built-in agent: an edit may not move the call onto the floor.
                 let live = self.config();
-                let call = tools::outside::describe(&request.body.tool, edits, None);
+                let call = tools::outside::describe_as(
+                    request.body.class,
+                    &request.body.tool,
+                    edits,
+                    None,
+                );
                 if request.body.reason != crate::protocol::GateReason::SafetyFloor
                     && let Some(floor) = live.floor.check_outside(&call)
                 {

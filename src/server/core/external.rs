@@ -387,7 +387,12 @@ impl Core {
                 return Ok((false, self.stored_state(&session_id, &approval_id).await?));
             }
         }
-        let call = outside::describe(&checked.tool, &checked.input, checked.cwd.as_deref());
+        let call = outside::describe(
+            &checked.source,
+            &checked.tool,
+            &checked.input,
+            checked.cwd.as_deref(),
+        );
         let row = SessionRow {
             id: uuid::Uuid::new_v4().to_string().into(),
             title: first_call_title(&checked.source, checked.cwd.as_deref(), &call.summary),
@@ -840,7 +845,8 @@ mod tests {
             "claude-code · app"
         );
         assert_eq!(session_title("codex", None), "codex");
-        let summary = outside::describe("Bash", &json!({"command": "npm test"}), None).summary;
+        let summary =
+            outside::describe("claude-code", "Bash", &json!({"command": "npm test"}), None).summary;
         assert_eq!(
             first_call_title("claude-code", Some("/home/me/shop/"), &summary),
             format!("shop · {summary}")

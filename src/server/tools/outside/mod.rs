@@ -113,6 +113,16 @@ pub fn class_of(tool: &str) -> ToolClass {
     }
 }
 
+/// The class of an outside call from `source`: a decision only from Countersign's own MCP
+/// server; from anyone else a tool named like its `request_approval` is a command, its every
+/// string on the floor and shown.
+pub fn class_for(source: &str, tool: &str) -> ToolClass {
+    match class_of(tool) {
+        ToolClass::Decision if source != crate::protocol::MCP_SOURCE => ToolClass::Exec,
+        class => class,
+    }
+}
+
 /// What a standing rule on this tool is written against.
 pub fn subject_kind(tool: &str) -> SubjectKind {
     match class_of(tool) {
@@ -316,9 +326,13 @@ fn diff_of(input: &Value, path: Option<&str>) -> Option<String> {
     edit_diff(path, input)
 }
 
-/// Reads one outside call; `cwd` is the folder the agent runs in, when it said.
-pub fn describe(tool: &str, input: &Value, cwd: Option<&str>) -> OutsideCall {
-    let class = class_of(tool);
+/// Reads one outside call from `source`; `cwd` is the folder the agent runs in, when it said.
+pub fn describe(source: &str, tool: &str, input: &Value, cwd: Option<&str>) -> OutsideCall {
+    describe_as(class_for(source, tool), tool, input, cwd)
+}
+
+/// Reads one outside call as `class` (a card's stored class, when its edits are read again).
+pub fn describe_as(class: ToolClass, tool: &str, input: &Value, cwd: Option<&str>) -> OutsideCall {
     let lower = tool.to_ascii_lowercase();
     if lower == "apply_patch" || lower == "patch" {
         let patch = text(input, &["command", "patch", "patchText", "input"]).unwrap_or("");
@@ -516,6 +530,7 @@ mod tests {
     #[test]
     fn a_read_is_checked_on_every_string_it_carries_but_what_it_leaves_out() {
         let call = describe(
+            "claude-code",
             "grep",
             &json!({"pattern": "=", "paths": ["src", ".env.production"], "ignore": [".git"]}),
             Some("/w"),
@@ -534,6 +549,7 @@ mod tests {
             "an ignore list narrows the read: {paths:?}"
         );
         let globbed = describe(
+            "claude-code",
             "grep_search",
             &json!({"include_pattern": ".env.*"}),
             Some("/w"),
@@ -573,11 +589,29 @@ mod tests {
             assert_eq!(class_of(exec), ToolClass::Exec, "{exec}");
         }
         assert_eq!(class_of("request_approval"), ToolClass::Decision);
+        // Only Countersign's own MCP server asks a question by that name; an agent's tool
+        // named so is a command like any other, its strings on the floor.
+        assert_eq!(
+            class_for(crate::protocol::MCP_SOURCE, "request_approval"),
+            ToolClass::Decision
+        );
+        for source in ["gemini-cli", "claude-code", "copilot-cli", "opencode"] {
+            assert_eq!(class_for(source, "Request_Approval"), ToolClass::Exec);
+        }
+        let posing = describe(
+            "gemini-cli",
+            "request_approval",
+            &json!({"title": "Tidy up", "command": "cat ~/.ssh/id_rsa"}),
+            None,
+        );
+        assert_eq!(posing.class, ToolClass::Exec);
+        assert!(!posing.floor_subjects.is_empty(), "{posing:?}");
     }
 
     #[test]
     fn a_bash_call_is_its_command() {
         let call = describe(
+            "claude-code",
             "Bash",
             &json!({"command": " npm test ", "description": "x"}),
             None,
@@ -585,6 +619,7 @@ mod tests {
         assert_eq!(call.rule_subject, Some(Subject::Command("npm test".into())));
         assert_eq!(call.summary, "npm test");
         let opencode = describe(
+            "claude-code",
             "bash",
             &json!({"patterns": ["touch a"], "metadata": {"command": "touch a"}}),
             None,
@@ -594,6 +629,7 @@ mod tests {
             [Subject::Command("touch a".into())]
         );
         let codex = describe(
+            "claude-code",
             "exec_command",
             &json!({"command": ["bash", "-lc", "ls -la"]}),
             None,
@@ -604,6 +640,7 @@ mod tests {
     #[test]
     fn an_edit_shows_a_diff_of_its_old_and_new_text() {
         let call = describe(
+            "claude-code",
             "Edit",
             &json!({"file_path": "/w/src/a.rs", "old_string": "let a = 1;", "new_string": "let a = 2;"}),
             None,
@@ -616,6 +653,7 @@ mod tests {
             "{diff}"
         );
         let multi = describe(
+            "claude-code",
             "MultiEdit",
             &json!({"file_path": "f", "edits": [
                 {"old_string": "a", "new_string": "b"},
@@ -626,6 +664,7 @@ mod tests {
         let diff = multi.diff.unwrap();
         assert!(diff.contains("+b") && diff.contains("+d"), "{diff}");
         let write = describe(
+            "claude-code",
             "Write",
             &json!({"file_path": "n.txt", "content": "hi"}),
             None,
@@ -636,7 +675,12 @@ mod tests {
     #[test]
     fn a_codex_patch_names_every_file_it_touches() {
         let patch = "*** Begin Patch\n*** Update File: src/app.py\n@@\n-a\n+b\n*** Add File: .env\n+K=1\n*** End Patch\n";
-        let call = describe("apply_patch", &json!({"command": patch}), None);
+        let call = describe(
+            "claude-code",
+            "apply_patch",
+            &json!({"command": patch}),
+            None,
+        );
         assert_eq!(
             call.floor_subjects,
             [
@@ -663,34 +707,44 @@ mod tests {
                 .collect()
         };
         let argv = describe(
+            "claude-code",
             "exec_command",
             &json!({"command": ["env", "bash", "-c", "rm -rf ~/work"]}),
             None,
         );
         assert_eq!(argv.summary, "env bash -c 'rm -rf ~/work'");
         let read = describe(
+            "claude-code",
             "Read",
             &json!({"file_path": "C:\\Repo\\App\\..\\.ENV"}),
             None,
         );
         assert_eq!(floor_paths(&read), ["/c:/Repo/.ENV", "/c:/repo/.env"]);
         let relative = describe(
+            "claude-code",
             "Write",
             &json!({"file_path": "./a/../.git//config"}),
             Some("/w"),
         );
         assert_eq!(floor_paths(&relative), ["/w/.git/config"]);
         let command = "cd sub && apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: ../.env\n+K=1\n*** End Patch\nEOF";
-        let shell = describe("Bash", &json!({"command": command}), Some("/w/app"));
+        let shell = describe(
+            "claude-code",
+            "Bash",
+            &json!({"command": command}),
+            Some("/w/app"),
+        );
         assert_eq!(floor_paths(&shell), ["/w/app/.env"]);
         assert_eq!(shell.unreadable, None);
         let hidden = describe(
+            "claude-code",
             "Bash",
             &json!({"command": "echo x | apply_patch"}),
             Some("/w"),
         );
         assert!(hidden.unreadable.is_some(), "{hidden:?}");
         let broken = describe(
+            "claude-code",
             "apply_patch",
             &json!({"input": "*** Add File: .env\n+x"}),
             None,
@@ -701,6 +755,7 @@ mod tests {
     #[test]
     fn opencode_carries_its_own_diff() {
         let call = describe(
+            "claude-code",
             "edit",
             &json!({"metadata": {"filepath": "/p/h.txt", "diff": "--- a\n+++ b\n"}}),
             None,
