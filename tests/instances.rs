@@ -17,7 +17,7 @@
 //!   `interrupted` and never run again; the turn then finishes normally;
 //! - a turn is never driven by two instances: an owner paused (SIGSTOP) past its lease loses the
 //!   turn to another instance, and once resumed it writes nothing more for it and runs nothing
-//!   again;
+//!   again, also when the card's deadline passed while it was frozen;
 //! - `POST …/cancel` on any instance cancels the turn wherever it runs (a parked gate resolves
 //!   `cancelled`, a running command is killed);
 //! - a database outage (a proxy between the instances and PostgreSQL drops every connection and
@@ -170,6 +170,8 @@ struct Cluster {
     logs: Vec<(String, Arc<Mutex<String>>)>,
     /// Process groups of shell commands a killed instance left running.
     orphans: Mutex<Vec<i32>>,
+    /// The config file every instance is started with, if any (`--config`).
+    config: Option<PathBuf>,
 }
 
 impl Drop for Cluster {
@@ -189,12 +191,17 @@ impl Cluster {
     /// A fresh database and `n` instances on it, all listening; `None` (the test is skipped)
     /// when there is no test PostgreSQL.
     async fn start(n: usize) -> Option<Cluster> {
-        Cluster::start_via(n, None).await
+        Cluster::start_via(n, None, None).await
+    }
+
+    /// As [`Cluster::start`], every instance with this config file's text.
+    async fn start_configured(n: usize, config: &str) -> Option<Cluster> {
+        Cluster::start_via(n, None, Some(config)).await
     }
 
     /// As [`Cluster::start`]; with a proxy, the instances reach the database through it (the
     /// database itself is still created and dropped directly on the server).
-    async fn start_via(n: usize, proxy: Option<&DbProxy>) -> Option<Cluster> {
+    async fn start_via(n: usize, proxy: Option<&DbProxy>, config: Option<&str>) -> Option<Cluster> {
         assert!(n <= NAMES.len());
         let server = test_postgres()?;
         let db = TestDb::create(&server).await;
@@ -202,7 +209,13 @@ impl Cluster {
         let dir = tempfile::tempdir().expect("temp dir");
         let ws = dir.path().join("ws");
         std::fs::create_dir_all(&ws).unwrap();
+        let config = config.map(|text| {
+            let path = dir.path().join("config.toml");
+            std::fs::write(&path, text).unwrap();
+            path
+        });
         let mut cluster = Cluster {
+            config,
             db,
             routed_url,
             dir,
@@ -236,6 +249,9 @@ impl Cluster {
                 self.routed_url.as_deref().unwrap_or(&self.db.url),
             )
             .env("RUST_LOG", "countersign=info");
+        if let Some(config) = &self.config {
+            cmd.arg("--config").arg(config);
+        }
         let started = Instant::now();
         let proc = Proc::spawn(cmd);
         let start = 1 + self
@@ -1049,6 +1065,45 @@ async fn a_paused_owner_loses_its_turn_and_writes_nothing_after() {
     assert_eq!(cluster.lines("paused.txt"), ["start"]);
 }
 
+/// The same pause, but the card's deadline passes while the owner is frozen: on waking, its
+/// deadline fires before any news of the answer, its timeout loses to the answer another
+/// instance recorded, and the log shows that instance's `tool_started`. That start is not
+/// this instance's to continue: it must not run the command (a second time).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_owner_past_the_cards_deadline_does_not_run_the_call_again() {
+    let Some(cluster) = Cluster::start_configured(3, "[approvals]\ntimeout_secs = 9\n").await
+    else {
+        return;
+    };
+    let (a, b, c) = (cluster.node(A), cluster.node(B), cluster.node(C));
+    let sid = a.session().await;
+    let (turn, before, card) = park_gate(a, &sid, "run: echo start >> deadline.txt").await;
+    cluster.pause(A);
+    // Past the lease (5 s) and the takeover scan, inside the card's 9 s.
+    tokio::time::sleep(Duration::from_secs(7)).await;
+    b.decide(&sid, &aid(&card), json!({ "decision": "approve" }))
+        .await
+        .expect(200);
+    let done = wait_finished(c, &sid, &turn, SOON).await;
+    assert_approved_ran_once(&cluster, &done, &before, &card, "deadline.txt", "start");
+    // Past the card's deadline, then A wakes.
+    tokio::time::sleep(PAUSE - Duration::from_secs(7)).await;
+    cluster.resume(A);
+    assert_steady(
+        &[b, c],
+        &sid,
+        &done,
+        Duration::from_secs(5),
+        "the resumed former owner wrote to a turn it had lost",
+    )
+    .await;
+    assert_eq!(
+        cluster.lines("deadline.txt"),
+        ["start"],
+        "the resumed former owner ran the command again"
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // 7. Cancel from another instance
 // ---------------------------------------------------------------------------------------------
@@ -1275,7 +1330,7 @@ async fn a_database_outage_answers_503_and_the_instance_recovers() {
     };
     // Declared before the cluster: it drops after it (the instances are gone first).
     let proxy = DbProxy::start(&server).await;
-    let Some(cluster) = Cluster::start_via(2, Some(&proxy)).await else {
+    let Some(cluster) = Cluster::start_via(2, Some(&proxy), None).await else {
         return;
     };
     let (a, b) = (cluster.node(A), cluster.node(B));

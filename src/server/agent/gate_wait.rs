@@ -13,7 +13,7 @@ use crate::protocol::{
     Resolution, Timestamp, ToolStatus,
 };
 use crate::server::principal::actors;
-use crate::server::store::{Commit, GateChange, StoreError};
+use crate::server::store::{Commit, GateChange, LeaseStep, StoreError};
 
 /// How long until a deadline (zero when it has passed or does not parse: fail closed).
 fn until(expires_at: &Timestamp) -> Duration {
@@ -146,6 +146,21 @@ impl Turn {
             .history(&self.session_id, |h| h.started(call_id))
             .await?;
         if started {
+            // Ours only while this instance still holds the turn's lease: after a pause longer
+            // than the lease, another instance may have taken the turn over, started the call
+            // and run it. A write fenced by the lease (nothing in it) says which; a lost lease
+            // ends the turn here, as any of its fenced writes would, before the call could run
+            // a second time.
+            if self.deps.coordination.is_some() {
+                let fence = Commit {
+                    lease: Some(LeaseStep::Hold(self.turn_id.clone())),
+                    ..Commit::default()
+                };
+                self.deps
+                    .hub
+                    .commit(&self.session_id, Vec::new(), fence, || ())
+                    .await?;
+            }
             self.mark_started(call_id);
         }
         Ok(())
