@@ -413,25 +413,14 @@ impl Core {
         // One gate decision at a time per session: the mode read here is the one it runs under.
         let handle = self.hub.enter(&session_id);
         let serial = handle.serial().await;
-        if repos
-            .gates
-            .pending_gates(Some(session_id.as_str()))
-            .await?
-            .len()
-            >= MAX_PENDING_PER_SESSION
-        {
+        // Counted, not read: a refused open must cost the agent's token little.
+        let waiting = repos.gates.waiting_counts(&session_id).await?;
+        if waiting.in_session >= MAX_PENDING_PER_SESSION as u64 {
             return Err(Error::TooManyGates(format!(
                 "this session already has {MAX_PENDING_PER_SESSION} cards waiting; answer or cancel some first"
             )));
         }
-        let outside_waiting = repos
-            .gates
-            .pending_gates(None)
-            .await?
-            .iter()
-            .filter(|g| g.body.kind == GateKind::External)
-            .count();
-        if outside_waiting >= MAX_PENDING_OUTSIDE {
+        if waiting.outside >= MAX_PENDING_OUTSIDE as u64 {
             return Err(Error::TooManyGates(format!(
                 "{MAX_PENDING_OUTSIDE} outside agents' cards are already waiting; answer or cancel some first"
             )));

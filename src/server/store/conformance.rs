@@ -388,6 +388,15 @@ async fn exactly_one_of_fifty_concurrent_resolutions_commits(store: Arc<dyn Stor
         .await
         .unwrap();
     assert_eq!(store.pending_gates(Some("cas")).await.unwrap().len(), 1);
+    let outside = store.waiting_counts(&"cas".into()).await.unwrap().outside;
+    assert_eq!(
+        store.waiting_counts(&"cas".into()).await.unwrap(),
+        crate::server::store::WaitingCounts {
+            in_session: 1,
+            outside
+        },
+        "a tool gate counts in its session, not as an outside agent's"
+    );
     // Another session cannot answer it, and trying leaves it waiting.
     store.create_session(&session("cas-other")).await.unwrap();
     let from_elsewhere = Commit {
@@ -451,6 +460,14 @@ async fn exactly_one_of_fifty_concurrent_resolutions_commits(store: Arc<dyn Stor
         2
     );
     assert!(store.pending_gates(Some("cas")).await.unwrap().is_empty());
+    assert_eq!(
+        store
+            .waiting_counts(&"cas".into())
+            .await
+            .unwrap()
+            .in_session,
+        0
+    );
     let row = store
         .get_gate(&"cas".into(), &"g-cas".into())
         .await
@@ -596,10 +613,18 @@ async fn an_idempotency_key_names_one_gate(store: Arc<dyn Store>) {
         }),
         ..Commit::default()
     };
+    let outside_before = store.waiting_counts(&sid).await.unwrap().outside;
     store
         .append(&sid.as_str().into(), vec![msg("ask")], open("g-ext-1"))
         .await
         .unwrap();
+    let counts = store.waiting_counts(&sid).await.unwrap();
+    assert_eq!(counts.in_session, 1);
+    assert_eq!(
+        counts.outside,
+        outside_before + 1,
+        "an outside gate counts as one"
+    );
     match store
         .append(&sid.as_str().into(), vec![msg("ask")], open("g-ext-2"))
         .await

@@ -413,6 +413,19 @@ pub trait GateRepo: Send + Sync {
         &self,
         session_id: Option<&str>,
     ) -> Result<Vec<ApprovalRequest>, StoreError>;
+
+    /// How many gates wait, counted without reading their requests: the caps an outside gate
+    /// is checked against before it opens.
+    async fn waiting_counts(&self, session_id: &SessionId) -> Result<WaitingCounts, StoreError>;
+}
+
+/// Gates waiting for an answer (`GateRepo::waiting_counts`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WaitingCounts {
+    /// In the session asked about, of every kind.
+    pub in_session: u64,
+    /// Outside agents' gates, over all sessions.
+    pub outside: u64,
 }
 
 /// The standing rules (made by a commit that resolves a gate with Allow always).

@@ -45,7 +45,7 @@ use sqlx::postgres::PgPoolOptions;
 use super::{
     AuditOrder, AuditRepo, Commit, Coordination, EventLog, ExternalGate, GateRepo, GateRow,
     LeasedTurn, NewEvent, OutsideRepo, RuleRepo, SessionRow, Signal, StoreError, TokenRepo,
-    TokenRow,
+    TokenRow, WaitingCounts,
 };
 use crate::protocol::{
     ApprovalId, ApprovalRequest, AuditEntry, Event, Rule, RuleId, SessionId, Timestamp, TurnId,
@@ -212,6 +212,10 @@ impl GateRepo for PgStore {
         session_id: Option<&str>,
     ) -> Result<Vec<ApprovalRequest>, StoreError> {
         read::pending_gates(&self.pool, session_id).await
+    }
+
+    async fn waiting_counts(&self, session_id: &SessionId) -> Result<WaitingCounts, StoreError> {
+        read::waiting_counts(&self.pool, session_id.as_str()).await
     }
 }
 

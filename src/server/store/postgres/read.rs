@@ -6,7 +6,9 @@ use sqlx::PgPool;
 use crate::protocol::{
     ApprovalId, ApprovalRequest, AuditEntry, Event, Rule, RuleScope, SessionId, Stored, Timestamp,
 };
-use crate::server::store::{AuditOrder, ExternalGate, GateRow, SessionRow, StoreError, TokenRow};
+use crate::server::store::{
+    AuditOrder, ExternalGate, GateRow, SessionRow, StoreError, TokenRow, WaitingCounts,
+};
 
 pub(super) const SESSION_COLUMNS: &str =
     "id, title, created_at, approval_mode, last_seq, pre_plan_mode, plan_execution_mode, source";
@@ -229,6 +231,24 @@ pub async fn pending_gates(
     rows.iter()
         .map(|(sid, request)| from_json(sid, 0, request))
         .collect()
+}
+
+/// Waiting gates of a session, and outside agents' waiting gates (each has its
+/// `external_gates` row): counts over indexes, no request read.
+pub async fn waiting_counts(pool: &PgPool, session_id: &str) -> Result<WaitingCounts, StoreError> {
+    let (in_session, outside): (i64, i64) = sqlx::query_as(
+        "SELECT
+             (SELECT COUNT(*) FROM approvals WHERE session_id = $1 AND resolution IS NULL),
+             (SELECT COUNT(*) FROM external_gates g
+              JOIN approvals a ON a.approval_id = g.approval_id WHERE a.resolution IS NULL)",
+    )
+    .bind(session_id)
+    .fetch_one(pool)
+    .await?;
+    Ok(WaitingCounts {
+        in_session: to_u64(in_session),
+        outside: to_u64(outside),
+    })
 }
 
 pub async fn list_rules(pool: &PgPool, now: &Timestamp) -> Result<Vec<Rule>, StoreError> {

@@ -29,7 +29,7 @@ use async_trait::async_trait;
 
 use super::{
     AuditRepo, Commit, EventLog, ExternalGate, GateRepo, GateRow, NewEvent, OutsideRepo, RuleRepo,
-    SessionRow, StoreError, TokenRepo, TokenRow,
+    SessionRow, StoreError, TokenRepo, TokenRow, WaitingCounts,
 };
 use crate::protocol::{
     ApprovalId, ApprovalRequest, AuditEntry, Event, Rule, RuleId, SessionId, Timestamp,
@@ -232,6 +232,12 @@ impl GateRepo for SqliteStore {
     ) -> Result<Vec<ApprovalRequest>, StoreError> {
         let session_id = session_id.map(str::to_owned);
         self.on_readers(move |r| r.pending_gates(session_id.as_deref()))
+            .await
+    }
+
+    async fn waiting_counts(&self, session_id: &SessionId) -> Result<WaitingCounts, StoreError> {
+        let session_id = session_id.as_str().to_owned();
+        self.on_readers(move |r| r.waiting_counts(&session_id))
             .await
     }
 }

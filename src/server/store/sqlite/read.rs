@@ -14,7 +14,14 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::codec::{self, AUDIT_COLUMNS, RULE_COLUMNS, SESSION_COLUMNS, to_i64, to_u64};
 use super::connection::{self, Role};
 use crate::protocol::{ApprovalRequest, AuditEntry, Event, Rule, Timestamp};
-use crate::server::store::{AuditOrder, GateRow, SessionRow, StoreError};
+use crate::server::store::{AuditOrder, GateRow, SessionRow, StoreError, WaitingCounts};
+
+/// Waiting gates of a session, and outside agents' waiting gates (each has its
+/// `external_gates` row): counts over indexes, no request read.
+const WAITING_COUNTS: &str = "SELECT
+     (SELECT COUNT(*) FROM approvals WHERE session_id = ?1 AND resolution IS NULL),
+     (SELECT COUNT(*) FROM external_gates g JOIN approvals a ON a.approval_id = g.approval_id
+      WHERE a.resolution IS NULL)";
 
 /// Read connections kept: two per core the machine gives this process (at least 4, at most
 /// 32), so a read rarely finds them all busy and the blocking threads do not queue on one.
@@ -144,6 +151,18 @@ impl Readers {
                 events.push(codec::event(session_id, seq, &body)?);
             }
             Ok(events)
+        })
+    }
+
+    pub fn waiting_counts(&self, session_id: &str) -> Result<WaitingCounts, StoreError> {
+        self.with(|c| {
+            let (in_session, outside): (i64, i64) = c
+                .prepare_cached(WAITING_COUNTS)?
+                .query_row(params![session_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            Ok(WaitingCounts {
+                in_session: to_u64(in_session),
+                outside: to_u64(outside),
+            })
         })
     }
 
