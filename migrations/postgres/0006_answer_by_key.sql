@@ -8,6 +8,11 @@
 -- updated by the key; the refusals and their SQLSTATEs are those of migration 0005. The rest
 -- of the function is unchanged.
 
+-- A session's waiting gates by an index of waiting gates only: counting them (the cap an
+-- outside gate is checked against, on every open) or listing them no longer walks every gate
+-- the session ever had.
+CREATE INDEX approvals_waiting_by_session ON approvals (session_id) WHERE resolution IS NULL;
+
 CREATE OR REPLACE FUNCTION countersign_append(
     p_session       TEXT,
     p_instance      TEXT,
@@ -80,6 +85,10 @@ BEGIN
         END IF;
         SELECT resolution IS NOT NULL INTO v_answered
         FROM approvals WHERE approval_id = p_resolve_id FOR NO KEY UPDATE;
+        IF NOT FOUND THEN
+            -- Gone in between (its session was deleted).
+            RAISE EXCEPTION USING ERRCODE = 'CS002', MESSAGE = p_resolve_id;
+        END IF;
         IF v_answered THEN
             -- The winner's resolution is read back by the caller, not carried in the error:
             -- an error's message lands in the database's log.

@@ -108,7 +108,8 @@ impl Verdict {
                 updated_input: Some(input),
                 ..
             } if !input.is_object() => deny(
-                "Denied in Countersign: the call was edited as text, which this agent cannot                  apply to a tool's arguments; propose the edited call again"
+                "Denied in Countersign: the call was edited as text, which this agent cannot \
+                 apply to a tool's arguments; propose the edited call again"
                     .to_owned(),
             ),
             other => other.clone(),
