@@ -96,9 +96,7 @@ impl Verdict {
             "Denied: Countersign could not be asked ({detail})."
         ))
     }
-}
 
-impl Verdict {
     /// The verdict as an agent that takes a replacement input only as an object (a tool's
     /// arguments) must read it: an edit that is not one (a decision's revised text) cannot be
     /// passed on, so it is a deny, never the call as proposed.
@@ -129,15 +127,18 @@ fn non_empty(text: &Option<String>) -> Option<&str> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use serde_json::json;
+
     #[test]
     fn an_edit_an_object_only_agent_cannot_apply_is_a_deny() {
         let text = Verdict::Allow {
-            updated_input: Some(serde_json::json!("revised wording")),
+            updated_input: Some(json!("revised wording")),
             always: false,
         };
         assert!(matches!(text.for_object_input(), Verdict::Deny { .. }));
         let object = Verdict::Allow {
-            updated_input: Some(serde_json::json!({"command": "ls"})),
+            updated_input: Some(json!({"command": "ls"})),
             always: false,
         };
         assert_eq!(object.for_object_input(), object);
@@ -147,9 +148,6 @@ mod tests {
         };
         assert_eq!(plain.for_object_input(), plain);
     }
-
-    use super::*;
-    use serde_json::json;
 
     /// A gate's state: `value`'s fields over what the server always sends.
     fn state(value: Value) -> GateState {
