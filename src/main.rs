@@ -38,6 +38,8 @@ enum Command {
     Config(cli::config::ConfigArgs),
     /// Passkeys (step-up): `reset` removes them all, on the server's machine.
     Passkey(cli::passkey::PasskeyArgs),
+    /// Print a fresh single-use login link (on the server's machine, as its user).
+    Login(cli::login::LoginArgs),
     /// Answer an outside agent's permission hook (Claude Code, Codex), or install one.
     Hook(countersign::external::hook::HookArgs),
     /// Answer another agent's permission requests through Countersign (opencode).
@@ -87,7 +89,6 @@ async fn serve(args: ServeArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let token = settings.token.reveal().to_owned();
     let workspace = settings.workspace.clone();
     let data_dir = settings.data_dir.clone();
     let config_path = settings.config_path.clone();
@@ -108,7 +109,12 @@ async fn serve(args: ServeArgs) -> ExitCode {
     println!("workspace: {}", workspace.display());
     println!("data dir: {}", data_dir.display());
     println!("config: {}", config_path.display());
-    println!("login: http://{login_host}/login?token={token}");
+    // A fresh single-use link (only its hash is kept): `countersign login` prints another.
+    record_address(&data_dir, &login_host).await;
+    match running.core.mint_login_code().await {
+        Ok(code) => println!("login: http://{login_host}/login?code={code}"),
+        Err(e) => eprintln!("warning: no login link could be made ({e}); run `countersign login`"),
+    }
     let mut task = running.task;
     tokio::select! {
         _ = shutdown_signal() => {}
@@ -136,6 +142,15 @@ async fn serve(args: ServeArgs) -> ExitCode {
             eprintln!("warning: connections still open after 5 s; exiting anyway");
             ExitCode::SUCCESS
         }
+    }
+}
+
+/// Where this server listens, for `countersign login` to start its link with (an address, no
+/// secret; a failure to write it only costs that default).
+async fn record_address(data_dir: &std::path::Path, host: &str) {
+    let file = data_dir.join(cli::login::ADDRESS_FILE);
+    if let Err(e) = tokio::fs::write(&file, format!("http://{host}\n")).await {
+        tracing::warn!(error = %e, "could not record the address for `countersign login`");
     }
 }
 
@@ -169,6 +184,7 @@ async fn run(cli: Cli) -> ExitCode {
         Some(Command::Token(args)) => cli::token(args).await,
         Some(Command::Config(args)) => cli::config::run(args),
         Some(Command::Passkey(args)) => cli::passkey::run(args).await,
+        Some(Command::Login(args)) => cli::login::run(args).await,
         Some(Command::Hook(args)) => countersign::external::hook::run(args).await,
         Some(Command::Bridge(args)) => countersign::external::opencode::run(args).await,
         Some(Command::Mcp(args)) => countersign::external::mcp::run(args).await,

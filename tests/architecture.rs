@@ -301,7 +301,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("server::markdown", 5),
     ("server::retry", 5),
     ("server::principal", 5),
-    ("server::seal", 5),
+    ("server::logins", 5),
     ("server::secret", 5),
     // 6. Shared leaves.
     ("protocol", 6),

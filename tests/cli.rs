@@ -56,7 +56,10 @@ async fn serve_prints_where_it_listens_and_the_login_url() {
         .expect("ip:port");
     assert!(addr.ip().is_loopback());
     assert_ne!(addr.port(), 0, "port 0 must be resolved to the real port");
-    assert_eq!(login, format!("http://{addr}/login?token={TOKEN}"));
+    let code = login
+        .strip_prefix(&format!("http://{addr}/login?code="))
+        .unwrap_or_else(|| panic!("a login link: {login}"));
+    assert!(code.len() >= 30 && !code.contains(TOKEN), "{code}");
     let ws_canon = ws.canonicalize().unwrap();
     assert!(
         p.stdout
@@ -78,6 +81,9 @@ async fn serve_prints_where_it_listens_and_the_login_url() {
             .expect("set-cookie")
             .starts_with("countersign_session=")
     );
+    // The link works once.
+    let again = send(api.client.get(&login)).await;
+    assert_eq!(again.status.as_u16(), 401, "a login link is single use");
     api.get("/api/v1/sessions").await.expect(200);
 }
 
@@ -92,7 +98,8 @@ async fn environment_variables_configure_serve() {
         .env("COUNTERSIGN_TOKEN", TOKEN);
     let mut p = Proc::spawn(cmd);
     let (base, login) = started(&mut p).await;
-    assert!(login.ends_with(&format!("/login?token={TOKEN}")), "{login}");
+    assert!(login.contains("/login?code="), "{login}");
+    assert!(!login.contains(TOKEN), "{login}");
     assert!(ws.is_dir());
     // The token came from the environment: none was generated and stored.
     assert!(
@@ -117,8 +124,34 @@ async fn environment_variables_configure_serve() {
     assert_eq!(stored, [sid]);
 }
 
+/// Every file in `dir` (recursively) as bytes, by path.
+fn files_in(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut found = Vec::new();
+    let mut todo = vec![dir.to_owned()];
+    while let Some(dir) = todo.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                todo.push(path);
+            } else if let Ok(bytes) = std::fs::read(&path) {
+                found.push((path, bytes));
+            }
+        }
+    }
+    found
+}
+
+fn contains(haystack: &[u8], needle: &str) -> bool {
+    haystack
+        .windows(needle.len())
+        .any(|window| window == needle.as_bytes())
+}
+
+/// Without a token nothing that logs in is stored: the data dir is its owner's only, the
+/// printed link works once, no file holds it (or any credential that works), and a restart
+/// prints a new link.
 #[tokio::test]
-async fn without_a_token_one_is_generated_stored_0600_and_reused() {
+async fn without_a_token_only_single_use_links_log_in_and_no_file_holds_one() {
     use std::os::unix::fs::PermissionsExt;
     let tmp = tempfile::tempdir().unwrap();
     let (data, ws) = dirs(tmp.path());
@@ -132,30 +165,49 @@ async fn without_a_token_one_is_generated_stored_0600_and_reused() {
     ];
     let mut p = Proc::spawn(serve_command(&args));
     let (base, login) = started(&mut p).await;
-    let token = login
-        .split_once("?token=")
-        .expect("token in login URL")
+    let code = login
+        .split_once("?code=")
+        .expect("a login link")
         .1
         .to_owned();
-    assert!(token.len() >= 16, "{token}");
-    // Stored in <data-dir>/token, readable by its owner only, and nowhere else in the data dir.
-    let token_file = data.join("token");
+    let mode = std::fs::metadata(&data).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o700, "data dir mode {mode:o}");
+    assert!(!data.join("token").exists(), "no token file");
+    for (path, bytes) in files_in(&data) {
+        assert!(
+            !contains(&bytes, &code),
+            "{} holds the login code",
+            path.display()
+        );
+    }
+    let api = Api::new(&base);
+    let r = send(api.client.get(&login)).await;
+    assert_eq!(r.status.as_u16(), 303);
+    let cookie = r.header("set-cookie").expect("a cookie").to_owned();
+    let value = cookie
+        .split(';')
+        .next()
+        .and_then(|c| c.split_once('='))
+        .expect("name=value")
+        .1
+        .to_owned();
+    for (path, bytes) in files_in(&data) {
+        assert!(
+            !contains(&bytes, &value),
+            "{} holds the browser's cookie",
+            path.display()
+        );
+    }
+    let with_cookie = |path: &str| {
+        api.client
+            .get(format!("{base}{path}"))
+            .header("cookie", format!("countersign_session={value}"))
+    };
     assert_eq!(
-        std::fs::read_to_string(&token_file).unwrap().trim(),
-        token,
-        "{}",
-        token_file.display()
+        send(with_cookie("/api/v1/sessions")).await.status.as_u16(),
+        200
     );
-    let mode = std::fs::metadata(&token_file).unwrap().permissions().mode();
-    assert_eq!(mode & 0o777, 0o600, "token file mode {mode:o}");
-    let token_files: Vec<PathBuf> = std::fs::read_dir(&data)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.is_file() && std::fs::read_to_string(p).is_ok_and(|s| s.contains(&token)))
-        .collect();
-    assert_eq!(token_files, [token_file], "the token is stored once");
-    assert!(data.join("countersign.db").is_file());
-    Api::new(&base).with_token(&token).session().await;
+    assert_eq!(send(api.client.get(&login)).await.status.as_u16(), 401);
 
     p.sigterm();
     assert!(
@@ -164,12 +216,103 @@ async fn without_a_token_one_is_generated_stored_0600_and_reused() {
     );
     drop(p);
     let mut p = Proc::spawn(serve_command(&args));
-    let (base, login) = started(&mut p).await;
+    let (base, second) = started(&mut p).await;
+    assert_ne!(second, login, "a new link at every start");
+    // The browser's login outlives the restart (its hash is in the database).
+    let api = Api::new(&base);
+    let r = send(
+        api.client
+            .get(format!("{base}/api/v1/sessions"))
+            .header("cookie", format!("countersign_session={value}")),
+    )
+    .await;
+    assert_eq!(r.status.as_u16(), 200);
+}
+
+/// An older data dir's token file: the token keeps working, its clear copy is removed, and
+/// nothing in the data dir holds it afterwards (only its hash).
+#[tokio::test]
+async fn an_old_token_file_is_migrated_to_its_hash_and_removed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (data, ws) = dirs(tmp.path());
+    std::fs::create_dir_all(&data).unwrap();
+    let old = "0123456789abcdef0123456789abcdef0123456789abcdef";
+    std::fs::write(data.join("token"), format!("{old}\n")).unwrap();
+    let mut p = Proc::spawn(serve_command(&[
+        "--addr",
+        "127.0.0.1:0",
+        "--data-dir",
+        data.to_str().unwrap(),
+        "--workspace",
+        ws.to_str().unwrap(),
+    ]));
+    let (base, _) = started(&mut p).await;
+    Api::new(&base).with_token(old).session().await;
+    assert!(!data.join("token").exists(), "the clear copy is removed");
+    for (path, bytes) in files_in(&data) {
+        assert!(!contains(&bytes, old), "{} holds the token", path.display());
+    }
+    Api::new(&base)
+        .with_token("fedcba9876543210fedcba98")
+        .get("/api/v1/sessions")
+        .await
+        .expect_error(401, "unauthorized");
+}
+
+/// `countersign login` on the server's machine prints a fresh link that works once; with
+/// `--sign-out-everywhere` every browser login ends.
+#[tokio::test]
+async fn the_login_command_prints_a_fresh_single_use_link() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (data, ws) = dirs(tmp.path());
+    let mut p = Proc::spawn(serve_command(&[
+        "--addr",
+        "127.0.0.1:0",
+        "--data-dir",
+        data.to_str().unwrap(),
+        "--workspace",
+        ws.to_str().unwrap(),
+    ]));
+    let (base, first) = started(&mut p).await;
+    let login = |extra: &[&str]| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_countersign"));
+        cmd.arg("login").arg("--data-dir").arg(&data).args(extra);
+        cmd.env_remove("COUNTERSIGN_URL");
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    };
+    let link = login(&[]);
     assert!(
-        login.ends_with(&format!("?token={token}")),
-        "token changed: {login}"
+        link.starts_with(&format!("{base}/login?code=")),
+        "{link} (served at {base})"
     );
-    Api::new(&base).with_token(&token).session().await;
+    assert_ne!(link, first);
+    let api = Api::new(&base);
+    let r = send(api.client.get(&link)).await;
+    assert_eq!(r.status.as_u16(), 303);
+    let cookie = r
+        .header("set-cookie")
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    assert_eq!(send(api.client.get(&link)).await.status.as_u16(), 401);
+    let as_browser = || {
+        api.client
+            .get(format!("{base}/api/v1/sessions"))
+            .header("cookie", &cookie)
+    };
+    assert_eq!(send(as_browser()).await.status.as_u16(), 200);
+    assert!(login(&["--sign-out-everywhere"]).contains("signed out 1"));
+    assert_eq!(send(as_browser()).await.status.as_u16(), 401);
+    // The first start's link still works once (each link is its own).
+    assert_eq!(send(api.client.get(&first)).await.status.as_u16(), 303);
 }
 
 #[test]

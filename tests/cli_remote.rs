@@ -397,6 +397,20 @@ fn write_token(dir: &Path) {
     std::fs::write(dir.join("token"), format!("{TOKEN}\n")).expect("token file");
 }
 
+/// Who the audit says made the token `name`.
+async fn token_made_by(srv: &TestServer, name: &str) -> Option<String> {
+    let audit = srv
+        .api
+        .get("/api/v1/audit?action=token_created")
+        .await
+        .expect(200);
+    let entries = audit.as_array().cloned().unwrap_or_default();
+    entries
+        .iter()
+        .find(|e| e["subject"].as_str().is_some_and(|s| s.ends_with(name)))
+        .and_then(|e| e["actor"].as_str().map(str::to_owned))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn url_and_token_come_from_the_environment_or_the_data_dir() {
     let srv = TestServer::start().await;
@@ -410,10 +424,24 @@ async fn url_and_token_come_from_the_environment_or_the_data_dir() {
     .await;
     assert_eq!(out.ok().trim(), "no pending approvals");
 
+    // On the server's machine, as its user: a credential for the one command is made in the
+    // server's own database (found through the data dir, or the default data dir under
+    // XDG_DATA_HOME), and the audit names it `token:cli`.
     let tmp = tempfile::tempdir().expect("tempdir");
-    let data = tmp.path().join("data");
-    write_token(&data);
+    let data = srv.data_dir();
     let data_str = data.to_str().expect("utf-8 path");
+    let out = run_with(
+        &["token", "create", "made-here", "--scope", "approve"],
+        &[("COUNTERSIGN_URL", url), ("COUNTERSIGN_DATA_DIR", data_str)],
+        None,
+    )
+    .await;
+    assert!(out.status.success(), "{out:?}");
+    assert!(out.stdout.trim().starts_with("cst_"), "{out:?}");
+    assert_eq!(
+        token_made_by(&srv, "made-here").await.as_deref(),
+        Some("token:cli")
+    );
     let out = run_with(
         &list,
         &[("COUNTERSIGN_URL", url), ("COUNTERSIGN_DATA_DIR", data_str)],
@@ -423,7 +451,8 @@ async fn url_and_token_come_from_the_environment_or_the_data_dir() {
     out.ok();
 
     let xdg = tmp.path().join("xdg");
-    write_token(&xdg.join("countersign"));
+    std::fs::create_dir_all(&xdg).expect("mkdir");
+    std::os::unix::fs::symlink(&data, xdg.join("countersign")).expect("symlink");
     let xdg_str = xdg.to_str().expect("utf-8 path");
     let out = run_with(
         &list,
@@ -433,7 +462,18 @@ async fn url_and_token_come_from_the_environment_or_the_data_dir() {
     .await;
     out.ok();
 
-    let out = run_with(&list, &[("COUNTERSIGN_URL", url)], None).await;
+    // A token file (an older build's) is no credential: nothing on disk is read as one.
+    let stale = tmp.path().join("stale");
+    write_token(&stale);
+    let out = run_with(
+        &list,
+        &[
+            ("COUNTERSIGN_URL", url),
+            ("COUNTERSIGN_DATA_DIR", stale.to_str().expect("utf-8 path")),
+        ],
+        None,
+    )
+    .await;
     out.fails(2, &["no access token", "--token"]);
     // The flag wins over the environment.
     let out = run_with(

@@ -8,6 +8,7 @@
 // `countersign passkey reset` removes them all; an `approve` token cannot open the Security
 // page. WebAuthn needs a domain: the browser uses `localhost`.
 import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { APIRequestContext, expect, Page } from '@playwright/test';
@@ -15,7 +16,7 @@ import { card, pendingCards, send, sessionId, test, toolResults, waitLive } from
 import { BIN, RunningServer } from './server';
 import {
   answerFingerprint, assertionForCard, assertionToManage, Authenticator, challengeFor, clientData,
-  createCredential, openCeremony, sealCeremony, sealCeremonyWithToken,
+  createCredential, keepCeremony, openCeremony, sealedFromTheDataDir,
 } from './webauthn';
 
 const FLOOR = '[approvals]\nrequire_passkey = "floor"\n';
@@ -219,13 +220,14 @@ test.describe('with require_passkey = "floor"', () => {
     const plainResolved = snap0.events.find((e: any) => e.type === 'approval_resolved' && e.approval_id === plain.id);
     expect(plainResolved.passkey).toBeUndefined();
 
-    // An assertion made to approve A, by the page's own script: its ceremony carries only its
-    // purpose (A as shown, and the answer's fingerprint), its party, a nonce and an expiry —
-    // no library state and no credentials; the authenticator signed the challenge derived from
-    // A's id, A's digest, the answer and the nonce (computed here independently).
+    // An assertion made to approve A, by the page's own script: the browser holds only a random
+    // handle; the ceremony the server keeps under its hash carries only its purpose (A as
+    // shown, and the answer's fingerprint), its party, a nonce and an expiry; the authenticator
+    // signed the challenge derived from A's id, A's digest, the answer and the nonce (computed
+    // here independently).
     const approve = { decision: 'approve' };
     const a1 = await assertionForCard(page, sid, a.id, approve);
-    const opened = openCeremony(a1.ceremony);
+    const opened = openCeremony(server.dataDir, a1.ceremony);
     expect(Object.keys(opened).sort()).toEqual(['expires_ms', 'nonce', 'origin', 'rp_id', 'step']);
     expect(opened.step).toEqual({
       kind: 'assert', purpose: { for: 'gate', approval_id: a.id, digest: a.digest, answer: answerFingerprint(approve) },
@@ -252,25 +254,25 @@ test.describe('with require_passkey = "floor"', () => {
     refused(await decide(page.request, server, sid, a.id, {
       decision: 'edit', digest: a.digest, edits: { path: '.env', content: 'A=2' }, passkey: a1,
     }), 'passkey_refused', /not valid/);
-    // A's ceremony altered (a character of its body, a character of its MAC, cut short).
+    // A's handle altered (a character changed, cut short, another prefix, its hash): refused.
     const flip = (s: string, i: number) => s.slice(0, i) + (s[i] === 'A' ? 'B' : 'A') + s.slice(i + 1);
-    const dot = a1.ceremony.lastIndexOf('.');
-    for (const ceremony of [flip(a1.ceremony, 40), flip(a1.ceremony, dot + 5), a1.ceremony.slice(0, -4), `pk2${a1.ceremony.slice(3)}`]) {
+    const hash = createHash('sha256').update(a1.ceremony).digest('hex');
+    for (const ceremony of [flip(a1.ceremony, 20), flip(a1.ceremony, 40), a1.ceremony.slice(0, -4), `pk1${a1.ceremony.slice(3)}`, hash, `pk2.${hash}`]) {
       refused(await decide(page.request, server, sid, a.id, { decision: 'approve', digest: a.digest, passkey: { ...a1, ceremony } }),
         'passkey_refused', /not valid/);
     }
-    // The access token no longer makes a ceremony: the same one sealed with the key it used to
-    // be derived from is not the server's.
+    // Reading the data dir makes no ceremony: the same one sealed the old way, keyed from the
+    // VAPID key file, is nothing the server takes.
     refused(await decide(page.request, server, sid, a.id, {
-      decision: 'approve', digest: a.digest, passkey: { ...a1, ceremony: sealCeremonyWithToken(server.token, opened) },
+      decision: 'approve', digest: a.digest, passkey: { ...a1, ceremony: sealedFromTheDataDir(server.dataDir, opened) },
     }), 'passkey_refused', /not valid/);
-    // Expired (sealed with the key only the data dir's reader could derive): refused as expired.
-    const expired = sealCeremony(server.dataDir, { ...opened, expires_ms: Date.now() - 1000 });
+    // Expired (written into the database, as only its writer could): refused as expired.
+    const expired = keepCeremony(server.dataDir, { ...opened, expires_ms: Date.now() - 1000 });
     refused(await decide(page.request, server, sid, a.id, { decision: 'approve', digest: a.digest, passkey: { ...a1, ceremony: expired } }),
       'passkey_refused', /expired/);
     // The same ceremony said to be from another origin of the same name (another port): no
     // passkey registered there is offered or taken — the laptop's is localhost:<this port>'s.
-    const elsewhere = sealCeremony(server.dataDir, { ...opened, origin: 'http://localhost:1/' });
+    const elsewhere = keepCeremony(server.dataDir, { ...opened, origin: 'http://localhost:1/' });
     refused(await decide(page.request, server, sid, a.id, { decision: 'approve', digest: a.digest, passkey: { ...a1, ceremony: elsewhere } }),
       'passkey_required', /no passkey is registered for http:\/\/localhost:1\//);
     // A's card as it was not shown (another digest): a stale answer, not a passkey question.
@@ -279,24 +281,23 @@ test.describe('with require_passkey = "floor"', () => {
     expect(stale.body.error.code).toBe('stale_digest');
     await stillPending(a.id, b.id);
 
-    // Even a ceremony sealed with the server's own key cannot turn A's assertion into B's, nor
-    // an approval into a denial: the challenge is derived again from what the ceremony claims,
-    // and the authenticator's signature is over A's approval. That got as far as spending the
-    // ceremony: the genuine assertion is then refused as used.
+    // Even a ceremony written into the server's own database cannot turn A's assertion into B's,
+    // nor an approval into a denial: the challenge is derived again from what the ceremony
+    // claims, and the authenticator's signature is over A's approval. The attempt spends the
+    // written ceremony (a second try is refused as used).
     const a2 = await assertionForCard(page, sid, a.id, approve);
-    const a2opened = openCeremony(a2.ceremony);
+    const a2opened = openCeremony(server.dataDir, a2.ceremony);
     const toB = { ...a2opened, step: { ...a2opened.step, purpose: { ...a2opened.step.purpose, approval_id: b.id, digest: b.digest } } };
-    refused(await decide(page.request, server, sid, b.id, { decision: 'approve', digest: b.digest, passkey: { ...a2, ceremony: sealCeremony(server.dataDir, toB) } }),
+    const forgedB = { ...a2, ceremony: keepCeremony(server.dataDir, toB) };
+    refused(await decide(page.request, server, sid, b.id, { decision: 'approve', digest: b.digest, passkey: forgedB }),
       'passkey_refused', /did not verify/);
-    refused(await decide(page.request, server, sid, a.id, { decision: 'approve', digest: a.digest, passkey: a2 }),
+    refused(await decide(page.request, server, sid, b.id, { decision: 'approve', digest: b.digest, passkey: forgedB }),
       'passkey_refused', /already used/);
     const a3 = await assertionForCard(page, sid, a.id, approve);
-    const a3opened = openCeremony(a3.ceremony);
+    const a3opened = openCeremony(server.dataDir, a3.ceremony);
     const toDeny = { ...a3opened, step: { ...a3opened.step, purpose: { ...a3opened.step.purpose, answer: answerFingerprint({ decision: 'deny' }) } } };
-    refused(await decide(page.request, server, sid, a.id, { decision: 'deny', digest: a.digest, passkey: { ...a3, ceremony: sealCeremony(server.dataDir, toDeny) } }),
+    refused(await decide(page.request, server, sid, a.id, { decision: 'deny', digest: a.digest, passkey: { ...a3, ceremony: keepCeremony(server.dataDir, toDeny) } }),
       'passkey_refused', /did not verify/);
-    refused(await decide(page.request, server, sid, a.id, { decision: 'approve', digest: a.digest, passkey: a3 }),
-      'passkey_refused', /already used/);
     await stillPending(a.id, b.id);
     expect(existsSync(join(server.workspace, '.env'))).toBe(false);
     expect(existsSync(join(server.workspace, '.env.b'))).toBe(false);
@@ -328,8 +329,8 @@ test.describe('with require_passkey = "floor"', () => {
     // nothing: it then denies B, and the denial names the passkey too.
     const deny = { decision: 'deny' };
     const b2 = await assertionForCard(page, sid, b.id, deny);
-    expect(openCeremony(b2.ceremony).step.purpose).toEqual({ for: 'gate', approval_id: b.id, digest: b.digest, answer: answerFingerprint(deny) });
-    expect(clientData(b2.credential).challenge).toBe(challengeFor({ approval_id: b.id, digest: b.digest, answer: deny }, openCeremony(b2.ceremony).nonce));
+    expect(openCeremony(server.dataDir, b2.ceremony).step.purpose).toEqual({ for: 'gate', approval_id: b.id, digest: b.digest, answer: answerFingerprint(deny) });
+    expect(clientData(b2.credential).challenge).toBe(challengeFor({ approval_id: b.id, digest: b.digest, answer: deny }, openCeremony(server.dataDir, b2.ceremony).nonce));
     refused(await decide(page.request, server, sid, b.id, { decision: 'approve', digest: b.digest, passkey: b2 }),
       'passkey_refused', /not valid/);
     refused(await decide(page.request, server, sid, b.id, {
@@ -514,7 +515,7 @@ test('with one passkey registered, adding or removing another asks for it first'
   await openSecurity(page, server);
   const addPhone = { change: 'add', name: 'phone' } as const;
   const proof = await assertionToManage(page, addPhone);
-  const proofOpened = openCeremony(proof.ceremony);
+  const proofOpened = openCeremony(server.dataDir, proof.ceremony);
   expect(proofOpened.step).toEqual({ kind: 'assert', purpose: { for: 'manage', change: 'add:phone' } });
   const signed = clientData(proof.credential);
   expect(signed.challenge).toBe(challengeFor(addPhone, proofOpened.nonce));
@@ -529,14 +530,15 @@ test('with one passkey registered, adding or removing another asks for it first'
   expect(removeWithAdd.status()).toBe(403);
   expect((await removeWithAdd.json()).error).toMatchObject({ code: 'passkey_refused', message: expect.stringMatching(/not valid/) });
   expect(await passkeys(page.request, server)).toHaveLength(1);
-  // Re-sealed with the server's own key as an assertion to add "tablet", another one is
-  // refused: its signature is over the challenge for "phone" (and it is spent trying).
+  // Re-written in the server's database as an assertion to add "tablet", another one is
+  // refused: its signature is over the challenge for "phone" (and the written one is spent trying).
   const other = await assertionToManage(page, addPhone);
-  const toTablet = { ...openCeremony(other.ceremony), step: { kind: 'assert', purpose: { for: 'manage', change: 'add:tablet' } } };
-  const resealed = await start({ name: 'tablet', passkey: { ...other, ceremony: sealCeremony(server.dataDir, toTablet) } });
+  const toTablet = { ...openCeremony(server.dataDir, other.ceremony), step: { kind: 'assert', purpose: { for: 'manage', change: 'add:tablet' } } };
+  const forgedTablet = { ...other, ceremony: keepCeremony(server.dataDir, toTablet) };
+  const resealed = await start({ name: 'tablet', passkey: forgedTablet });
   expect(resealed.status()).toBe(403);
   expect((await resealed.json()).error).toMatchObject({ code: 'passkey_refused', message: expect.stringMatching(/did not verify/) });
-  const otherAgain = await start({ name: 'phone', passkey: other });
+  const otherAgain = await start({ name: 'tablet', passkey: forgedTablet });
   expect(otherAgain.status()).toBe(403);
   expect((await otherAgain.json()).error.message).toMatch(/already used/);
   const started = await start({ name: 'phone', passkey: proof });
@@ -577,7 +579,7 @@ test('with one passkey registered, adding or removing another asks for it first'
   // An assertion for removing the phone's own passkey does not remove the laptop's.
   const phoneKey = both.find((k) => k.name === 'phone')!;
   const removePhone = await assertionToManage(page, { change: 'remove', id: phoneKey.id });
-  expect(openCeremony(removePhone.ceremony).step.purpose).toEqual({ for: 'manage', change: `remove:${phoneKey.id}` });
+  expect(openCeremony(server.dataDir, removePhone.ceremony).step.purpose).toEqual({ for: 'manage', change: `remove:${phoneKey.id}` });
   const wrongTarget = await page.request.delete(`${server.url}/api/v1/passkeys/${laptopKey.id}`, {
     headers: bearer(server), data: { passkey: removePhone },
   });

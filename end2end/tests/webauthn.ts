@@ -1,13 +1,15 @@
 // Chromium's virtual WebAuthn authenticators (CDP `WebAuthn.*`) and what a test needs to read
-// and make Countersign's passkey ceremonies independently of the server: a sealed ceremony is
-// signed, not encrypted (`pk1.<base64url JSON>.<HMAC-SHA-256>`, the key derived from a root
-// secret the server keeps in its data dir — a hash of `vapid_private_key` — never from the
-// access token), and an assertion's challenge is SHA-256 over length-prefixed fields: for a
-// card its id, its digest and the answer's fingerprint; for a change to passkeys that change.
-import { createHash, createHmac } from 'node:crypto';
+// and make Countersign's passkey ceremonies independently of the server: the browser holds a
+// random handle (`pk2.…`) and the server keeps the ceremony in its database under the handle's
+// SHA-256 (table `hashed_secrets`, kind `ceremony`), which a test reads and writes as anyone
+// who can open that database could; an assertion's challenge is SHA-256 over length-prefixed
+// fields: for a card its id, its digest and the answer's fingerprint; for a change to passkeys
+// that change.
+import { execFileSync } from 'node:child_process';
+import { createHash, createHmac, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { CDPSession, Page } from '@playwright/test';
+import { CDPSession, expect, Page } from '@playwright/test';
 
 export interface VirtualCredential {
   credentialId: string;
@@ -62,45 +64,49 @@ export class Authenticator {
 export const b64url = (b: Buffer | string) => Buffer.from(b).toString('base64url');
 export const unb64url = (s: string) => Buffer.from(s, 'base64url');
 
-/** What a sealed ceremony holds (its body, unverified). */
-export function openCeremony(sealed: string): any {
-  const m = sealed.match(/^pk1\.([A-Za-z0-9_-]+)\.([A-Za-z0-9_-]+)$/);
-  if (!m) throw new Error(`not a sealed ceremony: ${sealed.slice(0, 40)}…`);
-  return JSON.parse(unb64url(m[1]).toString('utf8'));
+/** Runs `sql` with `params` on the server's database (Python's sqlite3: no npm module needed). */
+function sqlite(dataDir: string, sql: string, params: unknown[]): any[] {
+  const script = 'import json,sqlite3,sys\n'
+    + 'c=sqlite3.connect(sys.argv[1],timeout=10)\n'
+    + 'rows=c.execute(sys.argv[2],json.loads(sys.argv[3])).fetchall()\n'
+    + 'c.commit()\nprint(json.dumps(rows))';
+  const out = execFileSync('python3', ['-c', script, join(dataDir, 'countersign.db'), sql, JSON.stringify(params)]);
+  return JSON.parse(out.toString('utf8'));
+}
+
+const sha256hex = (text: string) => createHash('sha256').update(text).digest('hex');
+
+/** What the server keeps for a ceremony, found by its handle's hash (the handle is kept nowhere). */
+export function openCeremony(dataDir: string, handle: string): any {
+  if (!/^pk2\.[A-Za-z0-9_-]{43}$/.test(handle)) throw new Error(`not a ceremony handle: ${handle.slice(0, 40)}…`);
+  const rows = sqlite(dataDir, "SELECT body FROM hashed_secrets WHERE kind = 'ceremony' AND hash = ?", [sha256hex(handle)]);
+  if (rows.length !== 1) throw new Error(`no kept ceremony for ${handle.slice(0, 12)}…`);
+  expect(rows[0][0]).not.toContain(handle.slice(4));
+  return JSON.parse(rows[0][0]);
 }
 
 /**
- * The root every sealed value's key is derived from, read from a server's data dir as only
- * someone with that directory could: hex(SHA-256("countersign-seal-root\0" || the bytes of
- * `vapid_private_key`)).
+ * Writes `value` into the server's database as a new ceremony and returns its handle: what
+ * someone who can write that database could do (the checks behind a ceremony must still
+ * hold: the challenge is derived from what it claims, and the authenticator signed another).
  */
-export function sealRoot(dataDir: string): string {
+export function keepCeremony(dataDir: string, value: any): string {
+  const handle = `pk2.${randomBytes(32).toString('base64url')}`;
+  sqlite(dataDir, "INSERT INTO hashed_secrets (hash, kind, body, created_ms, expires_ms) VALUES (?, 'ceremony', ?, ?, ?)",
+    [sha256hex(handle), JSON.stringify(value), Date.now(), value.expires_ms]);
+  return handle;
+}
+
+/**
+ * A ceremony sealed the way an older build sealed them, from what its data dir holds: an HMAC
+ * keyed from a hash of `vapid_private_key`. Reading the data dir must not make a ceremony.
+ */
+export function sealedFromTheDataDir(dataDir: string, value: unknown): string {
   const key = readFileSync(join(dataDir, 'vapid_private_key'));
-  return createHash('sha256').update(Buffer.from('countersign-seal-root\0')).update(key).digest('hex');
-}
-
-/**
- * `<prefix><base64url(JSON)>.<base64url(HMAC-SHA-256)>`, the MAC over the base64url body text
- * under the key `countersign-seal:<purpose>:<secret>`. With `sealRoot(dataDir)` as the secret it
- * is what the server makes; with anything else (the access token) it is a forgery.
- */
-export function sealWith(secret: string, purpose: string, prefix: string, value: unknown): string {
+  const root = createHash('sha256').update(Buffer.from('countersign-seal-root\0')).update(key).digest('hex');
   const body = b64url(JSON.stringify(value));
-  const tag = createHmac('sha256', `countersign-seal:${purpose}:${secret}`).update(body).digest('base64url');
-  return `${prefix}${body}.${tag}`;
-}
-
-/**
- * Seals `value` as the server would, with the key derived from its data dir: what only someone
- * who can read that directory could make (the checks behind the seal must still hold).
- */
-export function sealCeremony(dataDir: string, value: unknown): string {
-  return sealWith(sealRoot(dataDir), 'passkey-ceremony', 'pk1.', value);
-}
-
-/** The old way, keyed from the access token: no longer anything the server takes. */
-export function sealCeremonyWithToken(token: string, value: unknown): string {
-  return sealWith(token, 'passkey-ceremony', 'pk1.', value);
+  const tag = createHmac('sha256', `countersign-seal:passkey-ceremony:${root}`).update(body).digest('base64url');
+  return `pk1.${body}.${tag}`;
 }
 
 /** An answer as the card sends it with its assertion (the decision body less digest and reason). */

@@ -2,7 +2,6 @@
 //! typed error for every way a remote command can fail.
 
 use crate::text::error_chain;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use reqwest::{Method, RequestBuilder, StatusCode, Url};
@@ -21,7 +20,7 @@ pub enum CliError {
     #[error("{0}")]
     Usage(String),
     #[error(
-        "no access token: pass --token or set COUNTERSIGN_TOKEN (no readable token file at {0})"
+        "no access token: pass --token or set COUNTERSIGN_TOKEN (a named token from the Tokens page), or run this as the server's user on its machine ({0})"
     )]
     NoToken(String),
     #[error("cannot connect to {url}: is the server running at {url}?")]
@@ -82,10 +81,10 @@ pub struct Client {
 }
 
 impl Client {
-    pub fn new(remote: &Remote) -> Result<Client, CliError> {
+    pub async fn new(remote: &Remote) -> Result<Client, CliError> {
         let shown = remote.url.trim().trim_end_matches('/').to_owned();
         let base = parse_base(&shown)?;
-        let token = resolve_token(remote.token.as_deref())?;
+        let token = resolve_token(remote).await?;
         let http = reqwest::Client::builder()
             .timeout(TIMEOUT)
             .connect_timeout(CONNECT_TIMEOUT)
@@ -214,25 +213,24 @@ fn excerpt(text: &str) -> String {
     crate::text::truncate(&one_line, 200)
 }
 
-/// `--token`/`COUNTERSIGN_TOKEN`, else the token file `serve` keeps in its data directory.
-fn resolve_token(given: Option<&str>) -> Result<String, CliError> {
-    if let Some(token) = given.map(str::trim).filter(|t| !t.is_empty()) {
+/// `--token`/`COUNTERSIGN_TOKEN`, else a credential for this one command made in the server's
+/// own database (it can be opened only as the server's OS user on its machine; only its hash is
+/// kept, and it lapses after `logins::CLI_TOKEN_MS`).
+async fn resolve_token(remote: &Remote) -> Result<String, CliError> {
+    if let Some(token) = remote
+        .token
+        .as_deref()
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+    {
         return Ok(token.to_owned());
     }
-    let Some(path) = data_dir().map(|d| d.join("token")) else {
-        return Err(CliError::NoToken("<data dir>/token (set HOME)".into()));
-    };
-    match std::fs::read_to_string(&path) {
-        Ok(text) if !text.trim().is_empty() => Ok(text.trim().to_owned()),
-        _ => Err(CliError::NoToken(path.display().to_string())),
-    }
-}
-
-/// `serve`'s data directory: `COUNTERSIGN_DATA_DIR`, `$XDG_DATA_HOME/countersign` or
-/// `~/.local/share/countersign`.
-fn data_dir() -> Option<PathBuf> {
-    std::env::var_os("COUNTERSIGN_DATA_DIR")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(crate::server::settings::default_data_dir)
+    let repos = remote
+        .local
+        .open("cli")
+        .await
+        .map_err(|e| CliError::NoToken(e.to_string()))?;
+    crate::server::logins::mint_cli_token(repos.secrets.as_ref())
+        .await
+        .map_err(|e| CliError::NoToken(e.to_string()))
 }

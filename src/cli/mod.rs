@@ -8,6 +8,8 @@ pub mod approvals;
 pub mod audit;
 pub mod client;
 pub mod config;
+pub mod local;
+pub mod login;
 pub mod passkey;
 mod remote;
 pub mod rules;
@@ -147,7 +149,7 @@ pub enum AuditCommand {
 /// `countersign approvals …`.
 pub async fn approvals(args: ApprovalsArgs) -> ExitCode {
     let json = args.remote.json;
-    let result = match Client::new(&args.remote) {
+    let result = match Client::new(&args.remote).await {
         Ok(client) => approvals::run(&client, json, args.command).await,
         Err(e) => Err(e),
     };
@@ -157,7 +159,7 @@ pub async fn approvals(args: ApprovalsArgs) -> ExitCode {
 /// `countersign rules …`.
 pub async fn rules(args: RulesArgs) -> ExitCode {
     let json = args.remote.json;
-    let result = match Client::new(&args.remote) {
+    let result = match Client::new(&args.remote).await {
         Ok(client) => rules::run(&client, json, args.command).await,
         Err(e) => Err(e),
     };
@@ -167,7 +169,7 @@ pub async fn rules(args: RulesArgs) -> ExitCode {
 /// `countersign audit …`.
 pub async fn audit(args: AuditArgs) -> ExitCode {
     let json = args.remote.json;
-    let result = match Client::new(&args.remote) {
+    let result = match Client::new(&args.remote).await {
         Ok(client) => audit::run(&client, json, args.command).await,
         Err(e) => Err(e),
     };
@@ -177,7 +179,7 @@ pub async fn audit(args: AuditArgs) -> ExitCode {
 /// `countersign token …`.
 pub async fn token(args: TokenArgs) -> ExitCode {
     let json = args.remote.json;
-    let result = match Client::new(&args.remote) {
+    let result = match Client::new(&args.remote).await {
         Ok(client) => tokens::run(&client, json, args.command).await,
         Err(e) => Err(e),
     };

@@ -14,9 +14,13 @@ pub struct Remote {
     /// The server's base URL.
     #[arg(long, env = "COUNTERSIGN_URL", default_value = DEFAULT_URL, global = true)]
     pub url: String,
-    /// Access token (default: the `token` file in the server's data directory).
+    /// Access token (default: on the server's own machine, a credential for this one command
+    /// made in the server's database, when it can be opened).
     #[arg(long, env = "COUNTERSIGN_TOKEN", hide_env_values = true, global = true)]
     pub token: Option<String>,
+    /// Where the server's database is, for the default above.
+    #[command(flatten)]
+    pub local: super::local::LocalStore,
     /// Print the server's JSON instead of text.
     #[arg(long, global = true)]
     pub json: bool,

@@ -1,95 +1,35 @@
-//! The credentials the server accepts: the access token, and the session cookie derived from
-//! it. Kept apart from the HTTP middleware (`http/auth.rs`) so settings and state can name them
-//! without depending on the web layer.
+//! How a request presents its credential over HTTP: `Authorization: Bearer <secret>`, or the
+//! session cookie a browser got when it logged in. Only reading the headers lives here; who
+//! the credential is, is `logins::who` (through `Core::who_presented`).
 
-use hmac::{Hmac, Mac};
 use http::{HeaderMap, header};
-use sha2::{Digest, Sha256};
-use subtle::ConstantTimeEq;
+
+use crate::server::logins::Presented;
 
 pub const COOKIE_NAME: &str = "countersign_session";
-/// How a named token's session cookie starts: `tk.<the token's hash>.<mac>`.
-const NAMED_COOKIE_PREFIX: &str = "tk.";
 
-/// The access token. Not `Serialize`, and `Debug` does not print it.
-pub type AccessToken = crate::server::secret::Secret;
-
-/// What the middleware checks against: the token and the cookie value derived from it (the
-/// cookie never carries the token itself, so a leaked cookie jar does not leak the API key).
-pub struct Credentials {
-    token: AccessToken,
-    cookie_value: String,
-}
-
-impl Credentials {
-    pub fn new(token: AccessToken) -> Self {
-        let digest = Sha256::digest(format!("countersign-cookie:{}", token.reveal()));
-        Credentials {
-            cookie_value: hex::encode(digest),
-            token,
-        }
-    }
-
-    pub fn token(&self) -> &AccessToken {
-        &self.token
-    }
-
-    /// Whether `candidate` is the access token (constant time).
-    pub fn token_matches(&self, candidate: &str) -> bool {
-        constant_time_eq(candidate.as_bytes(), self.token.reveal().as_bytes())
-    }
-
-    /// The value the session cookie carries.
-    pub fn cookie_value(&self) -> &str {
-        &self.cookie_value
-    }
-
-    /// Whether the `Authorization: Bearer` header carries the access token.
-    pub fn bearer_ok(&self, headers: &HeaderMap) -> bool {
-        headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .is_some_and(|t| constant_time_eq(t.trim().as_bytes(), self.token.reveal().as_bytes()))
-    }
-
-    /// Whether the session cookie is the one derived from the access token.
-    pub fn cookie_ok(&self, headers: &HeaderMap) -> bool {
-        session_cookies(headers)
-            .any(|value| constant_time_eq(value.as_bytes(), self.cookie_value.as_bytes()))
-    }
-
-    /// The session cookie of a browser logged in with a named token: the token's stored hash
-    /// (never its secret) and a MAC keyed by the access token, so nobody can make one from
-    /// the hash alone. Revoking the token ends it, since the hash no longer finds a token.
-    pub fn named_cookie_value(&self, token_hash: &str) -> String {
-        format!("{NAMED_COOKIE_PREFIX}{token_hash}.{}", self.mac(token_hash))
-    }
-
-    /// The token hash a named token's session cookie carries, if the request has one whose MAC
-    /// holds.
-    pub fn named_cookie_hash<'h>(&self, headers: &'h HeaderMap) -> Option<&'h str> {
-        session_cookies(headers).find_map(|value| {
-            let (hash, mac) = value.strip_prefix(NAMED_COOKIE_PREFIX)?.split_once('.')?;
-            constant_time_eq(mac.as_bytes(), self.mac(hash).as_bytes()).then_some(hash)
-        })
-    }
-
-    /// HMAC-SHA256 of the token hash, keyed by the access token (a keyed MAC, not a hash of
-    /// key and message run together, which a length extension could forge).
-    fn mac(&self, token_hash: &str) -> String {
-        let key = format!("countersign-named-cookie:{}", self.token.reveal());
-        // HMAC takes a key of any length.
-        #[allow(clippy::expect_used)]
-        let mut mac =
-            Hmac::<Sha256>::new_from_slice(key.as_bytes()).expect("HMAC takes any key length");
-        mac.update(token_hash.as_bytes());
-        hex::encode(mac.finalize().into_bytes())
+/// The credential a request presents, by its hash: its bearer secret if it has one (a request
+/// that sends a bearer is judged by it alone), else its session cookie.
+pub fn presented(headers: &HeaderMap) -> Option<Presented> {
+    match bearer(headers) {
+        Some(secret) => Some(Presented::bearer(secret)),
+        None => session_cookie(headers).map(Presented::cookie),
     }
 }
 
-/// The values of every `countersign_session` cookie a request carries.
-fn session_cookies(headers: &HeaderMap) -> impl Iterator<Item = &str> {
+/// The bearer secret a request presents, if any.
+pub fn bearer(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+}
+
+/// The session cookie's value: the first `countersign_session` cookie that could be one of
+/// ours (base64url); an older build's cookie (a hex digest, a `tk.` value) is passed over.
+fn session_cookie(headers: &HeaderMap) -> Option<&str> {
     headers
         .get_all(header::COOKIE)
         .iter()
@@ -98,12 +38,17 @@ fn session_cookies(headers: &HeaderMap) -> impl Iterator<Item = &str> {
         .filter_map(|pair| pair.trim().split_once('='))
         .filter(|(name, _)| *name == COOKIE_NAME)
         .map(|(_, value)| value)
+        .find(|value| {
+            value.len() == 43
+                && value
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        })
 }
 
-/// Equal bytes, compared in time that does not depend on where they differ (`subtle`; a
-/// different length is unequal at once: lengths are no secret).
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.ct_eq(b).into()
+/// The `Set-Cookie` value that logs a browser in with `cookie` (HttpOnly, same-site only).
+pub fn login_cookie(cookie: &str) -> String {
+    format!("{COOKIE_NAME}={cookie}; HttpOnly; SameSite=Strict; Path=/; Max-Age=31536000")
 }
 
 #[cfg(test)]
@@ -113,59 +58,27 @@ mod tests {
     fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
         let mut h = HeaderMap::new();
         for (k, v) in pairs {
-            h.insert(*k, v.parse().unwrap());
+            h.append(*k, v.parse().unwrap());
         }
         h
     }
 
     #[test]
-    fn bearer_and_cookie_are_checked_exactly() {
-        let auth = Credentials::new(AccessToken::new("secret"));
-        assert!(auth.bearer_ok(&headers(&[("authorization", "Bearer secret")])));
-        assert!(!auth.bearer_ok(&headers(&[("authorization", "Bearer secre")])));
-        assert!(!auth.bearer_ok(&headers(&[("authorization", "secret")])));
-        let cookie = format!("a=b; {COOKIE_NAME}={}", auth.cookie_value);
-        assert!(auth.cookie_ok(&headers(&[("cookie", &cookie)])));
-        assert!(!auth.cookie_ok(&headers(&[("cookie", "countersign_session=secret")])));
-        assert!(!format!("{:?}", auth.token()).contains("secret"));
-    }
-
-    #[test]
-    fn a_named_token_cookie_needs_its_mac() {
-        let auth = Credentials::new(AccessToken::new("secret"));
-        let value = auth.named_cookie_value("abc123");
-        let cookie = format!("{COOKIE_NAME}={value}");
-        assert_eq!(
-            auth.named_cookie_hash(&headers(&[("cookie", &cookie)])),
-            Some("abc123")
-        );
-        // The startup cookie is not a named one, and a named one is not the startup cookie.
-        assert!(!auth.cookie_ok(&headers(&[("cookie", &cookie)])));
-        let forged = format!("{COOKIE_NAME}=tk.abc123.{}", "0".repeat(64));
-        assert_eq!(
-            auth.named_cookie_hash(&headers(&[("cookie", &forged)])),
-            None
-        );
-        let other = Credentials::new(AccessToken::new("other"));
-        assert_eq!(
-            other.named_cookie_hash(&headers(&[("cookie", &cookie)])),
-            None
-        );
-    }
-
-    /// The MAC is HMAC-SHA256 keyed by the access token, checked against another library's
-    /// HMAC: not `sha256(key ‖ message)`, which a length extension could forge.
-    #[test]
-    fn a_named_cookie_mac_is_an_hmac() {
-        let auth = Credentials::new(AccessToken::new("secret"));
-        let key = ring::hmac::Key::new(ring::hmac::HMAC_SHA256, b"countersign-named-cookie:secret");
-        let expected = hex::encode(ring::hmac::sign(&key, b"abc123").as_ref());
-        assert_eq!(
-            auth.named_cookie_value("abc123"),
-            format!("tk.abc123.{expected}")
-        );
-        assert!(constant_time_eq(b"same", b"same"));
-        assert!(!constant_time_eq(b"same", b"sane"));
-        assert!(!constant_time_eq(b"same", b"same "));
+    fn a_bearer_wins_over_a_cookie_and_old_cookies_are_passed_over() {
+        let cookie = "a".repeat(43);
+        let both = headers(&[
+            ("authorization", "Bearer secret"),
+            ("cookie", &format!("{COOKIE_NAME}={cookie}")),
+        ]);
+        assert_eq!(presented(&both), Some(Presented::bearer("secret")));
+        let only_cookie = headers(&[(
+            "cookie",
+            &format!("x=1; {COOKIE_NAME}=tk.abc.def; {COOKIE_NAME}={cookie}"),
+        )]);
+        assert_eq!(presented(&only_cookie), Some(Presented::cookie(&cookie)));
+        let old = headers(&[("cookie", &format!("{COOKIE_NAME}={}", "ab".repeat(32)))]);
+        assert_eq!(presented(&old), None);
+        assert_eq!(presented(&headers(&[("authorization", "Bearer  ")])), None);
+        assert_eq!(presented(&headers(&[("authorization", "secret")])), None);
     }
 }

@@ -10,13 +10,13 @@ pub mod digest;
 pub mod gate;
 pub mod http;
 pub mod hub;
+pub mod logins;
 pub mod markdown;
 pub mod notifier;
 pub mod passkey;
 pub mod principal;
 pub mod push;
 pub mod retry;
-pub mod seal;
 pub mod secret;
 pub mod settings;
 pub mod state;
@@ -55,6 +55,33 @@ pub enum StartError {
     Recovery(String),
     #[error("cannot start Web Push: {0}")]
     Push(String),
+}
+
+/// Keeps the admin token start-up was given by its hash; an older build's token file is
+/// removed once its hash is kept (the token itself keeps working).
+async fn settle_admin_token(
+    admin: &settings::AdminToken,
+    kept: &dyn store::secrets::HashedSecrets,
+) -> Result<(), StartError> {
+    let (token, legacy_file) = match admin {
+        settings::AdminToken::Given(token) => (token, None),
+        settings::AdminToken::Legacy { token, file } => (token, Some(file)),
+        settings::AdminToken::Kept => return Ok(()),
+    };
+    logins::set_admin_token(kept, token.reveal()).await?;
+    if let Some(file) = legacy_file {
+        let file = file.clone();
+        match tokio::task::spawn_blocking(move || std::fs::remove_file(&file)).await {
+            Ok(Ok(())) => tracing::info!(
+                "the admin token file was removed: only its hash is kept now (the token still works)"
+            ),
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "could not remove the old admin token file; remove <data-dir>/token by hand")
+            }
+            Err(e) => tracing::warn!(error = %e, "could not remove the old admin token file"),
+        }
+    }
+    Ok(())
 }
 
 /// How long shutdown waits for turn tasks to end.
@@ -159,8 +186,8 @@ pub async fn start(
             .await
             .map_err(|e| StartError::Push(e.to_string()))?
             .map_err(|e| StartError::Push(e.to_string()))?;
-    let seal_root = vapid.seal_root();
-    let push = push::Push::new(vapid, &settings.token, hub.clone(), &repos)
+    settle_admin_token(&settings.admin_token, repos.secrets.as_ref()).await?;
+    let push = push::Push::new(vapid, hub.clone(), &repos)
         .map_err(|e| StartError::Push(format!("no HTTP client: {e}")))?;
     notifier.set_push(Arc::new(push));
     let agent = agent::Agent::new(agent::Deps {
@@ -173,7 +200,7 @@ pub async fn start(
         audit: Arc::clone(&repos.audit),
         coordination: repos.coordination.clone(),
     });
-    let passkeys = passkey::Passkeys::new(&seal_root, Arc::clone(&repos.passkeys));
+    let passkeys = passkey::Passkeys::new(Arc::clone(&repos.secrets));
     let core = Arc::new(core::Core::new(core::CoreParts {
         hub,
         repos,
@@ -215,7 +242,6 @@ pub async fn start(
         .build();
     let state = state::AppState {
         core: core.clone(),
-        credentials: Arc::new(credentials::Credentials::new(settings.token)),
         leptos_options,
     };
     let app = http::router(state);

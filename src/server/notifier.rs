@@ -5,7 +5,7 @@
 //! own, retried a few times, and its failures are only logged), and it never carries a
 //! credential: no token, no cookie, only what the card's first line shows and its link.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -22,7 +22,7 @@ pub struct Notifier {
     http: Option<reqwest::Client>,
     listen_url: OnceLock<String>,
     /// Web Push to the person's subscribed devices (set once at startup).
-    push: OnceLock<std::sync::Arc<crate::server::push::Push>>,
+    push: OnceLock<Arc<crate::server::push::Push>>,
 }
 
 impl Default for Notifier {
@@ -52,12 +52,12 @@ impl Notifier {
         }
     }
 
-    pub fn set_push(&self, push: std::sync::Arc<crate::server::push::Push>) {
+    pub fn set_push(&self, push: Arc<crate::server::push::Push>) {
         let _ = self.push.set(push);
     }
 
     /// Web Push, once the server has started it.
-    pub fn push(&self) -> Option<&std::sync::Arc<crate::server::push::Push>> {
+    pub fn push(&self) -> Option<&Arc<crate::server::push::Push>> {
         self.push.get()
     }
 
@@ -94,11 +94,11 @@ impl Notifier {
         )
     }
 
-    /// For an ntfy notification: the URL its Approve and Deny post to, with a one-time
-    /// capability for this card and this topic; `None` for a card answered only on the card
-    /// (`payload::answerable_from_notification`).
-    fn ntfy_answer_url(&self, config: &Config, gate: &ApprovalRequestBody) -> Option<String> {
-        let push = self.push.get()?;
+    /// For an ntfy notification: what its Approve and Deny need (`NtfyAnswer::url` mints the
+    /// one-time capability for this card and this topic); `None` for a card answered only on
+    /// the card (`payload::answerable_from_notification`).
+    fn ntfy_answer(&self, config: &Config, gate: &ApprovalRequestBody) -> Option<NtfyAnswer> {
+        let push = Arc::clone(self.push.get()?);
         let needs_passkey = config.approvals.require_passkey.applies_to(gate.reason);
         if config.notify.format != NotifyFormat::Ntfy
             || !crate::server::push::payload::answerable_from_notification(gate, needs_passkey)
@@ -117,7 +117,7 @@ impl Notifier {
         if !private(config.notify.webhook_url.reveal().trim()) || !private(base) {
             return None;
         }
-        let capability = push.signer().mint(&crate::server::push::capability::Grant {
+        let grant = crate::server::push::capability::Grant {
             session_id: gate.session_id.clone(),
             approval_id: gate.approval_id.clone(),
             digest: gate.digest.clone(),
@@ -125,11 +125,12 @@ impl Notifier {
                 config.notify.webhook_url.reveal(),
             ),
             expires_ms: gate.expires_at.unix_ms().unwrap_or(0),
-        });
-        Some(format!(
-            "{}/api/v1/push/answers/{capability}",
-            self.base_url(config)
-        ))
+        };
+        Some(NtfyAnswer {
+            push,
+            grant,
+            base: base.to_owned(),
+        })
     }
 
     /// Tells the person a gate waits for them: their subscribed devices (Web Push), and the
@@ -142,15 +143,43 @@ impl Notifier {
             return;
         };
         let link = self.card_url(config, &gate.session_id, &gate.approval_id);
-        let answer_url = self.ntfy_answer_url(config, gate);
-        let Some(message) = message(config, gate, session_title, &link, answer_url.as_deref())
-        else {
-            tracing::warn!("notify.webhook_url is not a URL a notification can be sent to");
-            return;
-        };
-        let http = http.clone();
-        let approval_id = gate.approval_id.clone();
-        tokio::spawn(async move { deliver(&http, &message, approval_id.as_str()).await });
+        let answer = self.ntfy_answer(config, gate);
+        let (http, config, gate) = (http.clone(), config.clone(), gate.clone());
+        let session_title = session_title.to_owned();
+        tokio::spawn(async move {
+            let answer_url = match answer {
+                Some(answer) => answer.url().await,
+                None => None,
+            };
+            let Some(message) =
+                message(&config, &gate, &session_title, &link, answer_url.as_deref())
+            else {
+                tracing::warn!("notify.webhook_url is not a URL a notification can be sent to");
+                return;
+            };
+            deliver(&http, &message, gate.approval_id.as_str()).await
+        });
+    }
+}
+
+/// An ntfy message's Approve and Deny, before their capability is minted.
+struct NtfyAnswer {
+    push: Arc<crate::server::push::Push>,
+    grant: crate::server::push::capability::Grant,
+    base: String,
+}
+
+impl NtfyAnswer {
+    /// The URL the buttons post to, with a fresh capability; `None` (the message only links
+    /// the card) when it cannot be kept.
+    async fn url(self) -> Option<String> {
+        match self.push.capabilities().mint(&self.grant).await {
+            Ok(capability) => Some(format!("{}/api/v1/push/answers/{capability}", self.base)),
+            Err(e) => {
+                tracing::warn!(error = %e, "an ntfy message goes without Approve and Deny: its capability could not be kept");
+                None
+            }
+        }
     }
 }
 

@@ -22,6 +22,8 @@ pub enum Principal {
 
 /// The name the startup token carries in actors (`token:admin`).
 pub const STARTUP_TOKEN_NAME: &str = "admin";
+/// The name the local CLI's short-lived credential carries in actors (`token:cli`).
+pub const CLI_TOKEN_NAME: &str = "cli";
 
 impl Principal {
     /// The startup token (`--token`, `COUNTERSIGN_TOKEN` or the generated one).

@@ -175,9 +175,31 @@ pub fn scrub_urls(text: &str) -> String {
     out
 }
 
+/// `bytes` fresh random bytes (`rand`'s thread generator, a CSPRNG seeded by the OS), base64url: the body of
+/// every secret the server hands out (a login link, a browser login, a capability, a
+/// ceremony's handle), whose hash alone is kept (`store::secrets`).
+pub fn random_token(bytes: usize) -> String {
+    use base64::Engine;
+    use rand::RngCore;
+    let mut buf = vec![0u8; bytes];
+    rand::rng().fill_bytes(&mut buf);
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(buf)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn random_tokens_are_long_url_safe_and_unlike() {
+        let (a, b) = (random_token(32), random_token(32));
+        assert_eq!(a.len(), 43);
+        assert_ne!(a, b);
+        assert!(
+            a.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        );
+    }
 
     #[test]
     fn every_shown_form_is_masked() {

@@ -4,16 +4,16 @@
 //! embedded defaults: a data directory under the user's data home and a workspace inside it —
 //! never the home directory itself, never the repository.
 
-use std::io::Write;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use rand::RngCore;
 
 use super::config::{Config, ConfigError};
-use super::credentials::AccessToken;
 use super::secret::{Secret, UrlPassword};
+
+/// The admin token (`--token`): a secret, shown only masked.
+pub type AccessToken = Secret;
 use crate::protocol::ConfigSource;
 
 #[derive(Args, Debug, Clone)]
@@ -27,7 +27,8 @@ pub struct ServeArgs {
     /// The folder the agent's tools are confined to (default: <data-dir>/workspace).
     #[arg(long, env = "COUNTERSIGN_WORKSPACE")]
     pub workspace: Option<PathBuf>,
-    /// Access token for the API and the UI (default: generated once, stored in the data dir).
+    /// Sets the admin token for the API and the UI (only its hash is kept; without one, log in
+    /// with a login link: `countersign login`).
     #[arg(long, env = "COUNTERSIGN_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
     /// TOML config file (default: <data-dir>/config.toml when it exists).
@@ -43,7 +44,8 @@ pub struct Settings {
     pub addr: SocketAddr,
     pub data_dir: PathBuf,
     pub workspace: PathBuf,
-    pub token: AccessToken,
+    /// What becomes the admin token at start, if anything.
+    pub admin_token: AdminToken,
     pub config: Config,
     pub config_path: PathBuf,
     /// A secret: shown (in errors too) without its password.
@@ -55,6 +57,17 @@ pub struct Settings {
     /// The startup settings as the config page shows them: key, value, and whether it came
     /// from a flag, the environment or the default (the token is never listed).
     pub startup: Vec<(String, String, ConfigSource)>,
+}
+
+/// The admin token start-up sets: only its hash is kept (`logins::set_admin_token`).
+pub enum AdminToken {
+    /// `--token` or `COUNTERSIGN_TOKEN`: the person holds it.
+    Given(AccessToken),
+    /// An older build's `<data-dir>/token`: it keeps working, and its clear copy is removed
+    /// once its hash is kept.
+    Legacy { token: AccessToken, file: PathBuf },
+    /// Neither: the one kept (if any) stays.
+    Kept,
 }
 
 /// Where a startup setting came from: a flag beats the environment beats the default.
@@ -102,7 +115,6 @@ pub fn default_data_dir() -> Option<PathBuf> {
     Some(PathBuf::from(home).join(".local/share/countersign"))
 }
 
-/// Reads the stored token, or creates one (mode 0600) on first start.
 /// This instance's name: read from `<data-dir>/instance`, or made once and stored there.
 fn stored_or_new_instance(data_dir: &Path) -> Result<String, SettingsError> {
     let path = data_dir.join("instance");
@@ -116,25 +128,23 @@ fn stored_or_new_instance(data_dir: &Path) -> Result<String, SettingsError> {
     Ok(id)
 }
 
-fn stored_or_new_token(data_dir: &Path) -> Result<String, SettingsError> {
-    let path = data_dir.join("token");
-    if let Ok(existing) = std::fs::read_to_string(&path) {
-        let existing = existing.trim().to_owned();
-        if existing.len() >= 8 {
-            return Ok(existing);
-        }
-    }
-    let mut bytes = [0u8; 24];
-    rand::rng().fill_bytes(&mut bytes);
-    let token = hex::encode(bytes);
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
+/// An older build's token file, if the data dir has one: `<data-dir>/token`.
+fn legacy_token(data_dir: &Path) -> Option<AdminToken> {
+    let file = data_dir.join("token");
+    let token = std::fs::read_to_string(&file).ok()?.trim().to_owned();
+    (token.len() >= 8).then(|| AdminToken::Legacy {
+        token: AccessToken::new(token),
+        file,
+    })
+}
+
+/// Creates the data dir (and what leads to it) readable by its owner only.
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
     #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let mut file = options.open(&path).map_err(io_err("token file", &path))?;
-    file.write_all(token.as_bytes())
-        .map_err(io_err("token file", &path))?;
-    Ok(token)
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir)
 }
 
 /// Where the compiled browser bundle lives: next to the binary (`target/<profile>/../site`),
@@ -163,7 +173,7 @@ impl ServeArgs {
             Some(dir) => dir,
             None => default_data_dir().ok_or(SettingsError::NoDataDir)?,
         };
-        std::fs::create_dir_all(&data_dir).map_err(io_err("data directory", &data_dir))?;
+        create_private_dir(&data_dir).map_err(io_err("data directory", &data_dir))?;
         let data_dir = data_dir
             .canonicalize()
             .map_err(io_err("data directory", &data_dir))?;
@@ -199,10 +209,10 @@ impl ServeArgs {
             return Err(SettingsError::UnsafeWorkspace(workspace));
         }
 
-        let token = match self.token {
+        let admin_token = match self.token {
             Some(t) if t.trim().len() < 8 => return Err(SettingsError::WeakToken),
-            Some(t) => t.trim().to_owned(),
-            None => stored_or_new_token(&data_dir)?,
+            Some(t) => AdminToken::Given(AccessToken::new(t.trim())),
+            None => legacy_token(&data_dir).unwrap_or(AdminToken::Kept),
         };
         let database_url = match self.database_url.as_deref().map(str::trim) {
             Some(url) if !url.is_empty() => Secret::new(url),
@@ -245,7 +255,7 @@ impl ServeArgs {
             addr: self.addr,
             data_dir,
             workspace,
-            token: AccessToken::new(token),
+            admin_token,
             config,
             config_path,
             database_url,

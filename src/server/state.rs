@@ -6,12 +6,10 @@ use axum::extract::FromRef;
 use leptos::config::LeptosOptions;
 
 use super::core::Core;
-use super::credentials::Credentials;
 
 #[derive(Clone)]
 pub struct AppState {
     pub core: Arc<Core>,
-    pub credentials: Arc<Credentials>,
     pub leptos_options: LeptosOptions,
 }
 

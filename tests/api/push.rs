@@ -491,39 +491,70 @@ async fn answer(ts: &TestServer, capability: &str, decision: &str) -> Resp {
 #[track_caller]
 fn capability_of(message: &Value) -> String {
     let cap = str_of(message, "capability");
-    assert!(cap.starts_with("cs1."), "{cap}");
+    assert!(cap.starts_with("cs2."), "{cap}");
     cap.to_owned()
 }
 
-/// The grant inside a capability (`cs1.<base64url JSON>.<tag>`), and its tag.
-fn grant_of(capability: &str) -> (Value, String) {
-    let rest = capability.strip_prefix("cs1.").expect("cs1.");
-    let (body, tag) = rest.split_once('.').expect("body.tag");
-    let grant = serde_json::from_slice(&B64.decode(body).unwrap()).expect("the grant is JSON");
-    (grant, tag.to_owned())
+/// The server's database file, opened as any process with the data dir could.
+fn database(ts: &TestServer) -> rusqlite::Connection {
+    let conn = rusqlite::Connection::open(ts.data_dir().join("countersign.db")).expect("database");
+    conn.busy_timeout(Duration::from_secs(5)).unwrap();
+    conn
 }
 
-/// A capability carrying `grant` under `tag` (a tag that was made for something else).
-fn with_tag(grant: &Value, tag: &str) -> String {
-    format!("cs1.{}.{tag}", B64.encode(grant.to_string()))
+fn sha256_hex(text: &str) -> String {
+    use sha2::Digest;
+    hex::encode(Sha256::digest(text.as_bytes()))
 }
 
-/// A genuine capability for `grant`, made by the server's own signer under its root secret
-/// (derived from the VAPID key in its data dir, which the test can read). Used only to reach
-/// checks no pushed capability can reach (one for a floor card or a write card, which the
-/// server never makes; one whose deadline has passed; one for another digest).
+/// The grant a capability carries, as the server keeps it: under the capability's hash (the
+/// capability itself is kept nowhere).
+fn grant_of(ts: &TestServer, capability: &str) -> Value {
+    let body: String = database(ts)
+        .query_row(
+            "SELECT body FROM hashed_secrets WHERE kind = 'capability' AND hash = ?1",
+            [sha256_hex(capability)],
+            |row| row.get(0),
+        )
+        .expect("the capability's grant is kept under its hash");
+    assert!(!body.contains(capability), "{body}");
+    serde_json::from_str(&body).expect("the grant is JSON")
+}
+
+/// A capability for `grant`, made by writing its hash and grant into the server's database
+/// (what whoever can write the database could do). Used only to reach checks no pushed
+/// capability can reach (one for a floor card or a write card, which the server never makes;
+/// one whose deadline has passed; one for another digest).
 fn mint(ts: &TestServer, grant: &Value) -> String {
-    use countersign::server::push::capability::{Grant, Holder, Signer};
-    use countersign::server::push::vapid::VapidKeys;
-    let keys = VapidKeys::load_or_create(&ts.data_dir()).unwrap();
-    let signer = Signer::new(&keys.seal_root());
-    signer.mint(&Grant {
-        session_id: id_of(grant, "s").into(),
-        approval_id: id_of(grant, "a").into(),
-        digest: id_of(grant, "d"),
-        holder: Holder::Subscription(id_of(&grant["h"], "v")),
-        expires_ms: grant["e"].as_i64().expect("e"),
-    })
+    let capability = format!("cs2.{}", uuid::Uuid::new_v4().simple());
+    database(ts)
+        .execute(
+            "INSERT INTO hashed_secrets (hash, kind, body, created_ms, expires_ms) VALUES (?1, 'capability', ?2, 0, NULL)",
+            rusqlite::params![sha256_hex(&capability), grant.to_string()],
+        )
+        .expect("insert");
+    capability
+}
+
+/// A capability sealed the way an older build sealed them, from what the data dir holds: an
+/// HMAC keyed from the VAPID key's file. The attack of issue 37: an agent that reads the data
+/// dir must not be able to make an answer from it.
+fn sealed_from_the_data_dir(ts: &TestServer, grant: &Value) -> String {
+    use hmac::Mac;
+    let pkcs8 = std::fs::read(ts.data_dir().join("vapid_private_key")).expect("vapid key");
+    let root = {
+        use sha2::Digest;
+        let mut hash = Sha256::new();
+        hash.update(b"countersign-seal-root\0");
+        hash.update(&pkcs8);
+        hex::encode(hash.finalize())
+    };
+    let key = format!("countersign-seal:answer-capability:{root}");
+    let body = B64.encode(grant.to_string());
+    let mut mac = <hmac::Hmac<Sha256> as Mac>::new_from_slice(key.as_bytes()).unwrap();
+    mac.update(body.as_bytes());
+    let tag = B64.encode(mac.finalize().into_bytes());
+    format!("cs1.{body}.{tag}")
 }
 
 /// A card's approval id (the support helper's, under a name tests do not shadow).
@@ -647,7 +678,7 @@ async fn a_gate_push_decrypts_answers_the_card_and_is_closed_with_the_outcome() 
     );
     let cap = capability_of(&msg);
     check_no_secrets(&push, &msg, &[&phone_secret]);
-    let (grant, _) = grant_of(&cap);
+    let grant = grant_of(&ts, &cap);
     assert_eq!(grant["a"], aid.as_str(), "{grant}");
     assert_eq!(grant["s"], sid.as_str(), "{grant}");
     assert_eq!(grant["d"], card["digest"], "{grant}");
@@ -804,7 +835,7 @@ async fn a_floor_card_is_pushed_as_sensitive_and_cannot_be_answered_from_a_notif
     // An ordinary card's capability, re-made by the test, proves the test's minting right…
     let (sid, card) = ask_to_run(&ts, "plain.md").await;
     let (_, plain) = device.gate_message(&service, &gate_id(&card)).await;
-    let (grant, _) = grant_of(&capability_of(&plain));
+    let grant = grant_of(&ts, &capability_of(&plain));
     assert_eq!(
         answer(&ts, &mint(&ts, &grant), "deny").await.expect(200)["actor"],
         "token:phone"
@@ -909,7 +940,7 @@ async fn a_card_its_notification_cannot_show_whole_is_not_answered_from_it() {
     // A command card: its push has a capability, the template for the genuine ones below.
     let (run_sid, run) = ask_to_run(&ts, "ran.md").await;
     let (_, ran) = device.gate_message(&service, &gate_id(&run)).await;
-    let (grant, _) = grant_of(&capability_of(&ran));
+    let grant = grant_of(&ts, &capability_of(&ran));
 
     for (what, sid, aid) in &cards {
         let (push, msg) = device.gate_message(&service, aid).await;
@@ -946,9 +977,9 @@ async fn a_card_its_notification_cannot_show_whole_is_not_answered_from_it() {
 // 2. A capability answers one card, once, while its holder stands
 // ---------------------------------------------------------------------------------------------
 
-/// A capability is bound to its gate by its MAC: a copy with the session, the approval, the
-/// digest or the deadline changed, another capability's body under its tag, or junk, is
-/// `403 invalid_capability` and answers nothing. The genuine one answers its own card only,
+/// A capability is a random secret bound to its gate where the server keeps it (by hash): a
+/// copy with a character changed, cut or lengthened, its hash, the old sealed format made from
+/// the data dir's key, or junk, is `403 invalid_capability` and answers nothing. The genuine one answers its own card only,
 /// and only once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_capability_answers_its_own_card_once_and_cannot_be_altered() {
@@ -962,37 +993,24 @@ async fn a_capability_answers_its_own_card_once_and_cannot_be_altered() {
     let cap_b = capability_of(&device.gate_message(&service, &aid_b).await.1);
     assert_ne!(cap_a, cap_b);
 
-    let (grant, tag) = grant_of(&cap_a);
-    let (grant_b, _) = grant_of(&cap_b);
+    // A capability is a random secret, kept only by its hash: no spelling of one is another,
+    // and nothing the data dir or the database holds makes one.
+    let grant = grant_of(&ts, &cap_a);
     let mut forged = Vec::new();
-    for (field, value) in [
-        ("a", json!(aid_b)),
-        ("s", json!(sid_b)),
-        ("d", card_b["digest"].clone()),
-        ("e", json!(grant["e"].as_i64().unwrap() + 86_400_000)),
-        (
-            "h",
-            json!({"k": "subscription", "v": uuid::Uuid::new_v4().to_string()}),
-        ),
-    ] {
-        let mut g = grant.clone();
-        g[field] = value;
-        forged.push(with_tag(&g, &tag));
-    }
-    // Gate B's own grant under A's tag; A's body with a flipped tag; cut short; junk.
-    forged.push(with_tag(&grant_b, &tag));
     let mut flipped = cap_a.clone().into_bytes();
-    let inside_tag = flipped.len() - 10;
-    flipped[inside_tag] = if flipped[inside_tag] == b'A' {
-        b'B'
-    } else {
-        b'A'
-    };
+    let inside = flipped.len() - 10;
+    flipped[inside] = if flipped[inside] == b'A' { b'B' } else { b'A' };
     forged.push(String::from_utf8(flipped).unwrap());
     forged.push(cap_a[..cap_a.len() - 4].to_owned());
-    forged.push(cap_a.replacen("cs1.", "cs2.", 1));
-    forged.push(format!("cs1.{}", "A".repeat(2000)));
-    forged.push("cs1.x.y".to_owned());
+    forged.push(format!("{cap_a}A"));
+    forged.push(cap_a.to_uppercase());
+    forged.push(cap_a.replacen("cs2.", "cs1.", 1));
+    forged.push(cap_a.replacen("cs2.", "", 1));
+    forged.push(sha256_hex(&cap_a));
+    forged.push(format!("cs2.{}", sha256_hex(&cap_a)));
+    forged.push(sealed_from_the_data_dir(&ts, &grant));
+    forged.push(format!("cs2.{}", "A".repeat(2000)));
+    forged.push("cs2.x".to_owned());
     forged.push("approve".to_owned());
     for cap in &forged {
         answer(&ts, cap, "approve")
@@ -1263,7 +1281,7 @@ async fn a_capability_for_another_digest_cannot_answer_the_card() {
     let (sid, card) = ask_to_run(&ts, "notes.md").await;
     let aid = gate_id(&card);
     let cap = capability_of(&device.gate_message(&service, &aid).await.1);
-    let (grant, _) = grant_of(&cap);
+    let grant = grant_of(&ts, &cap);
     assert_eq!(grant["d"], card["digest"], "{grant}");
 
     // What another command card showed: a real digest, not this card's.

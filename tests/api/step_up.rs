@@ -314,7 +314,7 @@ async fn only_an_admin_manages_passkeys() {
     .await
     .expect(200);
     assert_eq!(options["options"]["publicKey"]["rp"]["id"], "localhost");
-    assert!(options["ceremony"].as_str().unwrap().starts_with("pk1."));
+    assert!(options["ceremony"].as_str().unwrap().starts_with("pk2."));
     assert_eq!(ts.get("/api/v1/passkeys").await.expect(200), json!([]));
 }
 

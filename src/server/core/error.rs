@@ -62,6 +62,9 @@ pub enum Error {
     TooManyGates(String),
     #[error("{0}")]
     Forbidden(String),
+    /// A credential that logs nobody in (a spent login link, a wrong token).
+    #[error("{0}")]
+    Unauthorized(String),
     #[error("{0}")]
     InvalidName(String),
     #[error("{0}")]
@@ -119,6 +122,7 @@ impl Error {
             Error::KeyReused(_) => "idempotency_key_reused",
             Error::TooManyGates(_) => "too_many_gates",
             Error::Forbidden(_) => "forbidden",
+            Error::Unauthorized(_) => "unauthorized",
             Error::InvalidName(_) => "invalid_name",
             Error::NameTaken(_) => "name_taken",
             Error::InvalidScope(_) => "invalid_scope",

@@ -148,7 +148,8 @@ impl Core {
         let with_proof = self.manage_step_up(&change, proof, &rows).await?;
         Ok(self
             .passkeys
-            .start_registration(&rp, name, &rows, with_proof)?)
+            .start_registration(&rp, name, &rows, with_proof)
+            .await?)
     }
 
     /// Finishes a registration: stores the new passkey. One started without an assertion
@@ -201,7 +202,8 @@ impl Core {
         let rows = self.list_passkeys().await?;
         Ok(self
             .passkeys
-            .start_assertion(&rp, change.purpose(), &rows)?)
+            .start_assertion(&rp, change.purpose(), &rows)
+            .await?)
     }
 
     /// Removes a passkey, with an assertion made for removing it (from any registered one).
@@ -252,7 +254,7 @@ impl Core {
             digest: gate.request.body.digest.clone(),
             answer: answer_fingerprint(answer),
         };
-        Ok(self.passkeys.start_assertion(&rp, purpose, &rows)?)
+        Ok(self.passkeys.start_assertion(&rp, purpose, &rows).await?)
     }
 
     /// Whether answering `request` needs a passkey now.

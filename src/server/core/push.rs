@@ -10,6 +10,7 @@ use serde::Deserialize;
 
 use super::{Answer, Core, Error};
 use crate::protocol::{Decision, Resolution, Timestamp, Via};
+use crate::server::logins::Presented;
 use crate::server::principal::Principal;
 use crate::server::push::capability::Holder;
 use crate::server::push::subscription::SubscriptionJson;
@@ -50,6 +51,7 @@ impl Core {
         &self,
         body: SubscriptionJson,
         who: &Principal,
+        presented: &Presented,
     ) -> Result<PushSubscriptionRow, Error> {
         if !who.scope().decides() {
             return Err(Error::Forbidden(
@@ -59,18 +61,9 @@ impl Core {
         let checked = body
             .check(self.config().config.notify.push_test_endpoints)
             .map_err(Error::InvalidRequest)?;
-        let credential_check = match who {
-            Principal::Token { name, .. } if *who != Principal::startup_token() => self
-                .repos
-                .tokens
-                .list_tokens()
-                .await?
-                .into_iter()
-                .find(|t| &t.name == name)
-                .map(|t| t.secret_hash)
-                .ok_or_else(|| Error::Forbidden("that token was just revoked".into()))?,
-            _ => self.push()?.startup_fingerprint().to_owned(),
-        };
+        // The credential is recorded by its hash, checked again at every push and every tap:
+        // revoking it (or signing that browser out) ends the subscription.
+        let credential_check = presented.record();
         let mut existing = self.live_push_rows().await?;
         existing.retain(|r| r.endpoint != checked.endpoint.as_str());
         if existing.len() >= MAX_SUBSCRIPTIONS {
@@ -106,11 +99,9 @@ impl Core {
     /// `credential_gone`, so no list, cap or test counts a device that is never told.
     async fn live_push_rows(&self) -> Result<Vec<PushSubscriptionRow>, Error> {
         let rows = self.push_rows().push_subscriptions().await?;
-        let tokens = self.repos.tokens.list_tokens().await?;
-        let fingerprint = self.push()?.startup_fingerprint().to_owned();
         let mut live = Vec::with_capacity(rows.len());
         for row in rows {
-            if push::principal_of(&row, &tokens, &fingerprint).is_some() {
+            if self.subscriber(&row).await?.is_some() {
                 live.push(row);
             } else {
                 self.push_rows()
@@ -119,6 +110,14 @@ impl Core {
             }
         }
         Ok(live)
+    }
+
+    /// Who a subscription answers as, while the credential that made it still may.
+    async fn subscriber(&self, row: &PushSubscriptionRow) -> Result<Option<Principal>, Error> {
+        Ok(
+            push::principal_of(row, self.repos.secrets.as_ref(), self.repos.tokens.as_ref())
+                .await?,
+        )
     }
 
     /// The caller's own subscriptions (an admin credential sees every one).
@@ -178,11 +177,11 @@ impl Core {
         capability: &str,
         body: CapabilityAnswer,
     ) -> Result<Resolution, Error> {
-        let grant = self
-            .push()?
-            .signer()
-            .open(capability)
-            .map_err(|_| Error::InvalidCapability)?;
+        let grant = match self.push()?.capabilities().open(capability).await {
+            Ok(grant) => grant,
+            Err(push::capability::Invalid::Unknown) => return Err(Error::InvalidCapability),
+            Err(push::capability::Invalid::Storage(e)) => return Err(e.into()),
+        };
         let decision = match body.decision.as_deref() {
             Some("approve") => Decision::Approve,
             Some("deny") => Decision::Deny,
@@ -204,9 +203,7 @@ impl Core {
                         "this device is no longer subscribed".into(),
                     ));
                 };
-                let tokens = self.repos.tokens.list_tokens().await?;
-                let fingerprint = self.push()?.startup_fingerprint();
-                push::principal_of(&row, &tokens, fingerprint).ok_or_else(|| {
+                self.subscriber(&row).await?.ok_or_else(|| {
                     Error::CapabilityEnded(
                         "the credential this device answered as was revoked".into(),
                     )

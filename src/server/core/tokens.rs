@@ -6,11 +6,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rand::RngCore;
-use sha2::{Digest, Sha256};
 
 use super::{Core, Error};
 use crate::protocol::{CreatedToken, Timestamp, TokenInfo};
-use crate::server::principal::{Principal, STARTUP_TOKEN_NAME, Scope};
+use crate::server::principal::{CLI_TOKEN_NAME, Principal, STARTUP_TOKEN_NAME, Scope};
 use crate::server::store::{StoreError, TokenRow};
 
 /// What every secret starts with, so a leaked one is recognisable (and greppable).
@@ -51,10 +50,8 @@ impl TokenUse {
     }
 }
 
-/// The hash a secret is stored and looked up by.
-pub fn secret_hash(secret: &str) -> String {
-    hex::encode(Sha256::digest(secret.as_bytes()))
-}
+/// The hash a token's secret is stored and looked up by (the one every kept secret has).
+pub use crate::server::store::secrets::hash_secret as secret_hash;
 
 fn new_secret() -> String {
     let mut bytes = [0u8; 24];
@@ -76,9 +73,9 @@ fn check_name(name: &str) -> Result<(), Error> {
             "a token name uses letters, digits, `-`, `_` and `.` only".into(),
         ));
     }
-    if name == STARTUP_TOKEN_NAME {
+    if name == STARTUP_TOKEN_NAME || name == CLI_TOKEN_NAME {
         return Err(Error::NameTaken(format!(
-            "`{STARTUP_TOKEN_NAME}` is the startup token's name"
+            "`{name}` is reserved (the admin token's and the local CLI's names)"
         )));
     }
     Ok(())
@@ -152,34 +149,18 @@ impl Core {
         }
     }
 
-    /// Who presents this secret, if it is a named token's.
-    pub async fn token_principal(&self, secret: &str) -> Result<Option<Principal>, Error> {
-        self.token_principal_by_hash(&secret_hash(secret)).await
-    }
-
-    /// [`Self::token_principal`] from the secret's hash (what a named token's browser cookie
-    /// carries): `None` once the token is revoked.
-    pub async fn token_principal_by_hash(&self, hash: &str) -> Result<Option<Principal>, Error> {
-        let Some(row) = self.repos.tokens.token_by_hash(hash).await? else {
-            return Ok(None);
-        };
-        let Some(scope) = row.scope.known() else {
-            tracing::error!(token = %row.name, scope = %row.scope, "a stored token has an unknown scope; refusing it");
-            return Ok(None);
-        };
-        if self.token_use.due(&row.name) {
-            let store = Arc::clone(&self.repos.tokens);
-            let name = row.name.clone();
-            tokio::spawn(async move {
-                if let Err(err) = store.touch_token(&name, &Timestamp::now()).await {
-                    tracing::warn!(token = %name, error = %err, "could not record a token's use");
-                }
-            });
+    /// Records a named token's use (at most once a minute per token, off the request path).
+    pub(super) fn note_token_use(&self, name: &str) {
+        if !self.token_use.due(name) {
+            return;
         }
-        Ok(Some(Principal::Token {
-            name: row.name,
-            scope,
-        }))
+        let store = Arc::clone(&self.repos.tokens);
+        let name = name.to_owned();
+        tokio::spawn(async move {
+            if let Err(err) = store.touch_token(&name, &Timestamp::now()).await {
+                tracing::warn!(token = %name, error = %err, "could not record a token's use");
+            }
+        });
     }
 }
 
@@ -197,6 +178,7 @@ mod tests {
             Err(Error::InvalidName(_))
         ));
         assert!(matches!(check_name("admin"), Err(Error::NameTaken(_))));
+        assert!(matches!(check_name("cli"), Err(Error::NameTaken(_))));
     }
 
     #[test]

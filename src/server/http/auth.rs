@@ -6,13 +6,14 @@
 use axum::extract::{Query, Request, State};
 use axum::middleware::Next;
 use axum::response::{Html, IntoResponse, Redirect, Response};
-use http::{HeaderMap, Method, StatusCode, header};
+use http::{HeaderMap, Method, header};
 use serde::Deserialize;
 
 use super::scopes;
-use crate::server::credentials::COOKIE_NAME;
+use crate::server::core::{Error as CoreError, LoggedIn, LoginWith};
+use crate::server::credentials;
 use crate::server::http::error::ApiError;
-use crate::server::principal::Principal;
+use crate::server::logins::Presented;
 use crate::server::state::AppState;
 
 fn is_public(path: &str) -> bool {
@@ -53,54 +54,37 @@ fn same_origin(headers: &HeaderMap) -> bool {
     !host.is_empty() && authority == host
 }
 
-/// Checks the credential and records who it is (`Principal`) in the request's extensions,
-/// where handlers and server functions read the actor from.
+/// Checks the credential and records who it is (`Principal`) and what it presented
+/// (`Presented`, by hash) in the request's extensions, where handlers and server functions
+/// read the actor from.
 pub async fn require_auth(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
     crate::timeline::mark("http: request reached the app");
-    let path = req.uri().path();
-    let credentials = &state.credentials;
-    if is_public(path) {
+    let presented = credentials::presented(req.headers());
+    if is_public(req.uri().path()) {
         // A browser fetching the bundle with its cookie is a person's connection: it is
         // no stranger's (the cap on unauthenticated connections, `listen.rs`).
-        if credentials.bearer_ok(req.headers()) || credentials.cookie_ok(req.headers()) {
+        if let Some(presented) = &presented
+            && let Ok(Some(_)) = state.core.who_presented(presented).await
+        {
             mark_authenticated(&req);
         }
         return next.run(req).await;
     }
-    let headers = req.headers();
-    let principal = if credentials.bearer_ok(headers) {
-        Principal::startup_token()
-    } else if let Some(secret) = bearer(headers) {
-        match state.core.token_principal(secret).await {
-            Ok(Some(principal)) => principal,
-            Ok(None) => return ApiError::Unauthorized.into_response(),
-            Err(err) => return ApiError::Core(err).into_response(),
-        }
-    } else if credentials.cookie_ok(headers) {
-        if is_state_changing(req.method()) && !same_origin(headers) {
-            return ApiError::Csrf.into_response();
-        }
-        Principal::Browser
-    } else if let Some(hash) = credentials.named_cookie_hash(headers) {
-        // A browser logged in with a named token (a phone with an `approve` token): the token
-        // is the principal, looked up each time so a revoke ends the session at once.
-        if is_state_changing(req.method()) && !same_origin(headers) {
-            return ApiError::Csrf.into_response();
-        }
-        match state.core.token_principal_by_hash(hash).await {
-            Ok(Some(principal)) => principal,
-            Ok(None) if req.uri().path().starts_with("/api/") => {
-                return ApiError::Unauthorized.into_response();
-            }
-            Ok(None) => return Redirect::to("/login").into_response(),
-            Err(err) => return ApiError::Core(err).into_response(),
-        }
-    } else {
-        let path = req.uri().path();
-        if path.starts_with("/api/") || req.method() != Method::GET {
-            return ApiError::Unauthorized.into_response();
-        }
-        return Redirect::to("/login").into_response();
+    let Some(presented) = presented else {
+        return unauthenticated(&req);
+    };
+    // A cookie travels with every request the browser makes, a bearer only with ours: a write
+    // that relies on the cookie must come from this site.
+    if matches!(presented, Presented::Cookie(_))
+        && is_state_changing(req.method())
+        && !same_origin(req.headers())
+    {
+        return ApiError::Csrf.into_response();
+    }
+    let principal = match state.core.who_presented(&presented).await {
+        Ok(Some(principal)) => principal,
+        Ok(None) => return unauthenticated(&req),
+        Err(err) => return ApiError::Core(err).into_response(),
     };
     if !scopes::allows(principal.scope(), req.method(), req.uri().path()) {
         let why = format!(
@@ -115,7 +99,17 @@ pub async fn require_auth(State(state): State<AppState>, mut req: Request, next:
         mark_authenticated(&req);
     }
     req.extensions_mut().insert(principal);
+    req.extensions_mut().insert(presented);
     next.run(req).await
+}
+
+/// A request with no credential that authenticates: `401` for the API and for writes, the
+/// login page for a page.
+fn unauthenticated(req: &Request) -> Response {
+    if req.uri().path().starts_with("/api/") || req.method() != Method::GET {
+        return ApiError::Unauthorized.into_response();
+    }
+    Redirect::to("/login").into_response()
 }
 
 /// The connection this request came on has spoken with a credential.
@@ -125,81 +119,63 @@ fn mark_authenticated(req: &Request) {
     }
 }
 
-/// The hash of the named token a request presented (its bearer secret, else its named-token
-/// cookie), which is what identifies that exact token: a token made again under the same name
-/// has another.
-pub fn presented_token_hash(
-    credentials: &crate::server::credentials::Credentials,
-    headers: &HeaderMap,
-) -> Option<String> {
-    match bearer(headers) {
-        Some(secret) => Some(crate::server::core::secret_hash(secret)),
-        None => credentials.named_cookie_hash(headers).map(str::to_owned),
-    }
-}
-
-/// The bearer secret a request presents, if any.
-fn bearer(headers: &HeaderMap) -> Option<&str> {
-    headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .map(str::trim)
-        .filter(|t| !t.is_empty())
-}
-
 #[derive(Deserialize)]
 pub struct LoginQuery {
+    code: Option<String>,
     token: Option<String>,
 }
 
-/// `/login?token=…` sets the cookie and goes home; without a valid token, a small login page.
-/// The startup token logs in as `browser`; a named `admin` or `approve` token logs in as
-/// itself (its scope applies, and it lands on the Inbox); a `gates` token cannot log in.
-pub async fn login(State(state): State<AppState>, Query(query): Query<LoginQuery>) -> Response {
-    let credentials = &state.credentials;
-    let Some(token) = query.token.as_deref().map(str::trim) else {
-        return login_page(None).into_response();
+/// `/login?code=…` (a login link: `countersign login` prints one) or `/login?token=…` logs the
+/// browser in (a cookie whose hash alone is kept) and goes home; without either, a small login
+/// page. A login link and the admin token log in as `browser`; a named `admin` or `approve`
+/// token logs in as itself (its scope applies, and it lands on the Inbox); a `gates` token
+/// cannot log in.
+pub async fn login(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Query(query): Query<LoginQuery>,
+) -> Response {
+    let with = match (query.code.as_deref(), query.token.as_deref()) {
+        (Some(code), _) => LoginWith::Code(code.trim()),
+        (None, Some(token)) => LoginWith::Token(token.trim()),
+        (None, None) => return login_page(None).into_response(),
     };
-    if credentials.token_matches(token) {
-        return logged_in(credentials.cookie_value(), "/");
-    }
-    let refused = |status, why: &str| (status, login_page(Some(why))).into_response();
-    match state.core.token_principal(token).await {
-        Ok(Some(Principal::Token { scope, .. })) if scope.decides() => {
-            let hash = crate::server::core::secret_hash(token);
-            logged_in(&credentials.named_cookie_value(&hash), "/inbox")
+    let device = headers
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .map(crate::server::logins::device_of)
+        .unwrap_or_else(|| crate::server::logins::device_of(""));
+    match state.core.log_in(with, &device).await {
+        Ok(LoggedIn { cookie, landing }) => (
+            [(header::SET_COOKIE, credentials::login_cookie(&cookie))],
+            Redirect::to(landing),
+        )
+            .into_response(),
+        Err(err @ (CoreError::Unauthorized(_) | CoreError::Forbidden(_))) => {
+            let status = super::error::status_of(&err);
+            (status, login_page(Some(&err.to_string()))).into_response()
         }
-        Ok(Some(_)) => refused(
-            StatusCode::FORBIDDEN,
-            "That token has the gates scope: it is for an agent's hook and cannot log in. Use an approve or admin token.",
-        ),
-        Ok(None) => refused(
-            StatusCode::UNAUTHORIZED,
-            "That token is not valid. Use the login URL the server printed, or a named token.",
-        ),
         Err(err) => ApiError::Core(err).into_response(),
     }
 }
 
-/// Sets the session cookie and goes to `to`.
-fn logged_in(cookie_value: &str, to: &str) -> Response {
-    let cookie = format!(
-        "{COOKIE_NAME}={cookie_value}; HttpOnly; SameSite=Strict; Path=/; Max-Age=31536000"
-    );
-    ([(header::SET_COOKIE, cookie)], Redirect::to(to)).into_response()
-}
-
 fn login_page(problem: Option<&str>) -> Html<String> {
     let problem = problem
-        .map(|p| format!(r#"<p class="login-error" role="alert">{p}</p>"#))
+        .map(|p| {
+            format!(
+                r#"<p class="login-error" role="alert">{}</p>"#,
+                p.replace('&', "&amp;")
+                    .replace('<', "&lt;")
+                    .replace('>', "&gt;")
+            )
+        })
         .unwrap_or_default();
     Html(format!(
         r#"<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Log in · Countersign</title><link rel="stylesheet" href="/pkg/countersign.css"></head>
 <body class="login"><main class="login-box"><h1>Countersign</h1>
-<p>Open the login URL printed when the server started, or paste its access token.</p>{problem}
-<form method="get" action="/login"><label for="token">Access token</label>
+<p>Open a login link: <code>countersign login</code> on the server's machine prints a fresh one (it works once, for 15 minutes). Or paste a token.</p>{problem}
+<form method="get" action="/login"><label for="token">Token</label>
 <input id="token" name="token" type="password" autocomplete="current-password" required autofocus>
 <button type="submit">Log in</button></form></main></body></html>"#
     ))

@@ -15,7 +15,7 @@ pub enum ApiError {
     #[error(transparent)]
     Core(#[from] Error),
     #[error(
-        "not authenticated: open the login URL printed at startup, or send `Authorization: Bearer <token>`"
+        "not authenticated: open a login link (`countersign login` on the server's machine prints one), or send `Authorization: Bearer <token>`"
     )]
     Unauthorized,
     #[error("cross-origin request refused: state-changing requests must come from this site")]
@@ -70,6 +70,7 @@ pub fn status_of(err: &Error) -> StatusCode {
         Error::Gone(_) | Error::CapabilityEnded(_) => StatusCode::GONE,
         Error::TurnInProgress | Error::NoTurnRunning => StatusCode::CONFLICT,
         Error::ShuttingDown | Error::StorageUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+        Error::Unauthorized(_) => StatusCode::UNAUTHORIZED,
         Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }

@@ -37,9 +37,10 @@ pub async fn key(State(state): State<AppState>) -> Result<impl IntoResponse, Api
 pub async fn subscribe(
     State(state): State<AppState>,
     Extension(who): Extension<Principal>,
+    Extension(presented): Extension<crate::server::logins::Presented>,
     ApiJson(body): ApiJson<SubscriptionJson>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let row = state.core.subscribe_push(body, &who).await?;
+    let row = state.core.subscribe_push(body, &who, &presented).await?;
     Ok((StatusCode::CREATED, Json(view(&row))))
 }
 

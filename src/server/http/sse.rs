@@ -45,6 +45,7 @@ pub async fn feed(
     Path(sid): Path<String>,
     Query(query): Query<FeedQuery>,
     who: Option<axum::Extension<Principal>>,
+    presented: Option<axum::Extension<crate::server::logins::Presented>>,
     headers: HeaderMap,
 ) -> Result<impl IntoResponse, ApiError> {
     let after = parse_cursor(query.after.as_deref(), "after")?;
@@ -53,16 +54,13 @@ pub async fn feed(
         "Last-Event-ID",
     )?;
     let cursor = after.max(last_event_id);
-    // A named token's feed ends when that exact token stops authenticating (checked every few
-    // seconds): the request was authorized once, the stream must not outlive the credential.
-    // Without the presented token in hand there is nothing to check it by: refused.
-    let token = match who.map(|w| w.0) {
-        Some(opened @ Principal::Token { .. }) if opened != Principal::startup_token() => {
-            let hash = super::auth::presented_token_hash(&state.credentials, &headers)
-                .ok_or(ApiError::Unauthorized)?;
-            Some(FeedToken { hash, opened })
-        }
-        _ => None,
+    // A feed ends when the credential it was opened with stops authenticating as it did
+    // (checked every few seconds): a token revoked, a browser signed out. The request was
+    // authorized once; the stream must not outlive the credential. Without the presented
+    // credential in hand there is nothing to check it by: refused.
+    let token = match (who.map(|w| w.0), presented.map(|p| p.0)) {
+        (Some(opened), Some(presented)) => Some(FeedToken { presented, opened }),
+        _ => return Err(ApiError::Unauthorized),
     };
     let session = state.core.existing_session_id(&sid).await?;
     let subscription = state.core.subscribe(&session);
@@ -117,7 +115,7 @@ struct Pump {
 
 /// The exact named token a feed was opened with, and what it was then.
 struct FeedToken {
-    hash: String,
+    presented: crate::server::logins::Presented,
     opened: Principal,
 }
 
@@ -193,7 +191,7 @@ impl Pump {
         let Some(token) = &self.token else {
             return true;
         };
-        match self.core.token_principal_by_hash(&token.hash).await {
+        match self.core.who_presented(&token.presented).await {
             Ok(now) => now.as_ref() == Some(&token.opened),
             Err(_) => true,
         }

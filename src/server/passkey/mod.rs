@@ -7,11 +7,12 @@
 //!   its approval id, its digest and the answer (decision, edits, rule, mode); for a change to
 //!   passkeys, that change (`add:<name>`, `remove:<id>`); and a fresh nonce. It allows that and
 //!   nothing else.
-//! - Nothing the browser holds is trusted but the nonce's seal: a ceremony carries only its
-//!   purpose, its party, its nonce and its expiry (sealed, `server::seal`, under a random
-//!   secret in the data dir); the credentials an assertion is checked against are the stored
-//!   rows, made for this relying party and this origin. A ceremony expires after five minutes
-//!   and is spent once, in the store (across instances and restarts).
+//! - Nothing the browser holds is trusted: it holds a random handle, and the ceremony (its
+//!   purpose, its party, its nonce, the library's state, its expiry) is kept in the store under
+//!   the handle's hash (`store::secrets`), so nothing read from disk can forge or alter one;
+//!   the credentials an assertion is checked against are the stored rows, made for this
+//!   relying party and this origin. A ceremony expires after five minutes and is spent once,
+//!   in the store (across instances and restarts).
 //! - User verification is required in every ceremony (the library's passkey policy).
 //! - Adding a passkey when one exists, or removing one, needs an assertion made for that
 //!   change; a registration started without one cannot finish once a passkey exists. Only the
@@ -33,9 +34,8 @@ use webauthn_rs::prelude::{
 use webauthn_rs::{Webauthn, WebauthnBuilder};
 
 use crate::protocol::{ApprovalId, Timestamp};
-use crate::server::seal::Seal;
-use crate::server::secret::Secret;
-use crate::server::store::passkeys::{PasskeyRow, PasskeyRows};
+use crate::server::store::passkeys::PasskeyRow;
+use crate::server::store::secrets::{HashedSecret, HashedSecrets, SecretKind, hash_secret};
 pub use party::{RelyingParty, relying_party};
 
 /// How long a ceremony may take, from its options to its answer.
@@ -61,8 +61,8 @@ pub enum Purpose {
 #[derive(Serialize, Deserialize, Debug)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 enum Step {
-    /// `state` holds the registration's challenge and policy (nothing to trust: a forged one
-    /// would need the seal); `with_proof`: it was started with an assertion from a passkey.
+    /// `state` holds the registration's challenge and policy (kept by the server, never seen
+    /// by the browser); `with_proof`: it was started with an assertion from a passkey.
     Register {
         name: String,
         state: Value,
@@ -73,8 +73,8 @@ enum Step {
     },
 }
 
-/// A ceremony in progress, sealed and handed to the browser, which sends it back with its
-/// answer (so any instance can finish what another started).
+/// A ceremony in progress, kept in the store under its handle's hash; the browser holds the
+/// handle and sends it back with its answer (so any instance can finish what another started).
 #[derive(Serialize, Deserialize, Debug)]
 struct Ceremony {
     step: Step,
@@ -91,24 +91,22 @@ pub enum PasskeyError {
     Party(String),
     #[error("no passkey is registered for {0}; register one on the Security page")]
     NoneRegistered(String),
-    #[error(
-        "this passkey ceremony is not valid (altered, for another card or answer, or from another server)"
-    )]
+    #[error("this passkey ceremony is not valid for this card, answer or change")]
     BadCeremony,
-    #[error("this passkey ceremony has expired; try again")]
-    Expired,
-    #[error("this passkey answer was already used; try again")]
-    Replayed,
+    #[error("this passkey ceremony is not valid: unknown, already used or expired; try again")]
+    Gone,
     #[error("the passkey did not verify: {0}")]
     Failed(String),
 }
 
-/// Passkey ceremonies: their seal, and where spent nonces are kept (the store, so a ceremony
-/// is spent once across instances and restarts).
+/// Passkey ceremonies, kept in the store (so a ceremony is finished on any instance, and spent
+/// once across instances and restarts).
 pub struct Passkeys {
-    seal: Seal,
-    spent: Arc<dyn PasskeyRows>,
+    kept: Arc<dyn HashedSecrets>,
 }
+
+/// What starts every ceremony handle (a leaked one is recognisable).
+const HANDLE_PREFIX: &str = "pk2.";
 
 impl std::fmt::Debug for Passkeys {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -184,32 +182,53 @@ pub struct Registered {
 }
 
 impl Passkeys {
-    /// Ceremonies sealed under the root secret (`VapidKeys::seal_root`).
-    pub fn new(root: &Secret, spent: Arc<dyn PasskeyRows>) -> Passkeys {
-        Passkeys {
-            seal: Seal::new(root, "passkey-ceremony", "pk1."),
-            spent,
-        }
+    pub fn new(kept: Arc<dyn HashedSecrets>) -> Passkeys {
+        Passkeys { kept }
     }
 
-    fn seal(&self, rp: &RelyingParty, step: Step, nonce: String) -> String {
-        self.seal.seal(&Ceremony {
+    /// Keeps a new ceremony; the handle the browser gets for it.
+    async fn keep(
+        &self,
+        rp: &RelyingParty,
+        step: Step,
+        nonce: String,
+    ) -> Result<String, PasskeyError> {
+        let handle = format!("{HANDLE_PREFIX}{}", crate::server::secret::random_token(32));
+        let now = Timestamp::now_ms();
+        let ceremony = Ceremony {
             step,
             rp_id: rp.id.clone(),
             origin: rp.origin.to_string(),
             nonce,
-            expires_ms: Timestamp::now_ms() + CEREMONY_MS,
-        })
+            expires_ms: now + CEREMONY_MS,
+        };
+        let body =
+            serde_json::to_string(&ceremony).map_err(|e| PasskeyError::Failed(e.to_string()))?;
+        self.kept
+            .keep_secret(&HashedSecret {
+                hash: hash_secret(&handle),
+                kind: SecretKind::Ceremony,
+                body,
+                created_ms: now,
+                expires_ms: Some(ceremony.expires_ms),
+            })
+            .await
+            .map_err(|e| PasskeyError::Failed(format!("the ceremony could not be kept: {e}")))?;
+        Ok(handle)
     }
 
-    /// Opens a ceremony this server sealed, unexpired, with the relying party it was made for.
-    fn open(&self, sealed: &str) -> Result<(Ceremony, RelyingParty), PasskeyError> {
-        let ceremony: Ceremony = self
-            .seal
-            .open(sealed)
-            .map_err(|_| PasskeyError::BadCeremony)?;
+    /// The unexpired, unspent ceremony `handle` names, with the relying party it was made for.
+    async fn open(&self, handle: &str) -> Result<(Ceremony, RelyingParty), PasskeyError> {
+        let row = self
+            .kept
+            .find_secret(SecretKind::Ceremony, &hash_secret(handle.trim()))
+            .await
+            .map_err(|e| PasskeyError::Failed(format!("the ceremony could not be read: {e}")))?
+            .ok_or(PasskeyError::Gone)?;
+        let ceremony: Ceremony =
+            serde_json::from_str(&row.body).map_err(|_| PasskeyError::BadCeremony)?;
         if ceremony.expires_ms <= Timestamp::now_ms() {
-            return Err(PasskeyError::Expired);
+            return Err(PasskeyError::Gone);
         }
         let origin = url::Url::parse(&ceremony.origin).map_err(|_| PasskeyError::BadCeremony)?;
         let rp = RelyingParty {
@@ -219,23 +238,23 @@ impl Passkeys {
         Ok((ceremony, rp))
     }
 
-    /// Marks a ceremony's nonce used; `Replayed` if it already was (anywhere, ever).
-    async fn spend(&self, ceremony: &Ceremony) -> Result<(), PasskeyError> {
+    /// Spends the ceremony `handle` names; `Gone` if it already was (anywhere, ever).
+    async fn spend(&self, handle: &str) -> Result<(), PasskeyError> {
         match self
-            .spent
-            .spend_ceremony(&ceremony.nonce, ceremony.expires_ms)
+            .kept
+            .take_secret(SecretKind::Ceremony, &hash_secret(handle.trim()))
             .await
         {
-            Ok(true) => Ok(()),
-            Ok(false) => Err(PasskeyError::Replayed),
+            Ok(Some(_)) => Ok(()),
+            Ok(None) => Err(PasskeyError::Gone),
             Err(e) => Err(PasskeyError::Failed(format!(
                 "the ceremony could not be recorded: {e}"
             ))),
         }
     }
 
-    /// The options for `navigator.credentials.create`, and the sealed ceremony.
-    pub fn start_registration(
+    /// The options for `navigator.credentials.create`, and the ceremony's handle.
+    pub async fn start_registration(
         &self,
         rp: &RelyingParty,
         name: &str,
@@ -253,25 +272,27 @@ impl Passkeys {
             serde_json::to_value(&state).map_err(|e| PasskeyError::Failed(e.to_string()))?;
         let options =
             serde_json::to_value(&options).map_err(|e| PasskeyError::Failed(e.to_string()))?;
-        let sealed = self.seal(
-            rp,
-            Step::Register {
-                name: name.to_owned(),
-                state,
-                with_proof,
-            },
-            nonce(),
-        );
-        Ok((options, sealed))
+        let handle = self
+            .keep(
+                rp,
+                Step::Register {
+                    name: name.to_owned(),
+                    state,
+                    with_proof,
+                },
+                nonce(),
+            )
+            .await?;
+        Ok((options, handle))
     }
 
     /// Checks the browser's new credential against its ceremony: the passkey to store.
     pub async fn finish_registration(
         &self,
-        sealed: &str,
+        handle: &str,
         credential: &Value,
     ) -> Result<Registered, PasskeyError> {
-        let (ceremony, rp) = self.open(sealed)?;
+        let (ceremony, rp) = self.open(handle).await?;
         let Step::Register {
             name,
             state,
@@ -284,7 +305,7 @@ impl Passkeys {
             serde_json::from_value(state.clone()).map_err(|_| PasskeyError::BadCeremony)?;
         let credential: RegisterPublicKeyCredential = serde_json::from_value(credential.clone())
             .map_err(|e| PasskeyError::Failed(format!("not a WebAuthn credential: {e}")))?;
-        self.spend(&ceremony).await?;
+        self.spend(handle).await?;
         let key = webauthn(&rp)?
             .finish_passkey_registration(&credential, &state)
             .map_err(|e| PasskeyError::Failed(e.to_string()))?;
@@ -329,8 +350,8 @@ impl Passkeys {
         Ok((options, state))
     }
 
-    /// The options for `navigator.credentials.get` for `purpose`, and the sealed ceremony.
-    pub fn start_assertion(
+    /// The options for `navigator.credentials.get` for `purpose`, and the ceremony's handle.
+    pub async fn start_assertion(
         &self,
         rp: &RelyingParty,
         purpose: Purpose,
@@ -345,22 +366,22 @@ impl Passkeys {
         }
         let nonce = nonce();
         let (options, _) = Self::assertion_state(rp, &keys, &purpose, &nonce)?;
-        let sealed = self.seal(rp, Step::Assert { purpose }, nonce);
-        Ok((options, sealed))
+        let handle = self.keep(rp, Step::Assert { purpose }, nonce).await?;
+        Ok((options, handle))
     }
 
-    /// Verifies an assertion for `purpose`: its ceremony is this server's, unexpired, unspent
+    /// Verifies an assertion for `purpose`: its ceremony is kept here, unexpired, unspent
     /// and for exactly this purpose; it is checked against the stored passkeys of the
     /// ceremony's party (the state is rebuilt here, never taken from the browser) with the
     /// challenge derived from the purpose; the person verified.
     pub async fn finish_assertion(
         &self,
         purpose: &Purpose,
-        sealed: &str,
+        handle: &str,
         credential: &Value,
         rows: &[PasskeyRow],
     ) -> Result<Verified, PasskeyError> {
-        let (ceremony, rp) = self.open(sealed)?;
+        let (ceremony, rp) = self.open(handle).await?;
         let Step::Assert { purpose: made_for } = &ceremony.step else {
             return Err(PasskeyError::BadCeremony);
         };
@@ -374,7 +395,7 @@ impl Passkeys {
         }
         let credential: PublicKeyCredential = serde_json::from_value(credential.clone())
             .map_err(|e| PasskeyError::Failed(format!("not a WebAuthn assertion: {e}")))?;
-        self.spend(&ceremony).await?;
+        self.spend(handle).await?;
         let (_, state) = Self::assertion_state(&rp, &keys, purpose, &ceremony.nonce)?;
         let result = webauthn(&rp)?
             .finish_passkey_authentication(&credential, &state)
@@ -445,13 +466,13 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn ceremonies_carry_their_party_open_unaltered_and_are_spent_once() {
+    async fn ceremonies_are_kept_by_hash_carry_their_party_and_are_spent_once() {
         let dir = tempfile::tempdir().unwrap();
         let url = format!("sqlite://{}", dir.path().join("db").display());
         let store = crate::server::store::open(&url, Default::default(), "t")
             .await
             .unwrap();
-        let passkeys = Passkeys::new(&Secret::new("root"), store.repos.passkeys);
+        let passkeys = Passkeys::new(store.repos.secrets.clone());
         let rp = relying_party("", Some("localhost:1")).unwrap();
         assert_eq!(
             passkeys
@@ -462,24 +483,47 @@ mod tests {
                     },
                     &[]
                 )
+                .await
                 .err(),
             Some(PasskeyError::NoneRegistered("http://localhost:1/".into()))
         );
-        let (options, sealed) = passkeys
+        let (options, handle) = passkeys
             .start_registration(&rp, "phone", &[], false)
+            .await
             .unwrap();
-        assert!(options.pointer("/publicKey/challenge").is_some());
-        let altered = format!("{sealed}x");
-        assert_eq!(
-            passkeys
-                .finish_registration(&altered, &Value::Null)
-                .await
-                .err(),
-            Some(PasskeyError::BadCeremony)
+        assert!(
+            handle.starts_with(HANDLE_PREFIX) && handle.len() > 40,
+            "{handle}"
         );
-        let (ceremony, party) = passkeys.open(&sealed).unwrap();
+        assert!(options.pointer("/publicKey/challenge").is_some());
+        // What the store keeps is the handle's hash and the ceremony: never the handle.
+        let kept = store
+            .repos
+            .secrets
+            .secrets_of(SecretKind::Ceremony)
+            .await
+            .unwrap();
+        assert_eq!(kept.len(), 1);
+        assert_eq!(kept[0].hash, hash_secret(&handle));
+        assert!(!kept[0].body.contains(&handle));
+        for altered in [
+            format!("{handle}x"),
+            handle.replace("pk2.", "pk1."),
+            String::new(),
+        ] {
+            assert_eq!(
+                passkeys
+                    .finish_registration(&altered, &Value::Null)
+                    .await
+                    .err(),
+                Some(PasskeyError::Gone),
+                "{altered}"
+            );
+        }
+        let (_, party) = passkeys.open(&handle).await.unwrap();
         assert_eq!(party, rp);
-        passkeys.spend(&ceremony).await.unwrap();
-        assert_eq!(passkeys.spend(&ceremony).await, Err(PasskeyError::Replayed));
+        passkeys.spend(&handle).await.unwrap();
+        assert_eq!(passkeys.spend(&handle).await, Err(PasskeyError::Gone));
+        assert_eq!(passkeys.open(&handle).await.err(), Some(PasskeyError::Gone));
     }
 }

@@ -10,21 +10,29 @@
 //! - *Single use*: the gate it names resolves exactly once; a second tap finds it answered
 //!   (`409 already_resolved`), a changed card finds a new digest (`409 stale_digest`).
 //! - *Expiry*: it dies with the gate's deadline (`410 capability_expired`).
-//! - *Revocation*: deleting its subscription, or revoking the subscription's token, ends it
-//!   (`410 capability_ended`); so does a new startup token for the subscriptions it made.
+//! - *Revocation*: deleting its subscription, or revoking the subscription's credential, ends
+//!   it (`410 capability_ended`).
 //!
-//! The server keeps nothing per capability: all of the above is checked against the MAC and
-//! the live rows, so several instances honour each other's capabilities without sharing a
-//! table.
+//! A capability is a random secret; the server keeps only its hash and the grant
+//! (`store::secrets`), so nothing on disk (not the VAPID key, not the database) lets anyone
+//! make or recover one. Several instances on one database honour each other's.
 
 use serde::{Deserialize, Serialize};
 
-use crate::protocol::{ApprovalId, SessionId};
-use crate::server::seal::Seal;
-use crate::server::secret::Secret;
+use std::sync::Arc;
 
-/// A capability longer than this is not one of ours (ids are UUIDs, a digest 64 hex digits).
-pub const MAX_LEN: usize = 1024;
+use crate::protocol::{ApprovalId, SessionId, Timestamp};
+use crate::server::store::StoreError;
+use crate::server::store::secrets::{HashedSecret, HashedSecrets, SecretKind, hash_secret};
+
+/// A capability longer than this is not one of ours.
+pub const MAX_LEN: usize = 128;
+/// What starts every capability (a leaked one is recognisable; the old sealed `cs1.` ones are
+/// no longer taken).
+const PREFIX: &str = "cs2.";
+/// How long a capability's row is kept past its card's deadline, so a late tap is told the
+/// card ended (`410`) rather than that the capability is unknown.
+const KEPT_PAST_DEADLINE_MS: i64 = 24 * 3600 * 1000;
 
 /// Who holds a capability, and so whose credential answers with it.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
@@ -62,44 +70,64 @@ pub struct Grant {
 }
 
 /// Why a string is not a capability this server made.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("this is not a valid answer capability")]
-pub struct Invalid;
-
-/// Makes and checks capabilities (`server::seal`, purpose `answer-capability`).
-#[derive(Debug)]
-pub struct Signer {
-    seal: Seal,
+#[derive(Debug, thiserror::Error)]
+pub enum Invalid {
+    #[error("this is not a valid answer capability")]
+    Unknown,
+    #[error(transparent)]
+    Storage(#[from] StoreError),
 }
 
-impl Signer {
-    /// A signer under the root secret (`VapidKeys::seal_root`).
-    pub fn new(root: &Secret) -> Signer {
-        Signer {
-            seal: Seal::new(root, "answer-capability", "cs1."),
-        }
+/// Makes and looks up capabilities, kept by hash.
+pub struct Capabilities {
+    kept: Arc<dyn HashedSecrets>,
+}
+
+impl std::fmt::Debug for Capabilities {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Capabilities")
+    }
+}
+
+impl Capabilities {
+    pub fn new(kept: Arc<dyn HashedSecrets>) -> Capabilities {
+        Capabilities { kept }
     }
 
-    /// The capability for `grant`.
-    pub fn mint(&self, grant: &Grant) -> String {
-        self.seal.seal(grant)
+    /// A new capability for `grant` (its hash and the grant kept, never the capability).
+    pub async fn mint(&self, grant: &Grant) -> Result<String, StoreError> {
+        let capability = format!("{PREFIX}{}", crate::server::secret::random_token(32));
+        let body = serde_json::to_string(grant).map_err(|e| StoreError::Database(e.to_string()))?;
+        self.kept
+            .keep_secret(&HashedSecret {
+                hash: hash_secret(&capability),
+                kind: SecretKind::Capability,
+                body,
+                created_ms: Timestamp::now_ms(),
+                expires_ms: Some(grant.expires_ms.saturating_add(KEPT_PAST_DEADLINE_MS)),
+            })
+            .await?;
+        Ok(capability)
     }
 
     /// The grant `capability` carries, if this server made it. Expiry and revocation are the
     /// caller's to check against the clock and the rows.
-    pub fn open(&self, capability: &str) -> Result<Grant, Invalid> {
-        if capability.len() > MAX_LEN {
-            return Err(Invalid);
+    pub async fn open(&self, capability: &str) -> Result<Grant, Invalid> {
+        if capability.len() > MAX_LEN || !capability.starts_with(PREFIX) {
+            return Err(Invalid::Unknown);
         }
-        self.seal.open(capability).map_err(|_| Invalid)
+        let row = self
+            .kept
+            .find_secret(SecretKind::Capability, &hash_secret(capability))
+            .await?
+            .ok_or(Invalid::Unknown)?;
+        serde_json::from_str(&row.body).map_err(|_| Invalid::Unknown)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    const PREFIX: &str = "cs1.";
 
     fn grant() -> Grant {
         Grant {
@@ -111,38 +139,64 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_capability_opens_only_with_its_key_and_unchanged() {
-        let signer = Signer::new(&Secret::new("token-one"));
-        let cap = signer.mint(&grant());
-        assert_eq!(signer.open(&cap), Ok(grant()));
-        // Another access token: another key.
-        assert_eq!(
-            Signer::new(&Secret::new("token-two")).open(&cap),
-            Err(Invalid)
-        );
-        // Any field swapped (here: the approval id) breaks the MAC.
-        let mut other = grant();
-        other.approval_id = "b".into();
-        let forged_body = signer.mint(&other);
-        let (_, body_b) = forged_body.split_at(PREFIX.len());
-        let body_b = body_b.split_once('.').unwrap().0;
-        let tag_a = cap.rsplit_once('.').unwrap().1;
-        assert_eq!(
-            signer.open(&format!("{PREFIX}{body_b}.{tag_a}")),
-            Err(Invalid)
-        );
-        for junk in ["", "cs1.", "cs1.x.y", "cs2.abc.def", &"a".repeat(2000)] {
-            assert_eq!(signer.open(junk), Err(Invalid), "{junk}");
-        }
-        let truncated = &cap[..cap.len() - 2];
-        assert_eq!(signer.open(truncated), Err(Invalid));
+    async fn capabilities() -> (tempfile::TempDir, Capabilities, Arc<dyn HashedSecrets>) {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("db").display());
+        let store = crate::server::store::open(&url, Default::default(), "t")
+            .await
+            .unwrap();
+        let kept = store.repos.secrets.clone();
+        (dir, Capabilities::new(kept.clone()), kept)
     }
 
-    #[test]
-    fn the_key_is_not_the_token() {
-        let signer = Signer::new(&Secret::new("token-one"));
-        assert!(!format!("{signer:?}").contains("token-one"));
-        assert!(!signer.mint(&grant()).contains("token-one"));
+    #[tokio::test]
+    async fn a_capability_opens_only_as_minted_and_only_its_hash_is_kept() {
+        let (_dir, caps, kept) = capabilities().await;
+        let cap = caps.mint(&grant()).await.unwrap();
+        assert!(cap.starts_with(PREFIX) && cap.len() <= MAX_LEN, "{cap}");
+        assert_eq!(caps.open(&cap).await.unwrap(), grant());
+        let rows = kept.secrets_of(SecretKind::Capability).await.unwrap();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].hash, hash_secret(&cap));
+        assert!(!rows[0].body.contains(&cap[PREFIX.len()..]));
+        // Two capabilities for one grant are two secrets.
+        assert_ne!(caps.mint(&grant()).await.unwrap(), cap);
+        let last = cap.chars().last().unwrap();
+        let flipped = format!(
+            "{}{}",
+            &cap[..cap.len() - 1],
+            if last == 'A' { 'B' } else { 'A' }
+        );
+        for junk in [
+            String::new(),
+            PREFIX.to_owned(),
+            flipped,
+            cap.replace(PREFIX, "cs1."),
+            format!("{cap}x"),
+            "a".repeat(2000),
+            hash_secret(&cap),
+        ] {
+            assert!(
+                matches!(caps.open(&junk).await, Err(Invalid::Unknown)),
+                "{junk}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn a_row_in_the_store_is_not_a_capability() {
+        // The kept hash, or a ceremony's handle kept by hash, opens nothing as a capability.
+        let (_dir, caps, kept) = capabilities().await;
+        let handle = format!("{PREFIX}{}", crate::server::secret::random_token(32));
+        kept.keep_secret(&HashedSecret {
+            hash: hash_secret(&handle),
+            kind: SecretKind::Ceremony,
+            body: serde_json::to_string(&grant()).unwrap(),
+            created_ms: 0,
+            expires_ms: None,
+        })
+        .await
+        .unwrap();
+        assert!(matches!(caps.open(&handle).await, Err(Invalid::Unknown)));
     }
 }

@@ -21,12 +21,14 @@ pub mod vapid;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::protocol::{Actor, ApprovalRequestBody, EventBody, Resolution, Timestamp};
+use crate::protocol::{ApprovalRequestBody, EventBody, Resolution, Timestamp};
 use crate::server::config::Config;
 use crate::server::hub::FeedItem;
 use crate::server::hub::Hub;
-use crate::server::principal::{Principal, STARTUP_TOKEN_NAME};
+use crate::server::logins::{self, Presented};
+use crate::server::principal::Principal;
 use crate::server::store::push::{PushSubscriptionRow, PushSubscriptions};
+use crate::server::store::secrets::HashedSecrets;
 use crate::server::store::{GateRepo, Repos, StoreError, TokenRepo};
 pub use deliver::Delivery;
 
@@ -36,12 +38,12 @@ const CLOSING_GRACE: Duration = Duration::from_secs(30);
 /// Pushes in flight at once (each holds a connection for up to `deliver::REQUEST_TIMEOUT`).
 const MAX_IN_FLIGHT: usize = 32;
 
-/// The push service: keys, the capability signer, where subscriptions live, and a client.
+/// The push service: keys, the capabilities, where subscriptions live, and a client.
 pub struct Push {
     keys: vapid::VapidKeys,
-    signer: capability::Signer,
-    /// Which startup token the `browser` and `token:admin` subscriptions belong to.
-    startup_fingerprint: String,
+    capabilities: capability::Capabilities,
+    /// Where credentials are kept by hash (which a subscription's credential is checked in).
+    kept: Arc<dyn HashedSecrets>,
     /// `notify.push_test_endpoints` as last read: loopback endpoints allowed (tests).
     loopback: Arc<std::sync::atomic::AtomicBool>,
     /// At most this many pushes in flight at once, whatever the number of subscriptions.
@@ -60,51 +62,23 @@ impl std::fmt::Debug for Push {
 }
 
 /// The credential a subscription answers as, if it is still the one that subscribed: the
-/// startup token's rows (`browser`, `token:admin`) while that token is the same
-/// (`startup_fingerprint`), a named token's while a token of that name with that very secret
-/// exists and may answer. A re-made token of the same name, or a new startup token, is another
-/// credential.
-pub fn principal_of(
+/// credential it recorded (by hash: a bearer secret or a browser login) still authenticates,
+/// as the same actor, and may answer. A revoked token, a token made again under the same name,
+/// a browser signed out or an admin token replaced is another credential, or none.
+pub async fn principal_of(
     row: &PushSubscriptionRow,
-    tokens: &[crate::server::store::TokenRow],
-    startup_fingerprint: &str,
-) -> Option<Principal> {
-    let startup_rows = row.credential_check == startup_fingerprint;
-    let name = match Actor::parse(&row.credential) {
-        Actor::Browser => return startup_rows.then_some(Principal::Browser),
-        Actor::Token(name) if name == STARTUP_TOKEN_NAME => {
-            return startup_rows.then(Principal::startup_token);
-        }
-        Actor::Token(name) => name,
-        Actor::Ntfy | Actor::Other(_) => return None,
+    kept: &dyn HashedSecrets,
+    tokens: &dyn TokenRepo,
+) -> Result<Option<Principal>, StoreError> {
+    let Some(presented) = Presented::from_record(&row.credential_check) else {
+        return Ok(None);
     };
-    let token = tokens
-        .iter()
-        .find(|t| t.name == name && t.secret_hash == row.credential_check)?;
-    let scope = token.scope.known()?;
-    scope.decides().then(|| Principal::Token {
-        name: name.to_owned(),
-        scope,
-    })
+    let who = logins::who(kept, tokens, &presented).await?;
+    Ok(who.filter(|p| p.actor() == row.credential && p.scope().decides()))
 }
 
 impl Push {
-    pub fn new(
-        keys: vapid::VapidKeys,
-        access_token: &crate::server::secret::Secret,
-        hub: Hub,
-        repos: &Repos,
-    ) -> Result<Push, reqwest::Error> {
-        let signer = capability::Signer::new(&keys.seal_root());
-        // Keyed by the data dir's secret: a row's fingerprint is no oracle for the token.
-        let startup_fingerprint = {
-            use sha2::Digest;
-            hex::encode(sha2::Sha256::digest(format!(
-                "countersign-push-startup:{}:{}",
-                keys.seal_root().reveal(),
-                access_token.reveal()
-            )))
-        };
+    pub fn new(keys: vapid::VapidKeys, hub: Hub, repos: &Repos) -> Result<Push, reqwest::Error> {
         let loopback = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let http = reqwest::Client::builder()
             .timeout(deliver::REQUEST_TIMEOUT)
@@ -120,8 +94,8 @@ impl Push {
             .build()?;
         Ok(Push {
             keys,
-            signer,
-            startup_fingerprint,
+            capabilities: capability::Capabilities::new(Arc::clone(&repos.secrets)),
+            kept: Arc::clone(&repos.secrets),
             loopback,
             in_flight: Arc::new(tokio::sync::Semaphore::new(MAX_IN_FLIGHT)),
             subscriptions: Arc::clone(&repos.push),
@@ -136,13 +110,25 @@ impl Push {
         self.keys.public_key()
     }
 
-    pub fn signer(&self) -> &capability::Signer {
-        &self.signer
+    pub fn capabilities(&self) -> &capability::Capabilities {
+        &self.capabilities
     }
 
-    /// What a subscription made with the startup token (or its cookie) records as its check.
-    pub fn startup_fingerprint(&self) -> &str {
-        &self.startup_fingerprint
+    /// A capability for `gate` sent to subscription `subscription_id`; `None` (the push only
+    /// opens the card) when it cannot be kept.
+    async fn capability_for(
+        &self,
+        gate: &ApprovalRequestBody,
+        subscription_id: &str,
+    ) -> Option<String> {
+        let grant = payload::subscription_grant(gate, subscription_id);
+        match self.capabilities.mint(&grant).await {
+            Ok(capability) => Some(capability),
+            Err(e) => {
+                tracing::warn!(error = %e, "a push goes without Approve and Deny: its capability could not be kept");
+                None
+            }
+        }
     }
 
     fn subscriptions(&self) -> &dyn PushSubscriptions {
@@ -154,17 +140,15 @@ impl Push {
         &self,
     ) -> Result<Vec<(PushSubscriptionRow, Principal)>, StoreError> {
         let subscriptions = self.subscriptions().push_subscriptions().await?;
-        if subscriptions.is_empty() {
-            return Ok(Vec::new());
+        let mut deciding = Vec::with_capacity(subscriptions.len());
+        for row in subscriptions {
+            if let Some(principal) =
+                principal_of(&row, self.kept.as_ref(), self.tokens.as_ref()).await?
+            {
+                deciding.push((row, principal));
+            }
         }
-        let tokens = self.tokens.list_tokens().await?;
-        Ok(subscriptions
-            .into_iter()
-            .filter_map(|row| {
-                let principal = principal_of(&row, &tokens, &self.startup_fingerprint)?;
-                Some((row, principal))
-            })
-            .collect())
+        Ok(deciding)
     }
 
     /// Takes in the config's push settings (whether loopback endpoints are allowed).
@@ -235,17 +219,19 @@ impl Push {
                     return;
                 }
             };
+            let answerable = payload::answerable_from_notification(&gate, needs_passkey);
             let sends = targets.iter().map(|(row, _)| {
-                let message = payload::gate_message(
-                    &gate,
-                    &session_title,
-                    &push.signer,
-                    &row.id,
-                    needs_passkey,
-                );
-                let push = &push;
-                let subject = &subject;
-                async move { (row, push.send_now(row, &message, subject).await) }
+                let (push, subject, gate) = (&push, &subject, &gate);
+                let session_title = &session_title;
+                async move {
+                    let capability = match answerable {
+                        true => push.capability_for(gate, &row.id).await,
+                        false => None,
+                    };
+                    let message =
+                        payload::gate_message(gate, session_title, capability, needs_passkey);
+                    (row, push.send_now(row, &message, subject).await)
+                }
             });
             let delivered: Vec<PushSubscriptionRow> = futures::future::join_all(sends)
                 .await

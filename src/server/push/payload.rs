@@ -6,7 +6,7 @@
 
 use serde_json::{Value, json};
 
-use super::capability::{Grant, Holder, Signer};
+use super::capability::{Grant, Holder};
 use super::encrypt::MAX_PLAINTEXT;
 use crate::protocol::{
     ApprovalId, ApprovalRequestBody, Decision, GateKind, GateReason, Resolution, SessionId,
@@ -180,28 +180,30 @@ pub fn answerable_from_notification(gate: &ApprovalRequestBody, needs_passkey: b
 
 const MAX_TOOL_CHARS: usize = 80;
 
-/// The push of a gate that waits, for the subscription `subscription_id`. `needs_passkey`:
-/// answering it needs a passkey (`approvals.require_passkey`), which a notification's button
-/// cannot give, so it only opens the card.
+/// What a capability for `gate` sent to the subscription `subscription_id` grants.
+pub fn subscription_grant(gate: &ApprovalRequestBody, subscription_id: &str) -> Grant {
+    Grant {
+        session_id: gate.session_id.clone(),
+        approval_id: gate.approval_id.clone(),
+        digest: gate.digest.clone(),
+        holder: Holder::Subscription(subscription_id.to_owned()),
+        expires_ms: gate.expires_at.unix_ms().unwrap_or(0),
+    }
+}
+
+/// The push of a gate that waits. `capability`: the one minted for this push when the card is
+/// answerable from a notification (`answerable_from_notification`), which gives it Approve and
+/// Deny; without one it only opens the card. `needs_passkey`: answering it needs a passkey
+/// (`approvals.require_passkey`), which a notification's button cannot give.
 pub fn gate_message(
     gate: &ApprovalRequestBody,
     session_title: &str,
-    signer: &Signer,
-    subscription_id: &str,
+    capability: Option<String>,
     needs_passkey: bool,
 ) -> Message {
     let sensitive = gate.reason == GateReason::SafetyFloor;
     let expires_ms = gate.expires_at.unix_ms().unwrap_or(0);
-    let answerable = answerable_from_notification(gate, needs_passkey);
-    let capability = answerable.then(|| {
-        signer.mint(&Grant {
-            session_id: gate.session_id.clone(),
-            approval_id: gate.approval_id.clone(),
-            digest: gate.digest.clone(),
-            holder: Holder::Subscription(subscription_id.to_owned()),
-            expires_ms,
-        })
-    });
+    let answerable = capability.is_some();
     let summary = shown_summary(gate);
     let headline = shown(&gate.title, 80);
     let tool = shown(&gate.tool, MAX_TOOL_CHARS);

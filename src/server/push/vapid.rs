@@ -4,8 +4,8 @@
 //!
 //! Several instances behind one address must send as one sender: give each the same file (as
 //! each is given the same `--token`); a browser subscribed through one then gets pushes from
-//! all. The same file is the root of the keys that seal capabilities and passkey ceremonies
-//! (`seal_root`), so those too are honoured by every instance that shares it.
+//! all. The key signs pushes and nothing else: no credential, capability or ceremony is derived
+//! from it, so reading the file lets nobody answer a card.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -38,9 +38,6 @@ pub enum VapidError {
 pub struct VapidKeys {
     pair: EcdsaKeyPair,
     public_b64: String,
-    /// The root every sealed value's key is derived from (`server::seal`): a hash of this
-    /// random private key, so a capability is no oracle for guessing the access token.
-    seal_root: crate::server::secret::Secret,
 }
 
 impl std::fmt::Debug for VapidKeys {
@@ -92,23 +89,7 @@ impl VapidKeys {
         let rng = SystemRandom::new();
         let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8, &rng).ok()?;
         let public_b64 = URL_SAFE_NO_PAD.encode(pair.public_key().as_ref());
-        let seal_root = {
-            use sha2::Digest;
-            let mut hash = sha2::Sha256::new();
-            hash.update(b"countersign-seal-root\0");
-            hash.update(pkcs8);
-            crate::server::secret::Secret::new(hex::encode(hash.finalize()))
-        };
-        Some(VapidKeys {
-            pair,
-            public_b64,
-            seal_root,
-        })
-    }
-
-    /// The secret sealed values are keyed from (random, kept with the key in the data dir).
-    pub fn seal_root(&self) -> crate::server::secret::Secret {
-        self.seal_root.clone()
+        Some(VapidKeys { pair, public_b64 })
     }
 
     /// The public key, base64url without padding: the `applicationServerKey` a page

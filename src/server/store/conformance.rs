@@ -25,7 +25,8 @@ pub async fn run_all(store: Arc<dyn Store>) {
     an_idempotency_key_names_one_gate(store.clone()).await;
     a_nul_is_kept_in_events_and_refused_in_columns(store.clone()).await;
     push_subscriptions_are_one_per_endpoint_and_go_with_their_token(store.clone()).await;
-    passkeys_are_named_once_and_a_ceremony_is_spent_once(store.clone()).await;
+    passkeys_are_named_once(store.clone()).await;
+    a_hashed_secret_is_found_as_its_kind_taken_once_and_lapses(store.clone()).await;
     a_made_title_never_overwrites_a_rename(store).await;
 }
 
@@ -109,7 +110,7 @@ async fn push_subscriptions_are_one_per_endpoint_and_go_with_their_token(store: 
 
 /// A passkey's name is taken once; touching it keeps its new counter; one is removed, all are
 /// reset (audited); a ceremony's nonce is spent once.
-async fn passkeys_are_named_once_and_a_ceremony_is_spent_once(store: Arc<dyn Store>) {
+async fn passkeys_are_named_once(store: Arc<dyn Store>) {
     use crate::server::store::passkeys::PasskeyRow;
     let row = |id: &str, name: &str| PasskeyRow {
         id: id.into(),
@@ -150,19 +151,149 @@ async fn passkeys_are_named_once_and_a_ceremony_is_spent_once(store: Arc<dyn Sto
         .await
         .unwrap();
     assert_eq!((reset.len(), reset[0].actor.as_str()), (1, "cli"));
-    let later = Timestamp::now_ms() + 60_000;
-    assert!(store.spend_ceremony("n1", later).await.unwrap());
-    assert!(!store.spend_ceremony("n1", later).await.unwrap());
-    // An expired one is pruned, so its nonce could come again (it never does: nonces are
-    // random, and an expired ceremony is refused before it is spent).
-    assert!(
+}
+
+/// A kept secret is found only as its own kind and only until it lapses; a take hands it to
+/// one of fifty takers at once; replacing keeps one of a kind; a hash is kept once.
+async fn a_hashed_secret_is_found_as_its_kind_taken_once_and_lapses(store: Arc<dyn Store>) {
+    use crate::server::store::secrets::{HashedSecret, SecretKind};
+    let row = |hash: &str, kind, expires_ms| HashedSecret {
+        hash: hash.into(),
+        kind,
+        body: format!("{{\"for\":\"{hash}\"}}"),
+        created_ms: Timestamp::now_ms(),
+        expires_ms,
+    };
+    let later = Some(Timestamp::now_ms() + 60_000);
+    store
+        .keep_secret(&row("h1", SecretKind::LoginCode, later))
+        .await
+        .unwrap();
+    assert!(matches!(
         store
-            .spend_ceremony("n2", Timestamp::now_ms() - 1)
+            .keep_secret(&row("h1", SecretKind::Capability, later))
+            .await,
+        Err(StoreError::Taken(_))
+    ));
+    let found = store
+        .find_secret(SecretKind::LoginCode, "h1")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (found.kind, found.body.as_str(), found.expires_ms),
+        (SecretKind::LoginCode, "{\"for\":\"h1\"}", later)
+    );
+    for other in [
+        SecretKind::BrowserLogin,
+        SecretKind::Capability,
+        SecretKind::AdminToken,
+    ] {
+        assert_eq!(store.find_secret(other, "h1").await.unwrap(), None);
+        assert_eq!(store.take_secret(other, "h1").await.unwrap(), None);
+    }
+    // Fifty takers at once: one gets it.
+    let takers = (0..50).map(|_| {
+        let store = store.clone();
+        tokio::spawn(async move { store.take_secret(SecretKind::LoginCode, "h1").await })
+    });
+    let taken = futures::future::join_all(takers)
+        .await
+        .into_iter()
+        .filter(|t| matches!(t, Ok(Ok(Some(_)))))
+        .count();
+    assert_eq!(taken, 1);
+    assert_eq!(
+        store
+            .find_secret(SecretKind::LoginCode, "h1")
+            .await
+            .unwrap(),
+        None
+    );
+    // A lapsed one grants nothing, and is pruned as new ones come.
+    let past = Some(Timestamp::now_ms() - 1);
+    store
+        .keep_secret(&row("h2", SecretKind::BrowserLogin, past))
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .find_secret(SecretKind::BrowserLogin, "h2")
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(
+        store
+            .take_secret(SecretKind::BrowserLogin, "h2")
+            .await
+            .unwrap(),
+        None
+    );
+    store
+        .keep_secret(&row("h3", SecretKind::BrowserLogin, None))
+        .await
+        .unwrap();
+    store
+        .keep_secret(&row("h2", SecretKind::BrowserLogin, None))
+        .await
+        .expect("the lapsed h2 was pruned");
+    assert_eq!(
+        store
+            .secrets_of(SecretKind::BrowserLogin)
             .await
             .unwrap()
+            .len(),
+        2
     );
-    assert!(store.spend_ceremony("n3", later).await.unwrap());
-    assert!(store.spend_ceremony("n2", later).await.unwrap());
+    // One admin token: a replace leaves only the new one.
+    store
+        .replace_secrets(&row("a1", SecretKind::AdminToken, None))
+        .await
+        .unwrap();
+    store
+        .replace_secrets(&row("a2", SecretKind::AdminToken, None))
+        .await
+        .unwrap();
+    // Instances started together with the same token each keep it: no conflict.
+    let again = (0..8).map(|_| {
+        let store = store.clone();
+        tokio::spawn(async move {
+            store
+                .replace_secrets(&row("a2", SecretKind::AdminToken, None))
+                .await
+        })
+    });
+    for kept in futures::future::join_all(again).await {
+        kept.unwrap()
+            .expect("keeping the same admin token again is no conflict");
+    }
+    let admins = store.secrets_of(SecretKind::AdminToken).await.unwrap();
+    assert_eq!(
+        admins.iter().map(|r| r.hash.as_str()).collect::<Vec<_>>(),
+        ["a2"]
+    );
+    assert_eq!(
+        store
+            .forget_secrets(SecretKind::BrowserLogin, Some("h3"))
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        store
+            .forget_secrets(SecretKind::BrowserLogin, None)
+            .await
+            .unwrap(),
+        1
+    );
+    assert!(
+        store
+            .secrets_of(SecretKind::BrowserLogin)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
 
 /// A rename always lands; a title made from the first message only while the title is still

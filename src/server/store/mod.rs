@@ -10,6 +10,7 @@ pub mod conformance;
 pub mod passkeys;
 pub mod postgres;
 pub mod push;
+pub mod secrets;
 pub mod sqlite;
 
 use std::sync::Arc;
@@ -583,6 +584,7 @@ pub trait Store:
     + OutsideRepo
     + push::PushSubscriptions
     + passkeys::PasskeyRows
+    + secrets::HashedSecrets
 {
 }
 
@@ -595,6 +597,7 @@ impl<T> Store for T where
         + OutsideRepo
         + push::PushSubscriptions
         + passkeys::PasskeyRows
+        + secrets::HashedSecrets
 {
 }
 
@@ -609,6 +612,7 @@ pub struct Repos {
     pub outside: Arc<dyn OutsideRepo>,
     pub push: Arc<dyn push::PushSubscriptions>,
     pub passkeys: Arc<dyn passkeys::PasskeyRows>,
+    pub secrets: Arc<dyn secrets::HashedSecrets>,
     /// Only on a store several instances share.
     pub coordination: Option<Arc<dyn Coordination>>,
 }
@@ -633,7 +637,8 @@ impl Opened {
                 audit: store.clone(),
                 outside: store.clone(),
                 push: store.clone(),
-                passkeys: store,
+                passkeys: store.clone(),
+                secrets: store,
                 coordination,
             },
         }

@@ -40,9 +40,6 @@ pub trait PasskeyRows: Send + Sync {
     async fn remove_passkey(&self, id: &str, actor: &str) -> Result<bool, StoreError>;
     /// Removes every one (the local CLI's reset); audited as `passkeys_reset`. How many.
     async fn reset_passkeys(&self, actor: &str) -> Result<u64, StoreError>;
-    /// Marks a ceremony's nonce used (until `expires_ms`, after which it is pruned): `true` the
-    /// first time, `false` when it already was — on any instance, before or after a restart.
-    async fn spend_ceremony(&self, nonce: &str, expires_ms: i64) -> Result<bool, StoreError>;
 }
 
 /// The audit entry of a passkey added or removed.

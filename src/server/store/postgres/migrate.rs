@@ -7,7 +7,7 @@ use sqlx::PgPool;
 use crate::server::store::StoreError;
 
 /// The migrations, in order: (version, SQL).
-const MIGRATIONS: [(i64, &str); 6] = [
+const MIGRATIONS: [(i64, &str); 7] = [
     (
         1,
         include_str!("../../../../migrations/postgres/0001_schema.sql"),
@@ -31,6 +31,10 @@ const MIGRATIONS: [(i64, &str); 6] = [
     (
         6,
         include_str!("../../../../migrations/postgres/0006_answer_by_key.sql"),
+    ),
+    (
+        7,
+        include_str!("../../../../migrations/postgres/0007_hashed_secrets.sql"),
     ),
 ];
 

@@ -33,6 +33,7 @@ mod passkeys;
 mod push;
 mod read;
 mod seal;
+mod secrets;
 mod signals;
 mod write;
 

@@ -117,20 +117,4 @@ impl PasskeyRows for PgStore {
         self.sealer.kick();
         Ok(removed)
     }
-
-    async fn spend_ceremony(&self, nonce: &str, expires_ms: i64) -> Result<bool, StoreError> {
-        sqlx::query("DELETE FROM spent_ceremonies WHERE expires_ms <= $1")
-            .bind(Timestamp::now_ms())
-            .execute(&self.pool)
-            .await?;
-        let fresh = sqlx::query(
-            "INSERT INTO spent_ceremonies (nonce, expires_ms) VALUES ($1, $2) ON CONFLICT (nonce) DO NOTHING",
-        )
-        .bind(nonce)
-        .bind(expires_ms)
-        .execute(&self.pool)
-        .await?
-        .rows_affected();
-        Ok(fresh == 1)
-    }
 }

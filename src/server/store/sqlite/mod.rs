@@ -20,6 +20,7 @@ mod outside;
 mod passkeys;
 mod push;
 mod read;
+mod secrets;
 mod write;
 
 use std::path::{Path, PathBuf};

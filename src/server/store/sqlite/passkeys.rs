@@ -133,23 +133,4 @@ impl PasskeyRows for SqliteStore {
             _ => 0,
         })
     }
-
-    async fn spend_ceremony(&self, nonce: &str, expires_ms: i64) -> Result<bool, StoreError> {
-        let nonce = nonce.to_owned();
-        let now = Timestamp::now_ms();
-        let done = self
-            .writer
-            .exec(move |sp| {
-                sp.prepare_cached("DELETE FROM spent_ceremonies WHERE expires_ms <= ?1")?
-                    .execute(params![now])?;
-                let fresh = sp
-                    .prepare_cached(
-                        "INSERT INTO spent_ceremonies (nonce, expires_ms) VALUES (?1, ?2) ON CONFLICT (nonce) DO NOTHING",
-                    )?
-                    .execute(params![nonce, expires_ms])?;
-                Ok(Done::Flag(fresh == 1))
-            })
-            .await?;
-        Ok(matches!(done, Done::Flag(true)))
-    }
 }

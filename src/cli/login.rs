@@ -1,0 +1,94 @@
+//! `countersign login`: a fresh single-use login link, made on the server's machine.
+//!
+//! No token file is read or written: the link's code is random and only its hash goes into
+//! the database, so whoever can open the database (the server's OS user) can log a browser in,
+//! and nothing on disk can be replayed. `--sign-out-everywhere` ends every browser login.
+
+use std::process::ExitCode;
+
+use clap::Args;
+
+use super::local::LocalStore;
+use crate::server::logins;
+
+/// The file `serve` records where it listens in (not a secret: it names an address).
+pub const ADDRESS_FILE: &str = "address";
+
+#[derive(Args, Debug)]
+pub struct LoginArgs {
+    #[command(flatten)]
+    pub store: LocalStore,
+    /// The server's base URL the link starts with (default: `server.public_url`, else where
+    /// the server last said it listens).
+    #[arg(long, env = "COUNTERSIGN_URL")]
+    pub url: Option<String>,
+    /// End every browser login instead (their cookies stop working at once).
+    #[arg(long)]
+    pub sign_out_everywhere: bool,
+}
+
+/// The base the link starts with.
+fn base_url(args: &LoginArgs) -> String {
+    if let Some(url) = args.url.as_deref().filter(|u| !u.trim().is_empty()) {
+        return url.trim().trim_end_matches('/').to_owned();
+    }
+    if let Ok(Some(config)) = args.store.config()
+        && !config.server.public_url.trim().is_empty()
+    {
+        return config
+            .server
+            .public_url
+            .trim()
+            .trim_end_matches('/')
+            .to_owned();
+    }
+    let recorded = args
+        .store
+        .data_dir
+        .clone()
+        .or_else(crate::server::settings::default_data_dir)
+        .and_then(|dir| std::fs::read_to_string(dir.join(ADDRESS_FILE)).ok())
+        .map(|text| text.trim().to_owned())
+        .filter(|text| text.starts_with("http://") || text.starts_with("https://"));
+    recorded.unwrap_or_else(|| super::DEFAULT_URL.to_owned())
+}
+
+pub async fn run(args: LoginArgs) -> ExitCode {
+    let repos = match args.store.open("cli-login").await {
+        Ok(repos) => repos,
+        Err(why) => {
+            eprintln!("error: {why}");
+            return why.exit_code();
+        }
+    };
+    let kept = repos.secrets.as_ref();
+    if args.sign_out_everywhere {
+        return match kept
+            .forget_secrets(
+                crate::server::store::secrets::SecretKind::BrowserLogin,
+                None,
+            )
+            .await
+        {
+            Ok(ended) => {
+                println!("signed out {ended} browser login(s)");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::from(1)
+            }
+        };
+    }
+    match logins::mint_login_code(kept).await {
+        Ok(code) => {
+            println!("{}/login?code={code}", base_url(&args));
+            eprintln!("(works once, within 15 minutes)");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(1)
+        }
+    }
+}

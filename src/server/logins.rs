@@ -1,0 +1,365 @@
+//! The credentials a person holds and the server keeps only as hashes (`store::secrets`): the
+//! admin token, single-use login links, browser logins (the session cookie) and the local
+//! CLI's short-lived credential.
+//!
+//! **Invariant:** a file an agent can read grants nothing. Every secret here is random, made
+//! on demand and handed to its holder once; the data dir and the database hold only its
+//! SHA-256 and what it grants. A browser login made with a named token names that token by its
+//! hash, and is looked up through it each time, so revoking the token ends the login at once.
+
+use serde::{Deserialize, Serialize};
+
+use crate::protocol::Timestamp;
+use crate::server::principal::{CLI_TOKEN_NAME, Principal, Scope};
+use crate::server::secret::random_token;
+use crate::server::store::secrets::{HashedSecret, HashedSecrets, SecretKind, hash_secret};
+use crate::server::store::{StoreError, TokenRepo};
+
+/// How long a login link works (once).
+pub const LOGIN_CODE_MS: i64 = 15 * 60 * 1000;
+/// How long the local CLI's credential works (one command; it is forgotten after it).
+pub const CLI_TOKEN_MS: i64 = 10 * 60 * 1000;
+/// How long a browser stays logged in.
+pub const BROWSER_LOGIN_MS: i64 = 365 * 24 * 3600 * 1000;
+/// What starts a login link's code, and the local CLI's credential (recognisable when leaked).
+const CODE_PREFIX: &str = "csl_";
+const CLI_PREFIX: &str = "csc_";
+
+/// What a request presented as its credential, by the hash of its secret (the secret itself
+/// is never kept).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Presented {
+    /// `Authorization: Bearer <secret>`: the admin token, a named token, the CLI's credential.
+    Bearer(String),
+    /// The session cookie: a browser login.
+    Cookie(String),
+}
+
+impl Presented {
+    pub fn bearer(secret: &str) -> Presented {
+        Presented::Bearer(hash_secret(secret))
+    }
+
+    pub fn cookie(value: &str) -> Presented {
+        Presented::Cookie(hash_secret(value))
+    }
+
+    /// How a push subscription records the credential that made it (`bearer:<hash>`,
+    /// `cookie:<hash>`): a hash, which grants nothing when read.
+    pub fn record(&self) -> String {
+        match self {
+            Presented::Bearer(hash) => format!("bearer:{hash}"),
+            Presented::Cookie(hash) => format!("cookie:{hash}"),
+        }
+    }
+
+    /// A recorded credential; a bare hash is how older subscriptions recorded a named token.
+    pub fn from_record(record: &str) -> Option<Presented> {
+        let hex = |h: &str| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit());
+        if let Some(hash) = record.strip_prefix("bearer:") {
+            return hex(hash).then(|| Presented::Bearer(hash.to_owned()));
+        }
+        if let Some(hash) = record.strip_prefix("cookie:") {
+            return hex(hash).then(|| Presented::Cookie(hash.to_owned()));
+        }
+        hex(record).then(|| Presented::Bearer(record.to_owned()))
+    }
+}
+
+/// What a browser login is, kept under its cookie's hash.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct BrowserLogin {
+    /// The named token it logged in with, by its hash; `None`: the person as admin (a login
+    /// link, or the admin token).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_hash: Option<String>,
+    /// The browser, in a few words from its `User-Agent` ("Chrome on Android").
+    #[serde(default)]
+    pub device: String,
+}
+
+/// Who `presented` is, now: the one answer every door uses (the middleware, a feed's
+/// recheck, a push subscription's). `None` once it no longer authenticates: expired, revoked,
+/// signed out, or a browser login whose token was revoked or lost the right to answer.
+pub async fn who(
+    kept: &dyn HashedSecrets,
+    tokens: &dyn TokenRepo,
+    presented: &Presented,
+) -> Result<Option<Principal>, StoreError> {
+    match presented {
+        Presented::Bearer(hash) => bearer_holder(kept, tokens, hash).await,
+        Presented::Cookie(hash) => {
+            let Some(login) = browser_login(kept, hash).await? else {
+                return Ok(None);
+            };
+            match login.token_hash {
+                None => Ok(Some(Principal::Browser)),
+                // A `gates` token never logs in.
+                Some(token) => Ok(named_token(tokens, &token)
+                    .await?
+                    .filter(|p| p.scope().decides())),
+            }
+        }
+    }
+}
+
+/// A bearer secret's holder, by its hash: the admin token, the local CLI's credential, or a
+/// named token.
+async fn bearer_holder(
+    kept: &dyn HashedSecrets,
+    tokens: &dyn TokenRepo,
+    hash: &str,
+) -> Result<Option<Principal>, StoreError> {
+    if kept
+        .find_secret(SecretKind::AdminToken, hash)
+        .await?
+        .is_some()
+    {
+        return Ok(Some(Principal::startup_token()));
+    }
+    if kept
+        .find_secret(SecretKind::CliToken, hash)
+        .await?
+        .is_some()
+    {
+        return Ok(Some(Principal::Token {
+            name: CLI_TOKEN_NAME.to_owned(),
+            scope: Scope::Admin,
+        }));
+    }
+    named_token(tokens, hash).await
+}
+
+/// The named token whose secret hashes to `hash`; one with a scope this build cannot read is
+/// refused.
+async fn named_token(tokens: &dyn TokenRepo, hash: &str) -> Result<Option<Principal>, StoreError> {
+    let Some(row) = tokens.token_by_hash(hash).await? else {
+        return Ok(None);
+    };
+    let Some(scope) = row.scope.known() else {
+        tracing::error!(token = %row.name, scope = %row.scope, "a stored token has an unknown scope; refusing it");
+        return Ok(None);
+    };
+    Ok(Some(Principal::Token {
+        name: row.name,
+        scope,
+    }))
+}
+
+fn row(hash: String, kind: SecretKind, body: String, ttl_ms: Option<i64>) -> HashedSecret {
+    let now = Timestamp::now_ms();
+    HashedSecret {
+        hash,
+        kind,
+        body,
+        created_ms: now,
+        expires_ms: ttl_ms.map(|ttl| now.saturating_add(ttl)),
+    }
+}
+
+/// A new single-use login link's code (good for `LOGIN_CODE_MS`).
+pub async fn mint_login_code(kept: &dyn HashedSecrets) -> Result<String, StoreError> {
+    let code = format!("{CODE_PREFIX}{}", random_token(24));
+    let body = "{}".to_owned();
+    kept.keep_secret(&row(
+        hash_secret(&code),
+        SecretKind::LoginCode,
+        body,
+        Some(LOGIN_CODE_MS),
+    ))
+    .await?;
+    Ok(code)
+}
+
+/// Spends a login link's code: `true` the first time, while it is good.
+pub async fn spend_login_code(kept: &dyn HashedSecrets, code: &str) -> Result<bool, StoreError> {
+    let code = code.trim();
+    if !code.starts_with(CODE_PREFIX) {
+        return Ok(false);
+    }
+    Ok(kept
+        .take_secret(SecretKind::LoginCode, &hash_secret(code))
+        .await?
+        .is_some())
+}
+
+/// A new browser login: the cookie's value, whose hash is kept with what it is.
+pub async fn mint_browser_login(
+    kept: &dyn HashedSecrets,
+    login: &BrowserLogin,
+) -> Result<String, StoreError> {
+    let cookie = random_token(32);
+    let body = serde_json::to_string(login).map_err(|e| StoreError::Database(e.to_string()))?;
+    kept.keep_secret(&row(
+        hash_secret(&cookie),
+        SecretKind::BrowserLogin,
+        body,
+        Some(BROWSER_LOGIN_MS),
+    ))
+    .await?;
+    Ok(cookie)
+}
+
+/// The browser login a cookie's hash names, if it is still good.
+pub async fn browser_login(
+    kept: &dyn HashedSecrets,
+    cookie_hash: &str,
+) -> Result<Option<BrowserLogin>, StoreError> {
+    let Some(row) = kept
+        .find_secret(SecretKind::BrowserLogin, cookie_hash)
+        .await?
+    else {
+        return Ok(None);
+    };
+    // A body this build cannot read logs nobody in.
+    Ok(serde_json::from_str(&row.body).ok())
+}
+
+/// Makes `secret` the admin token (its hash replaces any other; the secret is not kept).
+pub async fn set_admin_token(kept: &dyn HashedSecrets, secret: &str) -> Result<(), StoreError> {
+    kept.replace_secrets(&row(
+        hash_secret(secret),
+        SecretKind::AdminToken,
+        "{}".into(),
+        None,
+    ))
+    .await
+}
+
+/// A new credential for the local CLI's one command (good for `CLI_TOKEN_MS`).
+pub async fn mint_cli_token(kept: &dyn HashedSecrets) -> Result<String, StoreError> {
+    let secret = format!("{CLI_PREFIX}{}", random_token(24));
+    kept.keep_secret(&row(
+        hash_secret(&secret),
+        SecretKind::CliToken,
+        "{}".into(),
+        Some(CLI_TOKEN_MS),
+    ))
+    .await?;
+    Ok(secret)
+}
+
+/// A browser's `User-Agent` in a few words ("Firefox on Linux"): how a login is told apart,
+/// never more of the header than that.
+pub fn device_of(user_agent: &str) -> String {
+    let ua = user_agent.to_ascii_lowercase();
+    let browser = [
+        ("edg/", "Edge"),
+        ("firefox/", "Firefox"),
+        ("chrome/", "Chrome"),
+        ("chromium/", "Chromium"),
+        ("safari/", "Safari"),
+        ("curl/", "curl"),
+    ]
+    .into_iter()
+    .find(|(key, _)| ua.contains(key))
+    .map_or("A browser", |(_, name)| name);
+    let system = [
+        ("android", "Android"),
+        ("iphone", "iPhone"),
+        ("ipad", "iPad"),
+        ("mac os", "macOS"),
+        ("windows", "Windows"),
+        ("linux", "Linux"),
+    ]
+    .into_iter()
+    .find(|(key, _)| ua.contains(key))
+    .map(|(_, name)| name);
+    match system {
+        Some(system) => format!("{browser} on {system}"),
+        None => browser.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn kept() -> (tempfile::TempDir, std::sync::Arc<dyn HashedSecrets>) {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("db").display());
+        let store = crate::server::store::open(&url, Default::default(), "t")
+            .await
+            .unwrap();
+        (dir, store.repos.secrets.clone())
+    }
+
+    #[tokio::test]
+    async fn a_login_code_logs_in_once_and_only_its_hash_is_kept() {
+        let (_dir, kept) = kept().await;
+        let code = mint_login_code(kept.as_ref()).await.unwrap();
+        let rows = kept.secrets_of(SecretKind::LoginCode).await.unwrap();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].hash, hash_secret(&code));
+        assert!(!rows[0].body.contains(&code));
+        assert!(
+            !spend_login_code(kept.as_ref(), &rows[0].hash)
+                .await
+                .unwrap(),
+            "the hash is no code"
+        );
+        assert!(
+            !spend_login_code(kept.as_ref(), &format!("{code}x"))
+                .await
+                .unwrap()
+        );
+        assert!(spend_login_code(kept.as_ref(), &code).await.unwrap());
+        assert!(
+            !spend_login_code(kept.as_ref(), &code).await.unwrap(),
+            "single use"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_browser_login_is_found_by_its_cookies_hash_only() {
+        let (_dir, kept) = kept().await;
+        let login = BrowserLogin {
+            token_hash: Some("ab".repeat(32)),
+            device: "Chrome on Linux".into(),
+        };
+        let cookie = mint_browser_login(kept.as_ref(), &login).await.unwrap();
+        let found = browser_login(kept.as_ref(), &hash_secret(&cookie))
+            .await
+            .unwrap();
+        assert_eq!(found, Some(login));
+        assert_eq!(browser_login(kept.as_ref(), &cookie).await.unwrap(), None);
+        // A login code's hash is no browser login.
+        let code = mint_login_code(kept.as_ref()).await.unwrap();
+        assert_eq!(
+            browser_login(kept.as_ref(), &hash_secret(&code))
+                .await
+                .unwrap(),
+            None
+        );
+    }
+
+    #[test]
+    fn a_recorded_credential_reads_back_and_nothing_else_does() {
+        let p = Presented::bearer("s");
+        assert_eq!(Presented::from_record(&p.record()), Some(p));
+        let c = Presented::cookie("s");
+        assert_eq!(Presented::from_record(&c.record()), Some(c));
+        let legacy = hash_secret("cst_x");
+        assert_eq!(
+            Presented::from_record(&legacy),
+            Some(Presented::Bearer(legacy.clone()))
+        );
+        for junk in [
+            "",
+            "bearer:",
+            "cookie:xyz",
+            "startup",
+            &format!("other:{legacy}"),
+        ] {
+            assert_eq!(Presented::from_record(junk), None, "{junk}");
+        }
+    }
+
+    #[test]
+    fn a_device_is_a_few_words() {
+        let pixel = "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Mobile Safari/537.36";
+        assert_eq!(device_of(pixel), "Chrome on Android");
+        assert_eq!(device_of("curl/8.0"), "curl");
+        assert_eq!(device_of(""), "A browser");
+    }
+}

@@ -1,0 +1,118 @@
+//! Secrets the server hands out and later takes back, kept only as hashes: a narrow repository
+//! beside `Store` (which every backend also implements).
+//!
+//! **Invariant:** no credential is kept in a form that grants anything when read. Each row is
+//! the SHA-256 of a random secret that only its holder has (the admin token, a login link, a
+//! browser's login cookie, the local CLI's credential, a notification's answer capability, a
+//! passkey ceremony's handle) and what the secret grants; there is no key from which a secret
+//! could be derived or a value sealed. What a row grants is checked against the live rows each
+//! time it is used (a token revoked, a subscription removed), never trusted from the body alone.
+
+use async_trait::async_trait;
+
+use super::StoreError;
+use crate::protocol::Spelling;
+
+/// What a hashed secret is. Each kind is looked up only as itself, so one can never stand in
+/// for another (a capability is no login, a login code no token).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SecretKind {
+    /// The admin ("startup") token: at most one row.
+    AdminToken,
+    /// A short-lived admin credential the local CLI makes for one command.
+    CliToken,
+    /// A single-use login link (`countersign login`).
+    LoginCode,
+    /// A browser's session cookie.
+    BrowserLogin,
+    /// A notification's one-time answer capability.
+    Capability,
+    /// A passkey ceremony in progress (spent once).
+    Ceremony,
+}
+
+impl Spelling for SecretKind {
+    const ALL: &'static [SecretKind] = &[
+        SecretKind::AdminToken,
+        SecretKind::CliToken,
+        SecretKind::LoginCode,
+        SecretKind::BrowserLogin,
+        SecretKind::Capability,
+        SecretKind::Ceremony,
+    ];
+
+    /// The spelling in the `kind` column.
+    fn spelling(self) -> &'static str {
+        match self {
+            SecretKind::AdminToken => "admin_token",
+            SecretKind::CliToken => "cli_token",
+            SecretKind::LoginCode => "login_code",
+            SecretKind::BrowserLogin => "browser_login",
+            SecretKind::Capability => "capability",
+            SecretKind::Ceremony => "ceremony",
+        }
+    }
+}
+
+/// One kept secret, by its hash.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HashedSecret {
+    /// Hex SHA-256 of the secret (`hash_secret`).
+    pub hash: String,
+    pub kind: SecretKind,
+    /// What it grants, as JSON (never the secret itself).
+    pub body: String,
+    pub created_ms: i64,
+    /// After this it grants nothing (and is pruned); `None`: until it is forgotten.
+    pub expires_ms: Option<i64>,
+}
+
+/// The hash a secret is kept and looked up by.
+pub fn hash_secret(secret: &str) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(secret.as_bytes()))
+}
+
+#[async_trait]
+pub trait HashedSecrets: Send + Sync {
+    /// Keeps `row` (and prunes rows past their expiry). `Taken` if the hash is kept already.
+    async fn keep_secret(&self, row: &HashedSecret) -> Result<(), StoreError>;
+    /// Keeps `row` as the only one of its kind (the admin token), in one transaction; keeping
+    /// the one already kept again changes nothing.
+    async fn replace_secrets(&self, row: &HashedSecret) -> Result<(), StoreError>;
+    /// The unexpired row of `kind` with `hash`.
+    async fn find_secret(
+        &self,
+        kind: SecretKind,
+        hash: &str,
+    ) -> Result<Option<HashedSecret>, StoreError>;
+    /// Removes and returns the unexpired row of `kind` with `hash`: whoever takes it first,
+    /// on any instance, gets it; everyone after gets `None` (single use).
+    async fn take_secret(
+        &self,
+        kind: SecretKind,
+        hash: &str,
+    ) -> Result<Option<HashedSecret>, StoreError>;
+    /// Every unexpired row of `kind`, oldest first.
+    async fn secrets_of(&self, kind: SecretKind) -> Result<Vec<HashedSecret>, StoreError>;
+    /// Removes the row of `kind` with `hash`, or with `None` every row of `kind`; how many.
+    async fn forget_secrets(&self, kind: SecretKind, hash: Option<&str>)
+    -> Result<u64, StoreError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_read_back_and_the_hash_is_sha256() {
+        for kind in SecretKind::ALL {
+            assert_eq!(SecretKind::from_spelling(kind.spelling()), Some(*kind));
+        }
+        assert_eq!(SecretKind::from_spelling("admin"), None);
+        assert_eq!(
+            hash_secret("abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+}
