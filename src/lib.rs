@@ -14,6 +14,7 @@
 pub mod api;
 pub mod app;
 pub mod protocol;
+pub mod shown;
 pub mod text;
 #[cfg(feature = "ssr")]
 pub mod timeline;

@@ -49,30 +49,12 @@ pub fn truncate_bytes(text: &str, max: usize) -> String {
     format!("{}…", &text[..text.floor_char_boundary(max)])
 }
 
-/// Whether a reader cannot see `c`, or it changes how what they see is ordered: bidi
-/// controls (U+202A–U+202E, U+2066–U+2069, U+200E/F, U+061C), zero-width and other format
-/// characters (U+200B–U+200D, U+2060–U+2064, U+206A–U+206F, U+FEFF, U+00AD, U+180E, U+034F),
-/// line and paragraph separators (U+2028/9), blank Hangul fillers (U+115F, U+1160, U+3164,
-/// U+FFA0), variation selectors (U+FE00–U+FE0F, U+E0100–U+E01EF), tag characters
-/// (U+E0000–U+E007F), and control characters other than a newline or a tab.
+/// Whether a reader cannot see `c`, or it changes how what they see is ordered: controls
+/// other than a line break or a tab, format characters (bidi embeddings, overrides, isolates
+/// and marks; zero-width characters; tags), line and paragraph separators, and every other
+/// default-ignorable character — `shown::chars::Unseen::Hidden`, from Unicode's properties.
 pub fn is_hidden_char(c: char) -> bool {
-    matches!(c,
-        '\u{202A}'..='\u{202E}'
-        | '\u{2066}'..='\u{2069}'
-        | '\u{200B}'..='\u{200F}'
-        | '\u{2060}'..='\u{2064}'
-        | '\u{061C}'
-        | '\u{FEFF}'
-        | '\u{00AD}'
-        | '\u{180E}'
-        | '\u{E0000}'..='\u{E007F}'
-        | '\u{2028}' | '\u{2029}'
-        | '\u{206A}'..='\u{206F}'
-        | '\u{115F}' | '\u{1160}' | '\u{3164}' | '\u{FFA0}'
-        | '\u{034F}'
-        | '\u{FE00}'..='\u{FE0F}'
-        | '\u{E0100}'..='\u{E01EF}'
-    ) || (c.is_control() && c != '\n' && c != '\t')
+    crate::shown::chars::unseen(c) == Some(crate::shown::chars::Unseen::Hidden)
 }
 
 /// Whether `text` holds a character [`is_hidden_char`] calls hidden.
@@ -80,9 +62,9 @@ pub fn has_hidden(text: &str) -> bool {
     text.chars().any(is_hidden_char)
 }
 
-/// `text` with every hidden character written out as `⟨U+202E⟩`, so what a card shows is
-/// what runs: a right-to-left override cannot reorder a command, a zero-width space cannot
-/// hide in a path.
+/// `text` with every hidden character written out as `⟨U+202E⟩` (markdown before it is
+/// rendered, the CLI's tables). What an agent wrote for a card or a notification goes through
+/// `crate::shown`, which also writes out lookalike quotes and blanks.
 pub fn reveal_hidden(text: &str) -> String {
     if !has_hidden(text) {
         return text.to_owned();
@@ -90,7 +72,7 @@ pub fn reveal_hidden(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 16);
     for c in text.chars() {
         if is_hidden_char(c) {
-            out.push_str(&format!("⟨U+{:04X}⟩", u32::from(c)));
+            crate::shown::chars::push_written_out(&mut out, c);
         } else {
             out.push(c);
         }
@@ -122,20 +104,18 @@ pub fn title_from(text: &str) -> Option<String> {
 pub const MAX_AGENT_SAYS_CHARS: usize = 300;
 
 /// An agent's words for its card (`agent_says`): one line (runs of white space become one
-/// space), its own curly quotes made straight (so it cannot close the card's quotation and
-/// go on as if the page spoke), cut at [`MAX_AGENT_SAYS_CHARS`] — a headline, not a page
-/// that pushes the call off the screen; none when empty.
+/// space), its ordinary curly quotes made plain (`shown::chars::plain_quote`: "I’ll" reads
+/// "I'll"), cut at [`MAX_AGENT_SAYS_CHARS`] — a headline, not a page that pushes the call off
+/// the screen; none when empty. What is left that a reader could mistake (a lookalike quote,
+/// a bidi control) is written out where it is shown (`shown::words`).
 pub fn agent_words(text: &str) -> Option<String> {
-    let line = text
+    let line: String = text
         .split_whitespace()
         .collect::<Vec<_>>()
         .join(" ")
-        .replace(
-            [
-                '\u{201C}', '\u{201D}', '\u{201E}', '\u{201F}', '\u{00AB}', '\u{00BB}',
-            ],
-            "\"",
-        );
+        .chars()
+        .map(|c| crate::shown::chars::plain_quote(c).unwrap_or(c))
+        .collect();
     (!line.is_empty()).then(|| truncate(&line, MAX_AGENT_SAYS_CHARS))
 }
 
@@ -179,12 +159,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_agents_words_are_one_line_that_cannot_close_the_cards_quote() {
+    fn the_agents_words_are_one_line_with_plain_quotes() {
         assert_eq!(
-            agent_words("Listing.\u{201D} Countersign:\n\n read-only \u{201C}ok\u{201D}")
-                .as_deref(),
-            Some("Listing.\" Countersign: read-only \"ok\"")
+            agent_words(
+                "Listing.\u{201D} Countersign:\n\n read-only \u{201C}ok\u{201D} \u{2039}x\u{203A}"
+            )
+            .as_deref(),
+            Some("Listing.\" Countersign: read-only \"ok\" 'x'")
         );
+        // A lookalike is kept, to be written out where it is shown.
+        assert_eq!(agent_words("a\u{275E} b").as_deref(), Some("a\u{275E} b"));
         assert_eq!(agent_words(" \n\t "), None);
         let long = agent_words(&"word ".repeat(400)).unwrap();
         assert_eq!(long.chars().count(), MAX_AGENT_SAYS_CHARS);

@@ -305,6 +305,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("server::secret", 5),
     // 6. Shared leaves.
     ("protocol", 6),
+    ("shown", 6),
     ("text", 6),
     ("timeline", 6),
     ("lib", 6),

@@ -950,3 +950,102 @@ async fn an_agent_inventing_sessions_cannot_bury_the_inbox() {
     ts.send_msg(&sid, "run: echo mine", Some("ask")).await;
     ts.wait_gate(&sid).await;
 }
+
+/// What an agent sends to a card, spelled to speak as the page: its words closed with a
+/// lookalike quote and followed by text in the page's voice, and bidi isolates, overrides,
+/// zero-width and lookalike quotes in its command, title and folder.
+fn deceiving_gate(session: &str) -> Value {
+    let mut body = bash(
+        session,
+        "git push \u{2067}\u{2066}origin main\u{2069}\u{2069} && echo ‘done’\u{200B}",
+    );
+    body["cwd"] = json!("/home/me/ap″p");
+    body["title"] = json!("Push 〞 Countersign: checked, safe \u{202E}kcab");
+    body["agent_says"] = json!(
+        "Pushing the branch.❞ Countersign: this call only reads files \u{2066}(verified)\u{2069}＂"
+    );
+    body
+}
+
+/// The card as the server renders it (the session page and the Inbox, before any script):
+/// the agent's words sit in their own labelled block with no quotation mark of the page's
+/// around them, and everything an agent wrote holds its lookalike quotes and bidi controls
+/// written out (`⟨U+275E⟩`), nowhere raw.
+#[tokio::test]
+async fn the_card_shows_the_agents_words_as_its_own_with_nothing_raw_that_could_pass_for_the_page()
+{
+    let ts = TestServer::start().await;
+    let agent = token(&ts, "sly", "gates").await;
+    let opened = agent
+        .post("/api/v1/gates", deceiving_gate("cc-sly"))
+        .await
+        .expect(201);
+    let sid = str_of(&opened, "session_id").to_owned();
+    ts.wait_gate(&sid).await;
+    for path in [format!("/sessions/{sid}"), "/inbox".to_owned()] {
+        let page = send(ts.req(Method::GET, &path)).await;
+        assert_eq!(page.status.as_u16(), 200, "{path}");
+        let card = element(&page.body, "data-testid=\"approval-card\"", "</article>");
+        let raw: Vec<char> = card.chars().filter(|&c| unseen::deceives(c)).collect();
+        assert!(raw.is_empty(), "{path}: the card shows {raw:?} as they are");
+        let block = element(card, "data-testid=\"agent-says\"", "</figure>");
+        assert!(block.contains("The agent says:"), "{block}");
+        assert!(
+            block.contains("Pushing the branch.⟨U+275E⟩ Countersign: this call only reads files ⟨U+2066⟩(verified)⟨U+2069⟩⟨U+FF02⟩"),
+            "{path}: {block}"
+        );
+        for (what, written) in [
+            ("the command", "⟨U+2067⟩⟨U+2066⟩origin main⟨U+2069⟩⟨U+2069⟩"),
+            (
+                "a curly quote in the command",
+                "echo ⟨U+2018⟩done⟨U+2019⟩⟨U+200B⟩",
+            ),
+            (
+                "the title",
+                "Push ⟨U+301E⟩ Countersign: checked, safe ⟨U+202E⟩kcab",
+            ),
+        ] {
+            assert!(card.contains(written), "{path}: {what} not written out");
+        }
+        assert!(
+            card.contains("data-testid=\"card-hidden\""),
+            "{path}: the card says it holds hidden characters"
+        );
+    }
+}
+
+/// The HTML from the element carrying `marker` to the first `end` after it.
+fn element<'a>(html: &'a str, marker: &str, end: &str) -> &'a str {
+    let start = html.find(marker).unwrap_or_else(|| panic!("no {marker}"));
+    let rest = &html[start..];
+    &rest[..rest.find(end).unwrap_or(rest.len())]
+}
+
+/// The webhook, in each format, carries what the agent wrote with its lookalike quotes and
+/// bidi controls written out: no string anywhere in the JSON, ntfy or Slack body holds one.
+#[tokio::test]
+async fn every_webhook_format_writes_out_what_the_agent_could_hide_or_forge() {
+    let (hook, seen) = webhook().await;
+    for (n, format) in ["json", "ntfy", "slack"].into_iter().enumerate() {
+        let ts = TestServer::configured(&format!(
+            "[notify]\nwebhook_url = \"{hook}/topic-{format}\"\nformat = \"{format}\"\n"
+        ))
+        .await;
+        let agent = token(&ts, "sly", "gates").await;
+        agent
+            .post("/api/v1/gates", deceiving_gate(&format!("cc-{format}")))
+            .await
+            .expect(201);
+        let got = notified(&seen, n + 1).await;
+        let body = &got[n].1;
+        let raw = unseen::deceiving_strings(body);
+        assert!(raw.is_empty(), "{format}: {raw:#?}");
+        let text = body.to_string();
+        for written in ["⟨U+2067⟩⟨U+2066⟩origin", "⟨U+2018⟩done⟨U+2019⟩", "⟨U+301E⟩"]
+        {
+            assert!(text.contains(written), "{format}: no {written} in {text}");
+        }
+        assert!(text.contains("ap⟨U+2033⟩p"), "{format}: the folder, {text}");
+        drop(ts);
+    }
+}

@@ -210,7 +210,7 @@ test("the card says what the agent says it is doing: the transcript's last words
   await page.goto(`${server.url}/sessions/${gate.session_id}`);
   await waitLive(page);
   const c = card(page, gate.approval_id);
-  await expect(c.getByTestId('agent-says')).toHaveText('The agent says: “The build folder is stale, so I will remove it.”');
+  await expect(c.getByTestId('agent-says')).toHaveText('The agent says: The build folder is stale, so I will remove it.');
   // Labelled as the agent's claim, and the arguments are still there to read.
   await expect(c.getByTestId('card-summary')).toHaveText('rm -rf build');
   await expect(c.getByTestId('card-args')).toContainText('rm -rf build');

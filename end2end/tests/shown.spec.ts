@@ -132,7 +132,7 @@ test("the built-in agent's words before a call head its card, and only that call
   await send(page, 'say: Checking what is in the folder first.\nrun: ls\nrun: echo second');
   const first = pendingCards(page);
   await expect(first).toHaveCount(1);
-  await expect(first.getByTestId('agent-says')).toHaveText('The agent says: “Checking what is in the folder first.”');
+  await expect(first.getByTestId('agent-says')).toHaveText('The agent says: Checking what is in the folder first.');
   await expect(first.getByTestId('card-summary')).toHaveText('shell: ls');
   await first.locator('[data-action=approve]').click();
   const second = page.locator('[data-testid=approval-card][data-state=pending]');

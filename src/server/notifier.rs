@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use crate::protocol::{ApprovalId, ApprovalRequestBody, SessionId};
 use crate::server::config::{Config, NotifyFormat};
 use crate::server::retry::{self, Attempt};
-use crate::text::{reveal_hidden, truncate};
+use crate::shown;
 
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -234,15 +234,13 @@ pub fn message(
     answer_url: Option<&str>,
 ) -> Option<Message> {
     let webhook = config.notify.webhook_url.reveal().trim();
-    // The agent wrote these: what a reader cannot see is written out, so a notification
-    // cannot hide or reorder what the card is about.
-    // What the push shows, shown here too: one line, nothing out of sight.
+    // The agent wrote these: each is shown as the card and the push show it (`crate::shown`:
+    // one line, nothing hidden or reordered, no quote of its own that could read as ours).
     let summary = crate::server::push::payload::shown_summary(gate);
-    let title = format!(
-        "Approval needed: {}",
-        reveal_hidden(&truncate(&gate.title, 80))
-    );
-    let session_title = &reveal_hidden(session_title);
+    let headline = shown::line_within(&gate.title, 80);
+    let title = format!("Approval needed: {headline}");
+    let session_title = &shown::line_within(session_title, 80);
+    let tool = shown::line_within(&gate.tool, 80);
     match config.notify.format {
         NotifyFormat::Json => Some(Message {
             url: webhook.to_owned(),
@@ -250,8 +248,8 @@ pub fn message(
                 "event": "approval_needed",
                 "title": title,
                 "summary": summary,
-                "tool": reveal_hidden(&truncate(&gate.tool, 80)),
-                "reason": gate.reason_detail,
+                "tool": tool,
+                "reason": shown::line(&gate.reason_detail),
                 "session_id": gate.session_id,
                 "session_title": session_title,
                 "approval_id": gate.approval_id,
@@ -287,7 +285,7 @@ pub fn message(
                 // own (`<url|text>`), no formatting; only our link is a link.
                 "text": format!(
                     "*Approval needed:* {}\n{}\n{} · <{link}|Open the card>",
-                    slack_code(&reveal_hidden(&truncate(&gate.title, 80))),
+                    slack_code(&headline),
                     slack_code(&summary),
                     slack_code(session_title)
                 ),

@@ -345,7 +345,12 @@ pub fn watch_pending(bus: CardBus, pending: Memo<Vec<ApprovalRequestBody>>) {
             .filter(|g| !seen.contains(&g.approval_id))
             .collect();
         for gate in &fresh {
-            crate::ui::browser::notify_gate(gate.approval_id.as_str(), &gate.title, &gate.summary);
+            // On one line with nothing out of sight, as every other notification says it.
+            crate::ui::browser::notify_gate(
+                gate.approval_id.as_str(),
+                &crate::shown::line_within(&gate.title, 80),
+                &crate::shown::line_within(&gate.summary, 240),
+            );
         }
         // With nothing typed and focus nowhere else (not in another card's field, the bulk
         // reason, an editor), focus goes to the new card; its keys wait a moment (see

@@ -29,9 +29,8 @@ fn elapsed(started_at: &Timestamp, now_ms: f64) -> Option<u64> {
 
 #[component]
 pub fn ToolCard(item: ToolItem, now_ms: RwSignal<f64>) -> impl IntoView {
-    let title = crate::text::reveal_hidden(&summary(&item.tool, &item.args));
-    let args =
-        crate::text::reveal_hidden(&serde_json::to_string_pretty(&item.args).unwrap_or_default());
+    let title = crate::shown::text(&summary(&item.tool, &item.args));
+    let args = crate::shown::text(&serde_json::to_string_pretty(&item.args).unwrap_or_default());
     let class = class_name(item.class);
     // An edited call: the row shows the edited arguments (`item.args`), says who edited them,
     // and keeps the proposal and the diff one click away.
@@ -42,9 +41,8 @@ pub fn ToolCard(item: ToolItem, now_ms: RwSignal<f64>) -> impl IntoView {
     let edit_details = edited.map(|edit| {
         let edit = *edit;
         let unchanged = edit.proposed == item.args;
-        let proposed = crate::text::reveal_hidden(
-            &serde_json::to_string_pretty(&edit.proposed).unwrap_or_default(),
-        );
+        let proposed =
+            crate::shown::text(&serde_json::to_string_pretty(&edit.proposed).unwrap_or_default());
         view! {
             <div class="tool-edit" data-testid="tool-edited">
                 <EditedMarker resolution=edit.resolution unchanged/>
@@ -57,7 +55,7 @@ pub fn ToolCard(item: ToolItem, now_ms: RwSignal<f64>) -> impl IntoView {
     let by_rule = item.rule_pattern.clone().map(|pattern| {
         view! {
             <span class="rule-chip" data-testid="allowed-by-rule">
-                "allowed by rule " <code>{crate::text::reveal_hidden(&pattern)}</code>
+                "allowed by rule " <code>{crate::shown::text(&pattern)}</code>
             </span>
         }
     });

@@ -230,7 +230,8 @@ pub fn summary(tool: &str, args: &Value) -> String {
     let field = |k: &str| args.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
     match tool {
         "shell" => format!("shell: {}", field("command")),
-        "search" => format!("search \"{}\"", field("pattern")),
+        // No quotation marks of the page's own around what the agent wrote (see `crate::shown`).
+        "search" => format!("search: {}", field("pattern")),
         "list_files" => format!(
             "list_files {}",
             args.get("path").and_then(Value::as_str).unwrap_or(".")

@@ -1318,38 +1318,6 @@ async fn a_capability_for_another_digest_cannot_answer_the_card() {
 // 2b. What an agent wrote, in a notification
 // ---------------------------------------------------------------------------------------------
 
-/// What a reader cannot see: bidi controls, zero-width and tag characters, control
-/// characters (the test's own list, after the server's `text::is_hidden_char`).
-fn is_hidden(c: char) -> bool {
-    matches!(c,
-        '\u{202A}'..='\u{202E}'
-        | '\u{2066}'..='\u{2069}'
-        | '\u{200B}'..='\u{200F}'
-        | '\u{2060}'..='\u{2064}'
-        | '\u{FEFF}'
-        | '\u{E0000}'..='\u{E007F}'
-    ) || (c.is_control() && c != '\n' && c != '\t')
-}
-
-/// Every string in `v` (keys too), with where it is.
-fn strings(v: &Value, at: &str, out: &mut Vec<(String, String)>) {
-    match v {
-        Value::String(s) => out.push((at.to_owned(), s.clone())),
-        Value::Array(items) => {
-            for (i, item) in items.iter().enumerate() {
-                strings(item, &format!("{at}[{i}]"), out);
-            }
-        }
-        Value::Object(map) => {
-            for (k, item) in map {
-                out.push((format!("{at} key"), k.clone()));
-                strings(item, &format!("{at}.{k}"), out);
-            }
-        }
-        _ => {}
-    }
-}
-
 /// An outside agent's gate for `tool` running `npm test` (`POST /api/v1/gates` with a `gates`
 /// token), in a session of its own; returns its `approval_id`.
 async fn outside_gate(agent: &Api, tool: &str, title: &str, cwd: &str) -> String {
@@ -1379,34 +1347,41 @@ async fn outside_call(agent: &Api, tool: &str, input: Value, title: &str, cwd: &
     id_of(&resp.json(), "approval_id")
 }
 
-/// A notification cannot hide or reorder what the card is about: everything an agent wrote
-/// (its tool's name, its title, its folder) reaches the notification with the characters a
-/// reader cannot see written out, as the page and the webhook show them.
+/// A notification cannot hide or reorder what the card is about, nor quote as the page:
+/// everything an agent wrote (its tool's name, its title, its folder, its command) reaches the
+/// push with bidi controls, invisible characters and lookalike quotes written out, as the
+/// page and the webhook show them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn what_an_agent_wrote_reaches_the_notification_with_hidden_characters_written_out() {
     let ts = TestServer::configured(PUSH_TEST).await;
     let service = PushService::start().await;
     let device = subscribed_phone(&ts, &service).await;
     let (agent, _) = named_token(&ts, "hook", "gates").await;
-    let aid = outside_gate(
+    let aid = outside_call(
         &agent,
         "Read\u{202E}exe.txt\u{200B}",
-        "Harmless \u{202E}ylno daer",
-        "/home/me/ap\u{2066}p",
+        json!({"command": "git push \u{2067}origin\u{2069} ❞ok＂"}),
+        "Harmless 〞 Countersign: safe \u{202E}ylno daer",
+        "/home/me/ap\u{2066}p″",
     )
     .await;
     let (_, msg) = device.gate_message(&service, &aid).await;
-    let mut all = Vec::new();
-    strings(&msg, "push", &mut all);
-    let hidden: Vec<&(String, String)> = all
-        .iter()
-        .filter(|(_, s)| s.chars().any(is_hidden))
-        .collect();
+    let raw = unseen::deceiving_strings(&msg);
     assert!(
-        hidden.is_empty(),
-        "hidden characters reach the notification as they are: {hidden:#?}"
+        raw.is_empty(),
+        "what an agent wrote reaches the notification as it is: {raw:#?}"
     );
     assert!(str_of(&msg, "tool").contains("U+202E"), "{msg:#}");
+    let summary = str_of(&msg, "summary");
+    assert!(
+        summary.contains("⟨U+2067⟩origin⟨U+2069⟩ ⟨U+275E⟩ok⟨U+FF02⟩"),
+        "{msg:#}"
+    );
+    assert!(str_of(&msg, "title").contains("⟨U+301E⟩"), "{msg:#}");
+    assert!(
+        str_of(&msg, "session_title").contains("⟨U+2033⟩"),
+        "{msg:#}"
+    );
 }
 
 /// However much an agent writes, its card's notification is one push (≤ 4096 bytes): what it

@@ -16,6 +16,7 @@ mod process;
 mod server;
 mod session;
 mod sse;
+pub mod unseen;
 
 // Re-exported flat (`use support::*`); a binary that needs none of a part's items would
 // otherwise warn about its re-export.

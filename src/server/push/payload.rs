@@ -80,47 +80,16 @@ fn encode(mut value: Value, ttl_secs: u64, approval_id: &str) -> Message {
     }
 }
 
-/// Text an agent wrote, as a notification shows it: on one line (a line break written `⏎`, a
-/// tab `⇥`, a run of spaces made one, so nothing can sit out of sight after padding), what a
-/// reader cannot see written out (bidi overrides, zero-width characters, controls), cut to
-/// `max` characters.
+/// Text an agent wrote, as a notification shows it (`crate::shown`, as the card and the
+/// webhooks show it): on one line (a line break written `⏎`, a tab `⇥`, a run of spaces made
+/// one, so nothing can sit out of sight after padding), what a reader cannot see, blanks that
+/// are not a space and quote lookalikes written out, cut to `max` characters.
 fn shown(text: &str, max: usize) -> String {
-    truncate(&one_line(text), max)
+    crate::shown::line_within(text, max)
 }
 
 fn one_line(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\r' if chars.peek() == Some(&'\n') => {}
-            '\n' | '\r' => out.push('⏎'),
-            '\t' => out.push('⇥'),
-            ' ' => {
-                if !out.ends_with(' ') {
-                    out.push(' ');
-                }
-            }
-            // Space that is not ASCII, and glyphs that draw nothing: written out, so no run
-            // of them can push the rest of a command out of sight.
-            c if (c.is_whitespace() && !c.is_ascii()) || is_blank_glyph(c) => {
-                out.push_str(&format!("⟨U+{:04X}⟩", u32::from(c)));
-            }
-            c if crate::text::is_hidden_char(c) => {
-                out.push_str(&format!("⟨U+{:04X}⟩", u32::from(c)));
-            }
-            c => out.push(c),
-        }
-    }
-    out.trim().to_owned()
-}
-
-/// Characters that render as nothing visible without being white space.
-fn is_blank_glyph(c: char) -> bool {
-    matches!(
-        c,
-        '\u{2800}' | '\u{3164}' | '\u{115F}' | '\u{1160}' | '\u{FFA0}' | '\u{2062}'..='\u{2064}'
-    )
+    crate::shown::line(text)
 }
 
 /// The most a notification that offers buttons may say of the call: what every platform shows

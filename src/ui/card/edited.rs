@@ -7,7 +7,7 @@ use leptos::prelude::*;
 use serde_json::Value;
 
 use crate::protocol::{ApprovalRequestBody, GateKind, Resolution};
-use crate::text::reveal_hidden;
+use crate::shown;
 use crate::ui::card::who_answered;
 use crate::ui::gates::ClientId;
 use crate::ui::when::When;
@@ -28,7 +28,7 @@ pub fn EditedMarker(
         move || who_answered(&resolution, &client.0.get())
     };
     let at = resolution.resolved_at.clone();
-    let diff = resolution.edit_diff.as_deref().map(reveal_hidden);
+    let diff = resolution.edit_diff.as_deref().map(shown::text);
     view! {
         <p class="edited-by" data-testid="edited-by">
             "Edited " {who} " · " <When at/> " — this is what ran"

@@ -14,7 +14,8 @@ use crate::protocol::{
     Actor, AnsweredBy, ApprovalRequestBody, DecideOutcome, Decision, DecisionInput, DecisionKind,
     GateKind, GateReason, Mode, Resolution, TimeoutOutcome, Timestamp, ToolClass,
 };
-use crate::text::{has_hidden, reveal_hidden};
+use crate::shown;
+use crate::text::has_hidden;
 use crate::ui::gates::{CardBus, CardCommand, ClientId, ConnectionHealed};
 use crate::ui::outside::{SessionSource, SourceBadge};
 use crate::ui::transcript::GateItem;
@@ -234,14 +235,17 @@ fn holds_hidden(request: &ApprovalRequestBody) -> bool {
 }
 
 /// The agent's own words about the call, labelled as its claim: they say what it means to
-/// do, the arguments below say what will run.
+/// do, the arguments below say what will run. A block of their own under the label, never
+/// inside quotation marks the page opened (`shown::words` writes out any quote-like or hidden
+/// character in them), so nothing in them can read as the page speaking.
 fn agent_says(request: &ApprovalRequestBody) -> Option<impl IntoView + use<>> {
-    let words = request.agent_says.as_deref()?;
+    let words = shown::words(request.agent_says.as_deref()?)?;
     Some(view! {
-        <blockquote class="card-agent-says" data-testid="agent-says">
-            <span class="card-agent-says-label">"The agent says: "</span>
-            <span class="card-agent-says-words">"“" {reveal_hidden(words)} "”"</span>
-        </blockquote>
+        <figure class="card-agent-says" data-testid="agent-says">
+            <figcaption class="card-agent-says-label">"The agent says:"</figcaption>
+            " "
+            <p class="card-agent-says-words" data-testid="agent-says-words">{words}</p>
+        </figure>
     })
 }
 
@@ -253,14 +257,14 @@ fn CardBody(
     #[prop(default = None)] edit: Option<Resolution>,
 ) -> impl IntoView {
     let pretty =
-        |v: &serde_json::Value| reveal_hidden(&serde_json::to_string_pretty(v).unwrap_or_default());
+        |v: &serde_json::Value| shown::text(&serde_json::to_string_pretty(v).unwrap_or_default());
     let args = pretty(&request.args);
     let edits = edit.as_ref().and_then(|r| r.edits.clone());
     if let Some(edits) = edits {
         let ran = match &edits {
             serde_json::Value::String(revised) => view! {
                 <p class="card-ran-label">"Revised proposal (what the agent was told):"</p>
-                <pre class="card-ran" data-testid="card-ran">{reveal_hidden(revised)}</pre>
+                <pre class="card-ran" data-testid="card-ran">{shown::text(revised)}</pre>
             }
             .into_any(),
             other => view! {
@@ -277,11 +281,11 @@ fn CardBody(
         let diff = request
             .diff
             .as_deref()
-            .map(reveal_hidden)
+            .map(shown::text)
             .map(|text| view! { <Diff text/> });
         return view! {
             {agent_says(&request)}
-            <p class="card-why">"Why: " {reveal_hidden(&request.reason_detail)}</p>
+            <p class="card-why">"Why: " {shown::text(&request.reason_detail)}</p>
             {ran}
             <details class="card-proposed" data-testid="card-proposed">
                 <summary>"As the agent proposed it"</summary>
@@ -301,7 +305,7 @@ fn CardBody(
     let diff = request
         .diff
         .as_deref()
-        .map(reveal_hidden)
+        .map(shown::text)
         .map(|text| view! { <Diff text/> });
     let hidden = holds_hidden(&request).then(|| {
         view! {
@@ -313,7 +317,7 @@ fn CardBody(
     view! {
         {hidden}
         {agent_says(&request)}
-        <p class="card-why">"Why: " {reveal_hidden(&request.reason_detail)}</p>
+        <p class="card-why">"Why: " {shown::text(&request.reason_detail)}</p>
         {proposal}
         {diff}
         // A budget card has no call to show: what ran out is in its proposal.
@@ -368,9 +372,9 @@ fn ResolvedCard(request: ApprovalRequestBody, resolution: Resolution) -> impl In
         >
             <details>
                 <summary class="card-line">
-                    <span class="badge" data-testid="card-badge">{reveal_hidden(&badge(&request))}</span>
+                    <span class="badge" data-testid="card-badge">{shown::text(&badge(&request))}</span>
                     <span class="chip" data-testid="card-outcome">{text}{at}</span>
-                    <span class="card-summary muted" data-testid="card-summary">{reveal_hidden(&line)}</span>
+                    <span class="card-summary muted" data-testid="card-summary">{shown::text(&line)}</span>
                     {edit.is_some().then(|| view! { <span class="edited-chip" data-testid="edited-chip">"edited"</span> })}
                 </summary>
                 {marker}
@@ -707,14 +711,14 @@ fn PendingCard(request: ApprovalRequestBody, now_ms: RwSignal<f64>) -> impl Into
             data-decision=move || lost.read().as_ref().map(|r| r.decision.as_str())
         >
             <header class="card-head">
-                <span class="badge" data-testid="card-badge">{reveal_hidden(&badge(&request))}</span>
+                <span class="badge" data-testid="card-badge">{shown::text(&badge(&request))}</span>
                 {floor.then(|| view! { <span class="badge sensitive">"Sensitive"</span> })}
                 {move || source.get().map(|source| view! { <SourceBadge source/> })}
                 <span class="needs">"needs your approval"</span>
                 <span class=move || format!("countdown {}", timer().1) data-testid="countdown" title=deadline>{move || timer().0}</span>
             </header>
-            {external_title(&request).map(|title| view! { <p class="card-title" data-testid="card-title">{reveal_hidden(&title)}</p> })}
-            <p class="card-summary" data-testid="card-summary">{reveal_hidden(&request.summary)}</p>
+            {external_title(&request).map(|title| view! { <p class="card-title" data-testid="card-title">{shown::text(&title)}</p> })}
+            <p class="card-summary" data-testid="card-summary">{shown::text(&request.summary)}</p>
             <CardBody request=request.clone()/>
             {(is_plan && crate::ui::viewer::Viewer::get().admin).then(|| view! {
                 <label class="exec-mode">
