@@ -343,6 +343,34 @@ async fn codex_hook_allows_and_denies_with_the_persons_message() {
 }
 
 #[tokio::test]
+async fn codex_hook_puts_a_null_transcript_and_a_network_access_on_a_card() {
+    // Codex's schema allows `transcript_path: null` (a session with no transcript on disk) and
+    // names `NetworkAccess` among its tools: the real binary reads both, a person is asked, and
+    // the answer reaches Codex.
+    let ts = TestServer::start().await;
+    let token = gates_token(&ts, "codex-hook").await;
+    let mut input = fixture("codex/permissionrequest-bash.stdin.json");
+    input["transcript_path"] = Value::Null;
+    input["tool_name"] = json!("NetworkAccess");
+    input["tool_input"] = json!({"command": "network-access registry.npmjs.org",
+        "description": "network-access registry.npmjs.org"});
+    let hook = spawn_hook("codex", &ts.base, &token, &input).await;
+    let gate = pending_gate(&ts).await;
+    assert_eq!(gate["tool"], "NetworkAccess", "{gate}");
+    assert_eq!(
+        gate["args"]["command"], "network-access registry.npmjs.org",
+        "{gate}"
+    );
+    decide(&ts, &gate, json!({"decision": "approve"})).await;
+    let out = hook.await.unwrap();
+    assert_eq!(
+        stdout_json(&out),
+        fixture("codex/permissionrequest-allow.stdout.json"),
+        "{out:#?}"
+    );
+}
+
+#[tokio::test]
 async fn a_hook_waiting_across_a_server_crash_gets_its_answer_after_the_restart() {
     let mut lab = Lab::new(None);
     let node = lab.start().await;

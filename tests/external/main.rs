@@ -9,9 +9,11 @@
 mod common;
 mod fixtures;
 mod hooks;
+mod inputs;
 mod install;
 mod live;
 mod mcp;
 mod opencode;
+mod schemas;
 #[path = "../support/mod.rs"]
 mod support;

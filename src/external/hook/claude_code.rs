@@ -19,15 +19,15 @@ pub const SOURCE: &str = "claude-code";
 #[derive(Deserialize, Debug, Clone, PartialEq)]
 pub struct ClaudeHookInput {
     pub session_id: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::external::hook::null_as_default")]
     pub cwd: String,
     pub hook_event_name: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::external::hook::null_as_default")]
     pub tool_name: String,
     #[serde(default)]
     pub tool_input: Value,
     /// The conversation so far, as JSON lines; its last assistant words head the card.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::external::hook::null_as_default")]
     pub transcript_path: String,
     /// PreToolUse only; PermissionRequest has none.
     #[serde(default)]

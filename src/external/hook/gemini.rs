@@ -21,10 +21,10 @@ pub const EVENT: &str = "BeforeTool";
 #[derive(Deserialize, Debug, Clone, PartialEq)]
 pub struct GeminiHookInput {
     pub session_id: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::external::hook::null_as_default")]
     pub cwd: String,
     pub hook_event_name: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::external::hook::null_as_default")]
     pub tool_name: String,
     #[serde(default)]
     pub tool_input: Value,
@@ -32,7 +32,7 @@ pub struct GeminiHookInput {
     #[serde(default)]
     pub timestamp: Option<String>,
     /// Gemini's chat log (JSON lines); the hook watches it for the call being cancelled.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::external::hook::null_as_default")]
     pub transcript_path: String,
 }
 

@@ -575,6 +575,18 @@ pub(crate) fn parse_input<T: serde::de::DeserializeOwned>(
     })
 }
 
+/// A field the agent may send as `null` where this hook reads text or a list (Codex's
+/// `transcript_path` is `string | null` in its published schema): read as empty, never as
+/// input that cannot be read (which the hook refuses, exit 2).
+pub(crate) fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::Deserialize<'de> + Default,
+{
+    use serde::Deserialize;
+    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
+}
+
 /// `\uD800`-style escapes of a surrogate with no partner, replaced by `\uFFFD`.
 pub(crate) fn without_lone_surrogates(text: &str) -> String {
     let bytes = text.as_bytes();

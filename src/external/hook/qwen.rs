@@ -21,10 +21,10 @@ pub const EVENT: &str = "PreToolUse";
 #[derive(Deserialize, Debug, Clone, PartialEq)]
 pub struct QwenHookInput {
     pub session_id: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::external::hook::null_as_default")]
     pub cwd: String,
     pub hook_event_name: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::external::hook::null_as_default")]
     pub tool_name: String,
     #[serde(default)]
     pub tool_input: Value,
@@ -34,7 +34,7 @@ pub struct QwenHookInput {
     #[serde(default)]
     pub tool_use_id: Option<String>,
     /// Qwen's transcript (JSON lines); the hook watches it for this call's result.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::external::hook::null_as_default")]
     pub transcript_path: String,
 }
 
