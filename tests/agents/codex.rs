@@ -361,8 +361,8 @@ async fn a_crash_of_countersign_while_codex_waits_leaves_one_card_answered_once(
 async fn esc_in_codex_while_its_card_waits_closes_the_card() {
     // Codex shows no prompt of its own while its hook runs ("Waiting for approval in
     // Countersign"), so the call cannot be answered there first; Esc interrupts the turn, and
-    // Codex kills the hook outright (SIGKILL: it cannot close its card itself), so the card
-    // closes when its long-polls stop coming, about 15 s later.
+    // Codex kills the hook outright (it cannot close its card itself): the server sees the
+    // hook's long-poll connection close and closes the card within 5 s.
     let Some(codex) = Codex::set_up().await else {
         return;
     };
@@ -372,7 +372,10 @@ async fn esc_in_codex_while_its_card_waits_closes_the_card() {
     Codex::ask(&tui, "RUN[touch tui.txt]").await;
     let gate = codex.card_for("touch tui.txt").await;
     tui.shows("Waiting for approval in Countersign").await;
+    // The hook's long-poll has begun (the card shows just before it).
+    tokio::time::sleep(Duration::from_millis(500)).await;
     tui.press("Escape");
+    let pressed = Instant::now();
     let aid = str_of(&gate, "approval_id").to_owned();
     let closed = poll_until("the card to close", SOON, || async {
         let state = codex
@@ -389,6 +392,9 @@ async fn esc_in_codex_while_its_card_waits_closes_the_card() {
     })
     .await;
     assert_eq!(closed["reason"], "agent_gone", "{closed}");
+    let took = pressed.elapsed();
+    eprintln!("Esc → card closed: {} ms", took.as_millis());
+    assert!(took <= Duration::from_secs(5), "closed {took:?} after Esc");
     // An answer now reaches no one, and is refused rather than recorded.
     let (sid, aid) = (str_of(&gate, "session_id"), str_of(&gate, "approval_id"));
     codex
