@@ -519,6 +519,56 @@ async fn a_daemon_started_without_the_token_is_named_and_a_restart_fixes_it() {
 }
 
 #[tokio::test]
+async fn an_ephemeral_codex_sends_no_transcript_and_still_gets_a_card() {
+    // `--ephemeral` keeps no session file, so Codex's hook input carries
+    // `transcript_path: null` (its schema allows it); `--approve-for-me` routes approvals to
+    // its reviewer, whose path asks the PermissionRequest hook first. A second hook beside
+    // Countersign's records what Codex sent.
+    let Some(codex) = Codex::set_up().await else {
+        return;
+    };
+    let sent = codex.desk.project.join("permission-request.json");
+    let hooks = codex.desk.home.join(".codex/hooks.json");
+    let mut config: Value =
+        serde_json::from_str(&std::fs::read_to_string(&hooks).unwrap()).unwrap();
+    config["hooks"]["PermissionRequest"]
+        .as_array_mut()
+        .unwrap()
+        .insert(
+            0,
+            json!({"matcher": "*", "hooks": [{"type": "command",
+                "command": format!("cat > '{}'", sent.display())}]}),
+        );
+    std::fs::write(&hooks, config.to_string()).unwrap();
+    let mut cmd = codex.desk.command(&codex.bin);
+    cmd.envs(codex.env()).args([
+        "exec",
+        "--skip-git-repo-check",
+        "--dangerously-bypass-hook-trust",
+        "--ephemeral",
+        "--approve-for-me",
+        "RUN[touch ephemeral.txt]",
+    ]);
+    let child = cmd.spawn().unwrap();
+    let gate = codex.card_for("touch ephemeral.txt").await;
+    // Codex runs both hooks at once: the record may land a moment after the card.
+    let input: Value = poll_until("Codex's hook input on record", SOON, || async {
+        let text = std::fs::read_to_string(&sent).map_err(|e| e.to_string())?;
+        serde_json::from_str::<Value>(&text).map_err(|e| e.to_string())
+    })
+    .await;
+    assert!(input["transcript_path"].is_null(), "{input}");
+    assert_eq!(input["tool_name"], "Bash", "{input}");
+    codex
+        .desk
+        .decide(&gate, json!({"decision": "approve"}))
+        .await;
+    let (code, stdout, stderr) = finish(child, Duration::from_secs(120)).await;
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    file_holds(&codex, "ephemeral.txt", "").await;
+}
+
+#[tokio::test]
 async fn codex_exec_asks_nobody_so_the_terminal_is_the_way() {
     // `codex exec` forces the approval policy `never`: the call the model asks to run outside
     // the sandbox is refused on the spot, and no hook is asked (hook trust bypassed here, so
