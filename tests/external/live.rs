@@ -220,8 +220,20 @@ struct WaitingHook {
 
 impl WaitingHook {
     async fn start(agent: &str, url: &str, token: &str, stdin: &Value) -> WaitingHook {
+        WaitingHook::start_with(agent, url, token, stdin, &[]).await
+    }
+
+    /// The same, with `env` added to the hook's environment.
+    async fn start_with(
+        agent: &str,
+        url: &str,
+        token: &str,
+        stdin: &Value,
+        env: &[(&str, &str)],
+    ) -> WaitingHook {
         let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_countersign"))
             .args(["hook", agent, "--url", url, "--token", token])
+            .envs(env.iter().copied())
             .env_remove("COUNTERSIGN_TOKEN")
             .env("RUST_LOG", "warn")
             .stdin(Stdio::piped())
@@ -717,4 +729,100 @@ async fn a_client_that_drops_its_poll_and_polls_again_keeps_its_card() {
     })
     .await;
     assert!(gone_at.elapsed() <= std::time::Duration::from_secs(5));
+}
+
+/// What Claude Code sets for its hooks in its interactive terminal.
+const ATTENDED: [(&str, &str); 1] = [("CLAUDE_CODE_SESSION_ATTENDED", "1")];
+
+/// Claude Code's `PreToolUse` (and the same call's `PermissionRequest`) for `command` in
+/// `default` mode, in session `session`.
+fn claude_dialog_call(session: &str, command: &str) -> (Value, Value) {
+    let mut pre = fixture("claude-code/pretooluse-bash.stdin.json");
+    pre["session_id"] = json!(session);
+    pre["permission_mode"] = json!("default");
+    pre["tool_input"] = json!({"command": command, "description": "step 0"});
+    let mut request = pre.clone();
+    request["hook_event_name"] = json!("PermissionRequest");
+    request.as_object_mut().unwrap().remove("tool_use_id");
+    (pre, request)
+}
+
+/// `hook claude-code` run to its end in an attended session.
+async fn attended_hook(url: &str, token: &str, stdin: &Value) -> Value {
+    let mut cmd = countersign(&["hook", "claude-code", "--url", url, "--token", token]);
+    cmd.envs(ATTENDED);
+    let stdin = stdin.to_string();
+    let out = tokio::task::spawn_blocking(move || crate::support::run(cmd, Some(&stdin)))
+        .await
+        .unwrap();
+    stdout_json(&out)
+}
+
+#[tokio::test]
+async fn claudes_dialog_and_the_card_race_and_the_loser_closes() {
+    let ts = TestServer::start().await;
+    let token = gates_token(&ts, "claude-hook").await;
+    let (pre, request) = claude_dialog_call("dialog-race", "make release");
+    // PreToolUse opens the card and lets Claude show its dialog.
+    let said = attended_hook(&ts.base, &token, &pre).await;
+    assert_eq!(
+        said["hookSpecificOutput"]["permissionDecision"], "ask",
+        "{said}"
+    );
+    let gate = pending_gate(&ts).await;
+    // Beside the dialog, Claude's PermissionRequest hook waits on that same card.
+    let mut hook =
+        WaitingHook::start_with("claude-code", &ts.base, &token, &request, &ATTENDED).await;
+    hook.waiting().await;
+    let again = pending_gate(&ts).await;
+    assert_eq!(again["approval_id"], gate["approval_id"], "one card");
+    // The card answered first answers Claude, and its dialog closes.
+    decide(&ts, &gate, json!({"decision": "approve"})).await;
+    let answer = hook.answer().await;
+    assert_eq!(
+        answer["hookSpecificOutput"]["decision"]["behavior"],
+        "allow"
+    );
+
+    // The dialog's No first: Claude aborts the turn and stops its hooks (SIGTERM); the card
+    // closes and takes no answer after.
+    let (pre, request) = claude_dialog_call("dialog-race", "make deploy");
+    attended_hook(&ts.base, &token, &pre).await;
+    let gate = pending_gate(&ts).await;
+    let mut hook =
+        WaitingHook::start_with("claude-code", &ts.base, &token, &request, &ATTENDED).await;
+    hook.waiting().await;
+    let pid = hook.child.id().unwrap().to_string();
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let _ = hook.child.wait().await;
+    let (sid, aid) = (str_of(&gate, "session_id"), str_of(&gate, "approval_id"));
+    let late = ts
+        .post(
+            &format!("/api/v1/sessions/{sid}/approvals/{aid}"),
+            json!({"decision": "approve"}),
+        )
+        .await;
+    assert_eq!(late.status.as_u16(), 410, "{}", late.body);
+
+    // No PermissionRequest hook ever takes the card over (Claude allowed the call itself, or
+    // hooks were turned off): the card does not outlive the call; it closes when its watch
+    // lapses.
+    let (pre, _) = claude_dialog_call("dialog-race", "make clean");
+    attended_hook(&ts.base, &token, &pre).await;
+    let gate = pending_gate(&ts).await;
+    let aid = str_of(&gate, "approval_id");
+    let closed = poll_until("the untaken card to close", SOON, || async {
+        let state = ts.get(&format!("/api/v1/gates/{aid}")).await.expect(200);
+        if state["status"] == "cancelled" {
+            Ok(state)
+        } else {
+            Err(state.to_string())
+        }
+    })
+    .await;
+    assert_eq!(closed["reason"], "agent_gone", "{closed}");
 }

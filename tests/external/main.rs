@@ -7,6 +7,7 @@
 #![cfg(feature = "ssr")]
 
 mod common;
+mod dialog;
 mod fixtures;
 mod hooks;
 mod inputs;

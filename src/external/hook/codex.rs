@@ -421,6 +421,7 @@ mod tests {
             cwd: "/tmp".into(),
             open_budget: std::time::Duration::from_millis(200),
             live_stderr: false,
+            agent_attended: false,
         };
         let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}", closed.local_addr().unwrap());

@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::external::gates_client::OpenGate;
-use crate::external::hook::{AlwaysAnswer, Dropped, GateKey, HookContext, hook_gate};
+use crate::external::hook::{AlwaysAnswer, Dropped, GateKey, HookContext, Why, hook_gate};
 use crate::external::key::idempotency_key;
 use crate::external::transcript;
 use crate::external::verdict::Verdict;
@@ -62,7 +62,8 @@ impl AlwaysAnswer for GeminiHookInput {
     fn dropped(&self) -> Option<Dropped> {
         let path = self.transcript_path.clone();
         Some(Box::pin(async move {
-            transcript::dropped(&path, cancelled).await
+            transcript::dropped(&path, cancelled).await;
+            Why::DROPPED
         }))
     }
 

@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::external::gates_client::OpenGate;
-use crate::external::hook::{AlwaysAnswer, Dropped, GateKey, HookContext, hook_gate};
+use crate::external::hook::{AlwaysAnswer, Dropped, GateKey, HookContext, Why, hook_gate};
 use crate::external::key::idempotency_key;
 use crate::external::transcript;
 use crate::external::verdict::Verdict;
@@ -68,7 +68,8 @@ impl AlwaysAnswer for QwenHookInput {
         let path = self.transcript_path.clone();
         let call_id = self.tool_call_id.clone().unwrap_or_default();
         Some(Box::pin(async move {
-            transcript::dropped(&path, |line| settles(line, &call_id)).await
+            transcript::dropped(&path, |line| settles(line, &call_id)).await;
+            Why::DROPPED
         }))
     }
 
