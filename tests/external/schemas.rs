@@ -266,12 +266,11 @@ impl Schema {
         }
         for (name, v) in fields {
             let here = format!("{at}.{name}");
-            match props.and_then(|p| p.get(name)) {
-                Some(s) => self.check_at(s, v, &here)?,
-                None => match schema.get("additionalProperties") {
-                    Some(extra) => self.check_at(extra, v, &here)?,
-                    None => {}
-                },
+            let field = props
+                .and_then(|p| p.get(name))
+                .or_else(|| schema.get("additionalProperties"));
+            if let Some(field) = field {
+                self.check_at(field, v, &here)?;
             }
         }
         Ok(())

@@ -355,7 +355,7 @@ pub(crate) struct PendingCard {
 /// What opening a hook's card came to.
 pub(crate) enum Opened {
     /// A card waits for a person.
-    Pending(PendingCard),
+    Pending(Box<PendingCard>),
     /// Countersign answered at once (a rule, the mode, the floor, an earlier answer of this
     /// very call) or would not put the call on a card.
     Answered(Verdict),
@@ -396,12 +396,12 @@ pub(crate) async fn open_card(
     if !state.url.is_empty() {
         out.say(format!("waiting for an answer: {}", state.url));
     }
-    Opened::Pending(PendingCard {
+    Opened::Pending(Box::new(PendingCard {
         client,
         state,
         deadline,
         timeout_secs: wait_for.as_secs(),
-    })
+    }))
 }
 
 /// The gate of this very ask: under `key`, or — past answers of earlier asks of the same call
