@@ -331,15 +331,31 @@ mod tests {
 /// Resolves once a line the agent appends to its transcript at `path` (after this was called)
 /// says it dropped the call the hook waits on (`dropped(line)`: on Esc, Gemini CLI writes
 /// "Request cancelled." and Qwen Code the call's cancelled result, and both leave their hook
-/// running); never, when there is
-/// no transcript to read. Read as [`last_words`] reads: a regular file, without blocking, at
-/// most [`TAIL_BYTES`] a look, on the blocking pool.
+/// running); never, when there is no transcript to read.
 pub async fn dropped(path: &str, dropped: impl Fn(&Value) -> bool) {
+    watch(path, Start::End, |line, _| dropped(line)).await
+}
+
+/// Where [`watch`] starts reading.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Start {
+    /// Only lines appended after the watch began.
+    End,
+    /// Also the last [`TAIL_BYTES`] as they stand when it begins (read first, marked not
+    /// fresh), for a watch that must know what was written just before it.
+    Tail,
+}
+
+/// Resolves once `seen(line, fresh)` holds for a line of the transcript at `path`, fed in the
+/// order written (`fresh`: appended after the watch began); never, when there is no transcript
+/// to read. Read as [`last_words`] reads: a regular file, without blocking, at most
+/// [`TAIL_BYTES`] a look, on the blocking pool.
+pub async fn watch(path: &str, start: Start, mut seen: impl FnMut(&Value, bool) -> bool) {
     if path.is_empty() {
         return std::future::pending().await;
     }
     let path = std::path::PathBuf::from(path);
-    let mut from = {
+    let len = {
         let path = path.clone();
         match tokio::task::spawn_blocking(move || std::fs::metadata(path).map(|m| m.len())).await {
             Ok(Ok(len)) => len,
@@ -347,21 +363,29 @@ pub async fn dropped(path: &str, dropped: impl Fn(&Value) -> bool) {
             _ => 0,
         }
     };
+    let (mut from, mut fresh) = match start {
+        Start::End => (len, true),
+        Start::Tail => (len.saturating_sub(TAIL_BYTES), false),
+    };
     loop {
-        tokio::time::sleep(DROP_POLL).await;
+        if fresh {
+            tokio::time::sleep(DROP_POLL).await;
+        }
         let read = {
             let path = path.clone();
             tokio::task::spawn_blocking(move || read_from(&path, from))
         };
-        let Ok(Ok(Some((lines, next)))) = tokio::time::timeout(READ_DEADLINE, read).await else {
+        let looked = tokio::time::timeout(READ_DEADLINE, read).await;
+        let was_fresh = std::mem::replace(&mut fresh, true);
+        let Ok(Ok(Some((lines, next)))) = looked else {
             continue;
         };
         from = next;
-        let seen = lines
+        // A line cut at the start of the tail does not parse, and is skipped.
+        let mut parsed = lines
             .lines()
-            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-            .any(|line| dropped(&line));
-        if seen {
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok());
+        if parsed.any(|line| seen(&line, was_fresh)) {
             return;
         }
     }

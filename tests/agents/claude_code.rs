@@ -72,6 +72,11 @@ impl Claude {
     /// Claude's interactive terminal, past its first-run questions (onboarding done, the
     /// project trusted — Claude runs no hooks in an untrusted folder — and the key accepted).
     fn start_tui(&self) -> Option<Tui> {
+        self.start_tui_with(&[])
+    }
+
+    /// The same, with `args` (a `--permission-mode`).
+    fn start_tui_with(&self, args: &[&str]) -> Option<Tui> {
         let trusted = json!({
             "hasCompletedOnboarding": true, "theme": "dark",
             "customApiKeyResponses": {"approved": [API_KEY], "rejected": []},
@@ -81,9 +86,72 @@ impl Claude {
         std::fs::write(self.desk.home.join(".claude.json"), trusted.to_string()).unwrap();
         let mut env = self.desk.env();
         env.extend(self.env());
-        Tui::start(&self.bin, &[], &self.desk.project, &env)
+        // Claude Code refuses `bypassPermissions` as root unless told it is in a sandbox (the
+        // test machine runs as root).
+        env.push(("IS_SANDBOX".into(), "1".into()));
+        Tui::start(&self.bin, args, &self.desk.project, &env)
     }
 
+    /// Types the person's words once the terminal is ready, and sends them.
+    async fn ask(tui: &Tui, prompt: &str) {
+        tui.ask("for shortcuts", prompt).await;
+    }
+
+    /// Waits until the card `gate` is closed with `reason`; a decision sent then is refused.
+    async fn closed_with(&self, gate: &Value, reason: &str, tui: &Tui) {
+        let aid = str_of(gate, "approval_id").to_owned();
+        let closed = poll_until("the card to close", SOON, || async {
+            let state = self
+                .desk
+                .admin()
+                .get(&format!("/api/v1/gates/{aid}"))
+                .await
+                .expect(200);
+            if state["status"] == "cancelled" {
+                Ok(state)
+            } else {
+                Err(format!("{state}\n{}", tui.screen()))
+            }
+        })
+        .await;
+        assert_eq!(closed["reason"], reason, "{closed}");
+        let sid = str_of(gate, "session_id");
+        self.desk
+            .admin()
+            .post(
+                &format!("/api/v1/sessions/{sid}/approvals/{aid}"),
+                json!({"decision": "approve"}),
+            )
+            .await
+            .expect(410);
+    }
+}
+
+/// Claude's own permission dialog.
+const DIALOG: &str = "Do you want to proceed?";
+
+/// Waits until the terminal no longer shows `text`.
+async fn gone_from(tui: &Tui, text: &str) {
+    poll_until(&format!("{text:?} to go"), SOON, || async {
+        let screen = tui.screen();
+        if screen.contains(text) {
+            Err(screen)
+        } else {
+            Ok(())
+        }
+    })
+    .await;
+}
+
+/// Waits until the project holds `name`.
+async fn file_appears(claude: &Claude, name: &str, tui: &Tui) {
+    poll_until(&format!("{name} to be written"), SOON, || async {
+        claude.desk.file(name).map(drop).ok_or_else(|| tui.screen())
+    })
+    .await;
+}
+
+impl Claude {
     /// The one pending card, checked to be Claude's call of `Bash` with `command`.
     async fn card_for(&self, command: &str) -> Value {
         self.desk.card_for("Bash", command).await
@@ -337,4 +405,145 @@ async fn hook_latency_figures() {
         assert!(claude.desk.project.join(format!("f{i}")).exists());
     }
     eprintln!("{}", latency.report("Claude Code"));
+}
+
+#[tokio::test]
+async fn in_default_mode_claudes_own_dialog_answers_and_the_card_closes() {
+    // The person answers in Claude's dialog, which shows beside the card: Yes runs the call and
+    // the card closes (`answered_elsewhere`) once it has run; No stops the call, Claude stops
+    // its hook, and the card closes (`agent_gone`). Neither card takes an answer afterwards.
+    let Some(claude) = Claude::set_up().await else {
+        return;
+    };
+    let Some(tui) = claude.start_tui_with(&["--permission-mode", "default"]) else {
+        return;
+    };
+    Claude::ask(&tui, "RUN[touch yes.txt]").await;
+    let gate = claude.card_for("touch yes.txt").await;
+    tui.shows(DIALOG).await;
+    tui.shows("Countersign asks too").await;
+    Tui::settle().await;
+    tui.press("Enter");
+    file_appears(&claude, "yes.txt", &tui).await;
+    claude.closed_with(&gate, "answered_elsewhere", &tui).await;
+    tui.shows("DONE").await;
+
+    Claude::ask(&tui, "RUN[touch no.txt]").await;
+    let gate = claude.card_for("touch no.txt").await;
+    tui.shows(DIALOG).await;
+    Tui::settle().await;
+    tui.press("2");
+    Tui::settle().await;
+    if tui.screen().contains(DIALOG) {
+        tui.press("Enter");
+    }
+    claude.closed_with(&gate, "agent_gone", &tui).await;
+    assert_eq!(claude.desk.file("no.txt"), None, "No ran nothing");
+
+    // Esc on the dialog is a No as well.
+    Claude::ask(&tui, "RUN[touch esc.txt]").await;
+    let gate = claude.card_for("touch esc.txt").await;
+    tui.shows(DIALOG).await;
+    claude.desk.esc_closes(&tui, &gate, "esc.txt").await;
+}
+
+#[tokio::test]
+async fn in_default_mode_the_card_answers_and_claudes_dialog_closes() {
+    let Some(claude) = Claude::set_up().await else {
+        return;
+    };
+    let Some(tui) = claude.start_tui_with(&["--permission-mode", "default"]) else {
+        return;
+    };
+    Claude::ask(&tui, "RUN[touch card.txt]").await;
+    let gate = claude.card_for("touch card.txt").await;
+    tui.shows(DIALOG).await;
+    claude
+        .desk
+        .decide(&gate, json!({"decision": "approve"}))
+        .await;
+    file_appears(&claude, "card.txt", &tui).await;
+    gone_from(&tui, DIALOG).await;
+    tui.shows("DONE").await;
+    assert_eq!(
+        claude.desk.cards_opened(&gate).await,
+        1,
+        "one card per call"
+    );
+
+    Claude::ask(&tui, "RUN[touch denied.txt]").await;
+    let gate = claude.card_for("touch denied.txt").await;
+    tui.shows(DIALOG).await;
+    claude
+        .desk
+        .decide(
+            &gate,
+            json!({"decision": "deny", "reason": "not on a Friday"}),
+        )
+        .await;
+    gone_from(&tui, DIALOG).await;
+    poll_until("the model to hear the reason", SOON, || async {
+        let results = claude.results();
+        match results.last() {
+            Some(last) if last.text.contains("not on a Friday") => Ok(()),
+            _ => Err(format!("{results:?}\n{}", tui.screen())),
+        }
+    })
+    .await;
+    assert_eq!(claude.desk.file("denied.txt"), None);
+}
+
+#[tokio::test]
+async fn in_bypass_and_auto_modes_the_terminal_waits_on_the_card() {
+    // No dialog of Claude's in these modes: every call still reaches Countersign, and only the
+    // card answers.
+    let Some(claude) = Claude::set_up().await else {
+        return;
+    };
+    for (mode, ready) in [
+        ("bypassPermissions", "bypass permissions on"),
+        ("auto", "auto mode"),
+    ] {
+        let Some(tui) = claude.start_tui_with(&["--permission-mode", mode]) else {
+            return;
+        };
+        if mode == "bypassPermissions" {
+            // Claude asks once whether the person accepts the mode, as anyone starting it would.
+            tui.shows("Yes, I accept").await;
+            tui.press("Down");
+            Tui::settle().await;
+            tui.press("Enter");
+        }
+        let file = format!("{mode}.txt");
+        tui.ask(ready, &format!("RUN[touch {file}]")).await;
+        let gate = claude.card_for(&format!("touch {file}")).await;
+        tui.shows("Waiting for approval in Countersign").await;
+        assert!(!tui.screen().contains(DIALOG), "{mode}: {}", tui.screen());
+        assert_eq!(claude.desk.file(&file), None, "{mode}: nothing ran yet");
+        claude
+            .desk
+            .decide(&gate, json!({"decision": "approve"}))
+            .await;
+        file_appears(&claude, &file, &tui).await;
+        drop(tui);
+    }
+}
+
+#[tokio::test]
+async fn in_accept_edits_mode_too_the_dialog_shows_beside_the_card() {
+    let Some(claude) = Claude::set_up().await else {
+        return;
+    };
+    let Some(tui) = claude.start_tui_with(&["--permission-mode", "acceptEdits"]) else {
+        return;
+    };
+    tui.ask("accept edits on", "RUN[touch edits.txt]").await;
+    let gate = claude.card_for("touch edits.txt").await;
+    tui.shows(DIALOG).await;
+    claude
+        .desk
+        .decide(&gate, json!({"decision": "approve"}))
+        .await;
+    file_appears(&claude, "edits.txt", &tui).await;
+    gone_from(&tui, DIALOG).await;
 }

@@ -361,8 +361,8 @@ async fn a_crash_of_countersign_while_codex_waits_leaves_one_card_answered_once(
 async fn esc_in_codex_while_its_card_waits_closes_the_card() {
     // Codex shows no prompt of its own while its hook runs ("Waiting for approval in
     // Countersign"), so the call cannot be answered there first; Esc interrupts the turn, and
-    // Codex kills the hook outright (SIGKILL: it cannot close its card itself), so the card
-    // closes when its long-polls stop coming, about 15 s later.
+    // Codex kills the hook outright (it cannot close its card itself): the server sees the
+    // hook's long-poll connection close and closes the card within 5 s.
     let Some(codex) = Codex::set_up().await else {
         return;
     };
@@ -372,7 +372,10 @@ async fn esc_in_codex_while_its_card_waits_closes_the_card() {
     Codex::ask(&tui, "RUN[touch tui.txt]").await;
     let gate = codex.card_for("touch tui.txt").await;
     tui.shows("Waiting for approval in Countersign").await;
+    // The hook's long-poll has begun (the card shows just before it).
+    tokio::time::sleep(Duration::from_millis(500)).await;
     tui.press("Escape");
+    let pressed = Instant::now();
     let aid = str_of(&gate, "approval_id").to_owned();
     let closed = poll_until("the card to close", SOON, || async {
         let state = codex
@@ -389,6 +392,9 @@ async fn esc_in_codex_while_its_card_waits_closes_the_card() {
     })
     .await;
     assert_eq!(closed["reason"], "agent_gone", "{closed}");
+    let took = pressed.elapsed();
+    eprintln!("Esc → card closed: {} ms", took.as_millis());
+    assert!(took <= Duration::from_secs(5), "closed {took:?} after Esc");
     // An answer now reaches no one, and is refused rather than recorded.
     let (sid, aid) = (str_of(&gate, "session_id"), str_of(&gate, "approval_id"));
     codex
@@ -510,6 +516,56 @@ async fn a_daemon_started_without_the_token_is_named_and_a_restart_fixes_it() {
         .await;
     file_holds(&codex, "second.txt", "").await;
     tui.shows("DONE").await;
+}
+
+#[tokio::test]
+async fn an_ephemeral_codex_sends_no_transcript_and_still_gets_a_card() {
+    // `--ephemeral` keeps no session file, so Codex's hook input carries
+    // `transcript_path: null` (its schema allows it); `--approve-for-me` routes approvals to
+    // its reviewer, whose path asks the PermissionRequest hook first. A second hook beside
+    // Countersign's records what Codex sent.
+    let Some(codex) = Codex::set_up().await else {
+        return;
+    };
+    let sent = codex.desk.project.join("permission-request.json");
+    let hooks = codex.desk.home.join(".codex/hooks.json");
+    let mut config: Value =
+        serde_json::from_str(&std::fs::read_to_string(&hooks).unwrap()).unwrap();
+    config["hooks"]["PermissionRequest"]
+        .as_array_mut()
+        .unwrap()
+        .insert(
+            0,
+            json!({"matcher": "*", "hooks": [{"type": "command",
+                "command": format!("cat > '{}'", sent.display())}]}),
+        );
+    std::fs::write(&hooks, config.to_string()).unwrap();
+    let mut cmd = codex.desk.command(&codex.bin);
+    cmd.envs(codex.env()).args([
+        "exec",
+        "--skip-git-repo-check",
+        "--dangerously-bypass-hook-trust",
+        "--ephemeral",
+        "--approve-for-me",
+        "RUN[touch ephemeral.txt]",
+    ]);
+    let child = cmd.spawn().unwrap();
+    let gate = codex.card_for("touch ephemeral.txt").await;
+    // Codex runs both hooks at once: the record may land a moment after the card.
+    let input: Value = poll_until("Codex's hook input on record", SOON, || async {
+        let text = std::fs::read_to_string(&sent).map_err(|e| e.to_string())?;
+        serde_json::from_str::<Value>(&text).map_err(|e| e.to_string())
+    })
+    .await;
+    assert!(input["transcript_path"].is_null(), "{input}");
+    assert_eq!(input["tool_name"], "Bash", "{input}");
+    codex
+        .desk
+        .decide(&gate, json!({"decision": "approve"}))
+        .await;
+    let (code, stdout, stderr) = finish(child, Duration::from_secs(120)).await;
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    file_holds(&codex, "ephemeral.txt", "").await;
 }
 
 #[tokio::test]

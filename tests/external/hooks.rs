@@ -29,6 +29,7 @@ pub fn ctx() -> HookContext {
         cwd: PathBuf::from("/tmp/hook-cwd"),
         open_budget: Duration::from_secs(1),
         live_stderr: false,
+        agent_attended: false,
     }
 }
 

@@ -7,11 +7,14 @@
 #![cfg(feature = "ssr")]
 
 mod common;
+mod dialog;
 mod fixtures;
 mod hooks;
+mod inputs;
 mod install;
 mod live;
 mod mcp;
 mod opencode;
+mod schemas;
 #[path = "../support/mod.rs"]
 mod support;

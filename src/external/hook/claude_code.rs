@@ -5,8 +5,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::external::gates_client::OpenGate;
+use crate::external::hook::claude_dialog::{answered_in_dialog, ask_reason, races_the_dialog};
 use crate::external::hook::{
-    GateHookArgs, GateKey, HookContext, HookOutcome, decide_or_fallback, hook_gate, parse_input,
+    GateHookArgs, GateKey, HookContext, HookOutcome, Opened, decide_or_fallback, hook_gate,
+    open_card, parse_input, unreachable_answer,
 };
 use crate::external::key::idempotency_key;
 use crate::external::transcript;
@@ -19,15 +21,15 @@ pub const SOURCE: &str = "claude-code";
 #[derive(Deserialize, Debug, Clone, PartialEq)]
 pub struct ClaudeHookInput {
     pub session_id: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::external::hook::null_as_default")]
     pub cwd: String,
     pub hook_event_name: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::external::hook::null_as_default")]
     pub tool_name: String,
     #[serde(default)]
     pub tool_input: Value,
     /// The conversation so far, as JSON lines; its last assistant words head the card.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::external::hook::null_as_default")]
     pub transcript_path: String,
     /// PreToolUse only; PermissionRequest has none.
     #[serde(default)]
@@ -38,6 +40,10 @@ pub struct ClaudeHookInput {
     /// PermissionRequest: the "always allow" options the dialog would offer.
     #[serde(default)]
     pub permission_suggestions: Option<Vec<Value>>,
+    /// `default`, `acceptEdits`, `plan`, `auto`, `bypassPermissions`, `dontAsk`: whether Claude
+    /// shows its own dialog (see [`super::claude_dialog`]).
+    #[serde(default)]
+    pub permission_mode: Option<String>,
 }
 
 /// The two hook events that can carry a permission decision.
@@ -75,9 +81,53 @@ pub async fn answer(flags: &GateHookArgs, stdin: &[u8], ctx: &HookContext) -> Ho
     if !flags.no_transcript {
         gate.agent_says = transcript::last_words(&input.transcript_path).await;
     }
-    let key = key(&input, event);
-    if let Some(verdict) = decide_or_fallback(flags, &gate, &key, ctx, &mut out, None).await {
+    let race = races_the_dialog(input.permission_mode.as_deref(), ctx);
+    let verdict = match (event, race) {
+        (ClaudeEvent::PreToolUse, true) => {
+            return ask_beside_the_dialog(flags, &gate, &input, ctx, out).await;
+        }
+        (ClaudeEvent::PermissionRequest, true) => {
+            let answered =
+                answered_in_dialog(&input.transcript_path, &input.tool_name, &input.tool_input);
+            let key = request_key(&input);
+            decide_or_fallback(flags, &gate, &key, ctx, &mut out, Some(answered)).await
+        }
+        (event, false) => {
+            let key = key(&input, event);
+            decide_or_fallback(flags, &gate, &key, ctx, &mut out, None).await
+        }
+    };
+    if let Some(verdict) = verdict {
         out.stdout = render(event, &verdict, &input).to_string();
+    }
+    out
+}
+
+/// `PreToolUse` where Claude shows its own dialog: the card is opened (a rule, the mode or the
+/// floor may answer it at once, and that answer is given), and while it waits Claude is told
+/// "ask", so its dialog shows beside the card. The `PermissionRequest` hook Claude runs then
+/// finds the same card under the same key and waits on it. One poll marks the card watched:
+/// if no such hook ever comes to wait on it, it closes (`agent_gone`) when the watch lapses.
+async fn ask_beside_the_dialog(
+    flags: &GateHookArgs,
+    gate: &OpenGate,
+    input: &ClaudeHookInput,
+    ctx: &HookContext,
+    mut out: HookOutcome,
+) -> HookOutcome {
+    let verdict = match open_card(flags, gate, &request_key(input), ctx, &mut out).await {
+        Opened::Answered(verdict) => Some(verdict),
+        Opened::Unasked => unreachable_answer(flags),
+        Opened::Pending(card) => {
+            if let Err(e) = card.client.poll(&card.state.approval_id, 0).await {
+                out.say(format!("could not mark the card watched: {e}"));
+            }
+            out.stdout = render_ask(&ask_reason(&card.state.url)).to_string();
+            return out;
+        }
+    };
+    if let Some(verdict) = verdict {
+        out.stdout = render(ClaudeEvent::PreToolUse, &verdict, input).to_string();
     }
     out
 }
@@ -97,24 +147,31 @@ pub fn open_gate(input: &ClaudeHookInput, ctx: &HookContext, timeout_secs: u64) 
 }
 
 /// The key of this call: the session and the tool use when the hook names it (a re-run of
-/// the same hook finds the same gate, answered or not), else a hash of the request, which
-/// finds the same gate only while it is pending (see [`decide`]).
+/// the same hook finds the same gate, answered or not), else [`request_key`].
 pub fn key(input: &ClaudeHookInput, event: ClaudeEvent) -> GateKey {
     match (event, input.tool_use_id.as_deref()) {
         (ClaudeEvent::PreToolUse, Some(tool_use_id)) if !tool_use_id.is_empty() => GateKey {
             key: idempotency_key(&[SOURCE, &input.session_id, tool_use_id]),
             names_one_call: true,
         },
-        _ => GateKey {
-            key: idempotency_key(&[
-                SOURCE,
-                &input.session_id,
-                input.prompt_id.as_deref().unwrap_or(""),
-                &input.tool_name,
-                &canonical_json(&input.tool_input),
-            ]),
-            names_one_call: false,
-        },
+        _ => request_key(input),
+    }
+}
+
+/// A hash of the request (the session, the prompt, the tool and its input), which finds the
+/// same gate only while it is pending (see [`decide`]): what a `PermissionRequest` hook, which
+/// names no tool use, can compute — and so the key of a card it must find that a `PreToolUse`
+/// hook opened (see [`super::claude_dialog`]).
+pub fn request_key(input: &ClaudeHookInput) -> GateKey {
+    GateKey {
+        key: idempotency_key(&[
+            SOURCE,
+            &input.session_id,
+            input.prompt_id.as_deref().unwrap_or(""),
+            &input.tool_name,
+            &canonical_json(&input.tool_input),
+        ]),
+        names_one_call: false,
     }
 }
 
@@ -126,6 +183,16 @@ pub fn render(event: ClaudeEvent, verdict: &Verdict, input: &ClaudeHookInput) ->
             decision: permission_decision(verdict, input.permission_suggestions.as_deref()),
         },
     };
+    serde_json::json!({ "hookSpecificOutput": output })
+}
+
+/// `PreToolUse`'s "ask": Claude shows its own dialog, with `reason` in it.
+pub fn render_ask(reason: &str) -> Value {
+    let output = HookSpecificOutput::PreToolUse(PreToolUseOutput {
+        permission_decision: "ask",
+        permission_decision_reason: reason.to_owned(),
+        updated_input: None,
+    });
     serde_json::json!({ "hookSpecificOutput": output })
 }
 

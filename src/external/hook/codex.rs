@@ -29,21 +29,24 @@ use crate::protocol::canonical_json;
 pub const SOURCE: &str = "codex";
 const EVENT: &str = "PermissionRequest";
 
-/// The fields of Codex's hook input this hook reads.
+/// The fields of Codex's hook input this hook reads, as its published schema
+/// (`permission-request.command.input`) allows them: `transcript_path` may be `null` (a session
+/// with no transcript on disk), and whatever the schema adds is ignored.
 #[derive(Deserialize, Debug, Clone, PartialEq)]
 pub struct CodexHookInput {
     pub session_id: String,
     #[serde(default)]
     pub turn_id: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::external::hook::null_as_default")]
     pub cwd: String,
     pub hook_event_name: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::external::hook::null_as_default")]
     pub tool_name: String,
     #[serde(default)]
     pub tool_input: Value,
-    /// The conversation so far, as JSON lines; its last assistant words head the card.
-    #[serde(default)]
+    /// The conversation so far, as JSON lines; its last assistant words head the card. Empty
+    /// when Codex sent `null`.
+    #[serde(default, deserialize_with = "crate::external::hook::null_as_default")]
     pub transcript_path: String,
 }
 
@@ -418,6 +421,7 @@ mod tests {
             cwd: "/tmp".into(),
             open_budget: std::time::Duration::from_millis(200),
             live_stderr: false,
+            agent_attended: false,
         };
         let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}", closed.local_addr().unwrap());

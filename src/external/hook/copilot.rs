@@ -20,9 +20,9 @@ pub const SOURCE: &str = "copilot-cli";
 #[serde(rename_all = "camelCase")]
 pub struct CopilotHookInput {
     pub session_id: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::external::hook::null_as_default")]
     pub cwd: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::external::hook::null_as_default")]
     pub tool_name: String,
     /// An object; a JSON string of one is read too.
     #[serde(default)]

@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::external::gates_client::OpenGate;
-use crate::external::hook::{AlwaysAnswer, Dropped, GateKey, HookContext, hook_gate};
+use crate::external::hook::{AlwaysAnswer, Dropped, GateKey, HookContext, Why, hook_gate};
 use crate::external::key::idempotency_key;
 use crate::external::transcript;
 use crate::external::verdict::Verdict;
@@ -21,10 +21,10 @@ pub const EVENT: &str = "BeforeTool";
 #[derive(Deserialize, Debug, Clone, PartialEq)]
 pub struct GeminiHookInput {
     pub session_id: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::external::hook::null_as_default")]
     pub cwd: String,
     pub hook_event_name: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::external::hook::null_as_default")]
     pub tool_name: String,
     #[serde(default)]
     pub tool_input: Value,
@@ -32,7 +32,7 @@ pub struct GeminiHookInput {
     #[serde(default)]
     pub timestamp: Option<String>,
     /// Gemini's chat log (JSON lines); the hook watches it for the call being cancelled.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::external::hook::null_as_default")]
     pub transcript_path: String,
 }
 
@@ -62,7 +62,8 @@ impl AlwaysAnswer for GeminiHookInput {
     fn dropped(&self) -> Option<Dropped> {
         let path = self.transcript_path.clone();
         Some(Box::pin(async move {
-            transcript::dropped(&path, cancelled).await
+            transcript::dropped(&path, cancelled).await;
+            Why::DROPPED
         }))
     }
 

@@ -113,8 +113,9 @@ impl Agent {
     /// The hook events the hook answers for this agent. Claude Code's `PermissionRequest` is
     /// asked only when Claude would prompt, which its `auto` and `bypassPermissions` modes
     /// never do; `PreToolUse` is asked before every tool call in every mode, so every call
-    /// reaches Countersign whatever mode Claude starts in (`PermissionRequest` stays for
-    /// prompts Claude raises on its own).
+    /// reaches Countersign whatever mode Claude starts in. Where Claude shows its own dialog,
+    /// `PermissionRequest` is what waits on the card beside it (see
+    /// [`super::claude_dialog`]), and it answers prompts Claude raises on its own.
     pub fn events(self) -> &'static [&'static str] {
         match self {
             Agent::ClaudeCode => &["PreToolUse", "PermissionRequest"],
@@ -190,8 +191,9 @@ pub fn install(args: &InstallArgs, ctx: &HookContext) -> HookOutcome {
             "the hook reads COUNTERSIGN_URL and COUNTERSIGN_TOKEN (a `gates` token) from the \
              environment Claude Code starts in; Claude Code runs hooks only in folders whose \
              trust dialog was accepted. Every tool call now asks Countersign first \
-             (PreToolUse), whatever permission mode Claude runs in: keep the hook, and do not \
-             set disableAllHooks",
+             (PreToolUse), whatever permission mode Claude runs in: keep both hooks, and do \
+             not set disableAllHooks. In Claude's terminal in default, acceptEdits or plan \
+             mode, Claude's own dialog shows beside the card and the first answer counts",
         ),
         Agent::Codex => {
             if let Some(extra) = codex_extra_keys(&path) {

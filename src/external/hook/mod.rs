@@ -3,6 +3,7 @@
 //! environment as values and returns what to print, so tests need no process or global state.
 
 pub mod claude_code;
+pub mod claude_dialog;
 pub mod codex;
 pub mod copilot;
 pub mod gemini;
@@ -38,6 +39,9 @@ const WHY_TIMEOUT: &str = "timeout";
 /// The cancel reason when the agent stopped the hook (it answered in its own prompt, the person
 /// pressed Esc, the agent quit): nobody waits for this card any more.
 pub const WHY_AGENT_GONE: &str = "agent_gone";
+/// The cancel reason when the person answered the agent's own prompt first (Claude Code's
+/// dialog, which races the card): the call went on without the card.
+pub const WHY_ANSWERED_ELSEWHERE: &str = "answered_elsewhere";
 /// How long the hook's card may go without a poll of it waiting before the server takes the
 /// hook for dead and closes the card: well above the client's longest pause between polls (5 s
 /// of backoff while Countersign restarts).
@@ -133,6 +137,10 @@ pub struct HookContext {
     /// Write stderr lines as they are said (the real process: "waiting for an answer: <url>"
     /// shows while it waits), not only in [`HookOutcome::stderr`] at the end.
     pub live_stderr: bool,
+    /// The agent says a person attends its session and can answer its own permission dialog
+    /// (Claude Code sets `CLAUDE_CODE_SESSION_ATTENDED=1` for its hooks in its interactive
+    /// terminal, `0` under `-p` and the SDK, where a hook's "ask" is a refusal).
+    pub agent_attended: bool,
 }
 
 impl HookContext {
@@ -145,6 +153,7 @@ impl HookContext {
             cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
             open_budget: DEFAULT_OPEN_BUDGET,
             live_stderr: true,
+            agent_attended: std::env::var("CLAUDE_CODE_SESSION_ATTENDED").as_deref() == Ok("1"),
         }
     }
 }
@@ -288,9 +297,30 @@ pub(crate) async fn decide(
     decide_watching(flags, gate, key, ctx, out, None).await
 }
 
-/// A sign, other than a signal, that the agent dropped the call the hook waits on (Gemini CLI's
-/// "Request cancelled." in its transcript): the card is closed as `agent_gone` when it comes.
-pub(crate) type Dropped = std::pin::Pin<Box<dyn Future<Output = ()> + Send>>;
+/// A sign, other than a signal, that the agent is done with the call the hook waits on
+/// (Gemini CLI's "Request cancelled." in its transcript, the call's result in Claude Code's):
+/// the card is closed when it comes, with the reason it names.
+pub(crate) type Dropped = std::pin::Pin<Box<dyn Future<Output = Why> + Send>>;
+
+/// Why a card is closed when its [`Dropped`] comes, and what the hook says of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Why {
+    pub reason: &'static str,
+    pub said: &'static str,
+}
+
+impl Why {
+    /// The agent dropped the call (Esc in Gemini CLI or Qwen Code).
+    pub const DROPPED: Why = Why {
+        reason: WHY_AGENT_GONE,
+        said: "the agent dropped the call",
+    };
+    /// The person answered the agent's own prompt first, and the call went on.
+    pub const ANSWERED_IN_AGENT: Why = Why {
+        reason: WHY_ANSWERED_ELSEWHERE,
+        said: "the call was answered in the agent's own prompt",
+    };
+}
 
 /// [`decide`], also closing the card when `dropped` resolves.
 pub(crate) async fn decide_watching(
@@ -304,11 +334,47 @@ pub(crate) async fn decide_watching(
     // Listening from before the card opens: a stop that comes while it is being opened is
     // kept, and acted on (the card closed) as soon as the wait begins.
     let mut stop = Stop::listen();
+    match open_card(flags, gate, key, ctx, out).await {
+        Opened::Answered(verdict) => Some(verdict),
+        Opened::Unasked => None,
+        Opened::Pending(card) => {
+            let dropped = dropped.unwrap_or_else(|| Box::pin(std::future::pending()));
+            wait(&card, (&mut stop, dropped), out).await
+        }
+    }
+}
+
+/// A card waiting for a person, and how long the hook may wait on it.
+pub(crate) struct PendingCard {
+    pub client: GatesClient,
+    pub state: crate::external::gates_client::GateState,
+    deadline: Instant,
+    timeout_secs: u64,
+}
+
+/// What opening a hook's card came to.
+pub(crate) enum Opened {
+    /// A card waits for a person.
+    Pending(Box<PendingCard>),
+    /// Countersign answered at once (a rule, the mode, the floor, an earlier answer of this
+    /// very call) or would not put the call on a card.
+    Answered(Verdict),
+    /// No decision: Countersign could not be asked.
+    Unasked,
+}
+
+/// Opens the hook's card (or finds it: see [`decide`]), without waiting on it.
+pub(crate) async fn open_card(
+    flags: &GateHookArgs,
+    gate: &OpenGate,
+    key: &GateKey,
+    ctx: &HookContext,
+    out: &mut HookOutcome,
+) -> Opened {
     let timeout = Duration::from_secs(flags.timeout);
     let wait_for = timeout
         .saturating_sub(ANSWER_MARGIN)
         .max(Duration::from_secs(1));
-    let deadline = Instant::now() + wait_for;
     let client = match flags.remote.client() {
         // Opening may not eat the time the answer needs: the agent stops waiting at its timeout.
         Ok(client) => client
@@ -316,12 +382,38 @@ pub(crate) async fn decide_watching(
             .with_watch(WATCH_LAPSE),
         Err(e) => {
             out.say(format!("{e}; leaving this to the agent's own prompt"));
-            return None;
+            return Opened::Unasked;
         }
     };
+    let deadline = Instant::now() + wait_for;
+    let state = match open_this_ask(&client, gate, key, out).await {
+        Ok(state) => state,
+        Err(early) => return early,
+    };
+    if state.is_resolved() {
+        return Opened::Answered(Verdict::from_state(&state));
+    }
+    if !state.url.is_empty() {
+        out.say(format!("waiting for an answer: {}", state.url));
+    }
+    Opened::Pending(Box::new(PendingCard {
+        client,
+        state,
+        deadline,
+        timeout_secs: wait_for.as_secs(),
+    }))
+}
+
+/// The gate of this very ask: under `key`, or — past answers of earlier asks of the same call
+/// under a request-hash key — under a key chained to the last of them.
+async fn open_this_ask(
+    client: &GatesClient,
+    gate: &OpenGate,
+    key: &GateKey,
+    out: &mut HookOutcome,
+) -> Result<crate::external::gates_client::GateState, Opened> {
     let mut key_now = key.key.clone();
-    let mut asked_before = 0;
-    let opened = loop {
+    for _ in 0..=MAX_ASKED_BEFORE {
         let opened = match client.open(gate, Some(&key_now)).await {
             Ok(opened) => opened,
             // Countersign read the call and would not open a card for it (too large, not
@@ -332,52 +424,33 @@ pub(crate) async fn decide_watching(
                 message,
             }) => {
                 out.say(format!("Countersign refused this call ({code}): {message}"));
-                return Some(Verdict::Deny {
+                return Err(Opened::Answered(Verdict::Deny {
                     message: format!(
                         "Countersign could not put this call on a card ({code}: {message}); it is not allowed"
                     ),
-                });
+                }));
             }
             Err(e) => {
                 out.say(format!(
                     "{}; leaving this to the agent's own prompt",
                     error_chain(&e)
                 ));
-                return None;
+                return Err(Opened::Unasked);
             }
         };
         let earlier_ask = opened.replayed && opened.state.is_resolved() && !key.names_one_call;
         if !earlier_ask {
-            break opened.state;
+            return Ok(opened.state);
         }
-        if asked_before == MAX_ASKED_BEFORE {
-            // Never the answer of an earlier ask: something keeps answering this key's chain.
-            return Some(Verdict::Deny {
-                message: format!(
-                    "Countersign found {MAX_ASKED_BEFORE} earlier answers of this same call and \
-                     would not reuse one; ask again"
-                ),
-            });
-        }
-        asked_before += 1;
         key_now = idempotency_key(&[&key_now, opened.state.approval_id.as_str()]);
-    };
-    if opened.is_resolved() {
-        return Some(Verdict::from_state(&opened));
     }
-    if !opened.url.is_empty() {
-        out.say(format!("waiting for an answer: {}", opened.url));
-    }
-    let dropped = dropped.unwrap_or_else(|| Box::pin(std::future::pending()));
-    wait(
-        &client,
-        &opened.approval_id,
-        deadline,
-        wait_for.as_secs(),
-        (&mut stop, dropped),
-        out,
-    )
-    .await
+    // Never the answer of an earlier ask: something keeps answering this key's chain.
+    Err(Opened::Answered(Verdict::Deny {
+        message: format!(
+            "Countersign found {MAX_ASKED_BEFORE} earlier answers of this same call and would \
+             not reuse one; ask again"
+        ),
+    }))
 }
 
 /// A hook for an agent that runs a call whose hook prints nothing (Gemini CLI, Qwen Code,
@@ -448,11 +521,18 @@ pub(crate) async fn decide_or_fallback(
     out: &mut HookOutcome,
     dropped: Option<Dropped>,
 ) -> Option<Verdict> {
-    let verdict = decide_watching(flags, gate, key, ctx, out, dropped).await;
-    match (verdict, flags.if_unreachable) {
-        (Some(verdict), _) => Some(verdict),
-        (None, Unreachable::Ask) => None,
-        (None, Unreachable::Deny) => Some(Verdict::Deny {
+    match decide_watching(flags, gate, key, ctx, out, dropped).await {
+        Some(verdict) => Some(verdict),
+        None => unreachable_answer(flags),
+    }
+}
+
+/// The answer `--if-unreachable` names when Countersign gives none (`None`: the agent's own
+/// prompt).
+pub(crate) fn unreachable_answer(flags: &GateHookArgs) -> Option<Verdict> {
+    match flags.if_unreachable {
+        Unreachable::Ask => None,
+        Unreachable::Deny => Some(Verdict::Deny {
             message: "Countersign gave no answer (it could not be reached or refused the \
                       hook's token), and this hook denies when it cannot ask"
                 .into(),
@@ -461,34 +541,25 @@ pub(crate) async fn decide_or_fallback(
 }
 
 async fn wait(
-    client: &GatesClient,
-    approval_id: &ApprovalId,
-    deadline: Instant,
-    timeout_secs: u64,
+    card: &PendingCard,
     (stop, dropped): (&mut Stop, Dropped),
     out: &mut HookOutcome,
 ) -> Option<Verdict> {
+    let (client, approval_id) = (&card.client, &card.state.approval_id);
     let waited = tokio::select! {
-        waited = client.wait(approval_id, deadline) => waited,
+        waited = client.wait(approval_id, card.deadline) => waited,
         gone = async {
             tokio::select! {
-                signal = stop.stopped() => format!("stopped by {signal}"),
-                () = dropped => "the agent dropped the call".to_owned(),
+                signal = stop.stopped() => (WHY_AGENT_GONE, format!("stopped by {signal}")),
+                why = dropped => (why.reason, why.said.to_owned()),
             }
         } => {
-            // The agent stopped asking (SIGTERM, SIGINT or SIGHUP, or it said so in its
-            // transcript): its card must not stay open for an answer nobody will act on, or
-            // be audited as a decision later.
-            out.say(format!("{gone}; closing the card"));
-            match tokio::time::timeout(CLOSE_ON_STOP, client.cancel(approval_id, WHY_AGENT_GONE))
-                .await
-            {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => out.say(format!(
-                    "could not close gate {approval_id} (answered meanwhile?): {e}"
-                )),
-                Err(_) => out.say(format!("could not close gate {approval_id} in time")),
-            }
+            // The agent stopped asking (SIGTERM, SIGINT or SIGHUP, or its transcript says the
+            // call was dropped or answered in its own prompt): its card must not stay open for
+            // an answer nobody will act on, or be audited as a decision later.
+            let (why, said) = gone;
+            out.say(format!("{said}; closing the card"));
+            close(client, approval_id, why, out).await;
             return None;
         }
     };
@@ -497,13 +568,8 @@ async fn wait(
         Err(ClientError::Deadline { .. }) => {
             // The agent is told no; the card should not stay open for an answer nobody reads.
             // Bounded: the no must reach the agent before its own timeout does.
-            match tokio::time::timeout(CLOSE_ON_STOP, client.cancel(approval_id, WHY_TIMEOUT)).await
-            {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => out.say(format!("could not cancel gate {approval_id}: {e}")),
-                Err(_) => out.say(format!("could not cancel gate {approval_id} in time")),
-            }
-            Some(Verdict::timed_out(timeout_secs))
+            close(client, approval_id, WHY_TIMEOUT, out).await;
+            Some(Verdict::timed_out(card.timeout_secs))
         }
         Err(e) => {
             out.say(format!(
@@ -512,6 +578,17 @@ async fn wait(
             ));
             None
         }
+    }
+}
+
+/// Cancels the card with `why`, within [`CLOSE_ON_STOP`].
+async fn close(client: &GatesClient, approval_id: &ApprovalId, why: &str, out: &mut HookOutcome) {
+    match tokio::time::timeout(CLOSE_ON_STOP, client.cancel(approval_id, why)).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => out.say(format!(
+            "could not close gate {approval_id} (answered meanwhile?): {e}"
+        )),
+        Err(_) => out.say(format!("could not close gate {approval_id} in time")),
     }
 }
 
@@ -573,6 +650,18 @@ pub(crate) fn parse_input<T: serde::de::DeserializeOwned>(
         outcome.code = 2;
         outcome
     })
+}
+
+/// A field the agent may send as `null` where this hook reads text or a list (Codex's
+/// `transcript_path` is `string | null` in its published schema): read as empty, never as
+/// input that cannot be read (which the hook refuses, exit 2).
+pub(crate) fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::Deserialize<'de> + Default,
+{
+    use serde::Deserialize;
+    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
 }
 
 /// `\uD800`-style escapes of a surrogate with no partner, replaced by `\uFFFD`.

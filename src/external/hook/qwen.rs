@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::external::gates_client::OpenGate;
-use crate::external::hook::{AlwaysAnswer, Dropped, GateKey, HookContext, hook_gate};
+use crate::external::hook::{AlwaysAnswer, Dropped, GateKey, HookContext, Why, hook_gate};
 use crate::external::key::idempotency_key;
 use crate::external::transcript;
 use crate::external::verdict::Verdict;
@@ -21,10 +21,10 @@ pub const EVENT: &str = "PreToolUse";
 #[derive(Deserialize, Debug, Clone, PartialEq)]
 pub struct QwenHookInput {
     pub session_id: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::external::hook::null_as_default")]
     pub cwd: String,
     pub hook_event_name: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::external::hook::null_as_default")]
     pub tool_name: String,
     #[serde(default)]
     pub tool_input: Value,
@@ -34,7 +34,7 @@ pub struct QwenHookInput {
     #[serde(default)]
     pub tool_use_id: Option<String>,
     /// Qwen's transcript (JSON lines); the hook watches it for this call's result.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::external::hook::null_as_default")]
     pub transcript_path: String,
 }
 
@@ -68,7 +68,8 @@ impl AlwaysAnswer for QwenHookInput {
         let path = self.transcript_path.clone();
         let call_id = self.tool_call_id.clone().unwrap_or_default();
         Some(Box::pin(async move {
-            transcript::dropped(&path, |line| settles(line, &call_id)).await
+            transcript::dropped(&path, |line| settles(line, &call_id)).await;
+            Why::DROPPED
         }))
     }
 

@@ -676,7 +676,8 @@ impl Core {
 
     /// `GET /api/v1/gates/{id}?wait=&watch=`: the gate's state, as soon as it is resolved or
     /// after `wait` (at most a minute). With `watch`, the card closes (`agent_gone`) when no
-    /// such poll waits on it for that long (see [`super::watch`]).
+    /// such poll waits on it for that long, or soon after a poll's connection closes while it
+    /// waits (this future dropped unanswered; see [`super::watch`]).
     pub async fn wait_gate(
         &self,
         who: &Principal,
@@ -694,7 +695,7 @@ impl Core {
             self.watches.forget(approval_id);
             return Ok(state);
         }
-        let _watching = match watch {
+        let watching = match watch {
             Some(lapse) if self.repos.coordination.is_none() => {
                 let (hub, gates, session, aid) = (
                     self.hub.clone(),
@@ -709,6 +710,9 @@ impl Core {
             _ => None,
         };
         if wait.is_zero() {
+            if let Some(watching) = watching {
+                watching.finish();
+            }
             return Ok(state);
         }
         let until_expiry = state.expires_at.ms_left(Timestamp::now_ms());
@@ -740,7 +744,12 @@ impl Core {
             () = self.shutdown.cancelled() => {}
         }
         drop(feed);
-        self.stored_state(&gate.session_id, &gate.approval_id).await
+        let answer = self.stored_state(&gate.session_id, &gate.approval_id).await;
+        // Answered, so not a closed connection: the hook polls again at once.
+        if let Some(watching) = watching {
+            watching.finish();
+        }
+        answer
     }
 
     /// `POST /api/v1/gates/{id}/cancel`: the outside agent no longer waits (answered in its

@@ -4,6 +4,14 @@
 //! cancel its card; without this its card would stay answerable until its deadline, and an
 //! answer to it would be audited as a decision on a call nobody was waiting for.
 //!
+//! Two clocks, by how the last poll ended. A poll the server answered (its wait ran out) is
+//! followed by the next one at once, so the lapse the poll named ([`Watching::finish`]) is only
+//! a fallback for a hook that died between two polls, or whose machine went silent without
+//! closing its connection. A poll whose connection closed while it waited (the process died:
+//! the kernel closes its sockets, and the server drops the poll's future) is given
+//! [`DISCONNECT_GRACE`] for a new poll to arrive — a client that merely reconnects does so
+//! within it — and then its card closes.
+//!
 //! Kept in memory: after a restart the hook's next poll says it again (a hook that died while
 //! Countersign was down leaves its card to the deadline). Not on a shared store, where one
 //! hook's polls may reach different instances and no instance sees them all.
@@ -17,6 +25,11 @@ pub const WHY_GONE: &str = "agent_gone";
 /// The shortest and longest lapse a poll may ask for.
 pub const MIN_WATCH: Duration = Duration::from_secs(5);
 pub const MAX_WATCH: Duration = Duration::from_secs(300);
+/// How long a card whose poll's connection closed mid-wait waits for a new poll before it
+/// closes: a hook that is alive and reconnects (after a network blip, a proxy's cut, its own
+/// poll timeout) polls again well within it; one that died never does. With the close itself,
+/// a killed hook's card is closed within 5 s.
+pub const DISCONNECT_GRACE: Duration = Duration::from_millis(2500);
 
 #[derive(Default)]
 struct Watch {
@@ -32,12 +45,14 @@ pub struct GateWatches {
     inner: Arc<Mutex<HashMap<String, Watch>>>,
 }
 
-/// One poll's presence; dropping it (the poll answered, or its connection closed) starts the
-/// lapse timer when it was the last.
+/// One poll's presence; dropping it starts the lapse timer when it was the last: the lapse the
+/// poll named after [`Watching::finish`] (the poll was answered), [`DISCONNECT_GRACE`] when it
+/// is dropped unfinished (its connection closed while it waited).
 pub struct Watching {
     watches: GateWatches,
     approval_id: String,
     lapse: Duration,
+    finished: bool,
     on_lapse: Option<Box<dyn FnOnce() + Send>>,
 }
 
@@ -58,6 +73,7 @@ impl GateWatches {
             watches: self.clone(),
             approval_id: approval_id.to_owned(),
             lapse,
+            finished: false,
             on_lapse: Some(Box::new(on_lapse)),
         }
     }
@@ -86,6 +102,24 @@ impl GateWatches {
     }
 }
 
+impl Watching {
+    /// The poll was answered (its client reads the answer and polls again at once): the card
+    /// keeps the whole lapse the poll named. Without this, an ending poll counts as a closed
+    /// connection.
+    pub fn finish(mut self) {
+        self.finished = true;
+    }
+
+    /// How long the card waits for the next poll after this one.
+    fn gap(&self) -> Duration {
+        if self.finished {
+            self.lapse
+        } else {
+            self.lapse.min(DISCONNECT_GRACE)
+        }
+    }
+}
+
 impl Drop for Watching {
     fn drop(&mut self) {
         let generation = {
@@ -100,7 +134,7 @@ impl Drop for Watching {
             watch.generation
         };
         let (watches, approval_id, lapse) =
-            (self.watches.clone(), self.approval_id.clone(), self.lapse);
+            (self.watches.clone(), self.approval_id.clone(), self.gap());
         let Some(on_lapse) = self.on_lapse.take() else {
             return;
         };
@@ -147,24 +181,52 @@ mod tests {
         let watches = GateWatches::default();
         let (fired, on_lapse) = counter();
         let lapse = Duration::from_secs(10);
-        // A poll, then the next one 9 s later: no lapse.
-        drop(watches.poll_begins("a", lapse, on_lapse()));
+        // A poll answered, then the next one 9 s later: no lapse.
+        watches.poll_begins("a", lapse, on_lapse()).finish();
         tokio::time::sleep(Duration::from_secs(9)).await;
         let second = watches.poll_begins("a", lapse, on_lapse());
         tokio::time::sleep(Duration::from_secs(5)).await;
         assert_eq!(fired.load(Ordering::SeqCst), 0);
         assert!(watches.is_watched("a"));
-        // Two polls at once; one ends: the other still watches.
+        // Two polls at once; one's connection closes: the other still watches.
         let third = watches.poll_begins("a", lapse, on_lapse());
         drop(second);
         tokio::time::sleep(Duration::from_secs(30)).await;
         assert_eq!(fired.load(Ordering::SeqCst), 0);
-        // The last ends and none follows: it lapses once.
-        drop(third);
-        tokio::time::sleep(Duration::from_secs(11)).await;
+        // The last is answered and none follows: it lapses once, after the whole lapse.
+        third.finish();
+        tokio::time::sleep(Duration::from_secs(9)).await;
+        assert_eq!(fired.load(Ordering::SeqCst), 0, "not before the lapse");
+        tokio::time::sleep(Duration::from_secs(2)).await;
         assert_eq!(fired.load(Ordering::SeqCst), 1);
         assert!(!watches.is_watched("a"));
         tokio::time::sleep(Duration::from_secs(60)).await;
+        assert_eq!(fired.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_poll_whose_connection_closes_lapses_after_the_grace_unless_one_follows() {
+        let watches = GateWatches::default();
+        let (fired, on_lapse) = counter();
+        let lapse = Duration::from_secs(15);
+        // The client reconnects within the grace: its card stays.
+        drop(watches.poll_begins("a", lapse, on_lapse()));
+        tokio::time::sleep(DISCONNECT_GRACE / 2).await;
+        let again = watches.poll_begins("a", lapse, on_lapse());
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        assert_eq!(fired.load(Ordering::SeqCst), 0);
+        // Its connection closes and nothing follows (the process died): closed after the
+        // grace, well within 5 s, and once.
+        drop(again);
+        tokio::time::sleep(DISCONNECT_GRACE - Duration::from_millis(100)).await;
+        assert_eq!(fired.load(Ordering::SeqCst), 0);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_eq!(fired.load(Ordering::SeqCst), 1);
+        assert!(DISCONNECT_GRACE < Duration::from_secs(4));
+        // A lapse shorter than the grace is kept as asked.
+        let (fired, on_lapse) = counter();
+        drop(watches.poll_begins("b", Duration::from_secs(1), on_lapse()));
+        tokio::time::sleep(Duration::from_millis(1100)).await;
         assert_eq!(fired.load(Ordering::SeqCst), 1);
     }
 }

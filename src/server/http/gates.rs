@@ -82,7 +82,11 @@ pub struct WaitQuery {
     watch: Option<String>,
 }
 
-/// `GET /api/v1/gates/{id}?wait=<0..60>`: long-polls until the gate is resolved.
+/// `GET /api/v1/gates/{id}?wait=<0..60>&watch=<5..300>`: long-polls until the gate is
+/// resolved. When the client's connection closes mid-wait (its process died: the kernel closes
+/// the socket, hyper sees the end of the stream), this handler's future is dropped unanswered,
+/// and with it the poll's watch: the card then closes unless a new poll comes within the
+/// grace (`core/watch.rs`).
 pub async fn wait(
     State(state): State<AppState>,
     Extension(who): Extension<Principal>,
