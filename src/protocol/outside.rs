@@ -204,6 +204,11 @@ pub struct GateState {
     /// The card in the browser.
     pub url: String,
     pub expires_at: Timestamp,
+    /// Whether the agent's own permission dialog may answer this call instead of the card
+    /// (Claude Code's, raced beside the card): never for a card on the safety floor or one a
+    /// passkey must confirm, which only Countersign answers. Absent (an older server): no.
+    #[serde(default)]
+    pub dialog_may_answer: bool,
 }
 
 impl GateState {

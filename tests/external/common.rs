@@ -153,6 +153,9 @@ pub struct GatesLog {
     pub polls: usize,
     /// When set, new gates are resolved at once with this answer (a rule or the mode).
     pub resolve_on_open: Option<Value>,
+    /// When set, new gates say that only the card may answer them (a floor card, or one a
+    /// passkey must confirm): `dialog_may_answer: false`.
+    pub card_only: bool,
 }
 
 /// A fake Countersign: gates live in memory shared across restarts (durable, like the real one).
@@ -253,7 +256,8 @@ async fn open_gate(
     let mut state = json!({"approval_id": id, "session_id": "ses_cs", "status": "pending",
         "decision": null, "updated_input": null, "reason": null, "rule": null,
         "answered_by": null, "actor": null, "resolved_at": null,
-        "url": format!("http://countersign.test/a/{id}"), "expires_at": "2026-11-30T10:30:00Z"});
+        "url": format!("http://countersign.test/a/{id}"), "expires_at": "2026-11-30T10:30:00Z",
+        "dialog_may_answer": !log.card_only});
     if let Some(answer) = log.resolve_on_open.clone() {
         merge(&mut state, answer);
     }

@@ -115,6 +115,35 @@ async fn an_answer_the_card_has_at_once_is_given_without_a_dialog() {
     assert_eq!(output["permissionDecisionReason"], "not here");
 }
 
+/// A floor card, or one a passkey must confirm, is answered on the card alone: in a dialog mode
+/// the `PreToolUse` hook does not let Claude ask (its dialog could approve what Countersign
+/// would not), it waits on the card, which answers Claude.
+#[tokio::test]
+async fn a_card_only_countersign_may_answer_is_not_raced_by_claudes_dialog() {
+    for mode in ["default", "acceptEdits", "plan"] {
+        let fake = FakeGates::start();
+        fake.log.lock().unwrap().card_only = true;
+        let (url, pre, ctx) = (fake.url(), pre_tool_use("cat .env", mode), attended());
+        let started = Instant::now();
+        let (out, ()) = tokio::join!(claude(&url, &pre, &ctx), async {
+            eventually("the card to open", || !fake.gates().is_empty()).await;
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            fake.resolve(
+                0,
+                json!({"status": "denied", "decision": "deny", "reason": "no"}),
+            )
+            .await;
+        });
+        assert!(
+            started.elapsed() >= Duration::from_millis(300),
+            "{mode}: it waited"
+        );
+        let output = &said(&out)["hookSpecificOutput"];
+        assert_eq!(output["permissionDecision"], "deny", "{mode}: {output}");
+        assert_eq!(fake.gates().len(), 1, "{mode}: one card for the call");
+    }
+}
+
 #[tokio::test]
 async fn where_claude_shows_no_dialog_pretooluse_still_waits_for_the_card() {
     // `auto`, `bypassPermissions`, `dontAsk` and modes this does not know never ask a person

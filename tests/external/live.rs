@@ -786,7 +786,7 @@ async fn claudes_dialog_and_the_card_race_and_the_loser_closes() {
 
     // The dialog's No first: Claude aborts the turn and stops its hooks (SIGTERM); the card
     // closes and takes no answer after.
-    let (pre, request) = claude_dialog_call("dialog-race", "make deploy");
+    let (pre, request) = claude_dialog_call("dialog-race", "make publish");
     attended_hook(&ts.base, &token, &pre).await;
     let gate = pending_gate(&ts).await;
     let mut hook =
@@ -825,4 +825,21 @@ async fn claudes_dialog_and_the_card_race_and_the_loser_closes() {
     })
     .await;
     assert_eq!(closed["reason"], "agent_gone", "{closed}");
+
+    // A floor card is never raced: Claude is not told to ask (its dialog could allow what only
+    // the card may), the PreToolUse hook waits on the card, and the card answers Claude.
+    let (pre, _) = claude_dialog_call("dialog-race", "cat .env");
+    let mut hook = WaitingHook::start_with("claude-code", &ts.base, &token, &pre, &ATTENDED).await;
+    hook.waiting().await;
+    let gate = pending_gate(&ts).await;
+    assert_eq!(gate["reason"], "safety_floor", "{gate}");
+    let aid = str_of(&gate, "approval_id");
+    let state = ts.get(&format!("/api/v1/gates/{aid}")).await.expect(200);
+    assert_eq!(state["dialog_may_answer"], false, "{state}");
+    decide(&ts, &gate, json!({"decision": "deny"})).await;
+    let answer = hook.answer().await;
+    assert_eq!(
+        answer["hookSpecificOutput"]["permissionDecision"], "deny",
+        "{answer}"
+    );
 }

@@ -118,6 +118,11 @@ async fn ask_beside_the_dialog(
     let verdict = match open_card(flags, gate, &request_key(input), ctx, &mut out).await {
         Opened::Answered(verdict) => Some(verdict),
         Opened::Unasked => unreachable_answer(flags),
+        // A floor card, or one a passkey must confirm, is answered on the card alone: Claude's
+        // dialog is not shown beside it, the hook waits on it as in any other mode.
+        Opened::Pending(card) if !card.state.dialog_may_answer => {
+            decide_or_fallback(flags, gate, &request_key(input), ctx, &mut out, None).await
+        }
         Opened::Pending(card) => {
             if let Err(e) = card.client.poll(&card.state.approval_id, 0).await {
                 out.say(format!("could not mark the card watched: {e}"));

@@ -290,6 +290,7 @@ impl Core {
                 .notifier
                 .card_url(&self.config().config, &body.session_id, &body.approval_id),
             expires_at: body.expires_at.clone(),
+            dialog_may_answer: body.reason != GateReason::SafetyFloor && !self.needs_passkey(body),
         }
     }
 
