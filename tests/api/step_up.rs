@@ -339,3 +339,200 @@ async fn an_ntfy_server_over_plain_http_gets_no_buttons() {
     assert_eq!(actions[0]["action"], "view");
     assert!(!message.to_string().contains("/push/answers/"));
 }
+
+/// Writes `config` over the server's config file and applies it (as the file watcher would).
+async fn reconfigure(ts: &TestServer, config: &str) {
+    std::fs::write(ts.root().join("config.toml"), config).unwrap();
+    ts.core().reload_config().await;
+}
+
+/// The card a message leaves waiting in `sid`, or the refusal its turn ended with.
+async fn outcome_of(ts: &TestServer, sid: &str, text: &str) -> (String, Result<Value, String>) {
+    let turn = ts.send_msg(sid, text, None).await;
+    let snap = ts
+        .wait_snapshot(sid, "a card or the turn's end", |s| {
+            s["pending"].as_array().is_some_and(|p| !p.is_empty())
+                || events(s)
+                    .iter()
+                    .any(|e| e["type"] == "turn_finished" && e["turn_id"] == turn)
+        })
+        .await;
+    let outcome = match snap["pending"].as_array().and_then(|p| p.first()) {
+        Some(card) => Ok(card.clone()),
+        None => Err(events(&snap)
+            .iter()
+            .filter(|e| e["type"] == "tool_result" && e["turn_id"] == turn)
+            .map(|e| e["status"].to_string())
+            .collect()),
+    };
+    (turn, outcome)
+}
+
+/// With `require_passkey = "all"`, no session runs a consequential call without a card,
+/// whatever mode it was put in before the setting: its stored looser mode acts as `ask` (the
+/// card needs a passkey), plan still refuses; an outside agent's session in yolo asks too; no
+/// request may choose a looser mode; the stored mode is kept for when the setting goes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_step_up_holds_in_every_mode_the_session_was_in() {
+    let ts = TestServer::configured("[approvals]\nrequire_passkey = \"off\"\n").await;
+    let mut sessions = Vec::new();
+    for mode in ["plan", "ask", "auto_edit", "yolo"] {
+        sessions.push((mode, ts.create_id(json!({"approval_mode": mode})).await));
+    }
+    let agent = {
+        let made = ts
+            .post("/api/v1/tokens", json!({"name": "agent", "scope": "gates"}))
+            .await
+            .expect(201);
+        Api::new(&ts.base).with_token(str_of(&made, "token"))
+    };
+    let bash = |command: &str| {
+        json!({"source": "claude-code", "external_session": "yolo-outside", "cwd": "/home/me/app",
+               "tool": {"name": "Bash", "input": {"command": command}}})
+    };
+    let first = agent
+        .post("/api/v1/gates", bash("echo one"))
+        .await
+        .expect(201);
+    ts.put(
+        &format!("/api/v1/sessions/{}/mode", str_of(&first, "session_id")),
+        json!({"approval_mode": "yolo"}),
+    )
+    .await
+    .expect(200);
+    let ran = agent
+        .post("/api/v1/gates", bash("echo two"))
+        .await
+        .expect(201);
+    assert_eq!(
+        ran["status"], "approved",
+        "yolo runs it while the setting is off: {ran}"
+    );
+
+    reconfigure(&ts, "[approvals]\nrequire_passkey = \"all\"\n").await;
+    for (mode, sid) in &sessions {
+        for (text, file) in [
+            ("run: echo hi > ran.txt", "ran.txt"),
+            ("write wrote.md: hi", "wrote.md"),
+        ] {
+            let (turn, outcome) = outcome_of(&ts, sid, text).await;
+            match outcome {
+                Ok(card) => {
+                    assert_ne!(*mode, "plan", "{text}: {card}");
+                    assert_eq!(card["reason"], "mode", "{mode} {text}: {card}");
+                    let aid = aid(&card);
+                    ts.post(
+                        &format!("/api/v1/sessions/{sid}/approvals/{aid}"),
+                        json!({"decision": "approve"}),
+                    )
+                    .await
+                    .expect_error(403, "passkey_required");
+                    ts.post(&format!("/api/v1/sessions/{sid}/cancel"), json!({}))
+                        .await;
+                    ts.wait_released(sid, &turn).await;
+                }
+                Err(statuses) => {
+                    assert_eq!(
+                        *mode, "plan",
+                        "{text} ran with no card in {mode}: {statuses}"
+                    );
+                    assert!(statuses.contains("refused"), "{statuses}");
+                }
+            }
+            assert!(!ts.ws(file).exists(), "{mode}: {text} ran");
+        }
+        // The stored mode is the person's, kept; no request may set a looser one now.
+        let snap = ts.get(&format!("/api/v1/sessions/{sid}")).await.expect(200);
+        assert_eq!(snap["session"]["approval_mode"], *mode, "{snap}");
+        for looser in ["auto_edit", "yolo"] {
+            ts.put(
+                &format!("/api/v1/sessions/{sid}/mode"),
+                json!({"approval_mode": looser}),
+            )
+            .await
+            .expect_error(403, "forbidden");
+        }
+    }
+    // The outside agent's session, still stored in yolo, now asks.
+    let asked = agent
+        .post("/api/v1/gates", bash("echo three"))
+        .await
+        .expect(201);
+    assert_eq!(asked["status"], "pending", "{asked}");
+}
+
+/// A config that would start sessions in a mode the step-up forbids is refused at load, with
+/// an error naming both keys; setting `approvals.default_mode` to one over the API is refused
+/// too, and changes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_default_mode_the_step_up_forbids_is_refused_naming_both_keys() {
+    for mode in ["auto_edit", "yolo"] {
+        let text = format!("[approvals]\nrequire_passkey = \"all\"\ndefault_mode = \"{mode}\"\n");
+        let err = countersign::server::config::Config::parse(&text, std::path::Path::new("c.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("approvals.default_mode") && err.contains("approvals.require_passkey"),
+            "{err}"
+        );
+    }
+    let ts = TestServer::configured("[approvals]\nrequire_passkey = \"all\"\n").await;
+    // Over the API the key is protected; the local CLI's `config set` checks the whole file.
+    ts.put(
+        "/api/v1/config/approvals.default_mode",
+        json!({"value": "yolo"}),
+    )
+    .await
+    .expect_error(403, "protected_key");
+    let file = ts.root().join("config.toml");
+    let before = std::fs::read_to_string(&file).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_countersign"))
+        .args([
+            "config",
+            "set",
+            "approvals.default_mode",
+            "\"yolo\"",
+            "--config",
+        ])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("approvals.default_mode") && stderr.contains("approvals.require_passkey"),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        before,
+        "nothing written"
+    );
+    let sid = ts.create_id(json!({})).await;
+    let snap = ts.get(&format!("/api/v1/sessions/{sid}")).await.expect(200);
+    assert_eq!(snap["session"]["approval_mode"], "ask");
+}
+
+/// A plan card cannot put the session in a mode the step-up forbids: picking `yolo` on it is
+/// refused (before any passkey is asked for), and the session stays in plan.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plan_card_cannot_choose_a_mode_the_step_up_forbids() {
+    let ts = TestServer::configured("[approvals]\nrequire_passkey = \"all\"\n").await;
+    let sid = ts.create_id(json!({"approval_mode": "plan"})).await;
+    ts.send_msg(&sid, "propose plan: tidy the notes", None)
+        .await;
+    let card = ts.wait_gate(&sid).await;
+    for looser in ["yolo", "auto_edit"] {
+        let refused = ts
+            .post(
+                &format!("/api/v1/sessions/{sid}/approvals/{}", aid(&card)),
+                json!({"decision": "approve", "execution_mode": looser}),
+            )
+            .await
+            .expect_error(403, "forbidden");
+        assert!(refused.to_string().contains("require_passkey"), "{refused}");
+    }
+    ts.assert_still_pending(&sid, &aid(&card)).await;
+    let snap = ts.get(&format!("/api/v1/sessions/{sid}")).await.expect(200);
+    assert_eq!(snap["session"]["approval_mode"], "plan");
+}

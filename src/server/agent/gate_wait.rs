@@ -267,10 +267,15 @@ impl Turn {
         resolution: &Resolution,
     ) -> Result<(ToolStatus, String), TurnEnd> {
         let (status, output) = if resolution.decision.lets_it_run() {
-            let wanted = resolution
-                .execution_mode
-                .or(gate.body.execution_mode)
-                .unwrap_or(Mode::Ask);
+            // Whoever answered (a person, the timeout), the step-up's limit holds: no plan
+            // leaves for a mode `approvals.require_passkey` forbids.
+            let step_up = self.deps.live.get().config.approvals.require_passkey;
+            let wanted = step_up.effective_mode(
+                resolution
+                    .execution_mode
+                    .or(gate.body.execution_mode)
+                    .unwrap_or(Mode::Ask),
+            );
             let now = super::plan::leave_plan(
                 &self.deps.hub,
                 &self.session_id,

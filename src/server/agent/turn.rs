@@ -156,8 +156,12 @@ pub(super) struct Turn {
 }
 
 impl Turn {
+    /// The mode this turn acts in: the session's, held to what the step-up allows (a `yolo`
+    /// session acts as `ask` while `approvals.require_passkey = "all"`).
     pub(super) fn mode(&self) -> Mode {
-        *self.mode.lock().unwrap_or_else(|p| p.into_inner())
+        let stored = *self.mode.lock().unwrap_or_else(|p| p.into_inner());
+        let step_up = self.deps.live.get().config.approvals.require_passkey;
+        step_up.effective_mode(stored)
     }
 
     pub(super) fn set_mode(&self, mode: Mode) {

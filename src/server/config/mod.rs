@@ -191,6 +191,17 @@ impl RequirePasskey {
             RequirePasskey::All => true,
         }
     }
+
+    /// The mode a session stored in `stored` acts in while this setting holds: under `all`
+    /// every card needs a passkey, so a mode that opens fewer cards than `ask` (`auto_edit`,
+    /// `yolo`) acts as `ask`; `floor` cards are asked in every mode already. The one place the
+    /// step-up meets the mode: the built-in turn, outside gates and a plan's execution mode.
+    pub fn effective_mode(self, stored: Mode) -> Mode {
+        match (self, stored) {
+            (RequirePasskey::All, Mode::AutoEdit | Mode::Yolo) => Mode::Ask,
+            (_, mode) => mode,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
@@ -380,6 +391,24 @@ pub enum ConfigError {
 }
 
 impl Config {
+    /// No combination of settings makes a card unnecessary that the step-up requires: sessions
+    /// may not start in a mode `approvals.require_passkey` forbids.
+    fn validate_step_up(&self, path: &Path) -> Result<(), ConfigError> {
+        let approvals = &self.approvals;
+        if approvals
+            .require_passkey
+            .effective_mode(approvals.default_mode)
+            != approvals.default_mode
+        {
+            return Err(ConfigError::Invalid {
+                path: path.to_owned(),
+                key: "approvals.default_mode",
+                problem: "may not be `auto_edit` or `yolo` while `approvals.require_passkey = \"all\"` (every card needs a passkey, and those modes open fewer cards); use `ask` or `plan`, or change approvals.require_passkey",
+            });
+        }
+        Ok(())
+    }
+
     /// The secret keys and their values, for telling that one changed (their serialized form,
     /// from which listings and the audit are made, is masked).
     pub fn secrets(&self) -> [(&'static str, &str); 2] {
@@ -438,6 +467,7 @@ impl Config {
     }
 
     fn validate(&self, path: &Path) -> Result<(), ConfigError> {
+        self.validate_step_up(path)?;
         let invalid = |key, problem| ConfigError::Invalid {
             path: path.to_owned(),
             key,
@@ -537,6 +567,26 @@ mod tests {
 
     fn parse(text: &str) -> Result<Config, ConfigError> {
         Config::parse(text, Path::new("c.toml"))
+    }
+
+    /// Under `all` no mode opens fewer cards than `ask`; `floor` and `off` leave the mode
+    /// alone (floor cards are asked in every mode already), and plan stays plan.
+    #[test]
+    fn the_step_up_holds_every_mode_to_what_it_allows() {
+        use Mode::*;
+        for mode in [Plan, Ask, AutoEdit, Yolo] {
+            assert_eq!(RequirePasskey::Off.effective_mode(mode), mode);
+            assert_eq!(RequirePasskey::Floor.effective_mode(mode), mode);
+        }
+        let all: Vec<Mode> = [Plan, Ask, AutoEdit, Yolo]
+            .into_iter()
+            .map(|m| RequirePasskey::All.effective_mode(m))
+            .collect();
+        assert_eq!(all, [Plan, Ask, Ask, Ask]);
+        assert!(parse("[approvals]\nrequire_passkey = \"all\"\ndefault_mode = \"plan\"\n").is_ok());
+        assert!(
+            parse("[approvals]\nrequire_passkey = \"floor\"\ndefault_mode = \"yolo\"\n").is_ok()
+        );
     }
 
     #[test]

@@ -15,7 +15,7 @@ use crate::protocol::{
 };
 use crate::server::digest::{bound_call_digest, call_digest};
 use crate::server::gate::{edit_diff, resolve, rules};
-use crate::server::principal::{Principal, actors};
+use crate::server::principal::{Principal, Scope, actors};
 use crate::server::tools;
 
 /// The body of `POST /api/v1/sessions/{sid}/approvals/{aid}`, as the wire carries it (read into
@@ -162,6 +162,40 @@ fn expired(request: &ApprovalRequest) -> bool {
 }
 
 impl Core {
+    /// The mode a plan card's approval leaves plan mode for: the one the person picked (an
+    /// admin's choice; never one the step-up forbids, `mode_allowed`), else the one the agent
+    /// proposed, held to what the step-up allows (`RequirePasskey::effective_mode`).
+    fn plan_execution_mode(
+        &self,
+        request: &ApprovalRequest,
+        picked: Option<Mode>,
+        who: &Principal,
+    ) -> Result<Option<Mode>, Error> {
+        let proposed = request.body.execution_mode;
+        match picked {
+            None => {
+                let step_up = self.config().config.approvals.require_passkey;
+                Ok(proposed.map(|mode| step_up.effective_mode(mode)))
+            }
+            Some(_) if request.body.decision_kind != Some(crate::protocol::DecisionKind::Plan) => {
+                Err(Error::InvalidDecision(
+                    "execution_mode applies only to a plan card".into(),
+                ))
+            }
+            // Picking the mode a plan runs in changes the session's mode: an admin's to do.
+            Some(mode) if who.scope() != Scope::Admin && Some(mode) != proposed => {
+                Err(Error::Forbidden(format!(
+                    "a `{}` credential may approve the plan as proposed, not pick the mode it runs in",
+                    who.scope().as_str()
+                )))
+            }
+            Some(mode) => {
+                self.mode_allowed(mode)?;
+                Ok(Some(mode))
+            }
+        }
+    }
+
     /// Checks `edits` exactly as the agent's own arguments are checked (the same check, the
     /// same floor, what the edited path is on disk included).
     async fn check_edits(
@@ -437,25 +471,7 @@ impl Core {
             Decision::AllowAlways => Some(self.new_rule(&request, body.rule.as_ref())?),
             _ => None,
         };
-        let execution_mode = match body.execution_mode {
-            None => request.body.execution_mode,
-            Some(_) if request.body.decision_kind != Some(crate::protocol::DecisionKind::Plan) => {
-                return Err(Error::InvalidDecision(
-                    "execution_mode applies only to a plan card".into(),
-                ));
-            }
-            // Picking the mode a plan runs in changes the session's mode: an admin's to do.
-            Some(mode)
-                if who.scope() != crate::server::principal::Scope::Admin
-                    && Some(mode) != request.body.execution_mode =>
-            {
-                return Err(Error::Forbidden(format!(
-                    "a `{}` credential may approve the plan as proposed, not pick the mode it runs in",
-                    who.scope().as_str()
-                )));
-            }
-            Some(mode) => Some(mode),
-        };
+        let execution_mode = self.plan_execution_mode(&request, body.execution_mode, who)?;
         // Last of the checks that can refuse, so a refused answer never spends an assertion.
         let passkey = self.step_up(&request, &body).await?;
         let reason = body

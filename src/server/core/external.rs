@@ -426,11 +426,12 @@ impl Core {
                 "{MAX_PENDING_OUTSIDE} outside agents' cards are already waiting; answer or cancel some first"
             )));
         }
-        let mode = self
+        let stored = self
             .hub
             .session(&session_id)
             .await?
             .map_or(Mode::Ask, |r| r.mode());
+        let mode = live.config.approvals.require_passkey.effective_mode(stored);
         let floor = live.floor.check_outside(&call);
         let rule = match floor {
             Some(_) => None,
@@ -451,8 +452,10 @@ impl Core {
             rule_id: rule.as_ref().map(|r| &r.id),
         });
         let outcome = match outcome {
-            // A checkpoint in yolo is the agent's own call to make: let it go on.
-            Outcome::Refuse { .. } if call.class == ToolClass::Decision => {
+            // A checkpoint in yolo is the agent's own call to make: let it go on — unless it is
+            // on the floor (its strings name a floor path or command), which is never run
+            // unasked (in plan mode the floor refuses).
+            Outcome::Refuse { .. } if call.class == ToolClass::Decision && floor.is_none() => {
                 Outcome::Run { rule_id: None }
             }
             other => other,

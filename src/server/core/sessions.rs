@@ -226,10 +226,9 @@ impl Core {
     /// Whether a request may put a session in `mode`: with `approvals.require_passkey = "all"`
     /// every card needs a passkey, so no credential may choose a mode that opens no card
     /// (`auto_edit`, `yolo`); that is the config file's to change.
-    fn mode_allowed(&self, mode: Mode) -> Result<(), Error> {
-        let all = self.config().config.approvals.require_passkey
-            == crate::server::config::RequirePasskey::All;
-        if all && matches!(mode, Mode::AutoEdit | Mode::Yolo) {
+    pub(super) fn mode_allowed(&self, mode: Mode) -> Result<(), Error> {
+        let step_up = self.config().config.approvals.require_passkey;
+        if step_up.effective_mode(mode) != mode {
             return Err(Error::Forbidden(format!(
                 "approvals.require_passkey = \"all\": every card is answered with a passkey, so a session cannot be put in `{}`",
                 mode.as_str()
