@@ -91,10 +91,12 @@ fn countersign_hit(args: &[Word]) -> Option<String> {
         [_] => only_help(&flags),
     };
     (!read_only).then(|| {
-        let shown = operands
+        // The command as far as it names one: its leading words before any option.
+        let shown = args
             .iter()
+            .map(|a| a.text.as_str())
+            .take_while(|a| !a.starts_with('-'))
             .take(2)
-            .copied()
             .collect::<Vec<_>>()
             .join(" ");
         let shown = if shown.is_empty() {

@@ -133,12 +133,15 @@ impl OwnPlaces {
     /// Countersign's own places, inside one, or a folder that holds one; `None` when it is not.
     pub fn path_hit(&self, path: &str, base: Option<&str>) -> Option<String> {
         self.expanded(path).into_iter().find_map(|candidate| {
-            let normal = paths::folded(&paths::normalize(&candidate, base));
+            let shown = paths::normalize(&candidate, base);
+            let normal = paths::folded(&shown);
             if !normal.starts_with('/') {
                 return None;
             }
             let holder = !self.is_home_or_root(&normal);
-            self.places.iter().find_map(|p| p.path_hit(&normal, holder))
+            self.places
+                .iter()
+                .find_map(|p| p.path_hit(&normal, &shown, holder))
         })
     }
 

@@ -54,23 +54,19 @@ impl Place {
         }
     }
 
-    /// Why the normalized, case-folded absolute `path` is this place or inside it, or (when
-    /// `holder` may count) a folder that holds it.
-    pub fn path_hit(&self, path: &str, holder: bool) -> Option<String> {
+    /// Why the normalized, case-folded absolute `path` (`shown` as the agent spelled it) is
+    /// this place or inside it, or (when `holder` may count) a folder that holds it.
+    pub fn path_hit(&self, path: &str, shown: &str, holder: bool) -> Option<String> {
         if self.forms.iter().any(|f| beneath(path, f).is_some()) {
             return Some(format!(
-                "touches {path}, Countersign's own {} ({}), built in",
+                "touches {shown}, Countersign's own {} ({}), built in",
                 self.what, self.shown
             ));
         }
-        (holder
-            && self
-                .forms
-                .iter()
-                .any(|f| beneath(f, path).is_some_and(|r| !r.is_empty())))
-        .then(|| {
+        let holds = |f: &String| beneath(f, path).is_some_and(|rest| !rest.is_empty());
+        (holder && self.forms.iter().any(holds)).then(|| {
             format!(
-                "touches {path}, a folder that holds Countersign's own {} ({}), built in",
+                "touches {shown}, a folder that holds Countersign's own {} ({}), built in",
                 self.what, self.shown
             )
         })
@@ -195,11 +191,12 @@ mod tests {
             "/data/home/me/.local/share/countersign/countersign.db",
             "/home/me/.local/share",
         ] {
-            assert!(p.path_hit(path, true).is_some(), "{path}");
+            assert!(p.path_hit(path, path, true).is_some(), "{path}");
         }
-        assert!(p.path_hit("/home/me/.local/share", false).is_none());
+        let share = "/home/me/.local/share";
+        assert!(p.path_hit(share, share, false).is_none());
         for path in ["/home/me/.local/share/countersign2", "/home/me/work/token"] {
-            assert!(p.path_hit(path, true).is_none(), "{path}");
+            assert!(p.path_hit(path, path, true).is_none(), "{path}");
         }
     }
 
