@@ -22,21 +22,17 @@ mod wrappers;
 
 use std::sync::Arc;
 
-pub use agents::AGENT_SETTINGS;
 pub use own::{Env, OwnPlaces};
 pub use pattern::{program_name, same_program};
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde_json::Value;
 
-use super::shell_syntax::{self, Word};
+use super::shell_syntax::Word;
 use crate::server::config::SafetyConfig;
 use crate::server::tools::{self, FloorPaths, Hidden, Subject};
 use pattern::CommandPattern;
 use scan::{Outside, Reader};
-
-/// How deep `sh -c "… sh -c '…'"` is followed before the command counts as unreadable.
-const MAX_NESTING: usize = 8;
 
 /// How many words of free text are read as one command line, from each word on.
 const PROSE_RUN: usize = 12;
@@ -69,7 +65,7 @@ impl SafetyFloor {
             .iter()
             .map(|entry| CommandPattern::parse(entry))
             .collect::<Result<Vec<_>, _>>()?;
-        let built_in = AGENT_SETTINGS.iter().map(|(glob, _)| *glob);
+        let built_in = agents::AGENT_SETTINGS.iter().map(|(glob, _)| *glob);
         Ok(SafetyFloor {
             paths,
             path_patterns: config.paths.clone(),
@@ -192,24 +188,30 @@ impl SafetyFloor {
     }
 
     /// Why free text put to the person (a proposal's words) names something on the floor:
-    /// each line and each `code span` read as a command where it reads as one, every word as
-    /// a path, and every run of words against the command entries and Countersign's own
-    /// commands. Prose that is not shell code is read word by word, never refused for it.
+    /// each `code span` or fenced block read as shell code (where it reads as code), every
+    /// word that looks like a path read as one, and every run of words matched against the
+    /// command entries and Countersign's own commands. Prose is never refused for not being
+    /// shell code, and a plain word (`deploy`) is not read as a path.
     fn prose_hit(&self, reader: &Reader<'_>, text: &str) -> Option<String> {
-        let pieces = text
-            .lines()
-            .chain(text.split('`').skip(1).step_by(2))
+        let as_code = text
+            .split('`')
+            .skip(1)
+            .step_by(2)
             .map(str::trim)
-            .filter(|p| !p.is_empty());
-        let as_code = pieces.into_iter().find_map(|piece| reader.scan_code(piece));
+            .filter(|code| !code.is_empty())
+            .find_map(|code| reader.scan_code(code));
         let words: Vec<Word> = text
             .split_whitespace()
             .map(|w| w.trim_matches(|c: char| "`'\"“”‘’,;:.!?()[]{}<>*".contains(c)))
             .filter(|w| !w.is_empty())
             .map(Word::literal)
             .collect();
+        let path_like = |w: &&Word| w.text.contains(['/', '\\', '.', '_', '~']);
         as_code
-            .or_else(|| words.iter().find_map(|w| reader.word_text_hit(w)))
+            .or_else(|| {
+                let mut named = words.iter().filter(path_like);
+                named.find_map(|w| reader.word_text_hit(w))
+            })
             .or_else(|| {
                 (0..words.len()).find_map(|i| {
                     let run = &words[i..(i + PROSE_RUN).min(words.len())];
@@ -264,50 +266,27 @@ impl SafetyFloor {
     }
 }
 
-/// `shopt -s dotglob`, `set -o …`, `GLOBIGNORE=…`: globs would not expand as the floor reads
-/// them.
-fn changes_globbing(words: &[Word]) -> bool {
-    const GLOB_OPTIONS: [&str; 8] = [
-        "dotglob",
-        "nocaseglob",
-        "extglob",
-        "globstar",
-        "nullglob",
-        "failglob",
-        "nocasematch",
-        "globasciiranges",
-    ];
-    let program = words.first().map(|w| w.text.as_str()).unwrap_or("");
-    let args = || words.iter().skip(1);
-    match program {
-        "shopt" => args().any(|w| w.dynamic || GLOB_OPTIONS.contains(&w.text.as_str())),
-        // `set -f` / `set -o noglob`: no globbing at all is fine to read, but a script that
-        // turns it back and forth is not worth guessing.
-        "set" => args().any(|w| {
-            w.dynamic
-                || w.text == "noglob"
-                || (w.text.starts_with(['-', '+']) && w.text.len() > 1 && w.text.contains('f'))
-        }),
-        _ => false,
-    }
-}
-
-/// Items a wrapper adds when it runs (`xargs`'s input, `find -exec`'s `{}`): any path at all,
-/// so a program that does more than print them asks.
-fn unknown_items(words: &[Word]) -> Option<String> {
-    let program = words.first().map(|w| program_name(&w.text))?;
-    let item = words
-        .iter()
-        .skip(1)
-        .any(|w| w.dynamic && w.vars.is_empty() && !w.opaque && !w.glob && w.text.is_empty());
-    (item && !matches!(program, "echo" | "printf" | "true" | ":")).then(|| {
-        format!("runs `{program}` on names only known when it runs (from xargs or find), which could be floor paths")
-    })
-}
-
 impl FloorPaths for SafetyFloor {
     fn path_hit(&self, path: &str) -> Option<String> {
         SafetyFloor::path_hit(self, path)
+    }
+}
+
+impl scan::Floor for SafetyFloor {
+    fn path_hit(&self, path: &str) -> Option<String> {
+        SafetyFloor::path_hit(self, path)
+    }
+
+    fn search_glob_hit(&self, glob: &str) -> Option<String> {
+        SafetyFloor::search_glob_hit(self, glob)
+    }
+
+    fn probe_hit(&self, pattern: &str) -> Option<String> {
+        SafetyFloor::probe_hit(self, pattern)
+    }
+
+    fn command_entry_hit(&self, words: &[Word], fed: bool) -> Option<String> {
+        SafetyFloor::command_entry_hit(self, words, fed)
     }
 }
 

@@ -5,14 +5,31 @@
 //! and the agents' settings), or an outside agent, whose reading adds Countersign's own places
 //! and commands (`own`) and the folder its relative words start in.
 
+use super::super::shell_syntax::{self, Word};
 use super::own::{self, OwnPlaces};
-use super::shell_syntax::{self, Word};
+use super::pattern::program_name;
+use super::runtime;
 use super::wrappers::{self, Inner};
-use super::{MAX_NESTING, SafetyFloor, changes_globbing, runtime, unknown_items};
+
+/// How deep `sh -c "… sh -c '…'"` is followed before the command counts as unreadable.
+const MAX_NESTING: usize = 8;
+
+/// What the reading asks of the floor it reads for (the configured paths and command
+/// entries, and the built-in agents' settings).
+pub trait Floor {
+    /// A path on the floor, itself or as a folder whose contents are.
+    fn path_hit(&self, path: &str) -> Option<String>;
+    /// A glob a search tool expands that could match a floor path.
+    fn search_glob_hit(&self, glob: &str) -> Option<String>;
+    /// One path a floor glob names that the glob `pattern` could match.
+    fn probe_hit(&self, pattern: &str) -> Option<String>;
+    /// The command entry the command `words` matches.
+    fn command_entry_hit(&self, words: &[Word], fed: bool) -> Option<String>;
+}
 
 /// The floor, reading for one caller.
 pub struct Reader<'a> {
-    pub floor: &'a SafetyFloor,
+    pub floor: &'a dyn Floor,
     /// For an outside agent: Countersign's own places and the agent's folder.
     pub outside: Option<Outside<'a>>,
 }
@@ -306,4 +323,45 @@ impl Reader<'_> {
         }
         None
     }
+}
+
+/// `shopt -s dotglob`, `set -o …`, `GLOBIGNORE=…`: globs would not expand as the floor reads
+/// them.
+fn changes_globbing(words: &[Word]) -> bool {
+    const GLOB_OPTIONS: [&str; 8] = [
+        "dotglob",
+        "nocaseglob",
+        "extglob",
+        "globstar",
+        "nullglob",
+        "failglob",
+        "nocasematch",
+        "globasciiranges",
+    ];
+    let program = words.first().map(|w| w.text.as_str()).unwrap_or("");
+    let args = || words.iter().skip(1);
+    match program {
+        "shopt" => args().any(|w| w.dynamic || GLOB_OPTIONS.contains(&w.text.as_str())),
+        // `set -f` / `set -o noglob`: no globbing at all is fine to read, but a script that
+        // turns it back and forth is not worth guessing.
+        "set" => args().any(|w| {
+            w.dynamic
+                || w.text == "noglob"
+                || (w.text.starts_with(['-', '+']) && w.text.len() > 1 && w.text.contains('f'))
+        }),
+        _ => false,
+    }
+}
+
+/// Items a wrapper adds when it runs (`xargs`'s input, `find -exec`'s `{}`): any path at all,
+/// so a program that does more than print them asks.
+fn unknown_items(words: &[Word]) -> Option<String> {
+    let program = words.first().map(|w| program_name(&w.text))?;
+    let item = words
+        .iter()
+        .skip(1)
+        .any(|w| w.dynamic && w.vars.is_empty() && !w.opaque && !w.glob && w.text.is_empty());
+    (item && !matches!(program, "echo" | "printf" | "true" | ":")).then(|| {
+        format!("runs `{program}` on names only known when it runs (from xargs or find), which could be floor paths")
+    })
 }

@@ -498,6 +498,18 @@ mod outside {
                 "request_approval",
                 json!({"title": "Reset", "details_markdown": "Then I run `countersign passkey reset`."}),
             ),
+            (
+                "request_approval",
+                json!({"title": "Release", "details_markdown": "```sh\n./deploy.sh --prod\n```"}),
+            ),
+            (
+                "request_approval",
+                json!({"title": "Clean up with sudo rm -rf /srv/app?"}),
+            ),
+            (
+                "request_approval",
+                json!({"title": "Rotate", "details_markdown": "I will copy ~/.local/share/countersign/token to the new host."}),
+            ),
         ];
         for (tool, input) in calls {
             let why = outside_hit(&f, tool, input.clone(), "/home/me/src");
@@ -533,6 +545,10 @@ mod outside {
             (
                 "request_approval",
                 json!({"title": "Ship it?", "details_markdown": "I'll tag v1.2 and push the branch."}),
+            ),
+            (
+                "request_approval",
+                json!({"title": "Deploy v1.2 to production?", "details_markdown": "Then I'll update the deploy notes and the .gitignore'd build/ folder."}),
             ),
         ] {
             assert_eq!(

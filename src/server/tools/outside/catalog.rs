@@ -128,6 +128,9 @@ const FILE_TEXT: Group = &[
     ("insert_line", Text),
     ("record_as_artifact", Text),
     ("diff", Text),
+    // Gemini CLI and Qwen Code, after the person changed the proposal in their editor.
+    ("ai_proposed_content", Text),
+    ("modified_by_user", Text),
 ];
 
 const READ_RANGE: Group = &[

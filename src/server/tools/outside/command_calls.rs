@@ -28,19 +28,6 @@ pub fn describe(
     // Codex's `workdir`) runs there: the floor, the rules and the card read the command as
     // `cd <folder> && <command>`, so a path relative to that folder is seen where it is.
     let folders = folder_fields(fields);
-    let mut unreadable = match folders.as_slice() {
-        [_, _, ..] => Some(
-            "names more than one folder to run in, and which one the agent uses cannot be told, \
-             so it always asks"
-                .to_owned(),
-        ),
-        [one] if one.trim() != *one => Some(
-            "names its folder with spaces around it, which may not be the folder it runs in, so \
-             it always asks"
-                .to_owned(),
-        ),
-        _ => None,
-    };
     let command = match (command, folders.first()) {
         (Some(command), Some(dir)) => Some(format!("cd {} && {command}", quote(dir))),
         (command, _) => command,
@@ -56,23 +43,15 @@ pub fn describe(
     for path in fields.nested_strings(Role::NestedPaths) {
         floor_subjects.extend(path_subjects(&paths::normalize(path, cwd)));
     }
-    // Codex's exec runs the command with the program it names: only a shell the floor reads.
-    if let Some(program) = fields.first(Role::Program)
-        && !is_shell(program)
-    {
-        unreadable = Some(format!(
-            "runs its command with `{program}`, which the safety floor does not read as a shell, so it always asks"
-        ));
+    let patched = command.as_deref().map(|c| patched_files(c, cwd));
+    if let Some(Ok(files)) = &patched {
+        floor_subjects.extend(files.iter().flat_map(|f| path_subjects(f)));
     }
-    if let Some(why) = fields.spec.and_then(|spec| spec.unread) {
-        unreadable = Some(why.to_owned());
-    }
-    if let Some(command) = command.as_deref() {
-        match patched_files(command, cwd) {
-            Ok(files) => floor_subjects.extend(files.iter().flat_map(|f| path_subjects(f))),
-            Err(why) => unreadable = Some(why),
-        }
-    }
+    let unreadable = patched
+        .and_then(Result::err)
+        .or_else(|| fields.spec.and_then(|spec| spec.unread).map(str::to_owned))
+        .or_else(|| program_unread(fields))
+        .or_else(|| folders_unread(&folders));
     OutsideCall {
         floor_subjects,
         unreadable,
@@ -84,6 +63,33 @@ pub fn describe(
             .collect(),
         ..OutsideCall::of(class, command.unwrap_or_else(|| tool.to_owned()))
     }
+}
+
+/// Why the folders a call names to run in cannot be read as the one it runs in.
+fn folders_unread(folders: &[&str]) -> Option<String> {
+    match folders {
+        [_, _, ..] => Some(
+            "names more than one folder to run in, and which one the agent uses cannot be told, \
+             so it always asks"
+                .to_owned(),
+        ),
+        [one] if one.trim() != *one => Some(
+            "names its folder with spaces around it, which may not be the folder it runs in, so \
+             it always asks"
+                .to_owned(),
+        ),
+        _ => None,
+    }
+}
+
+/// Codex's exec runs the command with the program it names: only a shell the floor reads.
+fn program_unread(fields: &Fields<'_>) -> Option<String> {
+    let program = fields.first(Role::Program)?;
+    (!is_shell(program)).then(|| {
+        format!(
+            "runs its command with `{program}`, which the safety floor does not read as a shell, so it always asks"
+        )
+    })
 }
 
 /// The command the input runs: a string (trimmed), or Codex's exec form: `["bash", "-lc",

@@ -18,18 +18,48 @@ pub fn describe(
     input: &Value,
     cwd: Option<&str>,
 ) -> OutsideCall {
-    let normal = |p: &str| paths::normalize(p, cwd);
     // The one path it acts on (two that differ are unreadable: `fields.rs`), else the folder
     // it searches, else opencode's first pattern.
-    let named = fields.strings(Role::Paths);
     let path = fields
         .first(Role::Path)
         .or_else(|| fields.first(Role::Root))
-        .or_else(|| named.iter().find(|(_, p)| !is_glob(p)).map(|(_, p)| *p))
-        .map(normal);
+        .or_else(|| {
+            let named = fields.strings(Role::Paths);
+            named.into_iter().map(|(_, p)| p).find(|p| !is_glob(p))
+        })
+        .map(|p| paths::normalize(p, cwd));
+    let (floor_subjects, floor_globs) = touched(class, fields, input, cwd);
+    let verb = if class == ToolClass::Read {
+        tool
+    } else {
+        "change"
+    };
+    let summary = match (&path, text(input, &["pattern", "query", "url"])) {
+        (Some(path), _) => format!("{verb} {path}"),
+        (None, Some(what)) => format!("{tool} {what}"),
+        (None, None) => tool.to_owned(),
+    };
+    OutsideCall {
+        floor_subjects,
+        floor_globs,
+        rule_subject: path.clone().map(Subject::Path),
+        diff: (class == ToolClass::Edit)
+            .then(|| diff_of(input, path.as_deref()))
+            .flatten(),
+        ..OutsideCall::of(class, summary)
+    }
+}
+
+/// Every path the call touches (normalized, and case-folded) and every glob it expands.
+fn touched(
+    class: ToolClass,
+    fields: &Fields<'_>,
+    input: &Value,
+    cwd: Option<&str>,
+) -> (Vec<Subject>, Vec<String>) {
     let mut floor_subjects: Vec<Subject> = Vec::new();
     let mut add = |p: &str| {
-        for subject in path_subjects(&normal(p)) {
+        for subject in path_subjects(&paths::normalize(p, cwd)) {
             if !floor_subjects.contains(&subject) {
                 floor_subjects.push(subject);
             }
@@ -58,25 +88,7 @@ pub fn describe(
             }
         }
     }
-    let verb = if class == ToolClass::Read {
-        tool
-    } else {
-        "change"
-    };
-    let summary = match (&path, text(input, &["pattern", "query", "url"])) {
-        (Some(path), _) => format!("{verb} {path}"),
-        (None, Some(what)) => format!("{tool} {what}"),
-        (None, None) => tool.to_owned(),
-    };
-    OutsideCall {
-        floor_subjects,
-        floor_globs,
-        rule_subject: path.clone().map(Subject::Path),
-        diff: (class == ToolClass::Edit)
-            .then(|| diff_of(input, path.as_deref()))
-            .flatten(),
-        ..OutsideCall::of(class, summary)
-    }
+    (floor_subjects, floor_globs)
 }
 
 fn is_glob(value: &str) -> bool {
