@@ -127,13 +127,12 @@ impl<'a> Fields<'a> {
         if distinct.len() > 1 {
             return Some(two(&distinct, "paths", "acts on"));
         }
-        let path = distinct.first().map(|(_, v)| v.to_owned());
+        let path: Option<&str> = distinct.first().map(|(_, v)| *v);
         self.strings(Role::Container)
             .into_iter()
             .find(|(_, dir)| {
                 let dir = normal(dir);
-                path.as_deref()
-                    .is_some_and(|p| p != dir && !p.starts_with(&format!("{dir}/")))
+                path.is_some_and(|p| p != dir && !p.starts_with(&format!("{dir}/")))
             })
             .map(|(key, dir)| {
                 format!(
