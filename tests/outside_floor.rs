@@ -154,6 +154,13 @@ async fn countersign_s_own_files_and_cli_are_floor_cards_in_every_mode() {
         (
             cc,
             &ws,
+            "Grep",
+            json!({"pattern": "[0-9a-f]{48}", "path": "/"}),
+        ),
+        (cc, &ws, "Bash", json!({"command": "rg -uuu -l BEGIN /"})),
+        (
+            cc,
+            &ws,
             "Glob",
             json!({"pattern": "da?a/tok*", "path": root.clone()}),
         ),

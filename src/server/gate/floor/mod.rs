@@ -181,6 +181,12 @@ impl SafetyFloor {
             })
             .or_else(|| call.floor_globs.iter().find_map(|g| reader.glob_hit(g)))
             .or_else(|| {
+                let base = call.cwd.as_deref();
+                call.floor_trees
+                    .iter()
+                    .find_map(|t| self.own.tree_hit(t, base))
+            })
+            .or_else(|| {
                 call.floor_texts
                     .iter()
                     .find_map(|t| self.prose_hit(&reader, t))

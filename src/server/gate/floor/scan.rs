@@ -198,6 +198,7 @@ impl Reader<'_> {
                 .or_else(|| {
                     let outside = self.outside?;
                     own::command_hit(words, outside.own.on_postgres())
+                        .or_else(|| own::tree_hit(words, outside.own, outside.base))
                 }),
             Pass::Running => words
                 .iter()

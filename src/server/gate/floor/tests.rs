@@ -510,6 +510,20 @@ mod outside {
                 "request_approval",
                 json!({"title": "Rotate", "details_markdown": "I will copy ~/.local/share/countersign/token to the new host."}),
             ),
+            (
+                "Read",
+                json!({"file_path": "~/.local/share/countersign/token"}),
+            ),
+            (
+                "create",
+                json!({"path": "~me/.local/share/countersign/config.toml", "file_text": ""}),
+            ),
+            ("Bash", json!({"command": "grep -r BEGIN ~"})),
+            ("Bash", json!({"command": "rg -uuu 'cst_' /"})),
+            ("Bash", json!({"command": "tar czf /tmp/all.tgz ~"})),
+            ("Bash", json!({"command": "cp -a ~ /tmp/home"})),
+            ("Grep", json!({"pattern": "[0-9a-f]{48}", "path": "~"})),
+            ("grep_search", json!({"pattern": "vapid", "dir_path": "/"})),
         ];
         for (tool, input) in calls {
             let why = outside_hit(&f, tool, input.clone(), "/home/me/src");
@@ -525,6 +539,15 @@ mod outside {
             ("Read", json!({"file_path": "README.md"})),
             ("Bash", json!({"command": "npm test"})),
             ("Bash", json!({"command": "ls ~ && cat ~/notes.md"})),
+            (
+                "Bash",
+                json!({"command": "grep -r TODO . && rg fixme src && cp -r build ~/"}),
+            ),
+            (
+                "Bash",
+                json!({"command": "find / -name libssl.so && du -sh ~ && ls -R ~"}),
+            ),
+            ("Grep", json!({"pattern": "TODO"})),
             (
                 "Bash",
                 json!({"command": "countersign approvals list --json"}),

@@ -17,8 +17,10 @@ use Role::*;
 pub enum Role {
     /// The file (or folder) the tool reads or writes: one.
     Path,
-    /// The folder a search or a listing starts in: one.
+    /// The folder a listing or a glob starts in: one.
     Root,
+    /// The folder a search reads everything beneath: one (absent, the agent's folder).
+    Tree,
     /// The folder that holds the `Path` (opencode's `parentDir`).
     Container,
     /// Files, folders or globs the tool reads: a list, or one.
@@ -168,8 +170,8 @@ const LISTING: Group = &[
 const SEARCH: Group = &[
     ("pattern", Text),
     ("query", Text),
-    ("path", Root),
-    ("dir_path", Root),
+    ("path", Tree),
+    ("dir_path", Tree),
     ("paths", Paths),
     ("glob", Glob),
     ("include", Glob),
@@ -573,6 +575,18 @@ const SPECS: &[Spec] = &[
         ],
         class: ToolClass::Exec,
         fields: &[TASKS],
+        unread: None,
+    },
+    Spec {
+        names: &["get_internal_docs"],
+        class: ToolClass::Exec,
+        fields: &[&[("path", Path)]],
+        unread: None,
+    },
+    Spec {
+        names: &["fetch_copilot_cli_documentation"],
+        class: ToolClass::Exec,
+        fields: &[],
         unread: None,
     },
     Spec {

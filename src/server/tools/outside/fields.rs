@@ -118,7 +118,7 @@ impl<'a> Fields<'a> {
     /// A container (opencode's `parentDir`) may hold the path.
     fn two_paths(&self, cwd: Option<&str>) -> Option<String> {
         let normal = |s: &str| paths::normalize(s, cwd);
-        let named: Vec<(&str, String)> = [Role::Path, Role::Root]
+        let named: Vec<(&str, String)> = [Role::Path, Role::Root, Role::Tree]
             .iter()
             .flat_map(|role| self.strings(*role))
             .map(|(key, value)| (key, normal(value)))

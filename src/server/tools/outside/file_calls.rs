@@ -23,12 +23,26 @@ pub fn describe(
     let path = fields
         .first(Role::Path)
         .or_else(|| fields.first(Role::Root))
+        .or_else(|| fields.first(Role::Tree))
         .or_else(|| {
             let named = fields.strings(Role::Paths);
             named.into_iter().map(|(_, p)| p).find(|p| !is_glob(p))
         })
         .map(|p| paths::normalize(p, cwd));
     let (floor_subjects, floor_globs) = touched(class, fields, input, cwd);
+    // A search reads every file beneath its folder (the agent's own when it names none).
+    let searches = fields.spec.is_some_and(|spec| spec.has(Role::Tree));
+    let floor_trees: Vec<String> = match fields.strings(Role::Tree).as_slice() {
+        [] => cwd
+            .filter(|_| searches)
+            .map(|c| paths::normalize(c, None))
+            .into_iter()
+            .collect(),
+        trees => trees
+            .iter()
+            .map(|(_, t)| paths::normalize(t, cwd))
+            .collect(),
+    };
     let verb = if class == ToolClass::Read {
         tool
     } else {
@@ -42,6 +56,7 @@ pub fn describe(
     OutsideCall {
         floor_subjects,
         floor_globs,
+        floor_trees,
         rule_subject: path.clone().map(Subject::Path),
         diff: (class == ToolClass::Edit)
             .then(|| diff_of(input, path.as_deref()))
@@ -66,7 +81,13 @@ fn touched(
         }
     };
     let mut floor_globs = globs(fields, cwd);
-    for role in [Role::Path, Role::Root, Role::Container, Role::Paths] {
+    for role in [
+        Role::Path,
+        Role::Root,
+        Role::Tree,
+        Role::Container,
+        Role::Paths,
+    ] {
         for (_, value) in fields.strings(role) {
             if role == Role::Paths && is_glob(value) {
                 floor_globs.push(joined(value, cwd));
@@ -110,6 +131,7 @@ fn joined(glob: &str, base: Option<&str>) -> String {
 fn globs(fields: &Fields<'_>, cwd: Option<&str>) -> Vec<String> {
     let base = fields
         .first(Role::Root)
+        .or_else(|| fields.first(Role::Tree))
         .map(|root| paths::normalize(root, cwd))
         .or_else(|| cwd.map(|c| paths::normalize(c, None)));
     fields

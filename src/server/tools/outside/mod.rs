@@ -49,6 +49,9 @@ pub struct OutsideCall {
     /// Words put to the person (a `request_approval`'s title and details): on the floor when
     /// they propose a floor command or name a floor path.
     pub floor_texts: Vec<String>,
+    /// Folders a search reads everything beneath (normalized): on the floor when one holds
+    /// Countersign's own places, the home folder and `/` included.
+    pub floor_trees: Vec<String>,
     /// The agent's folder (normalized), where its relative paths and commands start.
     pub cwd: Option<String>,
     /// What a standing rule matches (one path or one command), when there is one.
@@ -68,6 +71,7 @@ impl OutsideCall {
             unreadable: None,
             floor_globs: Vec::new(),
             floor_texts: Vec::new(),
+            floor_trees: Vec::new(),
             cwd: None,
             rule_subject: None,
             summary,

@@ -14,6 +14,7 @@
 mod cli;
 mod database;
 mod places;
+mod tree;
 
 use std::path::{Path, PathBuf};
 
@@ -23,6 +24,7 @@ use crate::server::tools::sandbox::Places;
 use places::Place;
 
 pub use cli::command_hit;
+pub use tree::tree_hit;
 
 /// The environment a command's words may expand that this server knows the value of: the
 /// agent runs as the same user, so its `$HOME` is this `$HOME`.
@@ -109,8 +111,29 @@ impl OwnPlaces {
         }
     }
 
-    /// The spellings of `path` with `~` (and `~user`, `$HOME`) read as the home folder.
+    /// The spellings of `path` with `~` (and `~user`, `$HOME`) read as the home folder: at its
+    /// start, or as a segment of a path already joined to the agent's folder (`/w/~/.x`, an
+    /// agent's tool may expand it). The path as written stays one of them.
     fn expanded(&self, path: &str) -> Vec<String> {
+        let mut out = vec![path.to_owned()];
+        let starts = std::iter::once(0).chain(path.match_indices(['/', '\\']).map(|(i, _)| i + 1));
+        for start in starts {
+            let Some(rest) = self.after_home(&path[start..]) else {
+                continue;
+            };
+            for home in &self.homes {
+                let spelled = format!("{home}{rest}");
+                if !out.contains(&spelled) {
+                    out.push(spelled);
+                }
+            }
+        }
+        out
+    }
+
+    /// What follows a leading `~`, `~user` (this server's user) or `$HOME`, if `path` starts
+    /// with one as a whole segment.
+    fn after_home<'p>(&self, path: &'p str) -> Option<&'p str> {
         let rest = ["$HOME", "${HOME}"]
             .iter()
             .find_map(|home| path.strip_prefix(home))
@@ -118,15 +141,8 @@ impl OwnPlaces {
                 let after = path.strip_prefix('~')?;
                 let (name, rest) = after.split_at(after.find(['/', '\\']).unwrap_or(after.len()));
                 (name.is_empty() || self.user.as_deref() == Some(name)).then_some(rest)
-            });
-        match rest {
-            Some(rest) if rest.is_empty() || rest.starts_with(['/', '\\']) => self
-                .homes
-                .iter()
-                .map(|home| format!("{home}{rest}"))
-                .collect(),
-            _ => vec![path.to_owned()],
-        }
+            })?;
+        (rest.is_empty() || rest.starts_with(['/', '\\'])).then_some(rest)
     }
 
     /// Why `path` (as an agent names it, relative to `base` when it is relative) is one of
@@ -142,6 +158,20 @@ impl OwnPlaces {
             self.places
                 .iter()
                 .find_map(|p| p.path_hit(&normal, &shown, holder))
+        })
+    }
+
+    /// Why reading everything beneath the folder `path` (relative to `base`) reads one of
+    /// Countersign's own places — the home folder and `/` included, which hold the data dir
+    /// as much as any other.
+    pub fn tree_hit(&self, path: &str, base: Option<&str>) -> Option<String> {
+        self.expanded(path).into_iter().find_map(|candidate| {
+            let shown = paths::normalize(&candidate, base);
+            let normal = paths::folded(&shown);
+            if !normal.starts_with('/') {
+                return None;
+            }
+            self.places.iter().find_map(|p| p.tree_hit(&normal, &shown))
         })
     }
 

@@ -72,6 +72,20 @@ impl Place {
         })
     }
 
+    /// Why reading everything beneath the normalized, case-folded absolute folder `path`
+    /// (`shown` as the agent spelled it) reads this place, whatever folder it is.
+    pub fn tree_hit(&self, path: &str, shown: &str) -> Option<String> {
+        self.forms
+            .iter()
+            .any(|f| beneath(f, path).is_some())
+            .then(|| {
+                format!(
+                    "reads everything under {shown}, which holds Countersign's own {} ({}), built in",
+                    self.what, self.shown
+                )
+            })
+    }
+
     /// Whether the normalized, case-folded absolute glob could match this place, something
     /// inside it, or a folder that holds it (other than `/` and the home folder), as a shell
     /// expands it segment by segment; in words.
@@ -131,6 +145,7 @@ fn on_disk(path: &Path) -> PathBuf {
 
 /// What follows `folder` in `path` when `path` is `folder` (`""`) or inside it.
 fn beneath<'a>(path: &'a str, folder: &str) -> Option<&'a str> {
+    let folder = folder.strip_suffix('/').unwrap_or(folder);
     let rest = path.strip_prefix(folder)?;
     if rest.is_empty() {
         Some("")
