@@ -577,6 +577,19 @@ const SPECS: &[Spec] = &[
         fields: &[TASKS],
         unread: None,
     },
+    // opencode's question before it reads, writes or runs outside its project.
+    Spec {
+        names: &["external_directory"],
+        class: ToolClass::Exec,
+        fields: &[&[
+            ("filepath", Path),
+            ("parentDir", Container),
+            ("command", Command),
+            ("directories", Paths),
+            ("patterns", Paths),
+        ]],
+        unread: None,
+    },
     Spec {
         names: &["get_internal_docs"],
         class: ToolClass::Exec,

@@ -39,8 +39,19 @@ pub fn describe(
         .chain(named.iter().skip(1).map(|c| (*c).to_owned()))
         .map(Subject::Command)
         .collect();
-    // Paths a sandbox is asked to open up for the command (Gemini's `additional_permissions`).
-    for path in fields.nested_strings(Role::NestedPaths) {
+    // Every path it names (opencode's `external_directory`, Gemini's `plan_filename`), and the
+    // paths a sandbox is asked to open up for the command (Gemini's `additional_permissions`).
+    let named_paths = [
+        Role::Path,
+        Role::Root,
+        Role::Tree,
+        Role::Container,
+        Role::Paths,
+    ]
+    .into_iter()
+    .flat_map(|role| fields.strings(role).into_iter().map(|(_, p)| p))
+    .chain(fields.nested_strings(Role::NestedPaths));
+    for path in named_paths {
         floor_subjects.extend(path_subjects(&paths::normalize(path, cwd)));
     }
     let patched = command.as_deref().map(|c| patched_files(c, cwd));

@@ -485,3 +485,29 @@ fn paths_a_command_asks_to_write_are_floor_paths() {
         "{call:?}"
     );
 }
+
+/// A path a command-class tool names is a floor path like any other.
+#[test]
+fn paths_named_by_other_tools_are_floor_paths() {
+    let plan = describe(
+        "gemini-cli",
+        "exit_plan_mode",
+        &json!({"plan_filename": "../.ssh/authorized_keys"}),
+        Some("/home/me/app"),
+    );
+    assert!(
+        paths_of(&plan).contains(&"/home/me/.ssh/authorized_keys".to_owned()),
+        "{plan:?}"
+    );
+    let outside = describe(
+        "opencode",
+        "external_directory",
+        &json!({"filepath": "/home/me/.env", "parentDir": "/home/me"}),
+        Some("/home/me/app"),
+    );
+    assert_eq!(outside.unreadable, None, "{outside:?}");
+    assert!(
+        paths_of(&outside).contains(&"/home/me/.env".to_owned()),
+        "{outside:?}"
+    );
+}
