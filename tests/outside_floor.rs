@@ -13,6 +13,9 @@ mod support;
 use serde_json::{Value, json};
 use support::*;
 
+/// A config whose `[safety]` floor is empty: the built-in floor must hold without it.
+const NO_SAFETY: &str = "[safety]\npaths = []\ncommands = []\n";
+
 async fn gates_token(ts: &TestServer) -> Api {
     let made = ts
         .post("/api/v1/tokens", json!({"name": "hook", "scope": "gates"}))
@@ -101,10 +104,11 @@ async fn each_is_a_floor_card(ts: &TestServer, calls: &[(&str, &str, &str, Value
 
 /// Countersign's own data dir, config file and database, read, written and named by
 /// commands in spellings of their own, and its CLI where it changes state: floor cards in
-/// yolo and in ask.
+/// yolo and in ask, with `[safety]` emptied.
 #[tokio::test]
 async fn countersign_s_own_files_and_cli_are_floor_cards_in_every_mode() {
-    let ts = TestServer::configured("[approvals]\ntimeout_secs = 600\n").await;
+    // An empty `[safety]`: what follows is built in, not configured.
+    let ts = TestServer::configured(NO_SAFETY).await;
     let data = ts.data_dir().canonicalize().unwrap();
     let data = data.display().to_string();
     let root = ts.root().canonicalize().unwrap().display().to_string();
@@ -267,10 +271,10 @@ async fn countersign_s_own_files_and_cli_are_floor_cards_in_every_mode() {
 }
 
 /// Each agent's hook and permission settings, written by its own tools and by commands:
-/// floor cards in yolo and in ask.
+/// floor cards in yolo and in ask, with `[safety]` emptied.
 #[tokio::test]
 async fn each_agents_hook_settings_are_floor_cards_in_every_mode() {
-    let ts = TestServer::start().await;
+    let ts = TestServer::configured(NO_SAFETY).await;
     let app = "/home/me/app";
     let calls: Vec<(&str, &str, &str, Value)> = vec![
         (
