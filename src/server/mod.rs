@@ -158,6 +158,7 @@ pub async fn start(
         data_dir: settings.data_dir.clone(),
         config_file: settings.config_path.clone(),
         database_file: store::sqlite::file_of(settings.database_url.reveal()),
+        database_url: Some(settings.database_url.clone()),
     };
     // Reading the config file, building the sandbox (it walks `/etc`) and probing what the
     // machine isolates (it starts a process) block: off the async workers, like every file

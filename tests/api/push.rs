@@ -945,7 +945,9 @@ async fn a_card_its_notification_cannot_show_whole_is_not_answered_from_it() {
     for (what, sid, aid) in &cards {
         let (push, msg) = device.gate_message(&service, aid).await;
         assert!(push.body.len() <= 4096, "{what}: {}", push.body.len());
-        assert_eq!(msg["sensitive"], false, "{what}: {msg}");
+        // A tool the catalog does not know asks on the floor (issue 37): its push says so.
+        let unknown = *what == "an unknown tool's call";
+        assert_eq!(msg["sensitive"], unknown, "{what}: {msg}");
         assert!(msg["capability"].is_null(), "{what}: {msg}");
         assert_eq!(msg["actions"], json!([]), "{what}: {msg}");
         assert_eq!(msg["url"], format!("/sessions/{sid}#gate-{aid}"), "{what}");
@@ -1404,7 +1406,8 @@ async fn a_notification_fits_one_push_whatever_the_agent_wrote() {
     .await;
     let (push, msg) = device.gate_message(&service, &hidden).await;
     assert!(push.body.len() <= 4096, "{}", push.body.len());
-    assert_eq!(msg["sensitive"], false, "{msg}");
+    // A tool name the catalog does not know is a floor card (issue 37).
+    assert_eq!(msg["sensitive"], true, "{msg}");
     // A tool name the notification cannot show whole: it only opens the card.
     assert!(msg["capability"].is_null(), "{msg}");
     assert_eq!(msg["actions"], json!([]), "{msg}");
@@ -1419,7 +1422,8 @@ async fn a_notification_fits_one_push_whatever_the_agent_wrote() {
     .await;
     let (push, msg) = device.gate_message(&service, &ordinary).await;
     assert!(push.body.len() <= 4096, "{}", push.body.len());
-    assert_eq!(msg["sensitive"], false, "{msg}");
+    // Its tool name is not one the catalog knows: a floor card (issue 37).
+    assert_eq!(msg["sensitive"], true, "{msg}");
     assert!(msg["capability"].is_null(), "{msg}");
     // A call it can show whole, however wide its characters, keeps its buttons.
     let short = outside_gate(&agent, "Bash", &wide.repeat(20), "/home/me").await;

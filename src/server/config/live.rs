@@ -11,7 +11,7 @@ use std::sync::{Arc, RwLock};
 
 use super::{Config, ConfigError, ProviderKind, keys};
 use crate::server::agent::provider::{Provider, demo::DemoProvider, openai};
-use crate::server::gate::floor::SafetyFloor;
+use crate::server::gate::floor::{OwnPlaces, SafetyFloor};
 use crate::server::tools::sandbox::{Places, Sandbox};
 
 /// One coherent configuration and what is built from it.
@@ -35,6 +35,9 @@ pub struct LiveConfig {
     provider_override: Option<Arc<dyn Provider>>,
     /// What the sandbox keeps tools away from (fixed at startup).
     places: Places,
+    /// The same places in every spelling an outside agent may use: built into every floor,
+    /// whatever the config says.
+    own: Arc<OwnPlaces>,
     current: RwLock<Arc<Live>>,
     /// Serializes writers: read the file, change one key, write, apply.
     write_lock: tokio::sync::Mutex<()>,
@@ -115,12 +118,14 @@ impl LiveConfig {
         let file_keys = Config::read_table(&path)
             .map(|t| keys::set_in(&t).into_iter().collect())
             .unwrap_or_default();
-        let live = Self::build(config, file_keys, provider_override.clone(), &places)?;
+        let own = Arc::new(OwnPlaces::of(&places));
+        let live = Self::build(config, file_keys, provider_override.clone(), &places, &own)?;
         Ok(LiveConfig {
             startup: Vec::new(),
             path,
             provider_override,
             places,
+            own,
             current: RwLock::new(Arc::new(live)),
             write_lock: tokio::sync::Mutex::new(()),
         })
@@ -140,8 +145,9 @@ impl LiveConfig {
         file_keys: BTreeSet<String>,
         provider_override: Option<Arc<dyn Provider>>,
         places: &Places,
+        own: &Arc<OwnPlaces>,
     ) -> Result<Live, String> {
-        let floor = Arc::new(SafetyFloor::new(&config.safety)?);
+        let floor = Arc::new(SafetyFloor::new(&config.safety)?.with_own(Arc::clone(own)));
         let provider = match provider_override {
             Some(p) => p,
             None => build_provider(&config)?,
@@ -199,6 +205,7 @@ impl LiveConfig {
                     keys::set_in(&table).into_iter().collect(),
                     self.provider_override.clone(),
                     &self.places,
+                    &self.own,
                 )
             }) {
             Ok(live) => Ok(self.replace(live)),
@@ -224,6 +231,7 @@ impl LiveConfig {
         let _one_writer = self.write_lock.lock().await;
         let (path, key) = (self.path.clone(), key.to_owned());
         let (provider_override, places) = (self.provider_override.clone(), self.places.clone());
+        let own = Arc::clone(&self.own);
         let live = off_the_workers(&self.path, move || {
             let table = Config::read_table(&path)?;
             let (table, config) = keys::with_key(&table, &key, value, &path)?;
@@ -232,6 +240,7 @@ impl LiveConfig {
                 keys::set_in(&table).into_iter().collect(),
                 provider_override,
                 &places,
+                &own,
             )
             .map_err(|message| ConfigError::Parse {
                 path: path.clone(),

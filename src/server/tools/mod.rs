@@ -394,6 +394,7 @@ pub(crate) mod testing {
             workspace: std::fs::canonicalize(workspace).unwrap(),
             config_file: data_dir.join("config.toml"),
             database_file: Some(data_dir.join("countersign.db")),
+            database_url: None,
             data_dir,
         }
     }

@@ -5,26 +5,37 @@
 //! pipelines and substitutions, with its words after quote removal; programs that run other
 //! programs (`env`, `timeout`, `xargs`, `sh -c`, `eval`, …) are looked through (`wrappers`);
 //! each command is matched against the `[safety] commands` entries (`pattern`) and every word
-//! against the floor's paths. A command that cannot be read is on the floor: it asks.
+//! against the floor's paths (`scan`). A command that cannot be read is on the floor: it asks.
+//!
+//! Besides what `[safety]` configures, some places are built in and cannot be configured
+//! away: the agents' own hook and permission settings (`agents`, for every agent), and, for
+//! outside agents, Countersign's own data dir, config file, database, process and
+//! state-changing CLI (`own`).
 
+mod agents;
+mod own;
 mod pattern;
 mod probe;
 mod runtime;
+mod scan;
 mod wrappers;
 
+use std::sync::Arc;
+
+pub use own::{Env, OwnPlaces};
 pub use pattern::{program_name, same_program};
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde_json::Value;
 
-use super::shell_syntax::{self, Word};
+use super::shell_syntax::Word;
 use crate::server::config::SafetyConfig;
 use crate::server::tools::{self, FloorPaths, Hidden, Subject};
 use pattern::CommandPattern;
-use wrappers::Inner;
+use scan::{Outside, Reader};
 
-/// How deep `sh -c "… sh -c '…'"` is followed before the command counts as unreadable.
-const MAX_NESTING: usize = 8;
+/// How many words of free text are read as one command line, from each word on.
+const PROSE_RUN: usize = 12;
 
 pub struct SafetyFloor {
     paths: GlobSet,
@@ -32,11 +43,16 @@ pub struct SafetyFloor {
     commands: Vec<CommandPattern>,
     /// Paths each floor glob names, for telling whether a glob in a command could reach one.
     probes: Vec<probe::Probe>,
+    /// The agents' settings (built in).
+    agents: agents::AgentSettings,
+    /// Countersign's own places (built in, read for outside agents).
+    own: Arc<OwnPlaces>,
 }
 
 impl SafetyFloor {
     /// Compiles the configured globs and reads the command entries; an invalid one is a
-    /// config error naming it.
+    /// config error naming it. Countersign's own places are none until
+    /// [`with_own`](Self::with_own) gives them.
     pub fn new(config: &SafetyConfig) -> Result<Self, String> {
         let mut builder = GlobSetBuilder::new();
         for pattern in &config.paths {
@@ -49,12 +65,27 @@ impl SafetyFloor {
             .iter()
             .map(|entry| CommandPattern::parse(entry))
             .collect::<Result<Vec<_>, _>>()?;
+        let built_in = agents::AGENT_SETTINGS.iter().map(|(glob, _)| *glob);
         Ok(SafetyFloor {
             paths,
             path_patterns: config.paths.clone(),
             commands,
-            probes: config.paths.iter().flat_map(|p| probe::of(p)).collect(),
+            probes: config
+                .paths
+                .iter()
+                .map(String::as_str)
+                .chain(built_in)
+                .flat_map(probe::of)
+                .collect(),
+            agents: agents::AgentSettings::new(),
+            own: Arc::new(OwnPlaces::default()),
         })
+    }
+
+    /// The same floor, with where this server keeps its own data for outside agents' calls.
+    pub fn with_own(mut self, own: Arc<OwnPlaces>) -> Self {
+        self.own = own;
+        self
     }
 
     /// A path on the floor: itself, or as a folder whose contents are (`.git` for
@@ -72,16 +103,22 @@ impl SafetyFloor {
 
     fn folder_hit(&self, prefix: &str, shown: &str) -> Option<String> {
         let probe = format!("{prefix}\u{0}");
-        let hit = self.paths.matches(probe.as_str()).into_iter().next()?;
-        Some(format!(
-            "touches the folder {shown}, whose contents are on the safety floor (`{}`)",
-            self.pattern(hit)
-        ))
+        if let Some(hit) = self.paths.matches(probe.as_str()).into_iter().next() {
+            return Some(format!(
+                "touches the folder {shown}, whose contents are on the safety floor (`{}`)",
+                self.pattern(hit)
+            ));
+        }
+        self.agents.hit(&probe).map(|_| {
+            format!("touches the folder {shown}, which holds an agent's hooks and permissions (built in)")
+        })
     }
 
     fn glob_hit(&self, path: &str, shown: &str) -> Option<String> {
-        let hit = self.paths.matches(path).into_iter().next()?;
-        Some(format!("touches {shown} (matches `{}`)", self.pattern(hit)))
+        match self.paths.matches(path).into_iter().next() {
+            Some(hit) => Some(format!("touches {shown} (matches `{}`)", self.pattern(hit))),
+            None => self.agents.hit(path),
+        }
     }
 
     fn pattern(&self, index: usize) -> &str {
@@ -91,23 +128,108 @@ impl SafetyFloor {
             .unwrap_or("?")
     }
 
-    /// Why an outside agent's call hits the floor, in words: it cannot be read as the agent
-    /// will run it, or a path, command or search glob of it is on the floor.
-    pub fn check_outside(&self, call: &tools::outside::OutsideCall) -> Option<String> {
-        call.unreadable.clone().or_else(|| {
-            call.floor_subjects
-                .iter()
-                .find_map(|subject| self.check_subject(subject))
-                .or_else(|| {
-                    call.floor_globs
-                        .iter()
-                        .find_map(|g| self.search_glob_hit(g))
-                })
-        })
+    /// One path a floor glob names that the glob `pattern` could match, for the reason.
+    fn probe_hit(&self, pattern: &str) -> Option<String> {
+        self.probes
+            .iter()
+            .find(|p| p.reached_by(pattern))
+            .map(probe::Probe::example)
     }
 
-    /// Why a glob the agent will expand itself (an outside search tool's) could match a floor
-    /// path, in words; `None` when it cannot.
+    /// The `[safety] commands` entry the command `words` matches, in words.
+    fn command_entry_hit(&self, words: &[Word], fed: bool) -> Option<String> {
+        self.commands
+            .iter()
+            .find(|p| p.matches(words, fed))
+            .map(|pattern| format!("runs `{}`", pattern.entry))
+    }
+
+    /// How the built-in agent's calls are read.
+    fn built_in(&self) -> Reader<'_> {
+        Reader {
+            floor: self,
+            outside: None,
+        }
+    }
+
+    /// How an outside agent's calls are read: with Countersign's own places, relative to the
+    /// agent's folder.
+    fn outside<'a>(&'a self, base: Option<&'a str>) -> Reader<'a> {
+        Reader {
+            floor: self,
+            outside: Some(Outside {
+                own: &self.own,
+                base,
+            }),
+        }
+    }
+
+    /// Why an outside agent's call hits the floor, in words: it cannot be read as the agent
+    /// will run it, or a path, command, search glob or proposal of it is on the floor (the
+    /// built-in places included, relative to the agent's folder).
+    pub fn check_outside(&self, call: &tools::outside::OutsideCall) -> Option<String> {
+        let reader = self.outside(call.cwd.as_deref());
+        call.unreadable
+            .clone()
+            .or_else(|| {
+                call.floor_subjects
+                    .iter()
+                    .find_map(|subject| match subject {
+                        Subject::Command(command) => reader.check_command(command),
+                        Subject::Path(path) => reader.path_hit(path),
+                    })
+            })
+            .or_else(|| call.floor_globs.iter().find_map(|g| reader.glob_hit(g)))
+            .or_else(|| {
+                let base = call.cwd.as_deref();
+                call.floor_trees
+                    .iter()
+                    .find_map(|t| self.own.tree_hit(t, base))
+            })
+            .or_else(|| {
+                call.floor_texts
+                    .iter()
+                    .find_map(|t| self.prose_hit(&reader, t))
+            })
+    }
+
+    /// Why free text put to the person (a proposal's words) names something on the floor:
+    /// each `code span` or fenced block read as shell code (where it reads as code), every
+    /// word that looks like a path read as one, and every run of words matched against the
+    /// command entries and Countersign's own commands. Prose is never refused for not being
+    /// shell code, and a plain word (`deploy`) is not read as a path.
+    fn prose_hit(&self, reader: &Reader<'_>, text: &str) -> Option<String> {
+        let as_code = text
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .map(str::trim)
+            .filter(|code| !code.is_empty())
+            .find_map(|code| reader.scan_code(code));
+        let words: Vec<Word> = text
+            .split_whitespace()
+            .map(|w| w.trim_matches(|c: char| "`'\"“”‘’,;:.!?()[]{}<>*".contains(c)))
+            .filter(|w| !w.is_empty())
+            .map(Word::literal)
+            .collect();
+        let path_like = |w: &&Word| w.text.contains(['/', '\\', '.', '_', '~']);
+        as_code
+            .or_else(|| {
+                let mut named = words.iter().filter(path_like);
+                named.find_map(|w| reader.word_text_hit(w))
+            })
+            .or_else(|| {
+                (0..words.len()).find_map(|i| {
+                    let run = &words[i..(i + PROSE_RUN).min(words.len())];
+                    self.command_entry_hit(run, false)
+                        .or_else(|| own::command_hit(run, self.own.on_postgres()))
+                })
+            })
+            .map(|hit| format!("proposes what {hit}"))
+    }
+
+    /// Why a glob an outside search tool will expand could match a floor path, in words;
+    /// `None` when it cannot.
     pub fn search_glob_hit(&self, glob: &str) -> Option<String> {
         let path = glob.trim_start_matches("./");
         self.path_hit(path).or_else(|| {
@@ -129,47 +251,13 @@ impl SafetyFloor {
         hidden.iter().find_map(|h| h.floor_hit(self))
     }
 
-    /// A word that names a floor path: itself, or the value of `--opt=value`.
-    fn word_hit(&self, word: &Word) -> Option<String> {
-        self.text_hit(&word.text)
-    }
-
-    /// A word's text as a path: itself, the value of `--opt=value`, what follows a `:`
-    /// (`git show HEAD:.env`, `host:.ssh/id_rsa`), each also with `\` read as `/` and
-    /// case-folded (a file system that ignores case opens `.ENV` as `.env`).
-    fn text_hit(&self, text: &str) -> Option<String> {
-        let mut forms = vec![text.to_owned()];
-        if let Some((flag, value)) = text.split_once('=')
-            && flag.starts_with('-')
-        {
-            forms.push(value.to_owned());
-        }
-        if !text.contains("://")
-            && let Some((_, after)) = text.rsplit_once(':')
-            && !after.is_empty()
-        {
-            forms.push(after.to_owned());
-        }
-        let slashed: Vec<String> = forms.iter().map(|f| f.replace('\\', "/")).collect();
-        let folded: Vec<String> = forms
-            .iter()
-            .chain(&slashed)
-            .map(|f| f.to_lowercase())
-            .collect();
-        forms
-            .iter()
-            .chain(&slashed)
-            .chain(&folded)
-            .find_map(|form| self.path_hit(form))
-    }
-
     /// Why this call hits the floor, in words; `None` when it does not.
     pub fn check(&self, tool: &str, args: &Value) -> Option<String> {
         self.check_subject(&tools::get(tool)?.subject(args)?)
     }
 
-    /// Why a path or a command hits the floor, in words (outside agents' calls, whose
-    /// subjects `tools::outside` reads); `None` when it does not.
+    /// Why a path or a command of the built-in agent hits the floor, in words; `None` when it
+    /// does not.
     pub fn check_subject(&self, subject: &Subject) -> Option<String> {
         match subject {
             Subject::Command(command) => self.check_command(command),
@@ -177,256 +265,34 @@ impl SafetyFloor {
         }
     }
 
-    /// Why a shell command hits the floor, in words; `None` when it does not.
+    /// Why a shell command of the built-in agent hits the floor, in words; `None` when it
+    /// does not.
     pub fn check_command(&self, command: &str) -> Option<String> {
-        match self.scan(command, false, 0) {
-            Ok(hit) => hit,
-            Err(why) => Some(format!(
-                "cannot be read safely as a shell command ({why}), so it always asks"
-            )),
-        }
+        self.built_in().check_command(command)
     }
-
-    /// The first floor hit in shell code; `Err` when it cannot be read. What the words say
-    /// as written is read first, everywhere (so a reason names the command, not a variable
-    /// next to it); then what they may be when they run.
-    fn scan(&self, code: &str, fed: bool, depth: usize) -> Result<Option<String>, String> {
-        if depth > MAX_NESTING {
-            return Err(format!("shells nested more than {MAX_NESTING} deep"));
-        }
-        let script = shell_syntax::read(code)?;
-        let values = runtime::Values::from_script(&script);
-        // A value a variable is given is a word like any other (`GIT_DIR=.git git …`).
-        if let Some(hit) = script.assignments.iter().find_map(|(name, value)| {
-            self.word_hit(value)
-                .map(|hit| format!("sets `{name}`, which {hit}"))
-        }) {
-            return Ok(Some(hit));
-        }
-        for pass in [Pass::Written, Pass::Running] {
-            let start = runtime::Cwd::start();
-            for target in &script.redirect_targets {
-                let hit = match pass {
-                    Pass::Written => self.word_hit(target),
-                    Pass::Running => self.runtime_hit(target, &values, &start),
-                };
-                if hit.is_some() {
-                    return Ok(hit);
-                }
-            }
-            let mut cwd = start;
-            for command in &script.commands {
-                let fed = fed || command.stdin_fed;
-                let words = &command.words;
-                if let Some(hit) = self.scan_words(words, fed, depth, pass, &values, &cwd)? {
-                    return Ok(Some(hit));
-                }
-                cwd.follow(words);
-            }
-        }
-        Ok(None)
-    }
-
-    /// One command (program first), and what it runs inside it, in one pass.
-    fn scan_words(
-        &self,
-        words: &[Word],
-        fed: bool,
-        depth: usize,
-        pass: Pass,
-        values: &runtime::Values,
-        cwd: &runtime::Cwd,
-    ) -> Result<Option<String>, String> {
-        let Some(program) = words.first() else {
-            return Ok(None);
-        };
-        if program.dynamic {
-            return Err("the program it runs is only known when it runs".into());
-        }
-        if changes_globbing(words) {
-            return Err(format!(
-                "`{}` changes how the shell expands globs",
-                program.text
-            ));
-        }
-        let hit = match pass {
-            Pass::Written => words.iter().find_map(|w| self.word_hit(w)).or_else(|| {
-                self.commands
-                    .iter()
-                    .find(|p| p.matches(words, fed))
-                    .map(|pattern| format!("runs `{}`", pattern.entry))
-            }),
-            Pass::Running => words
-                .iter()
-                .skip(1)
-                .find_map(|w| self.runtime_hit(w, values, cwd))
-                .or_else(|| unknown_items(words)),
-        };
-        if hit.is_some() {
-            return Ok(hit);
-        }
-        for inner in wrappers::inner(words) {
-            let hit = match inner {
-                Inner::Argv(argv) => self.scan_words(&argv, fed, depth, pass, values, cwd)?,
-                Inner::Code(code) if code.dynamic => {
-                    return Err(format!(
-                        "`{}` runs code only known when it runs",
-                        program.text
-                    ));
-                }
-                // Code read again is a script of its own: both its passes run now.
-                Inner::Code(code) if pass == Pass::Written => {
-                    self.scan(&code.text, fed, depth + 1)?
-                }
-                Inner::Code(_) => None,
-            };
-            if hit.is_some() {
-                return Ok(hit);
-            }
-        }
-        Ok(None)
-    }
-
-    /// Why a word that is only known when it runs — a glob, a variable, a substitution — or
-    /// one read relative to a folder a `cd` went to could name a floor path; `None` when it
-    /// cannot.
-    fn runtime_hit(
-        &self,
-        word: &Word,
-        values: &runtime::Values,
-        cwd: &runtime::Cwd,
-    ) -> Option<String> {
-        let relative = |text: &str| !text.is_empty() && !text.starts_with(['/', '-', '~']);
-        match cwd {
-            runtime::Cwd::Unknown if relative(&word.text) || word.glob => {
-                return Some(format!(
-                    "names `{}` in a folder a `cd` chose only when it runs",
-                    word.text
-                ));
-            }
-            runtime::Cwd::Known(dir) if !dir.is_empty() && relative(&word.text) => {
-                let joined = format!("{dir}/{}", word.text);
-                if let Some(hit) = self.path_hit(&joined) {
-                    return Some(format!("after `cd {dir}`: {hit}"));
-                }
-            }
-            _ => {}
-        }
-        if word.opaque {
-            return Some(
-                "takes a value only known when it runs (a command substitution), which could name a floor path"
-                    .into(),
-            );
-        }
-        for name in &word.vars {
-            match values.value_of(name) {
-                runtime::Known::Env => {}
-                runtime::Known::Never => {
-                    return Some(format!(
-                        "takes `${name}`, whose value is only known when it runs"
-                    ));
-                }
-                runtime::Known::Set(assigned) => {
-                    for value in assigned {
-                        if value.dynamic || !value.vars.is_empty() {
-                            return Some(format!(
-                                "takes `${name}`, whose value is only known when it runs"
-                            ));
-                        }
-                        // The value where the variable stands (`.e${X}v`), and alone.
-                        let placed = word.with_value(name, &value.text);
-                        let hit = [placed.clone(), value.text.clone()]
-                            .iter()
-                            .find_map(|candidate| self.text_hit(candidate))
-                            .or_else(|| {
-                                let glob = word.glob || placed.contains(['*', '?', '[', '{']);
-                                glob.then(|| {
-                                    self.probes
-                                        .iter()
-                                        .find(|p| p.reached_by(&placed))
-                                        .map(|p| format!("could match {}", p.example()))
-                                })
-                                .flatten()
-                            });
-                        if let Some(hit) = hit {
-                            return Some(format!("takes `${name}`, which {hit}"));
-                        }
-                    }
-                }
-            }
-        }
-        if word.glob {
-            let pattern = match cwd {
-                runtime::Cwd::Known(dir) if !dir.is_empty() && relative(&word.text) => {
-                    format!("{dir}/{}", word.text)
-                }
-                _ => word.text.clone(),
-            };
-            if let Some(reached) = self.probes.iter().find(|p| p.reached_by(&pattern)) {
-                return Some(format!(
-                    "names the glob `{}`, which could match {} (on the safety floor)",
-                    word.text,
-                    reached.example()
-                ));
-            }
-        }
-        None
-    }
-}
-
-/// `shopt -s dotglob`, `set -o …`, `GLOBIGNORE=…`: globs would not expand as the floor reads
-/// them.
-fn changes_globbing(words: &[Word]) -> bool {
-    const GLOB_OPTIONS: [&str; 8] = [
-        "dotglob",
-        "nocaseglob",
-        "extglob",
-        "globstar",
-        "nullglob",
-        "failglob",
-        "nocasematch",
-        "globasciiranges",
-    ];
-    let program = words.first().map(|w| w.text.as_str()).unwrap_or("");
-    let args = || words.iter().skip(1);
-    match program {
-        "shopt" => args().any(|w| w.dynamic || GLOB_OPTIONS.contains(&w.text.as_str())),
-        // `set -f` / `set -o noglob`: no globbing at all is fine to read, but a script that
-        // turns it back and forth is not worth guessing.
-        "set" => args().any(|w| {
-            w.dynamic
-                || w.text == "noglob"
-                || (w.text.starts_with(['-', '+']) && w.text.len() > 1 && w.text.contains('f'))
-        }),
-        _ => false,
-    }
-}
-
-/// Items a wrapper adds when it runs (`xargs`'s input, `find -exec`'s `{}`): any path at all,
-/// so a program that does more than print them asks.
-fn unknown_items(words: &[Word]) -> Option<String> {
-    let program = words.first().map(|w| program_name(&w.text))?;
-    let item = words
-        .iter()
-        .skip(1)
-        .any(|w| w.dynamic && w.vars.is_empty() && !w.opaque && !w.glob && w.text.is_empty());
-    (item && !matches!(program, "echo" | "printf" | "true" | ":")).then(|| {
-        format!("runs `{program}` on names only known when it runs (from xargs or find), which could be floor paths")
-    })
-}
-
-/// Which reading of a script's words a pass makes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Pass {
-    /// As written: floor paths named outright, the command entries.
-    Written,
-    /// As they may be when they run: globs, variables, substitutions, after a `cd`.
-    Running,
 }
 
 impl FloorPaths for SafetyFloor {
     fn path_hit(&self, path: &str) -> Option<String> {
         SafetyFloor::path_hit(self, path)
+    }
+}
+
+impl scan::Floor for SafetyFloor {
+    fn path_hit(&self, path: &str) -> Option<String> {
+        SafetyFloor::path_hit(self, path)
+    }
+
+    fn search_glob_hit(&self, glob: &str) -> Option<String> {
+        SafetyFloor::search_glob_hit(self, glob)
+    }
+
+    fn probe_hit(&self, pattern: &str) -> Option<String> {
+        SafetyFloor::probe_hit(self, pattern)
+    }
+
+    fn command_entry_hit(&self, words: &[Word], fed: bool) -> Option<String> {
+        SafetyFloor::command_entry_hit(self, words, fed)
     }
 }
 

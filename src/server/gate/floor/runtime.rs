@@ -80,9 +80,11 @@ impl Cwd {
             .find(|w| !w.text.starts_with('-') || w.dynamic);
         *self = match (std::mem::replace(self, Cwd::Unknown), target) {
             (_, Some(dir)) if dir.dynamic => Cwd::Unknown,
-            // `cd` alone, `cd ~`, `cd /abs`: away from the workspace's relative paths.
+            // `cd` alone: home, away from the workspace's relative paths.
             (_, None) => Cwd::Known(String::new()),
-            (_, Some(dir)) if dir.text.starts_with(['/', '~']) => Cwd::Known(String::new()),
+            // `cd /abs`, `cd ~/x`: there, whatever came before (relative words are read
+            // there, so one naming an outside agent's floor place is seen where it is).
+            (_, Some(dir)) if dir.text.starts_with(['/', '~']) => Cwd::Known(dir.text.clone()),
             (Cwd::Unknown, _) => Cwd::Unknown,
             (Cwd::Known(base), Some(dir)) if base.is_empty() => Cwd::Known(dir.text.clone()),
             (Cwd::Known(base), Some(dir)) => Cwd::Known(format!("{base}/{}", dir.text)),

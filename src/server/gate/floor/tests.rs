@@ -345,3 +345,240 @@ fn empty_config_means_no_floor_and_bad_globs_are_named() {
     .unwrap();
     assert!(err.contains("a["), "{err}");
 }
+
+/// The agents' hook and permission settings are on the floor of the built-in agent too, and
+/// no `[safety]` section takes them off.
+#[test]
+fn the_agents_settings_are_built_in() {
+    let none = SafetyFloor::new(&SafetyConfig {
+        paths: vec![],
+        commands: vec![],
+    })
+    .unwrap();
+    for path in [
+        ".claude/settings.json",
+        "app/.claude/settings.local.json",
+        ".gemini/settings.json",
+        ".github/hooks/countersign.json",
+        "opencode.jsonc",
+        ".codex",
+    ] {
+        assert!(
+            none.check("write_file", &json!({"path": path, "content": ""}))
+                .is_some(),
+            "{path}"
+        );
+    }
+    assert!(hit(&none, "echo '{}' > .claude/settings.json").is_some());
+    assert!(hit(&none, "cp x .c*/settings.json").is_some());
+    assert!(hit(&none, "cat .claude/CLAUDE.md").is_none());
+}
+
+mod outside {
+    use std::path::PathBuf;
+    use std::sync::Arc;
+
+    use serde_json::{Value, json};
+
+    use super::super::*;
+    use crate::server::tools::outside::describe;
+    use crate::server::tools::sandbox::Places;
+
+    const DATA: &str = "/home/me/.local/share/countersign";
+
+    fn floor() -> SafetyFloor {
+        let places = Places {
+            workspace: PathBuf::from("/srv/ws"),
+            data_dir: PathBuf::from(DATA),
+            config_file: PathBuf::from("/etc/countersign.toml"),
+            database_file: Some(PathBuf::from(format!("{DATA}/countersign.db"))),
+            database_url: None,
+        };
+        let env = Env {
+            home: Some(PathBuf::from("/home/me")),
+            tmpdir: None,
+            user: Some("me".into()),
+        };
+        SafetyFloor::new(&SafetyConfig::default())
+            .unwrap()
+            .with_own(Arc::new(OwnPlaces::with_env(&places, &env, Some(77))))
+    }
+
+    fn outside_hit(f: &SafetyFloor, tool: &str, input: Value, cwd: &str) -> Option<String> {
+        f.check_outside(&describe("claude-code", tool, &input, Some(cwd)))
+    }
+
+    /// Countersign's own files, read, written, named by a command, in spellings of its own.
+    #[test]
+    fn countersign_s_own_places_ask_in_every_spelling() {
+        let f = floor();
+        let calls = [
+            (
+                "Read",
+                json!({"file_path": format!("{DATA}/vapid_private_key")}),
+            ),
+            (
+                "Read",
+                json!({"file_path": "../.local/share/countersign/token"}),
+            ),
+            (
+                "view",
+                json!({"path": "/HOME/ME/.local/share/COUNTERSIGN/countersign.db"}),
+            ),
+            (
+                "Write",
+                json!({"file_path": "/etc/countersign.toml", "content": "[safety]"}),
+            ),
+            (
+                "Grep",
+                json!({"pattern": "token", "path": "/home/me/.local/share"}),
+            ),
+            (
+                "Glob",
+                json!({"pattern": "count*/tok*", "path": "/home/me/.local/share"}),
+            ),
+            (
+                "Bash",
+                json!({"command": "cat ~/.local/share/countersign/token"}),
+            ),
+            (
+                "Bash",
+                json!({"command": "base64 \"$HOME\"/.local/share/countersign/countersign.db"}),
+            ),
+            (
+                "Bash",
+                json!({"command": "sqlite3 countersign.db 'delete from passkeys'", "workdir": DATA}),
+            ),
+            (
+                "Bash",
+                json!({"command": "cd ../.local/share/countersign && cat token"}),
+            ),
+            (
+                "Bash",
+                json!({"command": "cd /home/me/.local/share && cp -r countersign /tmp/x"}),
+            ),
+            (
+                "Bash",
+                json!({"command": "echo '[safety]' >> /etc/countersign.toml"}),
+            ),
+            (
+                "Bash",
+                json!({"command": "env D=/home/me/.local/share/countersign sh -c 'cat $D/token'"}),
+            ),
+            (
+                "Bash",
+                json!({"command": "python3 -c \"print(open('/etc/countersign.toml').read())\""}),
+            ),
+            (
+                "Bash",
+                json!({"command": "cat /home/me/.local/share/count*/token"}),
+            ),
+            ("Bash", json!({"command": "cat /proc/77/environ"})),
+            (
+                "Bash",
+                json!({"command": "countersign config set approvals.require_passkey off"}),
+            ),
+            (
+                "Bash",
+                json!({"command": "env COUNTERSIGN_DATA_DIR=x countersign passkey reset"}),
+            ),
+            (
+                "Bash",
+                json!({"command": "~/bin/countersign approvals approve 01234567"}),
+            ),
+            (
+                "exec_command",
+                json!({"cmd": ["countersign", "token", "create", "x"]}),
+            ),
+            (
+                "write_bash",
+                json!({"shellId": "1", "input": "countersign config set x y{enter}"}),
+            ),
+            (
+                "request_approval",
+                json!({"title": "Reset", "details_markdown": "Then I run `countersign passkey reset`."}),
+            ),
+            (
+                "request_approval",
+                json!({"title": "Release", "details_markdown": "```sh\n./deploy.sh --prod\n```"}),
+            ),
+            (
+                "request_approval",
+                json!({"title": "Clean up with sudo rm -rf /srv/app?"}),
+            ),
+            (
+                "request_approval",
+                json!({"title": "Rotate", "details_markdown": "I will copy ~/.local/share/countersign/token to the new host."}),
+            ),
+            (
+                "Read",
+                json!({"file_path": "~/.local/share/countersign/token"}),
+            ),
+            (
+                "create",
+                json!({"path": "~me/.local/share/countersign/config.toml", "file_text": ""}),
+            ),
+            ("Bash", json!({"command": "grep -r BEGIN ~"})),
+            ("Bash", json!({"command": "rg -uuu 'cst_' /"})),
+            ("Bash", json!({"command": "tar czf /tmp/all.tgz ~"})),
+            ("Bash", json!({"command": "cp -a ~ /tmp/home"})),
+            ("Grep", json!({"pattern": "[0-9a-f]{48}", "path": "~"})),
+            ("grep_search", json!({"pattern": "vapid", "dir_path": "/"})),
+        ];
+        for (tool, input) in calls {
+            let why = outside_hit(&f, tool, input.clone(), "/home/me/src");
+            assert!(why.is_some(), "{tool} {input}");
+        }
+    }
+
+    /// What an ordinary outside call does is not touched.
+    #[test]
+    fn ordinary_calls_stay_off_the_floor() {
+        let f = floor();
+        for (tool, input) in [
+            ("Read", json!({"file_path": "README.md"})),
+            ("Bash", json!({"command": "npm test"})),
+            ("Bash", json!({"command": "ls ~ && cat ~/notes.md"})),
+            (
+                "Bash",
+                json!({"command": "grep -r TODO . && rg fixme src && cp -r build ~/"}),
+            ),
+            (
+                "Bash",
+                json!({"command": "find / -name libssl.so && du -sh ~ && ls -R ~"}),
+            ),
+            ("Grep", json!({"pattern": "TODO"})),
+            (
+                "Bash",
+                json!({"command": "countersign approvals list --json"}),
+            ),
+            ("Bash", json!({"command": "cat token"})),
+            (
+                "Grep",
+                json!({"pattern": "fn main", "path": "/home/me/src"}),
+            ),
+            (
+                "create",
+                json!({"path": "src/new.rs", "file_text": "fn x() {}"}),
+            ),
+            (
+                "write_bash",
+                json!({"shellId": "1", "input": "npm test{enter}"}),
+            ),
+            (
+                "request_approval",
+                json!({"title": "Ship it?", "details_markdown": "I'll tag v1.2 and push the branch."}),
+            ),
+            (
+                "request_approval",
+                json!({"title": "Deploy v1.2 to production?", "details_markdown": "Then I'll update the deploy notes and the .gitignore'd build/ folder."}),
+            ),
+        ] {
+            assert_eq!(
+                outside_hit(&f, tool, input.clone(), "/home/me/src"),
+                None,
+                "{tool} {input}"
+            );
+        }
+    }
+}

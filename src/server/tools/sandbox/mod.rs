@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::server::config::{NetworkAccess, SandboxMode, ToolsConfig};
+use crate::server::secret::{Secret, UrlPassword};
 
 pub use isolation::Isolation;
 pub use rules::Support;
@@ -42,6 +43,9 @@ pub struct Places {
     pub config_file: PathBuf,
     /// The database file, when the store is a file.
     pub database_file: Option<PathBuf>,
+    /// The database's URL (a PostgreSQL one names the database the floor keeps outside
+    /// agents away from; masked wherever it is shown).
+    pub database_url: Option<Secret<UrlPassword>>,
 }
 
 impl Places {

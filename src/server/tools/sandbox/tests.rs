@@ -34,6 +34,7 @@ impl Layout {
             workspace,
             config_file: data_dir.join("config.toml"),
             database_file: Some(data_dir.join("countersign.db")),
+            database_url: None,
             data_dir,
         };
         Layout {
