@@ -7,6 +7,7 @@ mod decisions;
 mod error;
 mod external;
 mod feed;
+mod os_boundary;
 mod passkeys;
 mod push;
 mod sessions;
@@ -60,6 +61,8 @@ pub struct Core {
     watches: watch::GateWatches,
     /// Passkey ceremonies (step-up): their seal and spent nonces.
     passkeys: super::passkey::Passkeys,
+    /// Whether the server shares its OS user with the agents it answers for.
+    os_boundary: Arc<super::os_user::Boundary>,
 }
 
 /// What `Core::new` is built from (the server's start assembles it).
@@ -72,6 +75,7 @@ pub struct CoreParts {
     pub shutdown: CancellationToken,
     pub notifier: Arc<Notifier>,
     pub passkeys: super::passkey::Passkeys,
+    pub os_boundary: Arc<super::os_user::Boundary>,
 }
 
 /// About how many events the session page starts with (whole turns, so it can be more).
@@ -128,6 +132,7 @@ impl Core {
             notifier: parts.notifier,
             watches: watch::GateWatches::default(),
             passkeys: parts.passkeys,
+            os_boundary: parts.os_boundary,
         }
     }
 

@@ -81,6 +81,11 @@ impl Caps {
     }
 }
 
+/// This server's end of a connection (a request extension): with the peer's address it names
+/// the connection, so the peer's process can be found (`os_user::peer`).
+#[derive(Clone, Copy, Debug)]
+pub struct LocalAddr(pub SocketAddr);
+
 /// One accepted connection, as the auth middleware sees it (a request extension).
 #[derive(Clone)]
 pub struct ConnHandle(Arc<Conn>);
@@ -200,6 +205,7 @@ pub async fn serve(
             () = shutdown.cancelled() => break,
         };
         let _ = stream.set_nodelay(true);
+        let local = stream.local_addr().ok().map(LocalAddr);
         let conn = registry.add(peer_ip(peer), caps);
         let handle = ConnHandle(Arc::clone(&conn));
         let service = hyper::service::service_fn({
@@ -208,6 +214,9 @@ pub async fn serve(
                 req.extensions_mut().insert(handle.clone());
                 req.extensions_mut()
                     .insert(axum::extract::ConnectInfo(peer));
+                if let Some(local) = local {
+                    req.extensions_mut().insert(local);
+                }
                 app.clone().oneshot(req.map(axum::body::Body::new))
             }
         });
