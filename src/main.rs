@@ -38,6 +38,9 @@ enum Command {
     Config(cli::config::ConfigArgs),
     /// Passkeys (step-up): `reset` removes them all, on the server's machine.
     Passkey(cli::passkey::PasskeyArgs),
+    /// Run Countersign as its own OS user: install (a system user, its data dir and a
+    /// systemd unit), uninstall, status.
+    Service(cli::service::ServiceArgs),
     /// Answer an outside agent's permission hook (Claude Code, Codex), or install one.
     Hook(countersign::external::hook::HookArgs),
     /// Answer another agent's permission requests through Countersign (opencode).
@@ -109,6 +112,9 @@ async fn serve(args: ServeArgs) -> ExitCode {
     println!("data dir: {}", data_dir.display());
     println!("config: {}", config_path.display());
     println!("login: http://{login_host}/login?token={token}");
+    if let Some(warning) = running.core.os_boundary().startup_warning() {
+        println!("{warning}");
+    }
     let mut task = running.task;
     tokio::select! {
         _ = shutdown_signal() => {}
@@ -169,6 +175,7 @@ async fn run(cli: Cli) -> ExitCode {
         Some(Command::Token(args)) => cli::token(args).await,
         Some(Command::Config(args)) => cli::config::run(args),
         Some(Command::Passkey(args)) => cli::passkey::run(args).await,
+        Some(Command::Service(args)) => cli::service::run(args),
         Some(Command::Hook(args)) => countersign::external::hook::run(args).await,
         Some(Command::Bridge(args)) => countersign::external::opencode::run(args).await,
         Some(Command::Mcp(args)) => countersign::external::mcp::run(args).await,

@@ -11,6 +11,7 @@ pub mod config;
 pub mod passkey;
 mod remote;
 pub mod rules;
+pub mod service;
 pub mod table;
 pub mod tokens;
 

@@ -139,7 +139,7 @@ fn stored_or_new_token(data_dir: &Path) -> Result<String, SettingsError> {
 
 /// Where the compiled browser bundle lives: next to the binary (`target/<profile>/../site`),
 /// or `target/site` under the working directory.
-fn find_site_root() -> PathBuf {
+pub fn find_site_root() -> PathBuf {
     if let Some(root) = std::env::var_os("COUNTERSIGN_SITE_ROOT") {
         return PathBuf::from(root);
     }
