@@ -5,7 +5,7 @@ use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::ServiceError;
+use super::error::ServiceError;
 use crate::server::os_user::account::{self, Account};
 use crate::server::os_user::files::octal;
 
@@ -345,4 +345,22 @@ pub fn tree_differs(from: &Path, to: &Path) -> bool {
             Ok(rel) => file_differs(e.path(), &to.join(rel)),
             Err(_) => true,
         })
+}
+
+/// Prints the steps (a dry run) or makes them, each said as it is made.
+pub fn carry_out(actions: &[Action], user: &str, dry_run: bool) -> Result<(), ServiceError> {
+    if actions.is_empty() {
+        println!("nothing to change");
+        return Ok(());
+    }
+    if dry_run {
+        println!("dry run: would do");
+    }
+    for action in actions {
+        println!("  {}", action.describe(user));
+        if !dry_run {
+            action.apply(user)?;
+        }
+    }
+    Ok(())
 }

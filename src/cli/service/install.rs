@@ -2,9 +2,11 @@
 
 use std::path::{Path, PathBuf};
 
-use super::action::{self, Action, Owner};
+use super::InstallArgs;
+use super::action::{self, Action, Owner, carry_out};
+use super::checks::{check_user_name, require_root};
+use super::error::ServiceError;
 use super::unit::{Launch, plain_path};
-use super::{InstallArgs, ServiceError, carry_out, check_user_name, require_root};
 use crate::server::os_user::account::{self, Account};
 use crate::server::os_user::files::{FileState, Kind, restricted};
 
@@ -30,6 +32,12 @@ pub struct Plan {
 
 pub fn run(args: &InstallArgs) -> Result<(), ServiceError> {
     require_root(args.dry_run)?;
+    // Folders made on the way (`<prefix>/bin`) get 0755 whatever umask sudo passed on; what
+    // must be closed is given its mode explicitly.
+    // SAFETY: umask(2) only sets this process's file mode mask.
+    unsafe {
+        libc::umask(0o022);
+    }
     let plan = plan(args)?;
     carry_out(&plan.actions, &args.place.user, args.dry_run)?;
     for note in &plan.notes {

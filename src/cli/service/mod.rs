@@ -10,6 +10,8 @@
 //! already right. `--dry-run` prints the steps and makes none.
 
 mod action;
+mod checks;
+mod error;
 mod install;
 mod status;
 mod uninstall;
@@ -21,8 +23,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
 
-use crate::server::os_user::account;
-use action::Action;
+pub use error::ServiceError;
 
 pub const DEFAULT_USER: &str = "countersign";
 pub const DEFAULT_DATA_DIR: &str = "/var/lib/countersign";
@@ -94,42 +95,6 @@ pub struct UninstallArgs {
     pub dry_run: bool,
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum ServiceError {
-    #[error(
-        "this changes system accounts and files, so it runs as root: `sudo {0}` \
-         (or add --dry-run to see what it would do)"
-    )]
-    NotRoot(String),
-    #[error("{0}")]
-    Invalid(String),
-    #[error("{0}")]
-    Account(String),
-    #[error("cannot {what} {path}: {source}")]
-    Io {
-        what: &'static str,
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("`{line}` failed: {detail}")]
-    Command { line: String, detail: String },
-}
-
-impl ServiceError {
-    fn io(what: &'static str, path: &std::path::Path) -> impl FnOnce(std::io::Error) -> Self {
-        let path = path.to_owned();
-        move |source| ServiceError::Io { what, path, source }
-    }
-
-    /// 2 for what the person must change before trying again, 1 for a step that failed.
-    fn exit_code(&self) -> u8 {
-        match self {
-            ServiceError::NotRoot(_) | ServiceError::Invalid(_) | ServiceError::Account(_) => 2,
-            ServiceError::Io { .. } | ServiceError::Command { .. } => 1,
-        }
-    }
-}
-
 /// Runs `countersign service …`.
 pub fn run(args: ServiceArgs) -> ExitCode {
     let result = match args.command {
@@ -142,83 +107,6 @@ pub fn run(args: ServiceArgs) -> ExitCode {
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::from(e.exit_code())
-        }
-    }
-}
-
-/// Refuses unless this process is root (a dry run may be anyone's).
-fn require_root(dry_run: bool) -> Result<(), ServiceError> {
-    if dry_run || account::current_uid() == 0 {
-        return Ok(());
-    }
-    let words: Vec<String> = std::env::args()
-        .map(|w| {
-            if w.chars()
-                .all(|c| c.is_ascii_alphanumeric() || "/.-_=:,+".contains(c))
-            {
-                w
-            } else {
-                format!("'{}'", w.replace('\'', r"'\''"))
-            }
-        })
-        .collect();
-    Err(ServiceError::NotRoot(words.join(" ")))
-}
-
-/// Prints the steps (a dry run) or makes them, each said as it is made.
-fn carry_out(actions: &[Action], user: &str, dry_run: bool) -> Result<(), ServiceError> {
-    if actions.is_empty() {
-        println!("nothing to change");
-        return Ok(());
-    }
-    if dry_run {
-        println!("dry run: would do");
-    }
-    for action in actions {
-        println!("  {}", action.describe(user));
-        if !dry_run {
-            action.apply(user)?;
-        }
-    }
-    Ok(())
-}
-
-/// A user name `useradd` takes and a unit can hold.
-fn check_user_name(name: &str) -> Result<(), ServiceError> {
-    let mut chars = name.chars();
-    let first_ok = chars
-        .next()
-        .is_some_and(|c| c.is_ascii_lowercase() || c == '_');
-    let rest_ok = chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "_-".contains(c));
-    if first_ok && rest_ok && name.len() <= 32 {
-        Ok(())
-    } else {
-        Err(ServiceError::Invalid(format!(
-            "`{name}` is not a user name: lowercase letters, digits, `_` and `-`, starting with \
-             a letter or `_`, at most 32"
-        )))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn user_names_are_plain() {
-        for ok in ["countersign", "cs-svc_1", "_cs"] {
-            assert!(check_user_name(ok).is_ok(), "{ok}");
-        }
-        for bad in [
-            "",
-            "Root",
-            "1cs",
-            "a b",
-            "cs;rm",
-            "x".repeat(33).as_str(),
-            "-cs",
-        ] {
-            assert!(check_user_name(bad).is_err(), "{bad:?}");
         }
     }
 }

@@ -3,8 +3,10 @@
 
 use std::path::Path;
 
-use super::action::Action;
-use super::{ServiceError, UninstallArgs, carry_out, check_user_name, require_root};
+use super::UninstallArgs;
+use super::action::{Action, carry_out};
+use super::checks::{check_user_name, require_root};
+use super::error::ServiceError;
 use crate::server::os_user::account;
 
 pub fn run(args: &UninstallArgs) -> Result<(), ServiceError> {
