@@ -57,7 +57,7 @@ pub async fn agent_os_user(found: Option<Extension<PeerSameUser>>) -> Json<Agent
 
 /// The Security page's section about the boundary, as HTML (every value escaped).
 pub fn security_section(report: &Report) -> String {
-    let text = |s: &str| ammonia::clean_text(s);
+    let text = escape;
     let mut html = format!(
         "<section id=\"os-boundary\" class=\"os-boundary\" data-testid=\"os-boundary\" data-holds=\"{}\">\n\
          <h2>Outside agents and the OS boundary</h2>\n",
@@ -97,11 +97,12 @@ pub fn security_section(report: &Report) -> String {
         );
         for seen in &report.same_user_agents {
             html.push_str(&format!(
-                "<li>{} · first {} · last {} · {} requests</li>",
+                "<li>{} · first {} · last {} · {} request{}</li>",
                 text(&seen.credential),
                 text(seen.first_seen.as_str()),
                 text(seen.last_seen.as_str()),
-                seen.requests
+                seen.requests,
+                if seen.requests == 1 { "" } else { "s" }
             ));
         }
         html.push_str("</ul>\n");
@@ -128,4 +129,33 @@ pub async fn security_parts(state: &AppState) -> (String, String) {
             .to_owned()
     };
     (alert, security_section(&report))
+}
+
+/// Text as HTML: the five characters that could end an element or an attribute, written out.
+fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_the_section_quotes_cannot_become_markup() {
+        assert_eq!(
+            escape(r#"/tmp/<b>"x" & 'y'"#),
+            "/tmp/&lt;b&gt;&quot;x&quot; &amp; &#39;y&#39;"
+        );
+    }
 }
