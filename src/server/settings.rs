@@ -137,6 +137,22 @@ fn stored_or_new_token(data_dir: &Path) -> Result<String, SettingsError> {
     Ok(token)
 }
 
+/// Makes the data dir when it is missing, closed to other users (`0700`) from the start; an
+/// existing one is left as it is (`countersign service install` fixes modes).
+fn make_private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    if dir.is_dir() {
+        return Ok(());
+    }
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)?;
+    }
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        other => other,
+    }
+}
+
 /// Where the compiled browser bundle lives: next to the binary (`target/<profile>/../site`),
 /// or `target/site` under the working directory.
 pub fn find_site_root() -> PathBuf {
@@ -163,7 +179,7 @@ impl ServeArgs {
             Some(dir) => dir,
             None => default_data_dir().ok_or(SettingsError::NoDataDir)?,
         };
-        std::fs::create_dir_all(&data_dir).map_err(io_err("data directory", &data_dir))?;
+        make_private_dir(&data_dir).map_err(io_err("data directory", &data_dir))?;
         let data_dir = data_dir
             .canonicalize()
             .map_err(io_err("data directory", &data_dir))?;
