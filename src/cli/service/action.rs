@@ -5,6 +5,7 @@ use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use super::beneath;
 use super::error::ServiceError;
 use crate::server::os_user::account::{self, Account};
 use crate::server::os_user::files::octal;
@@ -29,13 +30,15 @@ pub enum Action {
         path: PathBuf,
         mode: u32,
     },
-    /// Give a path (never following a link) to the service's account.
+    /// Give a path in `root` (never what a link there points to) to the service's account.
     Own {
+        root: PathBuf,
         path: PathBuf,
         was: u32,
     },
-    /// Take group and other bits away (and give the owner what it needs).
+    /// Take group and other bits away from a path in `root` (and give the owner what it needs).
     Restrict {
+        root: PathBuf,
         path: PathBuf,
         was: u32,
         to: u32,
@@ -90,13 +93,13 @@ impl Action {
                 octal(*mode),
                 path.display()
             ),
-            Action::Own { path, was } => {
+            Action::Own { path, was, .. } => {
                 format!(
                     "chown -h {user}:{user} {}   # was uid {was}",
                     path.display()
                 )
             }
-            Action::Restrict { path, was, to } => format!(
+            Action::Restrict { path, was, to, .. } => format!(
                 "chmod {} {}   # was {}",
                 octal(*to),
                 path.display(),
@@ -145,12 +148,13 @@ impl Action {
                 name.as_ref(),
             ])),
             Action::MakeDir { path, mode } => make_dir(path, *mode, &service(user)?),
-            Action::Own { path, .. } => {
+            Action::Own { root, path, .. } => {
                 let a = service(user)?;
-                std::os::unix::fs::lchown(path, Some(a.uid), Some(a.gid))
-                    .map_err(ServiceError::io("give", path))
+                beneath::give(root, path, a.uid, a.gid).map_err(ServiceError::io("give", path))
             }
-            Action::Restrict { path, to, .. } => chmod(path, *to),
+            Action::Restrict { root, path, to, .. } => {
+                beneath::restrict(root, path, *to).map_err(ServiceError::io("restrict", path))
+            }
             Action::WriteFile {
                 path,
                 text,
@@ -207,17 +211,18 @@ fn chmod(path: &Path, mode: u32) -> Result<(), ServiceError> {
 }
 
 fn make_dir(path: &Path, mode: u32, owner: &Account) -> Result<(), ServiceError> {
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).map_err(ServiceError::io("make", parent))?;
-    }
+    let parent = path
+        .parent()
+        .ok_or_else(|| ServiceError::Invalid(format!("{} has no parent", path.display())))?;
+    std::fs::create_dir_all(parent).map_err(ServiceError::io("make", parent))?;
     match std::fs::create_dir(path) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
         Err(e) => return Err(ServiceError::io("make", path)(e)),
     }
-    chmod(path, mode)?;
-    std::os::unix::fs::lchown(path, Some(owner.uid), Some(owner.gid))
-        .map_err(ServiceError::io("give", path))
+    // Through handles: the parent may be the service's own data dir.
+    beneath::give(parent, path, owner.uid, owner.gid).map_err(ServiceError::io("give", path))?;
+    beneath::restrict(parent, path, mode).map_err(ServiceError::io("restrict", path))
 }
 
 /// Writes `bytes` to `path` with its mode and owner ([`place`]).
@@ -229,35 +234,37 @@ fn write_file(
     user: &str,
 ) -> Result<(), ServiceError> {
     use std::io::Write;
-    place(path, mode, owner, user, |fresh| {
-        // Closed to everyone but root while it is filled.
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(fresh)?;
+    place(path, mode, owner, user, |file| {
         file.write_all(bytes)?;
         file.sync_all()
     })
 }
 
-/// Makes a new file beside `path` (`fill` writes it), gives it its mode and owner, then
-/// renames it over `path`: nobody ever sees a half-written file or one with looser bits, and
-/// a running binary is replaced, not written into.
+/// Makes a new file beside `path` (`fill` writes it), gives it its owner and mode through its
+/// handle (the folder may be the service's, which could swap the name meanwhile), then renames
+/// it over `path`: nobody ever sees a half-written file or one with looser bits, and a running
+/// binary is replaced, not written into.
 fn place(
     path: &Path,
     mode: u32,
     owner: Owner,
     user: &str,
-    fill: impl FnOnce(&Path) -> std::io::Result<()>,
+    fill: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>,
 ) -> Result<(), ServiceError> {
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).map_err(ServiceError::io("make", parent))?;
     }
     let fresh = path.with_extension("countersign-new");
     let _ = std::fs::remove_file(&fresh);
-    fill(&fresh).map_err(ServiceError::io("write", &fresh))?;
-    chmod(&fresh, 0o600)?;
+    // Closed to everyone but root while it is filled; never through a link planted there.
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&fresh)
+        .map_err(ServiceError::io("write", &fresh))?;
+    fill(&mut file).map_err(ServiceError::io("write", &fresh))?;
     let (uid, gid) = match owner {
         Owner::Service => {
             let a = service(user)?;
@@ -265,15 +272,19 @@ fn place(
         }
         Owner::Root => (0, 0),
     };
-    std::os::unix::fs::lchown(&fresh, Some(uid), Some(gid))
+    std::os::unix::fs::fchown(&file, Some(uid), Some(gid))
         .map_err(ServiceError::io("give", &fresh))?;
-    chmod(&fresh, mode)?;
+    file.set_permissions(std::fs::Permissions::from_mode(mode))
+        .map_err(ServiceError::io("restrict", &fresh))?;
+    drop(file);
     std::fs::rename(&fresh, path).map_err(ServiceError::io("write", path))
 }
 
 fn copy_file(from: &Path, to: &Path, mode: u32) -> Result<(), ServiceError> {
-    place(to, mode, Owner::Root, "root", |fresh| {
-        std::fs::copy(from, fresh).map(drop)
+    let mut source = std::fs::File::open(from).map_err(ServiceError::io("read", from))?;
+    place(to, mode, Owner::Root, "root", |file| {
+        std::io::copy(&mut source, file)?;
+        file.sync_all()
     })
 }
 

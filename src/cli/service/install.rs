@@ -214,6 +214,7 @@ fn owned_dir_steps(
         };
         if uid != Some(state.owner) {
             actions.push(Action::Own {
+                root: dir.to_owned(),
                 path: state.path.clone(),
                 was: state.owner,
             });
@@ -221,6 +222,7 @@ fn owned_dir_steps(
         let needs = if entry.depth() == 0 { 0o700 } else { 0 };
         if state.kind != Kind::Symlink && (state.open_to_others() || state.mode & needs != needs) {
             actions.push(Action::Restrict {
+                root: dir.to_owned(),
                 path: state.path.clone(),
                 was: state.mode,
                 to: restricted(state.mode, needs),

@@ -10,6 +10,7 @@
 //! already right. `--dry-run` prints the steps and makes none.
 
 mod action;
+mod beneath;
 mod checks;
 mod error;
 mod install;

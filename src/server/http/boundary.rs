@@ -47,8 +47,8 @@ pub async fn report(State(state): State<AppState>) -> Result<Json<Report>, ApiEr
     Ok(Json(state.core.os_boundary_report().await?))
 }
 
-/// `GET /api/v1/gates/os-user` (a `gates` credential): whether the caller runs as the
-/// server's own user (`null`: cannot tell, e.g. not over loopback).
+/// `GET /api/v1/gates/os-user`: whether the caller runs as the server's own user (`null`:
+/// cannot tell — not a `gates` credential, not over loopback).
 pub async fn agent_os_user(found: Option<Extension<PeerSameUser>>) -> Json<AgentOsUser> {
     Json(AgentOsUser {
         same_user: found.and_then(|Extension(PeerSameUser(same))| same),
