@@ -26,24 +26,20 @@ impl Core {
             .map_err(|e| Error::Internal(format!("the boundary report failed: {e}")))
     }
 
-    /// For a request with a `gates` credential over `local ← peer`: whether the process that
-    /// made it runs as the server's own user (`None`: not a `gates` credential, not over
-    /// loopback, or the kernel did not say). A same-user agent is recorded and logged once per
-    /// credential.
-    pub async fn check_agent_peer(
-        &self,
-        who: &Principal,
-        local: SocketAddr,
-        peer: SocketAddr,
-    ) -> Option<bool> {
+    /// The uid of the process at the other end of `local ← peer` (this server's end first),
+    /// when it is on this machine and the kernel says within a second.
+    pub async fn peer_uid(&self, local: SocketAddr, peer: SocketAddr) -> Option<u32> {
+        let lookup = tokio::task::spawn_blocking(move || os_user::peer::uid_of_peer(local, peer));
+        tokio::time::timeout(PEER_LOOKUP, lookup).await.ok()?.ok()?
+    }
+
+    /// For a request with a `gates` credential from a process of user `uid`: whether that is
+    /// the server's own user (`None` for other credentials). A same-user agent is recorded and
+    /// logged once per credential.
+    pub fn note_agent_uid(&self, who: &Principal, uid: u32) -> Option<bool> {
         if who.scope() != Scope::Gates {
             return None;
         }
-        let lookup = tokio::task::spawn_blocking(move || os_user::peer::uid_of_peer(local, peer));
-        let uid = tokio::time::timeout(PEER_LOOKUP, lookup)
-            .await
-            .ok()?
-            .ok()??;
         let credential = who.actor();
         let (same, first) = self.os_boundary.note_peer(&credential, uid);
         if first {
