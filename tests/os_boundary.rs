@@ -157,6 +157,8 @@ async fn install(s: &Setup) {
     );
     assert!(out.stderr.contains("--dry-run"), "{out:#?}");
 
+    refuses_places_a_person_controls(s).await;
+
     let out = run_async(s.service("install", &["--listen", "127.0.0.1:8080"]), None).await;
     assert_eq!(out.code(), 0, "{out:#?}");
     for said in [
@@ -178,6 +180,26 @@ async fn install(s: &Setup) {
         again.stdout.starts_with("nothing to change"),
         "not idempotent: {again:#?}"
     );
+}
+
+/// A data dir or a binary in a folder the agent's user owns could be swapped by it: refused,
+/// before anything is made.
+async fn refuses_places_a_person_controls(s: &Setup) {
+    let inside = s.agent_home.join("cs-data").display().to_string();
+    let prefix = s.agent_home.join("prefix").display().to_string();
+    for (flag, value) in [("--data-dir", &inside), ("--prefix", &prefix)] {
+        let mut cmd = Command::new(&s.bin);
+        let mut args = s.place();
+        let at = args.iter().position(|a| a == flag).unwrap();
+        args[at + 1] = value.clone();
+        cmd.args(["service", "install", "--no-systemd"])
+            .args(&args)
+            .current_dir(s.path());
+        let out = run_async(cmd, None).await;
+        assert_eq!(out.code(), 2, "{flag} {value}: {out:#?}");
+        assert!(out.stderr.contains("would let another user"), "{out:#?}");
+    }
+    assert!(uid_of(&s.svc).is_none(), "a refused install made the user");
 }
 
 fn check_installed(s: &Setup) {

@@ -8,7 +8,7 @@ use super::checks::{check_user_name, require_root};
 use super::error::ServiceError;
 use super::unit::{Launch, plain_path};
 use crate::server::os_user::account::{self, Account};
-use crate::server::os_user::files::{FileState, Kind, restricted};
+use crate::server::os_user::files::{FileState, Kind, octal, restricted, unsafe_ancestor};
 
 /// The shells an account made here may get, the first that exists.
 const NOLOGIN: [&str; 4] = [
@@ -59,7 +59,7 @@ pub fn plan(args: &InstallArgs) -> Result<Plan, ServiceError> {
         .unwrap_or_else(|| data_dir.join("workspace"));
     check_data_dir(&data_dir, &accounts, &place.user)?;
     check_plain("workspace", &workspace)?;
-    check_plain("prefix", &place.prefix)?;
+    check_prefix(&place.prefix)?;
     if !args.no_systemd {
         check_plain("unit file", &place.unit_file)?;
     }
@@ -138,7 +138,36 @@ fn check_data_dir(dir: &Path, accounts: &[Account], user: &str) -> Result<(), Se
     {
         return refuse("it is not a folder (a link, or a file)".into());
     }
+    let service_uid = accounts
+        .iter()
+        .find(|a| a.name == user)
+        .map_or(0, |a| a.uid);
+    if let Some(open) = unsafe_ancestor(dir, service_uid) {
+        return refuse(format!(
+            "{} on the way (uid {}, mode {}) would let another user move it away and put \
+             their own in its place",
+            open.path.display(),
+            open.owner,
+            octal(open.mode)
+        ));
+    }
     Ok(())
+}
+
+/// The installed binary's folder: only root may change what runs as the service.
+fn check_prefix(prefix: &Path) -> Result<(), ServiceError> {
+    check_plain("prefix", prefix)?;
+    match unsafe_ancestor(&prefix.join("bin/countersign"), 0) {
+        Some(open) => Err(ServiceError::Invalid(format!(
+            "refusing to install into {}: {} (uid {}, mode {}) would let another user replace \
+             the binary the service runs; pick a --prefix only root may write",
+            prefix.display(),
+            open.path.display(),
+            open.owner,
+            octal(open.mode)
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// The account: made when missing; an existing one must be a service account, not root nor

@@ -58,6 +58,19 @@ impl FileState {
     }
 }
 
+/// The first folder on the way to `path` (not `path` itself) that someone other than root or
+/// `uid` could use to move `path` away and put another in its place: owned by another user,
+/// or writable by its group or others without the sticky bit (`/tmp`'s `1777` is fine).
+pub fn unsafe_ancestor(path: &Path, uid: u32) -> Option<FileState> {
+    path.ancestors().skip(1).find_map(|dir| {
+        let state = FileState::of(dir).ok().flatten()?;
+        let owner_ok = state.owner == 0 || state.owner == uid;
+        let sticky = state.mode & 0o1000 != 0;
+        let others_write = state.mode & 0o022 != 0 && !sticky;
+        (!owner_ok || others_write).then_some(state)
+    })
+}
+
 /// Whether `mode` gives its group or others any access.
 pub fn open_to_others(mode: u32) -> bool {
     mode & 0o077 != 0
@@ -96,6 +109,27 @@ mod tests {
         assert_eq!(restricted(0o400, 0o600), 0o600);
         assert_eq!(restricted(0o4777, 0o700), 0o700, "no setuid survives");
         assert_eq!(restricted(0o000, 0o600), 0o600);
+    }
+
+    #[test]
+    fn a_folder_others_may_write_on_the_way_is_found_unless_sticky() {
+        let dir = tempfile::tempdir().unwrap();
+        let open = dir.path().join("open");
+        let inner = open.join("inner/data");
+        std::fs::create_dir_all(&inner).unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let me = FileState::of(dir.path()).unwrap().unwrap().owner;
+        let found = unsafe_ancestor(&inner, me).expect("the 0777 folder");
+        assert_eq!(found.path, open);
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        assert_eq!(unsafe_ancestor(&inner, me), None, "sticky, like /tmp");
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert_eq!(unsafe_ancestor(&inner, me), None);
+        if me == 0 {
+            return;
+        }
+        // Owned by this test's user, which is neither root nor the uid asked about.
+        assert!(unsafe_ancestor(&inner, me + 1).is_some());
     }
 
     #[test]

@@ -59,6 +59,13 @@ pub enum Problem {
     OpenToOthers { path: PathBuf, mode: u32 },
     /// The file could not be inspected.
     Unreadable { path: PathBuf, error: String },
+    /// A folder on the way to the data dir lets another user move the data dir away and put
+    /// their own in its place.
+    OpenAncestor {
+        path: PathBuf,
+        owner: u32,
+        mode: u32,
+    },
 }
 
 impl Problem {
@@ -92,6 +99,12 @@ impl fmt::Display for Problem {
             Problem::Unreadable { path, error } => {
                 write!(f, "{} cannot be inspected: {error}", path.display())
             }
+            Problem::OpenAncestor { path, owner, mode } => write!(
+                f,
+                "{} (uid {owner}, mode {}) lets another user replace the data dir inside it",
+                path.display(),
+                octal(*mode)
+            ),
         }
     }
 }
@@ -154,6 +167,13 @@ pub fn assess(places: &Places, uid: u32, accounts: &[account::Account]) -> Asses
     }
     let (files, found) = kept_files(places, uid);
     problems.extend(found);
+    if let Some(dir) = files::unsafe_ancestor(&places.data_dir, uid) {
+        problems.push(Problem::OpenAncestor {
+            path: dir.path,
+            owner: dir.owner,
+            mode: dir.mode,
+        });
+    }
     Assessment {
         uid,
         user: account.map(|a| a.name.clone()),
