@@ -6,8 +6,10 @@
 //! and not when it runs as its own, and an agent that connects as Countersign's own user is
 //! reported (the admin's report, the Security page, a new `gates` token, `hook install`).
 //!
-//! Needs root, `useradd`, `runuser` and `setpriv` (CI has them); skipped with a message
-//! otherwise. Run with `cargo test --features ssr --test os_boundary`.
+//! The two-user test needs root, `useradd`, `runuser` and `setpriv` (CI has them) and is
+//! skipped with a message otherwise; the doors that make a `gates` token are also checked on a
+//! server that shares the test's own user, which needs none of that. Run with
+//! `cargo test --features ssr --test os_boundary`.
 
 #![allow(clippy::unwrap_used)] // a test that cannot unwrap has failed
 #![cfg(feature = "ssr")]
@@ -724,4 +726,79 @@ async fn status_fix_and_uninstall(s: &Setup) {
     assert_eq!(out.code(), 0, "{out:#?}");
     assert!(!s.data.exists() && uid_of(&s.svc).is_none(), "{out:#?}");
     assert!(!Path::new(&s.installed).exists(), "{out:#?}");
+}
+
+/// Where the server shares the test's own user (root, or a person's login account), every door
+/// that makes a `gates` token says so — REST, the Tokens page's server function, the CLI — and
+/// an `approve` token (a phone's, never an agent's) carries nothing. Needs no root.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gates_token_made_on_a_shared_user_says_so_at_every_door() {
+    let ts = TestServer::start().await;
+    let report = ts.get("/api/v1/boundary").await.expect(200);
+    let shared = report["dedicated"] == json!(false);
+    if !shared {
+        eprintln!("this test runs as a user of Countersign's own: no door should warn");
+    }
+    let says_so = |created: &Value| {
+        created["os_user_warning"].as_str().is_some_and(|w| {
+            w.contains("not as a user of its own") && w.contains("service install")
+        })
+    };
+    let rest = ts
+        .post("/api/v1/tokens", json!({"name": "rest", "scope": "gates"}))
+        .await
+        .expect(201);
+    let ui = send(
+        ts.req(reqwest::Method::POST, "/api/ui/create_token")
+            .json(&json!({"name": "ui", "scope": "gates"})),
+    )
+    .await
+    .expect(200);
+    assert_eq!(
+        (says_so(&rest), says_so(&ui)),
+        (shared, shared),
+        "{rest} {ui}"
+    );
+    let phone = ts
+        .post(
+            "/api/v1/tokens",
+            json!({"name": "phone", "scope": "approve"}),
+        )
+        .await
+        .expect(201);
+    assert!(phone.get("os_user_warning").is_none(), "{phone}");
+
+    let cli = countersign(&[
+        "token", "create", "cli", "--scope", "gates", "--url", &ts.base, "--token", TOKEN,
+    ]);
+    let out = run_async(cli, None).await;
+    assert_eq!(out.code(), 0, "{out:#?}");
+    assert_eq!(
+        out.stdout.lines().count(),
+        1,
+        "the secret alone on stdout: {out:#?}"
+    );
+    assert_eq!(
+        out.stderr.contains("not as a user of its own"),
+        shared,
+        "{out:#?}"
+    );
+
+    // This process runs as the server's user, and a gates request says so to it alone.
+    let token = rest["token"].as_str().unwrap();
+    let agent = Api::new(&ts.base).with_token(token);
+    let answer = agent.get("/api/v1/gates/os-user").await.expect(200);
+    if cfg!(target_os = "linux") {
+        assert_eq!(answer, json!({"same_user": true}));
+        let report = ts.get("/api/v1/boundary").await.expect(200);
+        assert_eq!(
+            report["same_user_agents"][0]["credential"], "token:rest",
+            "{report}"
+        );
+    }
+    // The admin's own requests are never taken for an agent's.
+    assert_eq!(
+        ts.get("/api/v1/gates/os-user").await.expect(200),
+        json!({"same_user": null})
+    );
 }
