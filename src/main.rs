@@ -40,6 +40,9 @@ enum Command {
     Passkey(cli::passkey::PasskeyArgs),
     /// Print a fresh single-use login link (on the server's machine, as its user).
     Login(cli::login::LoginArgs),
+    /// Run Countersign as its own OS user: install (a system user, its data dir and a
+    /// systemd unit), uninstall, status.
+    Service(cli::service::ServiceArgs),
     /// Answer an outside agent's permission hook (Claude Code, Codex), or install one.
     Hook(countersign::external::hook::HookArgs),
     /// Answer another agent's permission requests through Countersign (opencode).
@@ -115,6 +118,9 @@ async fn serve(args: ServeArgs) -> ExitCode {
         Ok(code) => println!("login: http://{login_host}/login?code={code}"),
         Err(e) => eprintln!("warning: no login link could be made ({e}); run `countersign login`"),
     }
+    if let Some(warning) = running.core.os_boundary().startup_warning() {
+        println!("{warning}");
+    }
     let mut task = running.task;
     tokio::select! {
         _ = shutdown_signal() => {}
@@ -185,6 +191,7 @@ async fn run(cli: Cli) -> ExitCode {
         Some(Command::Config(args)) => cli::config::run(args),
         Some(Command::Passkey(args)) => cli::passkey::run(args).await,
         Some(Command::Login(args)) => cli::login::run(args).await,
+        Some(Command::Service(args)) => cli::service::run(args),
         Some(Command::Hook(args)) => countersign::external::hook::run(args).await,
         Some(Command::Bridge(args)) => countersign::external::opencode::run(args).await,
         Some(Command::Mcp(args)) => countersign::external::mcp::run(args).await,

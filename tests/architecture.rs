@@ -303,6 +303,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("server::principal", 5),
     ("server::logins", 5),
     ("server::secret", 5),
+    ("server::os_user", 5),
     // 6. Shared leaves.
     ("protocol", 6),
     ("shown", 6),

@@ -13,6 +13,7 @@ pub mod login;
 pub mod passkey;
 mod remote;
 pub mod rules;
+pub mod service;
 pub mod table;
 pub mod tokens;
 

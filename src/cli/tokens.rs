@@ -31,6 +31,9 @@ async fn create(client: &Client, json: bool, name: &str, scope: &str) -> Result<
             created.scope.as_str()
         );
         println!("{}", created.token);
+        if let Some(warning) = &created.os_user_warning {
+            eprintln!("{}", clean(warning));
+        }
     }
     Ok(())
 }

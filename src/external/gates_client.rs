@@ -245,6 +245,14 @@ impl GatesClient {
         self.send::<Value>(request).await.map(drop)
     }
 
+    /// `GET /api/v1/gates/os-user`: whether this process runs as Countersign's own OS user.
+    pub async fn os_user(&self) -> Result<crate::protocol::AgentOsUser, ClientError> {
+        let request = self
+            .request(Method::GET, &["gates", "os-user"])
+            .timeout(Duration::from_secs(5));
+        self.send(request).await
+    }
+
     fn request(&self, method: Method, segments: &[&str]) -> RequestBuilder {
         let mut url = self.base.clone();
         if let Ok(mut path) = url.path_segments_mut() {

@@ -19,8 +19,8 @@ pub use actor::Actor;
 pub use canonical::canonical_json;
 pub use ids::{ApprovalId, CallId, RuleId, SessionId, TurnId};
 pub use outside::{
-    Capabilities, CreatedToken, GateState, GateStatus, GateTool, MCP_SOURCE, OpenGate, Scope,
-    TokenInfo,
+    AgentOsUser, Capabilities, CreatedToken, GateState, GateStatus, GateTool, MCP_SOURCE, OpenGate,
+    Scope, TokenInfo,
 };
 use stored::spelled_by_as_str;
 pub use stored::{Spelling, Stored};

@@ -64,6 +64,18 @@ pub struct CreatedToken {
     pub scope: Stored<Scope>,
     pub token: String,
     pub created_at: Timestamp,
+    /// Set on a `gates` token when Countersign shares its OS user with the agents it answers
+    /// for (it is not running as a user of its own, or an agent connected as its user): what
+    /// that means and what to do. Absent when the OS boundary holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub os_user_warning: Option<String>,
+}
+
+/// `GET /api/v1/gates/os-user`: whether the process that asked runs as Countersign's own OS
+/// user (`None`: the server cannot tell, e.g. the request did not come over loopback).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AgentOsUser {
+    pub same_user: Option<bool>,
 }
 
 /// The body of `POST /api/v1/gates`: what an adapter writes and the server reads — one type.

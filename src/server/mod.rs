@@ -13,6 +13,7 @@ pub mod hub;
 pub mod logins;
 pub mod markdown;
 pub mod notifier;
+pub mod os_user;
 pub mod passkey;
 pub mod principal;
 pub mod push;
@@ -118,6 +119,23 @@ fn watch_config(
     Some(watcher)
 }
 
+/// Whether the server runs as a user of its own, assessed before any agent connects (and
+/// said in the log when it does not).
+async fn os_boundary_at_start(settings: &Settings) -> Result<Arc<os_user::Boundary>, StartError> {
+    let places = os_user::Places {
+        data_dir: settings.data_dir.clone(),
+        config_file: settings.config_path.clone(),
+        database_file: store::sqlite::file_of(settings.database_url.reveal()),
+    };
+    let boundary = tokio::task::spawn_blocking(move || os_user::Boundary::new(places))
+        .await
+        .map_err(|e| StartError::Config(format!("the OS user could not be assessed: {e}")))?;
+    if let Some(warning) = boundary.startup_warning() {
+        tracing::warn!("{}", warning.trim_start_matches("warning: "));
+    }
+    Ok(Arc::new(boundary))
+}
+
 /// Opens the store, recovers unfinished turns, binds and starts serving.
 /// `provider` overrides the configured one (tests use a scripted provider).
 pub async fn start(
@@ -202,6 +220,7 @@ pub async fn start(
         coordination: repos.coordination.clone(),
     });
     let passkeys = passkey::Passkeys::new(Arc::clone(&repos.secrets));
+    let os_boundary = os_boundary_at_start(&settings).await?;
     let core = Arc::new(core::Core::new(core::CoreParts {
         hub,
         repos,
@@ -211,6 +230,7 @@ pub async fn start(
         shutdown: shutdown.clone(),
         notifier,
         passkeys,
+        os_boundary,
     }));
     let watcher = watch_config(&core, &settings.config_path);
     // Several instances on one database: follow the others' commits, keep this one's turn

@@ -138,18 +138,25 @@ fn legacy_token(data_dir: &Path) -> Option<AdminToken> {
     })
 }
 
-/// Creates the data dir (and what leads to it) readable by its owner only.
-fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    builder.create(dir)
+/// Makes the data dir when it is missing, closed to other users (`0700`) from the start; an
+/// existing one is left as it is (`countersign service install` fixes modes).
+fn make_private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    if dir.is_dir() {
+        return Ok(());
+    }
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)?;
+    }
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        other => other,
+    }
 }
 
 /// Where the compiled browser bundle lives: next to the binary (`target/<profile>/../site`),
 /// or `target/site` under the working directory.
-fn find_site_root() -> PathBuf {
+pub fn find_site_root() -> PathBuf {
     if let Some(root) = std::env::var_os("COUNTERSIGN_SITE_ROOT") {
         return PathBuf::from(root);
     }
@@ -173,7 +180,7 @@ impl ServeArgs {
             Some(dir) => dir,
             None => default_data_dir().ok_or(SettingsError::NoDataDir)?,
         };
-        create_private_dir(&data_dir).map_err(io_err("data directory", &data_dir))?;
+        make_private_dir(&data_dir).map_err(io_err("data directory", &data_dir))?;
         let data_dir = data_dir
             .canonicalize()
             .map_err(io_err("data directory", &data_dir))?;

@@ -182,6 +182,9 @@ fn NewSecret(token: CreatedToken, created: RwSignal<Option<CreatedToken>>) -> im
         Some(false) => "Copy failed: select and copy it",
     };
     let secret = token.token.clone();
+    let os_user_warning = token.os_user_warning.clone().map(|warning| {
+        view! { <p class="error" role="alert" data-testid="token-os-user-warning">{warning}</p> }
+    });
     view! {
         <div class="new-secret" data-testid="new-secret" role="status">
             <p>
@@ -193,6 +196,7 @@ fn NewSecret(token: CreatedToken, created: RwSignal<Option<CreatedToken>>) -> im
                     autocomplete="off" spellcheck="false" prop:value=secret/>
                 <button type="button" data-testid="copy-secret" on:click=copy>{copy_label}</button>
             </div>
+            {os_user_warning}
             <p class="muted">
                 "Only its SHA-256 is kept here, so a lost secret cannot be shown again: revoke the token and make another."
             </p>

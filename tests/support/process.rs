@@ -267,6 +267,23 @@ impl Proc {
         }
     }
 
+    /// Every stdout line that arrives within `within` (also kept in [`Proc::stdout`]).
+    pub async fn lines_for(&mut self, within: Duration) -> Vec<String> {
+        let deadline = Instant::now() + within;
+        let mut got = Vec::new();
+        while Instant::now() < deadline {
+            match self.lines.try_recv() {
+                Ok(line) => {
+                    self.stdout.push(line.clone());
+                    got.push(line);
+                }
+                Err(mpsc::TryRecvError::Empty) => tokio::time::sleep(EXIT_POLL).await,
+                Err(mpsc::TryRecvError::Disconnected) => break,
+            }
+        }
+        got
+    }
+
     /// Waits for `listening on <url>`; returns the URL.
     pub async fn listening(&mut self, within: Duration) -> String {
         let line = self.line_starting("listening on ", within).await;

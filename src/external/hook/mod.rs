@@ -2,6 +2,7 @@
 //! `hook install` that registers it. Everything runs over [`run_with`], which takes stdin and the
 //! environment as values and returns what to print, so tests need no process or global state.
 
+mod boundary;
 pub mod claude_code;
 pub mod claude_dialog;
 pub mod codex;
@@ -230,7 +231,13 @@ pub async fn run_with(args: HookArgs, stdin: &[u8], ctx: &HookContext) -> HookOu
         HookCommand::Copilot(flags) => {
             answer_always::<copilot::CopilotHookInput>(&flags, stdin, ctx).await
         }
-        HookCommand::Install(install) => install::install(&install, ctx),
+        HookCommand::Install(install) => {
+            let mut out = install::install(&install, ctx);
+            if out.code == 0 {
+                boundary::warn(&mut out, ctx).await;
+            }
+            out
+        }
     }
 }
 

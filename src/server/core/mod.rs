@@ -8,6 +8,7 @@ mod error;
 mod external;
 mod feed;
 mod logins;
+mod os_boundary;
 mod passkeys;
 mod push;
 mod sessions;
@@ -62,6 +63,8 @@ pub struct Core {
     watches: watch::GateWatches,
     /// Passkey ceremonies (step-up): their seal and spent nonces.
     passkeys: super::passkey::Passkeys,
+    /// Whether the server shares its OS user with the agents it answers for.
+    os_boundary: Arc<super::os_user::Boundary>,
 }
 
 /// What `Core::new` is built from (the server's start assembles it).
@@ -74,6 +77,7 @@ pub struct CoreParts {
     pub shutdown: CancellationToken,
     pub notifier: Arc<Notifier>,
     pub passkeys: super::passkey::Passkeys,
+    pub os_boundary: Arc<super::os_user::Boundary>,
 }
 
 /// About how many events the session page starts with (whole turns, so it can be more).
@@ -130,6 +134,7 @@ impl Core {
             notifier: parts.notifier,
             watches: watch::GateWatches::default(),
             passkeys: parts.passkeys,
+            os_boundary: parts.os_boundary,
         }
     }
 

@@ -125,6 +125,9 @@ impl Core {
             scope: row.scope,
             token: secret,
             created_at: row.created_at,
+            os_user_warning: (scope == Scope::Gates)
+                .then(|| self.os_boundary().token_warning())
+                .flatten(),
         })
     }
 

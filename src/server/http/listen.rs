@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use axum::Router;
@@ -81,6 +81,11 @@ impl Caps {
     }
 }
 
+/// This server's end of a connection (a request extension): with the peer's address it names
+/// the connection, so the peer's process can be found (`os_user::peer`).
+#[derive(Clone, Copy, Debug)]
+pub struct LocalAddr(pub SocketAddr);
+
 /// One accepted connection, as the auth middleware sees it (a request extension).
 #[derive(Clone)]
 pub struct ConnHandle(Arc<Conn>);
@@ -90,6 +95,9 @@ struct Conn {
     peer: IpAddr,
     authenticated: AtomicBool,
     close: CancellationToken,
+    /// The uid of the process at the other end, once looked up (`os_user::peer`): a socket's
+    /// owner never changes, so one lookup serves the connection's every request.
+    peer_uid: OnceLock<Option<u32>>,
 }
 
 impl ConnHandle {
@@ -97,6 +105,16 @@ impl ConnHandle {
     /// the cap on unauthenticated connections, and is never closed to make room.
     pub fn authenticated(&self) {
         self.0.authenticated.store(true, Ordering::Relaxed);
+    }
+
+    /// The peer's uid as looked up before on this connection (`None`: not looked up yet).
+    pub fn peer_uid(&self) -> Option<Option<u32>> {
+        self.0.peer_uid.get().copied()
+    }
+
+    /// Keeps what looking the peer's uid up found, for the connection's next requests.
+    pub fn remember_peer_uid(&self, uid: Option<u32>) {
+        let _ = self.0.peer_uid.set(uid);
     }
 }
 
@@ -114,6 +132,7 @@ impl Registry {
             peer,
             authenticated: AtomicBool::new(false),
             close: CancellationToken::new(),
+            peer_uid: OnceLock::new(),
         });
         let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
         let strangers = |of: Option<IpAddr>| {
@@ -200,6 +219,7 @@ pub async fn serve(
             () = shutdown.cancelled() => break,
         };
         let _ = stream.set_nodelay(true);
+        let local = stream.local_addr().ok().map(LocalAddr);
         let conn = registry.add(peer_ip(peer), caps);
         let handle = ConnHandle(Arc::clone(&conn));
         let service = hyper::service::service_fn({
@@ -208,6 +228,9 @@ pub async fn serve(
                 req.extensions_mut().insert(handle.clone());
                 req.extensions_mut()
                     .insert(axum::extract::ConnectInfo(peer));
+                if let Some(local) = local {
+                    req.extensions_mut().insert(local);
+                }
                 app.clone().oneshot(req.map(axum::body::Body::new))
             }
         });

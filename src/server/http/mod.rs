@@ -2,6 +2,7 @@
 
 pub mod approvals;
 pub mod auth;
+pub mod boundary;
 pub mod csp;
 pub mod error;
 pub mod forms;
@@ -80,6 +81,8 @@ pub fn router(state: AppState) -> Router {
         .route("/tokens", post(gates::create_token).get(gates::list_tokens))
         .route("/tokens/{name}", axum::routing::delete(gates::revoke_token))
         .route("/gates", post(gates::open))
+        .route("/gates/os-user", get(boundary::agent_os_user))
+        .route("/boundary", get(boundary::report))
         .route("/gates/{id}/cancel", post(gates::cancel))
         .route("/push/key", get(push::key))
         .route("/push/subscriptions", post(push::subscribe).get(push::list))
@@ -117,7 +120,13 @@ pub fn router(state: AppState) -> Router {
         ));
 
     Router::new()
-        .nest("/api/v1", api.merge(feed))
+        .nest(
+            "/api/v1",
+            api.merge(feed).layer(middleware::from_fn_with_state(
+                state.clone(),
+                boundary::check_peer,
+            )),
+        )
         .merge(pages)
         // The bundle's folder serves scripts, wasm and CSS as subresources; anything else
         // opened there as a page (a planted HTML form) runs sandboxed: no script, no form.

@@ -6,7 +6,7 @@
 //! manifest without cookies, and none of them holds anything of the person's.
 
 use axum::Router;
-use axum::extract::Extension;
+use axum::extract::{Extension, State};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use http::{HeaderValue, StatusCode, header};
@@ -63,8 +63,12 @@ pub fn routes(site_root: &str) -> Router<AppState> {
         .route("/security", get(security_page))
 }
 
-/// "Security": the passkeys (an admin's page; the work is `public/security.js`).
-async fn security_page(Extension(who): Extension<Principal>) -> Response {
+/// "Security": the passkeys (an admin's page; the work is `public/security.js`) and whether
+/// the OS boundary holds (rendered here, `http/boundary.rs`).
+async fn security_page(
+    State(state): State<AppState>,
+    Extension(who): Extension<Principal>,
+) -> Response {
     if who.scope() != Scope::Admin {
         return (
             StatusCode::FORBIDDEN,
@@ -72,6 +76,7 @@ async fn security_page(Extension(who): Extension<Principal>) -> Response {
         )
             .into_response();
     }
+    let (alert, section) = super::boundary::security_parts(&state).await;
     Html(
         r#"<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="color-scheme" content="light dark"><title>Security · Countersign</title>
@@ -79,6 +84,7 @@ async fn security_page(Extension(who): Extension<Principal>) -> Response {
 <link rel="icon" type="image/svg+xml" href="/favicon.svg"><script src="/passkey.js" defer></script><script src="/security.js" defer></script></head>
 <body class="notify-page"><main class="notify-box">
 <p><a href="/inbox">← Inbox</a></p>
+<!--os-boundary-alert-->
 <h1>Security: passkeys</h1>
 <p>With <code>[approvals] require_passkey = "floor"</code> (or <code>"all"</code>) in the config file, answering
 such a card needs a fresh confirmation with one of these passkeys, made for that card. Once one is
@@ -92,7 +98,10 @@ registered, adding or removing another asks for it first. Lost them all? On the 
 <h2>Registered passkeys</h2>
 <p id="passkey-none" data-testid="passkey-none">None yet.</p>
 <ul id="passkey-list" data-testid="passkey-list"></ul>
-</main></body></html>"#,
+<!--os-boundary-->
+</main></body></html>"#
+            .replace("<!--os-boundary-alert-->", &alert)
+            .replace("<!--os-boundary-->", &section),
     )
     .into_response()
 }
