@@ -769,7 +769,7 @@ async fn a_gates_token_made_on_a_shared_user_says_so_at_every_door() {
     assert!(phone.get("os_user_warning").is_none(), "{phone}");
 
     let cli = countersign(&[
-        "token", "create", "cli", "--scope", "gates", "--url", &ts.base, "--token", TOKEN,
+        "token", "create", "cli-hook", "--scope", "gates", "--url", &ts.base, "--token", TOKEN,
     ]);
     let out = run_async(cli, None).await;
     assert_eq!(out.code(), 0, "{out:#?}");
