@@ -72,6 +72,12 @@ impl Turn {
         if fit::surely_fits(&request.messages, &request.tools, budget, window.tokenizer) {
             return Ok(request.messages.clone());
         }
+        // What the marker may say the person said: the log's resolutions, never a tool's text.
+        let answers = self
+            .deps
+            .hub
+            .history(&self.session_id, |h| h.answers().clone())
+            .await?;
         let mut counter = match fitting.counter.take() {
             Some(counter) if counter.tokenizer() == window.tokenizer => counter,
             _ => Counter::new(window.tokenizer),
@@ -79,7 +85,7 @@ impl Turn {
         let (fitted, counter) = if window.tokenizer.is_costly() {
             let (messages, tools) = (request.messages.clone(), request.tools.clone());
             let job = tokio::task::spawn_blocking(move || {
-                let fitted = fit::fit(&messages, &tools, budget, &mut counter);
+                let fitted = fit::fit(&messages, &tools, budget, &mut counter, &answers);
                 (fitted, counter)
             });
             tokio::select! {
@@ -91,7 +97,13 @@ impl Turn {
             }
         } else {
             (
-                fit::fit(&request.messages, &request.tools, budget, &mut counter),
+                fit::fit(
+                    &request.messages,
+                    &request.tools,
+                    budget,
+                    &mut counter,
+                    &answers,
+                ),
                 counter,
             )
         };

@@ -32,6 +32,38 @@ pub struct SessionHistory {
     current_turn_from: Option<u64>,
     /// The calls of the latest turn whose `tool_started` is in the log.
     started: std::collections::HashSet<CallId>,
+    /// Gates not resolved yet: id → the call each is for (to name the call an answer is for).
+    open_gates: HashMap<ApprovalId, CallId>,
+    /// The person's answers the model must keep when old messages are cut, as the log records
+    /// them (resolutions, never a tool's output): by call.
+    answers: Answers,
+}
+
+/// The person's recorded answers, by the call each answered: what the context-trim marker
+/// may say the person said (`fit`), and nothing else.
+pub type Answers = HashMap<CallId, String>;
+
+/// What a resolution tells the model the person said, when it must outlive a cut: a denial
+/// and its reason, a card left unanswered, a checkpoint approved with changes. Only the
+/// person's own words (a reason, a revised proposal) and fixed text, on one line.
+fn recorded_answer(resolution: &crate::protocol::Resolution) -> Option<String> {
+    let line = |text: &str| {
+        let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        flat[..flat.floor_char_boundary(400)].to_owned()
+    };
+    match (resolution.decision, resolution.answered_by) {
+        (Decision::Deny, AnsweredBy::User) => Some(match resolution.reason.as_deref() {
+            Some(reason) => line(&format!("denied: {reason}")),
+            None => "denied (no reason given)".to_owned(),
+        }),
+        (Decision::Timeout, _) => Some("not answered in time: not approved".to_owned()),
+        (Decision::Edit, AnsweredBy::User) => resolution
+            .edits
+            .as_ref()
+            .and_then(|e| e.as_str())
+            .map(|revised| line(&format!("approved with changes: {revised}"))),
+        _ => None,
+    }
 }
 
 impl SessionHistory {
@@ -45,6 +77,11 @@ impl SessionHistory {
     /// The conversation the model sees.
     pub fn messages(&self) -> &[Arc<ChatMessage>] {
         &self.messages
+    }
+
+    /// The person's answers as the log records them, by call.
+    pub fn answers(&self) -> &Answers {
+        &self.answers
     }
 
     /// How many calls approved by hand in this session had a card suggesting `tool`+`pattern`.
@@ -85,6 +122,8 @@ impl SessionHistory {
                 self.started.insert(call_id.clone());
             }
             EventBody::ApprovalRequest(gate) => {
+                self.open_gates
+                    .insert(gate.approval_id.clone(), gate.call_id.clone());
                 if let Some(rule) = &gate.suggested_rule {
                     self.suggested.insert(
                         gate.approval_id.clone(),
@@ -93,6 +132,11 @@ impl SessionHistory {
                 }
             }
             EventBody::ApprovalResolved(resolution) => {
+                if let Some(call) = self.open_gates.remove(&resolution.approval_id)
+                    && let Some(answer) = recorded_answer(resolution)
+                {
+                    self.answers.insert(call, answer);
+                }
                 let by_hand = resolution.answered_by == AnsweredBy::User
                     && matches!(resolution.decision, Decision::Approve | Decision::Edit);
                 if let Some(key) = self.suggested.remove(&resolution.approval_id)
@@ -217,5 +261,80 @@ mod tests {
             },
         )]);
         assert_eq!(history.current_turn_from(), None);
+    }
+
+    /// The person's answers come from resolutions in the log, by the call their gate was for:
+    /// a denial with its reason, a timeout, a checkpoint's revised text; an approval, a rule's
+    /// or a cancel is no answer to carry, and a resolution of no gate folded here is nothing.
+    #[test]
+    fn answers_are_the_logs_resolutions_by_call() {
+        use crate::protocol::Resolution;
+        use crate::server::store::conformance::gate;
+        let resolved = |id: &str, decision, by, reason: Option<&str>, edits: Option<&str>| {
+            let mut r = Resolution::plain(&id.into(), decision, by, "browser", Default::default());
+            r.reason = reason.map(str::to_owned);
+            r.edits = edits.map(|e| serde_json::json!(e));
+            EventBody::ApprovalResolved(r)
+        };
+        let request = |id: &str, call: &str| {
+            let mut g = gate("s", id);
+            g.body.call_id = call.into();
+            EventBody::ApprovalRequest(Box::new(g.body))
+        };
+        let events = vec![
+            ev(1, request("a1", "c1")),
+            ev(
+                2,
+                resolved(
+                    "a1",
+                    Decision::Deny,
+                    AnsweredBy::User,
+                    Some("not\n  prod"),
+                    None,
+                ),
+            ),
+            ev(3, request("a2", "c2")),
+            ev(
+                4,
+                resolved("a2", Decision::Approve, AnsweredBy::User, None, None),
+            ),
+            ev(5, request("a3", "c3")),
+            ev(
+                6,
+                resolved("a3", Decision::Timeout, AnsweredBy::Timeout, None, None),
+            ),
+            ev(7, request("a4", "c4")),
+            ev(
+                8,
+                resolved(
+                    "a4",
+                    Decision::Edit,
+                    AnsweredBy::User,
+                    None,
+                    Some("staging only"),
+                ),
+            ),
+            ev(
+                9,
+                resolved("unknown", Decision::Deny, AnsweredBy::User, Some("x"), None),
+            ),
+        ];
+        let history = SessionHistory::from_events(&events);
+        let answers = history.answers();
+        assert_eq!(
+            answers.get(&CallId::from("c1")).map(String::as_str),
+            Some("denied: not prod")
+        );
+        assert_eq!(answers.get(&CallId::from("c2")), None);
+        assert!(
+            answers
+                .get(&CallId::from("c3"))
+                .is_some_and(|a| a.contains("not answered"))
+        );
+        assert_eq!(
+            answers.get(&CallId::from("c4")).map(String::as_str),
+            Some("approved with changes: staging only")
+        );
+        assert_eq!(answers.len(), 3);
     }
 }

@@ -13,15 +13,21 @@
 //!
 //! Nothing is summarized: what is dropped is gone from the model's view, and the marker
 //! tells it so — except the person's answers in it (a denial and its reason, a checkpoint
-//! approved with changes, a timeout's "UNAPPROVED"), which the marker carries, first lines,
+//! approved with changes, a card left unanswered), which the marker carries, first lines,
 //! up to [`MAX_ANSWERS_BYTES`]: the model must never act on a plan the person turned down
-//! because the turning down was cut. A request that still does not fit (one message bigger than the window) is
+//! because the turning down was cut.
+//!
+//! **Invariant:** the model hears the person only from the log. The marker is sent as a user
+//! message, so it lists only answers the log records as resolutions (`history::Answers`, by
+//! call); a tool's output, however it is worded (a file that reads "approved with changes:
+//! …"), stays tool output and is never quoted as the person's. A request that still does not fit (one message bigger than the window) is
 //! sent as it is, for the provider to refuse.
 
 use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::Arc;
 
+use super::history::Answers;
 use super::tokens::{self, REPLY_PRIMING, Tokenizer};
 use super::{ChatMessage, ToolSpec};
 use crate::text::thousands;
@@ -149,6 +155,7 @@ pub fn fit(
     tools: &[ToolSpec],
     budget: u64,
     counter: &mut Counter,
+    answers: &Answers,
 ) -> Fitted {
     let fixed = REPLY_PRIMING + counter.tools(tools);
     let costs: Vec<u64> = messages.iter().map(|m| counter.shared(m)).collect();
@@ -156,6 +163,7 @@ pub fn fit(
     let total = costs.iter().fold(fixed, |sum, c| sum.saturating_add(*c));
     let mut plan = Plan {
         original: messages,
+        answers,
         current: messages.to_vec(),
         kept: vec![true; messages.len()],
         costs,
@@ -179,6 +187,8 @@ pub fn fit(
 /// The request being cut down.
 struct Plan<'a> {
     original: &'a [Arc<ChatMessage>],
+    /// The person's answers as the log records them: what a marker may carry.
+    answers: &'a Answers,
     /// The messages as they will be sent (trimmed ones replaced).
     current: Vec<Arc<ChatMessage>>,
     kept: Vec<bool>,
@@ -292,7 +302,7 @@ impl Plan<'_> {
         for (i, message) in self.current.into_iter().enumerate() {
             if !self.kept[i] {
                 run += 1;
-                answers.extend(persons_answer(&self.original[i]));
+                answers.extend(persons_answer(&self.original[i], self.answers));
                 continue;
             }
             if run > 0 {
@@ -371,21 +381,13 @@ fn marker(n: usize, answers: &[String]) -> ChatMessage {
     ChatMessage::User(text)
 }
 
-/// The person's answer a tool result carries, if it carries one: a denial (its reason), a
-/// timeout, or a checkpoint approved with changes (the revised proposal's start).
-fn persons_answer(message: &ChatMessage) -> Option<String> {
-    let ChatMessage::Tool { output, .. } = message else {
+/// The person's answer to the call a tool result is for, as the log records it (never read
+/// from the result's text).
+fn persons_answer(message: &ChatMessage, answers: &Answers) -> Option<String> {
+    let ChatMessage::Tool { call_id, .. } = message else {
         return None;
     };
-    let answer = ["[denied] ", "[timeout] "]
-        .iter()
-        .any(|prefix| output.starts_with(prefix))
-        || output.starts_with("approved with changes:");
-    answer.then(|| {
-        let flat = output.split_whitespace().collect::<Vec<_>>().join(" ");
-        let cut = flat.floor_char_boundary(400);
-        flat[..cut].to_owned()
-    })
+    answers.get(call_id).cloned()
 }
 
 /// `output` cut to `keep` bytes (its start and its end) around a line saying what was cut;
