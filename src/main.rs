@@ -112,11 +112,11 @@ async fn serve(args: ServeArgs) -> ExitCode {
     println!("workspace: {}", workspace.display());
     println!("data dir: {}", data_dir.display());
     println!("config: {}", config_path.display());
-    // A fresh single-use link (only its hash is kept): `countersign login` prints another.
-    record_address(&data_dir, &login_host).await;
-    match running.core.mint_login_code().await {
-        Ok(code) => println!("login: http://{login_host}/login?code={code}"),
-        Err(e) => eprintln!("warning: no login link could be made ({e}); run `countersign login`"),
+    print_login_link(&running.core, &login_host).await;
+    if token_on_argv() {
+        println!(
+            "warning: --token on the command line can be read by every user of this machine (ps); give it in COUNTERSIGN_TOKEN instead, or log in with `countersign login`"
+        );
     }
     if let Some(warning) = running.core.os_boundary().startup_warning() {
         println!("{warning}");
@@ -151,13 +151,25 @@ async fn serve(args: ServeArgs) -> ExitCode {
     }
 }
 
-/// Where this server listens, for `countersign login` to start its link with (an address, no
-/// secret; a failure to write it only costs that default).
-async fn record_address(data_dir: &std::path::Path, host: &str) {
-    let file = data_dir.join(cli::login::ADDRESS_FILE);
-    if let Err(e) = tokio::fs::write(&file, format!("http://{host}\n")).await {
-        tracing::warn!(error = %e, "could not record the address for `countersign login`");
+/// A fresh single-use login link (only its hash is kept; `countersign login` prints another) —
+/// but not into a system log (systemd's journal, which others may read): there it says how
+/// to get one.
+async fn print_login_link(core: &server::core::Core, host: &str) {
+    let journal =
+        std::env::var_os("JOURNAL_STREAM").is_some() || std::env::var_os("INVOCATION_ID").is_some();
+    if journal {
+        println!("login: run `countersign login` as this service's user for a link");
+        return;
     }
+    match core.mint_login_code().await {
+        Ok(code) => println!("login: http://{host}/login?code={code}"),
+        Err(e) => eprintln!("warning: no login link could be made ({e}); run `countersign login`"),
+    }
+}
+
+/// Whether the admin token was given as a command-line flag (visible in `ps` to every user).
+fn token_on_argv() -> bool {
+    std::env::args().any(|a| a == "--token" || a.starts_with("--token="))
 }
 
 fn main() -> ExitCode {

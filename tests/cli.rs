@@ -257,6 +257,154 @@ async fn an_old_token_file_is_migrated_to_its_hash_and_removed() {
         .get("/api/v1/sessions")
         .await
         .expect_error(401, "unauthorized");
+    p.sigterm();
+    assert!(
+        p.wait_exit(SOON).await.is_some(),
+        "still running after SIGTERM"
+    );
+    drop(p);
+
+    // A token file that appears later (planted by whatever can write the data dir) is taken
+    // over by no later start: removed, and the token in it logs nobody in; the one taken over
+    // at the upgrade still works.
+    let planted = "planted-token-0123456789abcdef";
+    std::fs::write(data.join("token"), planted).unwrap();
+    let mut p = Proc::spawn(serve_command(&[
+        "--addr",
+        "127.0.0.1:0",
+        "--data-dir",
+        data.to_str().unwrap(),
+        "--workspace",
+        ws.to_str().unwrap(),
+    ]));
+    let (base, _) = started(&mut p).await;
+    assert!(!data.join("token").exists(), "a planted file is removed");
+    Api::new(&base)
+        .with_token(planted)
+        .get("/api/v1/sessions")
+        .await
+        .expect_error(401, "unauthorized");
+    Api::new(&base).with_token(old).session().await;
+}
+
+/// A browser logged in with the admin token is that token's: another `--token` at the next start
+/// ends it (as it ends the old token), while a browser logged in with a link stays; the login
+/// page's form posts the token (never in a URL) and only from this site; `--token` on the
+/// command line is warned about (every user's `ps` shows it), in the environment it is not.
+#[tokio::test]
+async fn an_admin_token_login_ends_with_that_token_and_the_form_posts_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (data, ws) = dirs(tmp.path());
+    let with_token = |token: &str| {
+        let mut cmd = serve_command(&[
+            "--addr",
+            "127.0.0.1:0",
+            "--data-dir",
+            data.to_str().unwrap(),
+            "--workspace",
+            ws.to_str().unwrap(),
+        ]);
+        cmd.env("COUNTERSIGN_TOKEN", token);
+        cmd
+    };
+    let mut p = Proc::spawn(with_token("first-admin-token-123"));
+    let (base, link) = started(&mut p).await;
+    assert!(
+        !p.stdout
+            .iter()
+            .any(|l| l.contains("--token on the command line")),
+        "{:?}",
+        p.stdout
+    );
+    let api = Api::new(&base);
+    let cookie_of = |r: &Resp| {
+        r.header("set-cookie")
+            .unwrap()
+            .split(';')
+            .next()
+            .unwrap()
+            .to_owned()
+    };
+    let by_link = cookie_of(&send(api.client.get(&link)).await);
+    let form = |origin: &str| {
+        api.client
+            .post(format!("{base}/login"))
+            .header("origin", origin)
+            .form(&[("token", "first-admin-token-123")])
+    };
+    let refused = send(form("http://evil.example")).await;
+    assert_eq!(refused.status.as_u16(), 403, "a form from another site");
+    assert!(refused.header("set-cookie").is_none());
+    let posted = send(form(&base)).await;
+    assert_eq!(posted.status.as_u16(), 303);
+    let by_token = cookie_of(&posted);
+    let get = |cookie: &str| {
+        api.client
+            .get(format!("{base}/api/v1/sessions"))
+            .header("cookie", cookie.to_owned())
+    };
+    assert_eq!(send(get(&by_token)).await.status.as_u16(), 200);
+    p.sigterm();
+    assert!(p.wait_exit(SOON).await.is_some());
+    drop(p);
+
+    let mut p = Proc::spawn(with_token("second-admin-token-456"));
+    let (base, _) = started(&mut p).await;
+    let api = Api::new(&base);
+    let get = |cookie: &str| {
+        api.client
+            .get(format!("{base}/api/v1/sessions"))
+            .header("cookie", cookie.to_owned())
+    };
+    assert_eq!(
+        send(get(&by_token)).await.status.as_u16(),
+        401,
+        "its token was replaced"
+    );
+    assert_eq!(
+        send(get(&by_link)).await.status.as_u16(),
+        200,
+        "a link's login stays"
+    );
+    p.sigterm();
+    assert!(p.wait_exit(SOON).await.is_some());
+    drop(p);
+
+    // On the command line: warned about.
+    let mut p = Proc::spawn(serve_command(&[
+        "--addr",
+        "127.0.0.1:0",
+        "--data-dir",
+        data.to_str().unwrap(),
+        "--workspace",
+        ws.to_str().unwrap(),
+        "--token",
+        "second-admin-token-456",
+    ]));
+    started(&mut p).await;
+    p.line_starting("warning: --token on the command line", SOON)
+        .await;
+}
+
+/// Under systemd (its journal, which others may read) no login link is printed: the line says
+/// how to get one.
+#[tokio::test]
+async fn no_login_link_goes_into_the_system_log() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (data, ws) = dirs(tmp.path());
+    let mut cmd = serve_command(&[
+        "--addr",
+        "127.0.0.1:0",
+        "--data-dir",
+        data.to_str().unwrap(),
+        "--workspace",
+        ws.to_str().unwrap(),
+    ]);
+    cmd.env("JOURNAL_STREAM", "8:12345");
+    let mut p = Proc::spawn(cmd);
+    let (_, login) = started(&mut p).await;
+    assert!(!login.contains("code="), "{login}");
+    assert!(login.contains("countersign login"), "{login}");
 }
 
 /// `countersign login` on the server's machine prints a fresh link that works once; with

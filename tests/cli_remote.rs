@@ -450,6 +450,37 @@ async fn url_and_token_come_from_the_environment_or_the_data_dir() {
     .await;
     out.ok();
 
+    // That credential is forgotten when the command ends, and is never sent anywhere but the
+    // server the database belongs to: another URL gets nothing (here a listener that records).
+    let kept: i64 = rusqlite::Connection::open(data.join("countersign.db"))
+        .unwrap()
+        .query_row(
+            "SELECT count(*) FROM hashed_secrets WHERE kind = 'cli_token'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(kept, 0, "every command's credential is forgotten");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let elsewhere = format!("http://{}", listener.local_addr().unwrap());
+    for args in [
+        vec!["approvals", "list"],
+        vec!["approvals", "list", "--url", &elsewhere],
+    ] {
+        let out = run_with(
+            &args,
+            &[
+                ("COUNTERSIGN_URL", elsewhere.as_str()),
+                ("COUNTERSIGN_DATA_DIR", data_str),
+            ],
+            None,
+        )
+        .await;
+        out.fails(2, &["sent only to that server"]);
+    }
+    assert!(listener.accept().is_err(), "nothing reached the other URL");
+
     let xdg = tmp.path().join("xdg");
     std::fs::create_dir_all(&xdg).expect("mkdir");
     std::os::unix::fs::symlink(&data, xdg.join("countersign")).expect("symlink");

@@ -12,5 +12,11 @@ CREATE TABLE hashed_secrets (
 CREATE INDEX hashed_secrets_by_kind ON hashed_secrets (kind);
 CREATE INDEX hashed_secrets_by_expiry ON hashed_secrets (expires_ms) WHERE expires_ms IS NOT NULL;
 
+-- The one start at which an older build's `<data-dir>/token` file is taken over (its hash kept,
+-- the file removed): this row, taken by the first start after this migration. A token file
+-- that appears later is removed and ignored (it can only have been planted).
+INSERT INTO hashed_secrets (hash, kind, body, created_ms, expires_ms)
+    VALUES ('legacy-token-window', 'legacy_token_window', '{}', 0, NULL);
+
 -- Ceremonies are now kept (and spent) as hashed secrets.
 DROP TABLE spent_ceremonies;

@@ -78,13 +78,21 @@ pub struct Client {
     base: Url,
     shown: String,
     token: String,
+    /// The one-command credential made in the server's database, forgotten by `close`.
+    made_here: Option<MadeHere>,
+}
+
+/// A credential this command made in the server's own database.
+struct MadeHere {
+    kept: std::sync::Arc<dyn crate::server::store::secrets::HashedSecrets>,
+    hash: String,
 }
 
 impl Client {
     pub async fn new(remote: &Remote) -> Result<Client, CliError> {
         let shown = remote.url.trim().trim_end_matches('/').to_owned();
         let base = parse_base(&shown)?;
-        let token = resolve_token(remote).await?;
+        let (token, made_here) = resolve_token(remote, &shown).await?;
         let http = reqwest::Client::builder()
             .timeout(TIMEOUT)
             .connect_timeout(CONNECT_TIMEOUT)
@@ -99,7 +107,19 @@ impl Client {
             base,
             shown,
             token,
+            made_here,
         })
+    }
+
+    /// Ends the command: a credential it made in the server's database is forgotten at once
+    /// (it would lapse on its own in `logins::CLI_TOKEN_MS`).
+    pub async fn close(self) {
+        if let Some(made) = self.made_here {
+            let kind = crate::server::store::secrets::SecretKind::CliToken;
+            if let Err(e) = made.kept.forget_secrets(kind, Some(&made.hash)).await {
+                tracing::warn!(error = %e, "could not forget this command's credential; it lapses on its own");
+            }
+        }
     }
 
     /// The base URL as the person gave it (for messages).
@@ -215,22 +235,40 @@ fn excerpt(text: &str) -> String {
 
 /// `--token`/`COUNTERSIGN_TOKEN`, else a credential for this one command made in the server's
 /// own database (it can be opened only as the server's OS user on its machine; only its hash is
-/// kept, and it lapses after `logins::CLI_TOKEN_MS`).
-async fn resolve_token(remote: &Remote) -> Result<String, CliError> {
+/// kept, it lapses after `logins::CLI_TOKEN_MS` and `close` forgets it). Such a credential is
+/// sent only to the server that database belongs to (its `public_url`, or where it last said it
+/// listens): never to another `--url`.
+async fn resolve_token(remote: &Remote, url: &str) -> Result<(String, Option<MadeHere>), CliError> {
     if let Some(token) = remote
         .token
         .as_deref()
         .map(str::trim)
         .filter(|t| !t.is_empty())
     {
-        return Ok(token.to_owned());
+        return Ok((token.to_owned(), None));
+    }
+    let servers = remote.local.server_urls();
+    if !servers.iter().any(|s| s == url) {
+        return Err(CliError::NoToken(format!(
+            "a credential made from the server's database is sent only to that server ({}), not to {url}",
+            if servers.is_empty() {
+                "none recorded: start it first".to_owned()
+            } else {
+                servers.join(", ")
+            }
+        )));
     }
     let repos = remote
         .local
         .open("cli")
         .await
         .map_err(|e| CliError::NoToken(e.to_string()))?;
-    crate::server::logins::mint_cli_token(repos.secrets.as_ref())
+    let token = crate::server::logins::mint_cli_token(repos.secrets.as_ref())
         .await
-        .map_err(|e| CliError::NoToken(e.to_string()))
+        .map_err(|e| CliError::NoToken(e.to_string()))?;
+    let made = MadeHere {
+        kept: repos.secrets,
+        hash: crate::server::store::secrets::hash_secret(&token),
+    };
+    Ok((token, Some(made)))
 }

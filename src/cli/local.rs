@@ -10,6 +10,8 @@ use crate::server::config::Config;
 use crate::server::settings::default_data_dir;
 use crate::server::store::Repos;
 
+pub use crate::server::settings::ADDRESS_FILE;
+
 /// Why the server's database could not be opened from here.
 #[derive(Debug, thiserror::Error)]
 pub enum LocalError {
@@ -69,6 +71,26 @@ impl LocalStore {
         Config::load(&file)
             .map(Some)
             .map_err(|e| crate::server::secret::scrub_urls(&e.to_string()))
+    }
+
+    /// Where the server this data dir belongs to answers: its `server.public_url`, and where it
+    /// last said it listens (`<data-dir>/address`), without a trailing `/`.
+    pub fn server_urls(&self) -> Vec<String> {
+        let mut urls = Vec::new();
+        if let Ok(Some(config)) = self.config() {
+            let public = config.server.public_url.trim().trim_end_matches('/');
+            if !public.is_empty() {
+                urls.push(public.to_owned());
+            }
+        }
+        let recorded = self
+            .data_dir()
+            .ok()
+            .and_then(|dir| std::fs::read_to_string(dir.join(ADDRESS_FILE)).ok())
+            .map(|text| text.trim().trim_end_matches('/').to_owned())
+            .filter(|text| text.starts_with("http://") || text.starts_with("https://"));
+        urls.extend(recorded);
+        urls
     }
 
     /// The database the server uses, as `serve` would find it.

@@ -11,9 +11,6 @@ use clap::Args;
 use super::local::LocalStore;
 use crate::server::logins;
 
-/// The file `serve` records where it listens in (not a secret: it names an address).
-pub const ADDRESS_FILE: &str = "address";
-
 #[derive(Args, Debug)]
 pub struct LoginArgs {
     #[command(flatten)]
@@ -32,25 +29,11 @@ fn base_url(args: &LoginArgs) -> String {
     if let Some(url) = args.url.as_deref().filter(|u| !u.trim().is_empty()) {
         return url.trim().trim_end_matches('/').to_owned();
     }
-    if let Ok(Some(config)) = args.store.config()
-        && !config.server.public_url.trim().is_empty()
-    {
-        return config
-            .server
-            .public_url
-            .trim()
-            .trim_end_matches('/')
-            .to_owned();
-    }
-    let recorded = args
-        .store
-        .data_dir
-        .clone()
-        .or_else(crate::server::settings::default_data_dir)
-        .and_then(|dir| std::fs::read_to_string(dir.join(ADDRESS_FILE)).ok())
-        .map(|text| text.trim().to_owned())
-        .filter(|text| text.starts_with("http://") || text.starts_with("https://"));
-    recorded.unwrap_or_else(|| super::DEFAULT_URL.to_owned())
+    args.store
+        .server_urls()
+        .into_iter()
+        .next()
+        .unwrap_or_else(|| super::DEFAULT_URL.to_owned())
 }
 
 pub async fn run(args: LoginArgs) -> ExitCode {

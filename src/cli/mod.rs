@@ -151,7 +151,11 @@ pub enum AuditCommand {
 pub async fn approvals(args: ApprovalsArgs) -> ExitCode {
     let json = args.remote.json;
     let result = match Client::new(&args.remote).await {
-        Ok(client) => approvals::run(&client, json, args.command).await,
+        Ok(client) => {
+            let done = approvals::run(&client, json, args.command).await;
+            client.close().await;
+            done
+        }
         Err(e) => Err(e),
     };
     report(result, json)
@@ -161,7 +165,11 @@ pub async fn approvals(args: ApprovalsArgs) -> ExitCode {
 pub async fn rules(args: RulesArgs) -> ExitCode {
     let json = args.remote.json;
     let result = match Client::new(&args.remote).await {
-        Ok(client) => rules::run(&client, json, args.command).await,
+        Ok(client) => {
+            let done = rules::run(&client, json, args.command).await;
+            client.close().await;
+            done
+        }
         Err(e) => Err(e),
     };
     report(result, json)
@@ -171,7 +179,11 @@ pub async fn rules(args: RulesArgs) -> ExitCode {
 pub async fn audit(args: AuditArgs) -> ExitCode {
     let json = args.remote.json;
     let result = match Client::new(&args.remote).await {
-        Ok(client) => audit::run(&client, json, args.command).await,
+        Ok(client) => {
+            let done = audit::run(&client, json, args.command).await;
+            client.close().await;
+            done
+        }
         Err(e) => Err(e),
     };
     report(result, json)
@@ -181,7 +193,11 @@ pub async fn audit(args: AuditArgs) -> ExitCode {
 pub async fn token(args: TokenArgs) -> ExitCode {
     let json = args.remote.json;
     let result = match Client::new(&args.remote).await {
-        Ok(client) => tokens::run(&client, json, args.command).await,
+        Ok(client) => {
+            let done = tokens::run(&client, json, args.command).await;
+            client.close().await;
+            done
+        }
         Err(e) => Err(e),
     };
     report(result, json)

@@ -17,8 +17,8 @@ use crate::server::store::{StoreError, TokenRepo};
 
 /// How long a login link works (once).
 pub const LOGIN_CODE_MS: i64 = 15 * 60 * 1000;
-/// How long the local CLI's credential works (one command; it is forgotten after it).
-pub const CLI_TOKEN_MS: i64 = 10 * 60 * 1000;
+/// How long the local CLI's credential works at most (one command; it is forgotten after it).
+pub const CLI_TOKEN_MS: i64 = 2 * 60 * 1000;
 /// How long a browser stays logged in.
 pub const BROWSER_LOGIN_MS: i64 = 365 * 24 * 3600 * 1000;
 /// What starts a login link's code, and the local CLI's credential (recognisable when leaked).
@@ -73,6 +73,10 @@ pub struct BrowserLogin {
     /// link, or the admin token).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token_hash: Option<String>,
+    /// The admin token it logged in with, by its hash: replacing that token (another
+    /// `--token`) ends the login. `None` with no `token_hash`: a login link's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admin_hash: Option<String>,
     /// The browser, in a few words from its `User-Agent` ("Chrome on Android").
     #[serde(default)]
     pub device: String,
@@ -92,12 +96,16 @@ pub async fn who(
             let Some(login) = browser_login(kept, hash).await? else {
                 return Ok(None);
             };
-            match login.token_hash {
-                None => Ok(Some(Principal::Browser)),
-                // A `gates` token never logs in.
-                Some(token) => Ok(named_token(tokens, &token)
+            match (login.token_hash, login.admin_hash) {
+                (Some(token), _) => Ok(named_token(tokens, &token)
                     .await?
+                    // A `gates` token never logs in.
                     .filter(|p| p.scope().decides())),
+                (None, Some(admin)) => Ok(kept
+                    .find_secret(SecretKind::AdminToken, &admin)
+                    .await?
+                    .map(|_| Principal::Browser)),
+                (None, None) => Ok(Some(Principal::Browser)),
             }
         }
     }
@@ -315,6 +323,7 @@ mod tests {
         let (_dir, kept) = kept().await;
         let login = BrowserLogin {
             token_hash: Some("ab".repeat(32)),
+            admin_hash: None,
             device: "Chrome on Linux".into(),
         };
         let cookie = mint_browser_login(kept.as_ref(), &login).await.unwrap();

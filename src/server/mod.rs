@@ -58,31 +58,63 @@ pub enum StartError {
     Push(String),
 }
 
-/// Keeps the admin token start-up was given by its hash; an older build's token file is
-/// removed once its hash is kept (the token itself keeps working).
+/// Records where this server answers (`settings::ADDRESS_FILE`); a failure only costs
+/// `countersign login` its default base and the local CLI its credential.
+async fn record_address(data_dir: &std::path::Path, addr: SocketAddr) {
+    let host = if addr.ip().is_unspecified() {
+        format!("127.0.0.1:{}", addr.port())
+    } else {
+        addr.to_string()
+    };
+    let file = data_dir.join(settings::ADDRESS_FILE);
+    if let Err(e) = tokio::fs::write(&file, format!("http://{host}\n")).await {
+        tracing::warn!(error = %e, "could not record where this server answers");
+    }
+}
+
+/// Keeps the admin token start-up was given by its hash. An older build's token file is taken
+/// over (its hash kept) only at the first start after the upgrade, and only when no token was
+/// given; in every case it is removed, so its clear copy never outlives a start.
 async fn settle_admin_token(
-    admin: &settings::AdminToken,
+    settings: &Settings,
     kept: &dyn store::secrets::HashedSecrets,
 ) -> Result<(), StartError> {
-    let (token, legacy_file) = match admin {
-        settings::AdminToken::Given(token) => (token, None),
-        settings::AdminToken::Legacy { token, file } => (token, Some(file)),
-        settings::AdminToken::Kept => return Ok(()),
-    };
-    logins::set_admin_token(kept, token.reveal()).await?;
-    if let Some(file) = legacy_file {
-        let file = file.clone();
-        match tokio::task::spawn_blocking(move || std::fs::remove_file(&file)).await {
-            Ok(Ok(())) => tracing::info!(
-                "the admin token file was removed: only its hash is kept now (the token still works)"
-            ),
-            Ok(Err(e)) => {
-                tracing::warn!(error = %e, "could not remove the old admin token file; remove <data-dir>/token by hand")
-            }
-            Err(e) => tracing::warn!(error = %e, "could not remove the old admin token file"),
-        }
+    use store::secrets::{LEGACY_TOKEN_WINDOW, SecretKind};
+    // Taken at every start: the window is the first start after the migration alone.
+    let window = kept
+        .take_secret(SecretKind::LegacyTokenWindow, LEGACY_TOKEN_WINDOW)
+        .await?
+        .is_some();
+    if let Some(token) = &settings.admin_token {
+        logins::set_admin_token(kept, token.reveal()).await?;
     }
+    let Some(legacy) = &settings.legacy_token else {
+        return Ok(());
+    };
+    let adopted = window && settings.admin_token.is_none() && legacy.token.reveal().len() >= 8;
+    if adopted {
+        logins::set_admin_token(kept, legacy.token.reveal()).await?;
+    }
+    remove_legacy_token_file(&legacy.file, adopted).await;
     Ok(())
+}
+
+/// Removes an older build's token file, saying why.
+async fn remove_legacy_token_file(file: &std::path::Path, adopted: bool) {
+    let path = file.to_owned();
+    match tokio::task::spawn_blocking(move || std::fs::remove_file(&path)).await {
+        Ok(Ok(())) if adopted => tracing::info!(
+            "the admin token file was removed: only its hash is kept now (the token still works)"
+        ),
+        Ok(Ok(())) => tracing::warn!(
+            file = %file.display(),
+            "a token file in the data dir was removed and not used: it is taken over only at the first start after the upgrade, and only when no --token is given"
+        ),
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, file = %file.display(), "could not remove a token file from the data dir; remove it by hand")
+        }
+        Err(e) => tracing::warn!(error = %e, "could not remove a token file from the data dir"),
+    }
 }
 
 /// How long shutdown waits for turn tasks to end.
@@ -199,13 +231,14 @@ pub async fn start(
     let shutdown = CancellationToken::new();
     let notifier = Arc::new(notifier::Notifier::new());
     notifier.set_listen_url(format!("http://{addr}"));
+    record_address(&settings.data_dir, addr).await;
     let data_dir = settings.data_dir.clone();
     let vapid =
         tokio::task::spawn_blocking(move || push::vapid::VapidKeys::load_or_create(&data_dir))
             .await
             .map_err(|e| StartError::Push(e.to_string()))?
             .map_err(|e| StartError::Push(e.to_string()))?;
-    settle_admin_token(&settings.admin_token, repos.secrets.as_ref()).await?;
+    settle_admin_token(&settings, repos.secrets.as_ref()).await?;
     let push = push::Push::new(vapid, hub.clone(), &repos)
         .map_err(|e| StartError::Push(format!("no HTTP client: {e}")))?;
     notifier.set_push(Arc::new(push));

@@ -12,6 +12,11 @@ use clap::Args;
 use super::config::{Config, ConfigError};
 use super::secret::{Secret, UrlPassword};
 
+/// The file in the data dir where a started server records the URL it answers at (an address,
+/// no secret): where `countersign login` points its link and the local CLI sends its
+/// one-command credential, and nowhere else.
+pub const ADDRESS_FILE: &str = "address";
+
 /// The admin token (`--token`): a secret, shown only masked.
 pub type AccessToken = Secret;
 use crate::protocol::ConfigSource;
@@ -44,8 +49,11 @@ pub struct Settings {
     pub addr: SocketAddr,
     pub data_dir: PathBuf,
     pub workspace: PathBuf,
-    /// What becomes the admin token at start, if anything.
-    pub admin_token: AdminToken,
+    /// The admin token given at start (`--token`, `COUNTERSIGN_TOKEN`), kept by its hash.
+    pub admin_token: Option<AccessToken>,
+    /// An older build's `<data-dir>/token`, if the data dir has one: taken over only at the
+    /// first start after the upgrade, removed in any case.
+    pub legacy_token: Option<LegacyToken>,
     pub config: Config,
     pub config_path: PathBuf,
     /// A secret: shown (in errors too) without its password.
@@ -59,15 +67,10 @@ pub struct Settings {
     pub startup: Vec<(String, String, ConfigSource)>,
 }
 
-/// The admin token start-up sets: only its hash is kept (`logins::set_admin_token`).
-pub enum AdminToken {
-    /// `--token` or `COUNTERSIGN_TOKEN`: the person holds it.
-    Given(AccessToken),
-    /// An older build's `<data-dir>/token`: it keeps working, and its clear copy is removed
-    /// once its hash is kept.
-    Legacy { token: AccessToken, file: PathBuf },
-    /// Neither: the one kept (if any) stays.
-    Kept,
+/// An older build's `<data-dir>/token` file and the token it holds.
+pub struct LegacyToken {
+    pub token: AccessToken,
+    pub file: PathBuf,
 }
 
 /// Where a startup setting came from: a flag beats the environment beats the default.
@@ -128,11 +131,12 @@ fn stored_or_new_instance(data_dir: &Path) -> Result<String, SettingsError> {
     Ok(id)
 }
 
-/// An older build's token file, if the data dir has one: `<data-dir>/token`.
-fn legacy_token(data_dir: &Path) -> Option<AdminToken> {
+/// An older build's token file, if the data dir has one: `<data-dir>/token` (a file too short
+/// to be a token is still one to remove).
+fn legacy_token(data_dir: &Path) -> Option<LegacyToken> {
     let file = data_dir.join("token");
     let token = std::fs::read_to_string(&file).ok()?.trim().to_owned();
-    (token.len() >= 8).then(|| AdminToken::Legacy {
+    Some(LegacyToken {
         token: AccessToken::new(token),
         file,
     })
@@ -218,9 +222,10 @@ impl ServeArgs {
 
         let admin_token = match self.token {
             Some(t) if t.trim().len() < 8 => return Err(SettingsError::WeakToken),
-            Some(t) => AdminToken::Given(AccessToken::new(t.trim())),
-            None => legacy_token(&data_dir).unwrap_or(AdminToken::Kept),
+            Some(t) => Some(AccessToken::new(t.trim())),
+            None => None,
         };
+        let legacy_token = legacy_token(&data_dir);
         let database_url = match self.database_url.as_deref().map(str::trim) {
             Some(url) if !url.is_empty() => Secret::new(url),
             _ if !config.storage.database_url.is_empty() => config.storage.database_url.clone(),
@@ -263,6 +268,7 @@ impl ServeArgs {
             data_dir,
             workspace,
             admin_token,
+            legacy_token,
             config,
             config_path,
             database_url,

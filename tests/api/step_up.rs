@@ -305,10 +305,30 @@ async fn only_an_admin_manages_passkeys() {
         .await
         .expect_error(400, "invalid_request");
     assert!(refused.to_string().contains("localhost"), "{refused}");
-    // Through a name, the options come.
-    let options = send(
+    // The first passkey is trusted on first use: a bearer (the admin token here; a program can
+    // hold one) may not register it, only a browser logged in with a login link or the token.
+    let by_bearer = send(
         ts.req(Method::POST, "/api/v1/passkeys/registrations")
             .header("host", format!("localhost:{}", ts.addr.port()))
+            .json(&json!({"name": "laptop"})),
+    )
+    .await
+    .expect_error(403, "forbidden");
+    assert!(by_bearer.to_string().contains("login link"), "{by_bearer}");
+    // Through a name, from a browser, the options come.
+    let login = send(ts.anon(Method::GET, &format!("/login?token={TOKEN}"))).await;
+    let cookie = login
+        .header("set-cookie")
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    let options = send(
+        ts.anon(Method::POST, "/api/v1/passkeys/registrations")
+            .header("host", format!("localhost:{}", ts.addr.port()))
+            .header("cookie", &cookie)
+            .header("sec-fetch-site", "same-origin")
             .json(&json!({"name": "laptop"})),
     )
     .await

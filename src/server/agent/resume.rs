@@ -16,8 +16,8 @@ use super::provider::ToolCallRequest;
 use super::recovery::INTERRUPTED_OUTPUT;
 use super::turn::{Turn, TurnEnd};
 use crate::protocol::{
-    ApprovalId, ApprovalRequest, ApprovalRequestBody, CallId, EventBody, Resolution, ToolStatus,
-    Verdict,
+    ApprovalId, ApprovalRequest, ApprovalRequestBody, CallId, EventBody, Resolution, RuleId,
+    ToolClass, ToolStatus, Verdict,
 };
 
 /// The key under which the turn's latest budget card sits in `gates` (`None` when it has none).
@@ -33,6 +33,9 @@ fn budget_key(gates: &HashMap<CallId, ApprovalRequestBody>) -> Option<CallId> {
 struct OpenCall {
     call: ToolCallRequest,
     verdict: Verdict,
+    /// Its class and the rule that let it run, as recorded (a run is decided again).
+    class: ToolClass,
+    rule_id: Option<RuleId>,
     started: bool,
     gate: Option<ApprovalRequestBody>,
     resolution: Option<Resolution>,
@@ -63,6 +66,8 @@ impl Turn {
                     tool,
                     args,
                     verdict,
+                    class,
+                    rule_id,
                     ..
                 } => calls.push((
                     ToolCallRequest {
@@ -70,7 +75,7 @@ impl Turn {
                         name: tool.clone(),
                         args: args.clone(),
                     },
-                    *verdict,
+                    (*verdict, *class, rule_id.clone()),
                 )),
                 EventBody::ToolResult { call_id, .. } => {
                     finished.insert(call_id.clone());
@@ -92,7 +97,7 @@ impl Turn {
         let open: Vec<OpenCall> = calls
             .into_iter()
             .filter(|(call, _)| !finished.contains(&call.id))
-            .map(|(call, verdict)| {
+            .map(|(call, (verdict, class, rule_id))| {
                 let gate = gates.remove(&call.id);
                 let resolution = gate
                     .as_ref()
@@ -101,6 +106,8 @@ impl Turn {
                     started: started.contains(&call.id),
                     call,
                     verdict,
+                    class,
+                    rule_id,
                     gate,
                     resolution,
                 }
@@ -159,7 +166,9 @@ impl Turn {
                 self.after_gate(call, &gate, resolution).await?;
             }
             (None, _) if open.verdict == Verdict::Run => {
-                self.execute(call, &call.args, false).await?;
+                // Decided again: the step-up may have been turned on before this start.
+                self.execute_unasked(call, open.class, open.rule_id.as_ref())
+                    .await?;
             }
             (None, _) => {
                 self.finish_without_running(

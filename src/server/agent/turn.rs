@@ -395,7 +395,8 @@ impl Turn {
                 .check(&call.name, &call.args)
                 .or_else(|| live.floor.check_hidden(&hidden)),
         };
-        let rule = match (floor.is_some(), class, self.mode()) {
+        let rules_apply = live.config.approvals.require_passkey.allows_rules();
+        let rule = match (floor.is_some() || !rules_apply, class, self.mode()) {
             (
                 false,
                 ToolClass::Edit | ToolClass::Exec | ToolClass::Config,
@@ -445,7 +446,7 @@ impl Turn {
                 // Boxed (here and below): what runs after the wait only takes memory while
                 // it runs, not in every parked call's future (10,000 parked gates are 10,000 of
                 // them).
-                Box::pin(self.execute(call, &call.args, false)).await
+                Box::pin(self.execute_unasked(call, class, rule_id.as_ref())).await
             }
             Outcome::Ask { reason } => {
                 let body = Box::pin(self.card(tool, call, reason, floor.as_deref())).await?;
@@ -562,6 +563,43 @@ impl Turn {
     ) -> Result<(ToolStatus, String), TurnEnd> {
         // Closed only at shutdown of the turn; a closed semaphore means run unbounded.
         let _slot = self.exec_slots.acquire().await.ok();
+        self.execute_in_slot(call, args, floor_cleared).await
+    }
+
+    /// Runs a call the policy let run without asking (its class, a standing rule, the mode) —
+    /// unless, by the time it has a slot, the policy would now ask (the step-up was turned on
+    /// while it waited, or before a restart resumed it): then it is refused, not run, and the
+    /// agent may make it again (and get a card).
+    pub(super) async fn execute_unasked(
+        &self,
+        call: &ToolCallRequest,
+        class: ToolClass,
+        rule_id: Option<&RuleId>,
+    ) -> Result<(ToolStatus, String), TurnEnd> {
+        let _slot = self.exec_slots.acquire().await.ok();
+        let step_up = self.deps.live.get().config.approvals.require_passkey;
+        let now = policy::decide(&policy::Call {
+            mode: self.mode(),
+            class,
+            floor: None,
+            rule_id: rule_id.filter(|_| step_up.allows_rules()),
+        });
+        if !matches!(now, Outcome::Run { .. }) {
+            let why = "not run: approvals.require_passkey changed before it started, and it now needs a card; make the call again to ask";
+            return self
+                .finish_without_running(call, Vec::new(), ToolStatus::Refused, why.to_owned())
+                .await;
+        }
+        self.execute_in_slot(call, &call.args, false).await
+    }
+
+    /// `execute`'s work once the call holds an execution slot.
+    async fn execute_in_slot(
+        &self,
+        call: &ToolCallRequest,
+        args: &serde_json::Value,
+        floor_cleared: bool,
+    ) -> Result<(ToolStatus, String), TurnEnd> {
         if !self.take_started(&call.id) {
             self.append(vec![EventBody::ToolStarted {
                 call_id: call.id.clone(),

@@ -202,6 +202,12 @@ impl RequirePasskey {
             (_, mode) => mode,
         }
     }
+
+    /// Whether a standing rule may answer in place of a card: not under `all` (a rule spares a
+    /// card, and every card needs a passkey there; rules made before the setting included).
+    pub fn allows_rules(self) -> bool {
+        self != RequirePasskey::All
+    }
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]

@@ -434,6 +434,7 @@ impl Core {
         let mode = live.config.approvals.require_passkey.effective_mode(stored);
         let floor = live.floor.check_outside(&call);
         let rule = match floor {
+            _ if !live.config.approvals.require_passkey.allows_rules() => None,
             Some(_) => None,
             None => {
                 rules::matching_subject(

@@ -42,23 +42,23 @@ impl Core {
     /// may answer cards (which it then logs in as). A `gates` token cannot log in.
     pub async fn log_in(&self, with: LoginWith<'_>, device: &str) -> Result<LoggedIn, Error> {
         let kept = self.repos.secrets.as_ref();
-        let (token_hash, landing) = match with {
+        let (token_hash, admin_hash, landing) = match with {
             LoginWith::Code(code) => {
                 if !logins::spend_login_code(kept, code).await? {
                     return Err(Error::Unauthorized(
                         "this login link is not valid: it was used already, has expired (after 15 minutes) or was mistyped; run `countersign login` on the server's machine for a fresh one".into(),
                     ));
                 }
-                (None, "/")
+                (None, None, "/")
             }
             LoginWith::Token(secret) => {
                 let hash = hash_secret(secret.trim());
                 match self.who_presented(&Presented::Bearer(hash.clone())).await? {
-                    Some(p) if p == Principal::startup_token() => (None, "/"),
+                    Some(p) if p == Principal::startup_token() => (None, Some(hash), "/"),
                     Some(Principal::Token { name, scope })
                         if scope.decides() && name != CLI_TOKEN_NAME =>
                     {
-                        (Some(hash), "/inbox")
+                        (Some(hash), None, "/inbox")
                     }
                     Some(Principal::Token { name, .. }) if name == CLI_TOKEN_NAME => {
                         return Err(Error::Forbidden(
@@ -81,6 +81,7 @@ impl Core {
         };
         let login = BrowserLogin {
             token_hash,
+            admin_hash,
             device: device.to_owned(),
         };
         let cookie = logins::mint_browser_login(kept, &login).await?;

@@ -142,6 +142,14 @@ impl Core {
                 "{MAX_PASSKEYS} passkeys are registered; remove one first"
             )));
         }
+        // The first passkey is trusted on first use: only a person at a browser they logged in
+        // with a login link (or the admin token) registers it, never a bearer (a token, the
+        // local CLI's credential), which a program can hold.
+        if rows.is_empty() && *who != Principal::Browser {
+            return Err(Error::Forbidden(
+                "the first passkey is registered in a browser logged in with a login link (`countersign login`), not with a token".into(),
+            ));
+        }
         let change = PasskeyChange::Add {
             name: name.to_owned(),
         };
@@ -166,6 +174,11 @@ impl Core {
             .finish_registration(ceremony, credential)
             .await?;
         let rows = self.list_passkeys().await?;
+        if !done.with_proof && *who != Principal::Browser {
+            return Err(Error::Forbidden(
+                "the first passkey is registered in a browser logged in with a login link (`countersign login`), not with a token".into(),
+            ));
+        }
         if !done.with_proof && !rows.is_empty() {
             return Err(Error::PasskeyRequired(
                 "a passkey was registered meanwhile: start again and confirm with it".into(),

@@ -140,6 +140,30 @@ pub async fn login(
         (None, Some(token)) => LoginWith::Token(token.trim()),
         (None, None) => return login_page(None).into_response(),
     };
+    log_in(&state, &headers, with).await
+}
+
+#[derive(Deserialize)]
+pub struct LoginForm {
+    token: String,
+}
+
+/// The login page's form: the token in the body, so it lands in no URL (history, logs). Only
+/// from this site: a form posted from elsewhere could log a browser in as someone else.
+pub async fn login_form(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    axum::Form(form): axum::Form<LoginForm>,
+) -> Response {
+    if !same_origin(&headers) {
+        return ApiError::Csrf.into_response();
+    }
+    log_in(&state, &headers, LoginWith::Token(form.token.trim())).await
+}
+
+/// Logs the browser in `with` a code or a token: its cookie and where it lands, or the login
+/// page saying why not.
+async fn log_in(state: &AppState, headers: &HeaderMap, with: LoginWith<'_>) -> Response {
     let device = headers
         .get(header::USER_AGENT)
         .and_then(|v| v.to_str().ok())
@@ -175,7 +199,7 @@ fn login_page(problem: Option<&str>) -> Html<String> {
 <title>Log in · Countersign</title><link rel="stylesheet" href="/pkg/countersign.css"></head>
 <body class="login"><main class="login-box"><h1>Countersign</h1>
 <p>Open a login link: <code>countersign login</code> on the server's machine prints a fresh one (it works once, for 15 minutes). Or paste a token.</p>{problem}
-<form method="get" action="/login"><label for="token">Token</label>
+<form method="post" action="/login"><label for="token">Token</label>
 <input id="token" name="token" type="password" autocomplete="current-password" required autofocus>
 <button type="submit">Log in</button></form></main></body></html>"#
     ))

@@ -108,7 +108,7 @@ pub fn router(state: AppState) -> Router {
     let pkg_dir = format!("{}/pkg", leptos_options.site_root);
     let pages = Router::new()
         .route("/", get(home))
-        .route("/login", get(auth::login))
+        .route("/login", get(auth::login).post(auth::login_form))
         .route("/forms/decide", post(forms::decide))
         .leptos_routes(&state, routes, {
             let options = leptos_options.clone();

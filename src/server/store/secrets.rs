@@ -29,7 +29,13 @@ pub enum SecretKind {
     Capability,
     /// A passkey ceremony in progress (spent once).
     Ceremony,
+    /// Not a secret: the marker the migration leaves for the one start that may take over an
+    /// older build's token file (`LEGACY_TOKEN_WINDOW`).
+    LegacyTokenWindow,
 }
+
+/// The key of the `LegacyTokenWindow` marker row.
+pub const LEGACY_TOKEN_WINDOW: &str = "legacy-token-window";
 
 impl Spelling for SecretKind {
     const ALL: &'static [SecretKind] = &[
@@ -39,6 +45,7 @@ impl Spelling for SecretKind {
         SecretKind::BrowserLogin,
         SecretKind::Capability,
         SecretKind::Ceremony,
+        SecretKind::LegacyTokenWindow,
     ];
 
     /// The spelling in the `kind` column.
@@ -50,6 +57,7 @@ impl Spelling for SecretKind {
             SecretKind::BrowserLogin => "browser_login",
             SecretKind::Capability => "capability",
             SecretKind::Ceremony => "ceremony",
+            SecretKind::LegacyTokenWindow => "legacy_token_window",
         }
     }
 }
