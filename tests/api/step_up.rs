@@ -556,3 +556,46 @@ async fn a_plan_card_cannot_choose_a_mode_the_step_up_forbids() {
     let snap = ts.get(&format!("/api/v1/sessions/{sid}")).await.expect(200);
     assert_eq!(snap["session"]["approval_mode"], "plan");
 }
+
+/// Under `"all"` a standing rule answers nothing — one made before the setting included —, and
+/// a call the policy let run unasked before the setting changed is decided again when it gets
+/// its turn to run: refused, not run (the agent may ask again).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rules_and_calls_already_let_run_are_held_to_the_step_up() {
+    let ts = TestServer::configured("[approvals]\nrequire_passkey = \"off\"\n[tools]\nmax_parallel = 1\n").await;
+    let sid = ts.create_id(json!({"approval_mode": "ask"})).await;
+    let first = ts.send_msg(&sid, "run: echo first > first.txt", None).await;
+    let card = ts.wait_gate(&sid).await;
+    ts.post(
+        &format!("/api/v1/sessions/{sid}/approvals/{}", aid(&card)),
+        json!({"decision": "allow_always", "rule": {"scope": "workspace", "pattern": "echo *"}}),
+    )
+    .await
+    .expect(200);
+    ts.wait_released(&sid, &first).await;
+    assert!(ts.ws("first.txt").exists());
+    reconfigure(&ts, "[approvals]\nrequire_passkey = \"all\"\n[tools]\nmax_parallel = 1\n").await;
+    let (_, outcome) = outcome_of(&ts, &sid, "run: echo ruled > ruled.txt").await;
+    let card = outcome.expect("a card, not the rule");
+    assert_eq!(card["reason"], "mode", "{card}");
+    assert!(!ts.ws("ruled.txt").exists());
+
+    // A yolo turn whose second call waits for the one slot while the setting changes.
+    reconfigure(&ts, "[approvals]\nrequire_passkey = \"off\"\n[tools]\nmax_parallel = 1\n").await;
+    let other = ts.create_id(json!({"approval_mode": "yolo"})).await;
+    let turn = ts
+        .send_msg(&other, "parallel:\nrun: sleep 2\nrun: echo late > late.txt", None)
+        .await;
+    ts.wait_event(&other, "the first call to start", |e| e["type"] == "tool_started")
+        .await;
+    reconfigure(&ts, "[approvals]\nrequire_passkey = \"all\"\n[tools]\nmax_parallel = 1\n").await;
+    let snap = ts.wait_released(&other, &turn).await;
+    let results: Vec<Value> = events(&snap)
+        .into_iter()
+        .filter(|e| e["type"] == "tool_result")
+        .collect();
+    assert_eq!(results.len(), 2, "{results:#?}");
+    assert_eq!(results[1]["status"], "refused", "{results:#?}");
+    assert!(str_of(&results[1], "output").contains("require_passkey"));
+    assert!(!ts.ws("late.txt").exists(), "it ran with no card");
+}
