@@ -2,8 +2,8 @@
 // node:crypto): it hands out a subscription as a browser would (a P-256 key pair and a 16-byte
 // auth secret), takes the server's pushes, checks each one's VAPID JWT (RFC 8292) and
 // decrypts its body (RFC 8291, aes128gcm of RFC 8188), and answers with the status a test
-// asks for (201, or 410 for a subscription the browser dropped). And what only the server's
-// data dir gives: the key its answer capabilities are sealed with.
+// asks for (201, or 410 for a subscription the browser dropped). And the answer capabilities
+// as the server keeps them: only by hash, with their grant, in its database.
 import { createServer, IncomingMessage, Server } from 'node:http';
 import { AddressInfo } from 'node:net';
 import { readFileSync } from 'node:fs';
@@ -11,11 +11,13 @@ import { join } from 'node:path';
 import {
   createDecipheriv, createECDH, createHash, createHmac, createPublicKey, ECDH, hkdfSync, randomBytes, verify,
 } from 'node:crypto';
+import { expect } from '@playwright/test';
+import { sha256hex, sqlite } from './database';
 
 export const b64url = (buf: Buffer | Uint8Array) => Buffer.from(buf).toString('base64url');
 export const unb64url = (text: string) => Buffer.from(text, 'base64url');
 
-/** What an answer capability grants (its sealed JSON body). */
+/** What an answer capability grants: the JSON the server keeps under the capability's hash. */
 export interface Grant {
   /** Session id. */
   s: string;
@@ -29,9 +31,38 @@ export interface Grant {
   e: number;
 }
 
+/** How every capability the server hands out looks: a random secret, 32 bytes in base64url. */
+export const CAPABILITY = /^cs2\.[A-Za-z0-9_-]{43}$/;
+
 /**
+ * The grant the server keeps for `capability`, found by the capability's SHA-256 (table
+ * `hashed_secrets`, kind `capability`); the capability itself is kept nowhere.
+ */
+export function grantOf(dataDir: string, capability: string): Grant {
+  expect(capability).toMatch(CAPABILITY);
+  const rows = sqlite(dataDir, "SELECT body FROM hashed_secrets WHERE kind = 'capability' AND hash = ?", [sha256hex(capability)]);
+  expect(rows, `a kept grant for ${capability.slice(0, 12)}…`).toHaveLength(1);
+  expect(rows[0][0]).not.toContain(capability.slice(4));
+  return JSON.parse(rows[0][0]);
+}
+
+/**
+ * A capability for `grant`, made by writing its hash and the grant into the server's database
+ * (what anyone who can write that database could do), kept as the server keeps one (until a
+ * day past the card's deadline). Tests use it only to reach the checks no pushed capability
+ * reaches (a card the server would never make one for, another digest).
+ */
+export function keepCapability(dataDir: string, grant: Grant): string {
+  const capability = `cs2.${randomBytes(32).toString('base64url')}`;
+  sqlite(dataDir, "INSERT INTO hashed_secrets (hash, kind, body, created_ms, expires_ms) VALUES (?, 'capability', ?, ?, ?)",
+    [sha256hex(capability), JSON.stringify(grant), Date.now(), grant.e + 24 * 3600_000]);
+  return capability;
+}
+
+/**
+ * The format capabilities had before they were random secrets:
  * `cs1.<base64url(JSON)>.<base64url(HMAC-SHA-256)>`, the MAC over the body text under
- * `countersign-seal:answer-capability:<secret>`.
+ * `countersign-seal:answer-capability:<secret>`. No longer taken, whatever the secret.
  */
 export function sealCapability(secret: string, grant: Grant): string {
   const body = b64url(Buffer.from(JSON.stringify(grant)));
@@ -40,12 +71,11 @@ export function sealCapability(secret: string, grant: Grant): string {
 }
 
 /**
- * A genuine capability, as the server would mint it: sealed under the root it derives from the
- * VAPID key in its data dir (hex(SHA-256("countersign-seal-root\0" || vapid_private_key))).
- * Only someone who can read that directory can make one; tests use it to reach the checks no
- * pushed capability reaches (a card the server would never mint one for).
+ * A capability sealed as an older build sealed them, from what its data dir holds: under the
+ * root derived from the VAPID key file (hex(SHA-256("countersign-seal-root\0" || key))). The
+ * attack of issue 37: an agent that reads the data dir must not be able to answer with it.
  */
-export function mintCapability(dataDir: string, grant: Grant): string {
+export function sealedFromTheDataDir(dataDir: string, grant: Grant): string {
   const key = readFileSync(join(dataDir, 'vapid_private_key'));
   const root = createHash('sha256').update(Buffer.from('countersign-seal-root\0')).update(key).digest('hex');
   return sealCapability(root, grant);

@@ -5,11 +5,11 @@
 // who can open that database could; an assertion's challenge is SHA-256 over length-prefixed
 // fields: for a card its id, its digest and the answer's fingerprint; for a change to passkeys
 // that change.
-import { execFileSync } from 'node:child_process';
 import { createHash, createHmac, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CDPSession, expect, Page } from '@playwright/test';
+import { sha256hex, sqlite } from './database';
 
 export interface VirtualCredential {
   credentialId: string;
@@ -63,18 +63,6 @@ export class Authenticator {
 
 export const b64url = (b: Buffer | string) => Buffer.from(b).toString('base64url');
 export const unb64url = (s: string) => Buffer.from(s, 'base64url');
-
-/** Runs `sql` with `params` on the server's database (Python's sqlite3: no npm module needed). */
-function sqlite(dataDir: string, sql: string, params: unknown[]): any[] {
-  const script = 'import json,sqlite3,sys\n'
-    + 'c=sqlite3.connect(sys.argv[1],timeout=10)\n'
-    + 'rows=c.execute(sys.argv[2],json.loads(sys.argv[3])).fetchall()\n'
-    + 'c.commit()\nprint(json.dumps(rows))';
-  const out = execFileSync('python3', ['-c', script, join(dataDir, 'countersign.db'), sql, JSON.stringify(params)]);
-  return JSON.parse(out.toString('utf8'));
-}
-
-const sha256hex = (text: string) => createHash('sha256').update(text).digest('hex');
 
 /** What the server keeps for a ceremony, found by its handle's hash (the handle is kept nowhere). */
 export function openCeremony(dataDir: string, handle: string): any {
