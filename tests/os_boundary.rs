@@ -261,11 +261,10 @@ async fn serve_as(user: &str, cwd: &Path, bin: &str, data: &Path) -> (Proc, Stri
             &data_arg,
             "--addr",
             "127.0.0.1:0",
-            "--token",
-            TOKEN,
         ],
     );
-    cmd.env("HOME", data);
+    // In the environment, not on the command line (where every user's `ps` sees it).
+    cmd.env("HOME", data).env("COUNTERSIGN_TOKEN", TOKEN);
     let mut server = Proc::spawn(cmd);
     let url = server.listening(Duration::from_secs(60)).await;
     server

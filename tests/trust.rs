@@ -12,7 +12,8 @@ mod support;
 use serde_json::json;
 use support::*;
 
-/// The server's real credential, given by flag and environment and left in the token file.
+/// The server's real credential, given by flag and environment and left in a token file (which
+/// start-up removes).
 const SECRET_TOKEN: &str = "trust-test-secret-token-8d41";
 const PROVIDER_KEY: &str = "sk-trust-test-provider-key-55e0";
 const CONFIG_MARKER: &str = "trust-test-config-marker";
@@ -102,7 +103,10 @@ async fn a_yolo_shell_cannot_read_a_secret_or_answer_its_own_gate() {
         output.contains("== done"),
         "the attack ran to its end: {output}"
     );
-    assert!(output.contains("../token: Permission denied"), "{output}");
+    // The sandbox keeps the data dir out of reach; and the old token file it could have
+    // tried is gone (removed at start: only the token's hash is kept).
+    assert!(output.contains("../config.toml: Permission denied"), "{output}");
+    assert!(!data.join("token").exists(), "the clear token file was removed");
     for secret in [SECRET_TOKEN, PROVIDER_KEY, CONFIG_MARKER, "SQLite format"] {
         assert!(
             !output.contains(secret),
