@@ -431,22 +431,42 @@ async fn a_hook_waiting_across_a_server_crash_gets_its_answer_after_the_restart(
 }
 
 #[tokio::test]
-async fn unreachable_countersign_leaves_the_choice_to_the_agent() {
-    // A port nothing listens on: the hook prints nothing and exits 0, so Claude Code asks in
-    // its own terminal.
+async fn unreachable_countersign_leaves_the_choice_to_the_agent_where_it_asks_a_person() {
+    // A port nothing listens on. Claude's own dialog is a person's prompt: in an attended
+    // session in `default` mode the PreToolUse hook asks Claude to show it, and the
+    // PermissionRequest hook beside that dialog prints nothing.
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     drop(listener);
-    let hook = spawn_hook(
-        "claude-code",
-        &url,
-        "cst_nobody",
-        &claude_bash("ls", "toolu_x"),
-    )
-    .await;
-    let out = hook.await.unwrap();
-    assert_eq!(out.code(), 0, "stderr: {}", out.stderr);
-    assert_eq!(out.stdout, "");
+    let (pre, request) = claude_dialog_call("down", "ls");
+    let said = attended_hook(&url, "cst_nobody", &pre).await;
+    assert_eq!(
+        said["hookSpecificOutput"]["permissionDecision"], "ask",
+        "{said}"
+    );
+    let mut cmd = countersign(&["hook", "claude-code", "--url", &url, "--token", "cst_x"]);
+    cmd.envs(ATTENDED);
+    let stdin = request.to_string();
+    let out = tokio::task::spawn_blocking(move || crate::support::run(cmd, Some(&stdin)))
+        .await
+        .unwrap();
+    assert_eq!((out.code(), out.stdout.as_str()), (0, ""), "{out:#?}");
+    // Unattended (`claude -p`), or in a mode that shows no dialog, nobody would be asked: a
+    // deny that says how to go on.
+    for mode in ["default", "bypassPermissions"] {
+        let mut input = claude_bash("ls", "toolu_x");
+        input["permission_mode"] = json!(mode);
+        let out = spawn_hook("claude-code", &url, "cst_nobody", &input).await;
+        let said = stdout_json(&out.await.unwrap());
+        assert_eq!(
+            said["hookSpecificOutput"]["permissionDecision"], "deny",
+            "{said}"
+        );
+        let why = said["hookSpecificOutput"]["permissionDecisionReason"]
+            .as_str()
+            .unwrap();
+        assert!(why.contains("start Countersign again"), "{why}");
+    }
 }
 
 #[tokio::test]
