@@ -883,14 +883,12 @@ async fn under_require_passkey_all_claudes_dialog_never_answers_the_card() {
     let said = attended_hook(&ts.base, &token, &request).await;
     let decision = &said["hookSpecificOutput"]["decision"];
     assert_eq!(decision["behavior"], "deny", "{said}");
-    assert!(
-        str_of(decision, "message").contains("needs Countersign's card"),
-        "{said}"
-    );
+    let message = str_of(decision, "message");
+    assert!(message.contains("needs Countersign's card"), "{said}");
     let gate = pending_gate(&ts).await;
     let aid = str_of(&gate, "approval_id");
-    let state = ts.get(&format!("/api/v1/gates/{aid}")).await.expect(200);
-    assert_eq!(state["dialog_may_answer"], false, "{state}");
+    let state = || async { ts.get(&format!("/api/v1/gates/{aid}")).await.expect(200) };
+    assert_eq!(state().await["dialog_may_answer"], false);
 
     // What Claude writes after its dialog's Yes: the call and its result.
     let lines = [
@@ -899,13 +897,12 @@ async fn under_require_passkey_all_claudes_dialog_never_answers_the_card() {
         json!({"type": "user", "message": {"content": [{"type": "tool_result",
             "tool_use_id": "toolu_yes", "content": "done"}]}}),
     ];
-    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
-    std::fs::write(&transcript, text).unwrap();
+    std::fs::write(&transcript, format!("{}\n{}\n", lines[0], lines[1])).unwrap();
     tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
-    let state = ts.get(&format!("/api/v1/gates/{aid}")).await.expect(200);
     assert_eq!(
-        state["status"], "pending",
-        "the dialog closed nothing: {state}"
+        state().await["status"],
+        "pending",
+        "the dialog closed nothing"
     );
 
     // Without a passkey the card answers nothing.
@@ -922,16 +919,16 @@ async fn under_require_passkey_all_claudes_dialog_never_answers_the_card() {
     hook.waiting().await;
     let again = pending_gate(&ts).await;
     assert_eq!(again["approval_id"], gate["approval_id"], "one card");
+    // Claude stops it (SIGTERM: the person pressed Esc): the card closes.
     let pid = hook.child.id().unwrap().to_string();
-    let killed = std::process::Command::new("kill")
+    let term = std::process::Command::new("kill")
         .args(["-TERM", &pid])
-        .status()
-        .unwrap();
-    assert!(killed.success());
+        .status();
+    assert!(term.unwrap().success());
     let _ = hook.child.wait().await;
-    let state = ts.get(&format!("/api/v1/gates/{aid}")).await.expect(200);
-    assert_eq!(state["status"], "cancelled", "{state}");
-    assert_eq!(state["reason"], "agent_gone", "{state}");
+    let closed = state().await;
+    assert_eq!(closed["status"], "cancelled", "{closed}");
+    assert_eq!(closed["reason"], "agent_gone", "{closed}");
 }
 
 /// An agent that opens 64 cards in its session (the most one outside session may have waiting)

@@ -49,108 +49,83 @@ fn codex(mode: &str) -> Value {
     input
 }
 
-fn cases() -> Vec<Case> {
-    let case = |name, agent, stdin, attended, when_unreachable| Case {
+fn gemini() -> Value {
+    json!({"session_id": "g1", "cwd": "/w", "hook_event_name": "BeforeTool",
+        "tool_name": "run_shell_command", "tool_input": {"command": "make release"},
+        "timestamp": "2026-11-30T10:00:00Z"})
+}
+
+fn qwen() -> Value {
+    json!({"session_id": "q1", "cwd": "/w", "hook_event_name": "PreToolUse",
+        "tool_name": "run_shell_command", "tool_input": {"command": "make release"},
+        "tool_call_id": "call_1"})
+}
+
+fn copilot() -> Value {
+    json!({"sessionId": "c1", "cwd": "/w", "toolName": "bash",
+        "toolArgs": {"command": "make release"}, "timestamp": 1764496800000_u64})
+}
+
+fn case(name: &'static str, agent: &'static str, stdin: Value, attended: bool, when: Said) -> Case {
+    Case {
         name,
         agent,
         stdin,
         attended,
-        when_unreachable,
-    };
+        when_unreachable: when,
+    }
+}
+
+/// Claude runs a call whose `PreToolUse` hook says nothing in `bypassPermissions`; `auto`'s
+/// classifier and `dontAsk`'s rules ask nobody; `-p` has nobody to ask. Its dialog, in its
+/// terminal, is a person's prompt. Copilot runs an "ask" unasked under `--allow-all-tools`,
+/// which its input does not show; Codex asks nobody under `bypassPermissions`.
+fn cases() -> Vec<Case> {
+    use Said::{Ask, Deny, Nothing};
+    let pre = |mode| claude("PreToolUse", mode);
     vec![
-        // Claude runs a call whose PreToolUse hook says nothing in bypassPermissions; its auto
-        // mode's classifier and dontAsk's rules ask nobody; `-p` has nobody to ask.
         case(
             "claude bypassPermissions -p",
             "claude-code",
-            claude("PreToolUse", "bypassPermissions"),
+            pre("bypassPermissions"),
             false,
-            Said::Deny,
+            Deny,
         ),
         case(
             "claude bypassPermissions",
             "claude-code",
-            claude("PreToolUse", "bypassPermissions"),
+            pre("bypassPermissions"),
             true,
-            Said::Deny,
+            Deny,
         ),
-        case(
-            "claude auto",
-            "claude-code",
-            claude("PreToolUse", "auto"),
-            true,
-            Said::Deny,
-        ),
-        case(
-            "claude dontAsk",
-            "claude-code",
-            claude("PreToolUse", "dontAsk"),
-            true,
-            Said::Deny,
-        ),
+        case("claude auto", "claude-code", pre("auto"), true, Deny),
+        case("claude dontAsk", "claude-code", pre("dontAsk"), true, Deny),
         case(
             "claude default -p",
             "claude-code",
-            claude("PreToolUse", "default"),
+            pre("default"),
             false,
-            Said::Deny,
+            Deny,
         ),
-        // Claude's dialog is a person's prompt: it is asked to show it.
-        case(
-            "claude default",
-            "claude-code",
-            claude("PreToolUse", "default"),
-            true,
-            Said::Ask,
-        ),
+        case("claude default", "claude-code", pre("default"), true, Ask),
         case(
             "claude PermissionRequest",
             "claude-code",
             claude("PermissionRequest", "default"),
             true,
-            Said::Nothing,
+            Nothing,
         ),
-        case(
-            "codex default",
-            "codex",
-            codex("default"),
-            false,
-            Said::Nothing,
-        ),
+        case("codex default", "codex", codex("default"), false, Nothing),
         case(
             "codex bypassPermissions",
             "codex",
             codex("bypassPermissions"),
             false,
-            Said::Deny,
+            Deny,
         ),
-        case(
-            "gemini",
-            "gemini",
-            json!({"session_id": "g1", "cwd": "/w", "hook_event_name": "BeforeTool",
-                "tool_name": "run_shell_command", "tool_input": {"command": "make release"},
-                "timestamp": "2026-11-30T10:00:00Z"}),
-            false,
-            Said::Ask,
-        ),
-        case(
-            "qwen",
-            "qwen",
-            json!({"session_id": "q1", "cwd": "/w", "hook_event_name": "PreToolUse",
-                "tool_name": "run_shell_command", "tool_input": {"command": "make release"},
-                "tool_call_id": "call_1"}),
-            false,
-            Said::Ask,
-        ),
-        // Copilot runs an "ask" unasked under --allow-all-tools, which its input does not show.
-        case(
-            "copilot",
-            "copilot",
-            json!({"sessionId": "c1", "cwd": "/w", "toolName": "bash",
-                "toolArgs": {"command": "make release"}, "timestamp": 1764496800000_u64}),
-            false,
-            Said::Deny,
-        ),
+        case("gemini", "gemini", gemini(), false, Ask),
+        case("qwen", "qwen", qwen(), false, Ask),
+        case("copilot", "copilot", copilot(), false, Deny),
     ]
 }
 

@@ -439,23 +439,43 @@ mod tests {
         );
         flags.if_unreachable = Unreachable::Ask;
         assert_eq!(answer(&flags, stdin, &ctx).await.stdout, "");
-        // Under an approval policy that asks nobody, Codex's own approval step is no person:
-        // a deny, with or without a token.
+    }
+
+    /// Under an approval policy that asks nobody (`bypassPermissions`), Codex's own approval
+    /// step is no person: an unreachable Countersign is a deny, with or without a token.
+    #[tokio::test]
+    async fn where_codex_asks_nobody_an_unreachable_countersign_is_a_deny() {
+        use crate::external::remote::CountersignRemote;
+        let stdin = include_bytes!(
+            "../../../tests/fixtures/external/codex/permissionrequest-bash.stdin.json"
+        );
+        let ctx = HookContext {
+            home: None,
+            cwd: "/tmp".into(),
+            open_budget: std::time::Duration::from_millis(200),
+            live_stderr: false,
+            agent_attended: false,
+        };
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", closed.local_addr().unwrap());
+        drop(closed);
+        let mut flags = GateHookArgs {
+            remote: CountersignRemote { url, token: None },
+            timeout: 60,
+            no_transcript: true,
+            if_unreachable: Unreachable::Ask,
+        };
         let mut bypass: Value = serde_json::from_slice(stdin).unwrap();
         bypass["permission_mode"] = json!("bypassPermissions");
         let bypass = bypass.to_string();
         for token in [Some("cst_test"), None] {
             flags.remote.token = token.map(str::to_owned);
-            let said = read(&answer(&flags, bypass.as_bytes(), &ctx).await);
+            let out = answer(&flags, bypass.as_bytes(), &ctx).await;
+            let said: Value = serde_json::from_str(&out.stdout).unwrap();
             let decision = &said["hookSpecificOutput"]["decision"];
             assert_eq!(decision["behavior"], "deny", "{token:?}: {said}");
-            assert!(
-                decision["message"]
-                    .as_str()
-                    .unwrap()
-                    .contains("bypassPermissions"),
-                "{said}"
-            );
+            let message = decision["message"].as_str().unwrap();
+            assert!(message.contains("bypassPermissions"), "{said}");
         }
     }
 
