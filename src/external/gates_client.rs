@@ -71,9 +71,20 @@ impl ClientError {
         }
     }
 
-    /// The agent should fall back to its own prompt: nobody at Countersign can answer.
-    pub fn is_unreachable_or_refused(&self) -> bool {
-        self.is_transient() || matches!(self, ClientError::Refused { .. })
+    /// Whether this is an answer Countersign itself gave (a refusal: a wrong token, too many
+    /// cards, its storage down, a bug, a body that is not its API's), which an adapter passes on
+    /// as a deny, rather than Countersign not being reached at all: no connection or a timeout,
+    /// a bad `--url`, a proxy's `502`–`504` with nothing behind it, or the server shutting down.
+    /// Only the second may leave a call to the agent's own prompt (`--if-unreachable`).
+    pub fn reached_countersign(&self) -> bool {
+        match self {
+            ClientError::BadUrl(_) | ClientError::Unreachable { .. } => false,
+            ClientError::Api { status, code, .. } => {
+                !(matches!(status, 502 | 504) || (*status == 503 && code == "shutting_down"))
+            }
+            ClientError::Protocol { status, .. } => !matches!(status, 502..=504),
+            ClientError::Refused { .. } | ClientError::Deadline { .. } => true,
+        }
     }
 }
 
@@ -472,5 +483,44 @@ mod tests {
         );
         assert!(!e.is_transient());
         assert!(error_answer(StatusCode::BAD_GATEWAY, "upstream").is_transient());
+    }
+
+    /// What Countersign answered is its answer (a deny for the agent); only not reaching it
+    /// (no connection, a proxy with nothing behind it, a server going away) is not.
+    #[test]
+    fn an_answer_countersign_sent_is_told_from_not_reaching_it() {
+        let api = |status: u16, code: &str| {
+            let body = format!(r#"{{"error":{{"code":"{code}","message":"m"}}}}"#);
+            error_answer(StatusCode::from_u16(status).unwrap(), &body)
+        };
+        let refused = ClientError::Refused {
+            url: "u".into(),
+            status: 401,
+        };
+        for reached in [
+            api(429, "too_many_gates"),
+            api(503, "storage_unavailable"),
+            api(500, "internal"),
+            api(404, "unknown_approval"),
+            error_answer(StatusCode::INTERNAL_SERVER_ERROR, "<html>oops</html>"),
+            error_answer(StatusCode::OK, "not json"),
+            refused,
+        ] {
+            assert!(reached.reached_countersign(), "{reached}");
+        }
+        let unreachable = ClientError::Unreachable {
+            url: "u".into(),
+            detail: "connection refused".into(),
+        };
+        for not_reached in [
+            unreachable,
+            ClientError::BadUrl("ftp://x".into()),
+            error_answer(StatusCode::BAD_GATEWAY, "<html>502</html>"),
+            error_answer(StatusCode::SERVICE_UNAVAILABLE, "upstream down"),
+            error_answer(StatusCode::GATEWAY_TIMEOUT, ""),
+            api(503, "shutting_down"),
+        ] {
+            assert!(!not_reached.reached_countersign(), "{not_reached}");
+        }
     }
 }

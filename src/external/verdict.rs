@@ -97,6 +97,16 @@ impl Verdict {
         ))
     }
 
+    /// Countersign answered, but not with a decision on this call (it refused the token, had too
+    /// many cards waiting, could not store the card, lost it, or failed): without its answer the
+    /// call is not allowed, in every mode of every agent.
+    pub fn refused(detail: &str) -> Verdict {
+        deny(format!(
+            "Denied: Countersign gave no decision on this call ({detail}), and without one it \
+             is not allowed."
+        ))
+    }
+
     /// The verdict as an agent that takes a replacement input only as an object (a tool's
     /// arguments) must read it: an edit that is not one (a decision's revised text) cannot be
     /// passed on, so it is a deny, never the call as proposed.

@@ -324,22 +324,36 @@ async fn a_crash_of_countersign_while_claude_waits_leaves_one_card_answered_once
 }
 
 #[tokio::test]
-async fn with_countersign_down_claude_falls_back_to_its_own_rules() {
+async fn with_countersign_down_a_claude_that_would_ask_nobody_is_denied() {
+    // `claude -p` has nobody to ask, and `bypassPermissions` runs a call whose hook says
+    // nothing: with Countersign unreachable the hook denies, saying how to go on, and nothing
+    // runs unasked. Nothing crashes, and the turn ends.
     let Some(mut claude) = Claude::set_up().await else {
         return;
     };
     claude.desk.crash().await;
-    let started = std::time::Instant::now();
-    let child = claude.start("RUN[echo unasked > out.txt]", &[]);
-    // Nothing crashes: Claude's own permission flow answers (in `-p` with no prompt to show,
-    // it refuses the call), and the turn ends.
-    assert_ran("Claude Code", finish(child, RUN_LIMIT).await);
-    assert_eq!(claude.desk.file("out.txt"), None);
-    assert!(claude.results()[0].is_error, "{:?}", claude.results());
-    assert!(
-        started.elapsed() < SOON,
-        "the hook gave up on an absent Countersign"
-    );
+    for mode in ["default", "bypassPermissions"] {
+        let started = std::time::Instant::now();
+        let file = format!("unasked-{mode}.txt");
+        let mut cmd = claude.command(
+            &format!("RUN[echo unasked > {file}]"),
+            &["--permission-mode", mode],
+        );
+        cmd.env("IS_SANDBOX", "1");
+        assert_ran("Claude Code", finish(cmd.spawn().unwrap(), RUN_LIMIT).await);
+        assert_eq!(claude.desk.file(&file), None, "{mode}");
+        let results = claude.results();
+        let result = results.last().unwrap();
+        assert!(result.is_error, "{mode}: {result:?}");
+        assert!(
+            result.text.contains("start Countersign again") && result.text.contains(mode),
+            "{mode}: {result:?}"
+        );
+        assert!(
+            started.elapsed() < SOON,
+            "the hook gave up on an absent Countersign"
+        );
+    }
 }
 
 #[tokio::test]

@@ -135,11 +135,19 @@ async fn copilot_a_crash_of_countersign_and_countersign_down() {
     );
     assert_eq!(copilot.desk.cards_opened(&gate).await, 1);
 
-    // Countersign down: Copilot's own prompt decides ("ask"); in `-p` that refuses the call.
+    // Countersign down: Copilot would run an "ask" unasked under --allow-all-tools, which its
+    // hook cannot see, so the hook denies, saying how to go on.
     copilot.desk.crash().await;
     let child = copilot.start("RUN[echo unasked > down.txt]");
     assert_ran("Copilot CLI", finish(child, RUN_LIMIT).await);
     assert_eq!(copilot.desk.file("down.txt"), None);
+    let results = copilot.model.recorder.tool_results();
+    assert!(
+        results
+            .last()
+            .is_some_and(|r| r.text.contains("start Countersign again")),
+        "{results:?}"
+    );
 }
 
 #[tokio::test]

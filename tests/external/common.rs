@@ -156,6 +156,22 @@ pub struct GatesLog {
     /// When set, new gates say that only the card may answer them (a floor card, or one a
     /// passkey must confirm): `dialog_may_answer: false`.
     pub card_only: bool,
+    /// When set, every `POST /gates` is answered with this status and raw body (a refusal of
+    /// Countersign's own, or a proxy's page with nothing behind it).
+    pub opens_answer: Option<(u16, String)>,
+    /// When set, every `GET /gates/{id}` is answered so (the card lost while a hook waits).
+    pub polls_answer: Option<(u16, String)>,
+}
+
+/// A raw answer: `status` with `body`, JSON when it parses as JSON.
+fn raw(status: u16, body: &str) -> Response {
+    let status = StatusCode::from_u16(status).unwrap();
+    let kind = if serde_json::from_str::<Value>(body).is_ok() {
+        "application/json"
+    } else {
+        "text/html"
+    };
+    (status, [("content-type", kind)], body.to_owned()).into_response()
 }
 
 /// A fake Countersign: gates live in memory shared across restarts (durable, like the real one).
@@ -235,6 +251,9 @@ async fn open_gate(
     if !authorized(&headers) {
         return refused();
     }
+    if let Some((status, body)) = log.lock().unwrap().opens_answer.clone() {
+        return raw(status, &body);
+    }
     let key = headers
         .get("idempotency-key")
         .and_then(|v| v.to_str().ok())
@@ -283,6 +302,9 @@ async fn get_gate(
 ) -> Response {
     if !authorized(&headers) {
         return refused();
+    }
+    if let Some((status, body)) = log.lock().unwrap().polls_answer.clone() {
+        return raw(status, &body);
     }
     let wait: u64 = query.get("wait").and_then(|w| w.parse().ok()).unwrap_or(0);
     assert!(wait <= 60, "wait={wait} is over the API's limit");

@@ -238,3 +238,146 @@ async fn a_yes_in_claudes_dialog_closes_the_card_once_the_call_has_run() {
         vec![("apr_1".to_owned(), "answered_elsewhere".to_owned())]
     );
 }
+
+/// Appends `line` to the transcript at `path`, as Claude writes it.
+fn append(path: &std::path::Path, line: &Value) {
+    use std::io::Write;
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .unwrap();
+    writeln!(file, "{line}").unwrap();
+}
+
+/// Claude's dialog is up (its `PermissionRequest` hook runs beside it) for a card only
+/// Countersign may answer — the `PreToolUse` hook got no card to wait on, only the
+/// `PermissionRequest` hook is installed, or Claude's own rules asked: the dialog must not
+/// answer it. The hook answers deny at once, so the dialog closes; the dialog's Yes that Claude
+/// would write afterwards closes nothing and approves nothing; the card stays open, watched, and
+/// the call made again waits on it and gets its answer.
+#[tokio::test]
+async fn beside_claudes_dialog_a_card_only_countersign_may_answer_is_denied_at_once() {
+    for attended_session in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let transcript = dir.path().join("session.jsonl");
+        let mut pre = pre_tool_use("make release", "default");
+        pre["transcript_path"] = json!(transcript.display().to_string());
+        append(
+            &transcript,
+            &json!({"type": "assistant", "message": {"content": [{"type": "tool_use",
+                "id": "toolu_9", "name": "Bash", "input": pre["tool_input"]}]}}),
+        );
+        let fake = FakeGates::start();
+        fake.log.lock().unwrap().card_only = true;
+        let ctx = HookContext {
+            agent_attended: attended_session,
+            ..ctx()
+        };
+        let started = Instant::now();
+        let out = claude(&fake.url(), &permission_request(&pre), &ctx).await;
+        assert!(
+            started.elapsed() < Duration::from_secs(3),
+            "it did not wait"
+        );
+        let decision = &said(&out)["hookSpecificOutput"]["decision"];
+        assert_eq!(decision["behavior"], "deny", "{decision}");
+        let message = decision["message"].as_str().unwrap();
+        assert!(message.contains("needs Countersign's card"), "{message}");
+        assert!(
+            message.contains("http://countersign.test/a/apr_1"),
+            "{message}"
+        );
+        // The dialog's Yes, written after the call ran: there is no hook left to take it.
+        append(
+            &transcript,
+            &json!({"type": "user", "message": {"content": [{"type": "tool_result",
+                "tool_use_id": "toolu_9", "content": "done"}]}}),
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(
+            fake.gates()[0].state["status"],
+            "pending",
+            "nothing answered it"
+        );
+        assert!(fake.cancels().is_empty(), "{:?}", fake.cancels());
+        assert!(fake.log.lock().unwrap().polls >= 1, "the card is watched");
+        if attended_session {
+            made_again_waits_on_the_card(&fake, &pre).await;
+        }
+    }
+}
+
+/// The call made again: the `PreToolUse` hook finds the open card and waits on it.
+async fn made_again_waits_on_the_card(fake: &FakeGates, pre: &Value) {
+    let (url, polled, ctx) = (fake.url(), fake.log.lock().unwrap().polls, attended());
+    let (out, ()) = tokio::join!(claude(&url, pre, &ctx), async {
+        eventually("the PreToolUse hook to wait", || {
+            fake.log.lock().unwrap().polls > polled
+        })
+        .await;
+        fake.resolve(0, json!({"status": "approved", "decision": "approve"}))
+            .await;
+    });
+    let output = &said(&out)["hookSpecificOutput"];
+    assert_eq!(output["permissionDecision"], "allow", "{output}");
+    assert_eq!(fake.gates().len(), 1, "one card for the call");
+}
+
+/// The card was opened where the dialog could answer (the `PreToolUse` hook let Claude ask),
+/// and then came to need Countersign alone (a passkey setting changed): the `PermissionRequest`
+/// hook reads the card as it is now and answers deny at once.
+#[tokio::test]
+async fn a_card_that_came_to_need_countersign_alone_is_not_raced_either() {
+    let fake = FakeGates::start();
+    let pre = pre_tool_use("make release", "default");
+    let out = claude(&fake.url(), &pre, &attended()).await;
+    assert_eq!(
+        said(&out)["hookSpecificOutput"]["permissionDecision"],
+        "ask"
+    );
+    fake.log.lock().unwrap().gates[0].state["dialog_may_answer"] = json!(false);
+    let out = claude(&fake.url(), &permission_request(&pre), &attended()).await;
+    let decision = &said(&out)["hookSpecificOutput"]["decision"];
+    assert_eq!(decision["behavior"], "deny", "{decision}");
+    assert_eq!(fake.gates()[0].state["status"], "pending");
+}
+
+/// Once the `PreToolUse` hook has seen that only the card may answer, nothing hands the call
+/// back to Claude's dialog: Countersign going away while it waits is waited out to the hook's
+/// deadline, a deny.
+#[tokio::test]
+async fn a_card_only_wait_never_falls_back_to_the_dialog() {
+    let mut fake = FakeGates::start();
+    fake.log.lock().unwrap().card_only = true;
+    let url = fake.url();
+    let pre = pre_tool_use("make release", "default");
+    let stdin = pre.to_string();
+    let hook = tokio::spawn(async move {
+        let words = [
+            "claude-code",
+            "--url",
+            &url,
+            "--token",
+            TOKEN,
+            "--timeout",
+            "12",
+        ];
+        run_with(args(&words), stdin.as_bytes(), &attended()).await
+    });
+    eventually("a long-poll", || fake.log.lock().unwrap().polls >= 1).await;
+    fake.server.stop();
+    let out = tokio::time::timeout(Duration::from_secs(20), hook)
+        .await
+        .unwrap()
+        .unwrap();
+    let output = &said(&out)["hookSpecificOutput"];
+    assert_eq!(output["permissionDecision"], "deny", "{output}");
+    assert!(
+        output["permissionDecisionReason"]
+            .as_str()
+            .unwrap()
+            .contains("timed out"),
+        "{output}"
+    );
+}

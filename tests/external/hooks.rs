@@ -239,20 +239,29 @@ async fn unreachable_countersign_prints_nothing_and_exits_0() {
     }
 }
 
+/// A wrong token is Countersign's answer, not its absence: a deny saying so, even for the
+/// `PermissionRequest` beside Claude's dialog (refusals.rs has every agent and status).
 #[tokio::test]
-async fn a_refused_token_prints_nothing_and_exits_0() {
+async fn a_refused_token_is_a_deny_that_says_so() {
     let fake = FakeGates::start();
-    let stdin = fixture_bytes("claude-code/pretooluse-bash.stdin.json");
-    let argv = ["claude-code", "--url", &fake.url(), "--token", "wrong"].map(String::from);
-    let words: Vec<&str> = argv.iter().map(String::as_str).collect();
-    let outcome = run_with(args(&words), &stdin, &ctx()).await;
-    assert_eq!(outcome.stdout, "");
-    assert_eq!(outcome.code, 0);
-    assert!(
-        outcome.stderr.contains("refused the token"),
-        "{}",
-        outcome.stderr
-    );
+    for (stdin, decision) in [
+        (
+            "claude-code/pretooluse-bash.stdin.json",
+            "/hookSpecificOutput/permissionDecisionReason",
+        ),
+        (
+            "claude-code/permissionrequest-bash.stdin.json",
+            "/hookSpecificOutput/decision/message",
+        ),
+    ] {
+        let argv = ["claude-code", "--url", &fake.url(), "--token", "wrong"].map(String::from);
+        let words: Vec<&str> = argv.iter().map(String::as_str).collect();
+        let outcome = run_with(args(&words), &fixture_bytes(stdin), &ctx()).await;
+        let said = stdout_json(&outcome);
+        let reason = said.pointer(decision).and_then(Value::as_str).unwrap();
+        assert!(reason.contains("refused the token"), "{said}");
+        assert!(said.to_string().contains("\"deny\""), "{stdin}: {said}");
+    }
     assert!(fake.gates().is_empty());
 }
 

@@ -278,7 +278,7 @@ async fn a_repeated_permission_request_shares_the_open_card_and_a_later_one_asks
     let ts = TestServer::start().await;
     let token = gates_token(&ts, "claude-hook").await;
     let mut input = fixture("claude-code/permissionrequest-bash.stdin.json");
-    input["tool_input"]["command"] = json!("make deploy");
+    input["tool_input"]["command"] = json!("make docs");
 
     // Two hook processes with the same request while its card is open: one card.
     let mut first = WaitingHook::start("claude-code", &ts.base, &token, &input).await;
@@ -431,22 +431,42 @@ async fn a_hook_waiting_across_a_server_crash_gets_its_answer_after_the_restart(
 }
 
 #[tokio::test]
-async fn unreachable_countersign_leaves_the_choice_to_the_agent() {
-    // A port nothing listens on: the hook prints nothing and exits 0, so Claude Code asks in
-    // its own terminal.
+async fn unreachable_countersign_leaves_the_choice_to_the_agent_where_it_asks_a_person() {
+    // A port nothing listens on. Claude's own dialog is a person's prompt: in an attended
+    // session in `default` mode the PreToolUse hook asks Claude to show it, and the
+    // PermissionRequest hook beside that dialog prints nothing.
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     drop(listener);
-    let hook = spawn_hook(
-        "claude-code",
-        &url,
-        "cst_nobody",
-        &claude_bash("ls", "toolu_x"),
-    )
-    .await;
-    let out = hook.await.unwrap();
-    assert_eq!(out.code(), 0, "stderr: {}", out.stderr);
-    assert_eq!(out.stdout, "");
+    let (pre, request) = claude_dialog_call("down", "ls");
+    let said = attended_hook(&url, "cst_nobody", &pre).await;
+    assert_eq!(
+        said["hookSpecificOutput"]["permissionDecision"], "ask",
+        "{said}"
+    );
+    let mut cmd = countersign(&["hook", "claude-code", "--url", &url, "--token", "cst_x"]);
+    cmd.envs(ATTENDED);
+    let stdin = request.to_string();
+    let out = tokio::task::spawn_blocking(move || crate::support::run(cmd, Some(&stdin)))
+        .await
+        .unwrap();
+    assert_eq!((out.code(), out.stdout.as_str()), (0, ""), "{out:#?}");
+    // Unattended (`claude -p`), or in a mode that shows no dialog, nobody would be asked: a
+    // deny that says how to go on.
+    for mode in ["default", "bypassPermissions"] {
+        let mut input = claude_bash("ls", "toolu_x");
+        input["permission_mode"] = json!(mode);
+        let out = spawn_hook("claude-code", &url, "cst_nobody", &input).await;
+        let said = stdout_json(&out.await.unwrap());
+        assert_eq!(
+            said["hookSpecificOutput"]["permissionDecision"], "deny",
+            "{said}"
+        );
+        let why = said["hookSpecificOutput"]["permissionDecisionReason"]
+            .as_str()
+            .unwrap();
+        assert!(why.contains("start Countersign again"), "{why}");
+    }
 }
 
 #[tokio::test]
@@ -630,7 +650,7 @@ async fn a_hook_killed_outright_has_its_card_closed_within_5_s() {
     let ts = TestServer::start().await;
     let token = gates_token(&ts, "claude-hook").await;
     let mut input = fixture("claude-code/permissionrequest-bash.stdin.json");
-    input["tool_input"]["command"] = json!("make deploy");
+    input["tool_input"]["command"] = json!("make docs");
     input["session_id"] = json!("killed-outright");
     let mut hook = WaitingHook::start("claude-code", &ts.base, &token, &input).await;
     hook.waiting().await;
@@ -842,4 +862,135 @@ async fn claudes_dialog_and_the_card_race_and_the_loser_closes() {
         answer["hookSpecificOutput"]["permissionDecision"], "deny",
         "{answer}"
     );
+}
+
+/// Under `approvals.require_passkey = "all"` only the card answers, with a passkey. Claude's
+/// dialog is up for the call (its `PermissionRequest` hook runs beside it): the hook answers it
+/// deny at once, so no Yes there can approve the call; the dialog's Yes that Claude would write
+/// to its transcript closes nothing; the card stays open, refuses an answer without a passkey,
+/// and the call made again waits on that same card.
+#[tokio::test]
+async fn under_require_passkey_all_claudes_dialog_never_answers_the_card() {
+    let ts = TestServer::configured("[approvals]\nrequire_passkey = \"all\"\n").await;
+    let token = gates_token(&ts, "claude-hook").await;
+    let dir = tempfile::tempdir().unwrap();
+    let transcript = dir.path().join("session.jsonl");
+    std::fs::write(&transcript, "").unwrap();
+    let (mut pre, mut request) = claude_dialog_call("step-up", "make release");
+    for input in [&mut pre, &mut request] {
+        input["transcript_path"] = json!(transcript.display().to_string());
+    }
+    let said = attended_hook(&ts.base, &token, &request).await;
+    let decision = &said["hookSpecificOutput"]["decision"];
+    assert_eq!(decision["behavior"], "deny", "{said}");
+    let message = str_of(decision, "message");
+    assert!(message.contains("needs Countersign's card"), "{said}");
+    let gate = pending_gate(&ts).await;
+    let aid = str_of(&gate, "approval_id");
+    let state = || async { ts.get(&format!("/api/v1/gates/{aid}")).await.expect(200) };
+    assert_eq!(state().await["dialog_may_answer"], false);
+
+    // What Claude writes after its dialog's Yes: the call and its result.
+    let lines = [
+        json!({"type": "assistant", "message": {"content": [{"type": "tool_use",
+            "id": "toolu_yes", "name": "Bash", "input": pre["tool_input"]}]}}),
+        json!({"type": "user", "message": {"content": [{"type": "tool_result",
+            "tool_use_id": "toolu_yes", "content": "done"}]}}),
+    ];
+    std::fs::write(&transcript, format!("{}\n{}\n", lines[0], lines[1])).unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    assert_eq!(
+        state().await["status"],
+        "pending",
+        "the dialog closed nothing"
+    );
+
+    // Without a passkey the card answers nothing.
+    let (sid, path) = (str_of(&gate, "session_id"), format!("/approvals/{aid}"));
+    ts.post(
+        &format!("/api/v1/sessions/{sid}{path}"),
+        json!({"decision": "approve"}),
+    )
+    .await
+    .expect_error(403, "passkey_required");
+
+    // The call made again: PreToolUse finds that card and waits on it (no dialog).
+    let mut hook = WaitingHook::start_with("claude-code", &ts.base, &token, &pre, &ATTENDED).await;
+    hook.waiting().await;
+    let again = pending_gate(&ts).await;
+    assert_eq!(again["approval_id"], gate["approval_id"], "one card");
+    // Claude stops it (SIGTERM: the person pressed Esc): the card closes.
+    let pid = hook.child.id().unwrap().to_string();
+    let term = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status();
+    assert!(term.unwrap().success());
+    let _ = hook.child.wait().await;
+    let closed = state().await;
+    assert_eq!(closed["status"], "cancelled", "{closed}");
+    assert_eq!(closed["reason"], "agent_gone", "{closed}");
+}
+
+/// An agent that opens 64 cards in its session (the most one outside session may have waiting)
+/// makes Countersign answer `429 too_many_gates` for the next: that refusal is a deny, in
+/// Claude's `bypassPermissions` (where a hook that prints nothing lets the call run) as in every
+/// mode. A wrong token is a deny for every hook too.
+#[tokio::test]
+async fn a_refusal_from_the_real_server_is_a_deny_for_every_hook() {
+    let ts = TestServer::start().await;
+    let token = gates_token(&ts, "claude-hook").await;
+    let agent = Api::new(&ts.base).with_token(&token);
+    let session = "abc123";
+    for i in 0..64 {
+        agent
+            .post(
+                "/api/v1/gates",
+                json!({"source": "claude-code", "external_session": session, "cwd": "/tmp",
+                    "tool": {"name": "Bash", "input": {"command": format!("touch /tmp/flood-{i}")}}}),
+            )
+            .await
+            .expect(201);
+    }
+    let mut flood = claude_bash("make release", "toolu_65");
+    flood["session_id"] = json!(session);
+    flood["permission_mode"] = json!("bypassPermissions");
+    let out = spawn_hook("claude-code", &ts.base, &token, &flood).await;
+    let said = stdout_json(&out.await.unwrap());
+    let output = &said["hookSpecificOutput"];
+    assert_eq!(output["permissionDecision"], "deny", "{said}");
+    assert!(
+        str_of(output, "permissionDecisionReason").contains("too_many_gates"),
+        "{said}"
+    );
+
+    let inputs = [
+        ("claude-code", flood.clone()),
+        ("codex", fixture("codex/permissionrequest-bash.stdin.json")),
+        (
+            "gemini",
+            json!({"session_id": "g", "cwd": "/w", "hook_event_name": "BeforeTool",
+                "tool_name": "run_shell_command", "tool_input": {"command": "make release"}}),
+        ),
+        (
+            "qwen",
+            json!({"session_id": "q", "cwd": "/w", "hook_event_name": "PreToolUse",
+                "tool_name": "run_shell_command", "tool_input": {"command": "make release"},
+                "tool_call_id": "c1"}),
+        ),
+        (
+            "copilot",
+            json!({"sessionId": "c", "cwd": "/w", "toolName": "bash",
+                "toolArgs": {"command": "make release"}}),
+        ),
+    ];
+    let base = ts.base.as_str();
+    let hooks = inputs.iter().map(|(agent, input)| async move {
+        let out = spawn_hook(agent, base, "cst_wrong", input).await;
+        (agent, stdout_json(&out.await.unwrap()))
+    });
+    for (agent, said) in futures::future::join_all(hooks).await {
+        let text = said.to_string();
+        assert!(text.contains("\"deny\""), "{agent}: {said}");
+        assert!(text.contains("refused the token"), "{agent}: {said}");
+    }
 }

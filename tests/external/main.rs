@@ -15,6 +15,7 @@ mod install;
 mod live;
 mod mcp;
 mod opencode;
+mod refusals;
 mod schemas;
 #[path = "../support/mod.rs"]
 mod support;

@@ -245,6 +245,42 @@ async fn unreachable_countersign_still_answers() {
     session.client.cancel().await.unwrap();
 }
 
+/// A refusal Countersign sent, or a card lost while waiting, is a deny that says what it was.
+#[tokio::test]
+async fn a_refusal_or_a_lost_card_is_a_deny_saying_so() {
+    for (opens, polls, said) in [
+        (Some(429), None, "429"),
+        (Some(401), None, "refused the token"),
+        (Some(503), None, "storage_unavailable"),
+        (None, Some(404), "404"),
+    ] {
+        let gates = FakeGates::start();
+        let code = |status| match status {
+            429 => "too_many_gates",
+            503 => "storage_unavailable",
+            _ => "unknown",
+        };
+        let body = |status| json!({"error": {"code": code(status), "message": "m"}}).to_string();
+        {
+            let mut log = gates.log.lock().unwrap();
+            log.opens_answer = opens.map(|s| (s, body(s)));
+            log.polls_answer = polls.map(|s| (s, body(s)));
+        }
+        let session = session(&gates.url()).await;
+        let answer = call(
+            &session,
+            "approval_prompt",
+            json!({"tool_name": "Bash", "input": {"command": "make release"}}),
+        )
+        .await;
+        assert_eq!(answer["behavior"], "deny", "{answer}");
+        let message = answer["message"].as_str().unwrap();
+        assert!(message.contains(said), "{message}");
+        assert!(message.contains("no decision"), "{message}");
+        session.client.cancel().await.unwrap();
+    }
+}
+
 /// The real wire (the fixture transcript's client lines, as Claude Code sends them): the host's
 /// own progress token is used, and a call without one gets no progress notifications.
 #[tokio::test]

@@ -372,3 +372,43 @@ async fn countersign_down_when_asked_is_retried_until_it_is_back() {
     );
     assert_eq!(gates.gates().len(), 1);
 }
+
+/// A refusal Countersign sends (a wrong token, too many cards, an error of its own) is its
+/// answer: the permission is rejected with why, never left waiting as if Countersign were down.
+/// A card lost while the bridge waits on it is a reject too.
+#[tokio::test]
+async fn a_refusal_from_countersign_rejects_the_permission_with_why() {
+    for (status, code) in [
+        (429, "too_many_gates"),
+        (401, "unauthorized"),
+        (500, "internal"),
+    ] {
+        let gates = FakeGates::start();
+        let body = json!({"error": {"code": code, "message": "no"}}).to_string();
+        gates.log.lock().unwrap().opens_answer = Some((status, body));
+        let opencode = FakeOpencode::start();
+        let _bridge = bridge(&gates, &opencode);
+        connected(&opencode, 1).await;
+        let id = opencode.ask("opencode/sse-permission-asked-bash.json");
+        eventually("the reply", || !opencode.replies().is_empty()).await;
+        let (replied, reply, _) = opencode.replies()[0].clone();
+        assert_eq!(replied, id);
+        assert_eq!(reply["reply"], "reject", "{status}: {reply}");
+        let message = reply["message"].as_str().unwrap();
+        assert!(message.contains(&status.to_string()), "{message}");
+    }
+    let gates = FakeGates::start();
+    let body = json!({"error": {"code": "unknown_approval", "message": "gone"}}).to_string();
+    gates.log.lock().unwrap().polls_answer = Some((404, body));
+    let opencode = FakeOpencode::start();
+    let _bridge = bridge(&gates, &opencode);
+    connected(&opencode, 1).await;
+    opencode.ask("opencode/sse-permission-asked-bash.json");
+    eventually("the reply", || !opencode.replies().is_empty()).await;
+    let reply = &opencode.replies()[0].1;
+    assert_eq!(reply["reply"], "reject", "{reply}");
+    assert!(
+        reply["message"].as_str().unwrap().contains("lost"),
+        "{reply}"
+    );
+}

@@ -7,8 +7,8 @@ use serde_json::Value;
 use crate::external::gates_client::OpenGate;
 use crate::external::hook::claude_dialog::{answered_in_dialog, ask_reason, races_the_dialog};
 use crate::external::hook::{
-    GateHookArgs, GateKey, HookContext, HookOutcome, Opened, decide_or_fallback, hook_gate,
-    open_card, parse_input, unreachable_answer,
+    AgentAsk, Asked, GateHookArgs, GateKey, HookContext, HookOutcome, Opened, PendingCard, Stop,
+    decide, fallback, hook_gate, open_card, parse_input, wait,
 };
 use crate::external::key::idempotency_key;
 use crate::external::transcript;
@@ -82,25 +82,44 @@ pub async fn answer(flags: &GateHookArgs, stdin: &[u8], ctx: &HookContext) -> Ho
         gate.agent_says = transcript::last_words(&input.transcript_path).await;
     }
     let race = races_the_dialog(input.permission_mode.as_deref(), ctx);
-    let verdict = match (event, race) {
-        (ClaudeEvent::PreToolUse, true) => {
-            return ask_beside_the_dialog(flags, &gate, &input, ctx, out).await;
+    match event {
+        ClaudeEvent::PreToolUse if race => {
+            ask_beside_the_dialog(flags, &gate, &input, ctx, out).await
         }
-        (ClaudeEvent::PermissionRequest, true) => {
-            let answered =
-                answered_in_dialog(&input.transcript_path, &input.tool_name, &input.tool_input);
-            let key = request_key(&input);
-            decide_or_fallback(flags, &gate, &key, ctx, &mut out, Some(answered)).await
+        ClaudeEvent::PermissionRequest => {
+            beside_the_dialog(flags, &gate, &input, ctx, out, race).await
         }
-        (event, false) => {
+        ClaudeEvent::PreToolUse => {
             let key = key(&input, event);
-            decide_or_fallback(flags, &gate, &key, ctx, &mut out, None).await
+            let asked = decide(flags, &gate, &key, ctx, &mut out, None).await;
+            // No dialog here: Claude's own "ask" would be a refusal (`-p`, the SDK) or run the
+            // call with nobody asked (`bypassPermissions`, `auto`'s classifier, `dontAsk`'s
+            // rules), so it is never what an unreachable Countersign is answered with.
+            let ask = AgentAsk::MayRun(no_dialog_here(&input, ctx));
+            let verdict = match asked {
+                Asked::Answered(verdict) => Some(verdict),
+                Asked::Unreachable(why) => fallback(flags, &why, &ask),
+                Asked::Gone => None,
+            };
+            if let Some(verdict) = verdict {
+                out.stdout = render(event, &verdict, &input).to_string();
+            }
+            out
         }
-    };
-    if let Some(verdict) = verdict {
-        out.stdout = render(event, &verdict, &input).to_string();
     }
-    out
+}
+
+/// Where Claude shows no dialog of its own, in words for a deny.
+fn no_dialog_here(input: &ClaudeHookInput, ctx: &HookContext) -> String {
+    let mode = input.permission_mode.as_deref().unwrap_or("not given");
+    if ctx.agent_attended {
+        format!("Claude Code's permission mode `{mode}` shows no permission dialog")
+    } else {
+        format!(
+            "an unattended Claude Code session (`claude -p`, the SDK) in permission mode \
+             `{mode}` has nobody to ask"
+        )
+    }
 }
 
 /// `PreToolUse` where Claude shows its own dialog: the card is opened (a rule, the mode or the
@@ -115,13 +134,26 @@ async fn ask_beside_the_dialog(
     ctx: &HookContext,
     mut out: HookOutcome,
 ) -> HookOutcome {
-    let verdict = match open_card(flags, gate, &request_key(input), ctx, &mut out).await {
-        Opened::Answered(verdict) => Some(verdict),
-        Opened::Unasked => unreachable_answer(flags),
+    let mut stop = Stop::listen();
+    let asked = match open_card(flags, gate, &request_key(input), ctx, &mut out).await {
+        Opened::Answered(verdict) => Asked::Answered(verdict),
+        Opened::Unreachable(why) => {
+            // Claude's dialog is a person's prompt here: `--if-unreachable ask` puts the call
+            // in it, even where Claude would let the call run unasked (a read, an edit in
+            // `acceptEdits`).
+            match fallback(flags, &why, &AgentAsk::Prompts) {
+                Some(verdict) => Asked::Answered(verdict),
+                None => {
+                    out.stdout = render_ask(&unreachable_reason(&why)).to_string();
+                    return out;
+                }
+            }
+        }
         // A floor card, or one a passkey must confirm, is answered on the card alone: Claude's
-        // dialog is not shown beside it, the hook waits on it as in any other mode.
+        // dialog is not shown beside it, and the hook waits on this very card as in any other
+        // mode. Losing it then is a deny, never the dialog.
         Opened::Pending(card) if !card.state.dialog_may_answer => {
-            decide_or_fallback(flags, gate, &request_key(input), ctx, &mut out, None).await
+            wait(&card, (&mut stop, None), &mut out).await
         }
         Opened::Pending(card) => {
             if let Err(e) = card.client.poll(&card.state.approval_id, 0).await {
@@ -131,10 +163,82 @@ async fn ask_beside_the_dialog(
             return out;
         }
     };
-    if let Some(verdict) = verdict {
+    if let Asked::Answered(verdict) = asked {
         out.stdout = render(ClaudeEvent::PreToolUse, &verdict, input).to_string();
     }
     out
+}
+
+/// `PermissionRequest`, which Claude runs while its dialog is up (its first answer wins): the
+/// hook finds the card (a `PreToolUse` hook may have opened it) and, where Claude's dialog may
+/// answer it, waits on it while watching for the dialog's Yes (`race`: an attended session in a
+/// dialog mode). A card only Countersign may answer (on the floor, or one a passkey must
+/// confirm) is not raced: the dialog could approve it, so Claude is answered deny at once and
+/// its dialog closes; the card stays open (watched, so it closes if nobody waits on it) and the
+/// call made again waits on it.
+async fn beside_the_dialog(
+    flags: &GateHookArgs,
+    gate: &OpenGate,
+    input: &ClaudeHookInput,
+    ctx: &HookContext,
+    mut out: HookOutcome,
+    race: bool,
+) -> HookOutcome {
+    let mut stop = Stop::listen();
+    let asked = match open_card(flags, gate, &request_key(input), ctx, &mut out).await {
+        Opened::Answered(verdict) => Asked::Answered(verdict),
+        Opened::Unreachable(why) => Asked::Unreachable(why),
+        Opened::Pending(card) if !card.state.dialog_may_answer => {
+            Asked::Answered(leave_to_the_card(&card, &mut out).await)
+        }
+        Opened::Pending(card) => {
+            let answered = race.then(|| {
+                answered_in_dialog(&input.transcript_path, &input.tool_name, &input.tool_input)
+            });
+            wait(&card, (&mut stop, answered), &mut out).await
+        }
+    };
+    let verdict = match asked {
+        Asked::Answered(verdict) => Some(verdict),
+        // The dialog is up: it is the person's prompt.
+        Asked::Unreachable(why) => fallback(flags, &why, &AgentAsk::Prompts),
+        Asked::Gone => None,
+    };
+    if let Some(verdict) = verdict {
+        out.stdout = render(ClaudeEvent::PermissionRequest, &verdict, input).to_string();
+    }
+    out
+}
+
+/// Claude's dialog is up for a card only Countersign may answer: a deny, so the dialog closes
+/// before anyone can approve the call in it. The card is marked watched (one poll), so it
+/// closes if no hook comes to wait on it.
+async fn leave_to_the_card(card: &PendingCard, out: &mut HookOutcome) -> Verdict {
+    if let Err(e) = card.client.poll(&card.state.approval_id, 0).await {
+        out.say(format!("could not mark the card watched: {e}"));
+    }
+    out.say("only Countersign's card may answer this call; Claude's dialog is answered deny");
+    Verdict::Deny {
+        message: card_only_message(&card.state.url),
+    }
+}
+
+/// Why Claude's dialog was answered deny for a card only Countersign may answer.
+pub fn card_only_message(url: &str) -> String {
+    let at = if url.is_empty() {
+        String::new()
+    } else {
+        format!(" ({url})")
+    };
+    format!(
+        "This call needs Countersign's card{at}, not this dialog: it is on the safety floor or \
+         needs a passkey. It waits there; make the same call again to wait for that answer."
+    )
+}
+
+/// What Claude's dialog says when Countersign could not be reached.
+fn unreachable_reason(why: &str) -> String {
+    format!("Countersign could not be reached ({why}): answer here")
 }
 
 /// The gate for this request: Claude Code can run an edited input.

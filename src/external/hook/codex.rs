@@ -18,7 +18,8 @@ use serde_json::{Value, json};
 
 use crate::external::gates_client::OpenGate;
 use crate::external::hook::{
-    GateHookArgs, GateKey, HookContext, HookOutcome, Unreachable, decide, hook_gate, parse_input,
+    AgentAsk, Asked, GateHookArgs, GateKey, HookContext, HookOutcome, decide, fallback, hook_gate,
+    parse_input,
 };
 use crate::external::key::idempotency_key;
 use crate::external::remote::DEFAULT_URL;
@@ -48,6 +49,10 @@ pub struct CodexHookInput {
     /// when Codex sent `null`.
     #[serde(default, deserialize_with = "crate::external::hook::null_as_default")]
     pub transcript_path: String,
+    /// `default`, or `bypassPermissions` under an approval policy that asks nobody (see
+    /// [`agent_ask`]).
+    #[serde(default)]
+    pub permission_mode: Option<String>,
 }
 
 /// Runs the hook: parse, open a gate, wait, answer.
@@ -69,45 +74,41 @@ pub async fn answer(flags: &GateHookArgs, stdin: &[u8], ctx: &HookContext) -> Ho
         gate.agent_says = transcript::last_words(&input.transcript_path).await;
     }
     let daemon = daemon_ancestor();
-    if flags
+    let has_token = flags
         .remote
         .token
         .as_deref()
-        .is_none_or(|t| t.trim().is_empty())
-    {
-        // No token: Countersign would refuse the call, so it is not asked at all.
-        let note = no_decision_note(false, daemon, "");
-        out.say(&note);
-        out.stdout = match flags.if_unreachable {
-            Unreachable::Ask => system_message(&format!("{note} Codex asks here meanwhile.")),
-            Unreachable::Deny => render(&Verdict::Deny {
-                message: format!("{note} This hook denies when it cannot ask."),
-            })
-            .to_string(),
-        };
-        return out;
-    }
-    let key = key(&input);
-    match decide(flags, &gate, &key, ctx, &mut out).await {
-        Some(verdict) => out.stdout = render(&verdict).to_string(),
-        None => {
-            let why = last_reason(&out.stderr);
-            match (flags.if_unreachable, daemon) {
-                (Unreachable::Deny, _) => {
-                    let message = format!(
-                        "Countersign gave no answer ({why}), and this hook denies when it \
-                         cannot ask"
-                    );
-                    out.stdout = render(&Verdict::Deny { message }).to_string();
-                }
-                (Unreachable::Ask, Some(pid)) => {
-                    out.stdout = system_message(&no_decision_note(true, Some(pid), &why));
-                }
-                (Unreachable::Ask, None) => {}
-            }
+        .is_some_and(|t| !t.trim().is_empty());
+    match decide(flags, &gate, &key(&input), ctx, &mut out, None).await {
+        Asked::Answered(verdict) => out.stdout = render(&verdict).to_string(),
+        Asked::Gone => {}
+        Asked::Unreachable(why) => {
+            let note = no_decision_note(has_token, daemon, &why);
+            // Without a token, the note says why (the daemon's environment, most often).
+            let why = if has_token { why } else { note.clone() };
+            out.stdout = match fallback(flags, &why, &agent_ask(&input)) {
+                Some(verdict) => render(&verdict).to_string(),
+                // Codex asks in its own prompt; it is told why when the cause may be its
+                // daemon's environment.
+                None if !has_token => system_message(&format!("{note} Codex asks here meanwhile.")),
+                None if daemon.is_some() => system_message(&note),
+                None => String::new(),
+            };
         }
     }
     out
+}
+
+/// What Codex does with no decision from its `PermissionRequest` hook: its own approval step,
+/// which asks the person (or the reviewer they set up in Codex) — except under an approval
+/// policy that asks nobody, which Codex reports as `bypassPermissions` (or `dontAsk`).
+fn agent_ask(input: &CodexHookInput) -> AgentAsk {
+    match input.permission_mode.as_deref() {
+        Some(mode @ ("bypassPermissions" | "dontAsk")) => {
+            AgentAsk::MayRun(format!("Codex's permission mode `{mode}` asks nobody"))
+        }
+        _ => AgentAsk::Prompts,
+    }
 }
 
 /// Codex's output that makes no decision and shows `text` to the person.
@@ -144,14 +145,6 @@ pub fn no_decision_note(token: bool, daemon: Option<u32>, why: &str) -> String {
             note
         }
     }
-}
-
-/// The last thing the hook said, without its prefix and the fallback it names.
-fn last_reason(stderr: &str) -> String {
-    let line = stderr.lines().last().unwrap_or_default();
-    let line = line.strip_prefix("countersign: ").unwrap_or(line);
-    line.trim_end_matches("; leaving this to the agent's own prompt")
-        .to_owned()
 }
 
 /// The pid of Codex's app-server daemon when it is among this process's nearest ancestors
@@ -356,6 +349,7 @@ pub fn render(verdict: &Verdict) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::external::hook::{GateHookArgs, Unreachable};
 
     #[test]
     fn without_a_token_the_note_says_what_to_restart() {
@@ -372,17 +366,6 @@ mod tests {
             "{note}"
         );
         assert!(note.contains("codex app-server daemon restart"), "{note}");
-    }
-
-    #[test]
-    fn the_reason_is_the_last_line_said() {
-        let said = "countersign: first\ncountersign: cannot reach Countersign at http://a: \
-                    refused; leaving this to the agent's own prompt\n";
-        assert_eq!(
-            last_reason(said),
-            "cannot reach Countersign at http://a: refused"
-        );
-        assert_eq!(last_reason(""), "");
     }
 
     #[test]
@@ -456,6 +439,44 @@ mod tests {
         );
         flags.if_unreachable = Unreachable::Ask;
         assert_eq!(answer(&flags, stdin, &ctx).await.stdout, "");
+    }
+
+    /// Under an approval policy that asks nobody (`bypassPermissions`), Codex's own approval
+    /// step is no person: an unreachable Countersign is a deny, with or without a token.
+    #[tokio::test]
+    async fn where_codex_asks_nobody_an_unreachable_countersign_is_a_deny() {
+        use crate::external::remote::CountersignRemote;
+        let stdin = include_bytes!(
+            "../../../tests/fixtures/external/codex/permissionrequest-bash.stdin.json"
+        );
+        let ctx = HookContext {
+            home: None,
+            cwd: "/tmp".into(),
+            open_budget: std::time::Duration::from_millis(200),
+            live_stderr: false,
+            agent_attended: false,
+        };
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", closed.local_addr().unwrap());
+        drop(closed);
+        let mut flags = GateHookArgs {
+            remote: CountersignRemote { url, token: None },
+            timeout: 60,
+            no_transcript: true,
+            if_unreachable: Unreachable::Ask,
+        };
+        let mut bypass: Value = serde_json::from_slice(stdin).unwrap();
+        bypass["permission_mode"] = json!("bypassPermissions");
+        let bypass = bypass.to_string();
+        for token in [Some("cst_test"), None] {
+            flags.remote.token = token.map(str::to_owned);
+            let out = answer(&flags, bypass.as_bytes(), &ctx).await;
+            let said: Value = serde_json::from_str(&out.stdout).unwrap();
+            let decision = &said["hookSpecificOutput"]["decision"];
+            assert_eq!(decision["behavior"], "deny", "{token:?}: {said}");
+            let message = decision["message"].as_str().unwrap();
+            assert!(message.contains("bypassPermissions"), "{said}");
+        }
     }
 
     #[tokio::test]

@@ -7,7 +7,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::external::gates_client::OpenGate;
-use crate::external::hook::{AlwaysAnswer, GateKey, HookContext, hook_gate};
+use crate::external::hook::{AgentAsk, AlwaysAnswer, GateKey, HookContext, hook_gate};
 use crate::external::key::idempotency_key;
 use crate::external::verdict::Verdict;
 use crate::protocol::canonical_json;
@@ -76,6 +76,17 @@ impl AlwaysAnswer for CopilotHookInput {
 
     fn unreadable(&self) -> Option<String> {
         self.parsed_args().err()
+    }
+
+    /// Copilot runs a call its hook says "ask" about, unasked, under `--allow-all-tools`
+    /// (`--allow-all`, `--yolo`, `/allow-all` in its terminal), which its hook input does not
+    /// show: its "ask" is never the answer to an unreachable Countersign.
+    fn agent_ask(&self) -> AgentAsk {
+        AgentAsk::MayRun(
+            "Copilot CLI runs an \"ask\" unasked under --allow-all-tools, --yolo or /allow-all, \
+             which its hook cannot see"
+                .into(),
+        )
     }
 
     fn render(verdict: Option<&Verdict>) -> Value {

@@ -86,8 +86,11 @@ pub struct GateHookArgs {
     /// shows the call and, when the agent gave one, its own `description`).
     #[arg(long)]
     pub no_transcript: bool,
-    /// What to answer when Countersign gives no decision (it cannot be reached, or refuses the
-    /// token): `ask` leaves the call to the agent's own prompt; `deny` refuses it.
+    /// What to answer when Countersign cannot be reached at all (no connection, a timeout, a
+    /// proxy's 502-504, the server stopping, no token set): `ask` leaves the call to the
+    /// agent's own prompt where that asks a person (where the agent would run it unasked, a
+    /// deny); `deny` refuses it. An answer Countersign sent (a wrong token, too many cards, its
+    /// storage down, an error) is always a deny.
     #[arg(long, value_enum, default_value_t = Unreachable::Ask)]
     pub if_unreachable: Unreachable,
 }
@@ -116,10 +119,11 @@ pub fn timeout_secs(raw: &str) -> Result<u64, String> {
     }
 }
 
-/// A hook's answer when Countersign gives none.
+/// A hook's answer when Countersign cannot be reached.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Unreachable {
-    /// The agent asks in its own prompt (Gemini CLI waits forever on that in `-p`).
+    /// The agent asks in its own prompt (Gemini CLI waits forever on that in `-p`); where the
+    /// agent's "ask" would run the call with nobody asked, a deny (see [`AgentAsk`]).
     Ask,
     /// The call is refused, saying why.
     Deny,
@@ -203,9 +207,10 @@ pub async fn run(args: HookArgs) -> ExitCode {
     if !matches!(args.command, HookCommand::Install(_))
         && let Err(e) = tokio::io::stdin().read_to_end(&mut stdin).await
     {
-        // No decision: the agent asks in its own prompt.
-        eprintln!("countersign: cannot read the hook's input: {e}; no decision");
-        return ExitCode::SUCCESS;
+        // As with input that cannot be parsed: blocked (exit 2), never waved through, since
+        // the agent's own prompt may never come.
+        eprintln!("countersign: cannot read the hook's input: {e}; the call is not allowed");
+        return ExitCode::from(2);
     }
     let outcome = run_with(args, &stdin, &HookContext::from_env()).await;
     let mut out = std::io::stdout().lock();
@@ -286,8 +291,50 @@ pub struct GateKey {
     pub names_one_call: bool,
 }
 
-/// Opens the gate and waits for its verdict. `None` means "no decision": Countersign could not
-/// be asked (or stopped answering), so the agent falls back to its own prompt.
+/// What came of asking Countersign about one call.
+#[derive(Debug)]
+pub(crate) enum Asked {
+    /// Countersign's answer: a person's, a rule's, the mode's or the floor's decision, the hook's
+    /// own deadline, or a refusal of Countersign's own, which is a deny (see
+    /// [`ClientError::reached_countersign`]).
+    Answered(Verdict),
+    /// Countersign could not be reached at all, or the hook has no token to ask it with: what
+    /// `--if-unreachable` names decides (see [`fallback`]). Says why.
+    Unreachable(String),
+    /// The agent stopped waiting for this call (it answered in its own prompt, dropped the call
+    /// or stopped the hook): the card is closed, and nobody reads an answer.
+    Gone,
+}
+
+/// What an agent does with its own "ask", the answer a hook gives when Countersign cannot be
+/// reached and `--if-unreachable ask` is set.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum AgentAsk {
+    /// It puts the call before a person in its own prompt (or refuses it where none can answer).
+    Prompts,
+    /// It may run the call with nobody asked: the text says where, for the deny given instead.
+    MayRun(String),
+}
+
+/// The answer when Countersign cannot be reached: `--if-unreachable deny` denies; `ask` is the
+/// agent's own "ask" (`None`) only where that puts the call before a person, a deny elsewhere,
+/// saying how to go on without Countersign.
+pub(crate) fn fallback(flags: &GateHookArgs, why: &str, ask: &AgentAsk) -> Option<Verdict> {
+    let message = match (flags.if_unreachable, ask) {
+        (Unreachable::Ask, AgentAsk::Prompts) => return None,
+        (Unreachable::Ask, AgentAsk::MayRun(place)) => format!(
+            "Countersign could not be reached ({why}). The agent's own prompt would not ask \
+             anyone here ({place}), so the call is denied: start Countersign again, work where \
+             the agent asks you, or remove Countersign's hook to work without it"
+        ),
+        (Unreachable::Deny, _) => format!(
+            "Countersign could not be reached ({why}), and this hook denies when it cannot ask"
+        ),
+    };
+    Some(Verdict::Deny { message })
+}
+
+/// Opens the gate and waits for its answer, also closing the card when `dropped` resolves.
 ///
 /// A repeated hook call with the same request finds the same gate while it is pending (a
 /// retry, or the hook restarted). If the gate under a request-hash key was already answered,
@@ -300,8 +347,16 @@ pub(crate) async fn decide(
     key: &GateKey,
     ctx: &HookContext,
     out: &mut HookOutcome,
-) -> Option<Verdict> {
-    decide_watching(flags, gate, key, ctx, out, None).await
+    dropped: Option<Dropped>,
+) -> Asked {
+    // Listening from before the card opens: a stop that comes while it is being opened is
+    // kept, and acted on (the card closed) as soon as the wait begins.
+    let mut stop = Stop::listen();
+    match open_card(flags, gate, key, ctx, out).await {
+        Opened::Answered(verdict) => Asked::Answered(verdict),
+        Opened::Unreachable(why) => Asked::Unreachable(why),
+        Opened::Pending(card) => wait(&card, (&mut stop, dropped), out).await,
+    }
 }
 
 /// A sign, other than a signal, that the agent is done with the call the hook waits on
@@ -329,28 +384,6 @@ impl Why {
     };
 }
 
-/// [`decide`], also closing the card when `dropped` resolves.
-pub(crate) async fn decide_watching(
-    flags: &GateHookArgs,
-    gate: &OpenGate,
-    key: &GateKey,
-    ctx: &HookContext,
-    out: &mut HookOutcome,
-    dropped: Option<Dropped>,
-) -> Option<Verdict> {
-    // Listening from before the card opens: a stop that comes while it is being opened is
-    // kept, and acted on (the card closed) as soon as the wait begins.
-    let mut stop = Stop::listen();
-    match open_card(flags, gate, key, ctx, out).await {
-        Opened::Answered(verdict) => Some(verdict),
-        Opened::Unasked => None,
-        Opened::Pending(card) => {
-            let dropped = dropped.unwrap_or_else(|| Box::pin(std::future::pending()));
-            wait(&card, (&mut stop, dropped), out).await
-        }
-    }
-}
-
 /// A card waiting for a person, and how long the hook may wait on it.
 pub(crate) struct PendingCard {
     pub client: GatesClient,
@@ -364,10 +397,10 @@ pub(crate) enum Opened {
     /// A card waits for a person.
     Pending(Box<PendingCard>),
     /// Countersign answered at once (a rule, the mode, the floor, an earlier answer of this
-    /// very call) or would not put the call on a card.
+    /// very call), would not put the call on a card, or refused the hook: a deny.
     Answered(Verdict),
-    /// No decision: Countersign could not be asked.
-    Unasked,
+    /// Countersign could not be reached, or was not asked (no token): says why.
+    Unreachable(String),
 }
 
 /// Opens the hook's card (or finds it: see [`decide`]), without waiting on it.
@@ -382,14 +415,24 @@ pub(crate) async fn open_card(
     let wait_for = timeout
         .saturating_sub(ANSWER_MARGIN)
         .max(Duration::from_secs(1));
+    if flags
+        .remote
+        .token
+        .as_deref()
+        .is_none_or(|t| t.trim().is_empty())
+    {
+        // Countersign would only refuse a request without a token: it is not asked at all.
+        out.say(NO_TOKEN);
+        return Opened::Unreachable(NO_TOKEN.into());
+    }
     let client = match flags.remote.client() {
         // Opening may not eat the time the answer needs: the agent stops waiting at its timeout.
         Ok(client) => client
             .with_open_budget(ctx.open_budget.min(wait_for))
             .with_watch(WATCH_LAPSE),
         Err(e) => {
-            out.say(format!("{e}; leaving this to the agent's own prompt"));
-            return Opened::Unasked;
+            out.say(format!("{e}; Countersign was not asked"));
+            return Opened::Unreachable(e.to_string());
         }
     };
     let deadline = Instant::now() + wait_for;
@@ -411,6 +454,11 @@ pub(crate) async fn open_card(
     }))
 }
 
+/// Why a hook without a token does not ask.
+pub(crate) const NO_TOKEN: &str = "COUNTERSIGN_TOKEN (a `gates` token) is not set in the \
+                                   environment the agent runs its hooks with, so Countersign was \
+                                   not asked";
+
 /// The gate of this very ask: under `key`, or — past answers of earlier asks of the same call
 /// under a request-hash key — under a key chained to the last of them.
 async fn open_this_ask(
@@ -423,27 +471,7 @@ async fn open_this_ask(
     for _ in 0..=MAX_ASKED_BEFORE {
         let opened = match client.open(gate, Some(&key_now)).await {
             Ok(opened) => opened,
-            // Countersign read the call and would not open a card for it (too large, not
-            // readable, a reused key): that is an answer, and it is no.
-            Err(ClientError::Api {
-                status: 400 | 409 | 413 | 422,
-                code,
-                message,
-            }) => {
-                out.say(format!("Countersign refused this call ({code}): {message}"));
-                return Err(Opened::Answered(Verdict::Deny {
-                    message: format!(
-                        "Countersign could not put this call on a card ({code}: {message}); it is not allowed"
-                    ),
-                }));
-            }
-            Err(e) => {
-                out.say(format!(
-                    "{}; leaving this to the agent's own prompt",
-                    error_chain(&e)
-                ));
-                return Err(Opened::Unasked);
-            }
+            Err(e) => return Err(not_opened(&e, out)),
         };
         let earlier_ask = opened.replayed && opened.state.is_resolved() && !key.names_one_call;
         if !earlier_ask {
@@ -458,6 +486,33 @@ async fn open_this_ask(
              not reuse one; ask again"
         ),
     }))
+}
+
+/// What a failed open comes to. Whatever Countersign itself answered is its answer, and it is
+/// no: it read the call and would not put it on a card (too large, not readable, a reused key),
+/// or it refused the token, has too many cards waiting, could not store the card, or failed.
+/// Only not reaching it at all leaves the call to `--if-unreachable`: else an agent able to
+/// make Countersign refuse (64 waiting cards answer `429`) could make every call run unasked
+/// where the agent's own "ask" asks nobody.
+fn not_opened(e: &ClientError, out: &mut HookOutcome) -> Opened {
+    let said = error_chain(e);
+    if !e.reached_countersign() {
+        out.say(format!("{said}; Countersign was not reached"));
+        return Opened::Unreachable(said);
+    }
+    out.say(format!("Countersign refused this call: {said}"));
+    Opened::Answered(match e {
+        ClientError::Api {
+            status: 400 | 409 | 413 | 422,
+            code,
+            message,
+        } => Verdict::Deny {
+            message: format!(
+                "Countersign could not put this call on a card ({code}: {message}); it is not allowed"
+            ),
+        },
+        _ => Verdict::refused(&said),
+    })
 }
 
 /// A hook for an agent that runs a call whose hook prints nothing (Gemini CLI, Qwen Code,
@@ -477,6 +532,10 @@ pub(crate) trait AlwaysAnswer: serde::de::DeserializeOwned {
     /// refused, never put on a card that shows something else).
     fn unreadable(&self) -> Option<String> {
         None
+    }
+    /// What the agent does with its own "ask" (see [`fallback`]).
+    fn agent_ask(&self) -> AgentAsk {
+        AgentAsk::Prompts
     }
     /// The agent's answer for a verdict; `None` asks in the agent's own prompt.
     fn render(verdict: Option<&Verdict>) -> serde_json::Value;
@@ -512,47 +571,29 @@ pub(crate) async fn answer_always<I: AlwaysAnswer>(
         return out;
     }
     let gate = input.gate(ctx, flags.timeout);
-    let verdict =
-        decide_or_fallback(flags, &gate, &input.key(), ctx, &mut out, input.dropped()).await;
+    let verdict = match decide(flags, &gate, &input.key(), ctx, &mut out, input.dropped()).await {
+        Asked::Answered(verdict) => Some(verdict),
+        Asked::Unreachable(why) => fallback(flags, &why, &input.agent_ask()),
+        // The agent no longer reads an answer; its "ask" is printed all the same.
+        Asked::Gone => None,
+    };
     out.stdout = I::render(verdict.as_ref()).to_string();
     out
 }
 
-/// [`decide`], and when it gives no decision, the answer `--if-unreachable` names (`None`:
-/// the agent's own prompt).
-pub(crate) async fn decide_or_fallback(
-    flags: &GateHookArgs,
-    gate: &OpenGate,
-    key: &GateKey,
-    ctx: &HookContext,
-    out: &mut HookOutcome,
-    dropped: Option<Dropped>,
-) -> Option<Verdict> {
-    match decide_watching(flags, gate, key, ctx, out, dropped).await {
-        Some(verdict) => Some(verdict),
-        None => unreachable_answer(flags),
-    }
-}
-
-/// The answer `--if-unreachable` names when Countersign gives none (`None`: the agent's own
-/// prompt).
-pub(crate) fn unreachable_answer(flags: &GateHookArgs) -> Option<Verdict> {
-    match flags.if_unreachable {
-        Unreachable::Ask => None,
-        Unreachable::Deny => Some(Verdict::Deny {
-            message: "Countersign gave no answer (it could not be reached or refused the \
-                      hook's token), and this hook denies when it cannot ask"
-                .into(),
-        }),
-    }
-}
-
-async fn wait(
+/// Waits on `card` until it is answered, the hook's deadline passes, or the agent stops
+/// waiting (`stop`, or `dropped` when given), closing the card in the last two cases. A card
+/// the hook loses while it waits (Countersign answers that it is gone, or something that is not
+/// its state) is a deny: a call already before Countersign is never handed back to the agent's
+/// own prompt, which may not ask anyone (or, beside Claude Code's dialog, may approve what
+/// only the card may).
+pub(crate) async fn wait(
     card: &PendingCard,
-    (stop, dropped): (&mut Stop, Dropped),
+    (stop, dropped): (&mut Stop, Option<Dropped>),
     out: &mut HookOutcome,
-) -> Option<Verdict> {
+) -> Asked {
     let (client, approval_id) = (&card.client, &card.state.approval_id);
+    let dropped = dropped.unwrap_or_else(|| Box::pin(std::future::pending()));
     let waited = tokio::select! {
         waited = client.wait(approval_id, card.deadline) => waited,
         gone = async {
@@ -567,23 +608,24 @@ async fn wait(
             let (why, said) = gone;
             out.say(format!("{said}; closing the card"));
             close(client, approval_id, why, out).await;
-            return None;
+            return Asked::Gone;
         }
     };
     match waited {
-        Ok(state) => Some(Verdict::from_state(&state)),
+        Ok(state) => Asked::Answered(Verdict::from_state(&state)),
         Err(ClientError::Deadline { .. }) => {
             // The agent is told no; the card should not stay open for an answer nobody reads.
             // Bounded: the no must reach the agent before its own timeout does.
             close(client, approval_id, WHY_TIMEOUT, out).await;
-            Some(Verdict::timed_out(card.timeout_secs))
+            Asked::Answered(Verdict::timed_out(card.timeout_secs))
         }
         Err(e) => {
+            // Not reaching Countersign is retried until the deadline: this is its own answer.
+            let said = error_chain(&e);
             out.say(format!(
-                "lost gate {approval_id}: {}; leaving this to the agent's own prompt",
-                error_chain(&e)
+                "lost gate {approval_id}: {said}; the call is not allowed"
             ));
-            None
+            Asked::Answered(Verdict::refused(&format!("its card was lost: {said}")))
         }
     }
 }
@@ -601,12 +643,12 @@ async fn close(client: &GatesClient, approval_id: &ApprovalId, why: &str, out: &
 
 /// The signals by which an agent stops its hook, listened for from the start of a decision
 /// (a signal that comes before the wait is kept until the wait reads it).
-struct Stop {
+pub(crate) struct Stop {
     signals: Option<[(tokio::signal::unix::Signal, &'static str); 3]>,
 }
 
 impl Stop {
-    fn listen() -> Stop {
+    pub(crate) fn listen() -> Stop {
         use tokio::signal::unix::{SignalKind, signal};
         let signals = match (
             signal(SignalKind::terminate()),

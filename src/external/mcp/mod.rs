@@ -232,7 +232,7 @@ impl CountersignMcp {
         };
         let opened = match opened {
             Ok(opened) => opened.state,
-            Err(e) => return Ok(Verdict::unreachable(&error_chain(&e))),
+            Err(e) => return Ok(no_answer(&e)),
         };
         if opened.is_resolved() {
             return Ok(Verdict::from_state(&opened));
@@ -257,7 +257,7 @@ impl CountersignMcp {
                 self.cancel(&opened.approval_id, WHY_TIMEOUT).await;
                 Verdict::timed_out(self.options.timeout_secs)
             }
-            Err(e) => Verdict::unreachable(&error_chain(&e)),
+            Err(e) => no_answer(&e),
         })
     }
 
@@ -265,6 +265,16 @@ impl CountersignMcp {
         if let Err(e) = self.client.cancel(approval_id, why).await {
             tracing::warn!("cancelling gate {approval_id}: {}", error_chain(&e));
         }
+    }
+}
+
+/// The deny for a gate that got no decision: MCP's tools always answer, so a refusal of
+/// Countersign's own and not reaching it are both a deny, each saying which.
+fn no_answer(e: &ClientError) -> Verdict {
+    if e.reached_countersign() {
+        Verdict::refused(&error_chain(e))
+    } else {
+        Verdict::unreachable(&error_chain(e))
     }
 }
 

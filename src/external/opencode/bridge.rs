@@ -220,8 +220,10 @@ impl Shared {
         let gate = open_gate(&asked, &cwd, self.options.timeout_secs);
         // The permission id alone: a restarted bridge finds the gate it opened before.
         let key = idempotency_key(&[SOURCE, &asked.id]);
-        let Some(opened) = self.open(&gate, &key, &asked.id, &elsewhere).await else {
-            return;
+        let opened = match self.open(&gate, &key, &asked.id, &elsewhere).await {
+            Some(Ok(opened)) => opened,
+            Some(Err(refusal)) => return self.reply(&asked.id, &refusal).await,
+            None => return,
         };
         if self.record_gate(&asked.id, &opened.approval_id) {
             self.cancel(&opened.approval_id, WHY_ANSWERED_ELSEWHERE)
@@ -243,13 +245,15 @@ impl Shared {
                     Verdict::timed_out(self.options.timeout_secs)
                 }
                 Err(e) => {
+                    // Not reaching Countersign is retried until the deadline: this is its own
+                    // answer, and the permission is not given without a decision.
+                    let said = error_chain(&e);
                     tracing::warn!(
-                        "lost gate {} for permission {}: {}; leaving it to opencode's prompt",
+                        "lost gate {} for permission {}: {said}; rejecting it",
                         opened.approval_id,
                         asked.id,
-                        error_chain(&e)
                     );
-                    return;
+                    Verdict::refused(&format!("its card was lost: {said}"))
                 }
             }
         };
@@ -270,22 +274,30 @@ impl Shared {
     }
 
     /// Opens the gate, retrying while Countersign is down (the permission waits in opencode
-    /// meanwhile), unless opencode answers it first.
+    /// meanwhile), unless opencode answers it first. `Some(Err(deny))` when Countersign refused
+    /// (a wrong token, too many cards, an error of its own): the permission is rejected with why,
+    /// never left to run on another path. `None` when opencode answered it meanwhile, or
+    /// Countersign cannot be reached for good: the permission stays in opencode's own prompt.
     async fn open(
         &self,
         gate: &crate::external::gates_client::OpenGate,
         key: &str,
         id: &str,
         elsewhere: &watch::Receiver<bool>,
-    ) -> Option<GateState> {
+    ) -> Option<Result<GateState, Verdict>> {
         let mut backoff = self.options.first_backoff;
         loop {
             match self.gates.open(gate, Some(key)).await {
-                Ok(opened) => return Some(opened.state),
+                Ok(opened) => return Some(Ok(opened.state)),
                 Err(e) if e.is_transient() && !*elsewhere.borrow() => {
                     tracing::warn!("permission {id}: {}; retrying", error_chain(&e));
                     tokio::time::sleep(backoff).await;
                     backoff = (backoff * 2).min(self.options.max_backoff);
+                }
+                Err(e) if e.reached_countersign() && !*elsewhere.borrow() => {
+                    let said = error_chain(&e);
+                    tracing::error!("permission {id}: {said}; rejecting it");
+                    return Some(Err(Verdict::refused(&said)));
                 }
                 Err(e) => {
                     tracing::error!(
