@@ -120,7 +120,8 @@ pub fn ChatView(snapshot: Snapshot) -> impl IntoView {
             </For>
             <Show when=move || !feed.streaming.read().is_empty()>
                 <div class="msg assistant streaming" data-testid="assistant-streaming">
-                    <p>{move || feed.streaming.get()}</p>
+                    // The model's words as they arrive, shown as its finished message will be.
+                    <p>{move || crate::shown::prose(&feed.streaming.get())}</p>
                 </div>
             </Show>
         </section>
