@@ -536,3 +536,91 @@ async fn a_plan_card_cannot_choose_a_mode_the_step_up_forbids() {
     let snap = ts.get(&format!("/api/v1/sessions/{sid}")).await.expect(200);
     assert_eq!(snap["session"]["approval_mode"], "plan");
 }
+
+/// A session stored in yolo before plan mode: while `require_passkey = "all"` holds, its plan
+/// card proposes `ask` (its summary and `execution_mode`), and the page's picker offers only
+/// the modes the setting allows, starting on `ask`; with the setting off, the same session's
+/// card proposes yolo and the picker offers it. Approving as proposed then asks for the passkey,
+/// not for a mode the setting forbids.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plan_card_proposes_and_offers_only_the_modes_the_step_up_allows() {
+    let ts = TestServer::configured("[approvals]\nrequire_passkey = \"off\"\n").await;
+    let sid = ts.create_id(json!({"approval_mode": "yolo"})).await;
+    ts.put(
+        &format!("/api/v1/sessions/{sid}/mode"),
+        json!({"approval_mode": "plan"}),
+    )
+    .await
+    .expect(200);
+    let picker = async |ts: &TestServer| {
+        let page = send(ts.req(Method::GET, &format!("/sessions/{sid}"))).await;
+        assert_eq!(page.status.as_u16(), 200);
+        let start = page
+            .body
+            .find("data-testid=\"execution-mode\"")
+            .expect("the picker");
+        let select = &page.body[start..];
+        let select = select[..select.find("</select>").unwrap()].to_owned();
+        let body = &page.body[page.body.find("<body").unwrap()..];
+        let body = body[..body.find('>').unwrap()].to_owned();
+        (select, body)
+    };
+
+    let turn = ts
+        .send_msg(&sid, "propose plan: tidy the notes", None)
+        .await;
+    let card = ts.wait_gate(&sid).await;
+    assert_eq!(card["summary"], "Plan: execute in Yolo mode", "{card}");
+    assert_eq!(card["execution_mode"], "yolo");
+    let (select, body) = picker(&ts).await;
+    for mode in ["ask", "auto_edit", "yolo"] {
+        assert!(select.contains(&format!("value=\"{mode}\"")), "{select}");
+    }
+    assert!(
+        body.contains("data-modes=\"plan ask auto_edit yolo\""),
+        "{body}"
+    );
+    ts.post(
+        &format!("/api/v1/sessions/{sid}/approvals/{}", aid(&card)),
+        json!({"decision": "deny"}),
+    )
+    .await
+    .expect(200);
+    ts.wait_turn(&sid, &turn).await;
+
+    reconfigure(&ts, "[approvals]\nrequire_passkey = \"all\"\n").await;
+    ts.send_msg(&sid, "propose plan: tidy the notes again", None)
+        .await;
+    let card = poll_until("the second plan card", SOON, async || {
+        let pending = ts.inbox().await;
+        pending
+            .into_iter()
+            .find(|c| c["session_id"] == sid.as_str())
+            .ok_or("not yet")
+    })
+    .await;
+    assert_eq!(card["summary"], "Plan: execute in Ask mode", "{card}");
+    assert_eq!(card["execution_mode"], "ask");
+    let (select, body) = picker(&ts).await;
+    assert!(select.contains("value=\"ask\""), "{select}");
+    for forbidden in ["auto_edit", "yolo"] {
+        assert!(
+            !select.contains(&format!("value=\"{forbidden}\"")),
+            "{select}"
+        );
+    }
+    assert!(body.contains("data-modes=\"plan ask\""), "{body}");
+    // As proposed, and as the picker starts: the passkey is what is missing, nothing else.
+    for answer in [
+        json!({"decision": "approve"}),
+        json!({"decision": "approve", "execution_mode": "ask"}),
+    ] {
+        ts.post(
+            &format!("/api/v1/sessions/{sid}/approvals/{}", aid(&card)),
+            answer,
+        )
+        .await
+        .expect_error(403, "passkey_required");
+    }
+    ts.assert_still_pending(&sid, &aid(&card)).await;
+}

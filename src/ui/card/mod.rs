@@ -438,7 +438,15 @@ fn PendingCard(request: ApprovalRequestBody, now_ms: RwSignal<f64>) -> impl Into
     let allowed = request.allowed_decisions.clone();
     let is_plan = request.decision_kind == Some(DecisionKind::Plan);
     let is_budget = request.kind == GateKind::Budget;
-    let execution_mode = RwSignal::new(request.execution_mode.unwrap_or(Mode::Ask));
+    // The plan's mode starts on the one the card proposes, if the step-up still allows it
+    // (`Viewer::modes`), else on `ask`.
+    let modes = crate::ui::viewer::Viewer::get().modes;
+    let execution_mode = RwSignal::new(
+        request
+            .execution_mode
+            .filter(|m| modes.allows(*m))
+            .unwrap_or(Mode::Ask),
+    );
     let allows = move |d: Decision| allowed.contains(&d);
     let floor = request.reason == GateReason::SafetyFloor;
 
@@ -733,7 +741,7 @@ fn PendingCard(request: ApprovalRequestBody, now_ms: RwSignal<f64>) -> impl Into
                                 execution_mode.set(mode);
                             }
                         }>
-                        {[Mode::Ask, Mode::AutoEdit, Mode::Yolo].into_iter().map(|m| view! {
+                        {[Mode::Ask, Mode::AutoEdit, Mode::Yolo].into_iter().filter(|m| modes.allows(*m)).map(|m| view! {
                             <option value=m.as_str() selected=move || execution_mode.get() == m>{m.label()}</option>
                         }).collect_view()}
                     </select>
