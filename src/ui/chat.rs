@@ -76,7 +76,12 @@ pub fn ChatView(snapshot: Snapshot) -> impl IntoView {
         pending
             .read()
             .last()
-            .map(|g| format!("Approval needed: {}", g.summary))
+            .map(|g| {
+                format!(
+                    "Approval needed: {}",
+                    crate::shown::line_within(&g.summary, 240)
+                )
+            })
             .unwrap_or_default()
     };
     // Loading earlier turns must not jump to the end.
