@@ -1219,25 +1219,7 @@ async fn tool_output_messages_and_rule_patterns_are_shown_written_out() {
     let turn = ts.send_msg(&sid, "go on", None).await;
     let card = ts.wait_gate(&sid).await;
     assert_eq!(card["suggested_rule"]["pattern"], "rm -f ❞x", "{card}");
-    for pattern in [
-        "rm -f \u{2066}❞x\u{2069}",
-        "rm\u{200B} -f ❞x",
-        "rm -f ❞x\u{E0041}",
-    ] {
-        let refused = decide(
-            &ts,
-            &card,
-            json!({"decision": "allow_always", "rule": {"scope": "session", "pattern": pattern}}),
-        )
-        .await
-        .expect_error(400, "invalid_decision");
-        let message = refused["error"]["message"].as_str().unwrap();
-        assert!(
-            message.contains("invisible or direction-changing"),
-            "{message}"
-        );
-        assert!(!message.chars().any(unseen::deceives), "{message}");
-    }
+    refuses_patterns_that_hide(&ts, &card).await;
     decide(&ts, &card, json!({"decision": "allow_always"}))
         .await
         .expect(200);
@@ -1260,6 +1242,36 @@ async fn tool_output_messages_and_rule_patterns_are_shown_written_out() {
         .expect(200);
     ts.wait_turn(&sid, &turn).await;
 
+    pages_show_it_written_out(&ts, &sid).await;
+}
+
+/// A rule pattern a person sends for the card that holds something hidden is refused, and the
+/// refusal shows it written out.
+async fn refuses_patterns_that_hide(ts: &TestServer, card: &Value) {
+    for pattern in [
+        "rm -f \u{2066}❞x\u{2069}",
+        "rm\u{200B} -f ❞x",
+        "rm -f ❞x\u{E0041}",
+    ] {
+        let refused = decide(
+            ts,
+            card,
+            json!({"decision": "allow_always", "rule": {"scope": "session", "pattern": pattern}}),
+        )
+        .await
+        .expect_error(400, "invalid_decision");
+        let message = refused["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("invisible or direction-changing"),
+            "{message}"
+        );
+        assert!(!message.chars().any(unseen::deceives), "{message}");
+    }
+}
+
+/// The session page (the tool row, the model's message), the Rules page and the Audit page of
+/// the scripted session: nothing raw, and what the agent wrote is there written out.
+async fn pages_show_it_written_out(ts: &TestServer, sid: &str) {
     for path in [
         format!("/sessions/{sid}"),
         "/rules".to_owned(),
