@@ -103,8 +103,21 @@ async function answer(msg, action) {
   return { ok: false, status: response.status, text: refusal(response.status, body), body };
 }
 
+/**
+ * Where a tap opens: the push's `url` when it is a page of this origin, else the Inbox. A push
+ * is only as trustworthy as whoever could send it: a forged one must not open another site
+ * (`https://evil.example/login`, `//evil.example`, `javascript:`) in the app's window.
+ */
+function sameOrigin(url) {
+  try {
+    const target = new URL(url || '/inbox', self.location.origin);
+    if (target.origin === self.location.origin) return target.href;
+  } catch (_) { /* not a URL */ }
+  return new URL('/inbox', self.location.origin).href;
+}
+
 async function openCard(url) {
-  const target = new URL(url || '/inbox', self.location.origin).href;
+  const target = sameOrigin(url);
   const open = await self.clients.matchAll({ type: 'window', includeUncontrolled: true });
   for (const client of open) {
     if ('focus' in client && new URL(client.url).origin === self.location.origin) {

@@ -14,7 +14,8 @@ use crate::ui::viewer::Viewer;
 pub fn shell(options: LeptosOptions) -> impl IntoView {
     #[cfg(feature = "ssr")]
     crate::server::http::csp::set_page_policy();
-    let scope = Viewer::current().scope_attr();
+    let viewer = Viewer::current();
+    let (scope, modes) = (viewer.scope_attr(), viewer.modes.attr());
     // The page's own scripts carry the render's nonce too, as every script of a page does.
     let nonce = use_nonce().map(|n| n.to_string());
     view! {
@@ -35,7 +36,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <HydrationScripts options/>
                 <MetaTags/>
             </head>
-            <body data-scope=scope>
+            <body data-scope=scope data-modes=modes>
                 <App/>
             </body>
         </html>

@@ -63,8 +63,8 @@ pub fn has_hidden(text: &str) -> bool {
 }
 
 /// `text` with every hidden character written out as `⟨U+202E⟩` (markdown before it is
-/// rendered, the CLI's tables). What an agent wrote for a card or a notification goes through
-/// `crate::shown`, which also writes out lookalike quotes and blanks.
+/// parsed, so none steers the parser or sits in a link). What is shown of an agent's text goes
+/// through `crate::shown`, which also writes out lookalike quotes and blanks.
 pub fn reveal_hidden(text: &str) -> String {
     if !has_hidden(text) {
         return text.to_owned();

@@ -255,13 +255,7 @@ async fn serve_as(user: &str, cwd: &Path, bin: &str, data: &Path) -> (Proc, Stri
         user,
         cwd,
         bin,
-        &[
-            "serve",
-            "--data-dir",
-            &data_arg,
-            "--addr",
-            "127.0.0.1:0",
-        ],
+        &["serve", "--data-dir", &data_arg, "--addr", "127.0.0.1:0"],
     );
     // In the environment, not on the command line (where every user's `ps` sees it).
     cmd.env("HOME", data).env("COUNTERSIGN_TOKEN", TOKEN);

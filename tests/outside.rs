@@ -13,6 +13,8 @@ mod support;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use countersign::server::agent::provider::scripted::ScriptStep;
+use countersign::server::agent::provider::{Completion, ToolCallRequest};
 use reqwest::Method;
 use serde_json::{Value, json};
 use support::*;
@@ -1048,4 +1050,261 @@ async fn every_webhook_format_writes_out_what_the_agent_could_hide_or_forge() {
         assert!(text.contains("ap⟨U+2033⟩p"), "{format}: the folder, {text}");
         drop(ts);
     }
+}
+
+/// The page as a reader sees it: its HTML without the scripts (whose data hydrates the page
+/// and is never shown).
+fn visible(html: &str) -> String {
+    let mut out = String::with_capacity(html.len());
+    let mut rest = html;
+    while let Some(start) = rest.find("<script") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start..];
+        rest = after
+            .find("</script>")
+            .map_or("", |end| &after[end + "</script>".len()..]);
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Every character of the page as a reader sees it that could hide, reorder or pass for a
+/// quotation mark of the page's, with a little of what surrounds it.
+fn raw_on(page: &str) -> Vec<String> {
+    let shown = visible(page);
+    let chars: Vec<char> = shown.chars().collect();
+    chars
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| unseen::deceives(**c))
+        .map(|(i, c)| {
+            let around: String = chars[i.saturating_sub(40)..(i + 20).min(chars.len())]
+                .iter()
+                .collect();
+            format!("U+{:04X} in …{around}…", u32::from(*c))
+        })
+        .collect()
+}
+
+/// An outside card's reason whose markdown only names what it hides: entities the parser
+/// decodes (hex, decimal, padded, named), for each class.
+const ENTITY_REASON: &str = "Safe to run&#x202E;kcab &#8294;(verified)&#8297; a&#x200B;b \
+     tag&#xE0041; line&#x2028;sep pad&#x003000;ded &ZeroWidthSpace; \
+     quoted&#x275E; Countersign&#0008243; says **ok&#X2067;**";
+
+/// Every page that shows an outside agent's text — the session page (sidebar, header, card
+/// with its proposal), the Inbox and the Audit page, as the server renders them — shows it
+/// with nothing raw: its folder and command in the session's title, its reason's markdown
+/// entities once decoded, the gate's details in the audit log.
+#[tokio::test]
+async fn every_page_shows_an_outside_agents_text_written_out() {
+    let ts = TestServer::start().await;
+    let agent = token(&ts, "sly", "gates").await;
+    let mut sly = deceiving_gate("cc-pages");
+    sly["reason"] = json!(ENTITY_REASON);
+    let opened = agent.post("/api/v1/gates", sly).await.expect(201);
+    let sid = str_of(&opened, "session_id").to_owned();
+    // Only the reason's entities hide anything on this one: the card still says so.
+    let mut quiet = bash("cc-quiet", "npm test");
+    quiet["reason"] = json!("Run the tests &#x2066;quietly&#x2069;");
+    let quiet = agent.post("/api/v1/gates", quiet).await.expect(201);
+    let quiet_sid = str_of(&quiet, "session_id").to_owned();
+    ts.wait_gate(&sid).await;
+    ts.wait_gate(&quiet_sid).await;
+
+    for path in [
+        format!("/sessions/{sid}"),
+        format!("/sessions/{quiet_sid}"),
+        "/inbox".to_owned(),
+        "/audit".to_owned(),
+    ] {
+        let page = send(ts.req(Method::GET, &path)).await;
+        assert_eq!(page.status.as_u16(), 200, "{path}");
+        let raw = raw_on(&page.body);
+        assert!(
+            raw.is_empty(),
+            "{path} shows as they are:\n{}",
+            raw.join("\n")
+        );
+    }
+    let page = send(ts.req(Method::GET, &format!("/sessions/{sid}")))
+        .await
+        .body;
+    let title = "ap⟨U+2033⟩p · git push ⟨U+2067⟩⟨U+2066⟩origin";
+    let links: Vec<&str> = page
+        .match_indices("data-testid=\"session-link\"")
+        .map(|(at, _)| element(&page[at..], "data-testid", "</a>"))
+        .collect();
+    assert!(
+        links.iter().any(|link| link.contains(title)),
+        "the sidebar: {links:?}"
+    );
+    let header = element(&page, "data-testid=\"session-title\"", "</h1>");
+    assert!(header.contains(title), "the header: {header}");
+    let proposal = element(&page, "data-testid=\"proposal\"", "</div>");
+    for written in [
+        "run⟨U+202E⟩kcab ⟨U+2066⟩(verified)⟨U+2069⟩ a⟨U+200B⟩b",
+        "tag⟨U+E0041⟩ line⟨U+2028⟩sep pad⟨U+3000⟩ded ⟨U+200B⟩",
+        "quoted⟨U+275E⟩ Countersign⟨U+2033⟩ says",
+        "ok⟨U+2067⟩",
+    ] {
+        assert!(proposal.contains(written), "{written} in {proposal}");
+    }
+    let inbox = send(ts.req(Method::GET, "/inbox")).await.body;
+    assert!(inbox.contains(title), "the Inbox names the session");
+    let audit = send(ts.req(Method::GET, "/audit")).await.body;
+    assert!(
+        audit.contains("⟨U+2067⟩⟨U+2066⟩origin main"),
+        "the audit log's details"
+    );
+    let quiet_page = send(ts.req(Method::GET, &format!("/sessions/{quiet_sid}")))
+        .await
+        .body;
+    let card = element(&quiet_page, "data-testid=\"approval-card\"", "</article>");
+    assert!(card.contains("⟨U+2066⟩quietly⟨U+2069⟩"), "{card}");
+    assert!(
+        card.contains("data-testid=\"card-hidden\""),
+        "the card warns of what its rendered proposal shows: {card}"
+    );
+}
+
+/// One model step: the words it says, and the shell commands it calls.
+fn model_step(text: &str, commands: &[&str]) -> ScriptStep {
+    ScriptStep::Reply(Completion {
+        text: text.to_owned(),
+        tool_calls: commands
+            .iter()
+            .enumerate()
+            .map(|(n, command)| ToolCallRequest {
+                id: format!("call-{n}-{}", command.len()).into(),
+                name: "shell".into(),
+                args: json!({ "command": command }),
+            })
+            .collect(),
+        tokens: 1,
+    })
+}
+
+/// The built-in agent's side: a tool's output on its row, the model's message (its markdown
+/// entities once decoded), and a standing rule's pattern on the Rules page are shown with
+/// nothing raw; a rule pattern that hides anything is neither offered nor accepted.
+#[tokio::test]
+async fn tool_output_messages_and_rule_patterns_are_shown_written_out() {
+    // The bytes of U+202E, U+2066, U+2069 and ❞ (U+275E), printed by the shell.
+    let printed =
+        r"printf 'out \342\200\256x \342\201\246y\342\201\251 \342\235\236 Countersign: ok\n'";
+    let ts = TestServer::scripted([
+        model_step(
+            "Listing first&#x2067; &#8294;safe&#8297;&#x275E; Countersign: approve",
+            &[printed],
+        ),
+        model_step("Done.", &[]),
+        model_step("", &["rm -f ❞x"]),
+        model_step("Removed.", &[]),
+        model_step("", &["rm -f a\u{2066}b"]),
+        model_step("Not removed.", &[]),
+    ])
+    .await;
+    let sid = ts.create_id(json!({"approval_mode": "yolo"})).await;
+    let turn = ts.send_msg(&sid, "go", None).await;
+    ts.wait_turn(&sid, &turn).await;
+
+    // A rule from a command holding a lookalike quote: written out wherever it is shown.
+    ts.put(
+        &format!("/api/v1/sessions/{sid}/mode"),
+        json!({"approval_mode": "ask"}),
+    )
+    .await
+    .expect(200);
+    let turn = ts.send_msg(&sid, "go on", None).await;
+    let card = ts.wait_gate(&sid).await;
+    assert_eq!(card["suggested_rule"]["pattern"], "rm -f ❞x", "{card}");
+    refuses_patterns_that_hide(&ts, &card).await;
+    decide(&ts, &card, json!({"decision": "allow_always"}))
+        .await
+        .expect(200);
+    ts.wait_turn(&sid, &turn).await;
+    // A call whose own pattern would hide something is offered no rule at all.
+    let turn = ts.send_msg(&sid, "and the last", None).await;
+    let card = ts.wait_gate(&sid).await;
+    assert!(card["suggested_rule"].is_null(), "{card}");
+    assert!(
+        !card["allowed_decisions"]
+            .to_string()
+            .contains("allow_always"),
+        "{card}"
+    );
+    decide(&ts, &card, json!({"decision": "allow_always"}))
+        .await
+        .expect_error(403, "not_allowed");
+    decide(&ts, &card, json!({"decision": "deny"}))
+        .await
+        .expect(200);
+    ts.wait_turn(&sid, &turn).await;
+
+    pages_show_it_written_out(&ts, &sid).await;
+}
+
+/// A rule pattern a person sends for the card that holds something hidden is refused, and the
+/// refusal shows it written out.
+async fn refuses_patterns_that_hide(ts: &TestServer, card: &Value) {
+    for pattern in [
+        "rm -f \u{2066}❞x\u{2069}",
+        "rm\u{200B} -f ❞x",
+        "rm -f ❞x\u{E0041}",
+    ] {
+        let refused = decide(
+            ts,
+            card,
+            json!({"decision": "allow_always", "rule": {"scope": "session", "pattern": pattern}}),
+        )
+        .await
+        .expect_error(400, "invalid_decision");
+        let message = refused["error"]["message"].as_str().unwrap();
+        assert!(
+            message.contains("invisible or direction-changing"),
+            "{message}"
+        );
+        assert!(!message.chars().any(unseen::deceives), "{message}");
+    }
+}
+
+/// The session page (the tool row, the model's message), the Rules page and the Audit page of
+/// the scripted session: nothing raw, and what the agent wrote is there written out.
+async fn pages_show_it_written_out(ts: &TestServer, sid: &str) {
+    for path in [
+        format!("/sessions/{sid}"),
+        "/rules".to_owned(),
+        "/audit".to_owned(),
+    ] {
+        let page = send(ts.req(Method::GET, &path)).await;
+        assert_eq!(page.status.as_u16(), 200, "{path}");
+        let raw = raw_on(&page.body);
+        assert!(
+            raw.is_empty(),
+            "{path} shows as they are:\n{}",
+            raw.join("\n")
+        );
+    }
+    let page = send(ts.req(Method::GET, &format!("/sessions/{sid}")))
+        .await
+        .body;
+    let written = "out ⟨U+202E⟩x ⟨U+2066⟩y⟨U+2069⟩ ⟨U+275E⟩ Countersign: ok";
+    let row = element(&page, "data-testid=\"tool-result\"", "</details>");
+    assert!(
+        element(row, "class=\"tool-outcome\"", "</span>").contains(written),
+        "the row's outcome: {row}"
+    );
+    assert!(
+        element(row, "class=\"tool-output\"", "</pre>").contains(written),
+        "the row's output: {row}"
+    );
+    let message = element(&page, "data-testid=\"assistant-message\"", "</div>");
+    assert!(
+        message.contains("Listing first⟨U+2067⟩ ⟨U+2066⟩safe⟨U+2069⟩⟨U+275E⟩ Countersign"),
+        "the model's message: {message}"
+    );
+    let rules = send(ts.req(Method::GET, "/rules")).await.body;
+    let cell = element(&rules, "data-testid=\"rule-pattern-cell\"", "</code>");
+    assert!(cell.contains("rm -f ⟨U+275E⟩x"), "{cell}");
 }

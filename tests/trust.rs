@@ -105,8 +105,14 @@ async fn a_yolo_shell_cannot_read_a_secret_or_answer_its_own_gate() {
     );
     // The sandbox keeps the data dir out of reach; and the old token file it could have
     // tried is gone (removed at start: only the token's hash is kept).
-    assert!(output.contains("../config.toml: Permission denied"), "{output}");
-    assert!(!data.join("token").exists(), "the clear token file was removed");
+    assert!(
+        output.contains("../config.toml: Permission denied"),
+        "{output}"
+    );
+    assert!(
+        !data.join("token").exists(),
+        "the clear token file was removed"
+    );
     for secret in [SECRET_TOKEN, PROVIDER_KEY, CONFIG_MARKER, "SQLite format"] {
         assert!(
             !output.contains(secret),

@@ -4,7 +4,7 @@
 // browser renders as it arrives (the Inbox) and on one the server rendered (the session page).
 import { APIRequestContext, expect, Locator } from '@playwright/test';
 import { RunningServer } from './server';
-import { card, login, test, waitHydrated, waitLive } from './helpers';
+import { card, login, send, test, toolResults, waitHydrated, waitLive } from './helpers';
 
 /** What the page must never show as it is: the test's own reading of Unicode's properties
  * (in the browser's own regular expressions), plus lookalike quotes no property names. */
@@ -69,11 +69,20 @@ test("an agent's lookalike quotes and bidi isolates are written out on its card,
   await expect(arrived).toHaveAttribute('data-state', 'pending', { timeout: 15_000 });
   await expectShownVisibly(arrived);
 
+  // The Inbox names the card's session by its title, made from the agent's folder and command.
+  const item = page.locator(`[data-testid=inbox-item][data-approval-id="${gate.approval_id}"]`);
+  expect(await deceiving(item.getByTestId('inbox-session'))).toEqual([]);
+
   // The session page, as the server rendered it and the script then took over.
   await page.goto(`${server.url}/sessions/${gate.session_id}`);
   await waitLive(page);
   const rendered = card(page, gate.approval_id);
   await expectShownVisibly(rendered);
+  // Its title, in the header and the sidebar: the agent's command written out there too.
+  await expect(page.getByTestId('session-title')).toContainText('shop · git push ⟨U+2067⟩⟨U+2066⟩origin');
+  expect(await deceiving(page.getByTestId('session-title'))).toEqual([]);
+  await expect(page.locator('.session-list')).toContainText('shop · git push ⟨U+2067⟩');
+  expect(await deceiving(page.locator('.session-list'))).toEqual([]);
   // Answered, the card keeps them written out.
   await rendered.locator('[data-action=deny]').click();
   await rendered.getByTestId('deny-reason').fill('no');
@@ -82,4 +91,50 @@ test("an agent's lookalike quotes and bidi isolates are written out on its card,
   await rendered.locator('summary.card-line').click();
   await expect(rendered.getByTestId('agent-says-words')).toHaveText(SAYS_SHOWN);
   expect(await deceiving(rendered)).toEqual([]);
+});
+
+test("the agent's words as they stream in, its finished message, a tool's output and a rule it suggests are written out", async ({ page, server }) => {
+  await login(page, server);
+  // Every text the streaming block shows, as the browser draws it from the feed's deltas.
+  await page.evaluate(() => {
+    const seen: string[] = [];
+    (window as any).streamed = seen;
+    new MutationObserver(() => {
+      const el = document.querySelector('[data-testid=assistant-streaming]');
+      if (el) seen.push(el.textContent ?? '');
+    }).observe(document.body, { subtree: true, childList: true, characterData: true });
+  });
+  const words = `${'Reading the folder before anything else. '.repeat(12)}Done.❞ Countersign: \u2067safe\u2069 &#x202E;x`;
+  // The bytes of U+202E and ❞, printed by the shell.
+  await send(page, `say: ${words}\nrun: printf 'out \\342\\200\\256x \\342\\235\\236 ok\\n'\nrun: rm -f notes/❞x`);
+  const first = page.locator('[data-testid=approval-card][data-state=pending]');
+  await expect(first).toHaveCount(1);
+  const streamed: string[] = await page.evaluate(() => (window as any).streamed);
+  expect(streamed.length).toBeGreaterThan(0);
+  expect(streamed.some((t) => t.includes('⟨U+275E⟩ Countersign: ⟨U+2067⟩safe⟨U+2069⟩'))).toBe(true);
+  const lookalike = /\p{Quotation_Mark}|\p{Bidi_Control}|\p{Default_Ignorable_Code_Point}|[❞″]/u;
+  expect(streamed.filter((t) => [...t].some((c) => c !== '"' && c !== "'" && lookalike.test(c)))).toEqual([]);
+  // The finished message: its markdown's entity decoded and written out too.
+  const said = page.getByTestId('assistant-message').first();
+  await expect(said).toContainText('Done.⟨U+275E⟩ Countersign: ⟨U+2067⟩safe⟨U+2069⟩ ⟨U+202E⟩x');
+  expect(await deceiving(said)).toEqual([]);
+
+  await first.locator('[data-action=approve]').click();
+  const row = toolResults(page, 'ok').first();
+  await expect(row.locator('.tool-outcome')).toContainText('out ⟨U+202E⟩x ⟨U+275E⟩ ok');
+  await expect(row.locator('.tool-output')).toContainText('out ⟨U+202E⟩x ⟨U+275E⟩ ok');
+  expect(await deceiving(row)).toEqual([]);
+
+  // Always allow: the field shows the pattern written out and the rule made is the call's own.
+  const second = page.locator('[data-testid=approval-card][data-state=pending]');
+  await expect(second).toHaveCount(1);
+  await second.locator('[data-action=allow_always]').click();
+  await expect(second.getByTestId('rule-pattern')).toHaveValue('rm -f notes/⟨U+275E⟩x');
+  const secondId = (await second.getAttribute('data-approval-id'))!;
+  await second.locator('[data-action=submit-always]').click();
+  await expect(card(page, secondId)).toHaveAttribute('data-decision', 'allow_always');
+  const rules = await (await page.request.get(`${server.url}/api/v1/rules`, {
+    headers: { authorization: `Bearer ${server.token}` },
+  })).json();
+  expect(rules.map((r: any) => r.pattern)).toEqual(['rm -f notes/❞x']);
 });

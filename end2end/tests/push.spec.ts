@@ -262,6 +262,36 @@ test('installable: a public manifest with its icons, a worker at /, no installab
   await expect(pendingCards(page)).toHaveCount(1);
 });
 
+test("a tap opens only this origin's pages: a forged push's address opens the Inbox", async ({ page, server }) => {
+  await login(page, server);
+  const session = page.url();
+  /** Taps a gate notification's body (no button) whose push carried `url`. No reply is awaited:
+   * the tap navigates this very page. */
+  const tap = (url: string) => page.evaluate(async (url) => {
+    const reg = await navigator.serviceWorker.ready;
+    reg.active!.postMessage({ type: 'countersign-test-action', msg: { type: 'gate', url }, action: '' });
+  }, url);
+  const elsewhere = new URL(server.url);
+  elsewhere.hostname = elsewhere.hostname === 'localhost' ? '127.0.0.1' : 'localhost';
+  for (const forged of [
+    'https://evil.example/login',
+    '//evil.example/login',
+    'http://127.0.0.1:9/phish',
+    `${elsewhere.origin}/inbox?from=elsewhere`,
+    'javascript:alert(document.cookie)',
+    'data:text/html,<h1>Countersign</h1>',
+  ]) {
+    await page.goto(session);
+    await expectControlled(page);
+    await tap(forged);
+    await expect(page, forged).toHaveURL(`${server.url}/inbox`);
+  }
+  // This origin's own pages open as addressed.
+  await expectControlled(page);
+  await tap(`${new URL(session).pathname}#gate-x`);
+  await expect(page).toHaveURL(`${session}#gate-x`);
+});
+
 test('subscribe through "Notify this device": the server key is the one given, the test push arrives signed and decrypts', async ({ page, server, push }) => {
   await login(page, server);
   const key = await serverKey(page, server);

@@ -11,12 +11,12 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::client::{CliError, Client, typed};
-use super::table::{self, Table, clean};
+use super::table::{self, Table, clean, clean_within};
 use super::{ApprovalsCommand, IdMatch, RuleScopeArg, match_id};
 use crate::protocol::{
     AnsweredBy, ApprovalId, ApprovalRequest, Decision, GateKind, GateReason, SessionId,
 };
-use crate::text::{short_id, truncate};
+use crate::text::short_id;
 
 /// A gate, as far as answering it goes: from the inbox or from a session's log.
 #[derive(Deserialize, Clone, Debug)]
@@ -104,7 +104,7 @@ fn inbox_table(gates: &[ApprovalRequest], now: i64) -> Table {
             short_id(gate.body.approval_id.as_str()),
             short_id(gate.body.session_id.as_str()),
             kind_label(gate),
-            truncate(&summary_text(gate), 64),
+            clean_within(&summary_text(gate), 64),
             time_left(&gate.body.expires_at, now),
         ]);
     }
@@ -278,7 +278,7 @@ fn edits_value(gate: &GateRef, text: &str) -> Result<Value, CliError> {
         Ok(value @ Value::Object(_)) => Ok(value),
         _ => Err(CliError::Usage(format!(
             "--edits for a tool gate is the full replacement arguments as a JSON object; this card's are {}",
-            truncate(&gate.args.to_string(), 300)
+            clean_within(&gate.args.to_string(), 300)
         ))),
     }
 }
@@ -297,7 +297,7 @@ fn done_line(answer: &Answer, gate: &GateRef, reply: &Value) -> String {
     };
     let mut line = format!("{verb} {}: {what}", short_id(gate.approval_id.as_str()));
     if let Answer::Deny(Some(reason)) = answer {
-        line.push_str(&format!(" (reason: {})", truncate(&clean(reason), 120)));
+        line.push_str(&format!(" (reason: {})", clean_within(reason, 120)));
     }
     if let (Answer::AllowAlways { scope, .. }, Some(rule)) = (answer, reply["rule_id"].as_str()) {
         line.push_str(&format!(
@@ -333,7 +333,7 @@ impl ResolutionWords {
         };
         let mut text = format!("{what} {}", table::relative(&self.resolved_at, now));
         if let Some(reason) = self.reason.as_deref().filter(|r| !r.trim().is_empty()) {
-            text.push_str(&format!(" (reason: {})", truncate(&clean(reason), 120)));
+            text.push_str(&format!(" (reason: {})", clean_within(reason, 120)));
         }
         text
     }

@@ -5,9 +5,9 @@ use serde_json::Value;
 
 use super::AuditCommand;
 use super::client::{CliError, Client, typed};
-use super::table::{self, Table, clean};
+use super::table::{self, Table, clean, clean_within};
 use crate::protocol::{AuditEntry, AuditVerdict};
-use crate::text::{short_id, truncate};
+use crate::text::short_id;
 
 pub async fn run(client: &Client, json: bool, command: AuditCommand) -> Result<(), CliError> {
     match command {
@@ -76,10 +76,10 @@ fn audit_table(entries: &[AuditEntry]) -> Table {
         table.row(vec![
             entry.n.to_string(),
             table::utc(&entry.at),
-            truncate(&clean(&entry.actor), 24),
+            clean_within(&entry.actor, 24),
             clean(&entry.action),
             subject_label(&entry.subject),
-            truncate(&clean(&detail_text(&entry.detail)), 80),
+            clean_within(&detail_text(&entry.detail), 80),
         ]);
     }
     table
@@ -91,7 +91,7 @@ fn subject_label(subject: &str) -> String {
     if is_uuid {
         short_id(subject)
     } else {
-        truncate(&clean(subject), 24)
+        clean_within(subject, 24)
     }
 }
 
@@ -103,7 +103,7 @@ fn detail_text(detail: &Value) -> String {
         Value::Object(map) => map
             .iter()
             .filter(|(_, v)| !v.is_null())
-            .map(|(k, v)| format!("{k}={}", truncate(&value_text(v), 20)))
+            .map(|(k, v)| format!("{k}={}", clean_within(&value_text(v), 20)))
             .collect::<Vec<_>>()
             .join(" "),
         other => other.to_string(),

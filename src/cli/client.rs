@@ -229,8 +229,7 @@ fn error_answer(status: StatusCode, text: &str) -> CliError {
 }
 
 fn excerpt(text: &str) -> String {
-    let one_line = table::clean(text.trim());
-    crate::text::truncate(&one_line, 200)
+    table::clean_within(text, 200)
 }
 
 /// `--token`/`COUNTERSIGN_TOKEN`, else a credential for this one command made in the server's

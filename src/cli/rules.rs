@@ -3,10 +3,10 @@
 use serde_json::{Value, json};
 
 use super::client::{CliError, Client, typed};
-use super::table::{self, Table, clean};
+use super::table::{self, Table, clean, clean_within};
 use super::{IdMatch, RulesCommand, match_id};
 use crate::protocol::{Rule, RuleScope, SessionId};
-use crate::text::{short_id, truncate};
+use crate::text::short_id;
 
 pub async fn run(client: &Client, json: bool, command: RulesCommand) -> Result<(), CliError> {
     match command {
@@ -51,7 +51,7 @@ fn rules_table(rules: &[Rule], now: i64) -> Table {
         table.row(vec![
             short_id(rule.id.as_str()),
             clean(&rule.tool),
-            truncate(&clean(&rule.pattern), 48),
+            clean_within(&rule.pattern, 48),
             scope_label(rule),
             rule.uses.to_string(),
             table::relative(&rule.created_at, now),
@@ -103,7 +103,7 @@ async fn revoke(client: &Client, json: bool, wanted: &str) -> Result<(), CliErro
             "revoked rule {}: {} {} ({})",
             short_id(rule.id.as_str()),
             clean(&rule.tool),
-            truncate(&clean(&rule.pattern), 48),
+            clean_within(&rule.pattern, 48),
             scope_label(rule)
         );
     }

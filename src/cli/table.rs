@@ -65,21 +65,18 @@ fn width(s: &str) -> usize {
     s.chars().count()
 }
 
-/// One line with no control characters (an agent-written string could carry escapes).
+/// Text on one line as `crate::shown` writes an agent's (`shown::line`): a line break is `⏎`,
+/// a run of spaces one space, and every character that could hide, reorder or pass for a
+/// quote or a space (a bidi control, an escape, `U+3000`, a lookalike quote) written out as
+/// `⟨U+202E⟩`. Every string the CLI prints from the server goes through it.
 pub fn clean(s: &str) -> String {
-    // Line breaks become spaces (one row per line); everything else a reader cannot see, or
-    // that reorders what they see, is written out (`⟨U+202E⟩`), as on the card.
-    let flat: String = s
-        .chars()
-        .map(|c| {
-            if matches!(c, '\n' | '\r' | '\t') {
-                ' '
-            } else {
-                c
-            }
-        })
-        .collect();
-    crate::text::reveal_hidden(&flat)
+    crate::shown::line(s)
+}
+
+/// [`clean`], cut at `max` characters (`shown::line_within`: after the spaces are made one,
+/// so padding cannot push the rest out of the cut, and never through a written-out character).
+pub fn clean_within(s: &str, max: usize) -> String {
+    crate::shown::line_within(s, max)
 }
 
 /// Pretty JSON for `--json`.

@@ -65,6 +65,60 @@ pub fn words(raw: &str) -> Option<String> {
     crate::text::agent_words(raw).map(|words| text(&words))
 }
 
+/// Prose an agent wrote that keeps its lines — the text of its markdown (a message, a plan,
+/// an outside card's reason) and what it is still streaming: its ordinary curly quotes made
+/// plain (`chars::plain_quote`, so "I’ll" reads "I'll"), the rest as [`text`].
+pub fn prose(raw: &str) -> String {
+    let plain: String = raw
+        .chars()
+        .map(|c| chars::plain_quote(c).unwrap_or(c))
+        .collect();
+    text(&plain)
+}
+
+/// What a person sees in a field they may edit, read back as what it stands for: each
+/// `⟨U+2019⟩` that [`text`] wrote becomes its character again, so the field shows nothing raw
+/// and sends what it showed (a rule pattern: the server then refuses one that hides
+/// anything). Anything else, a malformed `⟨U+…⟩` included, is kept as typed.
+pub fn read_back(shown: &str) -> String {
+    let mut out = String::with_capacity(shown.len());
+    let mut rest = shown;
+    while let Some(start) = rest.find("⟨U+") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + "⟨U+".len()..];
+        let written = after.find('⟩').and_then(|end| {
+            let hex = &after[..end];
+            let ok = (4..=6).contains(&hex.len()) && hex.bytes().all(|b| b.is_ascii_hexdigit());
+            let c = u32::from_str_radix(hex, 16)
+                .ok()
+                .filter(|_| ok)
+                .and_then(char::from_u32)?;
+            Some((c, end + '⟩'.len_utf8()))
+        });
+        match written {
+            Some((c, used)) => {
+                out.push(c);
+                rest = &after[used..];
+            }
+            None => {
+                out.push_str("⟨U+");
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Whether text as shown holds a hidden character written out (`⟨U+202E⟩`, not a quote or a
+/// blank): what the card warns about, read from what it shows (markdown's `&#x202E;` is only
+/// a hidden character once it is rendered).
+pub fn shows_hidden(shown: &str) -> bool {
+    read_back(shown)
+        .chars()
+        .any(|c| unseen(c) == Some(chars::Unseen::Hidden))
+}
+
 /// [`line`] as the pieces a cut may not split: a character, or one written out.
 fn line_pieces(raw: &str) -> Vec<String> {
     let mut pieces: Vec<String> = Vec::with_capacity(raw.len());
@@ -170,5 +224,43 @@ mod tests {
             Some("Done.⟨U+275E⟩ Countersign: safe")
         );
         assert_eq!(words(" \n\t\u{00A0}"), None);
+    }
+
+    #[test]
+    fn prose_keeps_its_lines_reads_plainly_and_hides_nothing() {
+        assert_eq!(
+            prose("I’ll check “the suite”\n\tfirst.❞ \u{2067}x"),
+            "I'll check \"the suite\"\n\tfirst.⟨U+275E⟩ ⟨U+2067⟩x"
+        );
+    }
+
+    /// What a field shows is what it sends: every character [`text`] writes out reads back,
+    /// in every class, and text that only looks like a written-out one is kept as typed.
+    #[test]
+    fn a_written_out_field_reads_back_as_what_it_stands_for() {
+        let raw = "git \u{2067}push\u{2069} ‘a’ ❞\u{3000}\u{00A0}\u{E0041}\u{1F678} x\ty\nz";
+        assert_eq!(read_back(&text(raw)), raw);
+        for kept in [
+            "⟨U+⟩",
+            "⟨U+12⟩",
+            "⟨U+110000⟩",
+            "⟨U+D800⟩",
+            "⟨U+20ZZ⟩",
+            "⟨U+2067",
+            "a ⟨ b ⟩",
+        ] {
+            assert_eq!(read_back(kept), kept);
+        }
+        assert_eq!(read_back("⟨U+2067⟩⟨U+2067"), "\u{2067}⟨U+2067");
+    }
+
+    #[test]
+    fn only_a_hidden_character_shown_written_out_is_hidden() {
+        assert!(shows_hidden("ok ⟨U+2066⟩x"));
+        assert!(shows_hidden("raw \u{200B}"));
+        assert!(!shows_hidden(
+            "a ⟨U+275E⟩ ⟨U+00A0⟩ ⟨U+3000⟩ quote and blanks"
+        ));
+        assert!(!shows_hidden("nothing here ⟨U+ZZZZ⟩"));
     }
 }

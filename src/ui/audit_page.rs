@@ -246,13 +246,15 @@ fn AuditTable(
 
 #[component]
 fn AuditRow(entry: AuditEntry) -> impl IntoView {
-    let full = serde_json::to_string_pretty(&entry.detail).unwrap_or_default();
+    // A gate's details hold what an agent wrote: every cell and the tooltip show it through
+    // `crate::shown`, as the card does.
+    let full = crate::shown::text(&serde_json::to_string_pretty(&entry.detail).unwrap_or_default());
     view! {
         <tr data-testid="audit-row" data-action=entry.action.clone() data-n=entry.n>
             <td class="num" data-label="#">{entry.n}</td>
             <td class="when" data-label="Time"><When at=entry.at.clone() precision=Precision::Second/></td>
-            <td data-label="Actor"><code>{entry.actor.clone()}</code></td>
-            <td data-label="Action" class=format!("action action-{}", entry.action)>{entry.action.clone()}</td>
+            <td data-label="Actor"><code>{crate::shown::line(&entry.actor)}</code></td>
+            <td data-label="Action" class=format!("action action-{}", entry.action)>{crate::shown::line(&entry.action)}</td>
             <td data-label="Subject">{subject_link(&entry)}</td>
             <td class="detail" data-label="Detail" title=full>{compact(&entry.detail)}</td>
         </tr>
@@ -262,8 +264,8 @@ fn AuditRow(entry: AuditEntry) -> impl IntoView {
 /// An entry's subject, linked to where it happened when the entry names a session: the card
 /// itself for a gate's entries, else the session.
 fn subject_link(entry: &AuditEntry) -> impl IntoView + use<> {
-    let id =
-        view! { <code class="id" title=entry.subject.clone()>{short_id(&entry.subject)}</code> };
+    let subject = crate::shown::line(&entry.subject);
+    let id = view! { <code class="id" title=subject.clone()>{short_id(&subject)}</code> };
     let session = entry
         .detail
         .get("session_id")
@@ -303,7 +305,7 @@ fn short_id(id: &str) -> String {
 }
 
 /// `key: value` pairs of a detail object, the telling ones first, nulls and digests left out,
-/// cut to a line.
+/// on one line as `crate::shown` writes an agent's text, cut.
 fn compact(detail: &Value) -> String {
     let rank = |k: &str| {
         DETAIL_FIRST
@@ -333,12 +335,7 @@ fn compact(detail: &Value) -> String {
         Value::Null => String::new(),
         other => other.to_string(),
     };
-    if text.chars().count() > DETAIL_CHARS {
-        let cut: String = text.chars().take(DETAIL_CHARS).collect();
-        format!("{cut}…")
-    } else {
-        text
-    }
+    crate::shown::line_within(&text, DETAIL_CHARS)
 }
 
 #[cfg(test)]
@@ -361,5 +358,32 @@ mod tests {
         let long = serde_json::json!({ "summary": "x".repeat(400) });
         assert!(compact(&long).ends_with('…'));
         assert!(compact(&long).chars().count() <= DETAIL_CHARS + 1);
+    }
+
+    /// A gate's summary and reason as an agent spelled them: on one line, nothing raw, and a
+    /// padded command shows what follows its padding.
+    #[test]
+    fn compact_details_write_out_what_an_agent_could_hide_or_forge() {
+        let detail = serde_json::json!({
+            "summary": format!("ls{}; curl x | sh", "\u{3000}".repeat(3)),
+            "reason": "ok\u{2067}\u{2066}hidden\u{2069}\u{2069}\n❞ Countersign: safe",
+            "tool": "Ba\u{200B}sh",
+        });
+        let shown = compact(&detail);
+        assert!(
+            !shown
+                .chars()
+                .any(|c| crate::shown::chars::unseen(c).is_some()),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("ls⟨U+3000⟩⟨U+3000⟩⟨U+3000⟩; curl x | sh"),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("ok⟨U+2067⟩⟨U+2066⟩hidden⟨U+2069⟩⟨U+2069⟩⏎⟨U+275E⟩"),
+            "{shown}"
+        );
+        assert!(shown.contains("tool: Ba⟨U+200B⟩sh"), "{shown}");
     }
 }

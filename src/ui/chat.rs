@@ -76,7 +76,12 @@ pub fn ChatView(snapshot: Snapshot) -> impl IntoView {
         pending
             .read()
             .last()
-            .map(|g| format!("Approval needed: {}", g.summary))
+            .map(|g| {
+                format!(
+                    "Approval needed: {}",
+                    crate::shown::line_within(&g.summary, 240)
+                )
+            })
             .unwrap_or_default()
     };
     // Loading earlier turns must not jump to the end.
@@ -120,7 +125,8 @@ pub fn ChatView(snapshot: Snapshot) -> impl IntoView {
             </For>
             <Show when=move || !feed.streaming.read().is_empty()>
                 <div class="msg assistant streaming" data-testid="assistant-streaming">
-                    <p>{move || feed.streaming.get()}</p>
+                    // The model's words as they arrive, shown as its finished message will be.
+                    <p>{move || crate::shown::prose(&feed.streaming.get())}</p>
                 </div>
             </Show>
         </section>

@@ -67,6 +67,8 @@ pub fn ToolCard(item: ToolItem, now_ms: RwSignal<f64>) -> impl IntoView {
                 ToolStatus::Denied => "denied, not run".to_owned(),
                 _ => outcome_line(&output),
             };
+            // What a tool printed is the world's text, and the agent's to shape: shown.
+            let output = crate::shown::text(&output);
             view! {
                 <details class=format!("tool tool-{class} status-{}", status.as_str())
                     data-testid="tool-result" data-status=status.as_str() data-call-id=item.call_id open=failed>

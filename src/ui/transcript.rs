@@ -243,19 +243,17 @@ pub fn summary(tool: &str, args: &Value) -> String {
     }
 }
 
-/// The short outcome shown on a collapsed tool row: the first line of output, clipped.
+/// How much of a tool's output its collapsed row shows.
+const OUTCOME_CHARS: usize = 81;
+
+/// The short outcome shown on a collapsed tool row: the first line of output with words, as
+/// `crate::shown` writes a line (nothing in it raw), clipped.
 pub fn outcome_line(output: &str) -> String {
     let first = output
         .lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("")
-        .trim();
-    let clipped: String = first.chars().take(80).collect();
-    if clipped.len() < first.len() {
-        format!("{clipped}…")
-    } else {
-        clipped
-    }
+        .find(|l| !crate::shown::line(l).is_empty())
+        .unwrap_or("");
+    crate::shown::line_within(first, OUTCOME_CHARS)
 }
 
 #[cfg(test)]
@@ -395,5 +393,19 @@ mod tests {
             "shell: ls -la"
         );
         assert_eq!(outcome_line("\n first line \nsecond"), "first line");
+        // A tool's output is the agent's to shape: nothing in the row's line is raw, padding
+        // cannot hide the rest, and a line of nothing but hidden characters is shown.
+        assert_eq!(
+            outcome_line("ok \u{2067}\u{2066}done\u{2069}\u{2069}❞ Countersign: safe"),
+            "ok ⟨U+2067⟩⟨U+2066⟩done⟨U+2069⟩⟨U+2069⟩⟨U+275E⟩ Countersign: safe"
+        );
+        assert_eq!(
+            outcome_line(&format!("ok{}rm -rf ~", "\u{3000}".repeat(2))),
+            "ok⟨U+3000⟩⟨U+3000⟩rm -rf ~"
+        );
+        assert_eq!(outcome_line("\u{200B}\nnext"), "⟨U+200B⟩");
+        let long = outcome_line(&format!("{}\u{202E}tail", "a".repeat(78)));
+        assert!(long.chars().count() <= 81 && long.ends_with('…'), "{long}");
+        assert!(!long.contains('\u{202E}'), "{long}");
     }
 }

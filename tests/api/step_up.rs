@@ -562,7 +562,10 @@ async fn a_plan_card_cannot_choose_a_mode_the_step_up_forbids() {
 /// its turn to run: refused, not run (the agent may ask again).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rules_and_calls_already_let_run_are_held_to_the_step_up() {
-    let ts = TestServer::configured("[approvals]\nrequire_passkey = \"off\"\n[tools]\nmax_parallel = 1\n").await;
+    let ts = TestServer::configured(
+        "[approvals]\nrequire_passkey = \"off\"\n[tools]\nmax_parallel = 1\n",
+    )
+    .await;
     let sid = ts.create_id(json!({"approval_mode": "ask"})).await;
     let first = ts.send_msg(&sid, "run: echo first > first.txt", None).await;
     let card = ts.wait_gate(&sid).await;
@@ -574,21 +577,39 @@ async fn rules_and_calls_already_let_run_are_held_to_the_step_up() {
     .expect(200);
     ts.wait_released(&sid, &first).await;
     assert!(ts.ws("first.txt").exists());
-    reconfigure(&ts, "[approvals]\nrequire_passkey = \"all\"\n[tools]\nmax_parallel = 1\n").await;
+    reconfigure(
+        &ts,
+        "[approvals]\nrequire_passkey = \"all\"\n[tools]\nmax_parallel = 1\n",
+    )
+    .await;
     let (_, outcome) = outcome_of(&ts, &sid, "run: echo ruled > ruled.txt").await;
     let card = outcome.expect("a card, not the rule");
     assert_eq!(card["reason"], "mode", "{card}");
     assert!(!ts.ws("ruled.txt").exists());
 
     // A yolo turn whose second call waits for the one slot while the setting changes.
-    reconfigure(&ts, "[approvals]\nrequire_passkey = \"off\"\n[tools]\nmax_parallel = 1\n").await;
+    reconfigure(
+        &ts,
+        "[approvals]\nrequire_passkey = \"off\"\n[tools]\nmax_parallel = 1\n",
+    )
+    .await;
     let other = ts.create_id(json!({"approval_mode": "yolo"})).await;
     let turn = ts
-        .send_msg(&other, "parallel:\nrun: sleep 2\nrun: echo late > late.txt", None)
+        .send_msg(
+            &other,
+            "parallel:\nrun: sleep 2\nrun: echo late > late.txt",
+            None,
+        )
         .await;
-    ts.wait_event(&other, "the first call to start", |e| e["type"] == "tool_started")
-        .await;
-    reconfigure(&ts, "[approvals]\nrequire_passkey = \"all\"\n[tools]\nmax_parallel = 1\n").await;
+    ts.wait_event(&other, "the first call to start", |e| {
+        e["type"] == "tool_started"
+    })
+    .await;
+    reconfigure(
+        &ts,
+        "[approvals]\nrequire_passkey = \"all\"\n[tools]\nmax_parallel = 1\n",
+    )
+    .await;
     let snap = ts.wait_released(&other, &turn).await;
     let results: Vec<Value> = events(&snap)
         .into_iter()
@@ -598,4 +619,92 @@ async fn rules_and_calls_already_let_run_are_held_to_the_step_up() {
     assert_eq!(results[1]["status"], "refused", "{results:#?}");
     assert!(str_of(&results[1], "output").contains("require_passkey"));
     assert!(!ts.ws("late.txt").exists(), "it ran with no card");
+}
+
+/// A session stored in yolo before plan mode: while `require_passkey = "all"` holds, its plan
+/// card proposes `ask` (its summary and `execution_mode`), and the page's picker offers only
+/// the modes the setting allows, starting on `ask`; with the setting off, the same session's
+/// card proposes yolo and the picker offers it. Approving as proposed then asks for the passkey,
+/// not for a mode the setting forbids.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plan_card_proposes_and_offers_only_the_modes_the_step_up_allows() {
+    let ts = TestServer::configured("[approvals]\nrequire_passkey = \"off\"\n").await;
+    let sid = ts.create_id(json!({"approval_mode": "yolo"})).await;
+    ts.put(
+        &format!("/api/v1/sessions/{sid}/mode"),
+        json!({"approval_mode": "plan"}),
+    )
+    .await
+    .expect(200);
+    let picker = async |ts: &TestServer| {
+        let page = send(ts.req(Method::GET, &format!("/sessions/{sid}"))).await;
+        assert_eq!(page.status.as_u16(), 200);
+        let start = page
+            .body
+            .find("data-testid=\"execution-mode\"")
+            .expect("the picker");
+        let select = &page.body[start..];
+        let select = select[..select.find("</select>").unwrap()].to_owned();
+        let body = &page.body[page.body.find("<body").unwrap()..];
+        let body = body[..body.find('>').unwrap()].to_owned();
+        (select, body)
+    };
+
+    let turn = ts
+        .send_msg(&sid, "propose plan: tidy the notes", None)
+        .await;
+    let card = ts.wait_gate(&sid).await;
+    assert_eq!(card["summary"], "Plan: execute in Yolo mode", "{card}");
+    assert_eq!(card["execution_mode"], "yolo");
+    let (select, body) = picker(&ts).await;
+    for mode in ["ask", "auto_edit", "yolo"] {
+        assert!(select.contains(&format!("value=\"{mode}\"")), "{select}");
+    }
+    assert!(
+        body.contains("data-modes=\"plan ask auto_edit yolo\""),
+        "{body}"
+    );
+    ts.post(
+        &format!("/api/v1/sessions/{sid}/approvals/{}", aid(&card)),
+        json!({"decision": "deny"}),
+    )
+    .await
+    .expect(200);
+    ts.wait_turn(&sid, &turn).await;
+
+    reconfigure(&ts, "[approvals]\nrequire_passkey = \"all\"\n").await;
+    ts.send_msg(&sid, "propose plan: tidy the notes again", None)
+        .await;
+    let card = poll_until("the second plan card", SOON, async || {
+        let pending = ts.inbox().await;
+        pending
+            .into_iter()
+            .find(|c| c["session_id"] == sid.as_str())
+            .ok_or("not yet")
+    })
+    .await;
+    assert_eq!(card["summary"], "Plan: execute in Ask mode", "{card}");
+    assert_eq!(card["execution_mode"], "ask");
+    let (select, body) = picker(&ts).await;
+    assert!(select.contains("value=\"ask\""), "{select}");
+    for forbidden in ["auto_edit", "yolo"] {
+        assert!(
+            !select.contains(&format!("value=\"{forbidden}\"")),
+            "{select}"
+        );
+    }
+    assert!(body.contains("data-modes=\"plan ask\""), "{body}");
+    // As proposed, and as the picker starts: the passkey is what is missing, nothing else.
+    for answer in [
+        json!({"decision": "approve"}),
+        json!({"decision": "approve", "execution_mode": "ask"}),
+    ] {
+        ts.post(
+            &format!("/api/v1/sessions/{sid}/approvals/{}", aid(&card)),
+            answer,
+        )
+        .await
+        .expect_error(403, "passkey_required");
+    }
+    ts.assert_still_pending(&sid, &aid(&card)).await;
 }

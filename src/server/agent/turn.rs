@@ -499,8 +499,11 @@ impl Turn {
             }
             GateStyle::Plan => {
                 let plan = tools::plan_of(&call.args).map_err(unreadable)?;
-                let default = super::plan::pre_plan_mode(&self.deps.hub, &self.session_id).await;
-                request::plan_gate(common, call, &plan, default)
+                let stored = super::plan::pre_plan_mode(&self.deps.hub, &self.session_id).await;
+                // The card offers only a mode the step-up allows: a session stored in yolo
+                // before plan mode returns to `ask` while `require_passkey = "all"` holds.
+                let step_up = live.config.approvals.require_passkey;
+                request::plan_gate(common, call, &plan, step_up.effective_mode(stored))
             }
             GateStyle::Action => {
                 let approved = self.approved_before(call).await?;

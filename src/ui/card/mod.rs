@@ -215,22 +215,35 @@ fn countdown(verb: &str, expires_at: &Timestamp, now_ms: f64) -> (String, &'stat
     (text, level)
 }
 
+/// The recommendation of a standing rule after three hand approvals: the tool and pattern
+/// are the agent's, written out on one line (`shown::line`).
+fn rule_hint_text(rule: &crate::protocol::RuleSuggestion) -> String {
+    format!(
+        "You approved {} · {} {} times in this session — Always allow it?",
+        shown::line(&rule.tool),
+        shown::line(&rule.pattern),
+        rule.approved_before
+    )
+}
+
 /// Whether anything the card shows holds a character a reader cannot see (or one that
-/// reorders what they see): the card says so, and shows each as `⟨U+…⟩`.
+/// reorders what they see): the card says so, and shows each as `⟨U+…⟩`. The proposal is
+/// read as rendered too (`shown::shows_hidden`): its markdown may only name one (`&#x202E;`).
 fn holds_hidden(request: &ApprovalRequestBody) -> bool {
     let args = serde_json::to_string(&request.args).unwrap_or_default();
-    [
-        request.summary.as_str(),
-        request.title.as_str(),
-        request.tool.as_str(),
-        request.reason_detail.as_str(),
-        request.proposal_md.as_str(),
-        request.agent_says.as_deref().unwrap_or(""),
-        request.diff.as_deref().unwrap_or(""),
-        args.as_str(),
-    ]
-    .iter()
-    .any(|text| has_hidden(text))
+    shown::shows_hidden(&request.proposal_html)
+        || [
+            request.summary.as_str(),
+            request.title.as_str(),
+            request.tool.as_str(),
+            request.reason_detail.as_str(),
+            request.proposal_md.as_str(),
+            request.agent_says.as_deref().unwrap_or(""),
+            request.diff.as_deref().unwrap_or(""),
+            args.as_str(),
+        ]
+        .iter()
+        .any(|text| has_hidden(text))
         || has_hidden(&request.args.to_string())
 }
 
@@ -425,7 +438,15 @@ fn PendingCard(request: ApprovalRequestBody, now_ms: RwSignal<f64>) -> impl Into
     let allowed = request.allowed_decisions.clone();
     let is_plan = request.decision_kind == Some(DecisionKind::Plan);
     let is_budget = request.kind == GateKind::Budget;
-    let execution_mode = RwSignal::new(request.execution_mode.unwrap_or(Mode::Ask));
+    // The plan's mode starts on the one the card proposes, if the step-up still allows it
+    // (`Viewer::modes`), else on `ask`.
+    let modes = crate::ui::viewer::Viewer::get().modes;
+    let execution_mode = RwSignal::new(
+        request
+            .execution_mode
+            .filter(|m| modes.allows(*m))
+            .unwrap_or(Mode::Ask),
+    );
     let allows = move |d: Decision| allowed.contains(&d);
     let floor = request.reason == GateReason::SafetyFloor;
 
@@ -675,16 +696,7 @@ fn PendingCard(request: ApprovalRequestBody, now_ms: RwSignal<f64>) -> impl Into
         .filter(|r| {
             r.approved_before >= 3 && request.allowed_decisions.contains(&Decision::AllowAlways)
         })
-        .map(|r| {
-            view! {
-                <p class="rule-hint" data-testid="rule-hint">
-                    {format!(
-                        "You approved {} · {} {} times in this session — Always allow it?",
-                        r.tool, r.pattern, r.approved_before
-                    )}
-                </p>
-            }
-        });
+        .map(|r| view! { <p class="rule-hint" data-testid="rule-hint">{rule_hint_text(r)}</p> });
     let edit_request = request.clone();
     let always_request = request.clone();
     let lost_request = StoredValue::new(request.clone());
@@ -729,7 +741,7 @@ fn PendingCard(request: ApprovalRequestBody, now_ms: RwSignal<f64>) -> impl Into
                                 execution_mode.set(mode);
                             }
                         }>
-                        {[Mode::Ask, Mode::AutoEdit, Mode::Yolo].into_iter().map(|m| view! {
+                        {[Mode::Ask, Mode::AutoEdit, Mode::Yolo].into_iter().filter(|m| modes.allows(*m)).map(|m| view! {
                             <option value=m.as_str() selected=move || execution_mode.get() == m>{m.label()}</option>
                         }).collect_view()}
                     </select>
@@ -854,5 +866,20 @@ mod tests {
         assert!(text.contains("with token phone"), "{text}");
         resolution.actor = "browser".into();
         assert!(outcome_text(&request, &resolution, "tab-1").contains("by you"));
+    }
+
+    /// The hint names the agent's call: what in it could hide or pass for a quote is written
+    /// out, on one line.
+    #[test]
+    fn the_rule_hint_writes_out_the_agents_pattern() {
+        let hint = rule_hint_text(&crate::protocol::RuleSuggestion {
+            tool: "Ba\u{200B}sh".into(),
+            pattern: "git push \u{2066}origin\u{2069}❞ — safe\n\u{3000}x".into(),
+            approved_before: 3,
+        });
+        assert_eq!(
+            hint,
+            "You approved Ba⟨U+200B⟩sh · git push ⟨U+2066⟩origin⟨U+2069⟩⟨U+275E⟩ — safe⏎⟨U+3000⟩x 3 times in this session — Always allow it?"
+        );
     }
 }

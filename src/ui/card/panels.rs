@@ -253,17 +253,20 @@ pub fn AlwaysPanel(
         Effect::new(move |_| browser::focus(&id));
     }
     let suggested = request.suggested_rule.clone();
+    // The field shows the agent's pattern written out (`shown::text`) and sends what it shows
+    // read back (`shown::read_back`): nothing raw on the page, and the server refuses a
+    // pattern that hides anything.
     let pattern = RwSignal::new(
         suggested
             .as_ref()
-            .map(|r| r.pattern.clone())
+            .map(|r| crate::shown::text(&r.pattern))
             .unwrap_or_default(),
     );
     let scope = RwSignal::new("session".to_owned());
     let submit = move || {
         send.run(DecisionInput {
             decision: "allow_always".into(),
-            rule_pattern: Some(pattern.get_untracked()),
+            rule_pattern: Some(crate::shown::read_back(&pattern.get_untracked())),
             rule_scope: Some(scope.get_untracked()),
             ..DecisionInput::default()
         })
@@ -272,7 +275,7 @@ pub fn AlwaysPanel(
         <div class="panel always-panel" on:keydown=close_on_escape(panel)>
             <p>"Approve this call, and from now on run matching calls without asking:"</p>
             <div class="rule-preview">
-                <code>{request.tool.clone()}</code>
+                <code>{crate::shown::line(&request.tool)}</code>
                 " · "
                 <input id=id data-testid="rule-pattern" type="text" aria-label="Pattern"
                     prop:value=move || pattern.get() on:input=move |ev| pattern.set(event_target_value(&ev))/>
