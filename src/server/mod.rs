@@ -168,12 +168,51 @@ async fn os_boundary_at_start(settings: &Settings) -> Result<Arc<os_user::Bounda
     Ok(Arc::new(boundary))
 }
 
-/// Opens the store, recovers unfinished turns, binds and starts serving.
-/// `provider` overrides the configured one (tests use a scripted provider).
+/// Opens the store, recovers unfinished turns, binds and starts serving: the phases below, in
+/// the order they log. `provider` overrides the configured one (tests use a scripted provider).
 pub async fn start(
     settings: Settings,
     provider: Option<Arc<dyn Provider>>,
 ) -> Result<Server, StartError> {
+    let (listener, addr) = bind(&settings).await?;
+    let store::Opened { log, repos } = store::open(
+        settings.database_url.reveal(),
+        settings.config.storage.synchronous,
+        &settings.instance,
+    )
+    .await
+    // A driver's message may quote the URL, password and all.
+    .map_err(|e| StartError::Database(settings.database_url.scrub(&e.to_string())))?;
+    let signals = match &repos.coordination {
+        Some(coordination) => Some(coordination.listen().await?),
+        None => None,
+    };
+    let hub = hub::Hub::new(log, repos.coordination.clone());
+    let live = live_config(&settings, provider).await?;
+    let notifier = notifier_at(&settings, addr, &hub, &repos).await?;
+    settle_admin_token(&settings, repos.secrets.as_ref()).await?;
+    let shutdown = CancellationToken::new();
+    let core = core_of(&settings, hub, repos, live, notifier, shutdown.clone()).await?;
+    let watcher = watch_config(&core, &settings.config_path);
+    // Several instances on one database: follow the others' commits, keep this one's turn
+    // leases and take over the turns of instances that stopped.
+    if let Some(signals) = signals {
+        core.share_with_others(signals);
+        tracing::info!(instance = %settings.instance, "sharing the database with other instances");
+    }
+    recover(&core).await?;
+    let task = serve(&settings, listener, addr, &core, shutdown.clone());
+    Ok(Server {
+        addr,
+        core,
+        shutdown,
+        task,
+        _watcher: watcher,
+    })
+}
+
+/// Binds the listening socket (port 0: a free one) and says where it is.
+async fn bind(settings: &Settings) -> Result<(TcpListener, SocketAddr), StartError> {
     let listener = TcpListener::bind(settings.addr)
         .await
         .map_err(|source| StartError::Bind {
@@ -190,19 +229,16 @@ pub async fn start(
         source,
         hint: "",
     })?;
-    let store::Opened { log, repos } = store::open(
-        settings.database_url.reveal(),
-        settings.config.storage.synchronous,
-        &settings.instance,
-    )
-    .await
-    // A driver's message may quote the URL, password and all.
-    .map_err(|e| StartError::Database(settings.database_url.scrub(&e.to_string())))?;
-    let signals = match &repos.coordination {
-        Some(coordination) => Some(coordination.listen().await?),
-        None => None,
-    };
-    let hub = hub::Hub::new(log, repos.coordination.clone());
+    Ok((listener, addr))
+}
+
+/// The configuration in force, built whole (floor, provider, sandbox). Reading the config file,
+/// building the sandbox (it walks `/etc`) and probing what the machine isolates (it starts a
+/// process) block: off the async workers, like every file read after start.
+async fn live_config(
+    settings: &Settings,
+    provider: Option<Arc<dyn Provider>>,
+) -> Result<Arc<config::live::LiveConfig>, StartError> {
     let places = tools::sandbox::Places {
         workspace: settings.workspace.clone(),
         data_dir: settings.data_dir.clone(),
@@ -210,9 +246,6 @@ pub async fn start(
         database_file: store::sqlite::file_of(settings.database_url.reveal()),
         database_url: Some(settings.database_url.clone()),
     };
-    // Reading the config file, building the sandbox (it walks `/etc`) and probing what the
-    // machine isolates (it starts a process) block: off the async workers, like every file
-    // read after start.
     let (config_path, config) = (settings.config_path.clone(), settings.config.clone());
     let live = tokio::task::spawn_blocking(move || {
         tools::sandbox::isolation();
@@ -227,8 +260,17 @@ pub async fn start(
     } else {
         tracing::info!("{}", sandbox.describe());
     }
-    let live = Arc::new(live.with_startup(settings.startup.clone()));
-    let shutdown = CancellationToken::new();
+    Ok(Arc::new(live.with_startup(settings.startup.clone())))
+}
+
+/// What tells the person a card waits: the webhook and Web Push (the VAPID key, made once in
+/// the data dir). Records where this server answers, for the links and the local CLI.
+async fn notifier_at(
+    settings: &Settings,
+    addr: SocketAddr,
+    hub: &hub::Hub,
+    repos: &store::Repos,
+) -> Result<Arc<notifier::Notifier>, StartError> {
     let notifier = Arc::new(notifier::Notifier::new());
     notifier.set_listen_url(format!("http://{addr}"));
     record_address(&settings.data_dir, addr).await;
@@ -238,10 +280,21 @@ pub async fn start(
             .await
             .map_err(|e| StartError::Push(e.to_string()))?
             .map_err(|e| StartError::Push(e.to_string()))?;
-    settle_admin_token(&settings, repos.secrets.as_ref()).await?;
-    let push = push::Push::new(vapid, hub.clone(), &repos)
+    let push = push::Push::new(vapid, hub.clone(), repos)
         .map_err(|e| StartError::Push(format!("no HTTP client: {e}")))?;
     notifier.set_push(Arc::new(push));
+    Ok(notifier)
+}
+
+/// The core and the agent it runs turns with.
+async fn core_of(
+    settings: &Settings,
+    hub: hub::Hub,
+    repos: store::Repos,
+    live: Arc<config::live::LiveConfig>,
+    notifier: Arc<notifier::Notifier>,
+    shutdown: CancellationToken,
+) -> Result<Arc<core::Core>, StartError> {
     let agent = agent::Agent::new(agent::Deps {
         hub: hub.clone(),
         live: Arc::clone(&live),
@@ -253,25 +306,22 @@ pub async fn start(
         coordination: repos.coordination.clone(),
     });
     let passkeys = passkey::Passkeys::new(Arc::clone(&repos.secrets));
-    let os_boundary = os_boundary_at_start(&settings).await?;
-    let core = Arc::new(core::Core::new(core::CoreParts {
+    let os_boundary = os_boundary_at_start(settings).await?;
+    Ok(Arc::new(core::Core::new(core::CoreParts {
         hub,
         repos,
         live,
         agent,
         workspace: settings.workspace.clone(),
-        shutdown: shutdown.clone(),
+        shutdown,
         notifier,
         passkeys,
         os_boundary,
-    }));
-    let watcher = watch_config(&core, &settings.config_path);
-    // Several instances on one database: follow the others' commits, keep this one's turn
-    // leases and take over the turns of instances that stopped.
-    if let Some(signals) = signals {
-        core.share_with_others(signals);
-        tracing::info!(instance = %settings.instance, "sharing the database with other instances");
-    }
+    })))
+}
+
+/// Resumes the turns the last run left unfinished and re-arms outside gates' deadlines.
+async fn recover(core: &core::Core) -> Result<(), StartError> {
     let (repaired, resumed) = core.recover_turns().await?;
     let armed = core.arm_gate_deadlines().await.map_err(|e| {
         StartError::Recovery(format!(
@@ -288,6 +338,17 @@ pub async fn start(
             "recovered the last run's turns and modes"
         );
     }
+    Ok(())
+}
+
+/// Serves the router on `listener` until `shutdown`; then stops the turns, bounded.
+fn serve(
+    settings: &Settings,
+    listener: TcpListener,
+    addr: SocketAddr,
+    core: &Arc<core::Core>,
+    shutdown: CancellationToken,
+) -> JoinHandle<std::io::Result<()>> {
     let leptos_options = LeptosOptions::builder()
         .output_name("countersign")
         .site_root(settings.site_root.display().to_string())
@@ -299,24 +360,16 @@ pub async fn start(
         leptos_options,
     };
     let app = http::router(state);
-    let stop = shutdown.clone();
-    let turns = Arc::clone(&core);
+    let turns = Arc::clone(core);
     let caps = http::listen::Caps::for_nofile(http::listen::raise_nofile_limit());
     tracing::debug!(?caps, "unauthenticated connections capped");
-    let task = tokio::spawn(async move {
-        let served = http::listen::serve(listener, app, caps, stop).await;
+    tokio::spawn(async move {
+        let served = http::listen::serve(listener, app, caps, shutdown).await;
         // Turns end as a crash would end them (the log keeps their truth; the next start
         // resumes them), and the server waits for their tasks, bounded.
         if !turns.stop_turns(TURN_STOP).await {
             tracing::warn!("some turns were still stopping after {TURN_STOP:?}");
         }
         served
-    });
-    Ok(Server {
-        addr,
-        core,
-        shutdown,
-        task,
-        _watcher: watcher,
     })
 }
