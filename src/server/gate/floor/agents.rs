@@ -99,6 +99,9 @@ fn built_in() -> impl Iterator<Item = (&'static str, &'static str, &'static str)
 pub struct AgentSettings {
     set: GlobSet,
     globs: Vec<(&'static str, &'static str, &'static str)>,
+    /// Each glob's segments before its last (compiled, case-folded), by the glob's index: the
+    /// folders on its way.
+    ways: Vec<Vec<globset::GlobMatcher>>,
 }
 
 impl AgentSettings {
@@ -112,9 +115,27 @@ impl AgentSettings {
                 globs.push((pattern, what, why));
             }
         }
+        let ways = globs
+            .iter()
+            .map(|(pattern, _, _)| {
+                let parts: Vec<&str> = pattern.trim_start_matches("**/").split('/').collect();
+                parts[..parts.len().saturating_sub(1)]
+                    .iter()
+                    .filter_map(|part| {
+                        globset::GlobBuilder::new(part)
+                            .literal_separator(true)
+                            .case_insensitive(true)
+                            .build()
+                            .ok()
+                            .map(|g| g.compile_matcher())
+                    })
+                    .collect()
+            })
+            .collect();
         AgentSettings {
             set: builder.build().unwrap_or_else(|_| GlobSet::empty()),
             globs,
+            ways,
         }
     }
 
@@ -137,16 +158,10 @@ impl AgentSettings {
         if segments.last().is_some_and(|s| s.eq_ignore_ascii_case("etc")) {
             return None;
         }
-        self.globs.iter().find_map(|(pattern, what, why)| {
-            let glob: Vec<&str> = pattern.trim_start_matches("**/").split('/').collect();
-            (1..glob.len()).find_map(|k| {
+        self.ways.iter().zip(&self.globs).find_map(|(way, (pattern, what, why))| {
+            (1..=way.len()).find_map(|k| {
                 let tail = segments.len().checked_sub(k).map(|at| &segments[at..])?;
-                let fits = tail.iter().zip(&glob[..k]).all(|(name, part)| {
-                    globset::GlobBuilder::new(part)
-                        .literal_separator(true)
-                        .build()
-                        .is_ok_and(|g| g.compile_matcher().is_match(name))
-                });
+                let fits = tail.iter().zip(&way[..k]).all(|(name, part)| part.is_match(name));
                 fits.then(|| {
                     format!(
                         "touches the folder {folder}, which holds {what} (`{pattern}`, built in: {why})"

@@ -524,3 +524,27 @@ fn an_unknown_tool_is_left_to_its_rule_but_its_fields_are_read() {
     let lsp = json!({"operation": "hover", "filePath": "/home/me/.local/share/countersign/config.toml", "line": 1, "character": 1});
     assert!(hit(&f, "claude-code", "LSP", lsp, SRC).is_some());
 }
+
+/// A link to a path the configured floor holds (`.env`) is followed too.
+#[test]
+fn links_to_configured_floor_paths_are_followed() {
+    let root = std::env::temp_dir().join(format!("cs-floor-env-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&root).unwrap();
+    let root = root.canonicalize().unwrap();
+    std::fs::write(root.join(".env"), "SECRET=1").unwrap();
+    std::os::unix::fs::symlink(root.join(".env"), root.join("settings.txt")).unwrap();
+    let f = SafetyFloor::new(&SafetyConfig::default())
+        .unwrap()
+        .with_own(Arc::new(OwnPlaces::with_env(&places(DATA), &Env::default(), None)));
+    let cwd = root.display().to_string();
+    for (tool, input) in [
+        ("Read", json!({"file_path": "settings.txt"})),
+        ("Bash", json!({"command": "cat settings.txt"})),
+    ] {
+        let why = hit(&f, "claude-code", tool, input.clone(), &cwd);
+        assert!(why.as_deref().is_some_and(|w| w.contains(".env")), "{tool} {input}: {why:?}");
+    }
+    let _ = std::fs::remove_dir_all(&root);
+}
+

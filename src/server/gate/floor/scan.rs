@@ -119,7 +119,12 @@ impl Reader<'_> {
     pub fn path_hit(&self, path: &str) -> Option<String> {
         self.floor.path_hit(path).or_else(|| {
             let outside = self.outside?;
-            outside.own.path_hit(path, outside.base)
+            outside.own.path_hit(path, outside.base).or_else(|| {
+                let real = outside.own.on_disk(path, outside.base)?;
+                self.floor
+                    .path_hit(&real)
+                    .map(|hit| format!("{hit} (through a link: {path} is {real} on disk)"))
+            })
         })
     }
 

@@ -288,7 +288,7 @@ impl OwnPlaces {
     }
 
     /// Where a path leads on disk, when that is not where it reads (a symlink on the way).
-    fn on_disk(&self, path: &str, base: Option<&str>) -> Option<String> {
+    pub fn on_disk(&self, path: &str, base: Option<&str>) -> Option<String> {
         let joined = disk::joined(path, base)?;
         let real = disk::resolve(&joined)?.display().to_string();
         (real != paths::normalize(path, base)).then_some(real)
