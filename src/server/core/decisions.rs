@@ -282,9 +282,11 @@ impl Core {
                     edits,
                     None,
                 );
-                if request.body.reason != crate::protocol::GateReason::SafetyFloor
-                    && let Some(floor) = live.floor.check_outside(&call)
-                {
+                let floor = match request.body.reason {
+                    crate::protocol::GateReason::SafetyFloor => None,
+                    _ => super::external::floor_of(std::sync::Arc::clone(&live.floor), &call).await,
+                };
+                if let Some(floor) = floor {
                     return Err(Error::NotAllowed(format!(
                         "the edited call {floor}, which is on the safety floor; deny this card instead"
                     )));

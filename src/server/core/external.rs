@@ -21,6 +21,7 @@ use crate::protocol::{
     Stored, TimeoutOutcome, Timestamp, ToolClass, canonical_json,
 };
 use crate::server::digest::{call_digest, proposal_digest};
+use crate::server::gate::floor::SafetyFloor;
 use crate::server::gate::policy::{self, Outcome};
 use crate::server::gate::{resolve, rules};
 use crate::server::hub::{FeedItem, Hub};
@@ -182,6 +183,24 @@ fn first_call_title(source: &str, cwd: Option<&str>, summary: &str) -> String {
     } else {
         title
     }
+}
+
+/// How long the floor may take to read an outside call (it follows paths on disk).
+const FLOOR_LIMIT: Duration = Duration::from_secs(5);
+
+/// What the safety floor says of an outside call, read on the blocking pool (it follows the
+/// call's paths on disk and reads `/proc`), bounded: a reading that does not finish asks.
+pub(super) async fn floor_of(floor: Arc<SafetyFloor>, call: &OutsideCall) -> Option<String> {
+    let call = call.clone();
+    crate::server::tools::reader::blocking("the outside call", FLOOR_LIMIT, None, move || {
+        Ok(floor.check_outside(&call))
+    })
+    .await
+    .unwrap_or_else(|e| {
+        Some(format!(
+            "could not be read by the safety floor in time ({e}), so it always asks"
+        ))
+    })
 }
 
 /// The agent's own words for its card: the call's own one-line intent (Claude Code's and
@@ -442,7 +461,7 @@ impl Core {
             .await?
             .map_or(Mode::Ask, |r| r.mode());
         let mode = live.config.approvals.require_passkey.effective_mode(stored);
-        let floor = live.floor.check_outside(&call);
+        let floor = floor_of(Arc::clone(&live.floor), &call).await;
         let rule = match floor {
             _ if !live.config.approvals.require_passkey.allows_rules() => None,
             Some(_) => None,
@@ -455,6 +474,13 @@ impl Core {
                 )
                 .await?
             }
+        };
+        // A tool the catalog does not know asks in every mode, as the floor does, unless the
+        // person's standing rule for that very tool answers it.
+        let unknown_only = floor.is_none() && rule.is_none() && call.unknown_tool.is_some();
+        let floor = match (floor, &rule) {
+            (None, None) => call.unknown_tool.clone(),
+            (floor, _) => floor,
         };
         let outcome = policy::decide(&policy::Call {
             mode,
@@ -477,7 +503,7 @@ impl Core {
             _ => GateReason::Mode,
         };
         let request =
-            self.request_for(&checked, &call, &session_id, mode, reason, floor.as_deref());
+            self.request_for(&checked, &call, &session_id, mode, reason, floor.as_deref(), unknown_only);
         let external = ExternalGate {
             approval_id: request.body.approval_id.clone(),
             session_id: session_id.clone(),
@@ -625,12 +651,15 @@ impl Core {
         mode: Mode,
         reason: GateReason,
         floor: Option<&str>,
+        // The floor's reason is only that the catalog does not know the tool: Allow always
+        // may make a standing rule for it.
+        unknown_only: bool,
     ) -> ApprovalRequest {
         let approval_id = ApprovalId::new(uuid::Uuid::new_v4().to_string());
         let created_at = Timestamp::now();
         let timeout_ms = i64::try_from(checked.timeout.as_millis()).unwrap_or(i64::MAX);
         let is_decision = call.class == ToolClass::Decision;
-        let suggested_rule = (checked.always && floor.is_none() && !is_decision)
+        let suggested_rule = (checked.always && (floor.is_none() || unknown_only) && !is_decision)
             .then(|| {
                 call.rule_subject
                     .as_ref()

@@ -7,7 +7,13 @@
 //! panics or loops on it, and nesting does not grow the stack), which matters here because
 //! the text comes from the agent. Anything it marks as an error is *unreadable*; the floor
 //! then asks rather than guesses.
+//!
+//! Before words are split, a `\` at a line's end joins the two lines, as bash's reader does
+//! (outside single quotes, `$'…'`, comments and quoted here-documents): the grammar reads
+//! `counter\⏎sign` as two words where bash runs one. Here-document bodies and here-strings
+//! are kept as the script's documents (what a command reads on its standard input).
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 
 use tree_sitter::{Node, Parser};
@@ -105,6 +111,12 @@ pub struct Script {
     /// Every value a variable is given in it (`F=.env`, `export F=…`, `for F in …`; what
     /// `read F` gives is unknown), by name.
     pub assignments: Vec<(String, Word)>,
+    /// The here-document bodies and here-strings in it: text fed to a command's standard
+    /// input (a body with expansions is dynamic, its text what is written).
+    pub documents: Vec<Word>,
+    /// It changes the environment its commands run with: an assignment, `export`, `unset`,
+    /// `declare`, `source`/`.`, `set`, `eval`.
+    pub changes_env: bool,
 }
 
 thread_local! {
@@ -117,7 +129,21 @@ pub fn read(source: &str) -> Result<Script, String> {
     if source.len() > MAX_SOURCE_BYTES {
         return Err(format!("it is longer than {} KiB", MAX_SOURCE_BYTES / 1024));
     }
-    let tree = PARSER.with(|cell| {
+    // bash reads `\` + CR as an escaped CR inside a word, the grammar as a line continuation.
+    if source.contains("\\\r") {
+        return Err("it has a `\\` before a carriage return, which bash and this reading split differently".into());
+    }
+    let joined = join_continuations(source)?;
+    let tree = parse(&joined)?;
+    let root = tree.root_node();
+    if root.has_error() {
+        return Err(syntax_error(root, &joined));
+    }
+    Ok(collect(root, &joined))
+}
+
+fn parse(source: &str) -> Result<tree_sitter::Tree, String> {
+    PARSER.with(|cell| {
         let mut slot = cell.borrow_mut();
         if slot.is_none() {
             let mut parser = Parser::new();
@@ -129,12 +155,84 @@ pub fn read(source: &str) -> Result<Script, String> {
         slot.as_mut()
             .and_then(|parser| parser.parse(source, None))
             .ok_or_else(|| "the parser gave up".to_owned())
-    })?;
-    let root = tree.root_node();
-    if root.has_error() {
-        return Err(syntax_error(root, source));
+    })
+}
+
+/// The source with every line continuation (`\` + newline where bash's reader removes it)
+/// taken out. Read again until none is left (twice at most).
+fn join_continuations(source: &str) -> Result<Cow<'_, str>, String> {
+    if !source.contains("\\\n") {
+        return Ok(Cow::Borrowed(source));
     }
-    Ok(collect(root, source))
+    let mut text = source.to_owned();
+    for _ in 0..3 {
+        let tree = parse(&text)?;
+        let cuts = continuations(tree.root_node(), &text);
+        if cuts.is_empty() {
+            return Ok(Cow::Owned(text));
+        }
+        let mut joined = String::with_capacity(text.len());
+        let mut at = 0;
+        for cut in cuts {
+            joined.push_str(&text[at..cut]);
+            at = cut + 2;
+        }
+        joined.push_str(&text[at..]);
+        text = joined;
+    }
+    Err("it continues lines (`\\` at a line's end) in a way that cannot be read safely".into())
+}
+
+/// Where a `\` + newline is a line continuation: not inside single quotes, `$'…'`, a comment or
+/// a quoted here-document, and not itself escaped (an odd run of backslashes ends there).
+fn continuations(root: Node, text: &str) -> Vec<usize> {
+    let kept = protected(root, text);
+    let inside = |at: usize| kept.iter().any(|(start, end)| *start <= at && at < *end);
+    let bytes = text.as_bytes();
+    let mut cuts = Vec::new();
+    for (newline, _) in text.match_indices('\n') {
+        let mut run = 0;
+        while newline > run && bytes[newline - run - 1] == b'\\' && !inside(newline - run - 1) {
+            run += 1;
+        }
+        if run % 2 == 1 {
+            cuts.push(newline - 1);
+        }
+    }
+    cuts
+}
+
+/// The byte ranges where a `\` + newline stays as written.
+fn protected(root: Node, text: &str) -> Vec<(usize, usize)> {
+    let mut kept = Vec::new();
+    let mut stack = vec![root];
+    while let Some(node) = stack.pop() {
+        match node.kind() {
+            "raw_string" | "ansi_c_string" | "comment" => {
+                kept.push((node.start_byte(), node.end_byte()));
+                continue;
+            }
+            "heredoc_redirect" if heredoc_quoted(node, text) => {
+                kept.push((node.start_byte(), node.end_byte()));
+                continue;
+            }
+            _ => {}
+        }
+        let mut cursor = node.walk();
+        stack.extend(node.children(&mut cursor));
+    }
+    kept
+}
+
+/// `<<'EOF'`, `<<"EOF"`, `<<\EOF`: the body is taken as written.
+fn heredoc_quoted(redirect: Node, source: &str) -> bool {
+    let mut cursor = redirect.walk();
+    let start = redirect
+        .children(&mut cursor)
+        .find(|c| c.kind() == "heredoc_start");
+    start
+        .and_then(|s| source.get(s.byte_range()))
+        .is_some_and(|t| t.contains(['\'', '"', '\\']))
 }
 
 /// Where the first error is, in words.
@@ -193,61 +291,89 @@ fn collect(root: Node, source: &str) -> Script {
                     stack.push((child, fed || (is_body && documents)));
                 }
             }
-            "file_redirect" => {
-                if let Some(target) = node.child_by_field_name("destination") {
-                    script.redirect_targets.push(word(target, source));
-                }
+            _ => {
+                record(node, &children, fed, source, &mut script);
                 stack.extend(children.into_iter().rev().map(|c| (c, fed)));
             }
-            "command" => {
-                let command = simple_command(node, &children, source, fed);
-                // `read F`, `mapfile F`: a value only known when it runs.
-                if let Some(program) = command.words.first()
-                    && matches!(program.text.as_str(), "read" | "mapfile" | "readarray")
-                {
-                    for name in command.words.iter().skip(1) {
-                        if !name.text.starts_with('-') {
-                            script
-                                .assignments
-                                .push((name.text.clone(), Word::unknown()));
-                        }
-                    }
-                }
-                script.commands.push(command);
-                stack.extend(children.into_iter().rev().map(|c| (c, fed)));
-            }
-            "variable_assignment" => {
-                if let Some(name) = node.child_by_field_name("name") {
-                    let name = source.get(name.byte_range()).unwrap_or("").to_owned();
-                    let value = node
-                        .child_by_field_name("value")
-                        .map_or_else(|| Word::literal(""), |v| word(v, source));
-                    script.assignments.push((name, value));
-                }
-                stack.extend(children.into_iter().rev().map(|c| (c, fed)));
-            }
-            "for_statement" => {
-                if let Some(name) = node.child_by_field_name("variable") {
-                    let name = source.get(name.byte_range()).unwrap_or("").to_owned();
-                    let mut cursor = node.walk();
-                    let values: Vec<Word> = node
-                        .children_by_field_name("value", &mut cursor)
-                        .map(|v| word(v, source))
-                        .collect();
-                    // `for F; do`: the script's arguments.
-                    if values.is_empty() {
-                        script.assignments.push((name.clone(), Word::unknown()));
-                    }
-                    script
-                        .assignments
-                        .extend(values.into_iter().map(|v| (name.clone(), v)));
-                }
-                stack.extend(children.into_iter().rev().map(|c| (c, fed)));
-            }
-            _ => stack.extend(children.into_iter().rev().map(|c| (c, fed))),
         }
     }
     script
+}
+
+/// What one node adds to the script: a command, a redirect target, a document, a value a
+/// variable is given, a change of the environment.
+fn record(node: Node, children: &[Node], fed: bool, source: &str, script: &mut Script) {
+    match node.kind() {
+        "heredoc_redirect" => {
+            let quoted = heredoc_quoted(node, source);
+            if let Some(body) = children.iter().find(|c| c.kind() == "heredoc_body") {
+                script.documents.push(document(*body, source, quoted));
+            }
+        }
+        "herestring_redirect" => {
+            let mut cursor = node.walk();
+            if let Some(text) = node.named_children(&mut cursor).last() {
+                script.documents.push(word(text, source));
+            }
+        }
+        "unset_command" | "declaration_command" => script.changes_env = true,
+        "file_redirect" => {
+            if let Some(target) = node.child_by_field_name("destination") {
+                script.redirect_targets.push(word(target, source));
+            }
+        }
+        "command" => record_command(simple_command(node, children, source, fed), script),
+        "variable_assignment" => {
+            script.changes_env = true;
+            if let Some(name) = node.child_by_field_name("name") {
+                let name = source.get(name.byte_range()).unwrap_or("").to_owned();
+                let value = node
+                    .child_by_field_name("value")
+                    .map_or_else(|| Word::literal(""), |v| word(v, source));
+                script.assignments.push((name, value));
+            }
+        }
+        "for_statement" => {
+            if let Some(name) = node.child_by_field_name("variable") {
+                let name = source.get(name.byte_range()).unwrap_or("").to_owned();
+                let mut cursor = node.walk();
+                let values: Vec<Word> = node
+                    .children_by_field_name("value", &mut cursor)
+                    .map(|v| word(v, source))
+                    .collect();
+                // `for F; do`: the script's arguments.
+                if values.is_empty() {
+                    script.assignments.push((name.clone(), Word::unknown()));
+                }
+                script
+                    .assignments
+                    .extend(values.into_iter().map(|v| (name.clone(), v)));
+            }
+        }
+        _ => {}
+    }
+}
+
+fn record_command(command: SimpleCommand, script: &mut Script) {
+    if let Some(program) = command.words.first() {
+        if matches!(
+            program.text.as_str(),
+            "source" | "." | "set" | "eval" | "export"
+        ) {
+            script.changes_env = true;
+        }
+        // `read F`, `mapfile F`: a value only known when it runs.
+        if matches!(program.text.as_str(), "read" | "mapfile" | "readarray") {
+            for name in command.words.iter().skip(1) {
+                if !name.text.starts_with('-') {
+                    script
+                        .assignments
+                        .push((name.text.clone(), Word::unknown()));
+                }
+            }
+        }
+    }
+    script.commands.push(command);
 }
 
 fn simple_command(node: Node, children: &[Node], source: &str, fed: bool) -> SimpleCommand {
@@ -271,6 +397,45 @@ fn simple_command(node: Node, children: &[Node], source: &str, fed: bool) -> Sim
             .iter()
             .any(|c| c.kind() == "herestring_redirect" || c.kind() == "heredoc_redirect");
     SimpleCommand { words, stdin_fed }
+}
+
+/// A here-document's body as the command reads it: as written when its delimiter is quoted;
+/// else with `\$ \` \\` undone and each expansion in its place (the body is then dynamic).
+fn document(body: Node, source: &str, quoted: bool) -> Word {
+    let raw = source.get(body.byte_range()).unwrap_or("");
+    if quoted {
+        return Word::literal(raw);
+    }
+    let unescape = |text: &str| {
+        let mut out = String::with_capacity(text.len());
+        let mut chars = text.chars().peekable();
+        while let Some(c) = chars.next() {
+            match (c, chars.peek()) {
+                ('\\', Some(&next @ ('$' | '`' | '\\'))) => {
+                    chars.next();
+                    out.push(next);
+                }
+                _ => out.push(c),
+            }
+        }
+        Word::literal(out)
+    };
+    let mut parts = Vec::new();
+    let mut at = body.start_byte();
+    let mut cursor = body.walk();
+    for child in body.named_children(&mut cursor) {
+        if child.kind() == "heredoc_content" || child.start_byte() < at {
+            continue;
+        }
+        parts.push(unescape(source.get(at..child.start_byte()).unwrap_or("")));
+        parts.push(Word {
+            glob: false,
+            ..word(child, source)
+        });
+        at = child.end_byte();
+    }
+    parts.push(unescape(source.get(at..body.end_byte()).unwrap_or("")));
+    Word::joined(&parts)
 }
 
 /// A word's value after quote removal.
@@ -618,5 +783,35 @@ mod tests {
         let deep = format!("{}x{}", "$(".repeat(5000), ")".repeat(5000));
         let _ = read(&deep);
         assert!(read(&"a".repeat(MAX_SOURCE_BYTES + 1)).is_err());
+    }
+
+    #[test]
+    fn line_continuations_join_where_bash_joins_them() {
+        assert_eq!(names("counter\\\nsign passkey reset"), [["countersign", "passkey", "reset"]]);
+        assert_eq!(names("cat \"a\\\nb\""), [["cat", "ab"]]);
+        assert_eq!(names("echo 'a\\\nb'"), [["echo", "a\\\nb"]]);
+        assert_eq!(names("echo $'a\\\nb'")[0].len(), 2);
+        assert_eq!(names("echo x # y \\\nz"), [vec!["echo", "x"], vec!["z"]]);
+        // An escaped backslash before the newline is not a continuation.
+        assert_eq!(names("echo a\\\\\nb"), [vec!["echo", "a\\"], vec!["b"]]);
+        let quoted = read("cat <<'EOF'\nx\\\ny\nEOF").unwrap();
+        assert_eq!(quoted.documents[0].text, "x\\\ny\n");
+        let open = read("cat <<EOF\ncounter\\\nsign $HOME\nEOF").unwrap();
+        assert_eq!(open.documents[0].text, "countersign \n");
+        assert!(open.documents[0].dynamic);
+        assert!(read("echo a\\\r\nb").is_err());
+    }
+
+    #[test]
+    fn documents_and_environment_changes_are_kept() {
+        let script = read("python3 <<< 'print(1)'; X=1 y; unset Z").unwrap();
+        assert_eq!(script.documents[0].text, "print(1)");
+        assert!(script.changes_env);
+        for quiet in ["ls -la", "cat a | sort"] {
+            assert!(!read(quiet).unwrap().changes_env, "{quiet}");
+        }
+        for loud in ["export A=1", "unset A", "declare -x A", ". ./env", "source x", "eval x", "set -a"] {
+            assert!(read(loud).unwrap().changes_env, "{loud}");
+        }
     }
 }

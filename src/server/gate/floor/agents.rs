@@ -7,6 +7,11 @@
 //! path (at any depth, case-folded for outside agents). The built-in agent's floor carries
 //! them too: a workspace `.claude/settings.json` it wrote would disarm an outside agent's hook
 //! in the same repository.
+//!
+//! Shell startup files are built in beside them (`SHELL_STARTUP`): what they set
+//! (`COUNTERSIGN_URL`, `COUNTERSIGN_TOKEN`, `PATH`) is the environment of every later command
+//! of every agent, Countersign's CLI included. And a folder that holds any of these (`.claude`,
+//! `.github`, `~/.config`) is on the floor itself: moving or deleting it takes them along.
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
 
@@ -54,32 +59,116 @@ pub const AGENT_SETTINGS: &[(&str, &str)] = &[
     ("**/.config/opencode/**", "opencode's settings"),
 ];
 
-/// The compiled globs of [`AGENT_SETTINGS`].
+/// Shell startup files and the system's environment files, as floor globs.
+pub const SHELL_STARTUP: &[(&str, &str)] = &[
+    ("**/.bashrc", "a shell's startup file"),
+    ("**/.bash_profile", "a shell's startup file"),
+    ("**/.bash_login", "a shell's startup file"),
+    ("**/.profile", "a shell's startup file"),
+    ("**/.zshrc", "a shell's startup file"),
+    ("**/.zshenv", "a shell's startup file"),
+    ("**/.zprofile", "a shell's startup file"),
+    ("**/.zlogin", "a shell's startup file"),
+    ("**/.kshrc", "a shell's startup file"),
+    ("**/.mkshrc", "a shell's startup file"),
+    ("**/.config/fish/**", "fish's startup files"),
+    ("**/.pam_environment", "the login environment"),
+    ("**/.config/environment.d/**", "the session's environment"),
+    ("**/.ssh/environment", "the login environment"),
+    ("**/etc/environment", "the system's environment"),
+    ("**/etc/profile", "the system's startup file"),
+    ("**/etc/profile.d/**", "the system's startup files"),
+    ("**/etc/bash.bashrc", "the system's startup file"),
+    ("**/etc/bashrc", "the system's startup file"),
+    ("**/etc/zsh/**", "the system's startup files"),
+    ("**/etc/zshenv", "the system's startup file"),
+    ("**/etc/zshrc", "the system's startup file"),
+];
+
+/// Every built-in glob, with what it is and the reason's words.
+fn built_in() -> impl Iterator<Item = (&'static str, &'static str, &'static str)> {
+    AGENT_SETTINGS
+        .iter()
+        .map(|(glob, what)| (*glob, *what, "an agent's hooks and permissions"))
+        .chain(SHELL_STARTUP.iter().map(|(glob, what)| {
+            (*glob, *what, "it sets every later command's environment")
+        }))
+}
+
+/// The compiled globs of [`AGENT_SETTINGS`] and [`SHELL_STARTUP`].
 pub struct AgentSettings {
     set: GlobSet,
+    globs: Vec<(&'static str, &'static str, &'static str)>,
+    /// Each glob's segments before its last (compiled, case-folded), by the glob's index: the
+    /// folders on its way.
+    ways: Vec<Vec<globset::GlobMatcher>>,
 }
 
 impl AgentSettings {
     pub fn new() -> AgentSettings {
         let mut builder = GlobSetBuilder::new();
-        for (pattern, _) in AGENT_SETTINGS {
+        let mut globs = Vec::new();
+        for (pattern, what, why) in built_in() {
             // Compiled at every start and checked by the tests: a typo fails them all.
             if let Ok(glob) = Glob::new(pattern) {
                 builder.add(glob);
+                globs.push((pattern, what, why));
             }
         }
+        let ways = globs
+            .iter()
+            .map(|(pattern, _, _)| {
+                let parts: Vec<&str> = pattern.trim_start_matches("**/").split('/').collect();
+                parts[..parts.len().saturating_sub(1)]
+                    .iter()
+                    .filter_map(|part| {
+                        globset::GlobBuilder::new(part)
+                            .literal_separator(true)
+                            .case_insensitive(true)
+                            .build()
+                            .ok()
+                            .map(|g| g.compile_matcher())
+                    })
+                    .collect()
+            })
+            .collect();
         AgentSettings {
             set: builder.build().unwrap_or_else(|_| GlobSet::empty()),
+            globs,
+            ways,
         }
     }
 
-    /// What `path` is, in words, when it is an agent's settings.
+    /// What `path` is, in words, when it is an agent's settings or a shell's startup file.
     pub fn hit(&self, path: &str) -> Option<String> {
         let index = self.set.matches(path).into_iter().next()?;
-        let (pattern, what) = AGENT_SETTINGS.get(index)?;
+        let (pattern, what, why) = self.globs.get(index)?;
         Some(format!(
-            "touches {path}, {what} (`{pattern}`, built in: an agent's hooks and permissions)"
+            "touches {path}, {what} (`{pattern}`, built in: {why})"
         ))
+    }
+
+    /// What a folder holds, in words, when a built-in glob could match something inside it:
+    /// its last segments are a glob's leading ones and the glob goes on past them (`.claude`
+    /// for `**/.claude/settings*.json`, `.github` for `**/.github/hooks/**`).
+    pub fn holds(&self, folder: &str) -> Option<String> {
+        let folder = folder.trim_end_matches('/');
+        let segments: Vec<&str> = folder.split('/').filter(|s| !s.is_empty()).collect();
+        // `/etc` holds everything of the system's; only its named folders count.
+        if segments.last().is_some_and(|s| s.eq_ignore_ascii_case("etc")) {
+            return None;
+        }
+        self.ways.iter().zip(&self.globs).find_map(|(way, (pattern, what, why))| {
+            (1..=way.len()).find_map(|k| {
+                let tail = segments.len().checked_sub(k).map(|at| &segments[at..])?;
+                let fits = tail.iter().zip(&way[..k]).all(|(name, part)| part.is_match(name));
+                fits.then(|| {
+                    format!(
+                        "touches the folder {folder}, which holds {what} (`{pattern}`, built in: {why})"
+                    )
+                })
+            })
+        })
     }
 }
 
@@ -92,9 +181,12 @@ mod tests {
         for (pattern, _) in AGENT_SETTINGS {
             Glob::new(pattern).unwrap_or_else(|e| panic!("{pattern}: {e}"));
         }
+        for (pattern, _) in SHELL_STARTUP {
+            Glob::new(pattern).unwrap_or_else(|e| panic!("{pattern}: {e}"));
+        }
         assert_eq!(
             AgentSettings::new().set.len(),
-            AGENT_SETTINGS.len(),
+            AGENT_SETTINGS.len() + SHELL_STARTUP.len(),
             "one glob each"
         );
     }
@@ -133,8 +225,54 @@ mod tests {
             "/w/app/claude.md",
             "/home/me/.gemini/GEMINI.md",
             "/w/app/docs/opencode.md",
+            "/w/app/src/profile.rs",
+            "/home/me/.config/environment.json",
         ] {
             assert!(settings.hit(path).is_none(), "{path}");
+        }
+    }
+
+    #[test]
+    fn shell_startup_files_are_hit() {
+        let settings = AgentSettings::new();
+        for path in [
+            "/home/me/.bashrc",
+            "~/.profile",
+            "/home/me/.zshenv",
+            "/etc/environment",
+            "/etc/profile.d/countersign.sh",
+            "/home/me/.config/environment.d/10-cs.conf",
+            "/home/me/.config/fish/config.fish",
+        ] {
+            assert!(settings.hit(path).is_some(), "{path}");
+        }
+    }
+
+    #[test]
+    fn a_folder_that_holds_settings_is_a_holder() {
+        let settings = AgentSettings::new();
+        for folder in [
+            ".claude",
+            "/home/me/.claude",
+            "/w/app/.github",
+            "/home/me/.gemini",
+            "/home/me/.config",
+            "/home/me/.config/opencode",
+            "/etc/codex",
+            "/etc/profile.d",
+            "/w/app/.opencode",
+        ] {
+            assert!(settings.holds(folder).is_some(), "{folder}");
+        }
+        for folder in [
+            "/w/app/.github/workflows",
+            "/w/app/src",
+            "/home/me/.cache",
+            "/home/me",
+            "/etc",
+            "/w/app/.claude-old",
+        ] {
+            assert!(settings.holds(folder).is_none(), "{folder}");
         }
     }
 }

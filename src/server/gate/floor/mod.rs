@@ -109,9 +109,12 @@ impl SafetyFloor {
                 self.pattern(hit)
             ));
         }
-        self.agents.hit(&probe).map(|_| {
-            format!("touches the folder {shown}, which holds an agent's hooks and permissions (built in)")
-        })
+        self.agents
+            .hit(&probe)
+            .map(|_| {
+                format!("touches the folder {shown}, which holds an agent's hooks and permissions (built in)")
+            })
+            .or_else(|| self.agents.holds(prefix))
     }
 
     fn glob_hit(&self, path: &str, shown: &str) -> Option<String> {
@@ -153,30 +156,36 @@ impl SafetyFloor {
     }
 
     /// How an outside agent's calls are read: with Countersign's own places, relative to the
-    /// agent's folder.
-    fn outside<'a>(&'a self, base: Option<&'a str>) -> Reader<'a> {
+    /// agent's folder (or, for text typed into a running shell, to a folder not known).
+    fn outside<'a>(&'a self, base: Option<&'a str>, shell: bool) -> Reader<'a> {
         Reader {
             floor: self,
             outside: Some(Outside {
                 own: &self.own,
                 base,
+                shell,
             }),
         }
     }
 
     /// Why an outside agent's call hits the floor, in words: it cannot be read as the agent
-    /// will run it, or a path, command, search glob or proposal of it is on the floor (the
-    /// built-in places included, relative to the agent's folder).
+    /// will run it, or a path, command, search glob, content or proposal of it is on the
+    /// floor (the built-in places included, relative to the agent's folder, and as its paths
+    /// lead on disk). Blocking (it follows paths on disk): run it on the blocking pool.
+    ///
+    /// A tool the catalog does not know is not read here: it asks in every mode, but a
+    /// person's standing rule for that tool may answer it (`OutsideCall::unknown_tool`).
     pub fn check_outside(&self, call: &tools::outside::OutsideCall) -> Option<String> {
-        let reader = self.outside(call.cwd.as_deref());
+        let reader = self.outside(call.cwd.as_deref(), call.shell_input);
         call.unreadable
             .clone()
+            .filter(|why| call.unknown_tool.as_ref() != Some(why))
             .or_else(|| {
                 call.floor_subjects
                     .iter()
                     .find_map(|subject| match subject {
                         Subject::Command(command) => reader.check_command(command),
-                        Subject::Path(path) => reader.path_hit(path),
+                        Subject::Path(path) => self.outside_path_hit(&reader, call, path),
                     })
             })
             .or_else(|| call.floor_globs.iter().find_map(|g| reader.glob_hit(g)))
@@ -186,11 +195,40 @@ impl SafetyFloor {
                     .iter()
                     .find_map(|t| self.own.tree_hit(t, base))
             })
+            .or_else(|| call.floor_contents.iter().find_map(|c| self.content_hit(c)))
             .or_else(|| {
                 call.floor_texts
                     .iter()
                     .find_map(|t| self.prose_hit(&reader, t))
             })
+    }
+
+    /// A path an outside file tool acts on: on the floor, naming one of Countersign's places
+    /// anywhere in it, or (written) a file named like its CLI.
+    fn outside_path_hit(
+        &self,
+        reader: &Reader<'_>,
+        call: &tools::outside::OutsideCall,
+        path: &str,
+    ) -> Option<String> {
+        reader
+            .path_hit(path)
+            .or_else(|| self.own.text_hit(path))
+            .or_else(|| {
+                let writes = call.class == crate::protocol::ToolClass::Edit;
+                (writes && own::names_program_file(path)).then(|| {
+                    format!("writes {path}, a file named like Countersign's CLI, which runs as the CLI under any name (built in)")
+                })
+            })
+    }
+
+    /// What a file change writes (a script written now and run later): naming one of
+    /// Countersign's places, or running its CLI in a way that changes state.
+    fn content_hit(&self, content: &str) -> Option<String> {
+        self.own
+            .text_hit(content)
+            .or_else(|| own::cli_text_hit(&own::normalized(content)))
+            .map(|hit| format!("writes content that {hit}"))
     }
 
     /// Why free text put to the person (a proposal's words) names something on the floor:
@@ -199,6 +237,9 @@ impl SafetyFloor {
     /// command entries and Countersign's own commands. Prose is never refused for not being
     /// shell code, and a plain word (`deploy`) is not read as a path.
     fn prose_hit(&self, reader: &Reader<'_>, text: &str) -> Option<String> {
+        // As the person reads it: a `\` + newline joins, what no one sees is not there.
+        let text = own::normalized(text);
+        let text = text.as_str();
         let as_code = text
             .split('`')
             .skip(1)
@@ -222,7 +263,7 @@ impl SafetyFloor {
                 (0..words.len()).find_map(|i| {
                     let run = &words[i..(i + PROSE_RUN).min(words.len())];
                     self.command_entry_hit(run, false)
-                        .or_else(|| own::command_hit(run, self.own.on_postgres()))
+                        .or_else(|| own::cli_hit(run, self.own.on_postgres(), None))
                 })
             })
             .map(|hit| format!("proposes what {hit}"))
@@ -296,5 +337,7 @@ impl scan::Floor for SafetyFloor {
     }
 }
 
+#[cfg(test)]
+mod outside_tests;
 #[cfg(test)]
 mod tests;

@@ -193,6 +193,20 @@ impl CommandPattern {
     }
 }
 
+/// Whether the command `words` (program first) is a shell reading its code from standard
+/// input (`sh`, `bash -s`, `sh -`, `. /dev/stdin`).
+pub fn reads_shell_stdin(words: &[Word]) -> bool {
+    const SHELLS: [&str; 8] = ["sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "fish"];
+    let Some((program, rest)) = words.split_first() else {
+        return false;
+    };
+    if matches!(program.text.as_str(), "." | "source") {
+        return rest.first().is_some_and(|w| is_stdin(&w.text));
+    }
+    let name = program_name(&program.text);
+    SHELLS.iter().any(|s| same_program(s, name)) && reads_code_from_stdin(&read_args(rest))
+}
+
 /// A shell or interpreter run with no script file (or with `-` or `-s`) reads its code from
 /// standard input; with `-c`/`-e` the code is an argument (a shell's is read on its own).
 fn reads_code_from_stdin(args: &Args<'_>) -> bool {

@@ -55,10 +55,14 @@ impl<'a> Values<'a> {
 /// The folder the next command runs in, relative to where the script started.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Cwd {
-    /// `""` where it started, else the path a literal `cd` went to.
+    /// `""` where it started, else the path a literal `cd` went to (`~` for the home folder).
     Known(String),
     /// A `cd` to a folder only known when it runs.
     Unknown,
+    /// Where a running shell the text is typed into happens to be: not known, but only a
+    /// `cd` earlier in that shell chose it (its relative words are read for what they could
+    /// reach from anywhere).
+    Shell,
 }
 
 impl Cwd {
@@ -66,28 +70,66 @@ impl Cwd {
         Cwd::Known(String::new())
     }
 
-    /// Moves along with a `cd` or `pushd` command (program first); anything else stays.
+    /// Moves along with a `cd`, `pushd` or `popd` command (program first, also behind
+    /// `builtin`/`command`); anything else stays.
     pub fn follow(&mut self, words: &[Word]) {
+        let words = match words.first().map(|w| w.text.as_str()) {
+            Some("builtin" | "command") => &words[1..],
+            _ => words,
+        };
         let Some(program) = words.first() else {
             return;
         };
-        if !matches!(program.text.as_str(), "cd" | "pushd") {
-            return;
+        match program.text.as_str() {
+            "cd" | "pushd" => {}
+            // Back to a folder of the stack, which only the shell knows.
+            "popd" => {
+                *self = Cwd::Unknown;
+                return;
+            }
+            _ => return,
         }
-        let target = words
-            .iter()
-            .skip(1)
-            .find(|w| !w.text.starts_with('-') || w.dynamic);
+        let target = match cd_target(&words[1..]) {
+            // `pushd` alone swaps the stack's top two folders.
+            CdTarget::Home if program.text == "pushd" => CdTarget::Previous,
+            target => target,
+        };
         *self = match (std::mem::replace(self, Cwd::Unknown), target) {
-            (_, Some(dir)) if dir.dynamic => Cwd::Unknown,
-            // `cd` alone: home, away from the workspace's relative paths.
-            (_, None) => Cwd::Known(String::new()),
+            (_, CdTarget::Dynamic | CdTarget::Previous) => Cwd::Unknown,
+            // `cd` alone (or `cd --`): the home folder.
+            (_, CdTarget::Home) => Cwd::Known("~".to_owned()),
             // `cd /abs`, `cd ~/x`: there, whatever came before (relative words are read
             // there, so one naming an outside agent's floor place is seen where it is).
-            (_, Some(dir)) if dir.text.starts_with(['/', '~']) => Cwd::Known(dir.text.clone()),
+            (_, CdTarget::Dir(dir)) if dir.starts_with(['/', '~']) => Cwd::Known(dir),
             (Cwd::Unknown, _) => Cwd::Unknown,
-            (Cwd::Known(base), Some(dir)) if base.is_empty() => Cwd::Known(dir.text.clone()),
-            (Cwd::Known(base), Some(dir)) => Cwd::Known(format!("{base}/{}", dir.text)),
+            (Cwd::Shell, _) => Cwd::Shell,
+            (Cwd::Known(base), CdTarget::Dir(dir)) if base.is_empty() => Cwd::Known(dir),
+            (Cwd::Known(base), CdTarget::Dir(dir)) => Cwd::Known(format!("{base}/{dir}")),
         };
     }
+}
+
+/// Where a `cd` goes, from its arguments.
+enum CdTarget {
+    Home,
+    /// `cd -`: the folder before, `$OLDPWD`.
+    Previous,
+    Dynamic,
+    Dir(String),
+}
+
+fn cd_target(args: &[Word]) -> CdTarget {
+    let mut options = true;
+    for word in args {
+        if word.dynamic {
+            return CdTarget::Dynamic;
+        }
+        match word.text.as_str() {
+            "--" if options => options = false,
+            "-" => return CdTarget::Previous,
+            flag if options && flag.starts_with('-') => {}
+            dir => return CdTarget::Dir(dir.to_owned()),
+        }
+    }
+    CdTarget::Home
 }

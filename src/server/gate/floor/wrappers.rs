@@ -1,6 +1,8 @@
 //! Programs that run another command: `env`, `nice`, `timeout`, `nohup`, `sudo`, `xargs`,
-//! `find -exec`, `watch`, and the shells' `-c` and `eval`, whose code is read again. The floor
-//! looks at the command inside as it looks at the outer one.
+//! `find -exec`, `watch`, `flock`, `runuser`, `su -c`, `ssh host cmd`, `tmux new`, `screen
+//! -dm`, `chpst`, `caffeinate`, tool and secret runners (`direnv exec`, `op run --`, …), and
+//! the shells' `-c` and `eval`, whose code is read again. The floor looks at the command
+//! inside as it looks at the outer one.
 
 use super::super::shell_syntax::Word;
 use super::pattern::program_name;
@@ -15,7 +17,7 @@ pub enum Inner {
 }
 
 /// Shells whose `-c` argument is shell code.
-const SHELLS: [&str; 8] = ["sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox"];
+pub const SHELLS: [&str; 8] = ["sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox"];
 
 fn text(word: &Word) -> &str {
     word.text.as_str()
@@ -140,7 +142,52 @@ pub fn inner(words: &[Word]) -> Vec<Inner> {
             }
         }
         "eval" => joined(args),
-        "flock" | "script" | "su" => dash_c(args),
+        "script" => dash_c(args),
+        "flock" => flock(args),
+        "su" | "runuser" | "sg" => su(args),
+        "ssh" => ssh(args),
+        "tmux" => tmux(args),
+        "screen" => screen(args),
+        "unbuffer" | "dbus-run-session" | "tini" | "dumb-init" | "chronic" | "catchsegv"
+        | "torsocks" | "valgrind" | "entr" | "bundle" | "rbenv" | "pyenv" | "asdf" => {
+            let start = skip_options(args, &["p", "s", "g", "l"]);
+            let rest = match args.get(start).map(text) {
+                // `bundle exec CMD`, `asdf exec CMD`: one word more.
+                Some("exec") => start + 1,
+                _ => start,
+            };
+            argv(rest)
+        }
+        "chpst" => argv(skip_options(
+            args,
+            &["u", "U", "b", "e", "/", "n", "l", "L", "m", "d", "o", "p", "f", "c", "r", "t"],
+        )),
+        "caffeinate" => argv(skip_options(args, &["t", "w"])),
+        "systemd-inhibit" | "systemd-cat" => argv(skip_options(
+            args,
+            &["what", "who", "why", "mode", "t", "identifier", "p", "priority"],
+        )),
+        "setpriv" | "numactl" | "proxychains" | "proxychains4" | "fakeroot" | "xvfb-run" => {
+            argv(skip_options(
+                args,
+                &[
+                    "reuid", "regid", "groups", "inh-caps", "ambient-caps", "bounding-set",
+                    "securebits", "selinux-label", "apparmor-profile", "f", "l", "s", "i", "n",
+                    "e", "N", "C", "m", "p", "faked", "server-num", "server-args",
+                    "error-file", "auth-file", "cpunodebind", "membind", "physcpubind",
+                    "interleave", "preferred",
+                ],
+            ))
+        }
+        "setarch" | "gosu" | "su-exec" | "setuidgid" | "envdir" | "faketime" | "s6-setuidgid" => {
+            // Past the arch, the user, the folder or the time, and the options after it.
+            let operand = skip_options(args, &[]) + 1;
+            argv(operand + skip_options(args.get(operand..).unwrap_or(&[]), &[]))
+        }
+        "direnv" | "mise" | "rtx" | "op" | "doppler" | "aws-vault" | "dotenv" | "dotenvx" => {
+            runner_after_dashes(args)
+        }
+        "fd" | "fdfind" => fd_exec(args),
         name if SHELLS.contains(&name) => dash_c(args),
         // Tracers and isolators run their argv as it is.
         "strace" | "ltrace" => argv(skip_options(
@@ -367,7 +414,176 @@ fn find_exec(args: &[Word]) -> Vec<Inner> {
     found
 }
 
-/// `-c CODE` of a shell (flags may be grouped: `-ec`, `-lc`), or of `su`/`flock`/`script`.
+/// `flock [opts] FILE CMD…`, `flock [opts] FILE -c CODE` (`flock FD` runs nothing).
+fn flock(args: &[Word]) -> Vec<Inner> {
+    let file = skip_options(
+        args,
+        &["w", "timeout", "wait", "E", "conflict-exit-code"],
+    );
+    let after = file + 1;
+    match args.get(after).map(text) {
+        Some("-c" | "--command") => args
+            .get(after + 1)
+            .map(|code| vec![Inner::Code(code.clone())])
+            .unwrap_or_default(),
+        Some(_) => vec![Inner::Argv(args[after..].to_vec())],
+        None => Vec::new(),
+    }
+}
+
+/// `su [USER] -c CODE`, `su --command=CODE`, `runuser -u USER -- CMD…`, `runuser USER -c
+/// CODE`, `sg GROUP -c CODE` / `sg GROUP CMD`: the code or command, wherever the user is.
+fn su(args: &[Word]) -> Vec<Inner> {
+    let mut words = args.iter().enumerate();
+    while let Some((i, word)) = words.next() {
+        let t = text(word);
+        if let Some(code) = t.strip_prefix("--command=").or_else(|| t.strip_prefix("--session-command=")) {
+            return vec![Inner::Code(Word { dynamic: word.dynamic, ..Word::literal(code) })];
+        }
+        let short_c = t.starts_with('-') && !t.starts_with("--") && t.ends_with('c');
+        if short_c || matches!(t, "--command" | "--session-command") {
+            return args.get(i + 1).map(|code| vec![Inner::Code(code.clone())]).unwrap_or_default();
+        }
+        if matches!(t, "-u" | "--user" | "-g" | "--group" | "-G" | "--supp-group" | "-s" | "--shell" | "-w") {
+            words.next();
+            continue;
+        }
+        if t == "--" {
+            let rest = args[i + 1..].to_vec();
+            return if rest.is_empty() { Vec::new() } else { vec![Inner::Argv(rest)] };
+        }
+    }
+    // `runuser -u USER CMD…` without `--`, `sg GROUP CMD`: what follows the user or group.
+    let start = skip_options(args, &["u", "user", "g", "group", "G", "supp-group", "s", "shell", "w"]);
+    let user_given = args[..start.min(args.len())].iter().any(|w| matches!(text(w), "-u" | "--user"));
+    let from = if user_given { start } else { start + 1 };
+    match args.get(from..) {
+        Some(rest) if !rest.is_empty() => vec![Inner::Argv(rest.to_vec())],
+        _ => Vec::new(),
+    }
+}
+
+/// `ssh [opts] HOST CMD…`: the remote command, which the host's shell reads (this machine's
+/// included).
+fn ssh(args: &[Word]) -> Vec<Inner> {
+    let host = skip_options(
+        args,
+        &["b", "c", "D", "E", "e", "F", "I", "i", "J", "L", "l", "m", "O", "o", "p", "Q", "R", "S", "W", "w"],
+    );
+    joined(args.get(host + 1..).unwrap_or(&[]))
+}
+
+/// `tmux new[-session]|new-window|split-window|respawn-pane|run-shell [opts] [CODE]` and
+/// `tmux send-keys [opts] KEYS…` (typed into a pane), each command of a `\;` chain.
+fn tmux(args: &[Word]) -> Vec<Inner> {
+    const RUNS: [&str; 14] = [
+        "new", "new-session", "new-window", "neww", "split-window", "splitw", "respawn-pane",
+        "respawnp", "respawn-window", "respawnw", "run-shell", "run", "if-shell", "if",
+    ];
+    const VALUES: [&str; 16] = [
+        "-t", "-s", "-n", "-c", "-x", "-y", "-e", "-F", "-l", "-p", "-T", "-f", "-N", "-b", "-L", "-S",
+    ];
+    let mut found = Vec::new();
+    for command in args.split(|w| matches!(text(w), ";" | "\\;")) {
+        let Some(sub) = command.iter().position(|w| !text(w).starts_with('-')) else {
+            continue;
+        };
+        let name = text(&command[sub]);
+        let mut operands: Vec<Word> = Vec::new();
+        let mut rest = command[sub + 1..].iter();
+        while let Some(word) = rest.next() {
+            if VALUES.contains(&text(word)) {
+                rest.next();
+            } else if !text(word).starts_with('-') || word.dynamic {
+                operands.push(word.clone());
+            }
+        }
+        if RUNS.contains(&name) || name.starts_with("send") {
+            let keys: Vec<Word> = operands
+                .into_iter()
+                .map(|w| match text(&w) {
+                    "Enter" | "C-m" | "KPEnter" | "C-j" => Word::literal(";"),
+                    _ => w,
+                })
+                .collect();
+            found.extend(joined(&keys));
+        }
+    }
+    found
+}
+
+/// `screen [-dmS NAME …] CMD…` and `screen -X stuff TEXT` (typed into a window).
+fn screen(args: &[Word]) -> Vec<Inner> {
+    if let Some(at) = args.iter().position(|w| text(w) == "-X") {
+        let command = &args[at + 1..];
+        return match command.first().map(text) {
+            Some("stuff") => joined(&command[1..]),
+            Some("exec" | "screen") => vec![Inner::Argv(command[1..].to_vec())],
+            _ => Vec::new(),
+        };
+    }
+    // Options, some grouped (`-dmS NAME`): one ending in a letter that takes a value takes
+    // the next word.
+    let mut start = 0;
+    while let Some(word) = args.get(start).filter(|w| text(w).starts_with('-') && !w.dynamic) {
+        let t = text(word);
+        start += 1;
+        if t == "--" {
+            break;
+        }
+        if !t.starts_with("--") && t.ends_with(['S', 'c', 'e', 'h', 'p', 's', 'T', 't']) {
+            start += 1;
+        }
+    }
+    match args.get(start..) {
+        Some(rest) if !rest.is_empty() => vec![Inner::Argv(rest.to_vec())],
+        _ => Vec::new(),
+    }
+}
+
+/// `direnv exec DIR CMD…`, `mise exec … -- CMD…`, `op run … -- CMD…`, `doppler run -- CMD…`,
+/// `aws-vault exec PROFILE -- CMD…`, `dotenv -- CMD…`: what follows `--`, else what follows
+/// the subcommand and its operand.
+fn runner_after_dashes(args: &[Word]) -> Vec<Inner> {
+    if let Some(at) = args.iter().position(|w| text(w) == "--") {
+        let rest = args[at + 1..].to_vec();
+        return if rest.is_empty() { Vec::new() } else { vec![Inner::Argv(rest)] };
+    }
+    let sub = skip_options(args, &["e", "env-file", "f"]);
+    match args.get(sub).map(text) {
+        Some("exec" | "run" | "x") => {
+            // `direnv exec DIR CMD`, `aws-vault exec PROFILE CMD`: past their operand.
+            let from = skip_options(&args[sub + 1..], &[]) + sub + 2;
+            match args.get(from..) {
+                Some(rest) if !rest.is_empty() => vec![Inner::Argv(rest.to_vec())],
+                _ => Vec::new(),
+            }
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// `fd … -x CMD …` / `-X CMD …` (`--exec`, `--exec-batch`): the command runs on each name found.
+fn fd_exec(args: &[Word]) -> Vec<Inner> {
+    let Some(at) = args
+        .iter()
+        .position(|w| matches!(text(w), "-x" | "-X" | "--exec" | "--exec-batch"))
+    else {
+        return Vec::new();
+    };
+    let mut command: Vec<Word> = args[at + 1..]
+        .iter()
+        .take_while(|w| text(w) != ";")
+        .map(|w| if text(w).starts_with('{') && text(w).ends_with('}') { unknown() } else { w.clone() })
+        .collect();
+    if command.is_empty() {
+        return Vec::new();
+    }
+    command.push(unknown());
+    vec![Inner::Argv(command)]
+}
+
+/// `-c CODE` of a shell (flags may be grouped: `-ec`, `-lc`), or of `script`.
 fn dash_c(args: &[Word]) -> Vec<Inner> {
     let mut wants_code = false;
     for word in args {

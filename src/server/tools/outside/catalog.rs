@@ -431,6 +431,33 @@ const SPECS: &[Spec] = &[
         fields: &[WORK],
         unread: None,
     },
+    // A language server's answer about one file (Claude Code's `LSP`, opencode's and Copilot
+    // CLI's `lsp`): it reads the file.
+    Spec {
+        names: &["lsp"],
+        class: ToolClass::Read,
+        fields: &[&[
+            ("operation", Text),
+            ("filePath", Path),
+            ("line", Text),
+            ("character", Text),
+            ("query", Text),
+        ]],
+        unread: None,
+    },
+    // Claude Code's search of its own deferred tools, and Copilot CLI's note to itself.
+    Spec {
+        names: &["toolsearch"],
+        class: ToolClass::Read,
+        fields: &[&[("query", Text), ("max_results", Text)]],
+        unread: None,
+    },
+    Spec {
+        names: &["think"],
+        class: ToolClass::Read,
+        fields: &[&[("thought", Text)]],
+        unread: None,
+    },
     // File changes.
     Spec {
         names: &[
@@ -551,6 +578,7 @@ const SPECS: &[Spec] = &[
             "enter_plan_mode",
             "askuserquestion",
             "ask_user",
+            "question",
             "ask_user_question",
             "save_memory",
             "store_memory",

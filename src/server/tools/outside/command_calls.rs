@@ -51,8 +51,20 @@ pub fn describe(
     .into_iter()
     .flat_map(|role| fields.strings(role).into_iter().map(|(_, p)| p))
     .chain(fields.nested_strings(Role::NestedPaths));
+    // opencode's `external_directory` patterns are globs whose `*` crosses `/` and dots
+    // (`/home/me/*` grants all of the home folder): read as globs, and the folder before the
+    // first wildcard as a whole tree.
+    let mut floor_globs = Vec::new();
+    let mut floor_trees = Vec::new();
     for path in named_paths {
-        floor_subjects.extend(path_subjects(&paths::normalize(path, cwd)));
+        if let Some(wild) = path.find(['*', '?', '[', '{']) {
+            floor_globs.push(paths::normalize(path, cwd));
+            let folder = path[..wild].rsplit_once(['/', '\\']).map_or("", |(f, _)| f);
+            let folder = if folder.is_empty() && path.starts_with('/') { "/" } else { folder };
+            floor_trees.push(paths::normalize(if folder.is_empty() { "." } else { folder }, cwd));
+        } else {
+            floor_subjects.extend(path_subjects(&paths::normalize(path, cwd)));
+        }
     }
     let patched = command.as_deref().map(|c| patched_files(c, cwd));
     if let Some(Ok(files)) = &patched {
@@ -65,6 +77,8 @@ pub fn describe(
         .or_else(|| folders_unread(&folders));
     OutsideCall {
         floor_subjects,
+        floor_globs,
+        floor_trees,
         unreadable,
         rule_subject: command.clone().map(Subject::Command),
         floor_texts: fields
@@ -162,6 +176,7 @@ fn typed(class: ToolClass, tool: &str, fields: &Fields<'_>) -> OutsideCall {
     match keys::typed(input) {
         Ok(lines) if unread.is_none() => OutsideCall {
             floor_subjects: vec![Subject::Command(lines.clone())],
+            shell_input: true,
             rule_subject: Some(Subject::Command(lines.clone())),
             ..OutsideCall::of(
                 class,

@@ -87,14 +87,23 @@ impl<'a> Fields<'a> {
         out.into_iter().filter(|s| !s.trim().is_empty()).collect()
     }
 
-    /// Why this input cannot be read the way the agent will act on it, if it cannot: the tool
-    /// is unknown, a field is, or two fields say different things the agent acts on one of
-    /// (two paths, two commands); `cwd` resolves relative paths.
+    /// Why the tool cannot be read at all: the catalog does not know it.
+    pub fn unknown_tool(&self, tool: &str) -> Option<String> {
+        self.spec.is_none().then(|| {
+            format!(
+                "is `{tool}`, a tool Countersign's catalog does not know: what it reads, writes or runs cannot be told from its input, so it asks in every mode (a standing rule for `{tool}` answers it)"
+            )
+        })
+    }
+
+    /// Why this input cannot be read the way the agent will act on it, if it cannot: a field
+    /// is unknown, or two fields say different things the agent acts on one of (two paths,
+    /// two commands); `cwd` resolves relative paths. (An unknown tool: [`unknown_tool`].)
+    ///
+    /// [`unknown_tool`]: Self::unknown_tool
     pub fn unreadable(&self, tool: &str, cwd: Option<&str>) -> Option<String> {
         if self.spec.is_none() {
-            return Some(format!(
-                "is `{tool}`, a tool Countersign's catalog does not know: what it reads, writes or runs cannot be told from its input, so it always asks"
-            ));
+            return None;
         }
         self.two_paths(cwd)
             .or_else(|| self.two_of(&[Role::Command], "commands"))

@@ -57,6 +57,11 @@ pub fn describe(
         floor_subjects,
         floor_globs,
         floor_trees,
+        floor_contents: if class == ToolClass::Edit {
+            contents(input)
+        } else {
+            Vec::new()
+        },
         rule_subject: path.clone().map(Subject::Path),
         diff: (class == ToolClass::Edit)
             .then(|| diff_of(input, path.as_deref()))
@@ -142,6 +147,44 @@ fn globs(fields: &Fields<'_>, cwd: Option<&str>) -> Vec<String> {
             _ => glob.to_owned(),
         })
         .collect()
+}
+
+/// What a file change writes: its content, each new text (`edits` too), a diff's added lines.
+pub fn contents(input: &Value) -> Vec<String> {
+    const WRITTEN: [&str; 7] = [
+        "content",
+        "file_text",
+        "new_string",
+        "newString",
+        "new_str",
+        "new_source",
+        "ai_proposed_content",
+    ];
+    let texts = |value: &Value| -> Vec<String> {
+        WRITTEN
+            .iter()
+            .filter_map(|key| value.get(*key).and_then(Value::as_str))
+            .filter(|s| !s.trim().is_empty())
+            .map(str::to_owned)
+            .collect()
+    };
+    let mut out = texts(input);
+    if let Some(edits) = input.get("edits").and_then(Value::as_array) {
+        out.extend(edits.iter().flat_map(texts));
+    }
+    if let Some(diff) = text(input, &["diff"]) {
+        out.push(added_lines(diff));
+    }
+    out
+}
+
+/// The lines a unified diff or a Codex patch adds, joined.
+pub fn added_lines(diff: &str) -> String {
+    diff.lines()
+        .filter(|line| line.starts_with('+') && !line.starts_with("+++"))
+        .map(|line| &line[1..])
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 fn edit_diff(path: &str, input: &Value) -> Option<String> {

@@ -14,9 +14,12 @@
 //! the agent's file system will resolve it (`paths.rs`: `.`/`..`, `\`, drive letters, and the
 //! case-folded form too) before the floor and the rules see it; text typed into a running
 //! shell is the command lines it submits (`keys.rs`); every string of a `request_approval` is
-//! read for the commands and paths it proposes. What cannot be read that way — an unknown
-//! tool, a string in a field its tool does not have, two paths or two commands where the agent
-//! acts on one — is on the floor: it asks, in every mode.
+//! read for the commands and paths it proposes; what a file change writes is read for
+//! Countersign's own places and CLI. What cannot be read that way — a string in a field its
+//! tool does not have, two paths or two commands where the agent acts on one — is on the
+//! floor: it asks, in every mode. A tool the catalog does not know asks in every mode too,
+//! but it is not a floor hit no rule can cover: a person's standing rule for that very tool
+//! (Allow always on its card) answers it (`unknown_tool`).
 
 mod catalog;
 mod command_calls;
@@ -52,6 +55,15 @@ pub struct OutsideCall {
     /// Folders a search reads everything beneath (normalized): on the floor when one holds
     /// Countersign's own places, the home folder and `/` included.
     pub floor_trees: Vec<String>,
+    /// What a file change writes (content, new text, a patch's added lines): on the floor
+    /// when it names Countersign's own places or runs its CLI to change state.
+    pub floor_contents: Vec<String>,
+    /// Its command is text typed into a running shell, whose folder and environment are not
+    /// known here.
+    pub shell_input: bool,
+    /// Why the tool cannot be read at all (the catalog does not know it; `unreadable` says the
+    /// same): it asks in every mode unless a standing rule for this very tool answers it.
+    pub unknown_tool: Option<String>,
     /// The agent's folder (normalized), where its relative paths and commands start.
     pub cwd: Option<String>,
     /// What a standing rule matches (one path or one command), when there is one.
@@ -72,6 +84,9 @@ impl OutsideCall {
             floor_globs: Vec::new(),
             floor_texts: Vec::new(),
             floor_trees: Vec::new(),
+            floor_contents: Vec::new(),
+            shell_input: false,
+            unknown_tool: None,
             cwd: None,
             rule_subject: None,
             summary,
@@ -199,6 +214,12 @@ pub fn describe_as(class: ToolClass, tool: &str, input: &Value, cwd: Option<&str
     call.cwd = cwd.map(|c| paths::normalize(c, None));
     if let Some(why) = fields.unreadable(tool, cwd) {
         call.unreadable = Some(why);
+    }
+    if let Some(why) = fields.unknown_tool(tool) {
+        call.unreadable = Some(why.clone());
+        call.unknown_tool = Some(why);
+        // A standing rule for it names the tool, whatever its input.
+        call.rule_subject = Some(Subject::Command(tool.to_owned()));
     }
     call
 }

@@ -31,6 +31,7 @@ pub fn patch_call(class: ToolClass, fields: &Fields<'_>, cwd: Option<&str>) -> O
             [one] => Some(Subject::Path(one.clone())),
             _ => None,
         },
+        floor_contents: vec![super::file_calls::added_lines(&body)],
         floor_subjects: files.iter().flat_map(|f| path_subjects(f)).collect(),
         unreadable,
         diff: (!text.is_empty()).then(|| text.to_owned()),

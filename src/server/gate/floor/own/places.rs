@@ -1,16 +1,28 @@
 //! One of Countersign's own places (the data dir, the config file, the database, the server's
-//! process), in each spelling it can be reached by, and how a path, a glob or a text reaches
-//! it.
+//! process, its executable), in each spelling it can be reached by, and how a path, a glob or
+//! a text reaches it.
 
 use std::path::{Path, PathBuf};
 
 use crate::server::tools::outside::paths;
+
+/// How far a place reaches beyond itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reach {
+    /// A folder that holds it counts (moving or deleting it takes the place along), and so
+    /// does a command that reads every file beneath one.
+    Held,
+    /// Only the place itself and what is inside it (the server's executable: the folders
+    /// that hold it are build and install folders the agent works in).
+    Itself,
+}
 
 /// One place, in every spelling (normalized, case-folded).
 #[derive(Debug)]
 pub struct Place {
     /// What it is, for the reason in words.
     what: &'static str,
+    reach: Reach,
     /// As the server has it.
     shown: String,
     /// Absolute spellings: as given, as on disk, through each spelling of the home folder.
@@ -23,6 +35,11 @@ pub struct Place {
 impl Place {
     /// `path` and its spellings; `homes` are the home folder's (normalized, case-folded).
     pub fn new(what: &'static str, path: &Path, homes: &[String]) -> Place {
+        Place::reaching(what, path, homes, Reach::Held)
+    }
+
+    /// As [`new`](Self::new), reaching as far as `reach` says.
+    pub fn reaching(what: &'static str, path: &Path, homes: &[String], reach: Reach) -> Place {
         let mut forms: Vec<String> = Vec::new();
         for spelling in [path.to_path_buf(), on_disk(path)] {
             let form = paths::folded(&paths::normalize(&spelling.display().to_string(), None));
@@ -48,6 +65,7 @@ impl Place {
         }
         Place {
             what,
+            reach,
             shown: path.display().to_string(),
             forms,
             names,
@@ -64,6 +82,7 @@ impl Place {
             ));
         }
         let holds = |f: &String| beneath(f, path).is_some_and(|rest| !rest.is_empty());
+        let holder = holder && self.reach == Reach::Held;
         (holder && self.forms.iter().any(holds)).then(|| {
             format!(
                 "touches {shown}, a folder that holds Countersign's own {} ({}), built in",
@@ -75,6 +94,9 @@ impl Place {
     /// Why reading everything beneath the normalized, case-folded absolute folder `path`
     /// (`shown` as the agent spelled it) reads this place, whatever folder it is.
     pub fn tree_hit(&self, path: &str, shown: &str) -> Option<String> {
+        if self.reach != Reach::Held {
+            return None;
+        }
         self.forms
             .iter()
             .any(|f| beneath(f, path).is_some())
@@ -97,7 +119,7 @@ impl Place {
                 let place: Vec<&str> = form.split('/').filter(|s| !s.is_empty()).collect();
                 reaches(&segments, &place, |named| {
                     let named = format!("/{}", named.join("/"));
-                    named != "/" && !homes.contains(&named)
+                    self.reach == Reach::Held && named != "/" && !homes.contains(&named)
                 })
             })
             .map(|_| {
@@ -106,6 +128,25 @@ impl Place {
                     self.what, self.shown
                 )
             })
+    }
+
+    /// Whether a place folder's contents are what it is (the data dir), so that its entries
+    /// on disk may be named from inside it.
+    pub fn folders(&self) -> impl Iterator<Item = &str> {
+        self.forms
+            .iter()
+            .filter(|_| self.reach == Reach::Held)
+            .map(String::as_str)
+    }
+
+    /// The names of the folders on its way (and its own), case-folded: what a relative path
+    /// read from an unknown folder must start with to reach it.
+    pub fn segments(&self) -> impl Iterator<Item = &str> {
+        self.forms
+            .iter()
+            .filter(|_| self.reach == Reach::Held)
+            .flat_map(|form| form.split('/'))
+            .filter(|segment| !segment.is_empty())
     }
 
     /// Why a case-folded text names this place; `None` when it does not.
@@ -172,7 +213,7 @@ fn reaches(glob: &[&str], place: &[&str], holder: impl Fn(&[&str]) -> bool) -> b
 
 /// Whether one glob segment matches one name as a shell expands it: a leading `.` only by a
 /// `.` written first; an unreadable segment could match anything.
-fn segment_matches(glob: &str, name: &str) -> bool {
+pub fn segment_matches(glob: &str, name: &str) -> bool {
     if name.starts_with('.') && !glob.starts_with('.') {
         return false;
     }
