@@ -637,7 +637,11 @@ async fn ordinary_outside_calls_run_as_before() {
 fn a_thread_of_this_process() -> u32 {
     let link = std::fs::read_link("/proc/thread-self").unwrap();
     let tid = link.file_name().unwrap().to_str().unwrap().parse().unwrap();
-    assert_ne!(tid, std::process::id(), "the test runs on a thread of its own");
+    assert_ne!(
+        tid,
+        std::process::id(),
+        "the test runs on a thread of its own"
+    );
     tid
 }
 
@@ -664,52 +668,198 @@ async fn the_ways_round_the_outside_floor_are_floor_cards() {
     let bash = |command: String| json!({ "command": command });
     let calls: Vec<(&str, &str, &str, Value)> = vec![
         // 1. A read-only CLI command pointed elsewhere, or with its environment changed.
-        (cc, &ws, "Bash", bash("countersign approvals list --url http://127.0.0.1:9".into())),
-        (cc, &ws, "Bash", bash("COUNTERSIGN_URL=http://127.0.0.1:9 countersign audit export".into())),
-        (cc, &ws, "Bash", bash("env -u COUNTERSIGN_TOKEN countersign rules list".into())),
-        (cc, &ws, "Bash", bash("countersign approvals --config list approve 0123abcd".into())),
+        (
+            cc,
+            &ws,
+            "Bash",
+            bash("countersign approvals list --url http://127.0.0.1:9".into()),
+        ),
+        (
+            cc,
+            &ws,
+            "Bash",
+            bash("COUNTERSIGN_URL=http://127.0.0.1:9 countersign audit export".into()),
+        ),
+        (
+            cc,
+            &ws,
+            "Bash",
+            bash("env -u COUNTERSIGN_TOKEN countersign rules list".into()),
+        ),
+        (
+            cc,
+            &ws,
+            "Bash",
+            bash("countersign approvals --config list approve 0123abcd".into()),
+        ),
         // 2. Wrappers and interpreters.
-        (codex, &ws, "exec_command", json!({"cmd": "runuser -u me -- countersign passkey reset"})),
-        (cc, &ws, "Bash", bash("tmux new -d 'countersign passkey reset'".into())),
-        (cc, &ws, "Bash", bash("echo 'countersign passkey reset' | at now".into())),
-        (cc, &ws, "Bash", bash("node -e \"require('child_process').execSync('countersign passkey reset')\"".into())),
-        (cc, &ws, "Bash", bash("cargo run -q -- config set approvals.require_passkey off".into())),
+        (
+            codex,
+            &ws,
+            "exec_command",
+            json!({"cmd": "runuser -u me -- countersign passkey reset"}),
+        ),
+        (
+            cc,
+            &ws,
+            "Bash",
+            bash("tmux new -d 'countersign passkey reset'".into()),
+        ),
+        (
+            cc,
+            &ws,
+            "Bash",
+            bash("echo 'countersign passkey reset' | at now".into()),
+        ),
+        (
+            cc,
+            &ws,
+            "Bash",
+            bash(
+                "node -e \"require('child_process').execSync('countersign passkey reset')\"".into(),
+            ),
+        ),
+        (
+            cc,
+            &ws,
+            "Bash",
+            bash("cargo run -q -- config set approvals.require_passkey off".into()),
+        ),
         // 3. The program under another name: the server's executable, any `countersign`.
-        (cc, &ws, "Bash", bash(format!("cp {exe} /tmp/cs && /tmp/cs passkey reset"))),
-        (cc, &ws, "Bash", bash("ln -s /usr/local/bin/countersign ./cs".into())),
+        (
+            cc,
+            &ws,
+            "Bash",
+            bash(format!("cp {exe} /tmp/cs && /tmp/cs passkey reset")),
+        ),
+        (
+            cc,
+            &ws,
+            "Bash",
+            bash("ln -s /usr/local/bin/countersign ./cs".into()),
+        ),
         // 4. SQLite names built or encoded.
-        (cc, &ws, "Bash", bash(format!("sqlite3 :memory: \"attach '{data}/counter'||'sign.db' as x; insert into x.t values (1)\""))),
-        (cc, &ws, "Bash", bash(format!("sqlite3 'file://{data}/countersign%2edb?mode=rw' 'select 1'"))),
+        (
+            cc,
+            &ws,
+            "Bash",
+            bash(format!(
+                "sqlite3 :memory: \"attach '{data}/counter'||'sign.db' as x; insert into x.t values (1)\""
+            )),
+        ),
+        (
+            cc,
+            &ws,
+            "Bash",
+            bash(format!(
+                "sqlite3 'file://{data}/countersign%2edb?mode=rw' 'select 1'"
+            )),
+        ),
         // 5. `~+` is where the command runs.
-        (cc, &root, "Bash", bash("printf '[safety]' >> ~+/config.toml".into())),
+        (
+            cc,
+            &root,
+            "Bash",
+            bash("printf '[safety]' >> ~+/config.toml".into()),
+        ),
         // 6. A process's root is `/`.
-        (cc, &ws, "Read", json!({"file_path": format!("/proc/self/root{data}/token")})),
-        (oc, &ws, "read", json!({"filePath": format!("/proc/thread-self/root{root}/config.toml")})),
+        (
+            cc,
+            &ws,
+            "Read",
+            json!({"file_path": format!("/proc/self/root{data}/token")}),
+        ),
+        (
+            oc,
+            &ws,
+            "read",
+            json!({"filePath": format!("/proc/thread-self/root{root}/config.toml")}),
+        ),
         // 7. A line continuation joins a word.
-        (cc, &ws, "Bash", bash("counter\\\nsign passkey reset".into())),
+        (
+            cc,
+            &ws,
+            "Bash",
+            bash("counter\\\nsign passkey reset".into()),
+        ),
         // 10. Text typed into a running shell.
-        ("copilot-cli", &ws, "write_bash", json!({"shellId": "1", "input": "cat token{enter}"})),
-        (codex, &ws, "write_stdin", json!({"session_id": 2, "chars": "countersign approvals list\n"})),
+        (
+            "copilot-cli",
+            &ws,
+            "write_bash",
+            json!({"shellId": "1", "input": "cat token{enter}"}),
+        ),
+        (
+            codex,
+            &ws,
+            "write_stdin",
+            json!({"session_id": 2, "chars": "countersign approvals list\n"}),
+        ),
         // 11. A symlink made earlier, and a new one to `/`.
-        (cc, &ws, "Read", json!({"file_path": format!("up{data}/token")})),
+        (
+            cc,
+            &ws,
+            "Read",
+            json!({"file_path": format!("up{data}/token")}),
+        ),
         (cc, &ws, "Bash", bash("ln -s / r".into())),
         // 12. Folders that hold an agent's settings.
         (cc, &ws, "Bash", bash("mv ~/.claude ~/.claude.bak".into())),
-        ("gemini-cli", &ws, "run_shell_command", json!({"command": "rm -r .gemini"})),
+        (
+            "gemini-cli",
+            &ws,
+            "run_shell_command",
+            json!({"command": "rm -r .gemini"}),
+        ),
         // 13. The server's process, by any thread.
         (cc, &ws, "Bash", bash(format!("cat /proc/{thread}/environ"))),
-        (cc, &ws, "Read", json!({"file_path": format!("/proc/{thread}/cmdline")})),
+        (
+            cc,
+            &ws,
+            "Read",
+            json!({"file_path": format!("/proc/{thread}/cmdline")}),
+        ),
         (cc, &ws, "Bash", bash(format!("kill -9 {thread}"))),
         (cc, &ws, "Bash", bash(format!("ps eww {pid}"))),
         (cc, &ws, "Bash", bash(format!("gdb -p {pid} -batch -ex bt"))),
         // 14. Whole-tree readers and written content.
-        (cc, &ws, "Bash", bash("restic -r /tmp/repo backup ..".into())),
-        (cc, &ws, "Write", json!({"file_path": "reset.sh", "content": "#!/bin/sh\ncountersign passkey reset\n"})),
-        (codex, &ws, "apply_patch", json!({"input": format!("*** Begin Patch\n*** Add File: go.sh\n+cat {data}/token\n*** End Patch")})),
+        (
+            cc,
+            &ws,
+            "Bash",
+            bash("restic -r /tmp/repo backup ..".into()),
+        ),
+        (
+            cc,
+            &ws,
+            "Write",
+            json!({"file_path": "reset.sh", "content": "#!/bin/sh\ncountersign passkey reset\n"}),
+        ),
+        (
+            codex,
+            &ws,
+            "apply_patch",
+            json!({"input": format!("*** Begin Patch\n*** Add File: go.sh\n+cat {data}/token\n*** End Patch")}),
+        ),
         // 15. Startup files, opencode's directory globs, hidden words in a proposal.
-        (cc, &ws, "Edit", json!({"file_path": "~/.bashrc", "old_string": "a", "new_string": "export COUNTERSIGN_URL=http://x"})),
-        (oc, &ws, "external_directory", json!({"patterns": [format!("{root}/*")]})),
-        ("mcp", &ws, "request_approval", json!({"title": "Tidy", "details_markdown": "Then `counter\u{200b}sign passkey reset`."})),
+        (
+            cc,
+            &ws,
+            "Edit",
+            json!({"file_path": "~/.bashrc", "old_string": "a", "new_string": "export COUNTERSIGN_URL=http://x"}),
+        ),
+        (
+            oc,
+            &ws,
+            "external_directory",
+            json!({"patterns": [format!("{root}/*")]}),
+        ),
+        (
+            "mcp",
+            &ws,
+            "request_approval",
+            json!({"title": "Tidy", "details_markdown": "Then `counter\u{200b}sign passkey reset`."}),
+        ),
     ];
     each_is_a_floor_card(&ts, &calls, "ways-round").await;
 }
@@ -726,11 +876,16 @@ async fn a_standing_rule_answers_an_unknown_tool() {
     let open = |tool: &'static str, input: Value| {
         agent.post("/api/v1/gates", body(source, session, app, tool, input))
     };
-    let first = open("mcp__db__query", json!({"sql": "select 1"})).await.expect(201);
+    let first = open("mcp__db__query", json!({"sql": "select 1"}))
+        .await
+        .expect(201);
     assert_eq!(first["status"], "pending", "{first}");
     let card = ts.wait_gate(&sid).await;
     assert_eq!(card["reason"], "safety_floor", "{card:#}");
-    assert_eq!(card["suggested_rule"]["pattern"], "mcp__db__query", "{card:#}");
+    assert_eq!(
+        card["suggested_rule"]["pattern"], "mcp__db__query",
+        "{card:#}"
+    );
     assert!(
         card["allowed_decisions"]
             .as_array()
@@ -745,7 +900,9 @@ async fn a_standing_rule_answers_an_unknown_tool() {
     )
     .await
     .expect(200);
-    let again = open("mcp__db__query", json!({"sql": "select 2"})).await.expect(201);
+    let again = open("mcp__db__query", json!({"sql": "select 2"}))
+        .await
+        .expect(201);
     assert_eq!(again["status"], "approved", "{again}");
     ts.put(
         &format!("/api/v1/sessions/{sid}/mode"),
@@ -753,11 +910,16 @@ async fn a_standing_rule_answers_an_unknown_tool() {
     )
     .await
     .expect(200);
-    let in_ask = open("mcp__db__query", json!({"sql": "select 3"})).await.expect(201);
+    let in_ask = open("mcp__db__query", json!({"sql": "select 3"}))
+        .await
+        .expect(201);
     assert_eq!(in_ask["status"], "approved", "{in_ask}");
     for (tool, input) in [
         ("mcp__db__drop", json!({"sql": "drop table t"})),
-        ("mcp__db__query", json!({"command": "countersign passkey reset"})),
+        (
+            "mcp__db__query",
+            json!({"command": "countersign passkey reset"}),
+        ),
     ] {
         let opened = open(tool, input.clone()).await.expect(201);
         assert_eq!(opened["status"], "pending", "{tool} {input}: {opened}");

@@ -502,8 +502,15 @@ impl Core {
             _ if floor.is_some() => GateReason::SafetyFloor,
             _ => GateReason::Mode,
         };
-        let request =
-            self.request_for(&checked, &call, &session_id, mode, reason, floor.as_deref(), unknown_only);
+        let request = self.request_for(
+            &checked,
+            &call,
+            &session_id,
+            mode,
+            reason,
+            floor.as_deref(),
+            unknown_only,
+        );
         let external = ExternalGate {
             approval_id: request.body.approval_id.clone(),
             session_id: session_id.clone(),

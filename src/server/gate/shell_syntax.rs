@@ -131,7 +131,10 @@ pub fn read(source: &str) -> Result<Script, String> {
     }
     // bash reads `\` + CR as an escaped CR inside a word, the grammar as a line continuation.
     if source.contains("\\\r") {
-        return Err("it has a `\\` before a carriage return, which bash and this reading split differently".into());
+        return Err(
+            "it has a `\\` before a carriage return, which bash and this reading split differently"
+                .into(),
+        );
     }
     let joined = join_continuations(source)?;
     let tree = parse(&joined)?;
@@ -787,7 +790,10 @@ mod tests {
 
     #[test]
     fn line_continuations_join_where_bash_joins_them() {
-        assert_eq!(names("counter\\\nsign passkey reset"), [["countersign", "passkey", "reset"]]);
+        assert_eq!(
+            names("counter\\\nsign passkey reset"),
+            [["countersign", "passkey", "reset"]]
+        );
         assert_eq!(names("cat \"a\\\nb\""), [["cat", "ab"]]);
         assert_eq!(names("echo 'a\\\nb'"), [["echo", "a\\\nb"]]);
         assert_eq!(names("echo $'a\\\nb'")[0].len(), 2);
@@ -810,7 +816,15 @@ mod tests {
         for quiet in ["ls -la", "cat a | sort"] {
             assert!(!read(quiet).unwrap().changes_env, "{quiet}");
         }
-        for loud in ["export A=1", "unset A", "declare -x A", ". ./env", "source x", "eval x", "set -a"] {
+        for loud in [
+            "export A=1",
+            "unset A",
+            "declare -x A",
+            ". ./env",
+            "source x",
+            "eval x",
+            "set -a",
+        ] {
             assert!(read(loud).unwrap().changes_env, "{loud}");
         }
     }

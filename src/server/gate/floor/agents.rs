@@ -90,9 +90,11 @@ fn built_in() -> impl Iterator<Item = (&'static str, &'static str, &'static str)
     AGENT_SETTINGS
         .iter()
         .map(|(glob, what)| (*glob, *what, "an agent's hooks and permissions"))
-        .chain(SHELL_STARTUP.iter().map(|(glob, what)| {
-            (*glob, *what, "it sets every later command's environment")
-        }))
+        .chain(
+            SHELL_STARTUP
+                .iter()
+                .map(|(glob, what)| (*glob, *what, "it sets every later command's environment")),
+        )
 }
 
 /// The compiled globs of [`AGENT_SETTINGS`] and [`SHELL_STARTUP`].
@@ -155,7 +157,10 @@ impl AgentSettings {
         let folder = folder.trim_end_matches('/');
         let segments: Vec<&str> = folder.split('/').filter(|s| !s.is_empty()).collect();
         // `/etc` holds everything of the system's; only its named folders count.
-        if segments.last().is_some_and(|s| s.eq_ignore_ascii_case("etc")) {
+        if segments
+            .last()
+            .is_some_and(|s| s.eq_ignore_ascii_case("etc"))
+        {
             return None;
         }
         self.ways.iter().zip(&self.globs).find_map(|(way, (pattern, what, why))| {

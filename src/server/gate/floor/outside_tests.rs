@@ -24,7 +24,8 @@ fn floor_with(places: &Places, home: &str, pid: Option<u32>) -> SafetyFloor {
         tmpdir: None,
         user: Some("me".into()),
     };
-    let own = OwnPlaces::with_env(places, &env, pid).with_executable(Path::new("/opt/cs/bin/server"));
+    let own =
+        OwnPlaces::with_env(places, &env, pid).with_executable(Path::new("/opt/cs/bin/server"));
     SafetyFloor::new(&SafetyConfig {
         paths: vec![],
         commands: vec![],
@@ -191,10 +192,16 @@ fn the_program_under_another_name_asks() {
         ],
     );
     for (tool, input) in [
-        ("Write", json!({"file_path": "/home/me/bin/countersign", "content": "x"})),
+        (
+            "Write",
+            json!({"file_path": "/home/me/bin/countersign", "content": "x"}),
+        ),
         ("Read", json!({"file_path": "/opt/cs/bin/server"})),
     ] {
-        assert!(hit(&f, "claude-code", tool, input.clone(), SRC).is_some(), "{tool} {input}");
+        assert!(
+            hit(&f, "claude-code", tool, input.clone(), SRC).is_some(),
+            "{tool} {input}"
+        );
     }
     none_ask(&f, &["cp src/countersign.rs /tmp/", "ls /opt/cs/bin"]);
 }
@@ -250,23 +257,73 @@ fn proc_roots_and_open_files_ask_in_every_file_tool() {
     let token = "/proc/self/root/home/me/.local/share/countersign/token";
     let calls = [
         ("claude-code", "Read", json!({"file_path": token})),
-        ("claude-code", "Read", json!({"file_path": "/proc/thread-self/root/home/me/.local/share/countersign/config.toml"})),
-        ("claude-code", "Edit", json!({"file_path": "/proc/1/root/home/me/.local/share/countersign/config.toml", "old_string": "a", "new_string": "b"})),
-        ("claude-code", "Write", json!({"file_path": "/proc/self/root/home/me/.local/share/countersign/x", "content": "y"})),
-        ("claude-code", "Grep", json!({"pattern": "cst", "path": "/proc/self/root/home/me/.local/share"})),
-        ("claude-code", "Read", json!({"file_path": "/proc/self/cwd/token"})),
-        ("claude-code", "Read", json!({"file_path": "/proc/412/fd/9"})),
-        ("claude-code", "Read", json!({"file_path": "/proc/self/map_files/7f00-7f10"})),
-        ("codex", "apply_patch", json!({"input": "*** Begin Patch\n*** Update File: /proc/self/root/home/me/.local/share/countersign/config.toml\n@@\n-a\n+b\n*** End Patch"})),
-        ("copilot-cli", "create", json!({"path": "/proc/thread-self/root/home/me/.local/share/countersign/x", "file_text": "y"})),
+        (
+            "claude-code",
+            "Read",
+            json!({"file_path": "/proc/thread-self/root/home/me/.local/share/countersign/config.toml"}),
+        ),
+        (
+            "claude-code",
+            "Edit",
+            json!({"file_path": "/proc/1/root/home/me/.local/share/countersign/config.toml", "old_string": "a", "new_string": "b"}),
+        ),
+        (
+            "claude-code",
+            "Write",
+            json!({"file_path": "/proc/self/root/home/me/.local/share/countersign/x", "content": "y"}),
+        ),
+        (
+            "claude-code",
+            "Grep",
+            json!({"pattern": "cst", "path": "/proc/self/root/home/me/.local/share"}),
+        ),
+        (
+            "claude-code",
+            "Read",
+            json!({"file_path": "/proc/self/cwd/token"}),
+        ),
+        (
+            "claude-code",
+            "Read",
+            json!({"file_path": "/proc/412/fd/9"}),
+        ),
+        (
+            "claude-code",
+            "Read",
+            json!({"file_path": "/proc/self/map_files/7f00-7f10"}),
+        ),
+        (
+            "codex",
+            "apply_patch",
+            json!({"input": "*** Begin Patch\n*** Update File: /proc/self/root/home/me/.local/share/countersign/config.toml\n@@\n-a\n+b\n*** End Patch"}),
+        ),
+        (
+            "copilot-cli",
+            "create",
+            json!({"path": "/proc/thread-self/root/home/me/.local/share/countersign/x", "file_text": "y"}),
+        ),
         ("opencode", "read", json!({"filePath": token})),
         ("gemini-cli", "read_many_files", json!({"paths": [token]})),
-        ("claude-code", "Bash", json!({"command": format!("cat {token}")})),
+        (
+            "claude-code",
+            "Bash",
+            json!({"command": format!("cat {token}")}),
+        ),
     ];
     for (source, tool, input) in calls {
-        assert!(hit(&f, source, tool, input.clone(), SRC).is_some(), "{tool} {input}");
+        assert!(
+            hit(&f, source, tool, input.clone(), SRC).is_some(),
+            "{tool} {input}"
+        );
     }
-    none_ask(&f, &["cat /proc/cpuinfo", "cat /proc/self/status", "ls -l /proc/self/fd/0"]);
+    none_ask(
+        &f,
+        &[
+            "cat /proc/cpuinfo",
+            "cat /proc/self/status",
+            "ls -l /proc/self/fd/0",
+        ],
+    );
 }
 
 /// A `\` at a line's end joins the lines, as bash's reader does (but not in single quotes).
@@ -311,7 +368,10 @@ fn cd_home_is_read_as_home() {
             "cd; sh -c 'grep -r BEGIN .'",
         ],
     );
-    none_ask(&f, &["cd && ls", "cd src && grep -r TODO .", "cd /tmp && rg x"]);
+    none_ask(
+        &f,
+        &["cd && ls", "cd src && grep -r TODO .", "cd /tmp && rg x"],
+    );
 }
 
 /// Variables the server knows are put in before a glob is read.
@@ -342,11 +402,18 @@ fn shell_input_is_read_in_an_unknown_folder() {
         "rg BEGIN{enter}",
     ] {
         let call = json!({"shellId": "1", "input": input});
-        assert!(hit(&f, "copilot-cli", "write_bash", call, SRC).is_some(), "{input}");
+        assert!(
+            hit(&f, "copilot-cli", "write_bash", call, SRC).is_some(),
+            "{input}"
+        );
     }
     for input in ["npm test{enter}", "y{enter}", "cat /tmp/log.txt{enter}"] {
         let call = json!({"shellId": "1", "input": input});
-        assert_eq!(hit(&f, "copilot-cli", "write_bash", call, SRC), None, "{input}");
+        assert_eq!(
+            hit(&f, "copilot-cli", "write_bash", call, SRC),
+            None,
+            "{input}"
+        );
     }
     let typed = json!({"session_id": 3, "chars": "cat vapid_private_key\n"});
     assert!(hit(&f, "codex", "write_stdin", typed, SRC).is_some());
@@ -376,19 +443,29 @@ fn symlinks_are_followed_on_disk() {
         ("Read", json!({"file_path": through_root})),
         ("Read", json!({"file_path": "l/share/countersign/token"})),
         ("Bash", json!({"command": "cat l/share/countersign/token"})),
-        ("Bash", json!({"command": "cat l/share/../share/countersign/vapid_private_key"})),
+        (
+            "Bash",
+            json!({"command": "cat l/share/../share/countersign/vapid_private_key"}),
+        ),
         ("Grep", json!({"pattern": "x", "path": "l"})),
         ("Bash", json!({"command": "ln -s / r2"})),
         ("Bash", json!({"command": format!("ln -s {home} h")})),
         ("Bash", json!({"command": "ln -s ~ h"})),
     ] {
-        assert!(hit(&f, "claude-code", tool, input.clone(), &cwd).is_some(), "{tool} {input}");
+        assert!(
+            hit(&f, "claude-code", tool, input.clone(), &cwd).is_some(),
+            "{tool} {input}"
+        );
     }
     for (tool, input) in [
         ("Read", json!({"file_path": "r/etc/hostname"})),
         ("Bash", json!({"command": "ln -s ../lib lib2"})),
     ] {
-        assert_eq!(hit(&f, "claude-code", tool, input.clone(), &cwd), None, "{tool} {input}");
+        assert_eq!(
+            hit(&f, "claude-code", tool, input.clone(), &cwd),
+            None,
+            "{tool} {input}"
+        );
     }
     let _ = std::fs::remove_dir_all(&root);
 }
@@ -409,7 +486,10 @@ fn folders_holding_agent_settings_ask() {
             "mv ~/.Codex /tmp/c",
         ],
     );
-    none_ask(&f, &["ls .github/workflows", "rm -r build", "git checkout -- src"]);
+    none_ask(
+        &f,
+        &["ls .github/workflows", "rm -r build", "git checkout -- src"],
+    );
 }
 
 /// The server's process: any thread of it, by id, and the environment-printing `ps`.
@@ -436,7 +516,15 @@ fn the_servers_process_asks_by_any_thread() {
     }
     let read = json!({"file_path": format!("/proc/{thread}/task/{thread}/environ")});
     assert!(hit(&f, "claude-code", "Read", read, SRC).is_some());
-    none_ask(&f, &["ps aux", "kill %1", "pgrep -a node", "systemctl status countersign"]);
+    none_ask(
+        &f,
+        &[
+            "ps aux",
+            "kill %1",
+            "pgrep -a node",
+            "systemctl status countersign",
+        ],
+    );
 }
 
 /// Whole-tree readers and deleters over a folder holding the data dir; content written that
@@ -459,15 +547,46 @@ fn tree_readers_and_written_content_ask() {
         ],
     );
     for (source, tool, input) in [
-        ("claude-code", "Write", json!({"file_path": "run.sh", "content": "#!/bin/sh\ncat /home/me/.local/share/countersign/token\n"})),
-        ("claude-code", "Write", json!({"file_path": "run.sh", "content": "countersign passkey reset\n"})),
-        ("claude-code", "Edit", json!({"file_path": "Makefile", "old_string": "x", "new_string": "reset:\n\tcountersign config set approvals.require_passkey off"})),
-        ("claude-code", "MultiEdit", json!({"file_path": "a.py", "edits": [{"old_string": "a", "new_string": "os.system('countersign approvals approve 0123abcd')"}]})),
-        ("copilot-cli", "create", json!({"path": "x.sh", "file_text": "counter\u{200b}sign passkey reset"})),
-        ("codex", "apply_patch", json!({"input": "*** Begin Patch\n*** Add File: go.sh\n+countersign token create me --scope admin\n*** End Patch"})),
-        ("opencode", "edit", json!({"filepath": "/home/me/src/x.sh", "diff": "--- a\n+++ b\n@@\n+cp ~/.local/share/countersign/token /tmp\n"})),
+        (
+            "claude-code",
+            "Write",
+            json!({"file_path": "run.sh", "content": "#!/bin/sh\ncat /home/me/.local/share/countersign/token\n"}),
+        ),
+        (
+            "claude-code",
+            "Write",
+            json!({"file_path": "run.sh", "content": "countersign passkey reset\n"}),
+        ),
+        (
+            "claude-code",
+            "Edit",
+            json!({"file_path": "Makefile", "old_string": "x", "new_string": "reset:\n\tcountersign config set approvals.require_passkey off"}),
+        ),
+        (
+            "claude-code",
+            "MultiEdit",
+            json!({"file_path": "a.py", "edits": [{"old_string": "a", "new_string": "os.system('countersign approvals approve 0123abcd')"}]}),
+        ),
+        (
+            "copilot-cli",
+            "create",
+            json!({"path": "x.sh", "file_text": "counter\u{200b}sign passkey reset"}),
+        ),
+        (
+            "codex",
+            "apply_patch",
+            json!({"input": "*** Begin Patch\n*** Add File: go.sh\n+countersign token create me --scope admin\n*** End Patch"}),
+        ),
+        (
+            "opencode",
+            "edit",
+            json!({"filepath": "/home/me/src/x.sh", "diff": "--- a\n+++ b\n@@\n+cp ~/.local/share/countersign/token /tmp\n"}),
+        ),
     ] {
-        assert!(hit(&f, source, tool, input.clone(), SRC).is_some(), "{tool} {input}");
+        assert!(
+            hit(&f, source, tool, input.clone(), SRC).is_some(),
+            "{tool} {input}"
+        );
     }
     let prose = json!({"file_path": "README.md", "content": "# Countersign\nRun `countersign approvals list` to see what waits."});
     assert_eq!(hit(&f, "claude-code", "Write", prose, SRC), None);
@@ -479,20 +598,62 @@ fn tree_readers_and_written_content_ask() {
 fn startup_files_patterns_and_hidden_words_ask() {
     let f = floor();
     for (source, tool, input) in [
-        ("claude-code", "Edit", json!({"file_path": "/home/me/.bashrc", "old_string": "a", "new_string": "export COUNTERSIGN_URL=http://x"})),
-        ("claude-code", "Bash", json!({"command": "echo 'export PATH=/tmp/bin:$PATH' >> ~/.profile"})),
-        ("gemini-cli", "write_file", json!({"file_path": "/etc/environment", "content": "X=1"})),
-        ("claude-code", "Write", json!({"file_path": "/home/me/.config/environment.d/90-cs.conf", "content": "X=1"})),
-        ("claude-code", "Bash", json!({"command": "cat >> ~/.zshenv <<EOF\nexport COUNTERSIGN_TOKEN=x\nEOF"})),
-        ("opencode", "external_directory", json!({"patterns": ["/home/me/.local/*"]})),
-        ("opencode", "external_directory", json!({"patterns": ["/home/me/*"]})),
-        ("mcp", "request_approval", json!({"title": "Tidy up", "details_markdown": "Then I run `counter\\\nsign passkey reset`."})),
-        ("mcp", "request_approval", json!({"title": "Tidy up", "details_markdown": "Then I run counter\u{200b}sign passkey reset."})),
+        (
+            "claude-code",
+            "Edit",
+            json!({"file_path": "/home/me/.bashrc", "old_string": "a", "new_string": "export COUNTERSIGN_URL=http://x"}),
+        ),
+        (
+            "claude-code",
+            "Bash",
+            json!({"command": "echo 'export PATH=/tmp/bin:$PATH' >> ~/.profile"}),
+        ),
+        (
+            "gemini-cli",
+            "write_file",
+            json!({"file_path": "/etc/environment", "content": "X=1"}),
+        ),
+        (
+            "claude-code",
+            "Write",
+            json!({"file_path": "/home/me/.config/environment.d/90-cs.conf", "content": "X=1"}),
+        ),
+        (
+            "claude-code",
+            "Bash",
+            json!({"command": "cat >> ~/.zshenv <<EOF\nexport COUNTERSIGN_TOKEN=x\nEOF"}),
+        ),
+        (
+            "opencode",
+            "external_directory",
+            json!({"patterns": ["/home/me/.local/*"]}),
+        ),
+        (
+            "opencode",
+            "external_directory",
+            json!({"patterns": ["/home/me/*"]}),
+        ),
+        (
+            "mcp",
+            "request_approval",
+            json!({"title": "Tidy up", "details_markdown": "Then I run `counter\\\nsign passkey reset`."}),
+        ),
+        (
+            "mcp",
+            "request_approval",
+            json!({"title": "Tidy up", "details_markdown": "Then I run counter\u{200b}sign passkey reset."}),
+        ),
     ] {
-        assert!(hit(&f, source, tool, input.clone(), SRC).is_some(), "{tool} {input}");
+        assert!(
+            hit(&f, source, tool, input.clone(), SRC).is_some(),
+            "{tool} {input}"
+        );
     }
     let elsewhere = json!({"patterns": ["/tmp/build/*.log"]});
-    assert_eq!(hit(&f, "opencode", "external_directory", elsewhere, SRC), None);
+    assert_eq!(
+        hit(&f, "opencode", "external_directory", elsewhere, SRC),
+        None
+    );
 }
 
 /// A tool the catalog does not know is not a floor hit here (a standing rule may answer it,
@@ -500,7 +661,12 @@ fn startup_files_patterns_and_hidden_words_ask() {
 #[test]
 fn an_unknown_tool_is_left_to_its_rule_but_its_fields_are_read() {
     let f = floor();
-    let call = describe("claude-code", "mcp__db__query", &json!({"sql": "select 1"}), Some(SRC));
+    let call = describe(
+        "claude-code",
+        "mcp__db__query",
+        &json!({"sql": "select 1"}),
+        Some(SRC),
+    );
     assert!(call.unknown_tool.is_some());
     assert_eq!(f.check_outside(&call), None);
     let call = describe(
@@ -511,11 +677,31 @@ fn an_unknown_tool_is_left_to_its_rule_but_its_fields_are_read() {
     );
     assert!(f.check_outside(&call).is_some());
     for (source, tool, input) in [
-        ("claude-code", "LSP", json!({"operation": "hover", "filePath": "src/main.rs", "line": 3, "character": 7})),
-        ("opencode", "lsp", json!({"operation": "documentSymbol", "filePath": "/home/me/src/a.ts"})),
-        ("claude-code", "ToolSearch", json!({"query": "select:mcp__db__query", "max_results": 5})),
-        ("copilot-cli", "think", json!({"thought": "The bug is in the parser."})),
-        ("opencode", "question", json!({"questions": [{"question": "Which?", "header": "Pick", "options": [{"label": "a", "description": "b"}]}]})),
+        (
+            "claude-code",
+            "LSP",
+            json!({"operation": "hover", "filePath": "src/main.rs", "line": 3, "character": 7}),
+        ),
+        (
+            "opencode",
+            "lsp",
+            json!({"operation": "documentSymbol", "filePath": "/home/me/src/a.ts"}),
+        ),
+        (
+            "claude-code",
+            "ToolSearch",
+            json!({"query": "select:mcp__db__query", "max_results": 5}),
+        ),
+        (
+            "copilot-cli",
+            "think",
+            json!({"thought": "The bug is in the parser."}),
+        ),
+        (
+            "opencode",
+            "question",
+            json!({"questions": [{"question": "Which?", "header": "Pick", "options": [{"label": "a", "description": "b"}]}]}),
+        ),
     ] {
         let call = describe(source, tool, &input, Some(SRC));
         assert_eq!(call.unknown_tool, None, "{tool}");
@@ -536,15 +722,21 @@ fn links_to_configured_floor_paths_are_followed() {
     std::os::unix::fs::symlink(root.join(".env"), root.join("settings.txt")).unwrap();
     let f = SafetyFloor::new(&SafetyConfig::default())
         .unwrap()
-        .with_own(Arc::new(OwnPlaces::with_env(&places(DATA), &Env::default(), None)));
+        .with_own(Arc::new(OwnPlaces::with_env(
+            &places(DATA),
+            &Env::default(),
+            None,
+        )));
     let cwd = root.display().to_string();
     for (tool, input) in [
         ("Read", json!({"file_path": "settings.txt"})),
         ("Bash", json!({"command": "cat settings.txt"})),
     ] {
         let why = hit(&f, "claude-code", tool, input.clone(), &cwd);
-        assert!(why.as_deref().is_some_and(|w| w.contains(".env")), "{tool} {input}: {why:?}");
+        assert!(
+            why.as_deref().is_some_and(|w| w.contains(".env")),
+            "{tool} {input}: {why:?}"
+        );
     }
     let _ = std::fs::remove_dir_all(&root);
 }
-

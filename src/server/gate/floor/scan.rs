@@ -18,8 +18,24 @@ const MAX_NESTING: usize = 8;
 
 /// Wrappers that run their command with the environment they were given.
 const SAME_ENVIRONMENT: [&str; 19] = [
-    "nohup", "time", "nice", "ionice", "timeout", "stdbuf", "command", "builtin", "setsid",
-    "chrt", "taskset", "flock", "caffeinate", "unbuffer", "watch", "xargs", "parallel", "find",
+    "nohup",
+    "time",
+    "nice",
+    "ionice",
+    "timeout",
+    "stdbuf",
+    "command",
+    "builtin",
+    "setsid",
+    "chrt",
+    "taskset",
+    "flock",
+    "caffeinate",
+    "unbuffer",
+    "watch",
+    "xargs",
+    "parallel",
+    "find",
     "fd",
 ];
 
@@ -215,7 +231,9 @@ impl Reader<'_> {
     ) -> Result<Option<String>, String> {
         for target in &script.redirect_targets {
             let hit = match pass {
-                Pass::Written => self.word_hit(target).or_else(|| self.program_file_hit(target)),
+                Pass::Written => self
+                    .word_hit(target)
+                    .or_else(|| self.program_file_hit(target)),
                 Pass::Running => self.runtime_hit(target, values, &ctx.cwd),
             };
             if hit.is_some() {
@@ -562,7 +580,10 @@ fn reads_any_code(words: &[Word]) -> bool {
     reads_shell_code(words)
         || words.first().is_some_and(|p| {
             own::is_interpreter(&p.text)
-                || matches!(program_name(&p.text), "sqlite3" | "sqlite" | "ssh" | "tmux" | "screen")
+                || matches!(
+                    program_name(&p.text),
+                    "sqlite3" | "sqlite" | "ssh" | "tmux" | "screen"
+                )
         })
 }
 
@@ -573,18 +594,24 @@ fn environment_changed_by(words: &[Word]) -> Option<String> {
     let program = words.first()?;
     let name = program_name(&program.text);
     if name == "env" {
-        let plain = words.get(1).is_some_and(|w| {
-            !w.dynamic && !w.text.starts_with('-') && !w.text.contains('=')
-        });
+        let plain = words
+            .get(1)
+            .is_some_and(|w| !w.dynamic && !w.text.starts_with('-') && !w.text.contains('='));
         return (!plain).then(|| "through `env`, which changes its environment".to_owned());
     }
-    if name == "exec" && words.iter().any(|w| w.text.starts_with("-c") || w.text.starts_with("-a")) {
+    if name == "exec"
+        && words
+            .iter()
+            .any(|w| w.text.starts_with("-c") || w.text.starts_with("-a"))
+    {
         return Some("through `exec -c`, which clears its environment".to_owned());
     }
     if SAME_ENVIRONMENT.contains(&name) || wrappers::SHELLS.contains(&name) {
         return None;
     }
-    Some(format!("through `{name}`, which may change its environment"))
+    Some(format!(
+        "through `{name}`, which may change its environment"
+    ))
 }
 
 /// `shopt -s dotglob`, `set -o …`, `GLOBIGNORE=…`: globs would not expand as the floor reads

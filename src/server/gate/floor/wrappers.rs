@@ -160,22 +160,57 @@ pub fn inner(words: &[Word]) -> Vec<Inner> {
         }
         "chpst" => argv(skip_options(
             args,
-            &["u", "U", "b", "e", "/", "n", "l", "L", "m", "d", "o", "p", "f", "c", "r", "t"],
+            &[
+                "u", "U", "b", "e", "/", "n", "l", "L", "m", "d", "o", "p", "f", "c", "r", "t",
+            ],
         )),
         "caffeinate" => argv(skip_options(args, &["t", "w"])),
         "systemd-inhibit" | "systemd-cat" => argv(skip_options(
             args,
-            &["what", "who", "why", "mode", "t", "identifier", "p", "priority"],
+            &[
+                "what",
+                "who",
+                "why",
+                "mode",
+                "t",
+                "identifier",
+                "p",
+                "priority",
+            ],
         )),
         "setpriv" | "numactl" | "proxychains" | "proxychains4" | "fakeroot" | "xvfb-run" => {
             argv(skip_options(
                 args,
                 &[
-                    "reuid", "regid", "groups", "inh-caps", "ambient-caps", "bounding-set",
-                    "securebits", "selinux-label", "apparmor-profile", "f", "l", "s", "i", "n",
-                    "e", "N", "C", "m", "p", "faked", "server-num", "server-args",
-                    "error-file", "auth-file", "cpunodebind", "membind", "physcpubind",
-                    "interleave", "preferred",
+                    "reuid",
+                    "regid",
+                    "groups",
+                    "inh-caps",
+                    "ambient-caps",
+                    "bounding-set",
+                    "securebits",
+                    "selinux-label",
+                    "apparmor-profile",
+                    "f",
+                    "l",
+                    "s",
+                    "i",
+                    "n",
+                    "e",
+                    "N",
+                    "C",
+                    "m",
+                    "p",
+                    "faked",
+                    "server-num",
+                    "server-args",
+                    "error-file",
+                    "auth-file",
+                    "cpunodebind",
+                    "membind",
+                    "physcpubind",
+                    "interleave",
+                    "preferred",
                 ],
             ))
         }
@@ -416,10 +451,7 @@ fn find_exec(args: &[Word]) -> Vec<Inner> {
 
 /// `flock [opts] FILE CMD…`, `flock [opts] FILE -c CODE` (`flock FD` runs nothing).
 fn flock(args: &[Word]) -> Vec<Inner> {
-    let file = skip_options(
-        args,
-        &["w", "timeout", "wait", "E", "conflict-exit-code"],
-    );
+    let file = skip_options(args, &["w", "timeout", "wait", "E", "conflict-exit-code"]);
     let after = file + 1;
     match args.get(after).map(text) {
         Some("-c" | "--command") => args
@@ -437,25 +469,56 @@ fn su(args: &[Word]) -> Vec<Inner> {
     let mut words = args.iter().enumerate();
     while let Some((i, word)) = words.next() {
         let t = text(word);
-        if let Some(code) = t.strip_prefix("--command=").or_else(|| t.strip_prefix("--session-command=")) {
-            return vec![Inner::Code(Word { dynamic: word.dynamic, ..Word::literal(code) })];
+        if let Some(code) = t
+            .strip_prefix("--command=")
+            .or_else(|| t.strip_prefix("--session-command="))
+        {
+            return vec![Inner::Code(Word {
+                dynamic: word.dynamic,
+                ..Word::literal(code)
+            })];
         }
         let short_c = t.starts_with('-') && !t.starts_with("--") && t.ends_with('c');
         if short_c || matches!(t, "--command" | "--session-command") {
-            return args.get(i + 1).map(|code| vec![Inner::Code(code.clone())]).unwrap_or_default();
+            return args
+                .get(i + 1)
+                .map(|code| vec![Inner::Code(code.clone())])
+                .unwrap_or_default();
         }
-        if matches!(t, "-u" | "--user" | "-g" | "--group" | "-G" | "--supp-group" | "-s" | "--shell" | "-w") {
+        if matches!(
+            t,
+            "-u" | "--user" | "-g" | "--group" | "-G" | "--supp-group" | "-s" | "--shell" | "-w"
+        ) {
             words.next();
             continue;
         }
         if t == "--" {
             let rest = args[i + 1..].to_vec();
-            return if rest.is_empty() { Vec::new() } else { vec![Inner::Argv(rest)] };
+            return if rest.is_empty() {
+                Vec::new()
+            } else {
+                vec![Inner::Argv(rest)]
+            };
         }
     }
     // `runuser -u USER CMD…` without `--`, `sg GROUP CMD`: what follows the user or group.
-    let start = skip_options(args, &["u", "user", "g", "group", "G", "supp-group", "s", "shell", "w"]);
-    let user_given = args[..start.min(args.len())].iter().any(|w| matches!(text(w), "-u" | "--user"));
+    let start = skip_options(
+        args,
+        &[
+            "u",
+            "user",
+            "g",
+            "group",
+            "G",
+            "supp-group",
+            "s",
+            "shell",
+            "w",
+        ],
+    );
+    let user_given = args[..start.min(args.len())]
+        .iter()
+        .any(|w| matches!(text(w), "-u" | "--user"));
     let from = if user_given { start } else { start + 1 };
     match args.get(from..) {
         Some(rest) if !rest.is_empty() => vec![Inner::Argv(rest.to_vec())],
@@ -468,7 +531,10 @@ fn su(args: &[Word]) -> Vec<Inner> {
 fn ssh(args: &[Word]) -> Vec<Inner> {
     let host = skip_options(
         args,
-        &["b", "c", "D", "E", "e", "F", "I", "i", "J", "L", "l", "m", "O", "o", "p", "Q", "R", "S", "W", "w"],
+        &[
+            "b", "c", "D", "E", "e", "F", "I", "i", "J", "L", "l", "m", "O", "o", "p", "Q", "R",
+            "S", "W", "w",
+        ],
     );
     joined(args.get(host + 1..).unwrap_or(&[]))
 }
@@ -477,11 +543,24 @@ fn ssh(args: &[Word]) -> Vec<Inner> {
 /// `tmux send-keys [opts] KEYS…` (typed into a pane), each command of a `\;` chain.
 fn tmux(args: &[Word]) -> Vec<Inner> {
     const RUNS: [&str; 14] = [
-        "new", "new-session", "new-window", "neww", "split-window", "splitw", "respawn-pane",
-        "respawnp", "respawn-window", "respawnw", "run-shell", "run", "if-shell", "if",
+        "new",
+        "new-session",
+        "new-window",
+        "neww",
+        "split-window",
+        "splitw",
+        "respawn-pane",
+        "respawnp",
+        "respawn-window",
+        "respawnw",
+        "run-shell",
+        "run",
+        "if-shell",
+        "if",
     ];
     const VALUES: [&str; 16] = [
-        "-t", "-s", "-n", "-c", "-x", "-y", "-e", "-F", "-l", "-p", "-T", "-f", "-N", "-b", "-L", "-S",
+        "-t", "-s", "-n", "-c", "-x", "-y", "-e", "-F", "-l", "-p", "-T", "-f", "-N", "-b", "-L",
+        "-S",
     ];
     let mut found = Vec::new();
     for command in args.split(|w| matches!(text(w), ";" | "\\;")) {
@@ -525,7 +604,10 @@ fn screen(args: &[Word]) -> Vec<Inner> {
     // Options, some grouped (`-dmS NAME`): one ending in a letter that takes a value takes
     // the next word.
     let mut start = 0;
-    while let Some(word) = args.get(start).filter(|w| text(w).starts_with('-') && !w.dynamic) {
+    while let Some(word) = args
+        .get(start)
+        .filter(|w| text(w).starts_with('-') && !w.dynamic)
+    {
         let t = text(word);
         start += 1;
         if t == "--" {
@@ -547,7 +629,11 @@ fn screen(args: &[Word]) -> Vec<Inner> {
 fn runner_after_dashes(args: &[Word]) -> Vec<Inner> {
     if let Some(at) = args.iter().position(|w| text(w) == "--") {
         let rest = args[at + 1..].to_vec();
-        return if rest.is_empty() { Vec::new() } else { vec![Inner::Argv(rest)] };
+        return if rest.is_empty() {
+            Vec::new()
+        } else {
+            vec![Inner::Argv(rest)]
+        };
     }
     let sub = skip_options(args, &["e", "env-file", "f"]);
     match args.get(sub).map(text) {
@@ -574,7 +660,13 @@ fn fd_exec(args: &[Word]) -> Vec<Inner> {
     let mut command: Vec<Word> = args[at + 1..]
         .iter()
         .take_while(|w| text(w) != ";")
-        .map(|w| if text(w).starts_with('{') && text(w).ends_with('}') { unknown() } else { w.clone() })
+        .map(|w| {
+            if text(w).starts_with('{') && text(w).ends_with('}') {
+                unknown()
+            } else {
+                w.clone()
+            }
+        })
         .collect();
     if command.is_empty() {
         return Vec::new();

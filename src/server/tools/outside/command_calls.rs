@@ -60,8 +60,15 @@ pub fn describe(
         if let Some(wild) = path.find(['*', '?', '[', '{']) {
             floor_globs.push(paths::normalize(path, cwd));
             let folder = path[..wild].rsplit_once(['/', '\\']).map_or("", |(f, _)| f);
-            let folder = if folder.is_empty() && path.starts_with('/') { "/" } else { folder };
-            floor_trees.push(paths::normalize(if folder.is_empty() { "." } else { folder }, cwd));
+            let folder = if folder.is_empty() && path.starts_with('/') {
+                "/"
+            } else {
+                folder
+            };
+            floor_trees.push(paths::normalize(
+                if folder.is_empty() { "." } else { folder },
+                cwd,
+            ));
         } else {
             floor_subjects.extend(path_subjects(&paths::normalize(path, cwd)));
         }

@@ -34,12 +34,30 @@ const ANY_OPTION: [&str; 1] = ["--json"];
 
 /// The CLI's commands (`countersign <command>`), so that text naming one is told from prose.
 pub const COMMANDS: [&str; 14] = [
-    "serve", "approvals", "rules", "audit", "token", "tokens", "config", "passkey", "login",
-    "service", "hook", "bridge", "mcp", "bench",
+    "serve",
+    "approvals",
+    "rules",
+    "audit",
+    "token",
+    "tokens",
+    "config",
+    "passkey",
+    "login",
+    "service",
+    "hook",
+    "bridge",
+    "mcp",
+    "bench",
 ];
 
 /// Global options that take a value (for finding the command in text).
-const VALUE_OPTIONS: [&str; 5] = ["--url", "--token", "--data-dir", "--database-url", "--config"];
+const VALUE_OPTIONS: [&str; 5] = [
+    "--url",
+    "--token",
+    "--data-dir",
+    "--database-url",
+    "--config",
+];
 
 /// PostgreSQL's clients and tools.
 const POSTGRES_CLIENTS: [&str; 17] = [
@@ -123,7 +141,10 @@ impl<'a> Invocation<'a> {
         match self.operands.as_slice() {
             [] => {
                 !self.options.is_empty()
-                    && self.options.iter().all(|o| matches!(*o, "--version" | "-V"))
+                    && self
+                        .options
+                        .iter()
+                        .all(|o| matches!(*o, "--version" | "-V"))
             }
             ["help", ..] => self.options.is_empty(),
             [command, sub, rest @ ..] => READ_ONLY.iter().any(|(c, s, n, extra)| {
@@ -209,7 +230,9 @@ fn cargo_hit(args: &[Word], env: Option<&str>) -> Option<String> {
             .split_once('=')
             .is_some_and(|(k, v)| matches!(k, "--bin" | "--package") && is_cli(v))
     });
-    let names_command = passed.first().is_some_and(|a| COMMANDS.contains(&a.text.as_str()));
+    let names_command = passed
+        .first()
+        .is_some_and(|a| COMMANDS.contains(&a.text.as_str()));
     if !(names_cli || names_command) {
         return None;
     }

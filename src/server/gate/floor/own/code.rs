@@ -14,11 +14,50 @@ use super::{OwnPlaces, cli};
 /// Programs that run code given as arguments or on standard input (by name; versions and
 /// suffixes too: `python3.12`, `node22`).
 pub const INTERPRETERS: [&str; 44] = [
-    "python", "pypy", "perl", "ruby", "irb", "node", "nodejs", "deno", "bun", "php", "lua",
-    "luajit", "awk", "gawk", "mawk", "nawk", "rscript", "julia", "tclsh", "wish", "expect",
-    "osascript", "groovy", "jshell", "guile", "racket", "sbcl", "clisp", "elixir", "iex", "erl",
-    "escript", "swift", "ts-node", "tsx", "vim", "nvim", "vi", "ex", "emacs", "sed", "gdb",
-    "make", "jq",
+    "python",
+    "pypy",
+    "perl",
+    "ruby",
+    "irb",
+    "node",
+    "nodejs",
+    "deno",
+    "bun",
+    "php",
+    "lua",
+    "luajit",
+    "awk",
+    "gawk",
+    "mawk",
+    "nawk",
+    "rscript",
+    "julia",
+    "tclsh",
+    "wish",
+    "expect",
+    "osascript",
+    "groovy",
+    "jshell",
+    "guile",
+    "racket",
+    "sbcl",
+    "clisp",
+    "elixir",
+    "iex",
+    "erl",
+    "escript",
+    "swift",
+    "ts-node",
+    "tsx",
+    "vim",
+    "nvim",
+    "vi",
+    "ex",
+    "emacs",
+    "sed",
+    "gdb",
+    "make",
+    "jq",
 ];
 
 /// SQLite clients and the SQL that opens, attaches, writes or runs something else.
@@ -59,8 +98,8 @@ const SQL_ELSEWHERE: [&str; 24] = [
 
 /// Programs that copy, move, link or write the files they name.
 const COPIERS: [&str; 14] = [
-    "cp", "mv", "ln", "link", "install", "rsync", "scp", "dd", "tee", "cat", "truncate",
-    "base64", "xxd", "patchelf",
+    "cp", "mv", "ln", "link", "install", "rsync", "scp", "dd", "tee", "cat", "truncate", "base64",
+    "xxd", "patchelf",
 ];
 
 /// Whether `program` (a word) is an interpreter.
@@ -105,7 +144,11 @@ pub fn command_hit(words: &[Word], own: &OwnPlaces, base: Option<&str>) -> Optio
 /// A SQLite client: its database a `file:` URI of Countersign's (decoded), its SQL reading
 /// or writing another file, or SQL it cannot be shown (from a file, from standard input).
 fn sqlite_hit(name: &str, args: &[Word], own: &OwnPlaces, base: Option<&str>) -> Option<String> {
-    let why = |what: &str| Some(format!("runs `{name}`, {what}, and Countersign keeps its own database in SQLite (built in)"));
+    let why = |what: &str| {
+        Some(format!(
+            "runs `{name}`, {what}, and Countersign keeps its own database in SQLite (built in)"
+        ))
+    };
     if args.iter().any(|a| a.dynamic) {
         return why("with arguments only known when it runs");
     }
@@ -117,7 +160,10 @@ fn sqlite_hit(name: &str, args: &[Word], own: &OwnPlaces, base: Option<&str>) ->
         }
         let sql = arg.text.to_lowercase();
         if let Some(keyword) = SQL_ELSEWHERE.iter().find(|k| sql.contains(*k)) {
-            return why(&format!("whose SQL uses `{}`, which reaches another file", keyword.trim()));
+            return why(&format!(
+                "whose SQL uses `{}`, which reaches another file",
+                keyword.trim()
+            ));
         }
     }
     if !matches!(name, "sqlite3" | "sqlite") {
@@ -142,7 +188,8 @@ fn sqlite_hit(name: &str, args: &[Word], own: &OwnPlaces, base: Option<&str>) ->
             _ => sql += 1,
         }
     }
-    (sql == 0).then(|| "reading its SQL from standard input, which is not shown".to_owned())
+    (sql == 0)
+        .then(|| "reading its SQL from standard input, which is not shown".to_owned())
         .and_then(|what| why(&what))
 }
 
@@ -199,7 +246,11 @@ pub fn percent_decoded(text: &str) -> String {
     let mut i = 0;
     while i < bytes.len() {
         let hex = |b: u8| (b as char).to_digit(16);
-        match (bytes.get(i), bytes.get(i + 1).copied().and_then(hex), bytes.get(i + 2).copied().and_then(hex)) {
+        match (
+            bytes.get(i),
+            bytes.get(i + 1).copied().and_then(hex),
+            bytes.get(i + 2).copied().and_then(hex),
+        ) {
             (Some(&b'%'), Some(high), Some(low)) => {
                 out.push(u8::try_from(high * 16 + low).unwrap_or(b'?'));
                 i += 3;
@@ -239,7 +290,11 @@ mod tests {
         ] {
             assert!(names_cli(text), "{text}");
         }
-        for text in ["print('countersigned')", "my-countersign-tool", "countersign_db"] {
+        for text in [
+            "print('countersigned')",
+            "my-countersign-tool",
+            "countersign_db",
+        ] {
             assert!(!names_cli(text), "{text}");
         }
     }
@@ -264,10 +319,19 @@ mod tests {
 
     #[test]
     fn programs_named_countersign_are_the_cli_wherever_they_are() {
-        for path in ["/usr/local/bin/countersign", "countersign", "./x/COUNTERSIGN.exe", "bin/countersign/"] {
+        for path in [
+            "/usr/local/bin/countersign",
+            "countersign",
+            "./x/COUNTERSIGN.exe",
+            "bin/countersign/",
+        ] {
             assert!(names_program_file(path), "{path}");
         }
-        for path in ["/usr/local/bin/cs", "countersign.toml", "src/countersign.rs"] {
+        for path in [
+            "/usr/local/bin/cs",
+            "countersign.toml",
+            "src/countersign.rs",
+        ] {
             assert!(!names_program_file(path), "{path}");
         }
     }

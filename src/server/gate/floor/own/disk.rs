@@ -73,10 +73,7 @@ mod tests {
         );
         assert_eq!(resolve(Path::new("relative/x")), None);
         assert_eq!(resolve(Path::new("/proc/self/root/x")), None);
-        assert_eq!(
-            joined("a/b", Some("/w")),
-            Some(PathBuf::from("/w/a/b"))
-        );
+        assert_eq!(joined("a/b", Some("/w")), Some(PathBuf::from("/w/a/b")));
         assert_eq!(joined("a/b", None), None);
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -270,7 +270,9 @@ impl OwnPlaces {
             }
         };
         if let Some(server) = &self.process
-            && let Some(id) = procfs::process_ids(&shown).into_iter().find(|id| server.owns(*id))
+            && let Some(id) = procfs::process_ids(&shown)
+                .into_iter()
+                .find(|id| server.owns(*id))
         {
             return Some(format!(
                 "touches {shown}: {id} is a thread of Countersign's own process (pid {}), built in",
@@ -301,17 +303,20 @@ impl OwnPlaces {
         self.expanded(path).into_iter().find_map(|candidate| {
             let shown = paths::normalize(&candidate, base);
             let real = self.on_disk(&candidate, base);
-            [Some(shown.clone()), real].into_iter().flatten().find_map(|form| {
-                let form = match procfs::read(&form) {
-                    procfs::Proc::Root(path) => path,
-                    _ => form,
-                };
-                let normal = paths::folded(&form);
-                if !normal.starts_with('/') {
-                    return None;
-                }
-                self.places.iter().find_map(|p| p.tree_hit(&normal, &shown))
-            })
+            [Some(shown.clone()), real]
+                .into_iter()
+                .flatten()
+                .find_map(|form| {
+                    let form = match procfs::read(&form) {
+                        procfs::Proc::Root(path) => path,
+                        _ => form,
+                    };
+                    let normal = paths::folded(&form);
+                    if !normal.starts_with('/') {
+                        return None;
+                    }
+                    self.places.iter().find_map(|p| p.tree_hit(&normal, &shown))
+                })
         })
     }
 
@@ -337,9 +342,12 @@ impl OwnPlaces {
             || DATA_FILES.iter().any(|name| named(name));
         let inside = || {
             self.places.iter().flat_map(Place::folders).any(|folder| {
-                std::fs::read_dir(folder).into_iter().flatten().take(512).flatten().any(|entry| {
-                    named(&entry.file_name().to_string_lossy().to_lowercase())
-                })
+                std::fs::read_dir(folder)
+                    .into_iter()
+                    .flatten()
+                    .take(512)
+                    .flatten()
+                    .any(|entry| named(&entry.file_name().to_string_lossy().to_lowercase()))
             })
         };
         (on_the_way || inside()).then(|| {

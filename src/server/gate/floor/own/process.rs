@@ -23,8 +23,8 @@ pub struct Server {
 
 /// Programs that act on a process named by its id (in any argument).
 const BY_ID: [&str; 18] = [
-    "gdb", "lldb", "strace", "ltrace", "perf", "gcore", "pstack", "eu-stack", "nsenter",
-    "prlimit", "taskset", "criu", "reptyr", "py-spy", "rbspy", "bpftrace", "ptrace", "renice",
+    "gdb", "lldb", "strace", "ltrace", "perf", "gcore", "pstack", "eu-stack", "nsenter", "prlimit",
+    "taskset", "criu", "reptyr", "py-spy", "rbspy", "bpftrace", "ptrace", "renice",
 ];
 
 /// `systemctl` verbs that only read.
@@ -110,9 +110,8 @@ impl Server {
                 .iter()
                 .any(|a| a.text.starts_with("terminate-") || a.text.starts_with("kill-"))
                 .then(|| "ends a login and every process of it".to_owned()),
-            "ps" => prints_environment(args).then(|| {
-                "prints processes' environments (the server's included)".to_owned()
-            }),
+            "ps" => prints_environment(args)
+                .then(|| "prints processes' environments (the server's included)".to_owned()),
             _ if BY_ID.iter().any(|p| same_program(p, &lower)) => self.id_hit(args),
             _ => None,
         }?;
@@ -160,8 +159,19 @@ impl Server {
             return Some("picks processes only known when it runs".to_owned());
         }
         const WITH_VALUE: [&str; 13] = [
-            "-g", "-G", "-P", "-s", "-t", "-u", "-U", "-F", "--signal", "--pidfile", "--ns",
-            "--nslist", "-e",
+            "-g",
+            "-G",
+            "-P",
+            "-s",
+            "-t",
+            "-u",
+            "-U",
+            "-F",
+            "--signal",
+            "--pidfile",
+            "--ns",
+            "--nslist",
+            "-e",
         ];
         let full = flags(args).any(|f| !f.starts_with("--") && f.contains('f'))
             || args.iter().any(|a| a.text == "--full");
@@ -194,7 +204,9 @@ impl Server {
                 if regex {
                     self.pattern_matches(&n, false)
                 } else {
-                    self.names.iter().any(|own| own == &n || own.starts_with(&n))
+                    self.names
+                        .iter()
+                        .any(|own| own == &n || own.starts_with(&n))
                 }
             })
             .map(|n| format!("signals processes named `{n}`"))
@@ -204,7 +216,9 @@ impl Server {
     /// (not read here), or its text is in a name (or the command line).
     fn pattern_matches(&self, pattern: &str, full: bool) -> bool {
         let pattern = pattern.to_lowercase();
-        if pattern.contains(['.', '*', '[', ']', '(', ')', '|', '^', '$', '+', '?', '{', '\\']) {
+        if pattern.contains([
+            '.', '*', '[', ']', '(', ')', '|', '^', '$', '+', '?', '{', '\\',
+        ]) {
             return true;
         }
         self.names.iter().any(|n| n.contains(&pattern)) || (full && self.cmdline.contains(&pattern))
@@ -256,10 +270,19 @@ fn unit_hit(program: &str, args: &[Word]) -> Option<String> {
     if args.iter().any(|a| a.dynamic && !a.glob) {
         return Some("acts on units only known when it runs".to_owned());
     }
-    let operands = operands_of(args, &["-t", "--type", "-s", "--signal", "-H", "--host", "-M"]);
+    let operands = operands_of(
+        args,
+        &["-t", "--type", "-s", "--signal", "-H", "--host", "-M"],
+    );
     let (verb, units): (&str, Vec<&str>) = match program {
-        "service" => (operands.get(1).copied().unwrap_or("status"), operands.iter().take(1).copied().collect()),
-        _ => (operands.first().copied().unwrap_or("list-units"), operands.iter().skip(1).copied().collect()),
+        "service" => (
+            operands.get(1).copied().unwrap_or("status"),
+            operands.iter().take(1).copied().collect(),
+        ),
+        _ => (
+            operands.first().copied().unwrap_or("list-units"),
+            operands.iter().skip(1).copied().collect(),
+        ),
     };
     if SYSTEMCTL_READS.contains(&verb) {
         return None;
@@ -280,7 +303,11 @@ fn unit_hit(program: &str, args: &[Word]) -> Option<String> {
 fn prints_environment(args: &[Word]) -> bool {
     args.iter().any(|a| {
         let t = a.text.as_str();
-        t == "-E" || (!t.starts_with('-') && !t.is_empty() && t.chars().all(|c| c.is_ascii_alphabetic()) && t.contains('e'))
+        t == "-E"
+            || (!t.starts_with('-')
+                && !t.is_empty()
+                && t.chars().all(|c| c.is_ascii_alphabetic())
+                && t.contains('e'))
     })
 }
 

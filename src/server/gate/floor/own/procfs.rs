@@ -113,7 +113,11 @@ pub fn process_ids(path: &str) -> Vec<u64> {
         return Vec::new();
     };
     let mut parts = rest.split('/');
-    let mut ids: Vec<u64> = parts.next().and_then(|p| p.parse().ok()).into_iter().collect();
+    let mut ids: Vec<u64> = parts
+        .next()
+        .and_then(|p| p.parse().ok())
+        .into_iter()
+        .collect();
     if parts.next() == Some("task")
         && let Some(thread) = parts.next().and_then(|t| t.parse().ok())
     {
@@ -136,10 +140,7 @@ mod tests {
             read("/proc/thread-self/root/proc/1/root/etc/Countersign.toml"),
             Proc::Root("/etc/Countersign.toml".into())
         );
-        assert_eq!(
-            read("/proc/412/task/413/root"),
-            Proc::Root("/".into())
-        );
+        assert_eq!(read("/proc/412/task/413/root"), Proc::Root("/".into()));
         for opaque in [
             "/proc/self/cwd/token",
             "/proc/77/cwd",

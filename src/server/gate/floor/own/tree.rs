@@ -35,7 +35,11 @@ const TREE_READERS: &[(&str, &[&str], bool)] = &[
     ("ag", &[], true),
     ("ack", &[], true),
     ("ug", &[], true),
-    ("ugrep", &["r", "R", "recursive", "dereference-recursive"], false),
+    (
+        "ugrep",
+        &["r", "R", "recursive", "dereference-recursive"],
+        false,
+    ),
     ("tar", &[], false),
     ("bsdtar", &[], false),
     ("zip", &["r", "recurse-paths"], false),
@@ -106,8 +110,12 @@ fn roots<'a>(name: &str, args: &'a [Word]) -> Option<Vec<&'a str>> {
         "borg" => return after_word(&operands(), "create", 1),
         "rclone" => {
             let ops = operands();
-            let copies = ["copy", "sync", "move", "bisync", "copyto", "moveto", "cat", "serve"];
-            let source = ops.get(1).filter(|_| ops.first().is_some_and(|s| copies.contains(s)));
+            let copies = [
+                "copy", "sync", "move", "bisync", "copyto", "moveto", "cat", "serve",
+            ];
+            let source = ops
+                .get(1)
+                .filter(|_| ops.first().is_some_and(|s| copies.contains(s)));
             return source.filter(|s| !s.contains(':')).map(|s| vec![*s]);
         }
         _ if same_program("python", name) => return python_module_roots(args),
@@ -189,7 +197,9 @@ fn find_roots(args: &[Word]) -> Option<Vec<&str>> {
     let roots: Vec<&str> = args
         .iter()
         .map(|a| a.text.as_str())
-        .skip_while(|a| matches!(*a, "-H" | "-L" | "-P") || a.starts_with("-O") || a.starts_with("-D"))
+        .skip_while(|a| {
+            matches!(*a, "-H" | "-L" | "-P") || a.starts_with("-O") || a.starts_with("-D")
+        })
         .take_while(|a| !a.starts_with('-') && !matches!(*a, "(" | "!" | ","))
         .collect();
     Some(if roots.is_empty() { vec!["."] } else { roots })
@@ -201,12 +211,19 @@ fn git_roots(args: &[Word]) -> Option<Vec<&str>> {
     let mut dirs = option_values(args, &["-C", "--work-tree"]);
     let sub_at = args.iter().enumerate().position(|(i, a)| {
         !a.text.starts_with('-')
-            && !matches!(args.get(i.wrapping_sub(1)).map(|p| p.text.as_str()), Some("-C" | "-c" | "--work-tree" | "--git-dir"))
+            && !matches!(
+                args.get(i.wrapping_sub(1)).map(|p| p.text.as_str()),
+                Some("-C" | "-c" | "--work-tree" | "--git-dir")
+            )
     })?;
     let rest: Vec<&str> = args[sub_at + 1..].iter().map(|a| a.text.as_str()).collect();
     let whole = match args[sub_at].text.as_str() {
-        "add" => rest.iter().any(|r| matches!(*r, "-A" | "--all" | "." | ":/" | "*" | "-f" | "--force")),
-        "stash" => rest.iter().any(|r| matches!(*r, "-u" | "--include-untracked" | "-a" | "--all")),
+        "add" => rest
+            .iter()
+            .any(|r| matches!(*r, "-A" | "--all" | "." | ":/" | "*" | "-f" | "--force")),
+        "stash" => rest
+            .iter()
+            .any(|r| matches!(*r, "-u" | "--include-untracked" | "-a" | "--all")),
         _ => false,
     };
     if !whole {
@@ -225,8 +242,15 @@ fn python_module_roots(args: &[Word]) -> Option<Vec<&str>> {
     let rest = &args[module_at + 1..];
     match module {
         "zipfile" | "tarfile" => {
-            let create = rest.iter().position(|a| matches!(a.text.as_str(), "-c" | "--create"))?;
-            Some(rest.iter().skip(create + 2).map(|a| a.text.as_str()).collect())
+            let create = rest
+                .iter()
+                .position(|a| matches!(a.text.as_str(), "-c" | "--create"))?;
+            Some(
+                rest.iter()
+                    .skip(create + 2)
+                    .map(|a| a.text.as_str())
+                    .collect(),
+            )
         }
         "http.server" | "SimpleHTTPServer" => {
             let dirs = option_values(rest, &["-d", "--directory"]);
@@ -256,11 +280,27 @@ pub fn link_hit(words: &[Word], own: &OwnPlaces, base: Option<&str>) -> Option<S
         }
     }
     let targets: Vec<&str> = match name.as_str() {
-        "ln" | "link" if has(&["-t"]) || args.iter().any(|a| a.text.starts_with("--target-directory=")) => operands,
+        "ln" | "link"
+            if has(&["-t"])
+                || args
+                    .iter()
+                    .any(|a| a.text.starts_with("--target-directory=")) =>
+        {
+            operands
+        }
         "ln" | "link" if operands.len() >= 2 => operands[..operands.len() - 1].to_vec(),
         "ln" | "link" => operands,
-        "cp" if has(&["-s", "--symbolic-link"]) => operands.iter().take(operands.len().saturating_sub(1)).copied().collect(),
-        "mount" if has(&["--bind", "-B", "--rbind", "-R"]) || args.iter().any(|a| a.text.contains("bind")) => operands.into_iter().take(1).collect(),
+        "cp" if has(&["-s", "--symbolic-link"]) => operands
+            .iter()
+            .take(operands.len().saturating_sub(1))
+            .copied()
+            .collect(),
+        "mount"
+            if has(&["--bind", "-B", "--rbind", "-R"])
+                || args.iter().any(|a| a.text.contains("bind")) =>
+        {
+            operands.into_iter().take(1).collect()
+        }
         "bindfs" => operands.into_iter().take(1).collect(),
         _ => return None,
     };
@@ -336,10 +376,16 @@ mod tests {
         ] {
             assert_eq!(tree_hit(&words(line), &own, here), None, "{line}");
         }
-        let home = Here { moved: Some("~"), ..here };
+        let home = Here {
+            moved: Some("~"),
+            ..here
+        };
         assert!(tree_hit(&words("grep -r BEGIN ."), &own, home).is_some());
         assert!(tree_hit(&words("zip -qr /tmp/h.zip ."), &own, home).is_some());
-        let lost = Here { unknown: true, ..here };
+        let lost = Here {
+            unknown: true,
+            ..here
+        };
         assert!(tree_hit(&words("rg BEGIN"), &own, lost).is_some());
         assert!(tree_hit(&words("rg BEGIN /tmp"), &own, lost).is_none());
     }
@@ -355,10 +401,21 @@ mod tests {
             "cp -s -r /home/me /tmp/x",
             "mount --bind /home/me /mnt",
         ] {
-            assert!(link_hit(&words(line), &own, Some("/srv/ws")).is_some(), "{line}");
+            assert!(
+                link_hit(&words(line), &own, Some("/srv/ws")).is_some(),
+                "{line}"
+            );
         }
-        for line in ["ln -s ../lib/libx.so libx.so", "ln -s /usr/bin/python3 py", "cp a b"] {
-            assert_eq!(link_hit(&words(line), &own, Some("/srv/ws")), None, "{line}");
+        for line in [
+            "ln -s ../lib/libx.so libx.so",
+            "ln -s /usr/bin/python3 py",
+            "cp a b",
+        ] {
+            assert_eq!(
+                link_hit(&words(line), &own, Some("/srv/ws")),
+                None,
+                "{line}"
+            );
         }
     }
 }
