@@ -102,9 +102,7 @@ impl<'a> Fields<'a> {
     ///
     /// [`unknown_tool`]: Self::unknown_tool
     pub fn unreadable(&self, tool: &str, cwd: Option<&str>) -> Option<String> {
-        if self.spec.is_none() {
-            return None;
-        }
+        self.spec?;
         self.two_paths(cwd)
             .or_else(|| self.two_of(&[Role::Command], "commands"))
             .or_else(|| self.two_of(&[Role::ShellInput], "texts to type"))
