@@ -18,6 +18,7 @@ use crate::protocol::{
     ApprovalRequest, ApprovalRequestBody, CallId, EventBody, GateReason, Mode, RuleId, SessionId,
     ToolClass, ToolStatus, TurnId, TurnStatus, Verdict,
 };
+use crate::server::gate::evaluate::{self, CheckpointInYolo};
 use crate::server::gate::policy::{self, Outcome};
 use crate::server::gate::request;
 use crate::server::hub::TurnLease;
@@ -331,28 +332,74 @@ impl Turn {
         Ok(messages)
     }
 
-    /// One call: checked, then the policy decides; a gated call waits for its answer first.
+    /// One call: checked, then the pipeline decides; a gated call waits for its answer first.
     async fn run_one(&self, call: &ToolCallRequest) -> Result<(ToolStatus, String), TurnEnd> {
         let class = class_of(&call.name);
-        let refuse = |status: ToolStatus, why: String| {
-            let recorded = tool_call(call, class, Verdict::Refuse, None);
+        let (tool, hidden) = match self.check_call(call).await {
+            Ok(checked) => checked,
             // Boxed, like every step but the wait below: a parked call's future (10,000 of
             // them with 10,000 open cards) is as large as its largest step.
-            Box::pin(self.finish_without_running(call, vec![recorded], status, why))
+            Err((status, why)) => {
+                return Box::pin(self.refuse_call(call, class, status, why)).await;
+            }
         };
+        crate::timeline::mark("turn: call checked");
+        let verdict = Box::pin(self.evaluate_call(call, class, &hidden)).await?;
+        crate::timeline::mark("turn: rules read");
+        match verdict.outcome {
+            Outcome::Refuse { why } => {
+                Box::pin(self.refuse_call(call, class, ToolStatus::Refused, why)).await
+            }
+            Outcome::Run { rule_id } => {
+                let pattern = verdict.rule.map(|rule| rule.pattern);
+                Box::pin(self.run_unasked(call, class, rule_id, pattern)).await
+            }
+            Outcome::Ask { reason } => {
+                let body =
+                    Box::pin(self.card(tool, call, reason, verdict.floor.as_deref())).await?;
+                let gate = ApprovalRequest {
+                    turn_id: self.turn_id.clone(),
+                    body,
+                };
+                let asked = tool_call(call, class, Verdict::Ask, None);
+                let resolution = self.wait_for_gate(Some(asked), &gate).await?;
+                Box::pin(self.after_gate(call, &gate, resolution)).await
+            }
+        }
+    }
+
+    /// Records a call that will not run, with why, as its result.
+    async fn refuse_call(
+        &self,
+        call: &ToolCallRequest,
+        class: ToolClass,
+        status: ToolStatus,
+        why: String,
+    ) -> Result<(ToolStatus, String), TurnEnd> {
+        let recorded = tool_call(call, class, Verdict::Refuse, None);
+        self.finish_without_running(call, vec![recorded], status, why)
+            .await
+    }
+
+    /// The call's tool, its arguments checked, and what a path in them hides (a link, a
+    /// name that leads elsewhere) — or the status and sentence it is refused with. The check
+    /// reads the disk (paths are resolved, `config_set` reads the config file): off the async
+    /// workers, bounded.
+    async fn check_call(
+        &self,
+        call: &ToolCallRequest,
+    ) -> Result<(&'static dyn Tool, Vec<tools::Hidden>), (ToolStatus, String)> {
         if self.cancel.is_cancelled() {
             let why = "the turn was cancelled before this ran";
-            return refuse(ToolStatus::Cancelled, why.into()).await;
+            return Err((ToolStatus::Cancelled, why.into()));
         }
         let Some(tool) = tools::get(&call.name) else {
-            let unknown = tools::ToolError::UnknownTool {
-                name: call.name.clone(),
-            };
-            return refuse(ToolStatus::Error, unknown.to_string()).await;
+            let name = call.name.clone();
+            return Err((
+                ToolStatus::Error,
+                tools::ToolError::UnknownTool { name }.to_string(),
+            ));
         };
-        let live = self.deps.config();
-        // The check reads the disk (paths are resolved, `config_set` reads the config file)
-        // and so does what the floor must see of the path: off the async workers, bounded.
         let (settings, workspace, args) = (
             self.deps.settings(),
             self.deps.workspace.clone(),
@@ -374,91 +421,94 @@ impl Turn {
         let hidden = match checked {
             Ok((Ok(()), hidden)) => hidden,
             Ok((Err(Refusal::Invalid(err)), _)) => {
-                return refuse(ToolStatus::Error, err.to_string()).await;
+                return Err((ToolStatus::Error, err.to_string()));
             }
-            Ok((Err(Refusal::Refused(why)), _)) => {
-                return refuse(ToolStatus::Refused, why).await;
-            }
+            Ok((Err(Refusal::Refused(why)), _)) => return Err((ToolStatus::Refused, why)),
             Err(err) => {
-                let status = tools::ToolOutput::from_error(err);
-                return refuse(status.status, status.output).await;
+                let output = tools::ToolOutput::from_error(err);
+                return Err((output.status, output.output));
             }
         };
-        if let Some(why) = tool.refused_in(self.mode()) {
-            return refuse(ToolStatus::Refused, why).await;
+        match tool.refused_in(self.mode()) {
+            Some(why) => Err((ToolStatus::Refused, why)),
+            None => Ok((tool, hidden)),
         }
-        crate::timeline::mark("turn: call checked");
+    }
+
+    /// The pipeline's verdict on a checked call. What the built-in agent brings: the floor as
+    /// the call's arguments and hidden paths read (an agent checkpoint is never on it), and
+    /// rules that cover the path as it leads, not only as it is named.
+    async fn evaluate_call(
+        &self,
+        call: &ToolCallRequest,
+        class: ToolClass,
+        hidden: &[tools::Hidden],
+    ) -> Result<evaluate::Verdict, TurnEnd> {
+        let live = self.deps.config();
         let floor = match class {
             ToolClass::Decision => None,
             _ => live
                 .floor
                 .check(&call.name, &call.args)
-                .or_else(|| live.floor.check_hidden(&hidden)),
+                .or_else(|| live.floor.check_hidden(hidden)),
         };
-        let rules_apply = live.config.approvals.require_passkey.allows_rules();
-        let rule = match (floor.is_some() || !rules_apply, class, self.mode()) {
-            (
-                false,
-                ToolClass::Edit | ToolClass::Exec | ToolClass::Config,
-                Mode::Ask | Mode::AutoEdit,
-            ) => {
-                Box::pin(crate::server::gate::rules::matching(
-                    self.deps.rules.as_ref(),
-                    self.session_id.as_str(),
-                    &call.name,
-                    &call.args,
-                ))
-                .await?
-            }
-            _ => None,
-        };
-        // A rule is for the path as it leads: one written for `docs/a.md` does not cover the
-        // file a symlink of that name points to.
-        let rule = rule.filter(|rule| {
-            hidden.iter().all(|h| match h {
-                tools::Hidden::LeadsTo(real) => {
-                    crate::server::gate::rules::covers_real_path(rule, real)
-                }
-                _ => true,
-            })
-        });
-        crate::timeline::mark("turn: rules read");
-        let outcome = policy::decide(&policy::Call {
-            mode: self.mode(),
+        let input = evaluate::Input {
+            stored_mode: *self.mode.lock().unwrap_or_else(|p| p.into_inner()),
+            step_up: live.config.approvals.require_passkey,
             class,
-            floor: floor.as_deref(),
-            rule_id: rule.as_ref().map(|r| &r.id),
-        });
-        match outcome {
-            Outcome::Refuse { why } => refuse(ToolStatus::Refused, why).await,
-            Outcome::Run { rule_id } => {
-                let commit = Commit {
-                    rule_used: rule_id.clone(),
-                    ..Commit::default()
-                };
-                let mut recorded = tool_call(call, class, Verdict::Run, rule_id.clone());
-                if let (EventBody::ToolCall { rule_pattern, .. }, Some(_), Some(rule)) =
-                    (&mut recorded, rule_id.as_ref(), rule.as_ref())
-                {
-                    *rule_pattern = Some(rule.pattern.clone());
-                }
-                Box::pin(self.commit(vec![recorded], commit)).await?;
-                // Boxed (here and below): what runs after the wait only takes memory while
-                // it runs, not in every parked call's future (10,000 parked gates are 10,000 of
-                // them).
-                Box::pin(self.execute_unasked(call, class, rule_id.as_ref())).await
-            }
-            Outcome::Ask { reason } => {
-                let body = Box::pin(self.card(tool, call, reason, floor.as_deref())).await?;
-                let gate = ApprovalRequest {
-                    turn_id: self.turn_id.clone(),
-                    body,
-                };
-                let asked = tool_call(call, class, Verdict::Ask, None);
-                let resolution = self.wait_for_gate(Some(asked), &gate).await?;
-                Box::pin(self.after_gate(call, &gate, resolution)).await
-            }
+            floor,
+            unknown_tool: None,
+            checkpoint_in_yolo: CheckpointInYolo::Refuse,
+        };
+        let find_rule = || async {
+            let rule = crate::server::gate::rules::matching(
+                self.deps.rules.as_ref(),
+                self.session_id.as_str(),
+                &call.name,
+                &call.args,
+            )
+            .await?;
+            // A rule is for the path as it leads: one written for `docs/a.md` does not cover
+            // the file a symlink of that name points to.
+            Ok::<_, StoreError>(rule.filter(|rule| {
+                hidden.iter().all(|h| match h {
+                    tools::Hidden::LeadsTo(real) => {
+                        crate::server::gate::rules::covers_real_path(rule, real)
+                    }
+                    _ => true,
+                })
+            }))
+        };
+        Ok(evaluate::evaluate(input, find_rule).await?)
+    }
+
+    /// Records a call the pipeline let run (naming the rule that spared the question, if
+    /// one did), then runs it.
+    async fn run_unasked(
+        &self,
+        call: &ToolCallRequest,
+        class: ToolClass,
+        rule_id: Option<RuleId>,
+        rule_pattern: Option<String>,
+    ) -> Result<(ToolStatus, String), TurnEnd> {
+        let commit = Commit {
+            rule_used: rule_id.clone(),
+            ..Commit::default()
+        };
+        let mut recorded = tool_call(call, class, Verdict::Run, rule_id.clone());
+        if let (
+            EventBody::ToolCall {
+                rule_pattern: p, ..
+            },
+            Some(_),
+        ) = (&mut recorded, &rule_id)
+        {
+            *p = rule_pattern;
         }
+        Box::pin(self.commit(vec![recorded], commit)).await?;
+        // Boxed (here and in `run_one`): what runs after the wait only takes memory while it
+        // runs, not in every parked call's future (10,000 parked gates are 10,000 of them).
+        Box::pin(self.execute_unasked(call, class, rule_id.as_ref())).await
     }
 
     /// The card a gated call is put to the person on, as its tool's gate style says.
@@ -581,13 +631,8 @@ impl Turn {
     ) -> Result<(ToolStatus, String), TurnEnd> {
         let _slot = self.exec_slots.acquire().await.ok();
         let step_up = self.deps.live.get().config.approvals.require_passkey;
-        let now = policy::decide(&policy::Call {
-            mode: self.mode(),
-            class,
-            floor: None,
-            rule_id: rule_id.filter(|_| step_up.allows_rules()),
-        });
-        if !matches!(now, Outcome::Run { .. }) {
+        let stored = *self.mode.lock().unwrap_or_else(|p| p.into_inner());
+        if !evaluate::still_runs(stored, step_up, class, rule_id) {
             let why = "not run: approvals.require_passkey changed before it started, and it now needs a card; make the call again to ask";
             return self
                 .finish_without_running(call, Vec::new(), ToolStatus::Refused, why.to_owned())

@@ -2,6 +2,7 @@
 //! rules, the shape of an approval request, and the registry where waiting turns park.
 
 pub mod edit_diff;
+pub mod evaluate;
 pub mod floor;
 pub mod policy;
 pub mod request;

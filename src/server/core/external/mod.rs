@@ -14,24 +14,19 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+mod open;
+
 use super::{Core, Error};
 use crate::protocol::{
-    AnsweredBy, ApprovalId, ApprovalRequest, ApprovalRequestBody, Decision, EventBody, GateKind,
-    GateReason, GateState, GateStatus, Mode, OpenGate, Resolution, RuleSuggestion, SessionId,
-    Stored, TimeoutOutcome, Timestamp, ToolClass, canonical_json,
+    AnsweredBy, ApprovalId, ApprovalRequest, Decision, EventBody, GateKind, GateReason, GateState,
+    GateStatus, OpenGate, Resolution, SessionId, Stored, Timestamp,
 };
-use crate::server::digest::{call_digest, proposal_digest};
 use crate::server::gate::floor::SafetyFloor;
-use crate::server::gate::policy::{self, Outcome};
-use crate::server::gate::{resolve, rules};
+use crate::server::gate::resolve;
 use crate::server::hub::{FeedItem, Hub};
-use crate::server::markdown;
 use crate::server::principal::{Principal, Scope, actors};
-use crate::server::store::{
-    Commit, ExternalGate, GateChange, GateRepo, IDEMPOTENCY_WINDOW_MS, NewEvent, SessionRow,
-    StoreError,
-};
-use crate::server::tools::outside::{self, OutsideCall};
+use crate::server::store::{ExternalGate, GateRepo, StoreError};
+use crate::server::tools::outside::OutsideCall;
 
 const MAX_SOURCE_CHARS: usize = 40;
 const MAX_ID_CHARS: usize = 200;
@@ -383,348 +378,6 @@ impl Core {
         Ok(gate)
     }
 
-    /// `POST /api/v1/gates`: opens an outside agent's gate, or finds the one this key opened.
-    /// `true` when a new gate was opened.
-    pub async fn open_gate(
-        &self,
-        who: &Principal,
-        body: Value,
-        key: Option<&str>,
-    ) -> Result<(bool, GateState), Error> {
-        let live = self.config();
-        let checked = check(body, live.config.approvals.timeout_secs)?;
-        let key = match key.map(str::trim) {
-            None => None,
-            Some("") => return Err(invalid("the Idempotency-Key header is empty")),
-            Some(k) if k.chars().count() > MAX_KEY_CHARS => {
-                return Err(invalid(format!(
-                    "the Idempotency-Key header must be at most {MAX_KEY_CHARS} characters"
-                )));
-            }
-            Some(k) => Some(k.to_owned()),
-        };
-        let opened_by = who.actor();
-        let repos = &self.repos;
-        if let Some(key) = &key {
-            let since = Timestamp::now().plus_ms(-IDEMPOTENCY_WINDOW_MS);
-            if let Some((approval_id, session_id)) = repos
-                .outside
-                .gate_by_idempotency_key(&opened_by, key, &since)
-                .await?
-            {
-                self.same_call(&checked, &opened_by, &session_id, &approval_id)
-                    .await?;
-                return Ok((false, self.stored_state(&session_id, &approval_id).await?));
-            }
-        }
-        let call = outside::describe(
-            &checked.source,
-            &checked.tool,
-            &checked.input,
-            checked.cwd.as_deref(),
-        );
-        let row = SessionRow {
-            id: uuid::Uuid::new_v4().to_string().into(),
-            title: first_call_title(&checked.source, checked.cwd.as_deref(), &call.summary),
-            created_at: Timestamp::now(),
-            approval_mode: live.config.approvals.default_mode.into(),
-            last_seq: 0,
-            pre_plan_mode: None,
-            plan_execution_mode: None,
-            source: Some(checked.source.clone()),
-        };
-        // An outside session belongs to the credential that opened it: another token naming
-        // the same `external_session` gets a session of its own, with its own mode and rules.
-        let owned = format!("{opened_by}\u{1f}{}", checked.external_session);
-        let session_id = repos
-            .outside
-            .external_session(&checked.source, &owned, &row)
-            .await?;
-        // One gate decision at a time per session: the mode read here is the one it runs under.
-        let handle = self.hub.enter(&session_id);
-        let serial = handle.serial().await;
-        // Counted, not read: a refused open must cost the agent's token little.
-        let waiting = repos.gates.waiting_counts(&session_id).await?;
-        if waiting.in_session >= MAX_PENDING_PER_SESSION as u64 {
-            return Err(Error::TooManyGates(format!(
-                "this session already has {MAX_PENDING_PER_SESSION} cards waiting; answer or cancel some first"
-            )));
-        }
-        if waiting.outside >= MAX_PENDING_OUTSIDE as u64 {
-            return Err(Error::TooManyGates(format!(
-                "{MAX_PENDING_OUTSIDE} outside agents' cards are already waiting; answer or cancel some first"
-            )));
-        }
-        let stored = self
-            .hub
-            .session(&session_id)
-            .await?
-            .map_or(Mode::Ask, |r| r.mode());
-        let mode = live.config.approvals.require_passkey.effective_mode(stored);
-        let floor = floor_of(Arc::clone(&live.floor), &call).await;
-        let rule = match floor {
-            _ if !live.config.approvals.require_passkey.allows_rules() => None,
-            Some(_) => None,
-            None => {
-                rules::matching_subject(
-                    repos.rules.as_ref(),
-                    session_id.as_str(),
-                    &checked.tool,
-                    call.rule_subject.as_ref(),
-                )
-                .await?
-            }
-        };
-        // A tool the catalog does not know asks in every mode, as the floor does, unless the
-        // person's standing rule for that very tool answers it.
-        let unknown_only = floor.is_none() && rule.is_none() && call.unknown_tool.is_some();
-        let floor = match (floor, &rule) {
-            (None, None) => call.unknown_tool.clone(),
-            (floor, _) => floor,
-        };
-        let outcome = policy::decide(&policy::Call {
-            mode,
-            class: call.class,
-            floor: floor.as_deref(),
-            rule_id: rule.as_ref().map(|r| &r.id),
-        });
-        let outcome = match outcome {
-            // A checkpoint in yolo is the agent's own call to make: let it go on — unless it is
-            // on the floor (its strings name a floor path or command), which is never run
-            // unasked (in plan mode the floor refuses).
-            Outcome::Refuse { .. } if call.class == ToolClass::Decision && floor.is_none() => {
-                Outcome::Run { rule_id: None }
-            }
-            other => other,
-        };
-        let reason = match &outcome {
-            Outcome::Ask { reason } => *reason,
-            _ if floor.is_some() => GateReason::SafetyFloor,
-            _ => GateReason::Mode,
-        };
-        let request = self.request_for(
-            &checked,
-            &call,
-            &session_id,
-            mode,
-            reason,
-            floor.as_deref(),
-            unknown_only,
-        );
-        let external = ExternalGate {
-            approval_id: request.body.approval_id.clone(),
-            session_id: session_id.clone(),
-            opened_by,
-            idempotency_key: key,
-            created_at: request.body.created_at.clone(),
-        };
-        let open = Commit {
-            gate: Some(GateChange::Open(Box::new(request.clone()))),
-            external: Some(external.clone()),
-            ..Commit::default()
-        };
-        let event = NewEvent::new(
-            Some(&request.turn_id),
-            EventBody::ApprovalRequest(Box::new(request.body.clone())),
-        );
-        match self.hub.commit(&session_id, vec![event], open, || ()).await {
-            Ok(_) => {}
-            Err(StoreError::KeyUsed(existing)) => {
-                let gate = repos
-                    .outside
-                    .external_gate(&existing)
-                    .await?
-                    .ok_or_else(|| Error::UnknownApproval(existing.clone()))?;
-                self.same_call(
-                    &checked,
-                    &gate.opened_by,
-                    &gate.session_id,
-                    &gate.approval_id,
-                )
-                .await?;
-                return Ok((
-                    false,
-                    self.stored_state(&gate.session_id, &gate.approval_id)
-                        .await?,
-                ));
-            }
-            Err(other) => return Err(other.into()),
-        }
-        drop(serial);
-        let approval_id = request.body.approval_id.clone();
-        let answer_now = match outcome {
-            Outcome::Ask { .. } => None,
-            Outcome::Run {
-                rule_id: Some(rule_id),
-            } => Some((
-                Resolution {
-                    rule_id: Some(rule_id.clone()),
-                    ..Resolution::plain(
-                        &approval_id,
-                        Decision::Approve,
-                        AnsweredBy::Rule,
-                        &actors::rule(&rule_id),
-                        Timestamp::now(),
-                    )
-                },
-                Some(rule_id),
-            )),
-            Outcome::Run { rule_id: None } => Some((
-                Resolution::plain(
-                    &approval_id,
-                    Decision::Approve,
-                    AnsweredBy::System,
-                    actors::MODE,
-                    Timestamp::now(),
-                ),
-                None,
-            )),
-            Outcome::Refuse { why } => Some((
-                Resolution {
-                    reason: Some(why),
-                    ..Resolution::plain(
-                        &approval_id,
-                        Decision::Deny,
-                        AnsweredBy::System,
-                        actors::MODE,
-                        Timestamp::now(),
-                    )
-                },
-                None,
-            )),
-        };
-        match answer_now {
-            Some((resolution, rule_used)) => {
-                resolve::commit_rule_use(&self.hub, &session_id, &request, resolution, rule_used)
-                    .await?;
-            }
-            None => {
-                tokio::spawn(expire_later(
-                    self.hub.clone(),
-                    request.clone(),
-                    self.shutdown.clone(),
-                ));
-                let title = session_title(&checked.source, checked.cwd.as_deref());
-                self.notifier
-                    .gate_opened(&live.config, &request.body, &title);
-            }
-        }
-        Ok((true, self.stored_state(&session_id, &approval_id).await?))
-    }
-
-    /// Refuses to hand back a gate found by an `Idempotency-Key` unless it is the gate of this
-    /// very call: the same session (source, external session, credential), tool and input.
-    /// Otherwise an agent could open a harmless gate under the key its hook will use for a
-    /// dangerous call, and the hook would read the harmless gate's answer as its own.
-    async fn same_call(
-        &self,
-        checked: &Checked,
-        opened_by: &str,
-        session_id: &SessionId,
-        approval_id: &ApprovalId,
-    ) -> Result<(), Error> {
-        let gate = self
-            .repos
-            .gates
-            .get_gate(session_id, approval_id)
-            .await?
-            .ok_or_else(|| Error::UnknownApproval(approval_id.to_string()))?;
-        let session = self.hub.session(session_id).await?;
-        let owned = format!("{opened_by}\u{1f}{}", checked.external_session);
-        let expected = self
-            .repos
-            .outside
-            .external_session_id(&checked.source, &owned)
-            .await?;
-        let same = session.is_some_and(|s| s.source.as_deref() == Some(checked.source.as_str()))
-            && expected.as_ref() == Some(session_id)
-            && gate.request.body.tool == checked.tool
-            && canonical_json(&gate.request.body.args) == canonical_json(&checked.input);
-        if same {
-            Ok(())
-        } else {
-            Err(Error::KeyReused(
-                "this Idempotency-Key names the gate of another call; use a key of this call's own"
-                    .into(),
-            ))
-        }
-    }
-
-    fn request_for(
-        &self,
-        checked: &Checked,
-        call: &OutsideCall,
-        session_id: &SessionId,
-        mode: Mode,
-        reason: GateReason,
-        floor: Option<&str>,
-        // The floor's reason is only that the catalog does not know the tool: Allow always
-        // may make a standing rule for it.
-        unknown_only: bool,
-    ) -> ApprovalRequest {
-        let approval_id = ApprovalId::new(uuid::Uuid::new_v4().to_string());
-        let created_at = Timestamp::now();
-        let timeout_ms = i64::try_from(checked.timeout.as_millis()).unwrap_or(i64::MAX);
-        let is_decision = call.class == ToolClass::Decision;
-        let suggested_rule = (checked.always && (floor.is_none() || unknown_only) && !is_decision)
-            .then(|| {
-                call.rule_subject
-                    .as_ref()
-                    .and_then(rules::default_pattern_of)
-            })
-            .flatten()
-            .map(|pattern| RuleSuggestion {
-                tool: checked.tool.clone(),
-                pattern,
-                approved_before: 0,
-            });
-        let mut allowed = vec![Decision::Approve];
-        if checked.edit {
-            allowed.push(Decision::Edit);
-        }
-        allowed.push(Decision::Deny);
-        if suggested_rule.is_some() {
-            allowed.push(Decision::AllowAlways);
-        }
-        let proposal_md = checked.reason.clone().unwrap_or_default();
-        let digest = if is_decision {
-            proposal_digest(&proposal_md)
-        } else {
-            call_digest(&checked.tool, &checked.input)
-        };
-        ApprovalRequest {
-            turn_id: format!("ext-{approval_id}").into(),
-            body: ApprovalRequestBody {
-                call_id: format!("ext-{approval_id}").into(),
-                approval_id,
-                session_id: session_id.clone(),
-                kind: GateKind::External,
-                tool: checked.tool.clone(),
-                class: call.class,
-                args: checked.input.clone(),
-                decision_kind: None,
-                title: checked
-                    .title
-                    .clone()
-                    .unwrap_or_else(|| checked.tool.clone()),
-                summary: call.summary.clone(),
-                proposal_html: markdown::render(&proposal_md),
-                proposal_md,
-                diff: call.diff.clone(),
-                reason,
-                reason_detail: policy::reason_detail(reason, mode, call.class, floor),
-                allowed_decisions: allowed,
-                digest,
-                expires_at: created_at.plus_ms(timeout_ms),
-                created_at,
-                timeout_outcome: TimeoutOutcome::Deny,
-                suggested_rule,
-                execution_mode: None,
-                agent_says: agent_says_of(checked),
-            },
-        }
-    }
-
     /// `GET /api/v1/gates/{id}?wait=&watch=`: the gate's state, as soon as it is resolved or
     /// after `wait` (at most a minute). With `watch`, the card closes (`agent_gone`) when no
     /// such poll waits on it for that long, or soon after a poll's connection closes while it
@@ -894,8 +547,13 @@ mod tests {
             "claude-code · app"
         );
         assert_eq!(session_title("codex", None), "codex");
-        let summary =
-            outside::describe("claude-code", "Bash", &json!({"command": "npm test"}), None).summary;
+        let summary = crate::server::tools::outside::describe(
+            "claude-code",
+            "Bash",
+            &json!({"command": "npm test"}),
+            None,
+        )
+        .summary;
         assert_eq!(
             first_call_title("claude-code", Some("/home/me/shop/"), &summary),
             format!("shop · {summary}")

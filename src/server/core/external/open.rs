@@ -1,0 +1,398 @@
+//! Opening an outside agent's gate, stage by stage: the body read, an `Idempotency-Key`
+//! replayed, the outside session found, room for one more card, the pipeline's verdict, the
+//! gate committed, then answered at once or parked for the person.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::{
+    Checked, MAX_KEY_CHARS, MAX_PENDING_OUTSIDE, MAX_PENDING_PER_SESSION, agent_says_of, check,
+    expire_later, first_call_title, floor_of, invalid, session_title,
+};
+use crate::protocol::{
+    AnsweredBy, ApprovalId, ApprovalRequest, ApprovalRequestBody, Decision, EventBody, GateKind,
+    GateState, Mode, Resolution, RuleSuggestion, SessionId, TimeoutOutcome, Timestamp, ToolClass,
+    canonical_json,
+};
+use crate::server::config::live::Live;
+use crate::server::core::{Core, Error};
+use crate::server::digest::{call_digest, proposal_digest};
+use crate::server::gate::evaluate::{self, CheckpointInYolo, Verdict};
+use crate::server::gate::policy::{self, Outcome};
+use crate::server::gate::{resolve, rules};
+use crate::server::markdown;
+use crate::server::principal::{Principal, actors};
+use crate::server::store::{
+    Commit, ExternalGate, GateChange, IDEMPOTENCY_WINDOW_MS, NewEvent, SessionRow, StoreError,
+};
+use crate::server::tools::outside::{self, OutsideCall};
+
+/// What answers a gate as it opens, with the rule it used, if any.
+type AnswerNow = Option<(Resolution, Option<crate::protocol::RuleId>)>;
+
+impl Core {
+    /// `POST /api/v1/gates`: opens an outside agent's gate, or finds the one this key opened.
+    /// `true` when a new gate was opened.
+    pub async fn open_gate(
+        &self,
+        who: &Principal,
+        body: Value,
+        key: Option<&str>,
+    ) -> Result<(bool, GateState), Error> {
+        let live = self.config();
+        let checked = check(body, live.config.approvals.timeout_secs)?;
+        let key = idempotency_key(key)?;
+        let opened_by = who.actor();
+        if let Some(found) = self.replayed(&checked, &opened_by, key.as_deref()).await? {
+            return Ok((false, found));
+        }
+        let call = outside::describe(
+            &checked.source,
+            &checked.tool,
+            &checked.input,
+            checked.cwd.as_deref(),
+        );
+        let session_id = self
+            .outside_session(&checked, &opened_by, &call, &live)
+            .await?;
+        // One gate decision at a time per session: the mode read here is the one it runs under.
+        let handle = self.hub.enter(&session_id);
+        let serial = handle.serial().await;
+        self.room_for_a_gate(&session_id).await?;
+        let verdict = self
+            .outside_verdict(&checked, &call, &session_id, &live)
+            .await?;
+        let request = Self::request_for(&checked, &call, &session_id, &verdict);
+        let external = ExternalGate {
+            approval_id: request.body.approval_id.clone(),
+            session_id: session_id.clone(),
+            opened_by,
+            idempotency_key: key,
+            created_at: request.body.created_at.clone(),
+        };
+        if let Some(found) = self.commit_open(&checked, &request, external).await? {
+            return Ok((false, found));
+        }
+        drop(serial);
+        let approval_id = request.body.approval_id.clone();
+        match answer_now(&approval_id, verdict.outcome) {
+            Some((resolution, rule_used)) => {
+                resolve::commit_rule_use(&self.hub, &session_id, &request, resolution, rule_used)
+                    .await?;
+            }
+            None => {
+                tokio::spawn(expire_later(
+                    self.hub.clone(),
+                    request.clone(),
+                    self.shutdown.clone(),
+                ));
+                let title = session_title(&checked.source, checked.cwd.as_deref());
+                self.notifier
+                    .gate_opened(&live.config, &request.body, &title);
+            }
+        }
+        Ok((true, self.stored_state(&session_id, &approval_id).await?))
+    }
+
+    /// The gate this credential opened under `key` within the window, if it is this very call's.
+    async fn replayed(
+        &self,
+        checked: &Checked,
+        opened_by: &str,
+        key: Option<&str>,
+    ) -> Result<Option<GateState>, Error> {
+        let Some(key) = key else {
+            return Ok(None);
+        };
+        let since = Timestamp::now().plus_ms(-IDEMPOTENCY_WINDOW_MS);
+        let found = self
+            .repos
+            .outside
+            .gate_by_idempotency_key(opened_by, key, &since)
+            .await?;
+        let Some((approval_id, session_id)) = found else {
+            return Ok(None);
+        };
+        self.same_call(checked, opened_by, &session_id, &approval_id)
+            .await?;
+        Ok(Some(self.stored_state(&session_id, &approval_id).await?))
+    }
+
+    /// The session the call's gates live in, made on its first call. An outside session
+    /// belongs to the credential that opened it: another token naming the same
+    /// `external_session` gets a session of its own, with its own mode and rules.
+    async fn outside_session(
+        &self,
+        checked: &Checked,
+        opened_by: &str,
+        call: &OutsideCall,
+        live: &Live,
+    ) -> Result<SessionId, Error> {
+        let row = SessionRow {
+            id: uuid::Uuid::new_v4().to_string().into(),
+            title: first_call_title(&checked.source, checked.cwd.as_deref(), &call.summary),
+            created_at: Timestamp::now(),
+            approval_mode: live.config.approvals.default_mode.into(),
+            last_seq: 0,
+            pre_plan_mode: None,
+            plan_execution_mode: None,
+            source: Some(checked.source.clone()),
+        };
+        let owned = format!("{opened_by}\u{1f}{}", checked.external_session);
+        Ok(self
+            .repos
+            .outside
+            .external_session(&checked.source, &owned, &row)
+            .await?)
+    }
+
+    /// Refuses one more card where too many already wait: in this session, or from outside
+    /// agents in all. Counted, not read: a refused open must cost the agent's token little.
+    async fn room_for_a_gate(&self, session_id: &SessionId) -> Result<(), Error> {
+        let waiting = self.repos.gates.waiting_counts(session_id).await?;
+        if waiting.in_session >= MAX_PENDING_PER_SESSION as u64 {
+            return Err(Error::TooManyGates(format!(
+                "this session already has {MAX_PENDING_PER_SESSION} cards waiting; answer or cancel some first"
+            )));
+        }
+        if waiting.outside >= MAX_PENDING_OUTSIDE as u64 {
+            return Err(Error::TooManyGates(format!(
+                "{MAX_PENDING_OUTSIDE} outside agents' cards are already waiting; answer or cancel some first"
+            )));
+        }
+        Ok(())
+    }
+
+    /// The pipeline's verdict on an outside call. What an outside agent brings: every string
+    /// of the call read by the floor (its own approval requests included), a tool the catalog
+    /// may not know, and checkpoints that go on in yolo.
+    async fn outside_verdict(
+        &self,
+        checked: &Checked,
+        call: &OutsideCall,
+        session_id: &SessionId,
+        live: &Live,
+    ) -> Result<Verdict, Error> {
+        let stored_mode = self
+            .hub
+            .session(session_id)
+            .await?
+            .map_or(Mode::Ask, |r| r.mode());
+        let input = evaluate::Input {
+            stored_mode,
+            step_up: live.config.approvals.require_passkey,
+            class: call.class,
+            floor: floor_of(Arc::clone(&live.floor), call).await,
+            unknown_tool: call.unknown_tool.clone(),
+            checkpoint_in_yolo: CheckpointInYolo::Proceed,
+        };
+        let find_rule = || {
+            rules::matching_subject(
+                self.repos.rules.as_ref(),
+                session_id.as_str(),
+                &checked.tool,
+                call.rule_subject.as_ref(),
+            )
+        };
+        Ok(evaluate::evaluate(input, find_rule).await?)
+    }
+
+    /// Commits the opened gate with its event. When another request with the same key won
+    /// the race, that gate's state (if it is this very call's) instead.
+    async fn commit_open(
+        &self,
+        checked: &Checked,
+        request: &ApprovalRequest,
+        external: ExternalGate,
+    ) -> Result<Option<GateState>, Error> {
+        let open = Commit {
+            gate: Some(GateChange::Open(Box::new(request.clone()))),
+            external: Some(external),
+            ..Commit::default()
+        };
+        let event = NewEvent::new(
+            Some(&request.turn_id),
+            EventBody::ApprovalRequest(Box::new(request.body.clone())),
+        );
+        let session_id = &request.body.session_id;
+        match self.hub.commit(session_id, vec![event], open, || ()).await {
+            Ok(_) => Ok(None),
+            Err(StoreError::KeyUsed(existing)) => {
+                let gate = self
+                    .repos
+                    .outside
+                    .external_gate(&existing)
+                    .await?
+                    .ok_or_else(|| Error::UnknownApproval(existing.clone()))?;
+                self.same_call(
+                    checked,
+                    &gate.opened_by,
+                    &gate.session_id,
+                    &gate.approval_id,
+                )
+                .await?;
+                Ok(Some(
+                    self.stored_state(&gate.session_id, &gate.approval_id)
+                        .await?,
+                ))
+            }
+            Err(other) => Err(other.into()),
+        }
+    }
+
+    /// Refuses to hand back a gate found by an `Idempotency-Key` unless it is the gate of this
+    /// very call: the same session (source, external session, credential), tool and input.
+    /// Otherwise an agent could open a harmless gate under the key its hook will use for a
+    /// dangerous call, and the hook would read the harmless gate's answer as its own.
+    async fn same_call(
+        &self,
+        checked: &Checked,
+        opened_by: &str,
+        session_id: &SessionId,
+        approval_id: &ApprovalId,
+    ) -> Result<(), Error> {
+        let gate = self
+            .repos
+            .gates
+            .get_gate(session_id, approval_id)
+            .await?
+            .ok_or_else(|| Error::UnknownApproval(approval_id.to_string()))?;
+        let session = self.hub.session(session_id).await?;
+        let owned = format!("{opened_by}\u{1f}{}", checked.external_session);
+        let expected = self
+            .repos
+            .outside
+            .external_session_id(&checked.source, &owned)
+            .await?;
+        let same = session.is_some_and(|s| s.source.as_deref() == Some(checked.source.as_str()))
+            && expected.as_ref() == Some(session_id)
+            && gate.request.body.tool == checked.tool
+            && canonical_json(&gate.request.body.args) == canonical_json(&checked.input);
+        if same {
+            Ok(())
+        } else {
+            Err(Error::KeyReused(
+                "this Idempotency-Key names the gate of another call; use a key of this call's own"
+                    .into(),
+            ))
+        }
+    }
+
+    /// The card an outside call is put to the person on (and recorded by, when the pipeline
+    /// answers it at once).
+    fn request_for(
+        checked: &Checked,
+        call: &OutsideCall,
+        session_id: &SessionId,
+        verdict: &Verdict,
+    ) -> ApprovalRequest {
+        let (mode, reason, floor) = (verdict.mode, verdict.reason, verdict.floor.as_deref());
+        // The floor's reason is only that the catalog does not know the tool: Allow always
+        // may make a standing rule for it.
+        let unknown_only = verdict.unknown_only;
+        let approval_id = ApprovalId::new(uuid::Uuid::new_v4().to_string());
+        let created_at = Timestamp::now();
+        let timeout_ms = i64::try_from(checked.timeout.as_millis()).unwrap_or(i64::MAX);
+        let is_decision = call.class == ToolClass::Decision;
+        let suggested_rule = (checked.always && (floor.is_none() || unknown_only) && !is_decision)
+            .then(|| {
+                call.rule_subject
+                    .as_ref()
+                    .and_then(rules::default_pattern_of)
+            })
+            .flatten()
+            .map(|pattern| RuleSuggestion {
+                tool: checked.tool.clone(),
+                pattern,
+                approved_before: 0,
+            });
+        let mut allowed = vec![Decision::Approve];
+        if checked.edit {
+            allowed.push(Decision::Edit);
+        }
+        allowed.push(Decision::Deny);
+        if suggested_rule.is_some() {
+            allowed.push(Decision::AllowAlways);
+        }
+        let proposal_md = checked.reason.clone().unwrap_or_default();
+        let digest = if is_decision {
+            proposal_digest(&proposal_md)
+        } else {
+            call_digest(&checked.tool, &checked.input)
+        };
+        ApprovalRequest {
+            turn_id: format!("ext-{approval_id}").into(),
+            body: ApprovalRequestBody {
+                call_id: format!("ext-{approval_id}").into(),
+                approval_id,
+                session_id: session_id.clone(),
+                kind: GateKind::External,
+                tool: checked.tool.clone(),
+                class: call.class,
+                args: checked.input.clone(),
+                decision_kind: None,
+                title: checked
+                    .title
+                    .clone()
+                    .unwrap_or_else(|| checked.tool.clone()),
+                summary: call.summary.clone(),
+                proposal_html: markdown::render(&proposal_md),
+                proposal_md,
+                diff: call.diff.clone(),
+                reason,
+                reason_detail: policy::reason_detail(reason, mode, call.class, floor),
+                allowed_decisions: allowed,
+                digest,
+                expires_at: created_at.plus_ms(timeout_ms),
+                created_at,
+                timeout_outcome: TimeoutOutcome::Deny,
+                suggested_rule,
+                execution_mode: None,
+                agent_says: agent_says_of(checked),
+            },
+        }
+    }
+}
+
+/// The `Idempotency-Key` header, trimmed; empty or overlong is a bad request.
+fn idempotency_key(key: Option<&str>) -> Result<Option<String>, Error> {
+    match key.map(str::trim) {
+        None => Ok(None),
+        Some("") => Err(invalid("the Idempotency-Key header is empty")),
+        Some(k) if k.chars().count() > MAX_KEY_CHARS => Err(invalid(format!(
+            "the Idempotency-Key header must be at most {MAX_KEY_CHARS} characters"
+        ))),
+        Some(k) => Ok(Some(k.to_owned())),
+    }
+}
+
+/// The resolution the pipeline's outcome gives a gate as it opens: none when it asks.
+fn answer_now(approval_id: &ApprovalId, outcome: Outcome) -> AnswerNow {
+    let plain = |decision, by, actor: &str| {
+        Resolution::plain(approval_id, decision, by, actor, Timestamp::now())
+    };
+    match outcome {
+        Outcome::Ask { .. } => None,
+        Outcome::Run {
+            rule_id: Some(rule_id),
+        } => Some((
+            Resolution {
+                rule_id: Some(rule_id.clone()),
+                ..plain(Decision::Approve, AnsweredBy::Rule, &actors::rule(&rule_id))
+            },
+            Some(rule_id),
+        )),
+        Outcome::Run { rule_id: None } => Some((
+            plain(Decision::Approve, AnsweredBy::System, actors::MODE),
+            None,
+        )),
+        Outcome::Refuse { why } => Some((
+            Resolution {
+                reason: Some(why),
+                ..plain(Decision::Deny, AnsweredBy::System, actors::MODE)
+            },
+            None,
+        )),
+    }
+}
