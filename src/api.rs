@@ -10,6 +10,9 @@ use crate::protocol::{
 };
 
 #[cfg(feature = "ssr")]
+use backend::Need;
+
+#[cfg(feature = "ssr")]
 mod backend {
     use std::sync::Arc;
 
@@ -19,6 +22,8 @@ mod backend {
     use crate::server::http::error::status_of;
     use crate::server::principal::Principal;
     use crate::server::state::AppState;
+
+    pub use crate::server::http::scopes::Need;
 
     use crate::protocol::ErrorBody;
 
@@ -35,13 +40,12 @@ mod backend {
             .ok_or_else(|| ErrorBody::new("unauthorized", "no credential on this request"))
     }
 
-    /// The caller of the server function `name`, if its credential may call it — checked
-    /// here, in the function itself, and not only by the middleware on the HTTP route: a page
-    /// rendered on the server calls server functions in-process, past the route.
-    pub fn caller(name: &str) -> Result<Principal, ErrorBody> {
-        use crate::server::http::scopes;
+    /// The caller, if its credential has what this server function `need`s — checked here,
+    /// in the function itself, where each declares its need: a page rendered on the server
+    /// calls server functions in-process, past any route.
+    pub fn caller(need: Need) -> Result<Principal, ErrorBody> {
         let who = principal()?;
-        if scopes::permits(who.scope(), scopes::server_fn_need(name)) {
+        if need.permits(who.scope()) {
             Ok(who)
         } else {
             Err(to_server_error(Error::Forbidden(format!(
@@ -65,7 +69,7 @@ mod backend {
 
 #[server(prefix = "/api/ui", endpoint = "snapshot", input = Json)]
 pub async fn get_snapshot(session_id: SessionId) -> Result<Snapshot, ErrorBody> {
-    backend::caller("snapshot")?;
+    backend::caller(Need::Read)?;
     let core = backend::core()?;
     core.recent_snapshot(session_id.as_str())
         .await
@@ -75,7 +79,7 @@ pub async fn get_snapshot(session_id: SessionId) -> Result<Snapshot, ErrorBody> 
 /// The turns before `before` (the first seq the page has), for "Show earlier".
 #[server(prefix = "/api/ui", endpoint = "older_events", input = Json)]
 pub async fn get_older_events(session_id: SessionId, before: u64) -> Result<Vec<Event>, ErrorBody> {
-    backend::caller("older_events")?;
+    backend::caller(Need::Read)?;
     let core = backend::core()?;
     core.older_events(session_id.as_str(), before)
         .await
@@ -84,14 +88,14 @@ pub async fn get_older_events(session_id: SessionId, before: u64) -> Result<Vec<
 
 #[server(prefix = "/api/ui", endpoint = "sessions", input = Json)]
 pub async fn list_sessions() -> Result<Vec<Session>, ErrorBody> {
-    backend::caller("sessions")?;
+    backend::caller(Need::Read)?;
     let core = backend::core()?;
     core.list_sessions().await.map_err(backend::to_server_error)
 }
 
 #[server(prefix = "/api/ui", endpoint = "create_session", input = Json)]
 pub async fn create_session() -> Result<Session, ErrorBody> {
-    backend::caller("create_session")?;
+    backend::caller(Need::Admin)?;
     let core = backend::core()?;
     core.create_session(None, None)
         .await
@@ -100,7 +104,7 @@ pub async fn create_session() -> Result<Session, ErrorBody> {
 
 #[server(prefix = "/api/ui", endpoint = "delete_session", input = Json)]
 pub async fn delete_session(session_id: SessionId) -> Result<(), ErrorBody> {
-    backend::caller("delete_session")?;
+    backend::caller(Need::Admin)?;
     let core = backend::core()?;
     core.delete_session(session_id.as_str())
         .await
@@ -109,7 +113,7 @@ pub async fn delete_session(session_id: SessionId) -> Result<(), ErrorBody> {
 
 #[server(prefix = "/api/ui", endpoint = "rename_session", input = Json)]
 pub async fn rename_session(session_id: SessionId, title: String) -> Result<Session, ErrorBody> {
-    backend::caller("rename_session")?;
+    backend::caller(Need::Admin)?;
     let core = backend::core()?;
     core.rename_session(session_id.as_str(), &title)
         .await
@@ -122,7 +126,7 @@ pub async fn send_message(
     text: String,
     approval_mode: String,
 ) -> Result<TurnId, ErrorBody> {
-    let who = backend::caller("send_message")?;
+    let who = backend::caller(Need::Admin)?;
     let core = backend::core()?;
     core.send_message(session_id.as_str(), &text, Some(&approval_mode), &who)
         .await
@@ -131,7 +135,7 @@ pub async fn send_message(
 
 #[server(prefix = "/api/ui", endpoint = "set_mode", input = Json)]
 pub async fn set_mode(session_id: SessionId, approval_mode: String) -> Result<(), ErrorBody> {
-    let who = backend::caller("set_mode")?;
+    let who = backend::caller(Need::Admin)?;
     let core = backend::core()?;
     core.set_mode(session_id.as_str(), &approval_mode, &who)
         .await
@@ -141,7 +145,7 @@ pub async fn set_mode(session_id: SessionId, approval_mode: String) -> Result<()
 
 #[server(prefix = "/api/ui", endpoint = "cancel", input = Json)]
 pub async fn cancel_turn(session_id: SessionId) -> Result<(), ErrorBody> {
-    backend::caller("cancel")?;
+    backend::caller(Need::Admin)?;
     let core = backend::core()?;
     core.cancel(session_id.as_str())
         .await
@@ -155,7 +159,7 @@ pub async fn decide(
     approval_id: ApprovalId,
     input: DecisionInput,
 ) -> Result<DecideOutcome, ErrorBody> {
-    let who = backend::caller("decide")?;
+    let who = backend::caller(Need::Decide)?;
     use crate::server::core::Error;
     use crate::server::core::{DecisionRequest, RuleRequest};
     let core = backend::core()?;
@@ -194,7 +198,7 @@ pub async fn decide(
 /// Every pending gate across sessions, oldest first (the inbox).
 #[server(prefix = "/api/ui", endpoint = "pending", input = Json)]
 pub async fn pending_approvals() -> Result<Vec<ApprovalRequest>, ErrorBody> {
-    backend::caller("pending")?;
+    backend::caller(Need::Read)?;
     let core = backend::core()?;
     core.pending_approvals()
         .await
@@ -204,7 +208,7 @@ pub async fn pending_approvals() -> Result<Vec<ApprovalRequest>, ErrorBody> {
 /// Standing rules in force.
 #[server(prefix = "/api/ui", endpoint = "rules", input = Json)]
 pub async fn list_rules() -> Result<Vec<Rule>, ErrorBody> {
-    backend::caller("rules")?;
+    backend::caller(Need::Read)?;
     let core = backend::core()?;
     core.list_rules().await.map_err(backend::to_server_error)
 }
@@ -213,7 +217,7 @@ pub async fn list_rules() -> Result<Vec<Rule>, ErrorBody> {
 /// compatibility and only labels the tab.
 #[server(prefix = "/api/ui", endpoint = "revoke_rule", input = Json)]
 pub async fn revoke_rule(rule_id: RuleId, client_id: String) -> Result<(), ErrorBody> {
-    let who = backend::caller("revoke_rule")?;
+    let who = backend::caller(Need::Admin)?;
     let _ = client_id;
     let core = backend::core()?;
     core.revoke_rule(&rule_id, &who.actor())
@@ -229,7 +233,7 @@ pub async fn audit(
     action: Option<String>,
     subject: Option<String>,
 ) -> Result<Vec<AuditEntry>, ErrorBody> {
-    backend::caller("audit")?;
+    backend::caller(Need::Read)?;
     let core = backend::core()?;
     let nonempty = |s: &Option<String>| {
         s.as_deref()
@@ -246,7 +250,7 @@ pub async fn audit(
 /// Walks the whole audit chain.
 #[server(prefix = "/api/ui", endpoint = "verify_audit", input = Json)]
 pub async fn verify_audit() -> Result<AuditVerdict, ErrorBody> {
-    backend::caller("verify_audit")?;
+    backend::caller(Need::Read)?;
     let core = backend::core()?;
     core.verify_audit().await.map_err(backend::to_server_error)
 }
@@ -256,7 +260,7 @@ pub async fn verify_audit() -> Result<AuditVerdict, ErrorBody> {
 /// (`name`: the generated argument struct would otherwise clash with `protocol::ConfigView`.)
 #[server(name = GetConfigView, prefix = "/api/ui", endpoint = "config", input = Json)]
 pub async fn config_view() -> Result<ConfigView, ErrorBody> {
-    backend::caller("config")?;
+    backend::caller(Need::Admin)?;
     let core = backend::core()?;
     Ok(core.config_view())
 }
@@ -269,7 +273,7 @@ pub async fn set_config(
     value: serde_json::Value,
     client_id: String,
 ) -> Result<(), ErrorBody> {
-    let who = backend::caller("set_config")?;
+    let who = backend::caller(Need::Admin)?;
     let _ = client_id;
     let core = backend::core()?;
     core.set_config(&key, &value, &who.actor(), "ui")
@@ -282,7 +286,7 @@ pub async fn set_config(
 /// scope table's list for `approve`).
 #[server(prefix = "/api/ui", endpoint = "tokens", input = Json)]
 pub async fn list_tokens() -> Result<Vec<TokenInfo>, ErrorBody> {
-    backend::caller("tokens")?;
+    backend::caller(Need::Admin)?;
     let core = backend::core()?;
     core.list_tokens().await.map_err(backend::to_server_error)
 }
@@ -291,7 +295,7 @@ pub async fn list_tokens() -> Result<Vec<TokenInfo>, ErrorBody> {
 /// credential that made it.
 #[server(prefix = "/api/ui", endpoint = "create_token", input = Json)]
 pub async fn create_token(name: String, scope: String) -> Result<CreatedToken, ErrorBody> {
-    let who = backend::caller("create_token")?;
+    let who = backend::caller(Need::Admin)?;
     let core = backend::core()?;
     core.create_token(Some(&name), Some(&scope), &who)
         .await
@@ -301,7 +305,7 @@ pub async fn create_token(name: String, scope: String) -> Result<CreatedToken, E
 /// Revokes a named token: the next request that presents it is refused.
 #[server(prefix = "/api/ui", endpoint = "revoke_token", input = Json)]
 pub async fn revoke_token(name: String) -> Result<(), ErrorBody> {
-    let who = backend::caller("revoke_token")?;
+    let who = backend::caller(Need::Admin)?;
     let core = backend::core()?;
     core.revoke_token(&name, &who)
         .await
@@ -315,41 +319,24 @@ pub fn error_message(err: &ErrorBody) -> String {
 
 #[cfg(all(test, feature = "ssr"))]
 mod tests {
-    use http::Method;
-
-    use crate::server::http::scopes::{Need, allows, permits, server_fn_need};
-    use crate::server::principal::Scope;
-
-    /// Tokens and configuration are admin only: neither a phone's `approve` credential nor an
-    /// agent's `gates` one may reach them, over HTTP or in a server-rendered page (each server
-    /// function checks its caller against the same table).
+    /// Every server function declares its need in its own body, first thing: one with none
+    /// (or a name instead of a need) fails here before it can be reached.
     #[test]
-    fn admin_server_functions_are_admin_only_by_the_one_table() {
-        for name in [
-            "tokens",
-            "create_token",
-            "revoke_token",
-            "config",
-            "set_config",
-            "create_session",
-            "delete_session",
-            "rename_session",
-            "send_message",
-            "set_mode",
-            "cancel",
-            "revoke_rule",
-            "not_a_function",
-        ] {
-            assert_eq!(server_fn_need(name), Need::Admin, "{name}");
-            let path = format!("/api/ui/{name}");
-            assert!(allows(Scope::Admin, &Method::POST, &path), "{path}");
-            for scope in [Scope::Approve, Scope::Gates] {
-                assert!(!allows(scope, &Method::POST, &path), "{scope:?} {path}");
-                assert!(!permits(scope, server_fn_need(name)), "{scope:?} {name}");
-            }
+    fn every_server_function_declares_its_need() {
+        let source = include_str!("api.rs");
+        let mut seen = 0;
+        for (at, _) in source.match_indices("#[server(") {
+            let rest = &source[at..];
+            let body_start = rest.find(") -> Result<").and_then(|i| rest[i..].find('{').map(|j| i + j));
+            let body = body_start.map(|b| &rest[b..]).unwrap_or("");
+            let first_line = body.lines().nth(1).unwrap_or("").trim();
+            assert!(
+                first_line.contains("backend::caller(Need::"),
+                "a server function whose first line declares no need: {}",
+                rest.lines().take(3).collect::<Vec<_>>().join(" ")
+            );
+            seen += 1;
         }
-        assert!(permits(Scope::Approve, server_fn_need("decide")));
-        assert!(permits(Scope::Approve, server_fn_need("snapshot")));
-        assert!(!permits(Scope::Gates, server_fn_need("snapshot")));
+        assert!(seen >= 20, "found only {seen} server functions");
     }
 }

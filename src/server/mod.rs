@@ -126,6 +126,8 @@ pub struct Server {
     pub core: Arc<core::Core>,
     pub shutdown: CancellationToken,
     pub task: JoinHandle<std::io::Result<()>>,
+    /// Every route it serves with what each needs (the tests send each every credential).
+    pub routes: Vec<http::scopes::Declared>,
     /// Keeps the config file watched while the server runs.
     _watcher: Option<notify::RecommendedWatcher>,
 }
@@ -201,12 +203,13 @@ pub async fn start(
         tracing::info!(instance = %settings.instance, "sharing the database with other instances");
     }
     recover(&core).await?;
-    let task = serve(&settings, listener, addr, &core, shutdown.clone());
+    let (task, routes) = serve(&settings, listener, addr, &core, shutdown.clone());
     Ok(Server {
         addr,
         core,
         shutdown,
         task,
+        routes,
         _watcher: watcher,
     })
 }
@@ -348,7 +351,7 @@ fn serve(
     addr: SocketAddr,
     core: &Arc<core::Core>,
     shutdown: CancellationToken,
-) -> JoinHandle<std::io::Result<()>> {
+) -> (JoinHandle<std::io::Result<()>>, Vec<http::scopes::Declared>) {
     let leptos_options = LeptosOptions::builder()
         .output_name("countersign")
         .site_root(settings.site_root.display().to_string())
@@ -359,11 +362,11 @@ fn serve(
         core: core.clone(),
         leptos_options,
     };
-    let app = http::router(state);
+    let (app, routes) = http::router(state);
     let turns = Arc::clone(core);
     let caps = http::listen::Caps::for_nofile(http::listen::raise_nofile_limit());
     tracing::debug!(?caps, "unauthenticated connections capped");
-    tokio::spawn(async move {
+    let task = tokio::spawn(async move {
         let served = http::listen::serve(listener, app, caps, shutdown).await;
         // Turns end as a crash would end them (the log keeps their truth; the next start
         // resumes them), and the server waits for their tasks, bounded.
@@ -371,5 +374,6 @@ fn serve(
             tracing::warn!("some turns were still stopping after {TURN_STOP:?}");
         }
         served
-    })
+    });
+    (task, routes)
 }
