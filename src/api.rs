@@ -1,5 +1,10 @@
 //! Server functions the UI calls. Each is a thin wrapper over one `server::core` operation —
 //! the same one the REST route uses — and sits behind the same auth middleware.
+//!
+//! **Invariant:** each declares what it needs with `needs!` right above it. The route in
+//! front of it checks that before its body is read (`server::http::routes`), and the function
+//! checks it again first thing (`backend::caller`), because a page rendered on the server
+//! calls it in-process, past any route. One that declares nothing needs an admin.
 
 use leptos::prelude::*;
 use leptos::server_fn::codec::Json;
@@ -8,6 +13,31 @@ use crate::protocol::{
     ApprovalId, ApprovalRequest, AuditEntry, AuditVerdict, ConfigView, CreatedToken, DecideOutcome,
     DecisionInput, ErrorBody, Event, Rule, RuleId, Session, SessionId, Snapshot, TokenInfo, TurnId,
 };
+
+/// Declares what the server function at `endpoint` needs (a [`Need`](crate::server::http::scopes::Need)).
+macro_rules! needs {
+    ($endpoint:literal, $need:ident) => {
+        #[cfg(feature = "ssr")]
+        inventory::submit! {
+            backend::Declared {
+                endpoint: $endpoint,
+                need: crate::server::http::scopes::Need::$need,
+            }
+        }
+    };
+}
+
+/// What the server function at `endpoint` (its path after `/api/ui/`) needs: as declared
+/// beside it, or an admin's when nothing is.
+#[cfg(feature = "ssr")]
+pub fn need_of(endpoint: &str) -> crate::server::http::scopes::Need {
+    inventory::iter::<backend::Declared>
+        .into_iter()
+        .find(|declared| declared.endpoint == endpoint)
+        .map_or(crate::server::http::scopes::Need::Admin, |declared| {
+            declared.need
+        })
+}
 
 #[cfg(feature = "ssr")]
 mod backend {
@@ -19,6 +49,14 @@ mod backend {
     use crate::server::http::error::status_of;
     use crate::server::principal::Principal;
     use crate::server::state::AppState;
+
+    /// One server function's declared need (`needs!`).
+    pub struct Declared {
+        pub endpoint: &'static str,
+        pub need: crate::server::http::scopes::Need,
+    }
+
+    inventory::collect!(Declared);
 
     use crate::protocol::ErrorBody;
 
@@ -35,13 +73,12 @@ mod backend {
             .ok_or_else(|| ErrorBody::new("unauthorized", "no credential on this request"))
     }
 
-    /// The caller of the server function `name`, if its credential may call it — checked
-    /// here, in the function itself, and not only by the middleware on the HTTP route: a page
-    /// rendered on the server calls server functions in-process, past the route.
-    pub fn caller(name: &str) -> Result<Principal, ErrorBody> {
-        use crate::server::http::scopes;
+    /// The caller of the server function at `endpoint`, if its credential has what the
+    /// function declared it needs (`needs!`): checked in the function itself too, since a page
+    /// rendered on the server calls it in-process, past the route.
+    pub fn caller(endpoint: &str) -> Result<Principal, ErrorBody> {
         let who = principal()?;
-        if scopes::permits(who.scope(), scopes::server_fn_need(name)) {
+        if super::need_of(endpoint).permits(who.scope()) {
             Ok(who)
         } else {
             Err(to_server_error(Error::Forbidden(format!(
@@ -63,6 +100,7 @@ mod backend {
     }
 }
 
+needs!("snapshot", Read);
 #[server(prefix = "/api/ui", endpoint = "snapshot", input = Json)]
 pub async fn get_snapshot(session_id: SessionId) -> Result<Snapshot, ErrorBody> {
     backend::caller("snapshot")?;
@@ -72,6 +110,7 @@ pub async fn get_snapshot(session_id: SessionId) -> Result<Snapshot, ErrorBody> 
         .map_err(backend::to_server_error)
 }
 
+needs!("older_events", Read);
 /// The turns before `before` (the first seq the page has), for "Show earlier".
 #[server(prefix = "/api/ui", endpoint = "older_events", input = Json)]
 pub async fn get_older_events(session_id: SessionId, before: u64) -> Result<Vec<Event>, ErrorBody> {
@@ -82,6 +121,7 @@ pub async fn get_older_events(session_id: SessionId, before: u64) -> Result<Vec<
         .map_err(backend::to_server_error)
 }
 
+needs!("sessions", Read);
 #[server(prefix = "/api/ui", endpoint = "sessions", input = Json)]
 pub async fn list_sessions() -> Result<Vec<Session>, ErrorBody> {
     backend::caller("sessions")?;
@@ -89,6 +129,7 @@ pub async fn list_sessions() -> Result<Vec<Session>, ErrorBody> {
     core.list_sessions().await.map_err(backend::to_server_error)
 }
 
+needs!("create_session", Admin);
 #[server(prefix = "/api/ui", endpoint = "create_session", input = Json)]
 pub async fn create_session() -> Result<Session, ErrorBody> {
     backend::caller("create_session")?;
@@ -98,6 +139,7 @@ pub async fn create_session() -> Result<Session, ErrorBody> {
         .map_err(backend::to_server_error)
 }
 
+needs!("delete_session", Admin);
 #[server(prefix = "/api/ui", endpoint = "delete_session", input = Json)]
 pub async fn delete_session(session_id: SessionId) -> Result<(), ErrorBody> {
     backend::caller("delete_session")?;
@@ -107,6 +149,7 @@ pub async fn delete_session(session_id: SessionId) -> Result<(), ErrorBody> {
         .map_err(backend::to_server_error)
 }
 
+needs!("rename_session", Admin);
 #[server(prefix = "/api/ui", endpoint = "rename_session", input = Json)]
 pub async fn rename_session(session_id: SessionId, title: String) -> Result<Session, ErrorBody> {
     backend::caller("rename_session")?;
@@ -116,6 +159,7 @@ pub async fn rename_session(session_id: SessionId, title: String) -> Result<Sess
         .map_err(backend::to_server_error)
 }
 
+needs!("send_message", Admin);
 #[server(prefix = "/api/ui", endpoint = "send_message", input = Json)]
 pub async fn send_message(
     session_id: SessionId,
@@ -129,6 +173,7 @@ pub async fn send_message(
         .map_err(backend::to_server_error)
 }
 
+needs!("set_mode", Admin);
 #[server(prefix = "/api/ui", endpoint = "set_mode", input = Json)]
 pub async fn set_mode(session_id: SessionId, approval_mode: String) -> Result<(), ErrorBody> {
     let who = backend::caller("set_mode")?;
@@ -139,6 +184,7 @@ pub async fn set_mode(session_id: SessionId, approval_mode: String) -> Result<()
         .map_err(backend::to_server_error)
 }
 
+needs!("cancel", Admin);
 #[server(prefix = "/api/ui", endpoint = "cancel", input = Json)]
 pub async fn cancel_turn(session_id: SessionId) -> Result<(), ErrorBody> {
     backend::caller("cancel")?;
@@ -149,6 +195,7 @@ pub async fn cancel_turn(session_id: SessionId) -> Result<(), ErrorBody> {
         .map_err(backend::to_server_error)
 }
 
+needs!("decide", Decide);
 #[server(prefix = "/api/ui", endpoint = "decide", input = Json)]
 pub async fn decide(
     session_id: SessionId,
@@ -191,6 +238,7 @@ pub async fn decide(
     }
 }
 
+needs!("pending", Read);
 /// Every pending gate across sessions, oldest first (the inbox).
 #[server(prefix = "/api/ui", endpoint = "pending", input = Json)]
 pub async fn pending_approvals() -> Result<Vec<ApprovalRequest>, ErrorBody> {
@@ -201,6 +249,7 @@ pub async fn pending_approvals() -> Result<Vec<ApprovalRequest>, ErrorBody> {
         .map_err(backend::to_server_error)
 }
 
+needs!("rules", Read);
 /// Standing rules in force.
 #[server(prefix = "/api/ui", endpoint = "rules", input = Json)]
 pub async fn list_rules() -> Result<Vec<Rule>, ErrorBody> {
@@ -209,6 +258,7 @@ pub async fn list_rules() -> Result<Vec<Rule>, ErrorBody> {
     core.list_rules().await.map_err(backend::to_server_error)
 }
 
+needs!("revoke_rule", Admin);
 /// Revokes a rule; the audit names the credential (`browser`). `client_id` is accepted for
 /// compatibility and only labels the tab.
 #[server(prefix = "/api/ui", endpoint = "revoke_rule", input = Json)]
@@ -221,6 +271,7 @@ pub async fn revoke_rule(rule_id: RuleId, client_id: String) -> Result<(), Error
         .map_err(backend::to_server_error)
 }
 
+needs!("audit", Read);
 /// Audit entries before `before` (at most 500), newest first, optionally of one action or
 /// subject: the Audit page reads from the end.
 #[server(prefix = "/api/ui", endpoint = "audit", input = Json)]
@@ -243,6 +294,7 @@ pub async fn audit(
         .map_err(backend::to_server_error)
 }
 
+needs!("verify_audit", Read);
 /// Walks the whole audit chain.
 #[server(prefix = "/api/ui", endpoint = "verify_audit", input = Json)]
 pub async fn verify_audit() -> Result<AuditVerdict, ErrorBody> {
@@ -251,6 +303,7 @@ pub async fn verify_audit() -> Result<AuditVerdict, ErrorBody> {
     core.verify_audit().await.map_err(backend::to_server_error)
 }
 
+needs!("config", Admin);
 /// The resolved configuration: every key with its value, default, source and whether it may
 /// be changed here; whether the file on disk is valid; the provider key only as set or unset.
 /// (`name`: the generated argument struct would otherwise clash with `protocol::ConfigView`.)
@@ -261,6 +314,7 @@ pub async fn config_view() -> Result<ConfigView, ErrorBody> {
     Ok(core.config_view())
 }
 
+needs!("set_config", Admin);
 /// Sets one config key (refused for protected keys); the audit names the credential
 /// (`browser`). `client_id` only labels the tab.
 #[server(prefix = "/api/ui", endpoint = "set_config", input = Json)]
@@ -278,6 +332,7 @@ pub async fn set_config(
         .map_err(backend::to_server_error)
 }
 
+needs!("tokens", Admin);
 /// Named tokens, by name: scope, created, last used; never a secret. Admin only (not in the
 /// scope table's list for `approve`).
 #[server(prefix = "/api/ui", endpoint = "tokens", input = Json)]
@@ -287,6 +342,7 @@ pub async fn list_tokens() -> Result<Vec<TokenInfo>, ErrorBody> {
     core.list_tokens().await.map_err(backend::to_server_error)
 }
 
+needs!("create_token", Admin);
 /// Creates a named token; the answer is the one time its secret is shown. The audit names the
 /// credential that made it.
 #[server(prefix = "/api/ui", endpoint = "create_token", input = Json)]
@@ -298,6 +354,7 @@ pub async fn create_token(name: String, scope: String) -> Result<CreatedToken, E
         .map_err(backend::to_server_error)
 }
 
+needs!("revoke_token", Admin);
 /// Revokes a named token: the next request that presents it is refused.
 #[server(prefix = "/api/ui", endpoint = "revoke_token", input = Json)]
 pub async fn revoke_token(name: String) -> Result<(), ErrorBody> {
@@ -315,41 +372,51 @@ pub fn error_message(err: &ErrorBody) -> String {
 
 #[cfg(all(test, feature = "ssr"))]
 mod tests {
-    use http::Method;
+    use crate::server::http::scopes::Need;
 
-    use crate::server::http::scopes::{Need, allows, permits, server_fn_need};
-    use crate::server::principal::Scope;
-
-    /// Tokens and configuration are admin only: neither a phone's `approve` credential nor an
-    /// agent's `gates` one may reach them, over HTTP or in a server-rendered page (each server
-    /// function checks its caller against the same table).
+    /// Every server function declares its need with `needs!` right above it (its doc
+    /// comment between), under its own endpoint, and checks its caller against that very
+    /// declaration first thing: one without, or checking another's, fails here.
     #[test]
-    fn admin_server_functions_are_admin_only_by_the_one_table() {
-        for name in [
-            "tokens",
-            "create_token",
-            "revoke_token",
-            "config",
-            "set_config",
-            "create_session",
-            "delete_session",
-            "rename_session",
-            "send_message",
-            "set_mode",
-            "cancel",
-            "revoke_rule",
-            "not_a_function",
-        ] {
-            assert_eq!(server_fn_need(name), Need::Admin, "{name}");
-            let path = format!("/api/ui/{name}");
-            assert!(allows(Scope::Admin, &Method::POST, &path), "{path}");
-            for scope in [Scope::Approve, Scope::Gates] {
-                assert!(!allows(scope, &Method::POST, &path), "{scope:?} {path}");
-                assert!(!permits(scope, server_fn_need(name)), "{scope:?} {name}");
-            }
+    fn every_server_function_declares_its_need_beside_it() {
+        let source = include_str!("api.rs");
+        let mut seen = 0;
+        for (at, _) in source.match_indices("\n#[server(") {
+            let rest = &source[at + 1..];
+            let endpoint = rest
+                .split("endpoint = \"")
+                .nth(1)
+                .and_then(|r| r.split('"').next())
+                .unwrap_or("");
+            let before: Vec<&str> = source[..at].lines().rev().collect();
+            let declared = before
+                .iter()
+                .find(|l| !l.starts_with("///"))
+                .copied()
+                .unwrap_or("");
+            assert!(
+                declared.starts_with(&format!("needs!(\"{endpoint}\", ")),
+                "`{endpoint}` has no `needs!` above it (found `{declared}`)"
+            );
+            let body = rest
+                .find(") -> Result<")
+                .and_then(|i| rest[i..].find('{').map(|j| i + j));
+            let first_line = body.map_or("", |b| rest[b..].lines().nth(1).unwrap_or("").trim());
+            assert!(
+                first_line.contains(&format!("backend::caller(\"{endpoint}\")")),
+                "`{endpoint}` does not check its caller first: {first_line}"
+            );
+            seen += 1;
         }
-        assert!(permits(Scope::Approve, server_fn_need("decide")));
-        assert!(permits(Scope::Approve, server_fn_need("snapshot")));
-        assert!(!permits(Scope::Gates, server_fn_need("snapshot")));
+        assert!(seen >= 20, "found only {seen} server functions");
+    }
+
+    /// The declarations are read back as written; an endpoint nobody declared needs an admin.
+    #[test]
+    fn declared_needs_are_read_back_and_the_rest_need_an_admin() {
+        assert_eq!(super::need_of("snapshot"), Need::Read);
+        assert_eq!(super::need_of("decide"), Need::Decide);
+        assert_eq!(super::need_of("set_config"), Need::Admin);
+        assert_eq!(super::need_of("no_such_function"), Need::Admin);
     }
 }

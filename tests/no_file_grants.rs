@@ -336,3 +336,61 @@ async fn card_digest(ts: &TestServer, aid: &str) -> String {
         .map(|c| str_of(c, "digest").to_owned())
         .unwrap()
 }
+
+/// Starts a server on `dir` with `token` as its admin token (`--token`).
+async fn start_with_token(
+    dir: &Path,
+    token: &str,
+) -> Result<countersign::server::Server, countersign::server::StartError> {
+    let args = countersign::server::settings::ServeArgs {
+        addr: "127.0.0.1:0".parse().unwrap(),
+        data_dir: Some(dir.join("data")),
+        workspace: Some(dir.join("ws")),
+        token: Some(token.into()),
+        config: None,
+        database_url: None,
+    };
+    countersign::server::start(args.resolve().unwrap(), None).await
+}
+
+/// An agent that can start a server cannot make a token it holds the admin token: not its own
+/// `gates` token (what `COUNTERSIGN_TOKEN` holds in its environment), and not any token while
+/// the person's server runs on the data dir.
+#[tokio::test]
+async fn a_second_server_cannot_make_the_agent_s_token_the_admin_s() {
+    let ts = TestServer::scripted([]).await;
+    let made = ts
+        .post("/api/v1/tokens", json!({"name": "agent", "scope": "gates"}))
+        .await
+        .expect(201);
+    let gates = made["token"].as_str().unwrap().to_owned();
+    let dir = ts.root().to_path_buf();
+
+    // While the person's server runs, no other starts on its data dir, whatever its token.
+    for token in [gates.as_str(), "a-token-the-agent-chose-1234"] {
+        let second = start_with_token(&dir, token).await;
+        let err = second
+            .err()
+            .expect("a second server on a running data dir is refused");
+        assert!(err.to_string().contains("already runs"), "{err}");
+    }
+    let admin = send(ts.anon(Method::GET, "/api/v1/tokens").bearer_auth(TOKEN)).await;
+    assert_eq!(
+        admin.status.as_u16(),
+        200,
+        "the person's token still works: {admin:?}"
+    );
+    let as_gates = send(ts.anon(Method::GET, "/api/v1/tokens").bearer_auth(&gates)).await;
+    assert_eq!(as_gates.status.as_u16(), 403, "{as_gates:?}");
+
+    // Stopped, the data dir may be served again, but never with a named token as the admin's.
+    let dir = ts.stop().await;
+    let refused = start_with_token(dir.path(), &gates).await;
+    let err = refused
+        .err()
+        .expect("a named token is never the admin token");
+    assert!(err.to_string().contains("named token `agent`"), "{err}");
+    let ts = TestServer::start_in(dir, None, None).await;
+    let as_gates = send(ts.anon(Method::GET, "/api/v1/tokens").bearer_auth(&gates)).await;
+    assert_eq!(as_gates.status.as_u16(), 403, "{as_gates:?}");
+}

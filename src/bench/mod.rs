@@ -315,6 +315,38 @@ fn raise_fd_limit() {
 
 /// Runs every figure in turn; a failing figure is reported and the others still run.
 pub async fn run(args: BenchArgs) -> ExitCode {
+    let counts = prepare(&args);
+    let root = match TempRoot::new() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: cannot create a temp dir: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let progress = !args.json;
+    let note = |s: &str| {
+        if progress {
+            eprintln!("bench: {s}");
+        }
+    };
+    if !args.json {
+        println!(
+            "countersign bench ({} mode): {}",
+            if args.short { "short" } else { "full" },
+            common_conditions()
+        );
+    }
+    if args.compare {
+        return compare::report(&root, counts, args.json, &note).await;
+    }
+    let (mut figures, failures) = run_figures(&args, &root, counts, &note).await;
+    figures.sort_by_key(|f| f.id);
+    compare_loaded_round_trip(&mut figures);
+    report(&args, &figures, &failures)
+}
+
+/// The process and the figures' sizes as the arguments ask.
+fn prepare(args: &BenchArgs) -> Counts {
     raise_fd_limit();
     set_sync_level(args.synchronous);
     if args.timeline {
@@ -330,104 +362,79 @@ pub async fn run(args: BenchArgs) -> ExitCode {
     if let Some(subscribers) = args.subscribers {
         counts.subscribers = subscribers;
     }
-    let root = match TempRoot::new() {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("error: cannot create a temp dir: {e}");
-            return ExitCode::from(1);
-        }
-    };
-    let progress = !args.json;
-    let note = |s: &str| {
-        if progress {
-            eprintln!("bench: {s}");
-        }
-    };
+    counts
+}
+
+/// Every figure asked for, each group on a server of its own; the figures, and what failed.
+async fn run_figures(
+    args: &BenchArgs,
+    root: &TempRoot,
+    counts: Counts,
+    note: &impl Fn(&str),
+) -> (Vec<Figure>, Vec<String>) {
     let mut figures: Vec<Figure> = Vec::new();
     let mut failures: Vec<String> = Vec::new();
-    let emit = |f: Figure, figures: &mut Vec<Figure>| {
-        if !args.json {
-            println!("{}", f.line());
+    let mut take = |what: &str, result: std::result::Result<Vec<Figure>, String>| match result {
+        Ok(fs) => {
+            for f in fs {
+                if !args.json {
+                    println!("{}", f.line());
+                }
+                figures.push(f);
+            }
         }
-        figures.push(f);
+        Err(e) => failures.push(format!("{what}: {e}")),
     };
-
-    if !args.json {
-        println!(
-            "countersign bench ({} mode): {}",
-            if args.short { "short" } else { "full" },
-            common_conditions()
-        );
-    }
-
-    if args.compare {
-        return compare::report(&root, counts, args.json, &note).await;
-    }
+    let one = |r: Result<Figure>| r.map(|f| vec![f]).map_err(|e| e.to_string());
+    let many = |r: Result<Vec<Figure>>| r.map_err(|e| e.to_string());
     // Figure 9 first, on a server of its own: its RSS baseline is this fresh process's.
     if args.wants(&[9]) {
         note("figure 9: idle sessions");
-        match group_d(&root, counts).await {
-            Ok(f) => emit(f, &mut figures),
-            Err(e) => failures.push(format!("figure 9: {e}")),
-        }
+        take("figure 9", one(group_d(root, counts).await));
     }
     // Figures 1, 2 and 4 on one server.
     if args.wants(&[1, 2, 4]) {
         note("figures 1 and 2: gate cycles on one session");
-        match group_a(&root, "a", counts, &note).await {
-            Ok(fs) => fs.into_iter().for_each(|f| emit(f, &mut figures)),
-            Err(e) => failures.push(format!("figures 1, 2, 4: {e}")),
-        }
+        take(
+            "figures 1, 2, 4",
+            many(group_a(root, "a", counts, note).await),
+        );
     }
     // Figures 3 and 7 on a second server (restarted for 7).
     if args.wants(&[3, 7]) {
         note("figures 3 and 7: parked gates, restart");
-        match group_b(&root, counts, &note).await {
-            Ok(fs) => fs.into_iter().for_each(|f| emit(f, &mut figures)),
-            Err(e) => failures.push(format!("figures 3, 7: {e}")),
-        }
+        take("figures 3, 7", many(group_b(root, counts, note).await));
     }
     // Figures 5 and 6 on a third.
     if args.wants(&[5, 6]) {
         note("figures 5 and 6: fan-out, restore");
-        match group_c(&root, counts, &note).await {
-            Ok(fs) => fs.into_iter().for_each(|f| emit(f, &mut figures)),
-            Err(e) => failures.push(format!("figures 5, 6: {e}")),
-        }
+        take("figures 5, 6", many(group_c(root, counts, note).await));
     }
     // Figure 10 on a server of its own: the flood's sockets must not slow the others.
     if args.wants(&[10]) {
         note("figure 10: decisions under a loopback flood");
-        match group_e(&root, counts).await {
-            Ok(f) => emit(f, &mut figures),
-            Err(e) => failures.push(format!("figure 10: {e}")),
-        }
+        take("figure 10", one(group_e(root, counts).await));
     }
     // Figure 11 on a server of its own, with a push service on loopback.
     if args.wants(&[11]) {
         note("figure 11: the human round trip through a push");
-        match group_f(&root, counts).await {
-            Ok(f) => emit(f, &mut figures),
-            Err(e) => failures.push(format!("figure 11: {e}")),
-        }
+        take("figure 11", one(group_f(root, counts).await));
     }
     if args.wants(&[8]) {
-        match bundle::run(&args.site_pkg) {
-            Ok(f) => emit(f, &mut figures),
-            Err(e) => failures.push(format!(
-                "figure 8: no bundle at {} ({e}); build it with scripts/lib.sh build_site",
+        let bundle = bundle::run(&args.site_pkg).map(|f| vec![f]).map_err(|e| {
+            format!(
+                "no bundle at {} ({e}); build it with scripts/lib.sh build_site",
                 args.site_pkg.display()
-            )),
-        }
+            )
+        });
+        take("figure 8", bundle);
     }
-    figures.sort_by_key(|f| f.id);
-    compare_loaded_round_trip(&mut figures);
+    (figures, failures)
+}
+
+/// Prints the figures (as lines already, or as one JSON document) and what failed.
+fn report(args: &BenchArgs, figures: &[Figure], failures: &[String]) -> ExitCode {
     let timelines = timeline::taken();
-    if !args.json {
-        for t in &timelines {
-            println!("\n{}", t.text());
-        }
-    }
     if args.json {
         let out = json!({
             "mode": if args.short { "short" } else { "full" },
@@ -440,7 +447,10 @@ pub async fn run(args: BenchArgs) -> ExitCode {
         });
         println!("{out:#}");
     } else {
-        for f in &failures {
+        for t in &timelines {
+            println!("\n{}", t.text());
+        }
+        for f in failures {
             println!("FAILED {f}");
         }
     }

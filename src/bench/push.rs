@@ -68,11 +68,18 @@ struct Samples {
     answer_ms: Vec<f64>,
 }
 
+/// One device's push subscription: the key and secret its pushes are read with.
+struct Device {
+    id: String,
+    key: EphemeralPrivateKey,
+    public: Vec<u8>,
+    auth: [u8; 16],
+}
+
 pub async fn run(server: &BenchServer, n: usize) -> Result<Figure> {
     let (service, mut pushes) = start_push_service().await?;
     let sid = server.create_session("ask").await?;
     let mut feed = server.events(&sid, 0).await?;
-    let rng = SystemRandom::new();
     let mut samples = Samples {
         total_ms: Vec::with_capacity(n),
         push_ms: Vec::with_capacity(n),
@@ -80,29 +87,8 @@ pub async fn run(server: &BenchServer, n: usize) -> Result<Figure> {
     };
     let mut previous: Option<String> = None;
     for i in 0..n {
-        let key = EphemeralPrivateKey::generate(&ECDH_P256, &rng)
-            .map_err(|_| BenchError::Protocol("no random key".into()))?;
-        let public = key
-            .compute_public_key()
-            .map_err(|_| BenchError::Protocol("no public key".into()))?
-            .as_ref()
-            .to_vec();
-        let mut auth = [0u8; 16];
-        rng.fill(&mut auth)
-            .map_err(|_| BenchError::Protocol("no random auth secret".into()))?;
-        let subscribed = server
-            .http
-            .post(format!("{}/api/v1/push/subscriptions", server.base))
-            .json(&json!({
-                "endpoint": format!("{service}/push/{i}"),
-                "keys": {"p256dh": URL_SAFE_NO_PAD.encode(&public), "auth": URL_SAFE_NO_PAD.encode(auth)},
-            }))
-            .send()
-            .await?
-            .error_for_status()?
-            .json::<Value>()
-            .await?;
-        if let Some(old) = previous.replace(str_field(&subscribed, "id")?) {
+        let device = subscribe(server, &service, i).await?;
+        if let Some(old) = previous.replace(device.id.clone()) {
             server
                 .http
                 .delete(format!("{}/api/v1/push/subscriptions/{old}", server.base))
@@ -111,47 +97,103 @@ pub async fn run(server: &BenchServer, n: usize) -> Result<Figure> {
                 .error_for_status()?;
         }
         server.send_message(&sid, PUSHED_GATE).await?;
-        // This gate's push (a closing push of an earlier one may arrive in between).
-        let push = loop {
-            let got = pushes
-                .recv()
-                .await
-                .ok_or_else(|| BenchError::Protocol("the push service stopped".into()))?;
-            if got.endpoint == i {
-                break got;
-            }
-        };
-        let plain = decrypt_once(&push.body, key, &public, &auth)
-            .ok_or_else(|| BenchError::Protocol("a push did not decrypt".into()))?;
-        let message: Value = serde_json::from_slice(&plain)?;
-        let capability = str_field(&message, "capability")?;
-        let opened_ms = message
-            .get("opened_at")
-            .and_then(Value::as_str)
-            .and_then(|t| Timestamp::from(t.to_owned()).unix_ms())
-            .ok_or_else(|| BenchError::Protocol("a push without opened_at".into()))?;
-        let tap = Instant::now();
-        let answer = server
-            .http
-            .post(format!("{}/api/v1/push/answers/{capability}", server.base))
-            .json(&json!({"decision": "approve"}));
-        let (answered, result) = tokio::join!(answer.send(), async {
-            let ev = feed.next_of("tool_result").await;
-            (ev, tap.elapsed())
-        });
-        answered?.error_for_status()?;
-        let (result, after_tap) = result;
-        result?;
-        feed.next_of("turn_finished").await?;
+        let (capability, push_leg) = read_push(&mut pushes, i, device).await?;
+        let after_tap = tap_approve(server, &capability, &mut feed).await?;
         // The push leg on the wall clock (the gate's own timestamp is in ms), the answer leg
         // on the monotonic one; what the client spent between them (decrypting) is left out.
-        let push_leg = (push.at_ms - opened_ms) as f64;
         samples.push_ms.push(push_leg);
         samples.answer_ms.push(ms(after_tap));
         samples.total_ms.push(push_leg + ms(after_tap));
     }
+    Ok(figure(&samples, n))
+}
+
+/// A fresh device subscribed to pushes at the local service's endpoint `i`.
+async fn subscribe(server: &BenchServer, service: &str, i: usize) -> Result<Device> {
+    let rng = SystemRandom::new();
+    let key = EphemeralPrivateKey::generate(&ECDH_P256, &rng)
+        .map_err(|_| BenchError::Protocol("no random key".into()))?;
+    let public = key
+        .compute_public_key()
+        .map_err(|_| BenchError::Protocol("no public key".into()))?
+        .as_ref()
+        .to_vec();
+    let mut auth = [0u8; 16];
+    rng.fill(&mut auth)
+        .map_err(|_| BenchError::Protocol("no random auth secret".into()))?;
+    let subscribed = server
+        .http
+        .post(format!("{}/api/v1/push/subscriptions", server.base))
+        .json(&json!({
+            "endpoint": format!("{service}/push/{i}"),
+            "keys": {"p256dh": URL_SAFE_NO_PAD.encode(&public), "auth": URL_SAFE_NO_PAD.encode(auth)},
+        }))
+        .send()
+        .await?
+        .error_for_status()?
+        .json::<Value>()
+        .await?;
+    Ok(Device {
+        id: str_field(&subscribed, "id")?,
+        key,
+        public,
+        auth,
+    })
+}
+
+/// The gate's push to endpoint `i` (a closing push of an earlier one may arrive in between),
+/// decrypted: its capability, and ms from the gate opening to the push arriving.
+async fn read_push(
+    pushes: &mut mpsc::UnboundedReceiver<Received>,
+    i: usize,
+    device: Device,
+) -> Result<(String, f64)> {
+    let push = loop {
+        let got = pushes
+            .recv()
+            .await
+            .ok_or_else(|| BenchError::Protocol("the push service stopped".into()))?;
+        if got.endpoint == i {
+            break got;
+        }
+    };
+    let plain = decrypt_once(&push.body, device.key, &device.public, &device.auth)
+        .ok_or_else(|| BenchError::Protocol("a push did not decrypt".into()))?;
+    let message: Value = serde_json::from_slice(&plain)?;
+    let capability = str_field(&message, "capability")?;
+    let opened_ms = message
+        .get("opened_at")
+        .and_then(Value::as_str)
+        .and_then(|t| Timestamp::from(t.to_owned()).unix_ms())
+        .ok_or_else(|| BenchError::Protocol("a push without opened_at".into()))?;
+    Ok((capability, (push.at_ms - opened_ms) as f64))
+}
+
+/// The notification's Approve, timed from the tap to the tool's result on the feed.
+async fn tap_approve(
+    server: &BenchServer,
+    capability: &str,
+    feed: &mut super::sse::Sse,
+) -> Result<std::time::Duration> {
+    let tap = Instant::now();
+    let answer = server
+        .http
+        .post(format!("{}/api/v1/push/answers/{capability}", server.base))
+        .json(&json!({"decision": "approve"}));
+    let (answered, result) = tokio::join!(answer.send(), async {
+        let ev = feed.next_of("tool_result").await;
+        (ev, tap.elapsed())
+    });
+    answered?.error_for_status()?;
+    let (result, after_tap) = result;
+    result?;
+    feed.next_of("turn_finished").await?;
+    Ok(after_tap)
+}
+
+fn figure(samples: &Samples, n: usize) -> Figure {
     let p = |v: &Vec<f64>, q: f64| percentile(v, q);
-    Ok(Figure {
+    Figure {
         id: 11,
         name: "human round trip via push",
         values: vec![
@@ -171,5 +213,5 @@ pub async fn run(server: &BenchServer, n: usize) -> Result<Figure> {
              subscription per gate; {}",
             common_conditions()
         ),
-    })
+    }
 }

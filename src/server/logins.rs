@@ -234,6 +234,18 @@ pub async fn set_admin_token(kept: &dyn HashedSecrets, secret: &str) -> Result<(
     .await
 }
 
+/// The name of the named token whose secret is `secret`, if one is: the admin token may never
+/// be one of them.
+pub async fn named_token_name(
+    tokens: &dyn TokenRepo,
+    secret: &str,
+) -> Result<Option<String>, StoreError> {
+    Ok(tokens
+        .token_by_hash(&hash_secret(secret))
+        .await?
+        .map(|row| row.name))
+}
+
 /// A new credential for the local CLI's one command (good for `CLI_TOKEN_MS`).
 pub async fn mint_cli_token(kept: &dyn HashedSecrets) -> Result<String, StoreError> {
     let secret = format!("{CLI_PREFIX}{}", random_token(24));

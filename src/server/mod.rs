@@ -58,6 +58,32 @@ pub enum StartError {
     Push(String),
 }
 
+/// The file a running server holds an exclusive lock on, in its data dir.
+const LOCK_FILE: &str = "serve.lock";
+
+/// Takes the data dir for this server alone: a second `serve` on it (started by anyone, with
+/// any `--token`) is refused while this one runs, so nothing replaces the admin token, the
+/// address file or the writer under a running server.
+fn lock_data_dir(data_dir: &std::path::Path) -> Result<std::fs::File, StartError> {
+    use std::os::fd::AsRawFd;
+    let path = data_dir.join(LOCK_FILE);
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| StartError::Config(format!("cannot open {}: {e}", path.display())))?;
+    // SAFETY: flock only reads the descriptor, which `file` keeps open.
+    let locked = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0;
+    if !locked {
+        return Err(StartError::Config(format!(
+            "another Countersign server already runs on the data dir {}; stop it first",
+            data_dir.display()
+        )));
+    }
+    Ok(file)
+}
+
 /// Records where this server answers (`settings::ADDRESS_FILE`); a failure only costs
 /// `countersign login` its default base and the local CLI its credential.
 async fn record_address(data_dir: &std::path::Path, addr: SocketAddr) {
@@ -78,6 +104,7 @@ async fn record_address(data_dir: &std::path::Path, addr: SocketAddr) {
 async fn settle_admin_token(
     settings: &Settings,
     kept: &dyn store::secrets::HashedSecrets,
+    tokens: &dyn store::TokenRepo,
 ) -> Result<(), StartError> {
     use store::secrets::{LEGACY_TOKEN_WINDOW, SecretKind};
     // Taken at every start: the window is the first start after the migration alone.
@@ -86,6 +113,13 @@ async fn settle_admin_token(
         .await?
         .is_some();
     if let Some(token) = &settings.admin_token {
+        if let Some(name) = logins::named_token_name(tokens, token.reveal()).await? {
+            return Err(StartError::Config(format!(
+                "the admin token given (--token or COUNTERSIGN_TOKEN) is the named token `{name}`; \
+                 give the server a token of its own (an agent's COUNTERSIGN_TOKEN is its `gates` \
+                 token, never the server's)"
+            )));
+        }
         logins::set_admin_token(kept, token.reveal()).await?;
     }
     let Some(legacy) = &settings.legacy_token else {
@@ -126,6 +160,10 @@ pub struct Server {
     pub core: Arc<core::Core>,
     pub shutdown: CancellationToken,
     pub task: JoinHandle<std::io::Result<()>>,
+    /// Every route it serves with what each needs (the tests send each every credential).
+    pub routes: Vec<http::scopes::Declared>,
+    /// Held while it runs: no second server starts on the same data dir.
+    _data_dir_lock: std::fs::File,
     /// Keeps the config file watched while the server runs.
     _watcher: Option<notify::RecommendedWatcher>,
 }
@@ -174,6 +212,7 @@ pub async fn start(
     settings: Settings,
     provider: Option<Arc<dyn Provider>>,
 ) -> Result<Server, StartError> {
+    let data_dir_lock = lock_data_dir(&settings.data_dir)?;
     let (listener, addr) = bind(&settings).await?;
     let store::Opened { log, repos } = store::open(
         settings.database_url.reveal(),
@@ -190,7 +229,7 @@ pub async fn start(
     let hub = hub::Hub::new(log, repos.coordination.clone());
     let live = live_config(&settings, provider).await?;
     let notifier = notifier_at(&settings, addr, &hub, &repos).await?;
-    settle_admin_token(&settings, repos.secrets.as_ref()).await?;
+    settle_admin_token(&settings, repos.secrets.as_ref(), repos.tokens.as_ref()).await?;
     let shutdown = CancellationToken::new();
     let core = core_of(&settings, hub, repos, live, notifier, shutdown.clone()).await?;
     let watcher = watch_config(&core, &settings.config_path);
@@ -201,13 +240,15 @@ pub async fn start(
         tracing::info!(instance = %settings.instance, "sharing the database with other instances");
     }
     recover(&core).await?;
-    let task = serve(&settings, listener, addr, &core, shutdown.clone());
+    let (task, routes) = serve(&settings, listener, addr, &core, shutdown.clone());
     Ok(Server {
         addr,
         core,
         shutdown,
         task,
+        routes,
         _watcher: watcher,
+        _data_dir_lock: data_dir_lock,
     })
 }
 
@@ -348,7 +389,7 @@ fn serve(
     addr: SocketAddr,
     core: &Arc<core::Core>,
     shutdown: CancellationToken,
-) -> JoinHandle<std::io::Result<()>> {
+) -> (JoinHandle<std::io::Result<()>>, Vec<http::scopes::Declared>) {
     let leptos_options = LeptosOptions::builder()
         .output_name("countersign")
         .site_root(settings.site_root.display().to_string())
@@ -359,11 +400,11 @@ fn serve(
         core: core.clone(),
         leptos_options,
     };
-    let app = http::router(state);
+    let (app, routes) = http::router(state);
     let turns = Arc::clone(core);
     let caps = http::listen::Caps::for_nofile(http::listen::raise_nofile_limit());
     tracing::debug!(?caps, "unauthenticated connections capped");
-    tokio::spawn(async move {
+    let task = tokio::spawn(async move {
         let served = http::listen::serve(listener, app, caps, shutdown).await;
         // Turns end as a crash would end them (the log keeps their truth; the next start
         // resumes them), and the server waits for their tasks, bounded.
@@ -371,5 +412,6 @@ fn serve(
             tracing::warn!("some turns were still stopping after {TURN_STOP:?}");
         }
         served
-    })
+    });
+    (task, routes)
 }

@@ -41,80 +41,23 @@ pub fn ChatView(snapshot: Snapshot) -> impl IntoView {
     provide_context(bus);
     #[cfg(feature = "hydrate")]
     crate::ui::feed::connect(feed);
-
-    let healed = RwSignal::new(0u64);
-    Effect::new(move |was_live: Option<bool>| {
-        let live = feed.connection.get() == Connection::Live;
-        if live && was_live == Some(false) {
-            healed.update(|n| *n += 1);
-        }
-        live
-    });
-    provide_context(gates::ConnectionHealed(healed.into()));
+    provide_context(gates::ConnectionHealed(healed_count(feed).into()));
     let draft = RwSignal::new(String::new());
     let is_builtin = source.is_none();
-    let now_ms = RwSignal::new(0.0f64);
-    Effect::new(move |_| {
-        if let Ok(handle) = set_interval_with_handle(
-            move || now_ms.set(browser::now_ms()),
-            Duration::from_secs(1),
-        ) {
-            on_cleanup(move || handle.clear());
-        }
-    });
-
+    let now_ms = clock();
     let items = Memo::new(move |_| transcript::build(&feed.events.read()));
-    // The header's title: the stored one, or the first message's until the list catches up.
-    let renamed = RwSignal::new(None::<String>);
-    let shown_title = move || session_title::shown_title(&title, &feed.events.read());
-    let viewer_is_admin = Viewer::get().admin;
     let pending = Memo::new(move |_| bus.still_pending(transcript::pending_gates(&items.read())));
     gates::watch_pending(bus, pending);
     let initial_title = gates::tab_title(pending.get_untracked().len());
     gates::install_keyboard(bus, pending);
-    let announcement = move || {
-        pending
-            .read()
-            .last()
-            .map(|g| {
-                format!(
-                    "Approval needed: {}",
-                    crate::shown::line_within(&g.summary, 240)
-                )
-            })
-            .unwrap_or_default()
-    };
     // Loading earlier turns must not jump to the end.
     let hold_scroll = StoredValue::new(false);
-    Effect::new(move |_| {
-        items.track();
-        feed.streaming.track();
-        if hold_scroll.get_value() {
-            hold_scroll.set_value(false);
-        } else {
-            browser::scroll_to_end("transcript");
-        }
-    });
-    let changed = expect_context::<SessionsChanged>();
-    Effect::new(move |was_running: Option<bool>| {
-        let running = feed.running_turn.read().is_some();
-        if was_running.is_some() && was_running != Some(running) {
-            changed.notify();
-        }
-        running
-    });
-
+    follow_the_end(items, feed, hold_scroll);
+    tell_the_list_when_a_turn_starts_or_ends(feed);
     view! {
         <Title text=initial_title/>
-        <div class="sr-only" aria-live="polite" data-testid="announcer">{announcement}</div>
-        <header class="chat-header">
-            <SessionTitle session_id=session_id.clone() title=Signal::derive(shown_title) renamed can_rename=viewer_is_admin/>
-            {source.clone().map(|source| view! { <SourceBadge source/> })}
-            <ConnectionDot connection=feed.connection/>
-            <span class="mode-badge" data-testid="session-mode" data-mode=move || feed.mode.get().as_str()>
-                {move || feed.mode.get().label()}
-            </span>
-        </header>
+        <div class="sr-only" aria-live="polite" data-testid="announcer">{move || announcement(&pending.read())}</div>
+        <ChatHeader session_id=session_id.clone() title source=source.clone() feed/>
         <section id="transcript" class="transcript">
             <EarlierTurns feed hold_scroll/>
             <Show when=move || is_builtin && items.read().is_empty() && feed.streaming.read().is_empty()>
@@ -142,6 +85,97 @@ pub fn ChatView(snapshot: Snapshot) -> impl IntoView {
             (None, true) => view! { <Composer feed draft waiting=Signal::derive(move || !pending.read().is_empty())/> }.into_any(),
         }}
     }
+}
+
+/// The session's title (renamable by an admin), whose session it is, the connection and the
+/// mode.
+#[component]
+fn ChatHeader(
+    session_id: crate::protocol::SessionId,
+    title: String,
+    source: Option<String>,
+    feed: Feed,
+) -> impl IntoView {
+    // The header's title: the stored one, or the first message's until the list catches up.
+    let renamed = RwSignal::new(None::<String>);
+    let shown_title = move || session_title::shown_title(&title, &feed.events.read());
+    view! {
+        <header class="chat-header">
+            <SessionTitle session_id title=Signal::derive(shown_title) renamed can_rename=Viewer::get().admin/>
+            {source.map(|source| view! { <SourceBadge source/> })}
+            <ConnectionDot connection=feed.connection/>
+            <span class="mode-badge" data-testid="session-mode" data-mode=move || feed.mode.get().as_str()>
+                {move || feed.mode.get().label()}
+            </span>
+        </header>
+    }
+}
+
+/// Counts the times the feed's connection came back after being lost (a card's "could not
+/// send" clears on it).
+fn healed_count(feed: Feed) -> RwSignal<u64> {
+    let healed = RwSignal::new(0u64);
+    Effect::new(move |was_live: Option<bool>| {
+        let live = feed.connection.get() == Connection::Live;
+        if live && was_live == Some(false) {
+            healed.update(|n| *n += 1);
+        }
+        live
+    });
+    healed
+}
+
+/// The time now, in the browser, once a second (countdowns read it).
+fn clock() -> RwSignal<f64> {
+    let now_ms = RwSignal::new(0.0f64);
+    Effect::new(move |_| {
+        if let Ok(handle) = set_interval_with_handle(
+            move || now_ms.set(browser::now_ms()),
+            Duration::from_secs(1),
+        ) {
+            on_cleanup(move || handle.clear());
+        }
+    });
+    now_ms
+}
+
+/// What a screen reader hears: the newest card waiting.
+fn announcement(pending: &[crate::protocol::ApprovalRequestBody]) -> String {
+    pending
+        .last()
+        .map(|g| {
+            format!(
+                "Approval needed: {}",
+                crate::shown::line_within(&g.summary, 240)
+            )
+        })
+        .unwrap_or_default()
+}
+
+/// Keeps the transcript at its end as it grows, except right after earlier turns load.
+fn follow_the_end(items: Memo<Vec<Item>>, feed: Feed, hold_scroll: StoredValue<bool>) {
+    Effect::new(move |_| {
+        items.track();
+        feed.streaming.track();
+        if hold_scroll.get_value() {
+            hold_scroll.set_value(false);
+        } else {
+            browser::scroll_to_end("transcript");
+        }
+    });
+}
+
+/// The sessions list shows which sessions are running: it is told when this one starts or
+/// ends a turn.
+fn tell_the_list_when_a_turn_starts_or_ends(feed: Feed) {
+    let changed = expect_context::<SessionsChanged>();
+    Effect::new(move |was_running: Option<bool>| {
+        let running = feed.running_turn.read().is_some();
+        if was_running.is_some() && was_running != Some(running) {
+            changed.notify();
+        }
+        running
+    });
 }
 
 fn render_item(item: Item, now_ms: RwSignal<f64>) -> AnyView {

@@ -96,107 +96,125 @@ impl Item {
 pub fn build(events: &[Event]) -> Vec<Item> {
     let mut items: Vec<Item> = Vec::with_capacity(events.len());
     for event in events {
-        let seq = event.seq.unwrap_or(0);
-        match &event.body {
-            EventBody::UserMessage {
-                text,
-                approval_mode,
-            } => items.push(Item::User {
-                seq,
-                text: text.clone(),
-                mode: *approval_mode,
-            }),
-            EventBody::AssistantMessage { html, .. } => items.push(Item::Assistant {
-                seq,
-                html: html.clone(),
-            }),
-            EventBody::ModeChanged { previous, next, .. } => items.push(Item::ModeChange {
-                seq,
-                previous: *previous,
-                next: *next,
-            }),
-            EventBody::ToolCall {
-                call_id,
-                tool,
-                args,
-                class,
-                verdict,
-                rule_pattern,
-                ..
-            } => items.push(Item::Tool(ToolItem {
-                call_id: call_id.clone(),
-                tool: tool.clone(),
-                args: args.clone(),
-                class: *class,
-                verdict: *verdict,
-                started_at: None,
-                result: None,
-                edited: None,
-                rule_pattern: rule_pattern.clone(),
-            })),
-            EventBody::ToolStarted { call_id } => {
-                if let Some(tool) = find_tool(&mut items, call_id) {
-                    tool.started_at = Some(event.at.clone());
-                }
-            }
-            EventBody::ToolResult {
-                call_id,
-                status,
-                output,
-                ..
-            } => {
-                if let Some(tool) = find_tool(&mut items, call_id) {
-                    tool.result = Some((*status, output.clone()));
-                }
-            }
-            EventBody::TurnFinished { status, error } => items.push(Item::TurnEnd {
-                seq,
-                status: *status,
-                error: error.clone(),
-            }),
-            EventBody::ApprovalRequest(request) => {
-                // A call's card comes before its row: the answer, then what it ran.
-                let row = (request.kind == GateKind::Tool)
-                    .then(|| {
-                        items.iter().rposition(
-                            |item| matches!(item, Item::Tool(t) if t.call_id == request.call_id),
-                        )
-                    })
-                    .flatten();
-                let gate = Item::Gate(Box::new(GateItem {
-                    request: (**request).clone(),
-                    resolution: None,
-                }));
-                match row {
-                    Some(at) => items.insert(at, gate),
-                    None => items.push(gate),
-                }
-            }
-            EventBody::ApprovalResolved(resolution) => {
-                let Some(gate) = items.iter_mut().rev().find_map(|item| match item {
-                    Item::Gate(g) if g.request.approval_id == resolution.approval_id => Some(g),
-                    _ => None,
-                }) else {
-                    continue;
-                };
-                gate.resolution = Some(resolution.clone());
-                // What runs is the edited call: its row shows that, and says who changed it.
-                let edited_call =
-                    (gate.request.kind == GateKind::Tool).then(|| gate.request.call_id.clone());
-                if let (Some(call_id), Some(edits)) = (edited_call, edited_args(resolution))
-                    && let Some(tool) = find_tool(&mut items, &call_id)
-                {
-                    let proposed = std::mem::replace(&mut tool.args, edits.clone());
-                    tool.edited = Some(Box::new(EditedCall {
-                        proposed,
-                        resolution: resolution.clone(),
-                    }));
-                }
-            }
-            EventBody::AssistantDelta { .. } => {}
-        }
+        apply(&mut items, event);
     }
     items
+}
+
+/// Adds one event to the transcript built so far: a new row, or a change to the row or card
+/// it belongs to.
+pub fn apply(items: &mut Vec<Item>, event: &Event) {
+    let seq = event.seq.unwrap_or(0);
+    match &event.body {
+        EventBody::UserMessage {
+            text,
+            approval_mode,
+        } => items.push(Item::User {
+            seq,
+            text: text.clone(),
+            mode: *approval_mode,
+        }),
+        EventBody::AssistantMessage { html, .. } => items.push(Item::Assistant {
+            seq,
+            html: html.clone(),
+        }),
+        EventBody::ModeChanged { previous, next, .. } => items.push(Item::ModeChange {
+            seq,
+            previous: *previous,
+            next: *next,
+        }),
+        EventBody::ToolCall { .. } => items.extend(tool_row(&event.body).map(Item::Tool)),
+        EventBody::ToolStarted { call_id } => {
+            if let Some(tool) = find_tool(items, call_id) {
+                tool.started_at = Some(event.at.clone());
+            }
+        }
+        EventBody::ToolResult {
+            call_id,
+            status,
+            output,
+            ..
+        } => {
+            if let Some(tool) = find_tool(items, call_id) {
+                tool.result = Some((*status, output.clone()));
+            }
+        }
+        EventBody::TurnFinished { status, error } => items.push(Item::TurnEnd {
+            seq,
+            status: *status,
+            error: error.clone(),
+        }),
+        EventBody::ApprovalRequest(request) => add_card(items, request),
+        EventBody::ApprovalResolved(resolution) => resolve_card(items, resolution),
+        EventBody::AssistantDelta { .. } => {}
+    }
+}
+
+/// A tool call's row, as the call was recorded (no result yet).
+fn tool_row(body: &EventBody) -> Option<ToolItem> {
+    let EventBody::ToolCall {
+        call_id,
+        tool,
+        args,
+        class,
+        verdict,
+        rule_pattern,
+        ..
+    } = body
+    else {
+        return None;
+    };
+    Some(ToolItem {
+        call_id: call_id.clone(),
+        tool: tool.clone(),
+        args: args.clone(),
+        class: *class,
+        verdict: *verdict,
+        started_at: None,
+        result: None,
+        edited: None,
+        rule_pattern: rule_pattern.clone(),
+    })
+}
+
+/// A card, put before its call's row: the answer, then what it ran.
+fn add_card(items: &mut Vec<Item>, request: &ApprovalRequestBody) {
+    let row = (request.kind == GateKind::Tool)
+        .then(|| {
+            items
+                .iter()
+                .rposition(|item| matches!(item, Item::Tool(t) if t.call_id == request.call_id))
+        })
+        .flatten();
+    let gate = Item::Gate(Box::new(GateItem {
+        request: request.clone(),
+        resolution: None,
+    }));
+    match row {
+        Some(at) => items.insert(at, gate),
+        None => items.push(gate),
+    }
+}
+
+/// A card's answer. What runs is the edited call: its row shows that, and says who changed it.
+fn resolve_card(items: &mut [Item], resolution: &Resolution) {
+    let Some(gate) = items.iter_mut().rev().find_map(|item| match item {
+        Item::Gate(g) if g.request.approval_id == resolution.approval_id => Some(g),
+        _ => None,
+    }) else {
+        return;
+    };
+    gate.resolution = Some(resolution.clone());
+    let edited_call = (gate.request.kind == GateKind::Tool).then(|| gate.request.call_id.clone());
+    if let (Some(call_id), Some(edits)) = (edited_call, edited_args(resolution))
+        && let Some(tool) = find_tool(items, &call_id)
+    {
+        let proposed = std::mem::replace(&mut tool.args, edits.clone());
+        tool.edited = Some(Box::new(EditedCall {
+            proposed,
+            resolution: resolution.clone(),
+        }));
+    }
 }
 
 /// The arguments an edit replaced a call's with, if the answer was one.

@@ -63,10 +63,11 @@ impl Modes {
 }
 
 impl Viewer {
-    /// The viewer of this page (admin when nobody said otherwise: the server still checks).
+    /// The viewer of this page: the narrowest when nobody said otherwise (no admin control is
+    /// drawn for a credential the page could not name; the server checks all the same).
     pub fn get() -> Viewer {
         use_context::<Viewer>().unwrap_or(Viewer {
-            admin: true,
+            admin: false,
             modes: Modes::EVERY,
         })
     }
@@ -83,7 +84,7 @@ impl Viewer {
         use crate::server::principal::{Principal, Scope};
         let admin = use_context::<http::request::Parts>()
             .and_then(|parts| parts.extensions.get::<Principal>().map(Principal::scope))
-            .is_none_or(|scope| scope == Scope::Admin);
+            .is_some_and(|scope| scope == Scope::Admin);
         let modes = use_context::<crate::server::state::AppState>()
             .map(|state| {
                 let step_up = state.core.config().config.approvals.require_passkey;
@@ -111,7 +112,7 @@ impl Viewer {
             #[cfg(not(feature = "hydrate"))]
             let body = |_: &str| String::new();
             Viewer {
-                admin: body("data-scope") != "approve",
+                admin: body("data-scope") == "admin",
                 modes: Modes::parse(&body("data-modes")),
             }
         }

@@ -19,6 +19,7 @@ mod forms;
 mod passkey_modes;
 mod push;
 mod restart;
+mod scopes;
 mod server_fns;
 mod sessions;
 mod sse;

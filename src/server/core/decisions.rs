@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::{Core, Error};
 use crate::protocol::{
     AnsweredBy, ApprovalId, ApprovalRequest, Decision, GateKind, Mode, Resolution, Rule, RuleId,
-    RuleScope, Spelling, Timestamp,
+    RuleScope, SessionId, Spelling, Timestamp,
 };
 use crate::server::digest::{bound_call_digest, call_digest};
 use crate::server::gate::{edit_diff, resolve, rules};
@@ -205,95 +205,94 @@ impl Core {
     ) -> Result<Value, Error> {
         let edits = edits.filter(|e| !is_blank(e)).ok_or(Error::EditsRequired)?;
         match request.body.kind {
-            GateKind::Decision => match edits {
-                Value::String(text) => Ok(Value::String(text.trim().to_owned())),
-                _ => Err(Error::InvalidEdits(
-                    "a decision's edit is the revised proposal, as text".into(),
-                )),
-            },
-            GateKind::Tool => {
-                if !edits.is_object() {
-                    return Err(Error::InvalidEdits(
-                        "edits must be an object of replacement arguments".into(),
-                    ));
-                }
-                let tool = tools::get(&request.body.tool).ok_or_else(|| {
-                    Error::InvalidEdits(format!("`{}` cannot be edited", request.body.tool))
-                })?;
-                let (settings, workspace, args) = (
-                    self.agent.deps().settings(),
-                    self.workspace.clone(),
-                    edits.clone(),
-                );
-                // The check reads the disk: off the async workers, bounded.
-                let (checked, hidden) = tools::reader::blocking(
-                    "the edited arguments",
-                    tools::reader::FS_LIMIT,
-                    None,
-                    move || {
-                        let env = tools::CheckEnv {
-                            workspace: &workspace,
-                            settings: Some(&settings),
-                        };
-                        Ok((tool.check(&args, &env), tool.hidden(&args, &workspace)))
-                    },
-                )
-                .await
-                .map_err(|e| Error::InvalidEdits(e.to_string()))?;
-                checked.map_err(|refusal| match refusal {
-                    tools::Refusal::Invalid(err) => Error::InvalidEdits(err.to_string()),
-                    tools::Refusal::Refused(why) => Error::NotAllowed(why),
-                })?;
-                // An edit may not turn an ordinary card into a floor action the person was
-                // never shown as one: the floor gets its own card.
-                let live = self.config();
-                if request.body.reason != crate::protocol::GateReason::SafetyFloor
-                    && let Some(floor) = live
-                        .floor
-                        .check(&request.body.tool, edits)
-                        .or_else(|| live.floor.check_hidden(&hidden))
-                {
-                    return Err(Error::NotAllowed(format!(
-                        "the edited call {floor}, which is on the safety floor; deny this card and ask the agent instead"
-                    )));
-                }
-                Ok(edits.clone())
-            }
-            GateKind::Budget => Err(Error::NotAllowed("a budget gate cannot be edited".into())),
+            GateKind::Decision => revised_proposal(edits),
             GateKind::External if request.body.class == crate::protocol::ToolClass::Decision => {
-                match edits {
-                    Value::String(text) => Ok(Value::String(text.trim().to_owned())),
-                    _ => Err(Error::InvalidEdits(
-                        "a decision's edit is the revised proposal, as text".into(),
-                    )),
-                }
+                revised_proposal(edits)
             }
-            GateKind::External => {
-                if !edits.is_object() {
-                    return Err(Error::InvalidEdits(
-                        "edits must be an object: the tool's whole replacement input".into(),
-                    ));
-                }
-                // As for the built-in agent: an edit may not move the call onto the floor.
-                let live = self.config();
-                let call = tools::outside::describe_as(
-                    request.body.class,
-                    &request.body.tool,
-                    edits,
-                    None,
-                );
-                let floor = match request.body.reason {
-                    crate::protocol::GateReason::SafetyFloor => None,
-                    _ => super::external::floor_of(std::sync::Arc::clone(&live.floor), &call).await,
-                };
-                if let Some(floor) = floor {
-                    return Err(Error::NotAllowed(format!(
-                        "the edited call {floor}, which is on the safety floor; deny this card instead"
-                    )));
-                }
-                Ok(edits.clone())
-            }
+            GateKind::Tool => self.check_tool_edits(request, edits).await,
+            GateKind::External => self.check_outside_edits(request, edits).await,
+            GateKind::Budget => Err(Error::NotAllowed("a budget gate cannot be edited".into())),
         }
+    }
+
+    /// A built-in tool's edited arguments: its own check, then the floor (an edit may not turn
+    /// an ordinary card into a floor action the person was never shown as one: the floor gets
+    /// its own card).
+    async fn check_tool_edits(
+        &self,
+        request: &ApprovalRequest,
+        edits: &Value,
+    ) -> Result<Value, Error> {
+        if !edits.is_object() {
+            return Err(Error::InvalidEdits(
+                "edits must be an object of replacement arguments".into(),
+            ));
+        }
+        let tool = tools::get(&request.body.tool).ok_or_else(|| {
+            Error::InvalidEdits(format!("`{}` cannot be edited", request.body.tool))
+        })?;
+        let (settings, workspace, args) = (
+            self.agent.deps().settings(),
+            self.workspace.clone(),
+            edits.clone(),
+        );
+        // The check reads the disk: off the async workers, bounded.
+        let (checked, hidden) = tools::reader::blocking(
+            "the edited arguments",
+            tools::reader::FS_LIMIT,
+            None,
+            move || {
+                let env = tools::CheckEnv {
+                    workspace: &workspace,
+                    settings: Some(&settings),
+                };
+                Ok((tool.check(&args, &env), tool.hidden(&args, &workspace)))
+            },
+        )
+        .await
+        .map_err(|e| Error::InvalidEdits(e.to_string()))?;
+        checked.map_err(|refusal| match refusal {
+            tools::Refusal::Invalid(err) => Error::InvalidEdits(err.to_string()),
+            tools::Refusal::Refused(why) => Error::NotAllowed(why),
+        })?;
+        let live = self.config();
+        if request.body.reason != crate::protocol::GateReason::SafetyFloor
+            && let Some(floor) = live
+                .floor
+                .check(&request.body.tool, edits)
+                .or_else(|| live.floor.check_hidden(&hidden))
+        {
+            return Err(Error::NotAllowed(format!(
+                "the edited call {floor}, which is on the safety floor; deny this card and ask the agent instead"
+            )));
+        }
+        Ok(edits.clone())
+    }
+
+    /// An outside tool's edited input: as for the built-in agent, an edit may not move the
+    /// call onto the floor.
+    async fn check_outside_edits(
+        &self,
+        request: &ApprovalRequest,
+        edits: &Value,
+    ) -> Result<Value, Error> {
+        if !edits.is_object() {
+            return Err(Error::InvalidEdits(
+                "edits must be an object: the tool's whole replacement input".into(),
+            ));
+        }
+        let live = self.config();
+        let call = tools::outside::describe_as(request.body.class, &request.body.tool, edits, None);
+        let floor = match request.body.reason {
+            crate::protocol::GateReason::SafetyFloor => None,
+            _ => super::external::floor_of(std::sync::Arc::clone(&live.floor), &call).await,
+        };
+        if let Some(floor) = floor {
+            return Err(Error::NotAllowed(format!(
+                "the edited call {floor}, which is on the safety floor; deny this card instead"
+            )));
+        }
+        Ok(edits.clone())
     }
 
     /// Whether what a tool card was made from (the file its diff read, the folder a command
@@ -378,12 +377,26 @@ impl Core {
         who: &Principal,
     ) -> Result<Resolution, Error> {
         let session = super::parse_session_id(session_id)?;
-        let decision = body.decision;
+        let request = self.answerable(&session, session_id, approval_id).await?;
+        self.still_as_shown(&session, &request, &body).await?;
+        offered(&request, body.decision)?;
+        let (resolution, new_rule) = self.resolution_of(&request, body, who).await?;
+        Ok(resolve::commit(&self.hub, &session, &request, resolution, new_rule).await?)
+    }
+
+    /// The waiting gate an answer is for: unknown, already answered, being cancelled or past
+    /// its deadline each end here (the last two resolved by the server as they stand).
+    async fn answerable(
+        &self,
+        session: &SessionId,
+        session_id: &str,
+        approval_id: &str,
+    ) -> Result<ApprovalRequest, Error> {
         // The gate is looked up first (one read on the hot path); the session is checked only
-        // to tell an unknown session from an unknown approval.
-        // The caller's text until the store finds a gate under it.
+        // to tell an unknown session from an unknown approval. The caller's text until the
+        // store finds a gate under it.
         let asked = ApprovalId::from(approval_id);
-        let Some(gate) = self.repos.gates.get_gate(&session, &asked).await? else {
+        let Some(gate) = self.repos.gates.get_gate(session, &asked).await? else {
             self.session_row(session_id).await?;
             return Err(Error::UnknownApproval(
                 approval_id.chars().take(64).collect(),
@@ -394,28 +407,32 @@ impl Core {
         }
         let request = gate.request;
         // A cancel that was already answered wins over any later decision.
-        if self.hub.is_cancelling(&session, &request.turn_id) {
-            let resolution = resolve::by_server(
-                &self.hub,
-                &session,
-                &request,
-                Decision::Cancelled,
-                AnsweredBy::System,
-            )
-            .await?;
-            return Err(Error::for_resolved(resolution));
+        let by_server = if self.hub.is_cancelling(session, &request.turn_id) {
+            Some((Decision::Cancelled, AnsweredBy::System))
+        } else if expired(&request) {
+            Some((Decision::Timeout, AnsweredBy::Timeout))
+        } else {
+            None
+        };
+        match by_server {
+            Some((decision, by)) => {
+                let resolution =
+                    resolve::by_server(&self.hub, session, &request, decision, by).await?;
+                Err(Error::for_resolved(resolution))
+            }
+            None => Ok(request),
         }
-        if expired(&request) {
-            let resolution = resolve::by_server(
-                &self.hub,
-                &session,
-                &request,
-                Decision::Timeout,
-                AnsweredBy::Timeout,
-            )
-            .await?;
-            return Err(Error::for_resolved(resolution));
-        }
+    }
+
+    /// Refuses an answer to a card that no longer shows what would run: another digest, or
+    /// (for an answer that lets it run) a file or folder the card was made from that has
+    /// changed — that card is closed, and the turn puts the same call on a fresh one.
+    async fn still_as_shown(
+        &self,
+        session: &SessionId,
+        request: &ApprovalRequest,
+        body: &Answer,
+    ) -> Result<(), Error> {
         if body
             .digest
             .as_deref()
@@ -423,59 +440,55 @@ impl Core {
         {
             return Err(Error::StaleDigest);
         }
-        if decision.lets_it_run() && !self.card_still_holds(&request).await? {
-            // What the card showed is no longer what would run: close it, and the turn puts
-            // the same call again on a fresh card that shows the file as it is now.
-            let closed = Resolution {
-                reason: Some(
-                    "the file changed after this card was made; a new card shows it as it is now"
-                        .into(),
-                ),
-                ..Resolution::plain(
-                    &request.body.approval_id,
-                    Decision::Cancelled,
-                    AnsweredBy::System,
-                    actors::STALE,
-                    Timestamp::now(),
-                )
-            };
-            match resolve::commit(&self.hub, &session, &request, closed, None).await {
-                Ok(_) => return Err(Error::StaleDigest),
-                Err(crate::server::store::StoreError::AlreadyResolved(winner)) => {
-                    return Err(Error::for_resolved(*winner));
-                }
-                Err(other) => return Err(other.into()),
+        if !body.decision.lets_it_run() || self.card_still_holds(request).await? {
+            return Ok(());
+        }
+        let closed = Resolution {
+            reason: Some(
+                "the file changed after this card was made; a new card shows it as it is now"
+                    .into(),
+            ),
+            ..Resolution::plain(
+                &request.body.approval_id,
+                Decision::Cancelled,
+                AnsweredBy::System,
+                actors::STALE,
+                Timestamp::now(),
+            )
+        };
+        match resolve::commit(&self.hub, session, request, closed, None).await {
+            Ok(_) => Err(Error::StaleDigest),
+            Err(crate::server::store::StoreError::AlreadyResolved(winner)) => {
+                Err(Error::for_resolved(*winner))
             }
+            Err(other) => Err(other.into()),
         }
-        if !request.body.allowed_decisions.contains(&decision) {
-            return Err(Error::NotAllowed(format!(
-                "`{}` is not offered for this gate (allowed: {})",
-                decision.as_str(),
-                request
-                    .body
-                    .allowed_decisions
-                    .iter()
-                    .map(|d| d.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )));
-        }
+    }
+
+    /// The resolution an answer records, every part of it checked (edits, a new rule, the
+    /// plan's mode, then the passkey, last, so a refused answer never spends an assertion),
+    /// with the rule Allow always makes.
+    async fn resolution_of(
+        &self,
+        request: &ApprovalRequest,
+        body: Answer,
+        who: &Principal,
+    ) -> Result<(Resolution, Option<Rule>), Error> {
+        let decision = body.decision;
         let edits = match decision {
-            Decision::Edit => Some(self.check_edits(&request, body.edits.as_ref()).await?),
+            Decision::Edit => Some(self.check_edits(request, body.edits.as_ref()).await?),
             _ => None,
         };
-
         let edit_diff = match &edits {
-            Some(edited) => edit_diff_of(&request, edited).await,
+            Some(edited) => edit_diff_of(request, edited).await,
             None => None,
         };
         let new_rule = match decision {
-            Decision::AllowAlways => Some(self.new_rule(&request, body.rule.as_ref())?),
+            Decision::AllowAlways => Some(self.new_rule(request, body.rule.as_ref())?),
             _ => None,
         };
-        let execution_mode = self.plan_execution_mode(&request, body.execution_mode, who)?;
-        // Last of the checks that can refuse, so a refused answer never spends an assertion.
-        let passkey = self.step_up(&request, &body).await?;
+        let execution_mode = self.plan_execution_mode(request, body.execution_mode, who)?;
+        let passkey = self.step_up(request, &body).await?;
         let reason = body
             .reason
             .map(|r| r.trim().chars().take(MAX_REASON_CHARS).collect::<String>())
@@ -495,7 +508,7 @@ impl Core {
             via: body.via,
             passkey,
         };
-        Ok(resolve::commit(&self.hub, &session, &request, resolution, new_rule).await?)
+        Ok((resolution, new_rule))
     }
 
     /// Pending gates across all sessions, oldest first (the inbox).
@@ -574,4 +587,32 @@ impl Core {
             }
         }
     }
+}
+
+/// A decision card's edit: the revised proposal, as text.
+fn revised_proposal(edits: &Value) -> Result<Value, Error> {
+    match edits {
+        Value::String(text) => Ok(Value::String(text.trim().to_owned())),
+        _ => Err(Error::InvalidEdits(
+            "a decision's edit is the revised proposal, as text".into(),
+        )),
+    }
+}
+
+/// Refuses a decision the card does not offer, naming those it does.
+fn offered(request: &ApprovalRequest, decision: Decision) -> Result<(), Error> {
+    if request.body.allowed_decisions.contains(&decision) {
+        return Ok(());
+    }
+    let allowed: Vec<&str> = request
+        .body
+        .allowed_decisions
+        .iter()
+        .map(|d| d.as_str())
+        .collect();
+    Err(Error::NotAllowed(format!(
+        "`{}` is not offered for this gate (allowed: {})",
+        decision.as_str(),
+        allowed.join(", ")
+    )))
 }

@@ -189,14 +189,13 @@ impl From<StoreError> for Error {
             StoreError::AlreadyResolved(resolution) => Error::for_resolved(*resolution),
             StoreError::TurnHeld(_) => Error::TurnInProgress,
             StoreError::Unstorable(why) => Error::InvalidRequest(why),
+            // Logged here, where its cause is dropped: the answer (`503`) does not carry it.
             failure if failure.is_database_failure() => {
                 tracing::error!(error = %failure, "database error");
                 Error::StorageUnavailable
             }
-            other => {
-                tracing::error!(error = %other, "store error");
-                Error::Internal(other.to_string())
-            }
+            // Logged once, by the door that answers `500` with it.
+            other => Error::Internal(other.to_string()),
         }
     }
 }

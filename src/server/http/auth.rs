@@ -1,7 +1,9 @@
-//! Access control for everything but health, login and static assets: a bearer token or the
-//! session cookie, plus a same-origin check for state-changing requests that rely on the cookie.
+//! Who is asking: a bearer token or the session cookie (a cookie-authenticated write must come
+//! from this site), and the login page that sets the cookie. What each route needs of the one
+//! asking is declared with the route and checked in front of it (`scopes`).
 //!
-//! **Invariant:** server functions sit behind this same middleware, so no door skips it.
+//! **Invariant:** every request passes this middleware, server functions included, so no
+//! door finds a principal any other way.
 
 use axum::extract::{Query, Request, State};
 use axum::middleware::Next;
@@ -9,26 +11,11 @@ use axum::response::{Html, IntoResponse, Redirect, Response};
 use http::{HeaderMap, Method, header};
 use serde::Deserialize;
 
-use super::scopes;
 use crate::server::core::{Error as CoreError, LoggedIn, LoginWith};
 use crate::server::credentials;
 use crate::server::http::error::ApiError;
 use crate::server::logins::Presented;
 use crate::server::state::AppState;
-
-fn is_public(path: &str) -> bool {
-    // A notification's Approve or Deny: its one-time capability is the credential (core
-    // checks it), and no cookie or token is ever sent with it.
-    if let Some(capability) = path.strip_prefix("/api/v1/push/answers/") {
-        return !capability.is_empty() && !capability.contains('/');
-    }
-    path == "/api/v1/health"
-        || path == "/login"
-        || path.starts_with("/pkg/")
-        || path == "/favicon.ico"
-        || path == "/favicon.svg"
-        || super::pwa::is_public(path)
-}
 
 fn is_state_changing(method: &Method) -> bool {
     !matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
@@ -54,24 +41,19 @@ fn same_origin(headers: &HeaderMap) -> bool {
     !host.is_empty() && authority == host
 }
 
-/// Checks the credential and records who it is (`Principal`) and what it presented
-/// (`Presented`, by hash) in the request's extensions, where handlers and server functions
-/// read the actor from.
+/// A cookie-authenticated write that did not come from this site: every route that needs a
+/// credential refuses it (`403 csrf`); public routes do not look.
+#[derive(Clone, Copy, Debug)]
+pub struct CrossSite;
+
+/// Finds who is asking and records it in the request's extensions (`Principal`, and what it
+/// presented, `Presented`, by hash), where each route's check (`scopes`), handlers and
+/// server functions read it. Refuses nothing itself: what a route needs is declared with the
+/// route, and a request with no credential that authenticates simply has no principal.
 pub async fn require_auth(State(state): State<AppState>, mut req: Request, next: Next) -> Response {
     crate::timeline::mark("http: request reached the app");
-    let presented = credentials::presented(req.headers());
-    if is_public(req.uri().path()) {
-        // A browser fetching the bundle with its cookie is a person's connection: it is
-        // no stranger's (the cap on unauthenticated connections, `listen.rs`).
-        if let Some(presented) = &presented
-            && let Ok(Some(_)) = state.core.who_presented(presented).await
-        {
-            mark_authenticated(&req);
-        }
+    let Some(presented) = credentials::presented(req.headers()) else {
         return next.run(req).await;
-    }
-    let Some(presented) = presented else {
-        return unauthenticated(&req);
     };
     // A cookie travels with every request the browser makes, a bearer only with ours: a write
     // that relies on the cookie must come from this site.
@@ -79,20 +61,14 @@ pub async fn require_auth(State(state): State<AppState>, mut req: Request, next:
         && is_state_changing(req.method())
         && !same_origin(req.headers())
     {
-        return ApiError::Csrf.into_response();
+        req.extensions_mut().insert(CrossSite);
+        return next.run(req).await;
     }
     let principal = match state.core.who_presented(&presented).await {
         Ok(Some(principal)) => principal,
-        Ok(None) => return unauthenticated(&req),
+        Ok(None) => return next.run(req).await,
         Err(err) => return ApiError::Core(err).into_response(),
     };
-    if !scopes::allows(principal.scope(), req.method(), req.uri().path()) {
-        let why = format!(
-            "a token with the `{}` scope may not do this",
-            principal.scope().as_str()
-        );
-        return ApiError::Core(crate::server::core::Error::Forbidden(why)).into_response();
-    }
     // A person's credential (the browser, an admin or approve token) keeps its connection out
     // of the cap on strangers; an agent's `gates` token does not (it could hold thousands).
     if principal.scope() != crate::server::principal::Scope::Gates {
@@ -105,8 +81,13 @@ pub async fn require_auth(State(state): State<AppState>, mut req: Request, next:
 
 /// A request with no credential that authenticates: `401` for the API and for writes, the
 /// login page for a page.
-fn unauthenticated(req: &Request) -> Response {
-    if req.uri().path().starts_with("/api/") || req.method() != Method::GET {
+pub(super) fn unauthenticated(req: &Request) -> Response {
+    // Under a nested router the path is the part after its prefix: the request's own is kept.
+    let path = req
+        .extensions()
+        .get::<axum::extract::OriginalUri>()
+        .map_or_else(|| req.uri().path(), |original| original.path());
+    if path.starts_with("/api/") || req.method() != Method::GET {
         return ApiError::Unauthorized.into_response();
     }
     Redirect::to("/login").into_response()

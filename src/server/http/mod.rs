@@ -12,149 +12,53 @@ pub mod listen;
 pub mod passkeys;
 pub mod push;
 pub mod pwa;
+pub mod routes;
 pub mod scopes;
 pub mod sessions;
 pub mod sse;
-
-use std::time::Duration;
 
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::middleware::{self, Next};
 use axum::response::{Html, IntoResponse, Redirect, Response};
-use axum::routing::{get, post, put};
 use http::{HeaderValue, StatusCode, header};
-use leptos_axum::{LeptosRoutes, generate_route_list};
 use tower_http::compression::CompressionLayer;
-use tower_http::services::{ServeDir, ServeFile};
 use tower_http::set_header::SetResponseHeaderLayer;
-use tower_http::timeout::TimeoutLayer;
 use tower_http::trace::TraceLayer;
 
-use crate::app::{App, shell};
 use crate::server::http::error::ApiError;
 use crate::server::state::AppState;
 
 /// Bodies above this answer `413 payload_too_large`.
 pub const BODY_LIMIT: usize = 1024 * 1024;
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// The whole application router (tests drive it directly; `serve` binds it to a socket).
-pub fn router(state: AppState) -> Router {
-    let api = Router::new()
-        .route("/health", get(sessions::health))
-        .route("/sessions", post(sessions::create).get(sessions::list))
-        .route(
-            "/sessions/{sid}",
-            get(sessions::snapshot)
-                .patch(sessions::rename)
-                .delete(sessions::delete),
-        )
-        .route("/sessions/{sid}/mode", put(sessions::set_mode))
-        .route("/sessions/{sid}/messages", post(sessions::send_message))
-        .route("/sessions/{sid}/cancel", post(sessions::cancel))
-        .route("/sessions/{sid}/approvals/{aid}", post(approvals::decide))
-        .route(
-            "/sessions/{sid}/approvals/{aid}/passkey",
-            post(passkeys::start_gate_assertion),
-        )
-        .route(
-            "/passkeys",
-            get(passkeys::list).post(passkeys::finish_registration),
-        )
-        .route(
-            "/passkeys/registrations",
-            post(passkeys::start_registration),
-        )
-        .route(
-            "/passkeys/assertions",
-            post(passkeys::start_manage_assertion),
-        )
-        .route("/passkeys/{id}", axum::routing::delete(passkeys::remove))
-        .route("/approvals", get(approvals::pending))
-        .route("/rules", get(approvals::rules))
-        .route("/rules/{id}", axum::routing::delete(approvals::revoke_rule))
-        .route("/audit", get(approvals::audit))
-        .route("/audit/verify", get(approvals::verify_audit))
-        .route("/config", get(approvals::config))
-        .route("/config/{key}", put(approvals::set_config))
-        .route("/tokens", post(gates::create_token).get(gates::list_tokens))
-        .route("/tokens/{name}", axum::routing::delete(gates::revoke_token))
-        .route("/gates", post(gates::open))
-        .route("/gates/os-user", get(boundary::agent_os_user))
-        .route("/boundary", get(boundary::report))
-        .route("/gates/{id}/cancel", post(gates::cancel))
-        .route("/push/key", get(push::key))
-        .route("/push/subscriptions", post(push::subscribe).get(push::list))
-        .route(
-            "/push/subscriptions/{id}",
-            axum::routing::delete(push::unsubscribe),
-        )
-        .route("/push/subscriptions/{id}/test", post(push::test))
-        .route("/push/answers/{capability}", post(push::answer))
-        .fallback(api_not_found)
-        .method_not_allowed_fallback(method_not_allowed)
-        .layer(TimeoutLayer::with_status_code(
-            StatusCode::REQUEST_TIMEOUT,
-            REQUEST_TIMEOUT,
-        ));
-    // The feed and the gates' long-poll have no request timeout: they are meant to wait.
-    let feed = Router::new()
-        .route("/sessions/{sid}/events", get(sse::feed))
-        .route("/gates/{id}", get(gates::wait));
+/// The whole application router (`serve` binds it to a socket), with every route it declared
+/// and what each needs (`tests/api/scopes.rs` sends each every scope's credential).
+pub fn router(state: AppState) -> (Router, Vec<scopes::Declared>) {
+    let (router, declared) = declared_router(&state);
+    (with_layers(router, state), declared)
+}
 
-    let leptos_options = state.leptos_options.clone();
-    let routes = generate_route_list(App);
-    let pkg_dir = format!("{}/pkg", leptos_options.site_root);
-    let pages = Router::new()
-        .route("/", get(home))
-        .route("/login", get(auth::login).post(auth::login_form))
-        .route("/forms/decide", post(forms::decide))
-        .leptos_routes(&state, routes, {
-            let options = leptos_options.clone();
-            move || shell(options.clone())
-        })
-        .layer(TimeoutLayer::with_status_code(
-            StatusCode::REQUEST_TIMEOUT,
-            REQUEST_TIMEOUT,
-        ));
-
-    Router::new()
-        .nest(
-            "/api/v1",
-            api.merge(feed).layer(middleware::from_fn_with_state(
+/// Every route, each behind the check its need asks.
+fn declared_router(state: &AppState) -> (Router<AppState>, Vec<scopes::Declared>) {
+    let api = routes::api().map(|api| {
+        api.fallback(api_not_found)
+            .method_not_allowed_fallback(method_not_allowed)
+            .layer(middleware::from_fn_with_state(
                 state.clone(),
                 boundary::check_peer,
-            )),
-        )
-        .merge(pages)
-        // The bundle's folder serves scripts, wasm and CSS as subresources; anything else
-        // opened there as a page (a planted HTML form) runs sandboxed: no script, no form.
-        .nest_service(
-            "/pkg",
-            tower::ServiceBuilder::new()
-                .layer(SetResponseHeaderLayer::overriding(
-                    header::CONTENT_SECURITY_POLICY,
-                    HeaderValue::from_static("sandbox; default-src 'none'; form-action 'none'"),
-                ))
-                // The bundle's files keep their names from build to build (the main module,
-                // its glue, the lazy pages' chunks): a browser revalidates each (a 304 when
-                // unchanged) so it never runs a new main module with an old chunk.
-                .layer(SetResponseHeaderLayer::overriding(
-                    header::CACHE_CONTROL,
-                    HeaderValue::from_static("no-cache"),
-                ))
-                .service(ServeDir::new(pkg_dir)),
-        )
-        .merge(pwa::routes(&leptos_options.site_root))
-        .route_service(
-            "/favicon.svg",
-            ServeFile::new(format!("{}/favicon.svg", leptos_options.site_root)),
-        )
-        .route_service(
-            "/favicon.ico",
-            ServeFile::new(format!("{}/favicon.svg", leptos_options.site_root)),
-        )
+            ))
+    });
+    scopes::Routes::nest("/api/v1", api)
+        .merge(routes::pages(state))
+        .merge(routes::files(&state.leptos_options.site_root))
+        .into_parts()
+}
+
+/// The layers every request passes: who is asking, body limits, compression, the security
+/// headers and the request's span.
+fn with_layers(router: Router<AppState>, state: AppState) -> Router {
+    router
         .fallback(page_not_found)
         .layer(middleware::from_fn_with_state(
             state.clone(),
@@ -206,15 +110,27 @@ async fn reject_oversized(req: Request, next: Next) -> Response {
     next.run(req).await
 }
 
-async fn api_not_found(req: Request) -> ApiError {
-    ApiError::NotFound(req.uri().path().to_owned())
+/// No such API route: said only to a credential that may read (others learn nothing of the
+/// routes there are).
+async fn api_not_found(req: Request) -> Response {
+    if let Some(refused) = scopes::refusal(scopes::Need::Read, &req) {
+        return refused;
+    }
+    ApiError::NotFound(req.uri().path().to_owned()).into_response()
 }
 
-async fn method_not_allowed() -> ApiError {
-    ApiError::MethodNotAllowed
+async fn method_not_allowed(req: Request) -> Response {
+    if let Some(refused) = scopes::refusal(scopes::Need::Read, &req) {
+        return refused;
+    }
+    ApiError::MethodNotAllowed.into_response()
 }
 
+/// No such page: as for the API, said only to a credential that may read.
 async fn page_not_found(req: Request) -> Response {
+    if let Some(refused) = scopes::refusal(scopes::Need::Read, &req) {
+        return refused;
+    }
     if req.uri().path().starts_with("/api/") {
         return ApiError::NotFound(req.uri().path().to_owned()).into_response();
     }

@@ -5,33 +5,19 @@
 //! The manifest, the worker, the offline page and the icons are public: browsers fetch a
 //! manifest without cookies, and none of them holds anything of the person's.
 
-use axum::Router;
 use axum::extract::{Extension, State};
 use axum::response::{Html, IntoResponse, Response};
-use axum::routing::get;
 use http::{HeaderValue, StatusCode, header};
 use tower_http::services::{ServeDir, ServeFile};
 use tower_http::set_header::SetResponseHeaderLayer;
 
+use super::scopes::{Need, Routes};
 use crate::server::principal::{Principal, Scope};
 use crate::server::state::AppState;
 
-/// Paths served without a credential.
-pub fn is_public(path: &str) -> bool {
-    matches!(
-        path,
-        "/manifest.webmanifest"
-            | "/sw.js"
-            | "/offline.html"
-            | "/pwa.js"
-            | "/notify.js"
-            | "/passkey.js"
-            | "/security.js"
-    ) || path.starts_with("/icons/")
-}
-
-/// The routes of the files above, from the site root (`public/` is copied there).
-pub fn routes(site_root: &str) -> Router<AppState> {
+/// The files above (public: none holds anything of the person's) and the two pages, from the
+/// site root (`public/` is copied there).
+pub fn routes(site_root: &str) -> Routes {
     let file = |name: &str| ServeFile::new(format!("{site_root}/{name}"));
     // A new worker or script is picked up at once, never from a cache.
     let fresh = |name: &str| {
@@ -42,25 +28,25 @@ pub fn routes(site_root: &str) -> Router<AppState> {
             ))
             .service(file(name))
     };
-    Router::new()
-        .route_service(
-            "/manifest.webmanifest",
-            tower::ServiceBuilder::new()
-                .layer(SetResponseHeaderLayer::overriding(
-                    header::CONTENT_TYPE,
-                    HeaderValue::from_static("application/manifest+json"),
-                ))
-                .service(file("manifest.webmanifest")),
-        )
-        .route_service("/sw.js", fresh("sw.js"))
-        .route_service("/pwa.js", file("pwa.js"))
-        .route_service("/notify.js", fresh("notify.js"))
-        .route_service("/passkey.js", fresh("passkey.js"))
-        .route_service("/security.js", fresh("security.js"))
-        .route_service("/offline.html", file("offline.html"))
-        .nest_service("/icons", ServeDir::new(format!("{site_root}/icons")))
-        .route("/notify", get(notify_page))
-        .route("/security", get(security_page))
+    let manifest = tower::ServiceBuilder::new()
+        .layer(SetResponseHeaderLayer::overriding(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/manifest+json"),
+        ))
+        .service(file("manifest.webmanifest"));
+    let icons = ServeDir::new(format!("{site_root}/icons"));
+    Routes::new()
+        .files(Need::Public, "/manifest.webmanifest", false, manifest)
+        .files(Need::Public, "/sw.js", false, fresh("sw.js"))
+        .files(Need::Public, "/pwa.js", false, file("pwa.js"))
+        .files(Need::Public, "/notify.js", false, fresh("notify.js"))
+        .files(Need::Public, "/passkey.js", false, fresh("passkey.js"))
+        .files(Need::Public, "/security.js", false, fresh("security.js"))
+        .files(Need::Public, "/offline.html", false, file("offline.html"))
+        .files(Need::Public, "/icons", true, icons)
+        .get(Need::Read, "/notify", notify_page)
+        // An admin's page; another credential is told so on the page itself.
+        .get(Need::Read, "/security", security_page)
 }
 
 /// "Security": the passkeys (an admin's page; the work is `public/security.js`) and whether

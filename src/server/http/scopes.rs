@@ -1,146 +1,242 @@
-//! What each token scope may reach, by method and path: the one table the auth middleware
-//! consults after it knows who is asking.
+//! What each credential may reach, declared with each route: a route exists only through
+//! [`Routes`], which makes it name its [`Need`] and puts the check for it in front of it.
 //!
-//! **Invariant:** a `gates` credential reaches only the outside-gate routes, so an agent that
-//! holds one can open its gates and wait for them but never answer one.
+//! **Invariant:** permissions are closed by default. No route is added but through
+//! [`Routes`] (so none is without a declared need), each declared need is enforced by a layer
+//! on that route alone, and `tests/api/scopes.rs` sends every declared route every scope's
+//! credential. A `gates` credential reaches only the outside-gate routes, so an agent that
+//! holds one can open its gates and wait for them but never answer one. Server functions
+//! declare their need in their own body (`api::backend::caller`), because a page rendered on
+//! the server calls them in-process, past any route; the route in front of each reads the
+//! same declaration first, before the body is read. What a credential may do to one object
+//! (a gate it opened, a rule, a subscription) is core's to check, after these.
 
+use std::convert::Infallible;
+
+use axum::Router;
+use axum::extract::Request;
+use axum::handler::Handler;
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{MethodFilter, MethodRouter, on};
 use http::Method;
+use tower::Service;
 
-use crate::server::principal::Scope;
+use super::error::ApiError;
+use crate::server::principal::{Principal, Scope};
+use crate::server::state::AppState;
 
 /// What a request needs of its credential.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Need {
-    /// Read what the person sees: sessions, feeds, the inbox, rules, the audit.
+    /// Nothing: the login page, the bundle, the installable app's files, a push answer (its
+    /// one-time capability is the credential), the health check.
+    Public,
+    /// Any credential: an outside agent opens its gates, waits for them, cancels them.
+    Gates,
+    /// Read what the person sees: sessions, feeds, the inbox, rules, the audit, pages.
     Read,
-    /// Answer a gate.
+    /// Answer a gate, and keep a device that answers (its push subscription).
     Decide,
-    /// Everything else: messages, modes, sessions, configuration, tokens.
+    /// Everything else: messages, modes, sessions, configuration, tokens, passkeys.
     Admin,
+}
+
+impl Need {
+    /// Whether a credential of `scope` has what this need asks.
+    pub fn permits(self, scope: Scope) -> bool {
+        matches!(
+            (self, scope),
+            (Need::Public | Need::Gates, _)
+                | (_, Scope::Admin)
+                | (Need::Read | Need::Decide, Scope::Approve)
+        )
+    }
 }
 
 /// Whether a credential of `scope` has what `need` asks.
 pub fn permits(scope: Scope, need: Need) -> bool {
-    match scope {
-        Scope::Admin => true,
-        Scope::Approve => matches!(need, Need::Read | Need::Decide),
-        Scope::Gates => false,
+    need.permits(scope)
+}
+
+/// Why a request may not go on to its route, as the response it gets instead.
+pub fn refusal(need: Need, req: &Request) -> Option<Response> {
+    if need == Need::Public {
+        return None;
     }
-}
-
-/// Every server function (`/api/ui/<name>`) and what it needs. The middleware checks the
-/// HTTP call against it, and each server function checks its caller against it again
-/// (`api::backend::caller`), because a page rendered on the server calls them in-process.
-/// A name not listed needs admin.
-const SERVER_FNS: [(&str, Need); 20] = [
-    ("snapshot", Need::Read),
-    ("older_events", Need::Read),
-    ("sessions", Need::Read),
-    ("pending", Need::Read),
-    ("rules", Need::Read),
-    ("audit", Need::Read),
-    ("verify_audit", Need::Read),
-    ("decide", Need::Decide),
-    ("create_session", Need::Admin),
-    ("delete_session", Need::Admin),
-    ("rename_session", Need::Admin),
-    ("send_message", Need::Admin),
-    ("set_mode", Need::Admin),
-    ("cancel", Need::Admin),
-    ("revoke_rule", Need::Admin),
-    ("config", Need::Admin),
-    ("set_config", Need::Admin),
-    ("tokens", Need::Admin),
-    ("create_token", Need::Admin),
-    ("revoke_token", Need::Admin),
-];
-
-/// What the server function `name` needs.
-pub fn server_fn_need(name: &str) -> Need {
-    SERVER_FNS
-        .iter()
-        .find(|(n, _)| *n == name)
-        .map_or(Need::Admin, |(_, need)| *need)
-}
-
-/// `/api/v1/gates`, `/api/v1/gates/{id}` (read) and `/api/v1/gates/{id}/cancel`.
-fn is_gates_route(method: &Method, path: &str) -> bool {
-    let Some(rest) = path.strip_prefix("/api/v1/gates") else {
-        return false;
+    if req.extensions().get::<super::auth::CrossSite>().is_some() {
+        return Some(ApiError::Csrf.into_response());
+    }
+    let Some(who) = req.extensions().get::<Principal>() else {
+        return Some(super::auth::unauthenticated(req));
     };
-    if !(rest.is_empty() || rest.starts_with('/')) {
-        return false;
+    if need.permits(who.scope()) {
+        return None;
     }
-    let parts: Vec<&str> = rest.split('/').filter(|p| !p.is_empty()).collect();
-    matches!(
-        (method, parts.as_slice()),
-        (&Method::POST, []) | (&Method::GET | &Method::HEAD, [_]) | (&Method::POST, [_, "cancel"])
-    )
+    let why = format!(
+        "a token with the `{}` scope may not do this",
+        who.scope().as_str()
+    );
+    Some(ApiError::Core(crate::server::core::Error::Forbidden(why)).into_response())
 }
 
-/// Reading what the person sees: sessions, their feeds, the inbox, rules, the audit, pages.
-fn is_read(method: &Method, path: &str) -> bool {
-    if !matches!(*method, Method::GET | Method::HEAD) {
-        return false;
+/// The layer in front of a route that needs `need`.
+async fn enforce(need: Need, req: Request, next: Next) -> Response {
+    match refusal(need, &req) {
+        Some(refused) => refused,
+        None => next.run(req).await,
     }
-    match path.strip_prefix("/api/v1/") {
-        Some(api) => {
-            let first = api.split('/').next().unwrap_or("");
-            matches!(first, "sessions" | "approvals" | "rules" | "audit")
+}
+
+/// A method router behind the check for `need`.
+fn guarded(need: Need, route: MethodRouter<AppState>) -> MethodRouter<AppState> {
+    match need {
+        Need::Public => route,
+        need => route.route_layer(middleware::from_fn(move |req: Request, next: Next| {
+            enforce(need, req, next)
+        })),
+    }
+}
+
+/// Every route of `router` behind the check for `need`.
+fn guarded_router(need: Need, router: Router<AppState>) -> Router<AppState> {
+    match need {
+        Need::Public => router,
+        need => router.route_layer(middleware::from_fn(move |req: Request, next: Next| {
+            enforce(need, req, next)
+        })),
+    }
+}
+
+/// One route as declared, for the tests that send it every credential.
+#[derive(Clone, Debug)]
+pub struct Declared {
+    pub method: Method,
+    pub path: String,
+    pub need: Need,
+}
+
+/// A router whose every route named what it needs.
+#[derive(Default)]
+pub struct Routes {
+    router: Router<AppState>,
+    declared: Vec<Declared>,
+}
+
+macro_rules! method_fns {
+    ($($name:ident => $method:ident),* $(,)?) => {$(
+        #[doc = concat!("Adds `", stringify!($method), " path`, needing `need`.")]
+        pub fn $name<H, T>(self, need: Need, path: &str, handler: H) -> Self
+        where
+            H: Handler<T, AppState>,
+            T: 'static,
+        {
+            self.add(need, Method::$method, MethodFilter::$method, path, handler)
         }
-        // Pages (server-rendered reads); the config page's data comes through a server
-        // function this scope may not call.
-        None => !path.starts_with("/api/"),
-    }
+    )*};
 }
 
-/// Answering a gate, by REST or the UI's server function; reading through server functions.
-fn is_decision_or_ui_read(method: &Method, path: &str) -> bool {
-    if *method != Method::POST {
-        return false;
+impl Routes {
+    pub fn new() -> Routes {
+        Routes::default()
     }
-    if let Some(name) = path.strip_prefix("/api/ui/") {
-        return permits(Scope::Approve, server_fn_need(name));
+
+    method_fns!(get => GET, post => POST, put => PUT, patch => PATCH, delete => DELETE);
+
+    fn add<H, T>(
+        mut self,
+        need: Need,
+        method: Method,
+        filter: MethodFilter,
+        path: &str,
+        handler: H,
+    ) -> Self
+    where
+        H: Handler<T, AppState>,
+        T: 'static,
+    {
+        self.router = self.router.route(path, guarded(need, on(filter, handler)));
+        self.declared.push(Declared {
+            method,
+            path: path.to_owned(),
+            need,
+        });
+        self
     }
-    let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
-    matches!(
-        parts.as_slice(),
-        ["api", "v1", "sessions", _, "approvals", _]
-            | ["api", "v1", "sessions", _, "approvals", _, "passkey"]
-            | ["forms", "decide"]
-    )
-}
 
-/// A device's own push subscription: the key, subscribing, listing, removing, a test push.
-/// (What a subscription may do is its credential's: core checks that the credential decides.)
-fn is_push_route(method: &Method, path: &str) -> bool {
-    let Some(rest) = path.strip_prefix("/api/v1/push/") else {
-        return false;
-    };
-    let parts: Vec<&str> = rest.split('/').collect();
-    matches!(
-        (method, parts.as_slice()),
-        (&Method::GET | &Method::HEAD, ["key"])
-            | (
-                &Method::GET | &Method::HEAD | &Method::POST,
-                ["subscriptions"]
-            )
-            | (&Method::DELETE, ["subscriptions", _])
-            | (&Method::POST, ["subscriptions", _, "test"])
-    )
-}
+    /// Serves a file (or a folder's files, when `nested`) at `path`, needing `need`.
+    pub fn files<S>(mut self, need: Need, path: &str, nested: bool, service: S) -> Self
+    where
+        S: Service<Request, Error = Infallible> + Clone + Send + Sync + 'static,
+        S::Response: IntoResponse,
+        S::Future: Send + 'static,
+    {
+        let served = match nested {
+            true => Router::new().nest_service(path, service),
+            false => Router::new().route_service(path, service),
+        };
+        self.router = self.router.merge(guarded_router(need, served));
+        self.declared.push(Declared {
+            method: Method::GET,
+            path: match nested {
+                true => format!("{path}/{{*rest}}"),
+                false => path.to_owned(),
+            },
+            need,
+        });
+        self
+    }
 
-/// Whether `scope` may make this request.
-pub fn allows(scope: Scope, method: &Method, path: &str) -> bool {
-    match scope {
-        Scope::Admin => true,
-        Scope::Approve => {
-            is_gates_route(method, path)
-                || is_push_route(method, path)
-                || is_read(method, path)
-                || is_decision_or_ui_read(method, path)
+    /// Routes some other part of the server built (the Leptos pages and server functions),
+    /// each behind the check for what `need_of` says its path needs, declared as `declared`.
+    pub fn built(
+        mut self,
+        need_of: fn(&str) -> Need,
+        declared: impl IntoIterator<Item = (Method, String)>,
+        router: Router<AppState>,
+    ) -> Self {
+        self.router = self.router.merge(router.route_layer(middleware::from_fn(
+            move |req: Request, next: Next| enforce(need_of(req.uri().path()), req, next),
+        )));
+        self.declared
+            .extend(declared.into_iter().map(|(method, path)| Declared {
+                need: need_of(&path),
+                method,
+                path,
+            }));
+        self
+    }
+
+    /// Both routers' routes in one.
+    pub fn merge(mut self, other: Routes) -> Self {
+        self.router = self.router.merge(other.router);
+        self.declared.extend(other.declared);
+        self
+    }
+
+    /// Changes the router as a whole (a layer, a fallback), keeping what was declared.
+    pub fn map(mut self, change: impl FnOnce(Router<AppState>) -> Router<AppState>) -> Self {
+        self.router = change(self.router);
+        self
+    }
+
+    /// Every route under `prefix`.
+    pub fn nest(prefix: &str, inner: Routes) -> Routes {
+        Routes {
+            router: Router::new().nest(prefix, inner.router),
+            declared: inner
+                .declared
+                .into_iter()
+                .map(|d| Declared {
+                    path: format!("{prefix}{}", d.path),
+                    ..d
+                })
+                .collect(),
         }
-        Scope::Gates => is_gates_route(method, path),
+    }
+
+    pub fn into_parts(self) -> (Router<AppState>, Vec<Declared>) {
+        (self.router, self.declared)
     }
 }
 
@@ -148,62 +244,21 @@ pub fn allows(scope: Scope, method: &Method, path: &str) -> bool {
 mod tests {
     use super::*;
 
-    const S: &str = "/api/v1/sessions/0b7b1f3e-1111-4222-8333-444455556666";
-
     #[test]
-    fn gates_reach_only_their_routes() {
-        let g = |m: Method, p: &str| allows(Scope::Gates, &m, p);
-        assert!(g(Method::POST, "/api/v1/gates"));
-        assert!(g(Method::GET, "/api/v1/gates/abc"));
-        assert!(g(Method::POST, "/api/v1/gates/abc/cancel"));
-        assert!(!g(Method::DELETE, "/api/v1/gates/abc"));
-        assert!(!g(Method::POST, &format!("{S}/approvals/abc")));
-        assert!(!g(Method::POST, "/api/ui/decide"));
-        assert!(!g(Method::POST, "/forms/decide"));
-        assert!(!g(Method::GET, "/api/v1/sessions"));
-        assert!(!g(Method::GET, "/api/v1/approvals"));
-        assert!(!g(Method::GET, "/inbox"));
-        assert!(!g(Method::GET, "/api/v1/gatesx"));
-        assert!(!g(Method::POST, "/api/v1/push/subscriptions"));
-        assert!(!g(Method::GET, "/api/v1/push/key"));
-    }
-
-    #[test]
-    fn approve_reads_and_decides_but_changes_nothing_else() {
-        let a = |m: Method, p: &str| allows(Scope::Approve, &m, p);
-        assert!(a(Method::GET, "/api/v1/sessions"));
-        assert!(a(Method::GET, &format!("{S}/events")));
-        assert!(a(Method::GET, "/api/v1/audit/verify"));
-        assert!(a(Method::POST, &format!("{S}/approvals/abc")));
-        assert!(a(Method::POST, "/api/ui/decide"));
-        assert!(a(Method::POST, "/forms/decide"));
-        assert!(!a(Method::POST, "/forms/other"));
-        assert!(a(Method::GET, "/inbox"));
-        assert!(a(Method::POST, "/api/v1/gates"));
-        assert!(!a(Method::POST, "/api/v1/sessions"));
-        assert!(!a(Method::POST, &format!("{S}/messages")));
-        assert!(!a(Method::PUT, &format!("{S}/mode")));
-        assert!(!a(Method::DELETE, "/api/v1/rules/r1"));
-        assert!(!a(Method::GET, "/api/v1/config"));
-        assert!(!a(Method::PUT, "/api/v1/config/tools.max_parallel"));
-        assert!(!a(Method::GET, "/api/v1/tokens"));
-        assert!(!a(Method::POST, "/api/ui/set_config"));
-        assert!(!a(Method::POST, "/api/ui/send_message"));
-        assert!(!a(Method::POST, "/api/ui/config"));
-        assert!(!a(Method::POST, "/api/ui/create_session"));
-        assert!(!a(Method::POST, "/api/ui/unknown_function"));
-        // Its own device's push subscription, and nothing more under /push.
-        assert!(a(Method::GET, "/api/v1/push/key"));
-        assert!(a(Method::POST, "/api/v1/push/subscriptions"));
-        assert!(a(Method::DELETE, "/api/v1/push/subscriptions/x"));
-        assert!(a(Method::POST, "/api/v1/push/subscriptions/x/test"));
-        assert!(!a(Method::PUT, "/api/v1/push/subscriptions/x"));
-        assert!(!a(Method::POST, "/api/v1/push/subscriptions/x/test/more"));
-        assert!(!a(Method::DELETE, "/api/v1/push/subscriptions"));
-        // A card's passkey options, yes; managing passkeys, no.
-        assert!(a(Method::POST, &format!("{S}/approvals/abc/passkey")));
-        assert!(!a(Method::GET, "/api/v1/passkeys"));
-        assert!(!a(Method::POST, "/api/v1/passkeys/registrations"));
-        assert!(!a(Method::DELETE, "/api/v1/passkeys/p1"));
+    fn each_scope_has_what_its_needs_allow() {
+        use Need::*;
+        let table = [
+            (Scope::Admin, [true, true, true, true, true]),
+            (Scope::Approve, [true, true, true, true, false]),
+            (Scope::Gates, [true, true, false, false, false]),
+        ];
+        for (scope, expected) in table {
+            for (need, allowed) in [Public, Gates, Read, Decide, Admin]
+                .into_iter()
+                .zip(expected)
+            {
+                assert_eq!(need.permits(scope), allowed, "{scope:?} {need:?}");
+            }
+        }
     }
 }

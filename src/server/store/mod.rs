@@ -275,9 +275,16 @@ pub enum StoreError {
     UnknownApproval(String),
     #[error("unknown session {0}")]
     UnknownSession(String),
-    /// The database itself failed (I/O, locked, full, gone, its writer stopped).
+    /// The database itself failed in a way Countersign noticed (its writer stopped, a
+    /// connection could not be had, an answer it could not read).
     #[error("database error: {0}")]
     Database(String),
+    /// The SQLite driver failed (I/O, locked, full, corrupt); the cause is kept.
+    #[error("database error: {0}")]
+    Sqlite(#[source] rusqlite::Error),
+    /// The PostgreSQL driver failed (the connection, I/O, the server); the cause is kept.
+    #[error("database error: {0}")]
+    Postgres(#[source] sqlx::Error),
     #[error("database migration failed: {0}")]
     Migration(String),
     #[error("stored event {session_id}#{seq} is unreadable: {reason}")]
@@ -309,7 +316,10 @@ impl StoreError {
     /// A failure of the database itself (as opposed to a logical outcome such as a lost
     /// compare-and-set): it answers 503 and spoils a group transaction.
     pub fn is_database_failure(&self) -> bool {
-        matches!(self, StoreError::Database(_))
+        matches!(
+            self,
+            StoreError::Database(_) | StoreError::Sqlite(_) | StoreError::Postgres(_)
+        )
     }
 }
 

@@ -92,71 +92,100 @@ pub fn EditPanel(
         let focus_id = focus_id.clone();
         Effect::new(move |_| browser::focus(&focus_id));
     }
-    let on_key = close_on_escape(panel);
     if edits_text(&request) {
-        // An outside `request_approval` may come with no details: revise its title then.
-        let start = if request.proposal_md.is_empty() {
-            request.title.clone()
-        } else {
-            request.proposal_md.clone()
-        };
-        let text = RwSignal::new(start);
-        let submit = move || {
-            send.run(DecisionInput {
-                decision: "edit".into(),
-                edits: Some(Value::String(text.get_untracked())),
-                ..DecisionInput::default()
-            })
-        };
-        return view! {
-            <div class="panel edit-panel" on:keydown=on_key>
-                <label for=focus_id.clone()>"Revise the proposal"</label>
-                <textarea id=focus_id data-testid="edit-input" rows="6"
-                    prop:value=move || text.get() on:input=move |ev| text.set(event_target_value(&ev))></textarea>
-                <div class="panel-actions">
-                    <button type="button" class="primary" data-action="submit-edit" on:click=move |_| submit()>"Approve revised"</button>
-                    <button type="button" on:click=move |_| panel.set(Panel::None)>"Cancel " <kbd>"Esc"</kbd></button>
-                </div>
-            </div>
-        }
-        .into_any();
+        view! { <ReviseText request focus_id panel send/> }.into_any()
+    } else {
+        view! { <EditFields request focus_id panel send/> }.into_any()
     }
-    let fields: Vec<Field> = request
-        .args
-        .as_object()
-        .map(|map| {
-            map.iter()
-                .map(|(name, value)| Field {
-                    name: name.clone(),
-                    text: RwSignal::new(match value {
-                        Value::String(s) => s.clone(),
-                        // Lists and objects (MultiEdit's `edits`, Codex's command words) are
-                        // edited as JSON, laid out to be read.
-                        Value::Array(_) | Value::Object(_) => {
-                            serde_json::to_string_pretty(value).unwrap_or_default()
-                        }
-                        other => other.to_string(),
-                    }),
-                    was_string: value.is_string(),
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    let for_submit = fields.clone();
+}
+
+/// A decision's edit: the proposal revised as text. An outside `request_approval` may come
+/// with no details: its title is revised then.
+#[component]
+fn ReviseText(
+    request: ApprovalRequestBody,
+    focus_id: String,
+    panel: RwSignal<Panel>,
+    send: Callback<DecisionInput>,
+) -> impl IntoView {
+    let start = if request.proposal_md.is_empty() {
+        request.title.clone()
+    } else {
+        request.proposal_md.clone()
+    };
+    let text = RwSignal::new(start);
     let submit = move || {
-        let mut edits = Map::new();
-        for field in &for_submit {
-            let text = field.text.get_untracked();
-            let value = if field.was_string {
-                Value::String(text)
-            } else {
-                crate::ui::json::from_str(&text).unwrap_or(Value::String(text))
-            };
-            edits.insert(field.name.clone(), value);
-        }
         send.run(DecisionInput {
             decision: "edit".into(),
-            edits: Some(Value::Object(edits)),
+            edits: Some(Value::String(text.get_untracked())),
+            ..DecisionInput::default()
+        })
+    };
+    view! {
+        <div class="panel edit-panel" on:keydown=close_on_escape(panel)>
+            <label for=focus_id.clone()>"Revise the proposal"</label>
+            <textarea id=focus_id data-testid="edit-input" rows="6"
+                prop:value=move || text.get() on:input=move |ev| text.set(event_target_value(&ev))></textarea>
+            <div class="panel-actions">
+                <button type="button" class="primary" data-action="submit-edit" on:click=move |_| submit()>"Approve revised"</button>
+                <button type="button" on:click=move |_| panel.set(Panel::None)>"Cancel " <kbd>"Esc"</kbd></button>
+            </div>
+        </div>
+    }
+}
+
+/// The call's arguments, one field each (lists and objects as JSON), sent back as they are
+/// edited: a field that was a string stays one; another is read back as JSON where it parses.
+fn fields_of(request: &ApprovalRequestBody) -> Vec<Field> {
+    let Some(map) = request.args.as_object() else {
+        return Vec::new();
+    };
+    map.iter()
+        .map(|(name, value)| Field {
+            name: name.clone(),
+            text: RwSignal::new(match value {
+                Value::String(s) => s.clone(),
+                // Lists and objects (MultiEdit's `edits`, Codex's command words) are edited as
+                // JSON, laid out to be read.
+                Value::Array(_) | Value::Object(_) => {
+                    serde_json::to_string_pretty(value).unwrap_or_default()
+                }
+                other => other.to_string(),
+            }),
+            was_string: value.is_string(),
+        })
+        .collect()
+}
+
+/// The edited arguments as the decision carries them.
+fn edited_args(fields: &[Field]) -> Value {
+    let mut edits = Map::new();
+    for field in fields {
+        let text = field.text.get_untracked();
+        let value = if field.was_string {
+            Value::String(text)
+        } else {
+            crate::ui::json::from_str(&text).unwrap_or(Value::String(text))
+        };
+        edits.insert(field.name.clone(), value);
+    }
+    Value::Object(edits)
+}
+
+/// A tool call's edit: each argument in a field of its own, the one that matters focused.
+#[component]
+fn EditFields(
+    request: ApprovalRequestBody,
+    focus_id: String,
+    panel: RwSignal<Panel>,
+    send: Callback<DecisionInput>,
+) -> impl IntoView {
+    let fields = fields_of(&request);
+    let for_submit = fields.clone();
+    let submit = move || {
+        send.run(DecisionInput {
+            decision: "edit".into(),
+            edits: Some(edited_args(&for_submit)),
             ..DecisionInput::default()
         })
     };
@@ -166,27 +195,21 @@ pub fn EditPanel(
         .into_iter()
         .map(|field| {
             let is_primary = primary.as_deref() == Some(field.name.as_str());
-            let testid = if is_primary { "edit-input".to_owned() } else { format!("edit-input-{}", field.name) };
-            let id = if is_primary { focus_id.clone() } else { format!("{focus_id}-{}", field.name) };
-            let text = field.text;
-            let input = if multiline(&field.name, &text.get_untracked()) {
-                view! {
-                    <textarea id=id.clone() data-testid=testid rows="5"
-                        prop:value=move || text.get() on:input=move |ev| text.set(event_target_value(&ev))></textarea>
-                }
-                .into_any()
+            let testid = if is_primary {
+                "edit-input".to_owned()
             } else {
-                view! {
-                    <input id=id.clone() data-testid=testid type="text"
-                        prop:value=move || text.get() on:input=move |ev| text.set(event_target_value(&ev))/>
-                }
-                .into_any()
+                format!("edit-input-{}", field.name)
             };
-            view! { <label class="field" for=id><span>{field.name.clone()}</span>{input}</label> }
+            let id = if is_primary {
+                focus_id.clone()
+            } else {
+                format!("{focus_id}-{}", field.name)
+            };
+            field_input(field, id, testid)
         })
         .collect_view();
     view! {
-        <div class="panel edit-panel" on:keydown=on_key>
+        <div class="panel edit-panel" on:keydown=close_on_escape(panel)>
             {inputs}
             <div class="panel-actions">
                 <button type="button" class="primary" data-action="submit-edit" on:click=move |_| submit()>"Approve edited"</button>
@@ -194,7 +217,25 @@ pub fn EditPanel(
             </div>
         </div>
     }
-    .into_any()
+}
+
+/// One argument's field: a text area for long or multi-line values, else one line.
+fn field_input(field: Field, id: String, testid: String) -> impl IntoView {
+    let text = field.text;
+    let input = if multiline(&field.name, &text.get_untracked()) {
+        view! {
+            <textarea id=id.clone() data-testid=testid rows="5"
+                prop:value=move || text.get() on:input=move |ev| text.set(event_target_value(&ev))></textarea>
+        }
+        .into_any()
+    } else {
+        view! {
+            <input id=id.clone() data-testid=testid type="text"
+                prop:value=move || text.get() on:input=move |ev| text.set(event_target_value(&ev))/>
+        }
+        .into_any()
+    };
+    view! { <label class="field" for=id><span>{field.name.clone()}</span>{input}</label> }
 }
 
 #[component]

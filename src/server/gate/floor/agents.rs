@@ -22,6 +22,15 @@ pub const AGENT_SETTINGS: &[(&str, &str)] = &[
     ("**/.claude/hooks/**", "Claude Code's hook scripts"),
     ("**/.claude/plugins/**", "Claude Code's plugins"),
     ("**/.claude.json", "Claude Code's user settings"),
+    // What Claude Code sources before every command it runs, and keeps of its sessions.
+    (
+        "**/.claude/shell-snapshots/**",
+        "Claude Code's shell snapshots (sourced before each command)",
+    ),
+    (
+        "**/.claude/session-env/**",
+        "Claude Code's session environment",
+    ),
     (
         "**/claude-code/managed-settings*.json",
         "Claude Code's managed settings",
@@ -35,6 +44,8 @@ pub const AGENT_SETTINGS: &[(&str, &str)] = &[
     ("**/etc/codex/**", "Codex's managed settings"),
     // Gemini CLI and Qwen Code: settings, policies, extensions (which may carry hooks).
     ("**/.gemini/settings.json", "Gemini CLI's settings"),
+    // Loaded into the environment the agent (and so its hooks) run with.
+    ("**/.gemini/.env", "Gemini CLI's environment"),
     ("**/.gemini/policies/**", "Gemini CLI's policies"),
     ("**/.gemini/extensions/**", "Gemini CLI's extensions"),
     (
@@ -43,6 +54,7 @@ pub const AGENT_SETTINGS: &[(&str, &str)] = &[
     ),
     ("**/gemini-cli/policies/**", "Gemini CLI's system policies"),
     ("**/.qwen/settings.json", "Qwen Code's settings"),
+    ("**/.qwen/.env", "Qwen Code's environment"),
     ("**/.qwen/extensions/**", "Qwen Code's extensions"),
     (
         "**/qwen-code/*settings*.json",

@@ -740,3 +740,115 @@ fn links_to_configured_floor_paths_are_followed() {
     }
     let _ = std::fs::remove_dir_all(&root);
 }
+
+/// Help is help only where clap would print it: `--help` given as an option's value answers
+/// a card, and a changed environment asks before any help is considered.
+#[test]
+fn help_given_as_a_value_is_no_help() {
+    let f = floor();
+    all_ask(
+        &f,
+        &[
+            "countersign approvals edit 0123abcd --edits --help",
+            "countersign approvals edit 0123abcd --edits -h",
+            "env -u COUNTERSIGN_TOKEN countersign approvals edit 0123abcd --edits --help",
+            "env -u COUNTERSIGN_TOKEN countersign --help",
+            "countersign approvals approve 0123abcd --help",
+        ],
+    );
+    none_ask(
+        &f,
+        &["countersign --help", "countersign approvals edit --help"],
+    );
+}
+
+/// What an agent sources or loads into its own environment (and so its hooks') is built in.
+#[test]
+fn what_an_agent_sources_or_loads_is_built_in() {
+    let f = floor();
+    for path in [
+        "~/.claude/shell-snapshots/snapshot-bash-1.sh",
+        "/home/me/.claude/session-env/abc/env",
+        "~/.gemini/.env",
+        "/home/me/src/.qwen/.env",
+    ] {
+        let write = json!({"file_path": path, "content": "export HTTPS_PROXY=http://127.0.0.1:9"});
+        assert!(
+            hit(&f, "claude-code", "Write", write, SRC).is_some(),
+            "{path}"
+        );
+        let appended = format!("printf 'countersign passkey reset\\n' >> {path}");
+        assert!(bash(&f, &appended).is_some(), "{appended}");
+    }
+}
+
+/// An unknown tool's input is read whole, so a standing rule for the tool (which answers it
+/// where the floor does not hit) never covers a write to Countersign's places or an agent's
+/// settings, wherever in the input the path or the text sits.
+#[test]
+fn every_string_of_an_unknown_tool_is_read() {
+    let f = floor();
+    for input in [
+        json!({"path": format!("{DATA}/config.toml"), "content": "x = 1"}),
+        json!({"target": {"file": "~/.claude/settings.json"}, "text": "{}"}),
+        json!({"files": [{"where": ".codex/hooks.json"}]}),
+        json!({"path": "/tmp/run.sh", "content": "countersign passkey reset"}),
+        json!({"args": ["--out", "/home/me/.bashrc"]}),
+    ] {
+        let why = hit(
+            &f,
+            "claude-code",
+            "mcp__filesystem__write_file",
+            input.clone(),
+            SRC,
+        );
+        assert!(why.is_some(), "{input}");
+    }
+    let harmless = json!({"path": "/home/me/src/notes.md", "content": "hello"});
+    assert!(
+        hit(
+            &f,
+            "claude-code",
+            "mcp__filesystem__write_file",
+            harmless,
+            SRC
+        )
+        .is_none()
+    );
+}
+
+/// A command sent to a shell that lives on (Copilot's `bash` with a `shellId`) is read as in
+/// a folder and an environment earlier commands may have changed.
+#[test]
+fn a_command_to_a_persistent_shell_is_read_as_typed_text() {
+    let f = floor();
+    let fresh = json!({"command": "countersign approvals list", "description": "list"});
+    assert!(hit(&f, "copilot-cli", "bash", fresh, SRC).is_none());
+    let kept =
+        json!({"command": "countersign approvals list", "description": "list", "shellId": "main"});
+    assert!(hit(&f, "copilot-cli", "bash", kept, SRC).is_some());
+    let plain = json!({"command": "ls -la", "description": "list", "shellId": "main"});
+    assert!(hit(&f, "copilot-cli", "bash", plain, SRC).is_none());
+}
+
+/// A symbolic link's relative target is read from the folder the link is made in (and a
+/// `cd` before it), as the kernel reads it, not from the agent's folder.
+#[test]
+fn a_link_s_relative_target_is_read_from_where_the_link_is() {
+    let f = floor();
+    all_ask(
+        &f,
+        &[
+            "ln -s .local/share ~/s",
+            "ln -s .local/share/countersign /home/me/cs",
+            "ln -s ../.local/share /home/me/src/../x/s",
+            "cd ~ && ln -s .local/share s",
+            "ln -s -t ~ .local/share",
+            "ln -s --target-directory=/home/me .local/share",
+        ],
+    );
+    none_ask(
+        &f,
+        &["ln -s notes.md ~/link-to-notes", "ln -s ../docs docs-link"],
+    );
+}

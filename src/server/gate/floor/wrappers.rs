@@ -55,92 +55,190 @@ fn skip_options(words: &[Word], with_value: &[&str]) -> usize {
     i
 }
 
+/// Wrappers that run the argv after their options, with the options that take a value.
+const PLAIN: &[(&[&str], &[&str])] = &[
+    (&["nice"], &["n", "adjustment"]),
+    (
+        &["nohup", "builtin", "busybox", "setsid", "doas"],
+        &["u", "C"],
+    ),
+    (&["exec"], &["a"]),
+    (&["time"], &["o", "f", "output", "format"]),
+    (&["stdbuf"], &["i", "o", "e", "input", "output", "error"]),
+    (&["ionice"], &["c", "n", "class", "classdata"]),
+    (
+        &["sudo"],
+        &[
+            "u", "g", "C", "D", "h", "p", "r", "t", "T", "U", "user", "group", "chdir",
+        ],
+    ),
+    (
+        &["chpst"],
+        &[
+            "u", "U", "b", "e", "/", "n", "l", "L", "m", "d", "o", "p", "f", "c", "r", "t",
+        ],
+    ),
+    (&["caffeinate"], &["t", "w"]),
+    (
+        &["systemd-inhibit", "systemd-cat"],
+        &[
+            "what",
+            "who",
+            "why",
+            "mode",
+            "t",
+            "identifier",
+            "p",
+            "priority",
+        ],
+    ),
+    (
+        &[
+            "setpriv",
+            "numactl",
+            "proxychains",
+            "proxychains4",
+            "fakeroot",
+            "xvfb-run",
+        ],
+        &[
+            "reuid",
+            "regid",
+            "groups",
+            "inh-caps",
+            "ambient-caps",
+            "bounding-set",
+            "securebits",
+            "selinux-label",
+            "apparmor-profile",
+            "f",
+            "l",
+            "s",
+            "i",
+            "n",
+            "e",
+            "N",
+            "C",
+            "m",
+            "p",
+            "faked",
+            "server-num",
+            "server-args",
+            "error-file",
+            "auth-file",
+            "cpunodebind",
+            "membind",
+            "physcpubind",
+            "interleave",
+            "preferred",
+        ],
+    ),
+    // Tracers and isolators run their argv as it is.
+    (
+        &["strace", "ltrace"],
+        &[
+            "o", "e", "p", "s", "u", "E", "a", "b", "I", "P", "X", "output",
+        ],
+    ),
+    (
+        &[
+            "unshare",
+            "systemd-run",
+            "pkexec",
+            "firejail",
+            "bwrap",
+            "proot",
+        ],
+        &[
+            "u",
+            "p",
+            "S",
+            "G",
+            "wd",
+            "user",
+            "unit",
+            "property",
+            "p",
+            "E",
+            "setenv",
+            "working-directory",
+            "uid",
+            "gid",
+            "root",
+            "bind",
+            "ro-bind",
+        ],
+    ),
+    (
+        &["uvx", "pnpx", "bunx", "npx"],
+        &["p", "package", "from", "with"],
+    ),
+];
+
+/// Wrappers whose argv follows one operand after their options (a duration, a priority or
+/// mask, a root folder), with the options that take a value.
+const PAST_AN_OPERAND: &[(&[&str], &[&str])] = &[
+    (&["timeout"], &["s", "k", "signal", "kill-after"]),
+    (&["chrt", "taskset"], &[]),
+    (&["chroot"], &["userspec", "groups"]),
+];
+
+/// `xargs`'s options that take a value.
+const XARGS_WITH_VALUE: &[&str] = &[
+    "a",
+    "d",
+    "E",
+    "I",
+    "L",
+    "n",
+    "P",
+    "s",
+    "arg-file",
+    "delimiter",
+    "eof",
+    "replace",
+    "max-lines",
+    "max-args",
+    "max-procs",
+    "max-chars",
+];
+
+/// The argv from `args[from]` on, as one inner command (none when nothing is left).
+fn argv_from(args: &[Word], from: usize) -> Vec<Inner> {
+    let inner = args.get(from..).map(<[Word]>::to_vec).unwrap_or_default();
+    if inner.is_empty() {
+        Vec::new()
+    } else {
+        vec![Inner::Argv(inner)]
+    }
+}
+
+/// Where the argv of `name` starts in `args`, if the table lists it.
+fn listed(table: &[(&[&str], &[&str])], name: &str, args: &[Word]) -> Option<usize> {
+    table
+        .iter()
+        .find(|(names, _)| names.contains(&name))
+        .map(|(_, with_value)| skip_options(args, with_value))
+}
+
 /// The commands `words` (program first) runs inside it, if it is a wrapper.
 pub fn inner(words: &[Word]) -> Vec<Inner> {
     let Some((program, args)) = words.split_first() else {
         return Vec::new();
     };
-    let rest = |from: usize| args.get(from..).map(<[Word]>::to_vec).unwrap_or_default();
-    let argv = |from: usize| {
-        let inner = rest(from);
-        if inner.is_empty() {
-            Vec::new()
-        } else {
-            vec![Inner::Argv(inner)]
-        }
-    };
-    match program_name(text(program)) {
+    let name = program_name(text(program));
+    if let Some(start) = listed(PLAIN, name, args) {
+        return argv_from(args, start);
+    }
+    if let Some(start) = listed(PAST_AN_OPERAND, name, args) {
+        return argv_from(args, start + 1);
+    }
+    match name {
         "env" => env(args),
-        "nice" => argv(skip_options(args, &["n", "adjustment"])),
-        "nohup" | "builtin" | "busybox" | "setsid" | "doas" => {
-            argv(skip_options(args, &["u", "C"]))
-        }
-        "exec" => argv(skip_options(args, &["a"])),
-        "time" => argv(skip_options(args, &["o", "f", "output", "format"])),
-        "stdbuf" => argv(skip_options(
-            args,
-            &["i", "o", "e", "input", "output", "error"],
-        )),
-        "ionice" => argv(skip_options(args, &["c", "n", "class", "classdata"])),
-        "command" => {
-            let start = skip_options(args, &[]);
-            let lookup_only = args[..start.min(args.len())]
-                .iter()
-                .any(|w| matches!(text(w), "-v" | "-V"));
-            if lookup_only { Vec::new() } else { argv(start) }
-        }
-        "timeout" => {
-            let start = skip_options(args, &["s", "k", "signal", "kill-after"]);
-            argv(start + 1) // past the duration
-        }
-        "chrt" | "taskset" => argv(skip_options(args, &[]) + 1), // past the priority / mask
-        "sudo" => argv(skip_options(
-            args,
-            &[
-                "u", "g", "C", "D", "h", "p", "r", "t", "T", "U", "user", "group", "chdir",
-            ],
-        )),
-        "xargs" => {
-            let start = skip_options(
-                args,
-                &[
-                    "a",
-                    "d",
-                    "E",
-                    "I",
-                    "L",
-                    "n",
-                    "P",
-                    "s",
-                    "arg-file",
-                    "delimiter",
-                    "eof",
-                    "replace",
-                    "max-lines",
-                    "max-args",
-                    "max-procs",
-                    "max-chars",
-                ],
-            );
-            let mut inner = rest(start);
-            if inner.is_empty() {
-                return Vec::new(); // `xargs` alone runs echo
-            }
-            inner.push(unknown()); // the items it reads
-            vec![Inner::Argv(inner)]
-        }
+        "command" => command(args),
+        "xargs" => with_an_item(args, skip_options(args, XARGS_WITH_VALUE), args.len()),
         "find" => find_exec(args),
-        "watch" => {
-            let start = skip_options(args, &["n", "d", "interval", "differences"]);
-            let exec = args[..start.min(args.len())]
-                .iter()
-                .any(|w| matches!(text(w), "-x" | "--exec"));
-            if exec {
-                argv(start)
-            } else {
-                joined(&rest(start))
-            }
-        }
+        "watch" => watch(args),
         "eval" => joined(args),
         "script" => dash_c(args),
         "flock" => flock(args),
@@ -150,150 +248,102 @@ pub fn inner(words: &[Word]) -> Vec<Inner> {
         "screen" => screen(args),
         "unbuffer" | "dbus-run-session" | "tini" | "dumb-init" | "chronic" | "catchsegv"
         | "torsocks" | "valgrind" | "entr" | "bundle" | "rbenv" | "pyenv" | "asdf" => {
-            let start = skip_options(args, &["p", "s", "g", "l"]);
-            let rest = match args.get(start).map(text) {
-                // `bundle exec CMD`, `asdf exec CMD`: one word more.
-                Some("exec") => start + 1,
-                _ => start,
-            };
-            argv(rest)
-        }
-        "chpst" => argv(skip_options(
-            args,
-            &[
-                "u", "U", "b", "e", "/", "n", "l", "L", "m", "d", "o", "p", "f", "c", "r", "t",
-            ],
-        )),
-        "caffeinate" => argv(skip_options(args, &["t", "w"])),
-        "systemd-inhibit" | "systemd-cat" => argv(skip_options(
-            args,
-            &[
-                "what",
-                "who",
-                "why",
-                "mode",
-                "t",
-                "identifier",
-                "p",
-                "priority",
-            ],
-        )),
-        "setpriv" | "numactl" | "proxychains" | "proxychains4" | "fakeroot" | "xvfb-run" => {
-            argv(skip_options(
-                args,
-                &[
-                    "reuid",
-                    "regid",
-                    "groups",
-                    "inh-caps",
-                    "ambient-caps",
-                    "bounding-set",
-                    "securebits",
-                    "selinux-label",
-                    "apparmor-profile",
-                    "f",
-                    "l",
-                    "s",
-                    "i",
-                    "n",
-                    "e",
-                    "N",
-                    "C",
-                    "m",
-                    "p",
-                    "faked",
-                    "server-num",
-                    "server-args",
-                    "error-file",
-                    "auth-file",
-                    "cpunodebind",
-                    "membind",
-                    "physcpubind",
-                    "interleave",
-                    "preferred",
-                ],
-            ))
+            exec_step(args)
         }
         "setarch" | "gosu" | "su-exec" | "setuidgid" | "envdir" | "faketime" | "s6-setuidgid" => {
             // Past the arch, the user, the folder or the time, and the options after it.
             let operand = skip_options(args, &[]) + 1;
-            argv(operand + skip_options(args.get(operand..).unwrap_or(&[]), &[]))
+            argv_from(
+                args,
+                operand + skip_options(args.get(operand..).unwrap_or(&[]), &[]),
+            )
         }
         "direnv" | "mise" | "rtx" | "op" | "doppler" | "aws-vault" | "dotenv" | "dotenvx" => {
             runner_after_dashes(args)
         }
         "fd" | "fdfind" => fd_exec(args),
         name if SHELLS.contains(&name) => dash_c(args),
-        // Tracers and isolators run their argv as it is.
-        "strace" | "ltrace" => argv(skip_options(
-            args,
-            &[
-                "o", "e", "p", "s", "u", "E", "a", "b", "I", "P", "X", "output",
-            ],
-        )),
-        "unshare" | "systemd-run" | "pkexec" | "firejail" | "bwrap" | "proot" => {
-            argv(skip_options(
-                args,
-                &[
-                    "u",
-                    "p",
-                    "S",
-                    "G",
-                    "wd",
-                    "user",
-                    "unit",
-                    "property",
-                    "p",
-                    "E",
-                    "setenv",
-                    "working-directory",
-                    "uid",
-                    "gid",
-                    "root",
-                    "bind",
-                    "ro-bind",
-                ],
-            ))
-        }
-        "chroot" => argv(skip_options(args, &["userspec", "groups"]) + 1), // past the root
         "nix-shell" | "nix" => dash_c_long(args, "--run", "--command"),
-        "parallel" => {
-            // `parallel CMD … ::: ARGS`: the command is what comes before `:::`.
-            let start = skip_options(args, &["j", "jobs", "S", "sshlogin"]);
-            let end = args
-                .iter()
-                .position(|w| matches!(text(w), ":::" | "::::" | ":::+"))
-                .unwrap_or(args.len());
-            let mut inner: Vec<Word> = args
-                .get(start..end)
-                .map(<[Word]>::to_vec)
-                .unwrap_or_default();
-            if inner.is_empty() {
-                return Vec::new();
-            }
-            inner.push(unknown());
-            vec![Inner::Argv(inner)]
-        }
+        "parallel" => parallel(args),
         // Project runners whose subcommand runs a program given as its argv.
         "uv" | "pnpm" | "yarn" | "bun" | "poetry" | "pipx" | "npm" | "deno" | "pdm" | "hatch"
-        | "rye" | "conda" | "mamba" | "pixi" => runner(text(program), args),
-        "uvx" | "pnpx" | "bunx" | "npx" => {
-            argv(skip_options(args, &["p", "package", "from", "with"]))
-        }
+        | "rye" | "conda" | "mamba" | "pixi" => runner(name, args),
         "git" => git_inner(args),
-        // `alias name='code'`: the code runs wherever the name is used.
-        "alias" => args
-            .iter()
-            .filter_map(|w| w.text.split_once('=').map(|(_, code)| (w, code)))
-            .map(|(w, code)| {
-                Inner::Code(Word {
-                    dynamic: w.dynamic,
-                    ..Word::literal(code)
-                })
-            })
-            .collect(),
+        "alias" => alias(args),
         _ => Vec::new(),
     }
+}
+
+/// `command CMD` runs it; `command -v CMD` only looks it up.
+fn command(args: &[Word]) -> Vec<Inner> {
+    let start = skip_options(args, &[]);
+    let lookup_only = args[..start.min(args.len())]
+        .iter()
+        .any(|w| matches!(text(w), "-v" | "-V"));
+    if lookup_only {
+        Vec::new()
+    } else {
+        argv_from(args, start)
+    }
+}
+
+/// The argv `args[start..end]`, with the item the wrapper adds at run time (`xargs` reads
+/// its items; `parallel` takes them after `:::`). Alone, `xargs` runs echo: nothing inside.
+fn with_an_item(args: &[Word], start: usize, end: usize) -> Vec<Inner> {
+    let mut inner: Vec<Word> = args
+        .get(start..end)
+        .map(<[Word]>::to_vec)
+        .unwrap_or_default();
+    if inner.is_empty() {
+        return Vec::new();
+    }
+    inner.push(unknown());
+    vec![Inner::Argv(inner)]
+}
+
+/// `watch CMD…` joins its words into shell code; `watch -x CMD…` runs them as argv.
+fn watch(args: &[Word]) -> Vec<Inner> {
+    let start = skip_options(args, &["n", "d", "interval", "differences"]);
+    let exec = args[..start.min(args.len())]
+        .iter()
+        .any(|w| matches!(text(w), "-x" | "--exec"));
+    if exec {
+        argv_from(args, start)
+    } else {
+        joined(&args.get(start..).map(<[Word]>::to_vec).unwrap_or_default())
+    }
+}
+
+/// `unbuffer CMD`, `tini CMD` …; `bundle exec CMD`, `asdf exec CMD`: one word more.
+fn exec_step(args: &[Word]) -> Vec<Inner> {
+    let start = skip_options(args, &["p", "s", "g", "l"]);
+    match args.get(start).map(text) {
+        Some("exec") => argv_from(args, start + 1),
+        _ => argv_from(args, start),
+    }
+}
+
+/// `parallel CMD … ::: ARGS`: the command is what comes before `:::`.
+fn parallel(args: &[Word]) -> Vec<Inner> {
+    let start = skip_options(args, &["j", "jobs", "S", "sshlogin"]);
+    let end = args
+        .iter()
+        .position(|w| matches!(text(w), ":::" | "::::" | ":::+"))
+        .unwrap_or(args.len());
+    with_an_item(args, start, end)
+}
+
+/// `alias name='code'`: the code runs wherever the name is used.
+fn alias(args: &[Word]) -> Vec<Inner> {
+    args.iter()
+        .filter_map(|w| w.text.split_once('=').map(|(_, code)| (w, code)))
+        .map(|(w, code)| {
+            Inner::Code(Word {
+                dynamic: w.dynamic,
+                ..Word::literal(code)
+            })
+        })
+        .collect()
 }
 
 /// `uv run CMD`, `pnpm exec CMD`, `npm exec -c CODE`, `bun x CMD`, `poetry run CMD` …: the

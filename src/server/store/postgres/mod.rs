@@ -67,7 +67,7 @@ impl From<sqlx::Error> for StoreError {
             Some(code) if code == UNTRANSLATABLE => {
                 StoreError::Unstorable(super::NUL_REFUSED.to_owned())
             }
-            _ => StoreError::Database(err.to_string()),
+            _ => StoreError::Postgres(err),
         }
     }
 }

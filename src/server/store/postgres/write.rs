@@ -71,61 +71,146 @@ pub async fn append(
             body: new.body.clone(),
         })
         .collect();
-    let mut bodies = Vec::with_capacity(unstamped.len());
-    for event in &unstamped {
-        let json = to_json(session_id, event)?;
-        // The function splices `"seq":N,` in after the opening brace.
-        if !json.starts_with("{\"") {
-            return Err(StoreError::Database(format!(
-                "an event serialized as something other than an object: {json}"
-            )));
-        }
-        bodies.push(json);
-    }
-    let kinds: Vec<&str> = unstamped.iter().map(Event::kind).collect();
-    let turns: Vec<Option<&str>> = unstamped
-        .iter()
-        .map(|e| e.turn_id.as_ref().map(TurnId::as_str))
-        .collect();
-    let new_rule = match &commit.gate {
-        Some(GateChange::Resolve { new_rule, .. }) => new_rule.as_ref(),
+    let (first, audited) = {
+        let args = AppendArgs::of(session_id, instance, &at, &unstamped, commit)?;
+        let audited = !args.audit.actions.is_empty();
+        (call_append(pool, &args).await, audited)
+    };
+    let resolve = match &commit.gate {
+        Some(GateChange::Resolve { resolution, .. }) => Some(resolution),
         _ => None,
     };
-    let gate_opener = commit.external.as_ref().map(|e| e.opened_by.as_str());
-    let drafts = audit::drafts_for(session_id, &unstamped, new_rule, gate_opener);
-    let audit = AuditColumns::of(&drafts);
-    let (open, resolve) = match &commit.gate {
-        Some(GateChange::Open(request)) => (Some(request), None),
-        Some(GateChange::Resolve { resolution, .. }) => (None, Some(resolution)),
-        None => (None, None),
+    let first = match first {
+        Ok(first) => first,
+        Err(err) => {
+            return Err(match (refusal(session_id, err), resolve) {
+                (Refused::AlreadyResolved, Some(resolution)) => {
+                    winner(pool, session_id, resolution.approval_id.as_str()).await?
+                }
+                (Refused::AlreadyResolved, None) => {
+                    StoreError::Database("a refusal for a gate this commit does not resolve".into())
+                }
+                (Refused::Store(err), _) => err,
+            });
+        }
     };
-    let resolution_json = resolve.map(|r| to_json(session_id, r)).transpose()?;
-    let request_json = open.map(|r| to_json(session_id, r)).transpose()?;
-    let external = commit.external.as_ref();
-    let (lease, lease_turn) = match &commit.lease {
-        Some(LeaseStep::Claim(turn)) => (Some("claim"), Some(turn.as_str())),
-        Some(LeaseStep::Hold(turn)) => (Some("hold"), Some(turn.as_str())),
-        Some(LeaseStep::Release(turn)) => (Some("release"), Some(turn.as_str())),
-        None => (None, None),
-    };
-    let first: Result<(i64,), sqlx::Error> = sqlx::query_as(
+    let first_seq = u64::try_from(first.0).unwrap_or(1).max(1);
+    for (i, event) in unstamped.iter_mut().enumerate() {
+        event.seq = Some(first_seq + i as u64);
+    }
+    if audited {
+        sealer.kick();
+    }
+    if let Some(last_seq) = unstamped.last().and_then(|e| e.seq) {
+        // After the commit, never before it (see `signals::Announcer`).
+        announcer.appended(super::signals::appended(
+            session_id, first_seq, last_seq, instance,
+        ));
+    }
+    Ok(unstamped)
+}
+
+/// What `countersign_append` is given, read from one commit and its events.
+struct AppendArgs<'a> {
+    session_id: &'a str,
+    instance: &'a str,
+    at: &'a Timestamp,
+    kinds: Vec<&'static str>,
+    turns: Vec<Option<&'a str>>,
+    /// Each event's JSON without its seq (the function splices `"seq":N,` in).
+    bodies: Vec<String>,
+    open: Option<&'a crate::protocol::ApprovalRequest>,
+    request_json: Option<String>,
+    resolve: Option<&'a crate::protocol::Resolution>,
+    resolution_json: Option<String>,
+    new_rule: Option<&'a crate::protocol::Rule>,
+    external: Option<&'a crate::server::store::ExternalGate>,
+    commit: &'a Commit,
+    lease: Option<&'static str>,
+    lease_turn: Option<&'a str>,
+    audit: AuditColumns,
+}
+
+impl<'a> AppendArgs<'a> {
+    fn of(
+        session_id: &'a str,
+        instance: &'a str,
+        at: &'a Timestamp,
+        unstamped: &'a [Event],
+        commit: &'a Commit,
+    ) -> Result<Self, StoreError> {
+        let mut bodies = Vec::with_capacity(unstamped.len());
+        for event in unstamped {
+            let json = to_json(session_id, event)?;
+            // The function splices `"seq":N,` in after the opening brace.
+            if !json.starts_with("{\"") {
+                return Err(StoreError::Database(format!(
+                    "an event serialized as something other than an object: {json}"
+                )));
+            }
+            bodies.push(json);
+        }
+        let (open, resolve, new_rule) = match &commit.gate {
+            Some(GateChange::Open(request)) => (Some(&**request), None, None),
+            Some(GateChange::Resolve {
+                resolution,
+                new_rule,
+            }) => (None, Some(resolution), new_rule.as_ref()),
+            None => (None, None, None),
+        };
+        let gate_opener = commit.external.as_ref().map(|e| e.opened_by.as_str());
+        let drafts = audit::drafts_for(session_id, unstamped, new_rule, gate_opener);
+        let (lease, lease_turn) = match &commit.lease {
+            Some(LeaseStep::Claim(turn)) => (Some("claim"), Some(turn.as_str())),
+            Some(LeaseStep::Hold(turn)) => (Some("hold"), Some(turn.as_str())),
+            Some(LeaseStep::Release(turn)) => (Some("release"), Some(turn.as_str())),
+            None => (None, None),
+        };
+        Ok(AppendArgs {
+            session_id,
+            instance,
+            at,
+            kinds: unstamped.iter().map(Event::kind).collect(),
+            turns: unstamped
+                .iter()
+                .map(|e| e.turn_id.as_ref().map(TurnId::as_str))
+                .collect(),
+            bodies,
+            open,
+            request_json: open.map(|r| to_json(session_id, r)).transpose()?,
+            resolve,
+            resolution_json: resolve.map(|r| to_json(session_id, r)).transpose()?,
+            new_rule,
+            external: commit.external.as_ref(),
+            commit,
+            lease,
+            lease_turn,
+            audit: AuditColumns::of(&drafts),
+        })
+    }
+}
+
+/// The one round trip: `countersign_append` with its 37 arguments; the first seq it gave.
+async fn call_append(pool: &PgPool, a: &AppendArgs<'_>) -> Result<(i64,), sqlx::Error> {
+    let (open, resolve, new_rule, external) = (a.open, a.resolve, a.new_rule, a.external);
+    sqlx::query_as(
         "SELECT countersign_append($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,
              $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30,
              $31, $32, $33, $34, $35, $36, $37)",
     )
-    .bind(session_id)
-    .bind(instance)
-    .bind(at.as_str())
-    .bind(&kinds)
-    .bind(&turns)
-    .bind(&bodies)
+    .bind(a.session_id)
+    .bind(a.instance)
+    .bind(a.at.as_str())
+    .bind(&a.kinds)
+    .bind(&a.turns)
+    .bind(&a.bodies)
     .bind(open.map(|r| r.body.approval_id.as_str()))
     .bind(open.map(|r| r.turn_id.as_str()))
-    .bind(request_json)
+    .bind(a.request_json.as_deref())
     .bind(open.map(|r| r.body.created_at.as_str()))
     .bind(open.map(|r| r.body.expires_at.as_str()))
     .bind(resolve.map(|r| r.approval_id.as_str()))
-    .bind(resolution_json)
+    .bind(a.resolution_json.as_deref())
     .bind(resolve.map(|r| r.resolved_at.as_str()))
     .bind(new_rule.map(|r| r.id.as_str()))
     .bind(new_rule.map(|r| r.tool.as_str()))
@@ -145,46 +230,18 @@ pub async fn append(
             .as_str()
             .to_owned()
     }))
-    .bind(commit.rule_used.as_ref().map(RuleId::as_str))
-    .bind(at.as_str())
-    .bind(commit.set_mode.map(|m| m.as_str()))
-    .bind(lease)
-    .bind(lease_turn)
+    .bind(a.commit.rule_used.as_ref().map(RuleId::as_str))
+    .bind(a.at.as_str())
+    .bind(a.commit.set_mode.map(|m| m.as_str()))
+    .bind(a.lease)
+    .bind(a.lease_turn)
     .bind(super::lease::ttl_secs())
-    .bind(&audit.actors)
-    .bind(&audit.actions)
-    .bind(&audit.subjects)
-    .bind(&audit.details)
+    .bind(&a.audit.actors)
+    .bind(&a.audit.actions)
+    .bind(&a.audit.subjects)
+    .bind(&a.audit.details)
     .fetch_one(pool)
-    .await;
-    let first = match first {
-        Ok(first) => first,
-        Err(err) => {
-            return Err(match (refusal(session_id, err), resolve) {
-                (Refused::AlreadyResolved, Some(resolution)) => {
-                    winner(pool, session_id, resolution.approval_id.as_str()).await?
-                }
-                (Refused::AlreadyResolved, None) => {
-                    StoreError::Database("a refusal for a gate this commit does not resolve".into())
-                }
-                (Refused::Store(err), _) => err,
-            });
-        }
-    };
-    let first_seq = u64::try_from(first.0).unwrap_or(1).max(1);
-    for (i, event) in unstamped.iter_mut().enumerate() {
-        event.seq = Some(first_seq + i as u64);
-    }
-    if !drafts.is_empty() {
-        sealer.kick();
-    }
-    if let Some(last_seq) = unstamped.last().and_then(|e| e.seq) {
-        // After the commit, never before it (see `signals::Announcer`).
-        announcer.appended(super::signals::appended(
-            session_id, first_seq, last_seq, instance,
-        ));
-    }
-    Ok(unstamped)
+    .await
 }
 
 /// What `countersign_append` refused, read from its SQLSTATEs (listed in migration 0005);

@@ -43,7 +43,7 @@ use read::Readers;
 
 impl From<rusqlite::Error> for StoreError {
     fn from(err: rusqlite::Error) -> Self {
-        StoreError::Database(err.to_string())
+        StoreError::Sqlite(err)
     }
 }
 

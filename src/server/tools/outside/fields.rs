@@ -204,6 +204,14 @@ fn holds_text(value: &Value) -> bool {
     }
 }
 
+/// Every string in `value`, at any depth (an unknown tool's input: any of them may be a path,
+/// a command or what it writes).
+pub fn every_string(value: &Value) -> Vec<&str> {
+    let mut out = Vec::new();
+    strings_in(value, &mut out);
+    out
+}
+
 fn strings_in<'a>(value: &'a Value, out: &mut Vec<&'a str>) {
     match value {
         Value::String(s) => out.push(s),

@@ -212,6 +212,17 @@ pub fn describe_as(class: ToolClass, tool: &str, input: &Value, cwd: Option<&str
         ToolClass::Exec | ToolClass::Config => command_calls::describe(class, tool, &fields, cwd),
     };
     call.cwd = cwd.map(|c| paths::normalize(c, None));
+    // A command sent to a named shell that lives on (Copilot's `shellId`) runs wherever that
+    // shell's earlier commands left it, with what they exported: read as typed text is.
+    let named_shell = ["shellId", "shell_id"].iter().any(|key| {
+        input
+            .get(key)
+            .and_then(Value::as_str)
+            .is_some_and(|id| !id.trim().is_empty())
+    });
+    if named_shell {
+        call.shell_input = true;
+    }
     if let Some(why) = fields.unreadable(tool, cwd) {
         call.unreadable = Some(why);
     }
@@ -220,8 +231,21 @@ pub fn describe_as(class: ToolClass, tool: &str, input: &Value, cwd: Option<&str
         call.unknown_tool = Some(why);
         // A standing rule for it names the tool, whatever its input.
         call.rule_subject = Some(Subject::Command(tool.to_owned()));
+        read_every_string(&mut call, input, cwd);
     }
     call
+}
+
+/// An unknown tool's input, read whole before any rule may answer it: every string, at any
+/// depth, as a path it may act on, as text it may write and as words that may name a command
+/// or a place (a rule for `mcp__fs__write_file` does not cover a write to the config).
+fn read_every_string(call: &mut OutsideCall, input: &Value, cwd: Option<&str>) {
+    for text in fields::every_string(input) {
+        call.floor_subjects
+            .extend(path_subjects(&paths::normalize(text, cwd)));
+        call.floor_contents.push(text.to_owned());
+        call.floor_texts.push(text.to_owned());
+    }
 }
 
 #[cfg(test)]

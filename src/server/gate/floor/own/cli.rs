@@ -160,6 +160,13 @@ impl<'a> Invocation<'a> {
         }
     }
 
+    /// Whether clap would only print help: `--help`/`-h` after no more than a command and its
+    /// subcommand, with no other option (`approvals edit ID --edits --help` gives `--help`
+    /// to `--edits` as its value, and answers a card).
+    fn only_help(&self) -> bool {
+        self.help && self.options.is_empty() && self.operands.len() <= 2
+    }
+
     /// The command as far as it names one, for the reason.
     fn shown(&self) -> String {
         let named: Vec<&str> = self.operands.iter().take(2).copied().collect();
@@ -181,14 +188,14 @@ fn countersign_hit(args: &[Word], env: Option<&str>) -> Option<String> {
         );
     }
     let read = Invocation::read(args.iter().map(|a| a.text.as_str()));
-    if read.help {
-        return None;
-    }
     let shown = read.shown();
     if let Some(why) = env {
         return Some(format!(
             "runs `{shown}` {why}: pointed elsewhere, even a listing hands a fresh credential to whoever answers (built in)"
         ));
+    }
+    if read.only_help() {
+        return None;
     }
     if read.read_only() {
         return None;
@@ -255,7 +262,7 @@ pub fn text_hit(text: &str) -> Option<String> {
             let read = Invocation::read(rest.iter().copied());
             let first = first_command(&rest);
             let names_command = first.is_some_and(|c| COMMANDS.contains(&c));
-            (names_command && !read.help && !read.read_only()).then(|| {
+            (names_command && !read.only_help() && !read.read_only()).then(|| {
                 format!(
                     "names `{}`, which can change Countersign's own state or act as the person (built in)",
                     read.shown()

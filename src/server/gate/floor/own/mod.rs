@@ -56,7 +56,7 @@ pub fn command_hit(words: &[Word], own: &OwnPlaces, running: Running<'_>) -> Opt
     cli::command_hit(words, own.on_postgres(), running.env)
         .or_else(|| embedded_cli_hit(words, running.env))
         .or_else(|| tree::tree_hit(words, own, running.here))
-        .or_else(|| tree::link_hit(words, own, base))
+        .or_else(|| tree::link_hit(words, own, running.here))
         .or_else(|| own.process.as_ref()?.command_hit(words))
         .or_else(|| code::command_hit(words, own, base))
 }

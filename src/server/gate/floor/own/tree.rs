@@ -263,21 +263,35 @@ fn python_module_roots(args: &[Word]) -> Option<Vec<&str>> {
 /// Why a link made by the command `words` points at (or into) a folder that holds one of
 /// Countersign's own places: `ln -s / r`, `ln -s ~ h`, `cp -s`, `mount --bind`. A path through
 /// it names nothing of the data dir.
-pub fn link_hit(words: &[Word], own: &OwnPlaces, base: Option<&str>) -> Option<String> {
+pub fn link_hit(words: &[Word], own: &OwnPlaces, here: Here<'_>) -> Option<String> {
     let (program, args) = words.split_first()?;
+    // Where it runs: the folder a `cd` before it reached, else the agent's.
+    let base = here.moved.or(here.base);
     let name = program_name(&program.text).to_lowercase();
     let has = |flags: &[&str]| args.iter().any(|a| flags.contains(&a.text.as_str()));
     let mut operands: Vec<&str> = Vec::new();
     let mut skip_next = false;
+    // Where the links are made: `-t DIR`, or the last operand (a folder or the link's name).
+    let mut made_in: Option<&str> = None;
+    let mut previous = "";
     for arg in args {
         let text = arg.text.as_str();
         if skip_next {
             skip_next = false;
+            if matches!(previous, "-t" | "--target-directory") {
+                made_in = Some(text);
+            }
         } else if matches!(text, "-t" | "-S" | "--suffix" | "--target-directory" | "-o") {
             skip_next = true;
+        } else if let Some(dir) = text.strip_prefix("--target-directory=") {
+            made_in = Some(dir);
         } else if !text.starts_with('-') {
             operands.push(text);
         }
+        previous = text;
+    }
+    if made_in.is_none() && operands.len() >= 2 {
+        made_in = operands.last().copied();
     }
     let targets: Vec<&str> = match name.as_str() {
         "ln" | "link"
@@ -304,11 +318,46 @@ pub fn link_hit(words: &[Word], own: &OwnPlaces, base: Option<&str>) -> Option<S
         "bindfs" => operands.into_iter().take(1).collect(),
         _ => return None,
     };
+    // A symbolic link's relative target is read from the folder the link is in, not from
+    // where the command runs: both are read.
+    // The folder it runs in, `~` read as the home folder too.
+    let here_bases: Vec<Option<String>> = match base {
+        Some(base) => own.expanded(base).into_iter().map(Some).collect(),
+        None => vec![None],
+    };
+    let mut bases = here_bases.clone();
+    for here in &here_bases {
+        bases.extend(
+            link_folders(own, made_in, here.as_deref())
+                .into_iter()
+                .map(Some),
+        );
+    }
     targets.into_iter().find_map(|target| {
-        own.tree_hit(target, base)
-            .or_else(|| own.path_hit(target, base))
-            .map(|hit| format!("makes a link to {target}: it {hit}"))
+        bases.iter().find_map(|base| {
+            let base = base.as_deref();
+            own.tree_hit(target, base)
+                .or_else(|| own.path_hit(target, base))
+                .map(|hit| format!("makes a link to {target}: it {hit}"))
+        })
     })
+}
+
+/// The folders a link made at `made_in` may sit in: `made_in` itself (a folder the link goes
+/// into) and its parent (the link's own name), each as the command's folder reads them.
+fn link_folders(own: &OwnPlaces, made_in: Option<&str>, base: Option<&str>) -> Vec<String> {
+    let Some(made_in) = made_in else {
+        return Vec::new();
+    };
+    own.expanded(made_in)
+        .into_iter()
+        .flat_map(|spelled| {
+            let at = crate::server::tools::outside::paths::normalize(&spelled, base);
+            let parent = at.rsplit_once('/').map(|(p, _)| p.to_owned());
+            let parent = parent.map(|p| if p.is_empty() { "/".to_owned() } else { p });
+            std::iter::once(at).chain(parent)
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -333,6 +382,14 @@ mod tests {
             user: Some("me".into()),
         };
         OwnPlaces::with_env(&places, &env, None)
+    }
+
+    fn at(base: &str) -> Here<'_> {
+        Here {
+            base: Some(base),
+            moved: None,
+            unknown: false,
+        }
     }
 
     fn words(line: &str) -> Vec<Word> {
@@ -402,7 +459,7 @@ mod tests {
             "mount --bind /home/me /mnt",
         ] {
             assert!(
-                link_hit(&words(line), &own, Some("/srv/ws")).is_some(),
+                link_hit(&words(line), &own, at("/srv/ws")).is_some(),
                 "{line}"
             );
         }
@@ -411,11 +468,7 @@ mod tests {
             "ln -s /usr/bin/python3 py",
             "cp a b",
         ] {
-            assert_eq!(
-                link_hit(&words(line), &own, Some("/srv/ws")),
-                None,
-                "{line}"
-            );
+            assert_eq!(link_hit(&words(line), &own, at("/srv/ws")), None, "{line}");
         }
     }
 }

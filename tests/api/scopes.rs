@@ -1,0 +1,162 @@
+//! Permissions closed by default: every route the server declares is sent every credential
+//! (none, a `gates`, an `approve` and an `admin` token), and each gets exactly what the
+//! route's declared need allows — `401` (or the login page) without one, `403` for a scope
+//! that lacks it, and past the check for one that has it. A route added without a need cannot
+//! exist (`server::http::scopes::Routes` is the only way one is added), and one whose need is
+//! wrong shows here.
+
+use countersign::server::http::scopes::Need;
+use countersign::server::principal::Scope;
+use reqwest::Method;
+use serde_json::json;
+
+use crate::support::*;
+
+/// The message a route's check gives a scope that lacks its need (a page may carry a server
+/// function's own refusal in its HTML: that is the page rendered, not the route refused).
+const REFUSED: &str = "a token with the `";
+
+/// A path with each `{param}` (or `{*rest}`) filled with something no object is named.
+fn filled(path: &str) -> String {
+    let mut out = String::new();
+    let mut rest = path;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let close = rest[open..].find('}').map_or(rest.len(), |c| open + c + 1);
+        out.push_str("0b7b1f3e-1111-4222-8333-444455556666");
+        rest = &rest[close..];
+    }
+    out.push_str(rest);
+    out
+}
+
+async fn token(ts: &TestServer, name: &str, scope: &str) -> String {
+    let made = ts
+        .post("/api/v1/tokens", json!({"name": name, "scope": scope}))
+        .await
+        .expect(201);
+    made["token"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test]
+async fn every_declared_route_gives_each_credential_what_its_need_allows() {
+    let ts = TestServer::scripted([]).await;
+    let routes = ts.server.as_ref().unwrap().routes.clone();
+    assert!(routes.len() > 40, "only {} routes declared", routes.len());
+    let approve = token(&ts, "phone", "approve").await;
+    let gates = token(&ts, "agent", "gates").await;
+    let credentials = [
+        (Scope::Gates, gates.as_str()),
+        (Scope::Approve, approve.as_str()),
+        (Scope::Admin, TOKEN),
+    ];
+    let mut checked = 0;
+    for route in &routes {
+        let path = filled(&route.path);
+        let method = Method::from_bytes(route.method.as_str().as_bytes()).unwrap();
+        let what = format!("{} {}", route.method, route.path);
+
+        let anonymous = send(ts.anon(method.clone(), &path).json(&json!({}))).await;
+        let to_login =
+            anonymous.status.as_u16() == 303 && anonymous.header("location") == Some("/login");
+        match route.need {
+            Need::Public => assert!(
+                anonymous.status.as_u16() != 401 && !to_login,
+                "{what} is public, yet without a credential: {anonymous:?}"
+            ),
+            _ => assert!(
+                anonymous.status.as_u16() == 401 || to_login,
+                "{what} needs {:?}, yet without a credential: {anonymous:?}",
+                route.need
+            ),
+        }
+        for (scope, secret) in credentials {
+            let r = send(
+                ts.anon(method.clone(), &path)
+                    .bearer_auth(secret)
+                    .json(&json!({})),
+            )
+            .await;
+            let refused = r.status.as_u16() == 403
+                && r.body.starts_with("{\"error\"")
+                && r.body.contains(REFUSED);
+            assert_eq!(
+                refused,
+                !route.need.permits(scope),
+                "{what} (needs {:?}) as {scope:?}: {r:?}",
+                route.need
+            );
+            assert_ne!(r.status.as_u16(), 401, "{what} as {scope:?}: {r:?}");
+        }
+        checked += 1;
+    }
+    // Some needs are declared on enough routes that a wrong table would show.
+    for need in [
+        Need::Public,
+        Need::Gates,
+        Need::Read,
+        Need::Decide,
+        Need::Admin,
+    ] {
+        assert!(
+            routes.iter().any(|r| r.need == need),
+            "no route declares {need:?}"
+        );
+    }
+    assert_eq!(checked, routes.len());
+}
+
+#[tokio::test]
+async fn the_outside_gate_routes_are_all_a_gates_token_reaches() {
+    let ts = TestServer::scripted([]).await;
+    let routes = ts.server.as_ref().unwrap().routes.clone();
+    let reachable: Vec<String> = routes
+        .iter()
+        .filter(|r| r.need != Need::Public && r.need.permits(Scope::Gates))
+        .map(|r| format!("{} {}", r.method, r.path))
+        .collect();
+    assert_eq!(
+        reachable,
+        [
+            "POST /api/v1/gates",
+            "GET /api/v1/gates/os-user",
+            "POST /api/v1/gates/{id}/cancel",
+            "GET /api/v1/gates/{id}",
+        ]
+    );
+}
+
+/// What a phone's `approve` token may change is pinned here: answering cards and keeping its
+/// own device's push subscription. A route that needs more than reading, given to it by
+/// mistake, shows up as a new line.
+#[tokio::test]
+async fn an_approve_token_changes_only_answers_and_its_device() {
+    let ts = TestServer::scripted([]).await;
+    let routes = ts.server.as_ref().unwrap().routes.clone();
+    let mut deciding: Vec<String> = routes
+        .iter()
+        .filter(|r| r.need == Need::Decide)
+        .map(|r| format!("{} {}", r.method, r.path))
+        .collect();
+    deciding.sort();
+    assert_eq!(
+        deciding,
+        [
+            "DELETE /api/v1/push/subscriptions/{id}",
+            "GET /api/v1/push/key",
+            "GET /api/v1/push/subscriptions",
+            "POST /api/ui/decide",
+            "POST /api/v1/push/subscriptions",
+            "POST /api/v1/push/subscriptions/{id}/test",
+            "POST /api/v1/sessions/{sid}/approvals/{aid}",
+            "POST /api/v1/sessions/{sid}/approvals/{aid}/passkey",
+            "POST /forms/decide",
+        ]
+    );
+    // Reading is reading: no route it reads by changes anything.
+    for route in routes.iter().filter(|r| r.need == Need::Read) {
+        let reads = route.method == reqwest::Method::GET
+            || route.path.starts_with("/api/ui/");
+        assert!(reads, "{} {} needs only a reader", route.method, route.path);
+    }
+}
