@@ -6,10 +6,11 @@
 //! on that route alone, and `tests/api/scopes.rs` sends every declared route every scope's
 //! credential. A `gates` credential reaches only the outside-gate routes, so an agent that
 //! holds one can open its gates and wait for them but never answer one. Server functions
-//! declare their need in their own body (`api::backend::caller`), because a page rendered on
-//! the server calls them in-process, past any route; the route in front of each reads the
-//! same declaration first, before the body is read. What a credential may do to one object
-//! (a gate it opened, a rule, a subscription) is core's to check, after these.
+//! declare their need beside them (`api::needs!`; undeclared means admin): the route in front
+//! of each reads it before the body is read, and the function checks it again first thing
+//! (`api::backend::caller`), because a page rendered on the server calls it in-process, past
+//! any route. What a credential may do to one object (a gate it opened, a rule, a
+//! subscription) is core's to check, after these.
 
 use std::convert::Infallible;
 
