@@ -155,7 +155,7 @@ async fn an_approve_token_changes_only_answers_and_its_device() {
     );
     // Reading is reading: no route it reads by changes anything.
     for route in routes.iter().filter(|r| r.need == Need::Read) {
-        let reads = route.method == reqwest::Method::GET || route.path.starts_with("/api/ui/");
+        let reads = route.method == Method::GET || route.path.starts_with("/api/ui/");
         assert!(reads, "{} {} needs only a reader", route.method, route.path);
     }
 }
