@@ -70,73 +70,90 @@ pub fn run(args: ConfigArgs) -> ExitCode {
         Ok(config) => config,
         Err(e) => return fail(e),
     };
-    let in_file = keys::set_in(&table);
     match args.command {
         ConfigCommand::Path => {
             println!("{}", path.display());
             ExitCode::SUCCESS
         }
-        ConfigCommand::Get { key } => match keys::get(&current, &key) {
-            Some(value) if args.json => {
-                println!("{}", serde_json::to_string(&value).unwrap_or_default());
-                ExitCode::SUCCESS
-            }
-            Some(value) => {
-                println!("{}", keys::display(&value));
-                ExitCode::SUCCESS
-            }
-            None => fail(format!(
-                "unknown config key `{key}` (see `countersign config show`)"
-            )),
-        },
-        ConfigCommand::Set { key, value } => {
-            let previous = keys::get(&current, &key);
-            match keys::with_key(&table, &key, keys::parse_value(&value), &path)
-                .and_then(|(table, config)| Config::write_table(&path, &table).map(|_| config))
-            {
-                Ok(config) => {
-                    let now = keys::get(&config, &key)
-                        .map(|v| keys::display(&v))
-                        .unwrap_or_default();
-                    let was = previous.map(|v| keys::display(&v)).unwrap_or_default();
-                    println!("set {key} = {now} (was {was}) in {}", path.display());
-                    if keys::needs_restart(&key) {
-                        println!("note: `{key}` takes effect after a restart");
-                    }
-                    ExitCode::SUCCESS
-                }
-                Err(e) => fail(e),
-            }
+        ConfigCommand::Get { key } => get(&current, &key, args.json),
+        ConfigCommand::Set { key, value } => set(&table, &current, &key, &value, &path),
+        ConfigCommand::Show => show(&table, &current, args.json, &path),
+    }
+}
+
+/// `config get KEY`: its value as the file reads it, or as JSON.
+fn get(current: &Config, key: &str, json: bool) -> ExitCode {
+    match keys::get(current, key) {
+        Some(value) if json => {
+            println!("{}", serde_json::to_string(&value).unwrap_or_default());
+            ExitCode::SUCCESS
         }
-        ConfigCommand::Show => {
-            let rows: Vec<(String, String, &str)> = keys::entries(&current)
-                .into_iter()
-                .map(|(key, value)| {
-                    let source = if in_file.contains(&key) {
-                        "file"
-                    } else {
-                        "default"
-                    };
-                    (key, keys::display(&value), source)
-                })
-                .collect();
-            if args.json {
-                let json: Vec<serde_json::Value> = rows
-                    .iter()
-                    .map(|(k, v, s)| serde_json::json!({"key": k, "value": v, "source": s}))
-                    .collect();
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&json).unwrap_or_default()
-                );
-            } else {
-                let width = rows.iter().map(|(k, _, _)| k.len()).max().unwrap_or(0);
-                println!("# {}", path.display());
-                for (key, value, source) in rows {
-                    println!("{key:<width$}  {value}  ({source})");
-                }
+        Some(value) => {
+            println!("{}", keys::display(&value));
+            ExitCode::SUCCESS
+        }
+        None => fail(format!(
+            "unknown config key `{key}` (see `countersign config show`)"
+        )),
+    }
+}
+
+/// `config set KEY VALUE`: written only if the whole file still reads as a valid config.
+fn set(
+    table: &toml::Table,
+    current: &Config,
+    key: &str,
+    value: &str,
+    path: &std::path::Path,
+) -> ExitCode {
+    let previous = keys::get(current, key);
+    match keys::with_key(table, key, keys::parse_value(value), path)
+        .and_then(|(table, config)| Config::write_table(path, &table).map(|_| config))
+    {
+        Ok(config) => {
+            let now = keys::get(&config, key)
+                .map(|v| keys::display(&v))
+                .unwrap_or_default();
+            let was = previous.map(|v| keys::display(&v)).unwrap_or_default();
+            println!("set {key} = {now} (was {was}) in {}", path.display());
+            if keys::needs_restart(key) {
+                println!("note: `{key}` takes effect after a restart");
             }
             ExitCode::SUCCESS
         }
+        Err(e) => fail(e),
     }
+}
+
+/// `config show`: every key, its value and whether the file sets it.
+fn show(table: &toml::Table, current: &Config, json: bool, path: &std::path::Path) -> ExitCode {
+    let in_file = keys::set_in(table);
+    let rows: Vec<(String, String, &str)> = keys::entries(current)
+        .into_iter()
+        .map(|(key, value)| {
+            let source = if in_file.contains(&key) {
+                "file"
+            } else {
+                "default"
+            };
+            (key, keys::display(&value), source)
+        })
+        .collect();
+    if json {
+        let json: Vec<serde_json::Value> = rows
+            .iter()
+            .map(|(k, v, s)| serde_json::json!({"key": k, "value": v, "source": s}))
+            .collect();
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json).unwrap_or_default()
+        );
+    } else {
+        let width = rows.iter().map(|(k, _, _)| k.len()).max().unwrap_or(0);
+        println!("# {}", path.display());
+        for (key, value, source) in rows {
+            println!("{key:<width$}  {value}  ({source})");
+        }
+    }
+    ExitCode::SUCCESS
 }

@@ -65,28 +65,7 @@ pub fn drafts_for(
                 }),
             }),
             EventBody::ApprovalResolved(resolution) => {
-                drafts.push(AuditDraft {
-                    actor: resolver(resolution),
-                    action: "gate_resolved",
-                    subject: resolution.approval_id.to_string(),
-                    detail: json!({
-                        "session_id": session_id, "decision": resolution.decision,
-                        "reason": resolution.reason, "edits": resolution.edits,
-                        "rule_id": resolution.rule_id, "execution_mode": resolution.execution_mode,
-                        "via": resolution.via, "passkey": resolution.passkey,
-                    }),
-                });
-                if let Some(rule) = new_rule {
-                    drafts.push(AuditDraft {
-                        actor: resolver(resolution),
-                        action: "rule_created",
-                        subject: rule.id.to_string(),
-                        detail: json!({
-                            "tool": rule.tool, "pattern": rule.pattern, "scope": rule.scope,
-                            "session_id": rule.session_id, "approval_id": resolution.approval_id,
-                        }),
-                    });
-                }
+                drafts.extend(resolved(session_id, resolution, new_rule));
             }
             EventBody::ToolCall {
                 call_id,
@@ -118,6 +97,33 @@ pub fn drafts_for(
             }),
             _ => {}
         }
+    }
+    drafts
+}
+
+/// A card's answer, and the rule its Allow always made (in the same commit).
+fn resolved(session_id: &str, resolution: &Resolution, new_rule: Option<&Rule>) -> Vec<AuditDraft> {
+    let mut drafts = vec![AuditDraft {
+        actor: resolver(resolution),
+        action: "gate_resolved",
+        subject: resolution.approval_id.to_string(),
+        detail: json!({
+            "session_id": session_id, "decision": resolution.decision,
+            "reason": resolution.reason, "edits": resolution.edits,
+            "rule_id": resolution.rule_id, "execution_mode": resolution.execution_mode,
+            "via": resolution.via, "passkey": resolution.passkey,
+        }),
+    }];
+    if let Some(rule) = new_rule {
+        drafts.push(AuditDraft {
+            actor: resolver(resolution),
+            action: "rule_created",
+            subject: rule.id.to_string(),
+            detail: json!({
+                "tool": rule.tool, "pattern": rule.pattern, "scope": rule.scope,
+                "session_id": rule.session_id, "approval_id": resolution.approval_id,
+            }),
+        });
     }
     drafts
 }

@@ -180,46 +180,9 @@ pub fn find_site_root() -> PathBuf {
 
 impl ServeArgs {
     pub fn resolve(self) -> Result<Settings, SettingsError> {
-        let data_dir = match self.data_dir {
-            Some(dir) => dir,
-            None => default_data_dir().ok_or(SettingsError::NoDataDir)?,
-        };
-        make_private_dir(&data_dir).map_err(io_err("data directory", &data_dir))?;
-        let data_dir = data_dir
-            .canonicalize()
-            .map_err(io_err("data directory", &data_dir))?;
-
-        // An explicit file must exist; the default one is optional (and is where `config set`
-        // and the UI write when there is none yet).
-        let (config_path, config) = match self.config {
-            Some(path) => {
-                let config = Config::load(&path)?;
-                (path, config)
-            }
-            None => {
-                let path = data_dir.join("config.toml");
-                let config = if path.is_file() {
-                    Config::load(&path)?
-                } else {
-                    Config::default()
-                };
-                (path, config)
-            }
-        };
-
-        let workspace = self.workspace.unwrap_or_else(|| data_dir.join("workspace"));
-        std::fs::create_dir_all(&workspace).map_err(io_err("workspace", &workspace))?;
-        let workspace = workspace
-            .canonicalize()
-            .map_err(io_err("workspace", &workspace))?;
-        // Compared as canonical paths: a HOME reached through a symlink is still home.
-        let home = std::env::var_os("HOME")
-            .map(PathBuf::from)
-            .map(|h| h.canonicalize().unwrap_or(h));
-        if workspace == Path::new("/") || home.is_some_and(|h| h == workspace) {
-            return Err(SettingsError::UnsafeWorkspace(workspace));
-        }
-
+        let data_dir = private_data_dir(self.data_dir)?;
+        let (config_path, config) = config_at(self.config, &data_dir)?;
+        let workspace = workspace_at(self.workspace, &data_dir)?;
         let admin_token = match self.token {
             Some(t) if t.trim().len() < 8 => return Err(SettingsError::WeakToken),
             Some(t) => Some(AccessToken::new(t.trim())),
@@ -235,33 +198,7 @@ impl ServeArgs {
             )),
         };
         let instance = stored_or_new_instance(&data_dir)?;
-        let startup = vec![
-            (
-                "server.addr".to_owned(),
-                self.addr.to_string(),
-                source_of("--addr", "COUNTERSIGN_ADDR"),
-            ),
-            (
-                "server.data_dir".to_owned(),
-                data_dir.display().to_string(),
-                source_of("--data-dir", "COUNTERSIGN_DATA_DIR"),
-            ),
-            (
-                "server.workspace".to_owned(),
-                workspace.display().to_string(),
-                source_of("--workspace", "COUNTERSIGN_WORKSPACE"),
-            ),
-            (
-                "server.config".to_owned(),
-                config_path.display().to_string(),
-                source_of("--config", "COUNTERSIGN_CONFIG"),
-            ),
-            (
-                "server.token".to_owned(),
-                "(masked)".to_owned(),
-                source_of("--token", "COUNTERSIGN_TOKEN"),
-            ),
-        ];
+        let startup = startup_rows(self.addr, &data_dir, &workspace, &config_path);
         Ok(Settings {
             startup,
             addr: self.addr,
@@ -276,4 +213,97 @@ impl ServeArgs {
             site_root: find_site_root(),
         })
     }
+}
+
+/// The data dir (given, or the default one), made private to this user, as a canonical path.
+fn private_data_dir(given: Option<PathBuf>) -> Result<PathBuf, SettingsError> {
+    let data_dir = match given {
+        Some(dir) => dir,
+        None => default_data_dir().ok_or(SettingsError::NoDataDir)?,
+    };
+    make_private_dir(&data_dir).map_err(io_err("data directory", &data_dir))?;
+    data_dir
+        .canonicalize()
+        .map_err(io_err("data directory", &data_dir))
+}
+
+/// The config file and what it says. An explicit file must exist; the default one is optional
+/// (and is where `config set` and the UI write when there is none yet).
+fn config_at(given: Option<PathBuf>, data_dir: &Path) -> Result<(PathBuf, Config), SettingsError> {
+    match given {
+        Some(path) => {
+            let config = Config::load(&path)?;
+            Ok((path, config))
+        }
+        None => {
+            let path = data_dir.join("config.toml");
+            let config = if path.is_file() {
+                Config::load(&path)?
+            } else {
+                Config::default()
+            };
+            Ok((path, config))
+        }
+    }
+}
+
+/// The workspace (given, or `<data-dir>/workspace`), made and canonical; never `/` or home.
+fn workspace_at(given: Option<PathBuf>, data_dir: &Path) -> Result<PathBuf, SettingsError> {
+    let workspace = given.unwrap_or_else(|| data_dir.join("workspace"));
+    std::fs::create_dir_all(&workspace).map_err(io_err("workspace", &workspace))?;
+    let workspace = workspace
+        .canonicalize()
+        .map_err(io_err("workspace", &workspace))?;
+    // Compared as canonical paths: a HOME reached through a symlink is still home.
+    let home = std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .map(|h| h.canonicalize().unwrap_or(h));
+    if workspace == Path::new("/") || home.is_some_and(|h| h == workspace) {
+        return Err(SettingsError::UnsafeWorkspace(workspace));
+    }
+    Ok(workspace)
+}
+
+/// The start-up settings as the Config page lists them, with where each came from.
+fn startup_rows(
+    addr: SocketAddr,
+    data_dir: &Path,
+    workspace: &Path,
+    config_path: &Path,
+) -> Vec<(String, String, ConfigSource)> {
+    let row = |key: &str, value: String, flag: &str, env: &str| {
+        (key.to_owned(), value, source_of(flag, env))
+    };
+    vec![
+        row(
+            "server.addr",
+            addr.to_string(),
+            "--addr",
+            "COUNTERSIGN_ADDR",
+        ),
+        row(
+            "server.data_dir",
+            data_dir.display().to_string(),
+            "--data-dir",
+            "COUNTERSIGN_DATA_DIR",
+        ),
+        row(
+            "server.workspace",
+            workspace.display().to_string(),
+            "--workspace",
+            "COUNTERSIGN_WORKSPACE",
+        ),
+        row(
+            "server.config",
+            config_path.display().to_string(),
+            "--config",
+            "COUNTERSIGN_CONFIG",
+        ),
+        row(
+            "server.token",
+            "(masked)".to_owned(),
+            "--token",
+            "COUNTERSIGN_TOKEN",
+        ),
+    ]
 }

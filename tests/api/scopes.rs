@@ -159,3 +159,51 @@ async fn an_approve_token_changes_only_answers_and_its_device() {
         assert!(reads, "{} {} needs only a reader", route.method, route.path);
     }
 }
+
+/// A declared path asked with a method it does not have says so only to a credential that
+/// may read: nobody and an agent's `gates` token learn nothing of what routes there are.
+#[tokio::test]
+async fn a_method_a_route_does_not_have_tells_nothing_to_those_who_may_not_read() {
+    let ts = TestServer::scripted([]).await;
+    let routes = ts.server.as_ref().unwrap().routes.clone();
+    let gates = token(&ts, "agent", "gates").await;
+    let mut paths: Vec<&str> = routes
+        .iter()
+        .filter(|r| r.need != Need::Public && !r.path.contains("{*"))
+        .map(|r| r.path.as_str())
+        .collect();
+    paths.sort_unstable();
+    paths.dedup();
+    for path in paths {
+        let declared: Vec<&Method> = routes
+            .iter()
+            .filter(|r| r.path == path)
+            .map(|r| &r.method)
+            .collect();
+        let Some(other) = [Method::DELETE, Method::PATCH, Method::PUT, Method::POST]
+            .into_iter()
+            .find(|m| !declared.contains(&m))
+        else {
+            continue;
+        };
+        let at = filled(path);
+        let anonymous = send(ts.anon(other.clone(), &at)).await;
+        assert_eq!(
+            anonymous.status.as_u16(),
+            401,
+            "{other} {path}: {anonymous:?}"
+        );
+        let agent = send(ts.anon(other.clone(), &at).bearer_auth(&gates)).await;
+        assert_eq!(
+            agent.status.as_u16(),
+            403,
+            "{other} {path} as gates: {agent:?}"
+        );
+        let admin = send(ts.anon(other.clone(), &at).bearer_auth(TOKEN)).await;
+        assert_eq!(
+            admin.status.as_u16(),
+            405,
+            "{other} {path} as admin: {admin:?}"
+        );
+    }
+}

@@ -152,40 +152,45 @@ pub fn install(args: &InstallArgs, ctx: &HookContext) -> HookOutcome {
     };
     let handler = handler(agent, timeout);
     if print {
-        let mut snippet = json!({});
-        // A fresh object always takes the hook.
-        let _ = merge_hook(&mut snippet, agent, handler);
-        let mut out = HookOutcome {
-            stdout: pretty(&snippet),
-            ..HookOutcome::default()
-        };
-        out.say(agent.where_to_merge());
-        return out;
+        return printed(agent, handler);
     }
     let path = match settings_path(&args.agent, ctx) {
         Ok(path) => path,
         Err(message) => return HookOutcome::failed(message),
     };
-    let mut out = match merge_into_file(&path, agent, handler) {
-        Ok(true) => {
-            let mut out = HookOutcome::default();
-            out.say(format!(
-                "added the {} hook to {}",
-                agent.events().join(" and "),
-                path.display()
-            ));
-            out
-        }
-        Ok(false) => {
-            let mut out = HookOutcome::default();
-            out.say(format!(
-                "{} already has the hook; nothing changed",
-                path.display()
-            ));
-            out
-        }
+    let mut out = HookOutcome::default();
+    match merge_into_file(&path, agent, handler) {
+        Ok(true) => out.say(format!(
+            "added the {} hook to {}",
+            agent.events().join(" and "),
+            path.display()
+        )),
+        Ok(false) => out.say(format!(
+            "{} already has the hook; nothing changed",
+            path.display()
+        )),
         Err(message) => return HookOutcome::failed(message),
+    }
+    tell_what_comes_next(&mut out, agent, &path, ctx);
+    out
+}
+
+/// `--print`: the snippet to merge by hand, and where.
+fn printed(agent: Agent, handler: Value) -> HookOutcome {
+    let mut snippet = json!({});
+    // A fresh object always takes the hook.
+    let _ = merge_hook(&mut snippet, agent, handler);
+    let mut out = HookOutcome {
+        stdout: pretty(&snippet),
+        ..HookOutcome::default()
     };
+    out.say(agent.where_to_merge());
+    out
+}
+
+/// What the person must know once the hook is in: where it reads its credential from, and
+/// what the agent itself needs so that the hook is the one prompt.
+fn tell_what_comes_next(out: &mut HookOutcome, agent: Agent, path: &Path, ctx: &HookContext) {
     match agent {
         Agent::ClaudeCode => out.say(
             "the hook reads COUNTERSIGN_URL and COUNTERSIGN_TOKEN (a `gates` token) from the \
@@ -195,31 +200,7 @@ pub fn install(args: &InstallArgs, ctx: &HookContext) -> HookOutcome {
              not set disableAllHooks. In Claude's terminal in default, acceptEdits or plan \
              mode, Claude's own dialog shows beside the card and the first answer counts",
         ),
-        Agent::Codex => {
-            if let Some(extra) = codex_extra_keys(&path) {
-                out.say(format!(
-                    "warning: Codex refuses a hooks.json whose top level has keys other than \
-                     `hooks` and `description` (found {extra}); remove them"
-                ));
-            }
-            out.say(
-                "Codex runs a new or changed hook only once you trust it: at its next start \
-                 choose \"Trust all and continue\" (or trust `countersign hook codex` in \
-                 /hooks). The hook reads COUNTERSIGN_URL and COUNTERSIGN_TOKEN (a `gates` \
-                 token) from Codex's background server (app-server daemon), which keeps the \
-                 environment of the Codex that started it",
-            );
-            let shell = |key| std::env::var(key).ok();
-            if let Some(home) = &ctx.home
-                && let Some(warning) = super::codex::daemon_warning(
-                    home,
-                    shell("COUNTERSIGN_URL").as_deref(),
-                    shell("COUNTERSIGN_TOKEN").as_deref(),
-                )
-            {
-                out.say(warning);
-            }
-        }
+        Agent::Codex => tell_codex(out, path, ctx),
         Agent::Gemini => out.say(
             "the hook reads COUNTERSIGN_URL and COUNTERSIGN_TOKEN (a `gates` token) from the \
              environment Gemini CLI starts in. Gemini runs hooks only in a trusted folder, and \
@@ -236,7 +217,33 @@ pub fn install(args: &InstallArgs, ctx: &HookContext) -> HookOutcome {
              environment Copilot CLI starts in; its answer replaces Copilot's own prompt",
         ),
     }
-    out
+}
+
+/// Codex: keys its `hooks.json` refuses, trusting the hook, and the daemon's environment.
+fn tell_codex(out: &mut HookOutcome, path: &Path, ctx: &HookContext) {
+    if let Some(extra) = codex_extra_keys(path) {
+        out.say(format!(
+            "warning: Codex refuses a hooks.json whose top level has keys other than \
+             `hooks` and `description` (found {extra}); remove them"
+        ));
+    }
+    out.say(
+        "Codex runs a new or changed hook only once you trust it: at its next start \
+         choose \"Trust all and continue\" (or trust `countersign hook codex` in \
+         /hooks). The hook reads COUNTERSIGN_URL and COUNTERSIGN_TOKEN (a `gates` \
+         token) from Codex's background server (app-server daemon), which keeps the \
+         environment of the Codex that started it",
+    );
+    let shell = |key| std::env::var(key).ok();
+    if let Some(home) = &ctx.home
+        && let Some(warning) = super::codex::daemon_warning(
+            home,
+            shell("COUNTERSIGN_URL").as_deref(),
+            shell("COUNTERSIGN_TOKEN").as_deref(),
+        )
+    {
+        out.say(warning);
+    }
 }
 
 /// Top-level keys Codex's `deny_unknown_fields` would reject (left alone: they are the

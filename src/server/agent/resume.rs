@@ -41,6 +41,86 @@ struct OpenCall {
     resolution: Option<Resolution>,
 }
 
+/// A recorded call, with its verdict, class and the rule that let it run.
+type RecordedCall = (ToolCallRequest, (Verdict, ToolClass, Option<RuleId>));
+
+/// What the log holds of a turn's calls: each call with its verdict, those finished or
+/// started, the cards (by call) and their answers.
+#[derive(Default)]
+struct TurnRecord {
+    calls: Vec<RecordedCall>,
+    finished: HashSet<CallId>,
+    started: HashSet<CallId>,
+    gates: HashMap<CallId, ApprovalRequestBody>,
+    resolutions: HashMap<ApprovalId, Resolution>,
+}
+
+impl TurnRecord {
+    fn read(events: &[crate::protocol::Event]) -> TurnRecord {
+        let mut record = TurnRecord::default();
+        for event in events {
+            match &event.body {
+                EventBody::ToolCall {
+                    call_id,
+                    tool,
+                    args,
+                    verdict,
+                    class,
+                    rule_id,
+                    ..
+                } => record.calls.push((
+                    ToolCallRequest {
+                        id: call_id.clone(),
+                        name: tool.clone(),
+                        args: args.clone(),
+                    },
+                    (*verdict, *class, rule_id.clone()),
+                )),
+                EventBody::ToolResult { call_id, .. } => {
+                    record.finished.insert(call_id.clone());
+                }
+                EventBody::ToolStarted { call_id } => {
+                    record.started.insert(call_id.clone());
+                }
+                EventBody::ApprovalRequest(body) => {
+                    record.gates.insert(body.call_id.clone(), (**body).clone());
+                }
+                EventBody::ApprovalResolved(resolution) => {
+                    record
+                        .resolutions
+                        .insert(resolution.approval_id.clone(), resolution.clone());
+                }
+                _ => {}
+            }
+        }
+        record
+    }
+
+    /// The calls without a result, each with its card and answer (taken out of the record).
+    fn open_calls(&mut self) -> Vec<OpenCall> {
+        let calls = std::mem::take(&mut self.calls);
+        calls
+            .into_iter()
+            .filter(|(call, _)| !self.finished.contains(&call.id))
+            .map(|(call, (verdict, class, rule_id))| {
+                let gate = self.gates.remove(&call.id);
+                let resolution = gate
+                    .as_ref()
+                    .and_then(|g| self.resolutions.remove(&g.approval_id));
+                OpenCall {
+                    started: self.started.contains(&call.id),
+                    call,
+                    verdict,
+                    class,
+                    rule_id,
+                    gate,
+                    resolution,
+                }
+            })
+            .collect()
+    }
+}
+
 impl Turn {
     pub(super) async fn finish_open_calls(&self) -> Result<(), TurnEnd> {
         let hub = &self.deps.hub;
@@ -54,81 +134,13 @@ impl Turn {
             }
             None => Vec::new(),
         };
-        let mut calls = Vec::new();
-        let mut finished = HashSet::new();
-        let mut started = HashSet::new();
-        let mut gates: HashMap<CallId, ApprovalRequestBody> = HashMap::new();
-        let mut resolutions: HashMap<ApprovalId, Resolution> = HashMap::new();
-        for event in &events {
-            match &event.body {
-                EventBody::ToolCall {
-                    call_id,
-                    tool,
-                    args,
-                    verdict,
-                    class,
-                    rule_id,
-                    ..
-                } => calls.push((
-                    ToolCallRequest {
-                        id: call_id.clone(),
-                        name: tool.clone(),
-                        args: args.clone(),
-                    },
-                    (*verdict, *class, rule_id.clone()),
-                )),
-                EventBody::ToolResult { call_id, .. } => {
-                    finished.insert(call_id.clone());
-                }
-                EventBody::ToolStarted { call_id } => {
-                    started.insert(call_id.clone());
-                }
-                EventBody::ApprovalRequest(body) => {
-                    gates.insert(body.call_id.clone(), (**body).clone());
-                }
-                EventBody::ApprovalResolved(resolution) => {
-                    resolutions.insert(resolution.approval_id.clone(), resolution.clone());
-                }
-                _ => {}
-            }
-        }
+        let mut record = TurnRecord::read(&events);
         // A budget card left open: wait for it (or act on its answer) before anything else.
-        let budget_gate = budget_key(&gates).and_then(|key| gates.remove(&key));
-        let open: Vec<OpenCall> = calls
-            .into_iter()
-            .filter(|(call, _)| !finished.contains(&call.id))
-            .map(|(call, (verdict, class, rule_id))| {
-                let gate = gates.remove(&call.id);
-                let resolution = gate
-                    .as_ref()
-                    .and_then(|g| resolutions.remove(&g.approval_id));
-                OpenCall {
-                    started: started.contains(&call.id),
-                    call,
-                    verdict,
-                    class,
-                    rule_id,
-                    gate,
-                    resolution,
-                }
-            })
-            .collect();
+        let budget_gate = budget_key(&record.gates).and_then(|key| record.gates.remove(&key));
+        let open = record.open_calls();
         if let Some(body) = budget_gate {
-            let resolution = match resolutions.remove(&body.approval_id) {
-                Some(resolution) => resolution,
-                None => {
-                    let gate = ApprovalRequest {
-                        turn_id: self.turn_id.clone(),
-                        body,
-                    };
-                    self.rejoin_gate(&gate).await?
-                }
-            };
-            match resolution.decision {
-                d if d.lets_it_run() => {}
-                crate::protocol::Decision::Cancelled => return Err(TurnEnd::Cancelled),
-                _ => return Err(TurnEnd::Stopped),
-            }
+            let answered = record.resolutions.remove(&body.approval_id);
+            self.settle_budget_card(body, answered).await?;
         }
         if open.is_empty() {
             return Ok(());
@@ -138,6 +150,30 @@ impl Turn {
             outcome?;
         }
         Ok(())
+    }
+
+    /// A budget card the turn left open: its answer (waited for, when there is none yet)
+    /// lets the turn go on, or ends it stopped or cancelled.
+    async fn settle_budget_card(
+        &self,
+        body: ApprovalRequestBody,
+        answered: Option<Resolution>,
+    ) -> Result<(), TurnEnd> {
+        let resolution = match answered {
+            Some(resolution) => resolution,
+            None => {
+                let gate = ApprovalRequest {
+                    turn_id: self.turn_id.clone(),
+                    body,
+                };
+                self.rejoin_gate(&gate).await?
+            }
+        };
+        match resolution.decision {
+            d if d.lets_it_run() => Ok(()),
+            crate::protocol::Decision::Cancelled => Err(TurnEnd::Cancelled),
+            _ => Err(TurnEnd::Stopped),
+        }
     }
 
     async fn finish_open_call(&self, open: OpenCall) -> Result<(), TurnEnd> {

@@ -251,70 +251,95 @@ impl Turn {
                 self.budget_gate(&why).await?;
                 budget.refresh();
             }
-            let (prompt, tools) = self.prompt_and_tools();
-            let mut conversation = Vec::with_capacity(messages.len() + 1);
-            conversation.push(Arc::new(ChatMessage::System(prompt)));
-            conversation.extend(messages.iter().cloned());
-            let request = CompletionRequest {
-                messages: conversation,
-                tools,
-            };
-            let sink = |text: &str| {
-                self.deps.hub.publish_transient(
-                    &self.session_id,
-                    Some(&self.turn_id),
-                    EventBody::AssistantDelta {
-                        text: text.to_owned(),
-                    },
-                )
-            };
-            // Boxed: fitting the request only takes memory while it runs.
-            let completion = Box::pin(self.ask_model(request, &mut fitting, &sink)).await?;
-            budget.spend_tokens(completion.tokens);
-            if !completion.text.trim().is_empty() {
-                let html = markdown::render(&completion.text);
-                self.append(vec![EventBody::AssistantMessage {
-                    text: completion.text.clone(),
-                    html,
-                }])
-                .await?;
-            }
-            messages.push(Arc::new(ChatMessage::Assistant {
-                text: completion.text.clone(),
-                tool_calls: completion.tool_calls.clone(),
-            }));
-            if completion.tool_calls.is_empty() {
+            // Boxed: asking the model only takes memory while it runs.
+            let calls = Box::pin(self.model_step(&mut messages, &mut fitting, &mut budget)).await?;
+            if calls.is_empty() {
                 return Ok(());
             }
-            *self
-                .said_before_calls
-                .lock()
-                .unwrap_or_else(|p| p.into_inner()) = crate::text::agent_words(&completion.text);
-            // Charged per call: the calls a batch holds beyond the ceiling wait for a budget
-            // card, and run only if the person lets the turn continue.
-            let mut rest = completion.tool_calls.as_slice();
-            while !rest.is_empty() {
-                let room = budget.calls_left().map_or(rest.len(), |left| {
-                    usize::try_from(left).unwrap_or(usize::MAX).min(rest.len())
-                });
-                if room == 0 {
-                    let why = budget
-                        .exceeded()
-                        .unwrap_or_else(|| "tool calls used".into());
-                    self.budget_gate(&why).await?;
-                    budget.refresh();
-                    continue;
-                }
-                let (now, later) = rest.split_at(room);
-                budget.spend_calls(now.len());
-                let results = self.run_batch(now).await?;
-                messages.extend(results.into_iter().map(Arc::new));
-                rest = later;
-            }
+            self.run_within_budget(&calls, &mut budget, &mut messages)
+                .await?;
             if self.cancel.is_cancelled() {
                 return Err(TurnEnd::Cancelled);
             }
         }
+    }
+
+    /// One model call on the conversation so far: its words recorded (and streamed as they
+    /// come), its message added; the tool calls it asks for.
+    async fn model_step(
+        &self,
+        messages: &mut Vec<Arc<ChatMessage>>,
+        fitting: &mut crate::server::conversation::fit::Fitting,
+        budget: &mut Budget,
+    ) -> Result<Vec<ToolCallRequest>, TurnEnd> {
+        let (prompt, tools) = self.prompt_and_tools();
+        let mut conversation = Vec::with_capacity(messages.len() + 1);
+        conversation.push(Arc::new(ChatMessage::System(prompt)));
+        conversation.extend(messages.iter().cloned());
+        let request = CompletionRequest {
+            messages: conversation,
+            tools,
+        };
+        let sink = |text: &str| {
+            self.deps.hub.publish_transient(
+                &self.session_id,
+                Some(&self.turn_id),
+                EventBody::AssistantDelta {
+                    text: text.to_owned(),
+                },
+            )
+        };
+        let completion = self.ask_model(request, fitting, &sink).await?;
+        budget.spend_tokens(completion.tokens);
+        if !completion.text.trim().is_empty() {
+            let html = markdown::render(&completion.text);
+            self.append(vec![EventBody::AssistantMessage {
+                text: completion.text.clone(),
+                html,
+            }])
+            .await?;
+        }
+        messages.push(Arc::new(ChatMessage::Assistant {
+            text: completion.text.clone(),
+            tool_calls: completion.tool_calls.clone(),
+        }));
+        if !completion.tool_calls.is_empty() {
+            *self
+                .said_before_calls
+                .lock()
+                .unwrap_or_else(|p| p.into_inner()) = crate::text::agent_words(&completion.text);
+        }
+        Ok(completion.tool_calls)
+    }
+
+    /// Runs the calls, charged per call: the calls a batch holds beyond the ceiling wait for
+    /// a budget card, and run only if the person lets the turn continue.
+    async fn run_within_budget(
+        &self,
+        calls: &[ToolCallRequest],
+        budget: &mut Budget,
+        messages: &mut Vec<Arc<ChatMessage>>,
+    ) -> Result<(), TurnEnd> {
+        let mut rest = calls;
+        while !rest.is_empty() {
+            let room = budget.calls_left().map_or(rest.len(), |left| {
+                usize::try_from(left).unwrap_or(usize::MAX).min(rest.len())
+            });
+            if room == 0 {
+                let why = budget
+                    .exceeded()
+                    .unwrap_or_else(|| "tool calls used".into());
+                self.budget_gate(&why).await?;
+                budget.refresh();
+                continue;
+            }
+            let (now, later) = rest.split_at(room);
+            budget.spend_calls(now.len());
+            let results = self.run_batch(now).await?;
+            messages.extend(results.into_iter().map(Arc::new));
+            rest = later;
+        }
+        Ok(())
     }
 
     /// Runs the batch's calls (in parallel when the model asked for several: several gates
@@ -555,36 +580,42 @@ impl Turn {
                 let step_up = live.config.approvals.require_passkey;
                 request::plan_gate(common, call, &plan, step_up.effective_mode(stored))
             }
-            GateStyle::Action => {
-                let approved = self.approved_before(call).await?;
-                crate::timeline::mark("card: earlier approvals counted");
-                // Reads the file a file tool would change (capped, through the one reader):
-                // off the async threads, bounded, and given up on Stop.
-                let (call, workspace) = (call.clone(), self.deps.workspace.clone());
-                let floor: Arc<dyn tools::FloorPaths> = live.floor.clone();
-                let built = reader::blocking(
-                    "the card",
-                    reader::FS_LIMIT,
-                    Some(&self.cancel),
-                    move || {
-                        crate::timeline::mark("card: blocking work begins");
-                        let env = tools::CardEnv {
-                            workspace: &workspace,
-                            floor,
-                        };
-                        Ok(request::tool_gate(common, &call, class, &env, approved))
-                    },
-                )
-                .await;
-                match built {
-                    Ok(body) => with_value_now(body, &live.config),
-                    Err(tools::ToolError::Cancelled) => return Err(TurnEnd::Cancelled),
-                    Err(err) => {
-                        return Err(TurnEnd::Failed(format!("could not build the card: {err}")));
-                    }
-                }
-            }
+            GateStyle::Action => self.action_card(common, call, class).await?,
         })
+    }
+
+    /// A tool call's card: what it will do, with the file it would change read (capped,
+    /// through the one reader) off the async threads, bounded, and given up on Stop.
+    async fn action_card(
+        &self,
+        common: request::Common,
+        call: &ToolCallRequest,
+        class: ToolClass,
+    ) -> Result<ApprovalRequestBody, TurnEnd> {
+        let live = self.deps.config();
+        let approved = self.approved_before(call).await?;
+        crate::timeline::mark("card: earlier approvals counted");
+        let (call, workspace) = (call.clone(), self.deps.workspace.clone());
+        let floor: Arc<dyn tools::FloorPaths> = live.floor.clone();
+        let built = reader::blocking(
+            "the card",
+            reader::FS_LIMIT,
+            Some(&self.cancel),
+            move || {
+                crate::timeline::mark("card: blocking work begins");
+                let env = tools::CardEnv {
+                    workspace: &workspace,
+                    floor,
+                };
+                Ok(request::tool_gate(common, &call, class, &env, approved))
+            },
+        )
+        .await;
+        match built {
+            Ok(body) => Ok(with_value_now(body, &live.config)),
+            Err(tools::ToolError::Cancelled) => Err(TurnEnd::Cancelled),
+            Err(err) => Err(TurnEnd::Failed(format!("could not build the card: {err}"))),
+        }
     }
 
     /// Records the call and a result without running anything.

@@ -482,57 +482,10 @@ impl Config {
         if self.approvals.timeout_secs == 0 {
             return Err(invalid("approvals.timeout_secs", "must be at least 1"));
         }
-        if self.tools.shell_timeout_secs == 0 {
-            return Err(invalid("tools.shell_timeout_secs", "must be at least 1"));
-        }
-        for name in &self.tools.env_passthrough {
-            let valid = !name.is_empty()
-                && !name.starts_with(|c: char| c.is_ascii_digit())
-                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-            if !valid {
-                return Err(invalid(
-                    "tools.env_passthrough",
-                    "must list variable names (letters, digits, `_`)",
-                ));
-            }
-            if name.starts_with("COUNTERSIGN_") || *name == self.provider.api_key_env {
-                return Err(invalid(
-                    "tools.env_passthrough",
-                    "may not pass the server's own variables (COUNTERSIGN_*, the provider key) to tools",
-                ));
-            }
-        }
-        let sandbox = &self.tools.sandbox;
-        if sandbox
-            .extra_read
-            .iter()
-            .chain(&sandbox.extra_write)
-            .any(|p| !Path::new(p).is_absolute())
-        {
-            return Err(invalid(
-                "tools.sandbox.extra_read",
-                "and `tools.sandbox.extra_write` must hold absolute paths",
-            ));
-        }
-        let http_url = |url: &str| url.starts_with("http://") || url.starts_with("https://");
-        if !self.server.public_url.is_empty() && !http_url(&self.server.public_url) {
-            return Err(invalid(
-                "server.public_url",
-                "must be an http:// or https:// URL",
-            ));
-        }
-        if !self.notify.webhook_url.is_empty() && !http_url(self.notify.webhook_url.reveal()) {
-            return Err(invalid(
-                "notify.webhook_url",
-                "must be an http:// or https:// URL",
-            ));
-        }
-        if self.tools.max_parallel == 0 {
-            return Err(invalid("tools.max_parallel", "must be at least 1"));
-        }
-        if self.tools.output_limit_bytes < 1024 {
-            return Err(invalid("tools.output_limit_bytes", "must be at least 1024"));
-        }
+        self.validate_tools()
+            .map_err(|(key, problem)| invalid(key, problem))?;
+        self.validate_urls()
+            .map_err(|(key, problem)| invalid(key, problem))?;
         for pattern in &self.safety.paths {
             if let Err(e) = globset::Glob::new(pattern) {
                 return Err(ConfigError::InvalidGlob {
@@ -542,23 +495,85 @@ impl Config {
                 });
             }
         }
-        if self.provider.kind == ProviderKind::Openai {
-            if !(self.provider.base_url.starts_with("http://")
-                || self.provider.base_url.starts_with("https://"))
-            {
-                return Err(invalid(
-                    "provider.base_url",
-                    "must be an http:// or https:// URL",
+        self.validate_provider()
+            .map_err(|(key, problem)| invalid(key, problem))
+    }
+
+    /// `[tools]`: limits of at least their least, variable names that are names and not the
+    /// server's own, sandbox paths that are absolute. The key and the problem when not.
+    fn validate_tools(&self) -> Result<(), (&'static str, &'static str)> {
+        let tools = &self.tools;
+        if tools.shell_timeout_secs == 0 {
+            return Err(("tools.shell_timeout_secs", "must be at least 1"));
+        }
+        for name in &tools.env_passthrough {
+            let valid = !name.is_empty()
+                && !name.starts_with(|c: char| c.is_ascii_digit())
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if !valid {
+                return Err((
+                    "tools.env_passthrough",
+                    "must list variable names (letters, digits, `_`)",
                 ));
             }
-            if self.provider.model.trim().is_empty() {
-                return Err(invalid("provider.model", "must name a model"));
+            if name.starts_with("COUNTERSIGN_") || *name == self.provider.api_key_env {
+                return Err((
+                    "tools.env_passthrough",
+                    "may not pass the server's own variables (COUNTERSIGN_*, the provider key) to tools",
+                ));
             }
         }
-        if let ContextTokens::Tokens(n) = self.provider.context_tokens
+        let sandbox = &tools.sandbox;
+        if sandbox
+            .extra_read
+            .iter()
+            .chain(&sandbox.extra_write)
+            .any(|p| !Path::new(p).is_absolute())
+        {
+            return Err((
+                "tools.sandbox.extra_read",
+                "and `tools.sandbox.extra_write` must hold absolute paths",
+            ));
+        }
+        if tools.max_parallel == 0 {
+            return Err(("tools.max_parallel", "must be at least 1"));
+        }
+        if tools.output_limit_bytes < 1024 {
+            return Err(("tools.output_limit_bytes", "must be at least 1024"));
+        }
+        Ok(())
+    }
+
+    /// The URLs the server gives out or posts to: `http://` or `https://`.
+    fn validate_urls(&self) -> Result<(), (&'static str, &'static str)> {
+        let http_url = |url: &str| url.starts_with("http://") || url.starts_with("https://");
+        if !self.server.public_url.is_empty() && !http_url(&self.server.public_url) {
+            return Err(("server.public_url", "must be an http:// or https:// URL"));
+        }
+        if !self.notify.webhook_url.is_empty() && !http_url(self.notify.webhook_url.reveal()) {
+            return Err(("notify.webhook_url", "must be an http:// or https:// URL"));
+        }
+        Ok(())
+    }
+
+    /// `[provider]`: an OpenAI-compatible one needs a URL and a model; a context of a size a
+    /// turn fits in.
+    fn validate_provider(&self) -> Result<(), (&'static str, &'static str)> {
+        let provider = &self.provider;
+        if provider.kind == ProviderKind::Openai {
+            if !(provider.base_url.starts_with("http://")
+                || provider.base_url.starts_with("https://"))
+            {
+                return Err(("provider.base_url", "must be an http:// or https:// URL"));
+            }
+            if provider.model.trim().is_empty() {
+                return Err(("provider.model", "must name a model"));
+            }
+        }
+        if let ContextTokens::Tokens(n) = provider.context_tokens
             && n < MIN_CONTEXT_TOKENS
         {
-            return Err(invalid(
+            return Err((
                 "provider.context_tokens",
                 "must be at least 4096 tokens (the prompt and the tools' descriptions take about 1,000), or \"auto\"",
             ));

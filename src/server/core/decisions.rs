@@ -378,8 +378,9 @@ impl Core {
     ) -> Result<Resolution, Error> {
         let session = super::parse_session_id(session_id)?;
         let request = self.answerable(&session, session_id, approval_id).await?;
-        self.still_as_shown(&session, &request, &body).await?;
+        // An answer the card does not offer changes nothing, not even a changed card.
         offered(&request, body.decision)?;
+        self.still_as_shown(&session, &request, &body).await?;
         let (resolution, new_rule) = self.resolution_of(&request, body, who).await?;
         Ok(resolve::commit(&self.hub, &session, &request, resolution, new_rule).await?)
     }

@@ -196,51 +196,8 @@ impl Core {
                 "this card's deadline has passed".into(),
             ));
         }
-        let who = match &grant.holder {
-            Holder::Subscription(id) => {
-                let Some(row) = self.push_rows().push_subscription(id).await? else {
-                    return Err(Error::CapabilityEnded(
-                        "this device is no longer subscribed".into(),
-                    ));
-                };
-                self.subscriber(&row).await?.ok_or_else(|| {
-                    Error::CapabilityEnded(
-                        "the credential this device answered as was revoked".into(),
-                    )
-                })?
-            }
-            Holder::Ntfy(topic) => {
-                let live = self.config();
-                let notify = &live.config.notify;
-                let current = push::capability::ntfy_holder(notify.webhook_url.reveal());
-                if notify.format != crate::server::config::NotifyFormat::Ntfy
-                    || notify.webhook_url.is_empty()
-                    || current != Holder::Ntfy(topic.clone())
-                {
-                    return Err(Error::CapabilityEnded(
-                        "notifications no longer go to that ntfy topic".into(),
-                    ));
-                }
-                Principal::Ntfy
-            }
-        };
-        // What a notification cannot show whole (the floor, a proposal, a long call) or a
-        // passkey must confirm is answered on the card itself: the same rule that minted it.
-        if let Some(gate) = self
-            .repos
-            .gates
-            .get_gate(&grant.session_id, &grant.approval_id)
-            .await?
-            && gate.resolution.is_none()
-            && !push::payload::answerable_from_notification(
-                &gate.request.body,
-                self.needs_passkey(&gate.request.body),
-            )
-        {
-            return Err(Error::Forbidden(
-                "this card is answered on the card itself, not from a notification".into(),
-            ));
-        }
+        let who = self.holder_now(&grant.holder).await?;
+        self.answerable_from_a_notification(&grant).await?;
         let answer = Answer {
             decision,
             digest: Some(grant.digest),
@@ -259,6 +216,63 @@ impl Core {
             &who,
         )
         .await
+    }
+
+    /// Who a capability answers as, if its holder still may: the device still subscribed and
+    /// its credential not revoked, or the ntfy topic notifications still go to.
+    async fn holder_now(&self, holder: &Holder) -> Result<Principal, Error> {
+        match holder {
+            Holder::Subscription(id) => {
+                let Some(row) = self.push_rows().push_subscription(id).await? else {
+                    return Err(Error::CapabilityEnded(
+                        "this device is no longer subscribed".into(),
+                    ));
+                };
+                self.subscriber(&row).await?.ok_or_else(|| {
+                    Error::CapabilityEnded(
+                        "the credential this device answered as was revoked".into(),
+                    )
+                })
+            }
+            Holder::Ntfy(topic) => {
+                let live = self.config();
+                let notify = &live.config.notify;
+                let current = push::capability::ntfy_holder(notify.webhook_url.reveal());
+                if notify.format != crate::server::config::NotifyFormat::Ntfy
+                    || notify.webhook_url.is_empty()
+                    || current != Holder::Ntfy(topic.clone())
+                {
+                    return Err(Error::CapabilityEnded(
+                        "notifications no longer go to that ntfy topic".into(),
+                    ));
+                }
+                Ok(Principal::Ntfy)
+            }
+        }
+    }
+
+    /// What a notification cannot show whole (the floor, a proposal, a long call) or a
+    /// passkey must confirm is answered on the card itself: the same rule that minted it.
+    async fn answerable_from_a_notification(
+        &self,
+        grant: &push::capability::Grant,
+    ) -> Result<(), Error> {
+        if let Some(gate) = self
+            .repos
+            .gates
+            .get_gate(&grant.session_id, &grant.approval_id)
+            .await?
+            && gate.resolution.is_none()
+            && !push::payload::answerable_from_notification(
+                &gate.request.body,
+                self.needs_passkey(&gate.request.body),
+            )
+        {
+            return Err(Error::Forbidden(
+                "this card is answered on the card itself, not from a notification".into(),
+            ));
+        }
+        Ok(())
     }
 }
 

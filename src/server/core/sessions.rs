@@ -279,15 +279,7 @@ impl Core {
         if let Some(mode) = requested {
             self.mode_allowed(mode)?;
         }
-        let chars = text.chars().count();
-        if chars == 0 || text.trim().is_empty() {
-            return Err(Error::InvalidMessage("text must not be empty".into()));
-        }
-        if chars > MAX_MESSAGE_CHARS {
-            return Err(Error::InvalidMessage(format!(
-                "text must be at most {MAX_MESSAGE_CHARS} characters (got {chars})"
-            )));
-        }
+        check_message(text)?;
         // The canonical id without a read: the row read under the lock checks it exists.
         let id = parse_session_id(session_id)?;
         let session = self.hub.enter(&id);
@@ -309,25 +301,7 @@ impl Core {
             .ok_or(Error::TurnInProgress)?;
         let previous = row.mode();
         let mode = requested.unwrap_or(previous);
-        let mut events = Vec::with_capacity(2);
-        if mode != previous {
-            events.push(NewEvent::new(
-                Some(&turn_id),
-                EventBody::ModeChanged {
-                    previous,
-                    next: mode,
-                    source: ModeSource::Message,
-                    actor: Some(who.actor()),
-                },
-            ));
-        }
-        events.push(NewEvent::new(
-            Some(&turn_id),
-            EventBody::UserMessage {
-                text: text.to_owned(),
-                approval_mode: mode,
-            },
-        ));
+        let events = message_events(&turn_id, text, previous, mode, who);
         // The turn's lease comes with its message (on a shared store: a turn running on
         // another instance makes this a `turn_in_progress`).
         let commit = Commit {
@@ -368,4 +342,48 @@ impl Core {
         };
         Ok(coordination.leased_turns().await?.into_iter().collect())
     }
+}
+
+/// A message a turn may start from: not empty, not longer than a person writes.
+fn check_message(text: &str) -> Result<(), Error> {
+    let chars = text.chars().count();
+    if chars == 0 || text.trim().is_empty() {
+        return Err(Error::InvalidMessage("text must not be empty".into()));
+    }
+    if chars > MAX_MESSAGE_CHARS {
+        return Err(Error::InvalidMessage(format!(
+            "text must be at most {MAX_MESSAGE_CHARS} characters (got {chars})"
+        )));
+    }
+    Ok(())
+}
+
+/// What a message records: the mode it changes first (when it does), then the message.
+fn message_events(
+    turn_id: &TurnId,
+    text: &str,
+    previous: Mode,
+    mode: Mode,
+    who: &Principal,
+) -> Vec<NewEvent> {
+    let mut events = Vec::with_capacity(2);
+    if mode != previous {
+        events.push(NewEvent::new(
+            Some(turn_id),
+            EventBody::ModeChanged {
+                previous,
+                next: mode,
+                source: ModeSource::Message,
+                actor: Some(who.actor()),
+            },
+        ));
+    }
+    events.push(NewEvent::new(
+        Some(turn_id),
+        EventBody::UserMessage {
+            text: text.to_owned(),
+            approval_mode: mode,
+        },
+    ));
+    events
 }

@@ -198,6 +198,23 @@ mod tests {
         }
     }
 
+    /// One pipeline, one answer: a network call (an outside agent's fetch; none of the built-in
+    /// tools is one today) is answered by a standing rule where the mode would ask, for any
+    /// agent, and never in plan mode, where it asks whatever the rules say.
+    #[test]
+    fn a_network_call_is_answered_by_its_rule_where_the_mode_would_ask() {
+        for mode in [Mode::Ask, Mode::AutoEdit] {
+            let (v, asked) = run(input(mode, ToolClass::Network), Some(rule()));
+            assert_eq!(asked, 1, "{mode:?}");
+            assert!(
+                matches!(v.outcome, Outcome::Run { rule_id: Some(_) }),
+                "{mode:?}"
+            );
+        }
+        let (v, _) = run(input(Mode::Plan, ToolClass::Network), Some(rule()));
+        assert!(matches!(v.outcome, Outcome::Ask { .. }));
+    }
+
     #[test]
     fn the_floor_and_the_step_up_leave_no_room_for_a_rule() {
         let mut on_floor = input(Mode::Yolo, ToolClass::Exec);

@@ -201,22 +201,8 @@ pub async fn serve(
     let builder = Arc::new(builder);
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     loop {
-        let (stream, peer) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(pair) => pair,
-                Err(err) => {
-                    if matches!(err.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) {
-                        tracing::warn!("out of file descriptors: closing the oldest unauthenticated connection");
-                        if !registry.shed() {
-                            tokio::time::sleep(Duration::from_millis(50)).await;
-                        }
-                    } else {
-                        tracing::debug!(error = %err, "accept failed");
-                    }
-                    continue;
-                }
-            },
-            () = shutdown.cancelled() => break,
+        let Some((stream, peer)) = accept(&listener, &registry, &shutdown).await else {
+            break;
         };
         let _ = stream.set_nodelay(true);
         let local = stream.local_addr().ok().map(LocalAddr);
@@ -260,6 +246,30 @@ pub async fn serve(
         tracing::debug!("connections still open after {SHUTDOWN_GRACE:?}; closing them");
     }
     Ok(())
+}
+
+/// The next connection, or `None` at shutdown. Out of file descriptors, the oldest
+/// unauthenticated connection is closed to make room.
+async fn accept(
+    listener: &TcpListener,
+    registry: &Registry,
+    shutdown: &CancellationToken,
+) -> Option<(tokio::net::TcpStream, SocketAddr)> {
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(pair) => return Some(pair),
+                Err(err) if matches!(err.raw_os_error(), Some(libc::EMFILE | libc::ENFILE)) => {
+                    tracing::warn!("out of file descriptors: closing the oldest unauthenticated connection");
+                    if !registry.shed() {
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                }
+                Err(err) => tracing::debug!(error = %err, "accept failed"),
+            },
+            () = shutdown.cancelled() => return None,
+        }
+    }
 }
 
 /// The peer's address, with IPv4-mapped IPv6 read as IPv4 (one peer, one count).

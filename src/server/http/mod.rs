@@ -60,6 +60,9 @@ fn declared_router(state: &AppState) -> (Router<AppState>, Vec<scopes::Declared>
 fn with_layers(router: Router<AppState>, state: AppState) -> Router {
     router
         .fallback(page_not_found)
+        // A declared path asked with another method: said only to a credential that may read
+        // (the route's own check wraps its handlers, not this).
+        .method_not_allowed_fallback(method_not_allowed)
         .layer(middleware::from_fn_with_state(
             state.clone(),
             auth::require_auth,

@@ -147,11 +147,15 @@ pub fn pages(state: &AppState) -> Routes {
 }
 
 /// A page needs a reader; a server function (`/api/ui/<endpoint>`) what it declared beside
-/// itself (`api::needs!`), read here before its body is.
+/// itself (`api::needs!`), read here before its body is — told apart by being one of the
+/// registered server functions, not by its prefix. Only matched routes reach this.
 fn page_or_server_fn(path: &str) -> Need {
-    match path.strip_prefix("/api/ui/") {
-        Some(endpoint) => crate::api::need_of(endpoint),
-        None => Need::Read,
+    let server_fn = leptos::server_fn::axum::server_fn_paths().any(|(at, _)| at == path);
+    match (server_fn, path.strip_prefix("/api/ui/")) {
+        (true, Some(endpoint)) => crate::api::need_of(endpoint),
+        // A server function under another prefix declared nothing here: an admin's.
+        (true, None) => Need::Admin,
+        (false, _) => Need::Read,
     }
 }
 

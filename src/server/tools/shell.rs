@@ -129,13 +129,45 @@ fn bash() -> Option<&'static str> {
 }
 
 async fn run(command: &str, ctx: &ToolContext) -> ToolOutput {
+    let mut child = match spawn(command, ctx) {
+        Ok(child) => child,
+        Err(refused) => return refused,
+    };
+    // Declared after `child` so it drops first: if this future is dropped midway, the group
+    // dies while the shell is still unreaped and its pid can't have been reused.
+    let mut group = GroupKiller::new(child.id());
+    let capture = Arc::new(Mutex::new(Capture::new(ctx.output_limit)));
+    let mut readers: Vec<JoinHandle<()>> = Vec::new();
+    if let Some(out) = child.stdout.take() {
+        readers.push(tokio::spawn(pump(out, Arc::clone(&capture))));
+    }
+    if let Some(err) = child.stderr.take() {
+        readers.push(tokio::spawn(pump(err, Arc::clone(&capture))));
+    }
+    let ending = end_of(&mut child, &mut group, ctx).await;
+    let drained = tokio::time::timeout(GRACE, async {
+        for reader in &mut readers {
+            let _ = reader.await;
+        }
+    })
+    .await;
+    if drained.is_err() {
+        readers.iter().for_each(JoinHandle::abort);
+    }
+    let text = lock(&capture).render();
+    output_of(ending, text, ctx)
+}
+
+/// The shell, started in the workspace with the minimal environment, confined — or the
+/// refusal to run it unconfined or without bash.
+fn spawn(command: &str, ctx: &ToolContext) -> Result<tokio::process::Child, ToolOutput> {
     let Some(bash) = bash() else {
-        return ToolOutput {
+        return Err(ToolOutput {
             status: ToolStatus::Refused,
             output: "commands run in bash, whose syntax the safety floor reads, and bash is not \
                      installed here; install it to let the agent run commands"
                 .into(),
-        };
+        });
     };
     let mut shell = Command::new(bash);
     shell
@@ -146,31 +178,24 @@ async fn run(command: &str, ctx: &ToolContext) -> ToolOutput {
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
-    // In the workspace, with the minimal environment, confined — or not at all.
     if let Err(why) = ctx.sandbox.apply(&mut shell) {
-        return ToolOutput {
+        return Err(ToolOutput {
             status: ToolStatus::Refused,
             output: why,
-        };
+        });
     }
-    let spawned = shell.spawn();
-    let mut child = match spawned {
-        Ok(child) => child,
-        Err(e) => return ToolOutput::error(ToolError::Spawn(e).to_string()),
-    };
-    // Declared after `child` so it drops first: if this future is dropped midway, the group
-    // dies while the shell is still unreaped and its pid can't have been reused.
-    let mut group = GroupKiller::new(child.id());
+    shell
+        .spawn()
+        .map_err(|e| ToolOutput::error(ToolError::Spawn(e).to_string()))
+}
 
-    let capture = Arc::new(Mutex::new(Capture::new(ctx.output_limit)));
-    let mut readers: Vec<JoinHandle<()>> = Vec::new();
-    if let Some(out) = child.stdout.take() {
-        readers.push(tokio::spawn(pump(out, Arc::clone(&capture))));
-    }
-    if let Some(err) = child.stderr.take() {
-        readers.push(tokio::spawn(pump(err, Arc::clone(&capture))));
-    }
-
+/// How the shell ended: exited, timed out or cancelled; whatever it left running in its
+/// group is killed, and the shell itself reaped.
+async fn end_of(
+    child: &mut tokio::process::Child,
+    group: &mut GroupKiller,
+    ctx: &ToolContext,
+) -> Ending {
     let ending = tokio::select! {
         status = child.wait() => Ending::Exited(status),
         () = tokio::time::sleep(ctx.shell_timeout) => Ending::TimedOut,
@@ -182,17 +207,11 @@ async fn run(command: &str, ctx: &ToolContext) -> ToolOutput {
         let _ = child.start_kill();
         let _ = tokio::time::timeout(GRACE, child.wait()).await;
     }
-    let drained = tokio::time::timeout(GRACE, async {
-        for reader in &mut readers {
-            let _ = reader.await;
-        }
-    })
-    .await;
-    if drained.is_err() {
-        readers.iter().for_each(JoinHandle::abort);
-    }
+    ending
+}
 
-    let text = lock(&capture).render();
+/// What the agent is told: the output, with a footer saying how it ended when not well.
+fn output_of(ending: Ending, text: String, ctx: &ToolContext) -> ToolOutput {
     match ending {
         Ending::Exited(Ok(status)) if status.success() => {
             let text = if text.is_empty() {

@@ -6,7 +6,7 @@ use leptos::prelude::*;
 
 use super::decide::{CardState, Target, use_decide};
 use super::panels::{AlwaysPanel, DenyPanel, EditPanel, Panel};
-use super::{
+use super::parts::{
     CardBody, CardPlace, at_zero, badge, countdown, external_title, kind_attr, kind_class,
     outcome_text, rule_hint_text,
 };

@@ -285,6 +285,30 @@ async fn close_unwatched(
     }
 }
 
+/// Ends when the feed brings `approval_id`'s answer (or falls behind: the store has the
+/// truth); never, once the feed is closed.
+async fn resolved_on(
+    receiver: &mut tokio::sync::broadcast::Receiver<Arc<FeedItem>>,
+    approval_id: &str,
+) {
+    loop {
+        match receiver.recv().await {
+            Ok(item) => {
+                if let FeedItem::Durable { event, .. } = item.as_ref()
+                    && let EventBody::ApprovalResolved(r) = &event.body
+                    && r.approval_id == approval_id
+                {
+                    return;
+                }
+            }
+            Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => return,
+            Err(tokio::sync::broadcast::error::RecvError::Closed) => {
+                std::future::pending::<()>().await
+            }
+        }
+    }
+}
+
 impl Core {
     fn gate_state(
         &self,
@@ -318,18 +342,45 @@ impl Core {
         }
     }
 
+    /// Starts watching a poll of `gate`: when no poll waits on it for `lapse` after this one
+    /// ends, its card closes (`agent_gone`).
+    fn watch_gate(
+        &self,
+        gate: &ExternalGate,
+        approval_id: &str,
+        lapse: Duration,
+    ) -> super::watch::Watching {
+        let (hub, gates, session, aid) = (
+            self.hub.clone(),
+            Arc::clone(&self.repos.gates),
+            gate.session_id.clone(),
+            gate.approval_id.clone(),
+        );
+        self.watches.poll_begins(approval_id, lapse, move || {
+            tokio::spawn(close_unwatched(hub, gates, session, aid));
+        })
+    }
+
+    /// The gate `approval_id` of `session_id`, as stored.
+    async fn gate_row(
+        &self,
+        session_id: &SessionId,
+        approval_id: &ApprovalId,
+    ) -> Result<crate::server::store::GateRow, Error> {
+        self.repos
+            .gates
+            .get_gate(session_id, approval_id)
+            .await?
+            .ok_or_else(|| Error::UnknownApproval(approval_id.to_string()))
+    }
+
     /// The gate's state as stored (a pending gate past its deadline is expired first).
     async fn stored_state(
         &self,
         session_id: &SessionId,
         approval_id: &ApprovalId,
     ) -> Result<GateState, Error> {
-        let gate = self
-            .repos
-            .gates
-            .get_gate(session_id, approval_id)
-            .await?
-            .ok_or_else(|| Error::UnknownApproval(approval_id.to_string()))?;
+        let gate = self.gate_row(session_id, approval_id).await?;
         let resolution = match gate.resolution {
             Some(resolution) => Some(resolution),
             None if gate.request.body.expires_at.has_passed(Timestamp::now_ms()) => Some(
@@ -399,20 +450,9 @@ impl Core {
             self.watches.forget(approval_id);
             return Ok(state);
         }
-        let watching = match watch {
-            Some(lapse) if self.repos.coordination.is_none() => {
-                let (hub, gates, session, aid) = (
-                    self.hub.clone(),
-                    Arc::clone(&self.repos.gates),
-                    gate.session_id.clone(),
-                    gate.approval_id.clone(),
-                );
-                Some(self.watches.poll_begins(approval_id, lapse, move || {
-                    tokio::spawn(close_unwatched(hub, gates, session, aid));
-                }))
-            }
-            _ => None,
-        };
+        let watching = watch
+            .filter(|_| self.repos.coordination.is_none())
+            .map(|lapse| self.watch_gate(&gate, approval_id, lapse));
         if wait.is_zero() {
             if let Some(watching) = watching {
                 watching.finish();
@@ -423,25 +463,7 @@ impl Core {
         let wait = wait
             .min(Duration::from_secs(MAX_WAIT_SECS))
             .min(Duration::from_millis(until_expiry.saturating_add(50)));
-        let resolved = async {
-            loop {
-                match feed.receiver.recv().await {
-                    Ok(item) => {
-                        if let FeedItem::Durable { event, .. } = item.as_ref()
-                            && let EventBody::ApprovalResolved(r) = &event.body
-                            && r.approval_id == approval_id
-                        {
-                            return;
-                        }
-                    }
-                    // Fell behind: the store has the truth.
-                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => return,
-                    Err(tokio::sync::broadcast::error::RecvError::Closed) => {
-                        std::future::pending::<()>().await
-                    }
-                }
-            }
-        };
+        let resolved = resolved_on(&mut feed.receiver, approval_id);
         tokio::select! {
             () = resolved => {}
             () = tokio::time::sleep(wait) => {}

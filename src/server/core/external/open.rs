@@ -252,12 +252,7 @@ impl Core {
         session_id: &SessionId,
         approval_id: &ApprovalId,
     ) -> Result<(), Error> {
-        let gate = self
-            .repos
-            .gates
-            .get_gate(session_id, approval_id)
-            .await?
-            .ok_or_else(|| Error::UnknownApproval(approval_id.to_string()))?;
+        let gate = self.gate_row(session_id, approval_id).await?;
         let session = self.hub.session(session_id).await?;
         let owned = format!("{opened_by}\u{1f}{}", checked.external_session);
         let expected = self
@@ -296,25 +291,9 @@ impl Core {
         let timeout_ms = i64::try_from(checked.timeout.as_millis()).unwrap_or(i64::MAX);
         let is_decision = call.class == ToolClass::Decision;
         let suggested_rule = (checked.always && (floor.is_none() || unknown_only) && !is_decision)
-            .then(|| {
-                call.rule_subject
-                    .as_ref()
-                    .and_then(rules::default_pattern_of)
-            })
-            .flatten()
-            .map(|pattern| RuleSuggestion {
-                tool: checked.tool.clone(),
-                pattern,
-                approved_before: 0,
-            });
-        let mut allowed = vec![Decision::Approve];
-        if checked.edit {
-            allowed.push(Decision::Edit);
-        }
-        allowed.push(Decision::Deny);
-        if suggested_rule.is_some() {
-            allowed.push(Decision::AllowAlways);
-        }
+            .then(|| suggested_rule(checked, call))
+            .flatten();
+        let allowed = allowed_decisions(checked.edit, suggested_rule.is_some());
         let proposal_md = checked.reason.clone().unwrap_or_default();
         let digest = if is_decision {
             proposal_digest(&proposal_md)
@@ -353,6 +332,34 @@ impl Core {
             },
         }
     }
+}
+
+/// The standing rule Allow always would make for an outside call: its subject's default
+/// pattern, if it has one.
+fn suggested_rule(checked: &Checked, call: &OutsideCall) -> Option<RuleSuggestion> {
+    let pattern = call
+        .rule_subject
+        .as_ref()
+        .and_then(rules::default_pattern_of)?;
+    Some(RuleSuggestion {
+        tool: checked.tool.clone(),
+        pattern,
+        approved_before: 0,
+    })
+}
+
+/// The answers an outside card offers: Approve and Deny, Edit where the agent takes an edited
+/// input, Allow always where a rule could be made.
+fn allowed_decisions(edit: bool, always: bool) -> Vec<Decision> {
+    let mut allowed = vec![Decision::Approve];
+    if edit {
+        allowed.push(Decision::Edit);
+    }
+    allowed.push(Decision::Deny);
+    if always {
+        allowed.push(Decision::AllowAlways);
+    }
+    allowed
 }
 
 /// The `Idempotency-Key` header, trimmed; empty or overlong is a bad request.

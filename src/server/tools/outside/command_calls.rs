@@ -39,40 +39,8 @@ pub fn describe(
         .chain(named.iter().skip(1).map(|c| (*c).to_owned()))
         .map(Subject::Command)
         .collect();
-    // Every path it names (opencode's `external_directory`, Gemini's `plan_filename`), and the
-    // paths a sandbox is asked to open up for the command (Gemini's `additional_permissions`).
-    let named_paths = [
-        Role::Path,
-        Role::Root,
-        Role::Tree,
-        Role::Container,
-        Role::Paths,
-    ]
-    .into_iter()
-    .flat_map(|role| fields.strings(role).into_iter().map(|(_, p)| p))
-    .chain(fields.nested_strings(Role::NestedPaths));
-    // opencode's `external_directory` patterns are globs whose `*` crosses `/` and dots
-    // (`/home/me/*` grants all of the home folder): read as globs, and the folder before the
-    // first wildcard as a whole tree.
-    let mut floor_globs = Vec::new();
-    let mut floor_trees = Vec::new();
-    for path in named_paths {
-        if let Some(wild) = path.find(['*', '?', '[', '{']) {
-            floor_globs.push(paths::normalize(path, cwd));
-            let folder = path[..wild].rsplit_once(['/', '\\']).map_or("", |(f, _)| f);
-            let folder = if folder.is_empty() && path.starts_with('/') {
-                "/"
-            } else {
-                folder
-            };
-            floor_trees.push(paths::normalize(
-                if folder.is_empty() { "." } else { folder },
-                cwd,
-            ));
-        } else {
-            floor_subjects.extend(path_subjects(&paths::normalize(path, cwd)));
-        }
-    }
+    let (named_subjects, floor_globs, floor_trees) = named_paths(fields, cwd);
+    floor_subjects.extend(named_subjects);
     let patched = command.as_deref().map(|c| patched_files(c, cwd));
     if let Some(Ok(files)) = &patched {
         floor_subjects.extend(files.iter().flat_map(|f| path_subjects(f)));
@@ -95,6 +63,44 @@ pub fn describe(
             .collect(),
         ..OutsideCall::of(class, command.unwrap_or_else(|| tool.to_owned()))
     }
+}
+
+/// Every path a command call names (opencode's `external_directory`, Gemini's
+/// `plan_filename`), and the paths a sandbox is asked to open up for the command (Gemini's
+/// `additional_permissions`): as floor subjects, and, where they hold a wildcard, as globs
+/// and the folders before them. opencode's `external_directory` patterns are globs whose `*`
+/// crosses `/` and dots (`/home/me/*` grants all of the home folder): read as globs, and the
+/// folder before the first wildcard as a whole tree.
+fn named_paths(fields: &Fields<'_>, cwd: Option<&str>) -> (Vec<Subject>, Vec<String>, Vec<String>) {
+    let named = [
+        Role::Path,
+        Role::Root,
+        Role::Tree,
+        Role::Container,
+        Role::Paths,
+    ]
+    .into_iter()
+    .flat_map(|role| fields.strings(role).into_iter().map(|(_, p)| p))
+    .chain(fields.nested_strings(Role::NestedPaths));
+    let (mut subjects, mut globs, mut trees) = (Vec::new(), Vec::new(), Vec::new());
+    for path in named {
+        let Some(wild) = path.find(['*', '?', '[', '{']) else {
+            subjects.extend(path_subjects(&paths::normalize(path, cwd)));
+            continue;
+        };
+        globs.push(paths::normalize(path, cwd));
+        let folder = path[..wild].rsplit_once(['/', '\\']).map_or("", |(f, _)| f);
+        let folder = if folder.is_empty() && path.starts_with('/') {
+            "/"
+        } else {
+            folder
+        };
+        trees.push(paths::normalize(
+            if folder.is_empty() { "." } else { folder },
+            cwd,
+        ));
+    }
+    (subjects, globs, trees)
 }
 
 /// Why the folders a call names to run in cannot be read as the one it runs in.

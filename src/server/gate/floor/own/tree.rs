@@ -265,73 +265,20 @@ fn python_module_roots(args: &[Word]) -> Option<Vec<&str>> {
 /// it names nothing of the data dir.
 pub fn link_hit(words: &[Word], own: &OwnPlaces, here: Here<'_>) -> Option<String> {
     let (program, args) = words.split_first()?;
-    // Where it runs: the folder a `cd` before it reached, else the agent's.
-    let base = here.moved.or(here.base);
     let name = program_name(&program.text).to_lowercase();
-    let has = |flags: &[&str]| args.iter().any(|a| flags.contains(&a.text.as_str()));
-    let mut operands: Vec<&str> = Vec::new();
-    let mut skip_next = false;
-    // Where the links are made: `-t DIR`, or the last operand (a folder or the link's name).
-    let mut made_in: Option<&str> = None;
-    let mut previous = "";
-    for arg in args {
-        let text = arg.text.as_str();
-        if skip_next {
-            skip_next = false;
-            if matches!(previous, "-t" | "--target-directory") {
-                made_in = Some(text);
-            }
-        } else if matches!(text, "-t" | "-S" | "--suffix" | "--target-directory" | "-o") {
-            skip_next = true;
-        } else if let Some(dir) = text.strip_prefix("--target-directory=") {
-            made_in = Some(dir);
-        } else if !text.starts_with('-') {
-            operands.push(text);
-        }
-        previous = text;
-    }
-    if made_in.is_none() && operands.len() >= 2 {
-        made_in = operands.last().copied();
-    }
-    let targets: Vec<&str> = match name.as_str() {
-        "ln" | "link"
-            if has(&["-t"])
-                || args
-                    .iter()
-                    .any(|a| a.text.starts_with("--target-directory=")) =>
-        {
-            operands
-        }
-        "ln" | "link" if operands.len() >= 2 => operands[..operands.len() - 1].to_vec(),
-        "ln" | "link" => operands,
-        "cp" if has(&["-s", "--symbolic-link"]) => operands
-            .iter()
-            .take(operands.len().saturating_sub(1))
-            .copied()
-            .collect(),
-        "mount"
-            if has(&["--bind", "-B", "--rbind", "-R"])
-                || args.iter().any(|a| a.text.contains("bind")) =>
-        {
-            operands.into_iter().take(1).collect()
-        }
-        "bindfs" => operands.into_iter().take(1).collect(),
-        _ => return None,
-    };
+    let made = LinkArgs::read(args);
+    let targets = made.targets(&name, args)?;
     // A symbolic link's relative target is read from the folder the link is in, not from
-    // where the command runs: both are read.
-    // The folder it runs in, `~` read as the home folder too.
-    let here_bases: Vec<Option<String>> = match base {
+    // where the command runs: both are read. Where it runs: the folder a `cd` before it
+    // reached, else the agent's, `~` read as the home folder too.
+    let here_bases: Vec<Option<String>> = match here.moved.or(here.base) {
         Some(base) => own.expanded(base).into_iter().map(Some).collect(),
         None => vec![None],
     };
     let mut bases = here_bases.clone();
     for here in &here_bases {
-        bases.extend(
-            link_folders(own, made_in, here.as_deref())
-                .into_iter()
-                .map(Some),
-        );
+        let folders = link_folders(own, made.made_in, here.as_deref());
+        bases.extend(folders.into_iter().map(Some));
     }
     targets.into_iter().find_map(|target| {
         bases.iter().find_map(|base| {
@@ -341,6 +288,70 @@ pub fn link_hit(words: &[Word], own: &OwnPlaces, here: Here<'_>) -> Option<Strin
                 .map(|hit| format!("makes a link to {target}: it {hit}"))
         })
     })
+}
+
+/// A link-making command's operands, and where its links are made: `-t DIR`, or the last
+/// operand (a folder or the link's name).
+struct LinkArgs<'a> {
+    operands: Vec<&'a str>,
+    made_in: Option<&'a str>,
+}
+
+impl<'a> LinkArgs<'a> {
+    fn read(args: &'a [Word]) -> LinkArgs<'a> {
+        let mut operands: Vec<&str> = Vec::new();
+        let mut made_in: Option<&str> = None;
+        let mut skip_next = false;
+        let mut previous = "";
+        for arg in args {
+            let text = arg.text.as_str();
+            if skip_next {
+                skip_next = false;
+                if matches!(previous, "-t" | "--target-directory") {
+                    made_in = Some(text);
+                }
+            } else if matches!(text, "-t" | "-S" | "--suffix" | "--target-directory" | "-o") {
+                skip_next = true;
+            } else if let Some(dir) = text.strip_prefix("--target-directory=") {
+                made_in = Some(dir);
+            } else if !text.starts_with('-') {
+                operands.push(text);
+            }
+            previous = text;
+        }
+        if made_in.is_none() && operands.len() >= 2 {
+            made_in = operands.last().copied();
+        }
+        LinkArgs { operands, made_in }
+    }
+
+    /// What the links point at, for the programs that make links; `None` for the others.
+    fn targets(&self, name: &str, args: &[Word]) -> Option<Vec<&'a str>> {
+        let has = |flags: &[&str]| args.iter().any(|a| flags.contains(&a.text.as_str()));
+        let operands = &self.operands;
+        let all_but_last = || operands[..operands.len().saturating_sub(1)].to_vec();
+        Some(match name {
+            "ln" | "link"
+                if has(&["-t"])
+                    || args
+                        .iter()
+                        .any(|a| a.text.starts_with("--target-directory=")) =>
+            {
+                operands.clone()
+            }
+            "ln" | "link" if operands.len() >= 2 => all_but_last(),
+            "ln" | "link" => operands.clone(),
+            "cp" if has(&["-s", "--symbolic-link"]) => all_but_last(),
+            "mount"
+                if has(&["--bind", "-B", "--rbind", "-R"])
+                    || args.iter().any(|a| a.text.contains("bind")) =>
+            {
+                operands.iter().take(1).copied().collect()
+            }
+            "bindfs" => operands.iter().take(1).copied().collect(),
+            _ => return None,
+        })
+    }
 }
 
 /// The folders a link made at `made_in` may sit in: `made_in` itself (a folder the link goes

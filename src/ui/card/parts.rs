@@ -1,0 +1,335 @@
+//! The parts every card is made of, pending or resolved: its kind and badge, its title, who
+//! answered and how that reads, the countdown, and the body (what will happen, the diff, the
+//! agent's words, the arguments).
+
+use leptos::prelude::*;
+
+use super::diff::Diff;
+use crate::protocol::{
+    Actor, AnsweredBy, ApprovalRequestBody, Decision, DecisionKind, GateKind, Resolution,
+    TimeoutOutcome, Timestamp, ToolClass,
+};
+use crate::shown;
+use crate::text::has_hidden;
+use crate::ui::when::Precision;
+
+/// Which page a card is on, so a form's answer goes back there.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CardPlace {
+    #[default]
+    Session,
+    Inbox,
+}
+
+impl CardPlace {
+    pub(super) fn as_str(self) -> &'static str {
+        match self {
+            CardPlace::Session => "session",
+            CardPlace::Inbox => "inbox",
+        }
+    }
+}
+
+pub(super) fn kind_class(request: &ApprovalRequestBody) -> &'static str {
+    match (request.kind, request.class) {
+        (GateKind::Budget, _) => "budget",
+        (GateKind::Decision, _) | (_, ToolClass::Decision) => "decision",
+        (_, ToolClass::Edit) => "edit",
+        (_, ToolClass::Exec) => "exec",
+        (_, ToolClass::Config) => "config",
+        (_, ToolClass::Read) => "read",
+        (_, ToolClass::Network) => "network",
+    }
+}
+
+pub(super) fn kind_attr(kind: GateKind) -> &'static str {
+    match kind {
+        GateKind::Tool => "tool",
+        GateKind::Decision => "decision",
+        GateKind::Budget => "budget",
+        GateKind::External => "external",
+    }
+}
+
+/// The card's badge: the kind of thing asked. An outside agent's card names its own tool
+/// (`Bash`, `Edit`, `apply_patch`), since that is how the person knows the call.
+pub(super) fn badge(request: &ApprovalRequestBody) -> String {
+    match (&request.kind, &request.decision_kind) {
+        // `other` is no kind a person would name: the card says only that it is a decision.
+        (GateKind::Decision, Some(DecisionKind::Other)) => "Decision".to_owned(),
+        (GateKind::Decision, Some(k)) => format!("Decision: {}", k.label()),
+        (GateKind::External, _) if request.class == ToolClass::Decision => "Decision".to_owned(),
+        (GateKind::External, _) => request.tool.clone(),
+        _ => request.title.clone(),
+    }
+}
+
+/// An outside agent's own title for its card, when it says more than the badge and the
+/// summary already do.
+pub(super) fn external_title(request: &ApprovalRequestBody) -> Option<String> {
+    (request.kind == GateKind::External
+        && request.title != request.tool
+        && request.title != request.summary)
+        .then(|| request.title.clone())
+}
+
+/// Who answered, in words: `by you`, `with token phone`, `in another tab or device`, `by rule`.
+pub fn who_answered(resolution: &Resolution, my_client: &str) -> String {
+    let actor = Actor::parse(&resolution.actor);
+    if let (AnsweredBy::User, Actor::Token(name)) = (resolution.answered_by, actor) {
+        return format!("with token {name}");
+    }
+    let browser = actor == Actor::Browser;
+    let who = match (resolution.answered_by, resolution.client_id.as_deref()) {
+        // An outside gate the mode answered at once (yolo, auto_edit for edits, reads).
+        (AnsweredBy::System, _) if actor == Actor::Other("mode") => "by mode",
+        // "You" is this tab's browser login: a token's answer naming this tab's id is still the
+        // token's (any reader of the log can copy a tab's id).
+        (AnsweredBy::User, Some(id)) if !my_client.is_empty() && id == my_client && browser => {
+            "by you"
+        }
+        (AnsweredBy::User, _) if browser && my_client.is_empty() => "in a browser",
+        (AnsweredBy::User, _) if browser => "in another tab or device",
+        // Events recorded before actors existed.
+        (AnsweredBy::User, None) => "by a person (API)",
+        (AnsweredBy::User, Some("cli")) => "by a person (CLI)",
+        (AnsweredBy::User, _) if my_client.is_empty() => "by a person",
+        (AnsweredBy::User, _) => "in another tab or device",
+        (AnsweredBy::Rule, _) => "by rule",
+        (AnsweredBy::Timeout, _) => "by the timeout",
+        (AnsweredBy::System, _) => "by the server",
+    };
+    who.to_owned()
+}
+
+/// Whether the outcome is an answer given at a moment worth showing (a person's or a rule's),
+/// rather than the timeout or a cancel.
+pub(super) fn answered_at_a_time(resolution: &Resolution) -> bool {
+    !matches!(resolution.decision, Decision::Timeout | Decision::Cancelled)
+}
+
+/// The outcome chip of a resolved card ("Approved by you"); the time follows it, in the
+/// browser's zone.
+pub fn outcome_text(
+    request: &ApprovalRequestBody,
+    resolution: &Resolution,
+    my_client: &str,
+) -> String {
+    let who = who_answered(resolution, my_client);
+    let who = who.as_str();
+    if request.kind == GateKind::External {
+        return external_outcome(resolution, who);
+    }
+    if request.kind == GateKind::Budget {
+        return match resolution.decision {
+            Decision::Timeout => "Timed out — turn stopped".to_owned(),
+            Decision::Cancelled => "Cancelled".to_owned(),
+            d if d.lets_it_run() => format!("Continued {who}"),
+            _ => format!("Stopped {who}"),
+        };
+    }
+    match resolution.decision {
+        Decision::Approve => format!("Approved {who}"),
+        Decision::Edit => format!("Approved (edited) {who}"),
+        Decision::AllowAlways => format!("Always allowed {who}"),
+        Decision::Deny => match &resolution.reason {
+            Some(reason) => format!("Denied {who} — {reason}"),
+            None => format!("Denied {who}"),
+        },
+        Decision::Timeout => match request.timeout_outcome {
+            TimeoutOutcome::ProceedUnapproved => "Timed out — proceeded unapproved".to_owned(),
+            TimeoutOutcome::Deny => "Timed out — not run".to_owned(),
+        },
+        Decision::Cancelled => "Cancelled — not run".to_owned(),
+    }
+}
+
+/// The outcome chip of an outside agent's card. Nothing runs here: the agent acts on the
+/// answer, so the words say what it was told, and a cancel says why it stopped waiting.
+pub(super) fn external_outcome(resolution: &Resolution, who: &str) -> String {
+    match resolution.decision {
+        Decision::Approve => format!("Approved {who}"),
+        Decision::Edit => format!("Approved (edited) {who}"),
+        Decision::AllowAlways => format!("Always allowed {who}"),
+        Decision::Deny => match &resolution.reason {
+            Some(reason) => format!("Denied {who} — {reason}"),
+            None => format!("Denied {who}"),
+        },
+        Decision::Timeout => "Expired — not answered in time".to_owned(),
+        Decision::Cancelled => match resolution.reason.as_deref() {
+            Some("answered_elsewhere") => "Cancelled — answered elsewhere".to_owned(),
+            None => "Cancelled".to_owned(),
+            Some(why) => format!("Cancelled — {}", why.replace('_', " ")),
+        },
+    }
+}
+
+/// What happens when the card's time runs out, as the countdown's verb.
+pub(super) fn at_zero(request: &ApprovalRequestBody) -> &'static str {
+    match (request.kind, request.timeout_outcome) {
+        (GateKind::Budget, _) => "stops",
+        (_, TimeoutOutcome::ProceedUnapproved) => "proceeds unapproved",
+        (_, TimeoutOutcome::Deny) => "denies",
+    }
+}
+
+/// The countdown in words: "denies in 4:32". Before the browser clock runs (the server's
+/// render, or no JavaScript) it names the moment instead: "denies at 12:33 UTC".
+pub(super) fn countdown(verb: &str, expires_at: &Timestamp, now_ms: f64) -> (String, &'static str) {
+    if now_ms <= 0.0 {
+        let at = crate::ui::when::utc_text(expires_at, Precision::Clock);
+        return (format!("{verb} at {at}"), "");
+    }
+    // An unreadable deadline shows as expired, as the server treats it.
+    let left = expires_at.ms_left(now_ms as i64) / 1000;
+    if left == 0 {
+        return ("expired".to_owned(), "expired");
+    }
+    let text = if left >= 3600 {
+        format!(
+            "{verb} in {}:{:02}:{:02}",
+            left / 3600,
+            (left % 3600) / 60,
+            left % 60
+        )
+    } else {
+        format!("{verb} in {}:{:02}", left / 60, left % 60)
+    };
+    let level = if left < 60 {
+        "urgent"
+    } else if left < 300 {
+        "soon"
+    } else {
+        ""
+    };
+    (text, level)
+}
+
+/// The recommendation of a standing rule after three hand approvals: the tool and pattern
+/// are the agent's, written out on one line (`shown::line`).
+pub(super) fn rule_hint_text(rule: &crate::protocol::RuleSuggestion) -> String {
+    format!(
+        "You approved {} · {} {} times in this session — Always allow it?",
+        shown::line(&rule.tool),
+        shown::line(&rule.pattern),
+        rule.approved_before
+    )
+}
+
+/// Whether anything the card shows holds a character a reader cannot see (or one that
+/// reorders what they see): the card says so, and shows each as `⟨U+…⟩`. The proposal is
+/// read as rendered too (`shown::shows_hidden`): its markdown may only name one (`&#x202E;`).
+pub(super) fn holds_hidden(request: &ApprovalRequestBody) -> bool {
+    let args = serde_json::to_string(&request.args).unwrap_or_default();
+    shown::shows_hidden(&request.proposal_html)
+        || [
+            request.summary.as_str(),
+            request.title.as_str(),
+            request.tool.as_str(),
+            request.reason_detail.as_str(),
+            request.proposal_md.as_str(),
+            request.agent_says.as_deref().unwrap_or(""),
+            request.diff.as_deref().unwrap_or(""),
+            args.as_str(),
+        ]
+        .iter()
+        .any(|text| has_hidden(text))
+        || has_hidden(&request.args.to_string())
+}
+
+/// The agent's own words about the call, labelled as its claim: they say what it means to
+/// do, the arguments below say what will run. A block of their own under the label, never
+/// inside quotation marks the page opened (`shown::words` writes out any quote-like or hidden
+/// character in them), so nothing in them can read as the page speaking.
+pub(super) fn agent_says(request: &ApprovalRequestBody) -> Option<impl IntoView + use<>> {
+    let words = shown::words(request.agent_says.as_deref()?)?;
+    Some(view! {
+        <figure class="card-agent-says" data-testid="agent-says">
+            <figcaption class="card-agent-says-label">"The agent says:"</figcaption>
+            " "
+            <p class="card-agent-says-words" data-testid="agent-says-words">{words}</p>
+        </figure>
+    })
+}
+
+/// The card's details, shared by the pending and the resolved form. `edit`: the answer that
+/// edited the call — the card then shows what ran first, and the proposal folded below it.
+#[component]
+pub(super) fn CardBody(
+    request: ApprovalRequestBody,
+    #[prop(default = None)] edit: Option<Resolution>,
+) -> impl IntoView {
+    let pretty =
+        |v: &serde_json::Value| shown::text(&serde_json::to_string_pretty(v).unwrap_or_default());
+    let args = pretty(&request.args);
+    let edits = edit.as_ref().and_then(|r| r.edits.clone());
+    if let Some(edits) = edits {
+        let ran = match &edits {
+            serde_json::Value::String(revised) => view! {
+                <p class="card-ran-label">"Revised proposal (what the agent was told):"</p>
+                <pre class="card-ran" data-testid="card-ran">{shown::text(revised)}</pre>
+            }
+            .into_any(),
+            other => view! {
+                <details class="card-args" open=true>
+                    <summary>"Arguments, as edited (what ran)"</summary>
+                    <pre data-testid="card-args">{pretty(other)}</pre>
+                </details>
+            }
+            .into_any(),
+        };
+        let proposal = (!request.proposal_html.is_empty()).then(|| {
+            view! { <div class="proposal" data-testid="proposal" inner_html=request.proposal_html.clone()></div> }
+        });
+        let diff = request
+            .diff
+            .as_deref()
+            .map(shown::text)
+            .map(|text| view! { <Diff text/> });
+        return view! {
+            {agent_says(&request)}
+            <p class="card-why">"Why: " {shown::text(&request.reason_detail)}</p>
+            {ran}
+            <details class="card-proposed" data-testid="card-proposed">
+                <summary>"As the agent proposed it"</summary>
+                {proposal}
+                {diff}
+                <pre data-testid="card-proposed-args">{args}</pre>
+            </details>
+        }
+        .into_any();
+    }
+    let proposal = (!request.proposal_html.is_empty()).then(|| {
+        view! { <div class="proposal" data-testid="proposal" inner_html=request.proposal_html.clone()></div> }
+    });
+    // An outside agent's call has no diff to read unless it edits a file: its input is what
+    // there is to read, so it shows unfolded.
+    let open_args = request.kind == GateKind::External && request.diff.is_none();
+    let diff = request
+        .diff
+        .as_deref()
+        .map(shown::text)
+        .map(|text| view! { <Diff text/> });
+    let hidden = holds_hidden(&request).then(|| {
+        view! {
+            <p class="card-hidden" role="alert" data-testid="card-hidden">
+                "This card holds invisible or direction-changing characters, written out as ⟨U+…⟩ below: read it closely before you answer."
+            </p>
+        }
+    });
+    view! {
+        {hidden}
+        {agent_says(&request)}
+        <p class="card-why">"Why: " {shown::text(&request.reason_detail)}</p>
+        {proposal}
+        {diff}
+        // A budget card has no call to show: what ran out is in its proposal.
+        {(request.kind != GateKind::Budget).then(|| view! {
+            <details class="card-args" open=open_args>
+                <summary>"Arguments"</summary>
+                <pre data-testid="card-args">{args}</pre>
+            </details>
+        })}
+    }
+    .into_any()
+}
