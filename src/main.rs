@@ -102,6 +102,46 @@ async fn serve(args: ServeArgs) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    say_where(&running, &workspace, &data_dir, &config_path).await;
+    let mut task = running.task;
+    tokio::select! {
+        _ = shutdown_signal() => {}
+        result = &mut task => return exit_code(result),
+    }
+    tracing::info!("shutting down");
+    running.shutdown.cancel();
+    match tokio::time::timeout(Duration::from_secs(5), task).await {
+        Ok(ended) => exit_code(ended),
+        Err(_) => {
+            eprintln!("warning: connections still open after 5 s; exiting anyway");
+            ExitCode::SUCCESS
+        }
+    }
+}
+
+/// How the server task ended, as the process's exit code.
+fn exit_code(ended: Result<std::io::Result<()>, tokio::task::JoinError>) -> ExitCode {
+    match ended {
+        Ok(Ok(())) => ExitCode::SUCCESS,
+        Ok(Err(e)) => {
+            eprintln!("error: server stopped: {e}");
+            ExitCode::from(1)
+        }
+        Err(e) => {
+            eprintln!("error: server task failed: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Where the server answers and keeps its files, a login link, and what the person should
+/// know (a token on the command line, an OS boundary that does not hold).
+async fn say_where(
+    running: &server::Server,
+    workspace: &std::path::Path,
+    data_dir: &std::path::Path,
+    config_path: &std::path::Path,
+) {
     let addr = running.addr;
     let login_host = if addr.ip().is_unspecified() {
         format!("127.0.0.1:{}", addr.port())
@@ -120,34 +160,6 @@ async fn serve(args: ServeArgs) -> ExitCode {
     }
     if let Some(warning) = running.core.os_boundary().startup_warning() {
         println!("{warning}");
-    }
-    let mut task = running.task;
-    tokio::select! {
-        _ = shutdown_signal() => {}
-        result = &mut task => {
-            return match result {
-                Ok(Ok(())) => ExitCode::SUCCESS,
-                Ok(Err(e)) => { eprintln!("error: server stopped: {e}"); ExitCode::from(1) }
-                Err(e) => { eprintln!("error: server task failed: {e}"); ExitCode::from(1) }
-            };
-        }
-    }
-    tracing::info!("shutting down");
-    running.shutdown.cancel();
-    match tokio::time::timeout(Duration::from_secs(5), task).await {
-        Ok(Ok(Ok(()))) => ExitCode::SUCCESS,
-        Ok(Ok(Err(e))) => {
-            eprintln!("error: server stopped: {e}");
-            ExitCode::from(1)
-        }
-        Ok(Err(e)) => {
-            eprintln!("error: server task failed: {e}");
-            ExitCode::from(1)
-        }
-        Err(_) => {
-            eprintln!("warning: connections still open after 5 s; exiting anyway");
-            ExitCode::SUCCESS
-        }
     }
 }
 

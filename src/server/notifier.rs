@@ -258,25 +258,7 @@ pub fn message(
             }),
         }),
         NotifyFormat::Ntfy => {
-            // ntfy takes JSON at its root URL, with the topic in the body.
-            let (scheme, rest) = webhook.split_once("://")?;
-            let (host, topic) = rest.split_once('/')?;
-            let topic = topic.trim_matches('/');
-            if host.is_empty() || topic.is_empty() || topic.contains('/') {
-                return None;
-            }
-            Some(Message {
-                url: format!("{scheme}://{host}/"),
-                body: json!({
-                    "topic": topic,
-                    "title": title,
-                    "message": format!("{summary}\n{session_title}"),
-                    "click": link,
-                    "tags": ["lock"],
-                    "priority": 4,
-                    "actions": ntfy_actions(link, answer_url),
-                }),
-            })
+            ntfy_message(webhook, &title, &summary, session_title, link, answer_url)
         }
         NotifyFormat::Slack => Some(Message {
             url: webhook.to_owned(),
@@ -294,6 +276,36 @@ pub fn message(
             }),
         }),
     }
+}
+
+/// ntfy takes JSON at its root URL, with the topic in the body; `None` when the URL names no
+/// one topic.
+fn ntfy_message(
+    webhook: &str,
+    title: &str,
+    summary: &str,
+    session_title: &str,
+    link: &str,
+    answer_url: Option<&str>,
+) -> Option<Message> {
+    let (scheme, rest) = webhook.split_once("://")?;
+    let (host, topic) = rest.split_once('/')?;
+    let topic = topic.trim_matches('/');
+    if host.is_empty() || topic.is_empty() || topic.contains('/') {
+        return None;
+    }
+    Some(Message {
+        url: format!("{scheme}://{host}/"),
+        body: json!({
+            "topic": topic,
+            "title": title,
+            "message": format!("{summary}\n{session_title}"),
+            "click": link,
+            "tags": ["lock"],
+            "priority": 4,
+            "actions": ntfy_actions(link, answer_url),
+        }),
+    })
 }
 
 /// ntfy's buttons: Approve and Deny post the decision to `answer_url` (its capability is the

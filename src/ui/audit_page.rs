@@ -167,35 +167,7 @@ fn AuditTable(
                 .collect::<Vec<_>>()
         })
     });
-    let load_more = move |_| {
-        if loading.get_untracked() {
-            return;
-        }
-        // Newest first: the next page is what came before the oldest one shown.
-        let before = entries.with_untracked(|e| e.last().map(|e| e.n));
-        let action = action.get_untracked();
-        loading.set(true);
-        note.set(None);
-        spawn_local(async move {
-            let result = api::audit(before, (!action.is_empty()).then_some(action), None).await;
-            loading.try_set(false);
-            match result {
-                Ok(more) if more.is_empty() => {
-                    note.try_set(Some("No older entries.".to_owned()));
-                }
-                Ok(more) => {
-                    let full = more.len() >= PAGE;
-                    entries.try_update(|e| e.extend(more));
-                    if !full {
-                        note.try_set(Some("These are all the entries so far.".to_owned()));
-                    }
-                }
-                Err(err) => {
-                    note.try_set(Some(api::error_message(&err)));
-                }
-            }
-        });
-    };
+    let load_more = move |_| load_older(entries, action, loading, note);
     view! {
         <p class="muted counts" data-testid="audit-count">
             {move || {
@@ -215,31 +187,75 @@ fn AuditTable(
                 </div>
             }
         >
-            <div class="table-wrap">
-                <table class="data-table audit-table">
-                    <thead>
-                        <tr>
-                            <th scope="col" class="num">"#"</th>
-                            <th scope="col">"Time"</th>
-                            <th scope="col">"Actor"</th>
-                            <th scope="col">"Action"</th>
-                            <th scope="col">"Subject"</th>
-                            <th scope="col">"Detail"</th>
-                        </tr>
-                    </thead>
-                    <tbody>
-                        <For each=move || visible.get() key=|e| e.n let:entry>
-                            <AuditRow entry/>
-                        </For>
-                    </tbody>
-                </table>
-            </div>
+            <EntriesTable visible/>
         </Show>
         <div class="load-more">
             <button type="button" data-testid="audit-more" disabled=move || loading.get() on:click=load_more>
                 {move || if loading.get() { "Loading…" } else { "Load older" }}
             </button>
             {move || note.get().map(|n| view! { <span class="muted" role="status">{n}</span> })}
+        </div>
+    }
+}
+
+/// The next page of older entries (newest first: what came before the oldest one shown),
+/// added to those loaded; a note says when there are no more.
+fn load_older(
+    entries: RwSignal<Vec<AuditEntry>>,
+    action: RwSignal<String>,
+    loading: RwSignal<bool>,
+    note: RwSignal<Option<String>>,
+) {
+    if loading.get_untracked() {
+        return;
+    }
+    let before = entries.with_untracked(|e| e.last().map(|e| e.n));
+    let action = action.get_untracked();
+    loading.set(true);
+    note.set(None);
+    spawn_local(async move {
+        let result = api::audit(before, (!action.is_empty()).then_some(action), None).await;
+        loading.try_set(false);
+        match result {
+            Ok(more) if more.is_empty() => {
+                note.try_set(Some("No older entries.".to_owned()));
+            }
+            Ok(more) => {
+                let full = more.len() >= PAGE;
+                entries.try_update(|e| e.extend(more));
+                if !full {
+                    note.try_set(Some("These are all the entries so far.".to_owned()));
+                }
+            }
+            Err(err) => {
+                note.try_set(Some(api::error_message(&err)));
+            }
+        }
+    });
+}
+
+/// The entries that match the filters, one row each.
+#[component]
+fn EntriesTable(visible: Memo<Vec<AuditEntry>>) -> impl IntoView {
+    view! {
+        <div class="table-wrap">
+            <table class="data-table audit-table">
+                <thead>
+                    <tr>
+                        <th scope="col" class="num">"#"</th>
+                        <th scope="col">"Time"</th>
+                        <th scope="col">"Actor"</th>
+                        <th scope="col">"Action"</th>
+                        <th scope="col">"Subject"</th>
+                        <th scope="col">"Detail"</th>
+                    </tr>
+                </thead>
+                <tbody>
+                    <For each=move || visible.get() key=|e| e.n let:entry>
+                        <AuditRow entry/>
+                    </For>
+                </tbody>
+            </table>
         </div>
     }
 }

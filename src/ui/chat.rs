@@ -1,7 +1,5 @@
 //! The chat of one session: header, transcript (from the log, then live) and composer.
 
-use std::time::Duration;
-
 use leptos::prelude::*;
 
 use leptos_meta::Title;
@@ -44,7 +42,7 @@ pub fn ChatView(snapshot: Snapshot) -> impl IntoView {
     provide_context(gates::ConnectionHealed(healed_count(feed).into()));
     let draft = RwSignal::new(String::new());
     let is_builtin = source.is_none();
-    let now_ms = clock();
+    let now_ms = crate::ui::when::clock();
     let items = Memo::new(move |_| transcript::build(&feed.events.read()));
     let pending = Memo::new(move |_| bus.still_pending(transcript::pending_gates(&items.read())));
     gates::watch_pending(bus, pending);
@@ -123,20 +121,6 @@ fn healed_count(feed: Feed) -> RwSignal<u64> {
         live
     });
     healed
-}
-
-/// The time now, in the browser, once a second (countdowns read it).
-fn clock() -> RwSignal<f64> {
-    let now_ms = RwSignal::new(0.0f64);
-    Effect::new(move |_| {
-        if let Ok(handle) = set_interval_with_handle(
-            move || now_ms.set(browser::now_ms()),
-            Duration::from_secs(1),
-        ) {
-            on_cleanup(move || handle.clear());
-        }
-    });
-    now_ms
 }
 
 /// What a screen reader hears: the newest card waiting.

@@ -45,27 +45,7 @@ pub fn Composer(
     let sending = RwSignal::new(false);
     let running = move || feed.running_turn.read().is_some();
 
-    let send = move || {
-        let text = draft.get_untracked();
-        if text.trim().is_empty() || sending.get_untracked() {
-            return;
-        }
-        sending.set(true);
-        error.set(None);
-        draft.set(String::new());
-        let session_id = feed.session_id.get_value();
-        let mode = feed.mode.get_untracked();
-        spawn_local(async move {
-            if let Err(err) =
-                api::send_message(session_id, text.clone(), mode.as_str().to_owned()).await
-            {
-                draft.set(text);
-                error.set(Some(api::error_message(&err)));
-            }
-            sending.set(false);
-        });
-    };
-
+    let send = move || send_draft(feed, draft, sending, error);
     let on_keydown = move |ev: KeyboardEvent| {
         if ev.key() == "Enter" && !ev.shift_key() && !ev.is_composing() {
             ev.prevent_default();
@@ -76,15 +56,7 @@ pub fn Composer(
         }
     };
 
-    let stop = move |_| {
-        let session_id = feed.session_id.get_value();
-        spawn_local(async move {
-            if let Err(err) = api::cancel_turn(session_id).await {
-                error.set(Some(api::error_message(&err)));
-            }
-        });
-    };
-
+    let stop = move |_| stop_turn(feed, error);
     view! {
         <form class="composer" class:folded=folded data-testid="composer-box"
             data-folded=move || folded().to_string()
@@ -116,6 +88,43 @@ pub fn Composer(
             {move || error.get().map(|e| view! { <p class="error" role="alert">{e}</p> })}
         </form>
     }
+}
+
+/// Sends what is typed (once at a time); a refusal puts the text back and says why.
+fn send_draft(
+    feed: Feed,
+    draft: RwSignal<String>,
+    sending: RwSignal<bool>,
+    error: RwSignal<Option<String>>,
+) {
+    let text = draft.get_untracked();
+    if text.trim().is_empty() || sending.get_untracked() {
+        return;
+    }
+    sending.set(true);
+    error.set(None);
+    draft.set(String::new());
+    let session_id = feed.session_id.get_value();
+    let mode = feed.mode.get_untracked();
+    spawn_local(async move {
+        if let Err(err) =
+            api::send_message(session_id, text.clone(), mode.as_str().to_owned()).await
+        {
+            draft.set(text);
+            error.set(Some(api::error_message(&err)));
+        }
+        sending.set(false);
+    });
+}
+
+/// Stop: cancels the running turn, saying why when it cannot.
+fn stop_turn(feed: Feed, error: RwSignal<Option<String>>) {
+    let session_id = feed.session_id.get_value();
+    spawn_local(async move {
+        if let Err(err) = api::cancel_turn(session_id).await {
+            error.set(Some(api::error_message(&err)));
+        }
+    });
 }
 
 /// The session's approval mode, as a select with each mode's one-line description.

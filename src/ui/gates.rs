@@ -184,19 +184,7 @@ pub fn install_keyboard(bus: CardBus, pending: Memo<Vec<ApprovalRequestBody>>) {
                 .filter(|a| ids.contains(a))
                 .or_else(|| bus.active.get_untracked().filter(|a| ids.contains(a)));
             if key == "j" || key == "k" {
-                let next = match active
-                    .as_ref()
-                    .and_then(|a| ids.iter().position(|i| i == a))
-                {
-                    // Nothing chosen yet: the first card, whichever way.
-                    None => 0,
-                    Some(at) if key == "j" => (at + 1).min(ids.len() - 1),
-                    Some(at) => at.saturating_sub(1),
-                };
-                bus.active.set(Some(ids[next].clone()));
-                let id = format!("gate-{}", ids[next]);
-                crate::ui::browser::scroll_into_view(&id);
-                crate::ui::browser::focus(&id);
+                move_between(bus, &ids, active.as_ref(), key == "j");
                 ev.prevent_default();
                 return;
             }
@@ -213,6 +201,49 @@ pub fn install_keyboard(bus: CardBus, pending: Memo<Vec<ApprovalRequestBody>>) {
     }
     #[cfg(not(feature = "hydrate"))]
     let _ = (bus, pending, key_command);
+}
+
+/// `j` (forward) or `k`: the next or previous pending card becomes the one the keys act on,
+/// scrolled to and focused; with none chosen yet, the first.
+#[cfg(feature = "hydrate")]
+fn move_between(bus: CardBus, ids: &[ApprovalId], active: Option<&ApprovalId>, forward: bool) {
+    let next = match active.and_then(|a| ids.iter().position(|i| i == a)) {
+        None => 0,
+        Some(at) if forward => (at + 1).min(ids.len() - 1),
+        Some(at) => at.saturating_sub(1),
+    };
+    bus.active.set(Some(ids[next].clone()));
+    let id = format!("gate-{}", ids[next]);
+    crate::ui::browser::scroll_into_view(&id);
+    crate::ui::browser::focus(&id);
+}
+
+/// Sends one answer to each of `gates`, one after another; how many it decided (a card
+/// another tab answered meanwhile is fine: its SSE event shows that).
+async fn answer_each(
+    session_id: &SessionId,
+    gates: &[ApprovalRequestBody],
+    decision: &str,
+    why: Option<String>,
+    client_id: String,
+) -> usize {
+    let mut answered = 0;
+    for gate in gates {
+        let input = DecisionInput {
+            decision: decision.to_owned(),
+            digest: Some(gate.digest.clone()),
+            client_id: Some(client_id.clone()),
+            reason: why.clone(),
+            ..DecisionInput::default()
+        };
+        if matches!(
+            api::decide(session_id.clone(), gate.approval_id.clone(), input).await,
+            Ok(crate::protocol::DecideOutcome::Decided { .. })
+        ) {
+            answered += 1;
+        }
+    }
+    answered
 }
 
 /// The sticky bar that answers the pending cards at once — every one but the sensitive
@@ -239,27 +270,10 @@ pub fn BulkBar(session_id: SessionId, pending: Memo<Vec<ApprovalRequestBody>>) -
     let answer_all = move |decision: &'static str, why: Option<String>| {
         let gates = ordinary.get_untracked();
         let left = pending.get_untracked().len() - gates.len();
-        let session_id = session_id.clone();
-        let client_id = client.get_untracked();
+        let (session_id, client_id) = (session_id.clone(), client.get_untracked());
         busy.set(true);
         spawn_local(async move {
-            let mut answered = 0;
-            for gate in &gates {
-                let input = DecisionInput {
-                    decision: decision.to_owned(),
-                    digest: Some(gate.digest.clone()),
-                    client_id: Some(client_id.clone()),
-                    reason: why.clone(),
-                    ..DecisionInput::default()
-                };
-                // A card another tab answered meanwhile is fine: its SSE event shows that.
-                if matches!(
-                    api::decide(session_id.clone(), gate.approval_id.clone(), input).await,
-                    Ok(crate::protocol::DecideOutcome::Decided { .. })
-                ) {
-                    answered += 1;
-                }
-            }
+            let answered = answer_each(&session_id, &gates, decision, why, client_id).await;
             let verb = if decision == "approve" {
                 "approved"
             } else {

@@ -31,15 +31,7 @@ fn Inbox() -> impl IntoView {
     let poll = expect_context::<PendingPoll>();
     provide_context(ClientId::new());
     provide_context(CardPlace::Inbox);
-    let healed = RwSignal::new(0u64);
-    Effect::new(move |was_failing: Option<bool>| {
-        let failing = poll.error.read().is_some();
-        if !failing && was_failing == Some(true) {
-            healed.update(|n| *n += 1);
-        }
-        failing
-    });
-    provide_context(gates::ConnectionHealed(healed.into()));
+    provide_context(gates::ConnectionHealed(healed_count(poll).into()));
     // The first list comes with the page (rendered on the server, answerable by its forms
     // before the script loads); the poll keeps it current from then on.
     let first = json::resource(|| (), |()| api::pending_approvals());
@@ -51,17 +43,7 @@ fn Inbox() -> impl IntoView {
     let bus = CardBus::new();
     provide_context(bus);
 
-    let now_ms = RwSignal::new(0.0f64);
-    Effect::new(move |_| {
-        now_ms.set(browser::now_ms());
-        if let Ok(handle) = set_interval_with_handle(
-            move || now_ms.set(browser::now_ms()),
-            Duration::from_secs(1),
-        ) {
-            on_cleanup(move || handle.clear());
-        }
-    });
-
+    let now_ms = crate::ui::when::clock();
     let pending = Memo::new(move |_| {
         bus.still_pending(
             gates()
@@ -80,21 +62,7 @@ fn Inbox() -> impl IntoView {
         })
     });
 
-    let state = move || match gates().map(|g| g.len()) {
-        None if poll.error.read().is_none() => {
-            Some(view! { <p class="loading" data-testid="inbox-loading">"Loading…"</p> }.into_any())
-        }
-        Some(0) => Some(
-            view! {
-                <div class="empty-state" data-testid="inbox-empty">
-                    <p>"Nothing waiting for you."</p>
-                    <p class="muted">"Approvals from every session appear here as they open."</p>
-                </div>
-            }
-            .into_any(),
-        ),
-        _ => None,
-    };
+    let state = move || list_state(gates().map(|g| g.len()), poll.error.read().is_some());
     view! {
         <header class="page-header">
             <h1>"Inbox"</h1>
@@ -115,6 +83,39 @@ fn Inbox() -> impl IntoView {
                 </For>
             </Suspense>
         </div>
+    }
+}
+
+/// Counts the times the list came back after it could not be refreshed (a card's "could not
+/// send" clears on it).
+fn healed_count(poll: PendingPoll) -> RwSignal<u64> {
+    let healed = RwSignal::new(0u64);
+    Effect::new(move |was_failing: Option<bool>| {
+        let failing = poll.error.read().is_some();
+        if !failing && was_failing == Some(true) {
+            healed.update(|n| *n += 1);
+        }
+        failing
+    });
+    healed
+}
+
+/// What the list says when it has no card to show: still loading, or nothing waiting.
+fn list_state(count: Option<usize>, failing: bool) -> Option<AnyView> {
+    match count {
+        None if !failing => {
+            Some(view! { <p class="loading" data-testid="inbox-loading">"Loading…"</p> }.into_any())
+        }
+        Some(0) => Some(
+            view! {
+                <div class="empty-state" data-testid="inbox-empty">
+                    <p>"Nothing waiting for you."</p>
+                    <p class="muted">"Approvals from every session appear here as they open."</p>
+                </div>
+            }
+            .into_any(),
+        ),
+        _ => None,
     }
 }
 

@@ -273,89 +273,112 @@ fn SessionList(
     current: Memo<String>,
     error: RwSignal<Option<String>>,
 ) -> impl IntoView {
-    let changed = ListChanged::from_context();
-    let admin = Viewer::get().admin;
-    let poll = use_context::<PendingPoll>();
     // The session whose × was pressed: it asks before anything is deleted.
     let confirming = RwSignal::new(None::<SessionId>);
     view! {
         <ul class="session-list">
-            {list.into_iter().map(|session| {
-                let id = session.id.clone();
-                let href = format!("/sessions/{}", session.id);
-                let is_current = {
-                    let id = id.clone();
-                    move || current.get() == id
-                };
-                let delete = {
-                    let id = id.clone();
-                    move |_| {
-                        let id = id.clone();
-                        let was_current = current.get_untracked() == id;
-                        spawn_local(async move {
-                            match api::delete_session(id).await {
-                                Ok(()) => {
-                                    changed.notify();
-                                    if was_current {
-                                        browser::go_to("/");
-                                    }
-                                }
-                                Err(err) => error.set(Some(api::error_message(&err))),
-                            }
-                        });
-                    }
-                };
-                let running = session.running_turn_id.is_some();
-                let source = session.source.clone().map(|source| view! { <SourceBadge source/> });
-                // Cards waiting in this session, live from the Inbox poll (any agent's).
-                let waiting = {
-                    let id = id.clone();
-                    move || {
-                        poll.map_or(0, |p| {
-                            p.gates.with(|g| {
-                                g.iter().flatten().filter(|g| g.body.session_id == id).count()
-                            })
-                        })
-                    }
-                };
-                let asking = {
-                    let id = id.clone();
-                    move || confirming.get().as_ref() == Some(&id)
-                };
-                let title = session.title.clone();
-                let ask = {
-                    let id = id.clone();
-                    move |_| confirming.set(Some(id.clone()))
-                };
-                view! {
-                    <li class="session-item" class:current=is_current data-testid="session-item"
-                        data-session-id=id.clone()>
-                        <a href=href data-testid="session-link" title=title.clone()>{title.clone()}</a>
-                        {source}
-                        {move || (waiting() > 0).then(|| {
-                            let n = waiting();
-                            view! {
-                                <span class="dot pending" role="img" data-testid="session-pending"
-                                    title=format!("{n} waiting for you") aria-label=format!("{n} waiting for you")></span>
-                            }
-                        })}
-                        {running.then(|| view! { <span class="dot running" title="a turn is running"></span> })}
-                        {admin.then(|| view! {
-                            <button class="delete-session" data-testid="delete-session" title="Delete session"
-                                aria-label=format!("Delete session {title}") on:click=ask>"×"</button>
-                        })}
-                        <Show when=asking.clone()>
-                            <div class="confirm-delete" role="alertdialog" aria-label="Delete this session?" data-testid="confirm-delete">
-                                <span>"Delete it and its history?"</span>
-                                <button type="button" class="danger" data-testid="confirm-delete-session" on:click=delete.clone()>"Delete"</button>
-                                <button type="button" data-testid="keep-session" on:click=move |_| confirming.set(None)>"Keep"</button>
-                            </div>
-                        </Show>
-                    </li>
-                }
-            }).collect_view()}
+            {list.into_iter().map(|session| view! { <SessionItem session current error confirming/> }).collect_view()}
         </ul>
     }
+}
+
+/// One session in the list: its title, whose it is, whether cards wait in it or a turn
+/// runs, and (for an admin) delete, which asks first.
+#[component]
+fn SessionItem(
+    session: Session,
+    current: Memo<String>,
+    error: RwSignal<Option<String>>,
+    confirming: RwSignal<Option<SessionId>>,
+) -> impl IntoView {
+    let changed = ListChanged::from_context();
+    let admin = Viewer::get().admin;
+    let poll = use_context::<PendingPoll>();
+    let id = session.id.clone();
+    let href = format!("/sessions/{}", session.id);
+    let is_current = {
+        let id = id.clone();
+        move || current.get() == id
+    };
+    let delete = {
+        let id = id.clone();
+        move |_| delete_session(id.clone(), current, changed, error)
+    };
+    let running = session.running_turn_id.is_some();
+    let source = session
+        .source
+        .clone()
+        .map(|source| view! { <SourceBadge source/> });
+    // Cards waiting in this session, live from the Inbox poll (any agent's).
+    let waiting = {
+        let id = id.clone();
+        move || {
+            poll.map_or(0, |p| {
+                p.gates.with(|g| {
+                    g.iter()
+                        .flatten()
+                        .filter(|g| g.body.session_id == id)
+                        .count()
+                })
+            })
+        }
+    };
+    let asking = {
+        let id = id.clone();
+        move || confirming.get().as_ref() == Some(&id)
+    };
+    let title = session.title.clone();
+    let ask = {
+        let id = id.clone();
+        move |_| confirming.set(Some(id.clone()))
+    };
+    view! {
+        <li class="session-item" class:current=is_current data-testid="session-item"
+            data-session-id=id.clone()>
+            <a href=href data-testid="session-link" title=title.clone()>{title.clone()}</a>
+            {source}
+            {move || (waiting() > 0).then(|| {
+                let n = waiting();
+                view! {
+                    <span class="dot pending" role="img" data-testid="session-pending"
+                        title=format!("{n} waiting for you") aria-label=format!("{n} waiting for you")></span>
+                }
+            })}
+            {running.then(|| view! { <span class="dot running" title="a turn is running"></span> })}
+            {admin.then(|| view! {
+                <button class="delete-session" data-testid="delete-session" title="Delete session"
+                    aria-label=format!("Delete session {title}") on:click=ask>"×"</button>
+            })}
+            <Show when=asking.clone()>
+                <div class="confirm-delete" role="alertdialog" aria-label="Delete this session?" data-testid="confirm-delete">
+                    <span>"Delete it and its history?"</span>
+                    <button type="button" class="danger" data-testid="confirm-delete-session" on:click=delete.clone()>"Delete"</button>
+                    <button type="button" data-testid="keep-session" on:click=move |_| confirming.set(None)>"Keep"</button>
+                </div>
+            </Show>
+        </li>
+    }
+}
+
+/// Deletes a session; the list is told, and a page showing it goes home.
+fn delete_session(
+    id: SessionId,
+    current: Memo<String>,
+    changed: ListChanged,
+    error: RwSignal<Option<String>>,
+) {
+    let was_current = current.get_untracked() == id;
+    spawn_local(async move {
+        match api::delete_session(id).await {
+            Ok(()) => {
+                changed.notify();
+                if was_current {
+                    browser::go_to("/");
+                }
+            }
+            Err(err) => error.set(Some(api::error_message(&err))),
+        }
+    });
 }
 
 /// Inbox (with the number of gates waiting across sessions), Rules, Audit, Config, Tokens.

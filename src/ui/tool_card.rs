@@ -30,62 +30,13 @@ fn elapsed(started_at: &Timestamp, now_ms: f64) -> Option<u64> {
 #[component]
 pub fn ToolCard(item: ToolItem, now_ms: RwSignal<f64>) -> impl IntoView {
     let title = crate::shown::text(&summary(&item.tool, &item.args));
-    let args = crate::shown::text(&serde_json::to_string_pretty(&item.args).unwrap_or_default());
     let class = class_name(item.class);
-    // An edited call: the row shows the edited arguments (`item.args`), says who edited them,
-    // and keeps the proposal and the diff one click away.
-    let edited = item.edited.clone();
-    let edited_chip = edited
+    let edited_chip = item
+        .edited
         .is_some()
         .then(|| view! { <span class="edited-chip" data-testid="edited-chip">"edited"</span> });
-    let edit_details = edited.map(|edit| {
-        let edit = *edit;
-        let unchanged = edit.proposed == item.args;
-        let proposed =
-            crate::shown::text(&serde_json::to_string_pretty(&edit.proposed).unwrap_or_default());
-        view! {
-            <div class="tool-edit" data-testid="tool-edited">
-                <EditedMarker resolution=edit.resolution unchanged/>
-                <details class="tool-args"><summary>"as the agent proposed it"</summary>
-                    <pre data-testid="tool-proposed-args">{proposed}</pre>
-                </details>
-            </div>
-        }
-    });
-    let by_rule = item.rule_pattern.clone().map(|pattern| {
-        view! {
-            <span class="rule-chip" data-testid="allowed-by-rule">
-                "allowed by rule " <code>{crate::shown::text(&pattern)}</code>
-            </span>
-        }
-    });
-    match item.result {
-        Some((status, output)) => {
-            // A denial's reason is on the card above; the row only says it did not run.
-            let failed = !matches!(status, ToolStatus::Ok | ToolStatus::Denied);
-            let line = match status {
-                ToolStatus::Denied => "denied, not run".to_owned(),
-                _ => outcome_line(&output),
-            };
-            // What a tool printed is the world's text, and the agent's to shape: shown.
-            let output = crate::shown::text(&output);
-            view! {
-                <details class=format!("tool tool-{class} status-{}", status.as_str())
-                    data-testid="tool-result" data-status=status.as_str() data-call-id=item.call_id open=failed>
-                    <summary>
-                        <span class="tool-title">{title}</span>
-                        {edited_chip}
-                        {by_rule}
-                        <span class="tool-outcome">{format!(" → {line}")}</span>
-                        <span class="tool-status">{status.as_str()}</span>
-                    </summary>
-                    <pre class="tool-output">{output}</pre>
-                    {edit_details}
-                    <details class="tool-args"><summary>"arguments"</summary><pre data-testid="tool-args">{args}</pre></details>
-                </details>
-            }
-            .into_any()
-        }
+    match item.result.clone() {
+        Some((status, output)) => view! { <FinishedRow item title status output/> }.into_any(),
         None => {
             let started = item.started_at.clone();
             let awaiting = item.verdict == Verdict::Ask && started.is_none();
@@ -114,5 +65,70 @@ pub fn ToolCard(item: ToolItem, now_ms: RwSignal<f64>) -> impl IntoView {
             }
             .into_any()
         }
+    }
+}
+
+/// A call that has its result: what it printed (open when it failed), the rule that let it
+/// run, and for an edited call what the agent proposed.
+#[component]
+fn FinishedRow(item: ToolItem, title: String, status: ToolStatus, output: String) -> impl IntoView {
+    let class = class_name(item.class);
+    let args = crate::shown::text(&serde_json::to_string_pretty(&item.args).unwrap_or_default());
+    let edited_chip = item
+        .edited
+        .is_some()
+        .then(|| view! { <span class="edited-chip" data-testid="edited-chip">"edited"</span> });
+    let edit_details = item
+        .edited
+        .clone()
+        .map(|edit| edit_details(*edit, &item.args));
+    let by_rule = item.rule_pattern.clone().map(|pattern| {
+        view! {
+            <span class="rule-chip" data-testid="allowed-by-rule">
+                "allowed by rule " <code>{crate::shown::text(&pattern)}</code>
+            </span>
+        }
+    });
+    // A denial's reason is on the card above; the row only says it did not run.
+    let failed = !matches!(status, ToolStatus::Ok | ToolStatus::Denied);
+    let line = match status {
+        ToolStatus::Denied => "denied, not run".to_owned(),
+        _ => outcome_line(&output),
+    };
+    // What a tool printed is the world's text, and the agent's to shape: shown.
+    let output = crate::shown::text(&output);
+    view! {
+        <details class=format!("tool tool-{class} status-{}", status.as_str())
+            data-testid="tool-result" data-status=status.as_str() data-call-id=item.call_id open=failed>
+            <summary>
+                <span class="tool-title">{title}</span>
+                {edited_chip}
+                {by_rule}
+                <span class="tool-outcome">{format!(" → {line}")}</span>
+                <span class="tool-status">{status.as_str()}</span>
+            </summary>
+            <pre class="tool-output">{output}</pre>
+            {edit_details}
+            <details class="tool-args"><summary>"arguments"</summary><pre data-testid="tool-args">{args}</pre></details>
+        </details>
+    }
+}
+
+/// An edited call: the row shows the edited arguments (`item.args`), says who edited them,
+/// and keeps the proposal one click away.
+fn edit_details(
+    edit: crate::ui::transcript::EditedCall,
+    args: &serde_json::Value,
+) -> impl IntoView + use<> {
+    let unchanged = edit.proposed == *args;
+    let proposed =
+        crate::shown::text(&serde_json::to_string_pretty(&edit.proposed).unwrap_or_default());
+    view! {
+        <div class="tool-edit" data-testid="tool-edited">
+            <EditedMarker resolution=edit.resolution unchanged/>
+            <details class="tool-args"><summary>"as the agent proposed it"</summary>
+                <pre data-testid="tool-proposed-args">{proposed}</pre>
+            </details>
+        </div>
     }
 }

@@ -69,3 +69,19 @@ pub fn When(at: Timestamp, #[prop(optional)] precision: Precision) -> impl IntoV
         <time datetime=at.as_str().to_owned() title=hover data-testid="when">{move || text.get()}</time>
     }
 }
+
+/// The time now, in the browser, ticking once a second (countdowns read it); on the server it
+/// stays at 0.
+pub fn clock() -> RwSignal<f64> {
+    let now_ms = RwSignal::new(0.0f64);
+    Effect::new(move |_| {
+        now_ms.set(crate::ui::browser::now_ms());
+        if let Ok(handle) = set_interval_with_handle(
+            move || now_ms.set(crate::ui::browser::now_ms()),
+            std::time::Duration::from_secs(1),
+        ) {
+            on_cleanup(move || handle.clear());
+        }
+    });
+    now_ms
+}

@@ -587,7 +587,8 @@ async fn rules_and_calls_already_let_run_are_held_to_the_step_up() {
     assert_eq!(card["reason"], "mode", "{card}");
     assert!(!ts.ws("ruled.txt").exists());
 
-    // A yolo turn whose second call waits for the one slot while the setting changes.
+    // A yolo turn whose second call waits for the one slot while the setting changes (the
+    // first holds it long enough for a reload under a loaded machine).
     reconfigure(
         &ts,
         "[approvals]\nrequire_passkey = \"off\"\n[tools]\nmax_parallel = 1\n",
@@ -597,7 +598,7 @@ async fn rules_and_calls_already_let_run_are_held_to_the_step_up() {
     let turn = ts
         .send_msg(
             &other,
-            "parallel:\nrun: sleep 2\nrun: echo late > late.txt",
+            "parallel:\nrun: sleep 6\nrun: echo late > late.txt",
             None,
         )
         .await;

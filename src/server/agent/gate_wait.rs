@@ -214,26 +214,9 @@ impl Turn {
                     .unwrap_or_else(|| call.args.clone());
                 self.execute(call, &edited, floor_cleared).await
             }
-            Decision::Deny => {
-                no_run(
-                    ToolStatus::Denied,
-                    gates_text::denied(resolution.reason.as_deref()),
-                )
-                .await
-            }
-            Decision::Timeout => {
-                no_run(
-                    ToolStatus::Timeout,
-                    format!("no answer within {window}; the call was not run"),
-                )
-                .await
-            }
-            Decision::Cancelled => {
-                no_run(
-                    ToolStatus::Cancelled,
-                    "the turn was cancelled while this waited for approval; it was not run".into(),
-                )
-                .await
+            refused => {
+                let (status, output) = not_run(refused, &resolution, &window);
+                no_run(status, output).await
             }
         }
     }
@@ -299,26 +282,49 @@ impl Turn {
                 ),
             )
         } else {
-            match resolution.decision {
-                Decision::Deny => (
-                    ToolStatus::Denied,
-                    format!(
-                        "{}; still in plan mode",
-                        gates_text::denied(resolution.reason.as_deref())
-                    ),
-                ),
-                Decision::Timeout => (
-                    ToolStatus::Timeout,
-                    "no answer in time: still in plan mode; nothing was carried out".to_owned(),
-                ),
-                _ => (
-                    ToolStatus::Cancelled,
-                    "the turn was cancelled while the plan waited; still in plan mode".to_owned(),
-                ),
-            }
+            plan_kept(resolution)
         };
         self.finish_without_running(call, Vec::new(), status, output)
             .await
+    }
+}
+
+/// What the agent is told of a call its card did not let run.
+fn not_run(decision: Decision, resolution: &Resolution, window: &str) -> (ToolStatus, String) {
+    match decision {
+        Decision::Deny => (
+            ToolStatus::Denied,
+            gates_text::denied(resolution.reason.as_deref()),
+        ),
+        Decision::Timeout => (
+            ToolStatus::Timeout,
+            format!("no answer within {window}; the call was not run"),
+        ),
+        _ => (
+            ToolStatus::Cancelled,
+            "the turn was cancelled while this waited for approval; it was not run".into(),
+        ),
+    }
+}
+
+/// What the agent is told of a plan its card did not approve: it stays in plan mode.
+fn plan_kept(resolution: &Resolution) -> (ToolStatus, String) {
+    match resolution.decision {
+        Decision::Deny => (
+            ToolStatus::Denied,
+            format!(
+                "{}; still in plan mode",
+                gates_text::denied(resolution.reason.as_deref())
+            ),
+        ),
+        Decision::Timeout => (
+            ToolStatus::Timeout,
+            "no answer in time: still in plan mode; nothing was carried out".to_owned(),
+        ),
+        _ => (
+            ToolStatus::Cancelled,
+            "the turn was cancelled while the plan waited; still in plan mode".to_owned(),
+        ),
     }
 }
 

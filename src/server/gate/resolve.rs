@@ -62,36 +62,14 @@ async fn commit_with(
         ..Commit::default()
     };
     crate::timeline::mark("resolve: gate checked");
-    let mut tool_started = starts_tool_here(hub, session_id, request, &resolution);
-    if tool_started {
-        let started = NewEvent::new(
-            Some(&request.turn_id),
-            EventBody::ToolStarted {
-                call_id: request.body.call_id.clone(),
-            },
-        );
-        // Written for the turn, so fenced by its lease like the turn's own writes.
-        let fenced = Commit {
-            lease: Some(LeaseStep::Hold(request.turn_id.clone())),
-            ..commit.clone()
-        };
-        match hub
-            .commit(session_id, vec![resolved.clone(), started], fenced, || ())
-            .await
-        {
-            Ok(_) => {}
-            // Another instance holds the turn now: answer without starting anything for it.
-            Err(StoreError::LeaseLost(_)) => {
-                tool_started = false;
-                hub.commit(session_id, vec![resolved], commit, || ())
-                    .await?;
-            }
-            Err(other) => return Err(other),
+    let tool_started = match starts_tool_here(hub, session_id, request, &resolution) {
+        true => commit_and_start(hub, session_id, request, resolved, commit).await?,
+        false => {
+            hub.commit(session_id, vec![resolved], commit, || ())
+                .await?;
+            false
         }
-    } else {
-        hub.commit(session_id, vec![resolved], commit, || ())
-            .await?;
-    }
+    };
     hub.wake_with(
         session_id,
         Wake {
@@ -100,6 +78,40 @@ async fn commit_with(
         },
     );
     Ok(resolution)
+}
+
+/// Commits the answer with the call's `tool_started`, written for the turn and so fenced by
+/// its lease like the turn's own writes; when another instance holds the turn now, the
+/// answer alone (nothing is started for it). Whether the tool was started.
+async fn commit_and_start(
+    hub: &Hub,
+    session_id: &SessionId,
+    request: &ApprovalRequest,
+    resolved: NewEvent,
+    commit: Commit,
+) -> Result<bool, StoreError> {
+    let started = NewEvent::new(
+        Some(&request.turn_id),
+        EventBody::ToolStarted {
+            call_id: request.body.call_id.clone(),
+        },
+    );
+    let fenced = Commit {
+        lease: Some(LeaseStep::Hold(request.turn_id.clone())),
+        ..commit.clone()
+    };
+    match hub
+        .commit(session_id, vec![resolved.clone(), started], fenced, || ())
+        .await
+    {
+        Ok(_) => Ok(true),
+        Err(StoreError::LeaseLost(_)) => {
+            hub.commit(session_id, vec![resolved], commit, || ())
+                .await?;
+            Ok(false)
+        }
+        Err(other) => Err(other),
+    }
 }
 
 /// Whether the call's `tool_started` commits with this resolution: a tool gate answered so

@@ -259,57 +259,12 @@ pub(super) fn CardBody(
     request: ApprovalRequestBody,
     #[prop(default = None)] edit: Option<Resolution>,
 ) -> impl IntoView {
-    let pretty =
-        |v: &serde_json::Value| shown::text(&serde_json::to_string_pretty(v).unwrap_or_default());
-    let args = pretty(&request.args);
-    let edits = edit.as_ref().and_then(|r| r.edits.clone());
-    if let Some(edits) = edits {
-        let ran = match &edits {
-            serde_json::Value::String(revised) => view! {
-                <p class="card-ran-label">"Revised proposal (what the agent was told):"</p>
-                <pre class="card-ran" data-testid="card-ran">{shown::text(revised)}</pre>
-            }
-            .into_any(),
-            other => view! {
-                <details class="card-args" open=true>
-                    <summary>"Arguments, as edited (what ran)"</summary>
-                    <pre data-testid="card-args">{pretty(other)}</pre>
-                </details>
-            }
-            .into_any(),
-        };
-        let proposal = (!request.proposal_html.is_empty()).then(|| {
-            view! { <div class="proposal" data-testid="proposal" inner_html=request.proposal_html.clone()></div> }
-        });
-        let diff = request
-            .diff
-            .as_deref()
-            .map(shown::text)
-            .map(|text| view! { <Diff text/> });
-        return view! {
-            {agent_says(&request)}
-            <p class="card-why">"Why: " {shown::text(&request.reason_detail)}</p>
-            {ran}
-            <details class="card-proposed" data-testid="card-proposed">
-                <summary>"As the agent proposed it"</summary>
-                {proposal}
-                {diff}
-                <pre data-testid="card-proposed-args">{args}</pre>
-            </details>
-        }
-        .into_any();
+    if let Some(edits) = edit.and_then(|r| r.edits) {
+        return view! { <EditedBody request edits/> }.into_any();
     }
-    let proposal = (!request.proposal_html.is_empty()).then(|| {
-        view! { <div class="proposal" data-testid="proposal" inner_html=request.proposal_html.clone()></div> }
-    });
     // An outside agent's call has no diff to read unless it edits a file: its input is what
     // there is to read, so it shows unfolded.
     let open_args = request.kind == GateKind::External && request.diff.is_none();
-    let diff = request
-        .diff
-        .as_deref()
-        .map(shown::text)
-        .map(|text| view! { <Diff text/> });
     let hidden = holds_hidden(&request).then(|| {
         view! {
             <p class="card-hidden" role="alert" data-testid="card-hidden">
@@ -321,15 +276,67 @@ pub(super) fn CardBody(
         {hidden}
         {agent_says(&request)}
         <p class="card-why">"Why: " {shown::text(&request.reason_detail)}</p>
-        {proposal}
-        {diff}
+        {proposal_of(&request)}
+        {diff_of(&request)}
         // A budget card has no call to show: what ran out is in its proposal.
         {(request.kind != GateKind::Budget).then(|| view! {
             <details class="card-args" open=open_args>
                 <summary>"Arguments"</summary>
-                <pre data-testid="card-args">{args}</pre>
+                <pre data-testid="card-args">{pretty(&request.args)}</pre>
             </details>
         })}
     }
     .into_any()
+}
+
+/// An answered card whose answer edited it: what ran (or the revised proposal the agent was
+/// told), and what the agent proposed folded beneath.
+#[component]
+fn EditedBody(request: ApprovalRequestBody, edits: serde_json::Value) -> impl IntoView {
+    let ran = match &edits {
+        serde_json::Value::String(revised) => view! {
+            <p class="card-ran-label">"Revised proposal (what the agent was told):"</p>
+            <pre class="card-ran" data-testid="card-ran">{shown::text(revised)}</pre>
+        }
+        .into_any(),
+        other => view! {
+            <details class="card-args" open=true>
+                <summary>"Arguments, as edited (what ran)"</summary>
+                <pre data-testid="card-args">{pretty(other)}</pre>
+            </details>
+        }
+        .into_any(),
+    };
+    view! {
+        {agent_says(&request)}
+        <p class="card-why">"Why: " {shown::text(&request.reason_detail)}</p>
+        {ran}
+        <details class="card-proposed" data-testid="card-proposed">
+            <summary>"As the agent proposed it"</summary>
+            {proposal_of(&request)}
+            {diff_of(&request)}
+            <pre data-testid="card-proposed-args">{pretty(&request.args)}</pre>
+        </details>
+    }
+}
+
+/// JSON laid out to be read, through `shown`.
+fn pretty(value: &serde_json::Value) -> String {
+    shown::text(&serde_json::to_string_pretty(value).unwrap_or_default())
+}
+
+/// The proposal, as its sanitized HTML, if the card has one.
+fn proposal_of(request: &ApprovalRequestBody) -> Option<impl IntoView + use<>> {
+    (!request.proposal_html.is_empty()).then(|| {
+        view! { <div class="proposal" data-testid="proposal" inner_html=request.proposal_html.clone()></div> }
+    })
+}
+
+/// The diff of the file the call would change, if it has one.
+fn diff_of(request: &ApprovalRequestBody) -> Option<impl IntoView + use<>> {
+    request
+        .diff
+        .as_deref()
+        .map(shown::text)
+        .map(|text| view! { <Diff text/> })
 }

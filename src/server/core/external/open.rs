@@ -75,10 +75,25 @@ impl Core {
             return Ok((false, found));
         }
         drop(serial);
-        let approval_id = request.body.approval_id.clone();
-        match answer_now(&approval_id, verdict.outcome) {
+        self.answer_or_park(&checked, &request, verdict.outcome, &live)
+            .await?;
+        let approval_id = &request.body.approval_id;
+        Ok((true, self.stored_state(&session_id, approval_id).await?))
+    }
+
+    /// A gate the pipeline answered is resolved at once (a rule's use counted); one that asks
+    /// waits for the person, its deadline armed and the person notified.
+    async fn answer_or_park(
+        &self,
+        checked: &Checked,
+        request: &ApprovalRequest,
+        outcome: Outcome,
+        live: &Live,
+    ) -> Result<(), Error> {
+        let session_id = &request.body.session_id;
+        match answer_now(&request.body.approval_id, outcome) {
             Some((resolution, rule_used)) => {
-                resolve::commit_rule_use(&self.hub, &session_id, &request, resolution, rule_used)
+                resolve::commit_rule_use(&self.hub, session_id, request, resolution, rule_used)
                     .await?;
             }
             None => {
@@ -92,7 +107,7 @@ impl Core {
                     .gate_opened(&live.config, &request.body, &title);
             }
         }
-        Ok((true, self.stored_state(&session_id, &approval_id).await?))
+        Ok(())
     }
 
     /// The gate this credential opened under `key` within the window, if it is this very call's.

@@ -214,6 +214,25 @@ fn err(what: &str) -> impl Fn(&dyn std::fmt::Display) -> String + '_ {
     move |e| format!("cannot build the sandbox ({what}): {e}")
 }
 
+/// What the sandbox holds, in one line for the log and the Config page.
+fn summary(grants: &Grants, network: bool) -> String {
+    let abi = match support() {
+        Support::Available(v) => v,
+        Support::Missing => 0,
+    };
+    format!(
+        "sandbox: Landlock ABI {abi}; tools write only in {}; read {} system and extra paths; network {}",
+        grants
+            .write
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+        grants.read.len(),
+        if network { "on" } else { "off (no TCP)" },
+    )
+}
+
 impl Rules {
     pub fn build(grants: &Grants, network: bool) -> Result<Rules, String> {
         let all = AccessFs::from_all(ABI_TARGET);
@@ -272,25 +291,10 @@ impl Rules {
             .ok()
             .and_then(|s| s.trim().parse().ok())
             .unwrap_or(63);
-        let abi = match support() {
-            Support::Available(v) => v,
-            Support::Missing => 0,
-        };
-        let summary = format!(
-            "sandbox: Landlock ABI {abi}; tools write only in {}; read {} system and extra paths; network {}",
-            grants
-                .write
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", "),
-            grants.read.len(),
-            if network { "on" } else { "off (no TCP)" },
-        );
         Ok(Rules {
             fd,
             cap_last,
-            summary,
+            summary: summary(grants, network),
         })
     }
 
