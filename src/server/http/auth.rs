@@ -46,6 +46,11 @@ fn same_origin(headers: &HeaderMap) -> bool {
 #[derive(Clone, Copy, Debug)]
 pub struct CrossSite;
 
+/// The credential presented could not be looked up (the store is down): every route that
+/// needs one answers `503 storage_unavailable`; public routes do not look.
+#[derive(Clone, Copy, Debug)]
+pub struct LookupFailed;
+
 /// Finds who is asking and records it in the request's extensions (`Principal`, and what it
 /// presented, `Presented`, by hash), where each route's check (`scopes`), handlers and
 /// server functions read it. Refuses nothing itself: what a route needs is declared with the
@@ -67,9 +72,11 @@ pub async fn require_auth(State(state): State<AppState>, mut req: Request, next:
     let principal = match state.core.who_presented(&presented).await {
         Ok(Some(principal)) => principal,
         Ok(None) => return next.run(req).await,
-        // Nobody is found: a public route still answers, and any other refuses (`401`).
+        // Nobody can be found: a public route still answers; any other says the store is
+        // down (`503`), as the operation itself would.
         Err(err) => {
             tracing::warn!(error = %err, "could not look up a credential");
+            req.extensions_mut().insert(LookupFailed);
             return next.run(req).await;
         }
     };

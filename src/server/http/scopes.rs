@@ -68,6 +68,14 @@ pub fn refusal(need: Need, req: &Request) -> Option<Response> {
     if req.extensions().get::<super::auth::CrossSite>().is_some() {
         return Some(ApiError::Csrf.into_response());
     }
+    if req
+        .extensions()
+        .get::<super::auth::LookupFailed>()
+        .is_some()
+    {
+        let down = crate::server::core::Error::StorageUnavailable;
+        return Some(ApiError::Core(down).into_response());
+    }
     let Some(who) = req.extensions().get::<Principal>() else {
         return Some(super::auth::unauthenticated(req));
     };
