@@ -421,15 +421,19 @@ async fn run_figures(
         take("figure 11", one(group_f(root, counts).await));
     }
     if args.wants(&[8]) {
-        let bundle = bundle::run(&args.site_pkg).map(|f| vec![f]).map_err(|e| {
-            format!(
-                "no bundle at {} ({e}); build it with scripts/lib.sh build_site",
-                args.site_pkg.display()
-            )
-        });
-        take("figure 8", bundle);
+        take("figure 8", bundle_figure(&args.site_pkg));
     }
     (figures, failures)
+}
+
+/// Figure 8, the bundle's size, read from the built site (not a server's).
+fn bundle_figure(site_pkg: &std::path::Path) -> std::result::Result<Vec<Figure>, String> {
+    bundle::run(site_pkg).map(|f| vec![f]).map_err(|e| {
+        format!(
+            "no bundle at {} ({e}); build it with scripts/lib.sh build_site",
+            site_pkg.display()
+        )
+    })
 }
 
 /// Prints the figures (as lines already, or as one JSON document) and what failed.

@@ -11,6 +11,30 @@ use super::{BenchError, BenchServer, Counts, Figure, Result, common_conditions, 
 /// Read-only tool calls per filler message: under the default budget of 50 per turn.
 const CALLS_PER_TURN: usize = 45;
 
+/// The session's page loaded `loads` times in sequence: each load's ms, and the page's size.
+async fn load_page(server: &BenchServer, sid: &str, loads: usize) -> Result<(Vec<f64>, usize)> {
+    let url = format!("{}/sessions/{sid}", server.base);
+    let mut samples = Vec::with_capacity(loads);
+    let mut bytes = 0usize;
+    for _ in 0..loads {
+        let t0 = Instant::now();
+        let resp = server.http.get(&url).send().await?;
+        let status = resp.status();
+        let body = resp.text().await?;
+        let d = t0.elapsed();
+        if !status.is_success() {
+            return Err(BenchError::Status {
+                what: "session page".into(),
+                status: status.as_u16(),
+                body: body.chars().take(200).collect(),
+            });
+        }
+        bytes = body.len();
+        samples.push(ms(d));
+    }
+    Ok((samples, bytes))
+}
+
 pub async fn run(server: &BenchServer, counts: Counts) -> Result<Figure> {
     let sid = server.create_session("ask").await?;
     let mut feed = server.events(&sid, 0).await?;
@@ -27,25 +51,7 @@ pub async fn run(server: &BenchServer, counts: Counts) -> Result<Figure> {
     drop(feed);
     events = server.cursor(&sid).await?;
 
-    let url = format!("{}/sessions/{sid}", server.base);
-    let mut samples = Vec::with_capacity(counts.page_loads);
-    let mut bytes = 0usize;
-    for _ in 0..counts.page_loads {
-        let t0 = Instant::now();
-        let resp = server.http.get(&url).send().await?;
-        let status = resp.status();
-        let body = resp.text().await?;
-        let d = t0.elapsed();
-        if !status.is_success() {
-            return Err(BenchError::Status {
-                what: "session page".into(),
-                status: status.as_u16(),
-                body: body.chars().take(200).collect(),
-            });
-        }
-        bytes = body.len();
-        samples.push(ms(d));
-    }
+    let (samples, bytes) = load_page(server, &sid, counts.page_loads).await?;
     let p50 = percentile(&samples, 50.0);
     let p99 = percentile(&samples, 99.0);
     // Leave the server idle: answer the gate.

@@ -105,68 +105,62 @@ fn classify(entry: &Value) -> Line {
             Some(text) => Line::Said(text),
             None => Line::Other,
         },
-        "user" => {
-            let content = entry.pointer("/message/content");
-            let prompt = match content {
-                Some(Value::String(_)) => true,
-                // A user entry holding only tool results is the agent's own loop.
-                Some(Value::Array(blocks)) => blocks
-                    .iter()
-                    .any(|b| b.get("type").and_then(Value::as_str) == Some("text")),
-                _ => false,
-            };
-            let result = matches!(content, Some(Value::Array(blocks)) if blocks
-                .iter()
-                .any(|b| b.get("type").and_then(Value::as_str) == Some("tool_result")));
-            match (prompt, result) {
-                (true, _) => Line::Person,
-                (false, true) => Line::Result,
-                (false, false) => Line::Other,
-            }
-        }
+        "user" => claude_user(entry.pointer("/message/content")),
         // Codex.
-        "response_item" => {
-            let payload = entry.get("payload");
-            let message =
-                payload.and_then(|p| p.get("type")).and_then(Value::as_str) == Some("message");
-            match payload.and_then(|p| p.get("role")).and_then(Value::as_str) {
-                Some("assistant") if message => {
-                    match texts(
-                        payload.and_then(|p| p.get("content")),
-                        &["output_text", "text"],
-                    ) {
-                        Some(text) => Line::Said(text),
-                        None => Line::Other,
-                    }
-                }
-                Some("user") if message => Line::Person,
-                _ if payload
-                    .and_then(|p| p.get("type"))
-                    .and_then(Value::as_str)
-                    .is_some_and(|t| t.ends_with("_output")) =>
-                {
-                    Line::Result
-                }
-                _ => Line::Other,
+        "response_item" => codex_response_item(entry.get("payload")),
+        "event_msg" => codex_event(entry.get("payload")),
+        _ => Line::Other,
+    }
+}
+
+/// A Claude Code user entry: the person's prompt, or only tool results (the agent's own loop).
+fn claude_user(content: Option<&Value>) -> Line {
+    let has = |kind: &str| match content {
+        Some(Value::Array(blocks)) => blocks
+            .iter()
+            .any(|b| b.get("type").and_then(Value::as_str) == Some(kind)),
+        _ => false,
+    };
+    let prompt = matches!(content, Some(Value::String(_))) || has("text");
+    match (prompt, has("tool_result")) {
+        (true, _) => Line::Person,
+        (false, true) => Line::Result,
+        (false, false) => Line::Other,
+    }
+}
+
+/// A Codex `response_item`: the agent's message, the person's, or a tool's output.
+fn codex_response_item(payload: Option<&Value>) -> Line {
+    let kind = payload.and_then(|p| p.get("type")).and_then(Value::as_str);
+    let message = kind == Some("message");
+    match payload.and_then(|p| p.get("role")).and_then(Value::as_str) {
+        Some("assistant") if message => {
+            let content = payload.and_then(|p| p.get("content"));
+            match texts(content, &["output_text", "text"]) {
+                Some(text) => Line::Said(text),
+                None => Line::Other,
             }
         }
-        "event_msg" => {
-            let payload = entry.get("payload");
-            match payload.and_then(|p| p.get("type")).and_then(Value::as_str) {
-                Some("agent_message") => {
-                    match payload
-                        .and_then(|p| p.get("message"))
-                        .and_then(Value::as_str)
-                    {
-                        Some(text) => Line::Said(text.to_owned()),
-                        None => Line::Other,
-                    }
-                }
-                Some("user_message") => Line::Person,
-                Some(t) if t.ends_with("_end") => Line::Result,
-                _ => Line::Other,
+        Some("user") if message => Line::Person,
+        _ if kind.is_some_and(|t| t.ends_with("_output")) => Line::Result,
+        _ => Line::Other,
+    }
+}
+
+/// A Codex `event_msg`: the agent's words, the person's, or the end of a tool's run.
+fn codex_event(payload: Option<&Value>) -> Line {
+    match payload.and_then(|p| p.get("type")).and_then(Value::as_str) {
+        Some("agent_message") => {
+            match payload
+                .and_then(|p| p.get("message"))
+                .and_then(Value::as_str)
+            {
+                Some(text) => Line::Said(text.to_owned()),
+                None => Line::Other,
             }
         }
+        Some("user_message") => Line::Person,
+        Some(t) if t.ends_with("_end") => Line::Result,
         _ => Line::Other,
     }
 }

@@ -876,33 +876,7 @@ pub mod keys {
                 key: key.to_owned(),
             });
         };
-        // A key whose default is "auto" (`provider.context_tokens`) also takes a number.
-        let auto_key = matches!(&current, toml::Value::String(auto) if auto == "auto");
-        let auto_or_number = auto_key && matches!(value, toml::Value::Integer(_));
-        if auto_key && matches!(&value, toml::Value::String(s) if s != "auto") {
-            return Err(ConfigError::WrongType {
-                key: key.to_owned(),
-                expected: "a number or \"auto\"",
-                got: "another string",
-            });
-        }
-        if std::mem::discriminant(&current) != std::mem::discriminant(&value)
-            && !auto_or_number
-            && !matches!(
-                (&current, &value),
-                (toml::Value::Float(_), toml::Value::Integer(_))
-            )
-        {
-            return Err(ConfigError::WrongType {
-                key: key.to_owned(),
-                expected: if auto_key {
-                    "a number or \"auto\""
-                } else {
-                    type_name(&current)
-                },
-                got: type_name(&value),
-            });
-        }
+        same_type(key, &current, &value)?;
         let mut table = table.clone();
         let mut parts: Vec<&str> = key.split('.').collect();
         let leaf = parts.pop().unwrap_or(key);
@@ -925,6 +899,37 @@ pub mod keys {
         })?;
         let config = Config::parse(&text, path)?;
         Ok((table, config))
+    }
+    /// Refuses a value not of the key's type (a float key takes an integer; a key whose default
+    /// is "auto", `provider.context_tokens`, also takes a number).
+    fn same_type(key: &str, current: &toml::Value, value: &toml::Value) -> Result<(), ConfigError> {
+        let auto_key = matches!(current, toml::Value::String(auto) if auto == "auto");
+        let auto_or_number = auto_key && matches!(value, toml::Value::Integer(_));
+        if auto_key && matches!(value, toml::Value::String(s) if s != "auto") {
+            return Err(ConfigError::WrongType {
+                key: key.to_owned(),
+                expected: "a number or \"auto\"",
+                got: "another string",
+            });
+        }
+        if std::mem::discriminant(current) != std::mem::discriminant(value)
+            && !auto_or_number
+            && !matches!(
+                (current, value),
+                (toml::Value::Float(_), toml::Value::Integer(_))
+            )
+        {
+            return Err(ConfigError::WrongType {
+                key: key.to_owned(),
+                expected: if auto_key {
+                    "a number or \"auto\""
+                } else {
+                    type_name(current)
+                },
+                got: type_name(value),
+            });
+        }
+        Ok(())
     }
 
     pub fn type_name(value: &toml::Value) -> &'static str {

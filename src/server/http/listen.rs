@@ -191,14 +191,7 @@ pub async fn serve(
     shutdown: CancellationToken,
 ) -> io::Result<()> {
     let registry = Arc::new(Registry::default());
-    // HTTP/1 only: its header-read timeout is what closes a silent connection, and plain-TCP
-    // HTTP/2 (prior knowledge) would keep idle ones open with no such limit.
-    let mut builder = Builder::new(TokioExecutor::new()).http1_only();
-    builder
-        .http1()
-        .timer(TokioTimer::new())
-        .header_read_timeout(HEADER_READ_TIMEOUT);
-    let builder = Arc::new(builder);
+    let builder = Arc::new(http1_builder());
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     loop {
         let Some((stream, peer)) = accept(&listener, &registry, &shutdown).await else {
@@ -246,6 +239,17 @@ pub async fn serve(
         tracing::debug!("connections still open after {SHUTDOWN_GRACE:?}; closing them");
     }
     Ok(())
+}
+
+/// HTTP/1 only: its header-read timeout is what closes a silent connection, and plain-TCP
+/// HTTP/2 (prior knowledge) would keep idle ones open with no such limit.
+fn http1_builder() -> Builder<TokioExecutor> {
+    let mut builder = Builder::new(TokioExecutor::new()).http1_only();
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEADER_READ_TIMEOUT);
+    builder
 }
 
 /// The next connection, or `None` at shutdown. Out of file descriptors, the oldest

@@ -24,6 +24,24 @@ pub enum Delivery {
     Failed,
 }
 
+/// What a push service's answer means for the push: delivered, gone, refused for good, or
+/// worth another try (only a 429 or a 5xx may get better by repeating it; a redirect is
+/// never followed: a push service answers where it was asked).
+fn after_answer(status: u16, subscription: &str, host: &str, attempt: usize) -> Attempt<Delivery> {
+    match status {
+        200..=299 => Attempt::Settled(Delivery::Delivered),
+        404 | 410 => Attempt::Settled(Delivery::Gone),
+        _ => {
+            tracing::warn!(subscription, host, attempt, status, "push refused");
+            if (500..=599).contains(&status) || status == 429 {
+                Attempt::Again
+            } else {
+                Attempt::Settled(Delivery::Failed)
+            }
+        }
+    }
+}
+
 /// Sends `message`, retrying a connection failure, a 429 or a 5xx after 1, 4 and 15 s
 /// (`retry::PAUSES`).
 pub async fn send(
@@ -67,21 +85,7 @@ pub async fn send(
             .header("Authorization", authorization)
             .body(body.clone());
         match request.send().await {
-            Ok(resp) if resp.status().is_success() => Attempt::Settled(Delivery::Delivered),
-            Ok(resp) if matches!(resp.status().as_u16(), 404 | 410) => {
-                Attempt::Settled(Delivery::Gone)
-            }
-            Ok(resp) => {
-                let status = resp.status().as_u16();
-                tracing::warn!(subscription = %row.id, %host, attempt, status, "push refused");
-                // Only a 429 or a 5xx may get better by repeating it (a redirect is never
-                // followed: a push service answers where it was asked).
-                if !resp.status().is_server_error() && status != 429 {
-                    Attempt::Settled(Delivery::Failed)
-                } else {
-                    Attempt::Again
-                }
-            }
+            Ok(resp) => after_answer(resp.status().as_u16(), &row.id, host, attempt),
             Err(err) => {
                 let why = crate::text::error_chain(&err.without_url());
                 tracing::warn!(subscription = %row.id, %host, attempt, error = %why, "push not delivered");

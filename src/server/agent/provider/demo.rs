@@ -98,59 +98,65 @@ fn parse_line(line: &str) -> Vec<PlannedCall> {
     }
     let (word, rest) = line.split_once(' ').unwrap_or((line, ""));
     let rest = rest.trim();
-    match word {
-        "read" if !rest.is_empty() => one("read_file", json!({ "path": rest })),
-        "list" => one(
+    let call = match word {
+        "read" if !rest.is_empty() => Some(("read_file", json!({ "path": rest }))),
+        "list" => Some((
             "list_files",
             json!({ "path": if rest.is_empty() { "." } else { rest } }),
-        ),
-        "search" if !rest.is_empty() => one("search", json!({ "pattern": rest })),
-        "write" => match rest.split_once(':') {
-            Some((path, content)) if !path.trim().is_empty() => one(
-                "write_file",
-                json!({ "path": path.trim(), "content": unescape(content.strip_prefix(' ').unwrap_or(content)) }),
-            ),
-            _ => Vec::new(),
-        },
-        "edit" => match rest.split_once(':') {
-            Some((path, change)) => match change.split_once("=>") {
-                Some((old, new)) => one(
-                    "edit_file",
-                    json!({ "path": path.trim(), "old": unescape(old.trim()), "new": unescape(new.trim()) }),
-                ),
-                None => Vec::new(),
-            },
-            None => Vec::new(),
-        },
-        "ask" => match rest.split_once(':') {
-            Some((kind, body)) => {
-                let (title, proposal) = body.split_once('|').unwrap_or((body, ""));
-                one(
-                    "request_approval",
-                    json!({ "kind": kind.trim(), "title": title.trim(), "proposal": unescape(proposal.trim()) }),
-                )
-            }
-            None => Vec::new(),
-        },
-        "set" => match rest.split_once('=') {
-            Some((key, value)) => {
-                let value = value.trim();
-                let value = serde_json::from_str(value).unwrap_or_else(|_| json!(value));
-                one("config_set", json!({ "key": key.trim(), "value": value }))
-            }
-            None => Vec::new(),
-        },
-        "loop" => match rest.parse::<u32>() {
-            Ok(n) => (0..n.min(1000))
+        )),
+        "search" if !rest.is_empty() => Some(("search", json!({ "pattern": rest }))),
+        "write" => write_call(rest),
+        "edit" => edit_call(rest),
+        "ask" => ask_call(rest),
+        "set" => rest.split_once('=').map(|(key, value)| {
+            let value = value.trim();
+            let value = serde_json::from_str(value).unwrap_or_else(|_| json!(value));
+            ("config_set", json!({ "key": key.trim(), "value": value }))
+        }),
+        "loop" => {
+            let n = rest.parse::<u32>().unwrap_or(0).min(1000);
+            return (0..n)
                 .map(|_| PlannedCall {
                     tool: "list_files",
                     args: json!({ "path": "." }),
                 })
-                .collect(),
-            Err(_) => Vec::new(),
-        },
-        _ => Vec::new(),
-    }
+                .collect();
+        }
+        _ => None,
+    };
+    call.map_or_else(Vec::new, |(tool, args)| one(tool, args))
+}
+
+/// `write PATH: CONTENT`.
+fn write_call(rest: &str) -> Option<(&'static str, Value)> {
+    let (path, content) = rest.split_once(':')?;
+    (!path.trim().is_empty()).then(|| {
+        let content = unescape(content.strip_prefix(' ').unwrap_or(content));
+        (
+            "write_file",
+            json!({ "path": path.trim(), "content": content }),
+        )
+    })
+}
+
+/// `edit PATH: OLD => NEW`.
+fn edit_call(rest: &str) -> Option<(&'static str, Value)> {
+    let (path, change) = rest.split_once(':')?;
+    let (old, new) = change.split_once("=>")?;
+    Some((
+        "edit_file",
+        json!({ "path": path.trim(), "old": unescape(old.trim()), "new": unescape(new.trim()) }),
+    ))
+}
+
+/// `ask KIND: TITLE | PROPOSAL`.
+fn ask_call(rest: &str) -> Option<(&'static str, Value)> {
+    let (kind, body) = rest.split_once(':')?;
+    let (title, proposal) = body.split_once('|').unwrap_or((body, ""));
+    Some((
+        "request_approval",
+        json!({ "kind": kind.trim(), "title": title.trim(), "proposal": unescape(proposal.trim()) }),
+    ))
 }
 
 fn unescape(text: &str) -> String {

@@ -515,6 +515,19 @@ fn flock(args: &[Word]) -> Vec<Inner> {
 
 /// `su [USER] -c CODE`, `su --command=CODE`, `runuser -u USER -- CMD…`, `runuser USER -c
 /// CODE`, `sg GROUP -c CODE` / `sg GROUP CMD`: the code or command, wherever the user is.
+/// `su`'s, `runuser`'s and `sg`'s options that take a value.
+const SU_WITH_VALUE: &[&str] = &[
+    "u",
+    "user",
+    "g",
+    "group",
+    "G",
+    "supp-group",
+    "s",
+    "shell",
+    "w",
+];
+
 fn su(args: &[Word]) -> Vec<Inner> {
     let mut words = args.iter().enumerate();
     while let Some((i, word)) = words.next() {
@@ -552,28 +565,11 @@ fn su(args: &[Word]) -> Vec<Inner> {
         }
     }
     // `runuser -u USER CMD…` without `--`, `sg GROUP CMD`: what follows the user or group.
-    let start = skip_options(
-        args,
-        &[
-            "u",
-            "user",
-            "g",
-            "group",
-            "G",
-            "supp-group",
-            "s",
-            "shell",
-            "w",
-        ],
-    );
+    let start = skip_options(args, SU_WITH_VALUE);
     let user_given = args[..start.min(args.len())]
         .iter()
         .any(|w| matches!(text(w), "-u" | "--user"));
-    let from = if user_given { start } else { start + 1 };
-    match args.get(from..) {
-        Some(rest) if !rest.is_empty() => vec![Inner::Argv(rest.to_vec())],
-        _ => Vec::new(),
-    }
+    argv_from(args, if user_given { start } else { start + 1 })
 }
 
 /// `ssh [opts] HOST CMD…`: the remote command, which the host's shell reads (this machine's

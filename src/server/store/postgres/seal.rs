@@ -115,6 +115,34 @@ async fn seal_batch(pool: &PgPool) -> Result<usize, StoreError> {
         sqlx::query_as("SELECT n, hash FROM audit ORDER BY n DESC LIMIT 1")
             .fetch_optional(&mut *tx)
             .await?;
+    let columns = chained(pending, last);
+    let count = columns.ids.len();
+    sqlx::query(
+        "INSERT INTO audit (n, at, actor, action, subject, detail, prev_hash, hash)
+         SELECT * FROM unnest($1::BIGINT[], $2::TEXT[], $3::TEXT[], $4::TEXT[], $5::TEXT[],
+                              $6::TEXT[], $7::TEXT[], $8::TEXT[])",
+    )
+    .bind(&columns.n)
+    .bind(&columns.at)
+    .bind(&columns.actor)
+    .bind(&columns.action)
+    .bind(&columns.subject)
+    .bind(&columns.detail)
+    .bind(&columns.prev_hash)
+    .bind(&columns.hash)
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query("DELETE FROM audit_pending WHERE id = ANY($1)")
+        .bind(&columns.ids)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(count)
+}
+
+/// The pending entries linked onto the chain after its last link (`None`: the chain is
+/// empty), as the columns `audit` takes.
+fn chained(pending: Vec<PendingRow>, last: Option<(i64, String)>) -> SealedColumns {
     let (mut n, mut prev) = last
         .map(|(n, h)| (u64::try_from(n).unwrap_or(0), h))
         .unwrap_or((0, audit::GENESIS.to_owned()));
@@ -138,28 +166,7 @@ async fn seal_batch(pool: &PgPool) -> Result<usize, StoreError> {
         prev = entry.hash.clone();
         columns.push(id, entry, detail_text);
     }
-    let count = columns.ids.len();
-    sqlx::query(
-        "INSERT INTO audit (n, at, actor, action, subject, detail, prev_hash, hash)
-         SELECT * FROM unnest($1::BIGINT[], $2::TEXT[], $3::TEXT[], $4::TEXT[], $5::TEXT[],
-                              $6::TEXT[], $7::TEXT[], $8::TEXT[])",
-    )
-    .bind(&columns.n)
-    .bind(&columns.at)
-    .bind(&columns.actor)
-    .bind(&columns.action)
-    .bind(&columns.subject)
-    .bind(&columns.detail)
-    .bind(&columns.prev_hash)
-    .bind(&columns.hash)
-    .execute(&mut *tx)
-    .await?;
-    sqlx::query("DELETE FROM audit_pending WHERE id = ANY($1)")
-        .bind(&columns.ids)
-        .execute(&mut *tx)
-        .await?;
-    tx.commit().await?;
-    Ok(count)
+    columns
 }
 
 /// Sealed entries as the columns `audit` takes, one array each.

@@ -59,7 +59,6 @@ pub fn perform(sp: &mut Savepoint<'_>, job: &Job) -> Result<Done, StoreError> {
     }
 }
 
-/// One append: gate change, rule use, seq allocation, the events, their audit entries.
 /// Inserts a new session row.
 pub fn insert_session(conn: &Connection, row: &SessionRow) -> Result<(), StoreError> {
     conn.prepare_cached(
@@ -69,13 +68,13 @@ pub fn insert_session(conn: &Connection, row: &SessionRow) -> Result<(), StoreEr
     Ok(())
 }
 
+/// One append: gate change, rule use, seq allocation, the events, their audit entries.
 fn append_in(
     conn: &Connection,
     session_id: &str,
     events: &[NewEvent],
     commit: &Commit,
 ) -> Result<Vec<Event>, StoreError> {
-    let count = i64::try_from(events.len()).unwrap_or(i64::MAX);
     if let Some(change) = &commit.gate {
         apply_gate_change(conn, session_id, change)?;
         crate::timeline::mark("writer: gate row written");
@@ -87,6 +86,31 @@ fn append_in(
         conn.prepare_cached("UPDATE rules SET uses = uses + 1, last_used_at = ?1 WHERE id = ?2")?
             .execute(params![Timestamp::now(), rule_id])?;
     }
+    let first_seq = allocate_seqs(conn, session_id, events.len(), commit.set_mode)?;
+    crate::timeline::mark("writer: session row updated");
+    let stored = insert_events(conn, session_id, events, first_seq)?;
+    crate::timeline::mark("writer: events inserted");
+    let new_rule = match &commit.gate {
+        Some(GateChange::Resolve { new_rule, .. }) => new_rule.as_ref(),
+        _ => None,
+    };
+    let gate_opener = commit.external.as_ref().map(|e| e.opened_by.as_str());
+    chain_audit(
+        conn,
+        audit::drafts_for(session_id, &stored, new_rule, gate_opener),
+    )?;
+    Ok(stored)
+}
+
+/// Takes `count` seqs from the session (and changes its mode with them, when asked); the
+/// first of them.
+fn allocate_seqs(
+    conn: &Connection,
+    session_id: &str,
+    count: usize,
+    set_mode: Option<crate::protocol::Mode>,
+) -> Result<u64, StoreError> {
+    let count = i64::try_from(count).unwrap_or(i64::MAX);
     let last: Option<i64> = conn
         .prepare_cached(
             // SET expressions all see the old row: entering plan remembers the mode it left,
@@ -100,15 +124,23 @@ fn append_in(
              WHERE id = ?3 RETURNING last_seq",
         )?
         .query_row(
-            params![count, commit.set_mode.map(|m| m.as_str()), session_id],
+            params![count, set_mode.map(|m| m.as_str()), session_id],
             |row| row.get(0),
         )
         .optional()?;
     let Some(last) = last else {
         return Err(StoreError::UnknownSession(session_id.to_owned()));
     };
-    crate::timeline::mark("writer: session row updated");
-    let first_seq = u64::try_from(last - count + 1).unwrap_or(1).max(1);
+    Ok(u64::try_from(last - count + 1).unwrap_or(1).max(1))
+}
+
+/// Writes the events under their seqs from `first_seq` on; the events as stored.
+fn insert_events(
+    conn: &Connection,
+    session_id: &str,
+    events: &[NewEvent],
+    first_seq: u64,
+) -> Result<Vec<Event>, StoreError> {
     let mut stored = Vec::with_capacity(events.len());
     let mut insert = conn.prepare_cached(
         "INSERT INTO events (session_id, seq, kind, turn_id, at, body) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -124,16 +156,6 @@ fn append_in(
         ])?;
         stored.push(event);
     }
-    crate::timeline::mark("writer: events inserted");
-    let new_rule = match &commit.gate {
-        Some(GateChange::Resolve { new_rule, .. }) => new_rule.as_ref(),
-        _ => None,
-    };
-    let gate_opener = commit.external.as_ref().map(|e| e.opened_by.as_str());
-    chain_audit(
-        conn,
-        audit::drafts_for(session_id, &stored, new_rule, gate_opener),
-    )?;
     Ok(stored)
 }
 
@@ -197,51 +219,66 @@ fn apply_gate_change(
             resolution,
             new_rule,
         } => {
-            let won =
-                conn.prepare_cached(
-                    "UPDATE approvals SET resolution = ?1, resolved_at = ?2
-                     WHERE approval_id = ?3 AND session_id = ?4 AND resolution IS NULL",
-                )?
-                .execute(params![
-                    codec::to_json(session_id, resolution)?,
-                    resolution.resolved_at,
-                    resolution.approval_id,
-                    session_id
-                ])? == 1;
-            if !won {
-                let existing: Option<Option<String>> = conn
-                    .prepare_cached(
-                        "SELECT resolution FROM approvals WHERE approval_id = ?1 AND session_id = ?2",
-                    )?
-                    .query_row(params![resolution.approval_id, session_id], |row| {
-                        row.get(0)
-                    })
-                    .optional()?;
-                return Err(match existing.flatten() {
-                    Some(json) => {
-                        StoreError::AlreadyResolved(Box::new(codec::from_json(session_id, &json)?))
-                    }
-                    None => StoreError::UnknownApproval(resolution.approval_id.to_string()),
-                });
-            }
+            resolve_gate(conn, session_id, resolution)?;
             if let Some(rule) = new_rule {
-                conn.prepare_cached(
-                    "INSERT INTO rules (id, tool, pattern, scope, session_id, created_at, created_by_approval, uses, expires_at)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 0, ?8)",
-                )?
-                .execute(params![
-                    rule.id,
-                    rule.tool,
-                    rule.pattern,
-                    rule.scope.as_str(),
-                    rule.session_id,
-                    rule.created_at,
-                    rule.created_by_approval,
-                    rule.expires_at
-                ])?;
+                insert_rule(conn, rule)?;
             }
         }
     }
+    Ok(())
+}
+
+/// The compare-and-set: the answer is written only where the gate has none; else the answer
+/// that won (or `unknown_approval`).
+fn resolve_gate(
+    conn: &Connection,
+    session_id: &str,
+    resolution: &crate::protocol::Resolution,
+) -> Result<(), StoreError> {
+    let won =
+        conn.prepare_cached(
+            "UPDATE approvals SET resolution = ?1, resolved_at = ?2
+             WHERE approval_id = ?3 AND session_id = ?4 AND resolution IS NULL",
+        )?
+        .execute(params![
+            codec::to_json(session_id, resolution)?,
+            resolution.resolved_at,
+            resolution.approval_id,
+            session_id
+        ])? == 1;
+    if won {
+        return Ok(());
+    }
+    let existing: Option<Option<String>> = conn
+        .prepare_cached(
+            "SELECT resolution FROM approvals WHERE approval_id = ?1 AND session_id = ?2",
+        )?
+        .query_row(params![resolution.approval_id, session_id], |row| {
+            row.get(0)
+        })
+        .optional()?;
+    Err(match existing.flatten() {
+        Some(json) => StoreError::AlreadyResolved(Box::new(codec::from_json(session_id, &json)?)),
+        None => StoreError::UnknownApproval(resolution.approval_id.to_string()),
+    })
+}
+
+/// The standing rule an Allow always made, in the same transaction as its answer.
+fn insert_rule(conn: &Connection, rule: &crate::protocol::Rule) -> Result<(), StoreError> {
+    conn.prepare_cached(
+        "INSERT INTO rules (id, tool, pattern, scope, session_id, created_at, created_by_approval, uses, expires_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 0, ?8)",
+    )?
+    .execute(params![
+        rule.id,
+        rule.tool,
+        rule.pattern,
+        rule.scope.as_str(),
+        rule.session_id,
+        rule.created_at,
+        rule.created_by_approval,
+        rule.expires_at
+    ])?;
     Ok(())
 }
 

@@ -192,6 +192,15 @@ fn enter(flags: libc::c_int, maps: Option<&UserMaps>) -> io::Result<()> {
         // process's), then mirror the command's end.
         libc::close(read_end);
         close_all_but(write_end);
+        exit_as(pid)
+    }
+}
+
+/// Waits for the namespace's first process and ends this one as it ended: the same exit
+/// code, or the same signal. Only system calls: it runs in a forked child.
+unsafe fn exit_as(pid: libc::pid_t) -> ! {
+    // SAFETY: waitpid, signal, kill and _exit on this process and its own child.
+    unsafe {
         let mut status: libc::c_int = 0;
         loop {
             if libc::waitpid(pid, &mut status, 0) >= 0 {

@@ -214,6 +214,21 @@ fn err(what: &str) -> impl Fn(&dyn std::fmt::Display) -> String + '_ {
     move |e| format!("cannot build the sandbox ({what}): {e}")
 }
 
+/// A rule opening `path` with `dir_access`; a file's rule carries only file rights.
+fn path_rule(
+    path: &Path,
+    dir_access: BitFlags<AccessFs>,
+    file: BitFlags<AccessFs>,
+) -> Result<PathBeneath<PathFd>, String> {
+    let fd = PathFd::new(path).map_err(|e| err(&path.display().to_string())(&e))?;
+    let access = if path.is_dir() {
+        dir_access
+    } else {
+        dir_access & file
+    };
+    Ok(PathBeneath::new(fd, access))
+}
+
 /// What the sandbox holds, in one line for the log and the Config page.
 fn summary(grants: &Grants, network: bool) -> String {
     let abi = match support() {
@@ -255,35 +270,31 @@ impl Rules {
             .map_err(|e| err("scopes")(&e))?
             .create()
             .map_err(|e| err("create")(&e))?;
-        let rule = |path: &Path, dir_access: BitFlags<AccessFs>| {
-            let fd = PathFd::new(path).map_err(|e| err(&path.display().to_string())(&e))?;
-            // A file rule may only carry file rights.
-            let access = if path.is_dir() {
-                dir_access
-            } else {
-                dir_access & file
-            };
-            Ok::<_, String>(PathBeneath::new(fd, access))
-        };
-        for path in &grants.read {
-            created = created
-                .add_rule(rule(path, read)?)
-                .map_err(|e| err("read rule")(&e))?;
-        }
-        for path in &grants.write {
-            created = created
-                .add_rule(rule(path, write_dir)?)
-                .map_err(|e| err("write rule")(&e))?;
-        }
-        for path in &grants.devices {
-            created = created
-                .add_rule(rule(path, file & !AccessFs::Execute)?)
-                .map_err(|e| err("device rule")(&e))?;
-        }
+        let mut granted: Vec<(&Path, BitFlags<AccessFs>, &str)> = Vec::new();
+        granted.extend(grants.read.iter().map(|p| (p.as_path(), read, "read rule")));
+        granted.extend(
+            grants
+                .write
+                .iter()
+                .map(|p| (p.as_path(), write_dir, "write rule")),
+        );
+        granted.extend(
+            grants
+                .devices
+                .iter()
+                .map(|p| (p.as_path(), file & !AccessFs::Execute, "device rule")),
+        );
         if Path::new(SHM).is_dir() {
+            granted.push((
+                Path::new(SHM),
+                write_dir & !AccessFs::Execute,
+                "shared memory rule",
+            ));
+        }
+        for (path, access, what) in granted {
             created = created
-                .add_rule(rule(Path::new(SHM), write_dir & !AccessFs::Execute)?)
-                .map_err(|e| err("shared memory rule")(&e))?;
+                .add_rule(path_rule(path, access, file)?)
+                .map_err(|e| err(what)(&e))?;
         }
         let fd: Option<OwnedFd> = created.into();
         let fd = fd.ok_or_else(|| "Landlock is not enforced on this kernel".to_owned())?;

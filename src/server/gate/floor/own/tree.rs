@@ -99,25 +99,10 @@ fn roots<'a>(name: &str, args: &'a [Word]) -> Option<Vec<&'a str>> {
     match name {
         "find" => return find_roots(args),
         "git" => return git_roots(args),
-        "7z" | "7za" | "7zr" => {
-            let ops = operands();
-            return matches!(ops.first().copied(), Some("a" | "u")).then(|| {
-                let files: Vec<&str> = ops.iter().skip(2).copied().collect();
-                if files.is_empty() { vec!["."] } else { files }
-            });
-        }
+        "7z" | "7za" | "7zr" => return archive_roots(&operands()),
         "restic" => return after_word(&operands(), "backup", 0),
         "borg" => return after_word(&operands(), "create", 1),
-        "rclone" => {
-            let ops = operands();
-            let copies = [
-                "copy", "sync", "move", "bisync", "copyto", "moveto", "cat", "serve",
-            ];
-            let source = ops
-                .get(1)
-                .filter(|_| ops.first().is_some_and(|s| copies.contains(s)));
-            return source.filter(|s| !s.contains(':')).map(|s| vec![*s]);
-        }
+        "rclone" => return rclone_roots(&operands()),
         _ if same_program("python", name) => return python_module_roots(args),
         _ => {}
     }
@@ -148,6 +133,25 @@ fn roots<'a>(name: &str, args: &'a [Word]) -> Option<Vec<&'a str>> {
         folders.push(".");
     }
     Some(folders)
+}
+
+/// `7z a|u ARCHIVE [FILES…]`: the files it packs (none named: the folder it runs in).
+fn archive_roots<'a>(ops: &[&'a str]) -> Option<Vec<&'a str>> {
+    matches!(ops.first().copied(), Some("a" | "u")).then(|| {
+        let files: Vec<&str> = ops.iter().skip(2).copied().collect();
+        if files.is_empty() { vec!["."] } else { files }
+    })
+}
+
+/// `rclone copy|sync|… SOURCE DEST`: a local source (not `remote:`) is read whole.
+fn rclone_roots<'a>(ops: &[&'a str]) -> Option<Vec<&'a str>> {
+    let copies = [
+        "copy", "sync", "move", "bisync", "copyto", "moveto", "cat", "serve",
+    ];
+    let source = ops
+        .get(1)
+        .filter(|_| ops.first().is_some_and(|s| copies.contains(s)));
+    source.filter(|s| !s.contains(':')).map(|s| vec![*s])
 }
 
 /// Whether the flags that make the program read a tree are given (none needed: always).
