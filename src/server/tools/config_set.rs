@@ -3,9 +3,11 @@
 //! outright in every mode. Every change is audited as the agent's.
 
 use async_trait::async_trait;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
+use super::spec::spec_for;
 use super::{CardText, CheckEnv, Refusal, Tool, ToolContext, ToolError, ToolOutput, parse};
 use crate::protocol::ToolClass;
 use crate::server::conversation::ToolSpec;
@@ -23,29 +25,31 @@ pub const AGENT_KEYS: [&str; 5] = [
     "provider.max_retries",
 ];
 
-#[derive(Deserialize)]
+/// Missing reads as empty (or null), so the model hears the same plain refusal either way.
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
-    #[serde(default)]
-    key: String,
-    #[serde(default)]
-    value: Value,
+    #[schemars(with = "String")]
+    key: Option<String>,
+    /// the new value: a string, number, boolean or list
+    #[schemars(with = "Value")]
+    value: Option<Value>,
 }
 
 /// The key and value a call asks for, checked for shape (the value itself is the config's to
 /// check).
 pub fn key_and_value(value: &Value) -> Result<(String, Value), ToolError> {
     let args: Args = parse(value)?;
-    let key = args.key.trim();
+    let key = args.key.as_deref().unwrap_or_default().trim();
     if key.is_empty() {
         return Err(ToolError::InvalidArgs(
             "`key` must be a non-empty string".into(),
         ));
     }
-    if args.value.is_null() {
-        return Err(ToolError::InvalidArgs("`value` is required".into()));
+    match args.value {
+        None | Some(Value::Null) => Err(ToolError::InvalidArgs("`value` is required".into())),
+        Some(value) => Ok((key.to_owned(), value)),
     }
-    Ok((key.to_owned(), args.value))
 }
 
 pub struct ConfigSet;
@@ -61,20 +65,11 @@ impl Tool for ConfigSet {
     }
 
     fn spec(&self) -> ToolSpec {
-        ToolSpec {
-            name: CONFIG_TOOL,
-            description: "Lower one of this server's limits on your own work: tools.shell_timeout_secs, tools.output_limit_bytes, tools.max_parallel, provider.request_timeout_secs or provider.max_retries. Raising a limit, and every other key, is refused.",
-            class: ToolClass::Config,
-            parameters: json!({
-                "type": "object",
-                "properties": {
-                    "key": {"type": "string"},
-                    "value": {"description": "the new value: a string, number, boolean or list"}
-                },
-                "required": ["key", "value"],
-                "additionalProperties": false
-            }),
-        }
+        spec_for::<Args>(
+            CONFIG_TOOL,
+            "Lower one of this server's limits on your own work: tools.shell_timeout_secs, tools.output_limit_bytes, tools.max_parallel, provider.request_timeout_secs or provider.max_retries. Raising a limit, and every other key, is refused.",
+            ToolClass::Config,
+        )
     }
 
     fn check(&self, args: &Value, env: &CheckEnv<'_>) -> Result<(), Refusal> {

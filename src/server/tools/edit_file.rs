@@ -4,24 +4,28 @@
 use std::path::Path;
 
 use async_trait::async_trait;
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
 use super::files::{FileNow, file_now, line_count, plural, unified_diff};
 use super::{
     CardText, CheckEnv, Refusal, Subject, Tool, ToolContext, ToolOutput, confine, files, non_empty,
-    parse, string_spec,
+    parse, spec::spec_for,
 };
 use crate::protocol::ToolClass;
 use crate::server::conversation::ToolSpec;
 
 pub struct EditFile;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
+    #[schemars(description = files::PATH_DOC)]
     path: String,
+    /// Exact text to replace; must occur exactly once in the file.
     old: String,
+    /// Replacement text.
     new: String,
 }
 
@@ -43,19 +47,10 @@ impl Tool for EditFile {
     }
 
     fn spec(&self) -> ToolSpec {
-        string_spec(
+        spec_for::<Args>(
             self.name(),
             "Replace the one occurrence of the exact text `old` with `new` in a workspace file.",
             self.class(),
-            &[
-                ("path", files::PATH_DOC),
-                (
-                    "old",
-                    "Exact text to replace; must occur exactly once in the file.",
-                ),
-                ("new", "Replacement text."),
-            ],
-            &["path", "old", "new"],
         )
     }
 

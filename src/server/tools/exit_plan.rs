@@ -2,11 +2,13 @@
 //! plan mode and the turn carries the plan out.
 
 use async_trait::async_trait;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::{
     CardText, CheckEnv, GateStyle, Refusal, Tool, ToolContext, ToolError, ToolOutput, parse,
+    spec::spec_for,
 };
 use crate::protocol::{Mode, ToolClass};
 use crate::server::conversation::ToolSpec;
@@ -18,17 +20,19 @@ const PROMPT: &str = "\n\nYou are in plan mode: you may read, but nothing that c
 Investigate, then propose your plan with exit_plan (the plan in markdown). If the person approves it, the session leaves \
 plan mode and you carry the plan out in the same turn; if they deny it, revise the plan using their reason.";
 
-#[derive(Deserialize)]
+/// Missing reads as empty, so the model hears "`plan` must be a non-empty string" either way.
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
-    #[serde(default)]
-    plan: String,
+    /// the plan, in markdown
+    #[schemars(with = "String")]
+    plan: Option<String>,
 }
 
 /// The plan a call proposes, checked (non-empty, trimmed).
 pub fn plan_of(value: &Value) -> Result<String, ToolError> {
     let args: Args = parse(value)?;
-    let plan = args.plan.trim();
+    let plan = args.plan.as_deref().unwrap_or_default().trim();
     if plan.is_empty() {
         return Err(ToolError::InvalidArgs(
             "`plan` must be a non-empty string".into(),
@@ -50,17 +54,11 @@ impl Tool for ExitPlan {
     }
 
     fn spec(&self) -> ToolSpec {
-        ToolSpec {
-            name: EXIT_PLAN_TOOL,
-            description: "Propose your plan; if the person approves, plan mode ends and you carry it out.",
-            class: ToolClass::Decision,
-            parameters: json!({
-                "type": "object",
-                "properties": {"plan": {"type": "string", "description": "the plan, in markdown"}},
-                "required": ["plan"],
-                "additionalProperties": false
-            }),
-        }
+        spec_for::<Args>(
+            EXIT_PLAN_TOOL,
+            "Propose your plan; if the person approves, plan mode ends and you carry it out.",
+            ToolClass::Decision,
+        )
     }
 
     fn offered_in(&self, mode: Mode) -> bool {

@@ -3,22 +3,24 @@
 use std::path::Path;
 
 use async_trait::async_trait;
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
 use super::{
     CardText, CheckEnv, Refusal, Subject, Tool, ToolContext, ToolOutput, confine, files, non_empty,
-    parse, string_spec,
+    parse, spec::spec_for,
 };
 use crate::protocol::ToolClass;
 use crate::server::conversation::ToolSpec;
 
 pub struct ListFiles;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
     #[serde(default)]
+    #[schemars(with = "String", description = files::DIR_DOC)]
     path: Option<String>,
 }
 
@@ -40,12 +42,10 @@ impl Tool for ListFiles {
     }
 
     fn spec(&self) -> ToolSpec {
-        string_spec(
+        spec_for::<Args>(
             self.name(),
             "List one workspace directory (not recursive), one entry per line, directories ending in `/`.",
             self.class(),
-            &[("path", files::DIR_DOC)],
-            &[],
         )
     }
 

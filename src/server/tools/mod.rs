@@ -28,6 +28,7 @@ mod request_approval;
 mod search;
 mod shell;
 mod shell_disk;
+mod spec;
 mod write_file;
 
 use std::path::{Path, PathBuf};
@@ -36,7 +37,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use serde::de::DeserializeOwned;
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::protocol::{Mode, ToolClass, ToolStatus};
@@ -294,36 +295,6 @@ fn non_empty(field: &str, value: &str) -> Result<(), ToolError> {
         return Err(ToolError::InvalidArgs(format!("`{field}` is empty")));
     }
     Ok(())
-}
-
-/// A tool's spec whose arguments are all strings.
-fn string_spec(
-    name: &'static str,
-    description: &'static str,
-    class: ToolClass,
-    props: &[(&str, &str)],
-    required: &[&str],
-) -> ToolSpec {
-    let properties: Map<String, Value> = props
-        .iter()
-        .map(|(key, doc)| {
-            (
-                (*key).to_owned(),
-                json!({"type": "string", "description": doc}),
-            )
-        })
-        .collect();
-    ToolSpec {
-        name,
-        description,
-        class,
-        parameters: json!({
-            "type": "object",
-            "properties": properties,
-            "required": required,
-            "additionalProperties": false,
-        }),
-    }
 }
 
 /// The class of a tool the agent names; `None` for a name no tool has.

@@ -3,21 +3,23 @@
 use std::path::Path;
 
 use async_trait::async_trait;
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
 use super::{
     CardText, CheckEnv, Refusal, Subject, Tool, ToolContext, ToolOutput, confine, files, non_empty,
-    parse, string_spec,
+    parse, spec::spec_for,
 };
 use crate::protocol::ToolClass;
 use crate::server::conversation::ToolSpec;
 
 pub struct ReadFile;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
+    #[schemars(description = files::PATH_DOC)]
     path: String,
 }
 
@@ -38,12 +40,10 @@ impl Tool for ReadFile {
     }
 
     fn spec(&self) -> ToolSpec {
-        string_spec(
+        spec_for::<Args>(
             self.name(),
             "Read a text file in the workspace; long files are truncated.",
             self.class(),
-            &[("path", files::PATH_DOC)],
-            &["path"],
         )
     }
 

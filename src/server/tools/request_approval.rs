@@ -2,11 +2,13 @@
 //! put to the person before it goes on (every mode but yolo).
 
 use async_trait::async_trait;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::{
     CardText, CheckEnv, GateStyle, Refusal, Tool, ToolContext, ToolError, ToolOutput, parse,
+    spec::spec_for,
 };
 use crate::protocol::{DecisionKind, Mode, ToolClass};
 use crate::server::conversation::ToolSpec;
@@ -27,24 +29,40 @@ pub struct Checkpoint {
     pub proposal: String,
 }
 
-#[derive(Deserialize)]
+/// Missing reads as empty: a checkpoint is read leniently (an unknown kind is `other`), and
+/// the model is told what a good one holds.
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
+    #[schemars(schema_with = "checkpoint_kinds")]
+    kind: Option<String>,
+    /// one line
+    #[schemars(with = "String")]
+    title: Option<String>,
+    /// the proposal, in markdown
+    #[schemars(with = "String")]
+    proposal: Option<String>,
+    /// optional background
     #[serde(default)]
-    kind: String,
-    #[serde(default)]
-    title: String,
-    #[serde(default)]
-    proposal: String,
-    #[serde(default)]
-    context: String,
+    #[schemars(with = "String")]
+    context: Option<String>,
+}
+
+/// Every kind an agent may ask about: all but `plan` (only `exit_plan` makes those).
+fn checkpoint_kinds(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let kinds: Vec<&str> = DecisionKind::ALL
+        .into_iter()
+        .filter(|k| *k != DecisionKind::Plan)
+        .map(DecisionKind::as_str)
+        .collect();
+    schemars::json_schema!({"type": "string", "enum": kinds})
 }
 
 impl Checkpoint {
     /// Reads and checks a checkpoint's arguments.
     pub fn parse(value: &Value) -> Result<Checkpoint, ToolError> {
         let args: Args = parse(value)?;
-        let title = args.title.trim();
+        let title = args.title.as_deref().unwrap_or_default().trim();
         if title.is_empty() {
             return Err(ToolError::InvalidArgs(
                 "`title` must be a non-empty string".into(),
@@ -52,11 +70,16 @@ impl Checkpoint {
         }
         // A kind it does not know is `other`; so is `plan`: plan cards come only from
         // `exit_plan` (approving one leaves plan mode, which a checkpoint must never do).
-        let kind = DecisionKind::parse(args.kind.trim())
+        let kind = DecisionKind::parse(args.kind.as_deref().unwrap_or_default().trim())
             .filter(|k| *k != DecisionKind::Plan)
             .unwrap_or(DecisionKind::Other);
-        let mut proposal = args.proposal.trim().to_owned();
-        let context = args.context.trim();
+        let mut proposal = args
+            .proposal
+            .as_deref()
+            .unwrap_or_default()
+            .trim()
+            .to_owned();
+        let context = args.context.as_deref().unwrap_or_default().trim();
         if !context.is_empty() {
             proposal.push_str("\n\n");
             proposal.push_str(context);
@@ -82,28 +105,11 @@ impl Tool for RequestApproval {
     }
 
     fn spec(&self) -> ToolSpec {
-        // Every kind an agent may ask about: all but `plan` (only `exit_plan` makes those).
-        let kinds: Vec<&str> = DecisionKind::ALL
-            .into_iter()
-            .filter(|k| *k != DecisionKind::Plan)
-            .map(DecisionKind::as_str)
-            .collect();
-        ToolSpec {
-            name: CHECKPOINT_TOOL,
-            description: "Ask the person to approve a consequential decision before going on; returns their answer.",
-            class: ToolClass::Decision,
-            parameters: json!({
-                "type": "object",
-                "properties": {
-                    "kind": {"type": "string", "enum": kinds},
-                    "title": {"type": "string", "description": "one line"},
-                    "proposal": {"type": "string", "description": "the proposal, in markdown"},
-                    "context": {"type": "string", "description": "optional background"}
-                },
-                "required": ["kind", "title", "proposal"],
-                "additionalProperties": false
-            }),
-        }
+        spec_for::<Args>(
+            CHECKPOINT_TOOL,
+            "Ask the person to approve a consequential decision before going on; returns their answer.",
+            ToolClass::Decision,
+        )
     }
 
     fn offered_in(&self, mode: Mode) -> bool {
@@ -141,6 +147,7 @@ impl Tool for RequestApproval {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn checkpoints_are_validated() {

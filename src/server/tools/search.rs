@@ -8,6 +8,7 @@ use walkdir::WalkDir;
 use std::path::Path;
 
 use async_trait::async_trait;
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -19,18 +20,21 @@ use super::output::cap_text;
 use super::reader::{self, Guard};
 use super::{
     CardText, CheckEnv, Refusal, Subject, Tool, ToolContext, ToolError, ToolOutput, files,
-    non_empty, parse, string_spec,
+    non_empty, parse, spec::spec_for,
 };
 use crate::protocol::ToolClass;
 use crate::server::conversation::ToolSpec;
 
 pub struct Search;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
+    /// Exact text to look for.
     pattern: String,
+    /// File or directory to search, relative to the workspace; defaults to `.`.
     #[serde(default)]
+    #[schemars(with = "String")]
     path: Option<String>,
 }
 
@@ -54,18 +58,10 @@ impl Tool for Search {
     }
 
     fn spec(&self) -> ToolSpec {
-        string_spec(
+        spec_for::<Args>(
             self.name(),
             "Find lines containing a plain-text pattern (not a regex) in the workspace's text files, shown as `file:line: text`.",
             self.class(),
-            &[
-                ("pattern", "Exact text to look for."),
-                (
-                    "path",
-                    "File or directory to search, relative to the workspace; defaults to `.`.",
-                ),
-            ],
-            &["pattern"],
         )
     }
 

@@ -13,22 +13,24 @@ use tokio::process::Command;
 use tokio::task::JoinHandle;
 
 use async_trait::async_trait;
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
 use super::output::cap_bytes;
 use super::{
     CardText, CheckEnv, Refusal, Subject, Tool, ToolContext, ToolError, ToolOutput, non_empty,
-    parse, string_spec,
+    parse, spec::spec_for,
 };
 use crate::protocol::{ToolClass, ToolStatus};
 use crate::server::conversation::ToolSpec;
 
 pub struct Shell;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
+    /// The shell command line.
     command: String,
 }
 
@@ -49,12 +51,10 @@ impl Tool for Shell {
     }
 
     fn spec(&self) -> ToolSpec {
-        string_spec(
+        spec_for::<Args>(
             self.name(),
             "Run a command with `bash -c` in the workspace and return its output and exit code.",
             self.class(),
-            &[("command", "The shell command line.")],
-            &["command"],
         )
     }
 

@@ -272,3 +272,96 @@ async fn nested_paths_and_inward_symlinks_are_allowed() {
         "ok"
     );
 }
+
+/// What the model is told stays what it was told when the schemas were written by hand: the
+/// schemas are now derived from the argument structs, and this pins the result.
+#[test]
+fn derived_specs_tell_the_model_exactly_the_arguments() {
+    let s = |doc: &str| json!({"type": "string", "description": doc});
+    let object = |properties: Value, required: Value| {
+        json!({"type": "object", "properties": properties, "required": required,
+               "additionalProperties": false})
+    };
+    let path = s(files::PATH_DOC);
+    let kinds = [
+        "target_column",
+        "prep_plan",
+        "model_shortlist",
+        "expensive_run",
+        "other",
+    ];
+    let expected = [
+        ("read_file", object(json!({"path": path}), json!(["path"]))),
+        (
+            "list_files",
+            object(json!({"path": s(files::DIR_DOC)}), json!([])),
+        ),
+        (
+            "search",
+            object(
+                json!({"pattern": s("Exact text to look for."),
+                       "path": s("File or directory to search, relative to the workspace; defaults to `.`.")}),
+                json!(["pattern"]),
+            ),
+        ),
+        (
+            "write_file",
+            object(
+                json!({"path": path, "content": s("The file's complete new content.")}),
+                json!(["path", "content"]),
+            ),
+        ),
+        (
+            "edit_file",
+            object(
+                json!({"path": path,
+                       "old": s("Exact text to replace; must occur exactly once in the file."),
+                       "new": s("Replacement text.")}),
+                json!(["path", "old", "new"]),
+            ),
+        ),
+        (
+            "shell",
+            object(
+                json!({"command": s("The shell command line.")}),
+                json!(["command"]),
+            ),
+        ),
+        (
+            "config_set",
+            object(
+                json!({"key": {"type": "string"},
+                       "value": {"description": "the new value: a string, number, boolean or list"}}),
+                json!(["key", "value"]),
+            ),
+        ),
+        (
+            "request_approval",
+            object(
+                json!({"kind": {"type": "string", "enum": kinds},
+                       "title": s("one line"),
+                       "proposal": s("the proposal, in markdown"),
+                       "context": s("optional background")}),
+                json!(["kind", "title", "proposal"]),
+            ),
+        ),
+        (
+            "exit_plan",
+            object(json!({"plan": s("the plan, in markdown")}), json!(["plan"])),
+        ),
+    ];
+    for (name, want) in expected {
+        let spec = get(name).unwrap().spec();
+        let mut got = spec.parameters.clone();
+        // The order of `required` is the struct's; compare it as a set.
+        let sorted = |v: &mut Value| {
+            if let Some(list) = v.get_mut("required").and_then(Value::as_array_mut) {
+                list.sort_by_key(|x| x.as_str().unwrap_or_default().to_owned());
+            }
+        };
+        let mut want = want;
+        sorted(&mut got);
+        sorted(&mut want);
+        assert_eq!(got, want, "{name}");
+    }
+}

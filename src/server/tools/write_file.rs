@@ -4,23 +4,26 @@
 use std::path::Path;
 
 use async_trait::async_trait;
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
 use super::files::{FileNow, file_now, line_count, plural, size_words, unified_diff};
 use super::{
     CardText, CheckEnv, Refusal, Subject, Tool, ToolContext, ToolOutput, confine, files, non_empty,
-    parse, string_spec,
+    parse, spec::spec_for,
 };
 use crate::protocol::ToolClass;
 use crate::server::conversation::ToolSpec;
 
 pub struct WriteFile;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
+    #[schemars(description = files::PATH_DOC)]
     path: String,
+    /// The file's complete new content.
     content: String,
 }
 
@@ -41,15 +44,10 @@ impl Tool for WriteFile {
     }
 
     fn spec(&self) -> ToolSpec {
-        string_spec(
+        spec_for::<Args>(
             self.name(),
             "Create or overwrite a file in the workspace, creating parent directories as needed.",
             self.class(),
-            &[
-                ("path", files::PATH_DOC),
-                ("content", "The file's complete new content."),
-            ],
-            &["path", "content"],
         )
     }
 
