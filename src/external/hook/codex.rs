@@ -351,6 +351,32 @@ mod tests {
     use super::*;
     use crate::external::hook::{GateHookArgs, Unreachable};
 
+    /// Codex's `PermissionRequest` for a Bash call, and a hook whose Countersign is a closed
+    /// loopback port (no token, asks when unreachable).
+    fn unreachable_countersign() -> (&'static [u8], HookContext, GateHookArgs) {
+        use crate::external::remote::CountersignRemote;
+        let stdin = include_bytes!(
+            "../../../tests/fixtures/external/codex/permissionrequest-bash.stdin.json"
+        );
+        let ctx = HookContext {
+            home: None,
+            cwd: "/tmp".into(),
+            open_budget: std::time::Duration::from_millis(200),
+            live_stderr: false,
+            agent_attended: false,
+        };
+        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", closed.local_addr().unwrap());
+        drop(closed);
+        let flags = GateHookArgs {
+            remote: CountersignRemote { url, token: None },
+            timeout: 60,
+            no_transcript: true,
+            if_unreachable: Unreachable::Ask,
+        };
+        (stdin, ctx, flags)
+    }
+
     #[test]
     fn without_a_token_the_note_says_what_to_restart() {
         let note = no_decision_note(false, Some(4242), "");
@@ -395,26 +421,7 @@ mod tests {
 
     #[tokio::test]
     async fn without_an_answer_codex_is_told_why_or_the_call_is_denied_as_asked() {
-        use crate::external::remote::CountersignRemote;
-        let stdin = include_bytes!(
-            "../../../tests/fixtures/external/codex/permissionrequest-bash.stdin.json"
-        );
-        let ctx = HookContext {
-            home: None,
-            cwd: "/tmp".into(),
-            open_budget: std::time::Duration::from_millis(200),
-            live_stderr: false,
-            agent_attended: false,
-        };
-        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let url = format!("http://{}", closed.local_addr().unwrap());
-        drop(closed);
-        let mut flags = GateHookArgs {
-            remote: CountersignRemote { url, token: None },
-            timeout: 60,
-            no_transcript: true,
-            if_unreachable: Unreachable::Ask,
-        };
+        let (stdin, ctx, mut flags) = unreachable_countersign();
         let read = |out: &HookOutcome| -> Value { serde_json::from_str(&out.stdout).unwrap() };
         // No token: Countersign is not asked; Codex shows why and asks in its own prompt.
         let said = read(&answer(&flags, stdin, &ctx).await);
@@ -445,26 +452,7 @@ mod tests {
     /// step is no person: an unreachable Countersign is a deny, with or without a token.
     #[tokio::test]
     async fn where_codex_asks_nobody_an_unreachable_countersign_is_a_deny() {
-        use crate::external::remote::CountersignRemote;
-        let stdin = include_bytes!(
-            "../../../tests/fixtures/external/codex/permissionrequest-bash.stdin.json"
-        );
-        let ctx = HookContext {
-            home: None,
-            cwd: "/tmp".into(),
-            open_budget: std::time::Duration::from_millis(200),
-            live_stderr: false,
-            agent_attended: false,
-        };
-        let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let url = format!("http://{}", closed.local_addr().unwrap());
-        drop(closed);
-        let mut flags = GateHookArgs {
-            remote: CountersignRemote { url, token: None },
-            timeout: 60,
-            no_transcript: true,
-            if_unreachable: Unreachable::Ask,
-        };
+        let (stdin, ctx, mut flags) = unreachable_countersign();
         let mut bypass: Value = serde_json::from_slice(stdin).unwrap();
         bypass["permission_mode"] = json!("bypassPermissions");
         let bypass = bypass.to_string();
