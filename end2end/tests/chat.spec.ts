@@ -5,6 +5,7 @@ import { test, expect, Page } from '@playwright/test';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startServer, RunningServer } from './server';
+import { chooseMode } from './helpers';
 
 let server: RunningServer;
 test.beforeAll(async () => { server = await startServer(); });
@@ -62,7 +63,7 @@ test('chat with the demo agent, reload, and follow from a second tab', async ({ 
   const second = await context.newPage();
   await second.goto(sessionUrl);
   await expect(second.getByTestId('connection')).toHaveAttribute('data-state', 'live');
-  await page.getByTestId('mode-picker').selectOption('yolo');
+  await chooseMode(page, 'yolo');
   await page.getByTestId('composer').fill('run: echo from-the-first-tab');
   await page.getByTestId('send').click();
   await expect(second.locator('[data-testid=tool-result][data-status=ok]')).toHaveCount(2);

@@ -35,6 +35,18 @@ export async function send(page: Page, text: string) {
   await page.getByTestId('send').click();
 }
 
+/**
+ * Chooses an approval mode in the session's picker; Yolo asks for a second, deliberate click,
+ * which this gives. Waits until the session header shows the mode.
+ */
+export async function chooseMode(page: Page, mode: 'plan' | 'ask' | 'auto_edit' | 'yolo') {
+  await page.getByTestId('mode-picker').selectOption(mode);
+  if (mode === 'yolo') {
+    await page.getByTestId('yolo-confirm').locator('[data-action=confirm-yolo]').click();
+  }
+  await expect(page.getByTestId('session-mode')).toHaveAttribute('data-mode', mode);
+}
+
 export async function newSession(page: Page) {
   const before = page.url();
   await page.getByTestId('new-session').click();

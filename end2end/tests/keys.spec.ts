@@ -1,7 +1,7 @@
 // Answering cards from the keyboard and the bulk bar: Deny all asks once for a reason and
 // answers every pending card but the sensitive ones; a key acts only on a chosen card;
 // `e` opens the editor, `A` the Always allow panel, `j`/`k` move between pending cards; none
-// of the keys fire while typing in the composer, where Shift+Tab cycles the approval mode.
+// of the keys fire while typing in the composer, and no key anywhere changes the approval mode.
 import { expect, Page } from '@playwright/test';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -351,21 +351,42 @@ test('no card key fires while typing in the composer', async ({ page, server }) 
   await expect(toolResults(page, 'ok')).toHaveCount(2);
 });
 
-test('Shift+Tab in the composer cycles the mode picker, and the message goes with that mode', async ({ page, server }) => {
+test('no key changes the mode; Yolo takes a second, deliberate click, and the message goes with that mode', async ({ page, server }) => {
   await login(page, server);
   const composer = page.getByTestId('composer');
   const picker = page.getByTestId('mode-picker');
   const badge = page.getByTestId('session-mode');
   await expect(picker).toHaveValue('ask');
+  // Shift+Tab is "previous field" again, and no other key in the composer touches the mode.
   await composer.click();
-  for (const mode of ['auto_edit', 'yolo', 'plan', 'ask', 'auto_edit', 'yolo']) {
-    await pressKey(page, 'Shift+Tab');
-    await expect(picker).toHaveValue(mode);
-    await expect(badge).toHaveAttribute('data-mode', mode);
-    // Focus stays in the composer.
-    await expect(composer).toBeFocused();
+  await pressKey(page, 'Shift+Tab');
+  await expect(composer).not.toBeFocused();
+  for (const key of ['Shift+Tab', 'Tab', 'Alt+m', 'Control+m', 'Shift+ArrowUp', 'Alt+y']) {
+    await composer.click();
+    await pressKey(page, key);
   }
-  // The session remembers it: a reload comes back in yolo.
+  // Away from any field too.
+  await page.locator('.chat-header').click({ position: { x: 5, y: 5 } });
+  for (const key of ['Shift+Tab', 'm', 'y', 'Shift+Y']) {
+    await pressKey(page, key);
+  }
+  await expect(picker).toHaveValue('ask');
+  await expect(badge).toHaveAttribute('data-mode', 'ask');
+  await composer.fill('');
+  // Choosing Yolo only asks: the safe answer is focused, and Enter keeps the mode.
+  await picker.selectOption('yolo');
+  const confirm = page.getByTestId('yolo-confirm');
+  await expect(confirm).toContainText('run without asking');
+  await expect(confirm.locator('[data-action=keep-mode]')).toBeFocused();
+  await expect(badge).toHaveAttribute('data-mode', 'ask');
+  await page.keyboard.press('Enter');
+  await expect(confirm).toHaveCount(0);
+  await expect(picker).toHaveValue('ask');
+  await expect(badge).toHaveAttribute('data-mode', 'ask');
+  // A second, deliberate click switches; the session remembers it.
+  await picker.selectOption('yolo');
+  await confirm.locator('[data-action=confirm-yolo]').click();
+  await expect(badge).toHaveAttribute('data-mode', 'yolo');
   await expect.poll(async () => {
     const res = await page.request.get(`${server.url}/api/v1/sessions/${sessionId(page)}`);
     return (await res.json()).session.approval_mode;
@@ -374,8 +395,11 @@ test('Shift+Tab in the composer cycles the mode picker, and the message goes wit
   await waitLive(page);
   await expect(picker).toHaveValue('yolo');
   // In yolo a command runs without a card.
-  await send(page, 'run: echo cycled');
-  await expect(toolResults(page, 'ok')).toContainText('echo cycled');
+  await send(page, 'run: echo chosen');
+  await expect(toolResults(page, 'ok')).toContainText('echo chosen');
   await expect(pendingCards(page)).toHaveCount(0);
   await expect(page.getByTestId('user-message').last()).toContainText('Yolo');
+  // Leaving Yolo needs no confirmation.
+  await picker.selectOption('ask');
+  await expect(badge).toHaveAttribute('data-mode', 'ask');
 });

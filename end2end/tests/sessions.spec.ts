@@ -2,15 +2,14 @@
 // sent goes there); deleting a session removes it from the list, and its URL then says it is
 // not available.
 import { expect, Page } from '@playwright/test';
-import { login, newSession, send, sessionId, test, toolResults, waitLive } from './helpers';
+import { chooseMode, login, newSession, send, sessionId, test, toolResults, waitLive } from './helpers';
 
 function sessionItem(page: Page, sid: string) {
   return page.getByRole('listitem').filter({ has: page.locator(`a[data-testid=session-link][href="/sessions/${sid}"]`) });
 }
 
 async function runInYolo(page: Page, command: string) {
-  await page.getByTestId('mode-picker').selectOption('yolo');
-  await expect(page.getByTestId('session-mode')).toHaveAttribute('data-mode', 'yolo');
+  await chooseMode(page, 'yolo');
   await send(page, `run: ${command}`);
   await expect(toolResults(page, 'ok').filter({ hasText: command })).toHaveCount(1);
 }

@@ -1,7 +1,8 @@
 //! The composer: message field, mode picker, Send and Stop. Enter sends, Shift+Enter is a
-//! newline, Shift+Tab cycles the approval mode. In an outside agent's session, which takes no
-//! messages, [`OutsideBar`] stands in its place and keeps the mode picker (the mode still
-//! decides which of that agent's calls ask).
+//! newline. No key changes the approval mode: only a choice in the picker does, and a move to
+//! Yolo waits for a second, deliberate click ([`YoloConfirm`]). In an outside agent's session,
+//! which takes no messages, [`OutsideBar`] stands in its place and keeps the mode picker (the
+//! mode still decides which of that agent's calls ask).
 
 use leptos::ev::KeyboardEvent;
 use leptos::prelude::*;
@@ -11,11 +12,6 @@ use crate::api;
 use crate::protocol::Mode;
 use crate::ui::feed::Feed;
 use crate::ui::outside::outside_note;
-
-fn next_mode(mode: Mode) -> Mode {
-    let i = Mode::ALL.iter().position(|m| *m == mode).unwrap_or(0);
-    Mode::ALL[(i + 1) % Mode::ALL.len()]
-}
 
 /// Sets the session's mode (shown at once; a failure is reported in `error`).
 fn choose_mode(feed: Feed, error: RwSignal<Option<String>>, mode: Mode) {
@@ -47,12 +43,10 @@ pub fn Composer(
 
     let send = move || send_draft(feed, draft, sending, error);
     let on_keydown = move |ev: KeyboardEvent| {
+        // Every other key keeps its ordinary meaning (Shift+Tab moves focus back).
         if ev.key() == "Enter" && !ev.shift_key() && !ev.is_composing() {
             ev.prevent_default();
             send();
-        } else if ev.key() == "Tab" && ev.shift_key() {
-            ev.prevent_default();
-            choose_mode(feed, error, next_mode(feed.mode.get_untracked()));
         }
     };
 
@@ -65,7 +59,7 @@ pub fn Composer(
                 data-testid="composer"
                 aria-label="Message to the agent"
                 placeholder=move || if folded() {
-                    "A card is waiting above. Type to write to the agent…"
+                    "A card waits above — or write here…"
                 } else {
                     "Ask the agent…  (Enter sends, Shift+Enter adds a line)"
                 }
@@ -127,19 +121,25 @@ fn stop_turn(feed: Feed, error: RwSignal<Option<String>>) {
     });
 }
 
-/// The session's approval mode, as a select with each mode's one-line description.
+/// The session's approval mode, as a select with each mode's one-line description. Yolo is
+/// only proposed by the select: it takes effect once [`YoloConfirm`] is clicked.
 #[component]
 fn ModePicker(feed: Feed, error: RwSignal<Option<String>>) -> impl IntoView {
+    let confirming = RwSignal::new(false);
     view! {
         <label class="mode-picker">
             <span>"Approvals"</span>
             <select
                 data-testid="mode-picker"
-                prop:value=move || feed.mode.get().as_str()
-                on:change=move |ev| {
-                    if let Some(mode) = Mode::parse(&event_target_value(&ev)) {
+                data-mode=move || feed.mode.get().as_str()
+                prop:value=move || if confirming.get() { Mode::Yolo.as_str() } else { feed.mode.get().as_str() }
+                on:change=move |ev| match Mode::parse(&event_target_value(&ev)) {
+                    Some(Mode::Yolo) if feed.mode.get_untracked() != Mode::Yolo => confirming.set(true),
+                    Some(mode) => {
+                        confirming.set(false);
                         choose_mode(feed, error, mode);
                     }
+                    None => {}
                 }
             >
                 {Mode::ALL.into_iter().map(|m| view! {
@@ -149,6 +149,46 @@ fn ModePicker(feed: Feed, error: RwSignal<Option<String>>) -> impl IntoView {
                 }).collect_view()}
             </select>
         </label>
+        <Show when=move || confirming.get()>
+            <YoloConfirm feed error confirming/>
+        </Show>
+    }
+}
+
+/// Asks before a session goes to Yolo: what it means, in one sentence, and two buttons — the
+/// safe one first and focused, so Enter or a stray click keeps the mode as it was.
+#[component]
+fn YoloConfirm(
+    feed: Feed,
+    error: RwSignal<Option<String>>,
+    confirming: RwSignal<bool>,
+) -> impl IntoView {
+    let keep = NodeRef::<leptos::html::Button>::new();
+    Effect::new(move |_| {
+        if let Some(button) = keep.get() {
+            let _ = button.focus();
+        }
+    });
+    let current = move || feed.mode.get().label();
+    view! {
+        <div class="yolo-confirm" role="alertdialog" aria-labelledby="yolo-confirm-text"
+            data-testid="yolo-confirm">
+            <p id="yolo-confirm-text">
+                <strong>"Switch this session to Yolo?"</strong>
+                " Edits, commands and config changes run without asking you. Secrets files and other safety-floor calls still ask."
+            </p>
+            <button type="button" node_ref=keep data-action="keep-mode"
+                on:click=move |_| confirming.set(false)>
+                {move || format!("Keep {}", current())}
+            </button>
+            <button type="button" class="danger" data-action="confirm-yolo"
+                on:click=move |_| {
+                    confirming.set(false);
+                    choose_mode(feed, error, Mode::Yolo);
+                }>
+                "Switch to Yolo"
+            </button>
+        </div>
     }
 }
 

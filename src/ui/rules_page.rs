@@ -145,7 +145,7 @@ fn RuleRow(
     view! {
         <tr data-testid="rule-row" data-rule-id=id.clone()>
             // A pattern came from an agent's call: shown as `crate::shown` writes it.
-            <td data-label="Tool"><code>{crate::shown::line(&rule.tool)}</code></td>
+            <td class="tool" data-label="Tool"><code>{crate::shown::line(&rule.tool)}</code></td>
             <td class="pattern" data-label="Pattern"><code data-testid="rule-pattern-cell">{crate::shown::text(&rule.pattern)}</code></td>
             <td data-label="Scope" data-scope=rule.scope.as_str()>{scope}</td>
             <td class="when" data-label="Created"><When at=rule.created_at.clone() precision=Precision::Minute/> {from} {expires}</td>
