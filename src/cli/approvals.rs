@@ -8,13 +8,14 @@ use std::collections::HashSet;
 use std::io::Read;
 
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::client::{CliError, Client, typed};
 use super::table::{self, Table, clean, clean_within};
 use super::{ApprovalsCommand, IdMatch, RuleScopeArg, match_id};
 use crate::protocol::{
-    AnsweredBy, ApprovalId, ApprovalRequest, Decision, GateKind, GateReason, SessionId,
+    AnsweredBy, ApprovalId, ApprovalRequest, Decision, DecisionRequest, ErrorCode, GateKind,
+    GateReason, RuleRequest, SessionId,
 };
 use crate::text::short_id;
 
@@ -211,7 +212,10 @@ async fn logged_gates(client: &Client) -> Result<Vec<GateRef>, CliError> {
         let snapshot = match client.get(&["sessions", id], &[]).await {
             Ok(snapshot) => snapshot,
             // Deleted since it was listed.
-            Err(CliError::Api { code, .. }) if code == "unknown_session" => continue,
+            Err(CliError::Api {
+                code: ErrorCode::UnknownSession,
+                ..
+            }) => continue,
             Err(e) => return Err(e),
         };
         for gate in gates_in(&snapshot) {
@@ -247,25 +251,33 @@ fn read_edits(edits: String) -> Result<String, CliError> {
 /// Labels decisions sent from here (the audit names the token that sent them).
 const CLIENT_ID: &str = "cli";
 
-fn decision_body(answer: &Answer, gate: &GateRef) -> Result<Value, CliError> {
-    let mut body = answer_body(answer, gate)?;
-    body["client_id"] = json!(CLIENT_ID);
-    Ok(body)
+/// The answer as the decision route reads it (the one body every door sends).
+fn decision_body(answer: &Answer, gate: &GateRef) -> Result<DecisionRequest, CliError> {
+    Ok(DecisionRequest {
+        client_id: Some(CLIENT_ID.to_owned()),
+        ..answer_body(answer, gate)?
+    })
 }
 
-fn answer_body(answer: &Answer, gate: &GateRef) -> Result<Value, CliError> {
+fn answer_body(answer: &Answer, gate: &GateRef) -> Result<DecisionRequest, CliError> {
     Ok(match answer {
-        Answer::Approve => json!({"decision": "approve"}),
-        Answer::Deny(None) => json!({"decision": "deny"}),
-        Answer::Deny(Some(reason)) => json!({"decision": "deny", "reason": reason}),
-        Answer::Edit(text) => json!({"decision": "edit", "edits": edits_value(gate, text)?}),
-        Answer::AllowAlways { scope, pattern } => {
-            let mut rule = json!({"scope": scope.as_str()});
-            if let Some(pattern) = pattern {
-                rule["pattern"] = json!(pattern);
-            }
-            json!({"decision": "allow_always", "rule": rule})
-        }
+        Answer::Approve => DecisionRequest::of("approve"),
+        Answer::Deny(reason) => DecisionRequest {
+            reason: reason.clone(),
+            ..DecisionRequest::of("deny")
+        },
+        Answer::Edit(text) => DecisionRequest {
+            edits: Some(edits_value(gate, text)?),
+            ..DecisionRequest::of("edit")
+        },
+        Answer::AllowAlways { scope, pattern } => DecisionRequest {
+            rule: Some(RuleRequest {
+                scope: Some(scope.as_str().to_owned()),
+                pattern: pattern.clone(),
+                expires_in_secs: None,
+            }),
+            ..DecisionRequest::of("allow_always")
+        },
     })
 }
 
@@ -370,9 +382,9 @@ fn explain_resolved(err: CliError, gate: &GateRef) -> CliError {
     else {
         return err;
     };
-    let lead = match code.as_str() {
-        "already_resolved" => "was already answered",
-        "gone" => "is no longer open",
+    let lead = match code {
+        ErrorCode::AlreadyResolved => "was already answered",
+        ErrorCode::Gone => "is no longer open",
         _ => "",
     };
     let words = body
