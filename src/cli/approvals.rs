@@ -408,3 +408,94 @@ fn explain_resolved(err: CliError, gate: &GateRef) -> CliError {
         body,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn gate(kind: GateKind) -> GateRef {
+        GateRef {
+            approval_id: ApprovalId::from("g1"),
+            session_id: SessionId::from("s1"),
+            kind,
+            tool: "shell".into(),
+            summary: String::new(),
+            args: json!({"command": "ls"}),
+        }
+    }
+
+    /// The body sent is the one the route reads, with exactly the fields each answer had
+    /// when it was written out by hand: nothing more goes on the wire.
+    #[test]
+    fn each_answer_is_sent_as_the_decision_body() {
+        let tool = gate(GateKind::Tool);
+        let cases = [
+            (Answer::Approve, json!({"decision": "approve"})),
+            (Answer::Deny(None), json!({"decision": "deny"})),
+            (
+                Answer::Deny(Some("no".into())),
+                json!({"decision": "deny", "reason": "no"}),
+            ),
+            (
+                Answer::Edit(r#"{"command":"pwd"}"#.into()),
+                json!({"decision": "edit", "edits": {"command": "pwd"}}),
+            ),
+            (
+                Answer::AllowAlways {
+                    scope: RuleScopeArg::Workspace,
+                    pattern: None,
+                },
+                json!({"decision": "allow_always", "rule": {"scope": "workspace"}}),
+            ),
+            (
+                Answer::AllowAlways {
+                    scope: RuleScopeArg::Session,
+                    pattern: Some("ls *".into()),
+                },
+                json!({"decision": "allow_always", "rule": {"scope": "session", "pattern": "ls *"}}),
+            ),
+        ];
+        for (answer, mut expected) in cases {
+            expected["client_id"] = json!(CLIENT_ID);
+            let body = decision_body(&answer, &tool)
+                .ok()
+                .and_then(|b| serde_json::to_value(b).ok());
+            assert_eq!(body, Some(expected));
+        }
+        let decision = gate(GateKind::Decision);
+        let edited = answer_body(&Answer::Edit("new plan".into()), &decision).ok();
+        assert_eq!(edited.and_then(|b| b.edits), Some(json!("new plan")));
+        assert!(answer_body(&Answer::Edit("not json".into()), &tool).is_err());
+    }
+
+    /// A 409/410 is told in words by matching on its code, and any other code is left as is.
+    #[test]
+    fn a_resolved_answer_is_explained_by_its_code() {
+        let resolution = json!({"resolution": {
+            "decision": "deny", "answered_by": "user", "actor": "browser",
+            "resolved_at": "2026-01-01T00:00:00.000Z",
+        }});
+        let api = |code: ErrorCode| CliError::Api {
+            status: 409,
+            code,
+            message: "as sent".into(),
+            body: resolution.clone(),
+        };
+        let message = |err: CliError| match err {
+            CliError::Api { message, .. } => message,
+            _ => String::new(),
+        };
+        let tool = gate(GateKind::Tool);
+        let said = message(explain_resolved(api(ErrorCode::AlreadyResolved), &tool));
+        assert!(
+            said.starts_with("approval g1 was already answered: denied by a person (browser)"),
+            "{said}"
+        );
+        let said = message(explain_resolved(api(ErrorCode::Gone), &tool));
+        assert!(said.contains("is no longer open"), "{said}");
+        let other = ErrorCode::Other("brand_new".into());
+        assert_eq!(message(explain_resolved(api(other), &tool)), "as sent");
+    }
+}
