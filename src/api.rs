@@ -11,7 +11,8 @@ use leptos::server_fn::codec::Json;
 
 use crate::protocol::{
     ApprovalId, ApprovalRequest, AuditEntry, AuditVerdict, ConfigView, CreatedToken, DecideOutcome,
-    DecisionInput, ErrorBody, Event, Rule, RuleId, Session, SessionId, Snapshot, TokenInfo, TurnId,
+    DecisionRequest, ErrorBody, Event, Rule, RuleId, Session, SessionId, Snapshot, TokenInfo,
+    TurnId,
 };
 
 /// Declares what the server function at `endpoint` needs (a [`Need`](crate::server::http::scopes::Need)).
@@ -58,19 +59,19 @@ mod backend {
 
     inventory::collect!(Declared);
 
-    use crate::protocol::ErrorBody;
+    use crate::protocol::{ErrorBody, ErrorCode};
 
     pub fn core() -> Result<Arc<Core>, ErrorBody> {
         use_context::<AppState>()
             .map(|s| s.core)
-            .ok_or_else(|| ErrorBody::new("internal", "server state missing"))
+            .ok_or_else(|| ErrorBody::new(ErrorCode::Internal, "server state missing"))
     }
 
     /// Who called, as the auth middleware found from the credential.
     pub fn principal() -> Result<Principal, ErrorBody> {
         use_context::<http::request::Parts>()
             .and_then(|parts| parts.extensions.get::<Principal>().cloned())
-            .ok_or_else(|| ErrorBody::new("unauthorized", "no credential on this request"))
+            .ok_or_else(|| ErrorBody::new(ErrorCode::Unauthorized, "no credential on this request"))
     }
 
     /// The caller of the server function at `endpoint`, if its credential has what the
@@ -98,6 +99,19 @@ mod backend {
         }
         ErrorBody::new(err.code(), err.to_string())
     }
+
+    /// A session id an argument carried, checked once here as a route's path is
+    /// (`http::ids`): what is not a session's id is `unknown_session` before any core call.
+    pub fn session_id(
+        id: &crate::protocol::SessionId,
+    ) -> Result<crate::protocol::SessionId, ErrorBody> {
+        crate::server::http::ids::session_id(id.as_str()).map_err(to_server_error)
+    }
+
+    /// A mode an argument carried, or `invalid_approval_mode`.
+    pub fn mode(raw: &str) -> Result<crate::protocol::Mode, ErrorBody> {
+        crate::server::http::ids::mode(raw).map_err(to_server_error)
+    }
 }
 
 needs!("snapshot", Read);
@@ -105,7 +119,7 @@ needs!("snapshot", Read);
 pub async fn get_snapshot(session_id: SessionId) -> Result<Snapshot, ErrorBody> {
     backend::caller("snapshot")?;
     let core = backend::core()?;
-    core.recent_snapshot(session_id.as_str())
+    core.recent_snapshot(&backend::session_id(&session_id)?)
         .await
         .map_err(backend::to_server_error)
 }
@@ -116,7 +130,7 @@ needs!("older_events", Read);
 pub async fn get_older_events(session_id: SessionId, before: u64) -> Result<Vec<Event>, ErrorBody> {
     backend::caller("older_events")?;
     let core = backend::core()?;
-    core.older_events(session_id.as_str(), before)
+    core.older_events(&backend::session_id(&session_id)?, before)
         .await
         .map_err(backend::to_server_error)
 }
@@ -144,7 +158,7 @@ needs!("delete_session", Admin);
 pub async fn delete_session(session_id: SessionId) -> Result<(), ErrorBody> {
     backend::caller("delete_session")?;
     let core = backend::core()?;
-    core.delete_session(session_id.as_str())
+    core.delete_session(&backend::session_id(&session_id)?)
         .await
         .map_err(backend::to_server_error)
 }
@@ -154,7 +168,7 @@ needs!("rename_session", Admin);
 pub async fn rename_session(session_id: SessionId, title: String) -> Result<Session, ErrorBody> {
     backend::caller("rename_session")?;
     let core = backend::core()?;
-    core.rename_session(session_id.as_str(), &title)
+    core.rename_session(&backend::session_id(&session_id)?, &title)
         .await
         .map_err(backend::to_server_error)
 }
@@ -168,7 +182,9 @@ pub async fn send_message(
 ) -> Result<TurnId, ErrorBody> {
     let who = backend::caller("send_message")?;
     let core = backend::core()?;
-    core.send_message(session_id.as_str(), &text, Some(&approval_mode), &who)
+    let mode = backend::mode(&approval_mode)?;
+    let session_id = backend::session_id(&session_id)?;
+    core.send_message(&session_id, &text, Some(mode), &who)
         .await
         .map_err(backend::to_server_error)
 }
@@ -178,7 +194,8 @@ needs!("set_mode", Admin);
 pub async fn set_mode(session_id: SessionId, approval_mode: String) -> Result<(), ErrorBody> {
     let who = backend::caller("set_mode")?;
     let core = backend::core()?;
-    core.set_mode(session_id.as_str(), &approval_mode, &who)
+    let mode = backend::mode(&approval_mode)?;
+    core.set_mode(&backend::session_id(&session_id)?, mode, &who)
         .await
         .map(|_| ())
         .map_err(backend::to_server_error)
@@ -189,7 +206,7 @@ needs!("cancel", Admin);
 pub async fn cancel_turn(session_id: SessionId) -> Result<(), ErrorBody> {
     backend::caller("cancel")?;
     let core = backend::core()?;
-    core.cancel(session_id.as_str())
+    core.cancel(&backend::session_id(&session_id)?)
         .await
         .map(|_| ())
         .map_err(backend::to_server_error)
@@ -200,34 +217,14 @@ needs!("decide", Decide);
 pub async fn decide(
     session_id: SessionId,
     approval_id: ApprovalId,
-    input: DecisionInput,
+    input: DecisionRequest,
 ) -> Result<DecideOutcome, ErrorBody> {
     let who = backend::caller("decide")?;
     use crate::server::core::Error;
-    use crate::server::core::{DecisionRequest, RuleRequest};
     let core = backend::core()?;
-    let rule =
-        (input.rule_scope.is_some() || input.rule_pattern.is_some()).then_some(RuleRequest {
-            scope: input.rule_scope,
-            pattern: input.rule_pattern,
-            expires_in_secs: None,
-        });
-    let request = DecisionRequest {
-        decision: Some(input.decision),
-        digest: input.digest,
-        edits: input.edits,
-        reason: input.reason,
-        rule,
-        client_id: input.client_id,
-        execution_mode: input.execution_mode,
-        passkey: input.passkey,
-    };
-    let answer =
-        crate::server::core::Answer::try_from(request).map_err(backend::to_server_error)?;
-    match core
-        .decide(session_id.as_str(), approval_id.as_str(), answer, &who)
-        .await
-    {
+    let answer = crate::server::core::Answer::try_from(input).map_err(backend::to_server_error)?;
+    let session_id = backend::session_id(&session_id)?;
+    match core.decide(&session_id, &approval_id, answer, &who).await {
         Ok(resolution) => Ok(DecideOutcome::Decided { resolution }),
         Err(Error::AlreadyResolved(resolution) | Error::Gone(resolution)) => {
             Ok(DecideOutcome::Lost {

@@ -8,13 +8,14 @@ use std::collections::HashSet;
 use std::io::Read;
 
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::client::{CliError, Client, typed};
 use super::table::{self, Table, clean, clean_within};
 use super::{ApprovalsCommand, IdMatch, RuleScopeArg, match_id};
 use crate::protocol::{
-    AnsweredBy, ApprovalId, ApprovalRequest, Decision, GateKind, GateReason, SessionId,
+    AnsweredBy, ApprovalId, ApprovalRequest, Decision, DecisionRequest, ErrorCode, GateKind,
+    GateReason, RuleRequest, SessionId,
 };
 use crate::text::short_id;
 
@@ -211,7 +212,10 @@ async fn logged_gates(client: &Client) -> Result<Vec<GateRef>, CliError> {
         let snapshot = match client.get(&["sessions", id], &[]).await {
             Ok(snapshot) => snapshot,
             // Deleted since it was listed.
-            Err(CliError::Api { code, .. }) if code == "unknown_session" => continue,
+            Err(CliError::Api {
+                code: ErrorCode::UnknownSession,
+                ..
+            }) => continue,
             Err(e) => return Err(e),
         };
         for gate in gates_in(&snapshot) {
@@ -247,25 +251,33 @@ fn read_edits(edits: String) -> Result<String, CliError> {
 /// Labels decisions sent from here (the audit names the token that sent them).
 const CLIENT_ID: &str = "cli";
 
-fn decision_body(answer: &Answer, gate: &GateRef) -> Result<Value, CliError> {
-    let mut body = answer_body(answer, gate)?;
-    body["client_id"] = json!(CLIENT_ID);
-    Ok(body)
+/// The answer as the decision route reads it (the one body every door sends).
+fn decision_body(answer: &Answer, gate: &GateRef) -> Result<DecisionRequest, CliError> {
+    Ok(DecisionRequest {
+        client_id: Some(CLIENT_ID.to_owned()),
+        ..answer_body(answer, gate)?
+    })
 }
 
-fn answer_body(answer: &Answer, gate: &GateRef) -> Result<Value, CliError> {
+fn answer_body(answer: &Answer, gate: &GateRef) -> Result<DecisionRequest, CliError> {
     Ok(match answer {
-        Answer::Approve => json!({"decision": "approve"}),
-        Answer::Deny(None) => json!({"decision": "deny"}),
-        Answer::Deny(Some(reason)) => json!({"decision": "deny", "reason": reason}),
-        Answer::Edit(text) => json!({"decision": "edit", "edits": edits_value(gate, text)?}),
-        Answer::AllowAlways { scope, pattern } => {
-            let mut rule = json!({"scope": scope.as_str()});
-            if let Some(pattern) = pattern {
-                rule["pattern"] = json!(pattern);
-            }
-            json!({"decision": "allow_always", "rule": rule})
-        }
+        Answer::Approve => DecisionRequest::of("approve"),
+        Answer::Deny(reason) => DecisionRequest {
+            reason: reason.clone(),
+            ..DecisionRequest::of("deny")
+        },
+        Answer::Edit(text) => DecisionRequest {
+            edits: Some(edits_value(gate, text)?),
+            ..DecisionRequest::of("edit")
+        },
+        Answer::AllowAlways { scope, pattern } => DecisionRequest {
+            rule: Some(RuleRequest {
+                scope: Some(scope.as_str().to_owned()),
+                pattern: pattern.clone(),
+                expires_in_secs: None,
+            }),
+            ..DecisionRequest::of("allow_always")
+        },
     })
 }
 
@@ -370,9 +382,9 @@ fn explain_resolved(err: CliError, gate: &GateRef) -> CliError {
     else {
         return err;
     };
-    let lead = match code.as_str() {
-        "already_resolved" => "was already answered",
-        "gone" => "is no longer open",
+    let lead = match code {
+        ErrorCode::AlreadyResolved => "was already answered",
+        ErrorCode::Gone => "is no longer open",
         _ => "",
     };
     let words = body
@@ -394,5 +406,96 @@ fn explain_resolved(err: CliError, gate: &GateRef) -> CliError {
         code,
         message,
         body,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn gate(kind: GateKind) -> GateRef {
+        GateRef {
+            approval_id: ApprovalId::from("g1"),
+            session_id: SessionId::from("s1"),
+            kind,
+            tool: "shell".into(),
+            summary: String::new(),
+            args: json!({"command": "ls"}),
+        }
+    }
+
+    /// The body sent is the one the route reads, with exactly the fields each answer had
+    /// when it was written out by hand: nothing more goes on the wire.
+    #[test]
+    fn each_answer_is_sent_as_the_decision_body() {
+        let tool = gate(GateKind::Tool);
+        let cases = [
+            (Answer::Approve, json!({"decision": "approve"})),
+            (Answer::Deny(None), json!({"decision": "deny"})),
+            (
+                Answer::Deny(Some("no".into())),
+                json!({"decision": "deny", "reason": "no"}),
+            ),
+            (
+                Answer::Edit(r#"{"command":"pwd"}"#.into()),
+                json!({"decision": "edit", "edits": {"command": "pwd"}}),
+            ),
+            (
+                Answer::AllowAlways {
+                    scope: RuleScopeArg::Workspace,
+                    pattern: None,
+                },
+                json!({"decision": "allow_always", "rule": {"scope": "workspace"}}),
+            ),
+            (
+                Answer::AllowAlways {
+                    scope: RuleScopeArg::Session,
+                    pattern: Some("ls *".into()),
+                },
+                json!({"decision": "allow_always", "rule": {"scope": "session", "pattern": "ls *"}}),
+            ),
+        ];
+        for (answer, mut expected) in cases {
+            expected["client_id"] = json!(CLIENT_ID);
+            let body = decision_body(&answer, &tool)
+                .ok()
+                .and_then(|b| serde_json::to_value(b).ok());
+            assert_eq!(body, Some(expected));
+        }
+        let decision = gate(GateKind::Decision);
+        let edited = answer_body(&Answer::Edit("new plan".into()), &decision).ok();
+        assert_eq!(edited.and_then(|b| b.edits), Some(json!("new plan")));
+        assert!(answer_body(&Answer::Edit("not json".into()), &tool).is_err());
+    }
+
+    /// A 409/410 is told in words by matching on its code, and any other code is left as is.
+    #[test]
+    fn a_resolved_answer_is_explained_by_its_code() {
+        let resolution = json!({"resolution": {
+            "decision": "deny", "answered_by": "user", "actor": "browser",
+            "resolved_at": "2026-01-01T00:00:00.000Z",
+        }});
+        let api = |code: ErrorCode| CliError::Api {
+            status: 409,
+            code,
+            message: "as sent".into(),
+            body: resolution.clone(),
+        };
+        let message = |err: CliError| match err {
+            CliError::Api { message, .. } => message,
+            _ => String::new(),
+        };
+        let tool = gate(GateKind::Tool);
+        let said = message(explain_resolved(api(ErrorCode::AlreadyResolved), &tool));
+        assert!(
+            said.starts_with("approval g1 was already answered: denied by a person (browser)"),
+            "{said}"
+        );
+        let said = message(explain_resolved(api(ErrorCode::Gone), &tool));
+        assert!(said.contains("is no longer open"), "{said}");
+        let other = ErrorCode::Other("brand_new".into());
+        assert_eq!(message(explain_resolved(api(other), &tool)), "as sent");
     }
 }

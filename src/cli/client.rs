@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::remote::Remote;
 use super::table;
-use crate::protocol::ErrorBody;
+use crate::protocol::{ErrorBody, ErrorCode};
 
 const TIMEOUT: Duration = Duration::from_secs(30);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -37,7 +37,7 @@ pub enum CliError {
     #[error("{code}: {message}")]
     Api {
         status: u16,
-        code: String,
+        code: ErrorCode,
         message: String,
         body: Value,
     },
@@ -134,7 +134,11 @@ impl Client {
     }
 
     /// `POST /api/v1/<segments…>` with a JSON body.
-    pub async fn post(&self, segments: &[&str], body: &Value) -> Result<Value, CliError> {
+    pub async fn post<B: serde::Serialize + ?Sized>(
+        &self,
+        segments: &[&str],
+        body: &B,
+    ) -> Result<Value, CliError> {
         self.send(self.request(Method::POST, segments).json(body))
             .await
     }
@@ -217,7 +221,8 @@ fn error_answer(status: StatusCode, text: &str) -> CliError {
     {
         Some(parsed) => CliError::Api {
             status: status.as_u16(),
-            code: table::clean(&parsed.error.code),
+            // A code this build does not know is shown as sent, made safe for a terminal.
+            code: ErrorCode::parse(&table::clean(parsed.error.code.as_str())),
             message: table::clean(&parsed.error.message),
             body: body.unwrap_or_default(),
         },

@@ -9,14 +9,18 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 mod actor;
+mod answer;
 mod canonical;
 mod de;
+mod error_code;
 mod ids;
 mod outside;
 mod stored;
 mod time;
 pub use actor::Actor;
+pub use answer::{DecisionRequest, RuleRequest};
 pub use canonical::canonical_json;
+pub use error_code::ErrorCode;
 pub use ids::{ApprovalId, CallId, RuleId, SessionId, TurnId};
 pub use outside::{
     AgentOsUser, Capabilities, CreatedToken, GateState, GateStatus, GateTool, MCP_SOURCE, OpenGate,
@@ -635,29 +639,6 @@ pub struct Rule {
     pub expires_at: Option<Timestamp>,
 }
 
-/// A decision as the UI sends it (the same fields as the REST body, flattened for a form).
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
-pub struct DecisionInput {
-    pub decision: String,
-    #[serde(default)]
-    pub digest: Option<String>,
-    #[serde(default)]
-    pub edits: Option<Value>,
-    #[serde(default)]
-    pub reason: Option<String>,
-    #[serde(default)]
-    pub rule_scope: Option<String>,
-    #[serde(default)]
-    pub rule_pattern: Option<String>,
-    #[serde(default)]
-    pub client_id: Option<String>,
-    #[serde(default)]
-    pub execution_mode: Option<String>,
-    /// A passkey assertion made for this card (`approvals.require_passkey`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub passkey: Option<PasskeyAnswer>,
-}
-
 /// A passkey assertion as a page sends it: the sealed ceremony it answers and the browser's
 /// `PublicKeyCredential` (JSON, base64url fields).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
@@ -739,15 +720,15 @@ pub struct ErrorBody {
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct ErrorDetail {
-    pub code: String,
+    pub code: ErrorCode,
     pub message: String,
 }
 
 impl ErrorBody {
-    pub fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
         ErrorBody {
             error: ErrorDetail {
-                code: code.into(),
+                code,
                 message: message.into(),
             },
         }
@@ -767,10 +748,10 @@ impl leptos::server_fn::error::FromServerFnError for ErrorBody {
     fn from_server_fn_error(value: leptos::server_fn::error::ServerFnErrorErr) -> Self {
         use leptos::server_fn::error::ServerFnErrorErr as E;
         let code = match &value {
-            E::Args(_) | E::MissingArg(_) | E::Deserialization(_) => "invalid_request",
-            E::Request(_) | E::Response(_) => "network",
-            E::UnsupportedRequestMethod(_) => "method_not_allowed",
-            _ => "internal",
+            E::Args(_) | E::MissingArg(_) | E::Deserialization(_) => ErrorCode::InvalidRequest,
+            E::Request(_) | E::Response(_) => ErrorCode::Network,
+            E::UnsupportedRequestMethod(_) => ErrorCode::MethodNotAllowed,
+            _ => ErrorCode::Internal,
         };
         ErrorBody::new(code, value.to_string())
     }

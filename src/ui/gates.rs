@@ -5,7 +5,7 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 
 use crate::api;
-use crate::protocol::{ApprovalId, ApprovalRequestBody, DecisionInput, GateReason, SessionId};
+use crate::protocol::{ApprovalId, ApprovalRequestBody, DecisionRequest, GateReason, SessionId};
 
 /// Identifies this browser tab in resolutions, so a card can say "you" or "another tab".
 /// Kept in `sessionStorage` (one per tab, surviving reloads); empty on the server and until
@@ -229,12 +229,11 @@ async fn answer_each(
 ) -> usize {
     let mut answered = 0;
     for gate in gates {
-        let input = DecisionInput {
-            decision: decision.to_owned(),
+        let input = DecisionRequest {
             digest: Some(gate.digest.clone()),
             client_id: Some(client_id.clone()),
             reason: why.clone(),
-            ..DecisionInput::default()
+            ..DecisionRequest::of(decision)
         };
         if matches!(
             api::decide(session_id.clone(), gate.approval_id.clone(), input).await,

@@ -57,11 +57,12 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::{ErrorBody, Session};
+    use crate::protocol::{ErrorBody, ErrorCode, Session};
 
     #[test]
     fn reads_what_the_default_codec_writes() {
-        let value: Result<Vec<Session>, ErrorBody> = Err(ErrorBody::new("gone", "no such session"));
+        let value: Result<Vec<Session>, ErrorBody> =
+            Err(ErrorBody::new(ErrorCode::Gone, "no such session"));
         let encoded = <Json as Encoder<_>>::encode(&value).unwrap();
         assert_eq!(encoded, serde_json::to_string(&value).unwrap());
         let back: Result<Vec<Session>, ErrorBody> = <Json as Decoder<_>>::decode(&encoded).unwrap();

@@ -162,7 +162,7 @@ fn CreateForm(
                 }).collect_view()}
             </ul>
             {move || error.get().map(|err| view! {
-                <p class="error" role="alert" data-testid="token-error" data-code=err.error.code.clone()>
+                <p class="error" role="alert" data-testid="token-error" data-code=err.error.code.as_str().to_owned()>
                     {err.error.message.clone()}
                 </p>
             })}

@@ -278,3 +278,50 @@ async fn the_page_snapshot_is_the_recent_turns_and_older_turns_page_in() {
     .await
     .expect_error(404, "unknown_session");
 }
+
+/// The page's `decide` takes the decision route's own body (`DecisionRequest`): an Allow
+/// always with its `rule` makes that rule; a body of another shape (the old flattened
+/// `rule_scope`) is refused and answers nothing; a malformed session id is `unknown_session`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_decide_server_function_takes_the_decision_routes_body() {
+    let ts = TestServer::start().await;
+    let sid = ts.create_id(json!({"approval_mode": "ask"})).await;
+    ts.send_msg(&sid, "run: echo hi > hi.txt", None).await;
+    let card = ts.wait_gate(&sid).await;
+    let gate = aid(&card);
+    let old_shape = call(
+        &ts,
+        "decide",
+        json!({"session_id": sid, "approval_id": gate,
+               "input": {"decision": "allow_always", "rule_scope": "workspace"}}),
+    )
+    .await;
+    assert!(old_shape.status.as_u16() >= 400, "{}", old_shape.body);
+    let body: Value = serde_json::from_str(&old_shape.body).unwrap_or_default();
+    assert_eq!(
+        body["error"]["code"], "invalid_request",
+        "{}",
+        old_shape.body
+    );
+    call(
+        &ts,
+        "decide",
+        json!({"session_id": "not-a-uuid", "approval_id": gate, "input": {"decision": "deny"}}),
+    )
+    .await
+    .expect_error(404, "unknown_session");
+    ts.assert_still_pending(&sid, &gate).await;
+    let decided = call(
+        &ts,
+        "decide",
+        json!({"session_id": sid, "approval_id": gate, "input": {
+            "decision": "allow_always", "rule": {"scope": "workspace", "pattern": "echo *"},
+        }}),
+    )
+    .await
+    .expect(200);
+    assert_eq!(decided["outcome"], "decided", "{decided}");
+    let rules = ts.get("/api/v1/rules").await.expect(200);
+    assert_eq!(rules[0]["scope"], "workspace", "{rules}");
+    assert_eq!(rules[0]["pattern"], "echo *", "{rules}");
+}

@@ -5,45 +5,17 @@
 //! **Invariant:** every check runs before the compare-and-set, and a failed check changes
 //! nothing: the gate stays pending.
 
-use serde::Deserialize;
 use serde_json::Value;
 
 use super::{Core, Error};
 use crate::protocol::{
-    AnsweredBy, ApprovalId, ApprovalRequest, Decision, GateKind, Mode, Resolution, Rule, RuleId,
-    RuleScope, SessionId, Spelling, Timestamp,
+    AnsweredBy, ApprovalId, ApprovalRequest, Decision, DecisionRequest, GateKind, Mode, Resolution,
+    Rule, RuleId, RuleScope, SessionId, Spelling, Timestamp,
 };
 use crate::server::digest::{bound_call_digest, call_digest};
 use crate::server::gate::{edit_diff, resolve, rules};
 use crate::server::principal::{Principal, Scope, actors};
 use crate::server::tools;
-
-/// The body of `POST /api/v1/sessions/{sid}/approvals/{aid}`, as the wire carries it (read into
-/// an `Answer` before anything else).
-#[derive(Deserialize, Debug, Clone, Default)]
-#[serde(deny_unknown_fields)]
-pub struct DecisionRequest {
-    pub decision: Option<String>,
-    pub digest: Option<String>,
-    pub edits: Option<Value>,
-    pub reason: Option<String>,
-    pub rule: Option<RuleRequest>,
-    /// The answering browser tab (optional), so the card can say "you" or "another tab".
-    pub client_id: Option<String>,
-    /// For a plan card: the mode to leave plan mode for (default: the card's).
-    pub execution_mode: Option<String>,
-    /// A passkey assertion made for this card, where `approvals.require_passkey` covers it.
-    pub passkey: Option<super::PasskeyProof>,
-}
-
-#[derive(Deserialize, Debug, Clone, Default)]
-#[serde(deny_unknown_fields)]
-pub struct RuleRequest {
-    pub scope: Option<String>,
-    pub pattern: Option<String>,
-    /// The rule stops applying this many seconds after it is created (default: never).
-    pub expires_in_secs: Option<u64>,
-}
 
 const MAX_REASON_CHARS: usize = 2000;
 
@@ -371,18 +343,17 @@ impl Core {
     /// A person's answer to a gate. Exactly one answer per gate succeeds.
     pub async fn decide(
         &self,
-        session_id: &str,
-        approval_id: &str,
+        session: &SessionId,
+        approval_id: &ApprovalId,
         body: Answer,
         who: &Principal,
     ) -> Result<Resolution, Error> {
-        let session = super::parse_session_id(session_id)?;
-        let request = self.answerable(&session, session_id, approval_id).await?;
+        let request = self.answerable(session, approval_id).await?;
         // An answer the card does not offer changes nothing, not even a changed card.
         offered(&request, body.decision)?;
-        self.still_as_shown(&session, &request, &body).await?;
+        self.still_as_shown(session, &request, &body).await?;
         let (resolution, new_rule) = self.resolution_of(&request, body, who).await?;
-        Ok(resolve::commit(&self.hub, &session, &request, resolution, new_rule).await?)
+        Ok(resolve::commit(&self.hub, session, &request, resolution, new_rule).await?)
     }
 
     /// The waiting gate an answer is for: unknown, already answered, being cancelled or past
@@ -390,17 +361,15 @@ impl Core {
     async fn answerable(
         &self,
         session: &SessionId,
-        session_id: &str,
-        approval_id: &str,
+        approval_id: &ApprovalId,
     ) -> Result<ApprovalRequest, Error> {
         // The gate is looked up first (one read on the hot path); the session is checked only
         // to tell an unknown session from an unknown approval. The caller's text until the
         // store finds a gate under it.
-        let asked = ApprovalId::from(approval_id);
-        let Some(gate) = self.repos.gates.get_gate(session, &asked).await? else {
-            self.session_row(session_id).await?;
+        let Some(gate) = self.repos.gates.get_gate(session, approval_id).await? else {
+            self.session_row(session).await?;
             return Err(Error::UnknownApproval(
-                approval_id.chars().take(64).collect(),
+                approval_id.as_str().chars().take(64).collect(),
             ));
         };
         if let Some(resolution) = gate.resolution {

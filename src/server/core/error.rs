@@ -4,7 +4,7 @@
 //! functions (`api.rs`) give each its status, so a failure reads the same through every door.
 //! Internal causes are logged, never sent: the client gets a code and a plain sentence.
 
-use crate::protocol::Resolution;
+use crate::protocol::{ErrorCode, Resolution};
 use crate::server::config::ops::ChangeError;
 use crate::server::store::StoreError;
 
@@ -96,45 +96,46 @@ pub enum Error {
 }
 
 impl Error {
-    pub fn code(&self) -> &'static str {
+    /// The code the wire carries for this error (the same through every door).
+    pub fn code(&self) -> ErrorCode {
         match self {
-            Error::InvalidRequest(_) => "invalid_request",
-            Error::InvalidApprovalMode => "invalid_approval_mode",
-            Error::InvalidMessage(_) => "invalid_message",
-            Error::InvalidTitle(_) => "invalid_title",
-            Error::UnknownSession(_) => "unknown_session",
-            Error::TurnInProgress => "turn_in_progress",
-            Error::NoTurnRunning => "no_turn_running",
-            Error::UnknownApproval(_) => "unknown_approval",
-            Error::UnknownRule(_) => "unknown_rule",
-            Error::InvalidDecision(_) => "invalid_decision",
-            Error::EditsRequired => "edits_required",
-            Error::InvalidEdits(_) => "invalid_edits",
-            Error::NotAllowed(_) => "not_allowed",
-            Error::StaleDigest => "stale_digest",
-            Error::AlreadyResolved(_) => "already_resolved",
-            Error::Gone(_) => "gone",
-            Error::ProtectedKey(_) => "protected_key",
-            Error::InvalidValue(_) => "invalid_value",
-            Error::ShuttingDown => "shutting_down",
-            Error::StorageUnavailable => "storage_unavailable",
-            Error::InvalidGate(_) => "invalid_gate",
-            Error::KeyReused(_) => "idempotency_key_reused",
-            Error::TooManyGates(_) => "too_many_gates",
-            Error::Forbidden(_) => "forbidden",
-            Error::Unauthorized(_) => "unauthorized",
-            Error::InvalidName(_) => "invalid_name",
-            Error::NameTaken(_) => "name_taken",
-            Error::InvalidScope(_) => "invalid_scope",
-            Error::UnknownToken(_) => "unknown_token",
-            Error::UnknownSubscription(_) => "unknown_subscription",
-            Error::TooManySubscriptions(_) => "too_many_subscriptions",
-            Error::InvalidCapability => "invalid_capability",
-            Error::CapabilityEnded(_) => "capability_ended",
-            Error::PasskeyRequired(_) => "passkey_required",
-            Error::PasskeyRefused(_) => "passkey_refused",
-            Error::UnknownPasskey(_) => "unknown_passkey",
-            Error::Internal(_) => "internal",
+            Error::InvalidRequest(_) => ErrorCode::InvalidRequest,
+            Error::InvalidApprovalMode => ErrorCode::InvalidApprovalMode,
+            Error::InvalidMessage(_) => ErrorCode::InvalidMessage,
+            Error::InvalidTitle(_) => ErrorCode::InvalidTitle,
+            Error::UnknownSession(_) => ErrorCode::UnknownSession,
+            Error::TurnInProgress => ErrorCode::TurnInProgress,
+            Error::NoTurnRunning => ErrorCode::NoTurnRunning,
+            Error::UnknownApproval(_) => ErrorCode::UnknownApproval,
+            Error::UnknownRule(_) => ErrorCode::UnknownRule,
+            Error::InvalidDecision(_) => ErrorCode::InvalidDecision,
+            Error::EditsRequired => ErrorCode::EditsRequired,
+            Error::InvalidEdits(_) => ErrorCode::InvalidEdits,
+            Error::NotAllowed(_) => ErrorCode::NotAllowed,
+            Error::StaleDigest => ErrorCode::StaleDigest,
+            Error::AlreadyResolved(_) => ErrorCode::AlreadyResolved,
+            Error::Gone(_) => ErrorCode::Gone,
+            Error::ProtectedKey(_) => ErrorCode::ProtectedKey,
+            Error::InvalidValue(_) => ErrorCode::InvalidValue,
+            Error::ShuttingDown => ErrorCode::ShuttingDown,
+            Error::StorageUnavailable => ErrorCode::StorageUnavailable,
+            Error::InvalidGate(_) => ErrorCode::InvalidGate,
+            Error::KeyReused(_) => ErrorCode::IdempotencyKeyReused,
+            Error::TooManyGates(_) => ErrorCode::TooManyGates,
+            Error::Forbidden(_) => ErrorCode::Forbidden,
+            Error::Unauthorized(_) => ErrorCode::Unauthorized,
+            Error::InvalidName(_) => ErrorCode::InvalidName,
+            Error::NameTaken(_) => ErrorCode::NameTaken,
+            Error::InvalidScope(_) => ErrorCode::InvalidScope,
+            Error::UnknownToken(_) => ErrorCode::UnknownToken,
+            Error::UnknownSubscription(_) => ErrorCode::UnknownSubscription,
+            Error::TooManySubscriptions(_) => ErrorCode::TooManySubscriptions,
+            Error::InvalidCapability => ErrorCode::InvalidCapability,
+            Error::CapabilityEnded(_) => ErrorCode::CapabilityEnded,
+            Error::PasskeyRequired(_) => ErrorCode::PasskeyRequired,
+            Error::PasskeyRefused(_) => ErrorCode::PasskeyRefused,
+            Error::UnknownPasskey(_) => ErrorCode::UnknownPasskey,
+            Error::Internal(_) => ErrorCode::Internal,
         }
     }
 }
@@ -206,6 +207,70 @@ impl From<ChangeError> for Error {
             ChangeError::Protected(why) => Error::ProtectedKey(why),
             ChangeError::Invalid(why) => Error::InvalidValue(why),
             ChangeError::Unwritable(_) => Error::StorageUnavailable,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::{AnsweredBy, ApprovalId, Decision, Timestamp};
+
+    /// Each error keeps the code it had when codes were strings (the wire is pinned).
+    #[test]
+    fn every_error_keeps_its_wire_code() {
+        let resolution = || {
+            Box::new(Resolution::plain(
+                &ApprovalId::from("a"),
+                Decision::Approve,
+                AnsweredBy::User,
+                "browser",
+                Timestamp::now(),
+            ))
+        };
+        let s = String::new;
+        let cases = [
+            (Error::InvalidRequest(s()), "invalid_request"),
+            (Error::InvalidApprovalMode, "invalid_approval_mode"),
+            (Error::InvalidMessage(s()), "invalid_message"),
+            (Error::InvalidTitle(s()), "invalid_title"),
+            (Error::UnknownSession(s()), "unknown_session"),
+            (Error::TurnInProgress, "turn_in_progress"),
+            (Error::NoTurnRunning, "no_turn_running"),
+            (Error::UnknownApproval(s()), "unknown_approval"),
+            (Error::UnknownRule(s()), "unknown_rule"),
+            (Error::InvalidDecision(s()), "invalid_decision"),
+            (Error::EditsRequired, "edits_required"),
+            (Error::InvalidEdits(s()), "invalid_edits"),
+            (Error::NotAllowed(s()), "not_allowed"),
+            (Error::StaleDigest, "stale_digest"),
+            (Error::AlreadyResolved(resolution()), "already_resolved"),
+            (Error::Gone(resolution()), "gone"),
+            (Error::ProtectedKey(s()), "protected_key"),
+            (Error::InvalidValue(s()), "invalid_value"),
+            (Error::ShuttingDown, "shutting_down"),
+            (Error::StorageUnavailable, "storage_unavailable"),
+            (Error::InvalidGate(s()), "invalid_gate"),
+            (Error::KeyReused(s()), "idempotency_key_reused"),
+            (Error::TooManyGates(s()), "too_many_gates"),
+            (Error::Forbidden(s()), "forbidden"),
+            (Error::Unauthorized(s()), "unauthorized"),
+            (Error::InvalidName(s()), "invalid_name"),
+            (Error::NameTaken(s()), "name_taken"),
+            (Error::InvalidScope(s()), "invalid_scope"),
+            (Error::UnknownToken(s()), "unknown_token"),
+            (Error::UnknownSubscription(s()), "unknown_subscription"),
+            (Error::TooManySubscriptions(s()), "too_many_subscriptions"),
+            (Error::InvalidCapability, "invalid_capability"),
+            (Error::CapabilityEnded(s()), "capability_ended"),
+            (Error::PasskeyRequired(s()), "passkey_required"),
+            (Error::PasskeyRefused(s()), "passkey_refused"),
+            (Error::UnknownPasskey(s()), "unknown_passkey"),
+            (Error::Internal(s()), "internal"),
+        ];
+        for (err, spelling) in cases {
+            assert_eq!(err.code().as_str(), spelling, "{err:?}");
+            assert_ne!(err.code(), ErrorCode::Other(spelling.into()), "{err:?}");
         }
     }
 }

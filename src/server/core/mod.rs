@@ -15,7 +15,7 @@ mod sessions;
 mod tokens;
 mod watch;
 
-pub use decisions::{Answer, DecisionRequest, RuleChoice, RuleRequest};
+pub use decisions::{Answer, RuleChoice};
 pub use error::Error;
 pub use external::MAX_WAIT_SECS;
 pub use logins::{LoggedIn, LoginWith};
@@ -34,7 +34,7 @@ use super::config::live::{Live, LiveConfig};
 use super::hub::Hub;
 use super::notifier::Notifier;
 use super::store::Repos;
-use crate::protocol::{EventBody, Mode, SessionId, TurnId};
+use crate::protocol::{EventBody, Mode, TurnId};
 
 /// The longest message a person may send, in characters (protocol.md).
 pub const MAX_MESSAGE_CHARS: usize = 32_768;
@@ -108,17 +108,10 @@ pub fn pending_in(events: &[crate::protocol::Event]) -> Vec<crate::protocol::App
         .collect()
 }
 
-/// Parses a mode from the wire, with the protocol's error.
+/// Parses a mode from the wire, with the protocol's error (the doors read a request's mode
+/// with it, and an answer's `execution_mode` is read with it).
 pub fn parse_mode(raw: &str) -> Result<Mode, Error> {
     Mode::parse(raw).ok_or(Error::InvalidApprovalMode)
-}
-
-/// A session id from a request, in its canonical spelling (the one the store keys on and the
-/// hub's map holds), or `unknown_session`.
-fn parse_session_id(raw: &str) -> Result<SessionId, Error> {
-    uuid::Uuid::parse_str(raw)
-        .map(|_| SessionId::new(raw))
-        .map_err(|_| Error::UnknownSession(raw.chars().take(64).collect()))
 }
 
 impl Core {

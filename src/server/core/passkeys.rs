@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{Answer, Core, Error};
-use crate::protocol::{ApprovalId, ApprovalRequest, Timestamp};
+use crate::protocol::{ApprovalId, ApprovalRequest, SessionId, Timestamp};
 use crate::server::passkey::{MAX_PASSKEYS, PasskeyError, Purpose, RelyingParty, relying_party};
 use crate::server::principal::{Principal, Scope};
 use crate::server::store::passkeys::{PasskeyRow, PasskeyRows};
@@ -244,18 +244,16 @@ impl Core {
     pub async fn start_gate_assertion(
         &self,
         host: Option<&str>,
-        session_id: &str,
-        approval_id: &str,
+        session: &SessionId,
+        approval_id: &ApprovalId,
         answer: &Answer,
     ) -> Result<(Value, String), Error> {
         let rp = self.relying_party(host)?;
-        let session = super::parse_session_id(session_id)?;
-        let asked = ApprovalId::from(approval_id);
-        let Some(gate) = self.repos.gates.get_gate(&session, &asked).await? else {
+        let Some(gate) = self.repos.gates.get_gate(session, approval_id).await? else {
             // As `decide` answers: an unknown session before an unknown approval.
-            self.session_row(session.as_str()).await?;
+            self.session_row(session).await?;
             return Err(Error::UnknownApproval(
-                approval_id.chars().take(64).collect(),
+                approval_id.as_str().chars().take(64).collect(),
             ));
         };
         if let Some(resolution) = gate.resolution {

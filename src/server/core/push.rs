@@ -209,13 +209,8 @@ impl Core {
             via: Some(Via::Push),
             passkey: None,
         };
-        self.decide(
-            grant.session_id.as_str(),
-            grant.approval_id.as_str(),
-            answer,
-            &who,
-        )
-        .await
+        self.decide(&grant.session_id, &grant.approval_id, answer, &who)
+            .await
     }
 
     /// Who a capability answers as, if its holder still may: the device still subscribed and

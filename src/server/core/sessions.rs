@@ -5,9 +5,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::{
-    Core, Error, MAX_MESSAGE_CHARS, RECENT_EVENTS, parse_mode, parse_session_id, pending_in,
-};
+use super::{Core, Error, MAX_MESSAGE_CHARS, RECENT_EVENTS, pending_in};
 use crate::protocol::{
     EventBody, Mode, ModeSource, Session, SessionId, Snapshot, Timestamp, TurnId,
 };
@@ -38,26 +36,27 @@ impl Core {
         }
     }
 
-    pub(super) async fn session_row(&self, raw_id: &str) -> Result<SessionRow, Error> {
-        let id = parse_session_id(raw_id)?;
+    /// The session's row, or `unknown_session` (the id was read at the door; whether it
+    /// names a session is said here).
+    pub(super) async fn session_row(&self, id: &SessionId) -> Result<SessionRow, Error> {
         self.hub
-            .session(&id)
+            .session(id)
             .await?
-            .ok_or_else(|| Error::UnknownSession(id.into_string()))
+            .ok_or_else(|| Error::UnknownSession(id.as_str().to_owned()))
     }
 
-    /// The canonical id of an existing session, or `unknown_session`.
-    pub async fn existing_session_id(&self, raw_id: &str) -> Result<SessionId, Error> {
-        Ok(self.session_row(raw_id).await?.id)
+    /// The id of an existing session, or `unknown_session`.
+    pub async fn existing_session_id(&self, id: &SessionId) -> Result<SessionId, Error> {
+        Ok(self.session_row(id).await?.id)
     }
 
     pub async fn create_session(
         &self,
         title: Option<String>,
-        mode: Option<&str>,
+        mode: Option<Mode>,
     ) -> Result<Session, Error> {
         let mode = match mode {
-            Some(raw) => parse_mode(raw).and_then(|m| self.mode_allowed(m).map(|()| m))?,
+            Some(mode) => self.mode_allowed(mode).map(|()| mode)?,
             None => self.config().config.approvals.default_mode,
         };
         let title = match title.as_deref().map(str::trim) {
@@ -98,7 +97,7 @@ impl Core {
     /// `RECENT_EVENTS` events, whole), so a long session opens as fast as a short one; the
     /// running turn, and with it every pending gate, is always inside. Older turns are paged
     /// with `older_events`. Seqs are gapless from 1, so "older exist" is "first seq > 1".
-    pub async fn recent_snapshot(&self, session_id: &str) -> Result<Snapshot, Error> {
+    pub async fn recent_snapshot(&self, session_id: &SessionId) -> Result<Snapshot, Error> {
         let row = self.session_row(session_id).await?;
         let from = row.last_seq.saturating_sub(RECENT_EVENTS) + 1;
         let start = self.turn_start(&row.id, from).await?;
@@ -124,7 +123,7 @@ impl Core {
     /// (empty at the start of the log).
     pub async fn older_events(
         &self,
-        session_id: &str,
+        session_id: &SessionId,
         before: u64,
     ) -> Result<Vec<crate::protocol::Event>, Error> {
         let id = self.existing_session_id(session_id).await?;
@@ -147,12 +146,12 @@ impl Core {
             .max(1))
     }
 
-    pub async fn snapshot(&self, session_id: &str) -> Result<Snapshot, Error> {
+    pub async fn snapshot(&self, session_id: &SessionId) -> Result<Snapshot, Error> {
         let row = self.session_row(session_id).await?;
         self.snapshot_from(row, 1).await
     }
 
-    pub async fn delete_session(&self, session_id: &str) -> Result<(), Error> {
+    pub async fn delete_session(&self, session_id: &SessionId) -> Result<(), Error> {
         let row = self.session_row(session_id).await?;
         if !self
             .hub
@@ -172,7 +171,11 @@ impl Core {
     }
 
     /// Renames a session (a person's title, kept over the one made from the first message).
-    pub async fn rename_session(&self, session_id: &str, title: &str) -> Result<Session, Error> {
+    pub async fn rename_session(
+        &self,
+        session_id: &SessionId,
+        title: &str,
+    ) -> Result<Session, Error> {
         let title = title.trim();
         if title.is_empty() {
             return Err(Error::InvalidTitle("title must not be empty".into()));
@@ -240,17 +243,15 @@ impl Core {
     /// Sets the session's remembered mode; returns `(previous, current)`.
     pub async fn set_mode(
         &self,
-        session_id: &str,
-        raw_mode: &str,
+        id: &SessionId,
+        mode: Mode,
         who: &Principal,
     ) -> Result<(Mode, Mode), Error> {
-        let mode = parse_mode(raw_mode)?;
         self.mode_allowed(mode)?;
-        // The canonical id without a read: the row read under the lock checks it exists.
-        let id = parse_session_id(session_id)?;
-        let session = self.hub.enter(&id);
+        // No read before the lock: the row read under it checks the session exists.
+        let session = self.hub.enter(id);
         let _serial = session.serial().await;
-        let row = self.session_row(id.as_str()).await?;
+        let row = self.session_row(id).await?;
         let previous = row.mode();
         if previous != mode {
             let event = NewEvent::new(
@@ -270,21 +271,19 @@ impl Core {
     /// Records the message and starts a turn; returns its id at once (the turn runs on).
     pub async fn send_message(
         self: &Arc<Self>,
-        session_id: &str,
+        id: &SessionId,
         text: &str,
-        raw_mode: Option<&str>,
+        requested: Option<Mode>,
         who: &Principal,
     ) -> Result<TurnId, Error> {
-        let requested = raw_mode.map(parse_mode).transpose()?;
         if let Some(mode) = requested {
             self.mode_allowed(mode)?;
         }
         check_message(text)?;
-        // The canonical id without a read: the row read under the lock checks it exists.
-        let id = parse_session_id(session_id)?;
-        let session = self.hub.enter(&id);
+        // No read before the lock: the row read under it checks the session exists.
+        let session = self.hub.enter(id);
         let _serial = session.serial().await;
-        let row = self.session_row(id.as_str()).await?;
+        let row = self.session_row(id).await?;
         crate::timeline::mark("message: session read");
         if let Some(source) = &row.source {
             return Err(Error::NotAllowed(format!(
@@ -321,7 +320,7 @@ impl Core {
 
     /// Cancels the session's turn wherever it runs (on a shared store, another instance's turn
     /// gets the request through the database).
-    pub async fn cancel(&self, session_id: &str) -> Result<TurnId, Error> {
+    pub async fn cancel(&self, session_id: &SessionId) -> Result<TurnId, Error> {
         let row = self.session_row(session_id).await?;
         if let Some(turn_id) = self.hub.cancel(&row.id) {
             return Ok(turn_id);

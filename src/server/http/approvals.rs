@@ -7,9 +7,9 @@ use http::StatusCode;
 use serde::Deserialize;
 use serde_json::json;
 
+use super::ids;
 use super::json::ApiJson;
-use crate::protocol::RuleId;
-use crate::server::core::DecisionRequest;
+use crate::protocol::{ApprovalId, DecisionRequest, RuleId};
 use crate::server::core::Error;
 use crate::server::http::error::ApiError;
 use crate::server::principal::Principal;
@@ -22,6 +22,7 @@ pub async fn decide(
     ApiJson(body): ApiJson<DecisionRequest>,
 ) -> Result<impl IntoResponse, ApiError> {
     let answer = crate::server::core::Answer::try_from(body)?;
+    let (sid, aid) = (ids::session_id(&sid)?, ApprovalId::from(aid));
     crate::timeline::mark("decide: request read");
     let resolution = state.core.decide(&sid, &aid, answer, &who).await?;
     Ok(Json(json!({

@@ -6,7 +6,7 @@ use axum::Json;
 use axum::response::{IntoResponse, Response};
 use http::StatusCode;
 
-use crate::protocol::{ErrorBody, ErrorDetail};
+use crate::protocol::{ErrorBody, ErrorCode};
 use crate::server::core::Error;
 
 #[derive(Debug, thiserror::Error)]
@@ -76,16 +76,16 @@ pub fn status_of(err: &Error) -> StatusCode {
 }
 
 impl ApiError {
-    pub fn code(&self) -> &'static str {
+    pub fn code(&self) -> ErrorCode {
         match self {
             ApiError::Core(err) => err.code(),
-            ApiError::Unauthorized => "unauthorized",
-            ApiError::Csrf => "csrf",
-            ApiError::PayloadTooLarge => "payload_too_large",
-            ApiError::InvalidJson(_) => "invalid_json",
-            ApiError::InvalidRequest(_) => "invalid_request",
-            ApiError::NotFound(_) => "not_found",
-            ApiError::MethodNotAllowed => "method_not_allowed",
+            ApiError::Unauthorized => ErrorCode::Unauthorized,
+            ApiError::Csrf => ErrorCode::Csrf,
+            ApiError::PayloadTooLarge => ErrorCode::PayloadTooLarge,
+            ApiError::InvalidJson(_) => ErrorCode::InvalidJson,
+            ApiError::InvalidRequest(_) => ErrorCode::InvalidRequest,
+            ApiError::NotFound(_) => ErrorCode::NotFound,
+            ApiError::MethodNotAllowed => ErrorCode::MethodNotAllowed,
         }
     }
 
@@ -107,12 +107,7 @@ impl IntoResponse for ApiError {
         if let ApiError::Core(Error::Internal(cause)) = &self {
             tracing::error!(%cause, "internal error answered 500");
         }
-        let body = ErrorBody {
-            error: ErrorDetail {
-                code: self.code().to_owned(),
-                message: self.to_string(),
-            },
-        };
+        let body = ErrorBody::new(self.code(), self.to_string());
         let mut json = serde_json::to_value(body).unwrap_or_default();
         let resolution = match &self {
             ApiError::Core(err) => err.resolution(),

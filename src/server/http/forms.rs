@@ -8,7 +8,9 @@ use axum::extract::{Extension, State};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
-use crate::server::core::{Answer, DecisionRequest};
+use super::ids;
+use crate::protocol::{ApprovalId, DecisionRequest};
+use crate::server::core::Answer;
 use crate::server::http::error::ApiError;
 use crate::server::principal::Principal;
 use crate::server::state::AppState;
@@ -86,9 +88,14 @@ pub async fn decide(
         Ok(answer) => answer,
         Err(err) => return refused(&ApiError::Core(err), &back),
     };
+    let session_id = match ids::session_id(&form.session_id) {
+        Ok(id) => id,
+        Err(err) => return refused(&ApiError::Core(err), &back),
+    };
+    let approval_id = ApprovalId::from(form.approval_id.as_str());
     match state
         .core
-        .decide(&form.session_id, &form.approval_id, answer, &who)
+        .decide(&session_id, &approval_id, answer, &who)
         .await
     {
         Ok(_) => Redirect::to(&back).into_response(),

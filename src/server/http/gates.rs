@@ -12,6 +12,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::json::ApiJson;
+use crate::protocol::ApprovalId;
 use crate::server::core::{Error, MAX_WAIT_SECS, MAX_WATCH, MIN_WATCH};
 use crate::server::http::error::ApiError;
 use crate::server::principal::Principal;
@@ -123,7 +124,12 @@ pub async fn wait(
     };
     let gate = state
         .core
-        .wait_gate(&who, &id, Duration::from_secs(secs), watch)
+        .wait_gate(
+            &who,
+            &ApprovalId::from(id),
+            Duration::from_secs(secs),
+            watch,
+        )
         .await?;
     Ok(Json(gate))
 }
@@ -143,7 +149,7 @@ pub async fn cancel(
     Ok(Json(
         state
             .core
-            .cancel_gate(&who, &id, body.why.as_deref())
+            .cancel_gate(&who, &ApprovalId::from(id), body.why.as_deref())
             .await?,
     ))
 }

@@ -7,6 +7,7 @@ pub mod csp;
 pub mod error;
 pub mod forms;
 pub mod gates;
+pub mod ids;
 pub mod json;
 pub mod listen;
 pub mod passkeys;

@@ -8,9 +8,10 @@ use http::{HeaderMap, StatusCode, header};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::ids;
 use super::json::ApiJson;
-use crate::protocol::PasskeyAnswer;
-use crate::server::core::{Answer, DecisionRequest, PasskeyChange};
+use crate::protocol::{ApprovalId, DecisionRequest, PasskeyAnswer};
+use crate::server::core::{Answer, PasskeyChange};
 use crate::server::http::error::ApiError;
 use crate::server::principal::Principal;
 use crate::server::state::AppState;
@@ -134,6 +135,7 @@ pub async fn start_gate_assertion(
     ApiJson(body): ApiJson<DecisionRequest>,
 ) -> Result<impl IntoResponse, ApiError> {
     let answer = Answer::try_from(body)?;
+    let (sid, aid) = (ids::session_id(&sid)?, ApprovalId::from(aid));
     let (options, sealed) = state
         .core
         .start_gate_assertion(host(&headers), &sid, &aid, &answer)

@@ -8,7 +8,9 @@ use http::StatusCode;
 use serde::Deserialize;
 use serde_json::json;
 
+use super::ids;
 use super::json::ApiJson;
+use crate::protocol::ErrorCode;
 use crate::server::core::Error;
 use crate::server::http::error::ApiError;
 use crate::server::principal::Principal;
@@ -27,7 +29,7 @@ pub async fn health(State(state): State<AppState>) -> impl IntoResponse {
             Json(json!({
                 "status": "unavailable",
                 "version": env!("CARGO_PKG_VERSION"),
-                "error": {"code": "storage_unavailable", "message": reason},
+                "error": {"code": ErrorCode::StorageUnavailable, "message": reason},
             })),
         ),
     }
@@ -46,7 +48,10 @@ pub async fn create(
 ) -> Result<impl IntoResponse, ApiError> {
     let session = state
         .core
-        .create_session(body.title, body.approval_mode.as_deref())
+        .create_session(
+            body.title,
+            ids::optional_mode(body.approval_mode.as_deref())?,
+        )
         .await?;
     Ok((StatusCode::CREATED, Json(session)))
 }
@@ -59,6 +64,7 @@ pub async fn snapshot(
     State(state): State<AppState>,
     Path(sid): Path<String>,
 ) -> Result<impl IntoResponse, ApiError> {
+    let sid = ids::session_id(&sid)?;
     Ok(Json(state.core.snapshot(&sid).await?))
 }
 
@@ -66,6 +72,7 @@ pub async fn delete(
     State(state): State<AppState>,
     Path(sid): Path<String>,
 ) -> Result<impl IntoResponse, ApiError> {
+    let sid = ids::session_id(&sid)?;
     state.core.delete_session(&sid).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -85,6 +92,7 @@ pub async fn rename(
     let title = body
         .title
         .ok_or_else(|| Error::InvalidTitle("`title` is required".into()))?;
+    let sid = ids::session_id(&sid)?;
     Ok(Json(state.core.rename_session(&sid, &title).await?))
 }
 
@@ -100,8 +108,9 @@ pub async fn set_mode(
     Path(sid): Path<String>,
     ApiJson(body): ApiJson<SetMode>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let raw = body.approval_mode.ok_or(Error::InvalidApprovalMode)?;
-    let (previous, current) = state.core.set_mode(&sid, &raw, &who).await?;
+    let mode = ids::mode(&body.approval_mode.ok_or(Error::InvalidApprovalMode)?)?;
+    let sid = ids::session_id(&sid)?;
+    let (previous, current) = state.core.set_mode(&sid, mode, &who).await?;
     Ok(Json(
         json!({ "previous": previous, "approval_mode": current }),
     ))
@@ -123,10 +132,9 @@ pub async fn send_message(
     let text = body
         .text
         .ok_or_else(|| Error::InvalidMessage("text is required".into()))?;
-    let turn_id = state
-        .core
-        .send_message(&sid, &text, body.approval_mode.as_deref(), &who)
-        .await?;
+    let mode = ids::optional_mode(body.approval_mode.as_deref())?;
+    let sid = ids::session_id(&sid)?;
+    let turn_id = state.core.send_message(&sid, &text, mode, &who).await?;
     Ok((StatusCode::ACCEPTED, Json(json!({ "turn_id": turn_id }))))
 }
 
@@ -134,6 +142,7 @@ pub async fn cancel(
     State(state): State<AppState>,
     Path(sid): Path<String>,
 ) -> Result<impl IntoResponse, ApiError> {
+    let sid = ids::session_id(&sid)?;
     let turn_id = state.core.cancel(&sid).await?;
     Ok(Json(json!({ "turn_id": turn_id })))
 }

@@ -62,7 +62,10 @@ pub async fn feed(
         (Some(opened), Some(presented)) => Some(FeedToken { presented, opened }),
         _ => return Err(ApiError::Unauthorized),
     };
-    let session = state.core.existing_session_id(&sid).await?;
+    let session = state
+        .core
+        .existing_session_id(&super::ids::session_id(&sid)?)
+        .await?;
     let subscription = state.core.subscribe(&session);
     let pump = Pump {
         core: state.core.clone(),

@@ -8,7 +8,8 @@ use leptos::task::spawn_local;
 use super::panels::Panel;
 use crate::api;
 use crate::protocol::{
-    ApprovalId, DecideOutcome, Decision, DecisionInput, ErrorBody, Mode, Resolution, SessionId,
+    ApprovalId, DecideOutcome, Decision, DecisionRequest, ErrorBody, ErrorCode, Mode, Resolution,
+    SessionId,
 };
 use crate::ui::gates::{CardBus, ClientId, ConnectionHealed};
 
@@ -76,11 +77,11 @@ pub struct Target {
 
 /// The card's one way to answer: a callback that sends a decision (ignored while one is on
 /// its way or after another answer won).
-pub fn use_decide(target: Target, state: CardState) -> Callback<DecisionInput> {
+pub fn use_decide(target: Target, state: CardState) -> Callback<DecisionRequest> {
     let client = use_context::<ClientId>().unwrap_or_default();
     let bus = use_context::<CardBus>().unwrap_or_default();
     let target = StoredValue::new(target);
-    Callback::new(move |mut input: DecisionInput| {
+    Callback::new(move |mut input: DecisionRequest| {
         if state.sending.get_untracked() || state.lost.with_untracked(Option::is_some) {
             return;
         }
@@ -110,24 +111,21 @@ pub fn use_decide(target: Target, state: CardState) -> Callback<DecisionInput> {
 async fn send(
     session_id: SessionId,
     approval_id: ApprovalId,
-    mut input: DecisionInput,
+    mut input: DecisionRequest,
     state: CardState,
 ) -> Option<Result<DecideOutcome, ErrorBody>> {
     let outcome = api::decide(session_id.clone(), approval_id.clone(), input.clone()).await;
-    let needs_passkey = matches!(&outcome, Err(err) if err.error.code == "passkey_required");
+    let needs_passkey =
+        matches!(&outcome, Err(err) if err.error.code == ErrorCode::PasskeyRequired);
     if !needs_passkey || input.passkey.is_some() {
         return Some(outcome);
     }
     state
         .notice
         .set(Some("Confirm with your passkey…".to_owned()));
-    // The answer as the decision carries it (the challenge is made for it).
-    let rule = (input.rule_scope.is_some() || input.rule_pattern.is_some())
-        .then(|| serde_json::json!({"scope": input.rule_scope, "pattern": input.rule_pattern}));
-    let answer = serde_json::json!({
-        "decision": input.decision, "edits": input.edits, "rule": rule,
-        "execution_mode": input.execution_mode,
-    });
+    // The very answer it will confirm (the challenge is made for its decision, edits, rule
+    // and mode).
+    let answer = serde_json::to_value(&input).unwrap_or_default();
     let passkey =
         crate::ui::browser::passkey_for_card(session_id.as_str(), approval_id.as_str(), &answer)
             .await;
@@ -170,8 +168,11 @@ fn show_outcome(outcome: Result<DecideOutcome, ErrorBody>, state: CardState, bus
             // Only a lost connection heals by itself; a refusal (a changed card, a bad edit)
             // stays said.
             state.failed.set(matches!(
-                err.error.code.as_str(),
-                "network" | "internal" | "storage_unavailable" | "shutting_down"
+                err.error.code,
+                ErrorCode::Network
+                    | ErrorCode::Internal
+                    | ErrorCode::StorageUnavailable
+                    | ErrorCode::ShuttingDown
             ));
             state.notice.set(Some(api::error_message(&err)));
         }

@@ -6,7 +6,9 @@ use leptos::ev::KeyboardEvent;
 use leptos::prelude::*;
 use serde_json::{Map, Value};
 
-use crate::protocol::{ApprovalId, ApprovalRequestBody, DecisionInput, GateKind, ToolClass};
+use crate::protocol::{
+    ApprovalId, ApprovalRequestBody, DecisionRequest, GateKind, RuleRequest, ToolClass,
+};
 use crate::ui::browser;
 
 /// Whether Edit revises text rather than arguments: decision cards, and an outside agent's
@@ -85,7 +87,7 @@ struct Field {
 pub fn EditPanel(
     request: ApprovalRequestBody,
     panel: RwSignal<Panel>,
-    send: Callback<DecisionInput>,
+    send: Callback<DecisionRequest>,
 ) -> impl IntoView {
     let focus_id = format!("edit-{}", request.approval_id);
     {
@@ -106,7 +108,7 @@ fn ReviseText(
     request: ApprovalRequestBody,
     focus_id: String,
     panel: RwSignal<Panel>,
-    send: Callback<DecisionInput>,
+    send: Callback<DecisionRequest>,
 ) -> impl IntoView {
     let start = if request.proposal_md.is_empty() {
         request.title.clone()
@@ -115,10 +117,10 @@ fn ReviseText(
     };
     let text = RwSignal::new(start);
     let submit = move || {
-        send.run(DecisionInput {
-            decision: "edit".into(),
+        send.run(DecisionRequest {
+            decision: Some("edit".into()),
             edits: Some(Value::String(text.get_untracked())),
-            ..DecisionInput::default()
+            ..DecisionRequest::default()
         })
     };
     view! {
@@ -178,15 +180,15 @@ fn EditFields(
     request: ApprovalRequestBody,
     focus_id: String,
     panel: RwSignal<Panel>,
-    send: Callback<DecisionInput>,
+    send: Callback<DecisionRequest>,
 ) -> impl IntoView {
     let fields = fields_of(&request);
     let for_submit = fields.clone();
     let submit = move || {
-        send.run(DecisionInput {
-            decision: "edit".into(),
+        send.run(DecisionRequest {
+            decision: Some("edit".into()),
             edits: Some(edited_args(&for_submit)),
-            ..DecisionInput::default()
+            ..DecisionRequest::default()
         })
     };
     let names: Vec<&str> = fields.iter().map(|f| f.name.as_str()).collect();
@@ -242,7 +244,7 @@ fn field_input(field: Field, id: String, testid: String) -> impl IntoView {
 pub fn DenyPanel(
     approval_id: ApprovalId,
     panel: RwSignal<Panel>,
-    send: Callback<DecisionInput>,
+    send: Callback<DecisionRequest>,
 ) -> impl IntoView {
     let id = format!("deny-{approval_id}");
     {
@@ -252,10 +254,10 @@ pub fn DenyPanel(
     let reason = RwSignal::new(String::new());
     let submit = move || {
         let text = reason.get_untracked();
-        send.run(DecisionInput {
-            decision: "deny".into(),
+        send.run(DecisionRequest {
+            decision: Some("deny".into()),
             reason: (!text.trim().is_empty()).then_some(text),
-            ..DecisionInput::default()
+            ..DecisionRequest::default()
         })
     };
     let on_key = move |ev: KeyboardEvent| match ev.key().as_str() {
@@ -286,7 +288,7 @@ pub fn DenyPanel(
 pub fn AlwaysPanel(
     request: ApprovalRequestBody,
     panel: RwSignal<Panel>,
-    send: Callback<DecisionInput>,
+    send: Callback<DecisionRequest>,
 ) -> impl IntoView {
     let id = format!("rule-{}", request.approval_id);
     {
@@ -305,11 +307,14 @@ pub fn AlwaysPanel(
     );
     let scope = RwSignal::new("session".to_owned());
     let submit = move || {
-        send.run(DecisionInput {
-            decision: "allow_always".into(),
-            rule_pattern: Some(crate::shown::read_back(&pattern.get_untracked())),
-            rule_scope: Some(scope.get_untracked()),
-            ..DecisionInput::default()
+        send.run(DecisionRequest {
+            decision: Some("allow_always".into()),
+            rule: Some(RuleRequest {
+                scope: Some(scope.get_untracked()),
+                pattern: Some(crate::shown::read_back(&pattern.get_untracked())),
+                expires_in_secs: None,
+            }),
+            ..DecisionRequest::default()
         })
     };
     view! {

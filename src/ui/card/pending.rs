@@ -11,7 +11,7 @@ use super::parts::{
     outcome_text, rule_hint_text,
 };
 use crate::protocol::{
-    ApprovalId, ApprovalRequestBody, Decision, DecisionInput, DecisionKind, GateKind, GateReason,
+    ApprovalId, ApprovalRequestBody, Decision, DecisionKind, DecisionRequest, GateKind, GateReason,
     Mode,
 };
 use crate::shown;
@@ -20,11 +20,8 @@ use crate::ui::outside::{SessionSource, SourceBadge};
 use crate::ui::viewer::Viewer;
 use crate::ui::when::{Precision, When};
 
-fn decision(decision: &str) -> DecisionInput {
-    DecisionInput {
-        decision: decision.into(),
-        ..DecisionInput::default()
-    }
+fn decision(decision: &str) -> DecisionRequest {
+    DecisionRequest::of(decision)
 }
 
 #[component]
@@ -109,7 +106,7 @@ pub(super) fn PendingCard(request: ApprovalRequestBody, now_ms: RwSignal<f64>) -
 fn follow_commands(
     request: &ApprovalRequestBody,
     state: CardState,
-    send: Callback<DecisionInput>,
+    send: Callback<DecisionRequest>,
     bus: CardBus,
 ) {
     let approval_id: ApprovalId = request.approval_id.clone();
@@ -242,7 +239,7 @@ fn LostTo(request: ApprovalRequestBody, state: CardState) -> impl IntoView {
 fn Actions(
     request: ApprovalRequestBody,
     state: CardState,
-    send: Callback<DecisionInput>,
+    send: Callback<DecisionRequest>,
 ) -> impl IntoView {
     let scripted = RwSignal::new(false);
     #[cfg(feature = "hydrate")]

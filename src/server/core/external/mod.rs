@@ -412,13 +412,13 @@ impl Core {
     async fn visible_gate(
         &self,
         who: &Principal,
-        approval_id: &str,
+        approval_id: &ApprovalId,
     ) -> Result<ExternalGate, Error> {
-        let unknown = || Error::UnknownApproval(approval_id.chars().take(64).collect());
+        let unknown = || Error::UnknownApproval(approval_id.as_str().chars().take(64).collect());
         let gate = self
             .repos
             .outside
-            .external_gate(approval_id)
+            .external_gate(approval_id.as_str())
             .await?
             .ok_or_else(unknown)?;
         if who.scope() == Scope::Gates && gate.opened_by != who.actor() {
@@ -436,7 +436,7 @@ impl Core {
     pub async fn wait_gate(
         &self,
         who: &Principal,
-        approval_id: &str,
+        approval_id: &ApprovalId,
         wait: Duration,
         watch: Option<Duration>,
     ) -> Result<GateState, Error> {
@@ -447,12 +447,12 @@ impl Core {
             .stored_state(&gate.session_id, &gate.approval_id)
             .await?;
         if state.status != GateStatus::Pending {
-            self.watches.forget(approval_id);
+            self.watches.forget(approval_id.as_str());
             return Ok(state);
         }
         let watching = watch
             .filter(|_| self.repos.coordination.is_none())
-            .map(|lapse| self.watch_gate(&gate, approval_id, lapse));
+            .map(|lapse| self.watch_gate(&gate, approval_id.as_str(), lapse));
         if wait.is_zero() {
             if let Some(watching) = watching {
                 watching.finish();
@@ -463,7 +463,7 @@ impl Core {
         let wait = wait
             .min(Duration::from_secs(MAX_WAIT_SECS))
             .min(Duration::from_millis(until_expiry.saturating_add(50)));
-        let resolved = resolved_on(&mut feed.receiver, approval_id);
+        let resolved = resolved_on(&mut feed.receiver, approval_id.as_str());
         tokio::select! {
             () = resolved => {}
             () = tokio::time::sleep(wait) => {}
@@ -483,7 +483,7 @@ impl Core {
     pub async fn cancel_gate(
         &self,
         who: &Principal,
-        approval_id: &str,
+        approval_id: &ApprovalId,
         why: Option<&str>,
     ) -> Result<GateState, Error> {
         let gate = self.visible_gate(who, approval_id).await?;
@@ -492,7 +492,7 @@ impl Core {
             .gates
             .get_gate(&gate.session_id, &gate.approval_id)
             .await?
-            .ok_or_else(|| Error::UnknownApproval(approval_id.to_owned()))?;
+            .ok_or_else(|| Error::UnknownApproval(approval_id.as_str().to_owned()))?;
         if stored.resolution.is_none() {
             let why = why
                 .map(|w| w.trim().chars().take(200).collect::<String>())
