@@ -10,6 +10,7 @@ use serde_json::Value;
 
 mod actor;
 mod canonical;
+mod changes;
 mod de;
 mod ids;
 mod outside;
@@ -17,6 +18,7 @@ mod stored;
 mod time;
 pub use actor::Actor;
 pub use canonical::canonical_json;
+pub use changes::{Change, ChangeKind};
 pub use ids::{ApprovalId, CallId, RuleId, SessionId, TurnId};
 pub use outside::{
     AgentOsUser, Capabilities, CreatedToken, GateState, GateStatus, GateTool, MCP_SOURCE, OpenGate,
