@@ -98,8 +98,71 @@ impl Hub {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
     use crate::protocol::{Mode, TurnStatus};
+    use crate::server::config::Synchronous;
+    use crate::server::store::NewEvent;
+    use crate::server::store::sqlite::SqliteStore;
+
+    fn said(text: &str) -> NewEvent {
+        NewEvent::new(
+            Some(&"turn".into()),
+            EventBody::UserMessage {
+                text: text.into(),
+                approval_mode: Mode::Ask,
+            },
+        )
+    }
+
+    fn next(changes: &mut broadcast::Receiver<Change>) -> Option<(ChangeKind, String)> {
+        let change = changes.try_recv().ok()?;
+        let sid = change.session_id.map(SessionId::into_string);
+        Some((change.kind, sid.unwrap_or_default()))
+    }
+
+    /// Two hubs over one store stand for two instances: what the other commits reaches this
+    /// one's stream only when it is told of the append (a signal), read from the store.
+    #[tokio::test]
+    async fn sessions_commits_and_another_instances_appends_make_notices() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("t.db").display());
+        let store = Arc::new(SqliteStore::open(&url, Synchronous::Normal).await.unwrap());
+        let (here, there) = (Hub::new(store.clone(), None), Hub::new(store, None));
+        let mut changes = here.changes();
+        let sid: SessionId = "S".into();
+        let said_by = |kind| Some((kind, "S".to_owned()));
+
+        here.create_session(&crate::server::store::conformance::session("S"))
+            .await
+            .unwrap();
+        assert_eq!(next(&mut changes), said_by(ChangeKind::SessionCreated));
+        here.append(&sid, vec![said("hi")], None).await.unwrap();
+        assert_eq!(next(&mut changes), said_by(ChangeKind::TurnStarted));
+        assert_eq!(next(&mut changes), None);
+
+        let stored = there
+            .append(&sid, vec![said("elsewhere")], None)
+            .await
+            .unwrap();
+        assert_eq!(next(&mut changes), None, "not told yet");
+        let seq = stored[0].seq.unwrap();
+        here.notice_appended_elsewhere(&sid, seq, seq).await;
+        assert_eq!(next(&mut changes), said_by(ChangeKind::TurnStarted));
+
+        assert!(here.rename_session(&sid, "Named", None).await.unwrap());
+        assert_eq!(next(&mut changes), said_by(ChangeKind::SessionRenamed));
+        assert!(
+            !here
+                .rename_session(&sid, "Again", Some("New session"))
+                .await
+                .unwrap()
+        );
+        assert_eq!(next(&mut changes), None, "a rename that changed nothing");
+        assert!(here.delete_session(&sid).await.unwrap());
+        assert_eq!(next(&mut changes), said_by(ChangeKind::SessionDeleted));
+    }
 
     fn ev(seq: u64, body: EventBody) -> Event {
         Event {
