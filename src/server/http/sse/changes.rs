@@ -65,18 +65,55 @@ impl Watch {
                 }
                 received = self.live.recv() => received,
             };
-            let change = match received {
-                Ok(change) => change,
-                // Whatever was missed, one resync covers it.
-                Err(broadcast::error::RecvError::Lagged(_)) => Change::resync(),
-                Err(broadcast::error::RecvError::Closed) => return None,
-            };
-            return Some(frame(&change));
+            return notice_for(received, &mut self.live).map(|change| frame(&change));
         }
+    }
+}
+
+/// The notice to send for what the receiver gave; `None` when the stream must end. A reader
+/// that lagged gets one `resync` for whatever it missed, and for whatever is still queued
+/// behind it (it starts again from now).
+fn notice_for(
+    received: Result<Change, broadcast::error::RecvError>,
+    live: &mut broadcast::Receiver<Change>,
+) -> Option<Change> {
+    match received {
+        Ok(change) => Some(change),
+        Err(broadcast::error::RecvError::Lagged(_)) => {
+            *live = live.resubscribe();
+            Some(Change::resync())
+        }
+        Err(broadcast::error::RecvError::Closed) => None,
     }
 }
 
 fn frame(change: &Change) -> SseEvent {
     let json = serde_json::to_string(change).unwrap_or_else(|_| r#"{"kind":"resync"}"#.into());
     SseEvent::default().event(CHANGE_EVENT).data(json)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::ChangeKind;
+
+    #[tokio::test]
+    async fn a_reader_that_lagged_gets_one_resync_and_goes_on_from_now() {
+        let (sender, mut live) = broadcast::channel(2);
+        for _ in 0..5 {
+            sender
+                .send(Change::of(ChangeKind::TurnStarted, &"s".into()))
+                .unwrap();
+        }
+        let received = live.recv().await;
+        assert_eq!(notice_for(received, &mut live), Some(Change::resync()));
+        assert!(live.try_recv().is_err(), "the backlog went with the resync");
+        let renamed = Change::of(ChangeKind::SessionRenamed, &"s".into());
+        sender.send(renamed.clone()).unwrap();
+        let received = live.recv().await;
+        assert_eq!(notice_for(received, &mut live), Some(renamed));
+        drop(sender);
+        let received = live.recv().await;
+        assert_eq!(notice_for(received, &mut live), None);
+    }
 }
