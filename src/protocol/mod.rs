@@ -11,6 +11,7 @@ use serde_json::Value;
 mod actor;
 mod answer;
 mod canonical;
+mod changes;
 mod de;
 mod error_code;
 mod ids;
@@ -20,6 +21,7 @@ mod time;
 pub use actor::Actor;
 pub use answer::{DecisionRequest, RuleRequest};
 pub use canonical::canonical_json;
+pub use changes::{Change, ChangeKind};
 pub use error_code::ErrorCode;
 pub use ids::{ApprovalId, CallId, RuleId, SessionId, TurnId};
 pub use outside::{

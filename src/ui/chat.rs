@@ -12,9 +12,8 @@ use crate::ui::feed::{Connection, Feed};
 use crate::ui::gates::{self, BulkBar, CardBus, ClientId};
 use crate::ui::outside::{SessionSource, SourceBadge};
 use crate::ui::session_title::{self, SessionTitle};
-use crate::ui::sidebar::SessionsChanged;
 use crate::ui::tool_card::ToolCard;
-use crate::ui::transcript::{self, Item};
+use crate::ui::transcript::Item;
 use crate::ui::viewer::Viewer;
 
 /// What the demo agent understands, as examples that fill the composer.
@@ -43,15 +42,14 @@ pub fn ChatView(snapshot: Snapshot) -> impl IntoView {
     let draft = RwSignal::new(String::new());
     let is_builtin = source.is_none();
     let now_ms = crate::ui::when::clock();
-    let items = Memo::new(move |_| transcript::build(&feed.events.read()));
-    let pending = Memo::new(move |_| bus.still_pending(transcript::pending_gates(&items.read())));
+    let items = feed.items;
+    let pending = Memo::new(move |_| bus.still_pending(feed.pending.get()));
     gates::watch_pending(bus, pending);
     let initial_title = gates::tab_title(pending.get_untracked().len());
     gates::install_keyboard(bus, pending);
     // Loading earlier turns must not jump to the end.
     let hold_scroll = StoredValue::new(false);
     follow_the_end(items, feed, hold_scroll);
-    tell_the_list_when_a_turn_starts_or_ends(feed);
     view! {
         <Title text=initial_title/>
         <div class="sr-only" aria-live="polite" data-testid="announcer">{move || announcement(&pending.read())}</div>
@@ -61,8 +59,10 @@ pub fn ChatView(snapshot: Snapshot) -> impl IntoView {
             <Show when=move || is_builtin && items.read().is_empty() && feed.streaming.read().is_empty()>
                 <FirstRun draft/>
             </Show>
-            <For each=move || items.get() key=|item| item.key() let:item>
-                {render_item(item, now_ms)}
+            // Keyed by each row's state: an event re-renders only the row(s) whose key it
+            // changed, and the list is walked by key, never cloned item by item.
+            <For each=move || row_keys(items) key=|(key, _)| key.clone() let:row>
+                {shown_row(items, row.1).map(|item| render_item(item, now_ms))}
             </For>
             <Show when=move || !feed.streaming.read().is_empty()>
                 <div class="msg assistant streaming" data-testid="assistant-streaming">
@@ -96,10 +96,12 @@ fn ChatHeader(
 ) -> impl IntoView {
     // The header's title: the stored one, or the first message's until the list catches up.
     let renamed = RwSignal::new(None::<String>);
-    let shown_title = move || session_title::shown_title(&title, &feed.events.read());
+    let shown_title = Memo::new(move |_| {
+        session_title::shown_title(&title, feed.first_message.read().as_deref())
+    });
     view! {
         <header class="chat-header">
-            <SessionTitle session_id title=Signal::derive(shown_title) renamed can_rename=Viewer::get().admin/>
+            <SessionTitle session_id title=shown_title.into() renamed can_rename=Viewer::get().admin/>
             {source.map(|source| view! { <SourceBadge source/> })}
             <ConnectionDot connection=feed.connection/>
             <span class="mode-badge" data-testid="session-mode" data-mode=move || feed.mode.get().as_str()>
@@ -137,7 +139,7 @@ fn announcement(pending: &[crate::protocol::ApprovalRequestBody]) -> String {
 }
 
 /// Keeps the transcript at its end as it grows, except right after earlier turns load.
-fn follow_the_end(items: Memo<Vec<Item>>, feed: Feed, hold_scroll: StoredValue<bool>) {
+fn follow_the_end(items: RwSignal<Vec<Item>>, feed: Feed, hold_scroll: StoredValue<bool>) {
     Effect::new(move |_| {
         items.track();
         feed.streaming.track();
@@ -149,17 +151,14 @@ fn follow_the_end(items: Memo<Vec<Item>>, feed: Feed, hold_scroll: StoredValue<b
     });
 }
 
-/// The sessions list shows which sessions are running: it is told when this one starts or
-/// ends a turn.
-fn tell_the_list_when_a_turn_starts_or_ends(feed: Feed) {
-    let changed = expect_context::<SessionsChanged>();
-    Effect::new(move |was_running: Option<bool>| {
-        let running = feed.running_turn.read().is_some();
-        if was_running.is_some() && was_running != Some(running) {
-            changed.notify();
-        }
-        running
-    });
+/// Each row's key and where it is now.
+fn row_keys(items: RwSignal<Vec<Item>>) -> Vec<(String, usize)> {
+    items.with(|items| items.iter().map(Item::key).zip(0..).collect())
+}
+
+/// The row at `at` as it is when its key first appears (a row is made once per key).
+fn shown_row(items: RwSignal<Vec<Item>>, at: usize) -> Option<Item> {
+    items.with_untracked(|items| items.get(at).cloned())
 }
 
 fn render_item(item: Item, now_ms: RwSignal<f64>) -> AnyView {
@@ -205,7 +204,7 @@ fn EarlierTurns(feed: Feed, hold_scroll: StoredValue<bool>) -> impl IntoView {
     let loading = RwSignal::new(false);
     let problem = RwSignal::new(None::<String>);
     let load = move |_| {
-        let Some(before) = feed.first_seq() else {
+        let Some(before) = feed.first_seq.get_untracked() else {
             return;
         };
         if loading.get_untracked() {
@@ -226,7 +225,7 @@ fn EarlierTurns(feed: Feed, hold_scroll: StoredValue<bool>) -> impl IntoView {
         });
     };
     view! {
-        <Show when=move || feed.first_seq().is_some_and(|s| s > 1)>
+        <Show when=move || feed.first_seq.get().is_some_and(|s| s > 1)>
             <div class="earlier">
                 <button type="button" class="small" data-testid="load-older"
                     disabled=move || loading.get() on:click=load>

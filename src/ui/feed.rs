@@ -3,10 +3,16 @@
 //!
 //! **Invariant:** events are applied idempotently by seq: anything at or below the cursor is
 //! ignored, so a reconnect that replays from the cursor never shows a thing twice.
+//!
+//! The browser does work in proportion to what changed: each event changes only the
+//! transcript item(s) it concerns (`transcript::apply`), the pending gates and the header's
+//! title are kept as events arrive, and only a page of older events ("Show earlier") rebuilds
+//! the transcript from every event shown.
 
 use leptos::prelude::*;
 
-use crate::protocol::{Event, EventBody, Mode, SessionId, Snapshot, TurnId};
+use crate::protocol::{ApprovalRequestBody, Event, EventBody, Mode, SessionId, Snapshot, TurnId};
+use crate::ui::transcript::{self, Item};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Connection {
@@ -20,7 +26,18 @@ pub enum Connection {
 #[derive(Clone, Copy)]
 pub struct Feed {
     pub session_id: StoredValue<SessionId>,
-    pub events: RwSignal<Vec<Event>>,
+    /// The transcript as shown, changed in place by each event.
+    pub items: RwSignal<Vec<Item>>,
+    /// The gates still waiting, oldest first.
+    pub pending: RwSignal<Vec<ApprovalRequestBody>>,
+    /// The first user message shown (an unnamed session's header shows its first line).
+    pub first_message: RwSignal<Option<String>>,
+    /// The first seq shown; seqs are gapless from 1, so anything above 1 means older turns
+    /// were left out of the page (see "Show earlier").
+    pub first_seq: RwSignal<Option<u64>>,
+    /// The events shown, not watched by anything: kept only to rebuild the transcript when a
+    /// page of older events goes before them.
+    shown: StoredValue<Vec<Event>>,
     pub cursor: RwSignal<u64>,
     /// Assistant text streaming in for the running turn (transient deltas).
     pub streaming: RwSignal<String>,
@@ -29,11 +46,42 @@ pub struct Feed {
     pub connection: RwSignal<Connection>,
 }
 
+/// What the view keeps beside the events: the items, the gates waiting, the first message.
+struct Derived {
+    items: Vec<Item>,
+    pending: Vec<ApprovalRequestBody>,
+    first_message: Option<String>,
+}
+
+impl Derived {
+    /// From every event shown: a snapshot's, or after a page of older ones.
+    fn of(events: &[Event]) -> Derived {
+        let items = transcript::build(events);
+        Derived {
+            pending: transcript::pending_gates(&items),
+            first_message: first_message(&items),
+            items,
+        }
+    }
+}
+
+fn first_message(items: &[Item]) -> Option<String> {
+    items.iter().find_map(|item| match item {
+        Item::User { text, .. } => Some(text.clone()),
+        _ => None,
+    })
+}
+
 impl Feed {
     pub fn new(snapshot: Snapshot) -> Self {
+        let derived = Derived::of(&snapshot.events);
         Feed {
             session_id: StoredValue::new(snapshot.session.id.clone()),
-            events: RwSignal::new(snapshot.events),
+            items: RwSignal::new(derived.items),
+            pending: RwSignal::new(derived.pending),
+            first_message: RwSignal::new(derived.first_message),
+            first_seq: RwSignal::new(snapshot.events.first().and_then(|e| e.seq)),
+            shown: StoredValue::new(snapshot.events),
             cursor: RwSignal::new(snapshot.cursor),
             streaming: RwSignal::new(String::new()),
             mode: RwSignal::new(snapshot.session.approval_mode),
@@ -54,9 +102,12 @@ impl Feed {
             return;
         }
         match &event.body {
-            EventBody::UserMessage { .. } => {
+            EventBody::UserMessage { text, .. } => {
                 self.running_turn.set(event.turn_id.clone());
                 self.streaming.set(String::new());
+                if self.first_message.with_untracked(Option::is_none) {
+                    self.first_message.set(Some(text.clone()));
+                }
             }
             EventBody::ModeChanged { next, .. } => self.mode.set(*next),
             EventBody::AssistantMessage { .. } => self.streaming.set(String::new()),
@@ -64,32 +115,51 @@ impl Feed {
                 self.running_turn.set(None);
                 self.streaming.set(String::new());
             }
+            EventBody::ApprovalRequest(request) => {
+                self.pending.update(|p| p.push((**request).clone()));
+            }
+            EventBody::ApprovalResolved(resolution) => {
+                let id = &resolution.approval_id;
+                if self
+                    .pending
+                    .with_untracked(|p| p.iter().any(|g| g.approval_id == *id))
+                {
+                    self.pending.update(|p| p.retain(|g| g.approval_id != *id));
+                }
+            }
             _ => {}
         }
         self.cursor.set(seq);
-        self.events.update(|events| events.push(event));
-    }
-}
-
-impl Feed {
-    /// The first seq shown; seqs are gapless from 1, so anything above 1 means older turns
-    /// were left out of the page (see "Show earlier").
-    pub fn first_seq(&self) -> Option<u64> {
-        self.events.read().first().and_then(|e| e.seq)
+        if self.first_seq.with_untracked(Option::is_none) {
+            self.first_seq.set(Some(seq));
+        }
+        self.items.update(|items| transcript::apply(items, &event));
+        self.shown.update_value(|shown| shown.push(event));
     }
 
     /// Puts older events (a page from "Show earlier") before those shown; anything not older
-    /// than the first shown is dropped, so a repeated page changes nothing.
+    /// than the first shown is dropped, so a repeated page changes nothing. The one change
+    /// that rebuilds the transcript from every event shown.
     pub fn prepend(&self, older: Vec<Event>) {
-        self.events.update(|events| {
-            let first = events.first().and_then(|e| e.seq).unwrap_or(u64::MAX);
-            let mut merged: Vec<Event> = older
-                .into_iter()
-                .filter(|e| e.seq.is_some_and(|s| s < first))
-                .collect();
-            merged.append(events);
-            *events = merged;
+        let first = self.first_seq.get_untracked().unwrap_or(u64::MAX);
+        let mut merged: Vec<Event> = older
+            .into_iter()
+            .filter(|e| e.seq.is_some_and(|s| s < first))
+            .collect();
+        if merged.is_empty() {
+            return;
+        }
+        self.shown.update_value(|shown| {
+            merged.append(shown);
+            *shown = merged;
         });
+        let (first_seq, derived) = self
+            .shown
+            .with_value(|shown| (shown.first().and_then(|e| e.seq), Derived::of(shown)));
+        self.first_seq.set(first_seq);
+        self.pending.set(derived.pending);
+        self.first_message.set(derived.first_message);
+        self.items.set(derived.items);
     }
 }
 
@@ -268,7 +338,7 @@ mod tests {
             );
             feed.apply(user.clone());
             feed.apply(user);
-            assert_eq!(feed.events.get_untracked().len(), 1);
+            assert_eq!(feed.items.get_untracked().len(), 1);
             assert_eq!(
                 feed.running_turn
                     .get_untracked()
@@ -303,7 +373,109 @@ mod tests {
                     html: String::new(),
                 },
             ));
-            assert_eq!(feed.events.get_untracked().len(), 3);
+            assert_eq!(feed.items.get_untracked().len(), 3);
+        });
+    }
+
+    fn gate(approval_id: &str) -> ApprovalRequestBody {
+        serde_json::from_value(serde_json::json!({
+            "approval_id": approval_id, "session_id": "s", "call_id": "c", "kind": "tool",
+            "tool": "shell", "class": "exec", "args": {"command": "ls"},
+            "title": "Decide", "summary": "decision: x", "reason": "mode",
+            "reason_detail": "", "proposal_md": "", "proposal_html": "", "digest": "d",
+            "allowed_decisions": ["approve", "edit"], "created_at": "2026-01-01T00:00:00Z",
+            "expires_at": "2026-01-01T00:30:00Z", "timeout_outcome": "deny"
+        }))
+        .unwrap()
+    }
+
+    fn user(seq: u64, text: &str) -> Event {
+        ev(
+            Some(seq),
+            EventBody::UserMessage {
+                text: text.into(),
+                approval_mode: Mode::Ask,
+            },
+        )
+    }
+
+    #[test]
+    fn each_event_changes_only_its_items_and_the_gates_and_title_follow() {
+        let owner = Owner::new();
+        owner.with(|| {
+            let feed = Feed::new(snapshot());
+            let resolved = crate::protocol::Resolution::plain(
+                &"g1".into(),
+                crate::protocol::Decision::Approve,
+                crate::protocol::AnsweredBy::User,
+                "browser",
+                "2026-01-01T00:01:00Z".into(),
+            );
+            let events = vec![
+                user(1, "first words"),
+                ev(Some(2), EventBody::ApprovalRequest(Box::new(gate("g1")))),
+                ev(Some(3), EventBody::ApprovalRequest(Box::new(gate("g2")))),
+                ev(Some(4), EventBody::ApprovalResolved(resolved)),
+                user(5, "second words"),
+            ];
+            feed.apply(events[0].clone());
+            let text_at = |feed: &Feed| {
+                feed.items.with_untracked(|items| match &items[0] {
+                    Item::User { text, .. } => text.as_ptr(),
+                    other => panic!("{other:?}"),
+                })
+            };
+            let first_text = text_at(&feed);
+            for event in &events[1..] {
+                feed.apply(event.clone());
+            }
+            assert_eq!(feed.items.get_untracked(), transcript::build(&events));
+            // The first row is the one made by its own event, not one built again since.
+            assert_eq!(text_at(&feed), first_text, "an earlier item was rebuilt");
+            let waiting: Vec<String> = feed
+                .pending
+                .get_untracked()
+                .iter()
+                .map(|g| g.approval_id.to_string())
+                .collect();
+            assert_eq!(waiting, ["g2"]);
+            assert_eq!(
+                feed.pending.get_untracked(),
+                transcript::pending_gates(&feed.items.get_untracked())
+            );
+            assert_eq!(
+                feed.first_message.get_untracked().as_deref(),
+                Some("first words")
+            );
+        });
+    }
+
+    #[test]
+    fn a_page_of_older_events_goes_first_once() {
+        let owner = Owner::new();
+        owner.with(|| {
+            let mut later = snapshot();
+            later.events = vec![user(3, "third"), user(4, "fourth")];
+            later.cursor = 4;
+            let feed = Feed::new(later);
+            assert_eq!(feed.first_seq.get_untracked(), Some(3));
+            assert_eq!(feed.first_message.get_untracked().as_deref(), Some("third"));
+            let older = vec![user(1, "first"), user(2, "second"), user(3, "again")];
+            feed.prepend(older.clone());
+            feed.prepend(older);
+            let all = [
+                user(1, "first"),
+                user(2, "second"),
+                user(3, "third"),
+                user(4, "fourth"),
+            ];
+            assert_eq!(feed.items.get_untracked(), transcript::build(&all));
+            assert_eq!(feed.first_seq.get_untracked(), Some(1));
+            assert_eq!(feed.first_message.get_untracked().as_deref(), Some("first"));
+            // Live events still go after them, once.
+            feed.apply(user(5, "fifth"));
+            feed.apply(user(4, "replayed"));
+            assert_eq!(feed.items.get_untracked().len(), 5);
         });
     }
 }

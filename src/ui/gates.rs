@@ -33,7 +33,7 @@ impl Default for ClientId {
 }
 
 /// Counts the moments the page's connection came back (the feed reconnected, or the Inbox's
-/// poll answered again after failing): a card's "could not send" clears on the next one.
+/// pending gates were fetched again after failing): a card's "could not send" clears on the next one.
 #[derive(Clone, Copy)]
 pub struct ConnectionHealed(pub Signal<u64>);
 

@@ -1,8 +1,7 @@
 //! `/inbox`: every pending gate across sessions, oldest first, each an approval card that can
-//! be decided in place, with a link to its session. The list is polled (see [`PendingPoll`]),
-//! so a card answered here or anywhere else leaves within a couple of seconds.
-
-use std::time::Duration;
+//! be decided in place, with a link to its session. The list is fetched again whenever the
+//! server's change stream says a gate opened or resolved (see [`PendingGates`]), so a card
+//! answered here or anywhere else leaves as soon as the answer is in.
 
 use leptos::prelude::*;
 
@@ -13,7 +12,7 @@ use crate::ui::card::{ApprovalCard, CardPlace};
 use crate::ui::gates::{self, CardBus, ClientId};
 use crate::ui::json;
 use crate::ui::outside::SessionSource;
-use crate::ui::sidebar::{PageLayout, PageSessions, PendingPoll};
+use crate::ui::sidebar::{PageLayout, PageSessions, PendingGates};
 use crate::ui::transcript::GateItem;
 use crate::ui::when::{Precision, When};
 
@@ -28,15 +27,16 @@ pub fn InboxPage() -> impl IntoView {
 
 #[component]
 fn Inbox() -> impl IntoView {
-    let poll = expect_context::<PendingPoll>();
+    let pending_gates = expect_context::<PendingGates>();
     provide_context(ClientId::new());
     provide_context(CardPlace::Inbox);
-    provide_context(gates::ConnectionHealed(healed_count(poll).into()));
+    provide_context(gates::ConnectionHealed(healed_count(pending_gates).into()));
     // The first list comes with the page (rendered on the server, answerable by its forms
-    // before the script loads); the poll keeps it current from then on.
+    // before the script loads); the change stream keeps it current from then on.
     let first = json::resource(|| (), |()| api::pending_approvals());
     let gates = move || {
-        poll.gates
+        pending_gates
+            .gates
             .get()
             .or_else(|| first.get().and_then(Result::ok))
     };
@@ -62,18 +62,19 @@ fn Inbox() -> impl IntoView {
         })
     });
 
-    let state = move || list_state(gates().map(|g| g.len()), poll.error.read().is_some());
+    let state = move || {
+        list_state(
+            gates().map(|g| g.len()),
+            pending_gates.error.read().is_some(),
+        )
+    };
     view! {
         <header class="page-header">
             <h1>"Inbox"</h1>
             <p class="muted">"Every approval waiting, across sessions, oldest first."</p>
         </header>
-        // A card answered here leaves at the next poll; a click in the list brings that poll
-        // forward (the decision is usually in by then; if not, the regular poll follows).
-        <div class="page-body inbox" on:click=move |_| {
-            set_timeout(move || poll.refresh(), Duration::from_millis(400))
-        }>
-            {move || poll.error.get().map(|e| view! {
+        <div class="page-body inbox">
+            {move || pending_gates.error.get().map(|e| view! {
                 <p class="error" role="alert" data-testid="inbox-error">{format!("Could not refresh: {e}")}</p>
             })}
             <Suspense fallback=|| view! { <p class="loading" data-testid="inbox-loading">"Loading…"</p> }>
@@ -88,10 +89,10 @@ fn Inbox() -> impl IntoView {
 
 /// Counts the times the list came back after it could not be refreshed (a card's "could not
 /// send" clears on it).
-fn healed_count(poll: PendingPoll) -> RwSignal<u64> {
+fn healed_count(pending: PendingGates) -> RwSignal<u64> {
     let healed = RwSignal::new(0u64);
     Effect::new(move |was_failing: Option<bool>| {
-        let failing = poll.error.read().is_some();
+        let failing = pending.error.read().is_some();
         if !failing && was_failing == Some(true) {
             healed.update(|n| *n += 1);
         }

@@ -3,6 +3,7 @@
 pub mod audit_page;
 pub mod browser;
 pub mod card;
+pub mod changes;
 pub mod chat;
 pub mod composer;
 pub mod config_page;

@@ -7,20 +7,17 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 
 use crate::api;
-use crate::protocol::{DEFAULT_SESSION_TITLE as DEFAULT_TITLE, Event, EventBody, SessionId};
+use crate::protocol::{DEFAULT_SESSION_TITLE as DEFAULT_TITLE, SessionId};
 use crate::ui::sidebar::SessionsChanged;
 
-/// The title the page shows: the stored one, or for an unnamed session, its first message's.
-pub fn shown_title(stored: &str, events: &[Event]) -> String {
+/// The title the page shows: the stored one, or for an unnamed session, its first message's
+/// (kept by the feed as messages arrive, never searched for in every event).
+pub fn shown_title(stored: &str, first_message: Option<&str>) -> String {
     if stored != DEFAULT_TITLE {
         return stored.to_owned();
     }
-    events
-        .iter()
-        .find_map(|e| match &e.body {
-            EventBody::UserMessage { text, .. } => crate::text::title_from(text),
-            _ => None,
-        })
+    first_message
+        .and_then(crate::text::title_from)
         .unwrap_or_else(|| stored.to_owned())
 }
 

@@ -4,8 +4,6 @@
 //!
 //! [`PageLayout`] puts the same sidebar beside the pages that are not a session.
 
-use std::time::Duration;
-
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 use leptos_router::hooks::{use_location, use_navigate};
@@ -13,11 +11,13 @@ use leptos_router::hooks::{use_location, use_navigate};
 use crate::api;
 use crate::protocol::{ApprovalRequest, ErrorBody, Session, SessionId};
 use crate::ui::browser;
+use crate::ui::changes::Changes;
 use crate::ui::json;
 use crate::ui::outside::SourceBadge;
 use crate::ui::viewer::Viewer;
 
-/// Lets any component ask the sidebar to reload its list (after create, delete, a turn end).
+/// Lets any component ask the sidebar to reload its list (after create, delete, a rename; the
+/// server's change stream asks for the rest).
 /// A counter rather than a `Trigger`: a resource refetches only when its source value changes.
 #[derive(Clone, Copy)]
 pub struct SessionsChanged(RwSignal<u64>);
@@ -42,9 +42,6 @@ impl SessionsChanged {
         self.0.update(|n| *n += 1);
     }
 }
-
-/// How often the pending gates across sessions are fetched again.
-const PENDING_POLL: Duration = Duration::from_secs(2);
 
 /// The session list of a page other than the session page, and its reload counter (the
 /// session page has its own [`SessionsChanged`]).
@@ -99,42 +96,56 @@ impl ListChanged {
     }
 }
 
-/// Every pending gate across sessions, oldest first, fetched every two seconds in the browser
-/// (`None` until the first answer). The nav's "Inbox (n)" and the inbox page share one.
+/// Every pending gate across sessions, oldest first (`None` until the first answer), fetched
+/// again whenever the server's change stream says a gate opened or resolved. The nav's
+/// "Inbox (n)" and the inbox page share one.
 #[derive(Clone, Copy)]
-pub struct PendingPoll {
+pub struct PendingGates {
     pub gates: RwSignal<Option<Vec<ApprovalRequest>>>,
     pub error: RwSignal<Option<String>>,
     in_flight: RwSignal<bool>,
+    /// Asked again while a fetch was under way: fetch once more when it ends, since what
+    /// it reads may be older than the news.
+    again: RwSignal<bool>,
 }
 
-impl PendingPoll {
-    /// Starts polling for as long as the calling component lives.
+impl PendingGates {
+    /// Fetches now, and again on each change of the gates, for as long as the calling
+    /// component lives.
     pub fn start() -> Self {
-        let poll = PendingPoll {
+        let pending = PendingGates {
             gates: RwSignal::new(None),
             error: RwSignal::new(None),
             in_flight: RwSignal::new(false),
+            again: RwSignal::new(false),
         };
+        let changes = Changes::use_or_start();
         Effect::new(move |_| {
-            poll.refresh();
-            if let Ok(handle) = set_interval_with_handle(move || poll.refresh(), PENDING_POLL) {
-                on_cleanup(move || handle.clear());
-            }
+            changes.gates.track();
+            pending.refresh();
         });
-        poll
+        pending
     }
 
-    /// Fetches the list now (unless a fetch is already under way). Answers that arrive after
-    /// the page is gone are dropped.
+    /// Fetches the list now (or, if a fetch is under way, once more after it). Answers that
+    /// arrive after the page is gone are dropped.
     pub fn refresh(self) {
-        if self.in_flight.try_get_untracked().unwrap_or(true) {
-            return;
+        match self.in_flight.try_get_untracked() {
+            None => return,
+            Some(true) => {
+                self.again.set(true);
+                return;
+            }
+            Some(false) => {}
         }
         self.in_flight.set(true);
         spawn_local(async move {
             let result = api::pending_approvals().await;
             self.in_flight.try_set(false);
+            if self.again.try_get_untracked() == Some(true) {
+                self.again.set(false);
+                self.refresh();
+            }
             match result {
                 Ok(list) => {
                     let changed = self
@@ -162,7 +173,8 @@ impl PendingPoll {
 }
 
 /// The layout of the pages that are not a session: the sidebar on the left (with no session
-/// current), the page on the right. Provides [`PageSessions`] and [`PendingPoll`] to the page.
+/// current), the page on the right. Provides [`PageSessions`] and [`PendingGates`] to the page
+/// (and with them the page's [`Changes`]).
 #[component]
 pub fn PageLayout(children: Children) -> impl IntoView {
     let changed = RwSignal::new(0u64);
@@ -179,7 +191,7 @@ pub fn PageLayout(children: Children) -> impl IntoView {
             known.set(list);
         }
     });
-    provide_context(PendingPoll::start());
+    provide_context(PendingGates::start());
     let current = Memo::new(|_| String::new());
     // Lets a test (or a person's script) see that the page is live, not just server-rendered.
     let hydrated = RwSignal::new(false);
@@ -198,12 +210,13 @@ pub fn Sidebar(
     current: Memo<String>,
 ) -> impl IntoView {
     let changed = ListChanged::from_context();
-    let poll = use_context::<PendingPoll>().unwrap_or_else(|| {
-        let poll = PendingPoll::start();
-        provide_context(poll);
-        poll
+    let pending = use_context::<PendingGates>().unwrap_or_else(|| {
+        let pending = PendingGates::start();
+        provide_context(pending);
+        pending
     });
-    reload_for_unknown_sessions(sessions, poll, changed);
+    reload_on_changes(changed);
+    reload_for_unknown_sessions(sessions, pending, changed);
     let error = RwSignal::new(None::<String>);
     let navigate = use_navigate();
     let new_session = move |_| {
@@ -239,11 +252,23 @@ pub fn Sidebar(
     }
 }
 
+/// Reloads the list whenever the server's change stream says it may have changed (not on the
+/// first run: the list has just loaded).
+fn reload_on_changes(changed: ListChanged) {
+    let changes = Changes::use_or_start();
+    Effect::new(move |first: Option<()>| {
+        changes.sessions.track();
+        if first.is_some() {
+            changed.notify();
+        }
+    });
+}
+
 /// A gate from a session the list does not know yet (an outside agent's first gate, or a
 /// session made in another tab): reload the list, once per new set of unknown sessions.
 fn reload_for_unknown_sessions(
     sessions: Resource<Result<Vec<Session>, ErrorBody>, json::Json>,
-    poll: PendingPoll,
+    pending: PendingGates,
     changed: ListChanged,
 ) {
     Effect::new(move |asked: Option<Vec<SessionId>>| {
@@ -251,7 +276,7 @@ fn reload_for_unknown_sessions(
         let Some(Ok(known)) = sessions.get() else {
             return asked;
         };
-        let mut unknown: Vec<SessionId> = poll.gates.with(|g| {
+        let mut unknown: Vec<SessionId> = pending.gates.with(|g| {
             g.iter()
                 .flatten()
                 .map(|g| g.body.session_id.clone())
@@ -293,7 +318,7 @@ fn SessionItem(
 ) -> impl IntoView {
     let changed = ListChanged::from_context();
     let admin = Viewer::get().admin;
-    let poll = use_context::<PendingPoll>();
+    let pending = use_context::<PendingGates>();
     let id = session.id.clone();
     let href = format!("/sessions/{}", session.id);
     let is_current = {
@@ -309,11 +334,11 @@ fn SessionItem(
         .source
         .clone()
         .map(|source| view! { <SourceBadge source/> });
-    // Cards waiting in this session, live from the Inbox poll (any agent's).
+    // Cards waiting in this session, live from the pending gates (any agent's).
     let waiting = {
         let id = id.clone();
         move || {
-            poll.map_or(0, |p| {
+            pending.map_or(0, |p| {
                 p.gates.with(|g| {
                     g.iter()
                         .flatten()
@@ -384,10 +409,10 @@ fn delete_session(
 /// Inbox (with the number of gates waiting across sessions), Rules, Audit, Config, Tokens.
 #[component]
 fn PageLinks() -> impl IntoView {
-    let poll = use_context::<PendingPoll>().unwrap_or_else(PendingPoll::start);
+    let pending = use_context::<PendingGates>().unwrap_or_else(PendingGates::start);
     let pathname = use_location().pathname;
     let current = move |path: &'static str| move || (pathname.get() == path).then_some("page");
-    let count = Memo::new(move |_| poll.count());
+    let count = Memo::new(move |_| pending.count());
     let has_pending = move || count.get().unwrap_or(0) > 0;
     let inbox_label = move || match count.get() {
         Some(n) => format!("Inbox ({n})"),

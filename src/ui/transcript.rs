@@ -343,6 +343,81 @@ mod tests {
     }
 
     #[test]
+    fn applying_events_one_by_one_builds_the_same_and_leaves_earlier_items_alone() {
+        let events = vec![
+            ev(
+                1,
+                EventBody::UserMessage {
+                    text: "run: ls".into(),
+                    approval_mode: Mode::Ask,
+                },
+            ),
+            ev(
+                2,
+                EventBody::ToolCall {
+                    call_id: "c".into(),
+                    tool: "shell".into(),
+                    args: json!({"command": "ls"}),
+                    class: ToolClass::Exec,
+                    verdict: Verdict::Run,
+                    rule_id: None,
+                    rule_pattern: None,
+                },
+            ),
+            ev(
+                3,
+                EventBody::ToolStarted {
+                    call_id: "c".into(),
+                },
+            ),
+            ev(
+                4,
+                EventBody::ToolResult {
+                    call_id: "c".into(),
+                    tool: "shell".into(),
+                    status: ToolStatus::Ok,
+                    output: "a\nb".into(),
+                },
+            ),
+            ev(
+                5,
+                EventBody::AssistantMessage {
+                    text: "done".into(),
+                    html: "<p>done</p>".into(),
+                },
+            ),
+            ev(
+                6,
+                EventBody::TurnFinished {
+                    status: TurnStatus::Completed,
+                    error: None,
+                },
+            ),
+        ];
+        let mut items = Vec::new();
+        apply(&mut items, &events[0]);
+        let first = items[0].clone();
+        let Item::User { text, .. } = &items[0] else {
+            panic!("{items:?}")
+        };
+        let first_text_at = text.as_ptr();
+        let mut keys = vec![items[0].key()];
+        for event in &events[1..] {
+            apply(&mut items, event);
+            keys.push(items[0].key());
+        }
+        assert_eq!(items, build(&events));
+        // The first row is the one its own event made: same value, same key all along, and
+        // the same text in memory (a rebuild would have copied it anew).
+        assert_eq!(items[0], first);
+        assert!(keys.iter().all(|k| *k == keys[0]), "{keys:?}");
+        let Item::User { text, .. } = &items[0] else {
+            panic!("{items:?}")
+        };
+        assert_eq!(text.as_ptr(), first_text_at, "the first item was rebuilt");
+    }
+
+    #[test]
     fn an_edited_call_shows_the_edited_arguments_and_keeps_the_proposal() {
         let request: ApprovalRequestBody = serde_json::from_value(json!({
             "approval_id": "g", "session_id": "s", "call_id": "c", "kind": "tool",

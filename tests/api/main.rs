@@ -12,6 +12,7 @@ mod support;
 
 mod agent;
 mod auth;
+mod changes;
 mod concurrency;
 mod errors;
 mod eviction;

@@ -16,6 +16,12 @@ impl Core {
         self.hub.subscribe(session_id)
     }
 
+    /// The server-wide change stream: a notice whenever what the session list or the Inbox
+    /// shows may have changed.
+    pub fn changes(&self) -> tokio::sync::broadcast::Receiver<crate::protocol::Change> {
+        self.hub.changes()
+    }
+
     /// One page of the session's stored events with `seq > after`, oldest first.
     pub async fn feed_page(
         &self,

@@ -33,9 +33,10 @@ pub fn api() -> Routes {
         .merge(administering())
         .merge(public_api())
         .map(timed);
-    // The feed and the gates' long-poll have no request timeout: they are meant to wait.
+    // The feeds and the gates' long-poll have no request timeout: they are meant to wait.
     let waiting = Routes::new()
         .get(Need::Read, "/sessions/{sid}/events", sse::feed)
+        .get(Need::Read, "/changes", sse::changes)
         .get(Need::Gates, "/gates/{id}", gates::wait);
     answering.merge(waiting)
 }

@@ -1,8 +1,13 @@
-//! The live event feed: replay from the cursor, then follow, with no gap and no duplicate.
+//! The live event feed: replay from the cursor, then follow, with no gap and no duplicate;
+//! and (`changes.rs`) the server-wide change stream the session list and the Inbox follow.
 //!
 //! **Invariant:** only this module knows SSE framing. The order of operations is what makes
 //! the join exact: subscribe first, then replay from the store, then forward live events
 //! whose seq is past the last one sent (a jump or a lagged receiver re-reads the store).
+
+mod changes;
+
+pub use changes::changes;
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -23,7 +28,7 @@ use crate::server::hub::{FeedItem, event_json};
 use crate::server::principal::Principal;
 use crate::server::state::AppState;
 
-const KEEP_ALIVE: Duration = Duration::from_secs(15);
+pub(super) const KEEP_ALIVE: Duration = Duration::from_secs(15);
 const REPLAY_PAGE: u32 = 500;
 
 #[derive(Deserialize)]
@@ -58,10 +63,7 @@ pub async fn feed(
     // (checked every few seconds): a token revoked, a browser signed out. The request was
     // authorized once; the stream must not outlive the credential. Without the presented
     // credential in hand there is nothing to check it by: refused.
-    let token = match (who.map(|w| w.0), presented.map(|p| p.0)) {
-        (Some(opened), Some(presented)) => Some(FeedToken { presented, opened }),
-        _ => return Err(ApiError::Unauthorized),
-    };
+    let token = Some(FeedToken::of_request(who, presented)?);
     let session = state
         .core
         .existing_session_id(&super::ids::session_id(&sid)?)
@@ -116,15 +118,39 @@ struct Pump {
     recheck: tokio::time::Interval,
 }
 
-/// The exact named token a feed was opened with, and what it was then.
-struct FeedToken {
+/// The exact credential a stream was opened with, and who it was then.
+pub(super) struct FeedToken {
     presented: crate::server::logins::Presented,
     opened: Principal,
 }
 
+impl FeedToken {
+    /// The credential a stream's request presented; without it in hand there is nothing to
+    /// check the stream by later: refused.
+    pub(super) fn of_request(
+        who: Option<axum::Extension<Principal>>,
+        presented: Option<axum::Extension<crate::server::logins::Presented>>,
+    ) -> Result<FeedToken, ApiError> {
+        match (who.map(|w| w.0), presented.map(|p| p.0)) {
+            (Some(opened), Some(presented)) => Ok(FeedToken { presented, opened }),
+            _ => Err(ApiError::Unauthorized),
+        }
+    }
+
+    /// Whether it still authenticates as it did: not revoked, not made again under its name
+    /// with another secret, its stored scope still the one it had (a store that cannot answer
+    /// keeps the stream: the next check asks again).
+    pub(super) async fn still_valid(&self, core: &Core) -> bool {
+        match core.who_presented(&self.presented).await {
+            Ok(now) => now.as_ref() == Some(&self.opened),
+            Err(_) => true,
+        }
+    }
+}
+
 /// The first check one period after the feed opens (the request was just authorized); a
 /// stalled client that resumes gets one check, not a burst.
-fn revoke_checks() -> tokio::time::Interval {
+pub(super) fn revoke_checks() -> tokio::time::Interval {
     let mut checks =
         tokio::time::interval_at(tokio::time::Instant::now() + REVOKE_CHECK, REVOKE_CHECK);
     checks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -191,12 +217,9 @@ impl Pump {
     /// not revoked, not made again under its name with another secret, its stored scope still
     /// the one it had (a store that cannot answer keeps the feed: the next check asks again).
     async fn token_still_valid(&self) -> bool {
-        let Some(token) = &self.token else {
-            return true;
-        };
-        match self.core.who_presented(&token.presented).await {
-            Ok(now) => now.as_ref() == Some(&token.opened),
-            Err(_) => true,
+        match &self.token {
+            Some(token) => token.still_valid(&self.core).await,
+            None => true,
         }
     }
 

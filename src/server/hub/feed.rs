@@ -129,6 +129,7 @@ impl Hub {
         }
         publish(&handle, &stored);
         crate::timeline::mark("hub: published");
+        self.notice_committed(session_id, &stored);
         self.fold_committed(&handle, &stored).await;
         Ok(stored)
     }

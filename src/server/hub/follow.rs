@@ -1,6 +1,6 @@
 //! Keeping this instance's hub in step with the others on a shared store: their commits reach
-//! this instance's subscribers and wake the turns parked here; their cancel requests reach
-//! the turns running here.
+//! this instance's subscribers and wake the turns parked here, and what they change reaches
+//! this instance's change stream; their cancel requests reach the turns running here.
 //!
 //! Notifications only wake: what was committed is always read from the store by seq, so a
 //! lost notification delays an event (until the sweep, every `SWEEP`) but never loses or
@@ -28,14 +28,18 @@ impl Hub {
                 let outcome = tokio::select! {
                     () = stop.cancelled() => return,
                     signal = signals.recv() => match signal {
-                        Some(Signal::Appended { session_id, first, .. }) => {
+                        Some(Signal::Appended { session_id, first, last }) => {
+                            hub.notice_appended_elsewhere(&session_id, first, last).await;
                             hub.catch_up(&session_id, Some(first)).await
                         }
                         Some(Signal::CancelRequested { session_id }) => {
                             hub.cancel(&session_id);
                             Ok(())
                         }
-                        Some(Signal::Missed) => hub.sweep().await,
+                        Some(Signal::Missed) => {
+                            hub.notice(crate::protocol::Change::resync());
+                            hub.sweep().await
+                        }
                         None => return,
                     },
                     _ = sweep.tick() => hub.sweep().await,

@@ -2,7 +2,7 @@
 //! here, and writes events only through `commit` (`feed.rs`).
 
 use super::Hub;
-use crate::protocol::{Event, SessionId};
+use crate::protocol::{Change, ChangeKind, Event, SessionId};
 use crate::server::store::{SessionRow, StoreError};
 
 impl Hub {
@@ -12,7 +12,9 @@ impl Hub {
     }
 
     pub async fn create_session(&self, row: &SessionRow) -> Result<(), StoreError> {
-        self.log().create_session(row).await
+        self.log().create_session(row).await?;
+        self.notice(Change::of(ChangeKind::SessionCreated, &row.id));
+        Ok(())
     }
 
     /// Every session, newest first.
@@ -26,7 +28,11 @@ impl Hub {
 
     /// Removes the session and its log; `false` when it did not exist.
     pub async fn delete_session(&self, id: &SessionId) -> Result<bool, StoreError> {
-        self.log().delete_session(id).await
+        let deleted = self.log().delete_session(id).await?;
+        if deleted {
+            self.notice(Change::of(ChangeKind::SessionDeleted, id));
+        }
+        Ok(deleted)
     }
 
     /// Renames the session (with `only_if`, only while its title is still that); whether it
@@ -37,7 +43,11 @@ impl Hub {
         title: &str,
         only_if: Option<&str>,
     ) -> Result<bool, StoreError> {
-        self.log().set_session_title(id, title, only_if).await
+        let renamed = self.log().set_session_title(id, title, only_if).await?;
+        if renamed {
+            self.notice(Change::of(ChangeKind::SessionRenamed, id));
+        }
+        Ok(renamed)
     }
 
     /// One page of events with `seq > after`, oldest first, at most `limit`.

@@ -24,8 +24,10 @@
 //!
 //! Files: `feed.rs` (commit, publish, subscribe, catch up), `turns.rs` (the running turn),
 //! `parked.rs` (gates waiting for an answer), `memo.rs` (the history memo), `follow.rs` (the
-//! other instances' signals, with a shared store).
+//! other instances' signals, with a shared store), `changes.rs` (the server-wide notices that
+//! the session list or the Inbox may have changed).
 
+mod changes;
 mod feed;
 mod follow;
 mod log;
@@ -43,6 +45,7 @@ use crate::protocol::{ApprovalId, SessionId};
 use crate::server::conversation::history::SessionHistory;
 use crate::server::store::{Coordination, EventLog};
 
+pub use changes::change_of;
 pub use feed::{FeedItem, Subscription, event_json};
 pub use parked::{ParkGuard, Wake};
 pub use turns::TurnLease;
@@ -112,6 +115,8 @@ struct Shared {
     /// Only on a store several instances share.
     coordination: Option<Arc<dyn Coordination>>,
     sessions: Arc<SessionMap>,
+    /// The server-wide change stream (`changes.rs`).
+    changes: broadcast::Sender<crate::protocol::Change>,
 }
 
 /// The hub: cheap to clone, one per server.
@@ -136,6 +141,7 @@ impl Hub {
                 log,
                 coordination,
                 sessions: Arc::new(Mutex::new(HashMap::new())),
+                changes: broadcast::channel(changes::CAPACITY).0,
             }),
         }
     }
