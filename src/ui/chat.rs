@@ -16,13 +16,39 @@ use crate::ui::tool_card::ToolCard;
 use crate::ui::transcript::Item;
 use crate::ui::viewer::Viewer;
 
-/// What the demo agent understands, as examples that fill the composer.
-const EXAMPLES: [&str; 5] = [
-    "write notes.md: hello",
-    "run: ls -la",
-    "read notes.md",
-    "ask prep_plan: Drop null rows | Remove rows where **price** is empty",
-    "propose plan: 1. read the data\\n2. clean it",
+/// One example of what the demo agent understands: the text that fills the composer, as
+/// shown, and the mode it needs where the default would refuse it.
+struct Example {
+    text: &'static str,
+    needs: Option<(Mode, &'static str)>,
+}
+
+/// What the demo agent understands, as examples that fill the composer. Each works as shown
+/// in the default mode: the plan example switches the session to plan first, and says so.
+const EXAMPLES: [Example; 5] = [
+    Example {
+        text: "write notes.md: hello",
+        needs: None,
+    },
+    Example {
+        text: "run: ls -la",
+        needs: None,
+    },
+    Example {
+        text: "read notes.md",
+        needs: None,
+    },
+    Example {
+        text: "ask prep_plan: Drop null rows | Remove rows where **price** is empty",
+        needs: None,
+    },
+    Example {
+        text: "propose plan: 1. read the data\\n2. clean it",
+        needs: Some((
+            Mode::Plan,
+            "This session is now in Plan mode: the agent only reads, then proposes its plan for you to approve. Approving it leaves Plan mode.",
+        )),
+    },
 ];
 
 #[component]
@@ -40,6 +66,7 @@ pub fn ChatView(snapshot: Snapshot) -> impl IntoView {
     crate::ui::feed::connect(feed);
     provide_context(gates::ConnectionHealed(healed_count(feed).into()));
     let draft = RwSignal::new(String::new());
+    let example_note = RwSignal::new(None::<String>);
     let is_builtin = source.is_none();
     let now_ms = crate::ui::when::clock();
     let items = feed.items;
@@ -57,13 +84,17 @@ pub fn ChatView(snapshot: Snapshot) -> impl IntoView {
         <section id="transcript" class="transcript">
             <EarlierTurns feed hold_scroll/>
             <Show when=move || is_builtin && items.read().is_empty() && feed.streaming.read().is_empty()>
-                <FirstRun draft/>
+                <FirstRun feed draft note=example_note/>
             </Show>
             // Keyed by each row's state: an event re-renders only the row(s) whose key it
             // changed, and the list is walked by key, never cloned item by item.
             <For each=move || row_keys(items) key=|(key, _)| key.clone() let:row>
                 {shown_row(items, row.1).map(|item| render_item(item, now_ms))}
             </For>
+            // What an example did besides filling the composer (its mode), until a message goes.
+            {move || example_note.get().filter(|_| feed.first_message.read().is_none()).map(|text| view! {
+                <p class="example-note" role="status" data-testid="example-note">{text}</p>
+            })}
             <Show when=move || !feed.streaming.read().is_empty()>
                 <div class="msg assistant streaming" data-testid="assistant-streaming">
                     // The model's words as they arrive, shown as its finished message will be.
@@ -257,8 +288,21 @@ fn ConnectionDot(connection: RwSignal<Connection>) -> impl IntoView {
     }
 }
 
+/// Fills the composer with an example as shown (the demo reads `\\n` as a line break) and
+/// switches the session to the mode the example needs, returning what to tell the person.
+fn use_example(feed: Feed, draft: RwSignal<String>, example: &Example) -> Option<String> {
+    draft.set(example.text.to_owned());
+    let (mode, note) = example.needs?;
+    if feed.mode.get_untracked() == mode {
+        return None;
+    }
+    let error = RwSignal::new(None::<String>);
+    crate::ui::composer::choose_mode(feed, error, mode);
+    Some(note.to_owned())
+}
+
 #[component]
-fn FirstRun(draft: RwSignal<String>) -> impl IntoView {
+fn FirstRun(feed: Feed, draft: RwSignal<String>, note: RwSignal<Option<String>>) -> impl IntoView {
     view! {
         <div class="first-run">
             <h2>"Start with an example"</h2>
@@ -266,8 +310,9 @@ fn FirstRun(draft: RwSignal<String>) -> impl IntoView {
             <ul class="examples">
                 {EXAMPLES.into_iter().map(|example| view! {
                     <li>
-                        <button type="button" class="example" on:click=move |_| draft.set(example.replace("\\n", "\n"))>
-                            <code>{example}</code>
+                        <button type="button" class="example" data-testid="example"
+                            on:click=move |_| note.set(use_example(feed, draft, &example))>
+                            <code>{example.text}</code>
                         </button>
                     </li>
                 }).collect_view()}

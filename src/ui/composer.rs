@@ -14,7 +14,7 @@ use crate::ui::feed::Feed;
 use crate::ui::outside::outside_note;
 
 /// Sets the session's mode (shown at once; a failure is reported in `error`).
-fn choose_mode(feed: Feed, error: RwSignal<Option<String>>, mode: Mode) {
+pub(crate) fn choose_mode(feed: Feed, error: RwSignal<Option<String>>, mode: Mode) {
     if feed.mode.get_untracked() == mode {
         return;
     }

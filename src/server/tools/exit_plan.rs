@@ -70,8 +70,13 @@ impl Tool for ExitPlan {
     }
 
     fn refused_in(&self, mode: Mode) -> Option<String> {
-        (mode != Mode::Plan)
-            .then(|| "not in plan mode: there is no plan mode to leave; carry on".to_owned())
+        // Read by the agent and shown in the call's row: a plain sentence either can act on.
+        (mode != Mode::Plan).then(|| {
+            format!(
+                "A plan is proposed only in Plan mode, and this session is in {} mode: go ahead without one, or ask the person to switch to Plan first.",
+                mode.label()
+            )
+        })
     }
 
     fn check(&self, value: &Value, _env: &CheckEnv<'_>) -> Result<(), Refusal> {

@@ -94,7 +94,7 @@ fn parse_line(line: &str) -> Vec<PlannedCall> {
         return one("shell", json!({ "command": command.trim() }));
     }
     if let Some(plan) = line.strip_prefix("propose plan:") {
-        return one("exit_plan", json!({ "plan": plan.trim() }));
+        return one("exit_plan", json!({ "plan": unescape(plan.trim()) }));
     }
     let (word, rest) = line.split_once(' ').unwrap_or((line, ""));
     let rest = rest.trim();
@@ -360,6 +360,13 @@ mod tests {
         assert_eq!(
             batches[8].calls[0].args,
             json!({"key": "approvals.timeout_secs", "value": 60})
+        );
+        // `\n` in a plan is a line break, as in every other demo text (the empty screen's
+        // example is one line with `\n` in it).
+        let plan = plan("propose plan: 1. read the data\\n2. clean it");
+        assert_eq!(
+            plan[0].calls[0].args,
+            json!({"plan": "1. read the data\n2. clean it"})
         );
     }
 
