@@ -12,6 +12,7 @@ use strum::{Display, EnumString, IntoStaticStr, VariantArray, VariantNames};
 mod actor;
 mod canonical;
 mod de;
+mod gate_meaning;
 mod ids;
 mod outside;
 mod spelled;
@@ -19,6 +20,7 @@ mod stored;
 mod time;
 pub use actor::Actor;
 pub use canonical::canonical_json;
+pub use gate_meaning::EditTarget;
 pub use ids::{ApprovalId, CallId, RuleId, SessionId, TurnId};
 pub use outside::{
     AgentOsUser, Capabilities, CreatedToken, GateState, GateStatus, GateTool, MCP_SOURCE, OpenGate,
