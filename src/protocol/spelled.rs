@@ -1,7 +1,7 @@
 //! Each closed set's spelling, written once. The enum derives strum's `IntoStaticStr`,
 //! `EnumString`, `VariantArray`, `VariantNames` and `Display` with
 //! `#[strum(serialize_all = "snake_case")]`; [`spelled!`] builds everything else on that one
-//! derive: `ALL`, `as_str`, `parse`, [`Spelling`](super::Spelling) (the database's reading),
+//! derive: `ALL`, `as_str`, `parse`, [`Spelling`] (the database's reading),
 //! and serde's `Serialize`/`Deserialize` (the wire's), so the wire, the database and the page
 //! cannot spell a value two ways. (The strum derive and its `#[strum]` line come before the
 //! enum's other derive, which keeps rustfmt from merging the two into one long column.)
@@ -11,7 +11,7 @@ use std::marker::PhantomData;
 
 use serde::de::{self, Visitor};
 
-use super::Spelling;
+use super::stored::Spelling;
 
 /// Every value of a closed set as an array, in declaration order (strum's `VARIANTS` is a
 /// slice; callers index, `map` and size arrays by `ALL`).
@@ -69,7 +69,7 @@ macro_rules! spelled {
             }
         }
 
-        impl $crate::protocol::Spelling for $ty {
+        impl $crate::protocol::stored::Spelling for $ty {
             const ALL: &'static [Self] = &<$ty>::ALL;
 
             fn spelling(self) -> &'static str {
