@@ -283,7 +283,7 @@ fn answer_body(answer: &Answer, gate: &GateRef) -> Result<DecisionRequest, CliEr
 
 /// A tool gate takes a JSON object of replacement arguments; a decision takes text.
 fn edits_value(gate: &GateRef, text: &str) -> Result<Value, CliError> {
-    if gate.kind != GateKind::Tool {
+    if !gate.kind.is_our_tool_call() {
         return Ok(Value::String(text.to_owned()));
     }
     match serde_json::from_str::<Value>(text) {

@@ -7,6 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use strum::{Display, EnumString, IntoStaticStr, VariantArray, VariantNames};
 
 mod actor;
 mod answer;
@@ -14,8 +15,10 @@ mod canonical;
 mod changes;
 mod de;
 mod error_code;
+mod gate_meaning;
 mod ids;
 mod outside;
+mod spelled;
 mod stored;
 mod time;
 pub use actor::Actor;
@@ -23,20 +26,39 @@ pub use answer::{DecisionRequest, RuleRequest};
 pub use canonical::canonical_json;
 pub use changes::{Change, ChangeKind};
 pub use error_code::ErrorCode;
+pub use gate_meaning::EditTarget;
 pub use ids::{ApprovalId, CallId, RuleId, SessionId, TurnId};
 pub use outside::{
     AgentOsUser, Capabilities, CreatedToken, GateState, GateStatus, GateTool, MCP_SOURCE, OpenGate,
     Scope, TokenInfo,
 };
-use stored::spelled_by_as_str;
+use spelled::spelled;
 pub use stored::{Spelling, Stored};
 
-spelled_by_as_str!(Mode, Scope, RuleScope, Decision, AnsweredBy);
+spelled!(
+    Mode,
+    ModeSource,
+    ToolClass,
+    Verdict,
+    ToolStatus,
+    TurnStatus,
+    EventKind,
+    GateKind,
+    GateReason,
+    Decision,
+    DecisionKind or Other,
+    AnsweredBy,
+    TimeoutOutcome,
+    RuleScope,
+    Via,
+    ConfigSource,
+);
 pub use time::Timestamp;
 
 /// How much the person wants to be asked. Per message; the session remembers the last one.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
-#[serde(rename_all = "snake_case")]
+#[derive(IntoStaticStr, EnumString, VariantArray, VariantNames, Display)]
+#[strum(serialize_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum Mode {
     Plan,
     #[default]
@@ -46,22 +68,6 @@ pub enum Mode {
 }
 
 impl Mode {
-    pub const ALL: [Mode; 4] = [Mode::Plan, Mode::Ask, Mode::AutoEdit, Mode::Yolo];
-
-    /// The wire spelling (`"auto_edit"`), also used in the database and the mode picker.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Mode::Plan => "plan",
-            Mode::Ask => "ask",
-            Mode::AutoEdit => "auto_edit",
-            Mode::Yolo => "yolo",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Mode> {
-        Mode::ALL.into_iter().find(|m| m.as_str() == s)
-    }
-
     /// What the mode picker shows.
     pub fn label(self) -> &'static str {
         match self {
@@ -84,8 +90,9 @@ impl Mode {
 }
 
 /// Who changed a session's mode.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
+#[derive(IntoStaticStr, EnumString, VariantArray, VariantNames, Display)]
+#[strum(serialize_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ModeSource {
     User,
     Message,
@@ -93,8 +100,9 @@ pub enum ModeSource {
 }
 
 /// What a tool may do to the world; the policy keys on it.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[serde(rename_all = "snake_case")]
+#[derive(IntoStaticStr, EnumString, VariantArray, VariantNames, Display)]
+#[strum(serialize_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ToolClass {
     Read,
     Edit,
@@ -107,16 +115,18 @@ pub enum ToolClass {
 }
 
 /// The policy's answer for one tool call.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
+#[derive(IntoStaticStr, EnumString, VariantArray, VariantNames, Display)]
+#[strum(serialize_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Verdict {
     Run,
     Ask,
     Refuse,
 }
 
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
+#[derive(IntoStaticStr, EnumString, VariantArray, VariantNames, Display)]
+#[strum(serialize_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ToolStatus {
     Ok,
     Error,
@@ -127,38 +137,14 @@ pub enum ToolStatus {
     Interrupted,
 }
 
-impl ToolStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ToolStatus::Ok => "ok",
-            ToolStatus::Error => "error",
-            ToolStatus::Denied => "denied",
-            ToolStatus::Refused => "refused",
-            ToolStatus::Timeout => "timeout",
-            ToolStatus::Cancelled => "cancelled",
-            ToolStatus::Interrupted => "interrupted",
-        }
-    }
-}
-
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
+#[derive(IntoStaticStr, EnumString, VariantArray, VariantNames, Display)]
+#[strum(serialize_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TurnStatus {
     Completed,
     Cancelled,
     Failed,
     Stopped,
-}
-
-impl TurnStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TurnStatus::Completed => "completed",
-            TurnStatus::Cancelled => "cancelled",
-            TurnStatus::Failed => "failed",
-            TurnStatus::Stopped => "stopped",
-        }
-    }
 }
 
 /// One entry of a session's log. `seq` is absent only on transient events (`assistant_delta`).
@@ -239,6 +225,8 @@ pub enum EventBody {
 }
 
 /// The type of an event: its `type` field and its SSE `event:` name.
+#[derive(IntoStaticStr, EnumString, VariantArray, VariantNames, Display)]
+#[strum(serialize_all = "snake_case")]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum EventKind {
     UserMessage,
@@ -251,37 +239,6 @@ pub enum EventKind {
     ToolStarted,
     ToolResult,
     TurnFinished,
-}
-
-impl EventKind {
-    /// Every event type, in protocol order (durable ones and the transient delta).
-    pub const ALL: [EventKind; 10] = [
-        EventKind::UserMessage,
-        EventKind::ModeChanged,
-        EventKind::AssistantDelta,
-        EventKind::AssistantMessage,
-        EventKind::ToolCall,
-        EventKind::ApprovalRequest,
-        EventKind::ApprovalResolved,
-        EventKind::ToolStarted,
-        EventKind::ToolResult,
-        EventKind::TurnFinished,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EventKind::UserMessage => "user_message",
-            EventKind::ModeChanged => "mode_changed",
-            EventKind::AssistantDelta => "assistant_delta",
-            EventKind::AssistantMessage => "assistant_message",
-            EventKind::ToolCall => "tool_call",
-            EventKind::ApprovalRequest => "approval_request",
-            EventKind::ApprovalResolved => "approval_resolved",
-            EventKind::ToolStarted => "tool_started",
-            EventKind::ToolResult => "tool_result",
-            EventKind::TurnFinished => "turn_finished",
-        }
-    }
 }
 
 impl EventBody {
@@ -306,8 +263,9 @@ impl EventBody {
 }
 
 /// What kind of thing a gate asks about.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
+#[derive(IntoStaticStr, EnumString, VariantArray, VariantNames, Display)]
+#[strum(serialize_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GateKind {
     Tool,
     Decision,
@@ -318,8 +276,9 @@ pub enum GateKind {
 }
 
 /// Why a call was gated.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
+#[derive(IntoStaticStr, EnumString, VariantArray, VariantNames, Display)]
+#[strum(serialize_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GateReason {
     Mode,
     SafetyFloor,
@@ -328,8 +287,9 @@ pub enum GateReason {
 }
 
 /// A person's answer to a gate, or what resolved it without one.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[serde(rename_all = "snake_case")]
+#[derive(IntoStaticStr, EnumString, VariantArray, VariantNames, Display)]
+#[strum(serialize_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Decision {
     Approve,
     Edit,
@@ -340,8 +300,9 @@ pub enum Decision {
 }
 
 /// What a decision card (an agent's checkpoint) decides: a closed set the agent picks from.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
+#[derive(IntoStaticStr, EnumString, VariantArray, VariantNames, Display)]
+#[strum(serialize_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DecisionKind {
     TargetColumn,
     PrepPlan,
@@ -351,35 +312,10 @@ pub enum DecisionKind {
     /// checkpoint the agent asks for must never do).
     Plan,
     /// Anything else; a kind this build does not know reads as this.
-    #[serde(other)]
     Other,
 }
 
 impl DecisionKind {
-    pub const ALL: [DecisionKind; 6] = [
-        DecisionKind::TargetColumn,
-        DecisionKind::PrepPlan,
-        DecisionKind::ModelShortlist,
-        DecisionKind::ExpensiveRun,
-        DecisionKind::Plan,
-        DecisionKind::Other,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            DecisionKind::TargetColumn => "target_column",
-            DecisionKind::PrepPlan => "prep_plan",
-            DecisionKind::ModelShortlist => "model_shortlist",
-            DecisionKind::ExpensiveRun => "expensive_run",
-            DecisionKind::Plan => "plan",
-            DecisionKind::Other => "other",
-        }
-    }
-
-    pub fn parse(raw: &str) -> Option<DecisionKind> {
-        DecisionKind::ALL.into_iter().find(|k| k.as_str() == raw)
-    }
-
     /// How a person reads it (`prep plan`).
     pub fn label(self) -> String {
         self.as_str().replace('_', " ")
@@ -387,26 +323,6 @@ impl DecisionKind {
 }
 
 impl Decision {
-    pub const ALL: [Decision; 6] = [
-        Decision::Approve,
-        Decision::Edit,
-        Decision::Deny,
-        Decision::AllowAlways,
-        Decision::Timeout,
-        Decision::Cancelled,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Decision::Approve => "approve",
-            Decision::Edit => "edit",
-            Decision::Deny => "deny",
-            Decision::AllowAlways => "allow_always",
-            Decision::Timeout => "timeout",
-            Decision::Cancelled => "cancelled",
-        }
-    }
-
     /// The decisions a person may send (timeout and cancelled are the server's).
     pub fn parse_answer(s: &str) -> Option<Decision> {
         [
@@ -428,8 +344,9 @@ impl Decision {
     }
 }
 
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
+#[derive(IntoStaticStr, EnumString, VariantArray, VariantNames, Display)]
+#[strum(serialize_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AnsweredBy {
     User,
     Timeout,
@@ -437,47 +354,20 @@ pub enum AnsweredBy {
     System,
 }
 
-impl AnsweredBy {
-    pub const ALL: [AnsweredBy; 4] = [
-        AnsweredBy::User,
-        AnsweredBy::Timeout,
-        AnsweredBy::Rule,
-        AnsweredBy::System,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AnsweredBy::User => "user",
-            AnsweredBy::Timeout => "timeout",
-            AnsweredBy::Rule => "rule",
-            AnsweredBy::System => "system",
-        }
-    }
-}
-
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
+#[derive(IntoStaticStr, EnumString, VariantArray, VariantNames, Display)]
+#[strum(serialize_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TimeoutOutcome {
     Deny,
     ProceedUnapproved,
 }
 
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
+#[derive(IntoStaticStr, EnumString, VariantArray, VariantNames, Display)]
+#[strum(serialize_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RuleScope {
     Session,
     Workspace,
-}
-
-impl RuleScope {
-    pub const ALL: [RuleScope; 2] = [RuleScope::Session, RuleScope::Workspace];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RuleScope::Session => "session",
-            RuleScope::Workspace => "workspace",
-        }
-    }
 }
 
 /// Everything an approval card shows, except the turn id (which the event carries).
@@ -579,19 +469,12 @@ pub struct Resolution {
 }
 
 /// The surface an answer came through, where it was not the page or the API.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
+#[derive(IntoStaticStr, EnumString, VariantArray, VariantNames, Display)]
+#[strum(serialize_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Via {
     /// A push notification's action, with its one-time capability.
     Push,
-}
-
-impl Via {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Via::Push => "push",
-        }
-    }
 }
 
 impl Resolution {
@@ -774,8 +657,9 @@ pub struct ConfigView {
 }
 
 /// Where a configuration value came from.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
+#[derive(IntoStaticStr, EnumString, VariantArray, VariantNames, Display)]
+#[strum(serialize_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ConfigSource {
     /// Set in the config file.
     File,
@@ -785,17 +669,6 @@ pub enum ConfigSource {
     Flag,
     /// A startup environment variable (`COUNTERSIGN_ADDR`, …).
     Env,
-}
-
-impl ConfigSource {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ConfigSource::File => "file",
-            ConfigSource::Default => "default",
-            ConfigSource::Flag => "flag",
-            ConfigSource::Env => "env",
-        }
-    }
 }
 
 /// One key of [`ConfigView`].

@@ -2,8 +2,13 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use strum::{Display, EnumString, IntoStaticStr, VariantArray, VariantNames};
 
+use super::spelled::spelled;
 use super::{AnsweredBy, ApprovalId, Decision, Rule, SessionId, Stored, Timestamp};
+
+// A status this build does not know reads as `GateStatus::Unknown`.
+spelled!(Scope, GateStatus or Unknown);
 
 /// The source Countersign's own MCP server (`countersign mcp`) opens its gates with. Only its
 /// `request_approval` is a decision card (a question with nothing to run); a tool of that name
@@ -11,8 +16,9 @@ use super::{AnsweredBy, ApprovalId, Decision, Rule, SessionId, Stored, Timestamp
 pub const MCP_SOURCE: &str = "mcp";
 
 /// What a credential may do.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-#[serde(rename_all = "snake_case")]
+#[derive(IntoStaticStr, EnumString, VariantArray, VariantNames, Display)]
+#[strum(serialize_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Scope {
     /// Everything (the startup token, and a browser logged in with it).
     Admin,
@@ -25,20 +31,6 @@ pub enum Scope {
 }
 
 impl Scope {
-    pub const ALL: [Scope; 3] = [Scope::Admin, Scope::Approve, Scope::Gates];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Scope::Admin => "admin",
-            Scope::Approve => "approve",
-            Scope::Gates => "gates",
-        }
-    }
-
-    pub fn parse(raw: &str) -> Option<Scope> {
-        Scope::ALL.into_iter().find(|s| s.as_str() == raw)
-    }
-
     /// Whether it may answer a gate.
     pub fn decides(self) -> bool {
         matches!(self, Scope::Admin | Scope::Approve)
@@ -170,8 +162,9 @@ impl<'de> Deserialize<'de> for Capabilities {
 
 /// Where a gate stands, as an outside agent reads it. The server and the adapters' client
 /// share this one type.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
-#[serde(rename_all = "snake_case")]
+#[derive(IntoStaticStr, EnumString, VariantArray, VariantNames, Display)]
+#[strum(serialize_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum GateStatus {
     #[default]
     Pending,
@@ -182,7 +175,6 @@ pub enum GateStatus {
     Cancelled,
     /// A status this client does not know (a newer server); final, so a client does not wait
     /// on it forever. The server never sends it.
-    #[serde(other)]
     Unknown,
 }
 

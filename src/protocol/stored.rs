@@ -81,21 +81,6 @@ impl<'de, T: Spelling> Deserialize<'de> for Stored<T> {
     }
 }
 
-/// Implements [`Spelling`] from a type's own `ALL` and `as_str`, so each closed set keeps one
-/// table of spellings.
-macro_rules! spelled_by_as_str {
-    ($($ty:ty),* $(,)?) => {$(
-        impl $crate::protocol::stored::Spelling for $ty {
-            const ALL: &'static [Self] = &<$ty>::ALL;
-
-            fn spelling(self) -> &'static str {
-                self.as_str()
-            }
-        }
-    )*};
-}
-pub(crate) use spelled_by_as_str;
-
 #[cfg(test)]
 mod tests {
     use super::*;

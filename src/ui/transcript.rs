@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use crate::protocol::{
-    ApprovalRequestBody, CallId, Decision, Event, EventBody, GateKind, Mode, Resolution, ToolClass,
+    ApprovalRequestBody, CallId, Decision, Event, EventBody, Mode, Resolution, ToolClass,
     ToolStatus, TurnStatus, Verdict,
 };
 
@@ -179,7 +179,9 @@ fn tool_row(body: &EventBody) -> Option<ToolItem> {
 
 /// A card, put before its call's row: the answer, then what it ran.
 fn add_card(items: &mut Vec<Item>, request: &ApprovalRequestBody) {
-    let row = (request.kind == GateKind::Tool)
+    let row = request
+        .kind
+        .is_our_tool_call()
         .then(|| {
             items
                 .iter()
@@ -205,7 +207,11 @@ fn resolve_card(items: &mut [Item], resolution: &Resolution) {
         return;
     };
     gate.resolution = Some(resolution.clone());
-    let edited_call = (gate.request.kind == GateKind::Tool).then(|| gate.request.call_id.clone());
+    let edited_call = gate
+        .request
+        .kind
+        .is_our_tool_call()
+        .then(|| gate.request.call_id.clone());
     if let (Some(call_id), Some(edits)) = (edited_call, edited_args(resolution))
         && let Some(tool) = find_tool(items, &call_id)
     {

@@ -9,8 +9,8 @@ use super::gates_text;
 use super::provider::ToolCallRequest;
 use super::turn::{Turn, TurnEnd};
 use crate::protocol::{
-    AnsweredBy, ApprovalRequest, Decision, DecisionKind, EventBody, GateKind, GateReason, Mode,
-    Resolution, Timestamp, ToolStatus,
+    AnsweredBy, ApprovalRequest, Decision, DecisionKind, EventBody, GateReason, Mode, Resolution,
+    Timestamp, ToolStatus,
 };
 use crate::server::principal::actors;
 use crate::server::store::{Commit, GateChange, LeaseStep, StoreError};
@@ -136,7 +136,7 @@ impl Turn {
         gate: &ApprovalRequest,
         resolution: &Resolution,
     ) -> Result<(), StoreError> {
-        if gate.body.kind != GateKind::Tool || !resolution.decision.lets_it_run() {
+        if !gate.body.kind.is_our_tool_call() || !resolution.decision.lets_it_run() {
             return Ok(());
         }
         let call_id = &gate.body.call_id;
@@ -181,7 +181,7 @@ impl Turn {
         if gate.body.decision_kind == Some(DecisionKind::Plan) {
             return self.after_plan(call, gate, &resolution).await;
         }
-        if gate.body.kind == GateKind::Decision {
+        if gate.body.kind.is_our_question() {
             let (status, output) = gates_text::decision_outcome(gate, &resolution, &window);
             return no_run(status, output).await;
         }

@@ -9,7 +9,8 @@ use serde_json::Value;
 
 use super::{Core, Error};
 use crate::protocol::{
-    AnsweredBy, ApprovalId, ApprovalRequest, Decision, DecisionRequest, GateKind, Mode, Resolution,
+    AnsweredBy, ApprovalId, ApprovalRequest, Decision, DecisionRequest, EditTarget, GateKind, Mode,
+    Resolution,
     Rule, RuleId, RuleScope, SessionId, Spelling, Timestamp,
 };
 use crate::server::digest::{bound_call_digest, call_digest};
@@ -114,8 +115,7 @@ fn is_blank(value: &Value) -> bool {
 /// workers (a large file's content may be diffed); a diff that cannot be made is left out.
 async fn edit_diff_of(request: &ApprovalRequest, edited: &Value) -> Option<String> {
     let body = &request.body;
-    let revises_text = body.kind == GateKind::Decision
-        || (body.kind == GateKind::External && body.class == crate::protocol::ToolClass::Decision);
+    let revises_text = body.is_proposal();
     let (proposal, args, edited) = (body.proposal_md.clone(), body.args.clone(), edited.clone());
     tokio::task::spawn_blocking(move || match (&edited, revises_text) {
         (Value::String(revised), true) => edit_diff::of_proposal(&proposal, revised),
@@ -176,14 +176,11 @@ impl Core {
         edits: Option<&Value>,
     ) -> Result<Value, Error> {
         let edits = edits.filter(|e| !is_blank(e)).ok_or(Error::EditsRequired)?;
-        match request.body.kind {
-            GateKind::Decision => revised_proposal(edits),
-            GateKind::External if request.body.class == crate::protocol::ToolClass::Decision => {
-                revised_proposal(edits)
-            }
-            GateKind::Tool => self.check_tool_edits(request, edits).await,
-            GateKind::External => self.check_outside_edits(request, edits).await,
-            GateKind::Budget => Err(Error::NotAllowed("a budget gate cannot be edited".into())),
+        match request.body.edit_target() {
+            EditTarget::Proposal => revised_proposal(edits),
+            EditTarget::OurToolArguments => self.check_tool_edits(request, edits).await,
+            EditTarget::OutsideInput => self.check_outside_edits(request, edits).await,
+            EditTarget::Nothing => Err(Error::NotAllowed("a budget gate cannot be edited".into())),
         }
     }
 

@@ -10,8 +10,8 @@
 //! then reported `interrupted` (the tool may have started) and never re-run.
 
 use crate::protocol::{
-    AnsweredBy, ApprovalRequest, Decision, EventBody, GateKind, Resolution, Rule, RuleId,
-    SessionId, Timestamp,
+    AnsweredBy, ApprovalRequest, Decision, EventBody, Resolution, Rule, RuleId, SessionId,
+    Timestamp,
 };
 use crate::server::hub::{Hub, Wake};
 use crate::server::principal::actors;
@@ -123,7 +123,7 @@ fn starts_tool_here(
     request: &ApprovalRequest,
     resolution: &Resolution,
 ) -> bool {
-    request.body.kind == GateKind::Tool
+    request.body.kind.is_our_tool_call()
         && request.body.decision_kind.is_none()
         && resolution.decision.lets_it_run()
         && hub.is_parked(session_id, &request.body.approval_id)

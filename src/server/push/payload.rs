@@ -9,8 +9,7 @@ use serde_json::{Value, json};
 use super::capability::{Grant, Holder};
 use super::encrypt::MAX_PLAINTEXT;
 use crate::protocol::{
-    ApprovalId, ApprovalRequestBody, Decision, GateKind, GateReason, Resolution, SessionId,
-    ToolClass,
+    ApprovalId, ApprovalRequestBody, Decision, GateReason, Resolution, SessionId, ToolClass,
 };
 use crate::text::truncate;
 
@@ -137,12 +136,9 @@ fn shows_whole_call(gate: &ApprovalRequestBody) -> bool {
 /// answered on the card itself (the safety floor, a passkey) and the notification shows all of
 /// what it would do (`shows_whole_call`). The capability route asks the same.
 pub fn answerable_from_notification(gate: &ApprovalRequestBody, needs_passkey: bool) -> bool {
-    let proposal = gate.kind == GateKind::Decision
-        || (gate.kind == GateKind::External && gate.class == ToolClass::Decision);
     gate.reason != GateReason::SafetyFloor
         && !needs_passkey
-        && !proposal
-        && matches!(gate.kind, GateKind::Tool | GateKind::External)
+        && gate.asks_to_run_a_call()
         && shows_whole_call(gate)
         && one_line(&gate.tool).chars().count() <= MAX_TOOL_CHARS
 }

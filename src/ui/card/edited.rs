@@ -6,7 +6,7 @@ use leptos::prelude::*;
 
 use serde_json::Value;
 
-use crate::protocol::{ApprovalRequestBody, GateKind, Resolution};
+use crate::protocol::{ApprovalRequestBody, Resolution};
 use crate::shown;
 use crate::ui::card::who_answered;
 use crate::ui::gates::ClientId;
@@ -52,7 +52,7 @@ pub fn EditedMarker(
 
 /// The one-line summary of the call as edited (the card's own summary describes the proposal).
 pub fn edited_summary(request: &ApprovalRequestBody, edits: &Value) -> String {
-    if request.kind == GateKind::Tool {
+    if request.kind.is_our_tool_call() {
         return crate::ui::transcript::summary(&request.tool, edits);
     }
     let field = |names: &[&str]| {
@@ -82,6 +82,7 @@ pub fn edit_unchanged(request: &ApprovalRequestBody, resolution: &Resolution) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::GateKind;
     use serde_json::json;
 
     fn request(kind: GateKind, tool: &str) -> ApprovalRequestBody {

@@ -16,7 +16,7 @@ use crate::shown;
 use crate::ui::gates::ClientId;
 use crate::ui::transcript::GateItem;
 use crate::ui::when::When;
-use parts::{CardBody, answered_at_a_time, badge, kind_attr, kind_class, outcome_text};
+use parts::{CardBody, answered_at_a_time, badge, outcome_text};
 use pending::PendingCard;
 
 pub use parts::{CardPlace, who_answered};
@@ -52,11 +52,11 @@ fn ResolvedCard(request: ApprovalRequestBody, resolution: Resolution) -> impl In
     });
     view! {
         <article
-            class=format!("card resolved kind-{} decision-{decision}", kind_class(&request))
+            class=format!("card resolved kind-{} decision-{decision}", request.look())
             id=format!("gate-{}", request.approval_id)
             data-testid="approval-card"
             data-approval-id=request.approval_id.clone()
-            data-kind=kind_attr(request.kind)
+            data-kind=request.kind.as_str()
             data-state="resolved"
             data-decision=decision
         >

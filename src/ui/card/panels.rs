@@ -6,17 +6,8 @@ use leptos::ev::KeyboardEvent;
 use leptos::prelude::*;
 use serde_json::{Map, Value};
 
-use crate::protocol::{
-    ApprovalId, ApprovalRequestBody, DecisionRequest, GateKind, RuleRequest, ToolClass,
-};
+use crate::protocol::{ApprovalId, ApprovalRequestBody, DecisionRequest, RuleRequest};
 use crate::ui::browser;
-
-/// Whether Edit revises text rather than arguments: decision cards, and an outside agent's
-/// `request_approval`.
-fn edits_text(request: &ApprovalRequestBody) -> bool {
-    request.kind == GateKind::Decision
-        || (request.kind == GateKind::External && request.class == ToolClass::Decision)
-}
 
 /// Which inline panel is open.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -94,7 +85,7 @@ pub fn EditPanel(
         let focus_id = focus_id.clone();
         Effect::new(move |_| browser::focus(&focus_id));
     }
-    if edits_text(&request) {
+    if request.is_proposal() {
         view! { <ReviseText request focus_id panel send/> }.into_any()
     } else {
         view! { <EditFields request focus_id panel send/> }.into_any()

@@ -7,7 +7,7 @@ use leptos::prelude::*;
 use super::diff::Diff;
 use crate::protocol::{
     Actor, AnsweredBy, ApprovalRequestBody, Decision, DecisionKind, GateKind, Resolution,
-    TimeoutOutcome, Timestamp, ToolClass,
+    TimeoutOutcome, Timestamp,
 };
 use crate::shown;
 use crate::text::has_hidden;
@@ -30,27 +30,6 @@ impl CardPlace {
     }
 }
 
-pub(super) fn kind_class(request: &ApprovalRequestBody) -> &'static str {
-    match (request.kind, request.class) {
-        (GateKind::Budget, _) => "budget",
-        (GateKind::Decision, _) | (_, ToolClass::Decision) => "decision",
-        (_, ToolClass::Edit) => "edit",
-        (_, ToolClass::Exec) => "exec",
-        (_, ToolClass::Config) => "config",
-        (_, ToolClass::Read) => "read",
-        (_, ToolClass::Network) => "network",
-    }
-}
-
-pub(super) fn kind_attr(kind: GateKind) -> &'static str {
-    match kind {
-        GateKind::Tool => "tool",
-        GateKind::Decision => "decision",
-        GateKind::Budget => "budget",
-        GateKind::External => "external",
-    }
-}
-
 /// The card's badge: the kind of thing asked. An outside agent's card names its own tool
 /// (`Bash`, `Edit`, `apply_patch`), since that is how the person knows the call.
 pub(super) fn badge(request: &ApprovalRequestBody) -> String {
@@ -58,7 +37,7 @@ pub(super) fn badge(request: &ApprovalRequestBody) -> String {
         // `other` is no kind a person would name: the card says only that it is a decision.
         (GateKind::Decision, Some(DecisionKind::Other)) => "Decision".to_owned(),
         (GateKind::Decision, Some(k)) => format!("Decision: {}", k.label()),
-        (GateKind::External, _) if request.class == ToolClass::Decision => "Decision".to_owned(),
+        _ if request.is_outside_question() => "Decision".to_owned(),
         (GateKind::External, _) => request.tool.clone(),
         _ => request.title.clone(),
     }
@@ -67,7 +46,7 @@ pub(super) fn badge(request: &ApprovalRequestBody) -> String {
 /// An outside agent's own title for its card, when it says more than the badge and the
 /// summary already do.
 pub(super) fn external_title(request: &ApprovalRequestBody) -> Option<String> {
-    (request.kind == GateKind::External
+    (request.kind.is_outside_call()
         && request.title != request.tool
         && request.title != request.summary)
         .then(|| request.title.clone())
@@ -117,10 +96,10 @@ pub fn outcome_text(
 ) -> String {
     let who = who_answered(resolution, my_client);
     let who = who.as_str();
-    if request.kind == GateKind::External {
+    if request.kind.is_outside_call() {
         return external_outcome(resolution, who);
     }
-    if request.kind == GateKind::Budget {
+    if request.kind.is_budget_stop() {
         return match resolution.decision {
             Decision::Timeout => "Timed out — turn stopped".to_owned(),
             Decision::Cancelled => "Cancelled".to_owned(),
@@ -166,10 +145,12 @@ pub(super) fn external_outcome(resolution: &Resolution, who: &str) -> String {
 
 /// What happens when the card's time runs out, as the countdown's verb.
 pub(super) fn at_zero(request: &ApprovalRequestBody) -> &'static str {
-    match (request.kind, request.timeout_outcome) {
-        (GateKind::Budget, _) => "stops",
-        (_, TimeoutOutcome::ProceedUnapproved) => "proceeds unapproved",
-        (_, TimeoutOutcome::Deny) => "denies",
+    if request.kind.is_budget_stop() {
+        return "stops";
+    }
+    match request.timeout_outcome {
+        TimeoutOutcome::ProceedUnapproved => "proceeds unapproved",
+        TimeoutOutcome::Deny => "denies",
     }
 }
 
@@ -264,7 +245,7 @@ pub(super) fn CardBody(
     }
     // An outside agent's call has no diff to read unless it edits a file: its input is what
     // there is to read, so it shows unfolded.
-    let open_args = request.kind == GateKind::External && request.diff.is_none();
+    let open_args = request.kind.is_outside_call() && request.diff.is_none();
     let hidden = holds_hidden(&request).then(|| {
         view! {
             <p class="card-hidden" role="alert" data-testid="card-hidden">
@@ -279,7 +260,7 @@ pub(super) fn CardBody(
         {proposal_of(&request)}
         {diff_of(&request)}
         // A budget card has no call to show: what ran out is in its proposal.
-        {(request.kind != GateKind::Budget).then(|| view! {
+        {request.kind.has_call_to_show().then(|| view! {
             <details class="card-args" open=open_args>
                 <summary>"Arguments"</summary>
                 <pre data-testid="card-args">{pretty(&request.args)}</pre>

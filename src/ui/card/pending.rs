@@ -7,12 +7,10 @@ use leptos::prelude::*;
 use super::decide::{CardState, Target, use_decide};
 use super::panels::{AlwaysPanel, DenyPanel, EditPanel, Panel};
 use super::parts::{
-    CardBody, CardPlace, at_zero, badge, countdown, external_title, kind_attr, kind_class,
-    outcome_text, rule_hint_text,
+    CardBody, CardPlace, at_zero, badge, countdown, external_title, outcome_text, rule_hint_text,
 };
 use crate::protocol::{
-    ApprovalId, ApprovalRequestBody, Decision, DecisionKind, DecisionRequest, GateKind, GateReason,
-    Mode,
+    ApprovalId, ApprovalRequestBody, Decision, DecisionKind, DecisionRequest, GateReason, Mode,
 };
 use crate::shown;
 use crate::ui::gates::{CardBus, CardCommand, ClientId};
@@ -60,7 +58,7 @@ pub(super) fn PendingCard(request: ApprovalRequestBody, now_ms: RwSignal<f64>) -
     let (edit_request, always_request) = (request.clone(), request.clone());
     view! {
         <article
-            class=format!("card pending kind-{}", kind_class(&request))
+            class=format!("card pending kind-{}", request.look())
             class:floor=floor
             class:active=is_active.clone()
             aria-current=move || is_active().then_some("true")
@@ -69,7 +67,7 @@ pub(super) fn PendingCard(request: ApprovalRequestBody, now_ms: RwSignal<f64>) -
             tabindex="0"
             data-testid="approval-card"
             data-approval-id=request.approval_id.clone()
-            data-kind=kind_attr(request.kind)
+            data-kind=request.kind.as_str()
             data-state=move || if lost.read().is_some() { "resolved" } else { "pending" }
             data-engaged=move || (state.confirming.get() || panel.get() != Panel::None).then_some("true")
             data-keys=move || if bus.settling.read().as_ref() == Some(&settling_id) { "settling" } else { "ready" }
@@ -112,7 +110,7 @@ fn follow_commands(
     let approval_id: ApprovalId = request.approval_id.clone();
     let allowed = request.allowed_decisions.clone();
     let floor = request.reason == GateReason::SafetyFloor;
-    let is_budget = request.kind == GateKind::Budget;
+    let is_budget = request.kind.is_budget_stop();
     Effect::new(move |_| {
         let Some((target, command)) = bus.command.get() else {
             return;
@@ -162,7 +160,7 @@ fn CardHead(request: ApprovalRequestBody, now_ms: RwSignal<f64>) -> impl IntoVie
     let floor = request.reason == GateReason::SafetyFloor;
     // Whose card it is, for an outside agent's gate (the page knows its session's source).
     let source = use_context::<SessionSource>()
-        .filter(|_| request.kind == GateKind::External)
+        .filter(|_| request.kind.is_outside_call())
         .map_or_else(|| Signal::stored(None), |s| s.0);
     let expires_at = StoredValue::new(request.expires_at.clone());
     let verb = at_zero(&request);
@@ -269,7 +267,7 @@ fn Actions(
         })
     };
     // A budget card reads Continue / Stop, and Stop needs no reason.
-    let budget = request.kind == GateKind::Budget;
+    let budget = request.kind.is_budget_stop();
     let approve = move || send.run(decision("approve"));
     let stop = move || send.run(decision("deny"));
     let open = move |p: Panel| -> Box<dyn Fn() + Send + Sync> { Box::new(move || panel.set(p)) };
