@@ -6,9 +6,17 @@ use serde::{Deserialize, Serialize};
 
 use super::SessionId;
 
-/// What happened, as far as the session list and the Inbox care.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[serde(rename_all = "snake_case")]
+/// What happened, as far as the session list and the Inbox care. Spelled once, by strum
+/// (`spelled!` in `protocol/mod.rs`); an unknown kind reads as [`ChangeKind::Unknown`].
+#[derive(
+    strum::IntoStaticStr,
+    strum::EnumString,
+    strum::VariantArray,
+    strum::VariantNames,
+    strum::Display,
+)]
+#[strum(serialize_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ChangeKind {
     SessionCreated,
     SessionRenamed,
@@ -22,26 +30,7 @@ pub enum ChangeKind {
     /// everything.
     Resync,
     /// A kind a newer server sends that this build does not know: read as a resync.
-    #[serde(other)]
     Unknown,
-}
-
-impl ChangeKind {
-    /// The wire spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ChangeKind::SessionCreated => "session_created",
-            ChangeKind::SessionRenamed => "session_renamed",
-            ChangeKind::SessionDeleted => "session_deleted",
-            ChangeKind::ModeChanged => "mode_changed",
-            ChangeKind::TurnStarted => "turn_started",
-            ChangeKind::TurnFinished => "turn_finished",
-            ChangeKind::ApprovalOpened => "approval_opened",
-            ChangeKind::ApprovalResolved => "approval_resolved",
-            ChangeKind::Resync => "resync",
-            ChangeKind::Unknown => "unknown",
-        }
-    }
 }
 
 /// One notice: the kind, and the session it concerns (none for a resync).

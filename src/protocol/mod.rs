@@ -52,6 +52,7 @@ spelled!(
     RuleScope,
     Via,
     ConfigSource,
+    ChangeKind or Unknown,
 );
 pub use time::Timestamp;
 

@@ -10,8 +10,7 @@ use serde_json::Value;
 use super::{Core, Error};
 use crate::protocol::{
     AnsweredBy, ApprovalId, ApprovalRequest, Decision, DecisionRequest, EditTarget, GateKind, Mode,
-    Resolution,
-    Rule, RuleId, RuleScope, SessionId, Spelling, Timestamp,
+    Resolution, Rule, RuleId, RuleScope, SessionId, Spelling, Timestamp,
 };
 use crate::server::digest::{bound_call_digest, call_digest};
 use crate::server::gate::{edit_diff, resolve, rules};
