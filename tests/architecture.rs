@@ -262,6 +262,112 @@ fn the_checker_sees_a_circle() {
     assert_eq!(refs, expected);
 }
 
+/// The module a file belongs to at the granularity the layers speak of: the first segment under
+/// `server` (`server::gate::floor::scan` → `server::gate`), else the crate-level module
+/// (`ui::feed` → `ui`); `server`'s own `mod.rs` and the crate root stand for themselves.
+fn module_of(file: &[String]) -> Vec<String> {
+    let depth = if file.first().is_some_and(|f| f == "server") {
+        2
+    } else {
+        1
+    };
+    file[..file.len().min(depth)].to_vec()
+}
+
+/// The file graph folded onto modules: `a -> b` when some file of `a` names some file of `b`.
+fn module_graph(
+    files: &BTreeMap<Vec<String>, BTreeSet<Vec<String>>>,
+) -> BTreeMap<Vec<String>, BTreeSet<Vec<String>>> {
+    let mut edges: BTreeMap<Vec<String>, BTreeSet<Vec<String>>> = BTreeMap::new();
+    for (from, targets) in files {
+        let from = module_of(from);
+        let mine = edges.entry(from.clone()).or_default();
+        for to in targets.iter().map(|t| module_of(t)) {
+            if to != from {
+                mine.insert(to);
+            }
+        }
+    }
+    edges
+}
+
+/// Each circle with the file-level edges that close it, for a failure message one can act on.
+fn circle_report(
+    found: &[Vec<String>],
+    modules: &BTreeMap<Vec<String>, BTreeSet<Vec<String>>>,
+    files: &BTreeMap<Vec<String>, BTreeSet<Vec<String>>>,
+) -> String {
+    let mut report = String::new();
+    for circle in found {
+        report.push_str(&format!("circle: {}\n", circle.join("  <->  ")));
+        let inside = |m: &Vec<String>| circle.contains(&m.join("::"));
+        for (from, targets) in modules.iter().filter(|(from, _)| inside(from)) {
+            for to in targets.iter().filter(|t| inside(t)) {
+                report.push_str(&format!("    {} -> {}:\n", from.join("::"), to.join("::")));
+                for (file, named) in files.iter().filter(|(f, _)| module_of(f) == *from) {
+                    for target in named.iter().filter(|t| module_of(t) == *to) {
+                        report.push_str(&format!(
+                            "        {} names {}\n",
+                            file.join("::"),
+                            target.join("::")
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    report
+}
+
+#[test]
+fn no_module_imports_a_module_that_imports_it_back() {
+    let files = graph();
+    let modules = module_graph(&files);
+    assert!(
+        modules.len() > 30,
+        "the source tree was not found: {modules:?}"
+    );
+    let found = circles(&modules);
+    assert!(
+        found.is_empty(),
+        "import circles between modules (each circle, its arrows and the files behind them):\n{}",
+        circle_report(&found, &modules, &files)
+    );
+}
+
+#[test]
+fn the_checker_sees_a_circle_between_modules() {
+    let path = |p: &str| p.split("::").map(str::to_owned).collect::<Vec<_>>();
+    // No two files name each other, yet `gate` and `tools` do.
+    let mut files: BTreeMap<Vec<String>, BTreeSet<Vec<String>>> = BTreeMap::new();
+    files
+        .entry(path("server::gate::floor"))
+        .or_default()
+        .insert(path("server::tools::registry"));
+    files
+        .entry(path("server::tools::shell"))
+        .or_default()
+        .insert(path("server::gate::policy"));
+    files
+        .entry(path("ui::feed"))
+        .or_default()
+        .insert(path("protocol::event"));
+    assert!(circles(&files).is_empty(), "no circle between files");
+    let modules = module_graph(&files);
+    assert_eq!(
+        modules.keys().cloned().collect::<Vec<_>>(),
+        vec![path("server::gate"), path("server::tools"), path("ui")]
+    );
+    assert_eq!(
+        circles(&modules),
+        vec![vec!["server::gate".to_owned(), "server::tools".to_owned()]]
+    );
+    let report = circle_report(&circles(&modules), &modules, &files);
+    assert!(report.contains("server::tools::shell names server::gate::policy"), "{report}");
+    assert_eq!(module_of(&path("server")), path("server"));
+    assert_eq!(module_of(&[]), Vec::<String>::new());
+}
+
 /// The layers ARCHITECTURE.md states, top (doors) to bottom (shared leaves), by module path
 /// prefix; the longest prefix that matches decides. A file may use its own layer and the ones
 /// below it, never one above.
@@ -291,7 +397,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("server::push", 4),
     ("server::passkey", 4),
     // The model providers: the live configuration builds them, the turns call them.
-    ("server::agent::provider", 4),
+    ("server::provider", 4),
     // 5. Live state and the log.
     ("server::hub", 5),
     ("server::store", 5),

@@ -17,8 +17,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use countersign::server::agent::provider::scripted::{ScriptStep, ScriptedProvider};
-use countersign::server::agent::provider::{
+use countersign::server::provider::scripted::{ScriptStep, ScriptedProvider};
+use countersign::server::provider::{
     ChatMessage, Completion, Provider, Tokenizer, ToolCallRequest, Window,
 };
 use countersign::server::conversation::fit::{Counter, fit};

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::budget::BUDGET_TOOL;
-use super::provider::ToolCallRequest;
+use crate::server::provider::ToolCallRequest;
 use super::turn::{Turn, TurnEnd};
 use crate::protocol::{
     ApprovalRequest, ApprovalRequestBody, Decision, GateKind, GateReason, TimeoutOutcome, ToolClass,

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use super::gates_text;
-use super::provider::ToolCallRequest;
+use crate::server::provider::ToolCallRequest;
 use super::turn::{Turn, TurnEnd};
 use crate::protocol::{
     AnsweredBy, ApprovalRequest, Decision, DecisionKind, EventBody, GateKind, GateReason, Mode,

@@ -12,7 +12,7 @@ use std::collections::{HashMap, HashSet};
 
 use futures::future::join_all;
 
-use super::provider::ToolCallRequest;
+use crate::server::provider::ToolCallRequest;
 use super::recovery::INTERRUPTED_OUTPUT;
 use super::turn::{Turn, TurnEnd};
 use crate::protocol::{

@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::budget::Budget;
 use super::deps::Deps;
-use super::provider::{ChatMessage, CompletionRequest, ProviderError, ToolCallRequest};
+use crate::server::provider::{ChatMessage, CompletionRequest, ProviderError, ToolCallRequest};
 use super::{SYSTEM_PROMPT, class_of, tool_result_text};
 use crate::protocol::{
     ApprovalRequest, ApprovalRequestBody, CallId, EventBody, GateReason, Mode, RuleId, SessionId,
@@ -217,7 +217,7 @@ impl Turn {
 
     /// What the model is told and offered in the current mode: the tools the registry offers
     /// in it, and their words for the system prompt.
-    fn prompt_and_tools(&self) -> (String, Vec<super::provider::ToolSpec>) {
+    fn prompt_and_tools(&self) -> (String, Vec<crate::server::provider::ToolSpec>) {
         let mode = self.mode();
         let mut prompt = SYSTEM_PROMPT.to_owned();
         let mut specs = Vec::new();

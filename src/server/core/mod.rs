@@ -30,7 +30,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use super::agent::Agent;
-use super::config::live::{Live, LiveConfig};
+use super::live::{Live, LiveConfig};
 use super::hub::Hub;
 use super::notifier::Notifier;
 use super::store::Repos;
@@ -145,6 +145,6 @@ impl Core {
 
     /// Applies the config file after it changed on disk (invalid: the last good one stays).
     pub async fn reload_config(&self) {
-        super::config::ops::reload(&self.live, self.repos.audit.as_ref()).await;
+        super::live::change::reload(&self.live, self.repos.audit.as_ref()).await;
     }
 }

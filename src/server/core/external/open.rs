@@ -15,7 +15,7 @@ use crate::protocol::{
     GateState, Mode, Resolution, RuleSuggestion, SessionId, TimeoutOutcome, Timestamp, ToolClass,
     canonical_json,
 };
-use crate::server::config::live::Live;
+use crate::server::live::Live;
 use crate::server::core::{Core, Error};
 use crate::server::digest::{call_digest, proposal_digest};
 use crate::server::gate::evaluate::{self, CheckpointInYolo, Verdict};
