@@ -22,6 +22,7 @@ pub mod push;
 pub mod retry;
 pub mod secret;
 pub mod settings;
+pub mod shell_syntax;
 pub mod state;
 pub mod store;
 pub mod tools;

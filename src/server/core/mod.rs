@@ -30,8 +30,8 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use super::agent::Agent;
-use super::live::{Live, LiveConfig};
 use super::hub::Hub;
+use super::live::{Live, LiveConfig};
 use super::notifier::Notifier;
 use super::store::Repos;
 use crate::protocol::{EventBody, Mode, SessionId, TurnId};

@@ -8,8 +8,8 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::{Changes, LiveConfig};
-use crate::server::config::{ConfigError, keys};
 use crate::server::audit::AuditDraft;
+use crate::server::config::{ConfigError, keys};
 use crate::server::store::AuditRepo;
 use crate::server::tools::{self, AGENT_KEYS, Refusal, ToolError};
 

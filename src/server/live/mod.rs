@@ -16,8 +16,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
 use crate::server::config::{Config, ConfigError, ProviderKind, keys};
-use crate::server::provider::{Provider, demo::DemoProvider, openai};
 use crate::server::gate::floor::{OwnPlaces, SafetyFloor};
+use crate::server::provider::{Provider, demo::DemoProvider, openai};
 use crate::server::tools::sandbox::{Places, Sandbox};
 
 /// One coherent configuration and what is built from it.
