@@ -40,18 +40,42 @@ fn modules(src: &Path) -> BTreeMap<Vec<String>, PathBuf> {
             out.insert(parts, path);
         }
     }
+    let test_only: Vec<Vec<String>> = out
+        .iter()
+        .flat_map(|(module, file)| {
+            test_children(&std::fs::read_to_string(file).unwrap())
+                .into_iter()
+                .map(move |child| [module.clone(), vec![child]].concat())
+        })
+        .collect();
+    out.retain(|module, _| !test_only.iter().any(|t| module.starts_with(t)));
     out
+}
+
+/// The child modules a file declares for tests only (`#[cfg(test)]` then `mod name;`): files
+/// of test code under another name than `tests.rs`.
+fn test_children(text: &str) -> Vec<String> {
+    let lines: Vec<&str> = text.lines().map(str::trim).collect();
+    lines
+        .windows(2)
+        .filter(|pair| pair[0] == "#[cfg(test)]")
+        .filter_map(|pair| {
+            let line = pair[1].strip_prefix("pub ").unwrap_or(pair[1]);
+            Some(line.strip_prefix("mod ")?.strip_suffix(';')?.to_owned())
+        })
+        .collect()
 }
 
 /// The text that counts: without comments, strings and the inline test module.
 fn code_of(text: &str) -> String {
-    // Test-only items: from the first `#[cfg(test)]` that opens a module to the end.
+    // Test-only items: from the first `#[cfg(test)]` that opens an inline module (`mod x {`,
+    // not the declaration `mod x;` of a file, which may come before the code) to the end.
     let test_module = text.match_indices("#[cfg(test)]").find(|(at, _)| {
         text[at + "#[cfg(test)]".len()..]
             .trim_start()
             .lines()
             .next()
-            .is_some_and(|l| l.contains("mod "))
+            .is_some_and(|l| l.contains("mod ") && !l.trim_end().ends_with(';'))
     });
     let text = match test_module {
         Some((at, _)) => &text[..at],
@@ -260,6 +284,11 @@ fn the_checker_sees_a_circle() {
         (vec!["server".into(), "tools".into()], true),
     ];
     assert_eq!(refs, expected);
+    // A test file declared before the code neither hides the code nor counts itself.
+    let declared = "#[cfg(test)]\nmod openai_tests;\nuse crate::server::conversation::Message;\n";
+    assert!(code_of(declared).contains("crate::server::conversation"));
+    assert_eq!(test_children(declared), vec!["openai_tests".to_owned()]);
+    assert!(test_children("pub mod demo;\n#[cfg(test)]\nmod tests {").is_empty());
 }
 
 /// The module a file belongs to at the granularity the layers speak of: the first segment under
