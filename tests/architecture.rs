@@ -437,34 +437,35 @@ const LAYERS: &[(&str, u8)] = &[
     // 4. The configuration in force: built from the schema into the floor, the sandbox and the
     //    provider, so above all three; the agent and the core read it.
     ("server::live", 4),
-    // 5. Policy, tools, the model providers, and what tells the person (push, passkeys,
-    //    webhook).
+    // 5. Policy and telling the person: the gate decides a call over its tool's own check;
+    //    the notifier tells the person, by webhook or through push.
     ("server::gate", 5),
-    ("server::tools", 5),
-    ("server::provider", 5),
     ("server::notifier", 5),
-    ("server::push", 5),
-    ("server::passkey", 5),
-    // 6. Live state and the log, and the configuration's schema.
-    ("server::hub", 6),
-    ("server::store", 6),
-    ("server::config", 6),
-    ("server::conversation", 6),
-    ("server::audit", 6),
-    ("server::digest", 6),
-    ("server::markdown", 6),
-    ("server::retry", 6),
-    ("server::principal", 6),
-    ("server::logins", 6),
-    ("server::secret", 6),
-    ("server::os_user", 6),
-    // 7. Shared leaves.
-    ("server::shell_syntax", 7),
-    ("protocol", 7),
-    ("shown", 7),
-    ("text", 7),
-    ("timeline", 7),
-    ("lib", 7),
+    // 6. What a decision reaches: the tools, the model providers, Web Push, passkeys.
+    ("server::tools", 6),
+    ("server::provider", 6),
+    ("server::push", 6),
+    ("server::passkey", 6),
+    // 7. Live state and the log, and the configuration's schema.
+    ("server::hub", 7),
+    ("server::store", 7),
+    ("server::config", 7),
+    ("server::conversation", 7),
+    ("server::audit", 7),
+    ("server::digest", 7),
+    ("server::markdown", 7),
+    ("server::retry", 7),
+    ("server::principal", 7),
+    ("server::logins", 7),
+    ("server::secret", 7),
+    ("server::os_user", 7),
+    // 8. Shared leaves.
+    ("server::shell_syntax", 8),
+    ("protocol", 8),
+    ("shown", 8),
+    ("text", 8),
+    ("timeline", 8),
+    ("lib", 8),
 ];
 
 /// The layer of a module: its longest listed prefix (the crate root is a door); `None` when
@@ -530,7 +531,19 @@ fn the_checker_sees_an_import_going_up() {
     edges.entry(store).or_default().insert(core);
     assert_eq!(
         layer_breaches(&edges),
-        vec!["server::store::sqlite (layer 6) -> server::core (layer 2)".to_owned()]
+        vec!["server::store::sqlite (layer 7) -> server::core (layer 2)".to_owned()]
+    ); // The gate decides over the tools' checks: never the other way round.
+    let mut edges: BTreeMap<Vec<String>, BTreeSet<Vec<String>>> = BTreeMap::new();
+    let shell_disk = vec![
+        "server".to_owned(),
+        "tools".to_owned(),
+        "shell_disk".to_owned(),
+    ];
+    let rules = vec!["server".to_owned(), "gate".to_owned(), "rules".to_owned()];
+    edges.entry(shell_disk).or_default().insert(rules);
+    assert_eq!(
+        layer_breaches(&edges),
+        vec!["server::tools::shell_disk (layer 6) -> server::gate::rules (layer 5)".to_owned()]
     );
 }
 
