@@ -107,7 +107,7 @@ pub fn title_from(text: &str) -> Option<String> {
 pub const MAX_AGENT_SAYS_CHARS: usize = 300;
 
 /// An agent's words for its card (`agent_says`): one line (runs of white space become one
-/// space), its ordinary curly quotes made plain (`shown::chars::plain_quote`: "I’ll" reads
+/// space), its ordinary curly quotes made plain (`chars::plain_quote`: "I’ll" reads
 /// "I'll"), cut at [`MAX_AGENT_SAYS_CHARS`] — a headline, not a page that pushes the call off
 /// the screen; none when empty. What is left that a reader could mistake (a lookalike quote,
 /// a bidi control) is written out where it is shown (`shown::words`).

@@ -1,7 +1,9 @@
 //! The house rule that keeps the code easy to change: no import circles between the project's
-//! files. A file depends on another when it names it — `use crate::…`, `use super::…`, or a
-//! path in the code. A module's `pub use` of its own children (its public face) is not a
-//! dependency, and test-only code (`tests.rs`, `#[cfg(test)] mod tests`) does not count.
+//! files, nor between its modules (each one under `server`, and each crate-level one, taken
+//! whole), and every import going down the layers. A file depends on another when it names it —
+//! `use crate::…`, `use super::…`, or a path in the code. A module's `pub use` of its own
+//! children (its public face) is not a dependency, and test-only code (`tests.rs`, a file
+//! declared `#[cfg(test)] mod x;`, `#[cfg(test)] mod tests { … }`) does not count.
 
 #![allow(clippy::unwrap_used)] // a test that cannot unwrap has failed
 
