@@ -1,5 +1,8 @@
 //! Small text helpers every part of the crate shares (server, CLI, browser): one way to cut a
-//! string, shorten an id or spell out an error with its causes.
+//! string, shorten an id or spell out an error with its causes — and `chars`, which characters
+//! a reader cannot see or could mistake (what `shown` writes out).
+
+pub mod chars;
 
 /// An error and its causes on one line. Libraries often say only the outermost part
 /// ("error sending request") and keep the useful one ("Connection refused") in `source()`;
@@ -52,9 +55,9 @@ pub fn truncate_bytes(text: &str, max: usize) -> String {
 /// Whether a reader cannot see `c`, or it changes how what they see is ordered: controls
 /// other than a line break or a tab, format characters (bidi embeddings, overrides, isolates
 /// and marks; zero-width characters; tags), line and paragraph separators, and every other
-/// default-ignorable character — `shown::chars::Unseen::Hidden`, from Unicode's properties.
+/// default-ignorable character — `chars::Unseen::Hidden`, from Unicode's properties.
 pub fn is_hidden_char(c: char) -> bool {
-    crate::shown::chars::unseen(c) == Some(crate::shown::chars::Unseen::Hidden)
+    chars::unseen(c) == Some(chars::Unseen::Hidden)
 }
 
 /// Whether `text` holds a character [`is_hidden_char`] calls hidden.
@@ -72,7 +75,7 @@ pub fn reveal_hidden(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 16);
     for c in text.chars() {
         if is_hidden_char(c) {
-            crate::shown::chars::push_written_out(&mut out, c);
+            chars::push_written_out(&mut out, c);
         } else {
             out.push(c);
         }
@@ -104,7 +107,7 @@ pub fn title_from(text: &str) -> Option<String> {
 pub const MAX_AGENT_SAYS_CHARS: usize = 300;
 
 /// An agent's words for its card (`agent_says`): one line (runs of white space become one
-/// space), its ordinary curly quotes made plain (`shown::chars::plain_quote`: "I’ll" reads
+/// space), its ordinary curly quotes made plain (`chars::plain_quote`: "I’ll" reads
 /// "I'll"), cut at [`MAX_AGENT_SAYS_CHARS`] — a headline, not a page that pushes the call off
 /// the screen; none when empty. What is left that a reader could mistake (a lookalike quote,
 /// a bidi control) is written out where it is shown (`shown::words`).
@@ -114,7 +117,7 @@ pub fn agent_words(text: &str) -> Option<String> {
         .collect::<Vec<_>>()
         .join(" ")
         .chars()
-        .map(|c| crate::shown::chars::plain_quote(c).unwrap_or(c))
+        .map(|c| chars::plain_quote(c).unwrap_or(c))
         .collect();
     (!line.is_empty()).then(|| truncate(&line, MAX_AGENT_SAYS_CHARS))
 }

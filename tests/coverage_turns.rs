@@ -17,11 +17,11 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use countersign::server::agent::provider::scripted::{ScriptStep, ScriptedProvider};
-use countersign::server::agent::provider::{
+use countersign::server::conversation::fit::{Counter, fit};
+use countersign::server::provider::scripted::{ScriptStep, ScriptedProvider};
+use countersign::server::provider::{
     ChatMessage, Completion, Provider, Tokenizer, ToolCallRequest, Window,
 };
-use countersign::server::conversation::fit::{Counter, fit};
 use serde_json::{Value, json};
 use support::fixtures::{OpenAiFixture, Reply};
 use support::*;

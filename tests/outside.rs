@@ -13,8 +13,8 @@ mod support;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use countersign::server::agent::provider::scripted::ScriptStep;
-use countersign::server::agent::provider::{Completion, ToolCallRequest};
+use countersign::server::provider::scripted::ScriptStep;
+use countersign::server::provider::{Completion, ToolCallRequest};
 use reqwest::Method;
 use serde_json::{Value, json};
 use support::*;

@@ -185,7 +185,7 @@ mod tests {
                 let html = render(&md);
                 let raw: Vec<char> = html
                     .chars()
-                    .filter(|&c| crate::shown::chars::unseen(c).is_some())
+                    .filter(|&c| crate::text::chars::unseen(c).is_some())
                     .collect();
                 assert!(raw.is_empty(), "{spelled:?}: {raw:?} raw in {html}");
                 assert!(

@@ -10,16 +10,19 @@ pub mod digest;
 pub mod gate;
 pub mod http;
 pub mod hub;
+pub mod live;
 pub mod logins;
 pub mod markdown;
 pub mod notifier;
 pub mod os_user;
 pub mod passkey;
 pub mod principal;
+pub mod provider;
 pub mod push;
 pub mod retry;
 pub mod secret;
 pub mod settings;
+pub mod shell_syntax;
 pub mod state;
 pub mod store;
 pub mod tools;
@@ -32,7 +35,7 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use agent::provider::Provider;
+use provider::Provider;
 use settings::Settings;
 
 #[derive(Debug, thiserror::Error)]
@@ -51,7 +54,7 @@ pub enum StartError {
     #[error("cannot open the database: {0}")]
     Database(String),
     #[error("cannot start the model provider: {0}")]
-    Provider(#[from] agent::provider::ProviderError),
+    Provider(#[from] provider::ProviderError),
     #[error("{0}")]
     Recovery(String),
     #[error("cannot start Web Push: {0}")]
@@ -174,7 +177,7 @@ fn watch_config(
     path: &std::path::Path,
 ) -> Option<notify::RecommendedWatcher> {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<()>();
-    let watcher = config::live::watch(path, move || {
+    let watcher = live::watch(path, move || {
         let _ = tx.send(());
     })?;
     let core = core.clone();
@@ -279,7 +282,7 @@ async fn bind(settings: &Settings) -> Result<(TcpListener, SocketAddr), StartErr
 async fn live_config(
     settings: &Settings,
     provider: Option<Arc<dyn Provider>>,
-) -> Result<Arc<config::live::LiveConfig>, StartError> {
+) -> Result<Arc<live::LiveConfig>, StartError> {
     let places = tools::sandbox::Places {
         workspace: settings.workspace.clone(),
         data_dir: settings.data_dir.clone(),
@@ -290,7 +293,7 @@ async fn live_config(
     let (config_path, config) = (settings.config_path.clone(), settings.config.clone());
     let live = tokio::task::spawn_blocking(move || {
         tools::sandbox::isolation();
-        config::live::LiveConfig::new(config_path, config, provider, places)
+        live::LiveConfig::new(config_path, config, provider, places)
     })
     .await
     .map_err(|e| StartError::Config(format!("the config could not be built: {e}")))?
@@ -332,7 +335,7 @@ async fn core_of(
     settings: &Settings,
     hub: hub::Hub,
     repos: store::Repos,
-    live: Arc<config::live::LiveConfig>,
+    live: Arc<live::LiveConfig>,
     notifier: Arc<notifier::Notifier>,
     shutdown: CancellationToken,
 ) -> Result<Arc<core::Core>, StartError> {

@@ -389,7 +389,7 @@ mod tests {
         assert!(
             !shown
                 .chars()
-                .any(|c| crate::shown::chars::unseen(c).is_some()),
+                .any(|c| crate::text::chars::unseen(c).is_some()),
             "{shown}"
         );
         assert!(

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use countersign::server::agent::provider::scripted::ScriptStep;
+use countersign::server::provider::scripted::ScriptStep;
 use futures::future::join_all;
 use serde_json::{Value, json};
 

@@ -4,9 +4,9 @@
 
 use std::time::Duration;
 
-use countersign::server::agent::provider::scripted::ScriptStep;
-use countersign::server::agent::provider::{Completion, ToolCallRequest};
 use countersign::server::conversation::ChatMessage;
+use countersign::server::provider::scripted::ScriptStep;
+use countersign::server::provider::{Completion, ToolCallRequest};
 use serde_json::{Value, json};
 
 use crate::support::*;

@@ -1,7 +1,7 @@
 //! The UI's server functions (`/api/ui/*`): thin wrappers over the same core operations as the
 //! REST routes, with the same checks (protocol.md preamble) and the same error body (Errors).
 
-use countersign::server::agent::provider::scripted::ScriptStep;
+use countersign::server::provider::scripted::ScriptStep;
 use reqwest::Method;
 use serde_json::{Value, json};
 

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use countersign::server::agent::provider::scripted::ScriptStep;
+use countersign::server::provider::scripted::ScriptStep;
 use reqwest::Method;
 use serde_json::{Value, json};
 

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use countersign::server::agent::provider::scripted::ScriptStep;
+use countersign::server::provider::scripted::ScriptStep;
 use futures::future::join_all;
 use reqwest::Method;
 use serde_json::{Value, json};

@@ -7,9 +7,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use countersign::server::agent::provider::scripted::{ScriptStep, ScriptedProvider};
-use countersign::server::agent::provider::{Completion, Provider};
 use countersign::server::core::Core;
+use countersign::server::provider::scripted::{ScriptStep, ScriptedProvider};
+use countersign::server::provider::{Completion, Provider};
 use countersign::server::{self, settings::ServeArgs};
 
 use super::{Api, TOKEN};

@@ -1,5 +1,5 @@
 //! The tests' own reading of what an agent's text may not show as it is (independent of the
-//! server's `shown::chars`): from Unicode's properties, plus lookalike quotes named by hand.
+//! server's `text::chars`): from Unicode's properties, plus lookalike quotes named by hand.
 
 use serde_json::Value;
 

@@ -4,12 +4,12 @@
 use std::time::Duration;
 
 use super::budget::BUDGET_TOOL;
-use super::provider::ToolCallRequest;
 use super::turn::{Turn, TurnEnd};
 use crate::protocol::{
     ApprovalRequest, ApprovalRequestBody, Decision, GateKind, GateReason, TimeoutOutcome, ToolClass,
 };
 use crate::server::gate::request;
+use crate::server::provider::ToolCallRequest;
 
 impl Turn {
     /// Suspends the turn on a budget card; returns when the person lets it continue.

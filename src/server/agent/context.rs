@@ -7,11 +7,11 @@
 //! Counting with a real tokenizer costs milliseconds per 64 KiB, so it runs on the blocking
 //! pool, and only when a free bound (a token is at least a byte) cannot show the request fits.
 
-use super::provider::{CompletionRequest, DeltaSink, ProviderError, Window};
 use super::turn::{Turn, TurnEnd};
 use crate::server::conversation::fit::{self, Counter, Fitted, Fitting};
 use crate::server::conversation::tokens::answer_reserve;
 use crate::server::conversation::{ChatMessage, Completion};
+use crate::server::provider::{CompletionRequest, DeltaSink, ProviderError, Window};
 
 /// The budget after a refusal: half the one refused, or the window the refusal named (less
 /// the answer's room) when that is smaller.

@@ -5,9 +5,9 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::server::config::live::{Live, LiveConfig};
-use crate::server::config::ops::AgentSettings;
 use crate::server::hub::Hub;
+use crate::server::live::change::AgentSettings;
+use crate::server::live::{Live, LiveConfig};
 use crate::server::notifier::Notifier;
 use crate::server::store::{AuditRepo, Coordination, GateRepo, RuleRepo};
 

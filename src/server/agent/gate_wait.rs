@@ -6,13 +6,13 @@
 use std::time::Duration;
 
 use super::gates_text;
-use super::provider::ToolCallRequest;
 use super::turn::{Turn, TurnEnd};
 use crate::protocol::{
     AnsweredBy, ApprovalRequest, Decision, DecisionKind, EventBody, GateReason, Mode, Resolution,
     Timestamp, ToolStatus,
 };
 use crate::server::principal::actors;
+use crate::server::provider::ToolCallRequest;
 use crate::server::store::{Commit, GateChange, LeaseStep, StoreError};
 
 /// How long until a deadline (zero when it has passed or does not parse: fail closed).

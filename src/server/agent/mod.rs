@@ -9,7 +9,6 @@ mod gate_wait;
 pub mod gates_text;
 mod leases;
 mod plan;
-pub mod provider;
 mod recovery;
 mod resume;
 mod service;

@@ -12,13 +12,13 @@ use std::collections::{HashMap, HashSet};
 
 use futures::future::join_all;
 
-use super::provider::ToolCallRequest;
 use super::recovery::INTERRUPTED_OUTPUT;
 use super::turn::{Turn, TurnEnd};
 use crate::protocol::{
     ApprovalId, ApprovalRequest, ApprovalRequestBody, CallId, EventBody, Resolution, RuleId,
     ToolClass, ToolStatus, Verdict,
 };
+use crate::server::provider::ToolCallRequest;
 
 /// The key under which the turn's latest budget card sits in `gates` (`None` when it has none).
 fn budget_key(gates: &HashMap<CallId, ApprovalRequestBody>) -> Option<CallId> {

@@ -12,7 +12,6 @@ use tokio_util::sync::CancellationToken;
 
 use super::budget::Budget;
 use super::deps::Deps;
-use super::provider::{ChatMessage, CompletionRequest, ProviderError, ToolCallRequest};
 use super::{SYSTEM_PROMPT, class_of, tool_result_text};
 use crate::protocol::{
     ApprovalRequest, ApprovalRequestBody, CallId, EventBody, GateReason, Mode, RuleId, SessionId,
@@ -23,6 +22,7 @@ use crate::server::gate::policy::{self, Outcome};
 use crate::server::gate::request;
 use crate::server::hub::TurnLease;
 use crate::server::markdown;
+use crate::server::provider::{ChatMessage, CompletionRequest, ProviderError, ToolCallRequest};
 use crate::server::store::{Commit, LeaseStep, NewEvent, StoreError};
 use crate::server::tools::{
     self, CheckEnv, Checkpoint, GateStyle, Refusal, SettingsAccess, Tool, ToolContext, reader,
@@ -217,7 +217,7 @@ impl Turn {
 
     /// What the model is told and offered in the current mode: the tools the registry offers
     /// in it, and their words for the system prompt.
-    fn prompt_and_tools(&self) -> (String, Vec<super::provider::ToolSpec>) {
+    fn prompt_and_tools(&self) -> (String, Vec<crate::server::provider::ToolSpec>) {
         let mode = self.mode();
         let mut prompt = SYSTEM_PROMPT.to_owned();
         let mut specs = Vec::new();

@@ -3,9 +3,6 @@
 //! Unknown keys are errors (a typo must not silently fall back to a default), and every error
 //! names the key and what was expected.
 
-pub mod live;
-pub mod ops;
-
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};

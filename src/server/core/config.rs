@@ -5,8 +5,8 @@ use serde_json::Value;
 
 use super::{Core, Error};
 use crate::protocol::{ConfigKey, ConfigSource, ConfigView};
-use crate::server::config::live::Changes;
-use crate::server::config::{Config, ContextTokens, ProviderKind, keys, ops};
+use crate::server::config::{Config, ContextTokens, ProviderKind, keys};
+use crate::server::live::{Changes, change};
 
 fn toml_to_json(value: &toml::Value) -> Value {
     serde_json::to_value(value).unwrap_or(Value::Null)
@@ -45,7 +45,7 @@ impl Core {
         actor: &str,
         via: &str,
     ) -> Result<Changes, Error> {
-        Ok(ops::set(
+        Ok(change::set(
             &self.live,
             self.repos.audit.as_ref(),
             key,

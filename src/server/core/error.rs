@@ -5,7 +5,7 @@
 //! Internal causes are logged, never sent: the client gets a code and a plain sentence.
 
 use crate::protocol::{ErrorCode, Resolution};
-use crate::server::config::ops::ChangeError;
+use crate::server::live::change::ChangeError;
 use crate::server::store::StoreError;
 
 #[derive(Debug, thiserror::Error)]

@@ -30,8 +30,8 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use super::agent::Agent;
-use super::config::live::{Live, LiveConfig};
 use super::hub::Hub;
+use super::live::{Live, LiveConfig};
 use super::notifier::Notifier;
 use super::store::Repos;
 use crate::protocol::{EventBody, Mode, TurnId};
@@ -138,6 +138,6 @@ impl Core {
 
     /// Applies the config file after it changed on disk (invalid: the last good one stays).
     pub async fn reload_config(&self) {
-        super::config::ops::reload(&self.live, self.repos.audit.as_ref()).await;
+        super::live::change::reload(&self.live, self.repos.audit.as_ref()).await;
     }
 }

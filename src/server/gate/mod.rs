@@ -8,4 +8,3 @@ pub mod policy;
 pub mod request;
 pub mod resolve;
 pub mod rules;
-pub mod shell_syntax;

@@ -12,8 +12,8 @@
 use globset::{GlobBuilder, GlobMatcher};
 use serde_json::Value;
 
-use super::shell_syntax;
 use crate::protocol::{Rule, RuleScope, SessionId};
+use crate::server::shell_syntax;
 use crate::server::store::{RuleRepo, StoreError};
 use crate::server::tools::{self, Subject, SubjectKind};
 

@@ -15,7 +15,7 @@ use crate::server::conversation::ToolSpec;
 pub const CONFIG_TOOL: &str = "config_set";
 
 /// The keys the agent's `config_set` may change: limits on its own work, which it may lower
-/// and never raise (`config::ops::check_for_agent`). Every other key — provider kind, model
+/// and never raise (`live::change::check_for_agent`). Every other key — provider kind, model
 /// and endpoint, and any key added later — is refused to the agent in every mode.
 pub const AGENT_KEYS: [&str; 5] = [
     "tools.shell_timeout_secs",

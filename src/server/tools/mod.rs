@@ -126,7 +126,7 @@ pub struct CheckEnv<'a> {
 
 /// The server's settings as `config_set` reaches them. A trait, so the tools need not know the
 /// configuration module (which needs the tools, for the safety floor and the sandbox);
-/// `config::ops::AgentSettings` implements it.
+/// `live::change::AgentSettings` implements it.
 #[async_trait]
 pub trait Settings: Send + Sync {
     /// Whether the agent may set `key` to `value`: a protected key is `Refused`, a value the

@@ -9,7 +9,7 @@ use std::path::Path;
 use globset::GlobBuilder;
 
 use super::reader::Hidden;
-use crate::server::gate::shell_syntax::{self, Word};
+use crate::server::shell_syntax::{self, Word};
 
 /// Files looked at per walk: past it, the walk says what it found so far.
 const WALK_LIMIT: usize = 20_000;

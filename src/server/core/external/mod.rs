@@ -606,7 +606,7 @@ mod tests {
         assert!(
             !title
                 .chars()
-                .any(|c| crate::shown::chars::unseen(c).is_some())
+                .any(|c| crate::text::chars::unseen(c).is_some())
         );
         assert!(title.chars().count() <= crate::text::MADE_TITLE_CHARS && title.ends_with('…'));
         assert_eq!(

@@ -15,12 +15,12 @@ use crate::protocol::{
     GateState, Mode, Resolution, RuleSuggestion, SessionId, TimeoutOutcome, Timestamp, ToolClass,
     canonical_json,
 };
-use crate::server::config::live::Live;
 use crate::server::core::{Core, Error};
 use crate::server::digest::{call_digest, proposal_digest};
 use crate::server::gate::evaluate::{self, CheckpointInYolo, Verdict};
 use crate::server::gate::policy::{self, Outcome};
 use crate::server::gate::{resolve, rules};
+use crate::server::live::Live;
 use crate::server::markdown;
 use crate::server::principal::{Principal, actors};
 use crate::server::store::{

@@ -28,8 +28,8 @@ pub use pattern::{program_name, same_program};
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use serde_json::Value;
 
-use super::shell_syntax::Word;
 use crate::server::config::SafetyConfig;
+use crate::server::shell_syntax::Word;
 use crate::server::tools::{self, FloorPaths, Hidden, Subject};
 use pattern::CommandPattern;
 use scan::{Outside, Reader};

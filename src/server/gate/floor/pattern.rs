@@ -12,7 +12,7 @@
 //!   so a matching program with such an argument matches;
 //! - `| prog` matches `prog` reading code from a pipe, a here-document or a here-string.
 
-use super::super::shell_syntax::Word;
+use crate::server::shell_syntax::Word;
 
 /// Flags that mean the same thing, per program (short letters and long names).
 const SAME_FLAGS: &[(&str, &[&[&str]])] = &[

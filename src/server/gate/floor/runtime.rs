@@ -2,7 +2,7 @@
 //! variables are given (`F=.env`, `for F in …`), the variables every command has from the
 //! sandbox's environment, and the folder the commands after a `cd` run in.
 
-use super::super::shell_syntax::{Script, Word};
+use crate::server::shell_syntax::{Script, Word};
 
 /// Variables a tool's process has from its environment (the sandbox's minimal one, the
 /// shell's own): their values are the machine's, not the agent's, and name no workspace file.

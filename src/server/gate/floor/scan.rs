@@ -7,11 +7,11 @@
 //! and commands (`own`), the folder its relative words start in, and whether the text is typed
 //! into a running shell (whose folder and environment are not known).
 
-use super::super::shell_syntax::{self, Script, Word};
 use super::own::{self, OwnPlaces};
 use super::pattern::{self, program_name};
 use super::runtime;
 use super::wrappers::{self, Inner};
+use crate::server::shell_syntax::{self, Script, Word};
 
 /// How deep `sh -c "… sh -c '…'"` is followed before the command counts as unreadable.
 const MAX_NESTING: usize = 8;

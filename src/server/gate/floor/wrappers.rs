@@ -4,8 +4,8 @@
 //! the shells' `-c` and `eval`, whose code is read again. The floor looks at the command
 //! inside as it looks at the outer one.
 
-use super::super::shell_syntax::Word;
 use super::pattern::program_name;
+use crate::server::shell_syntax::Word;
 
 /// A command another command runs.
 #[derive(Debug, PartialEq, Eq)]

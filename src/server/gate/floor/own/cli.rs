@@ -12,8 +12,8 @@
 //! `unset` or wrapper that changes `COUNTERSIGN_*`, `HOME`, `XDG_*`, a proxy…). Every other
 //! spelling asks (when in doubt, the floor).
 
-use super::super::super::shell_syntax::Word;
 use super::super::pattern::{program_name, same_program};
+use crate::server::shell_syntax::Word;
 
 /// The CLI's commands that change nothing: command, subcommand, how many operands it takes,
 /// and the options it may carry besides [`ANY_OPTION`].

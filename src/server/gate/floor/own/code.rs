@@ -7,9 +7,9 @@
 //! What code builds at run time (`'counter' + 'sign'`, a path joined from parts) is not read
 //! here: README's "Outside agents and the OS boundary" names that class.
 
-use super::super::super::shell_syntax::Word;
 use super::super::pattern::{program_name, same_program};
 use super::{OwnPlaces, cli};
+use crate::server::shell_syntax::Word;
 
 /// Programs that run code given as arguments or on standard input (by name; versions and
 /// suffixes too: `python3.12`, `node22`).

@@ -28,8 +28,8 @@ mod tree;
 
 use std::path::{Path, PathBuf};
 
-use super::super::shell_syntax::Word;
 use super::pattern::program_name;
+use crate::server::shell_syntax::Word;
 use crate::server::tools::outside::paths;
 use crate::server::tools::sandbox::Places;
 use places::{Place, Reach};

@@ -8,8 +8,8 @@
 //! line that the environment check would not also cover (README, "Outside agents and the OS
 //! boundary").
 
-use super::super::super::shell_syntax::Word;
 use super::super::pattern::{program_name, same_program};
+use crate::server::shell_syntax::Word;
 
 /// The server's process as the floor knows it.
 #[derive(Debug, Default)]

@@ -8,9 +8,9 @@
 //! is anyway. And links: `ln -s` to such a folder makes a path to the data dir that names
 //! nothing of it.
 
-use super::super::super::shell_syntax::Word;
 use super::super::pattern::{program_name, same_program};
 use super::OwnPlaces;
+use crate::server::shell_syntax::Word;
 
 /// Programs that read a whole tree, with the flags that make them (none listed: always), and
 /// whether they read the current folder when they name none. (`cp`, `rsync`, `scp` and `mv`

@@ -4,14 +4,20 @@
 //!
 //! **Invariant:** readers take an `Arc` snapshot (`get`), so one turn step sees one coherent
 //! config; writers (API, agent, file watcher) replace it whole.
+//!
+//! The assembly above the schema (`config`): it builds the floor (`gate`), the sandbox
+//! (`tools`) and the provider from a parsed config, so it sits above all three and below the
+//! agent and the core, which read it.
+
+pub mod change;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
-use super::{Config, ConfigError, ProviderKind, keys};
-use crate::server::agent::provider::{Provider, demo::DemoProvider, openai};
+use crate::server::config::{Config, ConfigError, ProviderKind, keys};
 use crate::server::gate::floor::{OwnPlaces, SafetyFloor};
+use crate::server::provider::{Provider, demo::DemoProvider, openai};
 use crate::server::tools::sandbox::{Places, Sandbox};
 
 /// One coherent configuration and what is built from it.

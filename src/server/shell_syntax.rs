@@ -12,6 +12,9 @@
 //! (outside single quotes, `$'…'`, comments and quoted here-documents): the grammar reads
 //! `counter\⏎sign` as two words where bash runs one. Here-document bodies and here-strings
 //! are kept as the script's documents (what a command reads on its standard input).
+//!
+//! A leaf: the floor (`gate::floor`), standing rules (`gate::rules`) and the shell tool's
+//! reading of what a command touches (`tools::shell_disk`) all read shell code through it.
 
 use std::borrow::Cow;
 use std::cell::RefCell;

@@ -1,5 +1,7 @@
 //! Which characters an agent's text may not show as they are, and why: the one classifier
-//! behind [`super::text`], [`super::line`], [`super::words`] and `text::is_hidden_char`.
+//! behind [`crate::shown::text`], [`crate::shown::line`], [`crate::shown::words`] and
+//! [`super::is_hidden_char`]. It lives under `text` so that `shown` builds on `text`, never the
+//! other way round.
 //!
 //! The classes come from Unicode's own data wherever it has a property for them
 //! (`icu_properties`, compiled in): `Default_Ignorable_Code_Point`, `Bidi_Control`,

@@ -7,9 +7,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use super::live::{Changes, LiveConfig};
-use super::{ConfigError, keys};
+use super::{Changes, LiveConfig};
 use crate::server::audit::AuditDraft;
+use crate::server::config::{ConfigError, keys};
 use crate::server::store::AuditRepo;
 use crate::server::tools::{self, AGENT_KEYS, Refusal, ToolError};
 
