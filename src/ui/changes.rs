@@ -1,13 +1,26 @@
-//! The page's one follower of the server's change stream (`GET /api/v1/changes`): the session
+//! The page's follower of the server's change stream (`GET /api/v1/changes`): the session
 //! list and the Inbox refetch when a notice says what they show may have changed, instead of
 //! polling. Notices within [`WINDOW`] are coalesced into one refetch of what they concern;
 //! every (re)connect refetches both once, since notices sent while away are not replayed.
+//!
+//! One connection per browser, not per tab: over plain HTTP/1.1 a browser opens at most six
+//! connections to a host, and a session tab already holds its own feed. Were every tab to hold
+//! its own change stream too, three session tabs would take all six, and every other request
+//! from any tab (server functions, page loads) would wait for one to close. So the tabs elect
+//! one holder with a Web Lock ([`SHARED_NAME`]; the next tab takes it over when the holder
+//! closes or leaves the page), and the holder relays what it hears on a `BroadcastChannel` of
+//! the same name ([`Relayed`]). Where either is missing (Web Locks need a secure context:
+//! https, localhost) each tab holds its own stream, as before.
 
 use std::time::Duration;
 
 use leptos::prelude::*;
 
-use crate::protocol::ChangeKind;
+use crate::protocol::{Change, ChangeKind};
+
+/// The Web Lock that elects the tab holding the connection, and the `BroadcastChannel` it
+/// relays notices on.
+pub const SHARED_NAME: &str = "countersign-changes";
 
 /// How long notices are gathered before the lists are fetched again.
 pub const WINDOW: Duration = Duration::from_millis(250);
@@ -54,6 +67,44 @@ impl Refetch {
             gates: self.gates || other.gates,
         }
     }
+}
+
+/// What a message on the tabs' channel asks of the tab that hears it. The holder posts the
+/// stream's data verbatim for a notice, and [`Relayed::RECONNECTED`] on every (re)open.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Relayed {
+    /// The holder's stream (re)opened: what changed while nobody held it was not replayed, so
+    /// everything is fetched again, at once.
+    Reconnected,
+    /// A notice, gathered into the window as the tab's own would be.
+    Notice(ChangeKind),
+}
+
+impl Relayed {
+    pub const RECONNECTED: &'static str = "reconnected";
+
+    /// Reads a channel message. Anything this build cannot read (not a string, not a notice)
+    /// is a notice of a kind it does not know: everything is fetched again.
+    pub fn read(message: Option<&str>) -> Relayed {
+        match message {
+            Some(Self::RECONNECTED) => Relayed::Reconnected,
+            Some(data) => Relayed::Notice(notice_kind(data)),
+            None => Relayed::Notice(ChangeKind::Unknown),
+        }
+    }
+
+    /// What it makes stale.
+    pub fn refetch(self) -> Refetch {
+        match self {
+            Relayed::Reconnected => Refetch::ALL,
+            Relayed::Notice(kind) => Refetch::of(kind),
+        }
+    }
+}
+
+/// The kind of a notice, read from the stream's data; `Unknown` when it cannot be read.
+pub fn notice_kind(data: &str) -> ChangeKind {
+    crate::ui::json::from_str::<Change>(data).map_or(ChangeKind::Unknown, |change| change.kind)
 }
 
 /// Notices gathered over one window: the first arms the timer, those until it fires join it.
@@ -118,7 +169,8 @@ impl Changes {
 #[cfg(feature = "hydrate")]
 mod browser {
     //! The EventSource, closed and opened again with backoff on any error (the browser's own
-    //! retry stops for good after an HTTP error), as the session feed does.
+    //! retry stops for good after an HTTP error), as the session feed does; held by one tab
+    //! and relayed to the others (see [`shared`]) where the browser allows.
 
     use std::cell::RefCell;
     use std::rc::Rc;
@@ -127,11 +179,11 @@ mod browser {
     use leptos::prelude::*;
     use send_wrapper::SendWrapper;
     use wasm_bindgen::JsCast;
+    use wasm_bindgen::JsValue;
     use wasm_bindgen::closure::Closure;
     use web_sys::{EventSource, MessageEvent};
 
-    use super::{Changes, Coalesce, Refetch, WINDOW};
-    use crate::protocol::{Change, ChangeKind};
+    use super::{Changes, Coalesce, Refetch, Relayed, WINDOW, notice_kind};
 
     struct Link {
         source: EventSource,
@@ -150,18 +202,38 @@ mod browser {
         failures: u32,
         closed: bool,
         coalesce: Coalesce,
+        /// The tabs' channel, when they share one stream: where this tab hears the holder,
+        /// and where it relays when it holds the stream itself.
+        channel: Option<shared::Channel>,
+        /// Resolves the promise this tab holds the lock with: calling it lets the next tab
+        /// take the stream over.
+        release: Option<js_sys::Function>,
     }
 
     type Shared = Rc<RefCell<State>>;
 
     pub fn connect(changes: Changes) {
         let state: Shared = Rc::default();
-        open(changes, state.clone());
+        if !shared::join(changes, &state) {
+            open(changes, state.clone());
+        }
         let cleanup = SendWrapper::new(state);
         on_cleanup(move || {
-            let mut state = cleanup.borrow_mut();
-            state.closed = true;
-            state.link = None;
+            // Taken out first: dropping or resolving them runs browser code.
+            let (link, channel, release) = {
+                let mut state = cleanup.borrow_mut();
+                state.closed = true;
+                (
+                    state.link.take(),
+                    state.channel.take(),
+                    state.release.take(),
+                )
+            };
+            drop(link);
+            drop(channel);
+            if let Some(release) = release {
+                let _ = release.call0(&JsValue::UNDEFINED);
+            }
         });
     }
 
@@ -176,12 +248,10 @@ mod browser {
         let on_change = {
             let state = state.clone();
             Closure::<dyn FnMut(web_sys::Event)>::new(move |e: web_sys::Event| {
-                let kind = e
+                let data = e
                     .dyn_ref::<MessageEvent>()
-                    .and_then(|m| m.data().as_string())
-                    .and_then(|data| crate::ui::json::from_str::<Change>(&data).ok())
-                    .map_or(ChangeKind::Unknown, |change| change.kind);
-                noted(changes, state.clone(), Refetch::of(kind));
+                    .and_then(|m| m.data().as_string());
+                changed(changes, state.clone(), data.as_deref());
             })
         };
         let _ =
@@ -190,7 +260,9 @@ mod browser {
             let state = state.clone();
             Closure::<dyn FnMut(web_sys::Event)>::new(move |_| {
                 state.borrow_mut().failures = 0;
-                // Whatever changed while away was not replayed: fetch both once.
+                // Whatever changed while away was not replayed: fetch both once, here and in
+                // the tabs that listen.
+                relay(&state, Relayed::RECONNECTED);
                 changes.bump(Refetch::ALL);
             })
         };
@@ -208,6 +280,31 @@ mod browser {
             source,
             _handlers: vec![on_change, opened, failed],
         });
+    }
+
+    /// A notice from this tab's own stream: relayed to the other tabs, and noted here.
+    fn changed(changes: Changes, state: Shared, data: Option<&str>) {
+        if let Some(data) = data {
+            relay(&state, data);
+        }
+        let kind = data.map_or(crate::protocol::ChangeKind::Unknown, notice_kind);
+        noted(changes, state, Refetch::of(kind));
+    }
+
+    /// Posts a message to the other tabs, when they share this tab's stream.
+    fn relay(state: &Shared, message: &str) {
+        let channel = state.borrow().channel.as_ref().map(shared::Channel::handle);
+        if let Some(channel) = channel {
+            let _ = channel.post_message(&JsValue::from_str(message));
+        }
+    }
+
+    /// What the holder relayed: a reconnect is fetched at once, a notice joins the window.
+    fn heard(changes: Changes, state: Shared, relayed: Relayed) {
+        match relayed {
+            Relayed::Reconnected => changes.bump(relayed.refetch()),
+            Relayed::Notice(_) => noted(changes, state, relayed.refetch()),
+        }
     }
 
     /// Gathers a notice into the current window, arming its timer when it opens one.
@@ -242,6 +339,103 @@ mod browser {
             move || open(changes, state.take()),
             Duration::from_secs(delay),
         );
+    }
+
+    mod shared {
+        //! One stream for all the browser's tabs: a Web Lock elects the tab that opens it,
+        //! a `BroadcastChannel` carries what it hears to the others. `navigator.locks` is
+        //! reached through `Reflect` (web-sys binds it only under `web_sys_unstable_apis`).
+
+        use js_sys::{Function, Promise, Reflect};
+        use wasm_bindgen::JsCast;
+        use wasm_bindgen::JsValue;
+        use wasm_bindgen::closure::Closure;
+        use web_sys::{BroadcastChannel, MessageEvent};
+
+        use super::{Shared, heard, noted, open};
+        use crate::ui::changes::{Changes, Refetch, Relayed, SHARED_NAME};
+
+        /// The tab's end of the channel, closed when dropped.
+        pub struct Channel {
+            channel: BroadcastChannel,
+            _on_message: Closure<dyn FnMut(MessageEvent)>,
+        }
+
+        impl Channel {
+            pub fn handle(&self) -> BroadcastChannel {
+                self.channel.clone()
+            }
+        }
+
+        impl Drop for Channel {
+            fn drop(&mut self) {
+                self.channel.set_onmessage(None);
+                self.channel.close();
+            }
+        }
+
+        /// Listens on the tabs' channel and queues for the lock; `false` where the browser
+        /// has no Web Locks or no `BroadcastChannel` (the caller opens its own stream).
+        pub fn join(changes: Changes, state: &Shared) -> bool {
+            let Some(locks) = lock_manager() else {
+                return false;
+            };
+            let Ok(channel) = BroadcastChannel::new(SHARED_NAME) else {
+                return false;
+            };
+            let on_message = {
+                let state = state.clone();
+                Closure::<dyn FnMut(MessageEvent)>::new(move |m: MessageEvent| {
+                    let message = m.data().as_string();
+                    heard(changes, state.clone(), Relayed::read(message.as_deref()));
+                })
+            };
+            channel.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+            state.borrow_mut().channel = Some(Channel {
+                channel,
+                _on_message: on_message,
+            });
+            if request_lock(&locks, changes, state.clone()).is_err() {
+                state.borrow_mut().channel = None;
+                return false;
+            }
+            // Notices sent before this tab listened reached it nowhere (the page may show
+            // what the server rendered): fetch both once, after the window.
+            noted(changes, state.clone(), Refetch::ALL);
+            true
+        }
+
+        /// `navigator.locks`, where the browser has it (a secure context).
+        fn lock_manager() -> Option<JsValue> {
+            let navigator = Reflect::get(&js_sys::global(), &"navigator".into()).ok()?;
+            let locks = Reflect::get(&navigator, &"locks".into()).ok()?;
+            (!locks.is_undefined() && !locks.is_null()).then_some(locks)
+        }
+
+        /// Queues for the lock: once granted, this tab holds the stream until its cleanup.
+        fn request_lock(locks: &JsValue, changes: Changes, state: Shared) -> Result<(), JsValue> {
+            let request: Function = Reflect::get(locks, &"request".into())?.dyn_into()?;
+            let granted = Closure::once_into_js(move |_lock: JsValue| -> JsValue {
+                hold(changes, state).into()
+            });
+            // Settles when the lock is released; nothing waits on it.
+            request.call2(locks, &JsValue::from_str(SHARED_NAME), &granted)?;
+            Ok(())
+        }
+
+        /// The lock is this tab's: open the stream, and hold the lock with a promise only the
+        /// cleanup resolves (or the browser drops, with the page). A page already cleaned up
+        /// lets it go at once.
+        fn hold(changes: Changes, state: Shared) -> Promise {
+            if state.borrow().closed {
+                return Promise::resolve(&JsValue::UNDEFINED);
+            }
+            let held = Promise::new(&mut |resolve, _reject| {
+                state.borrow_mut().release = Some(resolve);
+            });
+            open(changes, state);
+            held
+        }
     }
 }
 
@@ -283,5 +477,47 @@ mod tests {
         assert_eq!(Refetch::of(ChangeKind::SessionDeleted), Refetch::ALL);
         assert_eq!(Refetch::of(ChangeKind::Resync), Refetch::ALL);
         assert_eq!(Refetch::of(ChangeKind::Unknown), Refetch::ALL);
+    }
+
+    #[test]
+    fn a_relayed_reconnect_refetches_everything() {
+        let relayed = Relayed::read(Some(Relayed::RECONNECTED));
+        assert_eq!(relayed, Relayed::Reconnected);
+        assert_eq!(relayed.refetch(), Refetch::ALL);
+    }
+
+    #[test]
+    fn a_relayed_notice_refetches_what_its_kind_makes_stale() {
+        let session_id: crate::protocol::SessionId = "s-1".into();
+        let data =
+            serde_json::to_string(&Change::of(ChangeKind::ApprovalOpened, &session_id)).unwrap();
+        let relayed = Relayed::read(Some(&data));
+        assert_eq!(relayed, Relayed::Notice(ChangeKind::ApprovalOpened));
+        assert_eq!(
+            relayed.refetch(),
+            Refetch {
+                sessions: false,
+                gates: true
+            }
+        );
+        let resync = serde_json::to_string(&Change::resync()).unwrap();
+        assert_eq!(
+            Relayed::read(Some(&resync)),
+            Relayed::Notice(ChangeKind::Resync)
+        );
+    }
+
+    #[test]
+    fn an_unreadable_message_refetches_everything() {
+        for message in [
+            None,
+            Some(""),
+            Some("not json"),
+            Some(r#"{"kind":"from_the_future"}"#),
+        ] {
+            let relayed = Relayed::read(message);
+            assert_eq!(relayed, Relayed::Notice(ChangeKind::Unknown), "{message:?}");
+            assert_eq!(relayed.refetch(), Refetch::ALL, "{message:?}");
+        }
     }
 }

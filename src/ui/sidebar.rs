@@ -9,7 +9,7 @@ use leptos::task::spawn_local;
 use leptos_router::hooks::{use_location, use_navigate};
 
 use crate::api;
-use crate::protocol::{ApprovalRequest, ErrorBody, Session, SessionId};
+use crate::protocol::{ApprovalRequest, ErrorBody, Mode, Session, SessionId};
 use crate::ui::browser;
 use crate::ui::changes::Changes;
 use crate::ui::json;
@@ -330,6 +330,7 @@ fn SessionItem(
         move |_| delete_session(id.clone(), current, changed, error)
     };
     let running = session.running_turn_id.is_some();
+    let yolo = session.approval_mode == Mode::Yolo;
     let source = session
         .source
         .clone()
@@ -361,15 +362,20 @@ fn SessionItem(
         <li class="session-item" class:current=is_current data-testid="session-item"
             data-session-id=id.clone()>
             <a href=href data-testid="session-link" title=title.clone()>{title.clone()}</a>
+            {yolo.then(|| view! { <YoloBadge/> })}
             {source}
             {move || (waiting() > 0).then(|| {
                 let n = waiting();
+                let label = cards_waiting(n);
                 view! {
                     <span class="dot pending" role="img" data-testid="session-pending"
-                        title=format!("{n} waiting for you") aria-label=format!("{n} waiting for you")></span>
+                        title=label.clone() aria-label=label></span>
                 }
             })}
-            {running.then(|| view! { <span class="dot running" title="a turn is running"></span> })}
+            {running.then(|| view! {
+                <span class="dot running" role="img" data-testid="session-running"
+                    title=TURN_RUNNING aria-label=TURN_RUNNING></span>
+            })}
             {admin.then(|| view! {
                 <button class="delete-session" data-testid="delete-session" title="Delete session"
                     aria-label=format!("Delete session {title}") on:click=ask>"×"</button>
@@ -382,6 +388,29 @@ fn SessionItem(
                 </div>
             </Show>
         </li>
+    }
+}
+
+/// What the running dot means, said to a pointer and to a screen reader.
+const TURN_RUNNING: &str = "A turn is running";
+
+/// What the pending dot means: how many cards wait in the session.
+fn cards_waiting(n: usize) -> String {
+    if n == 1 {
+        "1 card waiting".to_owned()
+    } else {
+        format!("{n} cards waiting")
+    }
+}
+
+/// Marks a session in Yolo, whose edits and commands run unasked, so it is not mistaken for
+/// one that asks (styled as the session header's Yolo badge).
+#[component]
+fn YoloBadge() -> impl IntoView {
+    const MEANING: &str = "This session runs in Yolo: edits and commands run without asking";
+    view! {
+        <span class="mode-badge" data-mode="yolo" data-testid="session-yolo" role="img"
+            title=MEANING aria-label=MEANING>"Yolo"</span>
     }
 }
 
@@ -434,5 +463,16 @@ fn PageLinks() -> impl IntoView {
             // A page of its own, not the router's: a full load.
             <li><a href="/notify" rel="external" data-testid="nav-notify">"Notify this device"</a></li>
         </ul>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pending_dot_says_how_many_cards_wait() {
+        assert_eq!(cards_waiting(1), "1 card waiting");
+        assert_eq!(cards_waiting(3), "3 cards waiting");
     }
 }
