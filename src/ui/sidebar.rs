@@ -218,6 +218,9 @@ pub fn Sidebar(
     reload_on_changes(changed);
     reload_for_unknown_sessions(sessions, pending, changed);
     let error = RwSignal::new(None::<String>);
+    // The session whose × was pressed: it asks before anything is deleted. Held here, above
+    // the list, so a reload of the list (any change notice) leaves the question open.
+    let confirming = RwSignal::new(None::<SessionId>);
     let navigate = use_navigate();
     let new_session = move |_| {
         let navigate = navigate.clone();
@@ -238,14 +241,16 @@ pub fn Sidebar(
                 <button class="new-session" data-testid="new-session" on:click=new_session>"+ New session"</button>
             })}
             <h2 class="sidebar-heading">"Sessions"</h2>
-            <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
+            // A transition: while the list reloads, the one shown stays (no flash of
+            // "Loading…" on every change notice).
+            <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
                 {move || Suspend::new(async move {
                     match sessions.await {
-                        Ok(list) => view! { <SessionList list current error/> }.into_any(),
+                        Ok(list) => view! { <SessionList list current error confirming/> }.into_any(),
                         Err(err) => view! { <p class="error">{api::error_message(&err)}</p> }.into_any(),
                     }
                 })}
-            </Suspense>
+            </Transition>
             {move || error.get().map(|e| view! { <p class="error" role="alert">{e}</p> })}
             <PageLinks/>
         </nav>
@@ -297,9 +302,8 @@ fn SessionList(
     list: Vec<Session>,
     current: Memo<String>,
     error: RwSignal<Option<String>>,
+    confirming: RwSignal<Option<SessionId>>,
 ) -> impl IntoView {
-    // The session whose × was pressed: it asks before anything is deleted.
-    let confirming = RwSignal::new(None::<SessionId>);
     view! {
         <ul class="session-list">
             {list.into_iter().map(|session| view! { <SessionItem session current error confirming/> }).collect_view()}
