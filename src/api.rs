@@ -15,14 +15,14 @@ use crate::protocol::{
     TurnId,
 };
 
-/// Declares what the server function at `endpoint` needs (a [`Need`](crate::server::http::scopes::Need)).
+/// Declares what the server function at `endpoint` needs (a [`Need`](crate::server::principal::Need)).
 macro_rules! needs {
     ($endpoint:literal, $need:ident) => {
         #[cfg(feature = "ssr")]
         inventory::submit! {
             backend::Declared {
                 endpoint: $endpoint,
-                need: crate::server::http::scopes::Need::$need,
+                need: crate::server::principal::Need::$need,
             }
         }
     };
@@ -31,11 +31,11 @@ macro_rules! needs {
 /// What the server function at `endpoint` (its path after `/api/ui/`) needs: as declared
 /// beside it, or an admin's when nothing is.
 #[cfg(feature = "ssr")]
-pub fn need_of(endpoint: &str) -> crate::server::http::scopes::Need {
+pub fn need_of(endpoint: &str) -> crate::server::principal::Need {
     inventory::iter::<backend::Declared>
         .into_iter()
         .find(|declared| declared.endpoint == endpoint)
-        .map_or(crate::server::http::scopes::Need::Admin, |declared| {
+        .map_or(crate::server::principal::Need::Admin, |declared| {
             declared.need
         })
 }
@@ -47,14 +47,13 @@ mod backend {
     use leptos::prelude::*;
 
     use crate::server::core::{Core, Error};
-    use crate::server::http::error::status_of;
     use crate::server::principal::Principal;
     use crate::server::state::AppState;
 
     /// One server function's declared need (`needs!`).
     pub struct Declared {
         pub endpoint: &'static str,
-        pub need: crate::server::http::scopes::Need,
+        pub need: crate::server::principal::Need,
     }
 
     inventory::collect!(Declared);
@@ -92,7 +91,7 @@ mod backend {
     /// The protocol's JSON error body, with the HTTP status the REST route would answer.
     pub fn to_server_error(err: Error) -> ErrorBody {
         if let Some(response) = use_context::<leptos_axum::ResponseOptions>() {
-            response.set_status(status_of(&err));
+            response.set_status(err.status());
         }
         if let Error::Internal(cause) = &err {
             tracing::error!(%cause, "internal error in a server function");
@@ -101,16 +100,16 @@ mod backend {
     }
 
     /// A session id an argument carried, checked once here as a route's path is
-    /// (`http::ids`): what is not a session's id is `unknown_session` before any core call.
+    /// (`core::ids`): what is not a session's id is `unknown_session` before any core call.
     pub fn session_id(
         id: &crate::protocol::SessionId,
     ) -> Result<crate::protocol::SessionId, ErrorBody> {
-        crate::server::http::ids::session_id(id.as_str()).map_err(to_server_error)
+        crate::server::core::ids::session_id(id.as_str()).map_err(to_server_error)
     }
 
     /// A mode an argument carried, or `invalid_approval_mode`.
     pub fn mode(raw: &str) -> Result<crate::protocol::Mode, ErrorBody> {
-        crate::server::http::ids::mode(raw).map_err(to_server_error)
+        crate::server::core::ids::mode(raw).map_err(to_server_error)
     }
 }
 
@@ -369,7 +368,7 @@ pub fn error_message(err: &ErrorBody) -> String {
 
 #[cfg(all(test, feature = "ssr"))]
 mod tests {
-    use crate::server::http::scopes::Need;
+    use crate::server::principal::Need;
 
     /// Every server function declares its need with `needs!` right above it (its doc
     /// comment between), under its own endpoint, and checks its caller against that very

@@ -13,7 +13,7 @@ use crate::ui::viewer::Viewer;
 /// The document around every server-rendered page.
 pub fn shell(options: LeptosOptions) -> impl IntoView {
     #[cfg(feature = "ssr")]
-    crate::server::http::csp::set_page_policy();
+    crate::server::csp::set_page_policy();
     let viewer = Viewer::current();
     let (scope, modes) = (viewer.scope_attr(), viewer.modes.attr());
     // The page's own scripts carry the render's nonce too, as every script of a page does.

@@ -6,6 +6,7 @@ pub mod config;
 pub mod conversation;
 pub mod core;
 pub mod credentials;
+pub mod csp;
 pub mod digest;
 pub mod gate;
 pub mod http;

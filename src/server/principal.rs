@@ -25,6 +25,35 @@ pub const STARTUP_TOKEN_NAME: &str = "admin";
 /// The name the local CLI's short-lived credential carries in actors (`token:cli`).
 pub const CLI_TOKEN_NAME: &str = "cli";
 
+/// What a request needs of its credential: each route and server function declares one
+/// (`http::scopes::Routes`, `api::needs!`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Need {
+    /// Nothing: the login page, the bundle, the installable app's files, a push answer (its
+    /// one-time capability is the credential), the health check.
+    Public,
+    /// Any credential: an outside agent opens its gates, waits for them, cancels them.
+    Gates,
+    /// Read what the person sees: sessions, feeds, the inbox, rules, the audit, pages.
+    Read,
+    /// Answer a gate, and keep a device that answers (its push subscription).
+    Decide,
+    /// Everything else: messages, modes, sessions, configuration, tokens, passkeys.
+    Admin,
+}
+
+impl Need {
+    /// Whether a credential of `scope` has what this need asks.
+    pub fn permits(self, scope: Scope) -> bool {
+        matches!(
+            (self, scope),
+            (Need::Public | Need::Gates, _)
+                | (_, Scope::Admin)
+                | (Need::Read | Need::Decide, Scope::Approve)
+        )
+    }
+}
+
 impl Principal {
     /// The startup token (`--token`, `COUNTERSIGN_TOKEN` or the generated one).
     pub fn startup_token() -> Self {

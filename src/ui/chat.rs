@@ -91,10 +91,7 @@ pub fn ChatView(snapshot: Snapshot) -> impl IntoView {
             <For each=move || row_keys(items) key=|(key, _)| key.clone() let:row>
                 {shown_row(items, row.1).map(|item| render_item(item, now_ms))}
             </For>
-            // What an example did besides filling the composer (its mode), until a message goes.
-            {move || example_note.get().filter(|_| feed.first_message.read().is_none()).map(|text| view! {
-                <p class="example-note" role="status" data-testid="example-note">{text}</p>
-            })}
+            <ExampleNote feed note=example_note/>
             <Show when=move || !feed.streaming.read().is_empty()>
                 <div class="msg assistant streaming" data-testid="assistant-streaming">
                     // The model's words as they arrive, shown as its finished message will be.
@@ -103,16 +100,39 @@ pub fn ChatView(snapshot: Snapshot) -> impl IntoView {
             </Show>
         </section>
         <BulkBar session_id pending/>
-        {match (source, Viewer::get().admin) {
-            // Messages, modes and Stop are an admin credential's: a phone answers cards.
-            (_, false) => view! {
-                <div class="composer answer-only" data-testid="answer-only-note">
-                    <p class="outside-note">"This device answers cards; messages, modes and Stop are for an admin login."</p>
-                </div>
-            }.into_any(),
-            (Some(source), true) => view! { <OutsideBar feed source/> }.into_any(),
-            (None, true) => view! { <Composer feed draft waiting=Signal::derive(move || !pending.read().is_empty())/> }.into_any(),
-        }}
+        <SessionFoot feed source draft waiting=Signal::derive(move || !pending.read().is_empty())/>
+    }
+}
+
+/// Below the transcript: the composer for the built-in agent, the outside agent's bar, or
+/// (for a credential that only answers cards) a line saying so.
+#[component]
+fn SessionFoot(
+    feed: Feed,
+    source: Option<String>,
+    draft: RwSignal<String>,
+    waiting: Signal<bool>,
+) -> impl IntoView {
+    match (source, Viewer::get().admin) {
+        // Messages, modes and Stop are an admin credential's: a phone answers cards.
+        (_, false) => view! {
+            <div class="composer answer-only" data-testid="answer-only-note">
+                <p class="outside-note">"This device answers cards; messages, modes and Stop are for an admin login."</p>
+            </div>
+        }
+        .into_any(),
+        (Some(source), true) => view! { <OutsideBar feed source/> }.into_any(),
+        (None, true) => view! { <Composer feed draft waiting/> }.into_any(),
+    }
+}
+
+/// What an example did besides filling the composer (its mode), until a message goes.
+#[component]
+fn ExampleNote(feed: Feed, note: RwSignal<Option<String>>) -> impl IntoView {
+    move || {
+        note.get()
+            .filter(|_| feed.first_message.read().is_none())
+            .map(|text| view! { <p class="example-note" role="status" data-testid="example-note">{text}</p> })
     }
 }
 

@@ -55,12 +55,7 @@ fn Inbox() -> impl IntoView {
     });
     // a / e / d / A act on the first (or the j/k-selected) card, as in the chat.
     gates::install_keyboard(bus, pending);
-    Effect::new(move |_| {
-        browser::set_title(&match pending.read().len() {
-            0 => "Inbox — Countersign".to_owned(),
-            n => format!("({n}) Inbox — Countersign"),
-        })
-    });
+    title_with_count(pending);
 
     let state = move || {
         list_state(
@@ -85,6 +80,16 @@ fn Inbox() -> impl IntoView {
             </Suspense>
         </div>
     }
+}
+
+/// The tab's title says how many cards wait, so a tab in the background still tells.
+fn title_with_count(pending: Memo<Vec<ApprovalRequestBody>>) {
+    Effect::new(move |_| {
+        browser::set_title(&match pending.read().len() {
+            0 => "Inbox — Countersign".to_owned(),
+            n => format!("({n}) Inbox — Countersign"),
+        })
+    });
 }
 
 /// Counts the times the list came back after it could not be refreshed (a card's "could not

@@ -320,18 +320,11 @@ fn SessionItem(
     error: RwSignal<Option<String>>,
     confirming: RwSignal<Option<SessionId>>,
 ) -> impl IntoView {
-    let changed = ListChanged::from_context();
-    let admin = Viewer::get().admin;
-    let pending = use_context::<PendingGates>();
     let id = session.id.clone();
     let href = format!("/sessions/{}", session.id);
     let is_current = {
         let id = id.clone();
         move || current.get() == id
-    };
-    let delete = {
-        let id = id.clone();
-        move |_| delete_session(id.clone(), current, changed, error)
     };
     let running = session.running_turn_id.is_some();
     let yolo = session.approval_mode == Mode::Yolo;
@@ -339,59 +332,78 @@ fn SessionItem(
         .source
         .clone()
         .map(|source| view! { <SourceBadge source/> });
-    // Cards waiting in this session, live from the pending gates (any agent's).
-    let waiting = {
-        let id = id.clone();
-        move || {
-            pending.map_or(0, |p| {
-                p.gates.with(|g| {
-                    g.iter()
-                        .flatten()
-                        .filter(|g| g.body.session_id == id)
-                        .count()
-                })
-            })
-        }
-    };
-    let asking = {
-        let id = id.clone();
-        move || confirming.get().as_ref() == Some(&id)
-    };
     let title = session.title.clone();
-    let ask = {
-        let id = id.clone();
-        move |_| confirming.set(Some(id.clone()))
-    };
     view! {
         <li class="session-item" class:current=is_current data-testid="session-item"
             data-session-id=id.clone()>
             <a href=href data-testid="session-link" title=title.clone()>{title.clone()}</a>
             {yolo.then(|| view! { <YoloBadge/> })}
             {source}
-            {move || (waiting() > 0).then(|| {
-                let n = waiting();
-                let label = cards_waiting(n);
-                view! {
-                    <span class="dot pending" role="img" data-testid="session-pending"
-                        title=label.clone() aria-label=label></span>
-                }
-            })}
+            <WaitingDot session_id=id.clone()/>
             {running.then(|| view! {
                 <span class="dot running" role="img" data-testid="session-running"
                     title=TURN_RUNNING aria-label=TURN_RUNNING></span>
             })}
-            {admin.then(|| view! {
-                <button class="delete-session" data-testid="delete-session" title="Delete session"
-                    aria-label=format!("Delete session {title}") on:click=ask>"×"</button>
-            })}
-            <Show when=asking.clone()>
-                <div class="confirm-delete" role="alertdialog" aria-label="Delete this session?" data-testid="confirm-delete">
-                    <span>"Delete it and its history?"</span>
-                    <button type="button" class="danger" data-testid="confirm-delete-session" on:click=delete.clone()>"Delete"</button>
-                    <button type="button" data-testid="keep-session" on:click=move |_| confirming.set(None)>"Keep"</button>
-                </div>
-            </Show>
+            {Viewer::get().admin.then(|| view! { <DeleteSession id=id.clone() title current error confirming/> })}
         </li>
+    }
+}
+
+/// The dot that says cards wait in a session, live from the pending gates (any agent's).
+#[component]
+fn WaitingDot(session_id: SessionId) -> impl IntoView {
+    let pending = use_context::<PendingGates>();
+    let waiting = move || {
+        pending.map_or(0, |p| {
+            p.gates.with(|g| {
+                g.iter()
+                    .flatten()
+                    .filter(|g| g.body.session_id == session_id)
+                    .count()
+            })
+        })
+    };
+    move || {
+        let n = waiting();
+        (n > 0).then(|| {
+            let label = cards_waiting(n);
+            view! {
+                <span class="dot pending" role="img" data-testid="session-pending"
+                    title=label.clone() aria-label=label></span>
+            }
+        })
+    }
+}
+
+/// × and the question it asks before a session and its history are deleted.
+#[component]
+fn DeleteSession(
+    id: SessionId,
+    title: String,
+    current: Memo<String>,
+    error: RwSignal<Option<String>>,
+    confirming: RwSignal<Option<SessionId>>,
+) -> impl IntoView {
+    let changed = ListChanged::from_context();
+    let delete = {
+        let id = id.clone();
+        move |_| delete_session(id.clone(), current, changed, error)
+    };
+    let asking = {
+        let id = id.clone();
+        move || confirming.get().as_ref() == Some(&id)
+    };
+    view! {
+        <button class="delete-session" data-testid="delete-session" title="Delete session"
+            aria-label=format!("Delete session {title}")
+            on:click=move |_| confirming.set(Some(id.clone()))>"×"</button>
+        <Show when=asking.clone()>
+            <div class="confirm-delete" role="alertdialog" aria-label="Delete this session?" data-testid="confirm-delete">
+                <span>"Delete it and its history?"</span>
+                <button type="button" class="danger" data-testid="confirm-delete-session" on:click=delete.clone()>"Delete"</button>
+                <button type="button" data-testid="keep-session" on:click=move |_| confirming.set(None)>"Keep"</button>
+            </div>
+        </Show>
     }
 }
 

@@ -5,7 +5,7 @@
 //! exist (`server::http::scopes::Routes` is the only way one is added), and one whose need is
 //! wrong shows here.
 
-use countersign::server::http::scopes::Need;
+use countersign::server::principal::Need;
 use countersign::server::principal::Scope;
 use reqwest::Method;
 use serde_json::json;

@@ -211,6 +211,50 @@ impl From<ChangeError> for Error {
     }
 }
 
+impl Error {
+    /// The HTTP status of this error: every door (routes, server functions, forms) answers
+    /// with the same.
+    pub fn status(&self) -> http::StatusCode {
+        match self {
+            Error::InvalidRequest(_)
+            | Error::InvalidApprovalMode
+            | Error::InvalidMessage(_)
+            | Error::InvalidTitle(_)
+            | Error::InvalidDecision(_)
+            | Error::EditsRequired
+            | Error::InvalidEdits(_)
+            | Error::InvalidValue(_)
+            | Error::InvalidGate(_)
+            | Error::InvalidName(_)
+            | Error::InvalidScope(_) => http::StatusCode::BAD_REQUEST,
+            Error::NotAllowed(_)
+            | Error::ProtectedKey(_)
+            | Error::Forbidden(_)
+            | Error::InvalidCapability
+            | Error::PasskeyRequired(_)
+            | Error::PasskeyRefused(_) => http::StatusCode::FORBIDDEN,
+            Error::UnknownSession(_)
+            | Error::UnknownApproval(_)
+            | Error::UnknownRule(_)
+            | Error::UnknownToken(_)
+            | Error::UnknownSubscription(_)
+            | Error::UnknownPasskey(_) => http::StatusCode::NOT_FOUND,
+            Error::NameTaken(_) | Error::KeyReused(_) => http::StatusCode::CONFLICT,
+            Error::TooManyGates(_) | Error::TooManySubscriptions(_) => {
+                http::StatusCode::TOO_MANY_REQUESTS
+            }
+            Error::StaleDigest | Error::AlreadyResolved(_) => http::StatusCode::CONFLICT,
+            Error::Gone(_) | Error::CapabilityEnded(_) => http::StatusCode::GONE,
+            Error::TurnInProgress | Error::NoTurnRunning => http::StatusCode::CONFLICT,
+            Error::ShuttingDown | Error::StorageUnavailable => {
+                http::StatusCode::SERVICE_UNAVAILABLE
+            }
+            Error::Unauthorized(_) => http::StatusCode::UNAUTHORIZED,
+            Error::Internal(_) => http::StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

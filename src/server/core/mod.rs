@@ -7,6 +7,7 @@ mod decisions;
 mod error;
 mod external;
 mod feed;
+pub mod ids;
 mod logins;
 mod os_boundary;
 mod passkeys;

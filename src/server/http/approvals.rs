@@ -7,10 +7,10 @@ use http::StatusCode;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::ids;
 use super::json::ApiJson;
 use crate::protocol::{ApprovalId, DecisionRequest, RuleId};
 use crate::server::core::Error;
+use crate::server::core::ids;
 use crate::server::http::error::ApiError;
 use crate::server::principal::Principal;
 use crate::server::state::AppState;

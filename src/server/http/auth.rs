@@ -168,7 +168,7 @@ async fn log_in(state: &AppState, headers: &HeaderMap, with: LoginWith<'_>) -> R
         )
             .into_response(),
         Err(err @ (CoreError::Unauthorized(_) | CoreError::Forbidden(_))) => {
-            let status = super::error::status_of(&err);
+            let status = err.status();
             (status, login_page(Some(&err.to_string()))).into_response()
         }
         Err(err) => ApiError::Core(err).into_response(),

@@ -38,43 +38,6 @@ impl From<crate::server::store::StoreError> for ApiError {
     }
 }
 
-/// The HTTP status of a core error (the server functions answer with the same).
-pub fn status_of(err: &Error) -> StatusCode {
-    match err {
-        Error::InvalidRequest(_)
-        | Error::InvalidApprovalMode
-        | Error::InvalidMessage(_)
-        | Error::InvalidTitle(_)
-        | Error::InvalidDecision(_)
-        | Error::EditsRequired
-        | Error::InvalidEdits(_)
-        | Error::InvalidValue(_)
-        | Error::InvalidGate(_)
-        | Error::InvalidName(_)
-        | Error::InvalidScope(_) => StatusCode::BAD_REQUEST,
-        Error::NotAllowed(_)
-        | Error::ProtectedKey(_)
-        | Error::Forbidden(_)
-        | Error::InvalidCapability
-        | Error::PasskeyRequired(_)
-        | Error::PasskeyRefused(_) => StatusCode::FORBIDDEN,
-        Error::UnknownSession(_)
-        | Error::UnknownApproval(_)
-        | Error::UnknownRule(_)
-        | Error::UnknownToken(_)
-        | Error::UnknownSubscription(_)
-        | Error::UnknownPasskey(_) => StatusCode::NOT_FOUND,
-        Error::NameTaken(_) | Error::KeyReused(_) => StatusCode::CONFLICT,
-        Error::TooManyGates(_) | Error::TooManySubscriptions(_) => StatusCode::TOO_MANY_REQUESTS,
-        Error::StaleDigest | Error::AlreadyResolved(_) => StatusCode::CONFLICT,
-        Error::Gone(_) | Error::CapabilityEnded(_) => StatusCode::GONE,
-        Error::TurnInProgress | Error::NoTurnRunning => StatusCode::CONFLICT,
-        Error::ShuttingDown | Error::StorageUnavailable => StatusCode::SERVICE_UNAVAILABLE,
-        Error::Unauthorized(_) => StatusCode::UNAUTHORIZED,
-        Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
-    }
-}
-
 impl ApiError {
     pub fn code(&self) -> ErrorCode {
         match self {
@@ -91,7 +54,7 @@ impl ApiError {
 
     pub fn status(&self) -> StatusCode {
         match self {
-            ApiError::Core(err) => status_of(err),
+            ApiError::Core(err) => err.status(),
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::Csrf => StatusCode::FORBIDDEN,
             ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,

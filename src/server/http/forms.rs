@@ -8,9 +8,9 @@ use axum::extract::{Extension, State};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use serde::Deserialize;
 
-use super::ids;
 use crate::protocol::{ApprovalId, DecisionRequest};
 use crate::server::core::Answer;
+use crate::server::core::ids;
 use crate::server::http::error::ApiError;
 use crate::server::principal::Principal;
 use crate::server::state::AppState;

@@ -3,11 +3,9 @@
 pub mod approvals;
 pub mod auth;
 pub mod boundary;
-pub mod csp;
 pub mod error;
 pub mod forms;
 pub mod gates;
-pub mod ids;
 pub mod json;
 pub mod listen;
 pub mod passkeys;
@@ -27,6 +25,7 @@ use tower_http::compression::CompressionLayer;
 use tower_http::set_header::SetResponseHeaderLayer;
 use tower_http::trace::TraceLayer;
 
+use crate::server::csp;
 use crate::server::http::error::ApiError;
 use crate::server::state::AppState;
 

@@ -8,9 +8,9 @@ use http::{HeaderMap, StatusCode, header};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::ids;
 use super::json::ApiJson;
 use crate::protocol::{ApprovalId, DecisionRequest, PasskeyAnswer};
+use crate::server::core::ids;
 use crate::server::core::{Answer, PasskeyChange};
 use crate::server::http::error::ApiError;
 use crate::server::principal::Principal;

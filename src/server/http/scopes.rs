@@ -23,37 +23,11 @@ use axum::routing::{MethodFilter, MethodRouter, on};
 use http::Method;
 use tower::Service;
 
+pub use crate::server::principal::Need;
+
 use super::error::ApiError;
 use crate::server::principal::{Principal, Scope};
 use crate::server::state::AppState;
-
-/// What a request needs of its credential.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Need {
-    /// Nothing: the login page, the bundle, the installable app's files, a push answer (its
-    /// one-time capability is the credential), the health check.
-    Public,
-    /// Any credential: an outside agent opens its gates, waits for them, cancels them.
-    Gates,
-    /// Read what the person sees: sessions, feeds, the inbox, rules, the audit, pages.
-    Read,
-    /// Answer a gate, and keep a device that answers (its push subscription).
-    Decide,
-    /// Everything else: messages, modes, sessions, configuration, tokens, passkeys.
-    Admin,
-}
-
-impl Need {
-    /// Whether a credential of `scope` has what this need asks.
-    pub fn permits(self, scope: Scope) -> bool {
-        matches!(
-            (self, scope),
-            (Need::Public | Need::Gates, _)
-                | (_, Scope::Admin)
-                | (Need::Read | Need::Decide, Scope::Approve)
-        )
-    }
-}
 
 /// Whether a credential of `scope` has what `need` asks.
 pub fn permits(scope: Scope, need: Need) -> bool {

@@ -8,10 +8,10 @@ use http::StatusCode;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::ids;
 use super::json::ApiJson;
 use crate::protocol::ErrorCode;
 use crate::server::core::Error;
+use crate::server::core::ids;
 use crate::server::http::error::ApiError;
 use crate::server::principal::Principal;
 use crate::server::state::AppState;

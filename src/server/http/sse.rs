@@ -66,7 +66,7 @@ pub async fn feed(
     let token = Some(FeedToken::of_request(who, presented)?);
     let session = state
         .core
-        .existing_session_id(&super::ids::session_id(&sid)?)
+        .existing_session_id(&crate::server::core::ids::session_id(&sid)?)
         .await?;
     let subscription = state.core.subscribe(&session);
     let pump = Pump {

@@ -27,7 +27,6 @@ pub fn optional_mode(raw: Option<&str>) -> Result<Option<Mode>, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::server::http::error::ApiError;
 
     /// A malformed id is refused at the door exactly as the core refused it before: `404
     /// unknown_session`, naming (at most 64 characters of) what was sent.
@@ -45,7 +44,7 @@ mod tests {
                 matches!(&err, Some(Error::UnknownSession(named)) if named == raw),
                 "{raw}: {err:?}"
             );
-            let api = ApiError::from(err.unwrap_or(Error::InvalidApprovalMode));
+            let api = err.unwrap_or(Error::InvalidApprovalMode);
             assert_eq!(api.status().as_u16(), 404, "{raw}");
             assert_eq!(api.code().as_str(), "unknown_session", "{raw}");
             assert_eq!(api.to_string(), format!("no session with id {raw}"));
@@ -78,7 +77,7 @@ mod tests {
     fn a_bad_mode_gets_the_same_error_at_the_door() {
         assert_eq!(mode("auto_edit").ok(), Some(Mode::AutoEdit));
         for raw in ["YOLO", "root", ""] {
-            let api = ApiError::from(mode(raw).err().unwrap_or(Error::NoTurnRunning));
+            let api = mode(raw).err().unwrap_or(Error::NoTurnRunning);
             assert_eq!(
                 (api.status().as_u16(), api.code()),
                 (400, crate::protocol::ErrorCode::InvalidApprovalMode)
