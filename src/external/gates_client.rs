@@ -4,10 +4,10 @@
 use std::time::Duration;
 
 use reqwest::{Method, RequestBuilder, StatusCode, Url};
-use serde::Deserialize;
 use serde_json::Value;
 use tokio::time::Instant;
 
+use crate::protocol::{ErrorBody, ErrorCode};
 use crate::text::{error_chain, truncate};
 
 /// The longest `?wait=` the server accepts; longer waits are several polls.
@@ -50,7 +50,7 @@ pub enum ClientError {
     #[error("Countersign answered {status} {code}: {message}")]
     Api {
         status: u16,
-        code: String,
+        code: ErrorCode,
         message: String,
     },
     #[error("unexpected answer from Countersign ({status}): {detail}")]
@@ -80,7 +80,8 @@ impl ClientError {
         match self {
             ClientError::BadUrl(_) | ClientError::Unreachable { .. } => false,
             ClientError::Api { status, code, .. } => {
-                !(matches!(status, 502 | 504) || (*status == 503 && code == "shutting_down"))
+                !(matches!(status, 502 | 504)
+                    || (*status == 503 && *code == ErrorCode::ShuttingDown))
             }
             ClientError::Protocol { status, .. } => !matches!(status, 502..=504),
             ClientError::Refused { .. } | ClientError::Deadline { .. } => true,
@@ -320,17 +321,8 @@ impl GatesClient {
 
 /// The server's error body `{"error": {"code", "message"}}`, or whatever it sent instead.
 fn error_answer(status: StatusCode, text: &str) -> ClientError {
-    #[derive(Deserialize)]
-    struct Body {
-        error: Detail,
-    }
-    #[derive(Deserialize)]
-    struct Detail {
-        code: String,
-        #[serde(default)]
-        message: String,
-    }
-    match serde_json::from_str::<Body>(text) {
+    // The protocol's own error body: one reader for it, server, page, CLI and hooks alike.
+    match serde_json::from_str::<ErrorBody>(text) {
         Ok(body) => ClientError::Api {
             status: status.as_u16(),
             code: body.error.code,

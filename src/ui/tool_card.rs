@@ -7,15 +7,9 @@ use crate::protocol::{Timestamp, ToolClass, ToolStatus, Verdict};
 use crate::ui::card::edited::EditedMarker;
 use crate::ui::transcript::{ToolItem, outcome_line, summary};
 
+/// The class's one spelling, as a CSS class suffix.
 fn class_name(class: ToolClass) -> &'static str {
-    match class {
-        ToolClass::Read => "read",
-        ToolClass::Edit => "edit",
-        ToolClass::Exec => "exec",
-        ToolClass::Config => "config",
-        ToolClass::Decision => "decision",
-        ToolClass::Network => "network",
-    }
+    class.as_str()
 }
 
 /// Seconds since `started_at`, once the browser clock is ticking (`now_ms > 0`).

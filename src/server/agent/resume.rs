@@ -24,7 +24,7 @@ use crate::server::provider::ToolCallRequest;
 fn budget_key(gates: &HashMap<CallId, ApprovalRequestBody>) -> Option<CallId> {
     gates
         .iter()
-        .filter(|(_, g)| g.kind == crate::protocol::GateKind::Budget)
+        .filter(|(_, g)| g.kind.is_budget_stop())
         .max_by_key(|(_, g)| g.created_at.unix_ms())
         .map(|(k, _)| k.clone())
 }

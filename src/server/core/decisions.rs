@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::{Core, Error};
 use crate::protocol::{
-    AnsweredBy, ApprovalId, ApprovalRequest, Decision, DecisionRequest, EditTarget, GateKind, Mode,
+    AnsweredBy, ApprovalId, ApprovalRequest, Decision, DecisionRequest, EditTarget, Mode,
     Resolution, Rule, RuleId, RuleScope, SessionId, Spelling, Timestamp,
 };
 use crate::server::digest::{bound_call_digest, call_digest};
@@ -268,7 +268,7 @@ impl Core {
     /// bound anything (its digest is the arguments' alone) still holds.
     async fn card_still_holds(&self, request: &ApprovalRequest) -> Result<bool, Error> {
         let body = &request.body;
-        if body.kind != GateKind::Tool || body.digest == call_digest(&body.tool, &body.args) {
+        if !body.kind.is_our_tool_call() || body.digest == call_digest(&body.tool, &body.args) {
             return Ok(true);
         }
         let Some(tool) = tools::get(&body.tool) else {

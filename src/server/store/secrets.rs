@@ -15,6 +15,8 @@ use crate::protocol::Spelling;
 
 /// What a hashed secret is. Each kind is looked up only as itself, so one can never stand in
 /// for another (a capability is no login, a login code no token).
+#[derive(strum::IntoStaticStr, strum::VariantArray)]
+#[strum(serialize_all = "snake_case")]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum SecretKind {
     /// The admin ("startup") token: at most one row.
@@ -38,27 +40,11 @@ pub enum SecretKind {
 pub const LEGACY_TOKEN_WINDOW: &str = "legacy-token-window";
 
 impl Spelling for SecretKind {
-    const ALL: &'static [SecretKind] = &[
-        SecretKind::AdminToken,
-        SecretKind::CliToken,
-        SecretKind::LoginCode,
-        SecretKind::BrowserLogin,
-        SecretKind::Capability,
-        SecretKind::Ceremony,
-        SecretKind::LegacyTokenWindow,
-    ];
+    const ALL: &'static [SecretKind] = <SecretKind as strum::VariantArray>::VARIANTS;
 
-    /// The spelling in the `kind` column.
+    /// The spelling in the `kind` column (strum's, the one derive that spells it).
     fn spelling(self) -> &'static str {
-        match self {
-            SecretKind::AdminToken => "admin_token",
-            SecretKind::CliToken => "cli_token",
-            SecretKind::LoginCode => "login_code",
-            SecretKind::BrowserLogin => "browser_login",
-            SecretKind::Capability => "capability",
-            SecretKind::Ceremony => "ceremony",
-            SecretKind::LegacyTokenWindow => "legacy_token_window",
-        }
+        self.into()
     }
 }
 
@@ -118,6 +104,20 @@ mod tests {
             assert_eq!(SecretKind::from_spelling(kind.spelling()), Some(*kind));
         }
         assert_eq!(SecretKind::from_spelling("admin"), None);
+        // The `kind` column's values, as rows already hold them.
+        let spelled: Vec<&str> = SecretKind::ALL.iter().map(|k| k.spelling()).collect();
+        assert_eq!(
+            spelled,
+            [
+                "admin_token",
+                "cli_token",
+                "login_code",
+                "browser_login",
+                "capability",
+                "ceremony",
+                "legacy_token_window"
+            ]
+        );
         assert_eq!(
             hash_secret("abc"),
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"

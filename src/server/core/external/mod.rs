@@ -18,7 +18,7 @@ mod open;
 
 use super::{Core, Error};
 use crate::protocol::{
-    AnsweredBy, ApprovalId, ApprovalRequest, Decision, EventBody, GateKind, GateReason, GateState,
+    AnsweredBy, ApprovalId, ApprovalRequest, Decision, EventBody, GateReason, GateState,
     GateStatus, OpenGate, Resolution, SessionId, Stored, Timestamp,
 };
 use crate::server::gate::floor::SafetyFloor;
@@ -532,7 +532,7 @@ impl Core {
         let mut armed = 0;
         for request in pending
             .into_iter()
-            .filter(|g| g.body.kind == GateKind::External)
+            .filter(|g| g.body.kind.is_outside_call())
         {
             tokio::spawn(expire_later(
                 self.hub.clone(),
