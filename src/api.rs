@@ -1,10 +1,7 @@
 //! Server functions the UI calls. Each is a thin wrapper over one `server::core` operation —
 //! the same one the REST route uses — and sits behind the same auth middleware.
 //!
-//! **Invariant:** each declares what it needs with `needs!` right above it. The route in
-//! front of it checks that before its body is read (`server::http::routes`), and the function
-//! checks it again first thing (`backend::caller`), because a page rendered on the server
-//! calls it in-process, past any route. One that declares nothing needs an admin.
+//! **Invariant 35** ([ARCHITECTURE.md](../ARCHITECTURE.md#invariants)): each server function declares its need with `needs!` right above it.
 
 use leptos::prelude::*;
 use leptos::server_fn::codec::Json;

@@ -3,7 +3,8 @@
 //! whole), and every import going down the layers. A file depends on another when it names it —
 //! `use crate::…`, `use super::…`, or a path in the code. A module's `pub use` of its own
 //! children (its public face) is not a dependency, and test-only code (`tests.rs`, a file
-//! declared `#[cfg(test)] mod x;`, `#[cfg(test)] mod tests { … }`) does not count.
+//! declared `#[cfg(test)] mod x;`, `#[cfg(test)] mod tests { … }`) does not count. And an
+//! invariant is stated once, in ARCHITECTURE.md: module docs point to it by number.
 
 #![allow(clippy::unwrap_used)] // a test that cannot unwrap has failed
 
@@ -582,4 +583,136 @@ fn only_the_hub_holds_the_event_log() {
     assert!(found.is_empty(), "{}", found.join("\n"));
     assert!(names("x: Arc<dyn EventLog>,", "EventLog"));
     assert!(!names("SqliteStore::open", "Store"));
+}
+
+/// The numbers of ARCHITECTURE.md's `## Invariants` list: each item is a line starting `N. `
+/// at the left margin, up to the next `## ` heading.
+fn invariant_numbers(architecture: &str) -> BTreeSet<u32> {
+    let Some((_, list)) = architecture.split_once("\n## Invariants\n") else {
+        return BTreeSet::new();
+    };
+    let list = list.split("\n## ").next().unwrap_or_default();
+    list.lines()
+        .filter_map(|line| line.split_once(". "))
+        .filter_map(|(number, _)| number.parse().ok())
+        .collect()
+}
+
+/// What is wrong with a file's invariant lines. An invariant is stated once, in
+/// ARCHITECTURE.md; a module doc only points to it, in one form:
+/// `//! **Invariant N** ([ARCHITECTURE.md](<up>ARCHITECTURE.md#invariants)): reminder.`
+/// (`**Invariants N, M**` for several), `up` being the `../`s from the file to the repo root.
+/// Any other `**Invariant…` in a `//!` line (the old `**Invariant:** the rule…`) restates one.
+fn invariant_pointer_problems(
+    file: &str,
+    up: usize,
+    text: &str,
+    known: &BTreeSet<u32>,
+) -> Vec<String> {
+    let link = format!(
+        "** ([ARCHITECTURE.md]({}ARCHITECTURE.md#invariants)): ",
+        "../".repeat(up)
+    );
+    let mut problems = Vec::new();
+    for (index, line) in text.lines().enumerate() {
+        let Some(doc) = line.trim_start().strip_prefix("//!") else {
+            continue;
+        };
+        if !doc.contains("**Invariant") {
+            continue;
+        }
+        let at = format!("{file}:{}", index + 1);
+        let pointer = doc
+            .strip_prefix(" **Invariants ")
+            .or_else(|| doc.strip_prefix(" **Invariant "))
+            .and_then(|rest| rest.split_once(&link));
+        let Some((numbers, reminder)) = pointer else {
+            problems.push(format!(
+                "{at}: restates an invariant; state it in ARCHITECTURE.md and point to it"
+            ));
+            continue;
+        };
+        if reminder.trim().is_empty() {
+            problems.push(format!("{at}: a pointer without its reminder"));
+        }
+        for number in numbers.split(", ") {
+            match number.parse::<u32>() {
+                Ok(n) if known.contains(&n) => {}
+                _ => problems.push(format!("{at}: no invariant `{number}` in ARCHITECTURE.md")),
+            }
+        }
+    }
+    problems
+}
+
+/// Every `.rs` file under a folder.
+fn rust_files(folder: &Path, found: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(folder).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, found);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            found.push(path);
+        }
+    }
+}
+
+/// An invariant is stated once, in ARCHITECTURE.md's list; a module doc points to it by a
+/// number that exists there, never restates it in its own words (which drift apart).
+#[test]
+fn module_docs_point_to_invariants_and_never_restate_them() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let architecture = std::fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap();
+    let known = invariant_numbers(&architecture);
+    assert!(known.len() > 60, "the invariant list was not found");
+    let mut files = Vec::new();
+    rust_files(&root.join("src"), &mut files);
+    let (mut problems, mut pointers) = (Vec::new(), 0);
+    for file in files {
+        let relative = file.strip_prefix(root).unwrap();
+        let up = relative.components().count() - 1;
+        let text = std::fs::read_to_string(&file).unwrap();
+        let name = relative.display().to_string();
+        pointers += text
+            .lines()
+            .filter(|l| l.trim_start().starts_with("//! **Invariant"))
+            .count();
+        problems.extend(invariant_pointer_problems(&name, up, &text, &known));
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    assert!(
+        pointers >= 30,
+        "only {pointers} module docs point to an invariant"
+    );
+}
+
+#[test]
+fn the_checker_sees_a_restated_or_dangling_invariant() {
+    let architecture = "# A\n\n## Invariants\n\n1. One rule.\n2. Another,\n   on two lines.\n\n## Next\n\n3. Not an invariant.\n";
+    let known = invariant_numbers(architecture);
+    assert_eq!(known, BTreeSet::from([1, 2]));
+    let check = |up, text: &str| invariant_pointer_problems("x.rs", up, text, &known);
+    let good = "//! Intro.\n//!\n//! **Invariant 2** ([ARCHITECTURE.md](../../ARCHITECTURE.md#invariants)): a short reminder.\nfn f() {}\n";
+    assert!(check(2, good).is_empty(), "{:?}", check(2, good));
+    let several =
+        "//! **Invariants 1, 2** ([ARCHITECTURE.md](../ARCHITECTURE.md#invariants)): both.\n";
+    assert!(check(1, several).is_empty());
+    assert_eq!(
+        check(1, good).len(),
+        1,
+        "the link must climb to the repo root"
+    );
+    let dangling =
+        "//! **Invariants 2, 3** ([ARCHITECTURE.md](../ARCHITECTURE.md#invariants)): gone.\n";
+    assert_eq!(check(1, dangling).len(), 1);
+    assert_eq!(
+        check(1, "//! **Invariant:** a gate resolves once.\n").len(),
+        1
+    );
+    assert_eq!(check(1, "//! **Invariants:**\n//! - one\n").len(), 1);
+    assert_eq!(
+        check(1, "//! **Invariants** (ARCHITECTURE.md, \"Step-up\"):\n").len(),
+        1
+    );
+    assert!(check(1, "// **Invariant:** not a doc line\nlet x = 1;\n").is_empty());
 }

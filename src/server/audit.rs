@@ -1,10 +1,9 @@
 //! The audit log's rules: which events are audited and by whom, how an entry is hashed into
 //! the chain, and how the chain is verified.
 //!
-//! **Invariant:** audit entries are derived from the events a commit appends, inside the same
-//! transaction (see `store::sqlite`), so every gate opened or resolved, rule used and mode
-//! change is audited by construction — no call site can forget one. Rule revocations, which
-//! have no event, append their entry in the revoking transaction.
+//! **Invariant 10** ([ARCHITECTURE.md](../../ARCHITECTURE.md#invariants)): audit entries derive from each commit's events, in its transaction.
+//!
+//! Each store calls [`drafts_for`] inside its append's transaction (see `store::sqlite`).
 
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};

@@ -2,10 +2,7 @@
 //! admin token, single-use login links, browser logins (the session cookie) and the local
 //! CLI's short-lived credential.
 //!
-//! **Invariant:** a file an agent can read grants nothing. Every secret here is random, made
-//! on demand and handed to its holder once; the data dir and the database hold only its
-//! SHA-256 and what it grants. A browser login made with a named token names that token by its
-//! hash, and is looked up through it each time, so revoking the token ends the login at once.
+//! **Invariant 38** ([ARCHITECTURE.md](../../ARCHITECTURE.md#invariants)): a file an agent can read grants nothing; only hashes kept.
 
 use serde::{Deserialize, Serialize};
 

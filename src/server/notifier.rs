@@ -1,9 +1,7 @@
 //! Telling the person a gate needs them (`[notify]`): one webhook POST per gate that waits
 //! for a person, with the card's URL, in a generic JSON, ntfy or Slack format.
 //!
-//! **Invariant:** a notification never blocks or fails a gate (it is sent from a task of its
-//! own, retried a few times, and its failures are only logged), and it never carries a
-//! credential: no token, no cookie, only what the card's first line shows and its link.
+//! **Invariant 59** ([ARCHITECTURE.md](../../ARCHITECTURE.md#invariants)): a notification never blocks a gate nor carries a credential.
 
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;

@@ -2,8 +2,7 @@
 //! request authenticated and puts it in the request's extensions; core operations that record
 //! an actor take it from there, never from a request body.
 //!
-//! **Invariant:** the `actor` of a person's resolution and of every audit entry a request
-//! causes is `Principal::actor()` — a body field (`client_id`) only labels a browser tab.
+//! **Invariant 31** ([ARCHITECTURE.md](../../ARCHITECTURE.md#invariants)): an actor comes from the principal, never from a body field.
 
 use crate::protocol::Actor;
 pub use crate::protocol::Scope;

@@ -2,11 +2,10 @@
 //! webhook URL (whose path is often the secret: a Slack hook, an ntfy topic), a database URL's
 //! password, and any secret added later.
 //!
-//! **Invariant:** a `Secret` is shown only masked. `Debug` and `Serialize` — through which a
-//! value reaches the API, the config pages and listings, audit entries, logs and error
-//! messages — print the mask; only [`Secret::reveal`] gives the value, for the one place that
-//! uses it (a header, a connection, a request). How much of a value the mask keeps is the
-//! secret's [`Mask`]: nothing, a URL's host, or a URL without its password.
+//! **Invariant 37** ([ARCHITECTURE.md](../../ARCHITECTURE.md#invariants)): a `Secret` is shown only masked; only `reveal` gives the value.
+//!
+//! How much of a value the mask keeps is the secret's [`Mask`]: nothing, a URL's host, or a
+//! URL without its password.
 
 use std::fmt;
 use std::marker::PhantomData;

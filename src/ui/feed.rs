@@ -1,8 +1,7 @@
 //! The client-side state of one open session and the reducer that applies events to it,
 //! plus (in the browser) the EventSource that feeds it.
 //!
-//! **Invariant:** events are applied idempotently by seq: anything at or below the cursor is
-//! ignored, so a reconnect that replays from the cursor never shows a thing twice.
+//! **Invariant 63** ([ARCHITECTURE.md](../../ARCHITECTURE.md#invariants)): events apply idempotently by seq; replays never show twice.
 //!
 //! The browser does work in proportion to what changed: each event changes only the
 //! transcript item(s) it concerns (`transcript::apply`), the pending gates and the header's

@@ -1,8 +1,7 @@
 //! What a turn sends the model: the conversation fitted to the provider's context window
 //! (`conversation::fit`), and the one compaction and retry a refusal for length gets.
 //!
-//! **Invariant:** only the request is bounded. The log, the history memo and the page keep
-//! every message whole; what is cut here is cut from one request and rebuilt for the next.
+//! **Invariant 9** ([ARCHITECTURE.md](../../../ARCHITECTURE.md#invariants)): only the provider request is bounded, never the log or page.
 //!
 //! Counting with a real tokenizer costs milliseconds per 64 KiB, so it runs on the blocking
 //! pool, and only when a free bound (a token is at least a byte) cannot show the request fits.

@@ -1,7 +1,6 @@
 //! A turn at a gate: open it, wait for the resolution that stands, and act on it.
 //!
-//! **Invariant:** the turn parks on the registry before the request is committed, and checks
-//! the store once more after parking when it resumes a gate, so an answer is never missed.
+//! **Invariant 28** ([ARCHITECTURE.md](../../../ARCHITECTURE.md#invariants)): the turn parks before its request commits, so no answer is missed.
 
 use std::time::Duration;
 

@@ -1,8 +1,7 @@
 //! One turn of the agent loop: ask the model, record what it says, run the tools it calls,
 //! feed the results back, until it answers without tool calls, fails, or is cancelled.
 //!
-//! **Invariant:** a tool runs only after its `tool_call` and `tool_started` are committed, so a
-//! crash mid-tool leaves evidence in the log rather than a silent re-run on restart.
+//! **Invariant 17** ([ARCHITECTURE.md](../../../ARCHITECTURE.md#invariants)): a tool runs only after `tool_call` and `tool_started` commit.
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -2,8 +2,7 @@
 //! `POST …/approvals/{aid}`, `GET /api/v1/approvals`, `GET/DELETE /api/v1/rules` and the UI's
 //! server functions.
 //!
-//! **Invariant:** every check runs before the compare-and-set, and a failed check changes
-//! nothing: the gate stays pending.
+//! **Invariant 30** ([ARCHITECTURE.md](../../../ARCHITECTURE.md#invariants)): every check runs before the compare-and-set; failure changes nothing.
 
 use serde_json::Value;
 

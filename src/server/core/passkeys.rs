@@ -2,9 +2,7 @@
 //! only with an assertion from one made for that change), and the step-up a card's answer
 //! needs when `[approvals] require_passkey` covers it.
 //!
-//! **Invariant:** `decide` calls `step_up` for every answer by a person, whatever door it came
-//! through (page, API, CLI, form, a notification): a card the setting covers is answered only
-//! with an assertion made for that card as it was shown and for that very answer.
+//! **Invariant 33** ([ARCHITECTURE.md](../../../ARCHITECTURE.md#invariants)): `decide` calls `step_up` for every person's answer, whatever its door.
 
 use serde::Deserialize;
 use serde_json::{Value, json};

@@ -1,10 +1,7 @@
 //! Web Push behind the routes: subscribing a device for its credential, sending a test, and
 //! answering a card with a notification's one-time capability.
 //!
-//! **Invariant:** a capability answers only as the credential whose subscription it was made
-//! for, only approve or deny, only the card (and digest) it names, only while that
-//! subscription and credential exist and the gate's deadline has not passed; every other
-//! check is `decide`'s own, the same as for a tap on the page.
+//! **Invariant 58** ([ARCHITECTURE.md](../../../ARCHITECTURE.md#invariants)): a capability answers one card, approve or deny, through `decide`.
 
 use serde::Deserialize;
 

@@ -1,13 +1,7 @@
 //! Committing a gate's resolution: the compare-and-set in the store, with its
 //! `approval_resolved` event in the same transaction, then waking the parked turn.
 //!
-//! **Invariant:** a gate resolves exactly once. Whoever loses the compare-and-set (a tab, the
-//! deadline, a cancel) reads the winner's resolution; nothing is appended for the loser.
-//!
-//! **Why `tool_started` may commit here:** an answer that lets a tool run, given while its
-//! turn is parked on this instance, commits the call's `tool_started` in the same transaction,
-//! so the tool runs one fsync sooner. A crash between this commit and the tool's result is
-//! then reported `interrupted` (the tool may have started) and never re-run.
+//! **Invariants 29, 17** ([ARCHITECTURE.md](../../../ARCHITECTURE.md#invariants)): a gate resolves once; an answer may commit `tool_started` with it.
 
 use crate::protocol::{
     AnsweredBy, ApprovalRequest, Decision, EventBody, Resolution, Rule, RuleId, SessionId,

@@ -2,12 +2,10 @@
 //! card offers. File tools match a path glob; `shell` matches a command exactly, or by prefix
 //! when the pattern ends in ` *` (`echo *` covers `echo` and every `echo …`).
 //!
-//! **Invariant:** a rule is exactly as wide as it reads. A path glob's `*` never crosses `/`
-//! (`literal_separator`), a glob that matches every path however it is spelled is refused,
-//! a suggestion made from a literal path escapes its glob characters, and a suggestion made
-//! from a command is never broader than its program and subcommand — the exact command for a
-//! destructive program, a chain, a redirect or anything only known when it runs. Every
-//! suggestion covers the very call it was made from.
+//! **Invariant 26** ([ARCHITECTURE.md](../../../ARCHITECTURE.md#invariants)): a rule is exactly as wide as it reads.
+//!
+//! `literal_separator` keeps a glob's `*` inside one folder; [`default_pattern`] builds the
+//! narrowest pattern that still covers the call it is made from.
 
 use globset::{GlobBuilder, GlobMatcher};
 use serde_json::Value;

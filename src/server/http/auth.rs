@@ -2,8 +2,7 @@
 //! from this site), and the login page that sets the cookie. What each route needs of the one
 //! asking is declared with the route and checked in front of it (`scopes`).
 //!
-//! **Invariant:** every request passes this middleware, server functions included, so no
-//! door finds a principal any other way.
+//! **Invariant 34** ([ARCHITECTURE.md](../../../ARCHITECTURE.md#invariants)): every request but health, login and assets passes this middleware.
 
 use axum::extract::{Query, Request, State};
 use axum::middleware::Next;

@@ -1,16 +1,7 @@
 //! What each credential may reach, declared with each route: a route exists only through
 //! [`Routes`], which makes it name its [`Need`] and puts the check for it in front of it.
 //!
-//! **Invariant:** permissions are closed by default. No route is added but through
-//! [`Routes`] (so none is without a declared need), each declared need is enforced by a layer
-//! on that route alone, and `tests/api/scopes.rs` sends every declared route every scope's
-//! credential. A `gates` credential reaches only the outside-gate routes, so an agent that
-//! holds one can open its gates and wait for them but never answer one. Server functions
-//! declare their need beside them (`api::needs!`; undeclared means admin): the route in front
-//! of each reads it before the body is read, and the function checks it again first thing
-//! (`api::backend::caller`), because a page rendered on the server calls it in-process, past
-//! any route. What a credential may do to one object (a gate it opened, a rule, a
-//! subscription) is core's to check, after these.
+//! **Invariants 35, 36** ([ARCHITECTURE.md](../../../ARCHITECTURE.md#invariants)): every route names its need here; a gates credential never decides.
 
 use std::convert::Infallible;
 

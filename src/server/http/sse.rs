@@ -1,9 +1,7 @@
 //! The live event feed: replay from the cursor, then follow, with no gap and no duplicate;
 //! and (`changes.rs`) the server-wide change stream the session list and the Inbox follow.
 //!
-//! **Invariant:** only this module knows SSE framing. The order of operations is what makes
-//! the join exact: subscribe first, then replay from the store, then forward live events
-//! whose seq is past the last one sent (a jump or a lagged receiver re-reads the store).
+//! **Invariant 5** ([ARCHITECTURE.md](../../../ARCHITECTURE.md#invariants)): only this module knows SSE framing; subscribe, replay, then follow.
 
 mod changes;
 

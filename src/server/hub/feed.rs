@@ -1,9 +1,7 @@
 //! The session's log as live work sees it: durable appends to the store, then a broadcast of
 //! what was committed to whoever watches, plus transient deltas that are never stored.
 //!
-//! **Invariant:** an event is published only after its commit, and events of one session are
-//! published in seq order (`Session::append` spans commit → publish). That is what lets the
-//! SSE feed join replay and live without gaps or duplicates.
+//! **Invariant 5** ([ARCHITECTURE.md](../../../ARCHITECTURE.md#invariants)): an event is published only after its commit, in seq order.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;

@@ -2,8 +2,7 @@
 //! and validates takes effect at once (approvals timeout for new gates, safety floor, budgets,
 //! provider, tools); an invalid file keeps the last good config and says why.
 //!
-//! **Invariant:** readers take an `Arc` snapshot (`get`), so one turn step sees one coherent
-//! config; writers (API, agent, file watcher) replace it whole.
+//! **Invariant 43** ([ARCHITECTURE.md](../../../ARCHITECTURE.md#invariants)): readers take an `Arc` snapshot; writers replace it whole.
 //!
 //! The assembly above the schema (`config`): it builds the floor (`gate`), the sandbox
 //! (`tools`) and the provider from a parsed config, so it sits above all three and below the

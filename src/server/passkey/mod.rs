@@ -2,21 +2,7 @@
 //! `"all"`), answering such a card needs a fresh, user-verified assertion from a registered
 //! passkey, made for that card and that answer.
 //!
-//! **Invariants** (ARCHITECTURE.md, "Step-up"):
-//! - An assertion's challenge is derived from what it allows (`challenge_for`): for a card,
-//!   its approval id, its digest and the answer (decision, edits, rule, mode); for a change to
-//!   passkeys, that change (`add:<name>`, `remove:<id>`); and a fresh nonce. It allows that and
-//!   nothing else.
-//! - Nothing the browser holds is trusted: it holds a random handle, and the ceremony (its
-//!   purpose, its party, its nonce, the library's state, its expiry) is kept in the store under
-//!   the handle's hash (`store::secrets`), so nothing read from disk can forge or alter one;
-//!   the credentials an assertion is checked against are the stored rows, made for this
-//!   relying party and this origin. A ceremony expires after five minutes and is spent once,
-//!   in the store (across instances and restarts).
-//! - User verification is required in every ceremony (the library's passkey policy).
-//! - Adding a passkey when one exists, or removing one, needs an assertion made for that
-//!   change; a registration started without one cannot finish once a passkey exists. Only the
-//!   local CLI (`countersign passkey reset`) removes them all.
+//! **Invariant 33** ([ARCHITECTURE.md](../../../ARCHITECTURE.md#invariants)): a step-up assertion allows one answer or change, nothing else.
 
 pub mod party;
 

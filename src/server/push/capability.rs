@@ -1,21 +1,6 @@
 //! The one-time answer capability a notification's Approve and Deny carry.
 //!
-//! **Invariants** (ARCHITECTURE.md, "Answer capabilities"):
-//! - *Bound*: it names one gate (session, approval id) and the digest of the card it was made
-//!   for, and one holder (a push subscription, or the ntfy topic); the MAC covers all of it,
-//!   so no field can be swapped.
-//! - *Useless for anything else*: the only door that takes it is
-//!   `POST /api/v1/push/answers/{capability}`, and the only answers it gives are approve and
-//!   deny, as its holder's credential; never an edit, a rule, a read.
-//! - *Single use*: the gate it names resolves exactly once; a second tap finds it answered
-//!   (`409 already_resolved`), a changed card finds a new digest (`409 stale_digest`).
-//! - *Expiry*: it dies with the gate's deadline (`410 capability_expired`).
-//! - *Revocation*: deleting its subscription, or revoking the subscription's credential, ends
-//!   it (`410 capability_ended`).
-//!
-//! A capability is a random secret; the server keeps only its hash and the grant
-//! (`store::secrets`), so nothing on disk (not the VAPID key, not the database) lets anyone
-//! make or recover one. Several instances on one database honour each other's.
+//! **Invariant 58** ([ARCHITECTURE.md](../../../ARCHITECTURE.md#invariants)): a capability is bound, single-use, expiring, revocable and good for nothing else.
 
 use serde::{Deserialize, Serialize};
 

@@ -6,10 +6,7 @@
 //! answer capability, `payload.rs` what a notification says, `deliver.rs` one push with its
 //! retries, this file the service that sends them when a gate opens and closes.
 //!
-//! **Invariants:** a push never delays or fails a gate (every send runs on a task of its own);
-//! a payload never carries a token or a cookie, only what the card's first lines show and, for
-//! an ordinary card, a capability that can answer that card alone; a floor card's push only
-//! opens the card.
+//! **Invariant 59** ([ARCHITECTURE.md](../../../ARCHITECTURE.md#invariants)): a push never delays a gate nor carries a credential.
 
 pub mod capability;
 mod deliver;

@@ -1,8 +1,6 @@
 //! What a push says: the JSON the service worker reads (`public/sw.js`), made here once.
 //!
-//! **Invariant:** no token, cookie or session secret is ever in a payload; only the card's
-//! headline, tool, summary, whether it is on the safety floor, its link (a path on this
-//! server) and, for an ordinary card, the capability that answers that card alone.
+//! **Invariants 59, 58** ([ARCHITECTURE.md](../../../ARCHITECTURE.md#invariants)): a payload carries no credential, only the card's first lines and link.
 
 use serde_json::{Value, json};
 

@@ -1,12 +1,7 @@
 //! Secrets the server hands out and later takes back, kept only as hashes: a narrow repository
 //! beside `Store` (which every backend also implements).
 //!
-//! **Invariant:** no credential is kept in a form that grants anything when read. Each row is
-//! the SHA-256 of a random secret that only its holder has (the admin token, a login link, a
-//! browser's login cookie, the local CLI's credential, a notification's answer capability, a
-//! passkey ceremony's handle) and what the secret grants; there is no key from which a secret
-//! could be derived or a value sealed. What a row grants is checked against the live rows each
-//! time it is used (a token revoked, a subscription removed), never trusted from the body alone.
+//! **Invariant 38** ([ARCHITECTURE.md](../../../ARCHITECTURE.md#invariants)): a row keeps only a secret's SHA-256 and what it grants.
 
 use async_trait::async_trait;
 

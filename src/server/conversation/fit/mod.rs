@@ -17,11 +17,7 @@
 //! up to [`MAX_ANSWERS_BYTES`]: the model must never act on a plan the person turned down
 //! because the turning down was cut.
 //!
-//! **Invariant:** the model hears the person only from the log. The marker is sent as a user
-//! message, so it lists only answers the log records as resolutions (`history::Answers`, by
-//! call); a tool's output, however it is worded (a file that reads "approved with changes:
-//! …"), stays tool output and is never quoted as the person's. A request that still does not fit (one message bigger than the window) is
-//! sent as it is, for the provider to refuse.
+//! **Invariant 9** ([ARCHITECTURE.md](../../../../ARCHITECTURE.md#invariants)): the model hears the person only from the log's resolutions.
 
 use std::collections::HashMap;
 use std::ops::Range;

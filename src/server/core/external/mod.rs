@@ -6,8 +6,7 @@
 //! A gate the policy answers at once (mode, rule, plan-mode refusal) is opened and resolved in
 //! the log all the same, so the caller gets an id to read it by and the audit shows it.
 //!
-//! **Invariant:** who may read or cancel a gate is the credential that opened it, or one that
-//! may decide (approve, admin); a `gates` token never decides.
+//! **Invariant 36** ([ARCHITECTURE.md](../../../../ARCHITECTURE.md#invariants)): only a gate's opener or a decider reads it; gates never decide.
 
 use std::sync::Arc;
 use std::time::Duration;

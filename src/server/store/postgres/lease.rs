@@ -1,13 +1,9 @@
 //! Turn leases on PostgreSQL: which instance runs each session's turn, until when.
 //!
-//! **Invariants:**
-//! - a turn's writes take its lease row `FOR SHARE` in their transaction and check the owner,
-//!   so a takeover (an `UPDATE` of that row) waits for a write in flight, and every write after
-//!   it by the old owner fails with `LeaseLost`: two instances never both write for one turn;
-//! - the lease is created with the turn's `user_message` and deleted with its `turn_finished`,
-//!   in those appends' transactions: an unfinished turn always has a lease row (the append's
-//!   lease step is in `countersign_append`, migration 0005, after the session row is locked);
-//! - expiry is the database's clock (`now()`), never an instance's.
+//! **Invariant 60** ([ARCHITECTURE.md](../../../../ARCHITECTURE.md#invariants)): one instance writes for a turn, fenced by its lease row.
+//!
+//! The append's lease step is in `countersign_append` (migration 0005), after the session row
+//! is locked; every other write of a turn takes the row `FOR SHARE` and checks the owner.
 
 use sqlx::PgPool;
 

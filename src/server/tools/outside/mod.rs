@@ -8,18 +8,11 @@
 //! text typed into a shell, a proposal, inert text). A name nobody listed is `exec`, the most
 //! guarded class that still says "something we cannot vouch for".
 //!
-//! **Invariant:** an outside call is read the way the agent will run it. An argv command is
-//! the command exec runs (quoted word by word, never joined loosely); a Codex patch is parsed
-//! as Codex parses it (`patch.rs`), every file it touches checked; every path is normalized as
-//! the agent's file system will resolve it (`paths.rs`: `.`/`..`, `\`, drive letters, and the
-//! case-folded form too) before the floor and the rules see it; text typed into a running
-//! shell is the command lines it submits (`keys.rs`); every string of a `request_approval` is
-//! read for the commands and paths it proposes; what a file change writes is read for
-//! Countersign's own places and CLI. What cannot be read that way — a string in a field its
-//! tool does not have, two paths or two commands where the agent acts on one — is on the
-//! floor: it asks, in every mode. A tool the catalog does not know asks in every mode too,
-//! but it is not a floor hit no rule can cover: a person's standing rule for that very tool
-//! (Allow always on its card) answers it (`unknown_tool`).
+//! **Invariants 55, 56** ([ARCHITECTURE.md](../../../../ARCHITECTURE.md#invariants)): an outside call is read the way the agent will run it.
+//!
+//! How: `patch.rs` parses a Codex patch as Codex does, `paths.rs` normalizes every path as the
+//! agent's file system resolves it, `keys.rs` reads text typed into a running shell as the
+//! command lines it submits.
 
 mod catalog;
 mod command_calls;

@@ -7,8 +7,8 @@
 //! file, the database, the config file) and no server secret is within its reach, by path,
 //! through `/proc`, or from the environment.
 //!
-//! **Invariant:** a tool's process is spawned only through `Sandbox::apply`; with
-//! `mode = "landlock"` and no Landlock in the kernel it refuses, it never runs unconfined.
+//! **Invariant 41** ([ARCHITECTURE.md](../../../../ARCHITECTURE.md#invariants)): every tool process is spawned through `Sandbox::apply`, never unconfined.
+//!
 //! Anything granted is checked against the server's secrets when the sandbox is built: a
 //! folder that holds one is granted child by child, around it.
 
