@@ -176,7 +176,6 @@ mod browser {
 
     use std::cell::RefCell;
     use std::rc::Rc;
-    use std::time::Duration;
 
     use leptos::prelude::*;
     use send_wrapper::SendWrapper;
@@ -186,17 +185,7 @@ mod browser {
     use web_sys::{EventSource, MessageEvent};
 
     use super::{Changes, Coalesce, Refetch, Relayed, WINDOW, notice_kind};
-
-    struct Link {
-        source: EventSource,
-        _handlers: Vec<Closure<dyn FnMut(web_sys::Event)>>,
-    }
-
-    impl Drop for Link {
-        fn drop(&mut self) {
-            self.source.close();
-        }
-    }
+    use crate::ui::stream::Link;
 
     #[derive(Default)]
     struct State {
@@ -291,7 +280,7 @@ mod browser {
         source.set_onerror(Some(failed.as_ref().unchecked_ref()));
         state.borrow_mut().link = Some(Link {
             source,
-            _handlers: vec![on_change, opened, failed],
+            handlers: vec![on_change, opened, failed],
         });
     }
 
@@ -374,13 +363,10 @@ mod browser {
             s.failures = s.failures.saturating_add(1);
             s.failures
         };
-        let delay = 2u64
-            .saturating_pow(failures.saturating_sub(1).min(4))
-            .min(15);
         let state = SendWrapper::new(state);
         set_timeout(
             move || open(changes, state.take()),
-            Duration::from_secs(delay),
+            crate::ui::stream::retry_delay(failures),
         );
     }
 
