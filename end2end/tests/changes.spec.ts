@@ -114,3 +114,39 @@ test('a session in Yolo is marked in the sidebar of another tab, one in Ask is n
   await expect(listed(page, yolo).getByTestId('session-yolo')).toBeVisible();
   await expect(listed(page, asking).getByTestId('session-yolo')).toHaveCount(0);
 });
+
+/** Makes the page look hidden (or shown again) to its script, as a tab in the background. */
+async function setHidden(page: Page, hidden: boolean) {
+  await page.evaluate((hidden) => {
+    Object.defineProperty(document, 'hidden', { configurable: true, get: () => hidden });
+    Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => (hidden ? 'hidden' : 'visible') });
+    document.dispatchEvent(new Event('visibilitychange'));
+  }, hidden);
+}
+
+// Where the browser has no Web Locks (a plain `http://` LAN address is no secure context), each
+// tab holds its own stream, but only while it is shown: a hidden tab lets go of it, and when
+// it is shown again it opens one and catches up on what changed meanwhile.
+test('without Web Locks a hidden tab lets go of its stream and catches up when shown', async ({ page, server }) => {
+  const context = page.context();
+  await context.addInitScript(() => {
+    Object.defineProperty(Navigator.prototype, 'locks', { configurable: true, get: () => undefined });
+  });
+  const streams = watchChangeStreams(context);
+  await login(page, server);
+  const first = sessionId(page);
+  const other = await openTab(context, `${server.url}/sessions/${first}`);
+  await waitLive(other);
+  // Two tabs, two streams of their own.
+  await expect.poll(() => streams.open).toBe(2);
+
+  await setHidden(other, true);
+  await expect.poll(() => streams.open).toBe(1);
+  // While it is hidden a session is made elsewhere; shown again, the tab opens a stream and
+  // lists the session.
+  await newSession(page);
+  const made = sessionId(page);
+  await setHidden(other, false);
+  await expect.poll(() => streams.open).toBe(2);
+  await expect(listed(other, made)).toBeVisible({ timeout: 10_000 });
+});

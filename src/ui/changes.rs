@@ -10,7 +10,9 @@
 //! one holder with a Web Lock ([`SHARED_NAME`]; the next tab takes it over when the holder
 //! closes or leaves the page), and the holder relays what it hears on a `BroadcastChannel` of
 //! the same name ([`Relayed`]). Where either is missing (Web Locks need a secure context:
-//! https, localhost) each tab holds its own stream, as before.
+//! https, localhost — not a plain `http://` LAN address) each tab holds its own stream, but
+//! only while it is visible: a hidden tab lets go of it and refetches when it is shown again,
+//! so tabs in the background never hold connections the one in front needs.
 
 use std::time::Duration;
 
@@ -174,7 +176,6 @@ mod browser {
 
     use std::cell::RefCell;
     use std::rc::Rc;
-    use std::time::Duration;
 
     use leptos::prelude::*;
     use send_wrapper::SendWrapper;
@@ -184,17 +185,7 @@ mod browser {
     use web_sys::{EventSource, MessageEvent};
 
     use super::{Changes, Coalesce, Refetch, Relayed, WINDOW, notice_kind};
-
-    struct Link {
-        source: EventSource,
-        _handlers: Vec<Closure<dyn FnMut(web_sys::Event)>>,
-    }
-
-    impl Drop for Link {
-        fn drop(&mut self) {
-            self.source.close();
-        }
-    }
+    use crate::ui::stream::Link;
 
     #[derive(Default)]
     struct State {
@@ -208,6 +199,9 @@ mod browser {
         /// Resolves the promise this tab holds the lock with: calling it lets the next tab
         /// take the stream over.
         release: Option<js_sys::Function>,
+        /// With a stream of its own (no shared one): the `visibilitychange` listener that
+        /// closes it while the tab is hidden and opens it again when it is shown.
+        visibility: Option<Closure<dyn FnMut(web_sys::Event)>>,
     }
 
     type Shared = Rc<RefCell<State>>;
@@ -216,21 +210,29 @@ mod browser {
         let state: Shared = Rc::default();
         if !shared::join(changes, &state) {
             open(changes, state.clone());
+            follow_visibility(changes, &state);
         }
         let cleanup = SendWrapper::new(state);
         on_cleanup(move || {
             // Taken out first: dropping or resolving them runs browser code.
-            let (link, channel, release) = {
+            let (link, channel, release, visibility) = {
                 let mut state = cleanup.borrow_mut();
                 state.closed = true;
                 (
                     state.link.take(),
                     state.channel.take(),
                     state.release.take(),
+                    state.visibility.take(),
                 )
             };
             drop(link);
             drop(channel);
+            if let (Some(listener), Some(document)) = (visibility, document()) {
+                let _ = document.remove_event_listener_with_callback(
+                    "visibilitychange",
+                    listener.as_ref().unchecked_ref(),
+                );
+            }
             if let Some(release) = release {
                 let _ = release.call0(&JsValue::UNDEFINED);
             }
@@ -278,8 +280,38 @@ mod browser {
         source.set_onerror(Some(failed.as_ref().unchecked_ref()));
         state.borrow_mut().link = Some(Link {
             source,
-            _handlers: vec![on_change, opened, failed],
+            handlers: vec![on_change, opened, failed],
         });
+    }
+
+    fn document() -> Option<web_sys::Document> {
+        web_sys::window().and_then(|w| w.document())
+    }
+
+    /// A stream of this tab's own is held only while the tab is shown: hidden, it is closed;
+    /// shown again, it is opened (and its `open` refetches everything once).
+    fn follow_visibility(changes: Changes, state: &Shared) {
+        let Some(page) = document() else {
+            return;
+        };
+        let listener = {
+            let state = state.clone();
+            Closure::<dyn FnMut(web_sys::Event)>::new(move |_| {
+                let hidden = document().is_some_and(|d| d.hidden());
+                if hidden {
+                    let link = state.borrow_mut().link.take();
+                    drop(link);
+                } else if state.borrow().link.is_none() {
+                    state.borrow_mut().failures = 0;
+                    open(changes, state.clone());
+                }
+            })
+        };
+        let _ = page.add_event_listener_with_callback(
+            "visibilitychange",
+            listener.as_ref().unchecked_ref(),
+        );
+        state.borrow_mut().visibility = Some(listener);
     }
 
     /// A notice from this tab's own stream: relayed to the other tabs, and noted here.
@@ -331,13 +363,10 @@ mod browser {
             s.failures = s.failures.saturating_add(1);
             s.failures
         };
-        let delay = 2u64
-            .saturating_pow(failures.saturating_sub(1).min(4))
-            .min(15);
         let state = SendWrapper::new(state);
         set_timeout(
             move || open(changes, state.take()),
-            Duration::from_secs(delay),
+            crate::ui::stream::retry_delay(failures),
         );
     }
 

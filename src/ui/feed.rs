@@ -172,7 +172,6 @@ mod browser {
 
     use std::cell::RefCell;
     use std::rc::Rc;
-    use std::time::Duration;
 
     use leptos::prelude::*;
     use send_wrapper::SendWrapper;
@@ -182,17 +181,7 @@ mod browser {
 
     use super::{Connection, Feed};
     use crate::protocol::Event;
-
-    struct Link {
-        source: EventSource,
-        _handlers: Vec<Closure<dyn FnMut(web_sys::Event)>>,
-    }
-
-    impl Drop for Link {
-        fn drop(&mut self) {
-            self.source.close();
-        }
-    }
+    use crate::ui::stream::{Link, retry_delay, shown_secs};
 
     #[derive(Default)]
     struct State {
@@ -265,10 +254,7 @@ mod browser {
         };
         source.set_onerror(Some(failed.as_ref().unchecked_ref()));
         handlers.push(failed);
-        state.borrow_mut().link = Some(Link {
-            source,
-            _handlers: handlers,
-        });
+        state.borrow_mut().link = Some(Link { source, handlers });
     }
 
     fn schedule_retry(feed: Feed, state: Rc<RefCell<State>>) {
@@ -280,15 +266,11 @@ mod browser {
             s.failures = s.failures.saturating_add(1);
             s.failures
         };
-        let delay = 2u32
-            .saturating_pow(failures.saturating_sub(1).min(4))
-            .min(15);
-        feed.connection.set(Connection::Reconnecting(delay));
+        let delay = retry_delay(failures);
+        feed.connection
+            .set(Connection::Reconnecting(shown_secs(delay)));
         let state = SendWrapper::new(state);
-        set_timeout(
-            move || open(feed, state.take()),
-            Duration::from_secs(u64::from(delay)),
-        );
+        set_timeout(move || open(feed, state.take()), delay);
     }
 }
 

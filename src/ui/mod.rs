@@ -17,6 +17,7 @@ pub mod rules_page;
 pub mod session_page;
 pub mod session_title;
 pub mod sidebar;
+pub mod stream;
 pub mod tokens_page;
 pub mod tool_card;
 pub mod transcript;
