@@ -175,6 +175,46 @@ mod tests {
         }
     }
 
+    /// The meanings agree with what each place computed for itself before they were gathered
+    /// here (commit 01d29a6: `card/parts.rs::kind_class`, `card/panels.rs`, the push
+    /// payload's `answerable_from_notification`, `core/decisions.rs`'s `edit_diff_of` and
+    /// `check_edits`), for every kind and class: no card became editable another way, no
+    /// question gained a notification's Approve button.
+    #[test]
+    fn every_meaning_is_what_its_old_place_computed() {
+        use EditTarget as E;
+        for kind in GateKind::ALL {
+            for class in ToolClass::ALL {
+                let gate = card(kind, class);
+                let was_proposal = kind == GateKind::Decision
+                    || (kind == GateKind::External && class == ToolClass::Decision);
+                assert_eq!(gate.is_proposal(), was_proposal, "{kind:?} {class:?}");
+                let was_answerable_call =
+                    !was_proposal && matches!(kind, GateKind::Tool | GateKind::External);
+                assert_eq!(
+                    gate.asks_to_run_a_call(),
+                    was_answerable_call,
+                    "{kind:?} {class:?}"
+                );
+                let was_target = match kind {
+                    GateKind::Decision => E::Proposal,
+                    GateKind::External if class == ToolClass::Decision => E::Proposal,
+                    GateKind::Tool => E::OurToolArguments,
+                    GateKind::External => E::OutsideInput,
+                    GateKind::Budget => E::Nothing,
+                };
+                assert_eq!(gate.edit_target(), was_target, "{kind:?} {class:?}");
+                let was_look = match (kind, class) {
+                    (GateKind::Budget, _) => "budget",
+                    (GateKind::Decision, _) | (_, ToolClass::Decision) => "decision",
+                    (_, other) => other.as_str(),
+                };
+                assert_eq!(gate.look(), was_look, "{kind:?} {class:?}");
+                assert_eq!(kind.is_our_tool_call(), kind == GateKind::Tool);
+            }
+        }
+    }
+
     #[test]
     fn a_card_looks_like_what_it_asks() {
         for kind in [GateKind::Tool, GateKind::Decision, GateKind::External] {

@@ -322,6 +322,85 @@ mod tests {
         assert!(serde_json::from_str::<DecisionKind>("1").is_err());
     }
 
+    /// Near spellings of every known value (the Rust name, other case, padding, dashes, a
+    /// trailing NUL): `parse` (strum, what the API's mode and decision routes read) and serde
+    /// (the wire, an agent's arguments, a stored row) never read one as a known value, so no
+    /// spelling an old build refused turns into `yolo`, `approve` or `admin`; a set with a
+    /// fallback reads it as the fallback, which is the cautious value.
+    fn never_near<T>(parse: fn(&str) -> Option<T>, fallback: Option<T>)
+    where
+        T: Spelling + DeserializeOwned + Debug + PartialEq,
+    {
+        for value in T::ALL {
+            let spelling = value.spelling();
+            let rust_name = format!("{value:?}");
+            let title = spelling
+                .split('_')
+                .map(|w| {
+                    let mut chars = w.chars();
+                    chars
+                        .next()
+                        .map(|c| c.to_uppercase().chain(chars).collect::<String>())
+                        .unwrap_or_default()
+                })
+                .collect::<Vec<_>>()
+                .join("_");
+            let nears = [
+                rust_name,
+                title,
+                spelling.to_uppercase(),
+                format!("{spelling} "),
+                format!("\t{spelling}"),
+                format!("{spelling}\n"),
+                format!("{spelling}\u{0}"),
+                spelling.replace('_', "-"),
+                spelling.replace('_', " "),
+                spelling.replace('_', ""),
+            ];
+            for near in nears.iter().filter(|n| n.as_str() != spelling) {
+                assert_eq!(parse(near), None, "{near:?}");
+                let read: Result<T, _> = serde_json::from_value(serde_json::json!(near));
+                match fallback {
+                    Some(fallback) => assert_eq!(read.ok(), Some(fallback), "{near:?}"),
+                    None => assert!(read.is_err(), "{near:?} read as {read:?}"),
+                }
+                assert!(
+                    !matches!(Stored::<T>::read(near.as_str()), Stored::Known(_)),
+                    "{near:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn no_near_spelling_reads_as_a_value_of_any_set() {
+        never_near(Mode::parse, None);
+        never_near(Decision::parse, None);
+        never_near(Scope::parse, None);
+        never_near(RuleScope::parse, None);
+        never_near(GateKind::parse, None);
+        never_near(ToolClass::parse, None);
+        never_near(Verdict::parse, None);
+        never_near(TimeoutOutcome::parse, None);
+        never_near(AnsweredBy::parse, None);
+        never_near(ModeSource::parse, None);
+        never_near(GateReason::parse, None);
+        never_near(DecisionKind::parse, Some(DecisionKind::Other));
+        never_near(GateStatus::parse, Some(GateStatus::Unknown));
+        never_near(ChangeKind::parse, Some(ChangeKind::Unknown));
+        // Only the four answers a person gives are read from an answer, in their one spelling.
+        for raw in [
+            "Approve",
+            "APPROVE",
+            " approve",
+            "timeout",
+            "cancelled",
+            "allow-always",
+        ] {
+            assert_eq!(Decision::parse_answer(raw), None, "{raw:?}");
+        }
+    }
+
     /// A closed set as a map key is its spelling too (serde_json writes keys as strings).
     #[test]
     fn map_keys_are_spellings() {

@@ -345,3 +345,19 @@ fn FirstRun(feed: Feed, draft: RwSignal<String>, note: RwSignal<Option<String>>)
         </div>
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Clicking an example may move the session toward more asking (Plan) and never toward
+    /// less: the only way to Auto-edit or Yolo is the picker (and Yolo's confirmation).
+    #[test]
+    fn an_example_only_ever_switches_a_session_to_plan() {
+        let switching: Vec<Mode> = EXAMPLES
+            .iter()
+            .filter_map(|example| example.needs.map(|(mode, _)| mode))
+            .collect();
+        assert_eq!(switching, [Mode::Plan]);
+    }
+}

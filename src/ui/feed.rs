@@ -114,18 +114,6 @@ impl Feed {
                 self.running_turn.set(None);
                 self.streaming.set(String::new());
             }
-            EventBody::ApprovalRequest(request) => {
-                self.pending.update(|p| p.push((**request).clone()));
-            }
-            EventBody::ApprovalResolved(resolution) => {
-                let id = &resolution.approval_id;
-                if self
-                    .pending
-                    .with_untracked(|p| p.iter().any(|g| g.approval_id == *id))
-                {
-                    self.pending.update(|p| p.retain(|g| g.approval_id != *id));
-                }
-            }
             _ => {}
         }
         self.cursor.set(seq);
@@ -133,7 +121,25 @@ impl Feed {
             self.first_seq.set(Some(seq));
         }
         self.items.update(|items| transcript::apply(items, &event));
+        if matches!(
+            event.body,
+            EventBody::ApprovalRequest(_) | EventBody::ApprovalResolved(_)
+        ) {
+            self.follow_gates();
+        }
         self.shown.update_value(|shown| shown.push(event));
+    }
+
+    /// The gates waiting, read again from the items after a card came or went: in the page's
+    /// order (a card sits before its call's row, so a batch's cards asked in another order
+    /// than its calls are still listed as shown), which `j`/`k` and the bulk bar follow.
+    fn follow_gates(&self) {
+        let waiting = self
+            .items
+            .with_untracked(|items| transcript::pending_gates(items));
+        if self.pending.with_untracked(|p| *p != waiting) {
+            self.pending.set(waiting);
+        }
     }
 
     /// Puts older events (a page from "Show earlier") before those shown; anything not older
@@ -457,6 +463,277 @@ mod tests {
             feed.apply(user(5, "fifth"));
             feed.apply(user(4, "replayed"));
             assert_eq!(feed.items.get_untracked().len(), 5);
+        });
+    }
+}
+
+/// Property-style checks: the incremental state equals `transcript::build` of the events the
+/// feed accepted, however awkwardly they arrive (twice, replayed after a reconnect, an older
+/// page overlapping those shown, pages asked for twice).
+#[cfg(test)]
+mod awkward_delivery {
+    use serde_json::json;
+
+    use super::*;
+    use crate::protocol::{
+        AnsweredBy, Decision, Resolution, Session, ToolClass, ToolStatus, TurnStatus, Verdict,
+    };
+
+    fn ev(seq: u64, body: EventBody) -> Event {
+        Event {
+            seq: Some(seq),
+            at: format!("t{seq}").into(),
+            turn_id: Some("turn".into()),
+            body,
+        }
+    }
+
+    fn gate(approval_id: &str, call_id: &str, kind: &str) -> ApprovalRequestBody {
+        serde_json::from_value(json!({
+            "approval_id": approval_id, "session_id": "s", "call_id": call_id, "kind": kind,
+            "tool": "shell", "class": "exec", "args": {"command": format!("echo {call_id}")},
+            "title": "Run command", "summary": "shell", "reason": "mode",
+            "reason_detail": "", "proposal_md": "", "proposal_html": "", "digest": "d",
+            "allowed_decisions": ["approve", "edit"], "created_at": "2026-01-01T00:00:00Z",
+            "expires_at": "2026-01-01T00:30:00Z", "timeout_outcome": "deny"
+        }))
+        .unwrap()
+    }
+
+    fn call(call_id: &str) -> EventBody {
+        EventBody::ToolCall {
+            call_id: call_id.into(),
+            tool: "shell".into(),
+            args: json!({"command": format!("echo {call_id}")}),
+            class: ToolClass::Exec,
+            verdict: Verdict::Ask,
+            rule_id: None,
+            rule_pattern: None,
+        }
+    }
+
+    fn answer(
+        approval_id: &str,
+        decision: Decision,
+        edits: Option<serde_json::Value>,
+    ) -> EventBody {
+        let mut resolution = Resolution::plain(
+            &approval_id.into(),
+            decision,
+            AnsweredBy::User,
+            "another tab",
+            "2026-01-01T00:01:00Z".into(),
+        );
+        resolution.edits = edits;
+        EventBody::ApprovalResolved(resolution)
+    }
+
+    fn user(text: &str) -> EventBody {
+        EventBody::UserMessage {
+            text: text.into(),
+            approval_mode: Mode::Ask,
+        }
+    }
+
+    /// A session log with two turns: a parallel batch whose cards were asked in the other
+    /// order than the calls (c2's before c1's), one answered with an edit, a checkpoint, and
+    /// a second turn whose card is still waiting.
+    fn log() -> Vec<Event> {
+        let bodies = vec![
+            user("first turn"),
+            call("c1"),
+            call("c2"),
+            EventBody::ApprovalRequest(Box::new(gate("g2", "c2", "tool"))),
+            EventBody::ApprovalRequest(Box::new(gate("g1", "c1", "tool"))),
+            answer(
+                "g2",
+                Decision::Edit,
+                Some(json!({"command": "echo edited"})),
+            ),
+            EventBody::ToolStarted {
+                call_id: "c2".into(),
+            },
+            EventBody::ToolResult {
+                call_id: "c2".into(),
+                tool: "shell".into(),
+                status: ToolStatus::Ok,
+                output: "edited".into(),
+            },
+            EventBody::ApprovalRequest(Box::new(gate("g3", "cp", "decision"))),
+            answer("g1", Decision::Deny, None),
+            answer("g3", Decision::Approve, None),
+            EventBody::TurnFinished {
+                status: TurnStatus::Completed,
+                error: None,
+            },
+            user("second turn"),
+            call("c3"),
+            call("c4"),
+            EventBody::ApprovalRequest(Box::new(gate("g4", "c4", "tool"))),
+            EventBody::ApprovalRequest(Box::new(gate("g5", "c3", "tool"))),
+        ];
+        bodies
+            .into_iter()
+            .zip(1..)
+            .map(|(body, seq)| ev(seq, body))
+            .collect()
+    }
+
+    fn snapshot(events: Vec<Event>) -> Snapshot {
+        Snapshot {
+            session: Session {
+                id: "s".into(),
+                title: "t".into(),
+                created_at: "c".into(),
+                approval_mode: Mode::Ask,
+                running_turn_id: None,
+                pending_approvals: 0,
+                source: None,
+            },
+            cursor: events.last().and_then(|e| e.seq).unwrap_or(0),
+            events,
+            pending: vec![],
+        }
+    }
+
+    /// A small deterministic generator (no dependency): the same cases on every run.
+    struct Lcg(u64);
+
+    impl Lcg {
+        fn below(&mut self, n: usize) -> usize {
+            self.0 = self
+                .0
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            ((self.0 >> 33) as usize) % n.max(1)
+        }
+    }
+
+    /// The feed agrees with a build from scratch of `expected` in every part it keeps.
+    fn agrees(feed: &Feed, expected: &[Event], case: u64) {
+        let built = transcript::build(expected);
+        assert_eq!(feed.items.get_untracked(), built, "case {case}: items");
+        let waiting: Vec<String> = feed
+            .pending
+            .get_untracked()
+            .iter()
+            .map(|g| g.approval_id.to_string())
+            .collect();
+        let built_waiting: Vec<String> = transcript::pending_gates(&built)
+            .iter()
+            .map(|g| g.approval_id.to_string())
+            .collect();
+        assert_eq!(
+            waiting, built_waiting,
+            "case {case}: pending, in page order"
+        );
+        assert_eq!(
+            feed.first_message.get_untracked(),
+            first_message(&built),
+            "case {case}: first message"
+        );
+        assert_eq!(
+            feed.first_seq.get_untracked(),
+            expected.first().and_then(|e| e.seq),
+            "case {case}: first seq"
+        );
+    }
+
+    #[test]
+    fn duplicates_replays_and_overlapping_pages_end_where_a_build_of_every_event_does() {
+        let all = log();
+        let last = all.len();
+        for case in 0..300u64 {
+            let mut rng = Lcg(case);
+            // The page opens at some event (a snapshot of the recent ones), the rest arrive live.
+            // (A page opens empty only on a session with no events yet.)
+            let mut start = rng.below(last);
+            let shown_at_open = rng.below(last - start + 1);
+            if shown_at_open == 0 {
+                start = 0;
+            }
+            let owner = Owner::new();
+            owner.with(|| {
+                let feed = Feed::new(snapshot(all[start..start + shown_at_open].to_vec()));
+                let mut next = start + shown_at_open;
+                let mut first = start;
+                while next < last || first > 0 {
+                    match rng.below(6) {
+                        // The next event, sometimes twice (a reconnect replaying it).
+                        0 | 1 if next < last => {
+                            feed.apply(all[next].clone());
+                            if rng.below(3) == 0 {
+                                feed.apply(all[next].clone());
+                            }
+                            next += 1;
+                        }
+                        // A replay of something already applied.
+                        2 if next > 0 => feed.apply(all[rng.below(next)].clone()),
+                        // A page of older events that overlaps those shown (and maybe
+                        // those delivered live since), asked for once or twice.
+                        3 if first > 0 => {
+                            let from = rng.below(first);
+                            let to = (first + rng.below(3)).min(next.max(first));
+                            let page = all[from..to].to_vec();
+                            feed.prepend(page.clone());
+                            if rng.below(2) == 0 {
+                                feed.prepend(page);
+                            }
+                            first = from;
+                        }
+                        _ => {}
+                    }
+                    // Before anything was shown, the first seq shown is the first delivered.
+                    let shown_from = if shown_at_open == 0 && first == start {
+                        start
+                    } else {
+                        first
+                    };
+                    agrees(&feed, &all[shown_from..next], case);
+                }
+                agrees(&feed, &all, case);
+            });
+        }
+    }
+
+    #[test]
+    fn an_event_past_a_gap_is_not_guessed_around_and_the_state_still_matches_what_was_kept() {
+        let all = log();
+        let owner = Owner::new();
+        owner.with(|| {
+            let feed = Feed::new(snapshot(all[..3].to_vec()));
+            // Seq 5 before 4: 4 is then below the cursor and refused, and the view is what a
+            // build of the accepted events shows (the server never sends a gap: it re-reads).
+            feed.apply(all[4].clone());
+            feed.apply(all[3].clone());
+            let kept: Vec<Event> = [&all[..3], &all[4..5]].concat();
+            agrees(&feed, &kept, 0);
+        });
+    }
+
+    #[test]
+    fn a_card_answered_in_another_tab_leaves_no_gate_waiting() {
+        let all = log();
+        let owner = Owner::new();
+        owner.with(|| {
+            // Opened with g4 and g5 waiting; another tab answers both.
+            let feed = Feed::new(snapshot(all.clone()));
+            assert_eq!(feed.pending.get_untracked().len(), 2);
+            feed.apply(ev(18, answer("g5", Decision::Approve, None)));
+            feed.apply(ev(19, answer("g4", Decision::Deny, None)));
+            assert!(feed.pending.get_untracked().is_empty());
+            // An answer to a card on a page not shown yet changes nothing now, and the page,
+            // once shown, has its card answered.
+            let feed = Feed::new(snapshot(all[12..].to_vec()));
+            feed.apply(ev(18, answer("g1", Decision::Approve, None)));
+            feed.prepend(all[..12].to_vec());
+            let waiting: Vec<String> = feed
+                .pending
+                .get_untracked()
+                .iter()
+                .map(|g| g.approval_id.to_string())
+                .collect();
+            assert_eq!(waiting, ["g5", "g4"]);
         });
     }
 }

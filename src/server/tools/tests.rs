@@ -365,3 +365,72 @@ fn derived_specs_tell_the_model_exactly_the_arguments() {
         assert_eq!(got, want, "{name}");
     }
 }
+
+/// The lenient `Option<String>` fields read `null` exactly as a missing field (what the old
+/// `#[serde(default)] String` fields made of a missing one), so a `null` never reaches what
+/// runs as something else; a required string field still refuses `null`.
+#[test]
+fn null_reads_as_missing_in_lenient_fields_and_is_refused_in_required_ones() {
+    let ws = tempfile::tempdir().unwrap();
+    for (tool, args) in [
+        ("shell", json!({"command": null})),
+        ("write_file", json!({"path": null, "content": "x"})),
+        ("write_file", json!({"path": "a", "content": null})),
+        ("edit_file", json!({"path": "a", "old": null, "new": "x"})),
+        ("edit_file", json!({"path": "a", "old": "x", "new": null})),
+        ("read_file", json!({"path": null})),
+        ("search", json!({"pattern": null})),
+    ] {
+        let err = validate(tool, &args, ws.path()).unwrap_err();
+        assert!(matches!(err, ToolError::InvalidArgs(_)), "{tool} {args}");
+    }
+    // `search`'s optional path: null is the default (`.`), as a missing one.
+    assert!(validate("search", &json!({"pattern": "x", "path": null}), ws.path()).is_ok());
+
+    let missing_or_null = |with_null: Value, without: Value| {
+        let read = |v: &Value| Checkpoint::parse(v).map_err(|e| e.to_string());
+        assert_eq!(read(&with_null), read(&without), "{with_null}");
+    };
+    missing_or_null(
+        json!({"kind": null, "title": "t", "proposal": null, "context": null}),
+        json!({"title": "t"}),
+    );
+    missing_or_null(
+        json!({"kind": "prep_plan", "title": null}),
+        json!({"kind": "prep_plan"}),
+    );
+    assert_eq!(
+        plan_of(&json!({"plan": null})).map_err(|e| e.to_string()),
+        plan_of(&json!({})).map_err(|e| e.to_string())
+    );
+    assert!(plan_of(&json!({"plan": null})).is_err());
+    for args in [
+        json!({"key": null, "value": 5}),
+        json!({"key": "provider.max_retries", "value": null}),
+    ] {
+        assert!(config_key_and_value(&args).is_err(), "{args}");
+    }
+}
+
+/// A checkpoint never becomes a plan card (approving one leaves plan mode): no spelling of
+/// `plan`, padded or in another case, and no null, reads as anything but `other`.
+#[test]
+fn no_spelling_of_plan_makes_a_checkpoint_a_plan_card() {
+    for kind in [
+        json!("plan"),
+        json!(" plan\n"),
+        json!("Plan"),
+        json!("PLAN"),
+        json!("plan "),
+        json!(null),
+        json!(""),
+    ] {
+        let checkpoint = Checkpoint::parse(&json!({"kind": kind, "title": "t", "proposal": "p"}));
+        assert_eq!(
+            checkpoint.map(|c| c.kind).ok(),
+            Some(crate::protocol::DecisionKind::Other),
+            "{kind}"
+        );
+    }
+    assert!(Checkpoint::parse(&json!({"kind": 3, "title": "t"})).is_err());
+}
