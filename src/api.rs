@@ -358,9 +358,49 @@ pub async fn revoke_token(name: String) -> Result<(), ErrorBody> {
         .map_err(backend::to_server_error)
 }
 
-/// What the UI shows for a failed server function.
+/// What the UI shows for a failed server function: the server's own sentence, or, where the
+/// failure is the browser's or the transport's (whose text is for developers: "error reaching
+/// server to call server function: TypeError: Failed to fetch"), a plain one that says whether
+/// anything was sent.
 pub fn error_message(err: &ErrorBody) -> String {
-    err.error.message.clone()
+    use crate::protocol::ErrorCode;
+    match &err.error.code {
+        ErrorCode::Network => {
+            "Can't reach Countersign, so nothing was sent. Try again once it is back.".to_owned()
+        }
+        ErrorCode::Internal if err.error.message.contains("server function") => {
+            "Countersign could not do that just now (an unexpected answer). Try again.".to_owned()
+        }
+        _ => err.error.message.clone(),
+    }
+}
+
+#[cfg(test)]
+mod error_words {
+    use super::error_message;
+    use crate::protocol::{ErrorBody, ErrorCode};
+
+    /// No developer text reaches a person: a transport failure says, in words, that nothing
+    /// was sent; the server's own sentences pass as they are.
+    #[test]
+    fn a_failure_reads_as_a_sentence() {
+        let shown = |code, message: &str| error_message(&ErrorBody::new(code, message));
+        let lost = shown(
+            ErrorCode::Network,
+            "error reaching server to call server function: TypeError: Failed to fetch",
+        );
+        assert!(lost.starts_with("Can't reach Countersign"), "{lost}");
+        assert!(!lost.contains("TypeError") && !lost.contains("server function"));
+        let odd = shown(
+            ErrorCode::Internal,
+            "error running server function: bad json",
+        );
+        assert!(!odd.contains("server function"), "{odd}");
+        assert_eq!(
+            shown(ErrorCode::UnknownSession, "no session with id x"),
+            "no session with id x"
+        );
+    }
 }
 
 #[cfg(all(test, feature = "ssr"))]

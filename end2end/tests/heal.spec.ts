@@ -14,6 +14,9 @@ test('a failed answer says why, and the message clears when the connection is ba
   await expect(page.getByTestId('connection')).not.toHaveAttribute('data-state', 'live');
   await pending.locator('[data-action=approve]').click();
   await expect(pending.getByTestId('card-notice')).toBeVisible();
+  // In words, and saying nothing was sent: no developer text.
+  await expect(pending.getByTestId('card-notice')).toContainText("Can't reach Countersign, so nothing was sent");
+  await expect(page.locator('body')).not.toContainText(/TypeError|server function|Failed to fetch/);
   await server.restart();
   await waitLive(page);
   await expect(pending.getByTestId('card-notice')).toHaveCount(0);

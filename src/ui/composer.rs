@@ -132,7 +132,9 @@ fn ModePicker(feed: Feed, error: RwSignal<Option<String>>) -> impl IntoView {
             <select
                 data-testid="mode-picker"
                 data-mode=move || feed.mode.get().as_str()
-                prop:value=move || if confirming.get() { Mode::Yolo.as_str() } else { feed.mode.get().as_str() }
+                // The mode in force, also while Yolo is only proposed: what the picker shows is what a
+                // message would go with.
+                prop:value=move || { confirming.track(); feed.mode.get().as_str() }
                 on:change=move |ev| match Mode::parse(&event_target_value(&ev)) {
                     Some(Mode::Yolo) if feed.mode.get_untracked() != Mode::Yolo => confirming.set(true),
                     Some(mode) => {
