@@ -222,3 +222,82 @@ async fn another_site_cannot_answer_through_the_page_or_read_the_change_stream()
         "{preflight:?}"
     );
 }
+
+/// A browser logged in with a phone's `approve` token is that token, not the admin's browser:
+/// its no-script form answer (a form can carry no `client_id` or `via`) is recorded as
+/// `token:phone`; it follows the change stream, and revoking the token ends that stream and
+/// its cookie with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_browser_logged_in_with_a_phone_token_answers_and_follows_as_that_token() {
+    let ts = TestServer::start().await;
+    let secret = token(&ts, "phone", "approve").await;
+    let login = send(ts.anon(Method::GET, &format!("/login?token={secret}"))).await;
+    let cookie = login
+        .header("set-cookie")
+        .and_then(|c| c.split(';').next())
+        .unwrap()
+        .to_owned();
+    let mut stream = Sse::open(
+        ts.anon(Method::GET, "/api/v1/changes")
+            .header("cookie", &cookie),
+    )
+    .await
+    .unwrap_or_else(|r| panic!("change stream refused: {r:?}"));
+
+    let sid = ts.create_id(json!({"approval_mode": "ask"})).await;
+    ts.send_msg(&sid, "run: echo form > form.txt", None).await;
+    let card = ts.wait_gate(&sid).await;
+    let gate = aid(&card);
+    let forged = send(
+        ts.anon(Method::POST, "/forms/decide")
+            .header("cookie", &cookie)
+            .header("sec-fetch-site", "same-origin")
+            .form(&[
+                ("session_id", sid.as_str()),
+                ("approval_id", gate.as_str()),
+                ("digest", card["digest"].as_str().unwrap()),
+                ("decision", "approve"),
+                ("back", "session"),
+                ("via", "push"),
+            ]),
+    )
+    .await;
+    assert!(!forged.status.is_success(), "{forged:?}");
+    assert!(!forged.status.is_redirection(), "{forged:?}");
+    ts.assert_still_pending(&sid, &gate).await;
+    let answered = send(
+        ts.anon(Method::POST, "/forms/decide")
+            .header("cookie", &cookie)
+            .header("sec-fetch-site", "same-origin")
+            .form(&[
+                ("session_id", sid.to_uppercase().as_str()),
+                ("approval_id", gate.as_str()),
+                ("digest", card["digest"].as_str().unwrap()),
+                ("decision", "approve"),
+                ("back", "session"),
+            ]),
+    )
+    .await;
+    assert_eq!(answered.status.as_u16(), 303, "{answered:?}");
+    let recorded = resolutions_of(&ts, &sid, &gate).await;
+    assert_eq!(recorded.len(), 1, "{recorded:#?}");
+    assert_eq!(recorded[0]["actor"], "token:phone", "{recorded:#?}");
+    assert!(recorded[0]["via"].is_null(), "{recorded:#?}");
+    stream
+        .until(SOON, |f| {
+            f.json()["kind"] == "approval_resolved" && f.json()["session_id"] == sid.as_str()
+        })
+        .await;
+
+    ts.delete("/api/v1/tokens/phone").await.expect(204);
+    assert!(
+        stream.ends_within(SOON).await,
+        "the change stream outlived the token its browser logged in with"
+    );
+    let after = send(
+        ts.anon(Method::GET, "/api/v1/changes")
+            .header("cookie", &cookie),
+    )
+    .await;
+    assert_eq!(after.status.as_u16(), 401, "{after:?}");
+}
