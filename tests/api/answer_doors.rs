@@ -112,7 +112,10 @@ async fn an_approve_token_cannot_pick_the_mode_a_plan_runs_in() {
         if setting == "off" {
             // As proposed, the phone's answer stands, and the plan runs in what it proposed.
             phone
-                .post(&route, json!({"decision": "approve", "execution_mode": "ask"}))
+                .post(
+                    &route,
+                    json!({"decision": "approve", "execution_mode": "ask"}),
+                )
                 .await
                 .expect(200);
             let recorded = resolutions_of(&ts, &sid, &aid(&card)).await;
@@ -193,7 +196,8 @@ async fn another_site_cannot_answer_through_the_page_or_read_the_change_stream()
         .await;
         r.expect_error(403, "csrf");
     }
-    let query = format!("/api/ui/decide?session_id={sid}&approval_id={gate}&input[decision]=approve");
+    let query =
+        format!("/api/ui/decide?session_id={sid}&approval_id={gate}&input[decision]=approve");
     let got = send(ts.anon(Method::GET, &query).header("cookie", &cookie)).await;
     assert!(!got.status.is_success(), "{got:?}");
     ts.assert_still_pending(&sid, &gate).await;
@@ -206,7 +210,10 @@ async fn another_site_cannot_answer_through_the_page_or_read_the_change_stream()
     )
     .await;
     assert!(
-        stream.headers().get("access-control-allow-origin").is_none(),
+        stream
+            .headers()
+            .get("access-control-allow-origin")
+            .is_none(),
         "{:?}",
         stream.headers()
     );
@@ -300,4 +307,31 @@ async fn a_browser_logged_in_with_a_phone_token_answers_and_follows_as_that_toke
     )
     .await;
     assert_eq!(after.status.as_u16(), 401, "{after:?}");
+}
+
+/// The page's `decide` takes its answer in `input` alone: a server-only field sent beside it,
+/// at the top level of the arguments, is refused or ignored — never recorded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_only_fields_beside_the_page_s_answer_record_nothing() {
+    let ts = TestServer::start().await;
+    let sid = ts.create_id(json!({"approval_mode": "ask"})).await;
+    ts.send_msg(&sid, "run: echo beside > beside.txt", None)
+        .await;
+    let gate = aid(&ts.wait_gate(&sid).await);
+    let r = ts
+        .post(
+            "/api/ui/decide",
+            json!({"session_id": sid, "approval_id": gate, "input": {"decision": "deny"},
+                   "via": "push", "actor": "token:someone", "passkey": "pk1.a.b"}),
+        )
+        .await;
+    if r.status.is_success() {
+        let recorded = resolutions_of(&ts, &sid, &gate).await;
+        assert_eq!(recorded.len(), 1, "{recorded:#?}");
+        assert_eq!(recorded[0]["actor"], "token:admin", "{recorded:#?}");
+        assert!(recorded[0]["via"].is_null(), "{recorded:#?}");
+        assert!(recorded[0]["passkey"].is_null(), "{recorded:#?}");
+    } else {
+        ts.assert_still_pending(&sid, &gate).await;
+    }
 }
