@@ -335,3 +335,34 @@ async fn server_only_fields_beside_the_page_s_answer_record_nothing() {
         ts.assert_still_pending(&sid, &gate).await;
     }
 }
+
+/// An agent's `gates` token, trying other spellings of the answer routes' paths (a trailing
+/// slash, a doubled slash, a percent-encoded letter, upper case), reaches no door that
+/// answers: every one is refused and the card still waits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gates_token_reaches_no_answer_under_another_spelling_of_its_path() {
+    let ts = TestServer::start().await;
+    let agent = Api::new(&ts.base).with_token(&token(&ts, "hook", "gates").await);
+    let sid = ts.create_id(json!({"approval_mode": "ask"})).await;
+    ts.send_msg(&sid, "run: echo path > path.txt", None).await;
+    let gate = aid(&ts.wait_gate(&sid).await);
+    let answer = json!({"decision": "approve"});
+    let page_answer = json!({"session_id": sid, "approval_id": gate, "input": answer});
+    let route = format!("/api/v1/sessions/{sid}/approvals/{gate}");
+    let tries = [
+        ("/api/ui/decide/".to_owned(), &page_answer),
+        ("/api/ui//decide".to_owned(), &page_answer),
+        ("/api/ui/decid%65".to_owned(), &page_answer),
+        ("/API/UI/DECIDE".to_owned(), &page_answer),
+        ("/api//ui/decide".to_owned(), &page_answer),
+        (format!("{route}/"), &answer),
+        (route.replace("/approvals/", "//approvals/"), &answer),
+        (route.replace("approvals", "approv%61ls"), &answer),
+        (route.replace("/api/v1/", "/api/v1/./"), &answer),
+    ];
+    for (path, body) in tries {
+        let r = agent.post(&path, body.clone()).await;
+        assert!(!r.status.is_success(), "{path}: {r:?}");
+    }
+    ts.assert_still_pending(&sid, &gate).await;
+}
