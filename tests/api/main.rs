@@ -11,6 +11,7 @@
 mod support;
 
 mod agent;
+mod answer_doors;
 mod auth;
 mod changes;
 mod concurrency;
