@@ -2,15 +2,11 @@
 // card); a failing command and a denied call are shown expanded with their status, a
 // successful one stays one line; the budget card suspends a turn that reached its ceiling,
 // Continue goes on and Stop ends it.
-import { expect, Page } from '@playwright/test';
+import { expect } from '@playwright/test';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { card, login, pendingCards, send, test, toolResults } from './helpers';
+import { card, chooseMode, login, pendingCards, send, test, toolResults } from './helpers';
 
-async function chooseMode(page: Page, mode: string) {
-  await page.getByTestId('mode-picker').selectOption(mode);
-  await expect(page.getByTestId('session-mode')).toHaveAttribute('data-mode', mode);
-}
 
 test('Stop cancels a running command: the tool result says cancelled and the turn ends cancelled', async ({ page, server }) => {
   await login(page, server);
