@@ -256,6 +256,23 @@ test('`A` opens Always allow; confirming creates the rule and resolves the card 
   await expect(pendingCards(page)).toHaveCount(0);
 });
 
+test('Enter in the Always allow pattern confirms it, as the button does', async ({ page, server }) => {
+  await login(page, server);
+  await send(page, 'run: echo enter one');
+  const [id] = await pendingIds(page, 1);
+  const pending = card(page, id);
+  await expect(pending).toBeFocused();
+  await pressKey(page, 'Shift+A');
+  const pattern = pending.getByTestId('rule-pattern');
+  await expect(pattern).toBeFocused();
+  await pattern.fill('echo enter *');
+  await page.keyboard.press('Enter');
+  await expect(card(page, id)).toHaveAttribute('data-decision', 'allow_always');
+  const rules = await (await page.request.get(`${server.url}/api/v1/rules`)).json();
+  expect(rules).toHaveLength(1);
+  expect(rules[0]).toMatchObject({ tool: 'shell', pattern: 'echo enter *' });
+});
+
 test('`j` and `k` move between pending cards, and the keys act on the one moved to', async ({ page, server }) => {
   await login(page, server);
   await send(page, 'parallel:\nwrite j-1.txt: 1\nwrite j-2.txt: 2\nwrite j-3.txt: 3');

@@ -314,8 +314,15 @@ pub fn AlwaysPanel(
             <div class="rule-preview">
                 <code>{crate::shown::line(&request.tool)}</code>
                 " · "
+                // Enter in the field confirms, as in any form with one field.
                 <input id=id data-testid="rule-pattern" type="text" aria-label="Pattern"
-                    prop:value=move || pattern.get() on:input=move |ev| pattern.set(event_target_value(&ev))/>
+                    prop:value=move || pattern.get() on:input=move |ev| pattern.set(event_target_value(&ev))
+                    on:keydown=move |ev: KeyboardEvent| {
+                        if ev.key() == "Enter" && !ev.is_composing() {
+                            ev.prevent_default();
+                            submit();
+                        }
+                    }/>
                 " · "
                 <select data-testid="rule-scope" aria-label="Scope" prop:value=move || scope.get()
                     on:change=move |ev| scope.set(event_target_value(&ev))>
