@@ -68,6 +68,8 @@ error_codes! {
     UnknownToken => "unknown_token",
     UnknownSubscription => "unknown_subscription",
     TooManySubscriptions => "too_many_subscriptions",
+    /// One credential holds as many live streams as it may.
+    TooManyStreams => "too_many_streams",
     InvalidCapability => "invalid_capability",
     CapabilityEnded => "capability_ended",
     PasskeyRequired => "passkey_required",
@@ -142,6 +144,7 @@ mod tests {
         (ErrorCode::InvalidGate, "invalid_gate"),
         (ErrorCode::IdempotencyKeyReused, "idempotency_key_reused"),
         (ErrorCode::TooManyGates, "too_many_gates"),
+        (ErrorCode::TooManyStreams, "too_many_streams"),
         (ErrorCode::Forbidden, "forbidden"),
         (ErrorCode::Unauthorized, "unauthorized"),
         (ErrorCode::InvalidName, "invalid_name"),

@@ -121,3 +121,48 @@ async fn the_change_stream_ends_at_shutdown() {
         "the change stream outlived the server"
     );
 }
+
+/// A credential below admin holds at most 32 live streams (feeds and change streams together):
+/// a stolen phone token cannot make the server re-check it without end. Another credential is
+/// not held back by it, and an admin's is not counted.
+#[tokio::test]
+async fn one_credential_holds_at_most_its_share_of_streams() {
+    let ts = TestServer::start().await;
+    let made = ts
+        .post(
+            "/api/v1/tokens",
+            json!({"name": "phone", "scope": "approve"}),
+        )
+        .await
+        .expect(201);
+    let phone = made["token"].as_str().unwrap().to_owned();
+    let sid = ts.create_id(json!({})).await;
+    let mut held = Vec::new();
+    for i in 0..32 {
+        let stream = if i % 2 == 0 {
+            changes(&ts, &phone).await
+        } else {
+            Sse::open(
+                ts.anon(Method::GET, &format!("/api/v1/sessions/{sid}/events"))
+                    .bearer_auth(&phone),
+            )
+            .await
+            .unwrap_or_else(|r| panic!("feed refused: {r:?}"))
+        };
+        held.push(stream);
+    }
+    for path in [
+        "/api/v1/changes".to_owned(),
+        format!("/api/v1/sessions/{sid}/events"),
+    ] {
+        let refused = send(ts.anon(Method::GET, &path).bearer_auth(&phone)).await;
+        assert_eq!(refused.status.as_u16(), 429, "{path}: {refused:?}");
+        assert!(refused.body.contains("too_many_streams"), "{refused:?}");
+    }
+    // The admin's credential is not counted: it may open more than the phone's share.
+    let mut admin = Vec::new();
+    for _ in 0..33 {
+        admin.push(changes(&ts, &ts.token).await);
+    }
+    assert_eq!(held.len(), 32);
+}

@@ -30,6 +30,10 @@ pub enum ApiError {
     NotFound(String),
     #[error("method not allowed")]
     MethodNotAllowed,
+    #[error(
+        "this credential already holds {0} open streams: close a tab or a feed (streams end when their page closes)"
+    )]
+    TooManyStreams(usize),
 }
 
 impl From<crate::server::store::StoreError> for ApiError {
@@ -49,6 +53,7 @@ impl ApiError {
             ApiError::InvalidRequest(_) => ErrorCode::InvalidRequest,
             ApiError::NotFound(_) => ErrorCode::NotFound,
             ApiError::MethodNotAllowed => ErrorCode::MethodNotAllowed,
+            ApiError::TooManyStreams(_) => ErrorCode::TooManyStreams,
         }
     }
 
@@ -61,6 +66,7 @@ impl ApiError {
             ApiError::InvalidJson(_) | ApiError::InvalidRequest(_) => StatusCode::BAD_REQUEST,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::TooManyStreams(_) => StatusCode::TOO_MANY_REQUESTS,
         }
     }
 }

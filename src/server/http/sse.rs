@@ -4,6 +4,7 @@
 //! **Invariant 5** ([ARCHITECTURE.md](../../../ARCHITECTURE.md#invariants)): only this module knows SSE framing; subscribe, replay, then follow.
 
 mod changes;
+mod slots;
 
 pub use changes::changes;
 
@@ -120,6 +121,9 @@ struct Pump {
 pub(super) struct FeedToken {
     presented: crate::server::logins::Presented,
     opened: Principal,
+    /// This stream's place in its credential's count (`slots.rs`), given back when it ends;
+    /// none for an admin credential (it may do anything a flood of streams could).
+    _slot: Option<slots::Slot>,
 }
 
 impl FeedToken {
@@ -130,7 +134,13 @@ impl FeedToken {
         presented: Option<axum::Extension<crate::server::logins::Presented>>,
     ) -> Result<FeedToken, ApiError> {
         match (who.map(|w| w.0), presented.map(|p| p.0)) {
-            (Some(opened), Some(presented)) => Ok(FeedToken { presented, opened }),
+            (Some(opened), Some(presented)) => Ok(FeedToken {
+                _slot: (opened.scope() != crate::server::principal::Scope::Admin)
+                    .then(|| slots::Slot::take(&presented))
+                    .transpose()?,
+                presented,
+                opened,
+            }),
             _ => Err(ApiError::Unauthorized),
         }
     }
