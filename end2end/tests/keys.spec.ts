@@ -229,15 +229,21 @@ test('`j` moves the keyboard focus to the next pending card', async ({ page, ser
   await expect(card(page, one)).toBeFocused();
 });
 
-test('`A` opens Always allow; confirming creates the rule and resolves the card allow_always', async ({ page, server }) => {
-  await login(page, server);
-  await send(page, 'run: echo always one');
+/** Sends a command, and opens Always allow on its card with `A`: the pattern field has focus. */
+async function openAlwaysAllow(page: Page, command: string) {
+  await send(page, command);
   const [id] = await pendingIds(page, 1);
   const pending = card(page, id);
   await expect(pending).toBeFocused();
   await pressKey(page, 'Shift+A');
   const pattern = pending.getByTestId('rule-pattern');
   await expect(pattern).toBeFocused();
+  return { id, pending, pattern };
+}
+
+test('`A` opens Always allow; confirming creates the rule and resolves the card allow_always', async ({ page, server }) => {
+  await login(page, server);
+  const { id, pending, pattern } = await openAlwaysAllow(page, 'run: echo always one');
   await expect(pattern).toHaveValue('echo *');
   await expect(pending.getByTestId('rule-scope')).toHaveValue('session');
   await pending.locator('[data-action=submit-always]').click();
@@ -258,13 +264,7 @@ test('`A` opens Always allow; confirming creates the rule and resolves the card 
 
 test('Enter in the Always allow pattern confirms it, as the button does', async ({ page, server }) => {
   await login(page, server);
-  await send(page, 'run: echo enter one');
-  const [id] = await pendingIds(page, 1);
-  const pending = card(page, id);
-  await expect(pending).toBeFocused();
-  await pressKey(page, 'Shift+A');
-  const pattern = pending.getByTestId('rule-pattern');
-  await expect(pattern).toBeFocused();
+  const { id, pattern } = await openAlwaysAllow(page, 'run: echo enter one');
   await pattern.fill('echo enter *');
   await page.keyboard.press('Enter');
   await expect(card(page, id)).toHaveAttribute('data-decision', 'allow_always');

@@ -18,6 +18,18 @@ async fn changes(ts: &TestServer, token: &str) -> Sse {
     sse
 }
 
+/// A new `approve`-scope token named `phone` (a phone's credential).
+async fn phone_token(ts: &TestServer) -> String {
+    let made = ts
+        .post(
+            "/api/v1/tokens",
+            json!({"name": "phone", "scope": "approve"}),
+        )
+        .await
+        .expect(201);
+    made["token"].as_str().unwrap().to_owned()
+}
+
 /// Reads notices until one of `kind` for `sid` comes; every frame must be a `change`.
 async fn until_notice(stream: &mut Sse, kind: &str, sid: &str) {
     let frames = stream
@@ -79,14 +91,7 @@ async fn the_change_stream_tells_of_sessions_turns_and_gates() {
 #[tokio::test]
 async fn whoever_may_read_follows_the_changes_and_a_gates_token_may_not() {
     let ts = TestServer::start().await;
-    let made = ts
-        .post(
-            "/api/v1/tokens",
-            json!({"name": "phone", "scope": "approve"}),
-        )
-        .await
-        .expect(201);
-    let approve = made["token"].as_str().unwrap().to_owned();
+    let approve = phone_token(&ts).await;
     let made = ts
         .post("/api/v1/tokens", json!({"name": "agent", "scope": "gates"}))
         .await
@@ -128,14 +133,7 @@ async fn the_change_stream_ends_at_shutdown() {
 #[tokio::test]
 async fn one_credential_holds_at_most_its_share_of_streams() {
     let ts = TestServer::start().await;
-    let made = ts
-        .post(
-            "/api/v1/tokens",
-            json!({"name": "phone", "scope": "approve"}),
-        )
-        .await
-        .expect(201);
-    let phone = made["token"].as_str().unwrap().to_owned();
+    let phone = phone_token(&ts).await;
     let sid = ts.create_id(json!({})).await;
     let mut held = Vec::new();
     for i in 0..32 {

@@ -57,6 +57,16 @@ fn multiline(field: &str, value: &str) -> bool {
     ) || value.contains('\n')
 }
 
+/// Enter in a one-field form confirms it, as the form's button does.
+fn on_enter(confirm: impl Fn() + Copy) -> impl Fn(KeyboardEvent) + Copy {
+    move |ev: KeyboardEvent| {
+        if ev.key() == "Enter" && !ev.is_composing() {
+            ev.prevent_default();
+            confirm();
+        }
+    }
+}
+
 fn close_on_escape(panel: RwSignal<Panel>) -> impl Fn(KeyboardEvent) + Copy {
     move |ev: KeyboardEvent| {
         if ev.key() == "Escape" {
@@ -314,15 +324,9 @@ pub fn AlwaysPanel(
             <div class="rule-preview">
                 <code>{crate::shown::line(&request.tool)}</code>
                 " · "
-                // Enter in the field confirms, as in any form with one field.
                 <input id=id data-testid="rule-pattern" type="text" aria-label="Pattern"
                     prop:value=move || pattern.get() on:input=move |ev| pattern.set(event_target_value(&ev))
-                    on:keydown=move |ev: KeyboardEvent| {
-                        if ev.key() == "Enter" && !ev.is_composing() {
-                            ev.prevent_default();
-                            submit();
-                        }
-                    }/>
+                    on:keydown=on_enter(submit)/>
                 " · "
                 <select data-testid="rule-scope" aria-label="Scope" prop:value=move || scope.get()
                     on:change=move |ev| scope.set(event_target_value(&ev))>
