@@ -387,6 +387,14 @@ test('no key changes the mode; Yolo takes a second, deliberate click, and the me
   for (const key of ['Shift+Tab', 'm', 'y', 'Shift+Y']) {
     await pressKey(page, key);
   }
+  // On the picker itself, the keys that step a closed select (arrows, Home/End, paging,
+  // type-ahead) open its list instead of changing the mode.
+  for (const key of ['ArrowDown', 'ArrowUp', 'ArrowRight', 'End', 'PageDown', 'y', 'a']) {
+    await picker.focus();
+    await pressKey(page, key);
+    await page.keyboard.press('Escape');
+    await expect(picker).toHaveValue('ask');
+  }
   await expect(picker).toHaveValue('ask');
   await expect(badge).toHaveAttribute('data-mode', 'ask');
   await composer.fill('');

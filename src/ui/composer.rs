@@ -135,6 +135,7 @@ fn ModePicker(feed: Feed, error: RwSignal<Option<String>>) -> impl IntoView {
                 // The mode in force, also while Yolo is only proposed: what the picker shows is what a
                 // message would go with.
                 prop:value=move || { confirming.track(); feed.mode.get().as_str() }
+                on:keydown=keep_closed_picker_still
                 on:change=move |ev| match Mode::parse(&event_target_value(&ev)) {
                     Some(Mode::Yolo) if feed.mode.get_untracked() != Mode::Yolo => confirming.set(true),
                     Some(mode) => {
@@ -154,6 +155,43 @@ fn ModePicker(feed: Feed, error: RwSignal<Option<String>>) -> impl IntoView {
         <Show when=move || confirming.get()>
             <YoloConfirm feed error confirming/>
         </Show>
+    }
+}
+
+/// A closed select changes its value on arrow keys, Home/End, PageUp/PageDown and type-ahead,
+/// one keystroke from a new mode. Those keys open the list instead, so a mode changes only
+/// by choosing it there (or with the mouse).
+fn keep_closed_picker_still(ev: KeyboardEvent) {
+    if ev.ctrl_key() || ev.meta_key() || ev.alt_key() {
+        return;
+    }
+    let key = ev.key();
+    let moves = matches!(
+        key.as_str(),
+        "ArrowUp"
+            | "ArrowDown"
+            | "ArrowLeft"
+            | "ArrowRight"
+            | "Home"
+            | "End"
+            | "PageUp"
+            | "PageDown"
+    );
+    let types_ahead = key.chars().count() == 1 && key != " ";
+    if !(moves || types_ahead) {
+        return;
+    }
+    ev.prevent_default();
+    // `showPicker` where the browser has it for a select (Chromium does); elsewhere the key
+    // simply does nothing, and Space or a click opens the list.
+    #[cfg(feature = "hydrate")]
+    {
+        use wasm_bindgen::JsCast;
+        let Some(select) = ev.target() else { return };
+        let show = js_sys::Reflect::get(&select, &"showPicker".into()).ok();
+        if let Some(show) = show.and_then(|f| f.dyn_into::<js_sys::Function>().ok()) {
+            let _ = show.call0(&select);
+        }
     }
 }
 
