@@ -3,14 +3,15 @@
 //!
 //! A lost connection heals by itself: a read that never reached the server (a list, a
 //! session's snapshot, a lazy page's code) is tried again until it does, after 250 ms,
-//! 500 ms, then every second (`stream::retry_delay`), so a page opened or navigated to during
-//! an outage loads as soon as the server answers. While it cannot, [`ReachBanner`] says so in
+//! 500 ms, then every second (`stream::retry_delay`), and at once when anything finds the
+//! server back, so a page opened or navigated to during an outage loads as soon as the
+//! server answers. While it cannot, [`ReachBanner`] says so in
 //! words. Only reads are tried again: an answer or a message that could not be sent is said
 //! to be not sent where it was made (`api::error_message`), never sent later unseen.
 //!
 //! What says the server is away: a call that failed to reach it ([`went_down`]), or a stream
-//! that broke ([`lost`], which only asks the server's health: a stream refused for another
-//! reason shows nothing). What says it is back: the health check answering, a stream opening,
+//! that broke ([`lost`], which only asks the server's health, every 250 ms while it is away:
+//! a stream refused for another reason shows nothing). What says it is back: the health check answering, a stream opening,
 //! a read getting through ([`reached`]).
 
 use std::future::Future;
@@ -105,7 +106,7 @@ mod browser {
     //! One probe per tab: while the server is away, `GET /api/v1/health` on the streams'
     //! schedule until anything answers.
 
-    use std::cell::Cell;
+    use std::cell::{Cell, RefCell};
     use std::time::Duration;
 
     use leptos::prelude::*;
@@ -113,11 +114,15 @@ mod browser {
     use wasm_bindgen::JsValue;
     use wasm_bindgen_futures::JsFuture;
 
-    use crate::ui::stream::retry_delay;
+    /// How often the health check is asked while the server is away: often, since it is
+    /// what wakes every waiting read, and cheap (a refused connection, or a tiny answer).
+    const PROBE_EVERY: Duration = Duration::from_millis(250);
 
     thread_local! {
         static AWAY: ArcRwSignal<bool> = ArcRwSignal::new(false);
         static PROBING: Cell<bool> = const { Cell::new(false) };
+        /// The waits under way ([`sleep`]): each ends early once the server is back.
+        static WAITING: RefCell<Vec<js_sys::Function>> = const { RefCell::new(Vec::new()) };
     }
 
     /// `true` while the server cannot be reached.
@@ -141,25 +146,27 @@ mod browser {
             return;
         }
         leptos::task::spawn_local(async {
-            let mut failures = 0u32;
             while !server_answers().await {
                 let away = away();
                 if !away.get_untracked() {
                     away.set(true);
                 }
-                failures = failures.saturating_add(1);
-                sleep(retry_delay(failures)).await;
+                sleep(PROBE_EVERY).await;
             }
             PROBING.with(|p| p.set(false));
             reached();
         });
     }
 
-    /// The server answered.
+    /// The server answered: every read waiting to try again tries now, not at its timer.
     pub fn reached() {
         let away = away();
         if away.get_untracked() {
             away.set(false);
+        }
+        let waiting = WAITING.with(|w| std::mem::take(&mut *w.borrow_mut()));
+        for wake in waiting {
+            let _ = wake.call0(&JsValue::UNDEFINED);
         }
     }
 
@@ -185,7 +192,7 @@ mod browser {
         }
     }
 
-    /// Waits `delay` (a browser timer).
+    /// Waits `delay` (a browser timer), or less: until the server is found back ([`reached`]).
     pub async fn sleep(delay: Duration) {
         let millis = i32::try_from(delay.as_millis()).unwrap_or(i32::MAX);
         let promise = js_sys::Promise::new(&mut |resolve, _reject| {
@@ -193,6 +200,8 @@ mod browser {
                 let _ =
                     window.set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, millis);
             }
+            // Resolving twice (timer, then wake) is harmless.
+            WAITING.with(|w| w.borrow_mut().push(resolve));
         });
         let _ = JsFuture::from(promise).await;
     }
