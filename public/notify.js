@@ -103,7 +103,14 @@
     status('This device is no longer notified.');
   }
 
-  const guard = (fn) => () => fn().catch((err) => status(String(err.message || err), true));
+  // In words (`window.countersignWords`, from passkey.js, where the page loads it): a failed
+  // fetch says nothing was sent, never "TypeError: Failed to fetch".
+  const words = (err) => {
+    if (window.countersignWords) return window.countersignWords(err);
+    if (err instanceof TypeError) return "Can't reach Countersign, so nothing was sent. Try again once it is back.";
+    return String((err && err.message) || err);
+  };
+  const guard = (fn) => () => fn().catch((err) => status(words(err), true));
 
   document.addEventListener('DOMContentLoaded', () => {
     if (!supported()) {

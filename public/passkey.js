@@ -95,12 +95,21 @@
     return json;
   }
 
+  /**
+   * An error in words, never a developer's text ("TypeError: Failed to fetch"): the one
+   * mapping the pages' scripts share (`window.countersignWords`), as `api::error_message` is
+   * the bundle's. A fetch that failed reached nothing: it says nothing was sent.
+   */
   function words(err) {
     if (typeof err === 'string') return err;
+    if (err instanceof TypeError) return "Can't reach Countersign, so nothing was sent. Try again once it is back.";
     if (err && err.name === 'NotAllowedError') return 'the passkey prompt was dismissed or timed out';
     if (err && err.name === 'InvalidStateError') return 'this authenticator already holds a Countersign passkey';
-    return (err && err.message) || String(err);
+    // Our own scripts throw plain Errors carrying the server's sentence.
+    if (err && err.constructor === Error && err.message) return err.message;
+    return 'Countersign could not do that just now. Try again.';
   }
+  window.countersignWords = words;
 
   function supported() {
     return !!(window.PublicKeyCredential && navigator.credentials);

@@ -42,7 +42,7 @@
   }
 
   function guard(fn) {
-    return () => fn().catch((err) => status(String(err), true));
+    return () => fn().catch((err) => status(window.countersignWords ? window.countersignWords(err) : String(err), true));
   }
 
   document.addEventListener('DOMContentLoaded', () => {

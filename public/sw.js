@@ -1,16 +1,20 @@
 // Countersign's service worker: shows a waiting card's push as a notification with Approve
 // and Deny (ordinary cards) or only a link (cards on the safety floor), answers with the
 // one-time capability the push carried, replaces the notification with the outcome, and shows
-// an offline page when the server cannot be reached. Nothing else is cached: no card is ever
-// shown or answerable from a stale copy.
+// an offline page when the server cannot be reached (its script reloads it as soon as the
+// server answers). Nothing else is cached: no card is ever shown or answerable from a stale
+// copy.
 'use strict';
 
-const OFFLINE_CACHE = 'countersign-offline-v1';
+const OFFLINE_CACHE = 'countersign-offline-v2';
 const OFFLINE_URL = '/offline.html';
+/** The offline page's script: it polls the server and reloads the page once it answers. */
+const OFFLINE_SCRIPT = '/offline.js';
 
 self.addEventListener('install', (event) => {
   event.waitUntil(
-    caches.open(OFFLINE_CACHE).then((cache) => cache.add(new Request(OFFLINE_URL, { cache: 'reload' })))
+    caches.open(OFFLINE_CACHE)
+      .then((cache) => cache.addAll([OFFLINE_URL, OFFLINE_SCRIPT].map((url) => new Request(url, { cache: 'reload' }))))
       .then(() => self.skipWaiting()),
   );
 });
@@ -23,13 +27,19 @@ self.addEventListener('activate', (event) => {
   );
 });
 
-// Pages always come from the network; only when it fails does the offline page stand in.
+// Pages always come from the network; only when it fails does the offline page stand in
+// (and its script, which the offline page needs while the server is away).
 self.addEventListener('fetch', (event) => {
-  if (event.request.mode !== 'navigate') return;
-  event.respondWith(
-    fetch(event.request).catch(() => caches.match(OFFLINE_URL)
-      .then((page) => page || new Response('The server cannot be reached.', { status: 503 }))),
-  );
+  const { pathname } = new URL(event.request.url);
+  if (event.request.mode === 'navigate') {
+    event.respondWith(
+      fetch(event.request).catch(() => caches.match(OFFLINE_URL)
+        .then((page) => page || new Response("Can't reach Countersign. Reload once it is back.", { status: 503 }))),
+    );
+  } else if (pathname === OFFLINE_SCRIPT) {
+    event.respondWith(fetch(event.request).catch(() => caches.match(OFFLINE_SCRIPT)
+      .then((script) => script || Response.error())));
+  }
 });
 
 /** The notification a push asks for. */

@@ -361,24 +361,59 @@ pub async fn revoke_token(name: String) -> Result<(), ErrorBody> {
 /// What the UI shows for a failed server function: the server's own sentence, or, where the
 /// failure is the browser's or the transport's (whose text is for developers: "error reaching
 /// server to call server function: TypeError: Failed to fetch"), a plain one that says whether
-/// anything was sent.
+/// anything was sent. Every error the page shows goes through here.
 pub fn error_message(err: &ErrorBody) -> String {
     use crate::protocol::ErrorCode;
     match &err.error.code {
-        ErrorCode::Network => {
-            "Can't reach Countersign, so nothing was sent. Try again once it is back.".to_owned()
-        }
-        ErrorCode::Internal if err.error.message.contains("server function") => {
+        ErrorCode::Network => NOT_SENT.to_owned(),
+        _ if is_developer_text(&err.error.message) => {
             "Countersign could not do that just now (an unexpected answer). Try again.".to_owned()
         }
         _ => err.error.message.clone(),
     }
 }
 
+/// A call that never reached the server, in words: nothing was sent, and nothing will be
+/// sent later unseen.
+pub const NOT_SENT: &str =
+    "Can't reach Countersign, so nothing was sent. Try again once it is back.";
+
+/// Text written for developers, not people: the server-function machinery's own errors (each
+/// of `ServerFnErrorErr`'s messages names its stage) and the browser's fetch failures.
+fn is_developer_text(message: &str) -> bool {
+    const MARKS: [&str; 10] = [
+        "server function",
+        "error running middleware",
+        "error creating response",
+        "error trying to build",
+        "missing argument",
+        "TypeError",
+        "Failed to fetch",
+        "NetworkError",
+        "Load failed",
+        "wasm",
+    ];
+    MARKS.iter().any(|mark| message.contains(mark))
+}
+
 #[cfg(test)]
 mod error_words {
+    use leptos::server_fn::error::{FromServerFnError, ServerFnErrorErr};
+
     use super::error_message;
     use crate::protocol::{ErrorBody, ErrorCode};
+
+    /// What no person should read.
+    const DEVELOPER_WORDS: [&str; 8] = [
+        "TypeError",
+        "Failed to fetch",
+        "server function",
+        "NetworkError",
+        "panicked",
+        "wasm",
+        "undefined",
+        "error ",
+    ];
 
     /// No developer text reaches a person: a transport failure says, in words, that nothing
     /// was sent; the server's own sentences pass as they are.
@@ -400,6 +435,31 @@ mod error_words {
             shown(ErrorCode::UnknownSession, "no session with id x"),
             "no session with id x"
         );
+    }
+
+    /// Every way the server-function machinery itself can fail, in the browser or on the
+    /// server, as the page would show it: words only.
+    #[test]
+    fn every_failure_of_the_machinery_reads_as_words() {
+        let detail = || "TypeError: Failed to fetch at wasm-function[12] (undefined)".to_owned();
+        let failures = [
+            ServerFnErrorErr::Registration(detail()),
+            ServerFnErrorErr::UnsupportedRequestMethod(detail()),
+            ServerFnErrorErr::Request(detail()),
+            ServerFnErrorErr::ServerError(detail()),
+            ServerFnErrorErr::MiddlewareError(detail()),
+            ServerFnErrorErr::Deserialization(detail()),
+            ServerFnErrorErr::Serialization(detail()),
+            ServerFnErrorErr::Args(detail()),
+            ServerFnErrorErr::MissingArg(detail()),
+            ServerFnErrorErr::Response(detail()),
+        ];
+        for failure in failures {
+            let shown = error_message(&ErrorBody::from_server_fn_error(failure.clone()));
+            for word in DEVELOPER_WORDS {
+                assert!(!shown.contains(word), "{failure:?} shows {shown:?}");
+            }
+        }
     }
 }
 

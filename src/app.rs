@@ -49,6 +49,7 @@ pub fn App() -> impl IntoView {
     provide_context(Viewer::current());
     view! {
         <Title text="Countersign"/>
+        <crate::ui::reach::ReachBanner/>
         // In order: every page is whole HTML as it arrives, readable and its cards answerable
         // (by their forms) before the script loads, or without it.
         <Router>

@@ -12,6 +12,8 @@ export interface RunningServer {
   dataDir: string;
   /** SIGKILL the process (a real crash), leaving its data in place. */
   crash: () => Promise<void>;
+  /** SIGTERM the process (an ordinary stop) and wait for it to exit, leaving its data in place. */
+  halt: () => Promise<void>;
   /** Start again on the same address and data. */
   restart: () => Promise<void>;
   stop: () => Promise<void>;
@@ -63,6 +65,7 @@ export async function startServer(extraArgs: string[] = [], options: ServerOptio
   return {
     url, token, workspace, dataDir,
     crash: async () => { child.kill('SIGKILL'); await exited(child); },
+    halt: async () => { child.kill('SIGTERM'); await exited(child); },
     restart: async () => { ({ child } = await spawnServer(args(addr))); },
     stop: async () => {
       if (child.exitCode === null && child.signalCode === null) {

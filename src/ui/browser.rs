@@ -318,7 +318,8 @@ pub async fn passkey_for_card(
             })?
             .as_string()
             .ok_or("the passkey script answered nothing")?;
-        serde_json::from_str(&text).map_err(|e| format!("the passkey answer is not valid: {e}"))
+        // A parse error is for developers: the person learns only that it could not be used.
+        serde_json::from_str(&text).map_err(|_| "the passkey's answer could not be read".to_owned())
     }
     #[cfg(not(feature = "hydrate"))]
     {

@@ -72,24 +72,30 @@ impl Refetch {
 }
 
 /// What a message on the tabs' channel asks of the tab that hears it. The holder posts the
-/// stream's data verbatim for a notice, and [`Relayed::RECONNECTED`] on every (re)open.
+/// stream's data verbatim for a notice, [`Relayed::RECONNECTED`] on every (re)open and
+/// [`Relayed::LOST`] when its stream breaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Relayed {
     /// The holder's stream (re)opened: what changed while nobody held it was not replayed, so
     /// everything is fetched again, at once.
     Reconnected,
+    /// The holder's stream broke: each tab checks whether the server can still be reached
+    /// (`reach::lost`), and says so while it cannot.
+    Lost,
     /// A notice, gathered into the window as the tab's own would be.
     Notice(ChangeKind),
 }
 
 impl Relayed {
     pub const RECONNECTED: &'static str = "reconnected";
+    pub const LOST: &'static str = "lost";
 
     /// Reads a channel message. Anything this build cannot read (not a string, not a notice)
     /// is a notice of a kind it does not know: everything is fetched again.
     pub fn read(message: Option<&str>) -> Relayed {
         match message {
             Some(Self::RECONNECTED) => Relayed::Reconnected,
+            Some(Self::LOST) => Relayed::Lost,
             Some(data) => Relayed::Notice(notice_kind(data)),
             None => Relayed::Notice(ChangeKind::Unknown),
         }
@@ -99,6 +105,7 @@ impl Relayed {
     pub fn refetch(self) -> Refetch {
         match self {
             Relayed::Reconnected => Refetch::ALL,
+            Relayed::Lost => Refetch::default(),
             Relayed::Notice(kind) => Refetch::of(kind),
         }
     }
@@ -262,6 +269,7 @@ mod browser {
             let state = state.clone();
             Closure::<dyn FnMut(web_sys::Event)>::new(move |_| {
                 state.borrow_mut().failures = 0;
+                crate::ui::reach::reached();
                 // Whatever changed while away was not replayed: fetch both once, here and in
                 // the tabs that listen.
                 relay(&state, Relayed::RECONNECTED);
@@ -274,6 +282,8 @@ mod browser {
             Closure::<dyn FnMut(web_sys::Event)>::new(move |_| {
                 let link = state.borrow_mut().link.take();
                 drop(link);
+                crate::ui::reach::lost();
+                relay(&state, Relayed::LOST);
                 schedule_retry(changes, state.clone());
             })
         };
@@ -334,7 +344,11 @@ mod browser {
     /// What the holder relayed: a reconnect is fetched at once, a notice joins the window.
     fn heard(changes: Changes, state: Shared, relayed: Relayed) {
         match relayed {
-            Relayed::Reconnected => changes.bump(relayed.refetch()),
+            Relayed::Reconnected => {
+                crate::ui::reach::reached();
+                changes.bump(relayed.refetch());
+            }
+            Relayed::Lost => crate::ui::reach::lost(),
             Relayed::Notice(_) => noted(changes, state, relayed.refetch()),
         }
     }
@@ -513,6 +527,13 @@ mod tests {
         let relayed = Relayed::read(Some(Relayed::RECONNECTED));
         assert_eq!(relayed, Relayed::Reconnected);
         assert_eq!(relayed.refetch(), Refetch::ALL);
+    }
+
+    #[test]
+    fn a_relayed_loss_is_read_as_such_and_refetches_nothing() {
+        let relayed = Relayed::read(Some(Relayed::LOST));
+        assert_eq!(relayed, Relayed::Lost);
+        assert_eq!(relayed.refetch(), Refetch::default());
     }
 
     #[test]

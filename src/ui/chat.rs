@@ -270,7 +270,7 @@ fn EarlierTurns(feed: Feed, hold_scroll: StoredValue<bool>) -> impl IntoView {
                     hold_scroll.set_value(true);
                     feed.prepend(older);
                 }
-                Err(err) => problem.set(Some(err.error.message)),
+                Err(err) => problem.set(Some(crate::api::error_message(&err))),
             }
             loading.set(false);
         });

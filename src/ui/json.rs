@@ -8,11 +8,14 @@
 //! JSON is the same: only how the bundle reads it changes.
 
 use std::future::Future;
+use std::sync::Arc;
 
 use leptos::prelude::Resource;
 use leptos::server::codee::{Decoder, Encoder};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+
+use crate::ui::reach::{Unreached, until_reached_send};
 
 /// JSON, as Leptos's default resource codec writes it, decoded from the string's bytes.
 pub struct Json;
@@ -40,18 +43,28 @@ pub fn from_str<T: DeserializeOwned>(s: &str) -> serde_json::Result<T> {
     serde_json::from_slice(s.as_bytes())
 }
 
-/// `Resource::new` with the [`Json`] codec.
+/// `Resource::new` with the [`Json`] codec. A fetch that never reached the server is tried
+/// again until it does (`reach::until_reached`): a page opened during an outage loads by
+/// itself once the server is back.
 #[track_caller]
 pub fn resource<T, S, Fut>(
     source: impl Fn() -> S + Send + Sync + 'static,
     fetcher: impl Fn(S) -> Fut + Send + Sync + 'static,
 ) -> Resource<T, Json>
 where
-    T: Serialize + DeserializeOwned + Send + Sync + 'static,
+    T: Serialize + DeserializeOwned + Unreached + Send + Sync + 'static,
     S: PartialEq + Clone + Send + Sync + 'static,
     Fut: Future<Output = T> + Send + 'static,
 {
-    Resource::new_with_options(source, fetcher, false)
+    let fetcher = Arc::new(fetcher);
+    Resource::new_with_options(
+        source,
+        move |source: S| {
+            let fetcher = fetcher.clone();
+            until_reached_send(move || fetcher(source.clone()))
+        },
+        false,
+    )
 }
 
 #[cfg(test)]

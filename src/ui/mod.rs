@@ -13,6 +13,7 @@ pub mod inbox;
 pub mod json;
 pub mod lazy_pages;
 pub mod outside;
+pub mod reach;
 pub mod rules_page;
 pub mod session_page;
 pub mod session_title;

@@ -140,7 +140,7 @@ impl PendingGates {
         }
         self.in_flight.set(true);
         spawn_local(async move {
-            let result = api::pending_approvals().await;
+            let result = crate::ui::reach::until_reached(api::pending_approvals).await;
             self.in_flight.try_set(false);
             if self.again.try_get_untracked() == Some(true) {
                 self.again.set(false);

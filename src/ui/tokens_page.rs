@@ -163,7 +163,7 @@ fn CreateForm(
             </ul>
             {move || error.get().map(|err| view! {
                 <p class="error" role="alert" data-testid="token-error" data-code=err.error.code.as_str().to_owned()>
-                    {err.error.message.clone()}
+                    {api::error_message(&err)}
                 </p>
             })}
         </form>

@@ -43,6 +43,7 @@ pub fn routes(site_root: &str) -> Routes {
         .files(Need::Public, "/passkey.js", false, fresh("passkey.js"))
         .files(Need::Public, "/security.js", false, fresh("security.js"))
         .files(Need::Public, "/offline.html", false, file("offline.html"))
+        .files(Need::Public, "/offline.js", false, fresh("offline.js"))
         .files(Need::Public, "/icons", true, icons)
         .get(Need::Read, "/notify", notify_page)
         // An admin's page; another credential is told so on the page itself.
