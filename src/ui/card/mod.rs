@@ -3,6 +3,7 @@
 //! to one line saying who or what resolved them.
 
 pub mod answered_by;
+mod answered_here;
 mod decide;
 mod diff;
 pub mod edited;
@@ -20,6 +21,7 @@ use crate::ui::when::When;
 use parts::{CardBody, answered_at_a_time, badge, outcome_text};
 use pending::PendingCard;
 
+pub use answered_here::AnsweredHere;
 pub use parts::{CardPlace, who_answered};
 
 #[component]
