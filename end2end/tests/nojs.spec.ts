@@ -27,7 +27,8 @@ test('with JavaScript off, a card is approved on the session page and denied wit
   await expect(p).toHaveURL(new RegExp(`/sessions/[0-9a-f-]+#gate-${first}$`));
   await expect(card(p, first)).toHaveAttribute('data-state', 'resolved');
   await expect(toolResults(page, 'ok')).toHaveCount(1);
-  await expect(card(page, first).getByTestId('card-outcome')).toContainText('Approved in another tab or device');
+  // Another browser login (this context's is not the phone's): named by its device.
+  await expect(card(page, first).getByTestId('card-outcome')).toContainText('Approved by you, on Chrome on ');
 
   // The Inbox is not "Loading…": its cards are there, and Deny takes a reason.
   await expect(pendingCards(page)).toHaveCount(1);

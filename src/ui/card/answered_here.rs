@@ -48,13 +48,13 @@ pub fn AnsweredHere(#[prop(into)] gates: Signal<Vec<ApprovalRequestBody>>) -> im
     });
     view! {
         <Show when=move || !answered.read().is_empty()>
-            <section class="answered-here" aria-label="Answered here">
-                <ul role="status">
+            <div class="answered-here" role="status" aria-label="Answered here">
+                <ul>
                     <For each=move || answered.get() key=|(r, _)| r.approval_id.clone() let:((request, resolution))>
                         <AnsweredLine request resolution/>
                     </For>
                 </ul>
-            </section>
+            </div>
         </Show>
     }
 }
