@@ -305,7 +305,10 @@ fn android_model(user_agent: &str) -> Option<&str> {
     let mut parts = inside.split(';').map(str::trim);
     parts.find(|part| part.starts_with("Android"))?;
     let model = parts.next()?;
-    let model = model.split_once(" Build/").map_or(model, |(name, _)| name).trim();
+    let model = model
+        .split_once(" Build/")
+        .map_or(model, |(name, _)| name)
+        .trim();
     let plain = model
         .chars()
         .all(|c| c.is_ascii_alphanumeric() || matches!(c, ' ' | '-' | '_' | '.' | '+'));

@@ -51,7 +51,10 @@ async fn an_answer_names_its_browser_login_and_device_and_the_audit_says_so() {
     let ts = TestServer::start().await;
     let desk = browser_login(&ts, &ts.token, DESKTOP).await;
     let made = ts
-        .post("/api/v1/tokens", json!({"name": "phone", "scope": "approve"}))
+        .post(
+            "/api/v1/tokens",
+            json!({"name": "phone", "scope": "approve"}),
+        )
         .await
         .expect(201);
     let phone_secret = made["token"].as_str().unwrap().to_owned();
@@ -70,7 +73,10 @@ async fn an_answer_names_its_browser_login_and_device_and_the_audit_says_so() {
     let desk_said = resolution_of(&ts, &sid, &by_desk).await;
     assert_eq!(desk_said["actor"], "browser", "{desk_said}");
     assert_eq!(desk_said["client_id"], "tab-1", "{desk_said}");
-    assert_eq!(desk_said["login"]["device"], "Firefox on Linux", "{desk_said}");
+    assert_eq!(
+        desk_said["login"]["device"], "Firefox on Linux",
+        "{desk_said}"
+    );
     let desk_id = desk_said["login"]["id"].as_str().unwrap().to_owned();
     assert!(
         desk_id.len() == 12 && desk_id.bytes().all(|b| b.is_ascii_hexdigit()),
@@ -89,7 +95,10 @@ async fn an_answer_names_its_browser_login_and_device_and_the_audit_says_so() {
     .expect(200);
     let phone_said = resolution_of(&ts, &sid, &by_phone).await;
     assert_eq!(phone_said["actor"], "token:phone", "{phone_said}");
-    assert_eq!(phone_said["login"]["device"], "Chrome on Pixel 8", "{phone_said}");
+    assert_eq!(
+        phone_said["login"]["device"], "Chrome on Pixel 8",
+        "{phone_said}"
+    );
     assert_ne!(phone_said["login"]["id"], desk_id.as_str(), "{phone_said}");
 
     // The same token as a bearer: no browser login to name.
@@ -132,14 +141,27 @@ async fn an_answer_names_its_browser_login_and_device_and_the_audit_says_so() {
     };
     let desk_entry = entry(&by_desk);
     assert_eq!(desk_entry["actor"], "browser", "{desk_entry}");
-    assert_eq!(desk_entry["detail"]["login"]["device"], "Firefox on Linux", "{desk_entry}");
-    assert_eq!(desk_entry["detail"]["login"]["id"], desk_id.as_str(), "{desk_entry}");
+    assert_eq!(
+        desk_entry["detail"]["login"]["device"], "Firefox on Linux",
+        "{desk_entry}"
+    );
+    assert_eq!(
+        desk_entry["detail"]["login"]["id"],
+        desk_id.as_str(),
+        "{desk_entry}"
+    );
     let phone_entry = entry(&by_phone);
     assert_eq!(phone_entry["actor"], "token:phone", "{phone_entry}");
-    assert_eq!(phone_entry["detail"]["login"]["device"], "Chrome on Pixel 8", "{phone_entry}");
+    assert_eq!(
+        phone_entry["detail"]["login"]["device"], "Chrome on Pixel 8",
+        "{phone_entry}"
+    );
     let bearer_entry = entry(&by_bearer);
     assert_eq!(bearer_entry["actor"], "token:phone", "{bearer_entry}");
-    assert!(bearer_entry["detail"].get("login").is_none(), "{bearer_entry}");
+    assert!(
+        bearer_entry["detail"].get("login").is_none(),
+        "{bearer_entry}"
+    );
     ts.get("/api/v1/audit/verify").await.expect(200)["ok"]
         .as_bool()
         .filter(|ok| *ok)

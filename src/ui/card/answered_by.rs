@@ -234,10 +234,7 @@ mod tests {
             "by you, in another tab"
         );
         // The server's render knows the browser, not the tab; a form's answer has no tab.
-        assert_eq!(
-            answered_by(&r, reader("", DESK)),
-            "by you, in this browser"
-        );
+        assert_eq!(answered_by(&r, reader("", DESK)), "by you, in this browser");
         let form = from("browser", DESK, "Firefox on Linux", None);
         assert_eq!(
             answered_by(&form, reader("tab-2", DESK)),
@@ -325,15 +322,16 @@ mod tests {
             answered_by(&old, reader("tab-2", DESK)),
             "by you, in another tab or device"
         );
-        assert_eq!(
-            answered_by(&old, reader("", DESK)),
-            "by you, in a browser"
-        );
+        assert_eq!(answered_by(&old, reader("", DESK)), "by you, in a browser");
         // Not a credential's spelling: never "you", never a token.
         for actor in ["Browser", "token:", "user:tab-1"] {
             let mut r = by(actor, AnsweredBy::User);
             r.client_id = Some("tab-1".into());
-            assert_eq!(answered_by(&r, reader("tab-1", DESK)), "by a person", "{actor}");
+            assert_eq!(
+                answered_by(&r, reader("tab-1", DESK)),
+                "by a person",
+                "{actor}"
+            );
         }
         assert_eq!(
             answered_by(&by("token:", AnsweredBy::User), reader("tab-1", DESK)),
@@ -402,7 +400,10 @@ mod tests {
             decision: Decision::Timeout,
             ..timeout
         };
-        assert_eq!(outcome_of(&tool, &timeout, "by the timeout"), "Timed out — not run");
+        assert_eq!(
+            outcome_of(&tool, &timeout, "by the timeout"),
+            "Timed out — not run"
+        );
         let mut cancelled = by("cancel", AnsweredBy::System);
         cancelled.decision = Decision::Cancelled;
         cancelled.reason = Some("answered_elsewhere".into());
