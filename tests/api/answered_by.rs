@@ -26,26 +26,79 @@ async fn browser_login(ts: &TestServer, secret: &str, user_agent: &str) -> Strin
         .to_owned()
 }
 
-/// A card waiting in a new session of its own; its route and id.
-async fn waiting_card(ts: &TestServer, file: &str) -> (String, String, String) {
+/// How an answer is sent: with a browser's cookie, or as a bearer.
+enum Through<'a> {
+    Cookie(&'a str),
+    Bearer(&'a str),
+}
+
+/// A card waiting in a new session of its own, answered `body` through `who`: its id and the
+/// resolution its session's log recorded.
+async fn answer_a_card(ts: &TestServer, who: Through<'_>, body: Value) -> (String, Value) {
     let sid = ts.create_id(json!({"approval_mode": "ask"})).await;
-    ts.send_msg(&sid, &format!("run: echo x > {file}"), None)
-        .await;
+    ts.send_msg(&sid, "run: echo x > x.txt", None).await;
     let gate = aid(&ts.wait_gate(&sid).await);
     let route = format!("/api/v1/sessions/{sid}/approvals/{gate}");
-    (sid, gate, route)
-}
-
-/// The session's one resolution of `gate`, from its log.
-async fn resolution_of(ts: &TestServer, sid: &str, gate: &str) -> Value {
-    let found: Vec<Value> = events(&ts.snapshot(sid).await)
+    match who {
+        Through::Cookie(cookie) => send(
+            ts.anon(Method::POST, &route)
+                .header("cookie", cookie)
+                .json(&body),
+        )
+        .await
+        .expect(200),
+        Through::Bearer(secret) => Api::new(&ts.base)
+            .with_token(secret)
+            .post(&route, body)
+            .await
+            .expect(200),
+    };
+    let found: Vec<Value> = events(&ts.snapshot(&sid).await)
         .into_iter()
-        .filter(|e| e["type"] == "approval_resolved" && e["approval_id"] == gate)
+        .filter(|e| e["type"] == "approval_resolved" && e["approval_id"] == gate.as_str())
         .collect();
     assert_eq!(found.len(), 1, "{found:#?}");
-    found[0].clone()
+    (gate, found[0].clone())
 }
 
+/// The `gate_resolved` audit entry of each gate, in order.
+async fn audited(ts: &TestServer, gates: [&str; 3]) -> [Value; 3] {
+    let audit = ts
+        .get("/api/v1/audit?action=gate_resolved")
+        .await
+        .expect(200);
+    let entries = audit.as_array().unwrap();
+    gates.map(|gate| {
+        entries
+            .iter()
+            .find(|e| e["subject"] == gate)
+            .cloned()
+            .unwrap_or_else(|| panic!("no entry for {gate}: {audit:#}"))
+    })
+}
+
+/// The audit's entries for the desk's, the phone's and the bearer's answers: the same actor,
+/// and the browser login in the detail where there was one; the chain still holds.
+async fn audit_names_them(ts: &TestServer, gates: [&str; 3], desk_login: &Value) {
+    let [desk_entry, phone_entry, bearer_entry] = audited(ts, gates).await;
+    assert_eq!(desk_entry["actor"], "browser", "{desk_entry}");
+    assert_eq!(desk_entry["detail"]["login"], *desk_login, "{desk_entry}");
+    assert_eq!(phone_entry["actor"], "token:phone", "{phone_entry}");
+    assert_eq!(
+        phone_entry["detail"]["login"]["device"], "Chrome on Pixel 8",
+        "{phone_entry}"
+    );
+    assert_eq!(bearer_entry["actor"], "token:phone", "{bearer_entry}");
+    assert!(
+        bearer_entry["detail"].get("login").is_none(),
+        "{bearer_entry}"
+    );
+    let verdict = ts.get("/api/v1/audit/verify").await.expect(200);
+    assert_eq!(verdict["ok"], true, "{verdict}");
+}
+
+/// The admin's browser, a phone logged in with its token, the same token as a bearer: each
+/// answer's actor is the credential, `login` says which browser, and the audit says the same.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_answer_names_its_browser_login_and_device_and_the_audit_says_so() {
     let ts = TestServer::start().await;
@@ -61,16 +114,7 @@ async fn an_answer_names_its_browser_login_and_device_and_the_audit_says_so() {
     let phone = browser_login(&ts, &phone_secret, PIXEL).await;
     let approve = json!({"decision": "approve", "client_id": "tab-1"});
 
-    // The admin's browser, from its tab.
-    let (sid, by_desk, route) = waiting_card(&ts, "a.txt").await;
-    send(
-        ts.anon(Method::POST, &route)
-            .header("cookie", &desk)
-            .json(&approve),
-    )
-    .await
-    .expect(200);
-    let desk_said = resolution_of(&ts, &sid, &by_desk).await;
+    let (by_desk, desk_said) = answer_a_card(&ts, Through::Cookie(&desk), approve.clone()).await;
     assert_eq!(desk_said["actor"], "browser", "{desk_said}");
     assert_eq!(desk_said["client_id"], "tab-1", "{desk_said}");
     assert_eq!(
@@ -84,16 +128,7 @@ async fn an_answer_names_its_browser_login_and_device_and_the_audit_says_so() {
     );
     assert!(!desk.contains(&desk_id), "the id is no part of the cookie");
 
-    // The phone, logged in with its token.
-    let (sid, by_phone, route) = waiting_card(&ts, "b.txt").await;
-    send(
-        ts.anon(Method::POST, &route)
-            .header("cookie", &phone)
-            .json(&approve),
-    )
-    .await
-    .expect(200);
-    let phone_said = resolution_of(&ts, &sid, &by_phone).await;
+    let (by_phone, phone_said) = answer_a_card(&ts, Through::Cookie(&phone), approve.clone()).await;
     assert_eq!(phone_said["actor"], "token:phone", "{phone_said}");
     assert_eq!(
         phone_said["login"]["device"], "Chrome on Pixel 8",
@@ -102,68 +137,14 @@ async fn an_answer_names_its_browser_login_and_device_and_the_audit_says_so() {
     assert_ne!(phone_said["login"]["id"], desk_id.as_str(), "{phone_said}");
 
     // The same token as a bearer: no browser login to name.
-    let (sid, by_bearer, route) = waiting_card(&ts, "c.txt").await;
-    Api::new(&ts.base)
-        .with_token(&phone_secret)
-        .post(&route, approve.clone())
-        .await
-        .expect(200);
-    let bearer_said = resolution_of(&ts, &sid, &by_bearer).await;
+    let (by_bearer, bearer_said) =
+        answer_a_card(&ts, Through::Bearer(&phone_secret), approve).await;
     assert_eq!(bearer_said["actor"], "token:phone", "{bearer_said}");
     assert!(bearer_said.get("login").is_none(), "{bearer_said}");
 
     // The same browser login is the same id on its next answer.
-    let (sid, again, route) = waiting_card(&ts, "d.txt").await;
-    send(
-        ts.anon(Method::POST, &route)
-            .header("cookie", &desk)
-            .json(&json!({"decision": "deny"})),
-    )
-    .await
-    .expect(200);
-    assert_eq!(
-        resolution_of(&ts, &sid, &again).await["login"]["id"],
-        desk_id.as_str()
-    );
+    let (_, again) = answer_a_card(&ts, Through::Cookie(&desk), json!({"decision": "deny"})).await;
+    assert_eq!(again["login"]["id"], desk_id.as_str(), "{again}");
 
-    let audit = ts
-        .get("/api/v1/audit?action=gate_resolved")
-        .await
-        .expect(200);
-    let entry = |gate: &str| {
-        audit
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|e| e["subject"] == gate)
-            .cloned()
-            .unwrap_or_else(|| panic!("no entry for {gate}: {audit:#}"))
-    };
-    let desk_entry = entry(&by_desk);
-    assert_eq!(desk_entry["actor"], "browser", "{desk_entry}");
-    assert_eq!(
-        desk_entry["detail"]["login"]["device"], "Firefox on Linux",
-        "{desk_entry}"
-    );
-    assert_eq!(
-        desk_entry["detail"]["login"]["id"],
-        desk_id.as_str(),
-        "{desk_entry}"
-    );
-    let phone_entry = entry(&by_phone);
-    assert_eq!(phone_entry["actor"], "token:phone", "{phone_entry}");
-    assert_eq!(
-        phone_entry["detail"]["login"]["device"], "Chrome on Pixel 8",
-        "{phone_entry}"
-    );
-    let bearer_entry = entry(&by_bearer);
-    assert_eq!(bearer_entry["actor"], "token:phone", "{bearer_entry}");
-    assert!(
-        bearer_entry["detail"].get("login").is_none(),
-        "{bearer_entry}"
-    );
-    ts.get("/api/v1/audit/verify").await.expect(200)["ok"]
-        .as_bool()
-        .filter(|ok| *ok)
-        .expect("the chain holds");
+    audit_names_them(&ts, [&by_desk, &by_phone, &by_bearer], &desk_said["login"]).await;
 }
