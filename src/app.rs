@@ -16,6 +16,9 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
     crate::server::csp::set_page_policy();
     let viewer = Viewer::current();
     let (scope, modes) = (viewer.scope_attr(), viewer.modes.attr());
+    // Which browser login this is (a digest that grants nothing): a card tells this browser's
+    // answers from another's by it.
+    let login = crate::ui::card::answered_by::reader_login();
     // The page's own scripts carry the render's nonce too, as every script of a page does.
     let nonce = use_nonce().map(|n| n.to_string());
     view! {
@@ -36,7 +39,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <HydrationScripts options/>
                 <MetaTags/>
             </head>
-            <body data-scope=scope data-modes=modes>
+            <body data-scope=scope data-modes=modes data-login=login>
                 <App/>
             </body>
         </html>

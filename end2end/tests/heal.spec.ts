@@ -45,7 +45,7 @@ test('a tab whose feed died and that loses the race shows the answer and no butt
   await expect(late).toHaveAttribute('data-state', 'resolved');
   await expect(late).toHaveAttribute('data-decision', 'approve');
   await expect(late.getByTestId('card-notice')).toHaveText('Already approved in another tab');
-  await expect(late.getByTestId('card-outcome')).toContainText('Approved in another tab or device');
+  await expect(late.getByTestId('card-outcome')).toContainText('Approved by you, in another tab');
   await expect(late.locator('button:visible')).toHaveCount(0);
   // No longer waiting here: no key reaches it, and the tab stops counting it.
   await late.focus();

@@ -26,8 +26,11 @@ test('with JavaScript off, a card is approved on the session page and denied wit
   // Back on the same page, drawn again by the server: the card is answered, the call ran.
   await expect(p).toHaveURL(new RegExp(`/sessions/[0-9a-f-]+#gate-${first}$`));
   await expect(card(p, first)).toHaveAttribute('data-state', 'resolved');
+  // Drawn by the server for this browser's login: its own form's answer (no tab to name).
+  await expect(card(p, first).getByTestId('card-outcome')).toContainText('Approved by you, in this browser');
   await expect(toolResults(page, 'ok')).toHaveCount(1);
-  await expect(card(page, first).getByTestId('card-outcome')).toContainText('Approved in another tab or device');
+  // Another browser login (this context's is not the phone's): named by its device.
+  await expect(card(page, first).getByTestId('card-outcome')).toContainText('Approved by you, on Chrome on ');
 
   // The Inbox is not "Loading…": its cards are there, and Deny takes a reason.
   await expect(pendingCards(page)).toHaveCount(1);

@@ -32,12 +32,12 @@ test('the countdown says what happens at zero, and times read in the browser zon
 
   const resolved = card(page, id);
   await expect(resolved).toHaveAttribute('data-state', 'resolved');
-  await expect(resolved.getByTestId('card-outcome')).toContainText('Approved by you · ');
+  await expect(resolved.getByTestId('card-outcome')).toContainText('Approved by you, in this tab · ');
   await expectLocalTime(resolved.getByTestId('card-outcome').getByTestId('when'));
-  // This tab's id is kept for the tab: after a reload the answer is still "by you".
+  // This tab's id is kept for the tab: after a reload the answer is still "in this tab".
   await page.reload();
   await waitLive(page);
-  await expect(card(page, id).getByTestId('card-outcome')).toContainText('Approved by you · ');
+  await expect(card(page, id).getByTestId('card-outcome')).toContainText('Approved by you, in this tab · ');
   await expectLocalTime(card(page, id).getByTestId('card-outcome').getByTestId('when'));
 
   await send(page, 'ask deploy: Ship the release | today');

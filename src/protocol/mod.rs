@@ -467,6 +467,24 @@ pub struct Resolution {
     /// The passkey whose assertion stepped this answer up (its name), when one was needed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub passkey: Option<String>,
+    /// The browser login the answer came through, from the credential (never the body): a
+    /// browser's own login (`actor` `browser`) or one made with a named token (a phone's
+    /// `token:<name>`). Absent for a bearer's answer (the API, the CLI) and in events written
+    /// before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub login: Option<LoginRef>,
+}
+
+/// Which browser login did something, and on what device: how a card says "you, in another
+/// tab" or "you, on Chrome on Pixel 7", and the audit names a browser login. The id is a
+/// digest that grants nothing (not the cookie, nor the hash the server finds it by).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct LoginRef {
+    pub id: String,
+    /// The browser in a few words, from its `User-Agent` when it logged in ("Chrome on
+    /// Pixel 7"); empty for a login made before devices were kept.
+    #[serde(default)]
+    pub device: String,
 }
 
 /// The surface an answer came through, where it was not the page or the API.
@@ -501,6 +519,7 @@ impl Resolution {
             execution_mode: None,
             via: None,
             passkey: None,
+            login: None,
         }
     }
 }

@@ -102,16 +102,23 @@ pub fn drafts_for(
 
 /// A card's answer, and the rule its Allow always made (in the same commit).
 fn resolved(session_id: &str, resolution: &Resolution, new_rule: Option<&Rule>) -> Vec<AuditDraft> {
+    let mut detail = json!({
+        "session_id": session_id, "decision": resolution.decision,
+        "reason": resolution.reason, "edits": resolution.edits,
+        "rule_id": resolution.rule_id, "execution_mode": resolution.execution_mode,
+        "via": resolution.via, "passkey": resolution.passkey,
+    });
+    // Which browser login answered, and its device: the actor says only `browser` or the
+    // token (protocol.md), this says which browser. Only where there is one, so the entries
+    // of other answers read as they always did.
+    if let (Some(login), Some(fields)) = (&resolution.login, detail.as_object_mut()) {
+        fields.insert("login".into(), json!(login));
+    }
     let mut drafts = vec![AuditDraft {
         actor: resolver(resolution),
         action: "gate_resolved",
         subject: resolution.approval_id.to_string(),
-        detail: json!({
-            "session_id": session_id, "decision": resolution.decision,
-            "reason": resolution.reason, "edits": resolution.edits,
-            "rule_id": resolution.rule_id, "execution_mode": resolution.execution_mode,
-            "via": resolution.via, "passkey": resolution.passkey,
-        }),
+        detail,
     }];
     if let Some(rule) = new_rule {
         drafts.push(AuditDraft {

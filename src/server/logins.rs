@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::protocol::Timestamp;
-use crate::server::principal::{CLI_TOKEN_NAME, Principal, Scope};
+use crate::server::principal::{CLI_TOKEN_NAME, LoginRef, Principal, Scope};
 use crate::server::secret::random_token;
 use crate::server::store::secrets::{HashedSecret, HashedSecrets, SecretKind, hash_secret};
 use crate::server::store::{StoreError, TokenRepo};
@@ -81,7 +81,8 @@ pub struct BrowserLogin {
 
 /// Who `presented` is, now: the one answer every door uses (the middleware, a feed's
 /// recheck, a push subscription's). `None` once it no longer authenticates: expired, revoked,
-/// signed out, or a browser login whose token was revoked or lost the right to answer.
+/// signed out, or a browser login whose token was revoked or lost the right to answer. A
+/// browser login says which it is and its device (`Principal::login`).
 pub async fn who(
     kept: &dyn HashedSecrets,
     tokens: &dyn TokenRepo,
@@ -93,19 +94,32 @@ pub async fn who(
             let Some(login) = browser_login(kept, hash).await? else {
                 return Ok(None);
             };
+            let seen = LoginRef {
+                id: login_id(hash),
+                device: login.device,
+            };
             match (login.token_hash, login.admin_hash) {
                 (Some(token), _) => Ok(named_token(tokens, &token)
                     .await?
                     // A `gates` token never logs in.
-                    .filter(|p| p.scope().decides())),
+                    .filter(|p| p.scope().decides())
+                    .map(|p| p.through(seen))),
                 (None, Some(admin)) => Ok(kept
                     .find_secret(SecretKind::AdminToken, &admin)
                     .await?
-                    .map(|_| Principal::Browser)),
-                (None, None) => Ok(Some(Principal::Browser)),
+                    .map(|_| Principal::Browser { login: seen })),
+                (None, None) => Ok(Some(Principal::Browser { login: seen })),
             }
         }
     }
+}
+
+/// Which browser login a cookie's hash is, in twelve hex digits that grant nothing: a digest
+/// of the hash (the hash itself is what the store finds the login by, so it is never shown).
+pub fn login_id(cookie_hash: &str) -> String {
+    let mut id = hash_secret(&format!("login-id:{cookie_hash}"));
+    id.truncate(12);
+    id
 }
 
 /// A bearer secret's holder, by its hash: the admin token, the local CLI's credential, or a
@@ -127,10 +141,7 @@ async fn bearer_holder(
         .await?
         .is_some()
     {
-        return Ok(Some(Principal::Token {
-            name: CLI_TOKEN_NAME.to_owned(),
-            scope: Scope::Admin,
-        }));
+        return Ok(Some(Principal::bearer(CLI_TOKEN_NAME, Scope::Admin)));
     }
     named_token(tokens, hash).await
 }
@@ -145,10 +156,7 @@ async fn named_token(tokens: &dyn TokenRepo, hash: &str) -> Result<Option<Princi
         tracing::error!(token = %row.name, scope = %row.scope, "a stored token has an unknown scope; refusing it");
         return Ok(None);
     };
-    Ok(Some(Principal::Token {
-        name: row.name,
-        scope,
-    }))
+    Ok(Some(Principal::bearer(row.name, scope)))
 }
 
 fn row(hash: String, kind: SecretKind, body: String, ttl_ms: Option<i64>) -> HashedSecret {
@@ -256,8 +264,9 @@ pub async fn mint_cli_token(kept: &dyn HashedSecrets) -> Result<String, StoreErr
     Ok(secret)
 }
 
-/// A browser's `User-Agent` in a few words ("Firefox on Linux"): how a login is told apart,
-/// never more of the header than that.
+/// A browser's `User-Agent` in a few words ("Firefox on Linux", "Chrome on Pixel 8"): how a
+/// login is told apart, and how a card names the phone that answered it, never more of the
+/// header than that.
 pub fn device_of(user_agent: &str) -> String {
     let ua = user_agent.to_ascii_lowercase();
     let browser = [
@@ -282,10 +291,28 @@ pub fn device_of(user_agent: &str) -> String {
     .into_iter()
     .find(|(key, _)| ua.contains(key))
     .map(|(_, name)| name);
-    match system {
-        Some(system) => format!("{browser} on {system}"),
-        None => browser.to_owned(),
+    match (android_model(user_agent), system) {
+        (Some(model), _) => format!("{browser} on {model}"),
+        (None, Some(system)) => format!("{browser} on {system}"),
+        (None, None) => browser.to_owned(),
     }
+}
+
+/// The phone an Android `User-Agent` names (`(Linux; Android 14; Pixel 8)` → `Pixel 8`), when
+/// it names one: a reduced one says only `K`, and a name that is not plainly one is left out.
+fn android_model(user_agent: &str) -> Option<&str> {
+    let inside = user_agent.split_once('(')?.1.split_once(')')?.0;
+    let mut parts = inside.split(';').map(str::trim);
+    parts.find(|part| part.starts_with("Android"))?;
+    let model = parts.next()?;
+    let model = model
+        .split_once(" Build/")
+        .map_or(model, |(name, _)| name)
+        .trim();
+    let plain = model
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, ' ' | '-' | '_' | '.' | '+'));
+    (plain && (2..=32).contains(&model.len())).then_some(model)
 }
 
 #[cfg(test)]
@@ -376,7 +403,14 @@ mod tests {
     #[test]
     fn a_device_is_a_few_words() {
         let pixel = "Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Mobile Safari/537.36";
-        assert_eq!(device_of(pixel), "Chrome on Android");
+        assert_eq!(device_of(pixel), "Chrome on Pixel 8");
+        // A reduced `User-Agent` names no phone; a webview's build is left out.
+        let reduced = "Mozilla/5.0 (Linux; Android 10; K) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Mobile Safari/537.36";
+        assert_eq!(device_of(reduced), "Chrome on Android");
+        let webview = "Mozilla/5.0 (Linux; Android 9; SM-G960F Build/PPR1.180610.011; wv) AppleWebKit/537.36 Chrome/74.0 Mobile Safari/537.36";
+        assert_eq!(device_of(webview), "Chrome on SM-G960F");
+        let odd = "Mozilla/5.0 (Linux; Android 14; <b>x</b>) Chrome/126.0";
+        assert_eq!(device_of(odd), "Chrome on Android");
         assert_eq!(device_of("curl/8.0"), "curl");
         assert_eq!(device_of(""), "A browser");
     }

@@ -5,15 +5,21 @@
 //! **Invariant 31** ([ARCHITECTURE.md](../../ARCHITECTURE.md#invariants)): an actor comes from the principal, never from a body field.
 
 use crate::protocol::Actor;
-pub use crate::protocol::Scope;
+pub use crate::protocol::{LoginRef, Scope};
 
 /// The authenticated caller of one request.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Principal {
-    /// A browser holding the session cookie.
-    Browser,
-    /// A bearer token, by name (the startup token is named `admin`).
-    Token { name: String, scope: Scope },
+    /// A browser holding the session cookie of a login made with a login link or the admin
+    /// token: which login, and its device.
+    Browser { login: LoginRef },
+    /// A token, by name (the startup token is named `admin`): as a bearer (`login` `None`), or
+    /// through the browser login it made (a phone logged in with its `approve` token).
+    Token {
+        name: String,
+        scope: Scope,
+        login: Option<LoginRef>,
+    },
     /// A tap on an ntfy notification's Approve or Deny (`[notify] format = "ntfy"`): whoever
     /// reads that topic. It only ever holds a one-time answer capability, never a session.
     Ntfy,
@@ -59,13 +65,52 @@ impl Principal {
         Principal::Token {
             name: STARTUP_TOKEN_NAME.to_owned(),
             scope: Scope::Admin,
+            login: None,
         }
     }
 
-    /// How the audit and `approval_resolved.actor` name this caller.
+    /// A token presented as a bearer (the API, the CLI, an agent's hook).
+    pub fn bearer(name: impl Into<String>, scope: Scope) -> Self {
+        Principal::Token {
+            name: name.into(),
+            scope,
+            login: None,
+        }
+    }
+
+    /// This token's principal as the browser login it made: same name and scope, and the
+    /// login said, so an answer names the device it came from.
+    pub fn through(self, seen: LoginRef) -> Self {
+        match self {
+            Principal::Token { name, scope, .. } => Principal::Token {
+                name,
+                scope,
+                login: Some(seen),
+            },
+            other => other,
+        }
+    }
+
+    /// The browser login this caller came through, if any (never for a bearer or ntfy).
+    pub fn login(&self) -> Option<&LoginRef> {
+        match self {
+            Principal::Browser { login } => Some(login),
+            Principal::Token { login, .. } => login.as_ref(),
+            Principal::Ntfy => None,
+        }
+    }
+
+    /// A browser logged in as the person (a login link or the admin token), not a token.
+    pub fn is_browser(&self) -> bool {
+        matches!(self, Principal::Browser { .. })
+    }
+
+    /// How the audit and `approval_resolved.actor` name this caller: the credential's kind
+    /// and name (`browser`, `token:<name>`), as protocol.md spells it; which browser login,
+    /// and its device, is `login()`, kept beside it (`Resolution::login`).
     pub fn actor(&self) -> String {
         match self {
-            Principal::Browser => Actor::Browser,
+            Principal::Browser { .. } => Actor::Browser,
             Principal::Token { name, .. } => Actor::Token(name),
             Principal::Ntfy => Actor::Ntfy,
         }
@@ -74,7 +119,7 @@ impl Principal {
 
     pub fn scope(&self) -> Scope {
         match self {
-            Principal::Browser => Scope::Admin,
+            Principal::Browser { .. } => Scope::Admin,
             Principal::Token { scope, .. } => *scope,
             Principal::Ntfy => Scope::Approve,
         }
@@ -101,9 +146,33 @@ mod tests {
 
     #[test]
     fn actors_name_the_credential() {
-        assert_eq!(Principal::Browser.actor(), "browser");
+        let seen = LoginRef {
+            id: "l1".into(),
+            device: "Chrome on Pixel 7".into(),
+        };
+        let browser = Principal::Browser {
+            login: seen.clone(),
+        };
+        assert_eq!(browser.actor(), "browser");
+        assert_eq!(browser.login(), Some(&seen));
         assert_eq!(Principal::startup_token().actor(), "token:admin");
         assert_eq!(Principal::startup_token().scope(), Scope::Admin);
+        assert_eq!(Principal::startup_token().login(), None);
         assert_eq!(actors::rule(&"r1".into()), "rule:r1");
+    }
+
+    /// A token's browser login keeps the token's name and scope, and says which login.
+    #[test]
+    fn a_token_through_a_browser_login_is_still_the_token() {
+        let seen = LoginRef {
+            id: "l2".into(),
+            device: "Chrome on Pixel 7".into(),
+        };
+        let phone = Principal::bearer("phone", Scope::Approve).through(seen.clone());
+        assert_eq!(phone.actor(), "token:phone");
+        assert_eq!(phone.scope(), Scope::Approve);
+        assert_eq!(phone.login(), Some(&seen));
+        assert!(!phone.is_browser());
+        assert_eq!(Principal::Ntfy.through(seen).login(), None);
     }
 }

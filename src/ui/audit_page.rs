@@ -8,7 +8,7 @@ use leptos::task::spawn_local;
 use serde_json::Value;
 
 use crate::api;
-use crate::protocol::{AuditEntry, AuditVerdict};
+use crate::protocol::{Actor, AuditEntry, AuditVerdict};
 use crate::ui::browser;
 use crate::ui::json;
 use crate::ui::sidebar::PageLayout;
@@ -97,7 +97,7 @@ fn Audit() -> impl IntoView {
                 </label>
                 <label>
                     "Actor"
-                    <input type="search" data-testid="audit-actor" placeholder="user:, rule:, agent…"
+                    <input type="search" data-testid="audit-actor" placeholder="browser, token, rule:, agent…"
                         prop:value=move || actor.get() on:input=move |ev| actor.set(event_target_value(&ev))/>
                 </label>
                 <label>
@@ -161,7 +161,10 @@ fn AuditTable(
         let (actor, subject) = (actor.read().to_lowercase(), subject.read().to_lowercase());
         entries.with(|all| {
             all.iter()
-                .filter(|e| actor.is_empty() || e.actor.to_lowercase().contains(actor.trim()))
+                .filter(|e| {
+                    let (raw, said) = (e.actor.to_lowercase(), actor_label(e).to_lowercase());
+                    actor.is_empty() || raw.contains(actor.trim()) || said.contains(actor.trim())
+                })
                 .filter(|e| subject.is_empty() || e.subject.to_lowercase().contains(subject.trim()))
                 .cloned()
                 .collect::<Vec<_>>()
@@ -269,12 +272,32 @@ fn AuditRow(entry: AuditEntry) -> impl IntoView {
         <tr data-testid="audit-row" data-action=entry.action.clone() data-n=entry.n>
             <td class="num" data-label="#">{entry.n}</td>
             <td class="when" data-label="Time"><When at=entry.at.clone() precision=Precision::Second/></td>
-            <td data-label="Actor"><code>{crate::shown::line(&entry.actor)}</code></td>
+            <td data-label="Actor" data-testid="audit-row-actor" data-actor=crate::shown::line(&entry.actor)>{actor_label(&entry)}</td>
             <td data-label="Action" class=format!("action action-{}", entry.action)>{crate::shown::line(&entry.action)}</td>
             <td data-label="Subject">{subject_link(&entry)}</td>
             <td class="detail" data-label="Detail" title=full>{compact(&entry.detail)}</td>
         </tr>
     }
+}
+
+/// Who an entry names, in words: the credential, and for a browser login (a browser's own, or
+/// a phone's made with its token) the device it was on, from the entry's `login` detail. An
+/// actor no credential makes (`rule:<id>`, `agent`, `timeout` …) reads as written.
+fn actor_label(entry: &AuditEntry) -> String {
+    let device = entry
+        .detail
+        .get("login")
+        .and_then(|login| login.get("device"))
+        .and_then(Value::as_str)
+        .filter(|device| !device.is_empty());
+    let said = match (Actor::parse(&entry.actor), device) {
+        (Actor::Browser, Some(device)) => format!("browser login · {device}"),
+        (Actor::Browser, None) => "browser login".to_owned(),
+        (Actor::Token(name), Some(device)) => format!("token {name} · {device}"),
+        (Actor::Token(name), None) => format!("token {name}"),
+        _ => entry.actor.clone(),
+    };
+    crate::shown::line(&said)
 }
 
 /// An entry's subject, linked to where it happened when the entry names a session: the card
@@ -306,8 +329,9 @@ const DETAIL_FIRST: [&str; 9] = [
     "summary", "tool", "decision", "reason", "pattern", "scope", "previous", "next", "source",
 ];
 
-/// Detail fields the table leaves to the tooltip (long, and meaningful only to a verifier).
-const DETAIL_HIDDEN: [&str; 3] = ["digest", "expires_at", "args"];
+/// Detail fields the table leaves to the tooltip (long, and meaningful only to a verifier; the
+/// login is said in the actor column).
+const DETAIL_HIDDEN: [&str; 4] = ["digest", "expires_at", "args", "login"];
 
 /// The first eight characters of a UUID-like id or a long hex digest; other text whole.
 fn short_id(id: &str) -> String {
@@ -374,6 +398,44 @@ mod tests {
         let long = serde_json::json!({ "summary": "x".repeat(400) });
         assert!(compact(&long).ends_with('…'));
         assert!(compact(&long).chars().count() <= DETAIL_CHARS + 1);
+    }
+
+    fn entry(actor: &str, detail: Value) -> AuditEntry {
+        AuditEntry {
+            n: 1,
+            at: crate::protocol::Timestamp::now(),
+            actor: actor.into(),
+            action: "gate_resolved".into(),
+            subject: "a".into(),
+            detail,
+            prev_hash: String::new(),
+            hash: String::new(),
+        }
+    }
+
+    /// The actor column names the credential and a browser login's device, never a bare
+    /// `browser`; what no credential made reads as written.
+    #[test]
+    fn the_actor_says_the_credential_and_its_device() {
+        let login = serde_json::json!({"login": {"id": "l1", "device": "Chrome on Pixel 8"}});
+        assert_eq!(
+            actor_label(&entry("browser", login.clone())),
+            "browser login · Chrome on Pixel 8"
+        );
+        assert_eq!(
+            actor_label(&entry("token:phone", login)),
+            "token phone · Chrome on Pixel 8"
+        );
+        assert_eq!(actor_label(&entry("browser", Value::Null)), "browser login");
+        assert_eq!(actor_label(&entry("token:ci", Value::Null)), "token ci");
+        for other in ["rule:r1", "agent", "timeout", "Browser"] {
+            assert_eq!(actor_label(&entry(other, Value::Null)), other);
+        }
+        let sneaky = serde_json::json!({"login": {"id": "l", "device": "x\u{202E}y"}});
+        assert_eq!(
+            actor_label(&entry("browser", sneaky)),
+            "browser login · x⟨U+202E⟩y"
+        );
     }
 
     /// A gate's summary and reason as an agent spelled them: on one line, nothing raw, and a

@@ -62,6 +62,9 @@ pub struct CardBus {
     /// A card that just took focus on its own: it takes no key until [`ARRIVAL_GRACE`] has
     /// passed (letters typed as it arrived were meant for something else).
     pub settling: RwSignal<Option<ApprovalId>>,
+    /// The answers this tab sent that the server took, oldest first: a page whose cards leave
+    /// once answered (the Inbox) says what came of them (`card::AnsweredHere`).
+    pub answered: RwSignal<Vec<crate::protocol::Resolution>>,
 }
 
 impl CardBus {
@@ -72,6 +75,7 @@ impl CardBus {
             other_key: RwSignal::new(0),
             lost: RwSignal::new(Vec::new()),
             settling: RwSignal::new(None),
+            answered: RwSignal::new(Vec::new()),
         }
     }
 

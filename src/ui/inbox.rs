@@ -8,7 +8,7 @@ use leptos::prelude::*;
 use crate::api;
 use crate::protocol::{ApprovalRequest, ApprovalRequestBody};
 use crate::ui::browser;
-use crate::ui::card::{ApprovalCard, CardPlace};
+use crate::ui::card::{AnsweredHere, ApprovalCard, CardPlace};
 use crate::ui::gates::{self, CardBus, ClientId};
 use crate::ui::json;
 use crate::ui::outside::SessionSource;
@@ -72,6 +72,8 @@ fn Inbox() -> impl IntoView {
             {move || pending_gates.error.get().map(|e| view! {
                 <p class="error" role="alert" data-testid="inbox-error">{format!("Could not refresh: {e}")}</p>
             })}
+            // What came of the cards answered here, once they have left the list.
+            <AnsweredHere gates=pending/>
             <Suspense fallback=|| view! { <p class="loading" data-testid="inbox-loading">"Loading…"</p> }>
                 {state}
                 <For each=move || gates().unwrap_or_default() key=|g| g.body.approval_id.clone() let:gate>

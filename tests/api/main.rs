@@ -12,6 +12,7 @@ mod support;
 
 mod agent;
 mod answer_doors;
+mod answered_by;
 mod auth;
 mod changes;
 mod concurrency;

@@ -472,6 +472,7 @@ impl Core {
             execution_mode: execution_mode.filter(|_| decision.lets_it_run()),
             via: body.via,
             passkey,
+            login: who.login().cloned(),
         };
         Ok((resolution, new_rule))
     }

@@ -55,7 +55,7 @@ impl Core {
                 let hash = hash_secret(secret.trim());
                 match self.who_presented(&Presented::Bearer(hash.clone())).await? {
                     Some(p) if p == Principal::startup_token() => (None, Some(hash), "/"),
-                    Some(Principal::Token { name, scope })
+                    Some(Principal::Token { name, scope, .. })
                         if scope.decides() && name != CLI_TOKEN_NAME =>
                     {
                         (Some(hash), None, "/inbox")

@@ -143,7 +143,7 @@ impl Core {
         // The first passkey is trusted on first use: only a person at a browser they logged in
         // with a login link (or the admin token) registers it, never a bearer (a token, the
         // local CLI's credential), which a program can hold.
-        if rows.is_empty() && *who != Principal::Browser {
+        if rows.is_empty() && !who.is_browser() {
             return Err(Error::Forbidden(
                 "the first passkey is registered in a browser logged in with a login link (`countersign login`), not with a token".into(),
             ));
@@ -172,7 +172,7 @@ impl Core {
             .finish_registration(ceremony, credential)
             .await?;
         let rows = self.list_passkeys().await?;
-        if !done.with_proof && *who != Principal::Browser {
+        if !done.with_proof && !who.is_browser() {
             return Err(Error::Forbidden(
                 "the first passkey is registered in a browser logged in with a login link (`countersign login`), not with a token".into(),
             ));

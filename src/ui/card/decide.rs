@@ -147,7 +147,7 @@ async fn send(
 /// brings `approval_resolved`.
 fn show_outcome(outcome: Result<DecideOutcome, ErrorBody>, state: CardState, bus: CardBus) {
     match outcome {
-        Ok(DecideOutcome::Decided { .. }) => {}
+        Ok(DecideOutcome::Decided { resolution }) => bus.answered.update(|a| a.push(resolution)),
         Ok(DecideOutcome::Lost { resolution }) => {
             state.sending.set(false);
             let what = match resolution.decision {

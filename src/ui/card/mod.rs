@@ -2,6 +2,8 @@
 //! arguments, a live countdown, and only the answers the gate allows. Resolved cards collapse
 //! to one line saying who or what resolved them.
 
+pub mod answered_by;
+mod answered_here;
 mod decide;
 mod diff;
 pub mod edited;
@@ -19,6 +21,7 @@ use crate::ui::when::When;
 use parts::{CardBody, answered_at_a_time, badge, outcome_text};
 use pending::PendingCard;
 
+pub use answered_here::AnsweredHere;
 pub use parts::{CardPlace, who_answered};
 
 #[component]
@@ -77,84 +80,6 @@ fn ResolvedCard(request: ApprovalRequestBody, resolution: Resolution) -> impl In
 #[cfg(test)]
 mod tests {
     use super::parts::*;
-    use super::*;
-    use crate::protocol::{AnsweredBy, GateKind, Timestamp};
-
-    /// Who answered, read from the actor once: only the exact spellings name a credential.
-    #[test]
-    fn who_answered_reads_the_actor() {
-        let by = |actor: &str, answered_by: AnsweredBy, client: Option<&str>| {
-            let mut r = Resolution::plain(
-                &"a".into(),
-                Decision::Approve,
-                answered_by,
-                actor,
-                Timestamp::now(),
-            );
-            r.client_id = client.map(str::to_owned);
-            r
-        };
-        let user = AnsweredBy::User;
-        assert_eq!(
-            who_answered(&by("browser", user, Some("tab-1")), "tab-1"),
-            "by you"
-        );
-        assert_eq!(
-            who_answered(&by("browser", user, Some("tab-2")), "tab-1"),
-            "in another tab or device"
-        );
-        assert_eq!(
-            who_answered(&by("browser", user, Some("tab-1")), ""),
-            "in a browser"
-        );
-        assert_eq!(
-            who_answered(&by("token:phone", user, Some("tab-1")), "tab-1"),
-            "with token phone"
-        );
-        // Not a credential's spelling: never "you", never a token.
-        assert_eq!(
-            who_answered(&by("Browser", user, Some("tab-1")), "tab-1"),
-            "in another tab or device"
-        );
-        assert_eq!(
-            who_answered(&by("token:", user, None), "tab-1"),
-            "by a person (API)"
-        );
-        assert_eq!(
-            who_answered(&by("mode", AnsweredBy::System, None), ""),
-            "by mode"
-        );
-        assert_eq!(
-            who_answered(&by("token:x", AnsweredBy::System, None), ""),
-            "by the server"
-        );
-    }
-
-    /// "By you" is this tab's browser login: a token that copied the tab's id is still named.
-    #[test]
-    fn a_token_using_a_tabs_id_is_not_you() {
-        let mut request: ApprovalRequestBody = serde_json::from_value(serde_json::json!({
-            "approval_id": "a", "session_id": "s", "call_id": "c", "kind": "tool",
-            "tool": "shell", "class": "exec", "args": {}, "title": "Shell", "summary": "s",
-            "proposal_md": "", "proposal_html": "", "reason": "mode", "reason_detail": "",
-            "allowed_decisions": ["approve"], "digest": "d", "timeout_outcome": "deny",
-            "created_at": "2026-01-01T00:00:00.000Z", "expires_at": "2026-01-01T00:30:00.000Z"
-        }))
-        .unwrap();
-        request.kind = GateKind::Tool;
-        let mut resolution = Resolution::plain(
-            &"a".into(),
-            Decision::Approve,
-            AnsweredBy::User,
-            "token:phone",
-            Timestamp::now(),
-        );
-        resolution.client_id = Some("tab-1".into());
-        let text = outcome_text(&request, &resolution, "tab-1");
-        assert!(text.contains("with token phone"), "{text}");
-        resolution.actor = "browser".into();
-        assert!(outcome_text(&request, &resolution, "tab-1").contains("by you"));
-    }
 
     /// The hint names the agent's call: what in it could hide or pass for a quote is written
     /// out, on one line.

@@ -4,10 +4,10 @@
 
 use leptos::prelude::*;
 
+use super::answered_by::{Reader, answered_by, outcome_of, reader_login};
 use super::diff::Diff;
 use crate::protocol::{
-    Actor, AnsweredBy, ApprovalRequestBody, Decision, DecisionKind, GateKind, Resolution,
-    TimeoutOutcome, Timestamp,
+    ApprovalRequestBody, Decision, DecisionKind, GateKind, Resolution, TimeoutOutcome, Timestamp,
 };
 use crate::shown;
 use crate::text::has_hidden;
@@ -52,33 +52,17 @@ pub(super) fn external_title(request: &ApprovalRequestBody) -> Option<String> {
         .then(|| request.title.clone())
 }
 
-/// Who answered, in words: `by you`, `with token phone`, `in another tab or device`, `by rule`.
+/// Who answered, in words, from this tab and this browser's login: `by you, in this tab`,
+/// `by you, on Chrome on Pixel 8 (token phone)`, `by rule` (`answered_by`).
 pub fn who_answered(resolution: &Resolution, my_client: &str) -> String {
-    let actor = Actor::parse(&resolution.actor);
-    if let (AnsweredBy::User, Actor::Token(name)) = (resolution.answered_by, actor) {
-        return format!("with token {name}");
-    }
-    let browser = actor == Actor::Browser;
-    let who = match (resolution.answered_by, resolution.client_id.as_deref()) {
-        // An outside gate the mode answered at once (yolo, auto_edit for edits, reads).
-        (AnsweredBy::System, _) if actor == Actor::Other("mode") => "by mode",
-        // "You" is this tab's browser login: a token's answer naming this tab's id is still the
-        // token's (any reader of the log can copy a tab's id).
-        (AnsweredBy::User, Some(id)) if !my_client.is_empty() && id == my_client && browser => {
-            "by you"
-        }
-        (AnsweredBy::User, _) if browser && my_client.is_empty() => "in a browser",
-        (AnsweredBy::User, _) if browser => "in another tab or device",
-        // Events recorded before actors existed.
-        (AnsweredBy::User, None) => "by a person (API)",
-        (AnsweredBy::User, Some("cli")) => "by a person (CLI)",
-        (AnsweredBy::User, _) if my_client.is_empty() => "by a person",
-        (AnsweredBy::User, _) => "in another tab or device",
-        (AnsweredBy::Rule, _) => "by rule",
-        (AnsweredBy::Timeout, _) => "by the timeout",
-        (AnsweredBy::System, _) => "by the server",
-    };
-    who.to_owned()
+    let login = reader_login();
+    answered_by(
+        resolution,
+        Reader {
+            tab: my_client,
+            login: &login,
+        },
+    )
 }
 
 /// Whether the outcome is an answer given at a moment worth showing (a person's or a rule's),
@@ -87,60 +71,14 @@ pub(super) fn answered_at_a_time(resolution: &Resolution) -> bool {
     !matches!(resolution.decision, Decision::Timeout | Decision::Cancelled)
 }
 
-/// The outcome chip of a resolved card ("Approved by you"); the time follows it, in the
-/// browser's zone.
+/// The outcome chip of a resolved card ("Approved by you, in this tab"); the time follows
+/// it, in the browser's zone.
 pub fn outcome_text(
     request: &ApprovalRequestBody,
     resolution: &Resolution,
     my_client: &str,
 ) -> String {
-    let who = who_answered(resolution, my_client);
-    let who = who.as_str();
-    if request.kind.is_outside_call() {
-        return external_outcome(resolution, who);
-    }
-    if request.kind.is_budget_stop() {
-        return match resolution.decision {
-            Decision::Timeout => "Timed out — turn stopped".to_owned(),
-            Decision::Cancelled => "Cancelled".to_owned(),
-            d if d.lets_it_run() => format!("Continued {who}"),
-            _ => format!("Stopped {who}"),
-        };
-    }
-    match resolution.decision {
-        Decision::Approve => format!("Approved {who}"),
-        Decision::Edit => format!("Approved (edited) {who}"),
-        Decision::AllowAlways => format!("Always allowed {who}"),
-        Decision::Deny => match &resolution.reason {
-            Some(reason) => format!("Denied {who} — {reason}"),
-            None => format!("Denied {who}"),
-        },
-        Decision::Timeout => match request.timeout_outcome {
-            TimeoutOutcome::ProceedUnapproved => "Timed out — proceeded unapproved".to_owned(),
-            TimeoutOutcome::Deny => "Timed out — not run".to_owned(),
-        },
-        Decision::Cancelled => "Cancelled — not run".to_owned(),
-    }
-}
-
-/// The outcome chip of an outside agent's card. Nothing runs here: the agent acts on the
-/// answer, so the words say what it was told, and a cancel says why it stopped waiting.
-pub(super) fn external_outcome(resolution: &Resolution, who: &str) -> String {
-    match resolution.decision {
-        Decision::Approve => format!("Approved {who}"),
-        Decision::Edit => format!("Approved (edited) {who}"),
-        Decision::AllowAlways => format!("Always allowed {who}"),
-        Decision::Deny => match &resolution.reason {
-            Some(reason) => format!("Denied {who} — {reason}"),
-            None => format!("Denied {who}"),
-        },
-        Decision::Timeout => "Expired — not answered in time".to_owned(),
-        Decision::Cancelled => match resolution.reason.as_deref() {
-            Some("answered_elsewhere") => "Cancelled — answered elsewhere".to_owned(),
-            None => "Cancelled".to_owned(),
-            Some(why) => format!("Cancelled — {}", why.replace('_', " ")),
-        },
-    }
+    outcome_of(request, resolution, &who_answered(resolution, my_client))
 }
 
 /// What happens when the card's time runs out, as the countdown's verb.
