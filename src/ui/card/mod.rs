@@ -8,6 +8,7 @@ pub mod edited;
 mod panels;
 mod parts;
 mod pending;
+mod sensitive;
 
 use leptos::prelude::*;
 
