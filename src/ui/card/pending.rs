@@ -254,24 +254,14 @@ fn Actions(
                        submits: bool,
                        on: Box<dyn Fn() + Send + Sync>| {
         allowed.contains(&decision).then(|| {
-            let class = match (decision, floor) {
-                (Decision::Approve, true) => "approve-sensitive",
-                (Decision::Approve, false) => "primary",
-                _ => "",
+            let look = ButtonLook {
+                decision,
+                label,
+                key,
+                submits,
+                floor,
             };
-            let value = if decision == Decision::Approve { "approve" } else { "deny" };
-            view! {
-                <button
-                    type=move || if submits && !scripted.get() { "submit" } else { "button" }
-                    name=submits.then_some("decision")
-                    value=submits.then_some(value)
-                    hidden=move || !submits && !scripted.get()
-                    class=class data-action=decision.as_str() disabled=move || sending.get()
-                    on:click=move |_| on()>
-                    {move || if sending.get() && decision == Decision::Approve { "Sending…".to_owned() } else { label.clone() }}
-                    " " <kbd>{key}</kbd>
-                </button>
-            }
+            view! { <DecisionButton look scripted sending on/> }
         })
     };
     // A budget card reads Continue / Stop, and Stop needs no reason.
@@ -319,6 +309,57 @@ fn Actions(
             {always_button}
             {form_deny}
         </form>
+    }
+}
+
+/// How one of a card's buttons reads and what it does without the script.
+struct ButtonLook {
+    decision: Decision,
+    label: String,
+    key: &'static str,
+    /// Whether it submits the card's form until the script runs.
+    submits: bool,
+    /// A floor card's Approve is outlined, not the filled default.
+    floor: bool,
+}
+
+/// One of a card's buttons: a submit of its form until the page's script runs (or a button
+/// hidden until then, when it needs the script), then a button calling `on`.
+#[component]
+fn DecisionButton(
+    look: ButtonLook,
+    scripted: RwSignal<bool>,
+    sending: RwSignal<bool>,
+    on: Box<dyn Fn() + Send + Sync>,
+) -> impl IntoView {
+    let ButtonLook {
+        decision,
+        label,
+        key,
+        submits,
+        floor,
+    } = look;
+    let class = match (decision, floor) {
+        (Decision::Approve, true) => "approve-sensitive",
+        (Decision::Approve, false) => "primary",
+        _ => "",
+    };
+    let value = if decision == Decision::Approve {
+        "approve"
+    } else {
+        "deny"
+    };
+    view! {
+        <button
+            type=move || if submits && !scripted.get() { "submit" } else { "button" }
+            name=submits.then_some("decision")
+            value=submits.then_some(value)
+            hidden=move || !submits && !scripted.get()
+            class=class data-action=decision.as_str() disabled=move || sending.get()
+            on:click=move |_| on()>
+            {move || if sending.get() && decision == Decision::Approve { "Sending…".to_owned() } else { label.clone() }}
+            " " <kbd>{key}</kbd>
+        </button>
     }
 }
 
