@@ -6,7 +6,20 @@
 import { expect, Page } from '@playwright/test';
 import { card, keysReady, login, pendingCards, pressKey, send, test, toolResults } from './helpers';
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
+
+const AXE = resolve(__dirname, '../node_modules/axe-core/axe.min.js');
+
+/** axe-core's WCAG 2 A/AA rules over the floor cards: their serious or critical violations. */
+async function cardViolations(page: Page) {
+  await page.addScriptTag({ path: AXE });
+  const found: { id: string; impact: string; nodes: unknown[] }[] = await page.evaluate(async () => {
+    // @ts-ignore axe is the script just added
+    const result = await axe.run('.card.floor', { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } });
+    return result.violations.map((v: any) => ({ id: v.id, impact: v.impact, nodes: v.nodes.slice(0, 3).map((n: any) => n.target) }));
+  });
+  return found.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+}
 
 const SECRET = 'sk-live-0123456789abcdef';
 const MASKED = 'OPENAI_API_KEY=sk-l…def';
@@ -31,7 +44,8 @@ const sizes = [
 for (const size of sizes) {
   for (const colorScheme of ['light', 'dark'] as const) {
     test.describe(`${size.name}, ${colorScheme}`, () => {
-      test.use({ ...size.use, colorScheme });
+      // axe is injected as a script, which the page's CSP (rightly) refuses.
+      test.use({ ...size.use, colorScheme, bypassCSP: true });
 
       test('a floor write: the sentence, the value masked, a reveal, an Approve that says what it approves', async ({ page, server }) => {
         await login(page, server);
@@ -51,9 +65,11 @@ for (const size of sizes) {
         await reveal.click();
         await expect(reveal).toHaveAttribute('aria-pressed', 'true');
         await expect(written).toHaveText(`OPENAI_API_KEY=${SECRET}\nDEBUG=true`);
+        expect(await cardViolations(page), 'axe, revealed').toEqual([]);
         await reveal.click();
         await expect(reveal).toHaveAttribute('aria-pressed', 'false');
         await expect(written).toHaveText(`${MASKED}\nDEBUG=true`);
+        expect(await cardViolations(page), 'axe, masked').toEqual([]);
 
         // Approve names what it approves and is not styled as the default action.
         const approve = c.locator('[data-action=approve]');
