@@ -120,7 +120,7 @@ pub(super) fn FloorCall(request: ApprovalRequestBody, revealed: RwSignal<bool>) 
         <div class="card-floor-call" data-testid="card-floor-call">
             {blocks}
             {withheld.then(|| view! {
-                <p class="card-floor-note">"What the file holds now is not shown: it is on the safety floor."</p>
+                <p class="card-floor-note">"What the file holds now, if it exists, is not shown: it is on the safety floor."</p>
             })}
             {masks.then(|| view! {
                 <button type="button" class="reveal" data-testid="reveal-values"
