@@ -1049,6 +1049,53 @@ async fn allow_always_is_not_offered_on_a_floor_gate() {
     assert_eq!(std::fs::read_to_string(srv.ws(".env")).unwrap(), "x");
 }
 
+/// A floor card opens with one plain sentence, and what a floor file holds now never reaches
+/// the card, the log or the inbox (issue 39.1): only the agent's own new content is there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_floor_write_says_one_sentence_and_never_carries_what_the_file_holds() {
+    let srv = TestServer::start().await;
+    let sid = srv.session().await;
+    let existing = "sk-existing-0123456789abcdefXYZ";
+    std::fs::write(
+        srv.ws(".env"),
+        format!("OPENAI_API_KEY={existing}\nDEBUG=true\n"),
+    )
+    .unwrap();
+    let turn = srv
+        .send_msg(&sid, "write .env: PORT=8080", Some("yolo"))
+        .await;
+    let card = srv.wait_gate(&sid).await;
+    assert_eq!(card["reason"], "safety_floor");
+    assert_eq!(
+        card["summary"],
+        "Writes `.env` — a secrets file: always asks, even in Yolo."
+    );
+    assert!(
+        card["reason_detail"].as_str().unwrap().contains("**/.env*"),
+        "the pattern that matched stays in the reason: {card}"
+    );
+    let snapshot = srv.snapshot(&sid).await.to_string();
+    let inbox = serde_json::to_string(&srv.inbox().await).unwrap();
+    for (what, text) in [
+        ("card", card.to_string()),
+        ("log", snapshot),
+        ("inbox", inbox),
+    ] {
+        assert!(
+            !text.contains(existing),
+            "the {what} holds the file's secret"
+        );
+        assert!(
+            !text.contains("DEBUG=true"),
+            "the {what} holds the file's content"
+        );
+    }
+    srv.decide(&sid, &aid(&card), json!({"decision": "deny"}))
+        .await
+        .expect(200);
+    srv.wait_turn(&sid, &turn).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stale_digest_is_409_and_the_gate_stays_pending() {
     let srv = TestServer::start().await;

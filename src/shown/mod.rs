@@ -8,6 +8,8 @@
 //! as written) is written out as `⟨U+2067⟩` ([`chars::unseen`] says which). The page, for its
 //! part, never puts the agent's words inside quotation marks of its own.
 
+pub mod secrets;
+
 use crate::text::chars::{self, push_written_out, unseen};
 
 /// Text an agent wrote that keeps its lines — a command, the arguments, a diff, a summary:

@@ -8,3 +8,4 @@ pub mod policy;
 pub mod request;
 pub mod resolve;
 pub mod rules;
+pub mod sentence;

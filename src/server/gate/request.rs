@@ -10,7 +10,7 @@ use crate::protocol::{
 use crate::server::config::DecisionTimeout;
 use crate::server::conversation::ToolCallRequest;
 use crate::server::digest::{bound_call_digest, proposal_digest};
-use crate::server::gate::rules;
+use crate::server::gate::{rules, sentence};
 use crate::server::markdown;
 use crate::server::tools::{self, CardEnv, CardText, Checkpoint};
 
@@ -59,7 +59,7 @@ pub fn tool_gate(
         allowed.push(Decision::AllowAlways);
     }
     let (created_at, expires_at) = times(&common);
-    let card = match tools::get(&call.name) {
+    let mut card = match tools::get(&call.name) {
         Some(tool) => tool.card(&call.args, env),
         None => CardText {
             title: "Tool".into(),
@@ -68,6 +68,10 @@ pub fn tool_gate(
             bound: None,
         },
     };
+    // A floor card opens with one plain sentence; the pattern that matched stays in the reason.
+    if floor {
+        card.summary = sentence::floor_sentence(&call.name, &call.args, &common.reason_detail);
+    }
     ApprovalRequestBody {
         approval_id: common.approval_id,
         session_id: common.session_id,

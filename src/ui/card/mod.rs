@@ -10,6 +10,7 @@ pub mod edited;
 mod panels;
 mod parts;
 mod pending;
+mod sensitive;
 
 use leptos::prelude::*;
 

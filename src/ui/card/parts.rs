@@ -6,10 +6,11 @@ use leptos::prelude::*;
 
 use super::answered_by::{Reader, answered_by, outcome_of, reader_login};
 use super::diff::Diff;
+use super::sensitive::{self, FloorCall};
 use crate::protocol::{
     ApprovalRequestBody, Decision, DecisionKind, GateKind, Resolution, TimeoutOutcome, Timestamp,
 };
-use crate::shown;
+use crate::shown::{self, secrets};
 use crate::text::has_hidden;
 use crate::ui::when::Precision;
 
@@ -191,21 +192,49 @@ pub(super) fn CardBody(
             </p>
         }
     });
+    let floor = sensitive::is_floor(&request);
+    // Values that look like secrets stay masked on a floor card until this card's reveal.
+    let revealed = RwSignal::new(false);
+    let args_shown = {
+        let args = request.args.clone();
+        move || match floor && !revealed.get() {
+            true => pretty(&sensitive::masked_args(&args)),
+            false => pretty(&args),
+        }
+    };
     view! {
         {hidden}
         {agent_says(&request)}
-        <p class="card-why">"Why: " {shown::text(&request.reason_detail)}</p>
+        {why_line(&request)}
         {proposal_of(&request)}
-        {diff_of(&request)}
+        {floor.then(|| view! { <FloorCall request=request.clone() revealed/> })}
+        {diff_of(&request, revealed)}
         // A budget card has no call to show: what ran out is in its proposal.
         {request.kind.has_call_to_show().then(|| view! {
             <details class="card-args" open=open_args>
                 <summary>"Arguments"</summary>
-                <pre data-testid="card-args">{pretty(&request.args)}</pre>
+                <pre data-testid="card-args">{args_shown}</pre>
             </details>
         })}
     }
     .into_any()
+}
+
+/// Why the card asks. On a floor card its sentence already says so; what matched (the path
+/// and the floor's pattern) is a smaller detail under it.
+fn why_line(request: &ApprovalRequestBody) -> impl IntoView + use<> {
+    if sensitive::is_floor(request) {
+        let detail = request
+            .reason_detail
+            .replacen(" — always asks, even in Yolo", "", 1);
+        return view! {
+            <p class="card-why card-floor-match" data-testid="card-floor-match">
+                "On the safety floor: " {shown::text(&detail)}
+            </p>
+        }
+        .into_any();
+    }
+    view! { <p class="card-why">"Why: " {shown::text(&request.reason_detail)}</p> }.into_any()
 }
 
 /// An answered card whose answer edited it: what ran (or the revised proposal the agent was
@@ -233,7 +262,7 @@ fn EditedBody(request: ApprovalRequestBody, edits: serde_json::Value) -> impl In
         <details class="card-proposed" data-testid="card-proposed">
             <summary>"As the agent proposed it"</summary>
             {proposal_of(&request)}
-            {diff_of(&request)}
+            {diff_of(&request, RwSignal::new(true))}
             <pre data-testid="card-proposed-args">{pretty(&request.args)}</pre>
         </details>
     }
@@ -251,11 +280,19 @@ fn proposal_of(request: &ApprovalRequestBody) -> Option<impl IntoView + use<>> {
     })
 }
 
-/// The diff of the file the call would change, if it has one.
-fn diff_of(request: &ApprovalRequestBody) -> Option<impl IntoView + use<>> {
-    request
-        .diff
-        .as_deref()
-        .map(shown::text)
-        .map(|text| view! { <Diff text/> })
+/// The diff of the file the call would change, if it has one; on a floor card, masked until
+/// `revealed`.
+fn diff_of(
+    request: &ApprovalRequestBody,
+    revealed: RwSignal<bool>,
+) -> Option<impl IntoView + use<>> {
+    let diff = request.diff.clone()?;
+    let floor = sensitive::is_floor(request);
+    Some(move || {
+        let text = match floor && !revealed.get() {
+            true => shown::text(&secrets::mask_diff(&diff)),
+            false => shown::text(&diff),
+        };
+        view! { <Diff text/> }
+    })
 }

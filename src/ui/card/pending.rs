@@ -9,6 +9,7 @@ use super::panels::{AlwaysPanel, DenyPanel, EditPanel, Panel};
 use super::parts::{
     CardBody, CardPlace, at_zero, badge, countdown, external_title, outcome_text, rule_hint_text,
 };
+use super::sensitive;
 use crate::protocol::{
     ApprovalId, ApprovalRequestBody, Decision, DecisionKind, DecisionRequest, GateReason, Mode,
 };
@@ -244,26 +245,23 @@ fn Actions(
     Effect::new(move |_| scripted.set(true));
     let allowed = request.allowed_decisions.clone();
     let (panel, sending) = (state.panel, state.sending);
+    // A sensitive card's Approve is not the default-looking button: it is outlined and says
+    // what it approves.
+    let floor = request.reason == GateReason::SafetyFloor;
     let button = move |decision: Decision,
-                       label: &'static str,
+                       label: String,
                        key: &'static str,
                        submits: bool,
                        on: Box<dyn Fn() + Send + Sync>| {
         allowed.contains(&decision).then(|| {
-            let class = if decision == Decision::Approve { "primary" } else { "" };
-            let value = if decision == Decision::Approve { "approve" } else { "deny" };
-            view! {
-                <button
-                    type=move || if submits && !scripted.get() { "submit" } else { "button" }
-                    name=submits.then_some("decision")
-                    value=submits.then_some(value)
-                    hidden=move || !submits && !scripted.get()
-                    class=class data-action=decision.as_str() disabled=move || sending.get()
-                    on:click=move |_| on()>
-                    {move || if sending.get() && decision == Decision::Approve { "Sending…" } else { label }}
-                    " " <kbd>{key}</kbd>
-                </button>
-            }
+            let look = ButtonLook {
+                decision,
+                label,
+                key,
+                submits,
+                floor,
+            };
+            view! { <DecisionButton look scripted sending on/> }
         })
     };
     // A budget card reads Continue / Stop, and Stop needs no reason.
@@ -271,7 +269,10 @@ fn Actions(
     let approve = move || send.run(decision("approve"));
     let stop = move || send.run(decision("deny"));
     let open = move |p: Panel| -> Box<dyn Fn() + Send + Sync> { Box::new(move || panel.set(p)) };
-    let approve_label = if budget { "Continue" } else { "Approve" };
+    let approve_label = match budget {
+        true => "Continue".to_owned(),
+        false => sensitive::approve_label(&request),
+    };
     let approve_button = button(
         Decision::Approve,
         approve_label,
@@ -279,14 +280,14 @@ fn Actions(
         true,
         Box::new(approve),
     );
-    let edit_button = button(Decision::Edit, "Edit", "e", false, open(Panel::Edit));
+    let edit_button = button(Decision::Edit, "Edit".into(), "e", false, open(Panel::Edit));
     let deny_button = match budget {
-        true => button(Decision::Deny, "Stop", "d", true, Box::new(stop)),
-        false => button(Decision::Deny, "Deny", "d", false, open(Panel::Deny)),
+        true => button(Decision::Deny, "Stop".into(), "d", true, Box::new(stop)),
+        false => button(Decision::Deny, "Deny".into(), "d", false, open(Panel::Deny)),
     };
     let always_button = button(
         Decision::AllowAlways,
-        "Always allow",
+        "Always allow".into(),
         "A",
         false,
         open(Panel::Always),
@@ -308,6 +309,57 @@ fn Actions(
             {always_button}
             {form_deny}
         </form>
+    }
+}
+
+/// How one of a card's buttons reads and what it does without the script.
+struct ButtonLook {
+    decision: Decision,
+    label: String,
+    key: &'static str,
+    /// Whether it submits the card's form until the script runs.
+    submits: bool,
+    /// A floor card's Approve is outlined, not the filled default.
+    floor: bool,
+}
+
+/// One of a card's buttons: a submit of its form until the page's script runs (or a button
+/// hidden until then, when it needs the script), then a button calling `on`.
+#[component]
+fn DecisionButton(
+    look: ButtonLook,
+    scripted: RwSignal<bool>,
+    sending: RwSignal<bool>,
+    on: Box<dyn Fn() + Send + Sync>,
+) -> impl IntoView {
+    let ButtonLook {
+        decision,
+        label,
+        key,
+        submits,
+        floor,
+    } = look;
+    let class = match (decision, floor) {
+        (Decision::Approve, true) => "approve-sensitive",
+        (Decision::Approve, false) => "primary",
+        _ => "",
+    };
+    let value = if decision == Decision::Approve {
+        "approve"
+    } else {
+        "deny"
+    };
+    view! {
+        <button
+            type=move || if submits && !scripted.get() { "submit" } else { "button" }
+            name=submits.then_some("decision")
+            value=submits.then_some(value)
+            hidden=move || !submits && !scripted.get()
+            class=class data-action=decision.as_str() disabled=move || sending.get()
+            on:click=move |_| on()>
+            {move || if sending.get() && decision == Decision::Approve { "Sending…".to_owned() } else { label.clone() }}
+            " " <kbd>{key}</kbd>
+        </button>
     }
 }
 
