@@ -1,20 +1,26 @@
-//! `/inbox`: every pending gate across sessions, oldest first, each an approval card that can
-//! be decided in place, with a link to its session. The list is fetched again whenever the
-//! server's change stream says a gate opened or resolved (see [`PendingGates`]), so a card
-//! answered here or anywhere else leaves as soon as the answer is in.
+//! `/inbox`: every pending gate across sessions, oldest first, as a compact list — one line
+//! each (`row.rs`), opened in place on the whole card, moved through with the arrow keys
+//! (`keys.rs`), several answered at once by the bulk bar (`bulk.rs`). The list is fetched again
+//! whenever the server's change stream says a gate opened or resolved (see [`PendingGates`]),
+//! so a card answered here or anywhere else leaves as soon as the answer is in.
+
+mod bulk;
+mod keys;
+mod row;
 
 use leptos::prelude::*;
 
 use crate::api;
-use crate::protocol::{ApprovalRequest, ApprovalRequestBody};
+use crate::protocol::{ApprovalId, ApprovalRequestBody};
 use crate::ui::browser;
-use crate::ui::card::{ApprovalCard, CardPlace};
+use crate::ui::card::CardPlace;
 use crate::ui::gates::{self, CardBus, ClientId};
 use crate::ui::json;
-use crate::ui::outside::SessionSource;
-use crate::ui::sidebar::{PageLayout, PageSessions, PendingGates};
-use crate::ui::transcript::GateItem;
-use crate::ui::when::{Precision, When};
+use crate::ui::sidebar::{PageLayout, PendingGates};
+use bulk::{InboxBulkBar, Selection};
+use row::InboxRow;
+
+pub use row::{RowKind, age_text, row_when};
 
 #[component]
 pub fn InboxPage() -> impl IntoView {
@@ -42,6 +48,7 @@ fn Inbox() -> impl IntoView {
     };
     let bus = CardBus::new();
     provide_context(bus);
+    provide_context(Selection::new());
 
     let now_ms = crate::ui::when::clock();
     let pending = Memo::new(move |_| {
@@ -56,6 +63,7 @@ fn Inbox() -> impl IntoView {
     // a / e / d / A act on the first (or the j/k-selected) card, as in the chat.
     gates::install_keyboard(bus, pending);
     title_with_count(pending);
+    focus_arrivals(bus, pending);
 
     let state = move || {
         list_state(
@@ -66,7 +74,7 @@ fn Inbox() -> impl IntoView {
     view! {
         <header class="page-header">
             <h1>"Inbox"</h1>
-            <p class="muted">"Every approval waiting, across sessions, oldest first."</p>
+            <p class="muted">"Every approval waiting, across sessions, oldest first. ↑/↓ move, Enter opens, Esc closes."</p>
         </header>
         <div class="page-body inbox">
             {move || pending_gates.error.get().map(|e| view! {
@@ -74,10 +82,13 @@ fn Inbox() -> impl IntoView {
             })}
             <Suspense fallback=|| view! { <p class="loading" data-testid="inbox-loading">"Loading…"</p> }>
                 {state}
-                <For each=move || gates().unwrap_or_default() key=|g| g.body.approval_id.clone() let:gate>
-                    <InboxItem gate now_ms/>
-                </For>
+                <ul class="inbox-list" aria-label="Waiting cards" on:keydown=move |ev| on_list_keydown(pending, &ev)>
+                    <For each=move || gates().unwrap_or_default() key=|g| g.body.approval_id.clone() let:gate>
+                        <InboxRow gate now_ms open=starts_open(untrack(|| gates().map_or(0, |g| g.len())))/>
+                    </For>
+                </ul>
             </Suspense>
+            <InboxBulkBar pending/>
         </div>
     }
 }
@@ -125,35 +136,50 @@ fn list_state(count: Option<usize>, failing: bool) -> Option<AnyView> {
     }
 }
 
-#[component]
-fn InboxItem(gate: ApprovalRequest, now_ms: RwSignal<f64>) -> impl IntoView {
-    let sessions = use_context::<PageSessions>();
-    let session_id = gate.body.session_id.clone();
-    let href = format!("/sessions/{session_id}");
-    let session_title = {
-        let session_id = session_id.clone();
-        move || {
-            sessions
-                .and_then(|s| s.title(session_id.as_str()))
-                .unwrap_or_else(|| "Open session".to_owned())
+/// Whether a row starts open: a lone card shows whole (there is nothing to compact); with
+/// several, each is one line until the person opens it.
+pub fn starts_open(rows: usize) -> bool {
+    rows == 1
+}
+
+fn on_list_keydown(pending: Memo<Vec<ApprovalRequestBody>>, ev: &leptos::ev::KeyboardEvent) {
+    #[cfg(feature = "hydrate")]
+    keys::on_keydown(
+        pending.with_untracked(|p| p.iter().map(|g| g.approval_id.clone()).collect()),
+        ev,
+    );
+    // Only the browser handles keys (the keys module's helpers are used there).
+    #[cfg(not(feature = "hydrate"))]
+    let _ = (
+        pending,
+        ev,
+        keys::next_row,
+        keys::Move::from_key,
+        keys::take_open_request,
+    );
+}
+
+/// Cards that arrive while the page is open: the first of them in the list's order (a batch's
+/// first call, not the last card to arrive) takes focus on its line, when focus is free.
+fn focus_arrivals(bus: CardBus, pending: Memo<Vec<ApprovalRequestBody>>) {
+    Effect::new(move |seen: Option<Vec<ApprovalId>>| {
+        let order: Vec<ApprovalId> = pending.read().iter().map(|g| g.approval_id.clone()).collect();
+        let Some(seen) = seen else { return order };
+        let fresh: Vec<ApprovalId> = order.iter().filter(|id| !seen.contains(id)).cloned().collect();
+        let settling = bus.settling.get_untracked();
+        #[cfg(feature = "hydrate")]
+        if let Some(target) = gates::arrival_focus(&order, &fresh, settling.as_ref()) {
+            request_animation_frame(move || {
+                let settled_row = settling.is_some_and(|s| browser::has_focus(&row::row_id(&s)));
+                if browser::page_hidden() || !(browser::focus_is_free() || settled_row) {
+                    return;
+                }
+                gates::settle(bus, target.clone());
+                browser::focus(&row::row_id(&target));
+            });
         }
-    };
-    // An outside agent's card names its agent, once the session list says which it is.
-    let source = {
-        let session_id = session_id.clone();
-        Signal::derive(move || sessions.and_then(|s| s.source(session_id.as_str())))
-    };
-    provide_context(SessionSource(source));
-    let opened = gate.body.created_at.clone();
-    let approval_id = gate.body.approval_id.clone();
-    view! {
-        <div class="inbox-item" data-testid="inbox-item" data-approval-id=approval_id
-            data-session-id=session_id>
-            <div class="inbox-meta">
-                <a href=href data-testid="inbox-session">{session_title}</a>
-                <span class="muted">"opened " <When at=opened precision=Precision::Minute/></span>
-            </div>
-            <ApprovalCard item=GateItem { request: gate.body, resolution: None } now_ms/>
-        </div>
-    }
+        #[cfg(not(feature = "hydrate"))]
+        let _ = (fresh, settling);
+        order
+    });
 }
