@@ -259,6 +259,19 @@ pub fn focus_is_free() -> bool {
     free
 }
 
+/// Whether focus is on nothing in particular (the page itself): what is left when the
+/// focused element was moved or removed.
+pub fn focus_is_nowhere() -> bool {
+    #[cfg(feature = "hydrate")]
+    let nowhere = web_sys::window()
+        .and_then(|w| w.document())
+        .and_then(|d| d.active_element())
+        .is_none_or(|el| el.tag_name() == "BODY");
+    #[cfg(not(feature = "hydrate"))]
+    let nowhere = true;
+    nowhere
+}
+
 /// Whether the composer holds no text (and so may lose focus to a new card).
 pub fn composer_is_empty() -> bool {
     #[cfg(feature = "hydrate")]

@@ -359,10 +359,39 @@ fn still_waiting(
     })
 }
 
+/// Gives focus to the first (in the page's order) of the cards just arrived, when the person
+/// is not busy elsewhere. Chosen now, not when they arrived: an earlier arrival's frame may
+/// have given focus meanwhile.
+#[cfg(feature = "hydrate")]
+fn focus_first_arrival(bus: CardBus, pending: Memo<Vec<ApprovalRequestBody>>, fresh: &[ApprovalId]) {
+    use crate::ui::browser;
+    let order: Vec<ApprovalId> = pending
+        .get_untracked()
+        .into_iter()
+        .map(|g| g.approval_id)
+        .collect();
+    let settling = bus.settling.get_untracked();
+    let Some(arrived) = arrival_focus(&order, fresh, settling.as_ref()) else {
+        return;
+    };
+    // The card that already had it only takes focus back if the page dropped it (rows
+    // moving around it as the batch's other cards arrive).
+    let kept = settling.as_ref() == Some(&arrived);
+    if browser::page_hidden()
+        || !browser::composer_is_empty()
+        || !browser::focus_is_free()
+        || (kept && !browser::focus_is_nowhere())
+    {
+        return;
+    }
+    settle(bus, arrived.clone());
+    browser::focus(&format!("gate-{arrived}"));
+}
+
 /// Which card the cards just arrived (`fresh`) send focus to, if any: the first in the page's
 /// order (a batch's call order) of them and of the card that took focus on its own a moment
 /// ago (`settling`) — so a batch whose cards arrive in any order ends on its first call, not
-/// on the last to arrive. `None` when the settling card is that first one (it keeps focus).
+/// on the last to arrive. `None` when nothing arrived.
 pub fn arrival_focus(
     order: &[ApprovalId],
     fresh: &[ApprovalId],
@@ -371,10 +400,10 @@ pub fn arrival_focus(
     if fresh.is_empty() {
         return None;
     }
-    let first = order
+    order
         .iter()
-        .find(|id| fresh.contains(id) || Some(*id) == settling)?;
-    (Some(first) != settling).then(|| first.clone())
+        .find(|id| fresh.contains(id) || Some(*id) == settling)
+        .cloned()
 }
 
 /// The tab title for `n` pending gates.
@@ -414,20 +443,10 @@ pub fn watch_pending(bus: CardBus, pending: Memo<Vec<ApprovalRequestBody>>) {
         // [`ARRIVAL_GRACE`]).
         let order: Vec<ApprovalId> = now.iter().map(|g| g.approval_id.clone()).collect();
         let fresh: Vec<ApprovalId> = fresh.iter().map(|g| g.approval_id.clone()).collect();
-        let settling = bus.settling.get_untracked();
-        if let Some(arrived) = arrival_focus(&order, &fresh, settling.as_ref()) {
+        if !fresh.is_empty() {
             // After the card is in the DOM — and, in a hidden tab, when the person is back:
             // the checks and the grace count from the moment focus actually moves.
-            request_animation_frame(move || {
-                if crate::ui::browser::page_hidden()
-                    || !crate::ui::browser::composer_is_empty()
-                    || !crate::ui::browser::focus_is_free()
-                {
-                    return;
-                }
-                settle(bus, arrived.clone());
-                crate::ui::browser::focus(&format!("gate-{arrived}"));
-            });
+            request_animation_frame(move || focus_first_arrival(bus, pending, &fresh));
         }
         order
     });
@@ -450,7 +469,10 @@ mod tests {
         let id = |s: &str| ApprovalId::from(s);
         let order = [id("one"), id("two"), id("three")];
         // The first call's card arrived first and took focus: later arrivals leave it there.
-        assert_eq!(arrival_focus(&order, &[id("two")], Some(&id("one"))), None);
+        assert_eq!(
+            arrival_focus(&order, &[id("two")], Some(&id("one"))),
+            Some(id("one"))
+        );
         // The second call's card arrived first: the first call's, arriving now, takes focus.
         assert_eq!(
             arrival_focus(&order, &[id("one")], Some(&id("two"))),

@@ -166,20 +166,32 @@ fn focus_arrivals(bus: CardBus, pending: Memo<Vec<ApprovalRequestBody>>) {
         let order: Vec<ApprovalId> = pending.read().iter().map(|g| g.approval_id.clone()).collect();
         let Some(seen) = seen else { return order };
         let fresh: Vec<ApprovalId> = order.iter().filter(|id| !seen.contains(id)).cloned().collect();
-        let settling = bus.settling.get_untracked();
         #[cfg(feature = "hydrate")]
-        if let Some(target) = gates::arrival_focus(&order, &fresh, settling.as_ref()) {
-            request_animation_frame(move || {
-                let settled_row = settling.is_some_and(|s| browser::has_focus(&row::row_id(&s)));
-                if browser::page_hidden() || !(browser::focus_is_free() || settled_row) {
-                    return;
-                }
-                gates::settle(bus, target.clone());
-                browser::focus(&row::row_id(&target));
-            });
+        if !fresh.is_empty() {
+            request_animation_frame(move || focus_first_row(bus, pending, &fresh));
         }
         #[cfg(not(feature = "hydrate"))]
-        let _ = (fresh, settling);
+        let _ = (fresh, bus);
         order
     });
+}
+
+/// Focuses the line of the first card just arrived (chosen when the page has drawn them).
+#[cfg(feature = "hydrate")]
+fn focus_first_row(bus: CardBus, pending: Memo<Vec<ApprovalRequestBody>>, fresh: &[ApprovalId]) {
+    let order: Vec<ApprovalId> = pending.get_untracked().into_iter().map(|g| g.approval_id).collect();
+    let settling = bus.settling.get_untracked();
+    let Some(target) = gates::arrival_focus(&order, fresh, settling.as_ref()) else {
+        return;
+    };
+    let kept = settling.as_ref() == Some(&target);
+    let settled_row = settling.is_some_and(|s| browser::has_focus(&row::row_id(&s)));
+    if browser::page_hidden()
+        || !(browser::focus_is_free() || settled_row)
+        || (kept && !browser::focus_is_nowhere())
+    {
+        return;
+    }
+    gates::settle(bus, target.clone());
+    browser::focus(&row::row_id(&target));
 }
