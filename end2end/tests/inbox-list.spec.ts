@@ -56,7 +56,7 @@ test('the Inbox lists a batch one line each; arrows and Enter open a card in pla
   }
   await expect(row(page, one).getByTestId('inbox-kind')).toHaveText('Write');
   await expect(row(page, one).getByTestId('inbox-summary')).toContainText('list-1.txt');
-  await expect(row(page, one).getByTestId('inbox-when')).toHaveText(/^asked (just now|\d+ min ago) · \d+:\d\d left$/);
+  await expect(row(page, one).getByTestId('inbox-when')).toHaveText(/^asked (just now|\d+ min ago) · \d\d:\d\d · \d+:\d\d left$/);
   await expect(row(page, one).getByTestId('inbox-session')).toHaveAttribute('href', `/sessions/${sid}`);
   // The sensitive card says so and cannot be picked for a bulk answer.
   await expect(row(page, env).getByTestId('inbox-sensitive')).toHaveText('Sensitive');

@@ -260,13 +260,7 @@ pub fn BulkBar(session_id: SessionId, pending: Memo<Vec<ApprovalRequestBody>>) -
     let said = RwSignal::new(None::<String>);
     // The sensitive cards the last bulk answer left: the bar links to them while they wait.
     let left_ids = RwSignal::new(Vec::<ApprovalId>::new());
-    let ordinary = Memo::new(move |_| {
-        pending
-            .get()
-            .into_iter()
-            .filter(|g| g.reason != GateReason::SafetyFloor)
-            .collect::<Vec<_>>()
-    });
+    let ordinary = ordinary_cards(pending);
     let sensitive = move || pending.read().len() - ordinary.read().len();
     // A card that just arrived is not approved in bulk before it could be read.
     let bus = use_context::<CardBus>().unwrap_or_default();
@@ -325,8 +319,29 @@ pub fn BulkBar(session_id: SessionId, pending: Memo<Vec<ApprovalRequestBody>>) -
                 <button type="button" data-action="cancel-deny-all" on:click=move |_| asking_reason.set(false)>"Keep them"</button>
             </div>
         </Show>
+        {answered_line(said, still_waiting(pending, left_ids))}
+    }
+}
+
+/// The cards a bulk answer may answer: every pending one but the sensitive (floor) cards.
+fn ordinary_cards(pending: Memo<Vec<ApprovalRequestBody>>) -> Memo<Vec<ApprovalRequestBody>> {
+    Memo::new(move |_| {
+        pending
+            .get()
+            .into_iter()
+            .filter(|g| g.reason != GateReason::SafetyFloor)
+            .collect::<Vec<_>>()
+    })
+}
+
+/// After a bulk answer: what it did, then the sensitive cards it left, linked.
+fn answered_line(
+    said: RwSignal<Option<String>>,
+    left: Signal<Vec<ApprovalRequestBody>>,
+) -> impl IntoView {
+    view! {
         {move || said.get().map(|text| view! { <p class="bulk-said" role="status" data-testid="bulk-said">{text}</p> })}
-        <LeftForYou left=still_waiting(pending, left_ids)/>
+        <LeftForYou left/>
     }
 }
 
@@ -363,7 +378,11 @@ fn still_waiting(
 /// is not busy elsewhere. Chosen now, not when they arrived: an earlier arrival's frame may
 /// have given focus meanwhile.
 #[cfg(feature = "hydrate")]
-fn focus_first_arrival(bus: CardBus, pending: Memo<Vec<ApprovalRequestBody>>, fresh: &[ApprovalId]) {
+fn focus_first_arrival(
+    bus: CardBus,
+    pending: Memo<Vec<ApprovalRequestBody>>,
+    fresh: &[ApprovalId],
+) {
     use crate::ui::browser;
     let order: Vec<ApprovalId> = pending
         .get_untracked()

@@ -57,7 +57,11 @@ pub fn WaitingPill(pending: Memo<Vec<ApprovalRequestBody>>) -> impl IntoView {
     #[cfg(not(feature = "hydrate"))]
     let _ = note;
     let off = Memo::new(move |_| {
-        let waiting: Vec<ApprovalId> = pending.read().iter().map(|g| g.approval_id.clone()).collect();
+        let waiting: Vec<ApprovalId> = pending
+            .read()
+            .iter()
+            .map(|g| g.approval_id.clone())
+            .collect();
         out_of_sight(&waiting, &seen.read())
     });
     view! {
@@ -107,13 +111,20 @@ fn observe(pending: Memo<Vec<ApprovalRequestBody>>, seen: RwSignal<Seen>) {
     let watching = std::sync::Arc::new(kept);
     let each_change = watching.clone();
     Effect::new(move |_| {
-        let ids: Vec<String> = pending.read().iter().map(|g| format!("gate-{}", g.approval_id)).collect();
+        let ids: Vec<String> = pending
+            .read()
+            .iter()
+            .map(|g| format!("gate-{}", g.approval_id))
+            .collect();
         let watching = each_change.clone();
         request_animation_frame(move || {
             let observer = &watching.0;
             observer.disconnect();
             let document = web_sys::window().and_then(|w| w.document());
-            for el in ids.iter().filter_map(|id| document.as_ref()?.get_element_by_id(id)) {
+            for el in ids
+                .iter()
+                .filter_map(|id| document.as_ref()?.get_element_by_id(id))
+            {
                 observer.observe(&el);
             }
         });

@@ -198,7 +198,8 @@ fn BarControls(
             .collect::<Vec<_>>()
     });
     let sensitive = move || pending.read().len() - pickable.read().len();
-    let all_picked = move || !pickable.read().is_empty() && targets.read().len() == pickable.read().len();
+    let all_picked =
+        move || !pickable.read().is_empty() && targets.read().len() == pickable.read().len();
     let none = move || busy.get() || targets.read().is_empty();
     view! {
         <div class="bulk-bar inbox-bulk" data-testid="bulk-bar" role="region" aria-label="Answer several cards">

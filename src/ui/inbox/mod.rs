@@ -20,8 +20,6 @@ use crate::ui::sidebar::{PageLayout, PendingGates};
 use bulk::{InboxBulkBar, Selection};
 use row::InboxRow;
 
-pub use row::{RowKind, age_text, row_when};
-
 #[component]
 pub fn InboxPage() -> impl IntoView {
     view! {
@@ -163,9 +161,17 @@ fn on_list_keydown(pending: Memo<Vec<ApprovalRequestBody>>, ev: &leptos::ev::Key
 /// first call, not the last card to arrive) takes focus on its line, when focus is free.
 fn focus_arrivals(bus: CardBus, pending: Memo<Vec<ApprovalRequestBody>>) {
     Effect::new(move |seen: Option<Vec<ApprovalId>>| {
-        let order: Vec<ApprovalId> = pending.read().iter().map(|g| g.approval_id.clone()).collect();
+        let order: Vec<ApprovalId> = pending
+            .read()
+            .iter()
+            .map(|g| g.approval_id.clone())
+            .collect();
         let Some(seen) = seen else { return order };
-        let fresh: Vec<ApprovalId> = order.iter().filter(|id| !seen.contains(id)).cloned().collect();
+        let fresh: Vec<ApprovalId> = order
+            .iter()
+            .filter(|id| !seen.contains(id))
+            .cloned()
+            .collect();
         #[cfg(feature = "hydrate")]
         if !fresh.is_empty() {
             request_animation_frame(move || focus_first_row(bus, pending, &fresh));
@@ -179,7 +185,11 @@ fn focus_arrivals(bus: CardBus, pending: Memo<Vec<ApprovalRequestBody>>) {
 /// Focuses the line of the first card just arrived (chosen when the page has drawn them).
 #[cfg(feature = "hydrate")]
 fn focus_first_row(bus: CardBus, pending: Memo<Vec<ApprovalRequestBody>>, fresh: &[ApprovalId]) {
-    let order: Vec<ApprovalId> = pending.get_untracked().into_iter().map(|g| g.approval_id).collect();
+    let order: Vec<ApprovalId> = pending
+        .get_untracked()
+        .into_iter()
+        .map(|g| g.approval_id)
+        .collect();
     let settling = bus.settling.get_untracked();
     let Some(target) = gates::arrival_focus(&order, fresh, settling.as_ref()) else {
         return;

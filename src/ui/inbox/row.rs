@@ -13,6 +13,7 @@ use crate::ui::card::ApprovalCard;
 use crate::ui::outside::{SessionSource, source_label};
 use crate::ui::sidebar::PageSessions;
 use crate::ui::transcript::GateItem;
+use crate::ui::when::{Precision, When};
 
 use super::bulk::Selection;
 
@@ -79,29 +80,26 @@ pub fn age_text(asked_ms: i64, now_ms: i64) -> String {
     }
 }
 
-/// The row's time: when it was asked and how long is left (`asked 3 min ago · 26:12 left`).
-/// Before the browser clock runs (the server's render, no JavaScript) it names the moments in
-/// UTC, as the card does. One function, so a shared time formatter can take its place.
-pub fn row_when(asked: &Timestamp, expires: &Timestamp, now_ms: f64) -> String {
+/// The row's time around the local clock time it was asked (a [`When`] between the two):
+/// `asked 3 min ago ·` 13:59 `· 26:12 left`. Before the browser clock runs (the server's
+/// render, no JavaScript) it reads `asked at` 13:59 UTC `· until 14:29 UTC`, as the card's own
+/// countdown does. One function, so a shared time formatter can take its place.
+pub fn row_when(asked: &Timestamp, expires: &Timestamp, now_ms: f64) -> (String, String) {
     use crate::ui::when::{Precision, utc_text};
     if now_ms <= 0.0 {
-        return format!(
-            "asked {} · until {}",
-            utc_text(asked, Precision::Clock),
-            utc_text(expires, Precision::Clock)
-        );
+        let until = utc_text(expires, Precision::Clock);
+        return ("asked at".to_owned(), format!("· until {until}"));
     }
     let now = now_ms as i64;
     let age = asked
         .unix_ms()
         .map_or_else(String::new, |at| age_text(at, now));
-    let left = expires.ms_left(now) / 1000;
-    let left = match left {
+    let left = match expires.ms_left(now) / 1000 {
         0 => "expired".to_owned(),
         s if s >= 3600 => format!("{}:{:02}:{:02} left", s / 3600, (s % 3600) / 60, s % 60),
         s => format!("{}:{:02} left", s / 60, s % 60),
     };
-    format!("asked {age} · {left}")
+    (format!("asked {age} ·"), format!("· {left}"))
 }
 
 /// The element id of a row's line (the arrow keys move between them).
@@ -161,10 +159,10 @@ fn RowLine(
         StoredValue::new(request.created_at.clone()),
         StoredValue::new(request.expires_at.clone()),
     );
-    let when = move || {
+    let when = Memo::new(move |_| {
         let now = now_ms.get();
         asked.with_value(|a| expires.with_value(|e| row_when(a, e, now)))
-    };
+    });
     let clicked = request.approval_id.clone();
     view! {
         <summary class="inbox-row" id=row_id(&request.approval_id) data-testid="inbox-row"
@@ -174,7 +172,9 @@ fn RowLine(
             </span>
             <span class="inbox-summary" data-testid="inbox-summary" title=summary.clone()>{summary.clone()}</span>
             {floor.then(|| view! { <span class="badge sensitive" data-testid="inbox-sensitive">"Sensitive"</span> })}
-            <span class="inbox-when muted" data-testid="inbox-when">{when}</span>
+            <span class="inbox-when muted" data-testid="inbox-when">
+                {move || when.get().0} " " <When at=request.created_at.clone() precision=Precision::Clock/> " " {move || when.get().1}
+            </span>
         </summary>
     }
 }
@@ -192,7 +192,9 @@ fn Pick(request: ApprovalRequestBody) -> impl IntoView {
     move || {
         let selection = selection?;
         if !hydrated.get() || floor {
-            return Some(view! { <span class="inbox-pick-space" aria-hidden="true"></span> }.into_any());
+            return Some(
+                view! { <span class="inbox-pick-space" aria-hidden="true"></span> }.into_any(),
+            );
         }
         let (checked_id, toggled_id) = (id.clone(), id.clone());
         Some(
@@ -231,6 +233,39 @@ mod tests {
     use super::*;
 
     #[test]
+    fn each_card_gets_its_kind_in_one_word() {
+        let mut card: ApprovalRequestBody = serde_json::from_value(serde_json::json!({
+            "approval_id": "a", "session_id": "s", "call_id": "c", "kind": "tool",
+            "tool": "write_file", "class": "edit", "args": {}, "title": "Write", "summary": "s",
+            "proposal_md": "", "proposal_html": "", "reason": "mode", "reason_detail": "",
+            "allowed_decisions": ["approve"], "digest": "d", "timeout_outcome": "deny",
+            "created_at": "2026-01-01T00:00:00.000Z", "expires_at": "2026-01-01T00:30:00.000Z"
+        }))
+        .unwrap();
+        let word =
+            |card: &ApprovalRequestBody, source: Option<&str>| RowKind::of(card).label(source);
+        assert_eq!(word(&card, None), "Write");
+        card.class = ToolClass::Exec;
+        assert_eq!(word(&card, None), "Run");
+        card.class = ToolClass::Config;
+        assert_eq!(word(&card, None), "Config");
+        card.kind = GateKind::Decision;
+        card.class = ToolClass::Decision;
+        assert_eq!(word(&card, None), "Decision");
+        card.decision_kind = Some(DecisionKind::Plan);
+        assert_eq!(word(&card, None), "Plan");
+        card.kind = GateKind::External;
+        card.class = ToolClass::Exec;
+        assert_eq!(word(&card, Some("claude-code")), "Claude Code");
+        assert_eq!(word(&card, None), "Outside");
+        // An outside agent's question is a decision, whoever asks it.
+        card.class = ToolClass::Decision;
+        assert_eq!(word(&card, Some("mcp")), "Decision");
+        card.kind = GateKind::Budget;
+        assert_eq!(word(&card, None), "Budget");
+    }
+
+    #[test]
     fn age_reads_in_minutes_hours_then_days() {
         let min = 60_000;
         assert_eq!(age_text(0, 59_000), "just now");
@@ -246,14 +281,26 @@ mod tests {
         let asked = Timestamp::from_unix_ms(0);
         let expires = Timestamp::from_unix_ms(30 * 60_000);
         let now = (3 * 60_000 + 48_000) as f64;
-        assert_eq!(row_when(&asked, &expires, now), "asked 3 min ago · 26:12 left");
+        let text = |(before, after): (String, String)| format!("{before} HH:MM {after}");
         assert_eq!(
-            row_when(&asked, &expires, 0.0),
-            "asked 00:00 UTC · until 00:30 UTC"
+            text(row_when(&asked, &expires, now)),
+            "asked 3 min ago · HH:MM · 26:12 left"
         );
         assert_eq!(
-            row_when(&asked, &expires, 31.0 * 60_000.0),
-            "asked 31 min ago · expired"
+            text(row_when(&asked, &expires, 0.0)),
+            "asked at HH:MM · until 00:30 UTC"
+        );
+        assert_eq!(
+            text(row_when(&asked, &expires, 31.0 * 60_000.0)),
+            "asked 31 min ago · HH:MM · expired"
+        );
+        assert_eq!(
+            text(row_when(
+                &asked,
+                &Timestamp::from_unix_ms(2 * 3_600_000),
+                now
+            )),
+            "asked 3 min ago · HH:MM · 1:56:12 left"
         );
     }
 }
