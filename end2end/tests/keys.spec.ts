@@ -64,7 +64,11 @@ test('Approve all leaves the sensitive card for the person, and says so', async 
   const approveOthers = bar.locator('[data-action=approve-all]');
   await expect(approveOthers).toHaveText('Approve the others');
   await approveOthers.click();
-  await expect(page.getByTestId('bulk-said')).toHaveText('1 approved, 1 sensitive card left for you');
+  await expect(page.getByTestId('bulk-said')).toHaveText('1 approved');
+  // What it left is named, with a link that brings it into view and focuses it.
+  await expect(page.getByTestId('left-for-you')).toHaveText('Left for you: 1 sensitive card — shell: rm -rf bulk-gone');
+  await page.getByTestId('left-for-you-link').click();
+  await expect(card(page, floorId)).toBeFocused();
   await expect(card(page, floorId)).toHaveAttribute('data-state', 'pending');
   await expect(pendingCards(page)).toHaveCount(1);
   await expect(toolResults(page, 'ok')).toHaveCount(1);

@@ -378,7 +378,7 @@ test("a command card's push is answered from the notification once, for that car
 
   // Approve from the notification: the worker answers with the capability, no credentials.
   const approved = await worker(page, { type: 'countersign-test-action', msg: msgA, action: 'approve' });
-  expect(approved).toMatchObject({ ok: true, status: 200, text: 'Approved by browser via push' });
+  expect(approved).toMatchObject({ ok: true, status: 200, text: expect.stringMatching(/^Approved by browser login( · .+)? via push$/) });
   expect(approved.body).toMatchObject({ approval_id: a, decision: 'approve', actor: 'browser', via: 'push' });
   const cardA = card(page, a);
   await expect(cardA).toHaveAttribute('data-state', 'resolved');
@@ -391,7 +391,7 @@ test("a command card's push is answered from the notification once, for that car
   // The closing push replaces the notification with the outcome.
   const [closingA] = await pushes(push, (m) => m.type === 'resolved' && m.approval_id === a);
   expectWellFormed(closingA);
-  expect(closingA.message).toMatchObject({ tag: `gate-${a}`, body: 'Approved by browser via push', decision: 'approve' });
+  expect(closingA.message).toMatchObject({ tag: `gate-${a}`, body: expect.stringMatching(/^Approved by browser login( · .+)? via push$/), decision: 'approve' });
   expect(closingA.headers['topic']).toBe(pushA.headers['topic']);
 
   // The same capability again: already answered.
@@ -444,9 +444,9 @@ test("a command card's push is answered from the notification once, for that car
   expect(existsSync(join(server.workspace, 'notes/b.md'))).toBe(false);
   // B's own capability denies B, from the notification.
   const denied = await worker(page, { type: 'countersign-test-action', msg: msgB, action: 'deny' });
-  expect(denied).toMatchObject({ ok: true, status: 200, text: 'Denied by browser via push' });
+  expect(denied).toMatchObject({ ok: true, status: 200, text: expect.stringMatching(/^Denied by browser login( · .+)? via push$/) });
   await expect(card(page, b)).toHaveAttribute('data-decision', 'deny');
-  await pushes(push, (m) => m.type === 'resolved' && m.approval_id === b && m.body === 'Denied by browser via push');
+  await pushes(push, (m) => m.type === 'resolved' && m.approval_id === b && /^Denied by browser login( · .+)? via push$/.test(m.body));
   expect(existsSync(join(server.workspace, 'notes/b.md'))).toBe(false);
 
   // Card C: a capability for C made for another digest (the same command run in another
@@ -486,7 +486,7 @@ test("a command card's push is answered from the notification once, for that car
   expect(existsSync(join(server.workspace, 'notes/c.md'))).toBe(false);
   // C's own capability still answers it.
   const fresh = await worker(page, { type: 'countersign-test-action', msg: msgC, action: 'approve' });
-  expect(fresh).toMatchObject({ ok: true, status: 200, text: 'Approved by browser via push' });
+  expect(fresh).toMatchObject({ ok: true, status: 200, text: expect.stringMatching(/^Approved by browser login( · .+)? via push$/) });
   await expect(card(page, c)).toHaveAttribute('data-decision', 'approve');
   await expect.poll(() => existsSync(join(server.workspace, 'notes/c.md'))).toBe(true);
   expect(readFileSync(join(server.workspace, 'notes/c.md'), 'utf8')).toBe('from the card\n');
@@ -637,7 +637,7 @@ test('a gate push answered 410 drops that device; the others still get theirs', 
   expect(kept.message.capability).toMatch(CAPABILITY);
   const ok = await answerAnonymously(server, kept.message.capability, 'approve');
   expect(ok.status).toBe(200);
-  expect(ok.body.outcome).toBe('Approved by browser via push');
+  expect(ok.body.outcome).toMatch(/^Approved by browser login( · .+)? via push$/);
 });
 
 /** An API client with only this bearer token (no cookie). */
@@ -669,9 +669,9 @@ test('a subscription answers as the token that made it; revoking the token ends 
   expect(pushed).toMatchObject({ tool: 'shell', actions: ['approve', 'deny'] });
   const answered = await answerAnonymously(server, pushed.capability, 'approve');
   expect(answered.status).toBe(200);
-  expect(answered.body).toMatchObject({ actor: 'token:phone', via: 'push', outcome: 'Approved by token:phone via push' });
+  expect(answered.body).toMatchObject({ actor: 'token:phone', via: 'push', outcome: expect.stringMatching(/^Approved by token phone( · .+)? via push$/) });
   await expect(card(page, first)).toHaveAttribute('data-decision', 'approve');
-  await pushes(push, (m) => m.type === 'resolved' && m.approval_id === first && m.body === 'Approved by token:phone via push');
+  await pushes(push, (m) => m.type === 'resolved' && m.approval_id === first && /^Approved by token phone( · .+)? via push$/.test(m.body));
   await expect.poll(() => existsSync(join(server.workspace, 'notes/phone.md'))).toBe(true);
 
   const second = await openCard(page, 'run: echo not any more > notes/phone2.md');

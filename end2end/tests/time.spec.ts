@@ -57,7 +57,8 @@ test('the inbox, rules and audit show local times with UTC on hover', async ({ p
   await expect(page.getByTestId('inbox-item')).toHaveCount(1);
   const opened = page.getByTestId('inbox-item').getByTestId('when');
   const iso = (await opened.getAttribute('datetime'))!;
-  await expect(opened).toHaveText(`${new Date(new Date(iso).getTime() + 9 * 3600_000).toISOString().slice(0, 10)} ${tokyoClock(iso)}`);
+  // The Inbox's line is compact: the clock time it was asked, the date on hover.
+  await expect(opened).toHaveText(tokyoClock(iso));
   await expect(opened).toHaveAttribute('title', /UTC$/);
   await page.getByTestId('inbox-item').locator('[data-action=approve]').click();
   await page.goto(`${server.url}/audit`);

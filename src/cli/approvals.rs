@@ -490,7 +490,7 @@ mod tests {
         let tool = gate(GateKind::Tool);
         let said = message(explain_resolved(api(ErrorCode::AlreadyResolved), &tool));
         assert!(
-            said.starts_with("approval g1 was already answered: denied by a person (browser)"),
+            said.starts_with("approval g1 was already answered: denied by a person (browser login)"),
             "{said}"
         );
         let said = message(explain_resolved(api(ErrorCode::Gone), &tool));

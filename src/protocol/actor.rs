@@ -32,6 +32,23 @@ impl<'a> Actor<'a> {
     }
 }
 
+impl Actor<'_> {
+    /// The actor in a person's words: the credential, and for a browser login (a browser's
+    /// own, or a phone's made with its token) the device it was on. An actor no credential
+    /// makes (`rule:<id>`, `agent`, `timeout` …) reads as written. Never a bare `browser`.
+    pub fn words(&self, device: Option<&str>) -> String {
+        let device = device.filter(|device| !device.is_empty());
+        match (self, device) {
+            (Actor::Browser, Some(device)) => format!("browser login · {device}"),
+            (Actor::Browser, None) => "browser login".to_owned(),
+            (Actor::Token(name), Some(device)) => format!("token {name} · {device}"),
+            (Actor::Token(name), None) => format!("token {name}"),
+            (Actor::Ntfy, _) => "an ntfy button".to_owned(),
+            (Actor::Other(text), _) => (*text).to_owned(),
+        }
+    }
+}
+
 impl fmt::Display for Actor<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -60,6 +77,17 @@ mod tests {
         ] {
             assert_eq!(Actor::parse(text).to_string(), text);
         }
+    }
+
+    #[test]
+    fn words_name_the_credential_and_its_device_never_a_bare_browser() {
+        let browser = Actor::parse("browser");
+        assert_eq!(browser.words(None), "browser login");
+        assert_eq!(browser.words(Some("")), "browser login");
+        assert_eq!(browser.words(Some("Chrome on Pixel 8")), "browser login · Chrome on Pixel 8");
+        assert_eq!(Actor::parse("token:phone").words(Some("Safari on iPhone")), "token phone · Safari on iPhone");
+        assert_eq!(Actor::parse("token:ci").words(None), "token ci");
+        assert_eq!(Actor::parse("rule:r1").words(Some("x")), "rule:r1");
     }
 
     #[test]

@@ -42,6 +42,13 @@ pub fn resolver(resolution: &Resolution) -> String {
     }
 }
 
+/// Who resolved a gate, in a person's words (a push's closing line, a `409`'s message): the
+/// credential and, for a browser login, its device — never a bare `browser`.
+pub fn resolver_words(resolution: &Resolution) -> String {
+    let device = resolution.login.as_ref().map(|login| login.device.as_str());
+    crate::protocol::Actor::parse(&resolver(resolution)).words(device)
+}
+
 /// The audit entries a commit's events call for. `gate_opener`: the credential that opened an
 /// outside agent's gate in this commit (the built-in agent's gates are opened by `agent`).
 pub fn drafts_for(

@@ -288,15 +288,8 @@ fn actor_label(entry: &AuditEntry) -> String {
         .detail
         .get("login")
         .and_then(|login| login.get("device"))
-        .and_then(Value::as_str)
-        .filter(|device| !device.is_empty());
-    let said = match (Actor::parse(&entry.actor), device) {
-        (Actor::Browser, Some(device)) => format!("browser login · {device}"),
-        (Actor::Browser, None) => "browser login".to_owned(),
-        (Actor::Token(name), Some(device)) => format!("token {name} · {device}"),
-        (Actor::Token(name), None) => format!("token {name}"),
-        _ => entry.actor.clone(),
-    };
+        .and_then(Value::as_str);
+    let said = Actor::parse(&entry.actor).words(device);
     crate::shown::line(&said)
 }
 

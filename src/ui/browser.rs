@@ -87,6 +87,39 @@ pub fn scroll_into_view(element_id: &str) {
     let _ = element_id;
 }
 
+/// Opens every closed `<details>` around an element (an Inbox row around its card), so it can
+/// be seen and take focus.
+pub fn reveal(element_id: &str) {
+    #[cfg(feature = "hydrate")]
+    {
+        let mut at = web_sys::window()
+            .and_then(|w| w.document())
+            .and_then(|d| d.get_element_by_id(element_id));
+        while let Some(closed) = at.and_then(|el| el.closest("details:not([open])").ok().flatten())
+        {
+            let _ = closed.set_attribute("open", "");
+            at = Some(closed);
+        }
+    }
+    #[cfg(not(feature = "hydrate"))]
+    let _ = element_id;
+}
+
+/// Whether the element with this id holds keyboard focus.
+pub fn has_focus(element_id: &str) -> bool {
+    #[cfg(feature = "hydrate")]
+    let focused = web_sys::window()
+        .and_then(|w| w.document())
+        .and_then(|d| d.active_element())
+        .is_some_and(|el| el.id() == element_id);
+    #[cfg(not(feature = "hydrate"))]
+    let focused = {
+        let _ = element_id;
+        false
+    };
+    focused
+}
+
 /// Moves keyboard focus to an element, if it exists.
 /// The approval id of the card that holds keyboard focus (the card itself or a control in
 /// it), if any.
@@ -224,6 +257,19 @@ pub fn focus_is_free() -> bool {
     #[cfg(not(feature = "hydrate"))]
     let free = true;
     free
+}
+
+/// Whether focus is on nothing in particular (the page itself): what is left when the
+/// focused element was moved or removed.
+pub fn focus_is_nowhere() -> bool {
+    #[cfg(feature = "hydrate")]
+    let nowhere = web_sys::window()
+        .and_then(|w| w.document())
+        .and_then(|d| d.active_element())
+        .is_none_or(|el| el.tag_name() == "BODY");
+    #[cfg(not(feature = "hydrate"))]
+    let nowhere = true;
+    nowhere
 }
 
 /// Whether the composer holds no text (and so may lose focus to a new card).

@@ -15,6 +15,7 @@ use crate::ui::session_title::{self, SessionTitle};
 use crate::ui::tool_card::ToolCard;
 use crate::ui::transcript::Item;
 use crate::ui::viewer::Viewer;
+use crate::ui::waiting_pill::WaitingPill;
 
 /// One example of what the demo agent understands: the text that fills the composer, as
 /// shown, and the mode it needs where the default would refuse it.
@@ -99,6 +100,7 @@ pub fn ChatView(snapshot: Snapshot) -> impl IntoView {
                 </div>
             </Show>
         </section>
+        <WaitingPill pending/>
         <BulkBar session_id pending/>
         <SessionFoot feed source draft waiting=Signal::derive(move || !pending.read().is_empty())/>
     }

@@ -6,6 +6,7 @@ use leptos::task::spawn_local;
 
 use crate::api;
 use crate::protocol::{ApprovalId, ApprovalRequestBody, DecisionRequest, GateReason, SessionId};
+use crate::ui::left_for_you::LeftForYou;
 
 /// Identifies this browser tab in resolutions, so a card can say "you" or "another tab".
 /// Kept in `sessionStorage` (one per tab, surviving reloads); empty on the server and until
@@ -102,7 +103,7 @@ thread_local! {
 
 /// Starts (or restarts) the grace of the card `id`.
 #[cfg(feature = "hydrate")]
-fn settle(bus: CardBus, id: ApprovalId) {
+pub fn settle(bus: CardBus, id: ApprovalId) {
     let epoch = SETTLE_EPOCH.get() + 1;
     SETTLE_EPOCH.set(epoch);
     bus.settling.set(Some(id));
@@ -218,6 +219,8 @@ fn move_between(bus: CardBus, ids: &[ApprovalId], active: Option<&ApprovalId>, f
     };
     bus.active.set(Some(ids[next].clone()));
     let id = format!("gate-{}", ids[next]);
+    // On the Inbox the card sits in a row that may be closed: open it first.
+    crate::ui::browser::reveal(&id);
     crate::ui::browser::scroll_into_view(&id);
     crate::ui::browser::focus(&id);
 }
@@ -259,20 +262,16 @@ pub fn BulkBar(session_id: SessionId, pending: Memo<Vec<ApprovalRequestBody>>) -
     let asking_reason = RwSignal::new(false);
     let reason = RwSignal::new(String::new());
     let said = RwSignal::new(None::<String>);
-    let ordinary = Memo::new(move |_| {
-        pending
-            .get()
-            .into_iter()
-            .filter(|g| g.reason != GateReason::SafetyFloor)
-            .collect::<Vec<_>>()
-    });
+    // The sensitive cards the last bulk answer left: the bar links to them while they wait.
+    let left_ids = RwSignal::new(Vec::<ApprovalId>::new());
+    let ordinary = ordinary_cards(pending);
     let sensitive = move || pending.read().len() - ordinary.read().len();
     // A card that just arrived is not approved in bulk before it could be read.
     let bus = use_context::<CardBus>().unwrap_or_default();
     let settling = move || bus.settling.read().is_some();
     let answer_all = move |decision: &'static str, why: Option<String>| {
         let gates = ordinary.get_untracked();
-        let left = pending.get_untracked().len() - gates.len();
+        left_ids.set(sensitive_ids(&pending.get_untracked()));
         let (session_id, client_id) = (session_id.clone(), client.get_untracked());
         busy.set(true);
         spawn_local(async move {
@@ -282,7 +281,7 @@ pub fn BulkBar(session_id: SessionId, pending: Memo<Vec<ApprovalRequestBody>>) -
             } else {
                 "denied"
             };
-            said.set(Some(bulk_summary(answered, verb, left)));
+            said.set(Some(bulk_summary(answered, verb)));
             busy.set(false);
         });
     };
@@ -324,17 +323,110 @@ pub fn BulkBar(session_id: SessionId, pending: Memo<Vec<ApprovalRequestBody>>) -
                 <button type="button" data-action="cancel-deny-all" on:click=move |_| asking_reason.set(false)>"Keep them"</button>
             </div>
         </Show>
-        {move || said.get().map(|text| view! { <p class="bulk-said" role="status" data-testid="bulk-said">{text}</p> })}
+        {answered_line(said, still_waiting(pending, left_ids))}
     }
 }
 
-/// What a bulk answer did, in words: `2 approved, 1 sensitive card left for you`.
-pub fn bulk_summary(answered: usize, verb: &str, left: usize) -> String {
-    let cards = |n: usize| if n == 1 { "card" } else { "cards" };
-    match left {
-        0 => format!("{answered} {verb}"),
-        n => format!("{answered} {verb}, {n} sensitive {} left for you", cards(n)),
+/// The cards a bulk answer may answer: every pending one but the sensitive (floor) cards.
+fn ordinary_cards(pending: Memo<Vec<ApprovalRequestBody>>) -> Memo<Vec<ApprovalRequestBody>> {
+    Memo::new(move |_| {
+        pending
+            .get()
+            .into_iter()
+            .filter(|g| g.reason != GateReason::SafetyFloor)
+            .collect::<Vec<_>>()
+    })
+}
+
+/// After a bulk answer: what it did, then the sensitive cards it left, linked.
+fn answered_line(
+    said: RwSignal<Option<String>>,
+    left: Signal<Vec<ApprovalRequestBody>>,
+) -> impl IntoView {
+    view! {
+        {move || said.get().map(|text| view! { <p class="bulk-said" role="status" data-testid="bulk-said">{text}</p> })}
+        <LeftForYou left/>
     }
+}
+
+/// What a bulk answer did, in words: `2 approved` (what it left says [`LeftForYou`]).
+pub fn bulk_summary(answered: usize, verb: &str) -> String {
+    format!("{answered} {verb}")
+}
+
+/// The sensitive (safety-floor) cards among `pending`: what a bulk answer leaves.
+fn sensitive_ids(pending: &[ApprovalRequestBody]) -> Vec<ApprovalId> {
+    pending
+        .iter()
+        .filter(|g| g.reason == GateReason::SafetyFloor)
+        .map(|g| g.approval_id.clone())
+        .collect()
+}
+
+/// The cards of `ids` still pending, in the page's order.
+fn still_waiting(
+    pending: Memo<Vec<ApprovalRequestBody>>,
+    ids: RwSignal<Vec<ApprovalId>>,
+) -> Signal<Vec<ApprovalRequestBody>> {
+    Signal::derive(move || {
+        let ids = ids.get();
+        pending
+            .get()
+            .into_iter()
+            .filter(|g| ids.contains(&g.approval_id))
+            .collect()
+    })
+}
+
+/// Gives focus to the first (in the page's order) of the cards just arrived, when the person
+/// is not busy elsewhere. Chosen now, not when they arrived: an earlier arrival's frame may
+/// have given focus meanwhile.
+#[cfg(feature = "hydrate")]
+fn focus_first_arrival(
+    bus: CardBus,
+    pending: Memo<Vec<ApprovalRequestBody>>,
+    fresh: &[ApprovalId],
+) {
+    use crate::ui::browser;
+    let order: Vec<ApprovalId> = pending
+        .get_untracked()
+        .into_iter()
+        .map(|g| g.approval_id)
+        .collect();
+    let settling = bus.settling.get_untracked();
+    let Some(arrived) = arrival_focus(&order, fresh, settling.as_ref()) else {
+        return;
+    };
+    // The card that already had it only takes focus back if the page dropped it (rows
+    // moving around it as the batch's other cards arrive).
+    let kept = settling.as_ref() == Some(&arrived);
+    if browser::page_hidden()
+        || !browser::composer_is_empty()
+        || !browser::focus_is_free()
+        || (kept && !browser::focus_is_nowhere())
+    {
+        return;
+    }
+    settle(bus, arrived.clone());
+    browser::focus(&format!("gate-{arrived}"));
+}
+
+/// Which card the cards just arrived (`fresh`) send focus to, if any: the first in the page's
+/// order (a batch's call order) of them and of the card that took focus on its own a moment
+/// ago (`settling`) — so a batch whose cards arrive in any order ends on its first call, not
+/// on the last to arrive. `None` when nothing arrived.
+pub fn arrival_focus(
+    order: &[ApprovalId],
+    fresh: &[ApprovalId],
+    settling: Option<&ApprovalId>,
+) -> Option<ApprovalId> {
+    if fresh.is_empty() {
+        return None;
+    }
+    order
+        .iter()
+        .find(|id| fresh.contains(id) || Some(*id) == settling)
+        .cloned()
 }
 
 /// The tab title for `n` pending gates.
@@ -372,24 +464,14 @@ pub fn watch_pending(bus: CardBus, pending: Memo<Vec<ApprovalRequestBody>>) {
         // With nothing typed and focus nowhere else (not in another card's field, the bulk
         // reason, an editor), focus goes to the new card; its keys wait a moment (see
         // [`ARRIVAL_GRACE`]).
-        if let Some(first) = fresh.first() {
-            let arrived = first.approval_id.clone();
+        let order: Vec<ApprovalId> = now.iter().map(|g| g.approval_id.clone()).collect();
+        let fresh: Vec<ApprovalId> = fresh.iter().map(|g| g.approval_id.clone()).collect();
+        if !fresh.is_empty() {
             // After the card is in the DOM — and, in a hidden tab, when the person is back:
             // the checks and the grace count from the moment focus actually moves.
-            request_animation_frame(move || {
-                if crate::ui::browser::page_hidden()
-                    || !crate::ui::browser::composer_is_empty()
-                    || !crate::ui::browser::focus_is_free()
-                {
-                    return;
-                }
-                settle(bus, arrived.clone());
-                crate::ui::browser::focus(&format!("gate-{arrived}"));
-            });
+            request_animation_frame(move || focus_first_arrival(bus, pending, &fresh));
         }
-        now.iter()
-            .map(|g| g.approval_id.clone())
-            .collect::<Vec<_>>()
+        order
     });
 }
 
@@ -398,15 +480,32 @@ mod tests {
     use super::*;
 
     #[test]
-    fn bulk_summary_names_what_it_left_for_the_person() {
-        assert_eq!(bulk_summary(2, "approved", 0), "2 approved");
+    fn bulk_summary_counts_the_answers() {
+        assert_eq!(bulk_summary(2, "approved"), "2 approved");
+        assert_eq!(bulk_summary(0, "denied"), "0 denied");
+    }
+
+    /// A batch's first call takes focus whichever of its cards arrives first; a card that
+    /// took focus a moment ago keeps it against a later one.
+    #[test]
+    fn a_batch_focuses_its_first_call_not_its_last_arrival() {
+        let id = |s: &str| ApprovalId::from(s);
+        let order = [id("one"), id("two"), id("three")];
+        // The first call's card arrived first and took focus: later arrivals leave it there.
         assert_eq!(
-            bulk_summary(2, "approved", 1),
-            "2 approved, 1 sensitive card left for you"
+            arrival_focus(&order, &[id("two")], Some(&id("one"))),
+            Some(id("one"))
         );
+        // The second call's card arrived first: the first call's, arriving now, takes focus.
         assert_eq!(
-            bulk_summary(0, "denied", 3),
-            "0 denied, 3 sensitive cards left for you"
+            arrival_focus(&order, &[id("one")], Some(&id("two"))),
+            Some(id("one"))
         );
+        // Several at once, nothing settling: the first in the page's order.
+        assert_eq!(
+            arrival_focus(&order, &[id("three"), id("two")], None),
+            Some(id("two"))
+        );
+        assert_eq!(arrival_focus(&order, &[], None), None);
     }
 }

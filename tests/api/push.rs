@@ -702,7 +702,7 @@ async fn a_gate_push_decrypts_answers_the_card_and_is_closed_with_the_outcome() 
     assert_eq!(answered["decision"], "approve");
     assert_eq!(answered["actor"], "token:phone");
     assert_eq!(answered["via"], "push");
-    assert_eq!(answered["outcome"], "Approved by token:phone via push");
+    assert_eq!(answered["outcome"], "Approved by token phone via push");
     assert_rfc3339_utc(str_of(&answered, "resolved_at"));
 
     // The card is answered as if the phone had tapped it, and the call ran.
@@ -732,7 +732,7 @@ async fn a_gate_push_decrypts_answers_the_card_and_is_closed_with_the_outcome() 
     assert_eq!(done["tag"], msg["tag"]);
     assert_eq!(done["session_id"], sid.as_str());
     assert_eq!(done["url"], msg["url"]);
-    assert_eq!(done["body"], "Approved by token:phone via push");
+    assert_eq!(done["body"], "Approved by token phone via push");
     assert_eq!(done["decision"], "approve");
     assert_eq!(done["actor"], "token:phone");
     assert_eq!(done["via"], "push");
@@ -804,7 +804,7 @@ async fn a_browser_subscribed_with_its_cookie_answers_as_browser() {
     assert_eq!(resolved["via"], "push", "{resolved}");
     wait_file(&ts.ws("browser.md"), RAN).await;
     let (_, done) = device.closing_message(&service, &aid).await;
-    assert_eq!(done["body"], "Approved by browser via push");
+    assert_eq!(done["body"], "Approved by browser login via push");
 }
 
 /// A card on the safety floor is answered on the card only: its push says it is sensitive,
@@ -1060,7 +1060,7 @@ async fn a_capability_answers_its_own_card_once_and_cannot_be_altered() {
         .await
         .expect_error(409, "already_resolved");
     let (_, done) = device.closing_message(&service, &aid_b).await;
-    assert_eq!(done["body"], "Approved by token:admin");
+    assert_eq!(done["body"], "Approved by token admin");
     assert!(done["via"].is_null(), "{done}");
     assert_eq!(
         resolutions_of(&ts, &sid_b, &aid_b).await[0]["decision"],

@@ -172,7 +172,10 @@ fn describe(resolution: &Resolution) -> String {
     let person;
     let by = match resolution.answered_by {
         AnsweredBy::User if !resolution.actor.is_empty() => {
-            person = format!(" by a person ({})", resolution.actor);
+            person = format!(
+                " by a person ({})",
+                crate::server::audit::resolver_words(&resolution)
+            );
             person.as_str()
         }
         AnsweredBy::User => " by a person",

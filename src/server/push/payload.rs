@@ -218,7 +218,7 @@ pub fn outcome(resolution: &Resolution) -> String {
         .unwrap_or_default();
     format!(
         "{what} by {}{via}",
-        crate::server::audit::resolver(resolution)
+        crate::server::audit::resolver_words(resolution)
     )
 }
 

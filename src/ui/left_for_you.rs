@@ -1,0 +1,69 @@
+//! What a bulk answer left out, pointing at it: sensitive (safety-floor) cards are never
+//! answered in bulk, so after one the bar names each card it left and links to it — the link
+//! opens it (an Inbox row), scrolls it into view and focuses it. Used by the session page's
+//! bulk bar and the Inbox's.
+
+use leptos::prelude::*;
+
+use crate::protocol::ApprovalRequestBody;
+use crate::shown;
+
+/// How many cards a bulk answer links to by name; more are counted, not listed.
+const NAMED: usize = 3;
+
+/// The line's words before the links: `Left for you: 1 sensitive card — `.
+pub fn left_for_you_text(count: usize) -> String {
+    let cards = if count == 1 { "card" } else { "cards" };
+    format!("Left for you: {count} sensitive {cards} — ")
+}
+
+/// Opens the card's Inbox row if it is closed, brings the card into view and focuses it.
+pub fn go_to_card(approval_id: &str) {
+    let id = format!("gate-{approval_id}");
+    crate::ui::browser::reveal(&id);
+    crate::ui::browser::scroll_into_view(&id);
+    crate::ui::browser::focus(&id);
+}
+
+/// The line, while any card it names still waits (`left`: those cards, in page order).
+#[component]
+pub fn LeftForYou(left: Signal<Vec<ApprovalRequestBody>>) -> impl IntoView {
+    move || {
+        let cards = left.get();
+        (!cards.is_empty()).then(|| {
+            let links = cards
+                .iter()
+                .take(NAMED)
+                .enumerate()
+                .map(|(n, card)| {
+                    let id = card.approval_id.to_string();
+                    let go = id.clone();
+                    view! {
+                        {(n > 0).then_some(", ")}
+                        <a href=format!("#gate-{id}") data-testid="left-for-you-link" data-approval-id=id
+                            on:click=move |ev| { ev.prevent_default(); go_to_card(&go); }>
+                            {shown::line_within(&card.summary, 80)}
+                        </a>
+                    }
+                })
+                .collect_view();
+            let more = (cards.len() > NAMED).then(|| format!(" and {} more", cards.len() - NAMED));
+            view! {
+                <p class="left-for-you" role="status" data-testid="left-for-you">
+                    {left_for_you_text(cards.len())}{links}{more}
+                </p>
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_line_counts_the_sensitive_cards_left() {
+        assert_eq!(left_for_you_text(1), "Left for you: 1 sensitive card — ");
+        assert_eq!(left_for_you_text(2), "Left for you: 2 sensitive cards — ");
+    }
+}
