@@ -331,6 +331,8 @@ struct ResolutionWords {
     resolved_at: crate::protocol::Timestamp,
     #[serde(default)]
     reason: Option<String>,
+    #[serde(default)]
+    login: Option<crate::protocol::LoginRef>,
 }
 
 impl ResolutionWords {
@@ -339,7 +341,9 @@ impl ResolutionWords {
             Decision::Timeout => "expired without an answer".to_owned(),
             Decision::Cancelled => "cancelled with its turn".to_owned(),
             d if self.answered_by == AnsweredBy::User && !self.actor.is_empty() => {
-                format!("{} {} ({})", verb(d), by_whom(self.answered_by), self.actor)
+                let device = self.login.as_ref().map(|login| login.device.as_str());
+                let actor = crate::protocol::Actor::parse(&self.actor).words(device);
+                format!("{} {} ({actor})", verb(d), by_whom(self.answered_by))
             }
             d => format!("{} {}", verb(d), by_whom(self.answered_by)),
         };
@@ -490,7 +494,9 @@ mod tests {
         let tool = gate(GateKind::Tool);
         let said = message(explain_resolved(api(ErrorCode::AlreadyResolved), &tool));
         assert!(
-            said.starts_with("approval g1 was already answered: denied by a person (browser login)"),
+            said.starts_with(
+                "approval g1 was already answered: denied by a person (browser login)"
+            ),
             "{said}"
         );
         let said = message(explain_resolved(api(ErrorCode::Gone), &tool));

@@ -84,8 +84,14 @@ mod tests {
         let browser = Actor::parse("browser");
         assert_eq!(browser.words(None), "browser login");
         assert_eq!(browser.words(Some("")), "browser login");
-        assert_eq!(browser.words(Some("Chrome on Pixel 8")), "browser login · Chrome on Pixel 8");
-        assert_eq!(Actor::parse("token:phone").words(Some("Safari on iPhone")), "token phone · Safari on iPhone");
+        assert_eq!(
+            browser.words(Some("Chrome on Pixel 8")),
+            "browser login · Chrome on Pixel 8"
+        );
+        assert_eq!(
+            Actor::parse("token:phone").words(Some("Safari on iPhone")),
+            "token phone · Safari on iPhone"
+        );
         assert_eq!(Actor::parse("token:ci").words(None), "token ci");
         assert_eq!(Actor::parse("rule:r1").words(Some("x")), "rule:r1");
     }

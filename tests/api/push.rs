@@ -804,7 +804,10 @@ async fn a_browser_subscribed_with_its_cookie_answers_as_browser() {
     assert_eq!(resolved["via"], "push", "{resolved}");
     wait_file(&ts.ws("browser.md"), RAN).await;
     let (_, done) = device.closing_message(&service, &aid).await;
-    assert_eq!(done["body"], "Approved by browser login via push");
+    assert_eq!(
+        done["body"],
+        "Approved by browser login · A browser via push"
+    );
 }
 
 /// A card on the safety floor is answered on the card only: its push says it is sensitive,
