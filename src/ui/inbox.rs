@@ -14,7 +14,7 @@ use crate::ui::json;
 use crate::ui::outside::SessionSource;
 use crate::ui::sidebar::{PageLayout, PageSessions, PendingGates};
 use crate::ui::transcript::GateItem;
-use crate::ui::when::{Precision, When};
+use crate::ui::when::AgoAndClock;
 
 #[component]
 pub fn InboxPage() -> impl IntoView {
@@ -151,7 +151,7 @@ fn InboxItem(gate: ApprovalRequest, now_ms: RwSignal<f64>) -> impl IntoView {
             data-session-id=session_id>
             <div class="inbox-meta">
                 <a href=href data-testid="inbox-session">{session_title}</a>
-                <span class="muted">"opened " <When at=opened precision=Precision::Minute/></span>
+                <span class="muted">"opened " <AgoAndClock at=opened/></span>
             </div>
             <ApprovalCard item=GateItem { request: gate.body, resolution: None } now_ms/>
         </div>
