@@ -56,7 +56,7 @@ test('the inbox, rules and audit show local times with UTC on hover', async ({ p
   await page.goto(`${server.url}/inbox`);
   await waitHydrated(page);
   await expect(page.getByTestId('inbox-item')).toHaveCount(1);
-  await expectLocalTime(page.getByTestId('inbox-item').getByTestId('when'));
+  await expectLocalTime(page.getByTestId('inbox-item').getByTestId('inbox-opened').getByTestId('when'));
   await page.getByTestId('inbox-item').locator('[data-action=approve]').click();
   await page.goto(`${server.url}/audit`);
   await waitHydrated(page);

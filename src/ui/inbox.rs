@@ -151,7 +151,7 @@ fn InboxItem(gate: ApprovalRequest, now_ms: RwSignal<f64>) -> impl IntoView {
             data-session-id=session_id>
             <div class="inbox-meta">
                 <a href=href data-testid="inbox-session">{session_title}</a>
-                <span class="muted">"opened " <AgoAndClock at=opened/></span>
+                <span class="muted" data-testid="inbox-opened">"opened " <AgoAndClock at=opened/></span>
             </div>
             <ApprovalCard item=GateItem { request: gate.body, resolution: None } now_ms/>
         </div>

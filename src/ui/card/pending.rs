@@ -175,10 +175,9 @@ fn CardHead(request: ApprovalRequestBody, now_ms: RwSignal<f64>) -> impl IntoVie
             {floor.then(|| view! { <span class="badge sensitive">"Sensitive"</span> })}
             {move || source.get().map(|source| view! { <SourceBadge source/> })}
             <span class="needs">"needs your approval"</span>
-            // The Inbox says when it opened beside the card.
-            {(use_context::<CardPlace>().unwrap_or_default() == CardPlace::Session).then(|| view! {
-                <span class="asked-at muted" data-testid="asked-at">"asked " <AgoAndClock at=request.created_at.clone()/></span>
-            })}
+            // Always rendered, so the server's page and the hydrated one agree (the Inbox's
+            // list, which says when each opened, hides it).
+            <span class="asked-at muted" data-testid="asked-at">"asked " <AgoAndClock at=request.created_at.clone()/></span>
             <span class=move || format!("countdown {}", timer().1) data-testid="countdown" title=deadline>{move || timer().0}</span>
         </header>
     }
