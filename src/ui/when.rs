@@ -98,22 +98,22 @@ pub fn ago_and_clock(at: &Timestamp, now_ms: i64, offset_minutes: i64) -> String
 }
 
 /// The page's one slow clock for "… ago" times: Unix ms, moved on every 30 s by one timer
-/// for the whole page (never one per time shown). On the server it stays at 0.
+/// for the whole page (never one per time shown). Reference-counted, not owned by any view, so
+/// no page's cleanup takes it away (and making it sets no owner for the views after it).
 #[cfg(feature = "hydrate")]
-fn page_tick() -> RwSignal<f64> {
+fn page_tick() -> ArcRwSignal<f64> {
     thread_local! {
-        // Owned by a root of its own, so no page's cleanup takes it away.
-        static TICK: (Owner, RwSignal<f64>) = {
-            let owner = Owner::new_root(None);
-            let tick = owner.with(|| RwSignal::new(crate::ui::browser::now_ms()));
+        static TICK: ArcRwSignal<f64> = {
+            let tick = ArcRwSignal::new(crate::ui::browser::now_ms());
+            let ticking = tick.clone();
             let _ = set_interval_with_handle(
-                move || tick.set(crate::ui::browser::now_ms()),
+                move || ticking.set(crate::ui::browser::now_ms()),
                 std::time::Duration::from_secs(30),
             );
-            (owner, tick)
+            tick
         };
     }
-    TICK.with(|(_, tick)| *tick)
+    TICK.with(ArcRwSignal::clone)
 }
 
 /// "3 min ago · 14:02" in the browser's zone, moving on with the page's clock; the full date
