@@ -52,11 +52,8 @@ pub fn SessionTitle(
     let error = RwSignal::new(None::<String>);
     let saving = RwSignal::new(false);
     let shown = move || renamed.get().unwrap_or_else(|| title.get());
-    let hover_shown = move || match (renamed.get(), hover) {
-        (Some(name), _) => name,
-        (None, Some(hover)) => hover.get(),
-        (None, None) => title.get(),
-    };
+    let hover = hover.unwrap_or(title);
+    let hover_shown = move || renamed.get().unwrap_or_else(|| hover.get());
     let save = move || {
         let wanted = draft.get_untracked();
         let session_id = session_id.clone();
