@@ -3,6 +3,9 @@
 //! a reader cannot see or could mistake (what `shown` writes out).
 
 pub mod chars;
+mod title;
+
+pub use title::{TITLE_CHARS, title_from};
 
 /// An error and its causes on one line. Libraries often say only the outermost part
 /// ("error sending request") and keep the useful one ("Connection refused") in `source()`;
@@ -83,25 +86,9 @@ pub fn reveal_hidden(text: &str) -> String {
     out
 }
 
-/// How long a title made from a message may be (a person's own title may be longer).
+/// How long a title made from an outside agent's call may be (a person's own title may be
+/// longer).
 pub const MADE_TITLE_CHARS: usize = 60;
-
-/// A one-line title from what someone wrote: its first line with words, hidden characters
-/// dropped, runs of spaces made one, cut at [`MADE_TITLE_CHARS`]. `None` when nothing is left.
-/// The server titles a session with it from the first message; the page uses the same words
-/// until the list reloads.
-pub fn title_from(text: &str) -> Option<String> {
-    let line = text
-        .lines()
-        .map(|l| {
-            l.chars()
-                .filter(|c| !is_hidden_char(*c))
-                .collect::<String>()
-        })
-        .find(|l| !l.trim().is_empty())?;
-    let words = line.split_whitespace().collect::<Vec<_>>().join(" ");
-    Some(truncate(&words, MADE_TITLE_CHARS))
-}
 
 /// The most of an agent's own words a card carries.
 pub const MAX_AGENT_SAYS_CHARS: usize = 300;
@@ -192,22 +179,6 @@ mod tests {
         ] {
             assert_eq!(duration_words(secs), words, "{secs}");
         }
-    }
-
-    #[test]
-    fn a_title_is_the_first_line_with_words_cleaned_and_cut() {
-        assert_eq!(
-            title_from("\n  \nrun:   ls  -la\nmore").as_deref(),
-            Some("run: ls -la")
-        );
-        assert_eq!(
-            title_from("fix \u{202E}txt.exe").as_deref(),
-            Some("fix txt.exe")
-        );
-        assert_eq!(title_from(" \u{200B} \n\t"), None);
-        let long = title_from(&"word ".repeat(40)).unwrap();
-        assert_eq!(long.chars().count(), MADE_TITLE_CHARS);
-        assert!(long.ends_with('…'));
     }
 
     #[derive(Debug)]

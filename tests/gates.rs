@@ -343,6 +343,13 @@ async fn edit_of_a_shell_call_runs_the_edited_command() {
         only(&turn_events(&snap, &turn), "tool_result")["status"],
         "ok"
     );
+    // The agent is told what ran: its closing words name the edited command (issue 39.6).
+    let said = only(&turn_events(&snap, &turn), "assistant_message")["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(said.contains("touch edited.txt"), "{said}");
+    assert!(!said.contains("original.txt"), "{said}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

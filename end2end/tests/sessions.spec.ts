@@ -117,26 +117,28 @@ test('deleting another session leaves the open one as it is', async ({ page, ser
   expect(res.status()).toBe(404);
 });
 
-// Sessions you can tell apart: the first message titles a session, a rename sticks (and Esc
-// leaves the title alone), the list shows which sessions have cards waiting, and the page
+// Sessions you can tell apart: the first message titles a session in words (the whole message
+// on hover), a rename sticks (and Esc leaves the title alone), the list shows which sessions have cards waiting, and the page
 // links stay in view however many sessions there are.
 test('the first message titles a session; rename in place; waiting cards show in the list', async ({ page, server }) => {
   await login(page, server);
   const sid = sessionId(page);
   await expect(page.getByTestId('session-title')).toHaveText('New session');
   await send(page, 'write plan.md: first draft');
-  await expect(page.getByTestId('session-title')).toHaveText('write plan.md: first draft');
-  await expect(sessionItem(page, sid).getByTestId('session-link')).toHaveText('write plan.md: first draft');
+  // Issue 39.10: a summary in words, never the raw command; the message itself on hover.
+  await expect(page.getByTestId('session-title')).toHaveText('Write plan.md');
+  await expect(page.getByTestId('session-title')).toHaveAttribute('title', 'write plan.md: first draft');
+  await expect(sessionItem(page, sid).getByTestId('session-link')).toHaveText('Write plan.md');
   // The card waits: the session's entry says so.
   await expect(sessionItem(page, sid).getByTestId('session-pending')).toBeVisible();
 
   await page.getByTestId('rename-session').click();
   const field = page.getByTestId('title-input');
   await expect(field).toBeFocused();
-  await expect(field).toHaveValue('write plan.md: first draft');
+  await expect(field).toHaveValue('Write plan.md');
   await field.fill('Not this');
   await field.press('Escape');
-  await expect(page.getByTestId('session-title')).toHaveText('write plan.md: first draft');
+  await expect(page.getByTestId('session-title')).toHaveText('Write plan.md');
   await page.getByTestId('rename-session').click();
   await page.getByTestId('title-input').fill('   ');
   await page.getByTestId('title-input').press('Enter');

@@ -1,6 +1,6 @@
-// What ran is what the page shows: after a person edits a call, the tool row and the resolved
-// card show the edited input, say who edited it, and keep the diff from the proposal — live,
-// after a reload, and in a tab that never saw the edit happen.
+// What ran is what the page shows: after a person edits a call, its row shows the edited input,
+// says who edited it, and keeps the diff from the proposal, with the card it answered heading
+// the row — live, after a reload, and in a tab that never saw the edit happen.
 import { expect, Page } from '@playwright/test';
 import { card, login, pendingCards, send, sessionId, test, toolResults, waitLive } from './helpers';
 
@@ -35,16 +35,19 @@ async function expectShownAsEdited(page: Page, id: string) {
   await expect(rowDiff).toContainText('+echo edited-words');
   await expect(row.getByTestId('tool-proposed-args')).toContainText('echo proposed-words');
 
+  // The card heads the same row (issue 39.6): it says who answered; the call, the edit mark
+  // and what ran are told once, on the line below it. Opened, it shows what it asked.
   const resolved = card(page, id);
   await expect(resolved).toHaveAttribute('data-decision', 'edit');
-  await expect(resolved.getByTestId('card-summary')).toHaveText('shell: echo edited-words');
-  await expect(resolved.getByTestId('edited-chip')).toBeVisible();
+  const callRow = page.getByTestId('call-row');
+  await expect(callRow).toHaveCount(1);
+  await expect(callRow.getByTestId('approval-card')).toHaveAttribute('data-approval-id', id);
+  await expect(callRow.getByTestId('edited-chip')).toHaveCount(1);
+  await expect(callRow.getByTestId('edited-by')).toHaveCount(1);
+  await expect(resolved.getByTestId('card-summary')).toHaveCount(0);
   await resolved.locator('summary.card-line').click();
-  await expect(resolved.getByTestId('edited-by')).toBeVisible();
-  await expect(resolved.getByTestId('edit-diff')).toContainText('+echo edited-words');
-  await expect(resolved.getByTestId('card-args')).toContainText('echo edited-words');
-  await expect(resolved.getByTestId('card-args')).not.toContainText('proposed-words');
-  await expect(resolved.getByTestId('card-proposed-args')).toContainText('echo proposed-words');
+  await expect(resolved.getByTestId('card-proposed-note')).toBeVisible();
+  await expect(resolved.getByTestId('card-args')).toContainText('echo proposed-words');
 }
 
 test('an edited command: the row and the card show what ran, who edited it, and the diff', async ({ page, server }) => {

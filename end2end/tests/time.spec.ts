@@ -1,6 +1,6 @@
 // Time in words: the countdown says what happens when it runs out, the agent is told the real
-// window, times read in the browser's own zone (UTC on hover), and "by you" is still you after
-// a reload. The browser here lives in Tokyo (UTC+9, no summer time) so a UTC time cannot pass
+// window, times read in the browser's own zone (UTC on hover) — a card's and the Inbox's also
+// say how long ago (issue 39.10) — and "by you" is still you after a reload. The browser here lives in Tokyo (UTC+9, no summer time) so a UTC time cannot pass
 // for a local one.
 import { expect, Locator } from '@playwright/test';
 import { card, login, pendingCards, send, test, toolResults, waitHydrated, waitLive } from './helpers';
@@ -13,9 +13,10 @@ function tokyoClock(iso: string): string {
   return `${String(t.getUTCHours()).padStart(2, '0')}:${String(t.getUTCMinutes()).padStart(2, '0')}`;
 }
 
+/** "just now · 23:02": how long ago, then Tokyo's clock; the UTC date and time on hover. */
 async function expectLocalTime(when: Locator) {
   const iso = (await when.getAttribute('datetime'))!;
-  await expect(when).toHaveText(tokyoClock(iso));
+  await expect(when).toHaveText(new RegExp(`^(just now|\\d+ min ago) · ${tokyoClock(iso)}$`));
   const utc = iso.slice(11, 19);
   await expect(when).toHaveAttribute('title', `${iso.slice(0, 10)} ${utc} UTC`);
 }
@@ -55,11 +56,7 @@ test('the inbox, rules and audit show local times with UTC on hover', async ({ p
   await page.goto(`${server.url}/inbox`);
   await waitHydrated(page);
   await expect(page.getByTestId('inbox-item')).toHaveCount(1);
-  const opened = page.getByTestId('inbox-item').getByTestId('when');
-  const iso = (await opened.getAttribute('datetime'))!;
-  // The Inbox's line is compact: the clock time it was asked, the date on hover.
-  await expect(opened).toHaveText(tokyoClock(iso));
-  await expect(opened).toHaveAttribute('title', /UTC$/);
+  await expectLocalTime(page.getByTestId('inbox-item').getByTestId('inbox-when').getByTestId('when'));
   await page.getByTestId('inbox-item').locator('[data-action=approve]').click();
   await page.goto(`${server.url}/audit`);
   await waitHydrated(page);

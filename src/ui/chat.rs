@@ -149,12 +149,15 @@ fn ChatHeader(
 ) -> impl IntoView {
     // The header's title: the stored one, or the first message's until the list catches up.
     let renamed = RwSignal::new(None::<String>);
-    let shown_title = Memo::new(move |_| {
-        session_title::shown_title(&title, feed.first_message.read().as_deref())
-    });
+    let shown_title = {
+        let title = title.clone();
+        Memo::new(move |_| session_title::shown_title(&title, feed.first_message.read().as_deref()))
+    };
+    let hover =
+        Memo::new(move |_| session_title::hover_text(&title, feed.first_message.read().as_deref()));
     view! {
         <header class="chat-header">
-            <SessionTitle session_id title=shown_title.into() renamed can_rename=Viewer::get().admin/>
+            <SessionTitle session_id title=shown_title.into() hover renamed can_rename=Viewer::get().admin/>
             {source.map(|source| view! { <SourceBadge source/> })}
             <ConnectionDot connection=feed.connection/>
             <span class="mode-badge" data-testid="session-mode" data-mode=move || feed.mode.get().as_str()>

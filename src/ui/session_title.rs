@@ -1,7 +1,8 @@
 //! The session's title in its header, renamed in place: Rename opens a field, Enter (or Save)
 //! keeps the new title, Esc (or Cancel) leaves it as it was. A session still called "New
-//! session" shows its first message's first line as soon as it is sent, the words the server
-//! titles it with.
+//! session" shows its first message's title (`text::title_from`: a few words saying what it
+//! asks) as soon as it is sent, the words the server titles it with; the whole message is the
+//! title's hover text.
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
@@ -21,11 +22,26 @@ pub fn shown_title(stored: &str, first_message: Option<&str>) -> String {
         .unwrap_or_else(|| stored.to_owned())
 }
 
+/// What hovering the title shows: the whole first message (on one line, as `shown` writes it)
+/// when the title was made from it, else the title itself (whole, where the header cuts it).
+pub fn hover_text(stored: &str, first_message: Option<&str>) -> String {
+    let made_from_message = first_message.filter(|text| {
+        stored == DEFAULT_TITLE || crate::text::title_from(text).as_deref() == Some(stored)
+    });
+    match made_from_message {
+        Some(text) => crate::shown::line_within(&text.replace("\\n", "\n"), 500),
+        None => stored.to_owned(),
+    }
+}
+
 #[component]
 pub fn SessionTitle(
     session_id: SessionId,
     /// What the header shows (the caller keeps it on the stored title and first message).
     title: Signal<String>,
+    /// What hovering the title shows (see [`hover_text`]).
+    #[prop(optional, into)]
+    hover: Option<Signal<String>>,
     /// A person's rename, once made (wins over `title`).
     renamed: RwSignal<Option<String>>,
     can_rename: bool,
@@ -36,6 +52,8 @@ pub fn SessionTitle(
     let error = RwSignal::new(None::<String>);
     let saving = RwSignal::new(false);
     let shown = move || renamed.get().unwrap_or_else(|| title.get());
+    let hover = hover.unwrap_or(title);
+    let hover_shown = move || renamed.get().unwrap_or_else(|| hover.get());
     let save = move || {
         let wanted = draft.get_untracked();
         let session_id = session_id.clone();
@@ -63,7 +81,7 @@ pub fn SessionTitle(
     };
     view! {
         <Show when=move || editing.get() fallback=move || view! {
-            <h1 class="session-title" data-testid="session-title">{shown}</h1>
+            <h1 class="session-title" data-testid="session-title" title=hover_shown>{shown}</h1>
             {can_rename.then(|| view! {
                 <button type="button" class="rename-session" data-testid="rename-session"
                     title="Rename this session" on:click=start>"Rename"</button>
@@ -85,5 +103,22 @@ pub fn SessionTitle(
             </form>
         </Show>
         {move || error.get().map(|e| view! { <p class="error title-error" role="alert" data-testid="title-error">{e}</p> })}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_title_is_words_and_the_hover_the_whole_message() {
+        let message = "write plan.md: first draft\\nsecond line";
+        assert_eq!(shown_title(DEFAULT_TITLE, Some(message)), "Write plan.md");
+        assert_eq!(shown_title(DEFAULT_TITLE, None), DEFAULT_TITLE);
+        let hover = hover_text(DEFAULT_TITLE, Some(message));
+        assert_eq!(hover, "write plan.md: first draft⏎second line");
+        // Once the server titled it, the same; a person's own title is its own hover.
+        assert_eq!(hover_text("Write plan.md", Some(message)), hover);
+        assert_eq!(hover_text("My plan", Some(message)), "My plan");
     }
 }

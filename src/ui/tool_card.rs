@@ -1,9 +1,12 @@
-//! One tool call in the transcript: what it does, whether it runs (and for how long), and its
-//! result, collapsed to one line unless it failed.
+//! One tool call in the transcript, as one row: the card it was put to (if it was), then what
+//! ran — what it does, whether it runs (and for how long), and its result, collapsed to one
+//! line unless it failed. The call is told once: the card's line says who answered, the line
+//! below it what ran (the edited call, marked once, the proposal a click away).
 
 use leptos::prelude::*;
 
 use crate::protocol::{Timestamp, ToolClass, ToolStatus, Verdict};
+use crate::ui::card::ApprovalCard;
 use crate::ui::card::edited::EditedMarker;
 use crate::ui::transcript::{ToolItem, outcome_line, summary};
 
@@ -21,8 +24,30 @@ fn elapsed(started_at: &Timestamp, now_ms: f64) -> Option<u64> {
     Some(((now_ms - start).max(0.0) / 1000.0) as u64)
 }
 
+/// The call's row: its card(s), then what ran — nothing below a card still waiting, since
+/// nothing has run.
 #[component]
 pub fn ToolCard(item: ToolItem, now_ms: RwSignal<f64>) -> impl IntoView {
+    let waiting = item.waiting_card().is_some();
+    let call_id = item.call_id.clone();
+    let cards = item
+        .cards
+        .iter()
+        .cloned()
+        .map(|gate| view! { <ApprovalCard item=gate now_ms in_row=true/> })
+        .collect_view();
+    let ran = (!waiting).then(|| view! { <WhatRan item now_ms/> });
+    view! {
+        <div class="call-row" data-testid="call-row" data-call-id=call_id>
+            {cards}
+            {ran}
+        </div>
+    }
+}
+
+/// What ran and its result (or that it runs, or waits to).
+#[component]
+fn WhatRan(item: ToolItem, now_ms: RwSignal<f64>) -> impl IntoView {
     let title = crate::shown::text(&summary(&item.tool, &item.args));
     let class = class_name(item.class);
     let edited_chip = item
@@ -33,7 +58,9 @@ pub fn ToolCard(item: ToolItem, now_ms: RwSignal<f64>) -> impl IntoView {
         Some((status, output)) => view! { <FinishedRow item title status output/> }.into_any(),
         None => {
             let started = item.started_at.clone();
-            let awaiting = item.verdict == Verdict::Ask && started.is_none();
+            // Asked, with no card on the page to say so (its page not loaded).
+            let awaiting =
+                item.verdict == Verdict::Ask && started.is_none() && item.cards.is_empty();
             let state = if started.is_some() {
                 "running"
             } else if awaiting {
@@ -75,7 +102,7 @@ fn FinishedRow(item: ToolItem, title: String, status: ToolStatus, output: String
     let edit_details = item
         .edited
         .clone()
-        .map(|edit| edit_details(*edit, &item.args));
+        .map(|edit| edit_details(*edit, &item.tool, &item.args));
     let by_rule = item.rule_pattern.clone().map(|pattern| {
         view! {
             <span class="rule-chip" data-testid="allowed-by-rule">
@@ -112,14 +139,17 @@ fn FinishedRow(item: ToolItem, title: String, status: ToolStatus, output: String
 /// and keeps the proposal one click away.
 fn edit_details(
     edit: crate::ui::transcript::EditedCall,
+    tool: &str,
     args: &serde_json::Value,
 ) -> impl IntoView + use<> {
     let unchanged = edit.proposed == *args;
     let proposed =
         crate::shown::text(&serde_json::to_string_pretty(&edit.proposed).unwrap_or_default());
+    let proposed_line = crate::shown::text(&summary(tool, &edit.proposed));
     view! {
         <div class="tool-edit" data-testid="tool-edited">
             <EditedMarker resolution=edit.resolution unchanged/>
+            <p class="tool-proposed muted" data-testid="tool-proposed">"proposed: " <code>{proposed_line}</code></p>
             <details class="tool-args"><summary>"as the agent proposed it"</summary>
                 <pre data-testid="tool-proposed-args">{proposed}</pre>
             </details>

@@ -22,6 +22,17 @@ pub struct ToolItem {
     pub edited: Option<Box<EditedCall>>,
     /// The standing rule that let it run without a card, as its pattern read then.
     pub rule_pattern: Option<String>,
+    /// The cards this call was put to, oldest first: one row holds the call's card and what
+    /// ran, so the call is told once. Usually one; a card closed because what it showed
+    /// changed is followed by a fresh one.
+    pub cards: Vec<GateItem>,
+}
+
+impl ToolItem {
+    /// The card still waiting for an answer, if the call has one: nothing has run yet.
+    pub fn waiting_card(&self) -> Option<&GateItem> {
+        self.cards.last().filter(|g| g.resolution.is_none())
+    }
 }
 
 /// A call a person edited: what the agent proposed, and the answer that changed it (who, and
@@ -37,6 +48,20 @@ pub struct EditedCall {
 pub struct GateItem {
     pub request: ApprovalRequestBody,
     pub resolution: Option<Resolution>,
+}
+
+impl GateItem {
+    /// The card's part of a key: its id and its state.
+    fn key_part(&self) -> String {
+        format!(
+            ":{}:{}",
+            self.request.approval_id,
+            self.resolution
+                .as_ref()
+                .map(|r| r.decision.as_str())
+                .unwrap_or("pending")
+        )
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -73,20 +98,14 @@ impl Item {
             | Item::Assistant { seq, .. }
             | Item::ModeChange { seq, .. }
             | Item::TurnEnd { seq, .. } => format!("e{seq}"),
-            Item::Gate(g) => format!(
-                "g{}:{}",
-                g.request.approval_id,
-                g.resolution
-                    .as_ref()
-                    .map(|r| r.decision.as_str())
-                    .unwrap_or("pending")
-            ),
+            Item::Gate(g) => format!("g{}", g.key_part()),
             Item::Tool(t) => format!(
-                "t{}:{}:{}:{}",
+                "t{}:{}:{}:{}{}",
                 t.call_id,
                 t.edited.is_some(),
                 t.started_at.is_some(),
-                t.result.as_ref().map(|r| r.0.as_str()).unwrap_or("pending")
+                t.result.as_ref().map(|r| r.0.as_str()).unwrap_or("pending"),
+                t.cards.iter().map(GateItem::key_part).collect::<String>()
             ),
         }
     }
@@ -174,36 +193,27 @@ fn tool_row(body: &EventBody) -> Option<ToolItem> {
         result: None,
         edited: None,
         rule_pattern: rule_pattern.clone(),
+        cards: Vec::new(),
     })
 }
 
-/// A card, put before its call's row: the answer, then what it ran.
+/// A card goes into its call's row (the call is told once, in the order the calls were
+/// made); a card with no call on the page (an outside agent's, a budget stop) is a row of its
+/// own.
 fn add_card(items: &mut Vec<Item>, request: &ApprovalRequestBody) {
-    let row = request
-        .kind
-        .is_our_tool_call()
-        .then(|| {
-            items
-                .iter()
-                .rposition(|item| matches!(item, Item::Tool(t) if t.call_id == request.call_id))
-        })
-        .flatten();
-    let gate = Item::Gate(Box::new(GateItem {
+    let gate = GateItem {
         request: request.clone(),
         resolution: None,
-    }));
-    match row {
-        Some(at) => items.insert(at, gate),
-        None => items.push(gate),
+    };
+    match find_tool(items, &request.call_id) {
+        Some(tool) => tool.cards.push(gate),
+        None => items.push(Item::Gate(Box::new(gate))),
     }
 }
 
 /// A card's answer. What runs is the edited call: its row shows that, and says who changed it.
 fn resolve_card(items: &mut [Item], resolution: &Resolution) {
-    let Some(gate) = items.iter_mut().rev().find_map(|item| match item {
-        Item::Gate(g) if g.request.approval_id == resolution.approval_id => Some(g),
-        _ => None,
-    }) else {
+    let Some(gate) = find_card(items, resolution) else {
         return;
     };
     gate.resolution = Some(resolution.clone());
@@ -223,6 +233,16 @@ fn resolve_card(items: &mut [Item], resolution: &Resolution) {
     }
 }
 
+/// The card a resolution answers: a row of its own, or in its call's row.
+fn find_card<'a>(items: &'a mut [Item], resolution: &Resolution) -> Option<&'a mut GateItem> {
+    let id = &resolution.approval_id;
+    items.iter_mut().rev().find_map(|item| match item {
+        Item::Gate(g) if &g.request.approval_id == id => Some(&mut **g),
+        Item::Tool(t) => t.cards.iter_mut().find(|g| &g.request.approval_id == id),
+        _ => None,
+    })
+}
+
 /// The arguments an edit replaced a call's with, if the answer was one.
 pub fn edited_args(resolution: &Resolution) -> Option<&Value> {
     resolution
@@ -238,14 +258,19 @@ fn find_tool<'a>(items: &'a mut [Item], call_id: &CallId) -> Option<&'a mut Tool
     })
 }
 
-/// The gates still waiting for an answer, oldest first.
+/// The gates still waiting for an answer, in the page's order (a call's card sits in its
+/// row, so a batch's cards are listed in the order of its calls, whatever order they were
+/// asked or answered in).
 pub fn pending_gates(items: &[Item]) -> Vec<ApprovalRequestBody> {
     items
         .iter()
-        .filter_map(|item| match item {
-            Item::Gate(g) if g.resolution.is_none() => Some(g.request.clone()),
-            _ => None,
+        .flat_map(|item| match item {
+            Item::Gate(g) => std::slice::from_ref(&**g),
+            Item::Tool(t) => t.cards.as_slice(),
+            _ => &[],
         })
+        .filter(|g| g.resolution.is_none())
+        .map(|g| g.request.clone())
         .collect()
 }
 
@@ -458,27 +483,170 @@ mod tests {
         let before = build(&events);
         events.push(ev(3, EventBody::ApprovalResolved(resolution.clone())));
         let after = build(&events);
-        // The call's card comes first, then its row.
-        assert!(matches!(&after[0], Item::Gate(_)), "{after:?}");
-        let Item::Tool(tool) = &after[1] else {
+        // One row: the call's card, then what ran.
+        assert_eq!(after.len(), 1, "{after:?}");
+        let Item::Tool(tool) = &after[0] else {
             panic!("{after:?}")
         };
+        assert_eq!(tool.cards.len(), 1);
+        assert_eq!(tool.cards[0].resolution.as_ref(), Some(&resolution));
+        assert!(tool.waiting_card().is_none());
         assert_eq!(tool.args, json!({"command": "rm -r build/tmp"}));
         assert_eq!(summary(&tool.tool, &tool.args), "shell: rm -r build/tmp");
         let edited = tool.edited.as_ref().expect("marked as edited");
         assert_eq!(edited.proposed, json!({"command": "rm -r build"}));
         assert_eq!(edited.resolution.actor, "browser");
-        assert_ne!(before[1].key(), after[1].key(), "the row re-renders");
+        assert_ne!(before[0].key(), after[0].key(), "the row re-renders");
 
         // A plain approval leaves the row as proposed, unmarked.
         resolution.decision = Decision::Approve;
         resolution.edits = None;
         events[2] = ev(3, EventBody::ApprovalResolved(resolution));
-        let Item::Tool(tool) = &build(&events)[1] else {
+        let Item::Tool(tool) = &build(&events)[0] else {
             panic!()
         };
         assert_eq!(tool.args, json!({"command": "rm -r build"}));
         assert!(tool.edited.is_none());
+    }
+
+    fn card(approval_id: &str, call_id: &str, kind: &str) -> ApprovalRequestBody {
+        serde_json::from_value(json!({
+            "approval_id": approval_id, "session_id": "s", "call_id": call_id, "kind": kind,
+            "tool": "shell", "class": "exec", "args": {"command": format!("echo {call_id}")},
+            "title": "Run command", "summary": "shell", "reason": "mode",
+            "reason_detail": "", "proposal_md": "", "proposal_html": "", "digest": "d",
+            "allowed_decisions": ["approve", "edit"], "created_at": "2026-01-01T00:00:00Z",
+            "expires_at": "2026-01-01T00:30:00Z", "timeout_outcome": "deny"
+        }))
+        .unwrap()
+    }
+
+    fn shell_call(call_id: &str) -> EventBody {
+        EventBody::ToolCall {
+            call_id: call_id.into(),
+            tool: "shell".into(),
+            args: json!({"command": format!("echo {call_id}")}),
+            class: ToolClass::Exec,
+            verdict: Verdict::Ask,
+            rule_id: None,
+            rule_pattern: None,
+        }
+    }
+
+    fn answered(approval_id: &str, decision: Decision) -> EventBody {
+        let mut r = Resolution::plain(
+            &approval_id.into(),
+            decision,
+            crate::protocol::AnsweredBy::User,
+            "browser",
+            "2026-01-01T00:01:00Z".into(),
+        );
+        if decision == Decision::Edit {
+            r.edits = Some(json!({"command": "echo edited"}));
+        }
+        EventBody::ApprovalResolved(r)
+    }
+
+    fn result(call_id: &str) -> EventBody {
+        EventBody::ToolResult {
+            call_id: call_id.into(),
+            tool: "shell".into(),
+            status: ToolStatus::Ok,
+            output: call_id.into(),
+        }
+    }
+
+    /// A batch of three calls whose cards were answered last to first: one row per call, in
+    /// the order the calls were made, each holding its own card and result; the edited one
+    /// marked once.
+    #[test]
+    fn a_batch_answered_out_of_order_keeps_one_row_per_call_in_call_order() {
+        let bodies = vec![
+            shell_call("c1"),
+            EventBody::ApprovalRequest(Box::new(card("g1", "c1", "tool"))),
+            shell_call("c2"),
+            EventBody::ApprovalRequest(Box::new(card("g2", "c2", "tool"))),
+            shell_call("c3"),
+            EventBody::ApprovalRequest(Box::new(card("g3", "c3", "tool"))),
+            answered("g3", Decision::Approve),
+            EventBody::ToolStarted {
+                call_id: "c3".into(),
+            },
+            result("c3"),
+            answered("g1", Decision::Edit),
+            result("c1"),
+            answered("g2", Decision::Deny),
+            EventBody::ToolResult {
+                call_id: "c2".into(),
+                tool: "shell".into(),
+                status: ToolStatus::Denied,
+                output: "denied".into(),
+            },
+        ];
+        let events: Vec<Event> = bodies
+            .into_iter()
+            .zip(1..)
+            .map(|(b, seq)| ev(seq, b))
+            .collect();
+        // While all three wait, the waiting cards are listed in call order.
+        let waiting: Vec<String> = pending_gates(&build(&events[..6]))
+            .iter()
+            .map(|g| g.approval_id.to_string())
+            .collect();
+        assert_eq!(waiting, ["g1", "g2", "g3"]);
+        let items = build(&events);
+        let rows: Vec<(&str, &str, Option<&str>, bool)> = items
+            .iter()
+            .map(|item| match item {
+                Item::Tool(t) => (
+                    t.call_id.as_str(),
+                    t.cards[0].request.approval_id.as_str(),
+                    t.result.as_ref().map(|r| r.0.as_str()),
+                    t.edited.is_some(),
+                ),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                ("c1", "g1", Some("ok"), true),
+                ("c2", "g2", Some("denied"), false),
+                ("c3", "g3", Some("ok"), false),
+            ]
+        );
+        assert!(pending_gates(&items).is_empty());
+        // Built one event at a time (the live feed) it is the same.
+        let mut live = Vec::new();
+        events.iter().for_each(|e| apply(&mut live, e));
+        assert_eq!(live, items);
+    }
+
+    /// A question the agent asked (`request_approval`) is a call too: its card and its result
+    /// share one row, as a tool call's do; a card with no call on the page stands alone.
+    #[test]
+    fn a_question_shares_its_calls_row_and_a_card_without_a_call_stands_alone() {
+        let events = vec![
+            ev(1, shell_call("q")),
+            ev(
+                2,
+                EventBody::ApprovalRequest(Box::new(card("gq", "q", "decision"))),
+            ),
+            ev(
+                3,
+                EventBody::ApprovalRequest(Box::new(card("gx", "elsewhere", "external"))),
+            ),
+        ];
+        let items = build(&events);
+        assert_eq!(items.len(), 2, "{items:?}");
+        let Item::Tool(row) = &items[0] else {
+            panic!("{items:?}")
+        };
+        assert_eq!(
+            row.waiting_card().map(|g| g.request.approval_id.as_str()),
+            Some("gq")
+        );
+        assert!(matches!(&items[1], Item::Gate(g) if g.request.approval_id.as_str() == "gx"));
     }
 
     #[test]

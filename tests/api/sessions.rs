@@ -607,7 +607,8 @@ async fn the_first_message_titles_a_session_and_a_rename_sticks() {
         .send_msg(&sid, "\n  read   notes.md \nand then more", None)
         .await;
     ts.wait_turn(&sid, &turn).await;
-    assert_eq!(ts.snapshot(&sid).await["session"]["title"], "read notes.md");
+    // In words, never the raw command (issue 39.10).
+    assert_eq!(ts.snapshot(&sid).await["session"]["title"], "Read notes.md");
 
     let path = format!("/api/v1/sessions/{sid}");
     let renamed = send(

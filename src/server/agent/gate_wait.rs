@@ -211,6 +211,10 @@ impl Turn {
                     .edits
                     .clone()
                     .unwrap_or_else(|| call.args.clone());
+                // The model is told what ran (as the history folded from the log tells it).
+                if resolution.edits.as_ref().is_some_and(|e| e.is_object()) {
+                    self.note_edited(&call.id, &edited);
+                }
                 self.execute(call, &edited, floor_cleared).await
             }
             refused => {

@@ -3,6 +3,7 @@
 
 pub mod budget;
 mod budget_gate;
+mod call_order;
 mod context;
 mod deps;
 mod gate_wait;

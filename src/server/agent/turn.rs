@@ -76,6 +76,8 @@ pub(super) async fn run(deps: Arc<Deps>, lease: TurnLease, mode: Mode) {
         exec_slots: tokio::sync::Semaphore::new(deps.config().config.tools.max_parallel.max(1)),
         started_with_answer: std::sync::Mutex::default(),
         said_before_calls: std::sync::Mutex::default(),
+        ran_edited: std::sync::Mutex::default(),
+        call_order: super::call_order::CallOrder::default(),
     };
     let outcome = turn.drive().await;
     let hub = &deps.hub;
@@ -153,6 +155,11 @@ pub(super) struct Turn {
     /// What the model wrote before the calls it is making now: their cards show it as what
     /// the agent says it is doing.
     said_before_calls: std::sync::Mutex<Option<String>>,
+    /// Calls a person edited before they ran: what each ran with, which its result tells the
+    /// model (taken once, when the batch's results are read).
+    ran_edited: std::sync::Mutex<std::collections::HashMap<CallId, serde_json::Value>>,
+    /// The batch's calls, recorded in the order the model made them.
+    call_order: super::call_order::CallOrder,
 }
 
 impl Turn {
@@ -176,6 +183,28 @@ impl Turn {
             .insert(call_id.clone());
     }
 
+    /// Notes that a person edited `call_id` to run with `args`.
+    pub(super) fn note_edited(&self, call_id: &CallId, args: &serde_json::Value) {
+        self.ran_edited
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(call_id.clone(), args.clone());
+    }
+
+    /// How the result of `call_id` reads to the model: what it ran with first, when a person
+    /// edited it (as the history folded from the log writes it).
+    fn result_for_model(&self, call_id: &CallId, status: ToolStatus, output: &str) -> String {
+        let edited = self
+            .ran_edited
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(call_id);
+        match edited {
+            Some(args) => crate::server::conversation::edited_result_text(&args, status, output),
+            None => tool_result_text(status, output),
+        }
+    }
+
     /// Whether `call_id`'s `tool_started` is already in the log (and forgets it: it is
     /// recorded once).
     fn take_started(&self, call_id: &CallId) -> bool {
@@ -194,6 +223,16 @@ impl Turn {
         bodies: Vec<EventBody>,
         commit: Commit,
     ) -> Result<(), TurnEnd> {
+        // A batch's `tool_call`s go into the log in the order the model made the calls, so the
+        // page shows them so and the next model call reads them back so.
+        let recording = bodies.iter().find_map(|b| match b {
+            EventBody::ToolCall { call_id, .. } => Some(call_id.clone()),
+            _ => None,
+        });
+        if let Some(call_id) = &recording {
+            self.call_order.wait_for_turn(call_id).await;
+        }
+        let _recorded = recording.map(|call_id| self.call_order.recorded_on_drop(call_id));
         let events = bodies
             .into_iter()
             .map(|b| NewEvent::new(Some(&self.turn_id), b))
@@ -344,13 +383,19 @@ impl Turn {
     /// Runs the batch's calls (in parallel when the model asked for several: several gates
     /// then wait side by side, one card each).
     async fn run_batch(&self, calls: &[ToolCallRequest]) -> Result<Vec<ChatMessage>, TurnEnd> {
-        let outcomes = join_all(calls.iter().map(|call| self.run_one(call))).await;
+        self.call_order.begin(calls.iter().map(|c| c.id.clone()));
+        let outcomes = join_all(calls.iter().map(|call| async move {
+            // However the call ends, it no longer holds up the calls after it.
+            let _done = self.call_order.recorded_on_drop(call.id.clone());
+            self.run_one(call).await
+        }))
+        .await;
         let mut messages = Vec::with_capacity(calls.len());
         for (call, outcome) in calls.iter().zip(outcomes) {
             let (status, output) = outcome?;
             messages.push(ChatMessage::Tool {
                 call_id: call.id.clone(),
-                output: tool_result_text(status, &output),
+                output: self.result_for_model(&call.id, status, &output),
             });
         }
         Ok(messages)

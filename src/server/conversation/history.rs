@@ -15,7 +15,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::{ChatMessage, ToolCallRequest, tool_result_text};
+use super::{ChatMessage, ToolCallRequest, edited_result_text, tool_result_text};
 use crate::protocol::{AnsweredBy, ApprovalId, CallId, Decision, Event, EventBody};
 
 /// One session's history, as of `through_seq`.
@@ -37,6 +37,9 @@ pub struct SessionHistory {
     /// The person's answers the model must keep when old messages are cut, as the log records
     /// them (resolutions, never a tool's output): by call.
     answers: Answers,
+    /// Calls a person edited that have no result yet: what each ran with, which its result
+    /// tells the model (`edited_result_text`).
+    edited: HashMap<CallId, serde_json::Value>,
 }
 
 /// The person's recorded answers, by the call each answered: what the context-trim marker
@@ -57,13 +60,23 @@ fn recorded_answer(resolution: &crate::protocol::Resolution) -> Option<String> {
             None => "denied (no reason given)".to_owned(),
         }),
         (Decision::Timeout, _) => Some("not answered in time: not approved".to_owned()),
-        (Decision::Edit, AnsweredBy::User) => resolution
-            .edits
-            .as_ref()
-            .and_then(|e| e.as_str())
-            .map(|revised| line(&format!("approved with changes: {revised}"))),
+        (Decision::Edit, AnsweredBy::User) => match resolution.edits.as_ref()? {
+            serde_json::Value::String(revised) => {
+                Some(line(&format!("approved with changes: {revised}")))
+            }
+            edits => Some(line(&format!("edited before it ran; it ran with: {edits}"))),
+        },
         _ => None,
     }
+}
+
+/// The arguments a person's edit made a call run with (an edit of a question's text is not
+/// one: the agent is told that in the question's result).
+fn edited_args(resolution: &crate::protocol::Resolution) -> Option<&serde_json::Value> {
+    resolution
+        .edits
+        .as_ref()
+        .filter(|e| resolution.decision == Decision::Edit && e.is_object())
 }
 
 impl SessionHistory {
@@ -112,7 +125,21 @@ impl SessionHistory {
         if let Some(seq) = event.seq {
             self.through_seq = self.through_seq.max(seq);
         }
-        add_to_conversation(&mut self.messages, &event.body);
+        match &event.body {
+            EventBody::ToolResult {
+                call_id,
+                status,
+                output,
+                ..
+            } if self.edited.contains_key(call_id) => {
+                let ran_with = self.edited.remove(call_id).unwrap_or_default();
+                self.messages.push(Arc::new(ChatMessage::Tool {
+                    call_id: call_id.clone(),
+                    output: edited_result_text(&ran_with, *status, output),
+                }));
+            }
+            body => add_to_conversation(&mut self.messages, body),
+        }
         match &event.body {
             EventBody::UserMessage { .. } => {
                 self.current_turn_from = event.seq;
@@ -132,10 +159,13 @@ impl SessionHistory {
                 }
             }
             EventBody::ApprovalResolved(resolution) => {
-                if let Some(call) = self.open_gates.remove(&resolution.approval_id)
-                    && let Some(answer) = recorded_answer(resolution)
-                {
-                    self.answers.insert(call, answer);
+                if let Some(call) = self.open_gates.remove(&resolution.approval_id) {
+                    if let Some(ran_with) = edited_args(resolution) {
+                        self.edited.insert(call.clone(), ran_with.clone());
+                    }
+                    if let Some(answer) = recorded_answer(resolution) {
+                        self.answers.insert(call, answer);
+                    }
                 }
                 let by_hand = resolution.answered_by == AnsweredBy::User
                     && matches!(resolution.decision, Decision::Approve | Decision::Edit);
@@ -336,5 +366,84 @@ mod tests {
             Some("approved with changes: staging only")
         );
         assert_eq!(answers.len(), 3);
+    }
+
+    /// A call a person edited: its result tells the model what ran (the call itself stays as
+    /// the model made it), and only that call's.
+    #[test]
+    fn an_edited_calls_result_says_what_ran() {
+        use crate::protocol::{Resolution, ToolClass, ToolStatus, Verdict};
+        use crate::server::store::conformance::gate;
+        let call = |id: &str| EventBody::ToolCall {
+            call_id: id.into(),
+            tool: "shell".into(),
+            args: serde_json::json!({"command": "echo proposed"}),
+            class: ToolClass::Exec,
+            verdict: Verdict::Ask,
+            rule_id: None,
+            rule_pattern: None,
+        };
+        let request = |id: &str, call: &str| {
+            let mut g = gate("s", id);
+            g.body.call_id = call.into();
+            EventBody::ApprovalRequest(Box::new(g.body))
+        };
+        let mut edit = Resolution::plain(
+            &"a1".into(),
+            Decision::Edit,
+            AnsweredBy::User,
+            "browser",
+            Default::default(),
+        );
+        edit.edits = Some(serde_json::json!({"command": "echo edited"}));
+        let approve = Resolution::plain(
+            &"a2".into(),
+            Decision::Approve,
+            AnsweredBy::User,
+            "browser",
+            Default::default(),
+        );
+        let result = |id: &str| EventBody::ToolResult {
+            call_id: id.into(),
+            tool: "shell".into(),
+            status: ToolStatus::Ok,
+            output: "done".into(),
+        };
+        let bodies = vec![
+            call("c1"),
+            request("a1", "c1"),
+            call("c2"),
+            request("a2", "c2"),
+            EventBody::ApprovalResolved(edit),
+            EventBody::ApprovalResolved(approve),
+            result("c1"),
+            result("c2"),
+        ];
+        let events: Vec<Event> = bodies
+            .into_iter()
+            .zip(1..)
+            .map(|(b, seq)| ev(seq, b))
+            .collect();
+        let history = SessionHistory::from_events(&events);
+        let outputs: Vec<&str> = history
+            .messages()
+            .iter()
+            .filter_map(|m| match &**m {
+                ChatMessage::Tool { output, .. } => Some(output.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(outputs.len(), 2);
+        let (ran, rest) = crate::server::conversation::ran_with(outputs[0]).expect("edited");
+        assert_eq!(ran, serde_json::json!({"command": "echo edited"}));
+        assert_eq!(rest, "done");
+        assert_eq!(outputs[1], "done");
+        assert_eq!(
+            history
+                .answers()
+                .get(&CallId::from("c1"))
+                .map(String::as_str),
+            Some(r#"edited before it ran; it ran with: {"command":"echo edited"}"#)
+        );
     }
 }

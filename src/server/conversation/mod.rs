@@ -79,3 +79,27 @@ pub fn tool_result_text(status: ToolStatus, output: &str) -> String {
         other => format!("[{}] {}", other.as_str(), output),
     }
 }
+
+/// The line an edited call's result starts with: the model's own message keeps the call as it
+/// proposed it, so this is where it learns what ran instead.
+const EDITED_NOTE: &str =
+    "[edited] The person edited this call before it ran; it ran with these arguments instead: ";
+
+/// How the result of a call a person edited reads to the model: what it ran with (one line of
+/// JSON), then its result. The turn that ran it and the history folded from the log both
+/// write it so, so every later model call sees the same.
+pub fn edited_result_text(ran_with: &Value, status: ToolStatus, output: &str) -> String {
+    format!(
+        "{EDITED_NOTE}{}\n{}",
+        serde_json::to_string(ran_with).unwrap_or_default(),
+        tool_result_text(status, output)
+    )
+}
+
+/// What an edited call's result says it ran with, and the result after that line (`None` for
+/// a call that ran as proposed). The demo agent reads it to name what ran.
+pub fn ran_with(text: &str) -> Option<(Value, &str)> {
+    let rest = text.strip_prefix(EDITED_NOTE)?;
+    let (args, result) = rest.split_once('\n').unwrap_or((rest, ""));
+    Some((serde_json::from_str(args).ok()?, result))
+}

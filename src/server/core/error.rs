@@ -174,7 +174,7 @@ fn describe(resolution: &Resolution) -> String {
         AnsweredBy::User if !resolution.actor.is_empty() => {
             person = format!(
                 " by a person ({})",
-                crate::server::audit::resolver_words(&resolution)
+                crate::server::audit::resolver_words(resolution)
             );
             person.as_str()
         }

@@ -228,6 +228,8 @@ pub fn next_step<M: Borrow<ChatMessage>>(messages: &[M]) -> Completion {
     }
 }
 
+/// The closing words: each call as it ran — a call a person edited is named as edited, not as
+/// the agent proposed it (its result says what it ran with) — and the first line of its result.
 fn summary(calls: &[(&ToolCallRequest, Option<&str>)]) -> String {
     let mut text = String::from(if calls.len() == 1 {
         "Here is what happened:\n\n"
@@ -235,6 +237,18 @@ fn summary(calls: &[(&ToolCallRequest, Option<&str>)]) -> String {
         "Here is what happened, call by call:\n\n"
     });
     for (call, output) in calls {
+        let edited = output.and_then(crate::server::conversation::ran_with);
+        let (ran, output, note) = match edited {
+            Some((args, result)) => (
+                ToolCallRequest {
+                    args,
+                    ..(*call).clone()
+                },
+                Some(result),
+                " (as you edited it)",
+            ),
+            None => ((*call).clone(), *output, ""),
+        };
         let output = output.unwrap_or("(no result)");
         let first_line = output.lines().next().unwrap_or("").trim();
         let short: String = first_line.chars().take(160).collect();
@@ -243,7 +257,10 @@ fn summary(calls: &[(&ToolCallRequest, Option<&str>)]) -> String {
         } else {
             ""
         };
-        text.push_str(&format!("- `{}` → {short}{ellipsis}\n", describe(call)));
+        text.push_str(&format!(
+            "- `{}`{note} → {short}{ellipsis}\n",
+            describe(&ran)
+        ));
     }
     text
 }
@@ -429,5 +446,33 @@ mod tests {
         assert!(last.tool_calls.is_empty());
         assert!(last.text.contains("write_file a"), "{}", last.text);
         assert!(last.text.contains("use b.txt instead"), "{}", last.text);
+    }
+
+    /// After a person edited a command, the closing words name the command that ran, never
+    /// the one proposed, and say it was edited.
+    #[test]
+    fn the_summary_names_what_ran_after_an_edit() {
+        let mut messages = vec![ChatMessage::User("run: echo proposed-words".into())];
+        let step = next_step(&messages);
+        messages.push(ChatMessage::Assistant {
+            text: String::new(),
+            tool_calls: step.tool_calls.clone(),
+        });
+        messages.push(ChatMessage::Tool {
+            call_id: step.tool_calls[0].id.clone(),
+            output: crate::server::conversation::edited_result_text(
+                &json!({"command": "echo edited-words"}),
+                crate::protocol::ToolStatus::Ok,
+                "edited-words\n",
+            ),
+        });
+        let last = next_step(&messages);
+        assert!(
+            last.text
+                .contains("`shell echo edited-words` (as you edited it) → edited-words"),
+            "{}",
+            last.text
+        );
+        assert!(!last.text.contains("proposed-words"), "{}", last.text);
     }
 }

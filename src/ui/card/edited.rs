@@ -10,7 +10,7 @@ use crate::protocol::{ApprovalRequestBody, Resolution};
 use crate::shown;
 use crate::ui::card::who_answered;
 use crate::ui::gates::ClientId;
-use crate::ui::when::When;
+use crate::ui::when::AgoAndClock;
 
 use super::diff::Diff;
 
@@ -31,7 +31,7 @@ pub fn EditedMarker(
     let diff = resolution.edit_diff.as_deref().map(shown::text);
     view! {
         <p class="edited-by" data-testid="edited-by">
-            "Edited " {who} " · " <When at/> " — this is what ran"
+            "Edited " {who} " · " <AgoAndClock at/> " — this is what ran"
         </p>
         {match diff {
             Some(text) if !unchanged => view! {

@@ -17,7 +17,7 @@ use crate::shown;
 use crate::ui::gates::{CardBus, CardCommand, ClientId};
 use crate::ui::outside::{SessionSource, SourceBadge};
 use crate::ui::viewer::Viewer;
-use crate::ui::when::{Precision, When};
+use crate::ui::when::{AgoAndClock, Precision};
 
 fn decision(decision: &str) -> DecisionRequest {
     DecisionRequest::of(decision)
@@ -176,6 +176,9 @@ fn CardHead(request: ApprovalRequestBody, now_ms: RwSignal<f64>) -> impl IntoVie
             {floor.then(|| view! { <span class="badge sensitive">"Sensitive"</span> })}
             {move || source.get().map(|source| view! { <SourceBadge source/> })}
             <span class="needs">"needs your approval"</span>
+            // Always rendered, so the server's page and the hydrated one agree (the Inbox's
+            // list, which says when each opened, hides it).
+            <span class="asked-at muted" data-testid="asked-at">"asked " <AgoAndClock at=request.created_at.clone()/></span>
             <span class=move || format!("countdown {}", timer().1) data-testid="countdown" title=deadline>{move || timer().0}</span>
         </header>
     }
@@ -224,7 +227,7 @@ fn LostTo(request: ApprovalRequestBody, state: CardState) -> impl IntoView {
             let text = request.with_value(|r| outcome_text(r, &resolution, &client));
             view! {
                 <p class="chip card-lost" data-testid="card-outcome">
-                    {text} " · " <When at=resolution.resolved_at.clone()/>
+                    {text} " · " <AgoAndClock at=resolution.resolved_at.clone()/>
                 </p>
             }
         })

@@ -13,7 +13,7 @@ use crate::ui::card::ApprovalCard;
 use crate::ui::outside::{SessionSource, source_label};
 use crate::ui::sidebar::PageSessions;
 use crate::ui::transcript::GateItem;
-use crate::ui::when::{Precision, When};
+use crate::ui::when::AgoAndClock;
 
 use super::bulk::Selection;
 
@@ -69,37 +69,19 @@ impl RowKind {
     }
 }
 
-/// How long ago a card was asked, in words: `just now`, `3 min ago`, `2 h ago`, `4 d ago`.
-pub fn age_text(asked_ms: i64, now_ms: i64) -> String {
-    let minutes = (now_ms - asked_ms).max(0) / 60_000;
-    match minutes {
-        0 => "just now".to_owned(),
-        m if m < 60 => format!("{m} min ago"),
-        m if m < 24 * 60 => format!("{} h ago", m / 60),
-        m => format!("{} d ago", m / (24 * 60)),
-    }
-}
-
-/// The row's time around the local clock time it was asked (a [`When`] between the two):
-/// `asked 3 min ago ·` 13:59 `· 26:12 left`. Before the browser clock runs (the server's
-/// render, no JavaScript) it reads `asked at` 13:59 UTC `· until 14:29 UTC`, as the card's own
-/// countdown does. One function, so a shared time formatter can take its place.
-pub fn row_when(asked: &Timestamp, expires: &Timestamp, now_ms: f64) -> (String, String) {
+/// What is left of a card's time: `· 26:12 left`, `· expired`; before the browser clock runs
+/// (the server's render, no JavaScript) `· until 14:29 UTC`, as the card's own countdown
+/// says. How long ago it was asked is [`AgoAndClock`]'s, the one formatter of the page's times.
+pub fn time_left(expires: &Timestamp, now_ms: f64) -> String {
     use crate::ui::when::{Precision, utc_text};
     if now_ms <= 0.0 {
-        let until = utc_text(expires, Precision::Clock);
-        return ("asked at".to_owned(), format!("· until {until}"));
+        return format!("· until {}", utc_text(expires, Precision::Clock));
     }
-    let now = now_ms as i64;
-    let age = asked
-        .unix_ms()
-        .map_or_else(String::new, |at| age_text(at, now));
-    let left = match expires.ms_left(now) / 1000 {
-        0 => "expired".to_owned(),
-        s if s >= 3600 => format!("{}:{:02}:{:02} left", s / 3600, (s % 3600) / 60, s % 60),
-        s => format!("{}:{:02} left", s / 60, s % 60),
-    };
-    (format!("asked {age} ·"), format!("· {left}"))
+    match expires.ms_left(now_ms as i64) / 1000 {
+        0 => "· expired".to_owned(),
+        s if s >= 3600 => format!("· {}:{:02}:{:02} left", s / 3600, (s % 3600) / 60, s % 60),
+        s => format!("· {}:{:02} left", s / 60, s % 60),
+    }
 }
 
 /// The element id of a row's line (the arrow keys move between them).
@@ -155,13 +137,10 @@ fn RowLine(
     let kind = RowKind::of(&request);
     let floor = request.reason == GateReason::SafetyFloor;
     let summary = shown::line_within(&request.summary, 400);
-    let (asked, expires) = (
-        StoredValue::new(request.created_at.clone()),
-        StoredValue::new(request.expires_at.clone()),
-    );
-    let when = Memo::new(move |_| {
+    let expires = StoredValue::new(request.expires_at.clone());
+    let left = Memo::new(move |_| {
         let now = now_ms.get();
-        asked.with_value(|a| expires.with_value(|e| row_when(a, e, now)))
+        expires.with_value(|e| time_left(e, now))
     });
     let clicked = request.approval_id.clone();
     view! {
@@ -173,7 +152,7 @@ fn RowLine(
             <span class="inbox-summary" data-testid="inbox-summary" title=summary.clone()>{summary.clone()}</span>
             {floor.then(|| view! { <span class="badge sensitive" data-testid="inbox-sensitive">"Sensitive"</span> })}
             <span class="inbox-when muted" data-testid="inbox-when">
-                {move || when.get().0} " " <When at=request.created_at.clone() precision=Precision::Clock/> " " {move || when.get().1}
+                "asked " <AgoAndClock at=request.created_at.clone()/> " " {move || left.get()}
             </span>
         </summary>
     }
@@ -266,41 +245,13 @@ mod tests {
     }
 
     #[test]
-    fn age_reads_in_minutes_hours_then_days() {
-        let min = 60_000;
-        assert_eq!(age_text(0, 59_000), "just now");
-        assert_eq!(age_text(0, 3 * min), "3 min ago");
-        assert_eq!(age_text(0, 125 * min), "2 h ago");
-        assert_eq!(age_text(0, 3 * 24 * 60 * min), "3 d ago");
-        // A clock behind the server's never says "in the future".
-        assert_eq!(age_text(10 * min, 0), "just now");
-    }
-
-    #[test]
-    fn the_rows_time_says_age_and_time_left() {
-        let asked = Timestamp::from_unix_ms(0);
+    fn the_rows_time_says_what_is_left() {
         let expires = Timestamp::from_unix_ms(30 * 60_000);
         let now = (3 * 60_000 + 48_000) as f64;
-        let text = |(before, after): (String, String)| format!("{before} HH:MM {after}");
-        assert_eq!(
-            text(row_when(&asked, &expires, now)),
-            "asked 3 min ago · HH:MM · 26:12 left"
-        );
-        assert_eq!(
-            text(row_when(&asked, &expires, 0.0)),
-            "asked at HH:MM · until 00:30 UTC"
-        );
-        assert_eq!(
-            text(row_when(&asked, &expires, 31.0 * 60_000.0)),
-            "asked 31 min ago · HH:MM · expired"
-        );
-        assert_eq!(
-            text(row_when(
-                &asked,
-                &Timestamp::from_unix_ms(2 * 3_600_000),
-                now
-            )),
-            "asked 3 min ago · HH:MM · 1:56:12 left"
-        );
+        assert_eq!(time_left(&expires, now), "· 26:12 left");
+        assert_eq!(time_left(&expires, 0.0), "· until 00:30 UTC");
+        assert_eq!(time_left(&expires, 31.0 * 60_000.0), "· expired");
+        let later = Timestamp::from_unix_ms(2 * 3_600_000);
+        assert_eq!(time_left(&later, now), "· 1:56:12 left");
     }
 }
