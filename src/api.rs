@@ -347,6 +347,19 @@ pub async fn create_token(name: String, scope: String) -> Result<CreatedToken, E
         .map_err(backend::to_server_error)
 }
 
+needs!("security_boundary", Admin);
+/// The Security page's two parts about the OS boundary, as the server renders them (every
+/// value escaped, `http/boundary.rs`): an alert for the page's top when the boundary does not
+/// hold, and the section that says why. Both empty when the report could not be made.
+#[server(prefix = "/api/ui", endpoint = "security_boundary", input = Json)]
+pub async fn security_boundary() -> Result<(String, String), ErrorBody> {
+    backend::caller("security_boundary")?;
+    let state = use_context::<crate::server::state::AppState>().ok_or_else(|| {
+        ErrorBody::new(crate::protocol::ErrorCode::Internal, "server state missing")
+    })?;
+    Ok(crate::server::http::boundary::security_parts(&state).await)
+}
+
 needs!("revoke_token", Admin);
 /// Revokes a named token: the next request that presents it is refused.
 #[server(prefix = "/api/ui", endpoint = "revoke_token", input = Json)]
