@@ -8,7 +8,7 @@ use leptos::server_fn::codec::Json;
 
 use crate::protocol::{
     ApprovalId, ApprovalRequest, AuditEntry, AuditVerdict, ConfigView, CreatedToken, DecideOutcome,
-    DecisionRequest, ErrorBody, Event, Rule, RuleId, Session, SessionId, Snapshot, TokenInfo,
+    DecisionRequest, ErrorBody, Event, PhoneLogin, Rule, RuleId, Session, SessionId, Snapshot, TokenInfo,
     TurnId,
 };
 
@@ -358,6 +358,21 @@ pub async fn security_boundary() -> Result<(String, String), ErrorBody> {
         ErrorBody::new(crate::protocol::ErrorCode::Internal, "server state missing")
     })?;
     Ok(crate::server::http::boundary::security_parts(&state).await)
+}
+
+needs!("phone_login", Admin);
+/// A phone's login link for the `approve` token just made (its secret, still on the page,
+/// shows the caller has it) at the page's own `origin`, and a QR code of that link. The link
+/// carries a single-use code good for 15 minutes, never the secret.
+#[server(name = MakePhoneLogin, prefix = "/api/ui", endpoint = "phone_login", input = Json)]
+pub async fn phone_login(token: String, origin: String) -> Result<PhoneLogin, ErrorBody> {
+    backend::caller("phone_login")?;
+    let core = backend::core()?;
+    let code = core
+        .mint_phone_login_code(&token)
+        .await
+        .map_err(backend::to_server_error)?;
+    crate::server::http::phone_login::phone_login(&origin, &code).map_err(backend::to_server_error)
 }
 
 needs!("revoke_token", Admin);

@@ -29,7 +29,7 @@ pub use error_code::ErrorCode;
 pub use gate_meaning::EditTarget;
 pub use ids::{ApprovalId, CallId, RuleId, SessionId, TurnId};
 pub use outside::{
-    AgentOsUser, Capabilities, CreatedToken, GateState, GateStatus, GateTool, MCP_SOURCE, OpenGate,
+    AgentOsUser, Capabilities, CreatedToken, PhoneLogin, GateState, GateStatus, GateTool, MCP_SOURCE, OpenGate,
     Scope, TokenInfo,
 };
 use spelled::spelled;
