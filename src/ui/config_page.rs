@@ -348,67 +348,29 @@ fn ValueDisplay(entry: ConfigKey) -> impl IntoView {
 /// list) or Save sends it, Esc cancels; a value the control cannot send is said next to it.
 #[component]
 fn Editor(entry: ConfigKey, editing: RwSignal<bool>, config: ConfigState) -> impl IntoView {
-    let client = use_context::<ClientId>().unwrap_or_default();
-    let key = entry.key.clone();
     let input_id = format!(
         "config-input-{}",
-        key.replace(|c: char| !c.is_ascii_alphanumeric(), "-")
+        entry.key.replace(|c: char| !c.is_ascii_alphanumeric(), "-")
     );
     {
         let input_id = input_id.clone();
         Effect::new(move |_| browser::focus(&input_id));
     }
-    let text = RwSignal::new(edit_text(&entry.value));
-    let on = RwSignal::new(entry.value.as_bool().unwrap_or(false));
-    let busy = RwSignal::new(false);
-    let error = RwSignal::new(None::<String>);
+    let draft = Draft {
+        text: RwSignal::new(edit_text(&entry.value)),
+        on: RwSignal::new(entry.value.as_bool().unwrap_or(false)),
+        busy: RwSignal::new(false),
+        error: RwSignal::new(None),
+        editing,
+        config,
+        client: use_context::<ClientId>().unwrap_or_default(),
+    };
+    let (text, on, busy, error) = (draft.text, draft.on, draft.busy, draft.error);
     let save = {
         let entry = entry.clone();
-        move || {
-            if busy.get_untracked() {
-                return;
-            }
-            error.set(None);
-            let value = match value_of(&entry, &text.get_untracked(), on.get_untracked()) {
-                Ok(value) => value,
-                Err(problem) => {
-                    error.set(Some(problem));
-                    return;
-                }
-            };
-            busy.set(true);
-            let key = entry.key.clone();
-            let client_id = client.get_untracked();
-            spawn_local(async move {
-                match api::set_config(key, value, client_id).await {
-                    Ok(()) => {
-                        busy.try_set(false);
-                        editing.try_set(false);
-                        config.refresh();
-                    }
-                    Err(err) => {
-                        busy.try_set(false);
-                        error.try_set(Some(api::error_message(&err)));
-                    }
-                }
-            });
-        }
+        move || draft.save(&entry)
     };
-    let enter_saves = entry.input != ConfigInput::List;
-    let on_key = {
-        let save = save.clone();
-        move |ev: KeyboardEvent| match ev.key().as_str() {
-            "Enter" if enter_saves => {
-                ev.prevent_default();
-                save();
-            }
-            "Escape" => {
-                ev.prevent_default();
-                editing.set(false);
-            }
-            _ => {}
-        }
-    };
+    let on_key = editor_keys(entry.input != ConfigInput::List, save.clone(), editing);
     let control = Control {
         entry: &entry,
         id: input_id,
@@ -432,6 +394,71 @@ fn Editor(entry: ConfigKey, editing: RwSignal<bool>, config: ConfigState) -> imp
                 <p class="error config-save-error" role="alert" data-testid="config-save-error">{e}</p>
             })}
         </div>
+    }
+}
+
+/// The editor's keys: Enter saves (but in a list, where it starts a new line), Esc cancels.
+fn editor_keys(
+    enter_saves: bool,
+    save: impl Fn() + Clone + 'static,
+    editing: RwSignal<bool>,
+) -> impl Fn(KeyboardEvent) + Clone + 'static {
+    move |ev: KeyboardEvent| match ev.key().as_str() {
+        "Enter" if enter_saves => {
+            ev.prevent_default();
+            save();
+        }
+        "Escape" => {
+            ev.prevent_default();
+            editing.set(false);
+        }
+        _ => {}
+    }
+}
+
+/// What the editor holds while a key is edited, and sending it.
+#[derive(Clone, Copy)]
+struct Draft {
+    text: RwSignal<String>,
+    on: RwSignal<bool>,
+    busy: RwSignal<bool>,
+    error: RwSignal<Option<String>>,
+    editing: RwSignal<bool>,
+    config: ConfigState,
+    client: ClientId,
+}
+
+impl Draft {
+    /// Sends the draft as `entry`'s kind of value (one audited change of one key); on success
+    /// the editor closes and the page fetches the config again, else the problem is shown.
+    fn save(self, entry: &ConfigKey) {
+        if self.busy.get_untracked() {
+            return;
+        }
+        self.error.set(None);
+        let value = match value_of(entry, &self.text.get_untracked(), self.on.get_untracked()) {
+            Ok(value) => value,
+            Err(problem) => {
+                self.error.set(Some(problem));
+                return;
+            }
+        };
+        self.busy.set(true);
+        let key = entry.key.clone();
+        let client_id = self.client.get_untracked();
+        spawn_local(async move {
+            let result = api::set_config(key, value, client_id).await;
+            self.busy.try_set(false);
+            match result {
+                Ok(()) => {
+                    self.editing.try_set(false);
+                    self.config.refresh();
+                }
+                Err(err) => {
+                    self.error.try_set(Some(api::error_message(&err)));
+                }
+            }
+        });
     }
 }
 
