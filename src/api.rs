@@ -8,8 +8,8 @@ use leptos::server_fn::codec::Json;
 
 use crate::protocol::{
     ApprovalId, ApprovalRequest, AuditEntry, AuditVerdict, ConfigView, CreatedToken, DecideOutcome,
-    DecisionRequest, ErrorBody, Event, PhoneLogin, Rule, RuleId, Session, SessionId, Snapshot, TokenInfo,
-    TurnId,
+    DecisionRequest, ErrorBody, Event, PhoneLogin, Rule, RuleId, Session, SessionId, Snapshot,
+    TokenInfo, TurnId,
 };
 
 /// Declares what the server function at `endpoint` needs (a [`Need`](crate::server::principal::Need)).
@@ -354,10 +354,10 @@ needs!("security_boundary", Admin);
 #[server(prefix = "/api/ui", endpoint = "security_boundary", input = Json)]
 pub async fn security_boundary() -> Result<(String, String), ErrorBody> {
     backend::caller("security_boundary")?;
-    let state = use_context::<crate::server::state::AppState>().ok_or_else(|| {
-        ErrorBody::new(crate::protocol::ErrorCode::Internal, "server state missing")
-    })?;
-    Ok(crate::server::http::boundary::security_parts(&state).await)
+    let report = backend::core()?.os_boundary_report().await.ok();
+    Ok(crate::server::os_user::section::security_parts(
+        report.as_ref(),
+    ))
 }
 
 needs!("phone_login", Admin);
@@ -368,11 +368,9 @@ needs!("phone_login", Admin);
 pub async fn phone_login(token: String, origin: String) -> Result<PhoneLogin, ErrorBody> {
     backend::caller("phone_login")?;
     let core = backend::core()?;
-    let code = core
-        .mint_phone_login_code(&token)
+    core.phone_login(&token, &origin)
         .await
-        .map_err(backend::to_server_error)?;
-    crate::server::http::phone_login::phone_login(&origin, &code).map_err(backend::to_server_error)
+        .map_err(backend::to_server_error)
 }
 
 needs!("revoke_token", Admin);

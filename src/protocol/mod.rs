@@ -29,8 +29,8 @@ pub use error_code::ErrorCode;
 pub use gate_meaning::EditTarget;
 pub use ids::{ApprovalId, CallId, RuleId, SessionId, TurnId};
 pub use outside::{
-    AgentOsUser, Capabilities, CreatedToken, PhoneLogin, GateState, GateStatus, GateTool, MCP_SOURCE, OpenGate,
-    Scope, TokenInfo,
+    AgentOsUser, Capabilities, CreatedToken, GateState, GateStatus, GateTool, MCP_SOURCE, OpenGate,
+    PhoneLogin, Scope, TokenInfo,
 };
 use spelled::spelled;
 pub use stored::{Spelling, Stored};

@@ -472,7 +472,12 @@ struct Control<'a> {
 
 impl Control<'_> {
     fn view(self, on_key: impl Fn(KeyboardEvent) + Clone + 'static) -> AnyView {
-        let Control { entry, id, text, on } = self;
+        let Control {
+            entry,
+            id,
+            text,
+            on,
+        } = self;
         let label = format!("New value for {}", entry.key);
         let set_text = move |ev| text.set(event_target_value(&ev));
         match entry.input {
@@ -578,7 +583,10 @@ fn value_of(entry: &ConfigKey, text: &str, on: bool) -> Result<Value, String> {
                     .iter()
                     .map(|word| format!(" or {word}"))
                     .collect::<String>();
-                format!("{} takes a whole number of {unit} (0 or more){or}", entry.key)
+                format!(
+                    "{} takes a whole number of {unit} (0 or more){or}",
+                    entry.key
+                )
             })
         }
     }
@@ -621,20 +629,37 @@ mod tests {
         let number = key(ConfigInput::Number, &[], Some("seconds"));
         assert_eq!(value_of(&number, " 45 ", false), Ok(json!(45)));
         let refused = value_of(&number, "-5", false).unwrap_err();
-        assert!(refused.contains("tools.shell_timeout_secs") && refused.contains("seconds"), "{refused}");
+        assert!(
+            refused.contains("tools.shell_timeout_secs") && refused.contains("seconds"),
+            "{refused}"
+        );
         assert!(value_of(&number, "soon", false).is_err());
         let auto = key(ConfigInput::Number, &["auto"], Some("tokens"));
         assert_eq!(value_of(&auto, "auto", false), Ok(json!("auto")));
         assert_eq!(value_of(&auto, "8192", false), Ok(json!(8192)));
-        assert!(value_of(&auto, "big", false).unwrap_err().contains("or auto"));
+        assert!(
+            value_of(&auto, "big", false)
+                .unwrap_err()
+                .contains("or auto")
+        );
         let text = key(ConfigInput::Text, &[], None);
-        assert_eq!(value_of(&text, "\"quoted\"", false), Ok(json!("\"quoted\"")));
-        assert_eq!(value_of(&text, "45", false), Ok(json!("45")), "text stays text");
+        assert_eq!(
+            value_of(&text, "\"quoted\"", false),
+            Ok(json!("\"quoted\""))
+        );
+        assert_eq!(
+            value_of(&text, "45", false),
+            Ok(json!("45")),
+            "text stays text"
+        );
         let switch = key(ConfigInput::Switch, &[], None);
         assert_eq!(value_of(&switch, "", true), Ok(json!(true)));
         let choice = key(ConfigInput::Choice, &["demo", "openai"], None);
         assert_eq!(value_of(&choice, "openai", false), Ok(json!("openai")));
         let list = key(ConfigInput::List, &[], None);
-        assert_eq!(value_of(&list, "a b\n\n c \n", false), Ok(json!(["a b", "c"])));
+        assert_eq!(
+            value_of(&list, "a b\n\n c \n", false),
+            Ok(json!(["a b", "c"]))
+        );
     }
 }

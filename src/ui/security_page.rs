@@ -56,7 +56,8 @@ fn SecurityBody() -> impl IntoView {
     let part = move |which: fn((String, String)) -> String| {
         Suspend::new(async move {
             match boundary.await {
-                Ok(parts) => view! { <div class="os-boundary-slot" inner_html=which(parts)></div> }.into_any(),
+                Ok(parts) => view! { <div class="os-boundary-slot" inner_html=which(parts)></div> }
+                    .into_any(),
                 Err(_) => ().into_any(),
             }
         })

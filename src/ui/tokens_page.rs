@@ -236,24 +236,35 @@ fn PhoneLink(secret: String) -> impl IntoView {
     };
     // The code and the link hold their place while the server makes them: nothing below moves
     // when they arrive.
-    let link = move || made.with(|m| m.as_ref().and_then(|r| r.as_ref().ok()).map(|p| p.link.clone()));
+    let link = move || {
+        made.with(|m| {
+            m.as_ref()
+                .and_then(|r| r.as_ref().ok())
+                .map(|p| p.link.clone())
+        })
+    };
     let qr = move || match made.get() {
         None => view! { <p class="loading">"Making a login link…"</p> }.into_any(),
-        Some(Err(problem)) => view! { <p class="error" role="alert" data-testid="phone-login-error">{problem}</p> }.into_any(),
+        Some(Err(problem)) => {
+            view! { <p class="error" role="alert" data-testid="phone-login-error">{problem}</p> }
+                .into_any()
+        }
         Some(Ok(PhoneLogin { link, qr_svg })) => view! {
             <div class="phone-qr-code" data-testid="phone-qr" data-link=link role="img"
                 aria-label="QR code of the phone's login link" inner_html=qr_svg></div>
         }
         .into_any(),
     };
-    let shown = move || view! {
-        <div class="phone-qr">{qr}</div>
-        <div class="secret-row">
-            <input id=FIELD type="text" readonly data-testid="phone-login-link" aria-label="The phone's login link"
-                autocomplete="off" spellcheck="false" prop:value=move || link().unwrap_or_default()/>
-            <button type="button" data-testid="copy-phone-link" disabled=move || link().is_none()
-                on:click=move |_| copied.set(Some(browser::copy_field(FIELD)))>{copy_label}</button>
-        </div>
+    let shown = move || {
+        view! {
+            <div class="phone-qr">{qr}</div>
+            <div class="secret-row">
+                <input id=FIELD type="text" readonly data-testid="phone-login-link" aria-label="The phone's login link"
+                    autocomplete="off" spellcheck="false" prop:value=move || link().unwrap_or_default()/>
+                <button type="button" data-testid="copy-phone-link" disabled=move || link().is_none()
+                    on:click=move |_| copied.set(Some(browser::copy_field(FIELD)))>{copy_label}</button>
+            </div>
+        }
     };
     view! {
         <div class="phone-login" data-testid="phone-login">
@@ -412,10 +423,19 @@ mod tests {
 
     #[test]
     fn a_loopback_page_is_told_a_phone_cannot_reach_it() {
-        for local in ["http://localhost:7411", "http://127.0.0.1:7411", "http://[::1]:7411", "http://localhost"] {
+        for local in [
+            "http://localhost:7411",
+            "http://127.0.0.1:7411",
+            "http://[::1]:7411",
+            "http://localhost",
+        ] {
             assert!(is_local_only(local), "{local}");
         }
-        for lan in ["http://192.168.1.20:7411", "https://box.lan", "http://[fe80::1]:7411"] {
+        for lan in [
+            "http://192.168.1.20:7411",
+            "https://box.lan",
+            "http://[fe80::1]:7411",
+        ] {
             assert!(!is_local_only(lan), "{lan}");
         }
     }

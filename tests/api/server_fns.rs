@@ -332,9 +332,8 @@ async fn the_decide_server_function_takes_the_decision_routes_body() {
 #[tokio::test]
 async fn a_phones_login_link_logs_in_once_as_its_approve_token() {
     let ts = TestServer::scripted([]).await;
-    let made = |name: &str, scope: &str| {
-        ts.post("/api/v1/tokens", json!({"name": name, "scope": scope}))
-    };
+    let made =
+        |name: &str, scope: &str| ts.post("/api/v1/tokens", json!({"name": name, "scope": scope}));
     let phone = made("pixel", "approve").await.expect(201)["token"]
         .as_str()
         .unwrap()
@@ -344,24 +343,42 @@ async fn a_phones_login_link_logs_in_once_as_its_approve_token() {
         .unwrap()
         .to_owned();
     let origin = ts.url("");
-    let answer = call(&ts, "phone_login", json!({"token": phone, "origin": origin}))
-        .await
-        .expect(200);
+    let answer = call(
+        &ts,
+        "phone_login",
+        json!({"token": phone, "origin": origin}),
+    )
+    .await
+    .expect(200);
     let link = answer["link"].as_str().unwrap().to_owned();
-    assert!(link.starts_with(&format!("{origin}/login?code=csl_")), "{link}");
+    assert!(
+        link.starts_with(&format!("{origin}/login?code=csl_")),
+        "{link}"
+    );
     assert!(!link.contains(&phone), "the link carries no secret");
-    assert!(answer["qr_svg"].as_str().unwrap().starts_with("<svg"), "{answer}");
+    assert!(
+        answer["qr_svg"].as_str().unwrap().starts_with("<svg"),
+        "{answer}"
+    );
 
     // Not for a gates token, nor a made-up secret, nor another origin scheme; not for the
     // phone itself (an admin's function).
     for token in [hook.as_str(), "cst_made-up"] {
-        call(&ts, "phone_login", json!({"token": token, "origin": origin}))
-            .await
-            .expect_error(403, "forbidden");
-    }
-    call(&ts, "phone_login", json!({"token": phone, "origin": "javascript:alert(1)"}))
+        call(
+            &ts,
+            "phone_login",
+            json!({"token": token, "origin": origin}),
+        )
         .await
-        .expect_error(400, "invalid_request");
+        .expect_error(403, "forbidden");
+    }
+    call(
+        &ts,
+        "phone_login",
+        json!({"token": phone, "origin": "javascript:alert(1)"}),
+    )
+    .await
+    .expect_error(400, "invalid_request");
     let as_phone = send(
         ts.anon(Method::POST, "/api/ui/phone_login")
             .bearer_auth(&phone)
@@ -378,16 +395,29 @@ async fn a_phones_login_link_logs_in_once_as_its_approve_token() {
     let set = first.header("set-cookie").expect("Set-Cookie").to_owned();
     let cookie = set.split(';').next().unwrap().trim().to_owned();
     let inbox = send(ts.anon(Method::GET, "/inbox").header("cookie", &cookie)).await;
-    assert!(inbox.body.contains(r#"data-scope="approve""#), "{}", inbox.body);
+    assert!(
+        inbox.body.contains(r#"data-scope="approve""#),
+        "{}",
+        inbox.body
+    );
     let again = send(ts.anon(Method::GET, path)).await;
     assert_eq!(again.status.as_u16(), 401, "single use");
 
     // A link whose token was revoked logs nobody in.
-    let fresh = call(&ts, "phone_login", json!({"token": phone, "origin": origin}))
-        .await
-        .expect(200);
+    let fresh = call(
+        &ts,
+        "phone_login",
+        json!({"token": phone, "origin": origin}),
+    )
+    .await
+    .expect(200);
     ts.delete("/api/v1/tokens/pixel").await.expect(204);
-    let fresh = fresh["link"].as_str().unwrap().strip_prefix(&origin).unwrap().to_owned();
+    let fresh = fresh["link"]
+        .as_str()
+        .unwrap()
+        .strip_prefix(&origin)
+        .unwrap()
+        .to_owned();
     let revoked = send(ts.anon(Method::GET, &fresh)).await;
     assert_eq!(revoked.status.as_u16(), 401, "{revoked:?}");
 }

@@ -50,10 +50,7 @@ pub const FORM: &[(&str, Input)] = &[
     ("budget.max_turn_secs", Input::Number("seconds")),
     ("budget.max_tokens", Input::Number("tokens")),
     ("storage.database_url", Input::Text),
-    (
-        "storage.synchronous",
-        Input::Choice(&["full", "normal"]),
-    ),
+    ("storage.synchronous", Input::Choice(&["full", "normal"])),
     ("tools.shell_timeout_secs", Input::Number("seconds")),
     ("tools.output_limit_bytes", Input::Number("bytes")),
     ("tools.max_parallel", Input::Number("calls at once")),
@@ -83,11 +80,7 @@ pub fn wire(key: &str) -> (ConfigInput, Vec<String>, Option<String>) {
         Input::Switch => (ConfigInput::Switch, Vec::new(), None),
         Input::Choice(options) => (ConfigInput::Choice, words(options), None),
         Input::Number(unit) => (ConfigInput::Number, Vec::new(), Some(unit.to_owned())),
-        Input::NumberOrAuto(unit) => (
-            ConfigInput::Number,
-            words(&["auto"]),
-            Some(unit.to_owned()),
-        ),
+        Input::NumberOrAuto(unit) => (ConfigInput::Number, words(&["auto"]), Some(unit.to_owned())),
         Input::Text => (ConfigInput::Text, Vec::new(), None),
         Input::List => (ConfigInput::List, Vec::new(), None),
     }
@@ -115,7 +108,10 @@ mod tests {
             );
         }
         for key in &form {
-            assert!(schema.iter().any(|k| k == key), "`{key}` is not a config key");
+            assert!(
+                schema.iter().any(|k| k == key),
+                "`{key}` is not a config key"
+            );
         }
     }
 
@@ -162,7 +158,11 @@ mod tests {
         );
         assert_eq!(
             wire("provider.context_tokens"),
-            (ConfigInput::Number, vec!["auto".into()], Some("tokens".into()))
+            (
+                ConfigInput::Number,
+                vec!["auto".into()],
+                Some("tokens".into())
+            )
         );
         assert_eq!(wire("server.addr").0, ConfigInput::Text);
         for (key, input) in FORM {

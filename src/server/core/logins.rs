@@ -93,7 +93,10 @@ impl Core {
 
     /// A fresh single-use login link's code (the one `serve` prints at start).
     pub async fn mint_login_code(&self) -> Result<String, Error> {
-        Ok(logins::mint_login_code(self.repos.secrets.as_ref(), &LoginCodeGrant::default()).await?)
+        Ok(
+            logins::mint_login_code(self.repos.secrets.as_ref(), &LoginCodeGrant::default())
+                .await?,
+        )
     }
 
     /// A fresh single-use login link's code for a phone, logging in as the `approve` token

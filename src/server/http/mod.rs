@@ -9,7 +9,6 @@ pub mod gates;
 pub mod json;
 pub mod listen;
 pub mod passkeys;
-pub mod phone_login;
 pub mod push;
 pub mod pwa;
 pub mod routes;

@@ -6,8 +6,8 @@
 use qrcode::QrCode;
 use qrcode::render::svg;
 
+use super::{Core, Error};
 use crate::protocol::PhoneLogin;
-use crate::server::core::Error;
 
 /// The link to give a phone: `<origin>/login?code=<code>`. `origin` is the page's own
 /// (`window.location.origin`): an `http` or `https` address, of which only the scheme, host
@@ -37,6 +37,16 @@ pub fn qr_svg(link: &str) -> Result<String, Error> {
         Some(start) => svg[start..].to_owned(),
         None => svg,
     })
+}
+
+impl Core {
+    /// A phone's login link for the `approve` token whose secret is `secret`, at `origin`,
+    /// and its QR code.
+    pub async fn phone_login(&self, secret: &str, origin: &str) -> Result<PhoneLogin, Error> {
+        login_link(origin, "")?;
+        let code = self.mint_phone_login_code(secret).await?;
+        phone_login(origin, &code)
+    }
 }
 
 /// The link for `code` at `origin`, and its QR code.
@@ -81,6 +91,10 @@ mod tests {
             .iter()
             .filter(|c| **c == qrcode::Color::Dark)
             .count();
-        assert_eq!(made.qr_svg.matches("M").count(), dark, "one path step per dark module");
+        assert_eq!(
+            made.qr_svg.matches("M").count(),
+            dark,
+            "one path step per dark module"
+        );
     }
 }
