@@ -1,4 +1,4 @@
-// The "Notify this device" page: subscribe this browser to Web Push for the credential it is
+// The "Notify this device" page's controls (`ui/notify_page.rs`): subscribe this browser to Web Push for the credential it is
 // logged in with, send a test, stop. The subscription's id is kept in this browser
 // (localStorage) to find it again; the server keeps the rest.
 'use strict';
@@ -112,7 +112,7 @@
   };
   const guard = (fn) => () => fn().catch((err) => status(words(err), true));
 
-  document.addEventListener('DOMContentLoaded', () => {
+  function start() {
     if (!supported()) {
       status('This browser cannot receive push notifications. On an iPhone, add Countersign to the Home Screen first and open it from there.', true);
       $('push-on').disabled = true;
@@ -126,5 +126,9 @@
       else if (here) status('This device is notified when a card waits for you.');
     })();
     document.body.dataset.ready = 'true';
-  });
+  }
+
+  // The page is the app's: this script may run before or after the document is parsed.
+  if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', start);
+  else start();
 })();

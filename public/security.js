@@ -1,4 +1,4 @@
-// The Security page: register passkeys, list them, remove one. With a passkey registered,
+// The Security page's passkey controls (`ui/security_page.rs`): register passkeys, list them, remove one. With a passkey registered,
 // adding or removing one first asks for it (a stolen token alone cannot add its own).
 'use strict';
 (function () {
@@ -26,6 +26,7 @@
       li.append(`${k.name} · ${k.rp_id} · added ${k.created_at} · ${used} `);
       const remove = document.createElement('button');
       remove.type = 'button';
+      remove.className = 'small danger';
       remove.textContent = 'Remove';
       remove.dataset.testid = 'passkey-remove';
       remove.addEventListener('click', guard(async () => {
@@ -45,7 +46,7 @@
     return () => fn().catch((err) => status(window.countersignWords ? window.countersignWords(err) : String(err), true));
   }
 
-  document.addEventListener('DOMContentLoaded', () => {
+  function start() {
     if (!window.countersignPasskeys || !window.countersignPasskeys.supported()) {
       status('This browser cannot use passkeys (WebAuthn).', true);
       $('passkey-add').disabled = true;
@@ -62,5 +63,9 @@
     }));
     guard(async () => { await refresh(); status(''); })();
     document.body.dataset.ready = 'true';
-  });
+  }
+
+  // The page is the app's: this script may run before or after the document is parsed.
+  if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', start);
+  else start();
 })();

@@ -8,8 +8,8 @@ use leptos::server_fn::codec::Json;
 
 use crate::protocol::{
     ApprovalId, ApprovalRequest, AuditEntry, AuditVerdict, ConfigView, CreatedToken, DecideOutcome,
-    DecisionRequest, ErrorBody, Event, Rule, RuleId, Session, SessionId, Snapshot, TokenInfo,
-    TurnId,
+    DecisionRequest, ErrorBody, Event, PhoneLogin, Rule, RuleId, Session, SessionId, Snapshot,
+    TokenInfo, TurnId,
 };
 
 /// Declares what the server function at `endpoint` needs (a [`Need`](crate::server::principal::Need)).
@@ -343,6 +343,32 @@ pub async fn create_token(name: String, scope: String) -> Result<CreatedToken, E
     let who = backend::caller("create_token")?;
     let core = backend::core()?;
     core.create_token(Some(&name), Some(&scope), &who)
+        .await
+        .map_err(backend::to_server_error)
+}
+
+needs!("security_boundary", Admin);
+/// The Security page's two parts about the OS boundary, as the server renders them (every
+/// value escaped, `http/boundary.rs`): an alert for the page's top when the boundary does not
+/// hold, and the section that says why. Both empty when the report could not be made.
+#[server(prefix = "/api/ui", endpoint = "security_boundary", input = Json)]
+pub async fn security_boundary() -> Result<(String, String), ErrorBody> {
+    backend::caller("security_boundary")?;
+    let report = backend::core()?.os_boundary_report().await.ok();
+    Ok(crate::server::os_user::section::security_parts(
+        report.as_ref(),
+    ))
+}
+
+needs!("phone_login", Admin);
+/// A phone's login link for the `approve` token just made (its secret, still on the page,
+/// shows the caller has it) at the page's own `origin`, and a QR code of that link. The link
+/// carries a single-use code good for 15 minutes, never the secret.
+#[server(name = MakePhoneLogin, prefix = "/api/ui", endpoint = "phone_login", input = Json)]
+pub async fn phone_login(token: String, origin: String) -> Result<PhoneLogin, ErrorBody> {
+    backend::caller("phone_login")?;
+    let core = backend::core()?;
+    core.phone_login(&token, &origin)
         .await
         .map_err(backend::to_server_error)
 }

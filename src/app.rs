@@ -7,6 +7,8 @@ use leptos_router::{Lazy, SsrMode, path};
 
 use crate::ui::inbox::InboxPage;
 use crate::ui::lazy_pages::{AuditRoute, ConfigRoute, RulesRoute, TokensRoute};
+use crate::ui::notify_page::NotifyPage;
+use crate::ui::security_page::SecurityPage;
 use crate::ui::session_page::SessionPage;
 use crate::ui::viewer::Viewer;
 
@@ -64,6 +66,10 @@ pub fn App() -> impl IntoView {
                 <Route path=path!("/audit") view={Lazy::<AuditRoute>::new()} ssr=SsrMode::InOrder/>
                 <Route path=path!("/config") view={Lazy::<ConfigRoute>::new()} ssr=SsrMode::InOrder/>
                 <Route path=path!("/tokens") view={Lazy::<TokensRoute>::new()} ssr=SsrMode::InOrder/>
+                // Two pages whose controls a script of their own works (WebAuthn, Web Push):
+                // the sidebar opens them with a full load, so the script runs with the page.
+                <Route path=path!("/security") view=SecurityPage ssr=SsrMode::InOrder/>
+                <Route path=path!("/notify") view=NotifyPage ssr=SsrMode::InOrder/>
             </Routes>
         </Router>
     }

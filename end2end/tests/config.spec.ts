@@ -66,7 +66,9 @@ test('config: locked keys, an inline edit applied on the server, a bad value, an
   const paths = row(page, 'safety.paths');
   await expect(paths.getByTestId('config-edit')).toHaveCount(0);
   await expect(paths.getByTestId('config-reason')).toHaveText('the safety floor can only be changed in the config file');
-  await expect(paths.getByTestId('config-value')).toContainText('"**/.env*"');
+  // A list item by item, never TOML-quoted (issue 39.9).
+  await expect(paths.getByTestId('config-value')).toContainText('**/.env*');
+  await expect(paths.getByTestId('config-value')).not.toContainText('"');
   await expect(row(page, 'provider.base_url').getByTestId('config-edit')).toHaveCount(0);
   const db = row(page, 'storage.database_url');
   await expect(db.getByTestId('config-restart')).toBeVisible();
@@ -104,12 +106,13 @@ test('config: locked keys, an inline edit applied on the server, a bad value, an
   expect(entry.actor).toBe('browser');
   expect(entry.detail).toMatchObject({ value: '45', via: 'ui' });
 
-  // A bad value: the server's message inline, nothing changed.
+  // A bad value (a number input: no words to type, issue 39.9): said in words next to the
+  // field, nothing changed.
   await shell.getByTestId('config-edit').click();
-  await shell.getByTestId('config-input').fill('soon');
+  await shell.getByTestId('config-input').fill('-5');
   await shell.getByTestId('config-input').press('Enter');
   await expect(shell.getByTestId('config-save-error')).toContainText('shell_timeout_secs');
-  await expect(shell.getByTestId('config-input')).toHaveValue('soon');
+  await expect(shell.getByTestId('config-input')).toHaveValue('-5');
   view = await apiConfig(request);
   expect(apiValue(view, 'tools.shell_timeout_secs')).toMatchObject({ value: 45, source: 'file' });
   expect(readFileSync(file, 'utf8')).toMatch(/^shell_timeout_secs = 45$/m);
@@ -117,10 +120,18 @@ test('config: locked keys, an inline edit applied on the server, a bad value, an
   await expect(shell.getByTestId('config-save-error')).toHaveCount(0);
   await expect(shell.getByTestId('config-value')).toHaveText('45');
 
-  // A string value: text that is not JSON goes as a string.
+  // The server's message inline: a window smaller than the schema allows.
+  const window = row(page, 'provider.context_tokens');
+  await window.getByTestId('config-edit').click();
+  await window.getByTestId('config-input').fill('100');
+  await window.getByTestId('config-save').click();
+  await expect(window.getByTestId('config-save-error')).toContainText('context_tokens');
+  await window.getByTestId('config-cancel').click();
+
+  // A string value: shown and edited as it is, without TOML quotes (issue 39.9).
   const model = row(page, 'provider.model');
   await model.getByTestId('config-edit').click();
-  await expect(model.getByTestId('config-input')).toHaveValue('"gpt-4o-mini"');
+  await expect(model.getByTestId('config-input')).toHaveValue('gpt-4o-mini');
   await model.getByTestId('config-input').fill('local-model');
   await model.getByTestId('config-save').click();
   await expect(model.getByTestId('config-value')).toHaveText('local-model');

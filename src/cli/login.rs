@@ -63,7 +63,7 @@ pub async fn run(args: LoginArgs) -> ExitCode {
             }
         };
     }
-    match logins::mint_login_code(kept).await {
+    match logins::mint_login_code(kept, &logins::LoginCodeGrant::default()).await {
         Ok(code) => {
             println!("{}/login?code={code}", base_url(&args));
             eprintln!("(works once, within 15 minutes)");

@@ -30,7 +30,7 @@ pub use gate_meaning::EditTarget;
 pub use ids::{ApprovalId, CallId, RuleId, SessionId, TurnId};
 pub use outside::{
     AgentOsUser, Capabilities, CreatedToken, GateState, GateStatus, GateTool, MCP_SOURCE, OpenGate,
-    Scope, TokenInfo,
+    PhoneLogin, Scope, TokenInfo,
 };
 use spelled::spelled;
 pub use stored::{Spelling, Stored};
@@ -709,6 +709,33 @@ pub struct ConfigKey {
     /// What a value means in force, when it does not say (`"auto"`: the number it stands for).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// The control the Config page edits it with (`server::config::form`).
+    #[serde(default)]
+    pub input: ConfigInput,
+    /// A `choice`'s words; for a `number`, the words it takes besides a number (`auto`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub options: Vec<String>,
+    /// A `number`'s unit ("seconds", "bytes", "tokens").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unit: Option<String>,
+}
+
+/// How a config key is edited: its value's kind, as a form control.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum ConfigInput {
+    /// true or false: a switch.
+    Switch,
+    /// One of `options`: a select.
+    Choice,
+    /// A whole number in `unit` (or one of `options`).
+    Number,
+    /// A list of strings.
+    List,
+    /// Free text (and whatever this build does not know).
+    #[default]
+    #[serde(other)]
+    Text,
 }
 
 #[cfg(test)]

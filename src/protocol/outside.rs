@@ -63,6 +63,15 @@ pub struct CreatedToken {
     pub os_user_warning: Option<String>,
 }
 
+/// A phone's way in to a new `approve` token: a login link, good once for 15 minutes (it
+/// carries a single-use code, never the token's secret), and a QR code of exactly that link.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct PhoneLogin {
+    pub link: String,
+    /// The QR code as an SVG element, drawn by the server from `link`.
+    pub qr_svg: String,
+}
+
 /// `GET /api/v1/gates/os-user`: whether the process that asked runs as Countersign's own OS
 /// user (`None`: the server cannot tell, e.g. the request did not come over loopback).
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]

@@ -170,10 +170,22 @@ fn row(hash: String, kind: SecretKind, body: String, ttl_ms: Option<i64>) -> Has
     }
 }
 
-/// A new single-use login link's code (good for `LOGIN_CODE_MS`).
-pub async fn mint_login_code(kept: &dyn HashedSecrets) -> Result<String, StoreError> {
+/// What a login link's code logs a browser in as, kept with its hash.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+pub struct LoginCodeGrant {
+    /// The named token it logs in as, by its hash (a phone's link from the Tokens page);
+    /// `None`: the person as admin (`countersign login`'s link).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_hash: Option<String>,
+}
+
+/// A new single-use login link's code (good for `LOGIN_CODE_MS`), granting `grant`.
+pub async fn mint_login_code(
+    kept: &dyn HashedSecrets,
+    grant: &LoginCodeGrant,
+) -> Result<String, StoreError> {
     let code = format!("{CODE_PREFIX}{}", random_token(24));
-    let body = "{}".to_owned();
+    let body = serde_json::to_string(grant).map_err(|e| StoreError::Database(e.to_string()))?;
     kept.keep_secret(&row(
         hash_secret(&code),
         SecretKind::LoginCode,
@@ -184,16 +196,20 @@ pub async fn mint_login_code(kept: &dyn HashedSecrets) -> Result<String, StoreEr
     Ok(code)
 }
 
-/// Spends a login link's code: `true` the first time, while it is good.
-pub async fn spend_login_code(kept: &dyn HashedSecrets, code: &str) -> Result<bool, StoreError> {
+/// Spends a login link's code: what it grants the first time, while it is good. A body this
+/// build cannot read grants nothing.
+pub async fn spend_login_code(
+    kept: &dyn HashedSecrets,
+    code: &str,
+) -> Result<Option<LoginCodeGrant>, StoreError> {
     let code = code.trim();
     if !code.starts_with(CODE_PREFIX) {
-        return Ok(false);
+        return Ok(None);
     }
     Ok(kept
         .take_secret(SecretKind::LoginCode, &hash_secret(code))
         .await?
-        .is_some())
+        .and_then(|row| serde_json::from_str(&row.body).ok()))
 }
 
 /// A new browser login: the cookie's value, whose hash is kept with what it is.
@@ -331,27 +347,54 @@ mod tests {
     #[tokio::test]
     async fn a_login_code_logs_in_once_and_only_its_hash_is_kept() {
         let (_dir, kept) = kept().await;
-        let code = mint_login_code(kept.as_ref()).await.unwrap();
+        let code = mint_login_code(kept.as_ref(), &LoginCodeGrant::default())
+            .await
+            .unwrap();
         let rows = kept.secrets_of(SecretKind::LoginCode).await.unwrap();
         assert_eq!(rows.len(), 1);
         assert_eq!(rows[0].hash, hash_secret(&code));
         assert!(!rows[0].body.contains(&code));
         assert!(
-            !spend_login_code(kept.as_ref(), &rows[0].hash)
+            spend_login_code(kept.as_ref(), &rows[0].hash)
                 .await
-                .unwrap(),
+                .unwrap()
+                .is_none(),
             "the hash is no code"
         );
         assert!(
-            !spend_login_code(kept.as_ref(), &format!("{code}x"))
+            spend_login_code(kept.as_ref(), &format!("{code}x"))
                 .await
                 .unwrap()
+                .is_none()
         );
-        assert!(spend_login_code(kept.as_ref(), &code).await.unwrap());
+        assert_eq!(
+            spend_login_code(kept.as_ref(), &code).await.unwrap(),
+            Some(LoginCodeGrant::default())
+        );
         assert!(
-            !spend_login_code(kept.as_ref(), &code).await.unwrap(),
+            spend_login_code(kept.as_ref(), &code)
+                .await
+                .unwrap()
+                .is_none(),
             "single use"
         );
+    }
+
+    #[tokio::test]
+    async fn a_phones_login_code_grants_its_token_once_and_keeps_only_hashes() {
+        let (_dir, kept) = kept().await;
+        let grant = LoginCodeGrant {
+            token_hash: Some(hash_secret("cst_the-phones-secret")),
+        };
+        let code = mint_login_code(kept.as_ref(), &grant).await.unwrap();
+        let rows = kept.secrets_of(SecretKind::LoginCode).await.unwrap();
+        assert!(!rows[0].body.contains("cst_the-phones-secret"));
+        assert!(!rows[0].body.contains(&code));
+        assert_eq!(
+            spend_login_code(kept.as_ref(), &code).await.unwrap(),
+            Some(grant)
+        );
+        assert_eq!(spend_login_code(kept.as_ref(), &code).await.unwrap(), None);
     }
 
     #[tokio::test]
@@ -369,7 +412,9 @@ mod tests {
         assert_eq!(found, Some(login));
         assert_eq!(browser_login(kept.as_ref(), &cookie).await.unwrap(), None);
         // A login code's hash is no browser login.
-        let code = mint_login_code(kept.as_ref()).await.unwrap();
+        let code = mint_login_code(kept.as_ref(), &LoginCodeGrant::default())
+            .await
+            .unwrap();
         assert_eq!(
             browser_login(kept.as_ref(), &hash_secret(&code))
                 .await

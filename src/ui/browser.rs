@@ -289,6 +289,18 @@ pub fn composer_is_empty() -> bool {
     empty
 }
 
+/// The address the page was opened at (`http://host:port`); empty on the server.
+pub fn page_origin() -> String {
+    #[cfg(feature = "hydrate")]
+    {
+        web_sys::window()
+            .and_then(|w| w.location().origin().ok())
+            .unwrap_or_default()
+    }
+    #[cfg(not(feature = "hydrate"))]
+    String::new()
+}
+
 /// Sets a page's fixed title now and again on the next frame: arriving from a session page,
 /// that page's own title effect may still run once after this page's.
 pub fn set_page_title(title: &'static str) {

@@ -8,7 +8,7 @@ use leptos::task::spawn_local;
 use serde_json::Value;
 
 use crate::api;
-use crate::protocol::{ConfigKey, ConfigSource, ConfigView};
+use crate::protocol::{ConfigInput, ConfigKey, ConfigSource, ConfigView};
 use crate::ui::browser;
 use crate::ui::gates::ClientId;
 use crate::ui::json;
@@ -257,9 +257,8 @@ fn ConfigRow(entry: ConfigKey, config: ConfigState) -> impl IntoView {
             .map(|note| view! { <span class="muted sub" data-testid="config-note">{note}</span> });
         view! { {lock} {restart} {note} }
     };
-    let value_text = display(&entry.value);
-    let edit_text = edit_text(&entry.value);
-    let key = entry.key.clone();
+    let shown = entry.clone();
+    let edited = entry.clone();
     let protected = entry.protected;
     view! {
         <tr class="config-row" data-testid="config-row" data-key=entry.key.clone() data-protected=protected.to_string()
@@ -269,10 +268,10 @@ fn ConfigRow(entry: ConfigKey, config: ConfigState) -> impl IntoView {
                 <Show
                     when=move || editing.get()
                     fallback=move || view! {
-                        <ValueDisplay text=value_text.clone()/>
+                        <ValueDisplay entry=shown.clone()/>
                     }
                 >
-                    <Editor key=key.clone() text=edit_text.clone() editing config/>
+                    <Editor entry=edited.clone() editing config/>
                 </Show>
                 {default}
             </td>
@@ -306,82 +305,82 @@ fn LockIcon() -> impl IntoView {
     }
 }
 
+/// A value as a person reads it: text without quotes, a list item by item, a switch on or
+/// off, a number with its unit.
 #[component]
-fn ValueDisplay(text: String) -> impl IntoView {
-    if text.is_empty() {
-        view! { <span class="muted" data-testid="config-value">"(empty)"</span> }.into_any()
-    } else {
-        view! { <code data-testid="config-value">{text}</code> }.into_any()
+fn ValueDisplay(entry: ConfigKey) -> impl IntoView {
+    let unit = entry
+        .unit
+        .clone()
+        .filter(|_| entry.value.is_number())
+        .map(|unit| view! { " " <span class="config-unit muted" data-testid="config-unit">{unit}</span> });
+    match &entry.value {
+        Value::Bool(on) => {
+            let on = *on;
+            view! {
+                <span class="config-switch-shown">
+                    <input type="checkbox" role="switch" class="switch" disabled checked=on
+                        aria-label=format!("{} is {}", entry.key, display(&entry.value))/>
+                    <code data-testid="config-value">{display(&entry.value)}</code>
+                </span>
+            }
+            .into_any()
+        }
+        Value::Array(items) if !items.is_empty() => view! {
+            <ul class="config-list" data-testid="config-value">
+                {items.iter().map(|item| view! { <li><code>{display(item)}</code></li> }).collect_view()}
+            </ul>
+        }
+        .into_any(),
+        value => {
+            let text = display(value);
+            if text.is_empty() {
+                view! { <span class="muted" data-testid="config-value">"(empty)"</span> }.into_any()
+            } else {
+                view! { <code data-testid="config-value">{text}</code> {unit} }.into_any()
+            }
+        }
     }
 }
 
-/// The inline editor: the value as JSON text; Enter or Save sends it, Esc cancels. Text that
-/// is not JSON is sent as a string.
+/// The inline editor, the control the key's kind takes (`ConfigKey::input`): a switch, a
+/// select of its words, a number with its unit, a list one item a line, text. Enter (but in a
+/// list) or Save sends it, Esc cancels; a value the control cannot send is said next to it.
 #[component]
-fn Editor(
-    key: String,
-    text: String,
-    editing: RwSignal<bool>,
-    config: ConfigState,
-) -> impl IntoView {
-    let client = use_context::<ClientId>().unwrap_or_default();
+fn Editor(entry: ConfigKey, editing: RwSignal<bool>, config: ConfigState) -> impl IntoView {
     let input_id = format!(
         "config-input-{}",
-        key.replace(|c: char| !c.is_ascii_alphanumeric(), "-")
+        entry.key.replace(|c: char| !c.is_ascii_alphanumeric(), "-")
     );
     {
         let input_id = input_id.clone();
         Effect::new(move |_| browser::focus(&input_id));
     }
-    let text = RwSignal::new(text);
-    let busy = RwSignal::new(false);
-    let error = RwSignal::new(None::<String>);
+    let draft = Draft {
+        text: RwSignal::new(edit_text(&entry.value)),
+        on: RwSignal::new(entry.value.as_bool().unwrap_or(false)),
+        busy: RwSignal::new(false),
+        error: RwSignal::new(None),
+        editing,
+        config,
+        client: use_context::<ClientId>().unwrap_or_default(),
+    };
+    let (text, on, busy, error) = (draft.text, draft.on, draft.busy, draft.error);
     let save = {
-        let key = key.clone();
-        move || {
-            if busy.get_untracked() {
-                return;
-            }
-            busy.set(true);
-            error.set(None);
-            let value = parse_input(&text.get_untracked());
-            let key = key.clone();
-            let client_id = client.get_untracked();
-            spawn_local(async move {
-                match api::set_config(key, value, client_id).await {
-                    Ok(()) => {
-                        busy.try_set(false);
-                        editing.try_set(false);
-                        config.refresh();
-                    }
-                    Err(err) => {
-                        busy.try_set(false);
-                        error.try_set(Some(api::error_message(&err)));
-                    }
-                }
-            });
-        }
+        let entry = entry.clone();
+        move || draft.save(&entry)
     };
-    let on_key = {
-        let save = save.clone();
-        move |ev: KeyboardEvent| match ev.key().as_str() {
-            "Enter" => {
-                ev.prevent_default();
-                save();
-            }
-            "Escape" => {
-                ev.prevent_default();
-                editing.set(false);
-            }
-            _ => {}
-        }
-    };
+    let on_key = editor_keys(entry.input != ConfigInput::List, save.clone(), editing);
+    let control = Control {
+        entry: &entry,
+        id: input_id,
+        text,
+        on,
+    }
+    .view(on_key);
     view! {
         <div class="config-editor">
-            <input id=input_id type="text" data-testid="config-input" spellcheck="false"
-                aria-label=format!("New value for {key}")
-                prop:value=move || text.get() on:input=move |ev| text.set(event_target_value(&ev))
-                on:keydown=on_key/>
+            {control}
             <div class="config-editor-actions">
                 <button type="button" class="small primary" data-testid="config-save" disabled=move || busy.get()
                     on:click=move |_| save()>
@@ -398,39 +397,199 @@ fn Editor(
     }
 }
 
+/// The editor's keys: Enter saves (but in a list, where it starts a new line), Esc cancels.
+fn editor_keys(
+    enter_saves: bool,
+    save: impl Fn() + Clone + 'static,
+    editing: RwSignal<bool>,
+) -> impl Fn(KeyboardEvent) + Clone + 'static {
+    move |ev: KeyboardEvent| match ev.key().as_str() {
+        "Enter" if enter_saves => {
+            ev.prevent_default();
+            save();
+        }
+        "Escape" => {
+            ev.prevent_default();
+            editing.set(false);
+        }
+        _ => {}
+    }
+}
+
+/// What the editor holds while a key is edited, and sending it.
+#[derive(Clone, Copy)]
+struct Draft {
+    text: RwSignal<String>,
+    on: RwSignal<bool>,
+    busy: RwSignal<bool>,
+    error: RwSignal<Option<String>>,
+    editing: RwSignal<bool>,
+    config: ConfigState,
+    client: ClientId,
+}
+
+impl Draft {
+    /// Sends the draft as `entry`'s kind of value (one audited change of one key); on success
+    /// the editor closes and the page fetches the config again, else the problem is shown.
+    fn save(self, entry: &ConfigKey) {
+        if self.busy.get_untracked() {
+            return;
+        }
+        self.error.set(None);
+        let value = match value_of(entry, &self.text.get_untracked(), self.on.get_untracked()) {
+            Ok(value) => value,
+            Err(problem) => {
+                self.error.set(Some(problem));
+                return;
+            }
+        };
+        self.busy.set(true);
+        let key = entry.key.clone();
+        let client_id = self.client.get_untracked();
+        spawn_local(async move {
+            let result = api::set_config(key, value, client_id).await;
+            self.busy.try_set(false);
+            match result {
+                Ok(()) => {
+                    self.editing.try_set(false);
+                    self.config.refresh();
+                }
+                Err(err) => {
+                    self.error.try_set(Some(api::error_message(&err)));
+                }
+            }
+        });
+    }
+}
+
+/// The editor's one control, by the key's kind.
+struct Control<'a> {
+    entry: &'a ConfigKey,
+    id: String,
+    text: RwSignal<String>,
+    on: RwSignal<bool>,
+}
+
+impl Control<'_> {
+    fn view(self, on_key: impl Fn(KeyboardEvent) + Clone + 'static) -> AnyView {
+        let Control {
+            entry,
+            id,
+            text,
+            on,
+        } = self;
+        let label = format!("New value for {}", entry.key);
+        let set_text = move |ev| text.set(event_target_value(&ev));
+        match entry.input {
+            ConfigInput::Switch => view! {
+                <label class="config-switch">
+                    <input id=id type="checkbox" role="switch" class="switch" data-testid="config-input" aria-label=label
+                        prop:checked=move || on.get() on:change=move |ev| on.set(event_target_checked(&ev))
+                        on:keydown=on_key/>
+                    <span>{move || if on.get() { "on" } else { "off" }}</span>
+                </label>
+            }
+            .into_any(),
+            ConfigInput::Choice => {
+                let options = entry.options.clone();
+                view! {
+                    <select id=id data-testid="config-input" aria-label=label prop:value=move || text.get()
+                        on:change=set_text on:keydown=on_key>
+                        {options.into_iter().map(|word| {
+                            let (chosen, value) = (word.clone(), word.clone());
+                            view! { <option value=value selected=move || text.get() == chosen>{word}</option> }
+                        }).collect_view()}
+                    </select>
+                }
+                .into_any()
+            }
+            ConfigInput::Number => {
+                // A number that also takes a word (`auto`) is typed as text.
+                let kind = if entry.options.is_empty() { "number" } else { "text" };
+                let unit = entry.unit.clone().unwrap_or_default();
+                let hint = entry.options.join(" or ");
+                view! {
+                    <span class="config-number">
+                        <input id=id type=kind inputmode="numeric" min="0" step="1" data-testid="config-input"
+                            aria-label=format!("{label}, in {unit}") placeholder=hint spellcheck="false"
+                            prop:value=move || text.get() on:input=set_text on:keydown=on_key/>
+                        <span class="config-unit muted">{unit.clone()}</span>
+                    </span>
+                }
+                .into_any()
+            }
+            ConfigInput::List => view! {
+                <textarea id=id rows="4" data-testid="config-input" spellcheck="false"
+                    aria-label=format!("{label}, one a line") prop:value=move || text.get()
+                    on:input=set_text on:keydown=on_key></textarea>
+            }
+            .into_any(),
+            ConfigInput::Text => view! {
+                <input id=id type="text" data-testid="config-input" spellcheck="false" aria-label=label
+                    prop:value=move || text.get() on:input=set_text on:keydown=on_key/>
+            }
+            .into_any(),
+        }
+    }
+}
+
 fn section_of(key: &str) -> &str {
     key.split_once('.').map_or(key, |(section, _)| section)
 }
 
-/// How the table shows a value: strings as they are, anything else as compact JSON.
+/// How the page shows a value: text as it is (never quoted), true and false as on and off, a
+/// list's items one after another.
 fn display(value: &Value) -> String {
     match value {
         Value::String(s) => s.clone(),
-        Value::Array(items) => items
-            .iter()
-            .map(display_item)
-            .collect::<Vec<_>>()
-            .join(", "),
+        Value::Bool(true) => "on".to_owned(),
+        Value::Bool(false) => "off".to_owned(),
+        Value::Array(items) => items.iter().map(display).collect::<Vec<_>>().join(", "),
         other => other.to_string(),
     }
 }
 
-fn display_item(value: &Value) -> String {
-    match value {
-        Value::String(s) => format!("{s:?}"),
-        other => other.to_string(),
-    }
-}
-
-/// What the editor starts with: the value as JSON (strings quoted, so they round-trip).
+/// What the editor starts with: text as it is, a number's digits, a list one item a line.
 fn edit_text(value: &Value) -> String {
-    serde_json::to_string(value).unwrap_or_default()
+    match value {
+        Value::Array(items) => items.iter().map(display).collect::<Vec<_>>().join("\n"),
+        Value::Bool(_) => String::new(),
+        other => display(other),
+    }
 }
 
-/// What the editor sends: the text as JSON if it parses, else the text as a string.
-fn parse_input(text: &str) -> Value {
-    let trimmed = text.trim();
-    json::from_str(trimmed).unwrap_or_else(|_| Value::String(trimmed.to_owned()))
+/// What the editor sends for `entry`: the control's text (or the switch) as the key's kind
+/// of value, or what is wrong with it, in words.
+fn value_of(entry: &ConfigKey, text: &str, on: bool) -> Result<Value, String> {
+    let text = text.trim();
+    match entry.input {
+        ConfigInput::Switch => Ok(Value::Bool(on)),
+        ConfigInput::Choice | ConfigInput::Text => Ok(Value::String(text.to_owned())),
+        ConfigInput::List => Ok(Value::Array(
+            text.lines()
+                .map(str::trim)
+                .filter(|line| !line.is_empty())
+                .map(|line| Value::String(line.to_owned()))
+                .collect(),
+        )),
+        ConfigInput::Number => {
+            if entry.options.iter().any(|word| word == text) {
+                return Ok(Value::String(text.to_owned()));
+            }
+            text.parse::<u64>().map(Value::from).map_err(|_| {
+                let unit = entry.unit.as_deref().unwrap_or("units");
+                let or = entry
+                    .options
+                    .iter()
+                    .map(|word| format!(" or {word}"))
+                    .collect::<String>();
+                format!(
+                    "{} takes a whole number of {unit} (0 or more){or}",
+                    entry.key
+                )
+            })
+        }
+    }
 }
 
 #[cfg(test)]
@@ -438,26 +597,69 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    #[test]
-    fn input_is_json_when_it_parses_else_a_string() {
-        assert_eq!(parse_input(" 45 "), json!(45));
-        assert_eq!(parse_input("true"), json!(true));
-        assert_eq!(parse_input("\"gpt-4o\""), json!("gpt-4o"));
-        assert_eq!(parse_input("[\"a\", \"b\"]"), json!(["a", "b"]));
-        assert_eq!(parse_input("soon"), json!("soon"));
-        assert_eq!(parse_input("gpt-4o-mini"), json!("gpt-4o-mini"));
+    fn key(input: ConfigInput, options: &[&str], unit: Option<&str>) -> ConfigKey {
+        ConfigKey {
+            key: "tools.shell_timeout_secs".into(),
+            value: json!(120),
+            default: None,
+            source: ConfigSource::Default,
+            protected: false,
+            reason: None,
+            restart_required: false,
+            note: None,
+            input,
+            options: options.iter().map(|o| (*o).to_owned()).collect(),
+            unit: unit.map(str::to_owned),
+        }
     }
 
     #[test]
-    fn values_display_plainly_and_edit_as_json() {
-        assert_eq!(display(&json!("demo")), "demo");
+    fn values_show_without_quotes() {
+        assert_eq!(display(&json!("gpt-4o-mini")), "gpt-4o-mini");
         assert_eq!(display(&json!(120)), "120");
-        assert_eq!(
-            display(&json!(["**/.env*", "sudo"])),
-            "\"**/.env*\", \"sudo\""
+        assert_eq!(display(&json!(true)), "on");
+        assert_eq!(display(&json!(false)), "off");
+        assert_eq!(display(&json!(["**/.env*", "sudo"])), "**/.env*, sudo");
+        assert_eq!(edit_text(&json!("gpt-4o-mini")), "gpt-4o-mini");
+        assert_eq!(edit_text(&json!(["a b", "c"])), "a b\nc");
+    }
+
+    #[test]
+    fn each_control_sends_its_keys_kind_of_value() {
+        let number = key(ConfigInput::Number, &[], Some("seconds"));
+        assert_eq!(value_of(&number, " 45 ", false), Ok(json!(45)));
+        let refused = value_of(&number, "-5", false).unwrap_err();
+        assert!(
+            refused.contains("tools.shell_timeout_secs") && refused.contains("seconds"),
+            "{refused}"
         );
-        assert_eq!(edit_text(&json!("demo")), "\"demo\"");
-        assert_eq!(edit_text(&json!(120)), "120");
-        assert_eq!(parse_input(&edit_text(&json!("x y"))), json!("x y"));
+        assert!(value_of(&number, "soon", false).is_err());
+        let auto = key(ConfigInput::Number, &["auto"], Some("tokens"));
+        assert_eq!(value_of(&auto, "auto", false), Ok(json!("auto")));
+        assert_eq!(value_of(&auto, "8192", false), Ok(json!(8192)));
+        assert!(
+            value_of(&auto, "big", false)
+                .unwrap_err()
+                .contains("or auto")
+        );
+        let text = key(ConfigInput::Text, &[], None);
+        assert_eq!(
+            value_of(&text, "\"quoted\"", false),
+            Ok(json!("\"quoted\""))
+        );
+        assert_eq!(
+            value_of(&text, "45", false),
+            Ok(json!("45")),
+            "text stays text"
+        );
+        let switch = key(ConfigInput::Switch, &[], None);
+        assert_eq!(value_of(&switch, "", true), Ok(json!(true)));
+        let choice = key(ConfigInput::Choice, &["demo", "openai"], None);
+        assert_eq!(value_of(&choice, "openai", false), Ok(json!("openai")));
+        let list = key(ConfigInput::List, &[], None);
+        assert_eq!(
+            value_of(&list, "a b\n\n c \n", false),
+            Ok(json!(["a b", "c"]))
+        );
     }
 }

@@ -474,10 +474,10 @@ fn PageLinks() -> impl IntoView {
             {Viewer::get().admin.then(|| view! {
                 <li><a href="/config" data-testid="nav-config" aria-current=current("/config")>"Config"</a></li>
                 <li><a href="/tokens" data-testid="nav-tokens" aria-current=current("/tokens")>"Tokens"</a></li>
-                <li><a href="/security" rel="external" data-testid="nav-security">"Security"</a></li>
+                <li><a href="/security" rel="external" data-testid="nav-security" aria-current=current("/security")>"Security"</a></li>
             })}
-            // A page of its own, not the router's: a full load.
-            <li><a href="/notify" rel="external" data-testid="nav-notify">"Notify this device"</a></li>
+            // A full load: the page's own script (public/notify.js) runs with it.
+            <li><a href="/notify" rel="external" data-testid="nav-notify" aria-current=current("/notify")>"Notify this device"</a></li>
         </ul>
     }
 }

@@ -6,7 +6,7 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 
 use crate::api;
-use crate::protocol::{CreatedToken, ErrorBody, Scope, TokenInfo};
+use crate::protocol::{CreatedToken, ErrorBody, PhoneLogin, Scope, TokenInfo};
 use crate::ui::browser;
 use crate::ui::json;
 use crate::ui::sidebar::PageLayout;
@@ -182,6 +182,10 @@ fn NewSecret(token: CreatedToken, created: RwSignal<Option<CreatedToken>>) -> im
         Some(false) => "Copy failed: select and copy it",
     };
     let secret = token.token.clone();
+    let phone = (token.scope.known() == Some(Scope::Approve)).then(|| {
+        let secret = token.token.clone();
+        view! { <PhoneLink secret/> }
+    });
     let os_user_warning = token.os_user_warning.clone().map(|warning| {
         view! { <p class="error" role="alert" data-testid="token-os-user-warning">{warning}</p> }
     });
@@ -196,6 +200,7 @@ fn NewSecret(token: CreatedToken, created: RwSignal<Option<CreatedToken>>) -> im
                     autocomplete="off" spellcheck="false" prop:value=secret/>
                 <button type="button" data-testid="copy-secret" on:click=copy>{copy_label}</button>
             </div>
+            {phone}
             {os_user_warning}
             <p class="muted">
                 "Only its SHA-256 is kept here, so a lost secret cannot be shown again: revoke the token and make another."
@@ -205,6 +210,90 @@ fn NewSecret(token: CreatedToken, created: RwSignal<Option<CreatedToken>>) -> im
             </button>
         </div>
     }
+}
+
+/// A phone's way in to the `approve` token just made: a login link (a code good once for 15
+/// minutes, never the secret) and a QR code of exactly that link, asked of the server once,
+/// while the secret is on screen; shown this once, like the secret.
+#[component]
+fn PhoneLink(secret: String) -> impl IntoView {
+    const FIELD: &str = "phone-login-link";
+    let made = RwSignal::new(None::<Result<PhoneLogin, String>>);
+    let origin = browser::page_origin();
+    let unreachable = is_local_only(&origin);
+    Effect::new(move |_| {
+        let (secret, origin) = (secret.clone(), origin.clone());
+        spawn_local(async move {
+            let answer = api::phone_login(secret, origin).await;
+            made.try_set(Some(answer.map_err(|err| api::error_message(&err))));
+        });
+    });
+    let copied = RwSignal::new(None::<bool>);
+    let copy_label = move || match copied.get() {
+        None => "Copy link",
+        Some(true) => "Copied",
+        Some(false) => "Copy failed: select and copy it",
+    };
+    // The code and the link hold their place while the server makes them: nothing below moves
+    // when they arrive.
+    let link = move || {
+        made.with(|m| {
+            m.as_ref()
+                .and_then(|r| r.as_ref().ok())
+                .map(|p| p.link.clone())
+        })
+    };
+    let qr = move || match made.get() {
+        None => view! { <p class="loading">"Making a login link…"</p> }.into_any(),
+        Some(Err(problem)) => {
+            view! { <p class="error" role="alert" data-testid="phone-login-error">{problem}</p> }
+                .into_any()
+        }
+        Some(Ok(PhoneLogin { link, qr_svg })) => view! {
+            <div class="phone-qr-code" data-testid="phone-qr" data-link=link role="img"
+                aria-label="QR code of the phone's login link" inner_html=qr_svg></div>
+        }
+        .into_any(),
+    };
+    let shown = move || {
+        view! {
+            <div class="phone-qr">{qr}</div>
+            <div class="secret-row">
+                <input id=FIELD type="text" readonly data-testid="phone-login-link" aria-label="The phone's login link"
+                    autocomplete="off" spellcheck="false" prop:value=move || link().unwrap_or_default()/>
+                <button type="button" data-testid="copy-phone-link" disabled=move || link().is_none()
+                    on:click=move |_| copied.set(Some(browser::copy_field(FIELD)))>{copy_label}</button>
+            </div>
+        }
+    };
+    view! {
+        <div class="phone-login" data-testid="phone-login">
+            <p>
+                <strong>"Open it on your phone: "</strong>
+                "scan the code with the phone's camera, or open the link there. It logs the phone in                  with this token, once, within 15 minutes; it will not be shown again."
+            </p>
+            {shown}
+            {unreachable.then(|| view! {
+                <p class="muted" data-testid="phone-login-local">
+                    "This page is open at a loopback address, which a phone cannot reach: open Countersign                      at this computer's network address to make a link a phone can open."
+                </p>
+            })}
+        </div>
+    }
+}
+
+/// Whether `origin` names this computer only (`localhost`, `127.0.0.1`, `[::1]`).
+fn is_local_only(origin: &str) -> bool {
+    let host = origin
+        .split_once("://")
+        .map_or(origin, |(_, rest)| rest)
+        .rsplit_once(':')
+        .filter(|(_, port)| port.bytes().all(|b| b.is_ascii_digit()))
+        .map_or_else(
+            || origin.split_once("://").map_or(origin, |(_, rest)| rest),
+            |(host, _)| host,
+        );
+    host == "localhost" || host.starts_with("127.") || host == "[::1]"
 }
 
 #[component]
@@ -330,6 +419,25 @@ mod tests {
         assert!(scope_help(Some(Scope::Approve)).contains("your phone"));
         assert!(scope_help(Some(Scope::Gates)).contains("never answer"));
         assert_eq!(scope_help(None), "");
+    }
+
+    #[test]
+    fn a_loopback_page_is_told_a_phone_cannot_reach_it() {
+        for local in [
+            "http://localhost:7411",
+            "http://127.0.0.1:7411",
+            "http://[::1]:7411",
+            "http://localhost",
+        ] {
+            assert!(is_local_only(local), "{local}");
+        }
+        for lan in [
+            "http://192.168.1.20:7411",
+            "https://box.lan",
+            "http://[fe80::1]:7411",
+        ] {
+            assert!(!is_local_only(lan), "{lan}");
+        }
     }
 
     #[test]

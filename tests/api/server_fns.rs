@@ -325,3 +325,99 @@ async fn the_decide_server_function_takes_the_decision_routes_body() {
     assert_eq!(rules[0]["scope"], "workspace", "{rules}");
     assert_eq!(rules[0]["pattern"], "echo *", "{rules}");
 }
+
+/// `phone_login`: a new `approve` token's login link (a single-use code, never the secret) and
+/// its QR code; the link logs a browser in as that token, once; nothing but an admin may ask,
+/// and only for an `approve` token's secret.
+#[tokio::test]
+async fn a_phones_login_link_logs_in_once_as_its_approve_token() {
+    let ts = TestServer::scripted([]).await;
+    let made =
+        |name: &str, scope: &str| ts.post("/api/v1/tokens", json!({"name": name, "scope": scope}));
+    let phone = made("pixel", "approve").await.expect(201)["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let hook = made("hook", "gates").await.expect(201)["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let origin = ts.url("");
+    let answer = call(
+        &ts,
+        "phone_login",
+        json!({"token": phone, "origin": origin}),
+    )
+    .await
+    .expect(200);
+    let link = answer["link"].as_str().unwrap().to_owned();
+    assert!(
+        link.starts_with(&format!("{origin}/login?code=csl_")),
+        "{link}"
+    );
+    assert!(!link.contains(&phone), "the link carries no secret");
+    assert!(
+        answer["qr_svg"].as_str().unwrap().starts_with("<svg"),
+        "{answer}"
+    );
+
+    // Not for a gates token, nor a made-up secret, nor another origin scheme; not for the
+    // phone itself (an admin's function).
+    for token in [hook.as_str(), "cst_made-up"] {
+        call(
+            &ts,
+            "phone_login",
+            json!({"token": token, "origin": origin}),
+        )
+        .await
+        .expect_error(403, "forbidden");
+    }
+    call(
+        &ts,
+        "phone_login",
+        json!({"token": phone, "origin": "javascript:alert(1)"}),
+    )
+    .await
+    .expect_error(400, "invalid_request");
+    let as_phone = send(
+        ts.anon(Method::POST, "/api/ui/phone_login")
+            .bearer_auth(&phone)
+            .json(&json!({"token": phone, "origin": origin})),
+    )
+    .await;
+    assert_eq!(as_phone.status.as_u16(), 403, "{as_phone:?}");
+
+    // The link logs in as the token (the Inbox, the approve scope), once.
+    let path = link.strip_prefix(&origin).unwrap();
+    let first = send(ts.anon(Method::GET, path)).await;
+    assert_eq!(first.status.as_u16(), 303, "{first:?}");
+    assert_eq!(first.header("location"), Some("/inbox"));
+    let set = first.header("set-cookie").expect("Set-Cookie").to_owned();
+    let cookie = set.split(';').next().unwrap().trim().to_owned();
+    let inbox = send(ts.anon(Method::GET, "/inbox").header("cookie", &cookie)).await;
+    assert!(
+        inbox.body.contains(r#"data-scope="approve""#),
+        "{}",
+        inbox.body
+    );
+    let again = send(ts.anon(Method::GET, path)).await;
+    assert_eq!(again.status.as_u16(), 401, "single use");
+
+    // A link whose token was revoked logs nobody in.
+    let fresh = call(
+        &ts,
+        "phone_login",
+        json!({"token": phone, "origin": origin}),
+    )
+    .await
+    .expect(200);
+    ts.delete("/api/v1/tokens/pixel").await.expect(204);
+    let fresh = fresh["link"]
+        .as_str()
+        .unwrap()
+        .strip_prefix(&origin)
+        .unwrap()
+        .to_owned();
+    let revoked = send(ts.anon(Method::GET, &fresh)).await;
+    assert_eq!(revoked.status.as_u16(), 401, "{revoked:?}");
+}

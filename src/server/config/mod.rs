@@ -12,6 +12,8 @@ use crate::server::secret::{Secret, UrlHost, UrlPassword};
 /// How durable a commit is: the store's own setting, read from `[storage]`.
 pub use crate::server::store::Synchronous;
 
+pub mod form;
+
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {

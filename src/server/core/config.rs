@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use super::{Core, Error};
 use crate::protocol::{ConfigKey, ConfigSource, ConfigView};
-use crate::server::config::{Config, ContextTokens, ProviderKind, keys};
+use crate::server::config::{Config, ContextTokens, ProviderKind, form, keys};
 use crate::server::live::{Changes, change};
 
 fn toml_to_json(value: &toml::Value) -> Value {
@@ -75,6 +75,9 @@ impl Core {
                 reason: Some("set when the server starts (flag, environment or default)".into()),
                 restart_required: true,
                 note: None,
+                input: crate::protocol::ConfigInput::Text,
+                options: Vec::new(),
+                unit: None,
             });
         let keys: Vec<ConfigKey> = keys::entries(&live.config)
             .into_iter()
@@ -83,6 +86,7 @@ impl Core {
                     .iter()
                     .find(|(k, _)| *k == key)
                     .map(|(_, v)| toml_to_json(v));
+                let (input, options, unit) = form::wire(&key);
                 let source = if live.file_keys.contains(&key) {
                     ConfigSource::File
                 } else {
@@ -97,6 +101,9 @@ impl Core {
                     reason: keys::protected(&key).map(str::to_owned),
                     restart_required: keys::needs_restart(&key),
                     note: note(&live.config, &key),
+                    input,
+                    options,
+                    unit,
                     key,
                 }
             })

@@ -11,6 +11,7 @@ pub mod ids;
 mod logins;
 mod os_boundary;
 mod passkeys;
+mod phone_login;
 mod push;
 mod sessions;
 mod tokens;

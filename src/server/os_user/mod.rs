@@ -16,6 +16,7 @@
 pub mod account;
 pub mod files;
 pub mod peer;
+pub mod section;
 
 use std::collections::BTreeMap;
 use std::fmt;
