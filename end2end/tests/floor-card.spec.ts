@@ -5,7 +5,7 @@
 // rule stays. At desktop and phone size, light and dark, and with JavaScript off.
 import { expect, Page } from '@playwright/test';
 import { card, keysReady, login, pendingCards, pressKey, send, test, toolResults } from './helpers';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 
 const AXE = resolve(__dirname, '../node_modules/axe-core/axe.min.js');
@@ -57,6 +57,8 @@ for (const size of sizes) {
         await expect(written).toHaveText(`${MASKED}\nDEBUG=true`);
         await expect(c).not.toContainText(SECRET, { useInnerText: true });
         await expect(c.getByTestId('card-args')).toContainText(MASKED);
+        // No .env yet: the person's view of the file says so.
+        await expect(c.getByTestId('card-floor-note')).toHaveText('A new file.');
 
         // A deliberate reveal, per card, and back.
         const reveal = c.getByTestId('reveal-values');
@@ -94,6 +96,34 @@ for (const size of sizes) {
     });
   }
 }
+
+test('a floor write over an existing .env: what changes, the old key masked even when revealed', async ({ page, server }) => {
+  const OLD = 'sk-live-OLDOLD9876543210xyz';
+  writeFileSync(join(server.workspace, '.env'), `OPENAI_API_KEY=${OLD}\nDEBUG=true\n`);
+  await login(page, server);
+  const c = await openFloorCard(page, `write .env: OPENAI_API_KEY=${SECRET}\\nDEBUG=false`);
+  const changes = c.getByTestId('card-floor-diff');
+  await expect(changes).toContainText('What changes in .env:');
+  await expect(changes).toContainText('-DEBUG=true');
+  await expect(changes).toContainText('+DEBUG=false');
+  await expect(changes).toContainText('-OPENAI_API_KEY=sk-l…xyz');
+  await expect(changes).toContainText(`+${MASKED}`);
+  await expect(c.getByTestId('card-floor-note')).toHaveCount(0);
+  await expect(c).not.toContainText(OLD, { useInnerText: true });
+
+  // The reveal shows the agent's own values; what the file holds stays masked.
+  await c.getByTestId('reveal-values').click();
+  await expect(c.getByTestId('card-floor-text')).toHaveText(`OPENAI_API_KEY=${SECRET}\nDEBUG=false`);
+  await expect(changes).toContainText('-OPENAI_API_KEY=sk-l…xyz');
+  await expect(c).not.toContainText(OLD, { useInnerText: true });
+  expect(await page.content()).not.toContain(OLD);
+
+  await c.locator('[data-action=deny]').click();
+  await c.getByTestId('deny-reason').fill('not now');
+  await c.locator('[data-action=submit-deny]').click();
+  await expect(c).toHaveAttribute('data-decision', 'deny');
+  expect(readFileSync(join(server.workspace, '.env'), 'utf8')).toBe(`OPENAI_API_KEY=${OLD}\nDEBUG=true\n`);
+});
 
 test('a floor command: its sentence, the command whole, Approve running this command', async ({ page, server }) => {
   await login(page, server);
