@@ -8,8 +8,8 @@ use leptos::server_fn::codec::Json;
 
 use crate::protocol::{
     ApprovalId, ApprovalRequest, AuditEntry, AuditVerdict, ConfigView, CreatedToken, DecideOutcome,
-    DecisionRequest, ErrorBody, Event, FloorDiff, Rule, RuleId, Session, SessionId, Snapshot, TokenInfo,
-    TurnId,
+    DecisionRequest, ErrorBody, Event, FloorDiff, Rule, RuleId, Session, SessionId, Snapshot,
+    TokenInfo, TurnId,
 };
 
 /// Declares what the server function at `endpoint` needs (a [`Need`](crate::server::principal::Need)).

@@ -73,9 +73,15 @@ async fn the_person_sees_what_changes_masked_and_nothing_of_it_is_kept() {
     assert_eq!(view["exists"], true);
     assert_eq!(view["too_large"], false);
     let diff = view["diff"].as_str().expect("a diff");
-    assert!(diff.contains("-DEBUG=true") && diff.contains("+DEBUG=false"), "{diff}");
+    assert!(
+        diff.contains("-DEBUG=true") && diff.contains("+DEBUG=false"),
+        "{diff}"
+    );
     assert!(diff.contains("-OPENAI_API_KEY=sk-p…9zz"), "{diff}");
-    assert!(!seen.body.contains(OLD_KEY) && !seen.body.contains("OLDSECRET"), "{diff}");
+    assert!(
+        !seen.body.contains(OLD_KEY) && !seen.body.contains("OLDSECRET"),
+        "{diff}"
+    );
 
     // Once answered, the view is closed, and no record holds what the file held.
     ts.decide(&sid, &aid(&card), json!({"decision": "deny"}))
@@ -86,7 +92,10 @@ async fn the_person_sees_what_changes_masked_and_nothing_of_it_is_kept() {
     let audit = ts.get("/api/v1/audit").await.expect(200);
     for (what, text) in [("log", log), ("audit", audit.to_string())] {
         assert!(!text.contains("OLDSECRET"), "the {what} holds the old key");
-        assert!(!text.contains("DEBUG=true"), "the {what} holds the file's content");
+        assert!(
+            !text.contains("DEBUG=true"),
+            "the {what} holds the file's content"
+        );
     }
     let viewed = ts
         .get("/api/v1/audit?action=floor_file_viewed")

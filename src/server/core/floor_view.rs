@@ -36,9 +36,8 @@ impl Change {
     fn applied_to(&self, before: &str) -> Option<String> {
         match self {
             Change::Write { content } => Some(content.clone()),
-            Change::Edit { old, new } => {
-                (!old.is_empty() && before.contains(old.as_str())).then(|| before.replacen(old.as_str(), new, 1))
-            }
+            Change::Edit { old, new } => (!old.is_empty() && before.contains(old.as_str()))
+                .then(|| before.replacen(old.as_str(), new, 1)),
         }
     }
 }
@@ -48,7 +47,12 @@ fn floor_change(body: &ApprovalRequestBody) -> Option<(String, Change)> {
     if body.kind != GateKind::Tool || body.reason != GateReason::SafetyFloor {
         return None;
     }
-    let text = |name: &str| body.args.get(name).and_then(Value::as_str).map(str::to_owned);
+    let text = |name: &str| {
+        body.args
+            .get(name)
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
     let change = match body.tool.as_str() {
         "write_file" => Change::Write {
             content: text("content")?,
@@ -146,7 +150,9 @@ impl Core {
 /// is refused; a file system that did not answer is the server's failure).
 fn refused(err: &ToolError) -> Error {
     match err {
-        ToolError::OutsideWorkspace(_) | ToolError::OnFloor { .. } | ToolError::NotRegular { .. }
+        ToolError::OutsideWorkspace(_)
+        | ToolError::OnFloor { .. }
+        | ToolError::NotRegular { .. }
         | ToolError::IsADirectory(_) => {
             Error::NotAllowed(format!("what the file holds now is not shown: {err}"))
         }
@@ -167,7 +173,10 @@ mod tests {
         let view = view_of(".env", now, &change);
         let diff = view.diff.expect("a diff");
         assert!(view.exists && view.applicable && !view.too_large);
-        assert!(diff.contains("-DEBUG=true") && diff.contains("+DEBUG=false"), "{diff}");
+        assert!(
+            diff.contains("-DEBUG=true") && diff.contains("+DEBUG=false"),
+            "{diff}"
+        );
         assert!(!diff.contains("sk-old-9876543210fedcba"), "{diff}");
         assert!(!diff.contains("sk-new-0123456789abcdef"), "{diff}");
     }

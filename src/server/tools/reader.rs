@@ -238,7 +238,9 @@ pub fn read_floor_file_for_person(
         .map_err(|e| ToolError::io("read", &target.shown, e))?;
     match u64::try_from(bytes.len()).unwrap_or(u64::MAX) > limit {
         true => Ok(PersonRead::TooLarge(meta.len().max(limit + 1))),
-        false => Ok(PersonRead::Text(String::from_utf8_lossy(&bytes).into_owned())),
+        false => Ok(PersonRead::Text(
+            String::from_utf8_lossy(&bytes).into_owned(),
+        )),
     }
 }
 

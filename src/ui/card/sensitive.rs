@@ -125,7 +125,7 @@ pub(super) fn FloorCall(request: ApprovalRequestBody, revealed: RwSignal<bool>) 
     view! {
         <div class="card-floor-call" data-testid="card-floor-call">
             {blocks}
-            {withheld.then(|| move || what_changes(&path, person_view.get()))}
+            {withheld.then_some(move || what_changes(&path, person_view.get()))}
             {masks.then(|| view! {
                 <button type="button" class="reveal" data-testid="reveal-values"
                     hidden=move || !scripted.get()
@@ -179,13 +179,25 @@ fn ask_for_person_view(request: &ApprovalRequestBody, into: RwSignal<Option<Floo
 /// What the card says of the file now: the masked diff the person asked for, that it is a new
 /// file, that it is too large, or (not asked, refused, or not answered) that it is not shown.
 fn what_changes(path: &str, view: Option<FloorDiff>) -> AnyView {
-    let note = |text: String| view! { <p class="card-floor-note" data-testid="card-floor-note">{text}</p> }.into_any();
+    let note = |text: String| {
+        view! { <p class="card-floor-note" data-testid="card-floor-note">{text}</p> }.into_any()
+    };
     match view {
-        Some(FloorDiff { applicable: true, exists: false, .. }) => note("A new file.".to_owned()),
-        Some(FloorDiff { applicable: true, too_large: true, .. }) => note(format!(
-            "{path} is too large to show what changes."
-        )),
-        Some(FloorDiff { applicable: true, diff: Some(diff), .. }) => view! {
+        Some(FloorDiff {
+            applicable: true,
+            exists: false,
+            ..
+        }) => note("A new file.".to_owned()),
+        Some(FloorDiff {
+            applicable: true,
+            too_large: true,
+            ..
+        }) => note(format!("{path} is too large to show what changes.")),
+        Some(FloorDiff {
+            applicable: true,
+            diff: Some(diff),
+            ..
+        }) => view! {
             <div class="card-floor-diff" data-testid="card-floor-diff">
                 <p class="card-floor-label">{format!("What changes in {path}:")}</p>
                 <Diff text=shown::text(&diff)/>
