@@ -4,7 +4,7 @@
 // its Approve is outlined, says what it approves and is not where focus lands; the two-key
 // rule stays. At desktop and phone size, light and dark, and with JavaScript off.
 import { expect, Page } from '@playwright/test';
-import { card, keysReady, login, pendingCards, pressKey, send, test, toolResults } from './helpers';
+import { card, keysReady, login, pendingCards, pressKey, send, test, toolResults, waitHydrated } from './helpers';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 
@@ -97,7 +97,7 @@ for (const size of sizes) {
   }
 }
 
-test('a floor write over an existing .env: what changes, the old key masked even when revealed', async ({ page, server }) => {
+test('a floor write over an existing .env: what changes, the old key masked even when revealed', async ({ browser, page, server }) => {
   const OLD = 'sk-live-OLDOLD9876543210xyz';
   writeFileSync(join(server.workspace, '.env'), `OPENAI_API_KEY=${OLD}\nDEBUG=true\n`);
   await login(page, server);
@@ -117,6 +117,28 @@ test('a floor write over an existing .env: what changes, the old key masked even
   await expect(changes).toContainText('-OPENAI_API_KEY=sk-l…xyz');
   await expect(c).not.toContainText(OLD, { useInnerText: true });
   expect(await page.content()).not.toContain(OLD);
+
+  // A phone's `approve` token answers cards but is not the person at the console: its card
+  // keeps the note, and nothing of the file reaches its page.
+  const made = await page.request.post(`${server.url}/api/v1/tokens`, {
+    headers: { Authorization: `Bearer ${server.token}` },
+    data: { name: 'phone', scope: 'approve' },
+  });
+  expect(made.status(), await made.text()).toBe(201);
+  const phoneContext = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+  try {
+    const phone = await phoneContext.newPage();
+    await phone.goto(`${server.url}/login?token=${(await made.json()).token}`);
+    await expect(phone).toHaveURL(`${server.url}/inbox`);
+    await waitHydrated(phone);
+    const onPhone = card(phone, (await c.getAttribute('data-approval-id'))!);
+    await expect(onPhone.getByTestId('card-floor-note')).toContainText('is not shown: it is on the safety floor');
+    await phone.waitForTimeout(500);
+    await expect(onPhone.getByTestId('card-floor-diff')).toHaveCount(0);
+    expect(await phone.content()).not.toContain('OLDOLD');
+  } finally {
+    await phoneContext.close();
+  }
 
   await c.locator('[data-action=deny]').click();
   await c.getByTestId('deny-reason').fill('not now');
@@ -155,6 +177,8 @@ test('with JavaScript off, a floor card says the same, masked, and reveals in a 
   await expect(form.getByTestId('card-summary')).toHaveText(SENTENCE);
   await expect(form.getByTestId('card-floor-text').first()).toHaveText(`${MASKED}\nDEBUG=true`);
   await expect(form.getByTestId('reveal-values')).toBeHidden();
+  // The server's render never carries what the file holds: without a script, the note stays.
+  await expect(form.getByTestId('card-floor-note')).toContainText('is not shown: it is on the safety floor');
   const details = form.locator('.card-reveal-form');
   await expect(details).toBeVisible();
   await details.locator('summary').click();
