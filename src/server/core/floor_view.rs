@@ -85,7 +85,7 @@ fn view_of(shown: &str, now: PersonRead, change: &Change) -> FloorDiff {
             exists: true,
             too_large: false,
             diff: change.applied_to(&before).map(|after| {
-                let raw = tools::unified_diff(shown, &before, &tools::with_newline(&after));
+                let raw = tools::unified_diff(shown, &before, &after);
                 secrets::mask_diff(&raw)
             }),
         },
