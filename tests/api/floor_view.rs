@@ -163,3 +163,28 @@ async fn a_card_that_is_not_a_floor_write_has_no_view() {
         .await
         .expect_error(404, "unknown_approval");
 }
+
+/// An edit's view: the lines around the change come from the file alone, and are masked too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edits_view_masks_the_lines_around_the_change() {
+    let ts = TestServer::start().await;
+    std::fs::write(
+        ts.ws(".env"),
+        format!("OPENAI_API_KEY={OLD_KEY}\nDEBUG=true\n"),
+    )
+    .unwrap();
+    let sid = ts.session().await;
+    ts.send_msg(&sid, "edit .env: DEBUG=true => DEBUG=false", Some("yolo"))
+        .await;
+    let card = ts.wait_gate(&sid).await;
+    assert_eq!(card["reason"], "safety_floor", "{card}");
+    let seen = ts.get(&view_route(&sid, &aid(&card))).await;
+    let view = seen.expect(200);
+    let diff = view["diff"].as_str().expect("a diff");
+    assert!(diff.contains(" OPENAI_API_KEY=sk-p…9zz"), "{diff}");
+    assert!(
+        diff.contains("-DEBUG=true") && diff.contains("+DEBUG=false"),
+        "{diff}"
+    );
+    assert!(!seen.body.contains("OLDSECRET"), "{diff}");
+}
