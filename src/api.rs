@@ -8,8 +8,8 @@ use leptos::server_fn::codec::Json;
 
 use crate::protocol::{
     ApprovalId, ApprovalRequest, AuditEntry, AuditVerdict, ConfigView, CreatedToken, DecideOutcome,
-    DecisionRequest, ErrorBody, Event, PhoneLogin, Rule, RuleId, Session, SessionId, Snapshot,
-    TokenInfo, TurnId,
+    DecisionRequest, ErrorBody, Event, FloorDiff, PhoneLogin, Rule, RuleId, Session, SessionId,
+    Snapshot, TokenInfo, TurnId,
 };
 
 /// Declares what the server function at `endpoint` needs (a [`Need`](crate::server::principal::Need)).
@@ -229,6 +229,27 @@ pub async fn decide(
         }
         Err(other) => Err(backend::to_server_error(other)),
     }
+}
+
+needs!("floor_diff", Admin);
+/// What a pending floor write would change in its file, masked (`core::floor_view`): the
+/// person's alone, so an admin's, and never cached.
+#[server(prefix = "/api/ui", endpoint = "floor_diff", input = Json)]
+pub async fn get_floor_diff(
+    session_id: SessionId,
+    approval_id: ApprovalId,
+) -> Result<FloorDiff, ErrorBody> {
+    let who = backend::caller("floor_diff")?;
+    let core = backend::core()?;
+    if let Some(response) = use_context::<leptos_axum::ResponseOptions>() {
+        response.insert_header(
+            http::header::CACHE_CONTROL,
+            http::HeaderValue::from_static("no-store"),
+        );
+    }
+    core.floor_diff(&backend::session_id(&session_id)?, &approval_id, &who)
+        .await
+        .map_err(backend::to_server_error)
 }
 
 needs!("pending", Read);

@@ -4,8 +4,8 @@
 // its Approve is outlined, says what it approves and is not where focus lands; the two-key
 // rule stays. At desktop and phone size, light and dark, and with JavaScript off.
 import { expect, Page } from '@playwright/test';
-import { card, keysReady, login, pendingCards, pressKey, send, test, toolResults } from './helpers';
-import { readFileSync } from 'node:fs';
+import { card, keysReady, login, pendingCards, pressKey, send, test, toolResults, waitHydrated } from './helpers';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 
 const AXE = resolve(__dirname, '../node_modules/axe-core/axe.min.js');
@@ -57,6 +57,8 @@ for (const size of sizes) {
         await expect(written).toHaveText(`${MASKED}\nDEBUG=true`);
         await expect(c).not.toContainText(SECRET, { useInnerText: true });
         await expect(c.getByTestId('card-args')).toContainText(MASKED);
+        // No .env yet: the person's view of the file says so.
+        await expect(c.getByTestId('card-floor-note')).toHaveText('A new file.');
 
         // A deliberate reveal, per card, and back.
         const reveal = c.getByTestId('reveal-values');
@@ -95,6 +97,56 @@ for (const size of sizes) {
   }
 }
 
+test('a floor write over an existing .env: what changes, the old key masked even when revealed', async ({ browser, page, server }) => {
+  const OLD = 'sk-live-OLDOLD9876543210xyz';
+  writeFileSync(join(server.workspace, '.env'), `OPENAI_API_KEY=${OLD}\nDEBUG=true\n`);
+  await login(page, server);
+  const c = await openFloorCard(page, `write .env: OPENAI_API_KEY=${SECRET}\\nDEBUG=false`);
+  const changes = c.getByTestId('card-floor-diff');
+  await expect(changes).toContainText('What changes in .env:');
+  await expect(changes).toContainText('-DEBUG=true');
+  await expect(changes).toContainText('+DEBUG=false');
+  await expect(changes).toContainText('-OPENAI_API_KEY=sk-l…xyz');
+  await expect(changes).toContainText(`+${MASKED}`);
+  await expect(c.getByTestId('card-floor-note')).toHaveCount(0);
+  await expect(c).not.toContainText(OLD, { useInnerText: true });
+
+  // The reveal shows the agent's own values; what the file holds stays masked.
+  await c.getByTestId('reveal-values').click();
+  await expect(c.getByTestId('card-floor-text')).toHaveText(`OPENAI_API_KEY=${SECRET}\nDEBUG=false`);
+  await expect(changes).toContainText('-OPENAI_API_KEY=sk-l…xyz');
+  await expect(c).not.toContainText(OLD, { useInnerText: true });
+  expect(await page.content()).not.toContain(OLD);
+
+  // A phone's `approve` token answers cards but is not the person at the console: its card
+  // keeps the note, and nothing of the file reaches its page.
+  const made = await page.request.post(`${server.url}/api/v1/tokens`, {
+    headers: { Authorization: `Bearer ${server.token}` },
+    data: { name: 'phone', scope: 'approve' },
+  });
+  expect(made.status(), await made.text()).toBe(201);
+  const phoneContext = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+  try {
+    const phone = await phoneContext.newPage();
+    await phone.goto(`${server.url}/login?token=${(await made.json()).token}`);
+    await expect(phone).toHaveURL(`${server.url}/inbox`);
+    await waitHydrated(phone);
+    const onPhone = card(phone, (await c.getAttribute('data-approval-id'))!);
+    await expect(onPhone.getByTestId('card-floor-note')).toContainText('is not shown: it is on the safety floor');
+    await phone.waitForTimeout(500);
+    await expect(onPhone.getByTestId('card-floor-diff')).toHaveCount(0);
+    expect(await phone.content()).not.toContain('OLDOLD');
+  } finally {
+    await phoneContext.close();
+  }
+
+  await c.locator('[data-action=deny]').click();
+  await c.getByTestId('deny-reason').fill('not now');
+  await c.locator('[data-action=submit-deny]').click();
+  await expect(c).toHaveAttribute('data-decision', 'deny');
+  expect(readFileSync(join(server.workspace, '.env'), 'utf8')).toBe(`OPENAI_API_KEY=${OLD}\nDEBUG=true\n`);
+});
+
 test('a floor command: its sentence, the command whole, Approve running this command', async ({ page, server }) => {
   await login(page, server);
   const command = 'cat .env && echo "token: Bearer abcdef123456" > /dev/null';
@@ -125,6 +177,8 @@ test('with JavaScript off, a floor card says the same, masked, and reveals in a 
   await expect(form.getByTestId('card-summary')).toHaveText(SENTENCE);
   await expect(form.getByTestId('card-floor-text').first()).toHaveText(`${MASKED}\nDEBUG=true`);
   await expect(form.getByTestId('reveal-values')).toBeHidden();
+  // The server's render never carries what the file holds: without a script, the note stays.
+  await expect(form.getByTestId('card-floor-note')).toContainText('is not shown: it is on the safety floor');
   const details = form.locator('.card-reveal-form');
   await expect(details).toBeVisible();
   await details.locator('summary').click();

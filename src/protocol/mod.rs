@@ -15,6 +15,7 @@ mod canonical;
 mod changes;
 mod de;
 mod error_code;
+mod floor_diff;
 mod gate_meaning;
 mod ids;
 mod outside;
@@ -26,6 +27,7 @@ pub use answer::{DecisionRequest, RuleRequest};
 pub use canonical::canonical_json;
 pub use changes::{Change, ChangeKind};
 pub use error_code::ErrorCode;
+pub use floor_diff::FloorDiff;
 pub use gate_meaning::EditTarget;
 pub use ids::{ApprovalId, CallId, RuleId, SessionId, TurnId};
 pub use outside::{

@@ -15,7 +15,7 @@ use crate::ui::sidebar::PageLayout;
 use crate::ui::when::{Precision, When};
 
 /// The actions the audit log records (protocol.md), for the filter.
-const ACTIONS: [&str; 14] = [
+const ACTIONS: [&str; 15] = [
     "gate_opened",
     "gate_resolved",
     "rule_created",
@@ -30,6 +30,7 @@ const ACTIONS: [&str; 14] = [
     "passkey_registered",
     "passkey_removed",
     "passkeys_reset",
+    "floor_file_viewed",
 ];
 
 /// At most this many entries come per call.

@@ -18,6 +18,7 @@ mod changes;
 mod concurrency;
 mod errors;
 mod eviction;
+mod floor_view;
 mod forms;
 mod passkey_modes;
 mod push;

@@ -33,6 +33,18 @@ pub async fn decide(
     })))
 }
 
+/// What a pending floor write would change in its file, masked, for the person (admin): never
+/// cached, never part of the card (`core::floor_view`).
+pub async fn floor_diff(
+    State(state): State<AppState>,
+    Extension(who): Extension<Principal>,
+    Path((sid, aid)): Path<(String, String)>,
+) -> Result<impl IntoResponse, ApiError> {
+    let (sid, aid) = (ids::session_id(&sid)?, ApprovalId::from(aid));
+    let view = state.core.floor_diff(&sid, &aid, &who).await?;
+    Ok(([(http::header::CACHE_CONTROL, "no-store")], Json(view)))
+}
+
 #[derive(Deserialize)]
 pub struct InboxQuery {
     status: Option<String>,

@@ -86,6 +86,13 @@ fn administering() -> Routes {
         .post(Need::Admin, "/sessions", sessions::create)
         .patch(Need::Admin, "/sessions/{sid}", sessions::rename)
         .delete(Need::Admin, "/sessions/{sid}", sessions::delete)
+        // The person's view of a floor file (`core::floor_view`): admin only, since what the
+        // file holds is shown to the person at the console and to no reader or agent.
+        .get(
+            Need::Admin,
+            "/sessions/{sid}/approvals/{aid}/floor-diff",
+            approvals::floor_diff,
+        )
         .put(Need::Admin, "/sessions/{sid}/mode", sessions::set_mode)
         .post(
             Need::Admin,

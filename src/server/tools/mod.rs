@@ -12,6 +12,7 @@ mod beneath;
 mod confine;
 mod error;
 mod files;
+pub(crate) use confine::display_form;
 pub(crate) use files::{unified_diff, with_newline};
 mod output;
 pub mod outside;
@@ -47,7 +48,7 @@ pub use config_set::{AGENT_KEYS, CONFIG_TOOL, key_and_value as config_key_and_va
 pub use error::ToolError;
 pub use exit_plan::{EXIT_PLAN_TOOL, plan_of};
 pub use files::{FileNow, MAX_DIFF_BYTES, current_file};
-pub use reader::{FloorPaths, Guard, Hidden};
+pub use reader::{FloorPaths, Guard, Hidden, PersonRead, read_floor_file_for_person};
 pub use registry::{all, get};
 pub use request_approval::{CHECKPOINT_TOOL, Checkpoint};
 

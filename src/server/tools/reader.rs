@@ -13,7 +13,7 @@
 //!   limit or on cancel: a slow mount delays one call, never a card, Stop or shutdown.
 
 use std::fs::File;
-use std::io;
+use std::io::{self, Read};
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::Path;
 use std::sync::Arc;
@@ -188,6 +188,62 @@ pub(crate) fn open(target: &Resolved, access: Access, guard: &Guard) -> Result<F
     Ok(file)
 }
 
+/// What [`read_floor_file_for_person`] found at a floor card's path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PersonRead {
+    /// No file there yet: the write makes a new one.
+    Absent,
+    Text(String),
+    /// Larger than the person's view shows (its size in bytes); not read.
+    TooLarge(u64),
+}
+
+/// Opens a floor file for the person at the admin console, who asked to see what a floor
+/// card's write would change in it — the one opener of a floor file besides a call a person
+/// approved (invariant 40). It may, because the content goes only to that person's page,
+/// masked (`shown::secrets`) on the server: never to the agent, a tool, the event log, the
+/// audit or the server's log. Everything else holds as for [`open`]: beneath the workspace
+/// with no symlink on the way (`confine`, `beneath`), a regular file only, never waiting; and a
+/// file with other hard links is refused (it may be another file under the floor file's
+/// name). At most `limit` bytes are read. Blocking: run it through [`blocking`].
+pub fn read_floor_file_for_person(
+    workspace: &Path,
+    raw: &str,
+    limit: u64,
+) -> Result<PersonRead, ToolError> {
+    let target = confine::resolve(workspace, raw)?;
+    let file = match open(&target, Access::Read, &Guard::Cleared) {
+        Ok(file) => file,
+        Err(ToolError::NotFound(_)) => return Ok(PersonRead::Absent),
+        Err(e) => return Err(e),
+    };
+    let meta = file
+        .metadata()
+        .map_err(|e| ToolError::io("read", &target.shown, e))?;
+    if meta.nlink() > 1 {
+        return Err(ToolError::OnFloor {
+            path: target.shown.clone(),
+            why: format!(
+                "is a file with {} names (hard links), so what it holds is not shown",
+                meta.nlink()
+            ),
+        });
+    }
+    if meta.len() > limit {
+        return Ok(PersonRead::TooLarge(meta.len()));
+    }
+    let mut bytes = Vec::new();
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| ToolError::io("read", &target.shown, e))?;
+    match u64::try_from(bytes.len()).unwrap_or(u64::MAX) > limit {
+        true => Ok(PersonRead::TooLarge(meta.len().max(limit + 1))),
+        false => Ok(PersonRead::Text(
+            String::from_utf8_lossy(&bytes).into_owned(),
+        )),
+    }
+}
+
 /// Runs blocking file work on the blocking pool, giving up after `limit` or on `cancel`.
 pub(crate) async fn blocking<T: Send + 'static>(
     shown: &str,
@@ -220,7 +276,6 @@ pub(crate) async fn blocking<T: Send + 'static>(
 mod tests {
     use super::*;
     use std::ffi::CString;
-    use std::io::Read;
 
     struct DotEnv;
 
@@ -296,5 +351,33 @@ mod tests {
         .unwrap_err();
         assert!(matches!(err, ToolError::Cancelled), "{err}");
         drop(tx);
+    }
+
+    #[test]
+    fn the_persons_view_opens_a_floor_file_but_not_past_a_symlink_or_a_hard_link() {
+        let ws = tempfile::tempdir().unwrap();
+        let away = tempfile::tempdir().unwrap();
+        assert_eq!(
+            read_floor_file_for_person(ws.path(), ".env", 64).unwrap(),
+            PersonRead::Absent
+        );
+        std::fs::write(ws.path().join(".env"), "A=1\n").unwrap();
+        assert_eq!(
+            read_floor_file_for_person(ws.path(), ".env", 64).unwrap(),
+            PersonRead::Text("A=1\n".into())
+        );
+        assert_eq!(
+            read_floor_file_for_person(ws.path(), ".env", 2).unwrap(),
+            PersonRead::TooLarge(4)
+        );
+        std::fs::write(away.path().join("secret"), "B=2\n").unwrap();
+        std::os::unix::fs::symlink(away.path().join("secret"), ws.path().join("out.env")).unwrap();
+        assert!(read_floor_file_for_person(ws.path(), "out.env", 64).is_err());
+        std::fs::hard_link(ws.path().join(".env"), ws.path().join("twin")).unwrap();
+        let err = read_floor_file_for_person(ws.path(), ".env", 64).unwrap_err();
+        assert!(matches!(err, ToolError::OnFloor { .. }), "{err}");
+        mkfifo(&ws.path().join("pipe"));
+        let err = read_floor_file_for_person(ws.path(), "pipe", 64).unwrap_err();
+        assert!(matches!(err, ToolError::NotRegular { .. }), "{err}");
     }
 }

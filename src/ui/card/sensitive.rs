@@ -6,7 +6,8 @@
 use leptos::prelude::*;
 use serde_json::Value;
 
-use crate::protocol::{ApprovalRequestBody, GateReason};
+use super::diff::Diff;
+use crate::protocol::{ApprovalRequestBody, FloorDiff, GateKind, GateReason};
 use crate::shown::{self, secrets};
 
 /// Whether a card is on the safety floor.
@@ -101,6 +102,11 @@ pub(super) fn FloorCall(request: ApprovalRequestBody, revealed: RwSignal<bool>) 
     let scripted = RwSignal::new(false);
     #[cfg(feature = "hydrate")]
     Effect::new(move |_| scripted.set(true));
+    let person_view = RwSignal::new(None::<FloorDiff>);
+    if withheld {
+        ask_for_person_view(&request, person_view);
+    }
+    let path = arg(&request, "path").map(shown::line).unwrap_or_default();
     let unmasked: String = parts
         .iter()
         .map(|(label, text)| format!("{label}\n{}\n", shown::text(text)))
@@ -119,9 +125,7 @@ pub(super) fn FloorCall(request: ApprovalRequestBody, revealed: RwSignal<bool>) 
     view! {
         <div class="card-floor-call" data-testid="card-floor-call">
             {blocks}
-            {withheld.then(|| view! {
-                <p class="card-floor-note">"What the file holds now, if it exists, is not shown: it is on the safety floor."</p>
-            })}
+            {withheld.then_some(move || what_changes(&path, person_view.get()))}
             {masks.then(|| view! {
                 <button type="button" class="reveal" data-testid="reveal-values"
                     hidden=move || !scripted.get()
@@ -135,6 +139,75 @@ pub(super) fn FloorCall(request: ApprovalRequestBody, revealed: RwSignal<bool>) 
                 </details>
             })}
         </div>
+    }
+}
+
+/// Whether the person's view of the file applies: a built-in agent's floor write or edit.
+fn has_person_view(request: &ApprovalRequestBody) -> bool {
+    is_floor(request)
+        && request.kind == GateKind::Tool
+        && matches!(request.tool.as_str(), "write_file" | "edit_file")
+}
+
+/// Asks the server once, from the page's script and only on an admin's page, what the call
+/// would change in the file as it is now (`api::get_floor_diff`: masked on the server, never
+/// part of the card). The server's render keeps the note: the page's HTML never carries what
+/// the file holds, only the person's own request for it does.
+fn ask_for_person_view(request: &ApprovalRequestBody, into: RwSignal<Option<FloorDiff>>) {
+    if !has_person_view(request) {
+        return;
+    }
+    #[cfg(feature = "hydrate")]
+    {
+        if !crate::ui::viewer::Viewer::current().admin {
+            return;
+        }
+        let (session, approval) = (request.session_id.clone(), request.approval_id.clone());
+        Effect::new(move |_| {
+            let (session, approval) = (session.clone(), approval.clone());
+            leptos::task::spawn_local(async move {
+                if let Ok(view) = crate::api::get_floor_diff(session, approval).await {
+                    into.set(Some(view));
+                }
+            });
+        });
+    }
+    #[cfg(not(feature = "hydrate"))]
+    let _ = into;
+}
+
+/// What the card says of the file now: the masked diff the person asked for, that it is a new
+/// file, that it is too large, or (not asked, refused, or not answered) that it is not shown.
+fn what_changes(path: &str, view: Option<FloorDiff>) -> AnyView {
+    let note = |text: String| {
+        view! { <p class="card-floor-note" data-testid="card-floor-note">{text}</p> }.into_any()
+    };
+    match view {
+        Some(FloorDiff {
+            applicable: true,
+            exists: false,
+            ..
+        }) => note("A new file.".to_owned()),
+        Some(FloorDiff {
+            applicable: true,
+            too_large: true,
+            ..
+        }) => note(format!("{path} is too large to show what changes.")),
+        Some(FloorDiff {
+            applicable: true,
+            diff: Some(diff),
+            ..
+        }) => view! {
+            <div class="card-floor-diff" data-testid="card-floor-diff">
+                <p class="card-floor-label">{format!("What changes in {path}:")}</p>
+                <Diff text=shown::text(&diff)/>
+            </div>
+        }
+        .into_any(),
+        _ => note(
+            "What the file holds now, if it exists, is not shown: it is on the safety floor."
+                .to_owned(),
+        ),
     }
 }
 
