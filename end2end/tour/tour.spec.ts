@@ -3,7 +3,7 @@
 import { Page } from '@playwright/test';
 import { writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { pendingCards, send, test, toolResults, waitHydrated, waitLive } from '../tests/helpers';
+import { newSession, pendingCards, send, test, toolResults, waitHydrated, waitLive } from '../tests/helpers';
 
 const OUT = resolve(__dirname, '../../docs/tour');
 
@@ -31,18 +31,24 @@ test('the tour', async ({ page, server }) => {
   await pendingCards(page).first().waitFor();
   await shoot(page, '2-sensitive-card');
 
-  // 3. Many cards at once: the Inbox as a list.
-  await page.goto(`${server.url}/sessions/new`).catch(() => {});
+  // 3. Many cards at once: the Inbox as a list (a batch from a second session, and the
+  //    sensitive card left for you).
+  await newSession(page);
+  await send(page, 'parallel:\nrun: ls -la\nwrite todo.md: buy milk\nrun: git status');
+  await pendingCards(page).first().waitFor();
   await page.goto(`${server.url}/inbox`);
   await waitHydrated(page);
   await shoot(page, '3-inbox');
 
   // 4. The other pages, in the same shell.
-  for (const [name, path] of [['4-rules', '/rules'], ['5-audit', '/audit'], ['6-config', '/config'], ['7-tokens', '/tokens'], ['8-security', '/security']]) {
+  for (const [name, path] of [['4-rules', '/rules'], ['5-audit', '/audit'], ['6-config', '/config'], ['7-tokens', '/tokens']]) {
     await page.goto(`${server.url}${path}`);
     await waitHydrated(page);
     await shoot(page, name);
   }
+  await page.goto(`${server.url}/security`);
+  await page.locator('body[data-ready="true"]').waitFor();
+  await shoot(page, '8-security');
 
   // 9. On a phone, in the dark.
   await page.emulateMedia({ colorScheme: 'dark' });
