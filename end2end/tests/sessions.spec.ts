@@ -169,3 +169,14 @@ test('the first message titles a session; rename in place; waiting cards show in
     await expect(page.getByTestId(link)).toBeInViewport();
   }
 });
+
+test('a title keeps its room in the sidebar: badges and dots wrap below it, never squeeze it', async ({ page, server }) => {
+  await login(page, server);
+  await send(page, 'write a-rather-long-file-name.md: hello');
+  await chooseMode(page, 'yolo');
+  const item = page.getByTestId('session-item').filter({ has: page.getByTestId('session-yolo') });
+  await expect(item.getByTestId('session-link')).toHaveText(/^Write a-rather-long/);
+  // The Yolo badge, a dot and the × share the row: the title keeps room for ~18 characters.
+  const box = await item.getByTestId('session-link').boundingBox();
+  expect(box!.width).toBeGreaterThan(120);
+});

@@ -116,7 +116,7 @@ test('a new approve token shows a login link and its QR code; the link logs a ph
   await page.getByTestId('create-token').click();
   const secret = await page.getByTestId('token-secret').inputValue();
   const linkField = page.getByTestId('phone-login-link');
-  await expect(linkField).toHaveValue(/\/login\?code=csl_/);
+  await expect(linkField).toHaveValue(/\/login\?code=csp_/);
   const link = await linkField.inputValue();
   expect(link.startsWith(server.url)).toBe(true);
   expect(link).not.toContain(secret);

@@ -20,6 +20,8 @@ pub const CLI_TOKEN_MS: i64 = 2 * 60 * 1000;
 pub const BROWSER_LOGIN_MS: i64 = 365 * 24 * 3600 * 1000;
 /// What starts a login link's code, and the local CLI's credential (recognisable when leaked).
 const CODE_PREFIX: &str = "csl_";
+/// A phone's login link's code (one `approve` token), kept as its own kind.
+const PHONE_CODE_PREFIX: &str = "csp_";
 const CLI_PREFIX: &str = "csc_";
 
 /// What a request presented as its credential, by the hash of its secret (the secret itself
@@ -170,8 +172,10 @@ fn row(hash: String, kind: SecretKind, body: String, ttl_ms: Option<i64>) -> Has
     }
 }
 
-/// What a login link's code logs a browser in as, kept with its hash.
+/// What a login link's code logs a browser in as, kept with its hash. A field this build
+/// does not know makes the row grant nothing (a later build's restriction is never dropped).
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
 pub struct LoginCodeGrant {
     /// The named token it logs in as, by its hash (a phone's link from the Tokens page);
     /// `None`: the person as admin (`countersign login`'s link).
@@ -184,15 +188,11 @@ pub async fn mint_login_code(
     kept: &dyn HashedSecrets,
     grant: &LoginCodeGrant,
 ) -> Result<String, StoreError> {
-    let code = format!("{CODE_PREFIX}{}", random_token(24));
+    let (kind, prefix) = code_kind(grant);
+    let code = format!("{prefix}{}", random_token(24));
     let body = serde_json::to_string(grant).map_err(|e| StoreError::Database(e.to_string()))?;
-    kept.keep_secret(&row(
-        hash_secret(&code),
-        SecretKind::LoginCode,
-        body,
-        Some(LOGIN_CODE_MS),
-    ))
-    .await?;
+    kept.keep_secret(&row(hash_secret(&code), kind, body, Some(LOGIN_CODE_MS)))
+        .await?;
     Ok(code)
 }
 
@@ -203,13 +203,28 @@ pub async fn spend_login_code(
     code: &str,
 ) -> Result<Option<LoginCodeGrant>, StoreError> {
     let code = code.trim();
-    if !code.starts_with(CODE_PREFIX) {
+    let kind = if code.starts_with(CODE_PREFIX) {
+        SecretKind::LoginCode
+    } else if code.starts_with(PHONE_CODE_PREFIX) {
+        SecretKind::PhoneLoginCode
+    } else {
         return Ok(None);
-    }
+    };
     Ok(kept
-        .take_secret(SecretKind::LoginCode, &hash_secret(code))
+        .take_secret(kind, &hash_secret(code))
         .await?
-        .and_then(|row| serde_json::from_str(&row.body).ok()))
+        .and_then(|row| serde_json::from_str::<LoginCodeGrant>(&row.body).ok())
+        // The kind and what it grants must agree: an admin's link names no token, a
+        // phone's always one.
+        .filter(|grant| code_kind(grant).0 == kind))
+}
+
+/// The kind a code is kept as, and its prefix: a phone's (one token) is never an admin's.
+fn code_kind(grant: &LoginCodeGrant) -> (SecretKind, &'static str) {
+    match grant.token_hash {
+        Some(_) => (SecretKind::PhoneLoginCode, PHONE_CODE_PREFIX),
+        None => (SecretKind::LoginCode, CODE_PREFIX),
+    }
 }
 
 /// A new browser login: the cookie's value, whose hash is kept with what it is.
@@ -387,7 +402,16 @@ mod tests {
             token_hash: Some(hash_secret("cst_the-phones-secret")),
         };
         let code = mint_login_code(kept.as_ref(), &grant).await.unwrap();
-        let rows = kept.secrets_of(SecretKind::LoginCode).await.unwrap();
+        // A kind and a prefix of its own: a build that knows only the admin's login codes
+        // never finds it.
+        assert!(code.starts_with("csp_"), "{code}");
+        assert!(
+            kept.secrets_of(SecretKind::LoginCode)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        let rows = kept.secrets_of(SecretKind::PhoneLoginCode).await.unwrap();
         assert!(!rows[0].body.contains("cst_the-phones-secret"));
         assert!(!rows[0].body.contains(&code));
         assert_eq!(
@@ -395,6 +419,36 @@ mod tests {
             Some(grant)
         );
         assert_eq!(spend_login_code(kept.as_ref(), &code).await.unwrap(), None);
+        // Spelled as the admin's kind, the same code is no code at all.
+        let admin_spelling = code.replacen("csp_", "csl_", 1);
+        assert_eq!(
+            spend_login_code(kept.as_ref(), &admin_spelling)
+                .await
+                .unwrap(),
+            None
+        );
+    }
+
+    #[tokio::test]
+    async fn a_code_whose_row_disagrees_with_its_kind_grants_nothing() {
+        let (_dir, kept) = kept().await;
+        // An admin-kind row naming a token (or with a field this build does not know) is
+        // refused, never read as the admin's login.
+        for body in [
+            r#"{"token_hash":"ab"}"#.to_owned(),
+            r#"{"scope":"approve"}"#.to_owned(),
+        ] {
+            let code = format!("{CODE_PREFIX}{}", random_token(24));
+            kept.keep_secret(&row(
+                hash_secret(&code),
+                SecretKind::LoginCode,
+                body,
+                Some(60_000),
+            ))
+            .await
+            .unwrap();
+            assert_eq!(spend_login_code(kept.as_ref(), &code).await.unwrap(), None);
+        }
     }
 
     #[tokio::test]

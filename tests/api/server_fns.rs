@@ -352,7 +352,7 @@ async fn a_phones_login_link_logs_in_once_as_its_approve_token() {
     .expect(200);
     let link = answer["link"].as_str().unwrap().to_owned();
     assert!(
-        link.starts_with(&format!("{origin}/login?code=csl_")),
+        link.starts_with(&format!("{origin}/login?code=csp_")),
         "{link}"
     );
     assert!(!link.contains(&phone), "the link carries no secret");

@@ -40,9 +40,16 @@ pub fn qr_svg(link: &str) -> Result<String, Error> {
 }
 
 impl Core {
-    /// A phone's login link for the `approve` token whose secret is `secret`, at `origin`,
-    /// and its QR code.
+    /// A phone's login link for the `approve` token whose secret is `secret`, and its QR
+    /// code: at `server.public_url` when it is set (where the notifier's links go too), else at
+    /// `origin`, the page's own address.
     pub async fn phone_login(&self, secret: &str, origin: &str) -> Result<PhoneLogin, Error> {
+        let public_url = self.config().config.server.public_url.clone();
+        let origin = if public_url.is_empty() {
+            origin
+        } else {
+            public_url.as_str()
+        };
         login_link(origin, "")?;
         let code = self.mint_phone_login_code(secret).await?;
         phone_login(origin, &code)

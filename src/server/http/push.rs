@@ -90,14 +90,14 @@ pub async fn answer(
 ) -> Result<impl IntoResponse, ApiError> {
     let resolution = match state.core.answer_with_capability(&capability, body).await {
         Ok(resolution) => resolution,
-        // Who answered and how, yes; the person's reason for it stays on the card (anyone
-        // reading an ntfy topic holds these capabilities).
+        // Who answered and how, yes; the person's reason for it and the login (device) it
+        // came from stay on the card (anyone reading an ntfy topic holds these capabilities).
         Err(Error::AlreadyResolved(mut r)) => {
-            r.reason = None;
+            (r.reason, r.login) = (None, None);
             return Err(ApiError::Core(Error::AlreadyResolved(r)));
         }
         Err(Error::Gone(mut r)) => {
-            r.reason = None;
+            (r.reason, r.login) = (None, None);
             return Err(ApiError::Core(Error::Gone(r)));
         }
         Err(other) => return Err(other.into()),

@@ -29,6 +29,10 @@ pub enum SecretKind {
     /// Not a secret: the marker the migration leaves for the one start that may take over an
     /// older build's token file (`LEGACY_TOKEN_WINDOW`).
     LegacyTokenWindow,
+    /// A phone's single-use login link, logging in as one `approve` token (the Tokens page):
+    /// a kind of its own, so a build that knows only `LoginCode` (an older instance on a
+    /// shared database, a rollback) never spends one as the admin's login link.
+    PhoneLoginCode,
 }
 
 /// The key of the `LegacyTokenWindow` marker row.
@@ -110,7 +114,8 @@ mod tests {
                 "browser_login",
                 "capability",
                 "ceremony",
-                "legacy_token_window"
+                "legacy_token_window",
+                "phone_login_code"
             ]
         );
         assert_eq!(
