@@ -65,6 +65,30 @@ fn Audit() -> impl IntoView {
         move || action.get(),
         |action| api::audit(None, (!action.is_empty()).then_some(action), None),
     );
+    view! {
+        <AuditHeader action checks verdict/>
+        <div class="page-body">
+            <AuditFilters action actor subject/>
+            <Transition fallback=|| view! { <p class="loading">"Loading…"</p> }>
+                {move || Suspend::new(async move {
+                    match first.await {
+                        Ok(initial) => view! { <AuditTable initial action actor subject/> }.into_any(),
+                        Err(err) => view! { <p class="error" role="alert">{api::error_message(&err)}</p> }.into_any(),
+                    }
+                })}
+            </Transition>
+        </div>
+    }
+}
+
+/// The page's title, the chain's verdict with Verify again, and the export link (for the
+/// chosen action).
+#[component]
+fn AuditHeader(
+    action: RwSignal<String>,
+    checks: RwSignal<u64>,
+    verdict: LocalResource<Result<AuditVerdict, crate::protocol::ErrorBody>>,
+) -> impl IntoView {
     let export = move || match action.get() {
         a if a.is_empty() => "/api/v1/audit".to_owned(),
         a => format!("/api/v1/audit?action={a}"),
@@ -86,36 +110,37 @@ fn Audit() -> impl IntoView {
                 </a>
             </div>
         </header>
-        <div class="page-body">
-            <form class="filters" on:submit=|ev| ev.prevent_default()>
-                <label>
-                    "Action"
-                    <select data-testid="audit-action" prop:value=move || action.get()
-                        on:change=move |ev| action.set(event_target_value(&ev))>
-                        <option value="">"all"</option>
-                        {ACTIONS.into_iter().map(|a| view! { <option value=a>{a}</option> }).collect_view()}
-                    </select>
-                </label>
-                <label>
-                    "Actor"
-                    <input type="search" data-testid="audit-actor" placeholder="browser, token, rule:, agent…"
-                        prop:value=move || actor.get() on:input=move |ev| actor.set(event_target_value(&ev))/>
-                </label>
-                <label>
-                    "Subject"
-                    <input type="search" data-testid="audit-subject" placeholder="approval, rule or session id"
-                        prop:value=move || subject.get() on:input=move |ev| subject.set(event_target_value(&ev))/>
-                </label>
-            </form>
-            <Transition fallback=|| view! { <p class="loading">"Loading…"</p> }>
-                {move || Suspend::new(async move {
-                    match first.await {
-                        Ok(initial) => view! { <AuditTable initial action actor subject/> }.into_any(),
-                        Err(err) => view! { <p class="error" role="alert">{api::error_message(&err)}</p> }.into_any(),
-                    }
-                })}
-            </Transition>
-        </div>
+    }
+}
+
+/// The filters: an action asked of the server, actor and subject matched on the page.
+#[component]
+fn AuditFilters(
+    action: RwSignal<String>,
+    actor: RwSignal<String>,
+    subject: RwSignal<String>,
+) -> impl IntoView {
+    view! {
+        <form class="filters" on:submit=|ev| ev.prevent_default()>
+            <label>
+                "Action"
+                <select data-testid="audit-action" prop:value=move || action.get()
+                    on:change=move |ev| action.set(event_target_value(&ev))>
+                    <option value="">"all"</option>
+                    {ACTIONS.into_iter().map(|a| view! { <option value=a>{a}</option> }).collect_view()}
+                </select>
+            </label>
+            <label>
+                "Actor"
+                <input type="search" data-testid="audit-actor" placeholder="browser, token, rule:, agent…"
+                    prop:value=move || actor.get() on:input=move |ev| actor.set(event_target_value(&ev))/>
+            </label>
+            <label>
+                "Subject"
+                <input type="search" data-testid="audit-subject" placeholder="approval, rule or session id"
+                    prop:value=move || subject.get() on:input=move |ev| subject.set(event_target_value(&ev))/>
+            </label>
+        </form>
     }
 }
 

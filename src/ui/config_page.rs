@@ -117,34 +117,11 @@ impl ConfigState {
 fn ConfigBody(initial: ConfigView) -> impl IntoView {
     let config = ConfigState::new(initial);
     let state = config.view;
-    let reloading = move || config.in_flight.get() > 0;
-    let sections = Memo::new(move |_| {
-        state.with(|v| {
-            let mut names: Vec<String> = SECTIONS.iter().map(|s| (*s).to_owned()).collect();
-            for k in &v.keys {
-                let section = section_of(&k.key).to_owned();
-                if !names.contains(&section) {
-                    names.push(section);
-                }
-            }
-            names.retain(|s| v.keys.iter().any(|k| section_of(&k.key) == s));
-            names
-        })
-    });
-    let path = move || state.with(|v| v.path.clone());
+    let sections = section_names(state);
     let api_key = move || state.with(|v| v.provider_api_key.clone());
     let api_key_set = move || state.with(|v| v.provider_api_key.starts_with("set"));
     view! {
-        <header class="page-header">
-            <h1>"Config"</h1>
-            <p class="muted config-path">"File: " <code data-testid="config-path">{path}</code></p>
-            <div class="audit-tools">
-                <button type="button" class="small" data-testid="config-reload" disabled=reloading
-                    on:click=move |_| config.refresh()>
-                    {move || if reloading() { "Reloading…" } else { "Reload" }}
-                </button>
-            </div>
-        </header>
+        <ConfigHeader config/>
         <div class="page-body">
             {move || state.with(|v| v.error.clone()).map(|error| view! {
                 <div class="config-error" role="alert" data-testid="config-error">
@@ -161,22 +138,67 @@ fn ConfigBody(initial: ConfigView) -> impl IntoView {
                 "Provider API key: "
                 <span class="secret-state" class:set=api_key_set>{api_key}</span>
             </p>
-            <div class="table-wrap">
-                <table class="data-table config-table">
-                    <thead>
-                        <tr>
-                            <th scope="col">"Key"</th>
-                            <th scope="col">"Value"</th>
-                            <th scope="col">"Source"</th>
-                            <th scope="col">"Notes"</th>
-                            <th scope="col"><span class="sr-only">"Actions"</span></th>
-                        </tr>
-                    </thead>
-                    <For each=move || sections.get() key=|s| s.clone() let:section>
-                        <ConfigSection section config/>
-                    </For>
-                </table>
+            <ConfigTable sections config/>
+        </div>
+    }
+}
+
+/// The sections to show: the README's order first, then any other, each only if it has keys.
+fn section_names(state: RwSignal<ConfigView>) -> Memo<Vec<String>> {
+    Memo::new(move |_| {
+        state.with(|v| {
+            let mut names: Vec<String> = SECTIONS.iter().map(|s| (*s).to_owned()).collect();
+            for k in &v.keys {
+                let section = section_of(&k.key).to_owned();
+                if !names.contains(&section) {
+                    names.push(section);
+                }
+            }
+            names.retain(|s| v.keys.iter().any(|k| section_of(&k.key) == s));
+            names
+        })
+    })
+}
+
+/// The page's title, the config file's path and Reload.
+#[component]
+fn ConfigHeader(config: ConfigState) -> impl IntoView {
+    let state = config.view;
+    let reloading = move || config.in_flight.get() > 0;
+    let path = move || state.with(|v| v.path.clone());
+    view! {
+        <header class="page-header">
+            <h1>"Config"</h1>
+            <p class="muted config-path">"File: " <code data-testid="config-path">{path}</code></p>
+            <div class="audit-tools">
+                <button type="button" class="small" data-testid="config-reload" disabled=reloading
+                    on:click=move |_| config.refresh()>
+                    {move || if reloading() { "Reloading…" } else { "Reload" }}
+                </button>
             </div>
+        </header>
+    }
+}
+
+/// The keys' table, a group of rows per section.
+#[component]
+fn ConfigTable(sections: Memo<Vec<String>>, config: ConfigState) -> impl IntoView {
+    view! {
+        <div class="table-wrap">
+            <table class="data-table config-table">
+                <thead>
+                    <tr>
+                        <th scope="col">"Key"</th>
+                        <th scope="col">"Value"</th>
+                        <th scope="col">"Source"</th>
+                        <th scope="col">"Notes"</th>
+                        <th scope="col"><span class="sr-only">"Actions"</span></th>
+                    </tr>
+                </thead>
+                <For each=move || sections.get() key=|s| s.clone() let:section>
+                    <ConfigSection section config/>
+                </For>
+            </table>
         </div>
     }
 }
@@ -223,40 +245,8 @@ fn row_key(k: &ConfigKey) -> (String, String, String, bool, Option<String>, Opti
 #[component]
 fn ConfigRow(entry: ConfigKey, config: ConfigState) -> impl IntoView {
     let editing = RwSignal::new(false);
-    let name = entry
-        .key
-        .split_once('.')
-        .map(|(_, name)| name.to_owned())
-        .unwrap_or_else(|| entry.key.clone());
-    let differs =
-        entry.source == ConfigSource::File && entry.default.as_ref() != Some(&entry.value);
-    let default = entry
-        .default
-        .as_ref()
-        .filter(|_| differs)
-        .map(|d| view! { <span class="muted sub" data-testid="config-default">"default: " {display(d)}</span> });
-    let notes = {
-        let lock = entry.protected.then(|| {
-            let reason = entry
-                .reason
-                .clone()
-                .unwrap_or_else(|| "protected".to_owned());
-            view! {
-                <span class="config-lock" data-testid="config-locked" title="Change it in the config file or with the local CLI">
-                    <LockIcon/>"Locked"
-                </span>
-                <span class="muted sub" data-testid="config-reason">{reason}</span>
-            }
-        });
-        let restart = entry.restart_required.then(|| {
-            view! { <span class="config-restart" data-testid="config-restart">"Restart required to apply"</span> }
-        });
-        let note = entry
-            .note
-            .clone()
-            .map(|note| view! { <span class="muted sub" data-testid="config-note">{note}</span> });
-        view! { {lock} {restart} {note} }
-    };
+    let name = key_name(&entry.key);
+    let default = default_hint(&entry);
     let shown = entry.clone();
     let edited = entry.clone();
     let protected = entry.protected;
@@ -280,7 +270,7 @@ fn ConfigRow(entry: ConfigKey, config: ConfigState) -> impl IntoView {
                     {entry.source.as_str()}
                 </span>
             </td>
-            <td class="config-notes">{notes}</td>
+            <td class="config-notes"><ConfigNotes entry=entry.clone()/></td>
             <td class="config-actions">
                 {(!protected).then(|| view! {
                     <button type="button" class="small" data-testid="config-edit"
@@ -292,6 +282,49 @@ fn ConfigRow(entry: ConfigKey, config: ConfigState) -> impl IntoView {
             </td>
         </tr>
     }
+}
+
+/// A key's name within its section (`approvals.timeout` reads `timeout`).
+fn key_name(key: &str) -> String {
+    key.split_once('.')
+        .map(|(_, name)| name.to_owned())
+        .unwrap_or_else(|| key.to_owned())
+}
+
+/// The default under a value the file changed, so a person sees what they moved away from.
+fn default_hint(entry: &ConfigKey) -> Option<impl IntoView + use<>> {
+    let differs =
+        entry.source == ConfigSource::File && entry.default.as_ref() != Some(&entry.value);
+    entry
+        .default
+        .as_ref()
+        .filter(|_| differs)
+        .map(|d| view! { <span class="muted sub" data-testid="config-default">"default: " {display(d)}</span> })
+}
+
+/// Why a key is locked, whether changing it needs a restart, and its note.
+#[component]
+fn ConfigNotes(entry: ConfigKey) -> impl IntoView {
+    let lock = entry.protected.then(|| {
+        let reason = entry
+            .reason
+            .clone()
+            .unwrap_or_else(|| "protected".to_owned());
+        view! {
+            <span class="config-lock" data-testid="config-locked" title="Change it in the config file or with the local CLI">
+                <LockIcon/>"Locked"
+            </span>
+            <span class="muted sub" data-testid="config-reason">{reason}</span>
+        }
+    });
+    let restart = entry.restart_required.then(|| {
+        view! { <span class="config-restart" data-testid="config-restart">"Restart required to apply"</span> }
+    });
+    let note = entry
+        .note
+        .clone()
+        .map(|note| view! { <span class="muted sub" data-testid="config-note">{note}</span> });
+    view! { {lock} {restart} {note} }
 }
 
 /// A small padlock drawn in the text colour (an emoji may have no glyph).
@@ -503,21 +536,7 @@ impl Control<'_> {
                 }
                 .into_any()
             }
-            ConfigInput::Number => {
-                // A number that also takes a word (`auto`) is typed as text.
-                let kind = if entry.options.is_empty() { "number" } else { "text" };
-                let unit = entry.unit.clone().unwrap_or_default();
-                let hint = entry.options.join(" or ");
-                view! {
-                    <span class="config-number">
-                        <input id=id type=kind inputmode="numeric" min="0" step="1" data-testid="config-input"
-                            aria-label=format!("{label}, in {unit}") placeholder=hint spellcheck="false"
-                            prop:value=move || text.get() on:input=set_text on:keydown=on_key/>
-                        <span class="config-unit muted">{unit.clone()}</span>
-                    </span>
-                }
-                .into_any()
-            }
+            ConfigInput::Number => number_input(entry, id, &label, text, on_key),
             ConfigInput::List => view! {
                 <textarea id=id rows="4" data-testid="config-input" spellcheck="false"
                     aria-label=format!("{label}, one a line") prop:value=move || text.get()
@@ -531,6 +550,33 @@ impl Control<'_> {
             .into_any(),
         }
     }
+}
+
+/// A number's field with its unit; a number that also takes a word (`auto`) is typed as text.
+fn number_input(
+    entry: &ConfigKey,
+    id: String,
+    label: &str,
+    text: RwSignal<String>,
+    on_key: impl Fn(KeyboardEvent) + Clone + 'static,
+) -> AnyView {
+    let set_text = move |ev| text.set(event_target_value(&ev));
+    let kind = if entry.options.is_empty() {
+        "number"
+    } else {
+        "text"
+    };
+    let unit = entry.unit.clone().unwrap_or_default();
+    let hint = entry.options.join(" or ");
+    view! {
+        <span class="config-number">
+            <input id=id type=kind inputmode="numeric" min="0" step="1" data-testid="config-input"
+                aria-label=format!("{label}, in {unit}") placeholder=hint spellcheck="false"
+                prop:value=move || text.get() on:input=set_text on:keydown=on_key/>
+            <span class="config-unit muted">{unit.clone()}</span>
+        </span>
+    }
+    .into_any()
 }
 
 fn section_of(key: &str) -> &str {

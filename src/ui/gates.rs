@@ -142,70 +142,80 @@ fn key_command(key: &str) -> Option<CardCommand> {
 pub fn install_keyboard(bus: CardBus, pending: Memo<Vec<ApprovalRequestBody>>) {
     #[cfg(feature = "hydrate")]
     {
-        use wasm_bindgen::JsCast;
-        let handle = window_event_listener(leptos::ev::keydown, move |ev| {
-            let key = ev.key();
-            let modified = ev.ctrl_key() || ev.meta_key() || ev.alt_key();
-            let typing = ev
-                .target()
-                .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
-                .map(|el| matches!(el.tag_name().as_str(), "INPUT" | "TEXTAREA" | "SELECT"))
-                .unwrap_or(false);
-            // Every key but a plain `a` at the cards ends a sensitive card's wait for its
-            // second `a` (Escape, `d`, typing a reason…); Shift and the like alone do not.
-            let lone_modifier = matches!(
-                key.as_str(),
-                "Shift" | "Control" | "Alt" | "Meta" | "CapsLock"
-            );
-            // A held key is one press: its repeats neither act nor count.
-            if ev.repeat() {
-                return;
-            }
-            if !lone_modifier && (typing || modified || key != "a") {
-                bus.other_key.update(|n| *n += 1);
-            }
-            // A card that just arrived keeps its grace while the person keeps typing.
-            if !lone_modifier && let Some(settling) = bus.settling.get_untracked() {
-                settle(bus, settling);
-            }
-            if modified {
-                return;
-            }
-            if typing && key != "Escape" {
-                return;
-            }
-            let ids: Vec<ApprovalId> = pending
-                .get_untracked()
-                .into_iter()
-                .map(|g| g.approval_id)
-                .collect();
-            if ids.is_empty() {
-                return;
-            }
-            // The card the person is looking at: the one with focus wins, then the one marked
-            // active; a key never acts on a card nobody chose.
-            let active = crate::ui::browser::focused_card()
-                .map(ApprovalId::from)
-                .filter(|a| ids.contains(a))
-                .or_else(|| bus.active.get_untracked().filter(|a| ids.contains(a)));
-            if key == "j" || key == "k" {
-                move_between(bus, &ids, active.as_ref(), key == "j");
-                ev.prevent_default();
-                return;
-            }
-            if let (Some(command), Some(active)) = (key_command(&key), active) {
-                ev.prevent_default();
-                let just_arrived = command != CardCommand::Close
-                    && bus.settling.get_untracked().as_ref() == Some(&active);
-                if !just_arrived {
-                    bus.command.set(Some((active, command)));
-                }
-            }
-        });
+        let handle =
+            window_event_listener(leptos::ev::keydown, move |ev| on_keydown(bus, pending, &ev));
         on_cleanup(move || handle.remove());
     }
     #[cfg(not(feature = "hydrate"))]
     let _ = (bus, pending, key_command);
+}
+
+/// One key press at the page: what it ends or moves, and the command it sends to the card
+/// the person chose (see [`install_keyboard`]).
+#[cfg(feature = "hydrate")]
+fn on_keydown(bus: CardBus, pending: Memo<Vec<ApprovalRequestBody>>, ev: &web_sys::KeyboardEvent) {
+    use wasm_bindgen::JsCast;
+    let key = ev.key();
+    let modified = ev.ctrl_key() || ev.meta_key() || ev.alt_key();
+    let typing = ev
+        .target()
+        .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+        .map(|el| matches!(el.tag_name().as_str(), "INPUT" | "TEXTAREA" | "SELECT"))
+        .unwrap_or(false);
+    // A held key is one press: its repeats neither act nor count.
+    if ev.repeat() {
+        return;
+    }
+    note_other_key(bus, &key, typing, modified);
+    if modified {
+        return;
+    }
+    if typing && key != "Escape" {
+        return;
+    }
+    let ids: Vec<ApprovalId> = pending
+        .get_untracked()
+        .into_iter()
+        .map(|g| g.approval_id)
+        .collect();
+    if ids.is_empty() {
+        return;
+    }
+    // The card the person is looking at: the one with focus wins, then the one marked
+    // active; a key never acts on a card nobody chose.
+    let active = crate::ui::browser::focused_card()
+        .map(ApprovalId::from)
+        .filter(|a| ids.contains(a))
+        .or_else(|| bus.active.get_untracked().filter(|a| ids.contains(a)));
+    if key == "j" || key == "k" {
+        move_between(bus, &ids, active.as_ref(), key == "j");
+        ev.prevent_default();
+        return;
+    }
+    if let (Some(command), Some(active)) = (key_command(&key), active) {
+        ev.prevent_default();
+        let just_arrived =
+            command != CardCommand::Close && bus.settling.get_untracked().as_ref() == Some(&active);
+        if !just_arrived {
+            bus.command.set(Some((active, command)));
+        }
+    }
+}
+
+/// What any real key press ends: a sensitive card's wait for its second `a`, and a card's
+/// arrival grace.
+#[cfg(feature = "hydrate")]
+fn note_other_key(bus: CardBus, key: &str, typing: bool, modified: bool) {
+    // Every key but a plain `a` at the cards ends a sensitive card's wait for its
+    // second `a` (Escape, `d`, typing a reason…); Shift and the like alone do not.
+    let lone_modifier = matches!(key, "Shift" | "Control" | "Alt" | "Meta" | "CapsLock");
+    if !lone_modifier && (typing || modified || key != "a") {
+        bus.other_key.update(|n| *n += 1);
+    }
+    // A card that just arrived keeps its grace while the person keeps typing.
+    if !lone_modifier && let Some(settling) = bus.settling.get_untracked() {
+        settle(bus, settling);
+    }
 }
 
 /// `j` (forward) or `k`: the next or previous pending card becomes the one the keys act on,
@@ -257,34 +267,19 @@ async fn answer_each(
 /// says. Deny all asks once for a reason.
 #[component]
 pub fn BulkBar(session_id: SessionId, pending: Memo<Vec<ApprovalRequestBody>>) -> impl IntoView {
-    let client = use_context::<ClientId>().unwrap_or_default();
-    let busy = RwSignal::new(false);
-    let asking_reason = RwSignal::new(false);
-    let reason = RwSignal::new(String::new());
-    let said = RwSignal::new(None::<String>);
-    // The sensitive cards the last bulk answer left: the bar links to them while they wait.
-    let left_ids = RwSignal::new(Vec::<ApprovalId>::new());
+    let BulkState {
+        busy,
+        asking_reason,
+        reason,
+        said,
+        left_ids,
+    } = BulkState::new();
     let ordinary = ordinary_cards(pending);
     let sensitive = move || pending.read().len() - ordinary.read().len();
     // A card that just arrived is not approved in bulk before it could be read.
     let bus = use_context::<CardBus>().unwrap_or_default();
     let settling = move || bus.settling.read().is_some();
-    let answer_all = move |decision: &'static str, why: Option<String>| {
-        let gates = ordinary.get_untracked();
-        left_ids.set(sensitive_ids(&pending.get_untracked()));
-        let (session_id, client_id) = (session_id.clone(), client.get_untracked());
-        busy.set(true);
-        spawn_local(async move {
-            let answered = answer_each(&session_id, &gates, decision, why, client_id).await;
-            let verb = if decision == "approve" {
-                "approved"
-            } else {
-                "denied"
-            };
-            said.set(Some(bulk_summary(answered, verb)));
-            busy.set(false);
-        });
-    };
+    let answer_all = bulk_answer(session_id, pending, ordinary, left_ids, said, busy);
     let approve = answer_all.clone();
     let deny = answer_all;
     view! {
@@ -324,6 +319,58 @@ pub fn BulkBar(session_id: SessionId, pending: Memo<Vec<ApprovalRequestBody>>) -
             </div>
         </Show>
         {answered_line(said, still_waiting(pending, left_ids))}
+    }
+}
+
+/// The bulk bar's progress, its reason field and what it last said.
+struct BulkState {
+    busy: RwSignal<bool>,
+    asking_reason: RwSignal<bool>,
+    reason: RwSignal<String>,
+    said: RwSignal<Option<String>>,
+    /// The sensitive cards the last bulk answer left: the bar links to them while they wait.
+    left_ids: RwSignal<Vec<ApprovalId>>,
+}
+
+impl BulkState {
+    /// Idle, no reason asked, nothing said.
+    fn new() -> Self {
+        Self {
+            busy: RwSignal::new(false),
+            asking_reason: RwSignal::new(false),
+            reason: RwSignal::new(String::new()),
+            said: RwSignal::new(None::<String>),
+            left_ids: RwSignal::new(Vec::<ApprovalId>::new()),
+        }
+    }
+}
+
+/// Answers every ordinary card with `decision` (and the reason, for a denial), remembers
+/// the sensitive ones it left, then says how many it answered.
+fn bulk_answer(
+    session_id: SessionId,
+    pending: Memo<Vec<ApprovalRequestBody>>,
+    ordinary: Memo<Vec<ApprovalRequestBody>>,
+    left_ids: RwSignal<Vec<ApprovalId>>,
+    said: RwSignal<Option<String>>,
+    busy: RwSignal<bool>,
+) -> impl Fn(&'static str, Option<String>) + Clone + Send + Sync + 'static {
+    let client = use_context::<ClientId>().unwrap_or_default();
+    move |decision: &'static str, why: Option<String>| {
+        let gates = ordinary.get_untracked();
+        left_ids.set(sensitive_ids(&pending.get_untracked()));
+        let (session_id, client_id) = (session_id.clone(), client.get_untracked());
+        busy.set(true);
+        spawn_local(async move {
+            let answered = answer_each(&session_id, &gates, decision, why, client_id).await;
+            let verb = if decision == "approve" {
+                "approved"
+            } else {
+                "denied"
+            };
+            said.set(Some(bulk_summary(answered, verb)));
+            busy.set(false);
+        });
     }
 }
 

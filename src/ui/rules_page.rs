@@ -5,7 +5,7 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 
 use crate::api;
-use crate::protocol::{ApprovalId, Rule, RuleScope};
+use crate::protocol::{ApprovalId, Rule, RuleId, RuleScope};
 use crate::ui::browser;
 use crate::ui::gates::ClientId;
 use crate::ui::json;
@@ -89,48 +89,10 @@ fn RuleRow(
     rows: RwSignal<Vec<Rule>>,
     error: RwSignal<Option<String>>,
 ) -> impl IntoView {
-    let client = use_context::<ClientId>().unwrap_or_default();
-    let sessions = use_context::<PageSessions>();
     let busy = RwSignal::new(false);
     let id = rule.id.clone();
-    let revoke = {
-        let id = id.clone();
-        move |_| {
-            if busy.get_untracked() {
-                return;
-            }
-            busy.set(true);
-            error.set(None);
-            let id = id.clone();
-            let client_id = client.get_untracked();
-            spawn_local(async move {
-                match api::revoke_rule(id.clone(), client_id).await {
-                    Ok(()) => {
-                        rows.try_update(|rows| rows.retain(|r| r.id != id));
-                    }
-                    Err(err) => {
-                        busy.try_set(false);
-                        error.try_set(Some(api::error_message(&err)));
-                    }
-                }
-            });
-        }
-    };
-    let scope = match (&rule.scope, &rule.session_id) {
-        (RuleScope::Session, Some(sid)) => {
-            let href = format!("/sessions/{sid}");
-            let label = {
-                let sid = sid.clone();
-                move || match sessions.and_then(|s| s.title(sid.as_str())) {
-                    Some(title) => format!("this session: {title}"),
-                    None => "this session".to_owned(),
-                }
-            };
-            view! { <a href=href data-testid="rule-session">{label}</a> }.into_any()
-        }
-        (RuleScope::Session, None) => view! { <span>"this session"</span> }.into_any(),
-        (RuleScope::Workspace, _) => view! { <span>"every session"</span> }.into_any(),
-    };
+    let revoke = revoke_rule(id.clone(), rows, error, busy);
+    let scope = scope_view(&rule);
     let from = rule.created_by_approval.as_ref().map(ApprovalId::as_str).map(|approval| {
         let short: String = approval.chars().take(8).collect();
         view! { <span class="muted sub" title=approval.to_owned()>{format!("from approval {short}")}</span> }
@@ -160,5 +122,57 @@ fn RuleRow(
                 })}
             </td>
         </tr>
+    }
+}
+
+/// Revokes the rule `id`: one request at a time; its row goes once the server agrees, else
+/// the problem is shown above the table.
+fn revoke_rule(
+    id: RuleId,
+    rows: RwSignal<Vec<Rule>>,
+    error: RwSignal<Option<String>>,
+    busy: RwSignal<bool>,
+) -> impl Fn(leptos::ev::MouseEvent) + 'static {
+    let client = use_context::<ClientId>().unwrap_or_default();
+    move |_| {
+        if busy.get_untracked() {
+            return;
+        }
+        busy.set(true);
+        error.set(None);
+        let id = id.clone();
+        let client_id = client.get_untracked();
+        spawn_local(async move {
+            match api::revoke_rule(id.clone(), client_id).await {
+                Ok(()) => {
+                    rows.try_update(|rows| rows.retain(|r| r.id != id));
+                }
+                Err(err) => {
+                    busy.try_set(false);
+                    error.try_set(Some(api::error_message(&err)));
+                }
+            }
+        });
+    }
+}
+
+/// Where a rule applies: its session (linked, by title once the sidebar knows it) or every
+/// session.
+fn scope_view(rule: &Rule) -> AnyView {
+    let sessions = use_context::<PageSessions>();
+    match (&rule.scope, &rule.session_id) {
+        (RuleScope::Session, Some(sid)) => {
+            let href = format!("/sessions/{sid}");
+            let label = {
+                let sid = sid.clone();
+                move || match sessions.and_then(|s| s.title(sid.as_str())) {
+                    Some(title) => format!("this session: {title}"),
+                    None => "this session".to_owned(),
+                }
+            };
+            view! { <a href=href data-testid="rule-session">{label}</a> }.into_any()
+        }
+        (RuleScope::Session, None) => view! { <span>"this session"</span> }.into_any(),
+        (RuleScope::Workspace, _) => view! { <span>"every session"</span> }.into_any(),
     }
 }

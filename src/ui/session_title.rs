@@ -47,14 +47,105 @@ pub fn SessionTitle(
     can_rename: bool,
 ) -> impl IntoView {
     let changed = use_context::<SessionsChanged>();
-    let editing = RwSignal::new(false);
-    let draft = RwSignal::new(String::new());
-    let error = RwSignal::new(None::<String>);
-    let saving = RwSignal::new(false);
+    let edit = TitleEdit::new();
+    let TitleEdit {
+        editing,
+        draft,
+        error,
+        ..
+    } = edit;
     let shown = move || renamed.get().unwrap_or_else(|| title.get());
     let hover = hover.unwrap_or(title);
     let hover_shown = move || renamed.get().unwrap_or_else(|| hover.get());
-    let save = move || {
+    let start = move |_| {
+        draft.set(shown());
+        error.set(None);
+        editing.set(true);
+        request_animation_frame(|| crate::ui::browser::focus("title-input"));
+    };
+    view! {
+        <Show when=move || editing.get() fallback=move || view! {
+            <h1 class="session-title" data-testid="session-title" title=hover_shown>{shown}</h1>
+            {can_rename.then(|| view! {
+                <button type="button" class="rename-session" data-testid="rename-session"
+                    title="Rename this session" on:click=start>"Rename"</button>
+            })}
+        }>
+            <TitleForm edit session_id=session_id.clone() renamed changed/>
+        </Show>
+        {move || error.get().map(|e| view! { <p class="error title-error" role="alert" data-testid="title-error">{e}</p> })}
+    }
+}
+
+/// The rename's state, shared by the title, its form and the error under them.
+#[derive(Clone, Copy)]
+struct TitleEdit {
+    editing: RwSignal<bool>,
+    draft: RwSignal<String>,
+    error: RwSignal<Option<String>>,
+    saving: RwSignal<bool>,
+}
+
+impl TitleEdit {
+    /// Not editing, nothing drafted or sent.
+    fn new() -> Self {
+        Self {
+            editing: RwSignal::new(false),
+            draft: RwSignal::new(String::new()),
+            error: RwSignal::new(None::<String>),
+            saving: RwSignal::new(false),
+        }
+    }
+}
+
+/// The rename field with Save and Cancel (Esc cancels too), shown while editing.
+#[component]
+fn TitleForm(
+    edit: TitleEdit,
+    session_id: SessionId,
+    renamed: RwSignal<Option<String>>,
+    changed: Option<SessionsChanged>,
+) -> impl IntoView {
+    let TitleEdit {
+        editing,
+        draft,
+        saving,
+        ..
+    } = edit;
+    let save = save_title(edit, session_id, renamed, changed);
+    view! {
+        <form class="title-form" on:submit={
+            let save = save.clone();
+            move |ev: leptos::ev::SubmitEvent| { ev.prevent_default(); save(); }
+        }>
+            <label class="sr-only" for="title-input">"Session title"</label>
+            <input id="title-input" data-testid="title-input" type="text" maxlength="200"
+                prop:value=move || draft.get()
+                on:input=move |ev| draft.set(event_target_value(&ev))
+                on:keydown=move |ev: leptos::ev::KeyboardEvent| {
+                    if ev.key() == "Escape" { editing.set(false); }
+                }/>
+            <button type="submit" class="primary" data-testid="save-title" disabled=move || saving.get()>"Save"</button>
+            <button type="button" data-testid="cancel-title" on:click=move |_| editing.set(false)>"Cancel"</button>
+        </form>
+    }
+}
+
+/// Sends the draft as the session's new title: on success the header shows the server's
+/// title and the sidebar hears of it; on failure the field stays open with the reason.
+fn save_title(
+    edit: TitleEdit,
+    session_id: SessionId,
+    renamed: RwSignal<Option<String>>,
+    changed: Option<SessionsChanged>,
+) -> impl Fn() + Clone + 'static {
+    let TitleEdit {
+        editing,
+        draft,
+        error,
+        saving,
+    } = edit;
+    move || {
         let wanted = draft.get_untracked();
         let session_id = session_id.clone();
         saving.set(true);
@@ -72,37 +163,6 @@ pub fn SessionTitle(
             }
             saving.set(false);
         });
-    };
-    let start = move |_| {
-        draft.set(shown());
-        error.set(None);
-        editing.set(true);
-        request_animation_frame(|| crate::ui::browser::focus("title-input"));
-    };
-    view! {
-        <Show when=move || editing.get() fallback=move || view! {
-            <h1 class="session-title" data-testid="session-title" title=hover_shown>{shown}</h1>
-            {can_rename.then(|| view! {
-                <button type="button" class="rename-session" data-testid="rename-session"
-                    title="Rename this session" on:click=start>"Rename"</button>
-            })}
-        }>
-            <form class="title-form" on:submit={
-                let save = save.clone();
-                move |ev: leptos::ev::SubmitEvent| { ev.prevent_default(); save(); }
-            }>
-                <label class="sr-only" for="title-input">"Session title"</label>
-                <input id="title-input" data-testid="title-input" type="text" maxlength="200"
-                    prop:value=move || draft.get()
-                    on:input=move |ev| draft.set(event_target_value(&ev))
-                    on:keydown=move |ev: leptos::ev::KeyboardEvent| {
-                        if ev.key() == "Escape" { editing.set(false); }
-                    }/>
-                <button type="submit" class="primary" data-testid="save-title" disabled=move || saving.get()>"Save"</button>
-                <button type="button" data-testid="cancel-title" on:click=move |_| editing.set(false)>"Cancel"</button>
-            </form>
-        </Show>
-        {move || error.get().map(|e| view! { <p class="error title-error" role="alert" data-testid="title-error">{e}</p> })}
     }
 }
 

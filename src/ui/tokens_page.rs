@@ -93,44 +93,14 @@ fn CreateForm(
     rows: RwSignal<Vec<TokenInfo>>,
     created: RwSignal<Option<CreatedToken>>,
 ) -> impl IntoView {
-    let name = RwSignal::new(String::new());
-    let scope = RwSignal::new(SCOPES[0].0.as_str().to_owned());
-    let busy = RwSignal::new(false);
-    let error = RwSignal::new(None::<ErrorBody>);
-    let submit = move |ev: leptos::ev::SubmitEvent| {
-        ev.prevent_default();
-        if busy.get_untracked() {
-            return;
-        }
-        busy.set(true);
-        error.set(None);
-        // A secret still on screen goes: only the newest is shown.
-        created.set(None);
-        let (wanted, scope) = (name.get_untracked(), scope.get_untracked());
-        spawn_local(async move {
-            match api::create_token(wanted, scope).await {
-                Ok(token) => {
-                    rows.try_update(|rows| {
-                        insert_sorted(
-                            rows,
-                            TokenInfo {
-                                name: token.name.clone(),
-                                scope: token.scope.clone(),
-                                created_at: token.created_at.clone(),
-                                last_used_at: None,
-                            },
-                        )
-                    });
-                    name.try_set(String::new());
-                    created.try_set(Some(token));
-                }
-                Err(err) => {
-                    error.try_set(Some(err));
-                }
-            }
-            busy.try_set(false);
-        });
-    };
+    let fields = CreateFields::new();
+    let CreateFields {
+        name,
+        scope,
+        busy,
+        error,
+    } = fields;
+    let submit = submit_create(fields, rows, created);
     view! {
         <form class="token-form" data-testid="token-form" on:submit=submit>
             <h2>"New token"</h2>
@@ -154,19 +124,97 @@ fn CreateForm(
                     {move || if busy.get() { "Creating…" } else { "Create token" }}
                 </button>
             </div>
-            <ul class="scope-help">
-                {SCOPES.into_iter().map(|(known, help)| (known.as_str(), help)).map(|(value, help)| view! {
-                    <li class:chosen=move || scope.get() == value data-scope=value>
-                        <strong>{value}</strong>" — "{help}
-                    </li>
-                }).collect_view()}
-            </ul>
+            <ScopeHelp scope/>
             {move || error.get().map(|err| view! {
                 <p class="error" role="alert" data-testid="token-error" data-code=err.error.code.as_str().to_owned()>
                     {api::error_message(&err)}
                 </p>
             })}
         </form>
+    }
+}
+
+/// The new-token form's fields and progress, shared by its inputs and its submit.
+#[derive(Clone, Copy)]
+struct CreateFields {
+    name: RwSignal<String>,
+    scope: RwSignal<String>,
+    busy: RwSignal<bool>,
+    error: RwSignal<Option<ErrorBody>>,
+}
+
+impl CreateFields {
+    /// An empty name, the first scope, nothing sent.
+    fn new() -> Self {
+        Self {
+            name: RwSignal::new(String::new()),
+            scope: RwSignal::new(SCOPES[0].0.as_str().to_owned()),
+            busy: RwSignal::new(false),
+            error: RwSignal::new(None::<ErrorBody>),
+        }
+    }
+}
+
+/// The form's submit: one request at a time; the new token joins the list and its secret
+/// goes on screen, or the server's problem is shown.
+fn submit_create(
+    fields: CreateFields,
+    rows: RwSignal<Vec<TokenInfo>>,
+    created: RwSignal<Option<CreatedToken>>,
+) -> impl Fn(leptos::ev::SubmitEvent) + Copy + 'static {
+    let CreateFields {
+        name,
+        scope,
+        busy,
+        error,
+    } = fields;
+    move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        if busy.get_untracked() {
+            return;
+        }
+        busy.set(true);
+        error.set(None);
+        // A secret still on screen goes: only the newest is shown.
+        created.set(None);
+        let (wanted, scope) = (name.get_untracked(), scope.get_untracked());
+        spawn_local(async move {
+            match api::create_token(wanted, scope).await {
+                Ok(token) => {
+                    rows.try_update(|rows| insert_sorted(rows, listed(&token)));
+                    name.try_set(String::new());
+                    created.try_set(Some(token));
+                }
+                Err(err) => {
+                    error.try_set(Some(err));
+                }
+            }
+            busy.try_set(false);
+        });
+    }
+}
+
+/// The list's row of a token just made (never used yet).
+fn listed(token: &CreatedToken) -> TokenInfo {
+    TokenInfo {
+        name: token.name.clone(),
+        scope: token.scope.clone(),
+        created_at: token.created_at.clone(),
+        last_used_at: None,
+    }
+}
+
+/// What each scope allows, the chosen one marked.
+#[component]
+fn ScopeHelp(scope: RwSignal<String>) -> impl IntoView {
+    view! {
+        <ul class="scope-help">
+            {SCOPES.into_iter().map(|(known, help)| (known.as_str(), help)).map(|(value, help)| view! {
+                <li class:chosen=move || scope.get() == value data-scope=value>
+                    <strong>{value}</strong>" — "{help}
+                </li>
+            }).collect_view()}
+        </ul>
     }
 }
 
@@ -218,16 +266,9 @@ fn NewSecret(token: CreatedToken, created: RwSignal<Option<CreatedToken>>) -> im
 #[component]
 fn PhoneLink(secret: String) -> impl IntoView {
     const FIELD: &str = "phone-login-link";
-    let made = RwSignal::new(None::<Result<PhoneLogin, String>>);
     let origin = browser::page_origin();
     let unreachable = is_local_only(&origin);
-    Effect::new(move |_| {
-        let (secret, origin) = (secret.clone(), origin.clone());
-        spawn_local(async move {
-            let answer = api::phone_login(secret, origin).await;
-            made.try_set(Some(answer.map_err(|err| api::error_message(&err))));
-        });
-    });
+    let made = ask_phone_login(secret, origin);
     let copied = RwSignal::new(None::<bool>);
     let copy_label = move || match copied.get() {
         None => "Copy link",
@@ -243,21 +284,9 @@ fn PhoneLink(secret: String) -> impl IntoView {
                 .map(|p| p.link.clone())
         })
     };
-    let qr = move || match made.get() {
-        None => view! { <p class="loading">"Making a login link…"</p> }.into_any(),
-        Some(Err(problem)) => {
-            view! { <p class="error" role="alert" data-testid="phone-login-error">{problem}</p> }
-                .into_any()
-        }
-        Some(Ok(PhoneLogin { link, qr_svg })) => view! {
-            <div class="phone-qr-code" data-testid="phone-qr" data-link=link role="img"
-                aria-label="QR code of the phone's login link" inner_html=qr_svg></div>
-        }
-        .into_any(),
-    };
     let shown = move || {
         view! {
-            <div class="phone-qr">{qr}</div>
+            <div class="phone-qr"><PhoneQr made/></div>
             <div class="secret-row">
                 <input id=FIELD type="text" readonly data-testid="phone-login-link" aria-label="The phone's login link"
                     autocomplete="off" spellcheck="false" prop:value=move || link().unwrap_or_default()/>
@@ -279,6 +308,36 @@ fn PhoneLink(secret: String) -> impl IntoView {
                 </p>
             })}
         </div>
+    }
+}
+
+/// Asks the server once for the phone's login link and its QR code; `None` until it answers.
+fn ask_phone_login(secret: String, origin: String) -> RwSignal<Option<Result<PhoneLogin, String>>> {
+    let made = RwSignal::new(None::<Result<PhoneLogin, String>>);
+    Effect::new(move |_| {
+        let (secret, origin) = (secret.clone(), origin.clone());
+        spawn_local(async move {
+            let answer = api::phone_login(secret, origin).await;
+            made.try_set(Some(answer.map_err(|err| api::error_message(&err))));
+        });
+    });
+    made
+}
+
+/// The QR code of the login link, or a placeholder while it is made, or the server's problem.
+#[component]
+fn PhoneQr(made: RwSignal<Option<Result<PhoneLogin, String>>>) -> impl IntoView {
+    move || match made.get() {
+        None => view! { <p class="loading">"Making a login link…"</p> }.into_any(),
+        Some(Err(problem)) => {
+            view! { <p class="error" role="alert" data-testid="phone-login-error">{problem}</p> }
+                .into_any()
+        }
+        Some(Ok(PhoneLogin { link, qr_svg })) => view! {
+            <div class="phone-qr-code" data-testid="phone-qr" data-link=link role="img"
+                aria-label="QR code of the phone's login link" inner_html=qr_svg></div>
+        }
+        .into_any(),
     }
 }
 
@@ -341,29 +400,7 @@ fn TokenRow(
     let confirming = RwSignal::new(false);
     let busy = RwSignal::new(false);
     let name = token.name.clone();
-    let revoke = {
-        let name = name.clone();
-        move |_| {
-            if busy.get_untracked() {
-                return;
-            }
-            busy.set(true);
-            error.set(None);
-            let name = name.clone();
-            spawn_local(async move {
-                match api::revoke_token(name.clone()).await {
-                    Ok(()) => {
-                        rows.try_update(|rows| rows.retain(|t| t.name != name));
-                    }
-                    Err(err) => {
-                        busy.try_set(false);
-                        confirming.try_set(false);
-                        error.try_set(Some(api::error_message(&err)));
-                    }
-                }
-            });
-        }
-    };
+    let revoke = revoke_token(name.clone(), rows, error, confirming, busy);
     let last_used = match token.last_used_at.clone() {
         Some(at) => view! { <When at precision=Precision::Minute/> }.into_any(),
         None => "never".into_any(),
@@ -396,6 +433,37 @@ fn TokenRow(
                 </Show>
             </td>
         </tr>
+    }
+}
+
+/// Revokes the token `name`: one request at a time; the row goes once the server agrees,
+/// else the question closes and the problem is shown above the table.
+fn revoke_token(
+    name: String,
+    rows: RwSignal<Vec<TokenInfo>>,
+    error: RwSignal<Option<String>>,
+    confirming: RwSignal<bool>,
+    busy: RwSignal<bool>,
+) -> impl Fn(leptos::ev::MouseEvent) + Clone + Send + Sync + 'static {
+    move |_| {
+        if busy.get_untracked() {
+            return;
+        }
+        busy.set(true);
+        error.set(None);
+        let name = name.clone();
+        spawn_local(async move {
+            match api::revoke_token(name.clone()).await {
+                Ok(()) => {
+                    rows.try_update(|rows| rows.retain(|t| t.name != name));
+                }
+                Err(err) => {
+                    busy.try_set(false);
+                    confirming.try_set(false);
+                    error.try_set(Some(api::error_message(&err)));
+                }
+            }
+        });
     }
 }
 

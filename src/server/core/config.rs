@@ -6,7 +6,7 @@ use serde_json::Value;
 use super::{Core, Error};
 use crate::protocol::{ConfigKey, ConfigSource, ConfigView};
 use crate::server::config::{Config, ContextTokens, ProviderKind, form, keys};
-use crate::server::live::{Changes, change};
+use crate::server::live::{Changes, Live, change};
 
 fn toml_to_json(value: &toml::Value) -> Value {
     serde_json::to_value(value).unwrap_or(Value::Null)
@@ -36,6 +36,58 @@ fn note(config: &Config, key: &str) -> Option<String> {
     ))
 }
 
+/// A setting fixed when the server started (flag, environment or default): shown, never
+/// changed here.
+fn startup_key((key, value, source): &(String, String, ConfigSource)) -> ConfigKey {
+    ConfigKey {
+        key: key.clone(),
+        value: Value::String(value.clone()),
+        default: None,
+        source: *source,
+        protected: true,
+        reason: Some("set when the server starts (flag, environment or default)".into()),
+        restart_required: true,
+        note: None,
+        input: crate::protocol::ConfigInput::Text,
+        options: Vec::new(),
+        unit: None,
+    }
+}
+
+/// One key of the config in force: its value, its default, whether the file sets it, and how
+/// the page edits it.
+fn config_key(
+    live: &Live,
+    defaults: &[(String, toml::Value)],
+    key: String,
+    value: &toml::Value,
+) -> ConfigKey {
+    let default = defaults
+        .iter()
+        .find(|(k, _)| *k == key)
+        .map(|(_, v)| toml_to_json(v));
+    let (input, options, unit) = form::wire(&key);
+    let source = if live.file_keys.contains(&key) {
+        ConfigSource::File
+    } else {
+        ConfigSource::Default
+    };
+    ConfigKey {
+        // Secrets are masked by their type (`server::secret`) in this form.
+        value: toml_to_json(value),
+        default,
+        source,
+        protected: keys::protected(&key).is_some(),
+        reason: keys::protected(&key).map(str::to_owned),
+        restart_required: keys::needs_restart(&key),
+        note: note(&live.config, &key),
+        input,
+        options,
+        unit,
+        key,
+    }
+}
+
 impl Core {
     /// Sets one key from the web or the API (`actor` from the credential, `via` the door).
     pub async fn set_config(
@@ -62,51 +114,10 @@ impl Core {
     pub fn config_view(&self) -> ConfigView {
         let live = self.config();
         let defaults = keys::entries(&Config::default());
-        let startup = self
-            .live
-            .startup
-            .iter()
-            .map(|(key, value, source)| ConfigKey {
-                key: key.clone(),
-                value: Value::String(value.clone()),
-                default: None,
-                source: *source,
-                protected: true,
-                reason: Some("set when the server starts (flag, environment or default)".into()),
-                restart_required: true,
-                note: None,
-                input: crate::protocol::ConfigInput::Text,
-                options: Vec::new(),
-                unit: None,
-            });
+        let startup = self.live.startup.iter().map(startup_key);
         let keys: Vec<ConfigKey> = keys::entries(&live.config)
             .into_iter()
-            .map(|(key, value)| {
-                let default = defaults
-                    .iter()
-                    .find(|(k, _)| *k == key)
-                    .map(|(_, v)| toml_to_json(v));
-                let (input, options, unit) = form::wire(&key);
-                let source = if live.file_keys.contains(&key) {
-                    ConfigSource::File
-                } else {
-                    ConfigSource::Default
-                };
-                ConfigKey {
-                    // Secrets are masked by their type (`server::secret`) in this form.
-                    value: toml_to_json(&value),
-                    default,
-                    source,
-                    protected: keys::protected(&key).is_some(),
-                    reason: keys::protected(&key).map(str::to_owned),
-                    restart_required: keys::needs_restart(&key),
-                    note: note(&live.config, &key),
-                    input,
-                    options,
-                    unit,
-                    key,
-                }
-            })
+            .map(|(key, value)| config_key(&live, &defaults, key, &value))
             .chain(startup)
             .collect();
         let key_set = std::env::var(&live.config.provider.api_key_env)

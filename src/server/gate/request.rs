@@ -49,29 +49,13 @@ pub fn tool_gate(
     let suggested_rule = if floor {
         None
     } else {
-        rules::default_pattern(&call.name, &call.args).map(|pattern| RuleSuggestion {
-            tool: call.name.clone(),
-            pattern,
-            approved_before,
-        })
+        suggested_rule(call, approved_before)
     };
     if suggested_rule.is_some() {
         allowed.push(Decision::AllowAlways);
     }
     let (created_at, expires_at) = times(&common);
-    let mut card = match tools::get(&call.name) {
-        Some(tool) => tool.card(&call.args, env),
-        None => CardText {
-            title: "Tool".into(),
-            summary: call.name.clone(),
-            diff: None,
-            bound: None,
-        },
-    };
-    // A floor card opens with one plain sentence; the pattern that matched stays in the reason.
-    if floor {
-        card.summary = sentence::floor_sentence(&call.name, &call.args, &common.reason_detail);
-    }
+    let card = tool_card(call, env, floor.then_some(common.reason_detail.as_str()));
     ApprovalRequestBody {
         approval_id: common.approval_id,
         session_id: common.session_id,
@@ -97,6 +81,33 @@ pub fn tool_gate(
         execution_mode: None,
         agent_says: common.agent_says,
     }
+}
+
+/// The standing rule a tool card offers (never on a floor card): the call's default pattern.
+fn suggested_rule(call: &ToolCallRequest, approved_before: u32) -> Option<RuleSuggestion> {
+    rules::default_pattern(&call.name, &call.args).map(|pattern| RuleSuggestion {
+        tool: call.name.clone(),
+        pattern,
+        approved_before,
+    })
+}
+
+/// What the tool says its call does; `floor_detail` (the floor pattern that matched) makes it
+/// a floor card, which opens with one plain sentence while the pattern stays in the reason.
+fn tool_card(call: &ToolCallRequest, env: &CardEnv<'_>, floor_detail: Option<&str>) -> CardText {
+    let mut card = match tools::get(&call.name) {
+        Some(tool) => tool.card(&call.args, env),
+        None => CardText {
+            title: "Tool".into(),
+            summary: call.name.clone(),
+            diff: None,
+            bound: None,
+        },
+    };
+    if let Some(detail) = floor_detail {
+        card.summary = sentence::floor_sentence(&call.name, &call.args, detail);
+    }
+    card
 }
 
 /// A decision card: the agent puts a proposal to the person (checkpoint or plan).

@@ -25,24 +25,13 @@ fn decision(decision: &str) -> DecisionRequest {
 
 #[component]
 pub(super) fn PendingCard(request: ApprovalRequestBody, now_ms: RwSignal<f64>) -> impl IntoView {
-    let bus = use_context::<CardBus>().unwrap_or_default();
-    // The plan's mode starts on the one the card proposes, if the step-up still allows it
-    // (`Viewer::modes`), else on `ask`.
-    let modes = Viewer::get().modes;
-    let proposed = request.execution_mode.filter(|m| modes.allows(*m));
-    let state = CardState::new(proposed.unwrap_or(Mode::Ask));
-    state.follow_the_page(bus);
-    let is_plan = request.decision_kind == Some(DecisionKind::Plan);
-    let send = use_decide(
-        Target {
-            session_id: request.session_id.clone(),
-            approval_id: request.approval_id.clone(),
-            digest: request.digest.clone(),
-            is_plan,
-        },
+    let PendingSetup {
+        bus,
         state,
-    );
-    follow_commands(&request, state, send, bus);
+        send,
+        modes,
+        is_plan,
+    } = pending_setup(&request);
     let floor = request.reason == GateReason::SafetyFloor;
     let approval_id = request.approval_id.clone();
     let is_active = {
@@ -52,11 +41,10 @@ pub(super) fn PendingCard(request: ApprovalRequestBody, now_ms: RwSignal<f64>) -
     let settling_id = approval_id.clone();
     // Focus and the highlight are one thing: the card that gets focus (by Tab, a click, `j`/`k`
     // or arriving) becomes the one the keys act on.
-    let focus_id = approval_id.clone();
+    let focus_id = approval_id;
     let on_focus = move |_| bus.active.set(Some(focus_id.clone()));
     let lost = state.lost;
     let panel = state.panel;
-    let (edit_request, always_request) = (request.clone(), request.clone());
     view! {
         <article
             class=format!("card pending kind-{}", request.look())
@@ -80,24 +68,89 @@ pub(super) fn PendingCard(request: ApprovalRequestBody, now_ms: RwSignal<f64>) -
             <CardBody request=request.clone()/>
             {(is_plan && Viewer::get().admin).then(|| view! { <PlanMode state modes/> })}
             {rule_hint(&request)}
-            {move || state.confirming.get().then(|| view! {
+            <ConfirmPrompt state/>
+            <LostTo request=request.clone() state/>
+            <Actions request=request.clone() state send/>
+            <OpenPanels request=request.clone() state send/>
+            {move || state.notice.get().map(|n| view! { <p class="card-notice" role="status" data-testid="card-notice">{n}</p> })}
+        </article>
+    }
+}
+
+/// What a pending card works with, set up before it draws anything.
+struct PendingSetup {
+    bus: CardBus,
+    state: CardState,
+    send: Callback<DecisionRequest>,
+    modes: crate::ui::viewer::Modes,
+    is_plan: bool,
+}
+
+/// The card's state, its sender and its command listener: kept apart from the markup so the
+/// card's view reads as its layout.
+fn pending_setup(request: &ApprovalRequestBody) -> PendingSetup {
+    let bus = use_context::<CardBus>().unwrap_or_default();
+    // The plan's mode starts on the one the card proposes, if the step-up still allows it
+    // (`Viewer::modes`), else on `ask`.
+    let modes = Viewer::get().modes;
+    let proposed = request.execution_mode.filter(|m| modes.allows(*m));
+    let state = CardState::new(proposed.unwrap_or(Mode::Ask));
+    state.follow_the_page(bus);
+    let is_plan = request.decision_kind == Some(DecisionKind::Plan);
+    let send = use_decide(
+        Target {
+            session_id: request.session_id.clone(),
+            approval_id: request.approval_id.clone(),
+            digest: request.digest.clone(),
+            is_plan,
+        },
+        state,
+    );
+    follow_commands(request, state, send, bus);
+    PendingSetup {
+        bus,
+        state,
+        send,
+        modes,
+        is_plan,
+    }
+}
+
+/// The second-press prompt of a sensitive card's Approve key.
+#[component]
+fn ConfirmPrompt(state: CardState) -> impl IntoView {
+    move || {
+        state.confirming.get().then(|| {
+            view! {
                 <p class="card-confirm" role="status" data-testid="card-confirm">
                     "This is a sensitive call: press a again to approve it."
                 </p>
-            })}
-            <LostTo request=request.clone() state/>
-            <Actions request=request.clone() state send/>
-            <Show when=move || panel.get() == Panel::Edit && lost.read().is_none()>
-                <EditPanel request=edit_request.clone() panel send/>
-            </Show>
-            <Show when=move || panel.get() == Panel::Deny && lost.read().is_none()>
-                <DenyPanel approval_id=approval_id.clone() panel send/>
-            </Show>
-            <Show when=move || panel.get() == Panel::Always && lost.read().is_none()>
-                <AlwaysPanel request=always_request.clone() panel send/>
-            </Show>
-            {move || state.notice.get().map(|n| view! { <p class="card-notice" role="status" data-testid="card-notice">{n}</p> })}
-        </article>
+            }
+        })
+    }
+}
+
+/// The Edit, Deny and Always panels, each shown while it is the open one and the card is
+/// still undecided.
+#[component]
+fn OpenPanels(
+    request: ApprovalRequestBody,
+    state: CardState,
+    send: Callback<DecisionRequest>,
+) -> impl IntoView {
+    let (lost, panel) = (state.lost, state.panel);
+    let approval_id = request.approval_id.clone();
+    let (edit_request, always_request) = (request.clone(), request);
+    view! {
+        <Show when=move || panel.get() == Panel::Edit && lost.read().is_none()>
+            <EditPanel request=edit_request.clone() panel send/>
+        </Show>
+        <Show when=move || panel.get() == Panel::Deny && lost.read().is_none()>
+            <DenyPanel approval_id=approval_id.clone() panel send/>
+        </Show>
+        <Show when=move || panel.get() == Panel::Always && lost.read().is_none()>
+            <AlwaysPanel request=always_request.clone() panel send/>
+        </Show>
     }
 }
 
@@ -246,6 +299,33 @@ fn Actions(
     let scripted = RwSignal::new(false);
     #[cfg(feature = "hydrate")]
     Effect::new(move |_| scripted.set(true));
+    let buttons = decision_buttons(&request, state, send, scripted);
+    let budget = request.kind.is_budget_stop();
+    let form_deny = (!budget && request.allowed_decisions.contains(&Decision::Deny))
+        .then(|| view! { <FormDeny approval_id=request.approval_id.clone() scripted/> });
+    let back = use_context::<CardPlace>().unwrap_or_default().as_str();
+    let lost = state.lost;
+    view! {
+        <form class="card-actions" method="post" action="/forms/decide" hidden=move || lost.read().is_some()
+            on:submit=|ev| ev.prevent_default()>
+            <input type="hidden" name="session_id" value=request.session_id.clone()/>
+            <input type="hidden" name="approval_id" value=request.approval_id.clone()/>
+            <input type="hidden" name="digest" value=request.digest.clone()/>
+            <input type="hidden" name="back" value=back/>
+            {buttons}
+            {form_deny}
+        </form>
+    }
+}
+
+/// Approve, Edit, Deny and Always allow, in that order, each only if the gate allows it: the
+/// choice of labels and actions, kept out of the form that holds them.
+fn decision_buttons(
+    request: &ApprovalRequestBody,
+    state: CardState,
+    send: Callback<DecisionRequest>,
+    scripted: RwSignal<bool>,
+) -> impl IntoView + use<> {
     let allowed = request.allowed_decisions.clone();
     let (panel, sending) = (state.panel, state.sending);
     // A sensitive card's Approve is not the default-looking button: it is outlined and says
@@ -274,7 +354,7 @@ fn Actions(
     let open = move |p: Panel| -> Box<dyn Fn() + Send + Sync> { Box::new(move || panel.set(p)) };
     let approve_label = match budget {
         true => "Continue".to_owned(),
-        false => sensitive::approve_label(&request),
+        false => sensitive::approve_label(request),
     };
     let approve_button = button(
         Decision::Approve,
@@ -295,24 +375,7 @@ fn Actions(
         false,
         open(Panel::Always),
     );
-    let form_deny = (!budget && request.allowed_decisions.contains(&Decision::Deny))
-        .then(|| view! { <FormDeny approval_id=request.approval_id.clone() scripted/> });
-    let back = use_context::<CardPlace>().unwrap_or_default().as_str();
-    let lost = state.lost;
-    view! {
-        <form class="card-actions" method="post" action="/forms/decide" hidden=move || lost.read().is_some()
-            on:submit=|ev| ev.prevent_default()>
-            <input type="hidden" name="session_id" value=request.session_id.clone()/>
-            <input type="hidden" name="approval_id" value=request.approval_id.clone()/>
-            <input type="hidden" name="digest" value=request.digest.clone()/>
-            <input type="hidden" name="back" value=back/>
-            {approve_button}
-            {edit_button}
-            {deny_button}
-            {always_button}
-            {form_deny}
-        </form>
-    }
+    (approve_button, edit_button, deny_button, always_button)
 }
 
 /// How one of a card's buttons reads and what it does without the script.

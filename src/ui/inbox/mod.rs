@@ -11,7 +11,7 @@ mod row;
 use leptos::prelude::*;
 
 use crate::api;
-use crate::protocol::{ApprovalId, ApprovalRequestBody};
+use crate::protocol::{ApprovalId, ApprovalRequest, ApprovalRequestBody};
 use crate::ui::browser;
 use crate::ui::card::{AnsweredHere, CardPlace};
 use crate::ui::gates::{self, CardBus, ClientId};
@@ -49,15 +49,7 @@ fn Inbox() -> impl IntoView {
     provide_context(Selection::new());
 
     let now_ms = crate::ui::when::clock();
-    let pending = Memo::new(move |_| {
-        bus.still_pending(
-            gates()
-                .iter()
-                .flatten()
-                .map(|g| g.body.clone())
-                .collect::<Vec<ApprovalRequestBody>>(),
-        )
-    });
+    let pending = still_pending(bus, gates);
     // a / e / d / A act on the first (or the j/k-selected) card, as in the chat.
     gates::install_keyboard(bus, pending);
     title_with_count(pending);
@@ -70,10 +62,7 @@ fn Inbox() -> impl IntoView {
         )
     };
     view! {
-        <header class="page-header">
-            <h1>"Inbox"</h1>
-            <p class="muted">"Every approval waiting, across sessions, oldest first. ↑/↓ move, Enter opens, Esc closes."</p>
-        </header>
+        <InboxHeader/>
         <div class="page-body inbox">
             {move || pending_gates.error.get().map(|e| view! {
                 <p class="error" role="alert" data-testid="inbox-error">{format!("Could not refresh: {e}")}</p>
@@ -91,6 +80,34 @@ fn Inbox() -> impl IntoView {
             <InboxBulkBar pending/>
         </div>
     }
+}
+
+/// The page's title and how to move through it.
+#[component]
+fn InboxHeader() -> impl IntoView {
+    view! {
+        <header class="page-header">
+            <h1>"Inbox"</h1>
+            <p class="muted">"Every approval waiting, across sessions, oldest first. ↑/↓ move, Enter opens, Esc closes."</p>
+        </header>
+    }
+}
+
+/// The cards still waiting: the listed gates less those answered here that the stream has
+/// not yet reported resolved.
+fn still_pending(
+    bus: CardBus,
+    gates: impl Fn() -> Option<Vec<ApprovalRequest>> + Send + Sync + 'static,
+) -> Memo<Vec<ApprovalRequestBody>> {
+    Memo::new(move |_| {
+        bus.still_pending(
+            gates()
+                .iter()
+                .flatten()
+                .map(|g| g.body.clone())
+                .collect::<Vec<ApprovalRequestBody>>(),
+        )
+    })
 }
 
 /// The tab's title says how many cards wait, so a tab in the background still tells.
