@@ -87,7 +87,7 @@ pub fn on_keydown(ids: Vec<ApprovalId>, ev: &web_sys::KeyboardEvent) {
         let at = ids.iter().position(|i| i == &id).unwrap_or(0);
         if let Some(next) = next_row(ids.len(), at, step) {
             ev.prevent_default();
-            crate::ui::browser::focus(&super::row::row_id(&ids[next]));
+            crate::ui::browser::focus(&row_id(&ids[next]));
         }
         return;
     }
@@ -104,8 +104,13 @@ pub fn on_keydown(ids: Vec<ApprovalId>, ev: &web_sys::KeyboardEvent) {
         if let Some(details) = row.query_selector("details").ok().flatten() {
             let _ = details.remove_attribute("open");
         }
-        crate::ui::browser::focus(&super::row::row_id(&id));
+        crate::ui::browser::focus(&row_id(&id));
     }
+}
+
+/// The element id of a row's line (the arrow keys move between them).
+pub fn row_id(approval_id: &ApprovalId) -> String {
+    format!("row-{approval_id}")
 }
 
 #[cfg(test)]

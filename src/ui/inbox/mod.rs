@@ -214,7 +214,7 @@ fn focus_first_row(bus: CardBus, pending: Memo<Vec<ApprovalRequestBody>>, fresh:
         return;
     };
     let kept = settling.as_ref() == Some(&target);
-    let settled_row = settling.is_some_and(|s| browser::has_focus(&row::row_id(&s)));
+    let settled_row = settling.is_some_and(|s| browser::has_focus(&keys::row_id(&s)));
     if browser::page_hidden()
         || !(browser::focus_is_free() || settled_row)
         || (kept && !browser::focus_is_nowhere())
@@ -222,5 +222,5 @@ fn focus_first_row(bus: CardBus, pending: Memo<Vec<ApprovalRequestBody>>, fresh:
         return;
     }
     gates::settle(bus, target.clone());
-    browser::focus(&row::row_id(&target));
+    browser::focus(&keys::row_id(&target));
 }

@@ -84,11 +84,6 @@ pub fn time_left(expires: &Timestamp, now_ms: f64) -> String {
     }
 }
 
-/// The element id of a row's line (the arrow keys move between them).
-pub fn row_id(approval_id: &ApprovalId) -> String {
-    format!("row-{approval_id}")
-}
-
 /// One waiting card as a row; `open` says whether it starts open (a lone card does).
 #[component]
 pub fn InboxRow(gate: ApprovalRequest, now_ms: RwSignal<f64>, open: bool) -> impl IntoView {
@@ -144,7 +139,7 @@ fn RowLine(
     });
     let clicked = request.approval_id.clone();
     view! {
-        <summary class="inbox-row" id=row_id(&request.approval_id) data-testid="inbox-row"
+        <summary class="inbox-row" id=super::keys::row_id(&request.approval_id) data-testid="inbox-row"
             data-kind=request.kind.as_str() on:click=move |_| super::keys::ask_open(clicked.clone())>
             <span class=format!("inbox-kind kind-{}", request.look()) data-testid="inbox-kind">
                 {move || kind.label(source.get().as_deref())}
