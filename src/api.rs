@@ -411,14 +411,23 @@ pub async fn revoke_token(name: String) -> Result<(), ErrorBody> {
 /// anything was sent. Every error the page shows goes through here.
 pub fn error_message(err: &ErrorBody) -> String {
     use crate::protocol::ErrorCode;
+    // Only the machinery's own codes can carry its text; a refusal's sentence (403, 409 …)
+    // is the server's and is shown as written, whatever words it holds.
+    let machinery = matches!(
+        err.error.code,
+        ErrorCode::Internal | ErrorCode::InvalidRequest | ErrorCode::MethodNotAllowed
+    );
     match &err.error.code {
         ErrorCode::Network => NOT_SENT.to_owned(),
-        _ if is_developer_text(&err.error.message) => {
-            "Countersign could not do that just now (an unexpected answer). Try again.".to_owned()
-        }
+        _ if machinery && is_developer_text(&err.error.message) => UNREADABLE.to_owned(),
         _ => err.error.message.clone(),
     }
 }
+
+/// A reply that could not be read: the request may have done its work, so it is not called
+/// unsent; the page shows what happened once it reloads.
+pub const UNREADABLE: &str =
+    "Countersign's answer could not be read: it may have been done. Reload to see what happened.";
 
 /// A call that never reached the server, in words: nothing was sent, and nothing will be
 /// sent later unseen.
@@ -482,6 +491,14 @@ mod error_words {
             shown(ErrorCode::UnknownSession, "no session with id x"),
             "no session with id x"
         );
+        // A refusal's own sentence is shown as written, whatever words it holds.
+        let refused = "`wasm-app/.env` is on the safety floor";
+        assert_eq!(shown(ErrorCode::Forbidden, refused), refused);
+        // A reply that could not be read may have done its work: never "nothing was sent".
+        let unread = error_message(&ErrorBody::from_server_fn_error(
+            ServerFnErrorErr::Response("TypeError: body stream".into()),
+        ));
+        assert_eq!(unread, super::UNREADABLE);
     }
 
     /// Every way the server-function machinery itself can fail, in the browser or on the

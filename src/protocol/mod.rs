@@ -656,7 +656,9 @@ impl leptos::server_fn::error::FromServerFnError for ErrorBody {
         use leptos::server_fn::error::ServerFnErrorErr as E;
         let code = match &value {
             E::Args(_) | E::MissingArg(_) | E::Deserialization(_) => ErrorCode::InvalidRequest,
-            E::Request(_) | E::Response(_) => ErrorCode::Network,
+            // Never sent. A reply that could not be read is not this: the request may have
+            // done its work (an answer recorded), so it must not read "nothing was sent".
+            E::Request(_) => ErrorCode::Network,
             E::UnsupportedRequestMethod(_) => ErrorCode::MethodNotAllowed,
             _ => ErrorCode::Internal,
         };

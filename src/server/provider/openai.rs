@@ -737,9 +737,14 @@ impl Accumulator {
 
 impl PartialCall {
     fn finish(self, index: usize) -> ToolCallRequest {
-        // Some local servers leave the id out; the tool result still needs one to point at.
+        // Some local servers leave the id out; the tool result still needs one to point at,
+        // and one of its own: `call_0` in every reply would make calls of different steps
+        // one call to the log and the page.
         let id = if self.id.is_empty() {
-            format!("call_{index}")
+            format!(
+                "call_{}_{index}",
+                &uuid::Uuid::new_v4().simple().to_string()[..12]
+            )
         } else {
             self.id
         };
@@ -890,5 +895,31 @@ mod context_error_tests {
             context_error_in(&json!({"error": {"message": "invalid api key"}}).to_string())
                 .is_none()
         );
+    }
+}
+
+#[cfg(test)]
+mod call_id_tests {
+    use super::PartialCall;
+
+    /// A server that leaves ids out gets one per call, never the same across replies: two
+    /// steps' first calls are two calls to the log and the page.
+    #[test]
+    fn a_call_without_an_id_gets_one_of_its_own() {
+        let call = || PartialCall {
+            id: String::new(),
+            name: "read_file".into(),
+            arguments: "{}".into(),
+        };
+        let (first, second) = (call().finish(0), call().finish(0));
+        let text = first.id.as_str();
+        assert!(text.starts_with("call_") && text.ends_with("_0"), "{text}");
+        assert_ne!(first.id, second.id);
+        let kept = PartialCall {
+            id: "abc".into(),
+            ..call()
+        }
+        .finish(3);
+        assert_eq!(kept.id.as_str(), "abc");
     }
 }

@@ -44,9 +44,14 @@ impl Default for Selection {
     }
 }
 
-/// Whether a card may be answered in bulk: every card but a sensitive (safety-floor) one.
+/// The longest summary a row shows whole (`row.rs` cuts longer ones).
+pub const WHOLE_SUMMARY_CHARS: usize = 400;
+
+/// Whether a card may be answered in bulk: every card the person has seen whole on its line —
+/// never a sensitive (safety-floor) one, nor one whose summary the line had to cut (the cut
+/// could hide the end of a command: `echo … ; rm -rf ~`).
 pub fn can_pick(card: &ApprovalRequestBody) -> bool {
-    card.reason != GateReason::SafetyFloor
+    card.reason != GateReason::SafetyFloor && card.summary.chars().count() <= WHOLE_SUMMARY_CHARS
 }
 
 /// The cards a bulk answer reaches: the picked ones still waiting, in the list's order, and
@@ -302,6 +307,14 @@ mod tests {
         assert!(!can_pick(&pending[1]));
         // A card no longer waiting is not answered either.
         assert!(bulk_targets(&pending[..1], &["b".into()]).is_empty());
+    }
+
+    #[test]
+    fn a_card_whose_line_cuts_its_summary_is_never_a_bulk_target() {
+        let mut long = card("long", GateReason::Mode);
+        long.summary = format!("shell: echo {} ; rm -rf ~", "pad ".repeat(120));
+        assert!(!can_pick(&long));
+        assert!(bulk_targets(&[long], &["long".into()]).is_empty());
     }
 
     #[test]

@@ -131,7 +131,7 @@ fn RowLine(
 ) -> impl IntoView {
     let kind = RowKind::of(&request);
     let floor = request.reason == GateReason::SafetyFloor;
-    let summary = shown::line_within(&request.summary, 400);
+    let summary = shown::line_within(&request.summary, super::bulk::WHOLE_SUMMARY_CHARS);
     let expires = StoredValue::new(request.expires_at.clone());
     let left = Memo::new(move |_| {
         let now = now_ms.get();

@@ -162,16 +162,28 @@ impl Reader<'_> {
         })
     }
 
-    /// A word's text as a path: itself, the value of `--opt=value`, what follows a `:`
+    /// A word's text as a path: itself, the value of `name=value`, a short option's attached
+    /// value, a file curl reads (`@file`, `<file`), what follows a `:`
     /// (`git show HEAD:.env`, `host:.ssh/id_rsa`), each also with `\` read as `/` and
     /// case-folded (a file system that ignores case opens `.ENV` as `.env`).
     fn text_hit(&self, text: &str) -> Option<String> {
         let mut forms = vec![text.to_owned()];
-        if let Some((flag, value)) = text.split_once('=')
-            && flag.starts_with('-')
-        {
+        // Any `name=value`'s value (`--data=@.env`, `-F f=@.env`, `if=.env`), not only a flag's.
+        if let Some((_, value)) = text.split_once('=') {
             forms.push(value.to_owned());
         }
+        // A short option with its value attached (`-T.env`, `-d@.env`).
+        if let Some(attached) = text.strip_prefix('-').filter(|rest| !rest.starts_with('-'))
+            && attached.len() > 1
+        {
+            forms.push(attached[1..].to_owned());
+        }
+        // curl's `@file` and `<file` (read the file and send it), wherever they stand.
+        let read_marks: Vec<String> = forms
+            .iter()
+            .filter_map(|f| f.strip_prefix(['@', '<']).map(str::to_owned))
+            .collect();
+        forms.extend(read_marks);
         if !text.contains("://")
             && let Some((_, after)) = text.rsplit_once(':')
             && !after.is_empty()
