@@ -19,6 +19,7 @@ mod floor_diff;
 mod gate_meaning;
 mod ids;
 mod outside;
+mod review;
 mod spelled;
 mod stored;
 mod time;
@@ -33,6 +34,10 @@ pub use ids::{ApprovalId, CallId, RuleId, SessionId, TurnId};
 pub use outside::{
     AgentOsUser, Capabilities, CreatedToken, GateState, GateStatus, GateTool, MCP_SOURCE, OpenGate,
     PhoneLogin, Scope, TokenInfo,
+};
+pub use review::{
+    ClassStanding, Predicted, RecentPrediction, ResolutionReview, ReviewMode, ReviewState,
+    ReviewerKind,
 };
 use spelled::spelled;
 pub use stored::{Spelling, Stored};
@@ -55,6 +60,9 @@ spelled!(
     Via,
     ConfigSource,
     ChangeKind or Unknown,
+    ReviewMode,
+    ReviewerKind,
+    Predicted,
 );
 pub use time::Timestamp;
 

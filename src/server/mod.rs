@@ -21,6 +21,7 @@ pub mod principal;
 pub mod provider;
 pub mod push;
 pub mod retry;
+pub mod review;
 pub mod secret;
 pub mod settings;
 pub mod shell_syntax;

@@ -1,0 +1,78 @@
+//! The reviewer (issue 40): as a card opens, a second opinion predicts the person's answer.
+//! In `shadow` mode it is only recorded and compared with the answer; in `on` mode it answers
+//! the cards of the classes the person trusted it with, once it has earned that in the open.
+//!
+//! It never sees floor, config or passkey cards, never denies, and its time never delays a
+//! card: a reviewer that is slow, down or out of format leaves the card to the person.
+
+use async_trait::async_trait;
+
+use crate::protocol::{ApprovalRequestBody, Predicted, ResolutionReview, ToolClass};
+
+/// The longest a prediction may take; past it there is none.
+pub const DEADLINE: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// A reviewer's prediction for one card, with its one-line reason.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Prediction {
+    pub predicted: Predicted,
+    pub reason: String,
+}
+
+impl Prediction {
+    pub fn escalate(reason: impl Into<String>) -> Prediction {
+        Prediction {
+            predicted: Predicted::Escalate,
+            reason: reason.into(),
+        }
+    }
+
+    pub fn approve(reason: impl Into<String>) -> Prediction {
+        Prediction {
+            predicted: Predicted::Approve,
+            reason: reason.into(),
+        }
+    }
+
+    /// As an answered card's resolution carries it.
+    pub fn as_review(&self) -> ResolutionReview {
+        ResolutionReview {
+            predicted: self.predicted,
+            reason: self.reason.clone(),
+        }
+    }
+}
+
+/// An earlier card of this workspace and how the person answered it: what the history
+/// reviewer learns from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PastAnswer {
+    pub tool: String,
+    pub class: ToolClass,
+    /// What the card was about, as text: `git status` (a program and
+    /// its subcommand) or a file pattern; `None` when it has none (a decision card).
+    pub subject: Option<String>,
+    /// Approved (approve or allow_always); anything else the person said is not.
+    pub approved: bool,
+    /// Denied or edited: a reason for the history reviewer never to approve that subject.
+    pub refused: bool,
+}
+
+/// What a reviewer is shown of a card. The caller has already left out the cards it may
+/// never see (floor, config, passkey).
+#[derive(Clone, Debug)]
+pub struct ReviewInput {
+    pub card: ApprovalRequestBody,
+    /// `countersign` for the built-in agent, else the outside agent's source.
+    pub source: String,
+    /// Earlier answered cards of this workspace, newest first (the history reviewer's
+    /// evidence; a model reviewer may ignore it).
+    pub past: Vec<PastAnswer>,
+}
+
+/// A reviewer: `None` when it has no prediction (down, timed out); a reply it cannot read is
+/// `escalate`, never `None` and never `approve`.
+#[async_trait]
+pub trait Reviewer: Send + Sync {
+    async fn predict(&self, input: &ReviewInput) -> Option<Prediction>;
+}
