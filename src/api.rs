@@ -387,9 +387,9 @@ needs!("phone_login", Admin);
 /// carries a single-use code good for 15 minutes, never the secret.
 #[server(name = MakePhoneLogin, prefix = "/api/ui", endpoint = "phone_login", input = Json)]
 pub async fn phone_login(token: String, origin: String) -> Result<PhoneLogin, ErrorBody> {
-    backend::caller("phone_login")?;
+    let who = backend::caller("phone_login")?;
     let core = backend::core()?;
-    core.phone_login(&token, &origin)
+    core.phone_login(&who, &token, &origin)
         .await
         .map_err(backend::to_server_error)
 }
