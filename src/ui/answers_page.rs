@@ -182,11 +182,9 @@ fn Headline(total: DecisionFigures) -> impl IntoView {
 
 /// `part` of `whole` in whole percent ("—" of nothing).
 fn percent(part: u64, whole: u64) -> String {
-    if whole == 0 {
-        "—".to_owned()
-    } else {
-        format!("{} %", (part * 100 + whole / 2) / whole)
-    }
+    (part * 100 + whole / 2)
+        .checked_div(whole)
+        .map_or_else(|| "—".to_owned(), |pct| format!("{pct} %"))
 }
 
 /// A time to decide in words: "0.4 s", "12 s", "2.5 min", "1.2 h".
