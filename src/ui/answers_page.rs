@@ -8,7 +8,7 @@
 use leptos::prelude::*;
 
 use crate::api;
-use crate::protocol::{DayFigures, DecisionFigures, DecisionStats};
+use crate::protocol::{DayFigures, DecisionFigures, DecisionStats, Timestamp};
 use crate::ui::browser;
 use crate::ui::json;
 use crate::ui::sidebar::PageLayout;
@@ -103,7 +103,7 @@ fn Figures(stats: DecisionStats, days: u32) -> impl IntoView {
         {stats.truncated.then(|| view! {
             <p class="muted" data-testid="answers-truncated">"Only the oldest 100 000 cards of this period are counted."</p>
         })}
-        <PerDay days=stats.per_day.clone()/>
+        <PerDay days=stats.per_day.clone() since=stats.since.clone() until=stats.until.clone()/>
         <BarPlot testid="plot-decide-time" title="Time to decide" unit="answers" bars=histogram/>
         <BarPlot testid="plot-by-class" title="By tool class" unit="decisions" bars=classes/>
         <BarPlot testid="plot-by-agent" title="By agent" unit="decisions" bars=agents/>
@@ -198,37 +198,41 @@ fn duration_words(ms: u64) -> String {
     }
 }
 
-/// Decisions per UTC day, stacked by outcome, with a legend and the same numbers as a table.
+/// Decisions per UTC day, stacked by outcome, one slot for every day of the period (so a
+/// quiet day shows as a gap), with the first and last day and the busiest day's count on the
+/// axes, a legend, and the same numbers as a table.
 #[component]
-fn PerDay(days: Vec<DayFigures>) -> impl IntoView {
-    let most = days.iter().map(day_total).max().unwrap_or(0).max(1) as f64;
-    let slot = PLOT_W / days.len().max(1) as f64;
-    let width = (slot * 0.7).max(1.0);
+fn PerDay(days: Vec<DayFigures>, since: Timestamp, until: Timestamp) -> impl IntoView {
+    let slots = day_slots(&since, &until);
+    let most = days.iter().map(day_total).max().unwrap_or(0).max(1);
+    let slot = PLOT_W / slots.len().max(1) as f64;
+    let width = (slot * 0.7).clamp(1.0, 40.0);
     let summary = format!(
-        "Decisions per day, {} days from {} to {}",
+        "Decisions per day from {} to {}: {} days with decisions, at most {most} in a day",
+        slots.first().map(String::as_str).unwrap_or_default(),
+        slots.last().map(String::as_str).unwrap_or_default(),
         days.len(),
-        days.first().map(|d| d.day.as_str()).unwrap_or_default(),
-        days.last().map(|d| d.day.as_str()).unwrap_or_default()
     );
-    let columns = days.iter().enumerate().map(|(i, day)| {
-        let x = i as f64 * slot + (slot - width) / 2.0;
-        let mut base = PLOT_H;
-        let segments = OUTCOMES.map(|(outcome, _)| {
-            let count = outcome_count(day, outcome);
-            let h = count as f64 / most * (PLOT_H - 4.0);
-            base -= h;
-            view! {
-                <rect class=format!("bar bar-{outcome}") x=x y=base width=width height=h
-                    data-outcome=outcome data-count=count data-day=day.day.clone()/>
-            }
-        });
-        view! { <g class="day" data-day=day.day.clone() data-count=day_total(day)>{segments.into_iter().collect_view()}</g> }
-    }).collect_view();
+    let columns = days
+        .iter()
+        .filter_map(|day| {
+            let i = slots.iter().position(|d| *d == day.day)?;
+            let x = i as f64 * slot + (slot - width) / 2.0;
+            Some(view! { <DayColumn day=day.clone() x width most/> })
+        })
+        .collect_view();
+    let (first, last) = (
+        slots.first().cloned().unwrap_or_default(),
+        slots.last().cloned().unwrap_or_default(),
+    );
     view! {
         <section class="plot" data-testid="plot-per-day">
             <h2>"Decisions per day"</h2>
-            <svg viewBox=format!("0 0 {PLOT_W} {PLOT_H}") role="img" aria-label=summary class="plot-svg">
+            <svg viewBox=format!("0 0 {PLOT_W} {}", PLOT_H + LABEL_H) role="img" aria-label=summary class="plot-svg">
                 <line class="axis" x1="0" y1=PLOT_H x2=PLOT_W y2=PLOT_H/>
+                <text class="bar-label" x="2" y="12">{format!("{most} a day")}</text>
+                <text class="bar-label" x="0" y=PLOT_H + 16.0>{first}</text>
+                <text class="bar-label" x=PLOT_W y=PLOT_H + 16.0 text-anchor="end">{last}</text>
                 {columns}
             </svg>
             <ul class="legend">
@@ -239,6 +243,42 @@ fn PerDay(days: Vec<DayFigures>) -> impl IntoView {
             <DayTable days/>
         </section>
     }
+}
+
+/// One day's stacked bar: a segment per outcome it had, bottom up.
+#[component]
+fn DayColumn(day: DayFigures, x: f64, width: f64, most: u64) -> impl IntoView {
+    let mut base = PLOT_H;
+    let segments = OUTCOMES
+        .into_iter()
+        .map(|(outcome, _)| (outcome, outcome_count(&day, outcome)))
+        .filter(|(_, count)| *count > 0)
+        .map(|(outcome, count)| {
+            let h = count as f64 / most as f64 * (PLOT_H - 16.0);
+            base -= h;
+            view! {
+                <rect class=format!("bar bar-{outcome}") x=x y=base width=width height=h
+                    data-outcome=outcome data-count=count data-day=day.day.clone()/>
+            }
+        })
+        .collect_view();
+    view! { <g class="day" data-day=day.day.clone() data-count=day_total(&day)>{segments}</g> }
+}
+
+/// Every UTC day from `since`'s to the last one before `until` (`YYYY-MM-DD`), at most 366.
+fn day_slots(since: &Timestamp, until: &Timestamp) -> Vec<String> {
+    const DAY_MS: i64 = 86_400_000;
+    let (Some(from), Some(to)) = (since.unix_ms(), until.unix_ms()) else {
+        return Vec::new();
+    };
+    let last = (to - 1).max(from).div_euclid(DAY_MS);
+    (from.div_euclid(DAY_MS)..=last)
+        .take(366)
+        .map(|day| {
+            let at = Timestamp::from_unix_ms(day * DAY_MS);
+            at.as_str().get(..10).unwrap_or_default().to_owned()
+        })
+        .collect()
 }
 
 fn day_total(day: &DayFigures) -> u64 {
@@ -288,7 +328,7 @@ fn BarPlot(
 ) -> impl IntoView {
     let most = bars.iter().map(|(_, n)| *n).max().unwrap_or(0).max(1) as f64;
     let slot = PLOT_W / bars.len().max(1) as f64;
-    let width = slot * 0.6;
+    let width = (slot * 0.6).min(80.0);
     let summary = format!(
         "{title}: {}",
         bars.iter()
@@ -298,10 +338,11 @@ fn BarPlot(
     );
     let drawn = bars.iter().enumerate().map(|(i, (label, count))| {
         let x = i as f64 * slot + (slot - width) / 2.0;
-        let h = *count as f64 / most * (PLOT_H - 4.0);
+        let h = *count as f64 / most * (PLOT_H - 18.0);
         view! {
             <rect class="bar bar-plain" x=x y=PLOT_H - h width=width height=h
                 data-label=label.clone() data-count=*count/>
+            <text class="bar-value" x=x + width / 2.0 y=PLOT_H - h - 4.0 text-anchor="middle">{*count}</text>
             <text class="bar-label" x=x + width / 2.0 y=PLOT_H + 16.0 text-anchor="middle">{label.clone()}</text>
         }
     }).collect_view();
@@ -332,7 +373,9 @@ fn DeviceTable(stats: DecisionStats) -> impl IntoView {
     view! {
         <section class="plot">
             <h2>"By credential and device"</h2>
-            <div class="table-wrap">
+            // Nine columns scroll sideways on a phone: the region takes focus, so a keyboard
+            // can scroll it too.
+            <div class="table-wrap" tabindex="0" role="region" aria-label="Figures per credential and device">
                 <table class="data-table" data-testid="answers-by-device">
                     <thead><tr>
                         <th scope="col">"Credential · device"</th>
@@ -378,5 +421,19 @@ mod tests {
         assert_eq!(duration_words(7_200_000), "2.0 h");
         assert_eq!(percent(2, 3), "67 %");
         assert_eq!(percent(0, 0), "—");
+    }
+
+    #[test]
+    fn every_day_of_the_period_has_a_slot() {
+        let slots = day_slots(
+            &"2026-11-29T12:00:00.000Z".into(),
+            &"2026-12-02T00:00:00.000Z".into(),
+        );
+        assert_eq!(slots, ["2026-11-29", "2026-11-30", "2026-12-01"]);
+        let one = day_slots(
+            &"2026-12-06T00:00:00Z".into(),
+            &"2026-12-06T00:00:00Z".into(),
+        );
+        assert_eq!(one, ["2026-12-06"]);
     }
 }
