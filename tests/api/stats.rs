@@ -138,17 +138,32 @@ async fn the_figures_count_each_credentials_answers() {
     assert_eq!(before["since"], "2020-01-01T00:00:00.000Z");
 }
 
+/// The route and the page's server function alike: an `approve` or `gates` token is refused.
 #[tokio::test]
 async fn only_an_admin_reads_them() {
     let ts = TestServer::start().await;
     for scope in ["approve", "gates"] {
         let secret = token(&ts, &format!("t-{scope}"), scope).await;
-        Api::new(&ts.base)
-            .with_token(&secret)
+        let other = Api::new(&ts.base).with_token(&secret);
+        other
             .get("/api/v1/stats/decisions")
             .await
             .expect_error(403, "forbidden");
+        let page = send(
+            other
+                .req(Method::POST, "/api/ui/your_answers")
+                .json(&json!({"days": 7})),
+        )
+        .await;
+        assert_eq!(page.status.as_u16(), 403, "{page:?}");
     }
+    let page = send(
+        ts.req(Method::POST, "/api/ui/your_answers")
+            .json(&json!({"days": 7})),
+    )
+    .await
+    .expect(200);
+    assert_eq!(page["total"]["decisions"], 0, "{page:#}");
 }
 
 #[tokio::test]
