@@ -2,6 +2,8 @@
 //! credential and device, per class and agent, per day and by time to decide; admin only; a
 //! window it cannot read is `400 invalid_request`.
 
+use std::time::Duration;
+
 use reqwest::Method;
 use serde_json::{Value, json};
 
@@ -179,4 +181,40 @@ async fn a_window_it_cannot_read_is_a_bad_request() {
             .await
             .expect_error(400, "invalid_request");
     }
+}
+
+/// A card left to time out is *expired*, under the `timeout` actor, with no time to decide of
+/// its own; it ends the run of approvals before it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_card_left_to_time_out_counts_as_expired() {
+    let ts = TestServer::configured("[approvals]\ntimeout_secs = 2\n").await;
+    answer_a_card(&ts, Through::Bearer(&ts.token), "approve").await;
+    let sid = ts.create_id(json!({"approval_mode": "ask"})).await;
+    ts.send_msg(&sid, "run: echo late > late.txt", None).await;
+    ts.wait_gate(&sid).await;
+    let stats = poll_until("the card to expire", Duration::from_secs(15), async || {
+        let stats = ts.get("/api/v1/stats/decisions").await.expect(200);
+        match stats["total"]["expired"].as_u64() {
+            Some(1) => Ok(stats),
+            _ => Err(stats),
+        }
+    })
+    .await;
+    let total = &stats["total"];
+    assert_eq!(
+        (total["decisions"].clone(), total["approved"].clone()),
+        (json!(2), json!(1)),
+        "{stats:#}"
+    );
+    assert_eq!(total["longest_approve_run"], 1, "{stats:#}");
+    let timed_out = &stats["by_actor"]["timeout"];
+    assert_eq!(timed_out["expired"], 1, "{stats:#}");
+    assert_eq!(timed_out["median_decide_ms"], Value::Null, "{stats:#}");
+    assert_eq!(stats["by_actor"]["token:admin"]["approved"], 1, "{stats:#}");
+    assert_eq!(
+        sum(&stats["decide_ms_histogram"], "count"),
+        1,
+        "only the answered card"
+    );
+    assert_eq!(sum(&stats["per_day"], "expired"), 1, "{stats:#}");
 }
