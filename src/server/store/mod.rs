@@ -431,7 +431,9 @@ pub trait GateRepo: Send + Sync {
 
     /// Gates resolved at or after `since` and before `until`, in the order they were resolved
     /// (then by id), at most `limit` (the caller bounds it: `core::stats::MAX_CARDS`), each
-    /// with its session's source: what the person's answering habits are figured from.
+    /// with its session's source: what the person's answering habits are figured from. Read
+    /// through the index of resolved gates by time (`approvals_resolved`), never a scan of
+    /// every gate ever opened.
     async fn resolved_cards(
         &self,
         since: &Timestamp,
