@@ -8,8 +8,8 @@ use leptos::server_fn::codec::Json;
 
 use crate::protocol::{
     ApprovalId, ApprovalRequest, AuditEntry, AuditVerdict, ConfigView, CreatedToken, DecideOutcome,
-    DecisionRequest, ErrorBody, Event, FloorDiff, PhoneLogin, Rule, RuleId, Session, SessionId,
-    Snapshot, TokenInfo, TurnId,
+    DecisionRequest, DecisionStats, ErrorBody, Event, FloorDiff, PhoneLogin, Rule, RuleId, Session,
+    SessionId, Snapshot, TokenInfo, TurnId,
 };
 
 /// Declares what the server function at `endpoint` needs (a [`Need`](crate::server::principal::Need)).
@@ -304,6 +304,19 @@ pub async fn audit(
     };
     let (action, subject) = (nonempty(&action), nonempty(&subject));
     core.audit_newest(before, action.as_deref(), subject.as_deref())
+        .await
+        .map_err(backend::to_server_error)
+}
+
+needs!("your_answers", Admin);
+/// The person's answering figures over the last `days` days up to now (the Your answers
+/// page): the same core operation as `GET /api/v1/stats/decisions?since=…`.
+#[server(prefix = "/api/ui", endpoint = "your_answers", input = Json)]
+pub async fn your_answers(days: u32) -> Result<DecisionStats, ErrorBody> {
+    backend::caller("your_answers")?;
+    let core = backend::core()?;
+    let since = crate::protocol::Timestamp::now().plus_ms(-i64::from(days) * 86_400_000);
+    core.decision_stats(Some(since.as_str()), None)
         .await
         .map_err(backend::to_server_error)
 }

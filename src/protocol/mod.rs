@@ -21,6 +21,7 @@ mod ids;
 mod outside;
 mod review;
 mod spelled;
+mod stats;
 mod stored;
 mod time;
 pub use actor::Actor;
@@ -40,6 +41,7 @@ pub use review::{
     ReviewerKind,
 };
 use spelled::spelled;
+pub use stats::{DayFigures, DecideBucket, DecisionFigures, DecisionStats};
 pub use stored::{Spelling, Stored};
 
 spelled!(

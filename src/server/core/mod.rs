@@ -15,6 +15,7 @@ mod passkeys;
 mod phone_login;
 mod push;
 mod sessions;
+pub mod stats;
 mod tokens;
 mod watch;
 

@@ -18,8 +18,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use crate::protocol::{
-    ApprovalId, ApprovalRequest, AuditEntry, Event, EventBody, Mode, Resolution, Rule, RuleId,
-    Scope, SessionId, Stored, Timestamp, TurnId,
+    ApprovalId, ApprovalRequest, AuditEntry, Event, EventBody, GateKind, Mode, Resolution, Rule,
+    RuleId, Scope, SessionId, Stored, Timestamp, ToolClass, TurnId,
 };
 
 /// A session as stored. A mode this build cannot read stays [`Stored::Unknown`]: a fact about
@@ -428,6 +428,39 @@ pub trait GateRepo: Send + Sync {
     /// How many gates wait, counted without reading their requests: the caps an outside gate
     /// is checked against before it opens.
     async fn waiting_counts(&self, session_id: &SessionId) -> Result<WaitingCounts, StoreError>;
+
+    /// Gates resolved at or after `since` and before `until`, in the order they were resolved
+    /// (then by id), at most `limit` (the caller bounds it: `core::stats::MAX_CARDS`), each
+    /// with its session's source: what the person's answering habits are figured from. Read
+    /// through the index of resolved gates by time (`approvals_resolved`), never a scan of
+    /// every gate ever opened.
+    async fn resolved_cards(
+        &self,
+        since: &Timestamp,
+        until: &Timestamp,
+        limit: u32,
+    ) -> Result<Vec<ResolvedCard>, StoreError>;
+}
+
+/// What the answering figures need of a gate's request: read from its JSON, the rest of the
+/// request (arguments, proposal) left unread.
+#[derive(Clone, Debug, PartialEq, serde::Deserialize)]
+pub struct CardEssentials {
+    pub approval_id: ApprovalId,
+    pub session_id: SessionId,
+    pub kind: GateKind,
+    pub tool: String,
+    pub class: ToolClass,
+    pub created_at: Timestamp,
+}
+
+/// A resolved gate (`GateRepo::resolved_cards`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ResolvedCard {
+    pub card: CardEssentials,
+    pub resolution: Resolution,
+    /// The session's outside agent (`claude-code`, `codex`, …); `None` for the built-in one.
+    pub source: Option<String>,
 }
 
 /// Gates waiting for an answer (`GateRepo::waiting_counts`).

@@ -45,8 +45,8 @@ use sqlx::postgres::PgPoolOptions;
 
 use super::{
     AuditOrder, AuditRepo, Commit, Coordination, EventLog, ExternalGate, GateRepo, GateRow,
-    LeasedTurn, NewEvent, OutsideRepo, RuleRepo, SessionRow, Signal, StoreError, TokenRepo,
-    TokenRow, WaitingCounts,
+    LeasedTurn, NewEvent, OutsideRepo, ResolvedCard, RuleRepo, SessionRow, Signal, StoreError,
+    TokenRepo, TokenRow, WaitingCounts,
 };
 use crate::protocol::{
     ApprovalId, ApprovalRequest, AuditEntry, Event, Rule, RuleId, SessionId, Timestamp, TurnId,
@@ -217,6 +217,15 @@ impl GateRepo for PgStore {
 
     async fn waiting_counts(&self, session_id: &SessionId) -> Result<WaitingCounts, StoreError> {
         read::waiting_counts(&self.pool, session_id.as_str()).await
+    }
+
+    async fn resolved_cards(
+        &self,
+        since: &Timestamp,
+        until: &Timestamp,
+        limit: u32,
+    ) -> Result<Vec<ResolvedCard>, StoreError> {
+        read::resolved_cards(&self.pool, since, until, limit).await
     }
 }
 

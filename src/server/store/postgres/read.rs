@@ -7,7 +7,8 @@ use crate::protocol::{
     ApprovalId, ApprovalRequest, AuditEntry, Event, Rule, RuleScope, SessionId, Stored, Timestamp,
 };
 use crate::server::store::{
-    AuditOrder, ExternalGate, GateRow, SessionRow, StoreError, TokenRow, WaitingCounts,
+    AuditOrder, ExternalGate, GateRow, ResolvedCard, SessionRow, StoreError, TokenRow,
+    WaitingCounts,
 };
 
 pub(super) const SESSION_COLUMNS: &str =
@@ -249,6 +250,35 @@ pub async fn waiting_counts(pool: &PgPool, session_id: &str) -> Result<WaitingCo
         in_session: to_u64(in_session),
         outside: to_u64(outside),
     })
+}
+
+/// Gates resolved in `[since, until)`, by resolution time, with their session's source.
+pub async fn resolved_cards(
+    pool: &PgPool,
+    since: &Timestamp,
+    until: &Timestamp,
+    limit: u32,
+) -> Result<Vec<ResolvedCard>, StoreError> {
+    let rows: Vec<(String, String, String, Option<String>)> = sqlx::query_as(
+        "SELECT a.session_id, a.request, a.resolution, s.source
+         FROM approvals a JOIN sessions s ON s.id = a.session_id
+         WHERE a.resolution IS NOT NULL AND a.resolved_at >= $1 AND a.resolved_at < $2
+         ORDER BY a.resolved_at, a.approval_id LIMIT $3",
+    )
+    .bind(since.as_str())
+    .bind(until.as_str())
+    .bind(i64::from(limit))
+    .fetch_all(pool)
+    .await?;
+    rows.into_iter()
+        .map(|(sid, request, resolution, source)| {
+            Ok(ResolvedCard {
+                card: from_json(&sid, 0, &request)?,
+                resolution: from_json(&sid, 0, &resolution)?,
+                source,
+            })
+        })
+        .collect()
 }
 
 pub async fn list_rules(pool: &PgPool, now: &Timestamp) -> Result<Vec<Rule>, StoreError> {

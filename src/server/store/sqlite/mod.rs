@@ -29,8 +29,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::{
-    AuditRepo, Commit, EventLog, ExternalGate, GateRepo, GateRow, NewEvent, OutsideRepo, RuleRepo,
-    SessionRow, StoreError, TokenRepo, TokenRow, WaitingCounts,
+    AuditRepo, Commit, EventLog, ExternalGate, GateRepo, GateRow, NewEvent, OutsideRepo,
+    ResolvedCard, RuleRepo, SessionRow, StoreError, TokenRepo, TokenRow, WaitingCounts,
 };
 use crate::protocol::{
     ApprovalId, ApprovalRequest, AuditEntry, Event, Rule, RuleId, SessionId, Timestamp,
@@ -239,6 +239,17 @@ impl GateRepo for SqliteStore {
     async fn waiting_counts(&self, session_id: &SessionId) -> Result<WaitingCounts, StoreError> {
         let session_id = session_id.as_str().to_owned();
         self.on_readers(move |r| r.waiting_counts(&session_id))
+            .await
+    }
+
+    async fn resolved_cards(
+        &self,
+        since: &Timestamp,
+        until: &Timestamp,
+        limit: u32,
+    ) -> Result<Vec<ResolvedCard>, StoreError> {
+        let (since, until) = (since.clone(), until.clone());
+        self.on_readers(move |r| r.resolved_cards(&since, &until, limit))
             .await
     }
 }

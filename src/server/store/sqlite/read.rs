@@ -14,7 +14,9 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::codec::{self, AUDIT_COLUMNS, RULE_COLUMNS, SESSION_COLUMNS, to_i64, to_u64};
 use super::connection::{self, Role};
 use crate::protocol::{ApprovalRequest, AuditEntry, Event, Rule, Timestamp};
-use crate::server::store::{AuditOrder, GateRow, SessionRow, StoreError, WaitingCounts};
+use crate::server::store::{
+    AuditOrder, GateRow, ResolvedCard, SessionRow, StoreError, WaitingCounts,
+};
 
 /// Waiting gates of a session, and outside agents' waiting gates (each has its
 /// `external_gates` row): counts over indexes, no request read.
@@ -181,6 +183,37 @@ impl Readers {
         })?;
         rows.iter()
             .map(|(sid, request)| codec::from_json(sid, request))
+            .collect()
+    }
+
+    /// Gates resolved in `[since, until)`, by resolution time, with their session's source.
+    pub fn resolved_cards(
+        &self,
+        since: &Timestamp,
+        until: &Timestamp,
+        limit: u32,
+    ) -> Result<Vec<ResolvedCard>, StoreError> {
+        type Row = (String, String, String, Option<String>);
+        let rows: Vec<Row> = self.with(|c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT a.session_id, a.request, a.resolution, s.source
+                 FROM approvals a JOIN sessions s ON s.id = a.session_id
+                 WHERE a.resolution IS NOT NULL AND a.resolved_at >= ?1 AND a.resolved_at < ?2
+                 ORDER BY a.resolved_at, a.approval_id LIMIT ?3",
+            )?;
+            let rows = stmt.query_map(params![since, until, limit], |row| {
+                Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
+            })?;
+            Ok(rows.collect::<rusqlite::Result<_>>()?)
+        })?;
+        rows.iter()
+            .map(|(sid, request, resolution, source)| {
+                Ok(ResolvedCard {
+                    card: codec::from_json(sid, request)?,
+                    resolution: codec::from_json(sid, resolution)?,
+                    source: source.clone(),
+                })
+            })
             .collect()
     }
 
