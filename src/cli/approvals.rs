@@ -275,6 +275,7 @@ fn answer_body(answer: &Answer, gate: &GateRef) -> Result<DecisionRequest, CliEr
                 scope: Some(scope.as_str().to_owned()),
                 pattern: pattern.clone(),
                 expires_in_secs: None,
+                max_uses: None,
             }),
             ..DecisionRequest::of("allow_always")
         },

@@ -552,6 +552,50 @@ pub struct Rule {
     /// When the rule stops applying, if it was given an expiry.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<Timestamp>,
+    /// How many calls the rule may answer (absent: no limit); the approval that made it is
+    /// not one of them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_uses: Option<u64>,
+    /// Why the rule no longer applies, when it has lapsed (absent while it is in force). The
+    /// store sets it as it lists rules, by the clock of that moment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lapsed: Option<RuleLapse>,
+}
+
+/// Why a grant that was not revoked no longer answers calls.
+#[derive(IntoStaticStr, VariantArray)]
+#[strum(serialize_all = "snake_case")]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum RuleLapse {
+    /// Its `expires_at` has come.
+    Expired,
+    /// It answered `max_uses` calls.
+    UsedUp,
+}
+
+impl Rule {
+    /// Why this rule no longer applies at `now_ms`, if it does not: used up first (a count is
+    /// final), then expired. An unreadable expiry has passed (fail closed).
+    pub fn lapse_at(&self, now_ms: i64) -> Option<RuleLapse> {
+        if self.max_uses.is_some_and(|max| self.uses >= max) {
+            Some(RuleLapse::UsedUp)
+        } else if self
+            .expires_at
+            .as_ref()
+            .is_some_and(|t| t.has_passed(now_ms))
+        {
+            Some(RuleLapse::Expired)
+        } else {
+            None
+        }
+    }
+
+    /// This rule with its `lapsed` set as of `now_ms`.
+    pub fn as_of(mut self, now_ms: i64) -> Rule {
+        self.lapsed = self.lapse_at(now_ms);
+        self
+    }
 }
 
 /// A passkey assertion as a page sends it: the sealed ceremony it answers and the browser's
