@@ -7,6 +7,8 @@
 
 #[cfg(test)]
 pub mod conformance;
+#[cfg(test)]
+pub mod conformance_grants;
 pub mod passkeys;
 pub mod postgres;
 pub mod push;
