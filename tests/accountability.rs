@@ -287,7 +287,10 @@ async fn a_two_use_grant_answers_two_calls_then_the_third_asks() {
     assert_eq!(finished(&srv, &sid, &turn).await["status"], "completed");
     let rules = srv.get("/api/v1/rules").await.expect(200);
     assert_eq!(rules[0]["max_uses"], 2, "{rules}");
-    assert_eq!(rules[0]["uses"], 0, "the approval that made it is not a use: {rules}");
+    assert_eq!(
+        rules[0]["uses"], 0,
+        "the approval that made it is not a use: {rules}"
+    );
     assert!(rules[0].get("lapsed").is_none(), "{rules}");
     for word in ["b", "c"] {
         let turn = srv.send_msg(&sid, &format!("run: echo {word}"), None).await;
@@ -303,7 +306,10 @@ async fn a_two_use_grant_answers_two_calls_then_the_third_asks() {
     assert!(rules[0]["last_used_at"].is_string(), "{rules}");
     srv.send_msg(&sid, "run: echo d", None).await;
     let card = srv.wait_gate(&sid).await;
-    assert_eq!(card["tool"], "shell", "the used-up grant no longer spares the card");
+    assert_eq!(
+        card["tool"], "shell",
+        "the used-up grant no longer spares the card"
+    );
     // A lapsed grant can be revoked: it leaves the list.
     let id = str_of(&rules[0], "id").to_owned();
     srv.delete(&format!("/api/v1/rules/{id}")).await.expect(204);

@@ -560,6 +560,10 @@ pub struct Rule {
     /// store sets it as it lists rules, by the clock of that moment.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lapsed: Option<RuleLapse>,
+    /// The outside agent whose session made the grant (`claude-code`, `codex`, …), as its
+    /// session says; absent for the built-in agent's (or when that session is gone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
 }
 
 /// Why a grant that was not revoked no longer answers calls.

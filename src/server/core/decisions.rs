@@ -364,6 +364,7 @@ impl Core {
             expires_at,
             max_uses,
             lapsed: None,
+            source: None,
         })
     }
 

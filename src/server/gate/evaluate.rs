@@ -158,6 +158,7 @@ mod tests {
             expires_at: None,
             max_uses: None,
             lapsed: None,
+            source: None,
         }
     }
 

@@ -359,6 +359,7 @@ mod tests {
             expires_at: None,
             max_uses: None,
             lapsed: None,
+            source: None,
         }
     }
 

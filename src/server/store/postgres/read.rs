@@ -36,6 +36,7 @@ type RuleTuple = (
     Option<String>,
     Option<String>,
     Option<i64>,
+    Option<String>,
 );
 
 const AUDIT_COLUMNS: &str = "n, at, actor, action, subject, detail, prev_hash, hash";
@@ -72,7 +73,20 @@ fn session((id, title, created_at, mode, last_seq, pre, exec, source): SessionTu
 }
 
 fn rule(row: RuleTuple) -> Rule {
-    let (id, tool, pattern, scope, session_id, created_at, by, uses, last_used, expires, max) = row;
+    let (
+        id,
+        tool,
+        pattern,
+        scope,
+        session_id,
+        created_at,
+        by,
+        uses,
+        last_used,
+        expires,
+        max,
+        source,
+    ) = row;
     Rule {
         id: id.into(),
         tool,
@@ -86,6 +100,7 @@ fn rule(row: RuleTuple) -> Rule {
         expires_at: expires.map(Timestamp::from),
         max_uses: max.map(to_u64),
         lapsed: None,
+        source,
     }
 }
 
@@ -260,7 +275,9 @@ pub async fn list_rules(pool: &PgPool, now: &Timestamp) -> Result<Vec<Rule>, Sto
     let now_ms = now.unix_ms().unwrap_or(0);
     let cutoff = now.plus_ms(-crate::server::store::LAPSED_LISTED_MS);
     let rows: Vec<RuleTuple> = sqlx::query_as(&format!(
-        "SELECT {RULE_COLUMNS} FROM rules
+        "SELECT {RULE_COLUMNS}, (SELECT s.source FROM approvals a JOIN sessions s ON s.id = a.session_id
+                 WHERE a.approval_id = rules.created_by_approval)
+         FROM rules
          WHERE revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $1)
            AND (max_uses IS NULL OR uses < max_uses OR last_used_at > $1)
          ORDER BY created_at, ord"

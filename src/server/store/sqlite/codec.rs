@@ -96,6 +96,7 @@ pub fn rule(row: &Row<'_>) -> rusqlite::Result<Rule> {
         expires_at: row.get(9)?,
         max_uses: row.get::<_, Option<i64>>(10)?.map(to_u64),
         lapsed: None,
+        source: None,
     })
 }
 
