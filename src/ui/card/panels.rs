@@ -393,28 +393,6 @@ pub fn AlwaysPanel(
             ..DecisionRequest::default()
         })
     };
-    // The two controls agree: a lifetime that is a scope sets it, and a scope changed by hand
-    // moves such a lifetime with it.
-    let pick_lifetime = move |raw: String| {
-        let picked = Lifetime::from_value(&raw).unwrap_or(Lifetime::Session);
-        if let Some(s) = picked.scope() {
-            scope.set(s.to_owned());
-        }
-        lifetime.set(picked);
-    };
-    let pick_scope = move |raw: String| {
-        if lifetime.get_untracked().scope().is_some() {
-            lifetime.set(match raw.as_str() {
-                "workspace" => Lifetime::Always,
-                _ => Lifetime::Session,
-            });
-        }
-        scope.set(raw);
-    };
-    let lifetimes = Lifetime::ALL
-        .into_iter()
-        .map(|l| view! { <option value=l.value()>{l.label()}</option> })
-        .collect_view();
     view! {
         <div class="panel always-panel" on:keydown=close_on_escape(panel)>
             <p>"Approve this call, and from now on run matching calls without asking:"</p>
@@ -425,17 +403,9 @@ pub fn AlwaysPanel(
                     prop:value=move || pattern.get() on:input=move |ev| pattern.set(event_target_value(&ev))
                     on:keydown=on_enter(submit)/>
                 " · "
-                <select data-testid="rule-scope" aria-label="Scope" prop:value=move || scope.get()
-                    on:change=move |ev| pick_scope(event_target_value(&ev))>
-                    <option value="session">"this session"</option>
-                    <option value="workspace">"every session"</option>
-                </select>
+                <ScopeSelect scope lifetime/>
                 " · "
-                <select data-testid="rule-lifetime" aria-label="For how long"
-                    prop:value=move || lifetime.get().value()
-                    on:change=move |ev| pick_lifetime(event_target_value(&ev))>
-                    {lifetimes}
-                </select>
+                <LifetimeSelect lifetime scope/>
             </div>
             <p class="muted">"Paths match as globs (docs/*.md); commands match exactly, or by prefix when they end in *."</p>
             <div class="panel-actions">
@@ -443,6 +413,50 @@ pub fn AlwaysPanel(
                 <button type="button" on:click=move |_| panel.set(Panel::None)>"Cancel " <kbd>"Esc"</kbd></button>
             </div>
         </div>
+    }
+}
+
+/// The scope picker: a scope changed by hand moves a lifetime that is a scope with it.
+#[component]
+fn ScopeSelect(scope: RwSignal<String>, lifetime: RwSignal<Lifetime>) -> impl IntoView {
+    let pick = move |raw: String| {
+        if lifetime.get_untracked().scope().is_some() {
+            lifetime.set(match raw.as_str() {
+                "workspace" => Lifetime::Always,
+                _ => Lifetime::Session,
+            });
+        }
+        scope.set(raw);
+    };
+    view! {
+        <select data-testid="rule-scope" aria-label="Scope" prop:value=move || scope.get()
+            on:change=move |ev| pick(event_target_value(&ev))>
+            <option value="session">"this session"</option>
+            <option value="workspace">"every session"</option>
+        </select>
+    }
+}
+
+/// The lifetime picker beside the scope: picking a lifetime that is a scope sets the scope.
+#[component]
+fn LifetimeSelect(lifetime: RwSignal<Lifetime>, scope: RwSignal<String>) -> impl IntoView {
+    let pick = move |raw: String| {
+        let picked = Lifetime::from_value(&raw).unwrap_or(Lifetime::Session);
+        if let Some(s) = picked.scope() {
+            scope.set(s.to_owned());
+        }
+        lifetime.set(picked);
+    };
+    let options = Lifetime::ALL
+        .into_iter()
+        .map(|l| view! { <option value=l.value()>{l.label()}</option> })
+        .collect_view();
+    view! {
+        <select data-testid="rule-lifetime" aria-label="For how long"
+            prop:value=move || lifetime.get().value()
+            on:change=move |ev| pick(event_target_value(&ev))>
+            {options}
+        </select>
     }
 }
 
