@@ -28,8 +28,6 @@ use crate::server::store::{
 };
 use crate::server::tools::outside::{self, OutsideCall};
 
-/// What answers a gate as it opens, with the rule it used, if any.
-
 impl Core {
     /// `POST /api/v1/gates`: opens an outside agent's gate, or finds the one this key opened.
     /// `true` when a new gate was opened.
