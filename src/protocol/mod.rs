@@ -802,6 +802,54 @@ pub enum ConfigInput {
 mod tests {
     use super::*;
 
+    /// A grant lapses used up once its uses reach the limit, expired once its expiry has come
+    /// (an unreadable expiry has come: fail closed); `lapsed` is written as the wire spells it.
+    #[test]
+    fn a_grant_lapses_by_count_or_by_clock() {
+        let rule = |uses, max_uses, expires_at: Option<&str>| Rule {
+            id: "r".into(),
+            tool: "shell".into(),
+            pattern: "echo *".into(),
+            scope: RuleScope::Workspace,
+            session_id: None,
+            created_at: Timestamp::from_unix_ms(0),
+            created_by_approval: None,
+            uses,
+            last_used_at: None,
+            expires_at: expires_at.map(Timestamp::from),
+            max_uses,
+            lapsed: None,
+            source: None,
+        };
+        let now = Timestamp::from("2026-12-06T14:00:00.000Z")
+            .unix_ms()
+            .unwrap_or(0);
+        assert_eq!(rule(9, Some(10), None).lapse_at(now), None);
+        assert_eq!(
+            rule(10, Some(10), None).lapse_at(now),
+            Some(RuleLapse::UsedUp)
+        );
+        assert_eq!(rule(99, None, None).lapse_at(now), None);
+        let later = Some("2026-12-06T14:00:00.001Z");
+        assert_eq!(rule(0, None, later).lapse_at(now), None);
+        let now_exactly = Some("2026-12-06T14:00:00.000Z");
+        assert_eq!(
+            rule(0, None, now_exactly).lapse_at(now),
+            Some(RuleLapse::Expired)
+        );
+        assert_eq!(
+            rule(0, None, Some("soon")).lapse_at(now),
+            Some(RuleLapse::Expired)
+        );
+        let spent = serde_json::to_value(rule(1, Some(1), None).as_of(now)).ok();
+        assert_eq!(
+            spent.as_ref().map(|v| v["lapsed"].clone()),
+            Some("used_up".into())
+        );
+        let fresh = serde_json::to_value(rule(0, None, None).as_of(now)).ok();
+        assert_eq!(fresh.and_then(|v| v.get("lapsed").cloned()), None);
+    }
+
     #[test]
     fn every_event_kind_is_the_type_serde_writes() {
         let samples = [
