@@ -32,7 +32,9 @@ pub async fn run_all(store: Arc<dyn Store>) {
     passkeys_are_named_once(store.clone()).await;
     a_hashed_secret_is_found_as_its_kind_taken_once_and_lapses(store.clone()).await;
     a_made_title_never_overwrites_a_rename(store.clone()).await;
-    resolved_cards_come_in_their_window_in_resolution_order(store).await;
+    resolved_cards_come_in_their_window_in_resolution_order(store.clone()).await;
+    super::conformance_grants::grants_run_out_and_say_why(store.clone()).await;
+    super::conformance_grants::only_one_racing_call_spends_the_last_use(store).await;
 }
 
 /// A push subscription's endpoint names one row (subscribing again replaces it); removing one

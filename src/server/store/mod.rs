@@ -7,6 +7,8 @@
 
 #[cfg(test)]
 pub mod conformance;
+#[cfg(test)]
+pub mod conformance_grants;
 pub mod passkeys;
 pub mod postgres;
 pub mod push;
@@ -180,8 +182,6 @@ pub struct Commit {
     /// The session's remembered mode.
     pub set_mode: Option<Mode>,
     pub gate: Option<GateChange>,
-    /// A standing rule that was applied: its use count and last use go up.
-    pub rule_used: Option<RuleId>,
     /// With `GateChange::Open` of an outside agent's gate: who opened it and with which key.
     pub external: Option<ExternalGate>,
     /// The turn lease this append claims, holds or releases (a store that only one instance
@@ -472,11 +472,24 @@ pub struct WaitingCounts {
     pub outside: u64,
 }
 
+/// How long a lapsed grant stays listed (30 days after it expired or spent its last use):
+/// long enough for the Rules page to say why a grant stopped answering, short enough that
+/// the list of short-lived grants does not grow without end. A revoked grant is never listed.
+pub const LAPSED_LISTED_MS: i64 = 30 * 86_400_000;
+
 /// The standing rules (made by a commit that resolves a gate with Allow always).
 #[async_trait]
 pub trait RuleRepo: Send + Sync {
-    /// Standing rules in force (not revoked), oldest first.
+    /// Every grant not revoked, oldest first: those in force and those that lapsed (used up
+    /// or expired) within the last [`LAPSED_LISTED_MS`], each with its `lapsed` set as of now,
+    /// so the Rules page can say why a grant stopped answering.
     async fn list_rules(&self) -> Result<Vec<Rule>, StoreError>;
+
+    /// Spends one use of a rule, atomically with the checks that it is still in force (not
+    /// revoked, uses left, not expired at `now`), and records `now` as its last use. `false`
+    /// when it no longer was: the call must then be put to the person. Two callers never both
+    /// spend a rule's last use.
+    async fn claim_rule_use(&self, rule_id: &RuleId, now: &Timestamp) -> Result<bool, StoreError>;
 
     /// Revokes a rule (and audits it as `actor`); `false` when there is no such rule in force.
     async fn revoke_rule(&self, rule_id: &RuleId, actor: &str) -> Result<bool, StoreError>;

@@ -240,6 +240,10 @@ impl RuleRepo for PgStore {
         self.sealer.kick();
         done
     }
+
+    async fn claim_rule_use(&self, rule_id: &RuleId, now: &Timestamp) -> Result<bool, StoreError> {
+        write::claim_rule_use(&self.pool, rule_id.as_str(), now).await
+    }
 }
 
 #[async_trait]

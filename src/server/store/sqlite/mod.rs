@@ -263,6 +263,27 @@ impl RuleRepo for SqliteStore {
     async fn revoke_rule(&self, rule_id: &RuleId, actor: &str) -> Result<bool, StoreError> {
         self.writer.revoke_rule(rule_id, actor).await
     }
+
+    async fn claim_rule_use(&self, rule_id: &RuleId, now: &Timestamp) -> Result<bool, StoreError> {
+        let (rule_id, now) = (rule_id.clone(), now.clone());
+        // The one writer runs it, with every check in the UPDATE's WHERE: nothing between
+        // reading a rule's count and raising it.
+        let done = self
+            .writer
+            .exec(move |sp| {
+                let changed = sp
+                    .prepare_cached(
+                        "UPDATE rules SET uses = uses + 1, last_used_at = ?1
+                         WHERE id = ?2 AND revoked_at IS NULL
+                           AND (max_uses IS NULL OR uses < max_uses)
+                           AND (expires_at IS NULL OR expires_at > ?1)",
+                    )?
+                    .execute(rusqlite::params![now, rule_id])?;
+                Ok(Done::Flag(changed > 0))
+            })
+            .await?;
+        Ok(matches!(done, Done::Flag(true)))
+    }
 }
 
 #[async_trait]

@@ -217,15 +217,28 @@ impl Readers {
             .collect()
     }
 
+    /// Every grant not revoked, in force or lapsed since `now` less
+    /// [`crate::server::store::LAPSED_LISTED_MS`], each marked as of `now`.
     pub fn list_rules(&self, now: &Timestamp) -> Result<Vec<Rule>, StoreError> {
+        let now_ms = now.unix_ms().unwrap_or(0);
+        let cutoff = now.plus_ms(-crate::server::store::LAPSED_LISTED_MS);
         self.with(|c| {
             let mut stmt = c.prepare_cached(&format!(
-                "SELECT {RULE_COLUMNS} FROM rules
+                "SELECT {RULE_COLUMNS}, (SELECT s.source FROM approvals a JOIN sessions s ON s.id = a.session_id
+                         WHERE a.approval_id = rules.created_by_approval)
+                 FROM rules
                  WHERE revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?1)
+                   AND (max_uses IS NULL OR uses < max_uses OR last_used_at > ?1)
                  ORDER BY created_at, rowid"
             ))?;
-            let rows = stmt.query_map(params![now], codec::rule)?;
-            Ok(rows.collect::<rusqlite::Result<_>>()?)
+            let rows = stmt.query_map(params![cutoff], |row| {
+                Ok(Rule {
+                    source: row.get(11)?,
+                    ..codec::rule(row)?
+                })
+            })?;
+            let rules = rows.collect::<rusqlite::Result<Vec<Rule>>>()?;
+            Ok(rules.into_iter().map(|r| r.as_of(now_ms)).collect())
         })
     }
 
