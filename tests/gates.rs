@@ -1820,3 +1820,55 @@ async fn the_one_card(srv: &TestServer, sid: &str, turn: &str, what: &str) -> Va
     );
     pending[0].clone()
 }
+
+/// A grant revoked while calls it already matched wait for an execution slot stops them: each
+/// is decided again when its slot comes, and with no grant left it goes to the person on a
+/// card (docs/approvals.md "the next call asks") — none of them runs unasked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grant_revoked_while_its_calls_wait_for_a_slot_runs_none_of_them() {
+    let srv = TestServer::configured("[tools]\nmax_parallel = 1\n").await;
+    let sid = srv.session().await;
+    let grant = async |command: &str, pattern: &str| {
+        let turn = srv
+            .send_msg(&sid, &format!("run: {command}"), Some("ask"))
+            .await;
+        let card = srv.wait_gate(&sid).await;
+        let resp = srv
+            .decide(
+                &sid,
+                &aid_of(&card),
+                json!({"decision": "allow_always", "rule": {"scope": "session", "pattern": pattern}}),
+            )
+            .await
+            .expect(200);
+        srv.wait_turn(&sid, &turn).await;
+        str_of(&resp, "rule_id").to_owned()
+    };
+    grant("sleep 0", "sleep *").await;
+    let touch = grant("touch granted.txt", "touch *").await;
+    let turn = srv
+        .send_msg(
+            &sid,
+            "parallel:\nrun: sleep 5\nrun: touch queued1.txt\nrun:   touch  queued2.txt",
+            Some("ask"),
+        )
+        .await;
+    srv.wait_event(&sid, "the sleep to start", |e| e["type"] == "tool_started")
+        .await;
+    srv.delete(&format!("/api/v1/rules/{touch}"))
+        .await
+        .expect(204);
+    let cards = srv.wait_pending(&sid, 2).await;
+    for card in &cards {
+        assert_eq!(card["reason"], "mode", "{card}");
+        srv.decide(&sid, &aid_of(card), json!({"decision": "deny"}))
+            .await
+            .expect(200);
+    }
+    let snap = srv.wait_turn(&sid, &turn).await;
+    let evs = turn_events(&snap, &turn);
+    let calls = of_type(&evs, "tool_call");
+    assert_eq!(calls.len(), 3, "{calls:#?}");
+    assert!(!srv.ws("queued1.txt").exists(), "ran on a revoked grant");
+    assert!(!srv.ws("queued2.txt").exists(), "ran on a revoked grant");
+}

@@ -43,6 +43,14 @@ pub(super) enum TurnEnd {
     TakenOver,
 }
 
+/// Whether a verdict may rest on a standing rule.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Rules {
+    Consulted,
+    /// The call's rule lapsed before it started; it is decided as if there were none.
+    Ignored,
+}
+
 impl From<StoreError> for TurnEnd {
     fn from(err: StoreError) -> Self {
         match err {
@@ -413,7 +421,7 @@ impl Turn {
             }
         };
         crate::timeline::mark("turn: call checked");
-        let verdict = Box::pin(self.evaluate_call(call, class, &hidden)).await?;
+        let verdict = Box::pin(self.evaluate_call(call, class, &hidden, Rules::Consulted)).await?;
         crate::timeline::mark("turn: rules read");
         match verdict.outcome {
             Outcome::Refuse { why } => {
@@ -424,15 +432,58 @@ impl Turn {
                 Box::pin(self.run_unasked(call, class, rule_id, pattern)).await
             }
             Outcome::Ask { reason } => {
-                let body =
-                    Box::pin(self.card(tool, call, reason, verdict.floor.as_deref())).await?;
-                let gate = ApprovalRequest {
-                    turn_id: self.turn_id.clone(),
-                    body,
-                };
                 let asked = tool_call(call, class, Verdict::Ask, None);
-                let resolution = self.wait_for_gate(Some(asked), &gate).await?;
-                Box::pin(self.after_gate(call, &gate, resolution)).await
+                let floor = verdict.floor.as_deref();
+                Box::pin(self.ask(tool, call, reason, floor, Some(asked))).await
+            }
+        }
+    }
+
+    /// Puts a call to the person on a card and acts on the answer. `asked` is the call's
+    /// `tool_call` when it is not recorded yet.
+    async fn ask(
+        &self,
+        tool: &'static dyn Tool,
+        call: &ToolCallRequest,
+        reason: GateReason,
+        floor: Option<&str>,
+        asked: Option<EventBody>,
+    ) -> Result<(ToolStatus, String), TurnEnd> {
+        let body = Box::pin(self.card(tool, call, reason, floor)).await?;
+        let gate = ApprovalRequest {
+            turn_id: self.turn_id.clone(),
+            body,
+        };
+        let resolution = self.wait_for_gate(asked, &gate).await?;
+        Box::pin(self.after_gate(call, &gate, resolution)).await
+    }
+
+    /// A call recorded as run by a rule whose rule was revoked or expired before it started:
+    /// decided again as if no rule existed (another grant may still cover it; else the mode
+    /// decides, which usually means a card), as docs/approvals.md promises.
+    async fn decide_again_without_rule(
+        &self,
+        call: &ToolCallRequest,
+        class: ToolClass,
+    ) -> Result<(ToolStatus, String), TurnEnd> {
+        let (tool, hidden) = match self.check_call(call).await {
+            Ok(checked) => checked,
+            Err((status, why)) => {
+                return self
+                    .finish_without_running(call, Vec::new(), status, why)
+                    .await;
+            }
+        };
+        let verdict = Box::pin(self.evaluate_call(call, class, &hidden, Rules::Ignored)).await?;
+        match verdict.outcome {
+            Outcome::Refuse { why } => {
+                self.finish_without_running(call, Vec::new(), ToolStatus::Refused, why)
+                    .await
+            }
+            Outcome::Run { .. } => Box::pin(self.execute(call, &call.args, false)).await,
+            Outcome::Ask { reason } => {
+                let floor = verdict.floor.as_deref();
+                Box::pin(self.ask(tool, call, reason, floor, None)).await
             }
         }
     }
@@ -512,6 +563,7 @@ impl Turn {
         call: &ToolCallRequest,
         class: ToolClass,
         hidden: &[tools::Hidden],
+        rules: Rules,
     ) -> Result<evaluate::Verdict, TurnEnd> {
         let live = self.deps.config();
         let floor = match class {
@@ -540,6 +592,9 @@ impl Turn {
             })
         };
         let find_rule = || async {
+            if rules == Rules::Ignored {
+                return Ok(None);
+            }
             crate::server::gate::rules::matching(
                 self.deps.rules.as_ref(),
                 self.session_id.as_str(),
@@ -696,7 +751,9 @@ impl Turn {
     /// Runs a call the policy let run without asking (its class, a standing rule, the mode) —
     /// unless, by the time it has a slot, the policy would now ask (the step-up was turned on
     /// while it waited, or before a restart resumed it): then it is refused, not run, and the
-    /// agent may make it again (and get a card).
+    /// agent may make it again (and get a card). A call its rule let run is run only while
+    /// that rule is still in force (one read by id): revoked or expired while it waited (or
+    /// before a restart resumed it), the call is decided again without it — a card.
     pub(super) async fn execute_unasked(
         &self,
         call: &ToolCallRequest,
@@ -711,6 +768,14 @@ impl Turn {
             return self
                 .finish_without_running(call, Vec::new(), ToolStatus::Refused, why.to_owned())
                 .await;
+        }
+        if let Some(rule_id) = rule_id {
+            let now = crate::protocol::Timestamp::now();
+            if !self.deps.rules.rule_in_force(rule_id, &now).await? {
+                // Revoked or expired while it waited: the slot goes to a call that may run.
+                drop(_slot);
+                return Box::pin(self.decide_again_without_rule(call, class)).await;
+            }
         }
         self.execute_in_slot(call, &call.args, false).await
     }

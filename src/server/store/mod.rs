@@ -491,6 +491,12 @@ pub trait RuleRepo: Send + Sync {
     /// spend a rule's last use.
     async fn claim_rule_use(&self, rule_id: &RuleId, now: &Timestamp) -> Result<bool, StoreError>;
 
+    /// Whether a rule is still in force at `now` for a call whose use it already spent: not
+    /// revoked, not expired (its use count is not looked at — that call's use is the one
+    /// counted). Read once more when a call it matched finally starts, so a grant revoked or
+    /// expired while the call waited for a slot (or across a restart) no longer runs it.
+    async fn rule_in_force(&self, rule_id: &RuleId, now: &Timestamp) -> Result<bool, StoreError>;
+
     /// Revokes a rule (and audits it as `actor`); `false` when there is no such rule in force.
     async fn revoke_rule(&self, rule_id: &RuleId, actor: &str) -> Result<bool, StoreError>;
 }

@@ -241,6 +241,10 @@ impl RuleRepo for PgStore {
         done
     }
 
+    async fn rule_in_force(&self, rule_id: &RuleId, now: &Timestamp) -> Result<bool, StoreError> {
+        read::rule_in_force(&self.pool, rule_id.as_str(), now).await
+    }
+
     async fn claim_rule_use(&self, rule_id: &RuleId, now: &Timestamp) -> Result<bool, StoreError> {
         write::claim_rule_use(&self.pool, rule_id.as_str(), now).await
     }

@@ -318,6 +318,23 @@ pub async fn list_rules(pool: &PgPool, now: &Timestamp) -> Result<Vec<Rule>, Sto
     Ok(rows.into_iter().map(|r| rule(r).as_of(now_ms)).collect())
 }
 
+/// Whether the rule `rule_id` is neither revoked nor expired at `now`.
+pub async fn rule_in_force(
+    pool: &PgPool,
+    rule_id: &str,
+    now: &Timestamp,
+) -> Result<bool, StoreError> {
+    let found: Option<(i32,)> = sqlx::query_as(
+        "SELECT 1 FROM rules WHERE id = $1 AND revoked_at IS NULL
+           AND (expires_at IS NULL OR expires_at > $2)",
+    )
+    .bind(rule_id)
+    .bind(now.as_str())
+    .fetch_optional(pool)
+    .await?;
+    Ok(found.is_some())
+}
+
 /// One page of the audit log, either way along it, optionally of one action or subject.
 pub async fn audit_page(
     pool: &PgPool,

@@ -264,6 +264,12 @@ impl RuleRepo for SqliteStore {
         self.writer.revoke_rule(rule_id, actor).await
     }
 
+    async fn rule_in_force(&self, rule_id: &RuleId, now: &Timestamp) -> Result<bool, StoreError> {
+        let (rule_id, now) = (rule_id.clone(), now.clone());
+        self.on_readers(move |r| r.rule_in_force(&rule_id, &now))
+            .await
+    }
+
     async fn claim_rule_use(&self, rule_id: &RuleId, now: &Timestamp) -> Result<bool, StoreError> {
         let (rule_id, now) = (rule_id.clone(), now.clone());
         // The one writer runs it, with every check in the UPDATE's WHERE: nothing between

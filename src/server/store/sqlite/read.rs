@@ -13,7 +13,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::codec::{self, AUDIT_COLUMNS, RULE_COLUMNS, SESSION_COLUMNS, to_i64, to_u64};
 use super::connection::{self, Role};
-use crate::protocol::{ApprovalRequest, AuditEntry, Event, Rule, Timestamp};
+use crate::protocol::{ApprovalRequest, AuditEntry, Event, Rule, RuleId, Timestamp};
 use crate::server::store::{
     AuditOrder, GateRow, ResolvedCard, SessionRow, StoreError, WaitingCounts,
 };
@@ -239,6 +239,19 @@ impl Readers {
             })?;
             let rules = rows.collect::<rusqlite::Result<Vec<Rule>>>()?;
             Ok(rules.into_iter().map(|r| r.as_of(now_ms)).collect())
+        })
+    }
+
+    /// Whether the rule `rule_id` is neither revoked nor expired at `now`.
+    pub fn rule_in_force(&self, rule_id: &RuleId, now: &Timestamp) -> Result<bool, StoreError> {
+        self.with(|c| {
+            let found = c
+                .prepare_cached(
+                    "SELECT 1 FROM rules WHERE id = ?1 AND revoked_at IS NULL
+                       AND (expires_at IS NULL OR expires_at > ?2)",
+                )?
+                .exists(params![rule_id.as_str(), now])?;
+            Ok(found)
         })
     }
 
