@@ -1340,3 +1340,89 @@ async fn pages_show_it_written_out(ts: &TestServer, sid: &str) {
     let cell = element(&rules, "data-testid=\"rule-pattern-cell\"", "</code>");
     assert!(cell.contains("rm -f ⟨U+275E⟩x"), "{cell}");
 }
+
+/// An outside call on `shell` from `source`, with the capabilities that offer Allow always.
+fn shell_call(source: &str, session: &str, command: &str) -> Value {
+    json!({
+        "source": source, "external_session": session, "cwd": "/home/me/app",
+        "tool": {"name": "shell", "input": {"command": command}},
+        "capabilities": {"edit": true, "always": true, "deny_reason": true}
+    })
+}
+
+/// A grant belongs to the agent it was made for, whatever its scope and however alike the
+/// tool names: the built-in agent's workspace `cat *` never answers Codex's `shell` call (not
+/// even of a file outside the workspace), Codex's grant never answers the built-in agent's
+/// call nor another outside agent's that names its tool `shell` too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grant_answers_only_the_agent_it_was_made_for() {
+    let ts = TestServer::start().await;
+    let sid = ts.session().await;
+    let turn = ts.send_msg(&sid, "run: cat notes.md", Some("ask")).await;
+    let card = ts.wait_gate(&sid).await;
+    let built_in = ts
+        .decide(
+            &sid,
+            &aid(&card),
+            json!({"decision": "allow_always", "rule": {"scope": "workspace", "pattern": "cat *"}}),
+        )
+        .await
+        .expect(200);
+    let built_in = str_of(&built_in, "rule_id").to_owned();
+    ts.wait_turn(&sid, &turn).await;
+
+    let codex = open(
+        &ts,
+        shell_call("codex", "cx", "cat /home/me/private/diary.txt"),
+    )
+    .await;
+    assert_eq!(
+        codex["status"], "pending",
+        "a built-in grant answered Codex: {codex}"
+    );
+    let answer = decide(
+        &ts,
+        &codex,
+        json!({"decision": "allow_always", "rule": {"scope": "workspace", "pattern": "cat *"}}),
+    )
+    .await
+    .expect(200);
+    let codex_rule = str_of(&answer, "rule_id").to_owned();
+    let rules = ts.get("/api/v1/rules").await.expect(200);
+    let source_of = |id: &str| {
+        rules
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["id"] == id)
+            .map(|r| r["source"].clone())
+    };
+    assert_eq!(source_of(&codex_rule), Some(json!("codex")), "{rules}");
+    assert_eq!(source_of(&built_in), Some(Value::Null), "{rules}");
+
+    let again = open(&ts, shell_call("codex", "cx-2", "cat  README.md")).await;
+    assert_eq!(again["answered_by"], "rule", "{again}");
+    assert_eq!(again["actor"], format!("rule:{codex_rule}"));
+    for stranger in ["claude-code", "gemini-cli", "codex-fork"] {
+        let other = open(&ts, shell_call(stranger, "st", "cat README.md")).await;
+        assert_eq!(other["status"], "pending", "{stranger}: {other}");
+    }
+
+    // The built-in agent's own grant answers it, never Codex's; revoked, its call asks.
+    let (_, evs) = ts.run_turn(&sid, "run: cat notes.md", Some("ask")).await;
+    let call = evs.iter().find(|e| e["type"] == "tool_call").unwrap();
+    assert_eq!(call["rule_id"], built_in.as_str(), "{call}");
+    ts.delete(&format!("/api/v1/rules/{built_in}"))
+        .await
+        .expect(204);
+    let turn = ts.send_msg(&sid, "run: cat notes.md", Some("ask")).await;
+    let asks = ts.wait_gate(&sid).await;
+    assert_eq!(
+        asks["reason"], "mode",
+        "Codex's grant answered the built-in agent"
+    );
+    ts.decide(&sid, &aid(&asks), json!({"decision": "deny"}))
+        .await
+        .expect(200);
+    ts.wait_turn(&sid, &turn).await;
+}

@@ -4,10 +4,21 @@
 -- A rule's use is no longer counted by `countersign_append`: the matcher claims it before the
 -- call runs, by one `UPDATE … WHERE uses < max_uses AND …` (rows_affected 0: the call asks),
 -- so two instances never both spend the last use. The append's `p_rule_used` argument
--- becomes `p_rule_max_uses` (same position), the new rule's limit. The rest of the function is
--- that of migration 0006, unchanged.
+-- becomes `p_rule_max_uses` (same position), the new rule's limit, and `p_rule_source` follows it
+-- (the agent the new rule belongs to). The rest of the function is that of migration 0006,
+-- unchanged.
 
 ALTER TABLE rules ADD COLUMN max_uses BIGINT;
+
+-- A grant belongs to the agent it was made for: `source` is the outside session's source
+-- (`codex`, `claude-code`, …) when an outside agent's card made it, NULL for the built-in
+-- agent's. A rule answers only calls of that agent (`gate::rules::made_for`). Rows from
+-- before take their making session's source (NULL when that session is gone).
+ALTER TABLE rules ADD COLUMN source TEXT;
+UPDATE rules SET source = (
+    SELECT s.source FROM approvals a JOIN sessions s ON s.id = a.session_id
+    WHERE a.approval_id = rules.created_by_approval
+);
 
 DROP FUNCTION countersign_append(
     TEXT, TEXT, TEXT, TEXT[], TEXT[], TEXT[],
@@ -53,6 +64,8 @@ CREATE FUNCTION countersign_append(
     p_ext_cutoff    TEXT,
     -- the use limit of the rule the answer made (NULL: none)
     p_rule_max_uses BIGINT,
+    -- the agent the rule the answer made belongs to (NULL: the built-in agent)
+    p_rule_source   TEXT,
     p_now           TEXT,
     -- a mode change
     p_set_mode      TEXT,
@@ -104,9 +117,10 @@ BEGIN
         WHERE approval_id = p_resolve_id;
         IF p_rule_id IS NOT NULL THEN
             INSERT INTO rules (id, tool, pattern, scope, session_id, created_at,
-                               created_by_approval, uses, expires_at, max_uses)
+                               created_by_approval, uses, expires_at, max_uses, source)
             VALUES (p_rule_id, p_rule_tool, p_rule_pattern, p_rule_scope, p_rule_session,
-                    p_rule_created, p_rule_by, 0, p_rule_expires, p_rule_max_uses);
+                    p_rule_created, p_rule_by, 0, p_rule_expires, p_rule_max_uses,
+                    p_rule_source);
         END IF;
     END IF;
 

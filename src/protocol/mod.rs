@@ -562,8 +562,9 @@ pub struct Rule {
     /// store sets it as it lists rules, by the clock of that moment.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lapsed: Option<RuleLapse>,
-    /// The outside agent whose session made the grant (`claude-code`, `codex`, …), as its
-    /// session says; absent for the built-in agent's (or when that session is gone).
+    /// The outside agent the grant belongs to (`claude-code`, `codex`, …): the source of the
+    /// session that made it, stored with the grant; absent for the built-in agent's. A grant
+    /// answers only calls of its own agent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
 }

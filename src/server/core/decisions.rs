@@ -321,7 +321,10 @@ impl Core {
         Ok(bound_call_digest(&body.tool, &body.args, bound.as_deref()) == body.digest)
     }
 
-    fn new_rule(
+    /// The grant an Allow always makes. It belongs to the agent whose session asked (its
+    /// `source`, `None` for the built-in agent): `rules::made_for` answers only that agent's
+    /// calls with it.
+    async fn new_rule(
         &self,
         request: &ApprovalRequest,
         wanted: Option<&RuleChoice>,
@@ -364,7 +367,7 @@ impl Core {
             expires_at,
             max_uses,
             lapsed: None,
-            source: None,
+            source: self.session_row(&request.body.session_id).await?.source,
         })
     }
 
@@ -482,7 +485,7 @@ impl Core {
             None => None,
         };
         let new_rule = match decision {
-            Decision::AllowAlways => Some(self.new_rule(request, body.rule.as_ref())?),
+            Decision::AllowAlways => Some(self.new_rule(request, body.rule.as_ref()).await?),
             _ => None,
         };
         let execution_mode = self.plan_execution_mode(request, body.execution_mode, who)?;

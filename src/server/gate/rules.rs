@@ -29,8 +29,9 @@ fn one_plain_command(command: &str) -> bool {
     }
 }
 
-/// The standing rule that answers this call in this session, its use already spent, if any.
-/// `also` narrows further what may answer (the built-in agent's check of where a path leads).
+/// The standing rule that answers this built-in agent's call in this session, its use
+/// already spent, if any. `also` narrows further what may answer (the built-in agent's check
+/// of where a path leads).
 pub async fn matching(
     rules: &dyn RuleRepo,
     session_id: &str,
@@ -39,11 +40,32 @@ pub async fn matching(
     also: &(dyn Fn(&Rule) -> bool + Sync),
 ) -> Result<Option<Rule>, StoreError> {
     let subject = tools::get(tool).and_then(|t| t.subject(args));
-    matching_subject(rules, session_id, tool, subject.as_ref(), also).await
+    let caller = Caller {
+        session_id,
+        source: None,
+    };
+    matching_subject(rules, caller, tool, subject.as_ref(), also).await
 }
 
-/// The standing rule that answers a call on `subject` in this session, its use already spent,
-/// if any (outside agents' calls, whose subjects `tools::outside` reads).
+/// Who makes a call a rule may answer: its session, and the agent behind it (`source`: `None`
+/// for the built-in agent, else the outside session's source, `codex`, `claude-code`, …).
+#[derive(Clone, Copy, Debug)]
+pub struct Caller<'a> {
+    pub session_id: &'a str,
+    pub source: Option<&'a str>,
+}
+
+/// Whether `rule` was made for the agent behind `caller`. A grant belongs to the agent it was
+/// made for: tool names are shared (Codex's `shell` is the built-in agent's `shell`; Gemini's
+/// `write_file` and `read_file` are built-in names; any outside client may name its tool
+/// anything), so a workspace grant for one agent's `cat *` must never answer another's.
+pub fn made_for(rule: &Rule, caller: Caller<'_>) -> bool {
+    rule.source.as_deref() == caller.source
+}
+
+/// The standing rule that answers a call on `subject` by `caller`, its use already spent, if
+/// any (outside agents' calls, whose subjects `tools::outside` reads). Only a rule
+/// [`made_for`] the calling agent is a candidate, whatever its scope.
 ///
 /// **The use is claimed here, before the call runs**, not counted when its record commits: a
 /// grant with uses left is only a candidate until [`RuleRepo::claim_rule_use`] spends one
@@ -55,7 +77,7 @@ pub async fn matching(
 /// never answers more calls than it says).
 pub async fn matching_subject(
     rules: &dyn RuleRepo,
-    session_id: &str,
+    caller: Caller<'_>,
     tool: &str,
     subject: Option<&Subject>,
     also: &(dyn Fn(&Rule) -> bool + Sync),
@@ -68,11 +90,12 @@ pub async fn matching_subject(
         let in_scope = match rule.scope {
             RuleScope::Workspace => true,
             RuleScope::Session => {
-                rule.session_id.as_ref().map(SessionId::as_str) == Some(session_id)
+                rule.session_id.as_ref().map(SessionId::as_str) == Some(caller.session_id)
             }
         };
         rule.lapsed.is_none()
             && in_scope
+            && made_for(rule, caller)
             && rule.tool == tool
             && covers_subject(rule, subject)
             && also(rule)

@@ -34,7 +34,9 @@ pub async fn run_all(store: Arc<dyn Store>) {
     a_made_title_never_overwrites_a_rename(store.clone()).await;
     resolved_cards_come_in_their_window_in_resolution_order(store.clone()).await;
     super::conformance_grants::grants_run_out_and_say_why(store.clone()).await;
-    super::conformance_grants::only_one_racing_call_spends_the_last_use(store).await;
+    super::conformance_grants::only_one_racing_call_spends_the_last_use(store.clone()).await;
+    super::conformance_grants::a_grant_in_force_is_read_by_id(store.clone()).await;
+    super::conformance_grants::a_grant_answers_only_the_agent_it_was_made_for(store).await;
 }
 
 /// A push subscription's endpoint names one row (subscribing again replaces it); removing one

@@ -130,13 +130,18 @@ pub async fn grants_run_out_and_say_why(store: Arc<dyn Store>) {
     assert_eq!(spent.last_used_at, Some(now.clone()));
     assert!(!store.claim_rule_use(&"unknown".into(), &now).await.unwrap());
 
-    assert_eq!(spent.source, None, "the built-in agent's session made it");
+    assert_eq!(spent.source, None, "the built-in agent's grant");
     let outside = crate::server::store::SessionRow {
         source: Some("codex".into()),
         ..session("grants-codex")
     };
     store.create_session(&outside).await.unwrap();
-    grant(&store, "grants-codex", rule("codex-grant", None, None)).await;
+    // The grant carries its agent (core::decisions reads it from the asking session).
+    let codex_grant = Rule {
+        source: Some("codex".into()),
+        ..rule("codex-grant", None, None)
+    };
+    grant(&store, "grants-codex", codex_grant).await;
     let theirs = listed(&store, "codex-grant")
         .await
         .expect("an outside agent's grant");
@@ -203,4 +208,90 @@ pub async fn only_one_racing_call_spends_the_last_use(store: Arc<dyn Store>) {
     assert_eq!(answered, 1, "exactly one call runs on the one use");
     let spent = listed(&store, "one-use").await.expect("listed");
     assert_eq!((spent.uses, spent.lapsed), (1, Some(RuleLapse::UsedUp)));
+}
+
+/// A grant belongs to the agent it was made for: its `source` is stored with it (and still
+/// read after the session that made it is deleted), and the matcher hands a call only a grant
+/// of the calling agent — the built-in agent's `cat *` never answers Codex's `shell` call of
+/// the same words, nor Codex's grant another outside agent's or the built-in agent's call.
+pub async fn a_grant_answers_only_the_agent_it_was_made_for(store: Arc<dyn Store>) {
+    use crate::server::gate::rules::{Caller, matching_subject};
+    use crate::server::tools::Subject;
+    store.create_session(&session("owners")).await.unwrap();
+    let cat = |id: &str, source: Option<&str>| Rule {
+        pattern: "cat *".into(),
+        source: source.map(str::to_owned),
+        ..rule(id, None, None)
+    };
+    grant(&store, "owners", cat("codex-cat", Some("codex"))).await;
+    grant(&store, "owners", cat("built-in-cat", None)).await;
+    let repo: &dyn crate::server::store::RuleRepo = store.as_ref();
+    let answer = async |source: Option<&str>, command: &str| {
+        let subject = Subject::Command(command.into());
+        let caller = Caller {
+            session_id: "owners",
+            source,
+        };
+        matching_subject(repo, caller, "shell", Some(&subject), &|_| true)
+            .await
+            .unwrap()
+            .map(|r| r.id.as_str().to_owned())
+    };
+    for command in ["cat /home/me/private/diary.txt", "cat  notes.md", "cat"] {
+        assert_eq!(
+            answer(None, command).await.as_deref(),
+            Some("built-in-cat"),
+            "{command}"
+        );
+        assert_eq!(
+            answer(Some("codex"), command).await.as_deref(),
+            Some("codex-cat"),
+            "{command}"
+        );
+        for stranger in ["claude-code", "codex-2", "Codex", "", "countersign"] {
+            assert_eq!(answer(Some(stranger), command).await, None, "{stranger}");
+        }
+    }
+    store.delete_session(&"owners".into()).await.unwrap();
+    let kept = listed(&store, "codex-cat")
+        .await
+        .expect("a workspace grant");
+    assert_eq!(kept.source.as_deref(), Some("codex"));
+    assert_eq!(listed(&store, "built-in-cat").await.unwrap().source, None);
+}
+
+/// `rule_in_force` is one read by id: a grant in force is, a revoked, expired or unknown one
+/// is not — and a used-up one still is (the call that spent its last use may start).
+pub async fn a_grant_in_force_is_read_by_id(store: Arc<dyn Store>) {
+    store.create_session(&session("in-force")).await.unwrap();
+    let now = Timestamp::now();
+    grant(&store, "in-force", rule("live", None, None)).await;
+    grant(&store, "in-force", rule("to-revoke", None, None)).await;
+    grant(
+        &store,
+        "in-force",
+        rule("soon", None, Some(now.plus_ms(60_000))),
+    )
+    .await;
+    grant(&store, "in-force", rule("last-use", Some(1), None)).await;
+    assert!(
+        store
+            .claim_rule_use(&"last-use".into(), &now)
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .revoke_rule(&"to-revoke".into(), "test")
+            .await
+            .unwrap()
+    );
+    let in_force =
+        async |id: &str, at: &Timestamp| store.rule_in_force(&id.into(), at).await.unwrap();
+    assert!(in_force("live", &now).await);
+    assert!(in_force("last-use", &now).await);
+    assert!(in_force("soon", &now).await);
+    assert!(!in_force("soon", &now.plus_ms(61_000)).await);
+    assert!(!in_force("to-revoke", &now).await);
+    assert!(!in_force("no-such-grant", &now).await);
 }

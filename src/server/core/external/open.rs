@@ -201,7 +201,10 @@ impl Core {
         let find_rule = || {
             rules::matching_subject(
                 self.repos.rules.as_ref(),
-                session_id.as_str(),
+                rules::Caller {
+                    session_id: session_id.as_str(),
+                    source: Some(checked.source.as_str()),
+                },
                 &checked.tool,
                 call.rule_subject.as_ref(),
                 &|_| true,

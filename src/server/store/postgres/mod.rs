@@ -702,7 +702,7 @@ pub(crate) mod tests {
                 "SELECT countersign_append('many', 'psql', 'at', '{{}}', '{{}}', '{{}}',
                    NULL, NULL, NULL, NULL, NULL, 'wait-{i}', '{{}}', 'at',
                    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-                   NULL, NULL, NULL, NULL, NULL, NULL, 'at', NULL, NULL, NULL, 30,
+                   NULL, NULL, NULL, NULL, NULL, NULL, NULL, 'at', NULL, NULL, NULL, 30,
                    '{{}}', '{{}}', '{{}}', '{{}}');\n"
             ));
         }

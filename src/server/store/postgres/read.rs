@@ -24,7 +24,7 @@ type SessionTuple = (
     Option<String>,
 );
 
-const RULE_COLUMNS: &str = "id, tool, pattern, scope, session_id, created_at, created_by_approval, uses, last_used_at, expires_at, max_uses";
+const RULE_COLUMNS: &str = "id, tool, pattern, scope, session_id, created_at, created_by_approval, uses, last_used_at, expires_at, max_uses, source";
 type RuleTuple = (
     String,
     String,
@@ -305,8 +305,7 @@ pub async fn list_rules(pool: &PgPool, now: &Timestamp) -> Result<Vec<Rule>, Sto
     let now_ms = now.unix_ms().unwrap_or(0);
     let cutoff = now.plus_ms(-crate::server::store::LAPSED_LISTED_MS);
     let rows: Vec<RuleTuple> = sqlx::query_as(&format!(
-        "SELECT {RULE_COLUMNS}, (SELECT s.source FROM approvals a JOIN sessions s ON s.id = a.session_id
-                 WHERE a.approval_id = rules.created_by_approval)
+        "SELECT {RULE_COLUMNS}
          FROM rules
          WHERE revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $1)
            AND (max_uses IS NULL OR uses < max_uses OR last_used_at > $1)

@@ -190,14 +190,14 @@ impl<'a> AppendArgs<'a> {
     }
 }
 
-/// The one round trip: `countersign_append` (migration 0008) with its 37 arguments; the first
+/// The one round trip: `countersign_append` (migration 0009) with its 38 arguments; the first
 /// seq it gave.
 async fn call_append(pool: &PgPool, a: &AppendArgs<'_>) -> Result<(i64,), sqlx::Error> {
     let (open, resolve, new_rule, external) = (a.open, a.resolve, a.new_rule, a.external);
     sqlx::query_as(
         "SELECT countersign_append($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,
              $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30,
-             $31, $32, $33, $34, $35, $36, $37)",
+             $31, $32, $33, $34, $35, $36, $37, $38)",
     )
     .bind(a.session_id)
     .bind(a.instance)
@@ -232,6 +232,7 @@ async fn call_append(pool: &PgPool, a: &AppendArgs<'_>) -> Result<(i64,), sqlx::
             .to_owned()
     }))
     .bind(new_rule.and_then(|r| r.max_uses).map(super::read::to_i64))
+    .bind(new_rule.and_then(|r| r.source.as_deref()))
     .bind(a.at.as_str())
     .bind(a.commit.set_mode.map(|m| m.as_str()))
     .bind(a.lease)

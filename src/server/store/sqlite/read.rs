@@ -224,19 +224,13 @@ impl Readers {
         let cutoff = now.plus_ms(-crate::server::store::LAPSED_LISTED_MS);
         self.with(|c| {
             let mut stmt = c.prepare_cached(&format!(
-                "SELECT {RULE_COLUMNS}, (SELECT s.source FROM approvals a JOIN sessions s ON s.id = a.session_id
-                         WHERE a.approval_id = rules.created_by_approval)
+                "SELECT {RULE_COLUMNS}
                  FROM rules
                  WHERE revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?1)
                    AND (max_uses IS NULL OR uses < max_uses OR last_used_at > ?1)
                  ORDER BY created_at, rowid"
             ))?;
-            let rows = stmt.query_map(params![cutoff], |row| {
-                Ok(Rule {
-                    source: row.get(11)?,
-                    ..codec::rule(row)?
-                })
-            })?;
+            let rows = stmt.query_map(params![cutoff], codec::rule)?;
             let rules = rows.collect::<rusqlite::Result<Vec<Rule>>>()?;
             Ok(rules.into_iter().map(|r| r.as_of(now_ms)).collect())
         })

@@ -262,8 +262,8 @@ fn resolve_gate(
 /// The standing rule an Allow always made, in the same transaction as its answer.
 fn insert_rule(conn: &Connection, rule: &crate::protocol::Rule) -> Result<(), StoreError> {
     conn.prepare_cached(
-        "INSERT INTO rules (id, tool, pattern, scope, session_id, created_at, created_by_approval, uses, expires_at, max_uses)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 0, ?8, ?9)",
+        "INSERT INTO rules (id, tool, pattern, scope, session_id, created_at, created_by_approval, uses, expires_at, max_uses, source)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 0, ?8, ?9, ?10)",
     )?
     .execute(params![
         rule.id,
@@ -274,7 +274,8 @@ fn insert_rule(conn: &Connection, rule: &crate::protocol::Rule) -> Result<(), St
         rule.created_at,
         rule.created_by_approval,
         rule.expires_at,
-        rule.max_uses.map(to_i64)
+        rule.max_uses.map(to_i64),
+        rule.source
     ])?;
     Ok(())
 }
