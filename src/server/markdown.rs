@@ -2,7 +2,8 @@
 //!
 //! pulldown-cmark passes raw HTML through and keeps `javascript:` links, so before rendering
 //! raw HTML becomes text, images become their alt text, and only http(s), mailto and relative
-//! links survive; ammonia then sanitizes the result as a second wall.
+//! links survive — none to the login route (a link there could log a reader in as its
+//! author); ammonia then sanitizes the result as a second wall.
 //!
 //! Markdown is an agent's text too, and the parser decodes what its source only names
 //! (`&#x202E;`, `&#8294;`, `&quot;`…): every piece of text it yields (prose, code, raw HTML
@@ -68,7 +69,7 @@ impl Pass {
                 title,
                 id,
             }) => {
-                let safe = is_safe_url(&dest_url);
+                let safe = is_safe_url(&dest_url) && !leads_to_login(&dest_url);
                 self.dropped_links.push(!safe);
                 safe.then(|| {
                     Event::Start(Tag::Link {
@@ -103,6 +104,39 @@ fn is_safe_url(url: &CowStr<'_>) -> bool {
     !head.contains(':')
 }
 
+/// Whether a link would open the login route, however it is spelled: any case, percent-
+/// encoded (even twice), relative (`./login`, `../login`), protocol-relative (`//host/login`)
+/// or absolute. Such a link in what an agent or a person wrote could log a reader's browser
+/// in as someone else, so it is shown as its text only. Read as a browser would resolve it
+/// from any page of this site: its last path segment names `login`. An address that does not
+/// resolve counts as one (dropped, not guessed at).
+fn leads_to_login(url: &str) -> bool {
+    let mut address = url.trim().to_owned();
+    for _ in 0..4 {
+        let decoded = percent_encoding::percent_decode_str(&address)
+            .decode_utf8_lossy()
+            .into_owned();
+        if decoded == address {
+            break;
+        }
+        address = decoded;
+    }
+    let Ok(base) = url::Url::parse("http://countersign.invalid/a/b/") else {
+        return true;
+    };
+    let Ok(resolved) = base.join(address.trim()) else {
+        return true;
+    };
+    let last = resolved
+        .path_segments()
+        .and_then(|segments| segments.filter(|s| !s.is_empty()).next_back())
+        .unwrap_or("");
+    last.to_ascii_lowercase()
+        .split(';')
+        .next()
+        .is_some_and(|name| name.trim() == "login")
+}
+
 fn sanitize(raw_html: &str) -> String {
     let schemes: HashSet<&str> = ["http", "https", "mailto"].into_iter().collect();
     ammonia::Builder::default()
@@ -132,6 +166,46 @@ mod tests {
         assert!(html.contains("href=\"https://example.com\""), "{html}");
         assert!(html.contains("href=\"docs/a.md\""), "{html}");
         assert!(html.contains('x'));
+    }
+
+    /// A link to the login route is shown as its text, in every spelling of one; other links
+    /// that merely mention it stay.
+    #[test]
+    fn links_to_the_login_route_are_dropped() {
+        for target in [
+            "/login?code=csl_x",
+            "/LOGIN?token=cst_x",
+            "/Login",
+            "login?code=x",
+            "./login?code=x",
+            "../login?code=x",
+            "../../../login",
+            "//evil.example/login?code=x",
+            "https://countersign.local:8080/login?code=x",
+            "http://127.0.0.1:7700/login/",
+            "%2Flogin?code=x",
+            "%252Flogin?code=x",
+            "/%6cogin?code=x",
+            "/%4C%4F%47%49%4E",
+            "/sessions/../login",
+            "/.//login",
+            "/login;x",
+            "/login#frag",
+            "\\login",
+        ] {
+            let html = render(&format!("[press here]({target}) and <{target}>"));
+            assert!(!html.contains("<a"), "{target}: {html}");
+            assert!(html.contains("press here"), "{target}: {html}");
+        }
+        for kept in [
+            "/sessions/login-notes",
+            "docs/login.md",
+            "/logins",
+            "https://example.com/?next=/login",
+        ] {
+            let html = render(&format!("[x]({kept})"));
+            assert!(html.contains("<a"), "{kept}: {html}");
+        }
     }
 
     #[test]

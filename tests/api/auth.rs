@@ -524,3 +524,44 @@ async fn a_login_link_from_another_site_is_confirmed_before_it_logs_in() {
     );
     assert!(!audit.to_string().contains(TOKEN), "no secret in the audit");
 }
+
+/// Only a login link no page opened logs in at once (`Sec-Fetch-Site: none`), or a client
+/// that is no browser (no `Sec-Fetch-Site`, no `Accept: text/html`). A relative link in a
+/// card (`same-origin`) and a browser on plain http that sends no `Sec-Fetch-*` get the
+/// confirmation — which no cache keeps, as it holds the secret.
+#[tokio::test]
+async fn only_a_link_no_page_opened_logs_in_at_once() {
+    let ts = TestServer::start().await;
+    let page = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8";
+    let confirmed_first: [&[(&str, &str)]; 5] = [
+        &[("sec-fetch-site", "same-origin"), ("accept", page)],
+        &[("sec-fetch-site", "same-origin")],
+        &[("accept", page)],
+        &[("accept", "Text/HTML")],
+        &[("sec-fetch-site", "cross-site"), ("accept", "*/*")],
+    ];
+    for headers in confirmed_first {
+        let mut request = ts.anon(Method::GET, &format!("/login?token={TOKEN}"));
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let r = send(request).await;
+        assert_eq!(r.status.as_u16(), 200, "{headers:?}: {r:?}");
+        assert!(r.header("set-cookie").is_none(), "{headers:?}: {r:?}");
+        assert!(
+            r.body.contains(r#"data-action="confirm-login""#),
+            "{}",
+            r.body
+        );
+        assert_eq!(r.header("cache-control"), Some("no-store"), "{headers:?}");
+    }
+    for at_once in [vec![("sec-fetch-site", "none"), ("accept", page)], vec![]] {
+        let mut request = ts.anon(Method::GET, &format!("/login?token={TOKEN}"));
+        for (name, value) in &at_once {
+            request = request.header(*name, *value);
+        }
+        let r = send(request).await;
+        assert_eq!(r.status.as_u16(), 303, "{at_once:?}: {r:?}");
+        assert!(r.header("set-cookie").is_some(), "{at_once:?}");
+    }
+}

@@ -131,22 +131,41 @@ pub async fn login(
         (None, Some(token)) => LoginWith::Token(token.trim()),
         (None, None) => return login_page(None).into_response(),
     };
-    // A link followed from another site could swap this browser's login for one its author
-    // holds (login CSRF): the person confirms it here, with a form only this site can post.
-    if followed_from_another_site(&headers) {
-        return confirm_login_page(&with).into_response();
+    // A link followed from a page — another site's, or one on this site that shows what
+    // someone else wrote (a card's markdown) — could swap this browser's login for one its
+    // author holds (login CSRF): the person confirms it here, with a form only this site
+    // can post.
+    if !logs_in_at_once(&headers) {
+        // It holds the code: no cache keeps it (a shared machine's back button, a proxy).
+        let no_store = [(header::CACHE_CONTROL, "no-store")];
+        return (no_store, confirm_login_page(&with)).into_response();
     }
     log_in(&state, &headers, with).await
 }
 
-/// A navigation another site started (`Sec-Fetch-Site: cross-site` or `same-site`). A link
-/// typed, pasted, scanned or opened from a terminal says `none`; a client that sends no
-/// `Sec-Fetch-Site` (not a browser) is taken at its word.
-fn followed_from_another_site(headers: &HeaderMap) -> bool {
-    headers
-        .get("sec-fetch-site")
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|site| site == "cross-site" || site == "same-site")
+/// Whether a login link may log in without a confirmation: only when the browser says no page
+/// started the navigation (`Sec-Fetch-Site: none`: typed, pasted, bookmarked, scanned, opened
+/// from a terminal), or when the request is plainly no browser navigation (no
+/// `Sec-Fetch-Site` and no `Accept` naming `text/html`: curl, the CLI, scripts). Everything
+/// else is confirmed: `same-origin` too (a relative link in a card), and a browser that sends
+/// no `Sec-Fetch-*` at all (plain http on a LAN address is no secure context).
+fn logs_in_at_once(headers: &HeaderMap) -> bool {
+    match headers.get("sec-fetch-site") {
+        Some(site) => site
+            .to_str()
+            .is_ok_and(|site| site.trim().eq_ignore_ascii_case("none")),
+        None => !accepts_html(headers),
+    }
+}
+
+/// Whether the request asks for a page (`Accept` names `text/html`), as a browser's
+/// navigation does.
+fn accepts_html(headers: &HeaderMap) -> bool {
+    headers.get_all(header::ACCEPT).iter().any(|accept| {
+        String::from_utf8_lossy(accept.as_bytes())
+            .to_ascii_lowercase()
+            .contains("text/html")
+    })
 }
 
 /// The login page's form (a token), or the confirmation of a link followed from another site
@@ -216,7 +235,7 @@ fn confirm_login_page(with: &LoginWith<'_>) -> Html<String> {
         r#"<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Log in? · Countersign</title><link rel="stylesheet" href="/pkg/countersign.css"></head>
 <body class="login"><main class="login-box"><h1>Countersign</h1>
-<p role="alert">You followed a login link from another site. Log in only if you opened it yourself: a link someone else sent could log this browser in as them, and anything you then approve would be theirs.</p>
+<p role="alert">This login link was opened from a page, not typed or pasted. Log in only if you opened it yourself: a link someone else wrote could log this browser in as them, and anything you then approve would be theirs.</p>
 <form method="post" action="/login"><input type="hidden" name="{field}" value="{value}">
 <button type="submit" data-action="confirm-login">Log in on this browser</button> <a href="/">Cancel</a></form></main></body></html>"#
     ))
@@ -269,23 +288,47 @@ mod tests {
         assert!(same_origin(&headers(&[])));
     }
 
+    /// Only a navigation no page started logs in at once, or a client that is no browser;
+    /// every other spelling of a followed link is confirmed first.
     #[test]
-    fn a_link_from_another_site_is_confirmed_first() {
-        assert!(followed_from_another_site(&headers(&[(
-            "sec-fetch-site",
-            "cross-site"
-        )])));
-        assert!(followed_from_another_site(&headers(&[(
-            "sec-fetch-site",
-            "same-site"
-        )])));
-        for direct in ["none", "same-origin"] {
-            assert!(!followed_from_another_site(&headers(&[(
-                "sec-fetch-site",
-                direct
-            )])));
+    fn only_a_link_no_page_started_logs_in_at_once() {
+        for site in ["none", "None", " none "] {
+            assert!(
+                logs_in_at_once(&headers(&[("sec-fetch-site", site)])),
+                "{site}"
+            );
         }
-        assert!(!followed_from_another_site(&headers(&[])));
+        for site in [
+            "cross-site",
+            "same-site",
+            "same-origin",
+            "",
+            "nonee",
+            "none, none",
+        ] {
+            assert!(
+                !logs_in_at_once(&headers(&[("sec-fetch-site", site)])),
+                "{site}"
+            );
+            assert!(
+                !logs_in_at_once(&headers(&[("sec-fetch-site", site), ("accept", "*/*")])),
+                "{site} with a plain Accept"
+            );
+        }
+        // No Sec-Fetch-* (plain http on a LAN): a browser asks for a page, so it confirms.
+        for accept in [
+            "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
+            "TEXT/HTML",
+            "application/xml, text/html;q=0.1",
+        ] {
+            assert!(
+                !logs_in_at_once(&headers(&[("accept", accept)])),
+                "{accept}"
+            );
+        }
+        assert!(logs_in_at_once(&headers(&[])));
+        assert!(logs_in_at_once(&headers(&[("accept", "*/*")])));
+        assert!(logs_in_at_once(&headers(&[("accept", "application/json")])));
     }
 
     #[test]
