@@ -605,7 +605,7 @@ async fn the_same_key_finds_the_same_gate_and_bad_bodies_are_named() {
     agent
         .get("/api/v1/gates/nope?wait=61")
         .await
-        .expect_error(400, "invalid_request");
+        .expect_error(400, "invalid_gate");
     agent
         .get("/api/v1/gates/nope")
         .await
@@ -1425,4 +1425,40 @@ async fn a_grant_answers_only_the_agent_it_was_made_for() {
         .await
         .expect(200);
     ts.wait_turn(&sid, &turn).await;
+}
+
+/// The names the built-in agent is shown as are no outside agent's to take: a gate that
+/// claims one is refused, 400, saying why — so no outside card is counted, and no outside
+/// grant read, as the built-in agent's.
+#[tokio::test]
+async fn an_outside_agent_cannot_pass_for_the_built_in_one() {
+    let ts = TestServer::start().await;
+    for reserved in [
+        "countersign",
+        " countersign ",
+        "built-in",
+        "built-in-agent",
+        "builtin",
+    ] {
+        let refused = ts
+            .post("/api/v1/gates", shell_call(reserved, "posing", "ls"))
+            .await
+            .expect_error(400, "invalid_gate");
+        assert!(
+            refused.to_string().contains("Countersign's own agent"),
+            "{reserved}: {refused}"
+        );
+    }
+    for refused_otherwise in ["Countersign", "COUNTERSIGN"] {
+        ts.post(
+            "/api/v1/gates",
+            shell_call(refused_otherwise, "posing", "ls"),
+        )
+        .await
+        .expect_error(400, "invalid_gate");
+    }
+    let sessions = ts.get("/api/v1/sessions").await.expect(200);
+    assert!(!sessions.to_string().contains("posing"), "{sessions}");
+    let fine = open(&ts, shell_call("countersign-fork", "own-name", "ls")).await;
+    assert_eq!(fine["status"], "pending", "{fine}");
 }

@@ -452,6 +452,10 @@ pub struct CardEssentials {
     pub tool: String,
     pub class: ToolClass,
     pub created_at: Timestamp,
+    /// Its deadline: an expired card counts as the person's only when it gave them a fair
+    /// chance (`core::stats::figures::FAIR_CHANCE_MS`). Absent: unknown, not counted.
+    #[serde(default)]
+    pub expires_at: Option<Timestamp>,
 }
 
 /// A resolved gate (`GateRepo::resolved_cards`).

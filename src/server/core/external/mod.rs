@@ -28,6 +28,15 @@ use crate::server::store::{ExternalGate, GateRepo, StoreError};
 use crate::server::tools::outside::OutsideCall;
 
 const MAX_SOURCE_CHARS: usize = 40;
+/// Sources an outside gate may not take: the names the built-in agent is shown as (its key in
+/// the Your answers figures, its label on the Rules page). An outside agent taking one would
+/// have its cards counted, and its grants read, as the built-in agent's.
+pub const RESERVED_SOURCES: [&str; 4] = [
+    crate::server::core::stats::figures::BUILT_IN_AGENT,
+    "built-in",
+    "built-in-agent",
+    "builtin",
+];
 const MAX_ID_CHARS: usize = 200;
 const MAX_TITLE_CHARS: usize = 200;
 const MAX_REASON_CHARS: usize = 20_000;
@@ -108,6 +117,11 @@ fn check(body: Value, default_timeout: u64) -> Result<Checked, Error> {
         return Err(invalid(
             "`source` uses lowercase letters, digits and `-` (e.g. claude-code)",
         ));
+    }
+    if RESERVED_SOURCES.contains(&source.as_str()) {
+        return Err(invalid(format!(
+            "`source` `{source}` is the name of Countersign's own agent; an outside agent names itself (e.g. claude-code, codex)"
+        )));
     }
     let external_session = required(&request.external_session, "external_session", MAX_ID_CHARS)?;
     let tool = request.tool;

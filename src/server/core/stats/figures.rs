@@ -8,6 +8,13 @@
 //! mode change or the system resolved (`answered_by` `rule` or `system`). The reviewer's
 //! answers (actor `reviewer`) are decisions under their own actor key, and never a person's
 //! fast approval.
+//!
+//! **An expired card counts only if the person had a fair chance.** Outside agents choose
+//! their cards' deadlines (`timeout_secs`, from 1 s): a card that expired less than
+//! [`FAIR_CHANCE_MS`] (60 s) after it opened — or whose deadline cannot be read — is not the
+//! person's and is left out of every figure (totals, rates, runs, every group), as a cancelled
+//! card is. Otherwise an agent could make the page show the person letting cards expire,
+//! and break their runs of approvals, at will.
 
 use std::collections::BTreeMap;
 
@@ -15,7 +22,7 @@ use crate::protocol::{
     Actor, AnsweredBy, DayFigures, DecideBucket, Decision, DecisionFigures, Resolution, Timestamp,
 };
 use crate::server::principal::actors;
-use crate::server::store::ResolvedCard;
+use crate::server::store::{CardEssentials, ResolvedCard};
 
 /// The reviewer's actor (issue 40, point 4): it answers cards, but never on a person's reflex.
 pub const REVIEWER: &str = "reviewer";
@@ -23,6 +30,9 @@ pub const REVIEWER: &str = "reviewer";
 pub const BUILT_IN_AGENT: &str = "countersign";
 /// An approval given faster than this is a *fast approval*: too fast to have read the card.
 pub const FAST_APPROVAL_MS: u64 = 1000;
+/// A card that expired counts as the person's expired card only when its deadline was at
+/// least this long after it opened (see the module's doc).
+pub const FAIR_CHANCE_MS: u64 = 60_000;
 
 /// The histogram's bucket edges in milliseconds, with their labels: bucket *i* holds answers
 /// that took from `edge[i]` up to (not including) `edge[i + 1]`; the last is open.
@@ -77,10 +87,22 @@ pub struct Counted {
     pub day: String,
 }
 
+/// Whether the card gave the person a fair chance to answer: its deadline at least
+/// [`FAIR_CHANCE_MS`] after it opened (`false` when either time is unreadable).
+fn gave_a_fair_chance(card: &CardEssentials) -> bool {
+    card.expires_at
+        .as_ref()
+        .and_then(|deadline| elapsed_ms(&card.created_at, deadline))
+        .is_some_and(|ms| ms >= FAIR_CHANCE_MS)
+}
+
 /// The card as a decision, or `None` when it is not one.
 pub fn counted(card: &ResolvedCard) -> Option<Counted> {
     let resolution = &card.resolution;
     let outcome = outcome(resolution)?;
+    if outcome == Outcome::Expired && !gave_a_fair_chance(&card.card) {
+        return None;
+    }
     let decide_ms = match outcome {
         Outcome::Expired => None,
         _ => elapsed_ms(&card.card.created_at, &resolution.resolved_at),
@@ -258,7 +280,6 @@ pub fn histogram(decisions: &[Counted]) -> Vec<DecideBucket> {
 mod tests {
     use super::*;
     use crate::protocol::{ApprovalId, GateKind, LoginRef, ToolClass};
-    use crate::server::store::CardEssentials;
 
     const T0: i64 = 1_796_000_000_000; // 2026-11-30T…Z
 
@@ -300,6 +321,8 @@ mod tests {
                 tool: "shell".into(),
                 class,
                 created_at: Timestamp::from_unix_ms(T0 + opened),
+                // The built-in agent's default deadline, 10 minutes.
+                expires_at: Some(Timestamp::from_unix_ms(T0 + opened + 600_000)),
             },
             resolution,
             source: (class == ToolClass::Edit).then(|| "claude-code".to_owned()),
@@ -365,6 +388,47 @@ mod tests {
         assert_eq!(by_actor["browser"].fast_approvals, 2);
         assert_eq!(by_actor["reviewer"].fast_approvals, 0);
         assert_eq!(by_actor["reviewer"].approved, 1);
+    }
+
+    /// An outside agent's card with a deadline shorter than a fair chance (1 s, 59.9 s), or
+    /// an unreadable one, is in no figure when it expires: the rates and runs stay the
+    /// person's own. From 60 s on, an expiry is the person's.
+    #[test]
+    fn a_card_that_gave_no_fair_chance_is_no_expiry_of_the_person() {
+        let with_deadline = |n: usize, opened: i64, deadline: Option<i64>| {
+            let mut c = card(n, ToolClass::Exec, opened, 0, Decision::Timeout, "timeout");
+            c.card.expires_at = deadline.map(|ms| Timestamp::from_unix_ms(T0 + opened + ms));
+            c.resolution.resolved_at = Timestamp::from_unix_ms(T0 + opened + deadline.unwrap_or(1));
+            c.source = Some("codex".into());
+            c
+        };
+        let mut rows = history();
+        let baseline = total(&counted_history());
+        // Five 1-second cards between the browser's approvals, as the red team made them.
+        for (n, deadline) in [
+            (21, Some(1_000)),
+            (22, Some(1)),
+            (23, Some(59_999)),
+            (24, None),
+            (25, Some(0)),
+        ] {
+            rows.insert(1, with_deadline(n, 500 + n as i64, deadline));
+        }
+        let mut unreadable = with_deadline(26, 700, Some(120_000));
+        unreadable.card.created_at = Timestamp::from("yesterday");
+        rows.insert(2, unreadable);
+        let decisions: Vec<Counted> = rows.iter().filter_map(counted).collect();
+        assert_eq!(
+            total(&decisions),
+            baseline,
+            "the short cards changed the figures"
+        );
+        assert!(grouped(&decisions, |d| &d.agent).get("codex").is_none());
+
+        rows.insert(1, with_deadline(27, 600, Some(FAIR_CHANCE_MS as i64)));
+        let decisions: Vec<Counted> = rows.iter().filter_map(counted).collect();
+        assert_eq!(total(&decisions).expired, baseline.expired + 1);
+        assert_eq!(grouped(&decisions, |d| &d.agent)["codex"].expired, 1);
     }
 
     #[test]
