@@ -132,9 +132,13 @@ fn resolved(session_id: &str, resolution: &Resolution, new_rule: Option<&Rule>) 
             actor: resolver(resolution),
             action: "rule_created",
             subject: rule.id.to_string(),
+            // How far the grant reaches, all of it: its limits (`null`: none) and the agent
+            // it belongs to (`null`: the built-in agent), so the log never reads a one-use or
+            // expiring grant as unlimited.
             detail: json!({
                 "tool": rule.tool, "pattern": rule.pattern, "scope": rule.scope,
                 "session_id": rule.session_id, "approval_id": resolution.approval_id,
+                "max_uses": rule.max_uses, "expires_at": rule.expires_at, "source": rule.source,
             }),
         });
     }
@@ -241,6 +245,59 @@ mod tests {
         let mut v = Verifier::new();
         entries.iter().for_each(|e| v.check(e));
         v.verdict()
+    }
+
+    /// `rule_created` says how far the grant reaches: its use limit, expiry and agent, each
+    /// `null` when it has none (never left out, so an absent limit is not read as unknown).
+    #[test]
+    fn a_grants_entry_names_its_limits_and_agent() {
+        use crate::protocol::{AnsweredBy, ApprovalId, Decision, RuleScope, Timestamp};
+        let grant = |max_uses, expires_at: Option<&str>, source: Option<&str>| Rule {
+            id: "r1".into(),
+            tool: "shell".into(),
+            pattern: "cat *".into(),
+            scope: RuleScope::Workspace,
+            session_id: None,
+            created_at: Timestamp::from("2026-12-06T10:00:00.000Z"),
+            created_by_approval: Some("a1".into()),
+            uses: 0,
+            last_used_at: None,
+            expires_at: expires_at.map(Timestamp::from),
+            max_uses,
+            lapsed: None,
+            source: source.map(str::to_owned),
+        };
+        let resolution = Resolution::plain(
+            &ApprovalId::from("a1"),
+            Decision::AllowAlways,
+            AnsweredBy::User,
+            "browser",
+            Timestamp::from("2026-12-06T10:00:00.000Z"),
+        );
+        let detail = |rule: &Rule| {
+            let drafts = resolved("s1", &resolution, Some(rule));
+            let created = drafts.iter().find(|d| d.action == "rule_created").unwrap();
+            created.detail.clone()
+        };
+        let limited = detail(&grant(
+            Some(3),
+            Some("2026-12-06T11:00:00.000Z"),
+            Some("codex"),
+        ));
+        assert_eq!(limited["max_uses"], 3, "{limited}");
+        assert_eq!(
+            limited["expires_at"], "2026-12-06T11:00:00.000Z",
+            "{limited}"
+        );
+        assert_eq!(limited["source"], "codex", "{limited}");
+        let open_ended = detail(&grant(None, None, None));
+        for field in ["max_uses", "expires_at", "source"] {
+            assert_eq!(
+                open_ended.get(field),
+                Some(&serde_json::Value::Null),
+                "{field}: {open_ended}"
+            );
+        }
     }
 
     #[test]
