@@ -294,7 +294,7 @@ mod tests {
         for field in ["max_uses", "expires_at", "source"] {
             assert_eq!(
                 open_ended.get(field),
-                Some(&serde_json::Value::Null),
+                Some(&Value::Null),
                 "{field}: {open_ended}"
             );
         }

@@ -129,7 +129,7 @@ fn leads_to_login(url: &str) -> bool {
     };
     let last = resolved
         .path_segments()
-        .and_then(|segments| segments.filter(|s| !s.is_empty()).next_back())
+        .and_then(|mut segments| segments.rfind(|s| !s.is_empty()))
         .unwrap_or("");
     last.to_ascii_lowercase()
         .split(';')

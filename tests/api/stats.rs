@@ -2,8 +2,6 @@
 //! credential and device, per class and agent, per day and by time to decide; admin only; a
 //! window it cannot read is `400 invalid_request`.
 
-use std::time::Duration;
-
 use reqwest::Method;
 use serde_json::{Value, json};
 

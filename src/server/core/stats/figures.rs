@@ -423,7 +423,7 @@ mod tests {
             baseline,
             "the short cards changed the figures"
         );
-        assert!(grouped(&decisions, |d| &d.agent).get("codex").is_none());
+        assert!(!grouped(&decisions, |d| &d.agent).contains_key("codex"));
 
         rows.insert(1, with_deadline(27, 600, Some(FAIR_CHANCE_MS as i64)));
         let decisions: Vec<Counted> = rows.iter().filter_map(counted).collect();
