@@ -98,18 +98,10 @@ fn optional(value: Option<String>, field: &str, max: usize) -> Result<Option<Str
     }
 }
 
-fn check(body: Value, default_timeout: u64) -> Result<Checked, Error> {
-    if !body.is_object() {
-        return Err(invalid("the body must be a JSON object"));
-    }
-    // The path names where a value does not fit (`capabilities.edit: invalid type: …`).
-    let request: OpenGate = serde_path_to_error::deserialize(body).map_err(|e| {
-        invalid(match e.path().to_string().as_str() {
-            "." => format!("the body does not fit: {}", e.inner()),
-            path => format!("the body does not fit at `{path}`: {}", e.inner()),
-        })
-    })?;
-    let source = required(&request.source, "source", MAX_SOURCE_CHARS)?;
+/// The gate's `source`: a name of lowercase letters, digits and `-`, and not one the built-in
+/// agent is shown as ([`RESERVED_SOURCES`]).
+fn checked_source(source: &str) -> Result<String, Error> {
+    let source = required(source, "source", MAX_SOURCE_CHARS)?;
     if !source
         .chars()
         .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
@@ -123,6 +115,21 @@ fn check(body: Value, default_timeout: u64) -> Result<Checked, Error> {
             "`source` `{source}` is the name of Countersign's own agent; an outside agent names itself (e.g. claude-code, codex)"
         )));
     }
+    Ok(source)
+}
+
+fn check(body: Value, default_timeout: u64) -> Result<Checked, Error> {
+    if !body.is_object() {
+        return Err(invalid("the body must be a JSON object"));
+    }
+    // The path names where a value does not fit (`capabilities.edit: invalid type: …`).
+    let request: OpenGate = serde_path_to_error::deserialize(body).map_err(|e| {
+        invalid(match e.path().to_string().as_str() {
+            "." => format!("the body does not fit: {}", e.inner()),
+            path => format!("the body does not fit at `{path}`: {}", e.inner()),
+        })
+    })?;
+    let source = checked_source(&request.source)?;
     let external_session = required(&request.external_session, "external_session", MAX_ID_CHARS)?;
     let tool = request.tool;
     let name = required(&tool.name, "tool.name", MAX_ID_CHARS)?;
