@@ -36,8 +36,8 @@ pub use outside::{
     PhoneLogin, Scope, TokenInfo,
 };
 pub use review::{
-    ClassStanding, Predicted, RecentPrediction, ResolutionReview, ReviewMode, ReviewState,
-    ReviewerKind,
+    Answered, ClassStanding, Predicted, RecentPrediction, ResolutionReview, ReviewMode,
+    ReviewState, ReviewerKind,
 };
 use spelled::spelled;
 pub use stored::{Spelling, Stored};
@@ -63,6 +63,7 @@ spelled!(
     ReviewMode,
     ReviewerKind,
     Predicted,
+    Answered,
 );
 pub use time::Timestamp;
 

@@ -10,6 +10,7 @@ pub mod conformance;
 pub mod passkeys;
 pub mod postgres;
 pub mod push;
+pub mod review;
 pub mod secrets;
 pub mod sqlite;
 
@@ -595,6 +596,7 @@ pub trait Store:
     + push::PushSubscriptions
     + passkeys::PasskeyRows
     + secrets::HashedSecrets
+    + review::ReviewRepo
 {
 }
 
@@ -608,6 +610,7 @@ impl<T> Store for T where
         + push::PushSubscriptions
         + passkeys::PasskeyRows
         + secrets::HashedSecrets
+        + review::ReviewRepo
 {
 }
 
@@ -623,6 +626,8 @@ pub struct Repos {
     pub push: Arc<dyn push::PushSubscriptions>,
     pub passkeys: Arc<dyn passkeys::PasskeyRows>,
     pub secrets: Arc<dyn secrets::HashedSecrets>,
+    /// The reviewer's predictions and the classes it is trusted with.
+    pub review: Arc<dyn review::ReviewRepo>,
     /// Only on a store several instances share.
     pub coordination: Option<Arc<dyn Coordination>>,
 }
@@ -648,6 +653,7 @@ impl Opened {
                 outside: store.clone(),
                 push: store.clone(),
                 passkeys: store.clone(),
+                review: store.clone(),
                 secrets: store,
                 coordination,
             },

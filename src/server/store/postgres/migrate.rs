@@ -7,7 +7,7 @@ use sqlx::PgPool;
 use crate::server::store::StoreError;
 
 /// The migrations, in order: (version, SQL).
-const MIGRATIONS: [(i64, &str); 7] = [
+const MIGRATIONS: [(i64, &str); 8] = [
     (
         1,
         include_str!("../../../../migrations/postgres/0001_schema.sql"),
@@ -35,6 +35,10 @@ const MIGRATIONS: [(i64, &str); 7] = [
     (
         7,
         include_str!("../../../../migrations/postgres/0007_hashed_secrets.sql"),
+    ),
+    (
+        8,
+        include_str!("../../../../migrations/postgres/0008_review.sql"),
     ),
 ];
 
