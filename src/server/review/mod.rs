@@ -5,6 +5,11 @@
 //! It never sees floor, config or passkey cards, never denies, and its time never delays a
 //! card: a reviewer that is slow, down or out of format leaves the card to the person.
 
+pub mod history;
+pub mod standing;
+#[cfg(test)]
+mod test_cards;
+
 use async_trait::async_trait;
 
 use crate::protocol::{ApprovalRequestBody, Predicted, ResolutionReview, ToolClass};
