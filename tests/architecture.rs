@@ -442,6 +442,8 @@ const LAYERS: &[(&str, u8)] = &[
     // 5. Policy and telling the person: the gate decides a call over its tool's own check;
     //    the notifier tells the person, by webhook or through push.
     ("server::gate", 5),
+    // The reviewer: a second opinion on a card, below the gate that carries its prediction.
+    ("server::review", 5),
     ("server::notifier", 5),
     // 6. What a decision reaches: the tools, the model providers, Web Push, passkeys.
     ("server::tools", 6),

@@ -364,6 +364,8 @@ pub enum AnsweredBy {
     Timeout,
     Rule,
     System,
+    /// The reviewer, for a class the person trusted it with (issue 40): only ever an approval.
+    Reviewer,
 }
 
 #[derive(IntoStaticStr, EnumString, VariantArray, VariantNames, Display)]
@@ -484,6 +486,10 @@ pub struct Resolution {
     /// before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub login: Option<LoginRef>,
+    /// What the reviewer predicted for this card (issue 40), when it was shown it: only on an
+    /// answered card, never before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review: Option<ResolutionReview>,
 }
 
 /// Which browser login did something, and on what device: how a card says "you, in another
@@ -531,6 +537,7 @@ impl Resolution {
             via: None,
             passkey: None,
             login: None,
+            review: None,
         }
     }
 }

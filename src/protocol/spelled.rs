@@ -252,7 +252,7 @@ mod tests {
         spelled_as(
             &AnsweredBy::ALL,
             AnsweredBy::as_str,
-            &["user", "timeout", "rule", "system"],
+            &["user", "timeout", "rule", "system", "reviewer"],
         );
         parses(AnsweredBy::parse);
         spelled_as(

@@ -473,6 +473,8 @@ impl Core {
             via: body.via,
             passkey,
             login: who.login().cloned(),
+            // Attached as it commits (`gate::resolve`), from the stored prediction.
+            review: None,
         };
         Ok((resolution, new_rule))
     }

@@ -180,6 +180,7 @@ fn describe(resolution: &Resolution) -> String {
         }
         AnsweredBy::User => " by a person",
         AnsweredBy::Rule => " by a standing rule",
+        AnsweredBy::Reviewer => " by the reviewer",
         AnsweredBy::Timeout | AnsweredBy::System => "",
     };
     format!("{what}{by} at {}", resolution.resolved_at)
