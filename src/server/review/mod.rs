@@ -6,6 +6,7 @@
 //! card: a reviewer that is slow, down or out of format leaves the card to the person.
 
 pub mod history;
+pub mod model;
 pub mod standing;
 #[cfg(test)]
 mod test_cards;
