@@ -7,6 +7,8 @@
 
 pub mod history;
 pub mod met;
+pub mod model;
+pub mod reviewable;
 pub mod standing;
 #[cfg(test)]
 mod test_cards;
