@@ -14,6 +14,7 @@ mod os_boundary;
 mod passkeys;
 mod phone_login;
 mod push;
+mod review;
 mod sessions;
 mod tokens;
 mod watch;
@@ -69,6 +70,9 @@ pub struct Core {
     passkeys: super::passkey::Passkeys,
     /// Whether the server shares its OS user with the agents it answers for.
     os_boundary: Arc<super::os_user::Boundary>,
+    /// The reviewer: its predictions, its standing with the person, the classes it is trusted
+    /// with.
+    reviews: Arc<super::review::shadow::Reviews>,
 }
 
 /// What `Core::new` is built from (the server's start assembles it).
@@ -82,6 +86,7 @@ pub struct CoreParts {
     pub notifier: Arc<Notifier>,
     pub passkeys: super::passkey::Passkeys,
     pub os_boundary: Arc<super::os_user::Boundary>,
+    pub reviews: Arc<super::review::shadow::Reviews>,
 }
 
 /// About how many events the session page starts with (whole turns, so it can be more).
@@ -132,6 +137,7 @@ impl Core {
             watches: watch::GateWatches::default(),
             passkeys: parts.passkeys,
             os_boundary: parts.os_boundary,
+            reviews: parts.reviews,
         }
     }
 
@@ -143,5 +149,6 @@ impl Core {
     /// Applies the config file after it changed on disk (invalid: the last good one stays).
     pub async fn reload_config(&self) {
         super::live::change::reload(&self.live, self.repos.audit.as_ref()).await;
+        self.review_trust_follows_mode("file").await;
     }
 }

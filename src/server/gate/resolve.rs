@@ -80,7 +80,9 @@ async fn commit_with(
     // What the answer met, recorded beside it: never in the answer's way.
     if let Some(reviews) = hub.reviews() {
         let (reviews, met) = (std::sync::Arc::clone(reviews), resolution.clone());
-        tokio::spawn(async move { crate::server::review::met::record(reviews.as_ref(), &met).await });
+        tokio::spawn(
+            async move { crate::server::review::met::record(reviews.as_ref(), &met).await },
+        );
     }
     Ok(resolution)
 }

@@ -103,6 +103,11 @@ pub async fn verify_audit(State(state): State<AppState>) -> Result<impl IntoResp
     Ok(Json(state.core.verify_audit().await?))
 }
 
+/// `GET /api/v1/review`: the reviewer's standing with the person.
+pub async fn review(State(state): State<AppState>) -> Result<impl IntoResponse, ApiError> {
+    Ok(Json(state.core.review_state().await?))
+}
+
 pub async fn config(State(state): State<AppState>) -> impl IntoResponse {
     Json(state.core.config_view())
 }

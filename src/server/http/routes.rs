@@ -115,6 +115,7 @@ fn administering() -> Routes {
         .delete(Need::Admin, "/passkeys/{id}", passkeys::remove)
         .delete(Need::Admin, "/rules/{id}", approvals::revoke_rule)
         .get(Need::Admin, "/config", approvals::config)
+        .get(Need::Admin, "/review", approvals::review)
         .put(Need::Admin, "/config/{key}", approvals::set_config)
         .post(Need::Admin, "/tokens", gates::create_token)
         .get(Need::Admin, "/tokens", gates::list_tokens)

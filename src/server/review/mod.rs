@@ -9,7 +9,9 @@ pub mod history;
 pub mod met;
 pub mod model;
 pub mod reviewable;
+pub mod shadow;
 pub mod standing;
+pub mod state;
 #[cfg(test)]
 mod test_cards;
 

@@ -1,7 +1,9 @@
 //! Which cards a reviewer may be shown at all: never a floor card, a config card, a card that
 //! needs a passkey, a budget card or a plan card — the calls no second opinion may judge.
 
-use crate::protocol::{ApprovalRequestBody, DecisionKind, GateKind, GateReason, ReviewMode, ToolClass};
+use crate::protocol::{
+    ApprovalRequestBody, DecisionKind, GateKind, GateReason, ReviewMode, ToolClass,
+};
 use crate::server::config::Config;
 
 /// Whether `card` may be shown to the reviewer under `config`.
@@ -45,7 +47,11 @@ mod tests {
 
     #[test]
     fn a_config_card_is_never_reviewed() {
-        let config = card("config_set", ToolClass::Config, json!({"key": "a", "value": 1}));
+        let config = card(
+            "config_set",
+            ToolClass::Config,
+            json!({"key": "a", "value": 1}),
+        );
         assert!(!reviewable(&config, &shadow()));
     }
 

@@ -97,6 +97,9 @@ impl Core {
                     .await?;
             }
             None => {
+                // The reviewer's prediction runs beside the card, never in its way.
+                self.reviews
+                    .predict_later(&live.config, &request.body, &checked.source);
                 tokio::spawn(expire_later(
                     self.hub.clone(),
                     request.clone(),
