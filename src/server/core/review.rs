@@ -18,6 +18,15 @@ impl Core {
         Ok(review_state(&config, &rows, &trusted))
     }
 
+    /// The prediction made for a card, if any: never shown before the card is answered (the
+    /// disagree route reads it, and the tests, to know it was made).
+    pub async fn review_prediction(
+        &self,
+        approval_id: &str,
+    ) -> Result<Option<crate::server::store::review::PredictionRow>, Error> {
+        Ok(self.reviews.repo().prediction(approval_id).await?)
+    }
+
     /// Ends every trust unless the mode in force is `on`: after a config reload, and at
     /// start (a mode changed while the server was down). Each ended trust is audited.
     pub async fn review_trust_follows_mode(&self, actor: &str) {

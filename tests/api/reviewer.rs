@@ -1,0 +1,202 @@
+//! The reviewer (issue 40) with the history reviewer and no model: predictions recorded as
+//! outside agents' cards open, invisible until the card is answered (API, feed, page, the
+//! agent's gate state), then carried by the resolution and counted in `GET /api/v1/review`;
+//! floor cards never reviewed; trust that ends when the mode leaves `on`.
+
+use std::time::Duration;
+
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::support::*;
+
+/// An outside agent with a `gates` token.
+async fn agent(ts: &TestServer) -> Api {
+    let made = ts
+        .post("/api/v1/tokens", json!({"name": "agent", "scope": "gates"}))
+        .await
+        .expect(201);
+    Api::new(&ts.base).with_token(str_of(&made, "token"))
+}
+
+fn bash(command: &str) -> Value {
+    json!({"source": "codex", "external_session": "rev", "cwd": "/home/me/app",
+           "tool": {"name": "Bash", "input": {"command": command}}})
+}
+
+/// Opens a card for `command`; its gate state.
+async fn open(agent: &Api, command: &str) -> Value {
+    agent.post("/api/v1/gates", bash(command)).await.expect(201)
+}
+
+/// Waits until the reviewer stored its prediction for `gate`; its predicted word and reason.
+async fn prediction_of(ts: &TestServer, gate: &Value) -> (String, String) {
+    let aid = str_of(gate, "approval_id");
+    for _ in 0..200 {
+        if let Some(row) = ts.core().review_prediction(aid).await.unwrap() {
+            return (row.predicted.as_str().to_owned(), row.reason);
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("no prediction for {aid}");
+}
+
+/// Answers `gate` as the person.
+async fn answer(ts: &TestServer, gate: &Value, decision: &str) -> Value {
+    let (sid, aid) = (str_of(gate, "session_id"), str_of(gate, "approval_id"));
+    ts.post(
+        &format!("/api/v1/sessions/{sid}/approvals/{aid}"),
+        json!({"decision": decision, "reason": "no"}),
+    )
+    .await
+    .expect(200)
+}
+
+async fn reconfigure(ts: &TestServer, config: &str) {
+    std::fs::write(ts.root().join("config.toml"), config).unwrap();
+    ts.core().reload_config().await;
+}
+
+/// `GET /api/v1/review` once `recent` lists `n` answered predictions.
+async fn review_with(ts: &TestServer, n: usize) -> Value {
+    for _ in 0..200 {
+        let state = ts.get("/api/v1/review").await.expect(200);
+        if state["recent"].as_array().is_some_and(|r| r.len() >= n) {
+            return state;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("the review state never listed {n} predictions");
+}
+
+/// Five `echo` approvals with the reviewer off (no predictions), then shadow: the next `echo`
+/// is predicted `approve`, a `npm publish` `escalate`; neither shows anywhere before the answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shadow_prediction_is_recorded_unseen_then_compared_with_the_answer() {
+    let ts = TestServer::configured("[review]\nmode = \"off\"\n").await;
+    let agent = agent(&ts).await;
+    for n in 0..5 {
+        let gate = open(&agent, &format!("echo {n}")).await;
+        answer(&ts, &gate, "approve").await;
+    }
+    reconfigure(&ts, "[review]\nmode = \"shadow\"\n").await;
+    assert_eq!(ts.get("/api/v1/review").await.expect(200)["mode"], "shadow");
+    let echo = open(&agent, "echo six").await;
+    let push = open(&agent, "npm publish").await;
+    let (predicted, reason) = prediction_of(&ts, &echo).await;
+    assert_eq!(predicted, "approve", "{reason}");
+    assert_eq!(prediction_of(&ts, &push).await.0, "escalate");
+
+    // Nowhere before the answer: the inbox, the snapshot, the feed, the page, the gate state.
+    let sid = str_of(&echo, "session_id").to_owned();
+    let unseen = |what: &str, text: &str| {
+        assert!(!text.contains(&reason), "{what} shows the reason: {text}");
+        assert!(
+            !text.contains("\"review\""),
+            "{what} shows a review: {text}"
+        );
+        assert!(
+            !text.contains("predicted"),
+            "{what} shows a prediction: {text}"
+        );
+    };
+    unseen("the inbox", &ts.get("/api/v1/approvals").await.body);
+    unseen(
+        "the snapshot",
+        &ts.get(&format!("/api/v1/sessions/{sid}")).await.body,
+    );
+    let mut feed = ts.sse(&sid, Some(0), None).await;
+    let frames = feed
+        .until(SOON, |f| {
+            f.is("approval_request") && f.data.contains("npm publish")
+        })
+        .await;
+    for frame in &frames {
+        unseen("the feed", &frame.data);
+    }
+    let page = send(ts.req(Method::GET, &format!("/sessions/{sid}"))).await;
+    unseen("the page", &page.body);
+    let aid = str_of(&echo, "approval_id");
+    unseen(
+        "the gate state",
+        &agent.get(&format!("/api/v1/gates/{aid}")).await.body,
+    );
+
+    // Answered: the resolution carries it, and the standing counts it.
+    answer(&ts, &echo, "approve").await;
+    answer(&ts, &push, "deny").await;
+    let snap = ts.snapshot(&sid).await;
+    let resolved: Vec<Value> = events(&snap)
+        .into_iter()
+        .filter(|e| e["type"] == "approval_resolved" && e["approval_id"] == aid)
+        .collect();
+    assert_eq!(resolved.len(), 1);
+    assert_eq!(
+        resolved[0]["review"]["predicted"], "approve",
+        "{}",
+        resolved[0]
+    );
+    assert_eq!(resolved[0]["review"]["reason"], reason.as_str());
+    let state = review_with(&ts, 2).await;
+    assert_eq!(state["mode"], "shadow");
+    assert_eq!(state["reviewer"], "history");
+    assert_eq!(
+        (state["min_cards"].clone(), state["min_agreement"].clone()),
+        (json!(50), json!(0.97))
+    );
+    let exec = &state["classes"][0];
+    assert_eq!(
+        (exec["class"].as_str(), exec["source"].as_str()),
+        (Some("exec"), Some("codex"))
+    );
+    assert_eq!(
+        (exec["cards"].as_u64(), exec["agreed"].as_u64()),
+        (Some(2), Some(2)),
+        "{state}"
+    );
+    assert_eq!(exec["eligible"], false);
+    assert_eq!(exec["trusted"], false);
+    let recent = state["recent"].as_array().unwrap();
+    assert!(
+        recent
+            .iter()
+            .any(|r| r["approval_id"] == aid && r["answered"] == "approved" && r["agreed"] == true)
+    );
+}
+
+/// A floor card is never shown to the reviewer, in any mode.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_floor_card_is_never_reviewed() {
+    let ts = TestServer::configured("[review]\nmode = \"shadow\"\n").await;
+    let agent = agent(&ts).await;
+    let floor = open(&agent, "cat .env").await;
+    let ordinary = open(&agent, "echo hi").await;
+    prediction_of(&ts, &ordinary).await;
+    let aid = str_of(&floor, "approval_id");
+    assert!(ts.core().review_prediction(aid).await.unwrap().is_none());
+    let snap = ts.snapshot(str_of(&floor, "session_id")).await;
+    let card = snap["pending"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["approval_id"] == aid)
+        .unwrap()
+        .clone();
+    assert_eq!(card["reason"], "safety_floor", "{card}");
+}
+
+/// With the reviewer off nothing is predicted; the route says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_reviewer_off_nothing_is_predicted() {
+    let ts = TestServer::start().await;
+    let agent = agent(&ts).await;
+    let gate = open(&agent, "echo hi").await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let aid = str_of(&gate, "approval_id");
+    assert!(ts.core().review_prediction(aid).await.unwrap().is_none());
+    let state = ts.get("/api/v1/review").await.expect(200);
+    assert_eq!(state["mode"], "off");
+    assert_eq!(state["classes"], json!([]));
+    // Admin only: a gates token is refused.
+    agent.get("/api/v1/review").await.expect(403);
+}
