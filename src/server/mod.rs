@@ -237,6 +237,7 @@ pub async fn start(
     settle_admin_token(&settings, repos.secrets.as_ref(), repos.tokens.as_ref()).await?;
     let shutdown = CancellationToken::new();
     let core = core_of(&settings, hub, repos, live, notifier, shutdown.clone()).await?;
+    core.answer_for_the_reviewer();
     let watcher = watch_config(&core, &settings.config_path);
     // Several instances on one database: follow the others' commits, keep this one's turn
     // leases and take over the turns of instances that stopped.

@@ -351,6 +351,42 @@ impl Core {
         Ok(resolve::commit(&self.hub, session, &request, resolution, new_rule).await?)
     }
 
+    /// The reviewer's approval of a card (a trusted class in `on` mode), through the checks a
+    /// person's answer passes: the gate still waiting and not expired, the digest it was shown,
+    /// an answer the card offers; the first answer wins.
+    pub async fn approve_as_reviewer(
+        &self,
+        card: &crate::protocol::ApprovalRequestBody,
+        reason: &str,
+    ) -> Result<Resolution, Error> {
+        let session = &card.session_id;
+        let request = self.answerable(session, &card.approval_id).await?;
+        offered(&request, Decision::Approve)?;
+        let body = Answer {
+            decision: Decision::Approve,
+            digest: Some(card.digest.clone()),
+            edits: None,
+            reason: None,
+            rule: None,
+            client_id: None,
+            execution_mode: None,
+            via: None,
+            passkey: None,
+        };
+        self.still_as_shown(session, &request, &body).await?;
+        let resolution = Resolution {
+            reason: Some(reason.to_owned()),
+            ..Resolution::plain(
+                &request.body.approval_id,
+                Decision::Approve,
+                AnsweredBy::Reviewer,
+                actors::REVIEWER,
+                Timestamp::now(),
+            )
+        };
+        Ok(resolve::commit(&self.hub, session, &request, resolution, None).await?)
+    }
+
     /// The waiting gate an answer is for: unknown, already answered, being cancelled or past
     /// its deadline each end here (the last two resolved by the server as they stand).
     async fn answerable(

@@ -1,9 +1,26 @@
 //! The reviewer as a person reaches it: its standing (`GET /api/v1/review`), and the rule that
 //! leaving `review.mode = "on"` — by a file edit or at a restart — ends every trust at once.
 
-use crate::protocol::{ReviewMode, ReviewState};
+use std::sync::Arc;
+
+use crate::protocol::{
+    Answered, ApprovalRequestBody, ClassStanding, Predicted, ReviewMode, ReviewState, Timestamp,
+    ToolClass,
+};
+use crate::server::config::ReviewConfig;
 use crate::server::core::{Core, Error};
+use crate::server::review::Prediction;
+use crate::server::review::reviewable::reviewable;
+use crate::server::review::shadow::Answerer;
+use crate::server::review::standing::class_standing;
+use crate::server::review::state::thresholds;
 use crate::server::review::state::{COUNTED, review_state};
+use crate::server::store::review::TrustRow;
+
+/// Why a class lost its trust at the person's "I would not have approved this".
+pub const DISAGREED: &str = "the person would not have approved a card the reviewer answered";
+/// Why a class lost its trust when the person withdrew it.
+pub const WITHDRAWN: &str = "the person withdrew it";
 
 /// Why every trust ended when the mode left `on`.
 pub const MODE_LEFT_ON: &str = "review.mode is no longer \"on\"";
@@ -16,6 +33,93 @@ impl Core {
         let rows = repo.answered_predictions(COUNTED).await?;
         let trusted = repo.trusted_classes().await?;
         Ok(review_state(&config, &rows, &trusted))
+    }
+
+    /// `PUT /api/v1/review/classes/{class}/{source}`: trusts the reviewer with a class (only
+    /// in `on` mode, only once it is eligible) or withdraws that trust; its standing after.
+    pub async fn set_review_trust(
+        &self,
+        class: &str,
+        source: &str,
+        trusted: bool,
+        actor: &str,
+    ) -> Result<ClassStanding, Error> {
+        let class = ToolClass::parse(class)
+            .filter(|c| *c != ToolClass::Config)
+            .ok_or_else(|| {
+                Error::InvalidRequest(format!(
+                    "unknown class `{}`: one of read, edit, exec, decision, network",
+                    class.chars().take(32).collect::<String>()
+                ))
+            })?;
+        let repo = self.reviews.repo();
+        if !trusted {
+            repo.untrust_class(class, source, actor, WITHDRAWN).await?;
+            return self.class_standing(class, source).await;
+        }
+        if self.config().config.review.mode != ReviewMode::On {
+            return Err(Error::ReviewNotOn(
+                "the reviewer can be trusted only with review.mode = \"on\" (set it in the config file)".into(),
+            ));
+        }
+        let standing = self.class_standing(class, source).await?;
+        if !standing.eligible {
+            return Err(Error::NotEligible(not_eligible(
+                &standing,
+                &self.config().config.review,
+            )));
+        }
+        let row = TrustRow {
+            class,
+            source: source.to_owned(),
+            trusted_at: Timestamp::now(),
+        };
+        repo.trust_class(&row, actor).await?;
+        self.class_standing(class, source).await
+    }
+
+    /// One class's standing (an empty one when it has no predictions yet).
+    async fn class_standing(&self, class: ToolClass, source: &str) -> Result<ClassStanding, Error> {
+        let state = self.review_state().await?;
+        let config = &self.config().config.review;
+        Ok(state
+            .classes
+            .into_iter()
+            .find(|c| c.class == class && c.source == source)
+            .unwrap_or_else(|| {
+                class_standing(class, source.to_owned(), &[], &thresholds(config), false)
+            }))
+    }
+
+    /// `POST /api/v1/review/disagree/{approval_id}`: "I would not have approved this" on a
+    /// card the reviewer answered — a false approval; its class loses its trust at once.
+    /// Saying it twice changes nothing more.
+    pub async fn disagree_with_reviewer(
+        &self,
+        approval_id: &str,
+        actor: &str,
+    ) -> Result<ClassStanding, Error> {
+        let repo = self.reviews.repo();
+        let row = repo
+            .prediction(approval_id)
+            .await?
+            .filter(|row| row.answered == Some(Answered::Reviewer))
+            .ok_or_else(|| {
+                Error::NotAnsweredByReviewer(
+                    "the reviewer did not answer this card: only its own answers can be reported"
+                        .into(),
+                )
+            })?;
+        repo.mark_disagreed(approval_id, &Timestamp::now()).await?;
+        repo.untrust_class(row.class, &row.source, actor, DISAGREED)
+            .await?;
+        self.class_standing(row.class, &row.source).await
+    }
+
+    /// Lets the reviewer answer through this core (its approvals, in `on` mode).
+    pub fn answer_for_the_reviewer(self: &Arc<Self>) {
+        let me: std::sync::Weak<dyn Answerer> = Arc::downgrade(self) as std::sync::Weak<Core>;
+        self.reviews.set_answerer(me);
     }
 
     /// The prediction made for a card, if any: never shown before the card is answered (the
@@ -42,4 +146,55 @@ impl Core {
             Err(err) => tracing::error!(error = %err, "could not end the reviewer's trust"),
         }
     }
+}
+
+#[async_trait::async_trait]
+impl Answerer for Core {
+    /// In `on` mode, for a class the person trusts: the reviewer's `approve` answers the card
+    /// (the first answer wins). Anything else — `escalate`, an untrusted class, another mode,
+    /// a card it may not answer — leaves the card to the person.
+    async fn act_on(&self, card: &ApprovalRequestBody, source: &str, prediction: &Prediction) {
+        let live = self.config();
+        if prediction.predicted != Predicted::Approve
+            || live.config.review.mode != ReviewMode::On
+            || !reviewable(card, &live.config)
+        {
+            return;
+        }
+        let trusted = match self.reviews.repo().trusted_classes().await {
+            Ok(rows) => rows
+                .iter()
+                .any(|t| t.class == card.class && t.source == source),
+            Err(err) => {
+                tracing::warn!(error = %err, "could not read the reviewer's trusted classes");
+                false
+            }
+        };
+        if !trusted {
+            return;
+        }
+        match self.approve_as_reviewer(card, &prediction.reason).await {
+            Ok(_) => {
+                tracing::info!(approval_id = %card.approval_id, "the reviewer approved a card")
+            }
+            Err(err) => {
+                tracing::info!(approval_id = %card.approval_id, error = %err, "the reviewer's approval did not stand")
+            }
+        }
+    }
+}
+
+/// Why a class may not be trusted yet, in numbers against the thresholds.
+fn not_eligible(standing: &ClassStanding, config: &ReviewConfig) -> String {
+    format!(
+        "{}/{} is not eligible: {} cards at {:.1}% agreement with {} false approvals; it needs at least {} cards, at least {:.1}% agreement and no false approval among its last {}",
+        standing.class.as_str(),
+        standing.source,
+        standing.cards,
+        standing.agreement * 100.0,
+        standing.false_approvals,
+        config.min_cards,
+        config.min_agreement * 100.0,
+        config.min_cards,
+    )
 }

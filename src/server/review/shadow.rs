@@ -3,7 +3,9 @@
 //! log, the snapshots, the inbox, the feed or an outside agent's gate state — until the card
 //! is answered and its resolution carries it (`met`).
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock, Weak};
+
+use async_trait::async_trait;
 
 use super::history::{HistoryReviewer, subject_of};
 use super::model::ModelReviewer;
@@ -24,6 +26,16 @@ pub const BUILT_IN: &str = "countersign";
 pub struct Reviews {
     repo: Arc<dyn ReviewRepo>,
     gates: Arc<dyn GateRepo>,
+    /// Who acts on a prediction for a card still waiting (the core, in `on` mode).
+    answerer: OnceLock<Weak<dyn Answerer>>,
+}
+
+/// Acts on a fresh prediction for a card that still waits: in `on` mode, a trusted class's
+/// `approve` answers it; anything else leaves it to the person. Implemented by the core,
+/// which answers through the same checks a person's answer passes.
+#[async_trait]
+pub trait Answerer: Send + Sync {
+    async fn act_on(&self, card: &ApprovalRequestBody, source: &str, prediction: &Prediction);
 }
 
 /// The reviewer `config` names; `None` when it cannot be built (a model reviewer with no URL
@@ -68,7 +80,16 @@ pub fn past_answer(request: &ApprovalRequest, resolution: &Resolution) -> Option
 
 impl Reviews {
     pub fn new(repo: Arc<dyn ReviewRepo>, gates: Arc<dyn GateRepo>) -> Arc<Reviews> {
-        Arc::new(Reviews { repo, gates })
+        Arc::new(Reviews {
+            repo,
+            gates,
+            answerer: OnceLock::new(),
+        })
+    }
+
+    /// Names who acts on predictions (once, at start).
+    pub fn set_answerer(&self, answerer: Weak<dyn Answerer>) {
+        let _ = self.answerer.set(answerer);
     }
 
     pub fn repo(&self) -> &Arc<dyn ReviewRepo> {
@@ -117,7 +138,7 @@ impl Reviews {
             tracing::info!(approval_id = %input.card.approval_id, "the reviewer made no prediction in time");
             return Ok(());
         };
-        let row = row_of(&input, kind, prediction);
+        let row = row_of(&input, kind, prediction.clone());
         if !self.repo.save_prediction(&row).await? {
             return Ok(());
         }
@@ -125,8 +146,15 @@ impl Reviews {
             .gates
             .get_gate(&input.card.session_id, &input.card.approval_id)
             .await?;
-        if let Some(resolution) = gate.and_then(|g| g.resolution) {
-            super::met::record(self.repo.as_ref(), &resolution).await;
+        match gate.and_then(|g| g.resolution) {
+            Some(resolution) => super::met::record(self.repo.as_ref(), &resolution).await,
+            None => {
+                if let Some(answerer) = self.answerer.get().and_then(Weak::upgrade) {
+                    answerer
+                        .act_on(&input.card, &input.source, &prediction)
+                        .await;
+                }
+            }
         }
         Ok(())
     }
