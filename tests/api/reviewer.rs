@@ -57,11 +57,14 @@ async fn reconfigure(ts: &TestServer, config: &str) {
     ts.core().reload_config().await;
 }
 
-/// `GET /api/v1/review` once `recent` lists `n` answered predictions.
-async fn review_with(ts: &TestServer, n: usize) -> Value {
+/// `GET /api/v1/review` once its classes count `n` answered predictions.
+async fn review_with(ts: &TestServer, n: u64) -> Value {
     for _ in 0..200 {
         let state = ts.get("/api/v1/review").await.expect(200);
-        if state["recent"].as_array().is_some_and(|r| r.len() >= n) {
+        let cards: u64 = state["classes"]
+            .as_array()
+            .map_or(0, |c| c.iter().filter_map(|c| c["cards"].as_u64()).sum());
+        if cards >= n {
             return state;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -199,4 +202,135 @@ async fn with_the_reviewer_off_nothing_is_predicted() {
     assert_eq!(state["classes"], json!([]));
     // Admin only: a gates token is refused.
     agent.get("/api/v1/review").await.expect(403);
+}
+
+/// Opens `echo` cards the history reviewer predicts `approve` (five were approved before) and
+/// approves each once predicted: `n` agreeing cards.
+async fn agreeing_cards(ts: &TestServer, agent: &Api, n: usize) {
+    for i in 0..n {
+        let gate = open(agent, &format!("echo card {i}")).await;
+        assert_eq!(prediction_of(ts, &gate).await.0, "approve");
+        answer(ts, &gate, "approve").await;
+    }
+}
+
+fn trust(trusted: bool) -> Value {
+    json!({ "trusted": trusted })
+}
+
+/// Trust is refused in shadow and below the threshold, given at 50 agreeing cards; then the
+/// reviewer answers the class's cards (actor `reviewer`), the mode leaving `on` ends the trust,
+/// and the person's "I would not have approved this" ends it again, for good.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trust_is_earned_used_and_lost() {
+    let ts = TestServer::configured("[review]\nmode = \"off\"\n").await;
+    let agent = agent(&ts).await;
+    for n in 0..5 {
+        let gate = open(&agent, &format!("echo {n}")).await;
+        answer(&ts, &gate, "approve").await;
+    }
+    let exec = "/api/v1/review/classes/exec/codex";
+    reconfigure(&ts, "[review]\nmode = \"shadow\"\n").await;
+    ts.put(exec, trust(true))
+        .await
+        .expect_error(409, "review_not_on");
+    reconfigure(&ts, "[review]\nmode = \"on\"\n").await;
+    let refused = ts
+        .put(exec, trust(true))
+        .await
+        .expect_error(409, "not_eligible");
+    assert!(
+        refused.to_string().contains("at least 50 cards"),
+        "{refused}"
+    );
+    ts.put("/api/v1/review/classes/bogus/codex", trust(true))
+        .await
+        .expect_error(400, "invalid_request");
+    // Untrusted classes stay in shadow even in `on`: the person answers each.
+    agreeing_cards(&ts, &agent, 50).await;
+    let state = review_with(&ts, 50).await;
+    assert_eq!(state["classes"][0]["eligible"], true, "{state}");
+    let given = ts.put(exec, trust(true)).await.expect(200);
+    assert_eq!(
+        (given["trusted"].clone(), given["cards"].clone()),
+        (json!(true), json!(50))
+    );
+
+    // Now the reviewer answers an `echo` card itself.
+    let gate = open(&agent, "echo by the reviewer").await;
+    let aid = str_of(&gate, "approval_id").to_owned();
+    let mut answered = Value::Null;
+    for _ in 0..200 {
+        answered = agent.get(&format!("/api/v1/gates/{aid}")).await.expect(200);
+        if answered["status"] != "pending" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(answered["status"], "approved", "{answered}");
+    assert_eq!(answered["answered_by"], "reviewer");
+    assert_eq!(answered["actor"], "reviewer");
+    assert!(
+        answered["reason"].as_str().unwrap().contains("echo"),
+        "{answered}"
+    );
+    let audit = ts.get("/api/v1/audit?action=gate_resolved").await.body;
+    assert!(audit.contains("\"actor\":\"reviewer\""), "{audit}");
+    // A card the reviewer may not approve (not an approval it predicts) waits for the person.
+    let other = open(&agent, "npm publish").await;
+    prediction_of(&ts, &other).await;
+    let waiting = agent
+        .get(&format!("/api/v1/gates/{}", str_of(&other, "approval_id")))
+        .await
+        .expect(200);
+    assert_eq!(waiting["status"], "pending");
+
+    // The mode leaving `on` ends every trust, audited as the file's.
+    reconfigure(&ts, "[review]\nmode = \"shadow\"\n").await;
+    let state = ts.get("/api/v1/review").await.expect(200);
+    assert_eq!(state["classes"][0]["trusted"], false, "{state}");
+    let lost = ts.get("/api/v1/audit?action=review_untrusted").await.body;
+    assert!(
+        lost.contains("\"actor\":\"file\"") && lost.contains("review:exec/codex"),
+        "{lost}"
+    );
+
+    // Trusted again, then reported: a false approval ends it, and it is not eligible again.
+    reconfigure(&ts, "[review]\nmode = \"on\"\n").await;
+    ts.put(exec, trust(true)).await.expect(200);
+    let other_aid = str_of(&other, "approval_id");
+    ts.post(&format!("/api/v1/review/disagree/{other_aid}"), json!({}))
+        .await
+        .expect_error(409, "not_answered_by_reviewer");
+    let reported = ts
+        .post(&format!("/api/v1/review/disagree/{aid}"), json!({}))
+        .await
+        .expect(200);
+    assert_eq!(
+        (
+            reported["trusted"].clone(),
+            reported["false_approvals"].clone()
+        ),
+        (json!(false), json!(1))
+    );
+    let again = ts
+        .post(&format!("/api/v1/review/disagree/{aid}"), json!({}))
+        .await
+        .expect(200);
+    assert_eq!(again["false_approvals"], 1, "idempotent: {again}");
+    ts.put(exec, trust(true))
+        .await
+        .expect_error(409, "not_eligible");
+    let recent = ts.get("/api/v1/review").await.expect(200);
+    let reviewed = recent["recent"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["approval_id"] == aid.as_str())
+        .unwrap()
+        .clone();
+    assert_eq!(
+        (reviewed["answered"].clone(), reviewed["agreed"].clone()),
+        (json!("reviewer"), json!(false))
+    );
 }
