@@ -334,3 +334,66 @@ async fn trust_is_earned_used_and_lost() {
         (json!("reviewer"), json!(false))
     );
 }
+
+/// A scripted OpenAI-compatible reviewer on loopback: approves `echo …`, answers prose for a
+/// `printf`, hangs on a `sleep`, escalates the rest.
+async fn scripted_model() -> String {
+    let app = axum::Router::new().fallback(|body: axum::body::Bytes| async move {
+        let asked = String::from_utf8_lossy(&body).into_owned();
+        let content = if asked.contains("sleep") {
+            tokio::time::sleep(Duration::from_secs(60)).await;
+            String::new()
+        } else if asked.contains("printf") {
+            "I would probably let this one through.".to_owned()
+        } else if asked.contains("echo") {
+            json!({"decision": "approve", "reason": "echo only prints"}).to_string()
+        } else {
+            json!({"decision": "escalate", "reason": "this publishes a package"}).to_string()
+        };
+        axum::Json(json!({
+            "id": "r", "object": "chat.completion", "model": "m",
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": content}}]
+        }))
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    format!("http://{addr}/v1")
+}
+
+/// The model reviewer: its approve and escalate recorded as it said them, a prose reply read
+/// as `escalate`, a reply that never comes no prediction at all — and the card still waits
+/// for the person.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_model_reviewer_is_read_strictly_and_never_waited_for() {
+    let base = scripted_model().await;
+    let config = format!(
+        "[review]\nmode = \"shadow\"\nreviewer = \"model\"\nbase_url = \"{base}\"\nmodel = \"m\"\n"
+    );
+    let ts = TestServer::configured(&config).await;
+    let agent = agent(&ts).await;
+    let hang = open(&agent, "sleep 100").await;
+    let echo = open(&agent, "echo hello").await;
+    let publish = open(&agent, "npm publish").await;
+    let prose = open(&agent, "printf hi").await;
+    assert_eq!(
+        prediction_of(&ts, &echo).await,
+        ("approve".into(), "echo only prints".into())
+    );
+    assert_eq!(prediction_of(&ts, &publish).await.0, "escalate");
+    assert_eq!(prediction_of(&ts, &prose).await.0, "escalate");
+    // The hung reviewer held nothing up: the card waits for the person, and past the
+    // deadline there is still no prediction.
+    let aid = str_of(&hang, "approval_id");
+    assert_eq!(hang["status"], "pending");
+    tokio::time::sleep(Duration::from_millis(10_500)).await;
+    assert!(ts.core().review_prediction(aid).await.unwrap().is_none());
+    let still = agent.get(&format!("/api/v1/gates/{aid}")).await.expect(200);
+    assert_eq!(still["status"], "pending");
+    let resolved = answer(&ts, &hang, "approve").await;
+    assert!(
+        resolved.get("review").is_none_or(Value::is_null),
+        "{resolved}"
+    );
+}
