@@ -10,6 +10,7 @@ pub mod edited;
 mod panels;
 mod parts;
 mod pending;
+mod reviewer;
 mod sensitive;
 
 use leptos::prelude::*;
@@ -95,6 +96,7 @@ fn ResolvedCard(
                 })}
                 <CardBody request=request.clone() edit=edit.clone()/>
             </details>
+            <reviewer::ReviewerAnswer request=request.clone() resolution=resolution.clone()/>
         </article>
     }
 }
