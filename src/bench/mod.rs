@@ -14,6 +14,7 @@ mod peer;
 mod push;
 mod recovery;
 mod restore;
+mod review;
 mod round_trip;
 mod sse;
 mod suspend;
@@ -37,7 +38,7 @@ pub struct BenchArgs {
     /// Print one JSON object instead of one line per figure.
     #[arg(long)]
     pub json: bool,
-    /// Run only these figure groups (by any figure number in them: 1/2/4, 3/7, 5/6, 8, 9, 10, 11), e.g.
+    /// Run only these figure groups (by any figure number in them: 1/2/4, 3/7, 5/6, 8, 9, 10, 11, 12), e.g.
     /// `--only 1,5`; useful for profiling one figure.
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<u8>,
@@ -422,6 +423,11 @@ async fn run_figures(
     }
     if args.wants(&[8]) {
         take("figure 8", bundle_figure(&args.site_pkg));
+    }
+    // Figure 12 needs no server: a replayed day of cards through the reviewer.
+    if args.wants(&[12]) {
+        note("figure 12: the reviewer over a replayed day of cards");
+        take("figure 12", Ok(vec![review::figure()]));
     }
     (figures, failures)
 }

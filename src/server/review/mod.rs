@@ -9,7 +9,7 @@ pub mod history;
 pub mod model;
 pub mod standing;
 #[cfg(test)]
-mod test_cards;
+pub(crate) mod test_cards;
 
 use async_trait::async_trait;
 
