@@ -280,7 +280,7 @@ fn risky(day: &mut Day, task: usize) {
         8 => ("rm -rf target", Answer::Approved),
         9 => ("docker system prune -af", Answer::Denied),
         _ => {
-            let answer = if task % 2 == 0 {
+            let answer = if task.is_multiple_of(2) {
                 Answer::Edited
             } else {
                 Answer::Denied
