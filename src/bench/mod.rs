@@ -421,15 +421,25 @@ async fn run_figures(
         note("figure 11: the human round trip through a push");
         take("figure 11", one(group_f(root, counts).await));
     }
-    if args.wants(&[8]) {
-        take("figure 8", bundle_figure(&args.site_pkg));
-    }
-    // Figure 12 needs no server: a replayed day of cards through the reviewer.
-    if args.wants(&[12]) {
-        note("figure 12: the reviewer over a replayed day of cards");
-        take("figure 12", Ok(vec![review::figure()]));
+    for (what, result) in figures_without_server(args) {
+        take(what, result);
     }
     (figures, failures)
+}
+
+/// Figures 8 (the bundle's size, read from the built site) and 12 (a replayed day of cards
+/// through the reviewer), which need no server.
+fn figures_without_server(
+    args: &BenchArgs,
+) -> Vec<(&'static str, std::result::Result<Vec<Figure>, String>)> {
+    let mut out = Vec::new();
+    if args.wants(&[8]) {
+        out.push(("figure 8", bundle_figure(&args.site_pkg)));
+    }
+    if args.wants(&[12]) {
+        out.push(("figure 12", Ok(vec![review::figure()])));
+    }
+    out
 }
 
 /// Figure 8, the bundle's size, read from the built site (not a server's).

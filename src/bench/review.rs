@@ -177,7 +177,7 @@ pub fn figure() -> Figure {
             ("reviewer off", 100.0, "%"),
             ("reviewer on", share_on, "%"),
             ("fewer", fewer, "x"),
-            ("false approvals", r.false_approvals as f64, ""),
+            ("false approvals", r.false_approvals as f64, "cards"),
         ],
         target: ">= 5x fewer cards, 0 false approvals",
         met: Some(fewer >= 5.0 && r.false_approvals == 0),
