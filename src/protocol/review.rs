@@ -85,8 +85,12 @@ pub struct ClassStanding {
     /// Predictions met by an answer.
     pub cards: u64,
     pub agreed: u64,
-    /// `agreed / cards`; 0 with no cards.
+    /// `agreed / cards`, over the class's whole history; 0 with no cards.
     pub agreement: f64,
+    /// The share of the last `min_cards` predictions that agreed (all of them while there are
+    /// fewer); 0 with none. Eligibility is judged on this one, so early learning does not
+    /// count against a class for ever.
+    pub recent_agreement: f64,
     pub false_approvals: u64,
     pub trusted: bool,
     pub eligible: bool,

@@ -13,8 +13,16 @@
 //!   short cluster): they make a subject of their own, so `git push` approved ten times says
 //!   nothing of `git push --force`. Variables set for it (`X=1 git status`,
 //!   `env X=1 git status`) are named in it (`X=… git status`).
-//! - a command that is more than one plain simple command (a pipe, a list, a substitution, a
-//!   redirect, a here-document), or that runs another command (`sudo`, `bash -c`, `xargs` …,
+//! - a pipeline or list (`|`, `&&`, `||`, `;`) of plain commands that each have a subject:
+//!   the parts' subjects with the operators between (`cargo test | tail`, `cd && cargo
+//!   build`) — a subject of its own, approved five times as a whole, never because its parts
+//!   were (`curl x | sh` owes nothing to `curl`). Only redirects that write nothing
+//!   (`2>&1`, `>/dev/null`, `2>/dev/null`) may stand in it or beside a single command, and
+//!   are left out of the subject; a part that writes what is piped to it (`tee`,
+//!   [`NOT_IN_COMPOUND`]) or runs code (an interpreter, [`INTERPRETERS`]) leaves the whole
+//!   without one.
+//! - a command with any other redirect, a substitution, a here-document, a subshell, group,
+//!   loop or background `&`, or that runs another command (`sudo`, `bash -c`, `xargs` …,
 //!   [`WRAPPERS`]), or whose program or subcommand is only known when it runs, has none: it
 //!   always goes to the person.
 //! - a file: its folder and extension (`src/server/*.rs`); a file with no extension, or a dot
@@ -27,6 +35,8 @@ use super::{PastAnswer, Prediction, ReviewInput, Reviewer};
 use crate::protocol::{ApprovalRequestBody, GateKind, ToolClass};
 use crate::server::shell_syntax::{self, Word};
 use crate::server::tools::{self, Subject};
+
+mod compound;
 
 /// Approvals of one subject, with no refusal, before the history reviewer predicts `approve`.
 pub const MIN_APPROVALS: usize = 5;
@@ -163,8 +173,88 @@ fn path_pattern(path: &str) -> Option<String> {
     (!pattern.is_empty() && !crate::text::has_hidden(&pattern)).then_some(pattern)
 }
 
-/// A shell command's subject: `X=… git push --force`, or none.
+/// A shell command line's subject: one plain command's (`X=… git push --force`), or for a
+/// pipeline or list of them each part's with the operators between (`cd && cargo build`,
+/// `cargo test | tail`) — a subject of its own, never covered by its parts' approvals. `None`
+/// when the line or any part of it has none, or a part is one a compound must not hold
+/// ([`NOT_IN_COMPOUND`], or an interpreter given code: [`runs_code`]).
 fn command_subject(command: &str) -> Option<String> {
+    shell_syntax::read(command).ok()?;
+    let pieces = compound::pieces(command)?;
+    let single = pieces.len() == 1;
+    let mut subject = String::new();
+    for piece in pieces {
+        match piece {
+            compound::Piece::Command(text) => {
+                let (part, words) = plain_subject(text)?;
+                if !single && !fits_a_compound(&words) {
+                    return None;
+                }
+                if !subject.is_empty() {
+                    subject.push(' ');
+                }
+                subject.push_str(&part);
+            }
+            compound::Piece::Operator(";") => subject.push(';'),
+            compound::Piece::Operator(op) => {
+                subject.push(' ');
+                subject.push_str(op);
+            }
+        }
+    }
+    Some(subject)
+}
+
+/// Programs a pipeline or list may not hold: they write a file from what is piped to them.
+pub const NOT_IN_COMPOUND: &[&str] = &["tee", "dd", "sponge", "install", "truncate"];
+
+/// Interpreters: in a pipeline or list they may be running code piped to them or given on
+/// the line, which is not what a subject names.
+pub const INTERPRETERS: &[&str] = &[
+    "python",
+    "python2",
+    "python3",
+    "node",
+    "nodejs",
+    "deno",
+    "perl",
+    "ruby",
+    "php",
+    "lua",
+    "Rscript",
+    "awk",
+    "gawk",
+    "mawk",
+    "nawk",
+    "osascript",
+    "pwsh",
+    "tclsh",
+];
+
+/// Whether a part may stand in a pipeline or list: not a program that writes what is piped to
+/// it (nor `sed -i`, which rewrites files in place), nor one that runs code (an interpreter).
+fn fits_a_compound(words: &[Word]) -> bool {
+    let Some(program) = words.first().and_then(program_name) else {
+        return false;
+    };
+    let in_place = program == "sed"
+        && words[1..].iter().any(|w| {
+            short_cluster(&w.text).is_some_and(|l| l.contains('i'))
+                || w.text.starts_with("-i")
+                || w.text.starts_with("--in-place")
+        });
+    !NOT_IN_COMPOUND.contains(&program.as_str()) && !runs_code(&program) && !in_place
+}
+
+/// Whether `program` runs code it is given as text or on its input.
+fn runs_code(program: &str) -> bool {
+    let name = program.rsplit('/').next().unwrap_or(program);
+    let base = name.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+    INTERPRETERS.contains(&name) || INTERPRETERS.contains(&base) || WRAPPERS.contains(&name)
+}
+
+/// One plain simple command's subject and its words after `env`.
+fn plain_subject(command: &str) -> Option<(String, Vec<Word>)> {
     let script = shell_syntax::read(command).ok()?;
     let [only] = script.commands.as_slice() else {
         return None;
@@ -184,6 +274,17 @@ fn command_subject(command: &str) -> Option<String> {
         return None;
     }
     let (subcommand, rest) = subcommand(&program, args)?;
+    // A name that reads like shell syntax could forge a compound's subject.
+    if [Some(program.as_str()), subcommand]
+        .into_iter()
+        .flatten()
+        .any(|w| {
+            w.chars()
+                .any(|c| c.is_whitespace() || "|&;<>()`$".contains(c))
+        })
+    {
+        return None;
+    }
     let mut parts: Vec<String> = Vec::new();
     vars.sort();
     vars.dedup();
@@ -192,7 +293,7 @@ fn command_subject(command: &str) -> Option<String> {
     parts.extend(subcommand.map(str::to_owned));
     parts.extend(risky_options(args, rest));
     let subject = parts.join(" ");
-    (!crate::text::has_hidden(&subject)).then_some(subject)
+    (!crate::text::has_hidden(&subject)).then_some((subject, words.to_vec()))
 }
 
 /// The words after `env NAME=value …` (the names added to `vars`); `None` when `env` is given
@@ -366,8 +467,9 @@ fn no_subject_reason(card: &ApprovalRequestBody) -> String {
         ToolClass::Decision => "a decision is always the person's to make".into(),
         ToolClass::Config => "a configuration change always goes to the person".into(),
         ToolClass::Network => "a network call always goes to the person".into(),
-        ToolClass::Exec => "not one plain command the history reviewer can match (a pipe, list, \
-             substitution, redirect or wrapped command): it goes to the person"
+        ToolClass::Exec => "not a plain command, pipeline or list the history reviewer can match \
+             (a substitution, a redirect to a file, a here-document, a wrapped command or code \
+             given to an interpreter): it goes to the person"
             .into(),
         ToolClass::Read | ToolClass::Edit => {
             "the history reviewer cannot read which file this is".into()

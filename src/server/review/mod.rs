@@ -13,7 +13,7 @@ pub mod shadow;
 pub mod standing;
 pub mod state;
 #[cfg(test)]
-mod test_cards;
+pub(crate) mod test_cards;
 
 use async_trait::async_trait;
 
@@ -59,7 +59,7 @@ impl Prediction {
 pub struct PastAnswer {
     pub tool: String,
     pub class: ToolClass,
-    /// What the card was about, as text: `git status` (a program and
+    /// What the card was about, as [`history::subject_of`] reads it: `git status` (a program and
     /// its subcommand) or a file pattern; `None` when it has none (a decision card).
     pub subject: Option<String>,
     /// Approved (approve or allow_always); anything else the person said is not.

@@ -7,8 +7,11 @@
 //! timeout. A *false approval* is `approve` met by a deny or an edit, or the person's "I would
 //! not have approved this" on a card the reviewer answered; a card the reviewer answered counts
 //! as agreed unless so disagreed with. A class (tool class × agent) is *eligible* with at least
-//! `min_cards` predictions, agreement at or above `min_agreement` over all of them, and no false
-//! approval among its last `min_cards`.
+//! `min_cards` predictions, agreement at or above `min_agreement` over its last `min_cards`, and
+//! no false approval among them. The window is the recent one on purpose: a history reviewer
+//! escalates each new subject until the person has approved it five times, and counted over a
+//! class's whole life those early disagreements would keep it below the bar for ever; what
+//! earns trust is how the reviewer does now. The all-time agreement is still reported.
 
 use std::collections::BTreeMap;
 
@@ -164,19 +167,29 @@ pub fn class_standing(
         agreed as f64 / cards as f64
     };
     let window = usize::try_from(thresholds.min_cards).unwrap_or(usize::MAX);
-    let recent_clean = list
+    let last: Vec<&&Answered> = list.iter().rev().take(window).collect();
+    let recent_agreed = last
         .iter()
-        .rev()
-        .take(window)
+        .filter(|a| agrees(a.predicted, a.outcome))
+        .count();
+    let recent_agreement = if last.is_empty() {
+        0.0
+    } else {
+        recent_agreed as f64 / last.len() as f64
+    };
+    let recent_clean = last
+        .iter()
         .all(|a| !is_false_approval(a.predicted, a.outcome));
-    let eligible =
-        cards >= thresholds.min_cards && agreement >= thresholds.min_agreement && recent_clean;
+    let eligible = cards >= thresholds.min_cards
+        && recent_agreement >= thresholds.min_agreement
+        && recent_clean;
     ClassStanding {
         class,
         source,
         cards,
         agreed,
         agreement,
+        recent_agreement,
         false_approvals,
         trusted,
         eligible,

@@ -27,10 +27,13 @@ enum Behaviour {
     Fail,
 }
 
+/// Each request the server was sent: its `Authorization` header and its body.
+type Requests = Arc<Mutex<Vec<(Option<String>, Value)>>>;
+
 #[derive(Clone)]
 struct Scripted {
     behaviour: Behaviour,
-    requests: Arc<Mutex<Vec<(Option<String>, Value)>>>,
+    requests: Requests,
 }
 
 fn completion(content: &str) -> Response {

@@ -64,19 +64,58 @@ fn forty_nine_cards_are_not_enough_fifty_are() {
 }
 
 #[test]
-fn agreement_must_reach_the_threshold() {
-    // 969 of 1000 agree: 0.969.
-    let mut below = run(0, 31, Predicted::Escalate, Outcome::Approved);
-    below.extend(agreeing(31, 969));
+fn agreement_is_judged_over_the_last_min_cards() {
+    // 48 of the last 50 agree: 0.96, below 0.97, however good the 950 before them.
+    let mut below = agreeing(0, 950);
+    below.extend(run(950, 2, Predicted::Escalate, Outcome::Approved));
+    below.extend(agreeing(952, 48));
     let below = only(&below);
-    assert_eq!(below.agreement, 0.969);
-    assert!(!below.eligible);
-    // 970 of 1000: exactly 0.97.
-    let mut at = run(0, 30, Predicted::Escalate, Outcome::Approved);
-    at.extend(agreeing(30, 970));
+    assert_eq!(below.recent_agreement, 0.96);
+    assert_eq!(below.agreement, 0.998);
+    assert!(!below.eligible, "one disagreement too many in the last 50");
+    // 49 of the last 50: 0.98.
+    let mut at = agreeing(0, 950);
+    at.extend(run(950, 1, Predicted::Escalate, Outcome::Approved));
+    at.extend(agreeing(951, 49));
     let at = only(&at);
-    assert_eq!(at.agreement, 0.97);
+    assert_eq!(at.recent_agreement, 0.98);
     assert!(at.eligible);
+}
+
+#[test]
+fn an_early_bad_run_does_not_count_once_the_last_min_cards_are_clean() {
+    // The history reviewer's learning: 40 escalations the person approved, then 50 agreeing.
+    let mut list = run(0, 40, Predicted::Escalate, Outcome::Approved);
+    list.extend(agreeing(40, 50));
+    let learnt = only(&list);
+    assert_eq!((learnt.cards, learnt.agreed), (90, 50));
+    assert!(learnt.agreement < 0.6);
+    assert_eq!(learnt.recent_agreement, 1.0);
+    assert!(learnt.eligible);
+    // One card fewer since the bad run: its last one is still in the window.
+    let mut list = run(0, 40, Predicted::Escalate, Outcome::Approved);
+    list.extend(agreeing(40, 49));
+    let learning = only(&list);
+    assert_eq!(learning.recent_agreement, 0.98);
+    assert!(learning.eligible, "one disagreement in 50 is within 0.97");
+    let mut list = run(0, 40, Predicted::Escalate, Outcome::Approved);
+    list.extend(agreeing(40, 48));
+    assert!(!only(&list).eligible, "two in 50 are not");
+}
+
+#[test]
+fn recent_agreement_is_over_what_there_is_and_zero_with_nothing() {
+    let mut list = agreeing(0, 3);
+    list.extend(run(3, 1, Predicted::Escalate, Outcome::Approved));
+    let few = only(&list);
+    assert_eq!(few.recent_agreement, 0.75);
+    assert!(!few.eligible, "too few cards");
+    let none = standing(
+        &[],
+        &Thresholds::default(),
+        &[(ToolClass::Read, "x".into())],
+    );
+    assert_eq!(none[0].recent_agreement, 0.0);
 }
 
 #[test]
@@ -151,6 +190,13 @@ fn raised_thresholds_are_honoured() {
     let list = agreeing(0, 99);
     assert!(!standing(&list, &raised, &[])[0].eligible);
     assert!(standing(&agreeing(0, 100), &raised, &[])[0].eligible);
+    // One disagreement in the last 100 is 0.99; two are not.
+    let mut one = agreeing(0, 99);
+    one.extend(run(99, 1, Predicted::Escalate, Outcome::Approved));
+    assert!(standing(&one, &raised, &[])[0].eligible);
+    let mut two = agreeing(0, 98);
+    two.extend(run(98, 2, Predicted::Escalate, Outcome::Approved));
+    assert!(!standing(&two, &raised, &[])[0].eligible);
 }
 
 #[test]
