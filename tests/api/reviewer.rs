@@ -397,3 +397,51 @@ async fn the_model_reviewer_is_read_strictly_and_never_waited_for() {
         "{resolved}"
     );
 }
+
+/// The card `sid` has waiting once its turn put one up.
+async fn waiting_card(ts: &TestServer, sid: &str) -> Value {
+    let snap = ts
+        .wait_snapshot(sid, "a card", |s| {
+            s["pending"].as_array().is_some_and(|p| !p.is_empty())
+        })
+        .await;
+    snap["pending"][0].clone()
+}
+
+/// The built-in agent's cards are reviewed as they open, under the source `countersign`; its
+/// config cards never are.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_built_in_agents_cards_are_reviewed_but_never_its_config_cards() {
+    let ts = TestServer::configured("[review]\nmode = \"shadow\"\n").await;
+    let sid = ts.session().await;
+    ts.send_msg(&sid, "set tools.output_limit_bytes = 4096", Some("ask"))
+        .await;
+    let config = waiting_card(&ts, &sid).await;
+    assert_eq!(config["class"], "config", "{config}");
+    let config_id = str_of(&config, "approval_id").to_owned();
+    ts.post(
+        &format!("/api/v1/sessions/{sid}/approvals/{config_id}"),
+        json!({"decision": "deny"}),
+    )
+    .await
+    .expect(200);
+    ts.wait_snapshot(&sid, "the turn's end", |s| {
+        events(s).iter().any(|e| e["type"] == "turn_finished")
+    })
+    .await;
+    ts.send_msg(&sid, "run: echo hello > reviewed.md", None)
+        .await;
+    let shell = waiting_card(&ts, &sid).await;
+    let row = prediction_of(&ts, &json!({"approval_id": shell["approval_id"]})).await;
+    assert_eq!(row.0, "escalate", "no past answers: {row:?}");
+    let aid = str_of(&shell, "approval_id");
+    let stored = ts.core().review_prediction(aid).await.unwrap().unwrap();
+    assert_eq!(stored.source, "countersign");
+    assert!(
+        ts.core()
+            .review_prediction(&config_id)
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
