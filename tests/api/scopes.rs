@@ -179,9 +179,10 @@ async fn an_approve_token_changes_only_answers_and_its_device() {
             "GET /api/v1/push/key",
             "GET /api/v1/push/subscriptions",
             "POST /api/ui/decide",
+            // "I would not have approved this" (issue 40): an answer about an answer.
+            "POST /api/ui/review_disagree",
             "POST /api/v1/push/subscriptions",
             "POST /api/v1/push/subscriptions/{id}/test",
-            // "I would not have approved this" (issue 40): an answer about an answer.
             "POST /api/v1/review/disagree/{approval_id}",
             "POST /api/v1/sessions/{sid}/approvals/{aid}",
             "POST /api/v1/sessions/{sid}/approvals/{aid}/passkey",
