@@ -128,15 +128,25 @@ impl Reviews {
         card: ApprovalRequestBody,
         source: String,
     ) -> Result<(), StoreError> {
-        let past = match kind {
-            ReviewerKind::History => self.past().await?,
-            ReviewerKind::Model => Vec::new(),
-        };
-        let input = ReviewInput { card, source, past };
-        let Ok(Some(prediction)) = tokio::time::timeout(DEADLINE, reviewer.predict(&input)).await
-        else {
-            tracing::info!(approval_id = %input.card.approval_id, "the reviewer made no prediction in time");
-            return Ok(());
+        let approval_id = card.approval_id.clone();
+        // The deadline covers reading the evidence too: all of it is the reviewer's time.
+        let predicted = tokio::time::timeout(DEADLINE, async {
+            let past = match kind {
+                ReviewerKind::History => self.past().await?,
+                ReviewerKind::Model => Vec::new(),
+            };
+            let input = ReviewInput { card, source, past };
+            let prediction = reviewer.predict(&input).await;
+            Ok::<_, StoreError>((input, prediction))
+        })
+        .await;
+        let (input, prediction) = match predicted {
+            Ok(Ok((input, Some(prediction)))) => (input, prediction),
+            Ok(Err(err)) => return Err(err),
+            Ok(Ok((_, None))) | Err(_) => {
+                tracing::info!(%approval_id, "the reviewer made no prediction in time");
+                return Ok(());
+            }
         };
         let row = row_of(&input, kind, prediction.clone());
         if !self.repo.save_prediction(&row).await? {
