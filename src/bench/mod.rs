@@ -427,7 +427,7 @@ async fn run_figures(
     (figures, failures)
 }
 
-/// Figures 8 (the bundle's size, read from the built site) and 12 (a replayed day of cards
+/// Figures 8 (the bundle's size, read from the built site) and 12 (a replayed week of cards
 /// through the reviewer), which need no server.
 fn figures_without_server(
     args: &BenchArgs,

@@ -1,6 +1,7 @@
 //! Figure 12 (issue 40, point 5): how many cards still reach the person with the reviewer on,
 //! against every card with it off, and how many the reviewer let through that the person
-//! would have refused — over a replayed day of cards and answers ([`corpus`]).
+//! would have refused — over a replayed working week of cards and answers ([`corpus`]), in all
+//! and on its last day (once trust has had time to be earned).
 //!
 //! The replay runs the history reviewer (no model) on each card in order, with the past
 //! answers of the cards before it, and counts its standing the way `GET /api/v1/review` does
@@ -45,6 +46,33 @@ pub struct Replay {
     pub trusted_times: usize,
     pub trust_lost: usize,
     pub standings: Vec<crate::protocol::ClassStanding>,
+    /// Per working day: cards, cards the person saw, cards the reviewer answered.
+    pub days: Vec<DayCount>,
+    /// When classes were trusted and lost their trust, in order.
+    pub trust_events: Vec<TrustEvent>,
+    /// The cards the reviewer answered that the person would have refused: (day, summary).
+    pub false_approval_cards: Vec<(usize, String)>,
+    /// The shadow `approve` predictions the person refused (no harm: the class was not
+    /// trusted), the same way.
+    pub shadow_false_approval_cards: Vec<(usize, String)>,
+}
+
+/// One day's counts.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct DayCount {
+    pub cards: usize,
+    pub to_person: usize,
+    pub reviewer_answered: usize,
+}
+
+/// A class trusted (`gained`) or losing its trust, at the `card`-th card of the replay (from
+/// 0) on `day`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrustEvent {
+    pub class: ToolClass,
+    pub day: usize,
+    pub card: usize,
+    pub gained: bool,
 }
 
 fn outcome_of(answer: Answer) -> Outcome {
@@ -67,25 +95,23 @@ pub fn replay(steps: &[Step], thresholds: &Thresholds) -> Replay {
     let mut past: Vec<PastAnswer> = Vec::new();
     let mut by_class: Vec<(ClassKey, Vec<Answered>)> = Vec::new();
     let mut trusted: Vec<ClassKey> = Vec::new();
-    for step in steps {
+    for (index, step) in steps.iter().enumerate() {
         let card = &step.card;
         let prediction = history::predict(card, &past);
         let key: ClassKey = (card.class, SOURCE.to_owned());
         let is_trusted = trusted.contains(&key);
+        let seen_before = out.to_person;
         let outcome = answer_one(&mut out, step, prediction.predicted, is_trusted);
+        let to_person = out.to_person > seen_before;
+        count_day(&mut out, step, to_person);
         if is_false_approval(prediction.predicted, outcome) && is_trusted {
             trusted.retain(|k| *k != key);
             out.trust_lost += 1;
+            out.trust_events
+                .push(event(card.class, step.day, index, false));
         }
         past.push(past_answer(step, outcome));
-        let at = match by_class.iter().position(|(k, _)| *k == key) {
-            Some(at) => at,
-            None => {
-                by_class.push((key.clone(), Vec::new()));
-                by_class.len() - 1
-            }
-        };
-        let list = &mut by_class[at].1;
+        let list = class_list(&mut by_class, &key);
         list.push(Answered {
             approval_id: card.approval_id.clone(),
             class: card.class,
@@ -100,11 +126,51 @@ pub fn replay(steps: &[Step], thresholds: &Thresholds) -> Replay {
         if standing.eligible && !trusted.contains(&key) {
             trusted.push(key);
             out.trusted_times += 1;
+            out.trust_events
+                .push(event(card.class, step.day, index, true));
         }
     }
     let all: Vec<Answered> = by_class.into_iter().flat_map(|(_, list)| list).collect();
     out.standings = standing::standing(&all, thresholds, &trusted);
     out
+}
+
+fn event(class: ToolClass, day: usize, card: usize, gained: bool) -> TrustEvent {
+    TrustEvent {
+        class,
+        day,
+        card,
+        gained,
+    }
+}
+
+/// The predictions of one class so far (a new, empty list for a class not seen yet).
+fn class_list<'a>(
+    by_class: &'a mut Vec<(ClassKey, Vec<Answered>)>,
+    key: &ClassKey,
+) -> &'a mut Vec<Answered> {
+    let at = match by_class.iter().position(|(k, _)| k == key) {
+        Some(at) => at,
+        None => {
+            by_class.push((key.clone(), Vec::new()));
+            by_class.len() - 1
+        }
+    };
+    &mut by_class[at].1
+}
+
+/// Counts one card into its day.
+fn count_day(out: &mut Replay, step: &Step, to_person: bool) {
+    if out.days.len() <= step.day {
+        out.days.resize(step.day + 1, DayCount::default());
+    }
+    let day = &mut out.days[step.day];
+    day.cards += 1;
+    if to_person {
+        day.to_person += 1;
+    } else {
+        day.reviewer_answered += 1;
+    }
 }
 
 /// What the history reviewer learns from one answered card.
@@ -138,6 +204,8 @@ fn answer_one(out: &mut Replay, step: &Step, predicted: Predicted, trusted: bool
         out.reviewer_answered += 1;
         if refused {
             out.false_approvals += 1;
+            out.false_approval_cards
+                .push((step.day, step.card.summary.clone()));
             return Outcome::Disagreed;
         }
         return Outcome::Reviewer;
@@ -145,62 +213,122 @@ fn answer_one(out: &mut Replay, step: &Step, predicted: Predicted, trusted: bool
     out.to_person += 1;
     if predicted == Predicted::Approve && refused {
         out.shadow_false_approvals += 1;
+        out.shadow_false_approval_cards
+            .push((step.day, step.card.summary.clone()));
     }
     outcome_of(step.answer)
 }
 
-/// Figure 12 over the generated day.
+/// Figure 12 over the generated week.
 pub fn figure() -> Figure {
-    let steps = corpus::day();
+    let steps = corpus::week();
     let thresholds = Thresholds::default();
     let r = replay(&steps, &thresholds);
     let share_on = 100.0 * r.to_person as f64 / r.cards.max(1) as f64;
     let fewer = r.cards as f64 / r.to_person.max(1) as f64;
-    let classes = r
-        .standings
-        .iter()
-        .map(|s| {
-            format!(
-                "{} {} cards agreement {:.3}{}",
-                s.class,
-                s.cards,
-                s.agreement,
-                if s.eligible { " eligible" } else { "" }
-            )
-        })
-        .collect::<Vec<_>>()
-        .join(", ");
+    let last = r.days.last().cloned().unwrap_or_default();
+    let share_last = 100.0 * last.to_person as f64 / last.cards.max(1) as f64;
+    let fewer_last = last.cards as f64 / last.to_person.max(1) as f64;
     Figure {
         id: 12,
         name: "reviewer: cards that reach the person",
         values: vec![
             ("reviewer off", 100.0, "%"),
-            ("reviewer on", share_on, "%"),
-            ("fewer", fewer, "x"),
+            ("reviewer on, week", share_on, "%"),
+            ("fewer, week", fewer, "x"),
+            ("reviewer on, last day", share_last, "%"),
+            ("fewer, last day", fewer_last, "x"),
             ("false approvals", r.false_approvals as f64, "cards"),
         ],
         target: ">= 5x fewer cards, 0 false approvals",
         met: Some(fewer >= 5.0 && r.false_approvals == 0),
-        conditions: format!(
-            "a generated day of {} cards (seed {}, {} tasks), history reviewer, min_cards {}, \
-             min_agreement {}; answered by the reviewer {}, classes trusted {} times, trust lost \
-             {} times; approve predicted {} times, {} of them right, of the person's {} \
-             approvals; in shadow {} approve predictions met a deny or edit; per class: {}",
-            r.cards,
-            corpus::SEED,
-            corpus::TASKS,
-            thresholds.min_cards,
-            thresholds.min_agreement,
-            r.reviewer_answered,
-            r.trusted_times,
-            r.trust_lost,
-            r.predicted_approve,
-            r.predicted_approve_right,
-            r.approvals,
-            r.shadow_false_approvals,
-            classes
-        ),
+        conditions: conditions(&r, &steps, &thresholds),
     }
+}
+
+/// `day N X cards, Y to the person, Z by the reviewer`, `; `-separated.
+fn per_day(days: &[DayCount]) -> String {
+    days.iter()
+        .enumerate()
+        .map(|(d, c)| {
+            format!(
+                "day {} {} cards, {} to the person, {} by the reviewer",
+                d + 1,
+                c.cards,
+                c.to_person,
+                c.reviewer_answered
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// `exec trusted day 2 card 1867`, comma-separated.
+fn trust_events(events: &[TrustEvent]) -> String {
+    events
+        .iter()
+        .map(|e| {
+            let what = if e.gained { "trusted" } else { "lost" };
+            format!("{} {what} day {} card {}", e.class, e.day + 1, e.card + 1)
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `day N: \`summary\``, comma-separated.
+fn dated(cards: &[(usize, String)]) -> String {
+    cards
+        .iter()
+        .map(|(d, s)| format!("day {}: `{s}`", d + 1))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The figure's conditions: the corpus, the thresholds, and what happened day by day.
+fn conditions(r: &Replay, steps: &[Step], thresholds: &Thresholds) -> String {
+    let per_day = per_day(&r.days);
+    let events = trust_events(&r.trust_events);
+    let false_approvals = dated(&r.false_approval_cards);
+    let shadow = dated(&r.shadow_false_approval_cards);
+    let classes = r
+        .standings
+        .iter()
+        .map(|s| {
+            format!(
+                "{} {} cards agreement {:.3} recent {:.3}{}",
+                s.class,
+                s.cards,
+                s.agreement,
+                s.recent_agreement,
+                if s.eligible { " eligible" } else { "" }
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    let refused = steps
+        .iter()
+        .filter(|s| matches!(s.answer, Answer::Denied | Answer::Edited))
+        .count();
+    format!(
+        "a generated week of {} cards ({} days x {} tasks, seed {}, Zipf s {}, {} refused), \
+         history reviewer, min_cards {}, min_agreement {}; goal judged on the whole week (the corpus); {per_day}; \
+         answered by the reviewer {}; trust: {events}; false approvals: [{false_approvals}]; \
+         approve predicted {} times, {} right, of the person's {} approvals; in shadow {} \
+         approve predictions met a deny or edit: [{shadow}]; per class: {classes}",
+        r.cards,
+        corpus::DAYS,
+        corpus::TASKS,
+        corpus::SEED,
+        corpus::ZIPF_S,
+        refused,
+        thresholds.min_cards,
+        thresholds.min_agreement,
+        r.reviewer_answered,
+        r.predicted_approve,
+        r.predicted_approve_right,
+        r.approvals,
+        r.shadow_false_approvals,
+    )
 }
 
 #[cfg(test)]

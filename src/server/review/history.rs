@@ -23,8 +23,9 @@
 //!   without one.
 //! - a command with any other redirect, a substitution, a here-document, a subshell, group,
 //!   loop or background `&`, or that runs another command (`sudo`, `bash -c`, `xargs` …,
-//!   [`WRAPPERS`]), or whose program or subcommand is only known when it runs, has none: it
-//!   always goes to the person.
+//!   [`WRAPPERS`]) or code given on the line (`python -c`, `node -e`, [`INLINE_CODE`]), or
+//!   whose program or subcommand is only known when it runs, has none: it always goes to the
+//!   person.
 //! - a file: its folder and extension (`src/server/*.rs`); a file with no extension, or a dot
 //!   file, exactly (`Makefile`, `.env`).
 //! - decision, config and network cards have none.
@@ -253,6 +254,30 @@ fn runs_code(program: &str) -> bool {
     INTERPRETERS.contains(&name) || INTERPRETERS.contains(&base) || WRAPPERS.contains(&name)
 }
 
+/// Options by which an interpreter is given code on the line (`python -c`, `node -e`,
+/// `perl -ne` as a cluster holding `c` or `e`).
+pub const INLINE_CODE: &[&str] = &[
+    "-c",
+    "-e",
+    "-E",
+    "--eval",
+    "-p",
+    "--print",
+    "-r",
+    "--command",
+];
+
+/// Whether `program` is an interpreter given code on the line: what it runs is that code, not
+/// what its name says, so it has no subject (even alone).
+fn given_code(program: &str, args: &[Word]) -> bool {
+    runs_code(program)
+        && args.iter().any(|w| {
+            let name = w.text.split_once('=').map_or(w.text.as_str(), |(n, _)| n);
+            INLINE_CODE.contains(&name)
+                || short_cluster(&w.text).is_some_and(|l| l.contains(['c', 'e']))
+        })
+}
+
 /// One plain simple command's subject and its words after `env`.
 fn plain_subject(command: &str) -> Option<(String, Vec<Word>)> {
     let script = shell_syntax::read(command).ok()?;
@@ -270,7 +295,7 @@ fn plain_subject(command: &str) -> Option<(String, Vec<Word>)> {
     let words = after_env(&only.words, &mut vars)?;
     let (first, args) = words.split_first()?;
     let program = program_name(first)?;
-    if WRAPPERS.contains(&program.as_str()) {
+    if WRAPPERS.contains(&program.as_str()) || given_code(&program, args) {
         return None;
     }
     let (subcommand, rest) = subcommand(&program, args)?;

@@ -49,6 +49,8 @@ fn a_command_is_its_program_and_subcommand() {
         ("npm run build", "npm run"),
         ("head -20 notes.md", "head"),
         ("echo 'a | b; c'", "echo"),
+        ("python3 -m pytest -q", "python3"),
+        ("node scripts/build.mjs", "node"),
     ] {
         assert_eq!(subject(command).as_deref(), Some(expected), "{command}");
     }
@@ -156,6 +158,12 @@ fn what_could_write_a_file_or_run_code_leaves_a_line_with_no_subject() {
         "$GIT status",
         "git $SUB",
         "'git status | tail' x",
+        "python -c 'import shutil; shutil.rmtree(\"x\")'",
+        "python3 -Sc 'print(1)'",
+        "node -e 'require(\"fs\").rmSync(\"x\")'",
+        "node --eval=1",
+        "perl -ne 'print' f",
+        "ruby -e 'x'",
         "",
         "git status \"",
     ] {
