@@ -8,8 +8,8 @@ use leptos::server_fn::codec::Json;
 
 use crate::protocol::{
     ApprovalId, ApprovalRequest, AuditEntry, AuditVerdict, ConfigView, CreatedToken, DecideOutcome,
-    DecisionRequest, ErrorBody, Event, FloorDiff, PhoneLogin, Rule, RuleId, Session, SessionId,
-    Snapshot, TokenInfo, TurnId,
+    DecisionRequest, DecisionStats, ErrorBody, Event, FloorDiff, PhoneLogin, Rule, RuleId, Session,
+    SessionId, Snapshot, TokenInfo, TurnId,
 };
 
 /// Declares what the server function at `endpoint` needs (a [`Need`](crate::server::principal::Need)).
@@ -321,6 +321,19 @@ pub async fn audit(
         .map_err(backend::to_server_error)
 }
 
+needs!("your_answers", Admin);
+/// The person's answering figures over the last `days` days up to now (the Your answers
+/// page): the same core operation as `GET /api/v1/stats/decisions?since=…`.
+#[server(prefix = "/api/ui", endpoint = "your_answers", input = Json)]
+pub async fn your_answers(days: u32) -> Result<DecisionStats, ErrorBody> {
+    backend::caller("your_answers")?;
+    let core = backend::core()?;
+    let since = crate::protocol::Timestamp::now().plus_ms(-i64::from(days) * 86_400_000);
+    core.decision_stats(Some(since.as_str()), None)
+        .await
+        .map_err(backend::to_server_error)
+}
+
 needs!("verify_audit", Read);
 /// Walks the whole audit chain.
 #[server(prefix = "/api/ui", endpoint = "verify_audit", input = Json)]
@@ -400,9 +413,9 @@ needs!("phone_login", Admin);
 /// carries a single-use code good for 15 minutes, never the secret.
 #[server(name = MakePhoneLogin, prefix = "/api/ui", endpoint = "phone_login", input = Json)]
 pub async fn phone_login(token: String, origin: String) -> Result<PhoneLogin, ErrorBody> {
-    backend::caller("phone_login")?;
+    let who = backend::caller("phone_login")?;
     let core = backend::core()?;
-    core.phone_login(&token, &origin)
+    core.phone_login(&who, &token, &origin)
         .await
         .map_err(backend::to_server_error)
 }

@@ -6,7 +6,7 @@ use leptos_router::components::{Route, Router, Routes};
 use leptos_router::{Lazy, SsrMode, path};
 
 use crate::ui::inbox::InboxPage;
-use crate::ui::lazy_pages::{AuditRoute, ConfigRoute, RulesRoute, TokensRoute};
+use crate::ui::lazy_pages::{AnswersRoute, AuditRoute, ConfigRoute, RulesRoute, TokensRoute};
 use crate::ui::notify_page::NotifyPage;
 use crate::ui::security_page::SecurityPage;
 use crate::ui::session_page::SessionPage;
@@ -64,6 +64,7 @@ pub fn App() -> impl IntoView {
                 // The pages a person opens now and then load their code when first opened.
                 <Route path=path!("/rules") view={Lazy::<RulesRoute>::new()} ssr=SsrMode::InOrder/>
                 <Route path=path!("/audit") view={Lazy::<AuditRoute>::new()} ssr=SsrMode::InOrder/>
+                <Route path=path!("/answers") view={Lazy::<AnswersRoute>::new()} ssr=SsrMode::InOrder/>
                 <Route path=path!("/config") view={Lazy::<ConfigRoute>::new()} ssr=SsrMode::InOrder/>
                 <Route path=path!("/tokens") view={Lazy::<TokensRoute>::new()} ssr=SsrMode::InOrder/>
                 // Two pages whose controls a script of their own works (WebAuthn, Web Push):

@@ -265,13 +265,75 @@ async fn an_expired_rule_stops_applying_at_once() {
         }
         tokio::time::sleep(left.to_std().unwrap() + Duration::from_millis(1)).await;
     }
-    assert_eq!(srv.get("/api/v1/rules").await.expect(200), json!([]));
+    // Listed still (issue 40: the Rules page says why a grant stopped answering), lapsed.
+    let rules = srv.get("/api/v1/rules").await.expect(200);
+    assert_eq!(rules[0]["lapsed"], "expired", "{rules}");
     srv.send_msg(&sid, "run: echo b", None).await;
     let card = srv.wait_gate(&sid).await;
     assert_eq!(
         card["tool"], "shell",
         "the expired rule no longer spares the card"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_two_use_grant_answers_two_calls_then_the_third_asks() {
+    let srv = TestServer::start().await;
+    let sid = srv.session().await;
+    let turn = srv.send_msg(&sid, "run: echo a", None).await;
+    let card = srv.wait_gate(&sid).await;
+    let body = json!({"decision": "allow_always", "rule": {"pattern": "echo *", "max_uses": 2}});
+    srv.decide(&sid, &aid(&card), body).await.expect(200);
+    assert_eq!(finished(&srv, &sid, &turn).await["status"], "completed");
+    let rules = srv.get("/api/v1/rules").await.expect(200);
+    assert_eq!(rules[0]["max_uses"], 2, "{rules}");
+    assert_eq!(
+        rules[0]["uses"], 0,
+        "the approval that made it is not a use: {rules}"
+    );
+    assert!(rules[0].get("lapsed").is_none(), "{rules}");
+    for word in ["b", "c"] {
+        let turn = srv.send_msg(&sid, &format!("run: echo {word}"), None).await;
+        assert_eq!(
+            finished(&srv, &sid, &turn).await["status"],
+            "completed",
+            "echo {word} runs unasked"
+        );
+    }
+    let rules = srv.get("/api/v1/rules").await.expect(200);
+    assert_eq!(rules[0]["uses"], 2, "{rules}");
+    assert_eq!(rules[0]["lapsed"], "used_up", "{rules}");
+    assert!(rules[0]["last_used_at"].is_string(), "{rules}");
+    srv.send_msg(&sid, "run: echo d", None).await;
+    let card = srv.wait_gate(&sid).await;
+    assert_eq!(
+        card["tool"], "shell",
+        "the used-up grant no longer spares the card"
+    );
+    // A lapsed grant can be revoked: it leaves the list.
+    let id = str_of(&rules[0], "id").to_owned();
+    srv.delete(&format!("/api/v1/rules/{id}")).await.expect(204);
+    assert_eq!(srv.get("/api/v1/rules").await.expect(200), json!([]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grant_of_no_uses_or_a_lifetime_on_another_answer_is_refused() {
+    let srv = TestServer::start().await;
+    let sid = srv.session().await;
+    srv.send_msg(&sid, "run: echo a", None).await;
+    let card = srv.wait_gate(&sid).await;
+    let refused = [
+        json!({"decision": "allow_always", "rule": {"max_uses": 0}}),
+        json!({"decision": "approve", "rule": {"max_uses": 3}}),
+        json!({"decision": "deny", "rule": {"expires_in_secs": 60}}),
+    ];
+    for body in refused {
+        srv.decide(&sid, &aid(&card), body)
+            .await
+            .expect_error(400, "invalid_decision");
+    }
+    srv.assert_still_pending(&sid, &aid(&card)).await;
+    assert_eq!(srv.get("/api/v1/rules").await.expect(200), json!([]));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -657,7 +657,13 @@ async fn an_approve_credential_gets_only_what_its_scope_may_read() {
         .text()
         .await
         .unwrap();
-    for control in ["new-session", "nav-config", "nav-tokens", "delete-session"] {
+    for control in [
+        "new-session",
+        "nav-answers",
+        "nav-config",
+        "nav-tokens",
+        "delete-session",
+    ] {
         assert!(
             !inbox.contains(control),
             "{control} shown to an approve token"

@@ -541,6 +541,10 @@ async fn rules_list_and_revoke_after_allow_always() {
     let (_, row) = line_with(out.ok(), short(&rule_id));
     assert!(row.contains("shell") && row.contains(pattern), "{row}");
     assert!(row.contains(&format!("session {}", short(&sid))), "{row}");
+    assert!(
+        row.contains("built-in") && row.contains("in force"),
+        "{row}"
+    );
 
     let listed = cli(&srv, &["rules", "list", "--json"]).await;
     listed.ok();

@@ -377,6 +377,38 @@ async fn a_gate_is_a_card_and_its_answer_comes_back_in_the_long_poll() {
 }
 
 #[tokio::test]
+async fn an_outside_agents_one_use_grant_answers_once_then_the_call_asks() {
+    let ts = TestServer::start().await;
+    let first = open(&ts, bash("cc-once", "git status")).await;
+    decide(
+        &ts,
+        &first,
+        json!({"decision": "allow_always", "rule": {"max_uses": 1}}),
+    )
+    .await
+    .expect(200);
+    let rules = ts.get("/api/v1/rules").await.expect(200);
+    assert_eq!(rules[0]["source"], "claude-code", "{rules}");
+    assert_eq!(
+        (rules[0]["uses"].as_u64(), rules[0]["max_uses"].as_u64()),
+        (Some(0), Some(1))
+    );
+    let again = ts
+        .post("/api/v1/gates", bash("cc-once", "git status --short"))
+        .await
+        .expect(201);
+    assert_eq!(again["answered_by"], "rule", "{again}");
+    let third = open(&ts, bash("cc-once", "git status -s")).await;
+    assert_eq!(
+        third["status"], "pending",
+        "the used-up grant answers no more: {third}"
+    );
+    let rules = ts.get("/api/v1/rules").await.expect(200);
+    assert_eq!(rules[0]["lapsed"], "used_up", "{rules}");
+    assert_eq!(rules[0]["uses"], 1, "{rules}");
+}
+
+#[tokio::test]
 async fn mode_rules_and_the_floor_apply_to_outside_calls() {
     let ts = TestServer::start().await;
     let first = open(&ts, bash("cc-m", "git status")).await;

@@ -1,6 +1,6 @@
 // Accessibility: axe-core (WCAG 2 A and AA rules) finds no serious or critical violation on
 // any page — a session with pending, resolved and sensitive cards, the Inbox, Rules, Audit,
-// Config and Tokens — in the light theme and the dark one.
+// Your answers, Config and Tokens — in the light theme and the dark one.
 import { expect, Page } from '@playwright/test';
 import { writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -84,7 +84,7 @@ for (const scheme of ['light', 'dark'] as const) {
     await send(page, 'run: ls -la');
     await expect(pendingCards(page)).toHaveCount(1);
 
-    for (const path of ['/inbox', '/rules', '/audit', '/config', '/tokens']) {
+    for (const path of ['/inbox', '/rules', '/audit', '/answers', '/config', '/tokens']) {
       await page.goto(`${server.url}${path}`);
       await waitHydrated(page);
       await expectClean(page, path);

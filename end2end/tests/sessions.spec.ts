@@ -165,7 +165,7 @@ test('the first message titles a session; rename in place; waiting cards show in
   await page.reload();
   await waitLive(page);
   await expect(page.getByTestId('session-link')).toHaveCount(31);
-  for (const link of ['nav-inbox', 'nav-rules', 'nav-audit', 'nav-config', 'nav-tokens']) {
+  for (const link of ['nav-inbox', 'nav-rules', 'nav-audit', 'nav-answers', 'nav-config', 'nav-tokens']) {
     await expect(page.getByTestId(link)).toBeInViewport();
   }
 });

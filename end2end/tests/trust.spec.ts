@@ -44,7 +44,7 @@ test('a phone with an approve token sees the cards and no control it cannot use'
   await p.goto(`${server.url}/login?token=${secret}`);
   await expect(p).toHaveURL(/\/inbox$/);
   await waitHydrated(p);
-  for (const control of ['new-session', 'nav-config', 'nav-tokens', 'delete-session']) {
+  for (const control of ['new-session', 'nav-answers', 'nav-config', 'nav-tokens', 'delete-session']) {
     await expect(p.getByTestId(control)).toHaveCount(0);
   }
   await expect(p.getByTestId('nav-inbox')).toBeVisible();

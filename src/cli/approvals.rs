@@ -52,6 +52,8 @@ enum Answer {
     AllowAlways {
         scope: RuleScopeArg,
         pattern: Option<String>,
+        max_uses: Option<u64>,
+        expires_in_secs: Option<u64>,
     },
 }
 
@@ -70,7 +72,17 @@ pub async fn run(client: &Client, json: bool, command: ApprovalsCommand) -> Resu
             approval_id,
             scope,
             pattern,
-        } => (approval_id, Answer::AllowAlways { scope, pattern }),
+            max_uses,
+            expires_in_secs,
+        } => (
+            approval_id,
+            Answer::AllowAlways {
+                scope,
+                pattern,
+                max_uses,
+                expires_in_secs,
+            },
+        ),
     };
     decide(client, json, &id, answer).await
 }
@@ -270,11 +282,17 @@ fn answer_body(answer: &Answer, gate: &GateRef) -> Result<DecisionRequest, CliEr
             edits: Some(edits_value(gate, text)?),
             ..DecisionRequest::of("edit")
         },
-        Answer::AllowAlways { scope, pattern } => DecisionRequest {
+        Answer::AllowAlways {
+            scope,
+            pattern,
+            max_uses,
+            expires_in_secs,
+        } => DecisionRequest {
             rule: Some(RuleRequest {
                 scope: Some(scope.as_str().to_owned()),
                 pattern: pattern.clone(),
-                expires_in_secs: None,
+                expires_in_secs: *expires_in_secs,
+                max_uses: *max_uses,
             }),
             ..DecisionRequest::of("allow_always")
         },
@@ -451,6 +469,8 @@ mod tests {
                 Answer::AllowAlways {
                     scope: RuleScopeArg::Workspace,
                     pattern: None,
+                    max_uses: None,
+                    expires_in_secs: None,
                 },
                 json!({"decision": "allow_always", "rule": {"scope": "workspace"}}),
             ),
@@ -458,8 +478,21 @@ mod tests {
                 Answer::AllowAlways {
                     scope: RuleScopeArg::Session,
                     pattern: Some("ls *".into()),
+                    max_uses: None,
+                    expires_in_secs: None,
                 },
                 json!({"decision": "allow_always", "rule": {"scope": "session", "pattern": "ls *"}}),
+            ),
+            (
+                Answer::AllowAlways {
+                    scope: RuleScopeArg::Session,
+                    pattern: None,
+                    max_uses: Some(10),
+                    expires_in_secs: Some(3600),
+                },
+                json!({"decision": "allow_always", "rule": {
+                    "scope": "session", "max_uses": 10, "expires_in_secs": 3600,
+                }}),
             ),
         ];
         for (answer, mut expected) in cases {

@@ -66,6 +66,12 @@ pub enum ApprovalsCommand {
         /// The rule's pattern (default: the one the card suggests).
         #[arg(long)]
         pattern: Option<String>,
+        /// The rule answers at most this many calls (this approval is not one of them).
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+        max_uses: Option<u64>,
+        /// The rule stops applying this many seconds from now.
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+        expires_in_secs: Option<u64>,
     },
 }
 

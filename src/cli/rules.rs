@@ -1,4 +1,5 @@
-//! `countersign rules …`: list the standing rules Allow always created, and revoke one.
+//! `countersign rules …`: list the grants Allow always created (those in force, and those
+//! lately used up or expired, saying so), and revoke one.
 
 use serde_json::{Value, json};
 
@@ -42,10 +43,12 @@ fn rules_table(rules: &[Rule], now: i64) -> Table {
         "TOOL",
         "PATTERN",
         "SCOPE",
+        "SOURCE",
         "USES",
         "CREATED",
         "LAST USED",
         "EXPIRES",
+        "STATUS",
     ]);
     for rule in rules {
         table.row(vec![
@@ -53,13 +56,25 @@ fn rules_table(rules: &[Rule], now: i64) -> Table {
             clean(&rule.tool),
             clean_within(&rule.pattern, 48),
             scope_label(rule),
-            rule.uses.to_string(),
+            clean(rule.source.as_deref().unwrap_or("built-in")),
+            uses_label(rule),
             table::relative(&rule.created_at, now),
             when_or_never(rule.last_used_at.as_ref(), now),
             when_or_never(rule.expires_at.as_ref(), now),
+            rule.lapsed
+                .map_or("in force", <&'static str>::from)
+                .replace('_', " "),
         ]);
     }
     table
+}
+
+/// Uses so far; with a limit, of how many (`3/10`).
+fn uses_label(rule: &Rule) -> String {
+    match rule.max_uses {
+        Some(max) => format!("{}/{max}", rule.uses),
+        None => rule.uses.to_string(),
+    }
 }
 
 fn when_or_never(at: Option<&crate::protocol::Timestamp>, now: i64) -> String {

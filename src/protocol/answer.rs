@@ -58,6 +58,9 @@ pub struct RuleRequest {
     /// The rule stops applying this many seconds after it is created (default: never).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_in_secs: Option<u64>,
+    /// The rule answers at most this many calls (at least 1; default: no limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_uses: Option<u64>,
 }
 
 #[cfg(test)]

@@ -21,6 +21,7 @@ mod ids;
 mod outside;
 mod review;
 mod spelled;
+mod stats;
 mod stored;
 mod time;
 pub use actor::Actor;
@@ -40,6 +41,7 @@ pub use review::{
     ReviewState, ReviewerKind,
 };
 use spelled::spelled;
+pub use stats::{DayFigures, DecideBucket, DecisionFigures, DecisionStats};
 pub use stored::{Spelling, Stored};
 
 spelled!(
@@ -560,6 +562,54 @@ pub struct Rule {
     /// When the rule stops applying, if it was given an expiry.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<Timestamp>,
+    /// How many calls the rule may answer (absent: no limit); the approval that made it is
+    /// not one of them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_uses: Option<u64>,
+    /// Why the rule no longer applies, when it has lapsed (absent while it is in force). The
+    /// store sets it as it lists rules, by the clock of that moment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lapsed: Option<RuleLapse>,
+    /// The outside agent whose session made the grant (`claude-code`, `codex`, …), as its
+    /// session says; absent for the built-in agent's (or when that session is gone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+}
+
+/// Why a grant that was not revoked no longer answers calls.
+#[derive(IntoStaticStr, VariantArray)]
+#[strum(serialize_all = "snake_case")]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum RuleLapse {
+    /// Its `expires_at` has come.
+    Expired,
+    /// It answered `max_uses` calls.
+    UsedUp,
+}
+
+impl Rule {
+    /// Why this rule no longer applies at `now_ms`, if it does not: used up first (a count is
+    /// final), then expired. An unreadable expiry has passed (fail closed).
+    pub fn lapse_at(&self, now_ms: i64) -> Option<RuleLapse> {
+        if self.max_uses.is_some_and(|max| self.uses >= max) {
+            Some(RuleLapse::UsedUp)
+        } else if self
+            .expires_at
+            .as_ref()
+            .is_some_and(|t| t.has_passed(now_ms))
+        {
+            Some(RuleLapse::Expired)
+        } else {
+            None
+        }
+    }
+
+    /// This rule with its `lapsed` set as of `now_ms`.
+    pub fn as_of(mut self, now_ms: i64) -> Rule {
+        self.lapsed = self.lapse_at(now_ms);
+        self
+    }
 }
 
 /// A passkey assertion as a page sends it: the sealed ceremony it answers and the browser's
@@ -761,6 +811,54 @@ pub enum ConfigInput {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A grant lapses used up once its uses reach the limit, expired once its expiry has come
+    /// (an unreadable expiry has come: fail closed); `lapsed` is written as the wire spells it.
+    #[test]
+    fn a_grant_lapses_by_count_or_by_clock() {
+        let rule = |uses, max_uses, expires_at: Option<&str>| Rule {
+            id: "r".into(),
+            tool: "shell".into(),
+            pattern: "echo *".into(),
+            scope: RuleScope::Workspace,
+            session_id: None,
+            created_at: Timestamp::from_unix_ms(0),
+            created_by_approval: None,
+            uses,
+            last_used_at: None,
+            expires_at: expires_at.map(Timestamp::from),
+            max_uses,
+            lapsed: None,
+            source: None,
+        };
+        let now = Timestamp::from("2026-12-06T14:00:00.000Z")
+            .unix_ms()
+            .unwrap_or(0);
+        assert_eq!(rule(9, Some(10), None).lapse_at(now), None);
+        assert_eq!(
+            rule(10, Some(10), None).lapse_at(now),
+            Some(RuleLapse::UsedUp)
+        );
+        assert_eq!(rule(99, None, None).lapse_at(now), None);
+        let later = Some("2026-12-06T14:00:00.001Z");
+        assert_eq!(rule(0, None, later).lapse_at(now), None);
+        let now_exactly = Some("2026-12-06T14:00:00.000Z");
+        assert_eq!(
+            rule(0, None, now_exactly).lapse_at(now),
+            Some(RuleLapse::Expired)
+        );
+        assert_eq!(
+            rule(0, None, Some("soon")).lapse_at(now),
+            Some(RuleLapse::Expired)
+        );
+        let spent = serde_json::to_value(rule(1, Some(1), None).as_of(now)).ok();
+        assert_eq!(
+            spent.as_ref().map(|v| v["lapsed"].clone()),
+            Some("used_up".into())
+        );
+        let fresh = serde_json::to_value(rule(0, None, None).as_of(now)).ok();
+        assert_eq!(fresh.and_then(|v| v.get("lapsed").cloned()), None);
+    }
 
     #[test]
     fn every_event_kind_is_the_type_serde_writes() {

@@ -15,7 +15,7 @@ use crate::ui::sidebar::PageLayout;
 use crate::ui::when::{Precision, When};
 
 /// The actions the audit log records (protocol.md), for the filter.
-const ACTIONS: [&str; 15] = [
+const ACTIONS: [&str; 17] = [
     "gate_opened",
     "gate_resolved",
     "rule_created",
@@ -31,6 +31,8 @@ const ACTIONS: [&str; 15] = [
     "passkey_removed",
     "passkeys_reset",
     "floor_file_viewed",
+    "browser_logged_in",
+    "phone_link_made",
 ];
 
 /// At most this many entries come per call.

@@ -1,4 +1,5 @@
-//! The pages whose code loads when they are first opened: Config, Audit, Tokens and Rules.
+//! The pages whose code loads when they are first opened: Config, Audit, Tokens, Rules and
+//! Your answers.
 //! Each is a lazy route: in the browser bundle its view is a split point, so the build
 //! (`scripts/lib.sh`, `countersign-wasm-split`) moves what only it uses into a chunk of its own
 //! and the first page a phone loads carries none of it. On the server a lazy route is plain
@@ -14,6 +15,7 @@
 use leptos::prelude::*;
 use leptos_router::LazyRoute;
 
+use crate::ui::answers_page::AnswersPage;
 use crate::ui::audit_page::AuditPage;
 use crate::ui::config_page::ConfigPage;
 use crate::ui::rules_page::RulesPage;
@@ -97,6 +99,15 @@ lazy_page!(
     __rules_route_view,
     rules_view,
     preload_rules_view
+);
+
+lazy_page!(
+    /// `/answers`.
+    AnswersRoute,
+    AnswersPage,
+    __answers_route_view,
+    answers_view,
+    preload_answers_view
 );
 
 /// A lazy page's code could not be loaded.

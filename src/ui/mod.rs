@@ -1,5 +1,6 @@
 //! The user interface: components rendered on the server and hydrated in the browser.
 
+pub mod answers_page;
 pub mod audit_page;
 pub mod browser;
 pub mod card;

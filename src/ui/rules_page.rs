@@ -1,16 +1,18 @@
-//! `/rules`: the standing rules Allow always created — tool, pattern, scope, when and from
-//! which approval, how often used — each with a Revoke button.
+//! `/rules`: every grant Allow always made, built-in agent's and outside agents' alike — tool,
+//! pattern, scope, source, when and from which approval, uses (and how many are left), last
+//! use, expiry — each with a Revoke button. A grant that lapsed (used up, expired) stays
+//! listed for a while, greyed, saying why it no longer answers.
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 
 use crate::api;
-use crate::protocol::{ApprovalId, Rule, RuleId, RuleScope};
+use crate::protocol::{ApprovalId, Rule, RuleId, RuleLapse, RuleScope};
 use crate::ui::browser;
 use crate::ui::gates::ClientId;
 use crate::ui::json;
 use crate::ui::sidebar::{PageLayout, PageSessions};
-use crate::ui::when::{Precision, When};
+use crate::ui::when::{AgoAndClock, Precision, When};
 
 #[component]
 pub fn RulesPage() -> impl IntoView {
@@ -29,7 +31,7 @@ fn Rules() -> impl IntoView {
     view! {
         <header class="page-header">
             <h1>"Rules"</h1>
-            <p class="muted">"Calls these rules match run without asking. Revoke one and its calls ask again."</p>
+            <p class="muted">"Calls these rules match run without asking, until a rule runs out of uses or time. Revoke one and its calls ask again."</p>
         </header>
         <div class="page-body">
             <Suspense fallback=|| view! { <p class="loading">"Loading…"</p> }>
@@ -66,9 +68,11 @@ fn RulesTable(list: Vec<Rule>) -> impl IntoView {
                             <th scope="col">"Tool"</th>
                             <th scope="col">"Pattern"</th>
                             <th scope="col">"Scope"</th>
+                            <th scope="col">"Source"</th>
                             <th scope="col">"Created"</th>
                             <th scope="col" class="num">"Uses"</th>
                             <th scope="col">"Last used"</th>
+                            <th scope="col">"Expires"</th>
                             <th scope="col"><span class="sr-only">"Actions"</span></th>
                         </tr>
                     </thead>
@@ -97,22 +101,25 @@ fn RuleRow(
         let short: String = approval.chars().take(8).collect();
         view! { <span class="muted sub" title=approval.to_owned()>{format!("from approval {short}")}</span> }
     });
-    let expires = rule.expires_at.as_ref().map(|at| {
-        view! { <span class="muted sub">"expires " <When at=at.clone() precision=Precision::Minute/></span> }
-    });
     let last_used = match rule.last_used_at.clone() {
-        Some(at) => view! { <When at precision=Precision::Minute/> }.into_any(),
+        Some(at) => view! { <AgoAndClock at/> }.into_any(),
         None => "never".into_any(),
     };
+    let lapsed = rule.lapsed.map(<&'static str>::from);
     view! {
-        <tr data-testid="rule-row" data-rule-id=id.clone()>
+        <tr data-testid="rule-row" data-rule-id=id.clone() data-lapsed=lapsed class:lapsed=lapsed.is_some()>
             // A pattern came from an agent's call: shown as `crate::shown` writes it.
             <td class="tool" data-label="Tool"><code>{crate::shown::line(&rule.tool)}</code></td>
-            <td class="pattern" data-label="Pattern"><code data-testid="rule-pattern-cell">{crate::shown::text(&rule.pattern)}</code></td>
+            <td class="pattern" data-label="Pattern">
+                <code data-testid="rule-pattern-cell">{crate::shown::text(&rule.pattern)}</code>
+                {lapse_view(&rule)}
+            </td>
             <td data-label="Scope" data-scope=rule.scope.as_str()>{scope}</td>
-            <td class="when" data-label="Created"><When at=rule.created_at.clone() precision=Precision::Minute/> {from} {expires}</td>
-            <td class="num" data-label="Uses" data-testid="rule-uses">{rule.uses}</td>
+            <td data-label="Source" data-testid="rule-source">{source_text(&rule)}</td>
+            <td class="when" data-label="Created"><When at=rule.created_at.clone() precision=Precision::Minute/> {from}</td>
+            <td class="num" data-label="Uses" data-testid="rule-uses">{uses_text(&rule)}</td>
             <td class="when" data-label="Last used">{last_used}</td>
+            <td class="when" data-label="Expires" data-testid="rule-expires">{expiry_view(&rule)}</td>
             <td class="row-actions">
                 {crate::ui::viewer::Viewer::get().admin.then(|| view! {
                     <button type="button" class="danger" data-testid="revoke-rule" disabled=move || busy.get()
@@ -122,6 +129,46 @@ fn RuleRow(
                 })}
             </td>
         </tr>
+    }
+}
+
+/// Uses so far; with a limit, how many are left (`3 · 7 left`).
+fn uses_text(rule: &Rule) -> String {
+    match rule.max_uses {
+        Some(max) => format!("{} · {} left", rule.uses, max.saturating_sub(rule.uses)),
+        None => rule.uses.to_string(),
+    }
+}
+
+/// Who made the grant: the built-in agent, or the outside agent whose session did.
+fn source_text(rule: &Rule) -> String {
+    match rule.source.as_deref() {
+        Some(source) => crate::ui::outside::source_label(source),
+        None => "built-in agent".to_owned(),
+    }
+}
+
+/// Why a lapsed grant no longer answers calls: "used up: 10 of 10 uses", "expired".
+fn lapse_view(rule: &Rule) -> Option<AnyView> {
+    let why = match rule.lapsed? {
+        RuleLapse::UsedUp => format!(
+            "used up: {} of {} uses",
+            rule.uses,
+            rule.max_uses.unwrap_or(rule.uses)
+        ),
+        RuleLapse::Expired => "expired".to_owned(),
+    };
+    Some(view! { <span class="sub lapse-why" data-testid="rule-lapse">{why}</span> }.into_any())
+}
+
+/// When the grant ends (or ended): its expiry, "expired 3 min ago · 14:02", or "never".
+fn expiry_view(rule: &Rule) -> AnyView {
+    match (rule.expires_at.clone(), rule.lapsed) {
+        (Some(at), Some(RuleLapse::Expired)) => {
+            view! { <span>"expired " <AgoAndClock at/></span> }.into_any()
+        }
+        (Some(at), _) => view! { <When at precision=Precision::Minute/> }.into_any(),
+        (None, _) => "never".into_any(),
     }
 }
 

@@ -1,5 +1,6 @@
 //! The session list: new, switch, delete; an outside agent's sessions carry its name; then the
-//! links to the other pages (Inbox with its pending count, Rules, Audit, Config, Tokens).
+//! links to the other pages (Inbox with its pending count, Rules, Audit, Your answers, Config,
+//! Tokens).
 //! Folds into a top bar on narrow screens (CSS).
 //!
 //! [`PageLayout`] puts the same sidebar beside the pages that are not a session.
@@ -451,7 +452,8 @@ fn delete_session(
     });
 }
 
-/// Inbox (with the number of gates waiting across sessions), Rules, Audit, Config, Tokens.
+/// Inbox (with the number of gates waiting across sessions), Rules, Audit, and for an admin
+/// Your answers, Config, Tokens.
 #[component]
 fn PageLinks() -> impl IntoView {
     let pending = use_context::<PendingGates>().unwrap_or_else(PendingGates::start);
@@ -472,6 +474,8 @@ fn PageLinks() -> impl IntoView {
             <li><a href="/rules" data-testid="nav-rules" aria-current=current("/rules")>"Rules"</a></li>
             <li><a href="/audit" data-testid="nav-audit" aria-current=current("/audit")>"Audit"</a></li>
             {Viewer::get().admin.then(|| view! {
+                // The person's own answering habits: an admin's, like the figures' route.
+                <li><a href="/answers" data-testid="nav-answers" aria-current=current("/answers")>"Your answers"</a></li>
                 <li><a href="/config" data-testid="nav-config" aria-current=current("/config")>"Config"</a></li>
                 <li><a href="/tokens" data-testid="nav-tokens" aria-current=current("/tokens")>"Tokens"</a></li>
                 <li><a href="/security" rel="external" data-testid="nav-security" aria-current=current("/security")>"Security"</a></li>

@@ -448,3 +448,79 @@ async fn a_token_with_a_scope_this_build_cannot_read_is_refused() {
         );
     }
 }
+
+/// A login link followed from another site (`Sec-Fetch-Site: cross-site`) logs nobody in by
+/// itself: it shows a confirmation whose form only this site can post, and spends nothing; the
+/// person's press logs in. Typed or pasted links (`none`) log in at once. Every login is
+/// audited as `browser_logged_in` with what it used and the device, never the secret.
+#[tokio::test]
+async fn a_login_link_from_another_site_is_confirmed_before_it_logs_in() {
+    let ts = TestServer::start().await;
+    for site in ["cross-site", "same-site"] {
+        let r = send(
+            ts.anon(Method::GET, &format!("/login?token={TOKEN}"))
+                .header("sec-fetch-site", site),
+        )
+        .await;
+        assert_eq!(r.status.as_u16(), 200, "{site}: {r:?}");
+        assert!(
+            r.header("set-cookie").is_none(),
+            "{site}: nothing set: {r:?}"
+        );
+        assert!(
+            r.body.contains(r#"method="post" action="/login""#)
+                && r.body.contains(r#"name="token""#),
+            "{}",
+            r.body
+        );
+    }
+    // The confirmation posted from another site is refused, from this one it logs in.
+    let form = format!("token={TOKEN}");
+    let forged = send(
+        ts.anon(Method::POST, "/login")
+            .header("content-type", "application/x-www-form-urlencoded")
+            .header("sec-fetch-site", "cross-site")
+            .body(form.clone()),
+    )
+    .await;
+    assert_eq!(forged.status.as_u16(), 403, "{forged:?}");
+    assert!(forged.header("set-cookie").is_none());
+    let confirmed = send(
+        ts.anon(Method::POST, "/login")
+            .header("content-type", "application/x-www-form-urlencoded")
+            .header("sec-fetch-site", "same-origin")
+            .header(
+                "user-agent",
+                "Mozilla/5.0 (X11; Linux x86_64) Firefox/133.0",
+            )
+            .body(form),
+    )
+    .await;
+    assert_eq!(confirmed.status.as_u16(), 303, "{confirmed:?}");
+    assert!(confirmed.header("set-cookie").is_some());
+    // Opened directly: at once.
+    let direct = send(
+        ts.anon(Method::GET, &format!("/login?token={TOKEN}"))
+            .header("sec-fetch-site", "none"),
+    )
+    .await;
+    assert_eq!(direct.status.as_u16(), 303, "{direct:?}");
+
+    let audit = ts
+        .get("/api/v1/audit?action=browser_logged_in")
+        .await
+        .expect(200);
+    let entries = audit.as_array().unwrap();
+    assert_eq!(
+        entries.len(),
+        2,
+        "two logins, the refused ones none: {audit:#}"
+    );
+    assert!(
+        entries.iter().any(|e| e["actor"] == "browser"
+            && e["detail"]["with"] == "token"
+            && e["detail"]["device"] == "Firefox on Linux"),
+        "{audit:#}"
+    );
+    assert!(!audit.to_string().contains(TOKEN), "no secret in the audit");
+}

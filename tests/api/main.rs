@@ -28,4 +28,5 @@ mod scopes;
 mod server_fns;
 mod sessions;
 mod sse;
+mod stats;
 mod step_up;

@@ -402,6 +402,26 @@ async fn a_phones_login_link_logs_in_once_as_its_approve_token() {
     );
     let again = send(ts.anon(Method::GET, path)).await;
     assert_eq!(again.status.as_u16(), 401, "single use");
+    // Both the link's making and its login are audited, naming the token, never the code.
+    let audit = ts.get("/api/v1/audit").await.expect(200);
+    let of = |action: &str| {
+        audit
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["action"] == action)
+            .cloned()
+            .collect::<Vec<Value>>()
+    };
+    let made = of("phone_link_made");
+    assert_eq!(made.len(), 1, "{audit:#}");
+    assert_eq!(made[0]["subject"], "pixel", "{audit:#}");
+    let logged_in = of("browser_logged_in");
+    assert_eq!(logged_in.len(), 1, "{audit:#}");
+    assert_eq!(logged_in[0]["actor"], "token:pixel", "{audit:#}");
+    assert_eq!(logged_in[0]["detail"]["with"], "phone_link", "{audit:#}");
+    let code = path.rsplit('=').next().unwrap();
+    assert!(!audit.to_string().contains(code), "no code in the audit");
 
     // A link whose token was revoked logs nobody in.
     let fresh = call(

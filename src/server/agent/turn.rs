@@ -529,24 +529,25 @@ impl Turn {
             unknown_tool: None,
             checkpoint_in_yolo: CheckpointInYolo::Refuse,
         };
+        // A rule is for the path as it leads: one written for `docs/a.md` does not cover the
+        // file a symlink of that name points to (checked before its use is spent).
+        let leads_where_it_reads = |rule: &crate::protocol::Rule| {
+            hidden.iter().all(|h| match h {
+                tools::Hidden::LeadsTo(real) => {
+                    crate::server::gate::rules::covers_real_path(rule, real)
+                }
+                _ => true,
+            })
+        };
         let find_rule = || async {
-            let rule = crate::server::gate::rules::matching(
+            crate::server::gate::rules::matching(
                 self.deps.rules.as_ref(),
                 self.session_id.as_str(),
                 &call.name,
                 &call.args,
+                &leads_where_it_reads,
             )
-            .await?;
-            // A rule is for the path as it leads: one written for `docs/a.md` does not cover
-            // the file a symlink of that name points to.
-            Ok::<_, StoreError>(rule.filter(|rule| {
-                hidden.iter().all(|h| match h {
-                    tools::Hidden::LeadsTo(real) => {
-                        crate::server::gate::rules::covers_real_path(rule, real)
-                    }
-                    _ => true,
-                })
-            }))
+            .await
         };
         Ok(evaluate::evaluate(input, find_rule).await?)
     }
@@ -560,10 +561,8 @@ impl Turn {
         rule_id: Option<RuleId>,
         rule_pattern: Option<String>,
     ) -> Result<(ToolStatus, String), TurnEnd> {
-        let commit = Commit {
-            rule_used: rule_id.clone(),
-            ..Commit::default()
-        };
+        // The rule's use was spent as it matched (`rules::matching_subject`).
+        let commit = Commit::default();
         let mut recorded = tool_call(call, class, Verdict::Run, rule_id.clone());
         if let (
             EventBody::ToolCall {

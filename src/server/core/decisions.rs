@@ -42,6 +42,7 @@ pub struct RuleChoice {
     pub scope: RuleScope,
     pub pattern: Option<String>,
     pub expires_in_secs: Option<u64>,
+    pub max_uses: Option<u64>,
 }
 
 impl TryFrom<DecisionRequest> for Answer {
@@ -57,6 +58,9 @@ impl TryFrom<DecisionRequest> for Answer {
                     "decision must be one of approve, edit, deny, allow_always".into(),
                 )
             })?;
+        if decision != Decision::AllowAlways {
+            misplaced_lifetime(body.rule.as_ref())?;
+        }
         let rule = match body.rule {
             None => None,
             Some(rule) => Some(RuleChoice {
@@ -70,6 +74,7 @@ impl TryFrom<DecisionRequest> for Answer {
                 },
                 pattern: rule.pattern,
                 expires_in_secs: rule.expires_in_secs,
+                max_uses: rule.max_uses,
             }),
         };
         let execution_mode = match body.execution_mode.as_deref() {
@@ -95,6 +100,30 @@ impl TryFrom<DecisionRequest> for Answer {
             via: None,
             passkey: body.passkey,
         })
+    }
+}
+
+/// A lifetime (`expires_in_secs`, `max_uses`) only shapes the rule Allow always makes: on any
+/// other answer it is refused, as a misplaced `execution_mode` is, so a client that meant to
+/// grant something short-lived learns it granted nothing. (A stray `scope` or `pattern` stays
+/// ignored, as it always was.)
+fn misplaced_lifetime(rule: Option<&crate::protocol::RuleRequest>) -> Result<(), Error> {
+    let Some(rule) = rule else { return Ok(()) };
+    let field = match (rule.expires_in_secs, rule.max_uses) {
+        (Some(_), _) => "expires_in_secs",
+        (None, Some(_)) => "max_uses",
+        (None, None) => return Ok(()),
+    };
+    Err(Error::InvalidDecision(format!(
+        "rule.{field} applies only to allow_always"
+    )))
+}
+
+/// The use limit a new rule gets: at least one use (the approval that makes it is not one).
+fn max_uses_of(wanted: Option<&RuleChoice>) -> Result<Option<u64>, Error> {
+    match wanted.and_then(|r| r.max_uses) {
+        Some(0) => Err(Error::InvalidDecision("max_uses must be at least 1".into())),
+        other => Ok(other),
     }
 }
 
@@ -309,6 +338,7 @@ impl Core {
             .unwrap_or(&suggested.pattern)
             .to_owned();
         rules::validate_pattern(&request.body.tool, &pattern).map_err(Error::InvalidDecision)?;
+        let max_uses = max_uses_of(wanted)?;
         let expires_at = match wanted.and_then(|r| r.expires_in_secs) {
             None => None,
             Some(0) => {
@@ -332,6 +362,9 @@ impl Core {
             uses: 0,
             last_used_at: None,
             expires_at,
+            max_uses,
+            lapsed: None,
+            source: None,
         })
     }
 

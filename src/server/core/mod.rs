@@ -16,6 +16,7 @@ mod phone_login;
 mod push;
 mod review;
 mod sessions;
+pub mod stats;
 mod tokens;
 mod watch;
 

@@ -8,6 +8,7 @@ use qrcode::render::svg;
 
 use super::{Core, Error};
 use crate::protocol::PhoneLogin;
+use crate::server::principal::Principal;
 
 /// The link to give a phone: `<origin>/login?code=<code>`. `origin` is the page's own
 /// (`window.location.origin`): an `http` or `https` address, of which only the scheme, host
@@ -43,7 +44,12 @@ impl Core {
     /// A phone's login link for the `approve` token whose secret is `secret`, and its QR
     /// code: at `server.public_url` when it is set (where the notifier's links go too), else at
     /// `origin`, the page's own address.
-    pub async fn phone_login(&self, secret: &str, origin: &str) -> Result<PhoneLogin, Error> {
+    pub async fn phone_login(
+        &self,
+        who: &Principal,
+        secret: &str,
+        origin: &str,
+    ) -> Result<PhoneLogin, Error> {
         let public_url = self.config().config.server.public_url.clone();
         let origin = if public_url.is_empty() {
             origin
@@ -51,7 +57,7 @@ impl Core {
             public_url.as_str()
         };
         login_link(origin, "")?;
-        let code = self.mint_phone_login_code(secret).await?;
+        let code = self.mint_phone_login_code(who, secret).await?;
         phone_login(origin, &code)
     }
 }

@@ -156,6 +156,9 @@ mod tests {
             uses: 0,
             last_used_at: None,
             expires_at: None,
+            max_uses: None,
+            lapsed: None,
+            source: None,
         }
     }
 

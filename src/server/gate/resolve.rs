@@ -6,8 +6,7 @@
 //! **Invariants 29, 17** ([ARCHITECTURE.md](../../../ARCHITECTURE.md#invariants)): a gate resolves once; an answer may commit `tool_started` with it.
 
 use crate::protocol::{
-    AnsweredBy, ApprovalRequest, Decision, EventBody, Resolution, Rule, RuleId, SessionId,
-    Timestamp,
+    AnsweredBy, ApprovalRequest, Decision, EventBody, Resolution, Rule, SessionId, Timestamp,
 };
 use crate::server::hub::{Hub, Wake};
 use crate::server::principal::actors;
@@ -21,19 +20,7 @@ pub async fn commit(
     resolution: Resolution,
     new_rule: Option<Rule>,
 ) -> Result<Resolution, StoreError> {
-    commit_with(hub, session_id, request, resolution, new_rule, None).await
-}
-
-/// Commits a resolution the policy gave at once; a standing rule that answered has its use
-/// counted in the same transaction.
-pub async fn commit_rule_use(
-    hub: &Hub,
-    session_id: &SessionId,
-    request: &ApprovalRequest,
-    resolution: Resolution,
-    rule_used: Option<RuleId>,
-) -> Result<Resolution, StoreError> {
-    commit_with(hub, session_id, request, resolution, None, rule_used).await
+    commit_with(hub, session_id, request, resolution, new_rule).await
 }
 
 /// The compare-and-set with what commits beside it, then the wake-up.
@@ -43,7 +30,6 @@ async fn commit_with(
     request: &ApprovalRequest,
     resolution: Resolution,
     new_rule: Option<Rule>,
-    rule_used: Option<RuleId>,
 ) -> Result<Resolution, StoreError> {
     let mut resolution = resolution;
     if let Some(reviews) = hub.reviews() {
@@ -58,7 +44,6 @@ async fn commit_with(
             resolution: resolution.clone(),
             new_rule,
         }),
-        rule_used,
         ..Commit::default()
     };
     crate::timeline::mark("resolve: gate checked");

@@ -29,38 +29,62 @@ fn one_plain_command(command: &str) -> bool {
     }
 }
 
-/// A standing rule in force that covers this call in this session, if any.
+/// The standing rule that answers this call in this session, its use already spent, if any.
+/// `also` narrows further what may answer (the built-in agent's check of where a path leads).
 pub async fn matching(
     rules: &dyn RuleRepo,
     session_id: &str,
     tool: &str,
     args: &Value,
+    also: &(dyn Fn(&Rule) -> bool + Sync),
 ) -> Result<Option<Rule>, StoreError> {
     let subject = tools::get(tool).and_then(|t| t.subject(args));
-    matching_subject(rules, session_id, tool, subject.as_ref()).await
+    matching_subject(rules, session_id, tool, subject.as_ref(), also).await
 }
 
-/// A standing rule in force that covers a call on `subject` in this session, if any (outside
-/// agents' calls, whose subjects `tools::outside` reads).
+/// The standing rule that answers a call on `subject` in this session, its use already spent,
+/// if any (outside agents' calls, whose subjects `tools::outside` reads).
+///
+/// **The use is claimed here, before the call runs**, not counted when its record commits: a
+/// grant with uses left is only a candidate until [`RuleRepo::claim_rule_use`] spends one
+/// atomically. When two calls race for a grant's last use, one claim succeeds and the other
+/// finds no rule (the next candidate, or the person) — never two calls run on one use. Failing
+/// the commit instead would leave the call's verdict (run unasked) already taken by every
+/// caller; here there is one place, the matcher both gates share, and what it returns is what
+/// answers. A use claimed for a call that then fails to start is spent all the same (a grant
+/// never answers more calls than it says).
 pub async fn matching_subject(
     rules: &dyn RuleRepo,
     session_id: &str,
     tool: &str,
     subject: Option<&Subject>,
+    also: &(dyn Fn(&Rule) -> bool + Sync),
 ) -> Result<Option<Rule>, StoreError> {
     let Some(subject) = subject else {
         return Ok(None);
     };
-    let in_force = rules.list_rules().await?;
-    Ok(in_force.into_iter().find(|rule| {
+    let now = crate::protocol::Timestamp::now();
+    let candidates = rules.list_rules().await?.into_iter().filter(|rule| {
         let in_scope = match rule.scope {
             RuleScope::Workspace => true,
             RuleScope::Session => {
                 rule.session_id.as_ref().map(SessionId::as_str) == Some(session_id)
             }
         };
-        in_scope && rule.tool == tool && covers_subject(rule, subject)
-    }))
+        rule.lapsed.is_none()
+            && in_scope
+            && rule.tool == tool
+            && covers_subject(rule, subject)
+            && also(rule)
+    });
+    for mut rule in candidates {
+        if rules.claim_rule_use(&rule.id, &now).await? {
+            rule.uses += 1;
+            rule.last_used_at = Some(now);
+            return Ok(Some(rule));
+        }
+    }
+    Ok(None)
 }
 
 /// Whether `rule` covers this call.
@@ -333,6 +357,9 @@ mod tests {
             uses: 0,
             last_used_at: None,
             expires_at: None,
+            max_uses: None,
+            lapsed: None,
+            source: None,
         }
     }
 

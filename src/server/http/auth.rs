@@ -131,16 +131,34 @@ pub async fn login(
         (None, Some(token)) => LoginWith::Token(token.trim()),
         (None, None) => return login_page(None).into_response(),
     };
+    // A link followed from another site could swap this browser's login for one its author
+    // holds (login CSRF): the person confirms it here, with a form only this site can post.
+    if followed_from_another_site(&headers) {
+        return confirm_login_page(&with).into_response();
+    }
     log_in(&state, &headers, with).await
 }
 
-#[derive(Deserialize)]
-pub struct LoginForm {
-    token: String,
+/// A navigation another site started (`Sec-Fetch-Site: cross-site` or `same-site`). A link
+/// typed, pasted, scanned or opened from a terminal says `none`; a client that sends no
+/// `Sec-Fetch-Site` (not a browser) is taken at its word.
+fn followed_from_another_site(headers: &HeaderMap) -> bool {
+    headers
+        .get("sec-fetch-site")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|site| site == "cross-site" || site == "same-site")
 }
 
-/// The login page's form: the token in the body, so it lands in no URL (history, logs). Only
-/// from this site: a form posted from elsewhere could log a browser in as someone else.
+/// The login page's form (a token), or the confirmation of a link followed from another site
+/// (its code or token): in the body, so it lands in no URL (history, logs).
+#[derive(Deserialize)]
+pub struct LoginForm {
+    token: Option<String>,
+    code: Option<String>,
+}
+
+/// The login page's form. Only from this site: a form posted from elsewhere could log a
+/// browser in as someone else.
 pub async fn login_form(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -149,7 +167,12 @@ pub async fn login_form(
     if !same_origin(&headers) {
         return ApiError::Csrf.into_response();
     }
-    log_in(&state, &headers, LoginWith::Token(form.token.trim())).await
+    let with = match (form.code.as_deref(), form.token.as_deref()) {
+        (Some(code), _) => LoginWith::Code(code.trim()),
+        (None, Some(token)) => LoginWith::Token(token.trim()),
+        (None, None) => return login_page(Some("paste a token to log in")).into_response(),
+    };
+    log_in(&state, &headers, with).await
 }
 
 /// Logs the browser in `with` a code or a token: its cookie and where it lands, or the login
@@ -174,16 +197,34 @@ async fn log_in(state: &AppState, headers: &HeaderMap, with: LoginWith<'_>) -> R
     }
 }
 
+/// `text` safe inside HTML text and a double-quoted attribute.
+fn escaped(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// Asks before a link followed from another site logs this browser in: nothing is spent or
+/// set until the person presses the button (a form this site alone can post).
+fn confirm_login_page(with: &LoginWith<'_>) -> Html<String> {
+    let (field, value) = match with {
+        LoginWith::Code(code) => ("code", escaped(code)),
+        LoginWith::Token(token) => ("token", escaped(token)),
+    };
+    Html(format!(
+        r#"<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Log in? · Countersign</title><link rel="stylesheet" href="/pkg/countersign.css"></head>
+<body class="login"><main class="login-box"><h1>Countersign</h1>
+<p role="alert">You followed a login link from another site. Log in only if you opened it yourself: a link someone else sent could log this browser in as them, and anything you then approve would be theirs.</p>
+<form method="post" action="/login"><input type="hidden" name="{field}" value="{value}">
+<button type="submit" data-action="confirm-login">Log in on this browser</button> <a href="/">Cancel</a></form></main></body></html>"#
+    ))
+}
+
 fn login_page(problem: Option<&str>) -> Html<String> {
     let problem = problem
-        .map(|p| {
-            format!(
-                r#"<p class="login-error" role="alert">{}</p>"#,
-                p.replace('&', "&amp;")
-                    .replace('<', "&lt;")
-                    .replace('>', "&gt;")
-            )
-        })
+        .map(|p| format!(r#"<p class="login-error" role="alert">{}</p>"#, escaped(p)))
         .unwrap_or_default();
     Html(format!(
         r#"<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
@@ -226,5 +267,35 @@ mod tests {
             ("host", "127.0.0.1:9")
         ])));
         assert!(same_origin(&headers(&[])));
+    }
+
+    #[test]
+    fn a_link_from_another_site_is_confirmed_first() {
+        assert!(followed_from_another_site(&headers(&[(
+            "sec-fetch-site",
+            "cross-site"
+        )])));
+        assert!(followed_from_another_site(&headers(&[(
+            "sec-fetch-site",
+            "same-site"
+        )])));
+        for direct in ["none", "same-origin"] {
+            assert!(!followed_from_another_site(&headers(&[(
+                "sec-fetch-site",
+                direct
+            )])));
+        }
+        assert!(!followed_from_another_site(&headers(&[])));
+    }
+
+    #[test]
+    fn the_confirmation_carries_the_code_escaped_in_a_form_only_this_site_posts() {
+        let page = confirm_login_page(&LoginWith::Code("csl_a\"><script>x</script>")).0;
+        assert!(
+            page.contains(r#"name="code" value="csl_a&quot;&gt;&lt;script&gt;"#),
+            "{page}"
+        );
+        assert!(!page.contains("<script>"), "{page}");
+        assert!(page.contains(r#"method="post" action="/login""#), "{page}");
     }
 }

@@ -15,6 +15,7 @@ pub mod routes;
 pub mod scopes;
 pub mod sessions;
 pub mod sse;
+pub mod stats;
 
 use axum::Router;
 use axum::extract::{DefaultBodyLimit, Request, State};

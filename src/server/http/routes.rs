@@ -12,7 +12,9 @@ use tower_http::set_header::SetResponseHeaderLayer;
 use tower_http::timeout::TimeoutLayer;
 
 use super::scopes::{Need, Routes};
-use super::{approvals, auth, boundary, forms, gates, home, passkeys, push, pwa, sessions, sse};
+use super::{
+    approvals, auth, boundary, forms, gates, home, passkeys, push, pwa, sessions, sse, stats,
+};
 use crate::app::{App, shell};
 use crate::server::state::AppState;
 
@@ -132,6 +134,8 @@ fn administering() -> Routes {
         .get(Need::Admin, "/tokens", gates::list_tokens)
         .delete(Need::Admin, "/tokens/{name}", gates::revoke_token)
         .get(Need::Admin, "/boundary", boundary::report)
+        // The person's own answering habits: how they answer is theirs alone, not a reader's.
+        .get(Need::Admin, "/stats/decisions", stats::decisions)
 }
 
 /// The health check, and a notification's Approve or Deny: its one-time capability is the

@@ -32,7 +32,10 @@ pub async fn run_all(store: Arc<dyn Store>) {
     passkeys_are_named_once(store.clone()).await;
     a_hashed_secret_is_found_as_its_kind_taken_once_and_lapses(store.clone()).await;
     a_made_title_never_overwrites_a_rename(store.clone()).await;
-    a_prediction_meets_one_answer_and_trust_is_audited(store).await;
+    a_prediction_meets_one_answer_and_trust_is_audited(store.clone()).await;
+    resolved_cards_come_in_their_window_in_resolution_order(store.clone()).await;
+    super::conformance_grants::grants_run_out_and_say_why(store.clone()).await;
+    super::conformance_grants::only_one_racing_call_spends_the_last_use(store).await;
 }
 
 /// A prediction is stored once and meets one answer; it outlives its session; the latest
@@ -993,5 +996,83 @@ async fn a_nul_is_kept_in_events_and_refused_in_columns(store: Arc<dyn Store>) {
             .await
             .unwrap(),
         None
+    );
+}
+
+/// `resolved_cards`: only resolved gates, only those resolved in `[since, until)`, in the order
+/// they were resolved (not opened), at most `limit`, each with its session's source.
+async fn resolved_cards_come_in_their_window_in_resolution_order(store: Arc<dyn Store>) {
+    let outside = SessionRow {
+        source: Some("claude-code".into()),
+        ..session("stats-outside")
+    };
+    store.create_session(&session("stats-own")).await.unwrap();
+    store.create_session(&outside).await.unwrap();
+    let at = |ms: i64| Timestamp::from_unix_ms(4_000_000_000_000 + ms);
+    // (session, gate, resolved at): opened in this order, resolved out of it; one stays open.
+    let answers = [
+        ("stats-own", "st-a", Some(3_000)),
+        ("stats-outside", "st-b", Some(1_000)),
+        ("stats-own", "st-c", Some(2_000)),
+        ("stats-own", "st-d", Some(9_000)),
+        ("stats-own", "st-e", None),
+    ];
+    for (sid, id, resolved) in answers {
+        let open = Commit {
+            gate: Some(GateChange::Open(Box::new(gate(sid, id)))),
+            ..Commit::default()
+        };
+        store
+            .append(&sid.into(), vec![msg("ask")], open)
+            .await
+            .unwrap();
+        if let Some(ms) = resolved {
+            let mut answer = resolution(id, Decision::Deny);
+            answer.resolved_at = at(ms);
+            let resolve = Commit {
+                gate: Some(GateChange::Resolve {
+                    resolution: answer,
+                    new_rule: None,
+                }),
+                ..Commit::default()
+            };
+            store
+                .append(&sid.into(), vec![msg("answer")], resolve)
+                .await
+                .unwrap();
+        }
+    }
+    let ids = |cards: &[crate::server::store::ResolvedCard]| {
+        cards
+            .iter()
+            .map(|c| c.card.approval_id.as_str().to_owned())
+            .collect::<Vec<_>>()
+    };
+    let window = store.resolved_cards(&at(0), &at(9_000), 100).await.unwrap();
+    assert_eq!(
+        ids(&window),
+        ["st-b", "st-c", "st-a"],
+        "by resolution time; `until` is not in the window, an open gate never is"
+    );
+    assert_eq!(window[0].source.as_deref(), Some("claude-code"));
+    assert_eq!(window[1].source, None);
+    assert_eq!(window[0].card.session_id.as_str(), "stats-outside");
+    assert_eq!(window[0].resolution.decision, Decision::Deny);
+    assert_eq!(window[0].resolution.resolved_at, at(1_000));
+    assert_eq!(window[0].card.tool, "shell");
+    let from_two = store
+        .resolved_cards(&at(2_000), &at(10_000), 100)
+        .await
+        .unwrap();
+    assert_eq!(
+        ids(&from_two),
+        ["st-c", "st-a", "st-d"],
+        "`since` is in the window"
+    );
+    let bounded = store.resolved_cards(&at(0), &at(10_000), 2).await.unwrap();
+    assert_eq!(
+        ids(&bounded),
+        ["st-b", "st-c"],
+        "at most `limit`, the oldest first"
     );
 }

@@ -7,6 +7,8 @@
 
 #[cfg(test)]
 pub mod conformance;
+#[cfg(test)]
+pub mod conformance_grants;
 pub mod passkeys;
 pub mod postgres;
 pub mod push;
@@ -19,8 +21,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use crate::protocol::{
-    ApprovalId, ApprovalRequest, AuditEntry, Event, EventBody, Mode, Resolution, Rule, RuleId,
-    Scope, SessionId, Stored, Timestamp, TurnId,
+    ApprovalId, ApprovalRequest, AuditEntry, Event, EventBody, GateKind, Mode, Resolution, Rule,
+    RuleId, Scope, SessionId, Stored, Timestamp, ToolClass, TurnId,
 };
 
 /// A session as stored. A mode this build cannot read stays [`Stored::Unknown`]: a fact about
@@ -181,8 +183,6 @@ pub struct Commit {
     /// The session's remembered mode.
     pub set_mode: Option<Mode>,
     pub gate: Option<GateChange>,
-    /// A standing rule that was applied: its use count and last use go up.
-    pub rule_used: Option<RuleId>,
     /// With `GateChange::Open` of an outside agent's gate: who opened it and with which key.
     pub external: Option<ExternalGate>,
     /// The turn lease this append claims, holds or releases (a store that only one instance
@@ -429,6 +429,39 @@ pub trait GateRepo: Send + Sync {
     /// How many gates wait, counted without reading their requests: the caps an outside gate
     /// is checked against before it opens.
     async fn waiting_counts(&self, session_id: &SessionId) -> Result<WaitingCounts, StoreError>;
+
+    /// Gates resolved at or after `since` and before `until`, in the order they were resolved
+    /// (then by id), at most `limit` (the caller bounds it: `core::stats::MAX_CARDS`), each
+    /// with its session's source: what the person's answering habits are figured from. Read
+    /// through the index of resolved gates by time (`approvals_resolved`), never a scan of
+    /// every gate ever opened.
+    async fn resolved_cards(
+        &self,
+        since: &Timestamp,
+        until: &Timestamp,
+        limit: u32,
+    ) -> Result<Vec<ResolvedCard>, StoreError>;
+}
+
+/// What the answering figures need of a gate's request: read from its JSON, the rest of the
+/// request (arguments, proposal) left unread.
+#[derive(Clone, Debug, PartialEq, serde::Deserialize)]
+pub struct CardEssentials {
+    pub approval_id: ApprovalId,
+    pub session_id: SessionId,
+    pub kind: GateKind,
+    pub tool: String,
+    pub class: ToolClass,
+    pub created_at: Timestamp,
+}
+
+/// A resolved gate (`GateRepo::resolved_cards`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ResolvedCard {
+    pub card: CardEssentials,
+    pub resolution: Resolution,
+    /// The session's outside agent (`claude-code`, `codex`, …); `None` for the built-in one.
+    pub source: Option<String>,
 }
 
 /// Gates waiting for an answer (`GateRepo::waiting_counts`).
@@ -440,11 +473,24 @@ pub struct WaitingCounts {
     pub outside: u64,
 }
 
+/// How long a lapsed grant stays listed (30 days after it expired or spent its last use):
+/// long enough for the Rules page to say why a grant stopped answering, short enough that
+/// the list of short-lived grants does not grow without end. A revoked grant is never listed.
+pub const LAPSED_LISTED_MS: i64 = 30 * 86_400_000;
+
 /// The standing rules (made by a commit that resolves a gate with Allow always).
 #[async_trait]
 pub trait RuleRepo: Send + Sync {
-    /// Standing rules in force (not revoked), oldest first.
+    /// Every grant not revoked, oldest first: those in force and those that lapsed (used up
+    /// or expired) within the last [`LAPSED_LISTED_MS`], each with its `lapsed` set as of now,
+    /// so the Rules page can say why a grant stopped answering.
     async fn list_rules(&self) -> Result<Vec<Rule>, StoreError>;
+
+    /// Spends one use of a rule, atomically with the checks that it is still in force (not
+    /// revoked, uses left, not expired at `now`), and records `now` as its last use. `false`
+    /// when it no longer was: the call must then be put to the person. Two callers never both
+    /// spend a rule's last use.
+    async fn claim_rule_use(&self, rule_id: &RuleId, now: &Timestamp) -> Result<bool, StoreError>;
 
     /// Revokes a rule (and audits it as `actor`); `false` when there is no such rule in force.
     async fn revoke_rule(&self, rule_id: &RuleId, actor: &str) -> Result<bool, StoreError>;

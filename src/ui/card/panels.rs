@@ -285,6 +285,79 @@ pub fn DenyPanel(
     }
 }
 
+/// How long a grant made by Allow always lasts: the card's lifetime choices. "This session"
+/// and "Always" are scopes (a session's rule, a workspace's rule, neither with an end); the
+/// others end by the clock or by a count, in the scope picked beside them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lifetime {
+    Session,
+    OneHour,
+    EightHours,
+    TenUses,
+    Always,
+}
+
+impl Lifetime {
+    pub const ALL: [Lifetime; 5] = [
+        Lifetime::Session,
+        Lifetime::OneHour,
+        Lifetime::EightHours,
+        Lifetime::TenUses,
+        Lifetime::Always,
+    ];
+
+    /// The `<option>` value (also the test hook's).
+    pub fn value(self) -> &'static str {
+        match self {
+            Lifetime::Session => "session",
+            Lifetime::OneHour => "1h",
+            Lifetime::EightHours => "8h",
+            Lifetime::TenUses => "10_uses",
+            Lifetime::Always => "always",
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Lifetime::Session => "This session",
+            Lifetime::OneHour => "1 hour",
+            Lifetime::EightHours => "8 hours",
+            Lifetime::TenUses => "10 uses",
+            Lifetime::Always => "Always",
+        }
+    }
+
+    pub fn from_value(raw: &str) -> Option<Lifetime> {
+        Lifetime::ALL.into_iter().find(|l| l.value() == raw)
+    }
+
+    /// The scope this lifetime stands for, when it is one.
+    fn scope(self) -> Option<&'static str> {
+        match self {
+            Lifetime::Session => Some("session"),
+            Lifetime::Always => Some("workspace"),
+            _ => None,
+        }
+    }
+
+    /// The rule an Allow always with this lifetime asks for, in `scope` unless the lifetime
+    /// is itself a scope.
+    pub fn rule(self, scope: &str, pattern: String) -> RuleRequest {
+        let (expires_in_secs, max_uses) = match self {
+            Lifetime::OneHour => (Some(3600), None),
+            Lifetime::EightHours => (Some(8 * 3600), None),
+            Lifetime::TenUses => (None, Some(10)),
+            Lifetime::Session | Lifetime::Always => (None, None),
+        };
+        RuleRequest {
+            scope: Some(self.scope().unwrap_or(scope).to_owned()),
+            pattern: Some(pattern),
+            expires_in_secs,
+            max_uses,
+        }
+    }
+}
+
 #[component]
 pub fn AlwaysPanel(
     request: ApprovalRequestBody,
@@ -307,14 +380,16 @@ pub fn AlwaysPanel(
             .unwrap_or_default(),
     );
     let scope = RwSignal::new("session".to_owned());
+    let lifetime = RwSignal::new(Lifetime::Session);
     let submit = move || {
+        let pattern = crate::shown::read_back(&pattern.get_untracked());
         send.run(DecisionRequest {
             decision: Some("allow_always".into()),
-            rule: Some(RuleRequest {
-                scope: Some(scope.get_untracked()),
-                pattern: Some(crate::shown::read_back(&pattern.get_untracked())),
-                expires_in_secs: None,
-            }),
+            rule: Some(
+                lifetime
+                    .get_untracked()
+                    .rule(&scope.get_untracked(), pattern),
+            ),
             ..DecisionRequest::default()
         })
     };
@@ -328,11 +403,9 @@ pub fn AlwaysPanel(
                     prop:value=move || pattern.get() on:input=move |ev| pattern.set(event_target_value(&ev))
                     on:keydown=on_enter(submit)/>
                 " · "
-                <select data-testid="rule-scope" aria-label="Scope" prop:value=move || scope.get()
-                    on:change=move |ev| scope.set(event_target_value(&ev))>
-                    <option value="session">"this session"</option>
-                    <option value="workspace">"every session"</option>
-                </select>
+                <ScopeSelect scope lifetime/>
+                " · "
+                <LifetimeSelect lifetime scope/>
             </div>
             <p class="muted">"Paths match as globs (docs/*.md); commands match exactly, or by prefix when they end in *."</p>
             <div class="panel-actions">
@@ -343,9 +416,84 @@ pub fn AlwaysPanel(
     }
 }
 
+/// The scope picker: a scope changed by hand moves a lifetime that is a scope with it.
+#[component]
+fn ScopeSelect(scope: RwSignal<String>, lifetime: RwSignal<Lifetime>) -> impl IntoView {
+    let pick = move |raw: String| {
+        if lifetime.get_untracked().scope().is_some() {
+            lifetime.set(match raw.as_str() {
+                "workspace" => Lifetime::Always,
+                _ => Lifetime::Session,
+            });
+        }
+        scope.set(raw);
+    };
+    view! {
+        <select data-testid="rule-scope" aria-label="Scope" prop:value=move || scope.get()
+            on:change=move |ev| pick(event_target_value(&ev))>
+            <option value="session">"this session"</option>
+            <option value="workspace">"every session"</option>
+        </select>
+    }
+}
+
+/// The lifetime picker beside the scope: picking a lifetime that is a scope sets the scope.
+#[component]
+fn LifetimeSelect(lifetime: RwSignal<Lifetime>, scope: RwSignal<String>) -> impl IntoView {
+    let pick = move |raw: String| {
+        let picked = Lifetime::from_value(&raw).unwrap_or(Lifetime::Session);
+        if let Some(s) = picked.scope() {
+            scope.set(s.to_owned());
+        }
+        lifetime.set(picked);
+    };
+    let options = Lifetime::ALL
+        .into_iter()
+        .map(|l| view! { <option value=l.value()>{l.label()}</option> })
+        .collect_view();
+    view! {
+        <select data-testid="rule-lifetime" aria-label="For how long"
+            prop:value=move || lifetime.get().value()
+            on:change=move |ev| pick(event_target_value(&ev))>
+            {options}
+        </select>
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_lifetime_asks_for_its_rule() {
+        let rule = |l: Lifetime, scope: &str| {
+            let r = l.rule(scope, "echo *".into());
+            (r.scope.unwrap_or_default(), r.expires_in_secs, r.max_uses)
+        };
+        assert_eq!(
+            rule(Lifetime::Session, "workspace"),
+            ("session".into(), None, None)
+        );
+        assert_eq!(
+            rule(Lifetime::Always, "session"),
+            ("workspace".into(), None, None)
+        );
+        assert_eq!(
+            rule(Lifetime::OneHour, "session"),
+            ("session".into(), Some(3600), None)
+        );
+        assert_eq!(
+            rule(Lifetime::EightHours, "workspace"),
+            ("workspace".into(), Some(28_800), None)
+        );
+        assert_eq!(
+            rule(Lifetime::TenUses, "session"),
+            ("session".into(), None, Some(10))
+        );
+        for l in Lifetime::ALL {
+            assert_eq!(Lifetime::from_value(l.value()), Some(l));
+        }
+    }
 
     #[test]
     fn the_field_to_change_is_found_in_each_agents_spelling() {

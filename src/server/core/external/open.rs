@@ -28,9 +28,6 @@ use crate::server::store::{
 };
 use crate::server::tools::outside::{self, OutsideCall};
 
-/// What answers a gate as it opens, with the rule it used, if any.
-type AnswerNow = Option<(Resolution, Option<crate::protocol::RuleId>)>;
-
 impl Core {
     /// `POST /api/v1/gates`: opens an outside agent's gate, or finds the one this key opened.
     /// `true` when a new gate was opened.
@@ -81,7 +78,7 @@ impl Core {
         Ok((true, self.stored_state(&session_id, approval_id).await?))
     }
 
-    /// A gate the pipeline answered is resolved at once (a rule's use counted); one that asks
+    /// A gate the pipeline answered is resolved at once (a rule's use was spent as it matched); one that asks
     /// waits for the person, its deadline armed and the person notified.
     async fn answer_or_park(
         &self,
@@ -92,9 +89,8 @@ impl Core {
     ) -> Result<(), Error> {
         let session_id = &request.body.session_id;
         match answer_now(&request.body.approval_id, outcome) {
-            Some((resolution, rule_used)) => {
-                resolve::commit_rule_use(&self.hub, session_id, request, resolution, rule_used)
-                    .await?;
+            Some(resolution) => {
+                resolve::commit(&self.hub, session_id, request, resolution, None).await?;
             }
             None => {
                 // The reviewer's prediction runs beside the card, never in its way.
@@ -211,6 +207,7 @@ impl Core {
                 session_id.as_str(),
                 &checked.tool,
                 call.rule_subject.as_ref(),
+                &|_| true,
             )
         };
         Ok(evaluate::evaluate(input, find_rule).await?)
@@ -393,7 +390,7 @@ fn idempotency_key(key: Option<&str>) -> Result<Option<String>, Error> {
 }
 
 /// The resolution the pipeline's outcome gives a gate as it opens: none when it asks.
-fn answer_now(approval_id: &ApprovalId, outcome: Outcome) -> AnswerNow {
+fn answer_now(approval_id: &ApprovalId, outcome: Outcome) -> Option<Resolution> {
     let plain = |decision, by, actor: &str| {
         Resolution::plain(approval_id, decision, by, actor, Timestamp::now())
     };
@@ -401,23 +398,16 @@ fn answer_now(approval_id: &ApprovalId, outcome: Outcome) -> AnswerNow {
         Outcome::Ask { .. } => None,
         Outcome::Run {
             rule_id: Some(rule_id),
-        } => Some((
-            Resolution {
-                rule_id: Some(rule_id.clone()),
-                ..plain(Decision::Approve, AnsweredBy::Rule, &actors::rule(&rule_id))
-            },
-            Some(rule_id),
-        )),
-        Outcome::Run { rule_id: None } => Some((
-            plain(Decision::Approve, AnsweredBy::System, actors::MODE),
-            None,
-        )),
-        Outcome::Refuse { why } => Some((
-            Resolution {
-                reason: Some(why),
-                ..plain(Decision::Deny, AnsweredBy::System, actors::MODE)
-            },
-            None,
-        )),
+        } => Some(Resolution {
+            rule_id: Some(rule_id.clone()),
+            ..plain(Decision::Approve, AnsweredBy::Rule, &actors::rule(&rule_id))
+        }),
+        Outcome::Run { rule_id: None } => {
+            Some(plain(Decision::Approve, AnsweredBy::System, actors::MODE))
+        }
+        Outcome::Refuse { why } => Some(Resolution {
+            reason: Some(why),
+            ..plain(Decision::Deny, AnsweredBy::System, actors::MODE)
+        }),
     }
 }

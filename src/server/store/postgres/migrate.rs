@@ -7,7 +7,7 @@ use sqlx::PgPool;
 use crate::server::store::StoreError;
 
 /// The migrations, in order: (version, SQL).
-const MIGRATIONS: [(i64, &str); 8] = [
+const MIGRATIONS: [(i64, &str); 10] = [
     (
         1,
         include_str!("../../../../migrations/postgres/0001_schema.sql"),
@@ -38,7 +38,15 @@ const MIGRATIONS: [(i64, &str); 8] = [
     ),
     (
         8,
-        include_str!("../../../../migrations/postgres/0008_review.sql"),
+        include_str!("../../../../migrations/postgres/0008_resolved_gates_by_time.sql"),
+    ),
+    (
+        9,
+        include_str!("../../../../migrations/postgres/0009_rule_max_uses.sql"),
+    ),
+    (
+        10,
+        include_str!("../../../../migrations/postgres/0010_review.sql"),
     ),
 ];
 

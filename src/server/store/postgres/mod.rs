@@ -46,8 +46,8 @@ use sqlx::postgres::PgPoolOptions;
 
 use super::{
     AuditOrder, AuditRepo, Commit, Coordination, EventLog, ExternalGate, GateRepo, GateRow,
-    LeasedTurn, NewEvent, OutsideRepo, RuleRepo, SessionRow, Signal, StoreError, TokenRepo,
-    TokenRow, WaitingCounts,
+    LeasedTurn, NewEvent, OutsideRepo, ResolvedCard, RuleRepo, SessionRow, Signal, StoreError,
+    TokenRepo, TokenRow, WaitingCounts,
 };
 use crate::protocol::{
     ApprovalId, ApprovalRequest, AuditEntry, Event, Rule, RuleId, SessionId, Timestamp, TurnId,
@@ -219,6 +219,15 @@ impl GateRepo for PgStore {
     async fn waiting_counts(&self, session_id: &SessionId) -> Result<WaitingCounts, StoreError> {
         read::waiting_counts(&self.pool, session_id.as_str()).await
     }
+
+    async fn resolved_cards(
+        &self,
+        since: &Timestamp,
+        until: &Timestamp,
+        limit: u32,
+    ) -> Result<Vec<ResolvedCard>, StoreError> {
+        read::resolved_cards(&self.pool, since, until, limit).await
+    }
 }
 
 #[async_trait]
@@ -231,6 +240,10 @@ impl RuleRepo for PgStore {
         let done = write::revoke_rule(&self.pool, rule_id.as_str(), actor).await;
         self.sealer.kick();
         done
+    }
+
+    async fn claim_rule_use(&self, rule_id: &RuleId, now: &Timestamp) -> Result<bool, StoreError> {
+        write::claim_rule_use(&self.pool, rule_id.as_str(), now).await
     }
 }
 

@@ -7,7 +7,8 @@ use crate::protocol::{
     ApprovalId, ApprovalRequest, AuditEntry, Event, Rule, RuleScope, SessionId, Stored, Timestamp,
 };
 use crate::server::store::{
-    AuditOrder, ExternalGate, GateRow, SessionRow, StoreError, TokenRow, WaitingCounts,
+    AuditOrder, ExternalGate, GateRow, ResolvedCard, SessionRow, StoreError, TokenRow,
+    WaitingCounts,
 };
 
 pub(super) const SESSION_COLUMNS: &str =
@@ -23,7 +24,7 @@ type SessionTuple = (
     Option<String>,
 );
 
-const RULE_COLUMNS: &str = "id, tool, pattern, scope, session_id, created_at, created_by_approval, uses, last_used_at, expires_at";
+const RULE_COLUMNS: &str = "id, tool, pattern, scope, session_id, created_at, created_by_approval, uses, last_used_at, expires_at, max_uses";
 type RuleTuple = (
     String,
     String,
@@ -34,6 +35,8 @@ type RuleTuple = (
     Option<String>,
     i64,
     Option<String>,
+    Option<String>,
+    Option<i64>,
     Option<String>,
 );
 
@@ -71,7 +74,20 @@ fn session((id, title, created_at, mode, last_seq, pre, exec, source): SessionTu
 }
 
 fn rule(row: RuleTuple) -> Rule {
-    let (id, tool, pattern, scope, session_id, created_at, by, uses, last_used, expires) = row;
+    let (
+        id,
+        tool,
+        pattern,
+        scope,
+        session_id,
+        created_at,
+        by,
+        uses,
+        last_used,
+        expires,
+        max,
+        source,
+    ) = row;
     Rule {
         id: id.into(),
         tool,
@@ -83,6 +99,9 @@ fn rule(row: RuleTuple) -> Rule {
         uses: to_u64(uses),
         last_used_at: last_used.map(Timestamp::from),
         expires_at: expires.map(Timestamp::from),
+        max_uses: max.map(to_u64),
+        lapsed: None,
+        source,
     }
 }
 
@@ -251,16 +270,52 @@ pub async fn waiting_counts(pool: &PgPool, session_id: &str) -> Result<WaitingCo
     })
 }
 
-pub async fn list_rules(pool: &PgPool, now: &Timestamp) -> Result<Vec<Rule>, StoreError> {
-    let rows: Vec<RuleTuple> = sqlx::query_as(&format!(
-        "SELECT {RULE_COLUMNS} FROM rules
-         WHERE revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $1)
-         ORDER BY created_at, ord"
-    ))
-    .bind(now.as_str())
+/// Gates resolved in `[since, until)`, by resolution time, with their session's source.
+pub async fn resolved_cards(
+    pool: &PgPool,
+    since: &Timestamp,
+    until: &Timestamp,
+    limit: u32,
+) -> Result<Vec<ResolvedCard>, StoreError> {
+    let rows: Vec<(String, String, String, Option<String>)> = sqlx::query_as(
+        "SELECT a.session_id, a.request, a.resolution, s.source
+         FROM approvals a JOIN sessions s ON s.id = a.session_id
+         WHERE a.resolution IS NOT NULL AND a.resolved_at >= $1 AND a.resolved_at < $2
+         ORDER BY a.resolved_at, a.approval_id LIMIT $3",
+    )
+    .bind(since.as_str())
+    .bind(until.as_str())
+    .bind(i64::from(limit))
     .fetch_all(pool)
     .await?;
-    Ok(rows.into_iter().map(rule).collect())
+    rows.into_iter()
+        .map(|(sid, request, resolution, source)| {
+            Ok(ResolvedCard {
+                card: from_json(&sid, 0, &request)?,
+                resolution: from_json(&sid, 0, &resolution)?,
+                source,
+            })
+        })
+        .collect()
+}
+
+/// Every grant not revoked, in force or lapsed since `now` less
+/// [`crate::server::store::LAPSED_LISTED_MS`], each marked as of `now`.
+pub async fn list_rules(pool: &PgPool, now: &Timestamp) -> Result<Vec<Rule>, StoreError> {
+    let now_ms = now.unix_ms().unwrap_or(0);
+    let cutoff = now.plus_ms(-crate::server::store::LAPSED_LISTED_MS);
+    let rows: Vec<RuleTuple> = sqlx::query_as(&format!(
+        "SELECT {RULE_COLUMNS}, (SELECT s.source FROM approvals a JOIN sessions s ON s.id = a.session_id
+                 WHERE a.approval_id = rules.created_by_approval)
+         FROM rules
+         WHERE revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $1)
+           AND (max_uses IS NULL OR uses < max_uses OR last_used_at > $1)
+         ORDER BY created_at, ord"
+    ))
+    .bind(cutoff.as_str())
+    .fetch_all(pool)
+    .await?;
+    Ok(rows.into_iter().map(|r| rule(r).as_of(now_ms)).collect())
 }
 
 /// One page of the audit log, either way along it, optionally of one action or subject.

@@ -5,7 +5,7 @@
 use sqlx::{PgConnection, PgPool};
 
 use super::read::from_json;
-use crate::protocol::{ApprovalId, Event, RuleId, SessionId, Timestamp, TurnId};
+use crate::protocol::{ApprovalId, Event, SessionId, Timestamp, TurnId};
 use crate::server::audit;
 use crate::server::store::{
     Commit, GateChange, LeaseStep, NewEvent, SessionRow, StoreError, TokenRow, token_audit_draft,
@@ -190,7 +190,8 @@ impl<'a> AppendArgs<'a> {
     }
 }
 
-/// The one round trip: `countersign_append` with its 37 arguments; the first seq it gave.
+/// The one round trip: `countersign_append` (migration 0008) with its 37 arguments; the first
+/// seq it gave.
 async fn call_append(pool: &PgPool, a: &AppendArgs<'_>) -> Result<(i64,), sqlx::Error> {
     let (open, resolve, new_rule, external) = (a.open, a.resolve, a.new_rule, a.external);
     sqlx::query_as(
@@ -230,7 +231,7 @@ async fn call_append(pool: &PgPool, a: &AppendArgs<'_>) -> Result<(i64,), sqlx::
             .as_str()
             .to_owned()
     }))
-    .bind(a.commit.rule_used.as_ref().map(RuleId::as_str))
+    .bind(new_rule.and_then(|r| r.max_uses).map(super::read::to_i64))
     .bind(a.at.as_str())
     .bind(a.commit.set_mode.map(|m| m.as_str()))
     .bind(a.lease)
@@ -463,4 +464,26 @@ pub async fn external_session(
     .await?;
     tx.commit().await?;
     Ok(row.id.clone())
+}
+
+/// Spends one use of a rule if it is still in force. Under READ COMMITTED a second UPDATE of
+/// the same row waits for the first to commit and then checks its WHERE again against the
+/// new row, so two instances never both spend the last use.
+pub async fn claim_rule_use(
+    pool: &PgPool,
+    rule_id: &str,
+    now: &Timestamp,
+) -> Result<bool, StoreError> {
+    let n = sqlx::query(
+        "UPDATE rules SET uses = uses + 1, last_used_at = $1
+         WHERE id = $2 AND revoked_at IS NULL
+           AND (max_uses IS NULL OR uses < max_uses)
+           AND (expires_at IS NULL OR expires_at > $1)",
+    )
+    .bind(now.as_str())
+    .bind(rule_id)
+    .execute(pool)
+    .await?
+    .rows_affected();
+    Ok(n > 0)
 }

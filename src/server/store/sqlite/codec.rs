@@ -15,7 +15,7 @@ pub const SESSION_COLUMNS: &str =
     "id, title, created_at, approval_mode, last_seq, pre_plan_mode, plan_execution_mode, source";
 
 /// The rule columns, in the order `rule` reads them.
-pub const RULE_COLUMNS: &str = "id, tool, pattern, scope, session_id, created_at, created_by_approval, uses, last_used_at, expires_at";
+pub const RULE_COLUMNS: &str = "id, tool, pattern, scope, session_id, created_at, created_by_approval, uses, last_used_at, expires_at, max_uses";
 
 /// The audit columns, in the order `audit_entry` reads them.
 pub const AUDIT_COLUMNS: &str = "n, at, actor, action, subject, detail, prev_hash, hash";
@@ -94,6 +94,9 @@ pub fn rule(row: &Row<'_>) -> rusqlite::Result<Rule> {
         uses: to_u64(row.get(7)?),
         last_used_at: row.get(8)?,
         expires_at: row.get(9)?,
+        max_uses: row.get::<_, Option<i64>>(10)?.map(to_u64),
+        lapsed: None,
+        source: None,
     })
 }
 

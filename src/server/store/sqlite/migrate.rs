@@ -7,7 +7,7 @@
 use rusqlite::{Connection, OptionalExtension};
 
 /// Every migration, in order; the version of the n-th is n.
-const MIGRATIONS: [&str; 12] = [
+const MIGRATIONS: [&str; 14] = [
     include_str!("../../../../migrations/sqlite/0001_sessions_and_events.sql"),
     include_str!("../../../../migrations/sqlite/0002_approvals_and_rules.sql"),
     include_str!("../../../../migrations/sqlite/0003_plan_mode_record.sql"),
@@ -19,7 +19,9 @@ const MIGRATIONS: [&str; 12] = [
     include_str!("../../../../migrations/sqlite/0009_passkeys.sql"),
     include_str!("../../../../migrations/sqlite/0010_waiting_gates_by_session.sql"),
     include_str!("../../../../migrations/sqlite/0011_hashed_secrets.sql"),
-    include_str!("../../../../migrations/sqlite/0012_review.sql"),
+    include_str!("../../../../migrations/sqlite/0012_resolved_gates_by_time.sql"),
+    include_str!("../../../../migrations/sqlite/0013_rule_max_uses.sql"),
+    include_str!("../../../../migrations/sqlite/0014_review.sql"),
 ];
 
 fn user_version(conn: &Connection) -> rusqlite::Result<usize> {

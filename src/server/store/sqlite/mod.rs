@@ -30,8 +30,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use super::{
-    AuditRepo, Commit, EventLog, ExternalGate, GateRepo, GateRow, NewEvent, OutsideRepo, RuleRepo,
-    SessionRow, StoreError, TokenRepo, TokenRow, WaitingCounts,
+    AuditRepo, Commit, EventLog, ExternalGate, GateRepo, GateRow, NewEvent, OutsideRepo,
+    ResolvedCard, RuleRepo, SessionRow, StoreError, TokenRepo, TokenRow, WaitingCounts,
 };
 use crate::protocol::{
     ApprovalId, ApprovalRequest, AuditEntry, Event, Rule, RuleId, SessionId, Timestamp,
@@ -242,6 +242,17 @@ impl GateRepo for SqliteStore {
         self.on_readers(move |r| r.waiting_counts(&session_id))
             .await
     }
+
+    async fn resolved_cards(
+        &self,
+        since: &Timestamp,
+        until: &Timestamp,
+        limit: u32,
+    ) -> Result<Vec<ResolvedCard>, StoreError> {
+        let (since, until) = (since.clone(), until.clone());
+        self.on_readers(move |r| r.resolved_cards(&since, &until, limit))
+            .await
+    }
 }
 
 #[async_trait]
@@ -252,6 +263,27 @@ impl RuleRepo for SqliteStore {
 
     async fn revoke_rule(&self, rule_id: &RuleId, actor: &str) -> Result<bool, StoreError> {
         self.writer.revoke_rule(rule_id, actor).await
+    }
+
+    async fn claim_rule_use(&self, rule_id: &RuleId, now: &Timestamp) -> Result<bool, StoreError> {
+        let (rule_id, now) = (rule_id.clone(), now.clone());
+        // The one writer runs it, with every check in the UPDATE's WHERE: nothing between
+        // reading a rule's count and raising it.
+        let done = self
+            .writer
+            .exec(move |sp| {
+                let changed = sp
+                    .prepare_cached(
+                        "UPDATE rules SET uses = uses + 1, last_used_at = ?1
+                         WHERE id = ?2 AND revoked_at IS NULL
+                           AND (max_uses IS NULL OR uses < max_uses)
+                           AND (expires_at IS NULL OR expires_at > ?1)",
+                    )?
+                    .execute(rusqlite::params![now, rule_id])?;
+                Ok(Done::Flag(changed > 0))
+            })
+            .await?;
+        Ok(matches!(done, Done::Flag(true)))
     }
 }
 

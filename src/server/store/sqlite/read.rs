@@ -14,7 +14,9 @@ use rusqlite::{Connection, OptionalExtension, params};
 use super::codec::{self, AUDIT_COLUMNS, RULE_COLUMNS, SESSION_COLUMNS, to_i64, to_u64};
 use super::connection::{self, Role};
 use crate::protocol::{ApprovalRequest, AuditEntry, Event, Rule, Timestamp};
-use crate::server::store::{AuditOrder, GateRow, SessionRow, StoreError, WaitingCounts};
+use crate::server::store::{
+    AuditOrder, GateRow, ResolvedCard, SessionRow, StoreError, WaitingCounts,
+};
 
 /// Waiting gates of a session, and outside agents' waiting gates (each has its
 /// `external_gates` row): counts over indexes, no request read.
@@ -184,15 +186,59 @@ impl Readers {
             .collect()
     }
 
+    /// Gates resolved in `[since, until)`, by resolution time, with their session's source.
+    pub fn resolved_cards(
+        &self,
+        since: &Timestamp,
+        until: &Timestamp,
+        limit: u32,
+    ) -> Result<Vec<ResolvedCard>, StoreError> {
+        type Row = (String, String, String, Option<String>);
+        let rows: Vec<Row> = self.with(|c| {
+            let mut stmt = c.prepare_cached(
+                "SELECT a.session_id, a.request, a.resolution, s.source
+                 FROM approvals a JOIN sessions s ON s.id = a.session_id
+                 WHERE a.resolution IS NOT NULL AND a.resolved_at >= ?1 AND a.resolved_at < ?2
+                 ORDER BY a.resolved_at, a.approval_id LIMIT ?3",
+            )?;
+            let rows = stmt.query_map(params![since, until, limit], |row| {
+                Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?))
+            })?;
+            Ok(rows.collect::<rusqlite::Result<_>>()?)
+        })?;
+        rows.iter()
+            .map(|(sid, request, resolution, source)| {
+                Ok(ResolvedCard {
+                    card: codec::from_json(sid, request)?,
+                    resolution: codec::from_json(sid, resolution)?,
+                    source: source.clone(),
+                })
+            })
+            .collect()
+    }
+
+    /// Every grant not revoked, in force or lapsed since `now` less
+    /// [`crate::server::store::LAPSED_LISTED_MS`], each marked as of `now`.
     pub fn list_rules(&self, now: &Timestamp) -> Result<Vec<Rule>, StoreError> {
+        let now_ms = now.unix_ms().unwrap_or(0);
+        let cutoff = now.plus_ms(-crate::server::store::LAPSED_LISTED_MS);
         self.with(|c| {
             let mut stmt = c.prepare_cached(&format!(
-                "SELECT {RULE_COLUMNS} FROM rules
+                "SELECT {RULE_COLUMNS}, (SELECT s.source FROM approvals a JOIN sessions s ON s.id = a.session_id
+                         WHERE a.approval_id = rules.created_by_approval)
+                 FROM rules
                  WHERE revoked_at IS NULL AND (expires_at IS NULL OR expires_at > ?1)
+                   AND (max_uses IS NULL OR uses < max_uses OR last_used_at > ?1)
                  ORDER BY created_at, rowid"
             ))?;
-            let rows = stmt.query_map(params![now], codec::rule)?;
-            Ok(rows.collect::<rusqlite::Result<_>>()?)
+            let rows = stmt.query_map(params![cutoff], |row| {
+                Ok(Rule {
+                    source: row.get(11)?,
+                    ..codec::rule(row)?
+                })
+            })?;
+            let rules = rows.collect::<rusqlite::Result<Vec<Rule>>>()?;
+            Ok(rules.into_iter().map(|r| r.as_of(now_ms)).collect())
         })
     }
 

@@ -68,7 +68,7 @@ pub fn insert_session(conn: &Connection, row: &SessionRow) -> Result<(), StoreEr
     Ok(())
 }
 
-/// One append: gate change, rule use, seq allocation, the events, their audit entries.
+/// One append: gate change, seq allocation, the events, their audit entries.
 fn append_in(
     conn: &Connection,
     session_id: &str,
@@ -81,10 +81,6 @@ fn append_in(
     }
     if let Some(external) = &commit.external {
         record_external_gate(conn, external)?;
-    }
-    if let Some(rule_id) = &commit.rule_used {
-        conn.prepare_cached("UPDATE rules SET uses = uses + 1, last_used_at = ?1 WHERE id = ?2")?
-            .execute(params![Timestamp::now(), rule_id])?;
     }
     let first_seq = allocate_seqs(conn, session_id, events.len(), commit.set_mode)?;
     crate::timeline::mark("writer: session row updated");
@@ -266,8 +262,8 @@ fn resolve_gate(
 /// The standing rule an Allow always made, in the same transaction as its answer.
 fn insert_rule(conn: &Connection, rule: &crate::protocol::Rule) -> Result<(), StoreError> {
     conn.prepare_cached(
-        "INSERT INTO rules (id, tool, pattern, scope, session_id, created_at, created_by_approval, uses, expires_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 0, ?8)",
+        "INSERT INTO rules (id, tool, pattern, scope, session_id, created_at, created_by_approval, uses, expires_at, max_uses)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 0, ?8, ?9)",
     )?
     .execute(params![
         rule.id,
@@ -277,7 +273,8 @@ fn insert_rule(conn: &Connection, rule: &crate::protocol::Rule) -> Result<(), St
         rule.session_id,
         rule.created_at,
         rule.created_by_approval,
-        rule.expires_at
+        rule.expires_at,
+        rule.max_uses.map(to_i64)
     ])?;
     Ok(())
 }

@@ -24,5 +24,5 @@ CREATE TABLE review_trust (
     PRIMARY KEY (class, source)
 );
 
--- The history reviewer reads the latest answered cards, newest first.
-CREATE INDEX approvals_by_resolved_at ON approvals (resolved_at) WHERE resolution IS NOT NULL;
+-- The history reviewer reads the latest answered cards, newest first: the index on
+-- approvals (resolved_at, approval_id) of the Your answers migration serves it.
