@@ -236,6 +236,13 @@ pub enum EventBody {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
     },
+    /// The reviewer escalated a card of a class the person trusts it with: the card waits for
+    /// the person with this concern on it. Committed only while the card waits, never in
+    /// `shadow` mode or for an untrusted class (those predictions stay unseen until the answer).
+    ReviewConcern {
+        approval_id: ApprovalId,
+        reason: String,
+    },
 }
 
 /// The type of an event: its `type` field and its SSE `event:` name.
@@ -253,6 +260,7 @@ pub enum EventKind {
     ToolStarted,
     ToolResult,
     TurnFinished,
+    ReviewConcern,
 }
 
 impl EventBody {
@@ -268,6 +276,7 @@ impl EventBody {
             EventBody::ToolStarted { .. } => EventKind::ToolStarted,
             EventBody::ToolResult { .. } => EventKind::ToolResult,
             EventBody::TurnFinished { .. } => EventKind::TurnFinished,
+            EventBody::ReviewConcern { .. } => EventKind::ReviewConcern,
         }
     }
 
@@ -443,6 +452,11 @@ pub struct ApprovalRequest {
     pub turn_id: TurnId,
     #[serde(flatten)]
     pub body: ApprovalRequestBody,
+    /// The reviewer's concern on a card it escalated in a class the person trusts it with
+    /// (the `review_concern` event's reason), as the pending card is listed; absent otherwise.
+    /// An outside agent's gate state never carries it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reviewer_concern: Option<String>,
 }
 
 /// How a gate was resolved; the `approval_resolved` event and the 409/410 answers carry it.

@@ -243,6 +243,7 @@ impl Turn {
         let mut body = self.card(tool, call, stale.body.reason, None).await?;
         body.reason_detail = stale.body.reason_detail.clone();
         let fresh = ApprovalRequest {
+            reviewer_concern: None,
             turn_id: self.turn_id.clone(),
             body,
         };

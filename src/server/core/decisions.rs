@@ -422,7 +422,7 @@ impl Core {
 
     /// The waiting gate an answer is for: unknown, already answered, being cancelled or past
     /// its deadline each end here (the last two resolved by the server as they stand).
-    async fn answerable(
+    pub(super) async fn answerable(
         &self,
         session: &SessionId,
         approval_id: &ApprovalId,
@@ -548,9 +548,11 @@ impl Core {
         Ok((resolution, new_rule))
     }
 
-    /// Pending gates across all sessions, oldest first (the inbox).
+    /// Pending gates across all sessions, oldest first (the inbox), with the reviewer's
+    /// concerns on them.
     pub async fn pending_approvals(&self) -> Result<Vec<ApprovalRequest>, Error> {
-        Ok(self.repos.gates.pending_gates(None).await?)
+        let pending = self.repos.gates.pending_gates(None).await?;
+        self.with_concerns(pending).await
     }
 
     pub async fn list_rules(&self) -> Result<Vec<Rule>, Error> {

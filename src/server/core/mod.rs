@@ -30,6 +30,7 @@ pub use push::CapabilityAnswer;
 pub use tokens::{TokenUse, secret_hash};
 pub use watch::{MAX_WATCH, MIN_WATCH};
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -93,7 +94,8 @@ pub struct CoreParts {
 /// About how many events the session page starts with (whole turns, so it can be more).
 pub const RECENT_EVENTS: u64 = 300;
 
-/// The gates a list of events leaves open, oldest first.
+/// The gates a list of events leaves open, oldest first, each with the reviewer's concern
+/// when a `review_concern` event raised one while it waited.
 pub fn pending_in(events: &[crate::protocol::Event]) -> Vec<crate::protocol::ApprovalRequest> {
     let resolved: std::collections::HashSet<&str> = events
         .iter()
@@ -102,6 +104,7 @@ pub fn pending_in(events: &[crate::protocol::Event]) -> Vec<crate::protocol::App
             _ => None,
         })
         .collect();
+    let concerns = concerns_in(events);
     events
         .iter()
         .filter_map(|e| match &e.body {
@@ -110,9 +113,24 @@ pub fn pending_in(events: &[crate::protocol::Event]) -> Vec<crate::protocol::App
                     // Every gate is opened within a turn; one written without its turn is listed
                     // with an empty turn id rather than hidden.
                     turn_id: e.turn_id.clone().unwrap_or_else(|| TurnId::new("")),
+                    reviewer_concern: concerns.get(g.approval_id.as_str()).map(|c| (*c).to_owned()),
                     body: (**g).clone(),
                 })
             }
+            _ => None,
+        })
+        .collect()
+}
+
+/// The reviewer's concerns the events raise, by card (the latest one for a card wins).
+pub fn concerns_in(events: &[crate::protocol::Event]) -> HashMap<&str, &str> {
+    events
+        .iter()
+        .filter_map(|e| match &e.body {
+            EventBody::ReviewConcern {
+                approval_id,
+                reason,
+            } => Some((approval_id.as_str(), reason.as_str())),
             _ => None,
         })
         .collect()

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use crate::protocol::{
-    Answered, ApprovalRequestBody, ClassStanding, Predicted, ReviewMode, ReviewState, Timestamp,
-    ToolClass,
+    Answered, ApprovalRequest, ApprovalRequestBody, ClassStanding, EventBody, Predicted, ReviewMode, ReviewState,
+    SessionId, Timestamp, ToolClass,
 };
 use crate::server::config::ReviewConfig;
 use crate::server::core::{Core, Error};
@@ -15,6 +15,7 @@ use crate::server::review::shadow::Answerer;
 use crate::server::review::standing::class_standing;
 use crate::server::review::state::thresholds;
 use crate::server::review::state::{COUNTED, review_state};
+use crate::server::store::NewEvent;
 use crate::server::store::review::TrustRow;
 
 /// Why a class lost its trust at the person's "I would not have approved this".
@@ -151,17 +152,41 @@ impl Core {
 #[async_trait::async_trait]
 impl Answerer for Core {
     /// In `on` mode, for a class the person trusts: the reviewer's `approve` answers the card
-    /// (the first answer wins). Anything else — `escalate`, an untrusted class, another mode,
-    /// a card it may not answer — leaves the card to the person.
+    /// (the first answer wins), its `escalate` puts its concern on the card, which still waits
+    /// for the person. Anything else — an untrusted class, another mode, a card it may not
+    /// answer — leaves the card to the person with nothing shown.
     async fn act_on(&self, card: &ApprovalRequestBody, source: &str, prediction: &Prediction) {
-        let live = self.config();
-        if prediction.predicted != Predicted::Approve
-            || live.config.review.mode != ReviewMode::On
-            || !reviewable(card, &live.config)
-        {
+        if !self.reviewer_may_act(card, source).await {
             return;
         }
-        let trusted = match self.reviews.repo().trusted_classes().await {
+        let id = &card.approval_id;
+        match prediction.predicted {
+            Predicted::Approve => match self.approve_as_reviewer(card, &prediction.reason).await {
+                Ok(_) => tracing::info!(approval_id = %id, "the reviewer approved a card"),
+                Err(err) => {
+                    tracing::info!(approval_id = %id, error = %err, "the reviewer's approval did not stand")
+                }
+            },
+            Predicted::Escalate => match self.raise_concern(card, &prediction.reason).await {
+                Ok(true) => tracing::info!(approval_id = %id, "the reviewer raised a concern"),
+                Ok(false) => {}
+                Err(err) => {
+                    tracing::info!(approval_id = %id, error = %err, "the reviewer's concern was not shown")
+                }
+            },
+        }
+    }
+}
+
+impl Core {
+    /// Whether the reviewer acts on this card at all: `on` mode, a card it may see, a class
+    /// (of this agent) the person trusts it with.
+    async fn reviewer_may_act(&self, card: &ApprovalRequestBody, source: &str) -> bool {
+        let live = self.config();
+        if live.config.review.mode != ReviewMode::On || !reviewable(card, &live.config) {
+            return false;
+        }
+        match self.reviews.repo().trusted_classes().await {
             Ok(rows) => rows
                 .iter()
                 .any(|t| t.class == card.class && t.source == source),
@@ -169,18 +194,67 @@ impl Answerer for Core {
                 tracing::warn!(error = %err, "could not read the reviewer's trusted classes");
                 false
             }
-        };
-        if !trusted {
-            return;
         }
-        match self.approve_as_reviewer(card, &prediction.reason).await {
-            Ok(_) => {
-                tracing::info!(approval_id = %card.approval_id, "the reviewer approved a card")
-            }
-            Err(err) => {
-                tracing::info!(approval_id = %card.approval_id, error = %err, "the reviewer's approval did not stand")
+    }
+
+    /// Waiting cards with the reviewer's concerns on them, read from their sessions' logs (the
+    /// `review_concern` events are the record). Only the sessions of cards the reviewer
+    /// escalated are read, their recent turns only: a waiting card is always in those.
+    pub async fn with_concerns(
+        &self,
+        mut pending: Vec<ApprovalRequest>,
+    ) -> Result<Vec<ApprovalRequest>, Error> {
+        let mut sessions: Vec<SessionId> = Vec::new();
+        for gate in &pending {
+            let escalated = self
+                .reviews
+                .repo()
+                .prediction(gate.body.approval_id.as_str())
+                .await?
+                .is_some_and(|row| row.predicted == Predicted::Escalate);
+            if escalated && !sessions.contains(&gate.body.session_id) {
+                sessions.push(gate.body.session_id.clone());
             }
         }
+        for session in &sessions {
+            let events = self.recent_snapshot(session).await?.events;
+            let concerns = super::concerns_in(&events);
+            for gate in pending.iter_mut().filter(|g| &g.body.session_id == session) {
+                gate.reviewer_concern = concerns
+                    .get(gate.body.approval_id.as_str())
+                    .map(|c| (*c).to_owned());
+            }
+        }
+        Ok(pending)
+    }
+
+    /// Commits the reviewer's concern on a card that still waits, under the checks its answer
+    /// passes (not answered, not cancelled, not expired); whether it was committed. Never
+    /// after the answer: the check and the append share the session's append lock.
+    pub async fn raise_concern(
+        &self,
+        card: &ApprovalRequestBody,
+        reason: &str,
+    ) -> Result<bool, Error> {
+        let session = &card.session_id;
+        let request = self.answerable(session, &card.approval_id).await?;
+        let concern = NewEvent::new(
+            Some(&request.turn_id),
+            EventBody::ReviewConcern {
+                approval_id: card.approval_id.clone(),
+                reason: reason.to_owned(),
+            },
+        );
+        let committed = self
+            .hub
+            .commit_while_waiting(
+                session,
+                &card.approval_id,
+                self.repos.gates.as_ref(),
+                vec![concern],
+            )
+            .await?;
+        Ok(committed.is_some())
     }
 }
 

@@ -38,7 +38,10 @@ pub fn ApprovalCard(
         Some(resolution) => {
             view! { <ResolvedCard request=item.request resolution in_row/> }.into_any()
         }
-        None => view! { <PendingCard request=item.request now_ms/> }.into_any(),
+        None => view! {
+            <PendingCard request=item.request concern=item.reviewer_concern now_ms/>
+        }
+        .into_any(),
     }
 }
 

@@ -1,5 +1,6 @@
-//! A card the reviewer answered (issue 40): its reason, and the person's "I would not have
-//! approved this", which reports a false approval and ends the class's trust at once.
+//! The reviewer on a card (issue 40): on a waiting card it escalated in a trusted class, its
+//! concern; on a card it answered, its reason and the person's "I would not have approved
+//! this", which reports a false approval and ends the class's trust at once.
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
@@ -40,6 +41,19 @@ pub fn ReviewerAnswer(request: ApprovalRequestBody, resolution: Resolution) -> i
                     Some(Err(why)) => view! { <p class="error" role="alert">{why}</p> }.into_any(),
                 }}
             </div>
+        }
+    })
+}
+
+/// The reviewer's concern on a waiting card, just above its buttons: one line, the reviewer's
+/// words written out as `shown` writes an agent's (they may echo the call it read).
+#[component]
+pub fn ReviewerConcern(concern: Option<String>) -> impl IntoView {
+    concern.map(|concern| {
+        view! {
+            <p class="reviewer-concern" role="note" data-testid="reviewer-concern">
+                "The reviewer asks you to look: " {shown::line(&concern)}
+            </p>
         }
     })
 }

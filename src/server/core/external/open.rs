@@ -316,6 +316,7 @@ impl Core {
             call_digest(&checked.tool, &checked.input)
         };
         ApprovalRequest {
+            reviewer_concern: None,
             turn_id: format!("ext-{approval_id}").into(),
             body: ApprovalRequestBody {
                 call_id: format!("ext-{approval_id}").into(),
