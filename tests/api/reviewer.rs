@@ -119,6 +119,8 @@ async fn a_shadow_prediction_is_recorded_unseen_then_compared_with_the_answer() 
     }
     let page = send(ts.req(Method::GET, &format!("/sessions/{sid}"))).await;
     unseen("the page", &page.body);
+    // Shadow mode: an escalate puts no concern on the card either.
+    no_concern_on(&ts, &push).await;
     let aid = str_of(&echo, "approval_id");
     unseen(
         "the gate state",
@@ -214,6 +216,40 @@ async fn agreeing_cards(ts: &TestServer, agent: &Api, n: usize) {
     }
 }
 
+/// The `review_concern` events of `sid`'s log.
+async fn concerns(ts: &TestServer, sid: &str) -> Vec<Value> {
+    events(&ts.snapshot(sid).await)
+        .into_iter()
+        .filter(|e| e["type"] == "review_concern")
+        .collect()
+}
+
+/// `gate`'s listing among the pending cards of `listing` (the inbox, or a snapshot's
+/// `pending`).
+fn listed(listing: &Value, gate: &Value) -> Value {
+    listing
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["approval_id"] == gate["approval_id"])
+        .cloned()
+        .unwrap_or_else(|| panic!("{} not listed in {listing}", gate["approval_id"]))
+}
+
+/// A card the reviewer escalates where it is not trusted (shadow, or an untrusted class in
+/// `on`): nothing is committed or listed for the person before the answer.
+async fn no_concern_on(ts: &TestServer, gate: &Value) {
+    assert_eq!(prediction_of(ts, gate).await.0, "escalate");
+    // The concern would follow the stored prediction at once: give it time to (wrongly) land.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let sid = str_of(gate, "session_id");
+    assert_eq!(concerns(ts, sid).await, Vec::<Value>::new());
+    let inbox = ts.get("/api/v1/approvals").await.expect(200);
+    assert!(listed(&inbox, gate).get("reviewer_concern").is_none());
+    let snap = ts.snapshot(sid).await;
+    assert!(listed(&snap["pending"], gate).get("reviewer_concern").is_none());
+}
+
 fn trust(trusted: bool) -> Value {
     json!({ "trusted": trusted })
 }
@@ -223,18 +259,22 @@ fn trust(trusted: bool) -> Value {
 /// and the person's "I would not have approved this" ends it again, for good.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn trust_is_earned_used_and_lost() {
-    let ts = TestServer::configured("[review]\nmode = \"off\"\n").await;
+    let (hook, seen) = webhook().await;
+    let with_hook = |mode: &str| {
+        format!("[notify]\nwebhook_url = \"{hook}/hooks/cs\"\n[review]\nmode = \"{mode}\"\n")
+    };
+    let ts = TestServer::configured(&with_hook("off")).await;
     let agent = agent(&ts).await;
     for n in 0..5 {
         let gate = open(&agent, &format!("echo {n}")).await;
         answer(&ts, &gate, "approve").await;
     }
     let exec = "/api/v1/review/classes/exec/codex";
-    reconfigure(&ts, "[review]\nmode = \"shadow\"\n").await;
+    reconfigure(&ts, &with_hook("shadow")).await;
     ts.put(exec, trust(true))
         .await
         .expect_error(409, "review_not_on");
-    reconfigure(&ts, "[review]\nmode = \"on\"\n").await;
+    reconfigure(&ts, &with_hook("on")).await;
     let refused = ts
         .put(exec, trust(true))
         .await
@@ -246,7 +286,11 @@ async fn trust_is_earned_used_and_lost() {
     ts.put("/api/v1/review/classes/bogus/codex", trust(true))
         .await
         .expect_error(400, "invalid_request");
-    // Untrusted classes stay in shadow even in `on`: the person answers each.
+    // Untrusted classes stay in shadow even in `on`: the person answers each, and an
+    // escalate shows nothing.
+    let untrusted = open(&agent, "npm publish --dry-run").await;
+    // (Left unanswered, so the class counts only the agreeing cards below.)
+    no_concern_on(&ts, &untrusted).await;
     agreeing_cards(&ts, &agent, 50).await;
     let state = review_with(&ts, 50).await;
     assert_eq!(state["classes"][0]["eligible"], true, "{state}");
@@ -276,6 +320,15 @@ async fn trust_is_earned_used_and_lost() {
     );
     let audit = ts.get("/api/v1/audit?action=gate_resolved").await.body;
     assert!(audit.contains("\"actor\":\"reviewer\""), "{audit}");
+    // The audit entry carries the reviewer's reason too.
+    assert!(audit.contains(answered["reason"].as_str().unwrap()), "{audit}");
+    // The person is told, as information: no answer offered, the card linked.
+    let told = told_by_webhook(&seen, "approved_by_reviewer").await;
+    assert_eq!(told["approval_id"], aid.as_str());
+    let said = told["message"].as_str().unwrap();
+    assert!(said.starts_with("Approved by the reviewer — "), "{said}");
+    assert!(said.contains(answered["reason"].as_str().unwrap()), "{said}");
+    assert!(str_of(&told, "url").ends_with(&format!("#gate-{aid}")), "{told}");
     // A card the reviewer may not approve (not an approval it predicts) waits for the person.
     let other = open(&agent, "npm publish").await;
     prediction_of(&ts, &other).await;
@@ -284,9 +337,10 @@ async fn trust_is_earned_used_and_lost() {
         .await
         .expect(200);
     assert_eq!(waiting["status"], "pending");
+    concern_shown_to_the_person_only(&ts, &agent, &other).await;
 
     // The mode leaving `on` ends every trust, audited as the file's.
-    reconfigure(&ts, "[review]\nmode = \"shadow\"\n").await;
+    reconfigure(&ts, &with_hook("shadow")).await;
     let state = ts.get("/api/v1/review").await.expect(200);
     assert_eq!(state["classes"][0]["trusted"], false, "{state}");
     let lost = ts.get("/api/v1/audit?action=review_untrusted").await.body;
@@ -296,7 +350,7 @@ async fn trust_is_earned_used_and_lost() {
     );
 
     // Trusted again, then reported: a false approval ends it, and it is not eligible again.
-    reconfigure(&ts, "[review]\nmode = \"on\"\n").await;
+    reconfigure(&ts, &with_hook("on")).await;
     ts.put(exec, trust(true)).await.expect(200);
     let other_aid = str_of(&other, "approval_id");
     ts.post(&format!("/api/v1/review/disagree/{other_aid}"), json!({}))
@@ -333,6 +387,69 @@ async fn trust_is_earned_used_and_lost() {
         (reviewed["answered"].clone(), reviewed["agreed"].clone()),
         (json!("reviewer"), json!(false))
     );
+}
+
+/// In a trusted class, the reviewer's escalate puts its concern on the waiting card: one
+/// `review_concern` event, `reviewer_concern` on the card in the inbox and the snapshot, and
+/// nothing of it in the outside agent's gate state.
+async fn concern_shown_to_the_person_only(ts: &TestServer, agent: &Api, gate: &Value) {
+    let (predicted, reason) = prediction_of(ts, gate).await;
+    assert_eq!(predicted, "escalate");
+    let sid = str_of(gate, "session_id");
+    let mut raised = Vec::new();
+    for _ in 0..200 {
+        raised = concerns(ts, sid).await;
+        if !raised.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(raised.len(), 1, "{raised:?}");
+    assert_eq!(raised[0]["approval_id"], gate["approval_id"]);
+    assert_eq!(raised[0]["reason"], reason.as_str());
+    let inbox = ts.get("/api/v1/approvals").await.expect(200);
+    assert_eq!(listed(&inbox, gate)["reviewer_concern"], reason.as_str());
+    let snap = ts.snapshot(sid).await;
+    assert_eq!(listed(&snap["pending"], gate)["reviewer_concern"], reason.as_str());
+    let aid = str_of(gate, "approval_id");
+    let state = agent.get(&format!("/api/v1/gates/{aid}")).await.body;
+    assert!(!state.contains(&reason), "the agent reads the concern: {state}");
+    assert!(!state.contains("concern"), "{state}");
+    let page = send(ts.req(Method::GET, &format!("/sessions/{sid}"))).await;
+    assert!(page.body.contains("data-testid=\"reviewer-concern\""), "the page lacks the concern");
+}
+
+/// What the webhook receiver was sent: each body.
+type Calls = std::sync::Arc<std::sync::Mutex<Vec<Value>>>;
+
+/// A webhook receiver on loopback: records each body it is sent.
+async fn webhook() -> (String, Calls) {
+    use axum::extract::State;
+    use axum::routing::post;
+    let seen: Calls = Calls::default();
+    async fn record(State(seen): State<Calls>, body: axum::Json<Value>) -> &'static str {
+        seen.lock().unwrap().push(body.0);
+        "ok"
+    }
+    let app = axum::Router::new()
+        .route("/{*rest}", post(record))
+        .with_state(seen.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (format!("http://{addr}"), seen)
+}
+
+/// The first webhook message of `event` (waiting for it).
+async fn told_by_webhook(seen: &Calls, event: &str) -> Value {
+    for _ in 0..200 {
+        let found = seen.lock().unwrap().iter().find(|b| b["event"] == event).cloned();
+        if let Some(found) = found {
+            return found;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("no {event} message on the webhook");
 }
 
 /// A scripted OpenAI-compatible reviewer on loopback: approves `echo …`, answers prose for a

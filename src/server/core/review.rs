@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::protocol::{
     Answered, ApprovalRequest, ApprovalRequestBody, ClassStanding, EventBody, Predicted, ReviewMode, ReviewState,
-    SessionId, Timestamp, ToolClass,
+    Resolution, SessionId, Timestamp, ToolClass,
 };
 use crate::server::config::ReviewConfig;
 use crate::server::core::{Core, Error};
@@ -162,7 +162,10 @@ impl Answerer for Core {
         let id = &card.approval_id;
         match prediction.predicted {
             Predicted::Approve => match self.approve_as_reviewer(card, &prediction.reason).await {
-                Ok(_) => tracing::info!(approval_id = %id, "the reviewer approved a card"),
+                Ok(resolution) => {
+                    tracing::info!(approval_id = %id, "the reviewer approved a card");
+                    self.tell_reviewer_answered(card, &resolution).await;
+                }
                 Err(err) => {
                     tracing::info!(approval_id = %id, error = %err, "the reviewer's approval did not stand")
                 }
@@ -195,6 +198,18 @@ impl Core {
                 false
             }
         }
+    }
+
+    /// Tells the person, as information, that the reviewer approved a card (the webhook; Web
+    /// Push says it on the notification that replaces the card's).
+    async fn tell_reviewer_answered(&self, card: &ApprovalRequestBody, resolution: &Resolution) {
+        let title = match self.session_row(&card.session_id).await {
+            Ok(row) => row.title,
+            Err(_) => String::new(),
+        };
+        let live = self.config();
+        self.notifier
+            .reviewer_answered(&live.config, card, resolution, &title);
     }
 
     /// Waiting cards with the reviewer's concerns on them, read from their sessions' logs (the

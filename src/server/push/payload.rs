@@ -216,6 +216,10 @@ pub fn outcome(resolution: &Resolution) -> String {
         .via
         .map(|v| format!(" via {}", v.as_str()))
         .unwrap_or_default();
+    if resolution.answered_by == crate::protocol::AnsweredBy::Reviewer {
+        // Information for the person: what the reviewer did for them, and why.
+        return crate::server::notifier::reviewer::approved_line(resolution);
+    }
     format!(
         "{what} by {}{via}",
         crate::server::audit::resolver_words(resolution)
