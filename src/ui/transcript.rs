@@ -663,6 +663,38 @@ mod tests {
         assert!(matches!(&items[1], Item::Gate(g) if g.request.approval_id.as_str() == "gx"));
     }
 
+    /// The reviewer's concern lands on its waiting card (and changes its key, so the card is
+    /// drawn again); one that comes after the answer changes nothing.
+    #[test]
+    fn a_concern_marks_only_a_waiting_card() {
+        let concern = |id: &str| EventBody::ReviewConcern {
+            approval_id: id.into(),
+            reason: "npm publish never approved here".into(),
+        };
+        let mut events = vec![
+            ev(1, shell_call("c1")),
+            ev(2, EventBody::ApprovalRequest(Box::new(card("g1", "c1", "tool")))),
+        ];
+        let before = build(&events)[0].key();
+        events.push(ev(3, concern("g1")));
+        let items = build(&events);
+        let Item::Tool(tool) = &items[0] else { panic!() };
+        assert_eq!(
+            tool.cards[0].reviewer_concern.as_deref(),
+            Some("npm publish never approved here")
+        );
+        assert_ne!(items[0].key(), before);
+        let answered_first = vec![
+            ev(1, shell_call("c1")),
+            ev(2, EventBody::ApprovalRequest(Box::new(card("g1", "c1", "tool")))),
+            ev(3, answered("g1", Decision::Approve)),
+            ev(4, concern("g1")),
+        ];
+        let items = build(&answered_first);
+        let Item::Tool(tool) = &items[0] else { panic!() };
+        assert_eq!(tool.cards[0].reviewer_concern, None);
+    }
+
     #[test]
     fn summaries_name_what_happens() {
         assert_eq!(

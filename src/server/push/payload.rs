@@ -284,6 +284,26 @@ mod tests {
         assert!(shown(&long, MAX_SUMMARY_CHARS).chars().count() <= MAX_SUMMARY_CHARS);
     }
 
+    /// The notification replacing a card the reviewer approved says so, and why: the person
+    /// learns of it as information.
+    #[test]
+    fn a_reviewers_approval_reads_as_the_reviewers_with_its_reason() {
+        let approved = Resolution {
+            reason: Some("echo approved 5 times here\u{202E}".into()),
+            ..Resolution::plain(
+                &"a".into(),
+                crate::protocol::Decision::Approve,
+                crate::protocol::AnsweredBy::Reviewer,
+                "reviewer",
+                "2026-01-01T00:00:01.000Z".into(),
+            )
+        };
+        assert_eq!(
+            outcome(&approved),
+            "Approved by the reviewer — echo approved 5 times here⟨U+202E⟩"
+        );
+    }
+
     fn card(class: ToolClass, summary: &str, args: Value) -> ApprovalRequestBody {
         let mut gate: ApprovalRequestBody = serde_json::from_value(json!({
             "approval_id": "a", "session_id": "s", "call_id": "c", "kind": "external",
