@@ -334,6 +334,10 @@ mod tests {
                 status: TurnStatus::Failed,
                 error: Some("boom".into()),
             },
+            EventBody::ReviewConcern {
+                approval_id: "a1".into(),
+                reason: "npm publish never approved here".into(),
+            },
         ];
         let kinds: Vec<EventKind> = bodies.iter().map(EventBody::event_kind).collect();
         assert_eq!(kinds, EventKind::ALL, "one sample of every kind, in order");

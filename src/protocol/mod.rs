@@ -921,6 +921,10 @@ mod tests {
                 status: TurnStatus::Completed,
                 error: None,
             },
+            EventBody::ReviewConcern {
+                approval_id: "a".into(),
+                reason: "r".into(),
+            },
         ];
         for body in &samples {
             let json = serde_json::to_value(body).unwrap();

@@ -204,6 +204,7 @@ mod tests {
                 "tool_started",
                 "tool_result",
                 "turn_finished",
+                "review_concern",
             ],
         );
         parses(EventKind::parse);
