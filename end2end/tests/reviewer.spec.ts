@@ -1,6 +1,7 @@
-// The reviewer in the browser (issue 40): a card it answered, in a class the person trusted it
-// with, says so with its reason and offers "I would not have approved this", which reports the
-// false approval and ends the class's trust.
+// The reviewer in the browser (issue 40): in a class the person trusted it with, a card it
+// escalates shows its concern (live, after a reload, in the Inbox); a card it answered says so
+// with its reason and offers "I would not have approved this", which reports the false approval
+// and ends the class's trust.
 import { test, expect } from '@playwright/test';
 import { startServer, RunningServer } from './server';
 import { login, waitLive } from './helpers';
@@ -20,7 +21,7 @@ async function api(method: string, path: string, token: string, body?: unknown) 
   return { status: res.status, json: await res.json().catch(() => null) };
 }
 
-test('a card the reviewer answered shows its reason and can be reported', async ({ page }) => {
+test('the reviewer: its concern on a card it escalates, its reason on a card it answered, which can be reported', async ({ page }) => {
   test.setTimeout(120_000);
   const made = await api('POST', '/api/v1/tokens', server.token, { name: 'agent', scope: 'gates' });
   const agent = made.json.token as string;
@@ -42,11 +43,39 @@ test('a card the reviewer answered shows its reason and can be reported', async 
     return trusted.status;
   }, { timeout: 20_000 }).toBe(200);
 
+  // In the trusted class, a card the reviewer escalates waits for the person with its concern
+  // on it: live on the open page, after a reload, and in the Inbox.
+  await login(page, server);
+  const first = await open('echo opens the session page');
+  await expect.poll(async () => (await api('GET', `/api/v1/gates/${first.approval_id}`, agent)).json.status)
+    .toBe('approved');
+  await page.goto(`${server.url}/sessions/${first.session_id}`);
+  await waitLive(page);
+  const doubtful = await open('npm publish');
+  const held = page.locator(`[data-testid=approval-card][data-approval-id="${doubtful.approval_id}"]`);
+  await expect(held).toHaveAttribute('data-state', 'pending');
+  const concern = held.getByTestId('reviewer-concern');
+  await expect(concern).toContainText('The reviewer asks you to look: ');
+  await expect(concern).toContainText('never approved here');
+  // Near the buttons, which still answer it.
+  await expect(held.locator('[data-action=approve]')).toBeVisible();
+  await page.reload();
+  await waitLive(page);
+  await expect(held.getByTestId('reviewer-concern')).toContainText('never approved here');
+  await page.goto(`${server.url}/inbox`);
+  const row = page.locator(`[data-testid=inbox-item][data-approval-id="${doubtful.approval_id}"]`);
+  await expect(row.getByTestId('reviewer-concern')).toContainText('The reviewer asks you to look: ');
+  // The agent's gate state says nothing of it.
+  const seen = await api('GET', `/api/v1/gates/${doubtful.approval_id}`, agent);
+  expect(JSON.stringify(seen.json)).not.toContain('never approved here');
+  const denied = await api('POST', `/api/v1/sessions/${doubtful.session_id}/approvals/${doubtful.approval_id}`,
+    server.token, { decision: 'deny' });
+  expect(denied.status).toBe(200);
+
   const gate = await open('echo answered by the reviewer');
   await expect.poll(async () => (await api('GET', `/api/v1/gates/${gate.approval_id}`, agent)).json.status)
     .toBe('approved');
 
-  await login(page, server);
   await page.goto(`${server.url}/sessions/${gate.session_id}`);
   await waitLive(page);
   const card = page.locator(`[data-testid=approval-card][data-approval-id="${gate.approval_id}"]`);
