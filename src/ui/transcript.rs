@@ -4,8 +4,8 @@
 use serde_json::Value;
 
 use crate::protocol::{
-    ApprovalId, ApprovalRequestBody, CallId, Decision, Event, EventBody, Mode, Resolution, ToolClass,
-    ToolStatus, TurnStatus, Verdict,
+    ApprovalId, ApprovalRequestBody, CallId, Decision, Event, EventBody, Mode, Resolution,
+    ToolClass, ToolStatus, TurnStatus, Verdict,
 };
 
 #[derive(Clone, Debug, PartialEq)]
@@ -58,7 +58,11 @@ impl GateItem {
         format!(
             ":{}:{}{}",
             self.request.approval_id,
-            if self.reviewer_concern.is_some() { ":concern" } else { "" },
+            if self.reviewer_concern.is_some() {
+                ":concern"
+            } else {
+                ""
+            },
             self.resolution
                 .as_ref()
                 .map(|r| r.decision.as_str())
@@ -673,12 +677,17 @@ mod tests {
         };
         let mut events = vec![
             ev(1, shell_call("c1")),
-            ev(2, EventBody::ApprovalRequest(Box::new(card("g1", "c1", "tool")))),
+            ev(
+                2,
+                EventBody::ApprovalRequest(Box::new(card("g1", "c1", "tool"))),
+            ),
         ];
         let before = build(&events)[0].key();
         events.push(ev(3, concern("g1")));
         let items = build(&events);
-        let Item::Tool(tool) = &items[0] else { panic!() };
+        let Item::Tool(tool) = &items[0] else {
+            panic!()
+        };
         assert_eq!(
             tool.cards[0].reviewer_concern.as_deref(),
             Some("npm publish never approved here")
@@ -686,12 +695,17 @@ mod tests {
         assert_ne!(items[0].key(), before);
         let answered_first = vec![
             ev(1, shell_call("c1")),
-            ev(2, EventBody::ApprovalRequest(Box::new(card("g1", "c1", "tool")))),
+            ev(
+                2,
+                EventBody::ApprovalRequest(Box::new(card("g1", "c1", "tool"))),
+            ),
             ev(3, answered("g1", Decision::Approve)),
             ev(4, concern("g1")),
         ];
         let items = build(&answered_first);
-        let Item::Tool(tool) = &items[0] else { panic!() };
+        let Item::Tool(tool) = &items[0] else {
+            panic!()
+        };
         assert_eq!(tool.cards[0].reviewer_concern, None);
     }
 

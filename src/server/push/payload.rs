@@ -292,7 +292,7 @@ mod tests {
             reason: Some("echo approved 5 times here\u{202E}".into()),
             ..Resolution::plain(
                 &"a".into(),
-                crate::protocol::Decision::Approve,
+                Decision::Approve,
                 crate::protocol::AnsweredBy::Reviewer,
                 "reviewer",
                 "2026-01-01T00:00:01.000Z".into(),
