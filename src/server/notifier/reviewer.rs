@@ -1,24 +1,15 @@
 //! Telling the person, as information, that the reviewer answered a card for them (issue 40:
 //! a class they trusted it with): the webhook gets a message with no Approve or Deny, only a
 //! link to the card, where "I would not have approved this" is. Web Push says the same on the
-//! notification that replaces the card's (`push::payload::outcome`).
+//! notification that replaces the card's (`push::payload::outcome`, `approved_line`).
 
 use serde_json::json;
 
 use super::{Message, Notifier, deliver, ntfy_message, slack_code};
 use crate::protocol::{ApprovalRequestBody, Resolution};
 use crate::server::config::{Config, NotifyFormat};
+use crate::server::push::payload::approved_line;
 use crate::shown;
-
-/// The reviewer's approval as one line: "Approved by the reviewer — <reason>", the reason
-/// written out as `shown` writes any line a model wrote.
-pub fn approved_line(resolution: &Resolution) -> String {
-    let reason = resolution.reason.as_deref().unwrap_or("");
-    format!(
-        "Approved by the reviewer — {}",
-        shown::line_within(reason, 200)
-    )
-}
 
 impl Notifier {
     /// Tells the webhook the reviewer approved `gate`; returns at once. (Web Push devices

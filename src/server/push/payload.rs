@@ -218,12 +218,19 @@ pub fn outcome(resolution: &Resolution) -> String {
         .unwrap_or_default();
     if resolution.answered_by == crate::protocol::AnsweredBy::Reviewer {
         // Information for the person: what the reviewer did for them, and why.
-        return crate::server::notifier::reviewer::approved_line(resolution);
+        return approved_line(resolution);
     }
     format!(
         "{what} by {}{via}",
         crate::server::audit::resolver_words(resolution)
     )
+}
+
+/// The reviewer's approval as one line: "Approved by the reviewer — <reason>", the reason
+/// written out as `shown` writes any line a model wrote.
+pub fn approved_line(resolution: &Resolution) -> String {
+    let reason = resolution.reason.as_deref().unwrap_or("");
+    format!("Approved by the reviewer — {}", shown(reason, 200))
 }
 
 /// The push that replaces a gate's notification once it is resolved.
