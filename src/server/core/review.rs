@@ -232,7 +232,12 @@ impl Core {
             }
         }
         for session in &sessions {
-            let events = self.recent_snapshot(session).await?.events;
+            // A session deleted meanwhile takes its cards with it: the list stands without.
+            let events = match self.recent_snapshot(session).await {
+                Ok(snapshot) => snapshot.events,
+                Err(Error::UnknownSession(_)) => continue,
+                Err(other) => return Err(other),
+            };
             let concerns = super::concerns_in(&events);
             for gate in pending.iter_mut().filter(|g| &g.body.session_id == session) {
                 gate.reviewer_concern = concerns
