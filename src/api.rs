@@ -285,6 +285,19 @@ pub async fn revoke_rule(rule_id: RuleId, client_id: String) -> Result<(), Error
         .map_err(backend::to_server_error)
 }
 
+needs!("review_disagree", Decide);
+/// "I would not have approved this" on a card the reviewer answered: a false approval, and
+/// the class's trust ends (`POST /api/v1/review/disagree/{approval_id}`). The class reported.
+#[server(prefix = "/api/ui", endpoint = "review_disagree", input = Json)]
+pub async fn review_disagree(approval_id: ApprovalId) -> Result<String, ErrorBody> {
+    let who = backend::caller("review_disagree")?;
+    let core = backend::core()?;
+    core.disagree_with_reviewer(approval_id.as_str(), &who.actor())
+        .await
+        .map(|standing| standing.class.as_str().to_owned())
+        .map_err(backend::to_server_error)
+}
+
 needs!("audit", Read);
 /// Audit entries before `before` (at most 500), newest first, optionally of one action or
 /// subject: the Audit page reads from the end.

@@ -323,6 +323,28 @@ async fn the_agent_cannot_set_a_protected_key_even_in_yolo() {
     assert_eq!(config_row(&srv, "safety.paths").await["source"], "default");
 }
 
+/// `[review]` is the person's alone: neither the agent (even in yolo) nor the API may turn
+/// the reviewer on or lower its thresholds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_reviewer_keys_are_the_persons_alone() {
+    let srv = TestServer::start().await;
+    let sid = srv.session().await;
+    srv.send_msg(&sid, "set review.mode = \"on\"", Some("yolo"))
+        .await;
+    let events = events_until(&srv, &sid, "turn_finished").await;
+    let result = events.iter().find(|e| e["type"] == "tool_result").unwrap();
+    assert_eq!(result["tool"], "config_set");
+    assert_eq!(result["status"], "refused");
+    assert!(result["output"].as_str().unwrap().contains("protected"));
+    for key in ["review.mode", "review.min_cards", "review.base_url"] {
+        assert_eq!(config_row(&srv, key).await["protected"], true, "{key}");
+    }
+    srv.put("/api/v1/config/review.mode", json!({"value": "on"}))
+        .await
+        .expect_error(403, "protected_key");
+    assert_eq!(config_row(&srv, "review.mode").await["value"], "off");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_permitted_key_set_by_the_agent_goes_through_a_card_and_lands_in_the_file() {
     let srv = TestServer::start().await;

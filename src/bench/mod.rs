@@ -14,6 +14,7 @@ mod peer;
 mod push;
 mod recovery;
 mod restore;
+mod review;
 mod round_trip;
 mod sse;
 mod suspend;
@@ -37,7 +38,7 @@ pub struct BenchArgs {
     /// Print one JSON object instead of one line per figure.
     #[arg(long)]
     pub json: bool,
-    /// Run only these figure groups (by any figure number in them: 1/2/4, 3/7, 5/6, 8, 9, 10, 11), e.g.
+    /// Run only these figure groups (by any figure number in them: 1/2/4, 3/7, 5/6, 8, 9, 10, 11, 12), e.g.
     /// `--only 1,5`; useful for profiling one figure.
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<u8>,
@@ -420,10 +421,25 @@ async fn run_figures(
         note("figure 11: the human round trip through a push");
         take("figure 11", one(group_f(root, counts).await));
     }
-    if args.wants(&[8]) {
-        take("figure 8", bundle_figure(&args.site_pkg));
+    for (what, result) in figures_without_server(args) {
+        take(what, result);
     }
     (figures, failures)
+}
+
+/// Figures 8 (the bundle's size, read from the built site) and 12 (a replayed week of cards
+/// through the reviewer), which need no server.
+fn figures_without_server(
+    args: &BenchArgs,
+) -> Vec<(&'static str, std::result::Result<Vec<Figure>, String>)> {
+    let mut out = Vec::new();
+    if args.wants(&[8]) {
+        out.push(("figure 8", bundle_figure(&args.site_pkg)));
+    }
+    if args.wants(&[12]) {
+        out.push(("figure 12", Ok(vec![review::figure()])));
+    }
+    out
 }
 
 /// Figure 8, the bundle's size, read from the built site (not a server's).

@@ -390,6 +390,7 @@ fn by_whom(answered_by: AnsweredBy) -> &'static str {
         AnsweredBy::Rule => "by a standing rule",
         AnsweredBy::Timeout => "on timeout",
         AnsweredBy::System => "by the server",
+        AnsweredBy::Reviewer => "by the reviewer",
     }
 }
 

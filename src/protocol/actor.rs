@@ -44,6 +44,7 @@ impl Actor<'_> {
             (Actor::Token(name), Some(device)) => format!("token {name} · {device}"),
             (Actor::Token(name), None) => format!("token {name}"),
             (Actor::Ntfy, _) => "an ntfy button".to_owned(),
+            (Actor::Other("reviewer"), _) => "the reviewer".to_owned(),
             (Actor::Other(text), _) => (*text).to_owned(),
         }
     }
@@ -81,6 +82,7 @@ mod tests {
 
     #[test]
     fn words_name_the_credential_and_its_device_never_a_bare_browser() {
+        assert_eq!(Actor::parse("reviewer").words(None), "the reviewer");
         let browser = Actor::parse("browser");
         assert_eq!(browser.words(None), "browser login");
         assert_eq!(browser.words(Some("")), "browser login");

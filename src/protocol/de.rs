@@ -205,6 +205,10 @@ impl EventBody {
                 status: o.required("status")?,
                 error: o.optional("error")?,
             },
+            EventKind::ReviewConcern => EventBody::ReviewConcern {
+                approval_id: o.required("approval_id")?,
+                reason: o.required("reason")?,
+            },
         })
     }
 }
@@ -214,6 +218,7 @@ impl<'de> Deserialize<'de> for ApprovalRequest {
         let mut object = Object::deserialize(deserializer)?;
         Ok(ApprovalRequest {
             turn_id: object.required("turn_id")?,
+            reviewer_concern: object.optional("reviewer_concern")?,
             body: object.rest()?,
         })
     }
@@ -329,6 +334,10 @@ mod tests {
                 status: TurnStatus::Failed,
                 error: Some("boom".into()),
             },
+            EventBody::ReviewConcern {
+                approval_id: "a1".into(),
+                reason: "npm publish never approved here".into(),
+            },
         ];
         let kinds: Vec<EventKind> = bodies.iter().map(EventBody::event_kind).collect();
         assert_eq!(kinds, EventKind::ALL, "one sample of every kind, in order");
@@ -424,6 +433,7 @@ mod tests {
     #[test]
     fn approval_requests_keep_turn_id_beside_the_body() {
         let request = ApprovalRequest {
+            reviewer_concern: None,
             turn_id: "t1".into(),
             body: request_body(),
         };

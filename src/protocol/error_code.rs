@@ -75,6 +75,13 @@ error_codes! {
     PasskeyRequired => "passkey_required",
     PasskeyRefused => "passkey_refused",
     UnknownPasskey => "unknown_passkey",
+    /// Trusting the reviewer with a class needs `review.mode = "on"`.
+    ReviewNotOn => "review_not_on",
+    /// The class has not earned trust: too few cards, too little agreement, a recent false
+    /// approval.
+    NotEligible => "not_eligible",
+    /// "I would not have approved this" on a card the reviewer did not answer.
+    NotAnsweredByReviewer => "not_answered_by_reviewer",
     Internal => "internal",
     // What only HTTP can get wrong (`server::http::error::ApiError`).
     Csrf => "csrf",
@@ -158,6 +165,9 @@ mod tests {
         (ErrorCode::PasskeyRequired, "passkey_required"),
         (ErrorCode::PasskeyRefused, "passkey_refused"),
         (ErrorCode::UnknownPasskey, "unknown_passkey"),
+        (ErrorCode::ReviewNotOn, "review_not_on"),
+        (ErrorCode::NotEligible, "not_eligible"),
+        (ErrorCode::NotAnsweredByReviewer, "not_answered_by_reviewer"),
         (ErrorCode::Internal, "internal"),
         (ErrorCode::Csrf, "csrf"),
         (ErrorCode::PayloadTooLarge, "payload_too_large"),

@@ -37,8 +37,8 @@ pub use outside::{
     PhoneLogin, Scope, TokenInfo,
 };
 pub use review::{
-    ClassStanding, Predicted, RecentPrediction, ResolutionReview, ReviewMode, ReviewState,
-    ReviewerKind,
+    Answered, ClassStanding, Predicted, RecentPrediction, ResolutionReview, ReviewMode,
+    ReviewState, ReviewerKind,
 };
 use spelled::spelled;
 pub use stats::{DayFigures, DecideBucket, DecisionFigures, DecisionStats};
@@ -65,6 +65,7 @@ spelled!(
     ReviewMode,
     ReviewerKind,
     Predicted,
+    Answered,
 );
 pub use time::Timestamp;
 
@@ -235,6 +236,13 @@ pub enum EventBody {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
     },
+    /// The reviewer escalated a card of a class the person trusts it with: the card waits for
+    /// the person with this concern on it. Committed only while the card waits, never in
+    /// `shadow` mode or for an untrusted class (those predictions stay unseen until the answer).
+    ReviewConcern {
+        approval_id: ApprovalId,
+        reason: String,
+    },
 }
 
 /// The type of an event: its `type` field and its SSE `event:` name.
@@ -252,6 +260,7 @@ pub enum EventKind {
     ToolStarted,
     ToolResult,
     TurnFinished,
+    ReviewConcern,
 }
 
 impl EventBody {
@@ -267,6 +276,7 @@ impl EventBody {
             EventBody::ToolStarted { .. } => EventKind::ToolStarted,
             EventBody::ToolResult { .. } => EventKind::ToolResult,
             EventBody::TurnFinished { .. } => EventKind::TurnFinished,
+            EventBody::ReviewConcern { .. } => EventKind::ReviewConcern,
         }
     }
 
@@ -365,6 +375,8 @@ pub enum AnsweredBy {
     Timeout,
     Rule,
     System,
+    /// The reviewer, for a class the person trusted it with (issue 40): only ever an approval.
+    Reviewer,
 }
 
 #[derive(IntoStaticStr, EnumString, VariantArray, VariantNames, Display)]
@@ -440,6 +452,11 @@ pub struct ApprovalRequest {
     pub turn_id: TurnId,
     #[serde(flatten)]
     pub body: ApprovalRequestBody,
+    /// The reviewer's concern on a card it escalated in a class the person trusts it with
+    /// (the `review_concern` event's reason), as the pending card is listed; absent otherwise.
+    /// An outside agent's gate state never carries it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reviewer_concern: Option<String>,
 }
 
 /// How a gate was resolved; the `approval_resolved` event and the 409/410 answers carry it.
@@ -485,6 +502,10 @@ pub struct Resolution {
     /// before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub login: Option<LoginRef>,
+    /// What the reviewer predicted for this card (issue 40), when it was shown it: only on an
+    /// answered card, never before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review: Option<ResolutionReview>,
 }
 
 /// Which browser login did something, and on what device: how a card says "you, in another
@@ -532,6 +553,7 @@ impl Resolution {
             via: None,
             passkey: None,
             login: None,
+            review: None,
         }
     }
 }
@@ -899,6 +921,10 @@ mod tests {
             EventBody::TurnFinished {
                 status: TurnStatus::Completed,
                 error: None,
+            },
+            EventBody::ReviewConcern {
+                approval_id: "a".into(),
+                reason: "r".into(),
             },
         ];
         for body in &samples {

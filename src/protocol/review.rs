@@ -38,6 +38,35 @@ pub enum Predicted {
     Escalate,
 }
 
+/// The answer a prediction met. A cancelled card met none.
+#[derive(IntoStaticStr, EnumString, VariantArray, VariantNames, Display)]
+#[strum(serialize_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Answered {
+    /// Approve or Allow always, by a person (or a rule, a mode).
+    Approved,
+    Denied,
+    Edited,
+    /// Its deadline passed unanswered.
+    Expired,
+    /// The reviewer itself answered it (a trusted class in `on` mode).
+    Reviewer,
+}
+
+impl Answered {
+    /// What a resolution's decision met the prediction with; `None` for a cancel (no answer).
+    pub fn of(decision: super::Decision) -> Option<Answered> {
+        use super::Decision;
+        match decision {
+            Decision::Approve | Decision::AllowAlways => Some(Answered::Approved),
+            Decision::Deny => Some(Answered::Denied),
+            Decision::Edit => Some(Answered::Edited),
+            Decision::Timeout => Some(Answered::Expired),
+            Decision::Cancelled => None,
+        }
+    }
+}
+
 /// The reviewer's prediction as an answered card's resolution carries it
 /// (`resolution.review`): never on a card before it is answered.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
@@ -56,8 +85,12 @@ pub struct ClassStanding {
     /// Predictions met by an answer.
     pub cards: u64,
     pub agreed: u64,
-    /// `agreed / cards`; 0 with no cards.
+    /// `agreed / cards`, over the class's whole history; 0 with no cards.
     pub agreement: f64,
+    /// The share of the last `min_cards` predictions that agreed (all of them while there are
+    /// fewer); 0 with none. Eligibility is judged on this one, so early learning does not
+    /// count against a class for ever.
+    pub recent_agreement: f64,
     pub false_approvals: u64,
     pub trusted: bool,
     pub eligible: bool,

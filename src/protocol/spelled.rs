@@ -204,6 +204,7 @@ mod tests {
                 "tool_started",
                 "tool_result",
                 "turn_finished",
+                "review_concern",
             ],
         );
         parses(EventKind::parse);
@@ -252,7 +253,7 @@ mod tests {
         spelled_as(
             &AnsweredBy::ALL,
             AnsweredBy::as_str,
-            &["user", "timeout", "rule", "system"],
+            &["user", "timeout", "rule", "system", "reviewer"],
         );
         parses(AnsweredBy::parse);
         spelled_as(

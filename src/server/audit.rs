@@ -39,6 +39,7 @@ pub fn resolver(resolution: &Resolution) -> String {
         ),
         AnsweredBy::Timeout => "timeout".to_owned(),
         AnsweredBy::System => "system".to_owned(),
+        AnsweredBy::Reviewer => "reviewer".to_owned(),
     }
 }
 

@@ -237,6 +237,7 @@ pub async fn start(
     settle_admin_token(&settings, repos.secrets.as_ref(), repos.tokens.as_ref()).await?;
     let shutdown = CancellationToken::new();
     let core = core_of(&settings, hub, repos, live, notifier, shutdown.clone()).await?;
+    core.answer_for_the_reviewer();
     let watcher = watch_config(&core, &settings.config_path);
     // Several instances on one database: follow the others' commits, keep this one's turn
     // leases and take over the turns of instances that stopped.
@@ -341,6 +342,8 @@ async fn core_of(
     notifier: Arc<notifier::Notifier>,
     shutdown: CancellationToken,
 ) -> Result<Arc<core::Core>, StartError> {
+    hub.set_reviews(Arc::clone(&repos.review));
+    let reviews = review::shadow::Reviews::new(Arc::clone(&repos.review), Arc::clone(&repos.gates));
     let agent = agent::Agent::new(agent::Deps {
         hub: hub.clone(),
         live: Arc::clone(&live),
@@ -350,6 +353,7 @@ async fn core_of(
         rules: Arc::clone(&repos.rules),
         audit: Arc::clone(&repos.audit),
         coordination: repos.coordination.clone(),
+        reviews: Arc::clone(&reviews),
     });
     let passkeys = passkey::Passkeys::new(Arc::clone(&repos.secrets));
     let os_boundary = os_boundary_at_start(settings).await?;
@@ -363,11 +367,13 @@ async fn core_of(
         notifier,
         passkeys,
         os_boundary,
+        reviews,
     })))
 }
 
 /// Resumes the turns the last run left unfinished and re-arms outside gates' deadlines.
 async fn recover(core: &core::Core) -> Result<(), StartError> {
+    core.review_trust_follows_mode("system").await;
     let (repaired, resumed) = core.recover_turns().await?;
     let armed = core.arm_gate_deadlines().await.map_err(|e| {
         StartError::Recovery(format!(

@@ -3,6 +3,8 @@
 //!
 //! **Invariant 59** ([ARCHITECTURE.md](../../ARCHITECTURE.md#invariants)): a notification never blocks a gate nor carries a credential.
 
+pub mod reviewer;
+
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -342,7 +344,7 @@ mod tests {
     use super::*;
     use crate::protocol::{GateKind, GateReason, TimeoutOutcome, Timestamp, ToolClass};
 
-    fn gate() -> ApprovalRequestBody {
+    pub(super) fn gate() -> ApprovalRequestBody {
         ApprovalRequestBody {
             approval_id: "a1".into(),
             session_id: "s1".into(),

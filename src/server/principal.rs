@@ -134,6 +134,8 @@ pub mod actors {
     /// A card whose file changed before the answer: it is closed, and a fresh card for the
     /// same call shows the change (the answer got `409 stale_digest`).
     pub const STALE: &str = "stale";
+    /// The reviewer, answering a card of a class the person trusted it with (issue 40).
+    pub const REVIEWER: &str = "reviewer";
 
     pub fn rule(rule_id: &crate::protocol::RuleId) -> String {
         format!("rule:{rule_id}")

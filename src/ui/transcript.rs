@@ -4,8 +4,8 @@
 use serde_json::Value;
 
 use crate::protocol::{
-    ApprovalRequestBody, CallId, Decision, Event, EventBody, Mode, Resolution, ToolClass,
-    ToolStatus, TurnStatus, Verdict,
+    ApprovalId, ApprovalRequestBody, CallId, Decision, Event, EventBody, Mode, Resolution,
+    ToolClass, ToolStatus, TurnStatus, Verdict,
 };
 
 #[derive(Clone, Debug, PartialEq)]
@@ -48,14 +48,21 @@ pub struct EditedCall {
 pub struct GateItem {
     pub request: ApprovalRequestBody,
     pub resolution: Option<Resolution>,
+    /// The reviewer's concern, raised while the card waited (`review_concern`).
+    pub reviewer_concern: Option<String>,
 }
 
 impl GateItem {
     /// The card's part of a key: its id and its state.
     fn key_part(&self) -> String {
         format!(
-            ":{}:{}",
+            ":{}:{}{}",
             self.request.approval_id,
+            if self.reviewer_concern.is_some() {
+                ":concern"
+            } else {
+                ""
+            },
             self.resolution
                 .as_ref()
                 .map(|r| r.decision.as_str())
@@ -165,6 +172,10 @@ pub fn apply(items: &mut Vec<Item>, event: &Event) {
         }),
         EventBody::ApprovalRequest(request) => add_card(items, request),
         EventBody::ApprovalResolved(resolution) => resolve_card(items, resolution),
+        EventBody::ReviewConcern {
+            approval_id,
+            reason,
+        } => add_concern(items, approval_id, reason),
         EventBody::AssistantDelta { .. } => {}
     }
 }
@@ -204,6 +215,7 @@ fn add_card(items: &mut Vec<Item>, request: &ApprovalRequestBody) {
     let gate = GateItem {
         request: request.clone(),
         resolution: None,
+        reviewer_concern: None,
     };
     match find_tool(items, &request.call_id) {
         Some(tool) => tool.cards.push(gate),
@@ -213,7 +225,7 @@ fn add_card(items: &mut Vec<Item>, request: &ApprovalRequestBody) {
 
 /// A card's answer. What runs is the edited call: its row shows that, and says who changed it.
 fn resolve_card(items: &mut [Item], resolution: &Resolution) {
-    let Some(gate) = find_card(items, resolution) else {
+    let Some(gate) = find_card(items, &resolution.approval_id) else {
         return;
     };
     gate.resolution = Some(resolution.clone());
@@ -233,9 +245,15 @@ fn resolve_card(items: &mut [Item], resolution: &Resolution) {
     }
 }
 
-/// The card a resolution answers: a row of its own, or in its call's row.
-fn find_card<'a>(items: &'a mut [Item], resolution: &Resolution) -> Option<&'a mut GateItem> {
-    let id = &resolution.approval_id;
+/// The reviewer's concern on a card that still waits (one already answered keeps its answer).
+fn add_concern(items: &mut [Item], approval_id: &ApprovalId, reason: &str) {
+    if let Some(gate) = find_card(items, approval_id).filter(|g| g.resolution.is_none()) {
+        gate.reviewer_concern = Some(reason.to_owned());
+    }
+}
+
+/// The card with this id: a row of its own, or in its call's row.
+fn find_card<'a>(items: &'a mut [Item], id: &ApprovalId) -> Option<&'a mut GateItem> {
     items.iter_mut().rev().find_map(|item| match item {
         Item::Gate(g) if &g.request.approval_id == id => Some(&mut **g),
         Item::Tool(t) => t.cards.iter_mut().find(|g| &g.request.approval_id == id),
@@ -647,6 +665,48 @@ mod tests {
             Some("gq")
         );
         assert!(matches!(&items[1], Item::Gate(g) if g.request.approval_id.as_str() == "gx"));
+    }
+
+    /// The reviewer's concern lands on its waiting card (and changes its key, so the card is
+    /// drawn again); one that comes after the answer changes nothing.
+    #[test]
+    fn a_concern_marks_only_a_waiting_card() {
+        let concern = |id: &str| EventBody::ReviewConcern {
+            approval_id: id.into(),
+            reason: "npm publish never approved here".into(),
+        };
+        let mut events = vec![
+            ev(1, shell_call("c1")),
+            ev(
+                2,
+                EventBody::ApprovalRequest(Box::new(card("g1", "c1", "tool"))),
+            ),
+        ];
+        let before = build(&events)[0].key();
+        events.push(ev(3, concern("g1")));
+        let items = build(&events);
+        let Item::Tool(tool) = &items[0] else {
+            panic!()
+        };
+        assert_eq!(
+            tool.cards[0].reviewer_concern.as_deref(),
+            Some("npm publish never approved here")
+        );
+        assert_ne!(items[0].key(), before);
+        let answered_first = vec![
+            ev(1, shell_call("c1")),
+            ev(
+                2,
+                EventBody::ApprovalRequest(Box::new(card("g1", "c1", "tool"))),
+            ),
+            ev(3, answered("g1", Decision::Approve)),
+            ev(4, concern("g1")),
+        ];
+        let items = build(&answered_first);
+        let Item::Tool(tool) = &items[0] else {
+            panic!()
+        };
+        assert_eq!(tool.cards[0].reviewer_concern, None);
     }
 
     #[test]

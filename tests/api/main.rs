@@ -23,6 +23,7 @@ mod forms;
 mod passkey_modes;
 mod push;
 mod restart;
+mod reviewer;
 mod scopes;
 mod server_fns;
 mod sessions;

@@ -159,8 +159,8 @@ async fn the_outside_gate_routes_are_all_a_gates_token_reaches() {
     );
 }
 
-/// What a phone's `approve` token may change is pinned here: answering cards and keeping its
-/// own device's push subscription. A route that needs more than reading, given to it by
+/// What a phone's `approve` token may change is pinned here: answering cards (and reporting
+/// the reviewer's answers), and keeping its own device's push subscription. A route that needs more than reading, given to it by
 /// mistake, shows up as a new line.
 #[tokio::test]
 async fn an_approve_token_changes_only_answers_and_its_device() {
@@ -179,8 +179,11 @@ async fn an_approve_token_changes_only_answers_and_its_device() {
             "GET /api/v1/push/key",
             "GET /api/v1/push/subscriptions",
             "POST /api/ui/decide",
+            // "I would not have approved this" (issue 40): an answer about an answer.
+            "POST /api/ui/review_disagree",
             "POST /api/v1/push/subscriptions",
             "POST /api/v1/push/subscriptions/{id}/test",
+            "POST /api/v1/review/disagree/{approval_id}",
             "POST /api/v1/sessions/{sid}/approvals/{aid}",
             "POST /api/v1/sessions/{sid}/approvals/{aid}/passkey",
             "POST /forms/decide",

@@ -30,6 +30,7 @@ impl Turn {
             agent_says: None,
         };
         let gate = ApprovalRequest {
+            reviewer_concern: None,
             turn_id: self.turn_id.clone(),
             body: budget_card(common, &call, why),
         };

@@ -27,6 +27,8 @@ pub struct Deps {
     pub audit: Arc<dyn AuditRepo>,
     /// Leases and cancels across instances, on a shared store only.
     pub coordination: Option<Arc<dyn Coordination>>,
+    /// The reviewer beside the person: a prediction for each card as it opens.
+    pub reviews: Arc<crate::server::review::shadow::Reviews>,
 }
 
 impl Deps {

@@ -38,6 +38,12 @@ impl Turn {
         events.push(EventBody::ApprovalRequest(Box::new(gate.body.clone())));
         // Boxed: a parked call's future keeps only what the wait needs, not room for these.
         Box::pin(self.commit(events, commit)).await?;
+        // The reviewer's prediction runs beside the card, never in its way.
+        self.deps.reviews.predict_later(
+            &self.deps.config().config,
+            &gate.body,
+            crate::server::review::shadow::BUILT_IN,
+        );
         Box::pin(self.notify(gate)).await;
         self.await_resolution(gate, parked).await
     }
@@ -237,6 +243,7 @@ impl Turn {
         let mut body = self.card(tool, call, stale.body.reason, None).await?;
         body.reason_detail = stale.body.reason_detail.clone();
         let fresh = ApprovalRequest {
+            reviewer_concern: None,
             turn_id: self.turn_id.clone(),
             body,
         };

@@ -163,6 +163,7 @@ impl Turn {
             Some(resolution) => resolution,
             None => {
                 let gate = ApprovalRequest {
+                    reviewer_concern: None,
                     turn_id: self.turn_id.clone(),
                     body,
                 };
@@ -192,6 +193,7 @@ impl Turn {
         match (open.gate, open.resolution) {
             (Some(body), resolution) => {
                 let gate = ApprovalRequest {
+                    reviewer_concern: None,
                     turn_id: self.turn_id.clone(),
                     body,
                 };

@@ -451,6 +451,7 @@ impl Turn {
     ) -> Result<(ToolStatus, String), TurnEnd> {
         let body = Box::pin(self.card(tool, call, reason, floor)).await?;
         let gate = ApprovalRequest {
+            reviewer_concern: None,
             turn_id: self.turn_id.clone(),
             body,
         };

@@ -63,6 +63,13 @@ pub const FORM: &[(&str, Input)] = &[
     ("notify.webhook_url", Input::Text),
     ("notify.format", Input::Choice(&["json", "ntfy", "slack"])),
     ("notify.push_test_endpoints", Input::Switch),
+    ("review.mode", Input::Choice(&["off", "shadow", "on"])),
+    ("review.reviewer", Input::Choice(&["history", "model"])),
+    ("review.base_url", Input::Text),
+    ("review.model", Input::Text),
+    ("review.api_key_env", Input::Text),
+    ("review.min_cards", Input::Number("cards")),
+    ("review.min_agreement", Input::Number("share, 0.97 to 1")),
 ];
 
 /// The control for `key`: from [`FORM`]; text for a key it does not name (the startup

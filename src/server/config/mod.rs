@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::protocol::Mode;
+use crate::protocol::{Mode, ReviewMode, ReviewerKind};
 use crate::server::secret::{Secret, UrlHost, UrlPassword};
 /// How durable a commit is: the store's own setting, read from `[storage]`.
 pub use crate::server::store::Synchronous;
@@ -25,6 +25,7 @@ pub struct Config {
     pub tools: ToolsConfig,
     pub server: ServerConfig,
     pub notify: NotifyConfig,
+    pub review: ReviewConfig,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
@@ -58,6 +59,73 @@ pub enum NotifyFormat {
     Ntfy,
     /// A Slack incoming webhook (`{"text"}`).
     Slack,
+}
+
+/// The fewest answered predictions a class needs before the reviewer may be trusted with it:
+/// `review.min_cards` may only raise it.
+pub const MIN_REVIEW_CARDS: u64 = 50;
+/// The least agreement with the person a class needs: `review.min_agreement` may only raise it.
+pub const MIN_REVIEW_AGREEMENT: f64 = 0.97;
+
+/// `[review]`: a second opinion on each card (issue 40). The person's alone: protected from
+/// the web, the API and the agent (`keys::protected`), so only the file sets them.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ReviewConfig {
+    /// `off`, `shadow` (predict and compare, never answer) or `on` (answer trusted classes).
+    pub mode: ReviewMode,
+    /// `history` (past answers here, no model) or `model`.
+    pub reviewer: ReviewerKind,
+    /// The model reviewer's OpenAI-compatible endpoint; empty: `provider.base_url`.
+    pub base_url: String,
+    /// Its model; empty: `provider.model`.
+    pub model: String,
+    /// The variable holding its key; empty: `provider.api_key_env`.
+    pub api_key_env: String,
+    /// Answered predictions a class needs to be eligible (at least [`MIN_REVIEW_CARDS`]).
+    pub min_cards: u64,
+    /// Agreement a class needs to be eligible (from [`MIN_REVIEW_AGREEMENT`] to 1).
+    pub min_agreement: f64,
+}
+
+impl Default for ReviewConfig {
+    fn default() -> Self {
+        ReviewConfig {
+            mode: ReviewMode::Off,
+            reviewer: ReviewerKind::History,
+            base_url: String::new(),
+            model: String::new(),
+            api_key_env: String::new(),
+            min_cards: MIN_REVIEW_CARDS,
+            min_agreement: MIN_REVIEW_AGREEMENT,
+        }
+    }
+}
+
+/// The model reviewer's endpoint, model and key variable: `[review]`'s, each falling back to
+/// `[provider]`'s.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReviewEndpoint {
+    pub base_url: String,
+    pub model: String,
+    pub api_key_env: String,
+}
+
+impl Config {
+    pub fn review_endpoint(&self) -> ReviewEndpoint {
+        let or = |own: &str, provider: &str| {
+            if own.trim().is_empty() {
+                provider.to_owned()
+            } else {
+                own.to_owned()
+            }
+        };
+        ReviewEndpoint {
+            base_url: or(&self.review.base_url, &self.provider.base_url),
+            model: or(&self.review.model, &self.provider.model),
+            api_key_env: or(&self.review.api_key_env, &self.provider.api_key_env),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, Serialize, PartialEq, Eq, Default)]
@@ -495,7 +563,34 @@ impl Config {
             }
         }
         self.validate_provider()
+            .map_err(|(key, problem)| invalid(key, problem))?;
+        self.validate_review()
             .map_err(|(key, problem)| invalid(key, problem))
+    }
+
+    /// `[review]`: the thresholds may only be raised; a model reviewer's URL is a URL.
+    fn validate_review(&self) -> Result<(), (&'static str, &'static str)> {
+        let review = &self.review;
+        if review.min_cards < MIN_REVIEW_CARDS {
+            return Err((
+                "review.min_cards",
+                "may only be raised: it must be at least 50",
+            ));
+        }
+        if review.min_agreement.is_nan() || review.min_agreement < MIN_REVIEW_AGREEMENT {
+            return Err((
+                "review.min_agreement",
+                "may only be raised: it must be at least 0.97",
+            ));
+        }
+        if review.min_agreement > 1.0 {
+            return Err(("review.min_agreement", "must be at most 1"));
+        }
+        let url = &review.base_url;
+        if !url.is_empty() && !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(("review.base_url", "must be an http:// or https:// URL"));
+        }
+        Ok(())
     }
 
     /// `[tools]`: limits of at least their least, variable names that are names and not the
@@ -607,6 +702,62 @@ mod tests {
         assert!(
             parse("[approvals]\nrequire_passkey = \"floor\"\ndefault_mode = \"yolo\"\n").is_ok()
         );
+    }
+
+    /// The reviewer's thresholds may only be raised, its mode only be set in the file.
+    #[test]
+    fn review_thresholds_may_only_be_raised() {
+        let c = parse("").unwrap().review;
+        assert_eq!(
+            (c.mode, c.reviewer),
+            (ReviewMode::Off, ReviewerKind::History)
+        );
+        assert_eq!((c.min_cards, c.min_agreement), (50, 0.97));
+        let raised = parse("[review]\nmode = \"on\"\nmin_cards = 80\nmin_agreement = 1\n")
+            .unwrap()
+            .review;
+        assert_eq!((raised.mode, raised.min_cards), (ReviewMode::On, 80));
+        for (bad, says) in [
+            ("min_cards = 49", "`review.min_cards` may only be raised"),
+            (
+                "min_agreement = 0.9",
+                "`review.min_agreement` may only be raised",
+            ),
+            (
+                "min_agreement = 1.01",
+                "`review.min_agreement` must be at most 1",
+            ),
+            (
+                "base_url = \"ftp://x\"",
+                "`review.base_url` must be an http",
+            ),
+        ] {
+            let e = parse(&format!("[review]\n{bad}\n"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+        assert!(parse("[review]\nmode = \"sometimes\"\n").is_err());
+        for key in [
+            "review.mode",
+            "review.reviewer",
+            "review.min_cards",
+            "review.api_key_env",
+        ] {
+            assert!(keys::protected(key).is_some(), "{key}");
+        }
+    }
+
+    /// The model reviewer falls back to the provider's endpoint, model and key variable.
+    #[test]
+    fn the_review_endpoint_falls_back_to_the_providers() {
+        let c =
+            parse("[provider]\nmodel = \"m\"\n[review]\nbase_url = \"http://127.0.0.1:9/v1\"\n")
+                .unwrap();
+        let endpoint = c.review_endpoint();
+        assert_eq!(endpoint.base_url, "http://127.0.0.1:9/v1");
+        assert_eq!(endpoint.model, "m");
+        assert_eq!(endpoint.api_key_env, "OPENAI_API_KEY");
     }
 
     #[test]
@@ -778,6 +929,9 @@ pub mod keys {
             ("notify", _) | (_, "server.public_url") => {
                 Some("where notifications and card links go can only be changed in the config file")
             }
+            ("review", _) => Some(
+                "whether a reviewer may answer for you is yours alone: change it in the config file",
+            ),
             ("tools", _) if key.starts_with("tools.sandbox.") || key == "tools.env_passthrough" => {
                 Some("what tools can reach can only be changed in the config file")
             }

@@ -229,6 +229,8 @@ pub fn add_to_conversation(messages: &mut Vec<Arc<ChatMessage>>, body: &EventBod
         | EventBody::AssistantDelta { .. }
         | EventBody::ToolStarted { .. }
         | EventBody::TurnFinished { .. } => {}
+        // The reviewer's concern is the person's to read, never the agent's.
+        EventBody::ReviewConcern { .. } => {}
     }
 }
 

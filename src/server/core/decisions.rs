@@ -387,9 +387,45 @@ impl Core {
         Ok(resolve::commit(&self.hub, session, &request, resolution, new_rule).await?)
     }
 
+    /// The reviewer's approval of a card (a trusted class in `on` mode), through the checks a
+    /// person's answer passes: the gate still waiting and not expired, the digest it was shown,
+    /// an answer the card offers; the first answer wins.
+    pub async fn approve_as_reviewer(
+        &self,
+        card: &crate::protocol::ApprovalRequestBody,
+        reason: &str,
+    ) -> Result<Resolution, Error> {
+        let session = &card.session_id;
+        let request = self.answerable(session, &card.approval_id).await?;
+        offered(&request, Decision::Approve)?;
+        let body = Answer {
+            decision: Decision::Approve,
+            digest: Some(card.digest.clone()),
+            edits: None,
+            reason: None,
+            rule: None,
+            client_id: None,
+            execution_mode: None,
+            via: None,
+            passkey: None,
+        };
+        self.still_as_shown(session, &request, &body).await?;
+        let resolution = Resolution {
+            reason: Some(reason.to_owned()),
+            ..Resolution::plain(
+                &request.body.approval_id,
+                Decision::Approve,
+                AnsweredBy::Reviewer,
+                actors::REVIEWER,
+                Timestamp::now(),
+            )
+        };
+        Ok(resolve::commit(&self.hub, session, &request, resolution, None).await?)
+    }
+
     /// The waiting gate an answer is for: unknown, already answered, being cancelled or past
     /// its deadline each end here (the last two resolved by the server as they stand).
-    async fn answerable(
+    pub(super) async fn answerable(
         &self,
         session: &SessionId,
         approval_id: &ApprovalId,
@@ -509,13 +545,17 @@ impl Core {
             via: body.via,
             passkey,
             login: who.login().cloned(),
+            // Attached as it commits (`gate::resolve`), from the stored prediction.
+            review: None,
         };
         Ok((resolution, new_rule))
     }
 
-    /// Pending gates across all sessions, oldest first (the inbox).
+    /// Pending gates across all sessions, oldest first (the inbox), with the reviewer's
+    /// concerns on them.
     pub async fn pending_approvals(&self) -> Result<Vec<ApprovalRequest>, Error> {
-        Ok(self.repos.gates.pending_gates(None).await?)
+        let pending = self.repos.gates.pending_gates(None).await?;
+        self.with_concerns(pending).await
     }
 
     pub async fn list_rules(&self) -> Result<Vec<Rule>, Error> {

@@ -91,6 +91,12 @@ pub enum Error {
     PasskeyRefused(String),
     #[error("no passkey {0}")]
     UnknownPasskey(String),
+    #[error("{0}")]
+    ReviewNotOn(String),
+    #[error("{0}")]
+    NotEligible(String),
+    #[error("{0}")]
+    NotAnsweredByReviewer(String),
     #[error("internal error; see the server log")]
     Internal(String),
 }
@@ -135,6 +141,9 @@ impl Error {
             Error::PasskeyRequired(_) => ErrorCode::PasskeyRequired,
             Error::PasskeyRefused(_) => ErrorCode::PasskeyRefused,
             Error::UnknownPasskey(_) => ErrorCode::UnknownPasskey,
+            Error::ReviewNotOn(_) => ErrorCode::ReviewNotOn,
+            Error::NotEligible(_) => ErrorCode::NotEligible,
+            Error::NotAnsweredByReviewer(_) => ErrorCode::NotAnsweredByReviewer,
             Error::Internal(_) => ErrorCode::Internal,
         }
     }
@@ -180,6 +189,7 @@ fn describe(resolution: &Resolution) -> String {
         }
         AnsweredBy::User => " by a person",
         AnsweredBy::Rule => " by a standing rule",
+        AnsweredBy::Reviewer => " by the reviewer",
         AnsweredBy::Timeout | AnsweredBy::System => "",
     };
     format!("{what}{by} at {}", resolution.resolved_at)
@@ -249,6 +259,9 @@ impl Error {
             Error::StaleDigest | Error::AlreadyResolved(_) => http::StatusCode::CONFLICT,
             Error::Gone(_) | Error::CapabilityEnded(_) => http::StatusCode::GONE,
             Error::TurnInProgress | Error::NoTurnRunning => http::StatusCode::CONFLICT,
+            Error::ReviewNotOn(_) | Error::NotEligible(_) | Error::NotAnsweredByReviewer(_) => {
+                http::StatusCode::CONFLICT
+            }
             Error::ShuttingDown | Error::StorageUnavailable => {
                 http::StatusCode::SERVICE_UNAVAILABLE
             }

@@ -14,6 +14,7 @@ mod os_boundary;
 mod passkeys;
 mod phone_login;
 mod push;
+mod review;
 mod sessions;
 pub mod stats;
 mod tokens;
@@ -29,6 +30,7 @@ pub use push::CapabilityAnswer;
 pub use tokens::{TokenUse, secret_hash};
 pub use watch::{MAX_WATCH, MIN_WATCH};
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -70,6 +72,9 @@ pub struct Core {
     passkeys: super::passkey::Passkeys,
     /// Whether the server shares its OS user with the agents it answers for.
     os_boundary: Arc<super::os_user::Boundary>,
+    /// The reviewer: its predictions, its standing with the person, the classes it is trusted
+    /// with.
+    reviews: Arc<super::review::shadow::Reviews>,
 }
 
 /// What `Core::new` is built from (the server's start assembles it).
@@ -83,12 +88,14 @@ pub struct CoreParts {
     pub notifier: Arc<Notifier>,
     pub passkeys: super::passkey::Passkeys,
     pub os_boundary: Arc<super::os_user::Boundary>,
+    pub reviews: Arc<super::review::shadow::Reviews>,
 }
 
 /// About how many events the session page starts with (whole turns, so it can be more).
 pub const RECENT_EVENTS: u64 = 300;
 
-/// The gates a list of events leaves open, oldest first.
+/// The gates a list of events leaves open, oldest first, each with the reviewer's concern
+/// when a `review_concern` event raised one while it waited.
 pub fn pending_in(events: &[crate::protocol::Event]) -> Vec<crate::protocol::ApprovalRequest> {
     let resolved: std::collections::HashSet<&str> = events
         .iter()
@@ -97,6 +104,7 @@ pub fn pending_in(events: &[crate::protocol::Event]) -> Vec<crate::protocol::App
             _ => None,
         })
         .collect();
+    let concerns = concerns_in(events);
     events
         .iter()
         .filter_map(|e| match &e.body {
@@ -105,9 +113,26 @@ pub fn pending_in(events: &[crate::protocol::Event]) -> Vec<crate::protocol::App
                     // Every gate is opened within a turn; one written without its turn is listed
                     // with an empty turn id rather than hidden.
                     turn_id: e.turn_id.clone().unwrap_or_else(|| TurnId::new("")),
+                    reviewer_concern: concerns
+                        .get(g.approval_id.as_str())
+                        .map(|c| (*c).to_owned()),
                     body: (**g).clone(),
                 })
             }
+            _ => None,
+        })
+        .collect()
+}
+
+/// The reviewer's concerns the events raise, by card (the latest one for a card wins).
+pub fn concerns_in(events: &[crate::protocol::Event]) -> HashMap<&str, &str> {
+    events
+        .iter()
+        .filter_map(|e| match &e.body {
+            EventBody::ReviewConcern {
+                approval_id,
+                reason,
+            } => Some((approval_id.as_str(), reason.as_str())),
             _ => None,
         })
         .collect()
@@ -133,6 +158,7 @@ impl Core {
             watches: watch::GateWatches::default(),
             passkeys: parts.passkeys,
             os_boundary: parts.os_boundary,
+            reviews: parts.reviews,
         }
     }
 
@@ -144,5 +170,6 @@ impl Core {
     /// Applies the config file after it changed on disk (invalid: the last good one stays).
     pub async fn reload_config(&self) {
         super::live::change::reload(&self.live, self.repos.audit.as_ref()).await;
+        self.review_trust_follows_mode("file").await;
     }
 }

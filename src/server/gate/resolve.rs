@@ -1,5 +1,7 @@
 //! Committing a gate's resolution: the compare-and-set in the store, with its
-//! `approval_resolved` event in the same transaction, then waking the parked turn.
+//! `approval_resolved` event in the same transaction, then waking the parked turn. The one
+//! place gates resolve, so it is also where the reviewer's prediction meets the answer
+//! (`review::met`): carried on the resolution, recorded after the commit.
 //!
 //! **Invariants 29, 17** ([ARCHITECTURE.md](../../../ARCHITECTURE.md#invariants)): a gate resolves once; an answer may commit `tool_started` with it.
 
@@ -29,6 +31,10 @@ async fn commit_with(
     resolution: Resolution,
     new_rule: Option<Rule>,
 ) -> Result<Resolution, StoreError> {
+    let mut resolution = resolution;
+    if let Some(reviews) = hub.reviews() {
+        crate::server::review::met::attach(reviews.as_ref(), &mut resolution).await;
+    }
     let resolved = NewEvent::new(
         Some(&request.turn_id),
         EventBody::ApprovalResolved(resolution.clone()),
@@ -56,6 +62,13 @@ async fn commit_with(
             tool_started,
         },
     );
+    // What the answer met, recorded beside it: never in the answer's way.
+    if let Some(reviews) = hub.reviews() {
+        let (reviews, met) = (std::sync::Arc::clone(reviews), resolution.clone());
+        tokio::spawn(
+            async move { crate::server::review::met::record(reviews.as_ref(), &met).await },
+        );
+    }
     Ok(resolution)
 }
 

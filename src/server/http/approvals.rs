@@ -103,6 +103,44 @@ pub async fn verify_audit(State(state): State<AppState>) -> Result<impl IntoResp
     Ok(Json(state.core.verify_audit().await?))
 }
 
+/// `GET /api/v1/review`: the reviewer's standing with the person.
+pub async fn review(State(state): State<AppState>) -> Result<impl IntoResponse, ApiError> {
+    Ok(Json(state.core.review_state().await?))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SetTrust {
+    trusted: bool,
+}
+
+/// `PUT /api/v1/review/classes/{class}/{source}`: trust the reviewer with a class, or not.
+pub async fn review_trust(
+    State(state): State<AppState>,
+    Extension(who): Extension<Principal>,
+    Path((class, source)): Path<(String, String)>,
+    ApiJson(body): ApiJson<SetTrust>,
+) -> Result<impl IntoResponse, ApiError> {
+    let standing = state
+        .core
+        .set_review_trust(&class, &source, body.trusted, &who.actor())
+        .await?;
+    Ok(Json(standing))
+}
+
+/// `POST /api/v1/review/disagree/{approval_id}`: "I would not have approved this".
+pub async fn review_disagree(
+    State(state): State<AppState>,
+    Extension(who): Extension<Principal>,
+    Path(approval_id): Path<String>,
+) -> Result<impl IntoResponse, ApiError> {
+    let standing = state
+        .core
+        .disagree_with_reviewer(&approval_id, &who.actor())
+        .await?;
+    Ok(Json(standing))
+}
+
 pub async fn config(State(state): State<AppState>) -> impl IntoResponse {
     Json(state.core.config_view())
 }

@@ -75,6 +75,12 @@ fn deciding() -> Routes {
             "/sessions/{sid}/approvals/{aid}/passkey",
             passkeys::start_gate_assertion,
         )
+        // "I would not have approved this": whoever may answer cards may report the reviewer's.
+        .post(
+            Need::Decide,
+            "/review/disagree/{approval_id}",
+            approvals::review_disagree,
+        )
         .get(Need::Decide, "/push/key", push::key)
         .post(Need::Decide, "/push/subscriptions", push::subscribe)
         .get(Need::Decide, "/push/subscriptions", push::list)
@@ -117,6 +123,12 @@ fn administering() -> Routes {
         .delete(Need::Admin, "/passkeys/{id}", passkeys::remove)
         .delete(Need::Admin, "/rules/{id}", approvals::revoke_rule)
         .get(Need::Admin, "/config", approvals::config)
+        .get(Need::Admin, "/review", approvals::review)
+        .put(
+            Need::Admin,
+            "/review/classes/{class}/{source}",
+            approvals::review_trust,
+        )
         .put(Need::Admin, "/config/{key}", approvals::set_config)
         .post(Need::Admin, "/tokens", gates::create_token)
         .get(Need::Admin, "/tokens", gates::list_tokens)

@@ -25,6 +25,8 @@ pub fn change_of(body: &EventBody) -> Option<ChangeKind> {
         EventBody::ModeChanged { .. } => Some(ChangeKind::ModeChanged),
         EventBody::ApprovalRequest(_) => Some(ChangeKind::ApprovalOpened),
         EventBody::ApprovalResolved(_) => Some(ChangeKind::ApprovalResolved),
+        // A waiting card now carries the reviewer's concern: the Inbox lists it again.
+        EventBody::ReviewConcern { .. } => Some(ChangeKind::ApprovalOpened),
         _ => None,
     }
 }

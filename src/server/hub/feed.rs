@@ -114,6 +114,44 @@ impl Hub {
     ) -> Result<Vec<Event>, StoreError> {
         let handle = self.enter(session_id);
         let _ordered = handle.session.append.lock().await;
+        self.commit_ordered(&handle, events, commit, on_commit)
+            .await
+    }
+
+    /// Appends `events` only while the gate `approval_id` still waits, checked under the
+    /// session's append lock so no answer this instance commits can land in between; `None`
+    /// when it no longer waits. (The reviewer's concern: never after the answer.)
+    pub async fn commit_while_waiting(
+        &self,
+        session_id: &SessionId,
+        approval_id: &crate::protocol::ApprovalId,
+        gates: &dyn crate::server::store::GateRepo,
+        events: Vec<NewEvent>,
+    ) -> Result<Option<Vec<Event>>, StoreError> {
+        let handle = self.enter(session_id);
+        let _ordered = handle.session.append.lock().await;
+        let waiting = gates
+            .get_gate(session_id, approval_id)
+            .await?
+            .is_some_and(|gate| gate.resolution.is_none());
+        if !waiting {
+            return Ok(None);
+        }
+        let stored = self
+            .commit_ordered(&handle, events, Commit::default(), || ())
+            .await?;
+        Ok(Some(stored))
+    }
+
+    /// The append itself, its publishing and notices; the caller holds the append lock.
+    async fn commit_ordered(
+        &self,
+        handle: &Handle,
+        events: Vec<NewEvent>,
+        commit: Commit,
+        on_commit: impl FnOnce(),
+    ) -> Result<Vec<Event>, StoreError> {
+        let session_id = handle.session_id();
         let stored = self.log().append(session_id, events, commit).await?;
         crate::timeline::mark("hub: store returned");
         on_commit();
@@ -122,13 +160,13 @@ impl Hub {
         let first = stored.first().and_then(|e| e.seq).unwrap_or(0);
         let published = handle.session.last_published.load(Ordering::Acquire);
         if published > 0 && first > published + 1 {
-            self.publish_stored(&handle, published, Some(first - 1))
+            self.publish_stored(handle, published, Some(first - 1))
                 .await?;
         }
-        publish(&handle, &stored);
+        publish(handle, &stored);
         crate::timeline::mark("hub: published");
         self.notice_committed(session_id, &stored);
-        self.fold_committed(&handle, &stored).await;
+        self.fold_committed(handle, &stored).await;
         Ok(stored)
     }
 

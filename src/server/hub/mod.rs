@@ -117,6 +117,9 @@ struct Shared {
     sessions: Arc<SessionMap>,
     /// The server-wide change stream (`changes.rs`).
     changes: broadcast::Sender<crate::protocol::Change>,
+    /// The reviewer's predictions, which every resolution is compared with (`gate::resolve`);
+    /// set once at start, none in tests that do not review.
+    reviews: std::sync::OnceLock<Arc<dyn crate::server::store::review::ReviewRepo>>,
 }
 
 /// The hub: cheap to clone, one per server.
@@ -142,8 +145,20 @@ impl Hub {
                 coordination,
                 sessions: Arc::new(Mutex::new(HashMap::new())),
                 changes: broadcast::channel(changes::CAPACITY).0,
+                reviews: std::sync::OnceLock::new(),
             }),
         }
+    }
+
+    /// Gives the hub the reviewer's predictions, so each resolution carries and records the
+    /// one made for its card. Once; a second call changes nothing.
+    pub fn set_reviews(&self, reviews: Arc<dyn crate::server::store::review::ReviewRepo>) {
+        let _ = self.shared.reviews.set(reviews);
+    }
+
+    /// The reviewer's predictions, when the server keeps them.
+    pub fn reviews(&self) -> Option<&Arc<dyn crate::server::store::review::ReviewRepo>> {
+        self.shared.reviews.get()
     }
 
     fn log(&self) -> &dyn EventLog {

@@ -216,10 +216,21 @@ pub fn outcome(resolution: &Resolution) -> String {
         .via
         .map(|v| format!(" via {}", v.as_str()))
         .unwrap_or_default();
+    if resolution.answered_by == crate::protocol::AnsweredBy::Reviewer {
+        // Information for the person: what the reviewer did for them, and why.
+        return approved_line(resolution);
+    }
     format!(
         "{what} by {}{via}",
         crate::server::audit::resolver_words(resolution)
     )
+}
+
+/// The reviewer's approval as one line: "Approved by the reviewer — <reason>", the reason
+/// written out as `shown` writes any line a model wrote.
+pub fn approved_line(resolution: &Resolution) -> String {
+    let reason = resolution.reason.as_deref().unwrap_or("");
+    format!("Approved by the reviewer — {}", shown(reason, 200))
 }
 
 /// The push that replaces a gate's notification once it is resolved.
@@ -278,6 +289,26 @@ mod tests {
         );
         let long = format!("echo {}", "x".repeat(MAX_SUMMARY_CHARS));
         assert!(shown(&long, MAX_SUMMARY_CHARS).chars().count() <= MAX_SUMMARY_CHARS);
+    }
+
+    /// The notification replacing a card the reviewer approved says so, and why: the person
+    /// learns of it as information.
+    #[test]
+    fn a_reviewers_approval_reads_as_the_reviewers_with_its_reason() {
+        let approved = Resolution {
+            reason: Some("echo approved 5 times here\u{202E}".into()),
+            ..Resolution::plain(
+                &"a".into(),
+                Decision::Approve,
+                crate::protocol::AnsweredBy::Reviewer,
+                "reviewer",
+                "2026-01-01T00:00:01.000Z".into(),
+            )
+        };
+        assert_eq!(
+            outcome(&approved),
+            "Approved by the reviewer — echo approved 5 times here⟨U+202E⟩"
+        );
     }
 
     fn card(class: ToolClass, summary: &str, args: Value) -> ApprovalRequestBody {

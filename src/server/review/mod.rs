@@ -5,6 +5,16 @@
 //! It never sees floor, config or passkey cards, never denies, and its time never delays a
 //! card: a reviewer that is slow, down or out of format leaves the card to the person.
 
+pub mod history;
+pub mod met;
+pub mod model;
+pub mod reviewable;
+pub mod shadow;
+pub mod standing;
+pub mod state;
+#[cfg(test)]
+pub(crate) mod test_cards;
+
 use async_trait::async_trait;
 
 use crate::protocol::{ApprovalRequestBody, Predicted, ResolutionReview, ToolClass};
@@ -49,7 +59,7 @@ impl Prediction {
 pub struct PastAnswer {
     pub tool: String,
     pub class: ToolClass,
-    /// What the card was about, as text: `git status` (a program and
+    /// What the card was about, as [`history::subject_of`] reads it: `git status` (a program and
     /// its subcommand) or a file pattern; `None` when it has none (a decision card).
     pub subject: Option<String>,
     /// Approved (approve or allow_always); anything else the person said is not.

@@ -32,11 +32,147 @@ pub async fn run_all(store: Arc<dyn Store>) {
     passkeys_are_named_once(store.clone()).await;
     a_hashed_secret_is_found_as_its_kind_taken_once_and_lapses(store.clone()).await;
     a_made_title_never_overwrites_a_rename(store.clone()).await;
+    a_prediction_meets_one_answer_and_trust_is_audited(store.clone()).await;
     resolved_cards_come_in_their_window_in_resolution_order(store.clone()).await;
     super::conformance_grants::grants_run_out_and_say_why(store.clone()).await;
     super::conformance_grants::only_one_racing_call_spends_the_last_use(store.clone()).await;
     super::conformance_grants::a_grant_in_force_is_read_by_id(store.clone()).await;
     super::conformance_grants::a_grant_answers_only_the_agent_it_was_made_for(store).await;
+}
+
+/// A prediction is stored once and meets one answer; it outlives its session; the latest
+/// answered cards read back newest first; a trust given or lost is audited with its class
+/// and agent, and ending every trust ends each.
+async fn a_prediction_meets_one_answer_and_trust_is_audited(store: Arc<dyn Store>) {
+    use crate::protocol::{Answered, Predicted, ReviewerKind, ToolClass};
+    use crate::server::store::review::{PredictionRow, TrustRow};
+    store.create_session(&session("rev")).await.unwrap();
+    for id in ["rev-1", "rev-2"] {
+        let open = Commit {
+            gate: Some(GateChange::Open(Box::new(gate("rev", id)))),
+            ..Commit::default()
+        };
+        store
+            .append(&"rev".into(), vec![msg(id)], open)
+            .await
+            .unwrap();
+        let answer = Commit {
+            gate: Some(GateChange::Resolve {
+                resolution: resolution(id, Decision::Approve),
+                new_rule: None,
+            }),
+            ..Commit::default()
+        };
+        store
+            .append(&"rev".into(), vec![msg(id)], answer)
+            .await
+            .unwrap();
+    }
+    let cards = store.answered_cards(1).await.unwrap();
+    assert_eq!(cards.len(), 1);
+    assert_eq!(cards[0].1.decision, Decision::Approve);
+    // Newest first: the two just answered lead (other tests of the suite answered theirs).
+    let ids: Vec<String> = store
+        .answered_cards(2)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|(_, r)| r.approval_id.to_string())
+        .collect();
+    assert!(
+        ids.contains(&"rev-1".into()) && ids.contains(&"rev-2".into()),
+        "{ids:?}"
+    );
+    let row = PredictionRow {
+        approval_id: "rev-1".into(),
+        session_id: "rev".into(),
+        class: ToolClass::Exec,
+        source: "countersign".into(),
+        reviewer: ReviewerKind::History,
+        predicted: Predicted::Approve,
+        reason: "approved 5 times".into(),
+        predicted_at: Timestamp::now(),
+        answered: None,
+        answered_at: None,
+        disagreed_at: None,
+    };
+    assert!(store.save_prediction(&row).await.unwrap());
+    assert!(!store.save_prediction(&row).await.unwrap(), "once");
+    assert!(store.answered_predictions(10).await.unwrap().is_empty());
+    let at = Timestamp::now();
+    assert!(
+        store
+            .record_answer("rev-1", Answered::Denied, &at)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .record_answer("rev-1", Answered::Approved, &at)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .record_answer("nope", Answered::Approved, &at)
+            .await
+            .unwrap()
+    );
+    // Only the reviewer's own answer can be disagreed with.
+    assert!(!store.mark_disagreed("rev-1", &at).await.unwrap());
+    assert!(store.delete_session(&"rev".into()).await.unwrap());
+    let kept = store
+        .prediction("rev-1")
+        .await
+        .unwrap()
+        .expect("outlives its session");
+    assert_eq!(
+        (kept.answered, kept.predicted),
+        (Some(Answered::Denied), Predicted::Approve)
+    );
+    assert_eq!(store.answered_predictions(10).await.unwrap(), vec![kept]);
+    let trust = TrustRow {
+        class: ToolClass::Read,
+        source: "codex".into(),
+        trusted_at: Timestamp::now(),
+    };
+    assert!(store.trust_class(&trust, "browser").await.unwrap());
+    assert!(!store.trust_class(&trust, "browser").await.unwrap());
+    let edit = TrustRow {
+        class: ToolClass::Edit,
+        ..trust.clone()
+    };
+    assert!(store.trust_class(&edit, "browser").await.unwrap());
+    assert_eq!(store.trusted_classes().await.unwrap().len(), 2);
+    assert!(
+        store
+            .untrust_class(ToolClass::Read, "codex", "reviewer", "a false approval")
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .untrust_class(ToolClass::Read, "codex", "reviewer", "again")
+            .await
+            .unwrap()
+    );
+    assert_eq!(store.untrust_all("file", "mode left on").await.unwrap(), 1);
+    assert!(store.trusted_classes().await.unwrap().is_empty());
+    let given = store
+        .audit_after(0, 100, Some("review_trusted"), None)
+        .await
+        .unwrap();
+    let lost = store
+        .audit_after(0, 100, Some("review_untrusted"), None)
+        .await
+        .unwrap();
+    assert_eq!((given.len(), lost.len()), (2, 2));
+    assert_eq!(given[0].subject, "review:read/codex");
+    assert!(
+        !serde_json::to_string(&lost)
+            .unwrap()
+            .contains("approved 5 times")
+    );
 }
 
 /// A push subscription's endpoint names one row (subscribing again replaces it); removing one

@@ -12,6 +12,7 @@ pub mod conformance_grants;
 pub mod passkeys;
 pub mod postgres;
 pub mod push;
+pub mod review;
 pub mod secrets;
 pub mod sqlite;
 
@@ -651,6 +652,7 @@ pub trait Store:
     + push::PushSubscriptions
     + passkeys::PasskeyRows
     + secrets::HashedSecrets
+    + review::ReviewRepo
 {
 }
 
@@ -664,6 +666,7 @@ impl<T> Store for T where
         + push::PushSubscriptions
         + passkeys::PasskeyRows
         + secrets::HashedSecrets
+        + review::ReviewRepo
 {
 }
 
@@ -679,6 +682,8 @@ pub struct Repos {
     pub push: Arc<dyn push::PushSubscriptions>,
     pub passkeys: Arc<dyn passkeys::PasskeyRows>,
     pub secrets: Arc<dyn secrets::HashedSecrets>,
+    /// The reviewer's predictions and the classes it is trusted with.
+    pub review: Arc<dyn review::ReviewRepo>,
     /// Only on a store several instances share.
     pub coordination: Option<Arc<dyn Coordination>>,
 }
@@ -704,6 +709,7 @@ impl Opened {
                 outside: store.clone(),
                 push: store.clone(),
                 passkeys: store.clone(),
+                review: store.clone(),
                 secrets: store,
                 coordination,
             },

@@ -28,6 +28,7 @@ pub fn answered_by(resolution: &Resolution, reader: Reader<'_>) -> String {
         // An outside gate the mode answered at once (yolo, auto_edit for edits, reads).
         AnsweredBy::System if actor == Actor::Other("mode") => "by mode".to_owned(),
         AnsweredBy::System => "by the server".to_owned(),
+        AnsweredBy::Reviewer => "by the reviewer".to_owned(),
     }
 }
 

@@ -10,6 +10,7 @@ pub mod edited;
 mod panels;
 mod parts;
 mod pending;
+mod reviewer;
 mod sensitive;
 
 use leptos::prelude::*;
@@ -37,7 +38,10 @@ pub fn ApprovalCard(
         Some(resolution) => {
             view! { <ResolvedCard request=item.request resolution in_row/> }.into_any()
         }
-        None => view! { <PendingCard request=item.request now_ms/> }.into_any(),
+        None => view! {
+            <PendingCard request=item.request concern=item.reviewer_concern now_ms/>
+        }
+        .into_any(),
     }
 }
 
@@ -95,6 +99,7 @@ fn ResolvedCard(
                 })}
                 <CardBody request=request.clone() edit=edit.clone()/>
             </details>
+            <reviewer::ReviewerAnswer request=request.clone() resolution=resolution.clone()/>
         </article>
     }
 }

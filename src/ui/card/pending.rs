@@ -24,7 +24,12 @@ fn decision(decision: &str) -> DecisionRequest {
 }
 
 #[component]
-pub(super) fn PendingCard(request: ApprovalRequestBody, now_ms: RwSignal<f64>) -> impl IntoView {
+pub(super) fn PendingCard(
+    request: ApprovalRequestBody,
+    /// The reviewer's concern, when it escalated this card in a class the person trusts it with.
+    concern: Option<String>,
+    now_ms: RwSignal<f64>,
+) -> impl IntoView {
     let PendingSetup {
         bus,
         state,
@@ -70,6 +75,7 @@ pub(super) fn PendingCard(request: ApprovalRequestBody, now_ms: RwSignal<f64>) -
             {rule_hint(&request)}
             <ConfirmPrompt state/>
             <LostTo request=request.clone() state/>
+            <super::reviewer::ReviewerConcern concern/>
             <Actions request=request.clone() state send/>
             <OpenPanels request=request.clone() state send/>
             {move || state.notice.get().map(|n| view! { <p class="card-notice" role="status" data-testid="card-notice">{n}</p> })}

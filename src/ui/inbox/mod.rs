@@ -72,7 +72,7 @@ fn Inbox() -> impl IntoView {
             <Suspense fallback=|| view! { <p class="loading" data-testid="inbox-loading">"Loading…"</p> }>
                 {state}
                 <ul class="inbox-list" aria-label="Waiting cards" on:keydown=move |ev| on_list_keydown(pending, &ev)>
-                    <For each=move || gates().unwrap_or_default() key=|g| g.body.approval_id.clone() let:gate>
+                    <For each=move || gates().unwrap_or_default() key=|g| (g.body.approval_id.clone(), g.reviewer_concern.is_some()) let:gate>
                         <InboxRow gate now_ms open=starts_open(untrack(|| gates().map_or(0, |g| g.len())))/>
                     </For>
                 </ul>

@@ -93,6 +93,9 @@ impl Core {
                 resolve::commit(&self.hub, session_id, request, resolution, None).await?;
             }
             None => {
+                // The reviewer's prediction runs beside the card, never in its way.
+                self.reviews
+                    .predict_later(&live.config, &request.body, &checked.source);
                 tokio::spawn(expire_later(
                     self.hub.clone(),
                     request.clone(),
@@ -316,6 +319,7 @@ impl Core {
             call_digest(&checked.tool, &checked.input)
         };
         ApprovalRequest {
+            reviewer_concern: None,
             turn_id: format!("ext-{approval_id}").into(),
             body: ApprovalRequestBody {
                 call_id: format!("ext-{approval_id}").into(),

@@ -7,7 +7,7 @@ use sqlx::PgPool;
 use crate::server::store::StoreError;
 
 /// The migrations, in order: (version, SQL).
-const MIGRATIONS: [(i64, &str); 9] = [
+const MIGRATIONS: [(i64, &str); 10] = [
     (
         1,
         include_str!("../../../../migrations/postgres/0001_schema.sql"),
@@ -43,6 +43,10 @@ const MIGRATIONS: [(i64, &str); 9] = [
     (
         9,
         include_str!("../../../../migrations/postgres/0009_rule_max_uses.sql"),
+    ),
+    (
+        10,
+        include_str!("../../../../migrations/postgres/0010_review.sql"),
     ),
 ];
 

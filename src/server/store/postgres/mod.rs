@@ -32,6 +32,7 @@ mod migrate;
 mod passkeys;
 mod push;
 mod read;
+mod review;
 mod seal;
 mod secrets;
 mod signals;

@@ -20,6 +20,7 @@ mod outside;
 mod passkeys;
 mod push;
 mod read;
+mod review;
 mod secrets;
 mod write;
 

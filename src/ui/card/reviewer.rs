@@ -1,0 +1,59 @@
+//! The reviewer on a card (issue 40): on a waiting card it escalated in a trusted class, its
+//! concern; on a card it answered, its reason and the person's "I would not have approved
+//! this", which reports a false approval and ends the class's trust at once.
+
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+
+use crate::protocol::{AnsweredBy, ApprovalRequestBody, Resolution};
+use crate::shown;
+
+/// The reviewer's answer on a resolved card; nothing for any other answer.
+#[component]
+pub fn ReviewerAnswer(request: ApprovalRequestBody, resolution: Resolution) -> impl IntoView {
+    (resolution.answered_by == AnsweredBy::Reviewer).then(|| {
+        let reason = resolution.reason.clone().unwrap_or_default();
+        let reported = RwSignal::new(None::<Result<String, String>>);
+        let approval_id = request.approval_id.clone();
+        let report = move |_| {
+            let approval_id = approval_id.clone();
+            spawn_local(async move {
+                let said = crate::api::review_disagree(approval_id)
+                    .await
+                    .map_err(|e| crate::api::error_message(&e));
+                reported.set(Some(said));
+            });
+        };
+        view! {
+            <div class="reviewer-answer" data-testid="reviewer-answer">
+                <p>"Approved by the reviewer — " {shown::text(&reason)}</p>
+                {move || match reported.get() {
+                    None => view! {
+                        <button type="button" class="secondary" data-action="disagree" on:click=report.clone()>
+                            "I would not have approved this"
+                        </button>
+                    }.into_any(),
+                    Some(Ok(class)) => view! {
+                        <p class="muted" data-testid="reviewer-reported">
+                            {format!("Reported: the reviewer no longer answers {class} cards")}
+                        </p>
+                    }.into_any(),
+                    Some(Err(why)) => view! { <p class="error" role="alert">{why}</p> }.into_any(),
+                }}
+            </div>
+        }
+    })
+}
+
+/// The reviewer's concern on a waiting card, just above its buttons: one line, the reviewer's
+/// words written out as `shown` writes an agent's (they may echo the call it read).
+#[component]
+pub fn ReviewerConcern(concern: Option<String>) -> impl IntoView {
+    concern.map(|concern| {
+        view! {
+            <p class="reviewer-concern" role="note" data-testid="reviewer-concern">
+                "The reviewer asks you to look: " {shown::line(&concern)}
+            </p>
+        }
+    })
+}
