@@ -605,7 +605,7 @@ async fn the_same_key_finds_the_same_gate_and_bad_bodies_are_named() {
     agent
         .get("/api/v1/gates/nope?wait=61")
         .await
-        .expect_error(400, "invalid_gate");
+        .expect_error(400, "invalid_request");
     agent
         .get("/api/v1/gates/nope")
         .await
