@@ -89,8 +89,8 @@ mod tests {
         }
     }
 
-    /// Unanswered predictions are not counted; a reviewer's answer the person disagreed with
-    /// is a false approval.
+    /// Unanswered predictions are not counted, nor is the reviewer's own answer as a card; a
+    /// reviewer's answer the person disagreed with is still a false approval.
     #[test]
     fn only_answered_predictions_count_and_a_disagreement_is_a_false_approval() {
         let mut disagreed = row("c", Predicted::Approve, Some(Answered::Reviewer));
@@ -103,7 +103,7 @@ mod tests {
         let state = review_state(&ReviewConfig::default(), &rows, &[]);
         assert_eq!(state.classes.len(), 1);
         let exec = &state.classes[0];
-        assert_eq!((exec.cards, exec.agreed, exec.false_approvals), (2, 1, 1));
+        assert_eq!((exec.cards, exec.agreed, exec.false_approvals), (1, 1, 1));
         assert_eq!(state.recent.len(), 2);
         assert!(
             state
