@@ -4,8 +4,8 @@
 use serde_json::Value;
 
 use crate::protocol::{
-    ApprovalId, ApprovalRequestBody, CallId, Decision, Event, EventBody, Mode, Resolution, ToolClass,
-    ToolStatus, TurnStatus, Verdict,
+    ApprovalId, ApprovalRequestBody, CallId, Decision, Event, EventBody, Mode, Resolution,
+    ToolClass, ToolStatus, TurnStatus, Verdict,
 };
 
 #[derive(Clone, Debug, PartialEq)]
@@ -58,7 +58,11 @@ impl GateItem {
         format!(
             ":{}:{}{}",
             self.request.approval_id,
-            if self.reviewer_concern.is_some() { ":concern" } else { "" },
+            if self.reviewer_concern.is_some() {
+                ":concern"
+            } else {
+                ""
+            },
             self.resolution
                 .as_ref()
                 .map(|r| r.decision.as_str())

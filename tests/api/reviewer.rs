@@ -247,7 +247,11 @@ async fn no_concern_on(ts: &TestServer, gate: &Value) {
     let inbox = ts.get("/api/v1/approvals").await.expect(200);
     assert!(listed(&inbox, gate).get("reviewer_concern").is_none());
     let snap = ts.snapshot(sid).await;
-    assert!(listed(&snap["pending"], gate).get("reviewer_concern").is_none());
+    assert!(
+        listed(&snap["pending"], gate)
+            .get("reviewer_concern")
+            .is_none()
+    );
 }
 
 fn trust(trusted: bool) -> Value {
@@ -321,14 +325,23 @@ async fn trust_is_earned_used_and_lost() {
     let audit = ts.get("/api/v1/audit?action=gate_resolved").await.body;
     assert!(audit.contains("\"actor\":\"reviewer\""), "{audit}");
     // The audit entry carries the reviewer's reason too.
-    assert!(audit.contains(answered["reason"].as_str().unwrap()), "{audit}");
+    assert!(
+        audit.contains(answered["reason"].as_str().unwrap()),
+        "{audit}"
+    );
     // The person is told, as information: no answer offered, the card linked.
     let told = told_by_webhook(&seen, "approved_by_reviewer").await;
     assert_eq!(told["approval_id"], aid.as_str());
     let said = told["message"].as_str().unwrap();
     assert!(said.starts_with("Approved by the reviewer — "), "{said}");
-    assert!(said.contains(answered["reason"].as_str().unwrap()), "{said}");
-    assert!(str_of(&told, "url").ends_with(&format!("#gate-{aid}")), "{told}");
+    assert!(
+        said.contains(answered["reason"].as_str().unwrap()),
+        "{said}"
+    );
+    assert!(
+        str_of(&told, "url").ends_with(&format!("#gate-{aid}")),
+        "{told}"
+    );
     // A card the reviewer may not approve (not an approval it predicts) waits for the person.
     let other = open(&agent, "npm publish").await;
     prediction_of(&ts, &other).await;
@@ -410,13 +423,22 @@ async fn concern_shown_to_the_person_only(ts: &TestServer, agent: &Api, gate: &V
     let inbox = ts.get("/api/v1/approvals").await.expect(200);
     assert_eq!(listed(&inbox, gate)["reviewer_concern"], reason.as_str());
     let snap = ts.snapshot(sid).await;
-    assert_eq!(listed(&snap["pending"], gate)["reviewer_concern"], reason.as_str());
+    assert_eq!(
+        listed(&snap["pending"], gate)["reviewer_concern"],
+        reason.as_str()
+    );
     let aid = str_of(gate, "approval_id");
     let state = agent.get(&format!("/api/v1/gates/{aid}")).await.body;
-    assert!(!state.contains(&reason), "the agent reads the concern: {state}");
+    assert!(
+        !state.contains(&reason),
+        "the agent reads the concern: {state}"
+    );
     assert!(!state.contains("concern"), "{state}");
     let page = send(ts.req(Method::GET, &format!("/sessions/{sid}"))).await;
-    assert!(page.body.contains("data-testid=\"reviewer-concern\""), "the page lacks the concern");
+    assert!(
+        page.body.contains("data-testid=\"reviewer-concern\""),
+        "the page lacks the concern"
+    );
 }
 
 /// What the webhook receiver was sent: each body.
@@ -443,7 +465,12 @@ async fn webhook() -> (String, Calls) {
 /// The first webhook message of `event` (waiting for it).
 async fn told_by_webhook(seen: &Calls, event: &str) -> Value {
     for _ in 0..200 {
-        let found = seen.lock().unwrap().iter().find(|b| b["event"] == event).cloned();
+        let found = seen
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|b| b["event"] == event)
+            .cloned();
         if let Some(found) = found {
             return found;
         }

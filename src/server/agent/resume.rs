@@ -163,7 +163,7 @@ impl Turn {
             Some(resolution) => resolution,
             None => {
                 let gate = ApprovalRequest {
-            reviewer_concern: None,
+                    reviewer_concern: None,
                     turn_id: self.turn_id.clone(),
                     body,
                 };
@@ -193,7 +193,7 @@ impl Turn {
         match (open.gate, open.resolution) {
             (Some(body), resolution) => {
                 let gate = ApprovalRequest {
-            reviewer_concern: None,
+                    reviewer_concern: None,
                     turn_id: self.turn_id.clone(),
                     body,
                 };

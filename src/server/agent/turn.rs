@@ -427,7 +427,7 @@ impl Turn {
                 let body =
                     Box::pin(self.card(tool, call, reason, verdict.floor.as_deref())).await?;
                 let gate = ApprovalRequest {
-            reviewer_concern: None,
+                    reviewer_concern: None,
                     turn_id: self.turn_id.clone(),
                     body,
                 };

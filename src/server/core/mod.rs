@@ -113,7 +113,9 @@ pub fn pending_in(events: &[crate::protocol::Event]) -> Vec<crate::protocol::App
                     // Every gate is opened within a turn; one written without its turn is listed
                     // with an empty turn id rather than hidden.
                     turn_id: e.turn_id.clone().unwrap_or_else(|| TurnId::new("")),
-                    reviewer_concern: concerns.get(g.approval_id.as_str()).map(|c| (*c).to_owned()),
+                    reviewer_concern: concerns
+                        .get(g.approval_id.as_str())
+                        .map(|c| (*c).to_owned()),
                     body: (**g).clone(),
                 })
             }

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use crate::protocol::{
-    Answered, ApprovalRequest, ApprovalRequestBody, ClassStanding, EventBody, Predicted, ReviewMode, ReviewState,
-    Resolution, SessionId, Timestamp, ToolClass,
+    Answered, ApprovalRequest, ApprovalRequestBody, ClassStanding, EventBody, Predicted,
+    Resolution, ReviewMode, ReviewState, SessionId, Timestamp, ToolClass,
 };
 use crate::server::config::ReviewConfig;
 use crate::server::core::{Core, Error};

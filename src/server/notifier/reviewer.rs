@@ -34,8 +34,7 @@ impl Notifier {
             return;
         };
         let link = self.card_url(config, &gate.session_id, &gate.approval_id);
-        let Some(message) = reviewer_message(config, gate, resolution, session_title, &link)
-        else {
+        let Some(message) = reviewer_message(config, gate, resolution, session_title, &link) else {
             tracing::warn!("notify.webhook_url is not a URL a notification can be sent to");
             return;
         };

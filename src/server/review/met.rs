@@ -217,7 +217,11 @@ mod tests {
                 let mut resolution = answer(decision);
                 resolution.answered_by = by;
                 record(&repo, &resolution).await;
-                assert_eq!(repo.row.lock().unwrap().answered, None, "{by:?} {decision:?}");
+                assert_eq!(
+                    repo.row.lock().unwrap().answered,
+                    None,
+                    "{by:?} {decision:?}"
+                );
                 assert!(repo.trusted.lock().unwrap().is_empty());
             }
         }

@@ -148,7 +148,10 @@ fn a_disagreement_on_a_card_the_reviewer_answered_is_a_false_approval() {
     // Reviewer answers after it wash nothing out; 49 person answers are not enough, 50 are.
     list.extend(run(66, 500, Predicted::Approve, Outcome::Reviewer));
     list.extend(agreeing(566, 49));
-    assert!(!only(&list).eligible, "49 person answers since the disagreement");
+    assert!(
+        !only(&list).eligible,
+        "49 person answers since the disagreement"
+    );
     list.extend(agreeing(615, 1));
     assert!(only(&list).eligible);
 }
@@ -172,7 +175,10 @@ fn fifty_two_expired_gates_make_nothing_eligible() {
     washed.extend(run(101, 52, Predicted::Escalate, Outcome::Expired));
     washed.extend(run(153, 52, Predicted::Approve, Outcome::Expired));
     washed.extend(agreeing(205, 49));
-    assert!(!only(&washed).eligible, "only 49 person answers since the deny");
+    assert!(
+        !only(&washed).eligible,
+        "only 49 person answers since the deny"
+    );
 }
 
 #[test]
