@@ -1,5 +1,6 @@
 //! Which cards a reviewer may be shown at all: never a floor card, a config card, a card that
-//! needs a passkey, a budget card or a plan card — the calls no second opinion may judge.
+//! needs a passkey, a budget card (or a budget checkpoint asked as a decision, `expensive_run`)
+//! or a plan card — the calls no second opinion may judge.
 
 use crate::protocol::{
     ApprovalRequestBody, DecisionKind, GateKind, GateReason, ReviewMode, ToolClass,
@@ -13,7 +14,10 @@ pub fn reviewable(card: &ApprovalRequestBody, config: &Config) -> bool {
         && card.reason != GateReason::Budget
         && card.kind != GateKind::Budget
         && card.class != ToolClass::Config
-        && card.decision_kind != Some(DecisionKind::Plan)
+        && !matches!(
+            card.decision_kind,
+            Some(DecisionKind::Plan | DecisionKind::ExpensiveRun)
+        )
         && !config.approvals.require_passkey.applies_to(card.reason)
 }
 
@@ -75,5 +79,12 @@ mod tests {
         plan.kind = GateKind::Decision;
         plan.decision_kind = Some(DecisionKind::Plan);
         assert!(!reviewable(&plan, &shadow()));
+        // A budget checkpoint the agent asks as a decision is a budget card too.
+        let mut checkpoint = card("request_approval", ToolClass::Decision, json!({}));
+        checkpoint.kind = GateKind::Decision;
+        checkpoint.decision_kind = Some(DecisionKind::ExpensiveRun);
+        assert!(!reviewable(&checkpoint, &shadow()));
+        checkpoint.decision_kind = Some(DecisionKind::Other);
+        assert!(reviewable(&checkpoint, &shadow()));
     }
 }
