@@ -10,15 +10,21 @@ use crate::server::config::Config;
 /// Whether `card` may be shown to the reviewer under `config`.
 pub fn reviewable(card: &ApprovalRequestBody, config: &Config) -> bool {
     config.review.mode != ReviewMode::Off
-        && card.reason != GateReason::SafetyFloor
-        && card.reason != GateReason::Budget
-        && card.kind != GateKind::Budget
-        && card.class != ToolClass::Config
-        && !matches!(
+        && !never_reviewed(card)
+        && !config.approvals.require_passkey.applies_to(card.reason)
+}
+
+/// Whether `card` is of a kind no reviewer is ever shown, whatever the config: also left out
+/// of the history reviewer's evidence (what it may never see, it may not learn from either).
+pub fn never_reviewed(card: &ApprovalRequestBody) -> bool {
+    card.reason == GateReason::SafetyFloor
+        || card.reason == GateReason::Budget
+        || card.kind == GateKind::Budget
+        || card.class == ToolClass::Config
+        || matches!(
             card.decision_kind,
             Some(DecisionKind::Plan | DecisionKind::ExpensiveRun)
         )
-        && !config.approvals.require_passkey.applies_to(card.reason)
 }
 
 #[cfg(test)]
@@ -84,7 +90,9 @@ mod tests {
         checkpoint.kind = GateKind::Decision;
         checkpoint.decision_kind = Some(DecisionKind::ExpensiveRun);
         assert!(!reviewable(&checkpoint, &shadow()));
+        assert!(never_reviewed(&checkpoint) && never_reviewed(&budget) && never_reviewed(&plan));
         checkpoint.decision_kind = Some(DecisionKind::Other);
         assert!(reviewable(&checkpoint, &shadow()));
+        assert!(!never_reviewed(&checkpoint));
     }
 }

@@ -9,8 +9,8 @@ use super::write::queue_audit;
 use crate::protocol::{Answered, ApprovalRequest, Resolution, Timestamp, ToolClass};
 use crate::server::store::StoreError;
 use crate::server::store::review::{
-    PREDICTION_COLUMNS, PredictionRow, PredictionTexts, ReviewRepo, TrustRow, answered_card,
-    prediction_row, trust_audit_draft,
+    PERSON_REFUSALS, PREDICTION_COLUMNS, PredictionRow, PredictionTexts, ReviewRepo, TrustRow,
+    answered_card, prediction_row, trust_audit_draft,
 };
 
 type Tuple = (
@@ -218,10 +218,24 @@ impl ReviewRepo for PgStore {
         &self,
         limit: u32,
     ) -> Result<Vec<(ApprovalRequest, Resolution)>, StoreError> {
+        // The person's refusals apart from their approvals, so no flood of approvals (nor of
+        // anything answered by a rule, a mode or the clock) pushes a deny out.
         let rows: Vec<(String, String)> = sqlx::query_as(
-            "SELECT request, resolution FROM approvals WHERE resolution IS NOT NULL \
-             ORDER BY resolved_at DESC LIMIT $1",
+            "SELECT request, resolution FROM ( \
+               (SELECT request, resolution, resolved_at FROM approvals \
+                 WHERE resolution IS NOT NULL \
+                   AND (resolution::jsonb->>'answered_by') = 'user' \
+                   AND (resolution::jsonb->>'decision') IN ('deny', 'edit') \
+                 ORDER BY resolved_at DESC LIMIT $1) \
+               UNION ALL \
+               (SELECT request, resolution, resolved_at FROM approvals \
+                 WHERE resolution IS NOT NULL \
+                   AND (resolution::jsonb->>'answered_by') = 'user' \
+                   AND (resolution::jsonb->>'decision') IN ('approve', 'allow_always') \
+                 ORDER BY resolved_at DESC LIMIT $2) \
+             ) AS person ORDER BY resolved_at DESC",
         )
+        .bind(i64::from(PERSON_REFUSALS))
         .bind(i64::from(limit))
         .fetch_all(&self.pool)
         .await?;
