@@ -53,6 +53,13 @@ pub fn review_state(
     rows: &[PredictionRow],
     trusted: &[TrustRow],
 ) -> ReviewState {
+    // Only the reviewer in force is graded: another kind's record says nothing of this one.
+    let rows: Vec<PredictionRow> = rows
+        .iter()
+        .filter(|r| r.reviewer == config.reviewer)
+        .cloned()
+        .collect();
+    let rows = rows.as_slice();
     let answered = answered(rows);
     let trusted: Vec<_> = trusted
         .iter()
@@ -111,5 +118,26 @@ mod tests {
                 .iter()
                 .any(|r| r.answered == "reviewer" && !r.agreed)
         );
+    }
+
+    /// Only the reviewer in force is graded: the other kind's predictions count for nothing.
+    #[test]
+    fn only_the_reviewer_in_force_is_counted() {
+        let mut by_model = row("m", Predicted::Approve, Some(Answered::Approved));
+        by_model.reviewer = ReviewerKind::Model;
+        let rows = vec![
+            row("h", Predicted::Approve, Some(Answered::Approved)),
+            by_model,
+        ];
+        let history = review_state(&ReviewConfig::default(), &rows, &[]);
+        assert_eq!(history.classes[0].cards, 1);
+        assert_eq!(history.recent.len(), 1);
+        let model = ReviewConfig {
+            reviewer: ReviewerKind::Model,
+            ..ReviewConfig::default()
+        };
+        let state = review_state(&model, &rows, &[]);
+        assert_eq!(state.classes[0].cards, 1);
+        assert_eq!(state.recent[0].approval_id.as_str(), "m");
     }
 }

@@ -140,6 +140,7 @@ async fn a_prediction_meets_one_answer_and_trust_is_audited(store: Arc<dyn Store
         class: ToolClass::Read,
         source: "codex".into(),
         trusted_at: Timestamp::now(),
+        reviewer: "model http://127.0.0.1:11434/v1 judge".into(),
     };
     assert!(store.trust_class(&trust, "browser").await.unwrap());
     assert!(!store.trust_class(&trust, "browser").await.unwrap());
@@ -148,7 +149,12 @@ async fn a_prediction_meets_one_answer_and_trust_is_audited(store: Arc<dyn Store
         ..trust.clone()
     };
     assert!(store.trust_class(&edit, "browser").await.unwrap());
-    assert_eq!(store.trusted_classes().await.unwrap().len(), 2);
+    let trusts = store.trusted_classes().await.unwrap();
+    assert_eq!(trusts.len(), 2);
+    assert!(
+        trusts.iter().all(|t| t.reviewer == trust.reviewer),
+        "the reviewer that earned it is kept: {trusts:?}"
+    );
     assert!(
         store
             .untrust_class(ToolClass::Read, "codex", "reviewer", "a false approval")

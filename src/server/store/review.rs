@@ -39,6 +39,9 @@ pub struct TrustRow {
     pub class: ToolClass,
     pub source: String,
     pub trusted_at: Timestamp,
+    /// The reviewer that earned it, as [`crate::server::review::reviewer_key`] names it: a
+    /// trust ends when the reviewer in force is another.
+    pub reviewer: String,
 }
 
 /// How many answered cards the history reviewer reads back, at most.

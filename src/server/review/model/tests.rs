@@ -86,11 +86,7 @@ async fn chat(
             completion(&judge(&body))
         }
         Behaviour::Fail => (StatusCode::INTERNAL_SERVER_ERROR, "overloaded").into_response(),
-        Behaviour::Huge => completion(&format!(
-            "{}{}",
-            judge(&body),
-            " ".repeat(super::MAX_REPLY_BYTES)
-        )),
+        Behaviour::Huge => completion(&format!("{}{}", judge(&body), " ".repeat(MAX_REPLY_BYTES))),
     }
 }
 

@@ -143,18 +143,19 @@ impl ReviewRepo for PgStore {
     }
 
     async fn trusted_classes(&self) -> Result<Vec<TrustRow>, StoreError> {
-        let rows: Vec<(String, String, String)> = sqlx::query_as(
-            "SELECT class, source, trusted_at FROM review_trust ORDER BY class, source",
+        let rows: Vec<(String, String, String, String)> = sqlx::query_as(
+            "SELECT class, source, trusted_at, reviewer FROM review_trust ORDER BY class, source",
         )
         .fetch_all(&self.pool)
         .await?;
         Ok(rows
             .into_iter()
-            .filter_map(|(class, source, trusted_at)| {
+            .filter_map(|(class, source, trusted_at, reviewer)| {
                 Some(TrustRow {
                     class: ToolClass::parse(&class)?,
                     source,
                     trusted_at: trusted_at.into(),
+                    reviewer,
                 })
             })
             .collect())
@@ -164,12 +165,13 @@ impl ReviewRepo for PgStore {
         crate::server::store::storable(&row.source)?;
         let mut tx = self.pool.begin().await?;
         let added = sqlx::query(
-            "INSERT INTO review_trust (class, source, trusted_at) VALUES ($1, $2, $3) \
-             ON CONFLICT (class, source) DO NOTHING",
+            "INSERT INTO review_trust (class, source, trusted_at, reviewer) \
+             VALUES ($1, $2, $3, $4) ON CONFLICT (class, source) DO NOTHING",
         )
         .bind(row.class.as_str())
         .bind(&row.source)
         .bind(row.trusted_at.as_str())
+        .bind(&row.reviewer)
         .execute(&mut *tx)
         .await?
         .rows_affected();

@@ -157,22 +157,25 @@ impl ReviewRepo for SqliteStore {
     }
 
     async fn trusted_classes(&self) -> Result<Vec<TrustRow>, StoreError> {
-        let rows: Vec<(String, String, Timestamp)> = self
+        let rows: Vec<(String, String, Timestamp, String)> = self
             .read(|c| {
                 let mut stmt = c.prepare_cached(
-                    "SELECT class, source, trusted_at FROM review_trust ORDER BY class, source",
+                    "SELECT class, source, trusted_at, reviewer FROM review_trust \
+                     ORDER BY class, source",
                 )?;
-                let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+                let rows =
+                    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?;
                 Ok(rows.collect::<rusqlite::Result<_>>()?)
             })
             .await?;
         Ok(rows
             .into_iter()
-            .filter_map(|(class, source, trusted_at)| {
+            .filter_map(|(class, source, trusted_at, reviewer)| {
                 Some(TrustRow {
                     class: ToolClass::parse(&class)?,
                     source,
                     trusted_at,
+                    reviewer,
                 })
             })
             .collect())
@@ -186,10 +189,15 @@ impl ReviewRepo for SqliteStore {
             .exec(move |sp| {
                 let added = sp
                     .prepare_cached(
-                        "INSERT INTO review_trust (class, source, trusted_at) VALUES (?1, ?2, ?3) \
-                         ON CONFLICT (class, source) DO NOTHING",
+                        "INSERT INTO review_trust (class, source, trusted_at, reviewer) \
+                         VALUES (?1, ?2, ?3, ?4) ON CONFLICT (class, source) DO NOTHING",
                     )?
-                    .execute(params![row.class.as_str(), row.source, row.trusted_at])?;
+                    .execute(params![
+                        row.class.as_str(),
+                        row.source,
+                        row.trusted_at,
+                        row.reviewer
+                    ])?;
                 if added > 0 {
                     super::write::chain_audit(
                         sp,
