@@ -28,10 +28,11 @@ test('a card the reviewer answered shows its reason and can be reported', async 
     source: 'codex', external_session: 'e2e', cwd: '/home/me/app',
     tool: { name: 'Bash', input: { command } },
   })).json;
-  // 55 `echo` cards the person approves: the last 50 predicted `approve` by the history
-  // reviewer, in agreement (a prediction that arrives after the answer is still compared).
+  // 55 `echo card` cards the person approves: the last 50 predicted `approve` by the history
+  // reviewer (it matches the exact command), in agreement (a prediction that arrives after
+  // the answer is still compared).
   for (let i = 0; i < 55; i++) {
-    const gate = await open(`echo card ${i}`);
+    const gate = await open('echo card');
     await new Promise((r) => setTimeout(r, 30));
     const answered = await api('POST', `/api/v1/sessions/${gate.session_id}/approvals/${gate.approval_id}`,
       server.token, { decision: 'approve' });
@@ -42,7 +43,7 @@ test('a card the reviewer answered shows its reason and can be reported', async 
     return trusted.status;
   }, { timeout: 20_000 }).toBe(200);
 
-  const gate = await open('echo answered by the reviewer');
+  const gate = await open('echo card');
   await expect.poll(async () => (await api('GET', `/api/v1/gates/${gate.approval_id}`, agent)).json.status)
     .toBe('approved');
 
