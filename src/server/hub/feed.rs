@@ -160,13 +160,13 @@ impl Hub {
         let first = stored.first().and_then(|e| e.seq).unwrap_or(0);
         let published = handle.session.last_published.load(Ordering::Acquire);
         if published > 0 && first > published + 1 {
-            self.publish_stored(&handle, published, Some(first - 1))
+            self.publish_stored(handle, published, Some(first - 1))
                 .await?;
         }
-        publish(&handle, &stored);
+        publish(handle, &stored);
         crate::timeline::mark("hub: published");
         self.notice_committed(session_id, &stored);
-        self.fold_committed(&handle, &stored).await;
+        self.fold_committed(handle, &stored).await;
         Ok(stored)
     }
 
