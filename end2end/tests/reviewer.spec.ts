@@ -29,10 +29,11 @@ test('the reviewer: its concern on a card it escalates, its reason on a card it 
     source: 'codex', external_session: 'e2e', cwd: '/home/me/app',
     tool: { name: 'Bash', input: { command } },
   })).json;
-  // 55 `echo` cards the person approves: the last 50 predicted `approve` by the history
-  // reviewer, in agreement (a prediction that arrives after the answer is still compared).
+  // 55 `echo card` cards the person approves: the last 50 predicted `approve` by the history
+  // reviewer (it matches the exact command), in agreement (a prediction that arrives after
+  // the answer is still compared).
   for (let i = 0; i < 55; i++) {
-    const gate = await open(`echo card ${i}`);
+    const gate = await open('echo card');
     await new Promise((r) => setTimeout(r, 30));
     const answered = await api('POST', `/api/v1/sessions/${gate.session_id}/approvals/${gate.approval_id}`,
       server.token, { decision: 'approve' });
@@ -46,7 +47,7 @@ test('the reviewer: its concern on a card it escalates, its reason on a card it 
   // In the trusted class, a card the reviewer escalates waits for the person with its concern
   // on it: live on the open page, after a reload, and in the Inbox.
   await login(page, server);
-  const first = await open('echo opens the session page');
+  const first = await open('echo card');
   await expect.poll(async () => (await api('GET', `/api/v1/gates/${first.approval_id}`, agent)).json.status)
     .toBe('approved');
   await page.goto(`${server.url}/sessions/${first.session_id}`);
@@ -72,7 +73,7 @@ test('the reviewer: its concern on a card it escalates, its reason on a card it 
     server.token, { decision: 'deny' });
   expect(denied.status).toBe(200);
 
-  const gate = await open('echo answered by the reviewer');
+  const gate = await open('echo card');
   await expect.poll(async () => (await api('GET', `/api/v1/gates/${gate.approval_id}`, agent)).json.status)
     .toBe('approved');
 

@@ -21,6 +21,8 @@ CREATE TABLE review_trust (
     class      TEXT NOT NULL,
     source     TEXT NOT NULL,
     trusted_at TEXT NOT NULL,
+    -- The reviewer that earned it (`review::reviewer_key`): a trust ends when it changes.
+    reviewer   TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (class, source)
 );
 

@@ -78,8 +78,8 @@ async fn review_with(ts: &TestServer, n: u64) -> Value {
 async fn a_shadow_prediction_is_recorded_unseen_then_compared_with_the_answer() {
     let ts = TestServer::configured("[review]\nmode = \"off\"\n").await;
     let agent = agent(&ts).await;
-    for n in 0..5 {
-        let gate = open(&agent, &format!("echo {n}")).await;
+    for _ in 0..5 {
+        let gate = open(&agent, "echo six").await;
         answer(&ts, &gate, "approve").await;
     }
     reconfigure(&ts, "[review]\nmode = \"shadow\"\n").await;
@@ -206,11 +206,11 @@ async fn with_the_reviewer_off_nothing_is_predicted() {
     agent.get("/api/v1/review").await.expect(403);
 }
 
-/// Opens `echo` cards the history reviewer predicts `approve` (five were approved before) and
-/// approves each once predicted: `n` agreeing cards.
+/// Opens `echo six` cards the history reviewer predicts `approve` (five were approved before,
+/// word for word) and approves each once predicted: `n` agreeing cards.
 async fn agreeing_cards(ts: &TestServer, agent: &Api, n: usize) {
-    for i in 0..n {
-        let gate = open(agent, &format!("echo card {i}")).await;
+    for _ in 0..n {
+        let gate = open(agent, "echo six").await;
         assert_eq!(prediction_of(ts, &gate).await.0, "approve");
         answer(ts, &gate, "approve").await;
     }
@@ -269,8 +269,8 @@ async fn trust_is_earned_used_and_lost() {
     };
     let ts = TestServer::configured(&with_hook("off")).await;
     let agent = agent(&ts).await;
-    for n in 0..5 {
-        let gate = open(&agent, &format!("echo {n}")).await;
+    for _ in 0..5 {
+        let gate = open(&agent, "echo six").await;
         answer(&ts, &gate, "approve").await;
     }
     let exec = "/api/v1/review/classes/exec/codex";
@@ -305,7 +305,7 @@ async fn trust_is_earned_used_and_lost() {
     );
 
     // Now the reviewer answers an `echo` card itself.
-    let gate = open(&agent, "echo by the reviewer").await;
+    let gate = open(&agent, "echo six").await;
     let aid = str_of(&gate, "approval_id").to_owned();
     let mut answered = Value::Null;
     for _ in 0..200 {
@@ -399,6 +399,90 @@ async fn trust_is_earned_used_and_lost() {
     assert_eq!(
         (reviewed["answered"].clone(), reviewed["agreed"].clone()),
         (json!("reviewer"), json!(false))
+    );
+}
+
+/// Trust is the reviewer's that earned it: switching `review.reviewer` (or the model
+/// reviewer's endpoint or model) ends it, audited with why, and the standing then counts only
+/// the reviewer in force; switching back does not bring the trust back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn trust_does_not_survive_a_change_of_reviewer() {
+    let history = "[review]\nmode = \"on\"\n";
+    let model = |name: &str| {
+        format!(
+            "[review]\nmode = \"on\"\nreviewer = \"model\"\n\
+             base_url = \"http://127.0.0.1:9/v1\"\nmodel = \"{name}\"\n"
+        )
+    };
+    let ts = TestServer::configured("[review]\nmode = \"off\"\n").await;
+    let agent = agent(&ts).await;
+    for _ in 0..5 {
+        let gate = open(&agent, "echo six").await;
+        answer(&ts, &gate, "approve").await;
+    }
+    reconfigure(&ts, history).await;
+    agreeing_cards(&ts, &agent, 50).await;
+    review_with(&ts, 50).await;
+    let exec = "/api/v1/review/classes/exec/codex";
+    ts.put(exec, trust(true)).await.expect(200);
+
+    reconfigure(&ts, &model("judge")).await;
+    let state = ts.get("/api/v1/review").await.expect(200);
+    assert_eq!(state["reviewer"], "model");
+    let listed: Vec<&Value> = state["classes"].as_array().unwrap().iter().collect();
+    assert!(
+        listed
+            .iter()
+            .all(|c| c["trusted"] == false && c["cards"] == 0),
+        "the history reviewer's record is not the model's: {state}"
+    );
+    let lost = ts.get("/api/v1/audit?action=review_untrusted").await.body;
+    assert!(
+        lost.contains("review:exec/codex") && lost.contains("the reviewer changed"),
+        "{lost}"
+    );
+    ts.put(exec, trust(true))
+        .await
+        .expect_error(409, "not_eligible");
+
+    // Back to the history reviewer: its record counts again, its trust is not restored.
+    reconfigure(&ts, history).await;
+    let back = ts.get("/api/v1/review").await.expect(200);
+    assert_eq!(back["classes"][0]["trusted"], false, "{back}");
+    assert_eq!(back["classes"][0]["eligible"], true, "{back}");
+    // A trust the model reviewer earned ends when its model changes: trusted under
+    // `judge` (through the store, as if earned), gone once `judge-2` is in force.
+    reconfigure(&ts, &model("judge")).await;
+    let row = countersign::server::store::review::TrustRow {
+        class: countersign::protocol::ToolClass::Exec,
+        source: "codex".into(),
+        trusted_at: countersign::protocol::Timestamp::now(),
+        reviewer: countersign::server::review::reviewer_key(&ts.core().config().config),
+    };
+    ts.core()
+        .reviews_repo()
+        .trust_class(&row, "test")
+        .await
+        .unwrap();
+    ts.core().reload_config().await;
+    assert_eq!(
+        ts.core()
+            .reviews_repo()
+            .trusted_classes()
+            .await
+            .unwrap()
+            .len(),
+        1,
+        "the same reviewer keeps its trust"
+    );
+    reconfigure(&ts, &model("judge-2")).await;
+    assert!(
+        ts.core()
+            .reviews_repo()
+            .trusted_classes()
+            .await
+            .unwrap()
+            .is_empty()
     );
 }
 

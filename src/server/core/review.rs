@@ -25,6 +25,9 @@ pub const WITHDRAWN: &str = "the person withdrew it";
 
 /// Why every trust ended when the mode left `on`.
 pub const MODE_LEFT_ON: &str = "review.mode is no longer \"on\"";
+/// Why a trust ends when the reviewer in force is not the one that earned it.
+pub const REVIEWER_CHANGED: &str = "the reviewer changed (review.reviewer, its endpoint or model): trust earned by another \
+     reviewer does not carry over";
 
 impl Core {
     /// `GET /api/v1/review`: mode, thresholds, each class's standing, the latest predictions.
@@ -74,6 +77,7 @@ impl Core {
             class,
             source: source.to_owned(),
             trusted_at: Timestamp::now(),
+            reviewer: crate::server::review::reviewer_key(&self.config().config),
         };
         repo.trust_class(&row, actor).await?;
         self.class_standing(class, source).await
@@ -123,6 +127,11 @@ impl Core {
         self.reviews.set_answerer(me);
     }
 
+    /// The reviewer's rows (its trusts read back by the tests).
+    pub fn reviews_repo(&self) -> Arc<dyn crate::server::store::review::ReviewRepo> {
+        Arc::clone(self.reviews.repo())
+    }
+
     /// The prediction made for a card, if any: never shown before the card is answered (the
     /// disagree route reads it, and the tests, to know it was made).
     pub async fn review_prediction(
@@ -132,19 +141,38 @@ impl Core {
         Ok(self.reviews.repo().prediction(approval_id).await?)
     }
 
-    /// Ends every trust unless the mode in force is `on`: after a config reload, and at
-    /// start (a mode changed while the server was down). Each ended trust is audited.
+    /// Ends every trust unless the mode in force is `on`, and every trust another reviewer
+    /// earned (its kind, endpoint or model changed): after a config reload, and at start (a
+    /// change made while the server was down). Each ended trust is audited.
     pub async fn review_trust_follows_mode(&self, actor: &str) {
-        if self.config().config.review.mode == ReviewMode::On {
+        let config = self.config();
+        if config.config.review.mode != ReviewMode::On {
+            match self.reviews.repo().untrust_all(actor, MODE_LEFT_ON).await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(
+                    classes = n,
+                    "the reviewer's trust ended: review.mode left on"
+                ),
+                Err(err) => tracing::error!(error = %err, "could not end the reviewer's trust"),
+            }
             return;
         }
-        match self.reviews.repo().untrust_all(actor, MODE_LEFT_ON).await {
-            Ok(0) => {}
-            Ok(n) => tracing::info!(
-                classes = n,
-                "the reviewer's trust ended: review.mode left on"
-            ),
-            Err(err) => tracing::error!(error = %err, "could not end the reviewer's trust"),
+        let current = crate::server::review::reviewer_key(&config.config);
+        let repo = self.reviews.repo();
+        let trusts = match repo.trusted_classes().await {
+            Ok(trusts) => trusts,
+            Err(err) => {
+                tracing::error!(error = %err, "could not read the reviewer's trust");
+                return;
+            }
+        };
+        for trust in trusts.iter().filter(|t| t.reviewer != current) {
+            if let Err(err) = repo
+                .untrust_class(trust.class, &trust.source, actor, REVIEWER_CHANGED)
+                .await
+            {
+                tracing::error!(error = %err, "could not end a trust another reviewer earned");
+            }
         }
     }
 }

@@ -1,33 +1,32 @@
 //! The history reviewer (issue 40, point 3): no model, only this workspace's past answers. It
-//! predicts `approve` when the person approved the same subject — a program and its
-//! subcommand, or a file pattern — at least [`MIN_APPROVALS`] times and never denied or edited
-//! it; anything else goes to the person.
+//! predicts `approve` only when a person approved the very same command or file — word for
+//! word — at least [`MIN_APPROVALS`] times and never denied or edited it; anything else goes
+//! to the person. (Issue 40 says "the same program and subcommand"; a red-team showed how far
+//! that reaches — `make test` approving `make install PREFIX=/usr`, `git stash list` approving
+//! `git stash clear` — so the subject is the exact command: docs/deviations.md.)
 //!
 //! What a card is matched by ([`subject_of`]):
-//! - a shell command: its program (`/usr/bin/git` is `git`; `./git` stays `./git`, a program of
-//!   the workspace's own), then for programs that have subcommands (`git`, `cargo`, `npm` …,
-//!   [`SUBCOMMAND_PROGRAMS`]) the first word after it that is not an option, a path or a number,
-//!   skipping the values of the global options that take one (`git -C dir status` is
-//!   `git status`). Options are left out (`ls -la` is `ls`, `cargo test -p x` is
-//!   `cargo test`) but for the risky ones ([`RISKY_OPTIONS`], and the letters `f r R D` in a
-//!   short cluster): they make a subject of their own, so `git push` approved ten times says
-//!   nothing of `git push --force`. Variables set for it (`X=1 git status`,
-//!   `env X=1 git status`) are named in it (`X=… git status`).
+//! - a shell command: its whole word list, in order — the program (`/usr/bin/git` is `git`;
+//!   `./git` stays `./git`, a program of the workspace's own), then every argument as the
+//!   program receives it (quoted where it holds anything but plain characters, so two lists
+//!   never read the same) — after the variables set for it (`X=1 git status`,
+//!   `env X=1 git status`), each by name and value.
 //! - a pipeline or list (`|`, `&&`, `||`, `;`) of plain commands that each have a subject:
-//!   the parts' subjects with the operators between (`cargo test | tail`, `cd && cargo
-//!   build`) — a subject of its own, approved five times as a whole, never because its parts
-//!   were (`curl x | sh` owes nothing to `curl`). Only redirects that write nothing
-//!   (`2>&1`, `>/dev/null`, `2>/dev/null`) may stand in it or beside a single command, and
-//!   are left out of the subject; a part that writes what is piped to it (`tee`,
-//!   [`NOT_IN_COMPOUND`]) or runs code (an interpreter, [`INTERPRETERS`]) leaves the whole
-//!   without one.
-//! - a command with any other redirect, a substitution, a here-document, a subshell, group,
-//!   loop or background `&`, or that runs another command (`sudo`, `bash -c`, `xargs` …,
-//!   [`WRAPPERS`]) or code given on the line (`python -c`, `node -e`, [`INLINE_CODE`]), or
-//!   whose program or subcommand is only known when it runs, has none: it always goes to the
-//!   person.
-//! - a file: its folder and extension (`src/server/*.rs`); a file with no extension, or a dot
-//!   file, exactly (`Makefile`, `.env`).
+//!   the parts' subjects with the operators between — a subject of its own, approved five
+//!   times as a whole, never because its parts were (`curl x | sh` owes nothing to `curl`).
+//!   Only redirects that write nothing (`2>&1`, `>/dev/null`, `2>/dev/null`) may stand in it or
+//!   beside a single command, and are left out of the subject; a part that writes what is
+//!   piped to it (`tee`, [`NOT_IN_COMPOUND`]) or runs code (an interpreter, [`INTERPRETERS`])
+//!   leaves the whole without one.
+//! - a command with any other redirect, a substitution, an expansion or glob, a
+//!   here-document, a subshell, group, loop or background `&`, or that runs another command
+//!   (`sudo`, `bash -c`, `xargs` …, [`WRAPPERS`]) or code given on the line (`python -c`,
+//!   `node -e`, [`INLINE_CODE`]), or whose arguments are code or hidden writes (`awk`, `sed -i`
+//!   or a `sed` script with `e`/`w`, `find -exec`/`-delete`: [`programs`]) has none: it always
+//!   goes to the person.
+//! - a file: its exact normalized path — absolute for an outside agent (resolved against the
+//!   card's working directory; a relative path with none has no subject), relative to the
+//!   workspace for the built-in agent — never a folder or extension pattern.
 //! - decision, config and network cards have none.
 
 use async_trait::async_trait;
@@ -38,73 +37,10 @@ use crate::server::shell_syntax::{self, Word};
 use crate::server::tools::{self, Subject};
 
 mod compound;
+pub mod programs;
 
 /// Approvals of one subject, with no refusal, before the history reviewer predicts `approve`.
 pub const MIN_APPROVALS: usize = 5;
-
-/// Programs that take a subcommand, each with its global options that take a value (skipped
-/// with that value when looking for the subcommand).
-pub const SUBCOMMAND_PROGRAMS: &[(&str, &[&str])] = &[
-    (
-        "git",
-        &["-C", "-c", "--git-dir", "--work-tree", "--namespace"],
-    ),
-    ("cargo", &["-Z", "--config", "-C", "--color"]),
-    ("npm", &["--prefix", "-w", "--workspace"]),
-    ("pnpm", &["-C", "--dir", "--filter", "-F"]),
-    ("yarn", &["--cwd"]),
-    ("bun", &["--cwd"]),
-    ("npx", &["-p", "--package"]),
-    ("go", &[]),
-    ("rustup", &[]),
-    ("uv", &["--directory", "--project"]),
-    ("pip", &[]),
-    ("pip3", &[]),
-    ("poetry", &["-C", "--directory"]),
-    ("docker", &["-H", "--host", "--context", "-c", "--config"]),
-    (
-        "kubectl",
-        &["-n", "--namespace", "--context", "--kubeconfig"],
-    ),
-    ("gh", &["-R", "--repo"]),
-    ("terraform", &[]),
-    ("helm", &["-n", "--namespace", "--kube-context"]),
-    ("dotnet", &[]),
-    ("apt", &[]),
-    ("apt-get", &[]),
-    ("brew", &[]),
-    ("systemctl", &[]),
-];
-
-/// Options that change what a command does enough to be a subject of their own (compared
-/// before any `=value`).
-pub const RISKY_OPTIONS: &[&str] = &[
-    "--force",
-    "--force-with-lease",
-    "--force-if-includes",
-    "--hard",
-    "--no-verify",
-    "--delete",
-    "--mirror",
-    "--prune",
-    "--recursive",
-    "--global",
-    "--system",
-    "--config",
-    "-c",
-    "--exec",
-    "--upload-pack",
-    "--receive-pack",
-    "--no-preserve-root",
-    "--privileged",
-    "-delete",
-    "-exec",
-    "-execdir",
-    "-ok",
-];
-
-/// Letters of a short option cluster (`-rf`) that make a subject of their own.
-const RISKY_LETTERS: &str = "fFrRD";
 
 /// Programs that run another command, or code given as text: what they run is not their
 /// subject, so they have none.
@@ -136,13 +72,32 @@ pub fn subject_of(card: &ApprovalRequestBody) -> Option<String> {
     {
         return None;
     }
+    let outside = card.kind == GateKind::External;
+    let subject = if outside {
+        outside_subject(card)?
+    } else {
+        tools::get(&card.tool)?.subject(&card.args)?
+    };
+    match subject {
+        Subject::Command(command) => command_subject(&command),
+        Subject::Path(path) => exact_path(&path, outside),
+    }
+}
+
+/// The file a read or edit card acts on, normalized (`./a/../b.rs` is `b.rs`), whether or not
+/// it is a subject: what the model reviewer is shown as `path`, so it judges the file the
+/// card's tool will touch rather than a name in the arguments.
+pub fn file_path(card: &ApprovalRequestBody) -> Option<String> {
+    if !matches!(card.class, ToolClass::Read | ToolClass::Edit) {
+        return None;
+    }
     let subject = match card.kind {
         GateKind::External => outside_subject(card)?,
         _ => tools::get(&card.tool)?.subject(&card.args)?,
     };
     match subject {
-        Subject::Command(command) => command_subject(&command),
-        Subject::Path(path) => path_pattern(&path),
+        Subject::Path(path) => Some(tools::outside::paths::normalize(&path, None)),
+        Subject::Command(_) => None,
     }
 }
 
@@ -157,21 +112,18 @@ fn outside_subject(card: &ApprovalRequestBody) -> Option<Subject> {
     call.rule_subject
 }
 
-/// A file's folder and extension as a glob (`src/server/*.rs`), or the path itself when it
-/// has no extension or is a dot file.
-fn path_pattern(path: &str) -> Option<String> {
-    let path = path.trim_start_matches("./");
-    let (dir, name) = path.rsplit_once('/').unwrap_or(("", path));
-    let extension = name
-        .rsplit_once('.')
-        .filter(|(stem, ext)| !stem.is_empty() && !ext.is_empty())
-        .map(|(_, ext)| ext);
-    let pattern = match extension {
-        Some(ext) if dir.is_empty() => format!("*.{}", globset::escape(ext)),
-        Some(ext) => format!("{}/*.{}", globset::escape(dir), globset::escape(ext)),
-        None => globset::escape(path),
-    };
-    (!pattern.is_empty() && !crate::text::has_hidden(&pattern)).then_some(pattern)
+/// A file's exact normalized path: never a pattern, so five approved writes of one file say
+/// nothing of its neighbours. An outside agent's path must be absolute: the gate's working
+/// directory is not kept on its card, and a relative path read against none could name any
+/// file (`settings.json` in `/root/.config/Code/User`), so it has no subject.
+fn exact_path(path: &str, outside: bool) -> Option<String> {
+    let path = tools::outside::paths::normalize(path, None);
+    // Normalized, every absolute path (a drive's, a share's) starts with `/`.
+    let absolute = path.starts_with('/');
+    if (outside && !absolute) || path == "." || crate::text::has_hidden(&path) {
+        return None;
+    }
+    Some(path)
 }
 
 /// A shell command line's subject: one plain command's (`X=… git push --force`), or for a
@@ -278,7 +230,8 @@ fn given_code(program: &str, args: &[Word]) -> bool {
         })
 }
 
-/// One plain simple command's subject and its words after `env`.
+/// One plain simple command's subject and its words after `env`: the variables set for it by
+/// name and value, then its program and every argument, in order.
 fn plain_subject(command: &str) -> Option<(String, Vec<Word>)> {
     let script = shell_syntax::read(command).ok()?;
     let [only] = script.commands.as_slice() else {
@@ -287,42 +240,51 @@ fn plain_subject(command: &str) -> Option<(String, Vec<Word>)> {
     if only.stdin_fed
         || !script.redirect_targets.is_empty()
         || !script.documents.is_empty()
-        || only.words.iter().any(|w| w.opaque)
+        || only.words.iter().any(|w| w.opaque || w.dynamic)
+        || script
+            .assignments
+            .iter()
+            .any(|(_, v)| v.opaque || v.dynamic)
     {
         return None;
     }
-    let mut vars: Vec<String> = script.assignments.iter().map(|(n, _)| n.clone()).collect();
+    let mut vars: Vec<String> = script
+        .assignments
+        .iter()
+        .map(|(n, v)| format!("{n}={}", quoted(&v.text)))
+        .collect();
     let words = after_env(&only.words, &mut vars)?;
     let (first, args) = words.split_first()?;
     let program = program_name(first)?;
-    if WRAPPERS.contains(&program.as_str()) || given_code(&program, args) {
-        return None;
-    }
-    let (subcommand, rest) = subcommand(&program, args)?;
-    // A name that reads like shell syntax could forge a compound's subject.
-    if [Some(program.as_str()), subcommand]
-        .into_iter()
-        .flatten()
-        .any(|w| {
-            w.chars()
-                .any(|c| c.is_whitespace() || "|&;<>()`$".contains(c))
-        })
+    if WRAPPERS.contains(&program.as_str())
+        || given_code(&program, args)
+        || programs::hides_its_effect(&program, args)
     {
         return None;
     }
-    let mut parts: Vec<String> = Vec::new();
-    vars.sort();
-    vars.dedup();
-    parts.extend(vars.iter().map(|v| format!("{v}=…")));
-    parts.push(program);
-    parts.extend(subcommand.map(str::to_owned));
-    parts.extend(risky_options(args, rest));
+    let mut parts = vars;
+    parts.push(quoted(&program));
+    parts.extend(args.iter().map(|w| quoted(&w.text)));
     let subject = parts.join(" ");
     (!crate::text::has_hidden(&subject)).then_some((subject, words.to_vec()))
 }
 
-/// The words after `env NAME=value …` (the names added to `vars`); `None` when `env` is given
-/// options (what they do to the command is not read here).
+/// A word as the subject shows it: as is when it holds only plain characters, else in single
+/// quotes (a `'` in it as `'\''`), so no two word lists are written alike.
+fn quoted(text: &str) -> String {
+    let plain = !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./,:=+@%^".contains(c));
+    if plain {
+        text.to_owned()
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
+}
+
+/// The words after `env NAME=value …` (each added to `vars` by name and value); `None` when
+/// `env` is given options (what they do to the command is not read here).
 fn after_env<'a>(words: &'a [Word], vars: &mut Vec<String>) -> Option<&'a [Word]> {
     let Some(first) = words.first() else {
         return Some(words);
@@ -336,7 +298,9 @@ fn after_env<'a>(words: &'a [Word], vars: &mut Vec<String>) -> Option<&'a [Word]
             return None;
         }
         match word.text.split_once('=') {
-            Some((name, _)) if is_variable_name(name) => vars.push(name.to_owned()),
+            Some((name, value)) if is_variable_name(name) => {
+                vars.push(format!("{name}={}", quoted(value)));
+            }
             _ => break,
         }
         rest = &rest[1..];
@@ -363,68 +327,6 @@ fn program_name(word: &Word) -> Option<String> {
         Some((dir, name)) if SYSTEM_BIN.contains(&dir) && !name.is_empty() => Some(name.into()),
         _ => Some(text.to_owned()),
     }
-}
-
-/// The subcommand of `program` among `args` (for programs that take one), and where the
-/// words after it start; `None` when the subcommand is only known when it runs.
-fn subcommand<'a>(program: &str, args: &'a [Word]) -> Option<(Option<&'a str>, usize)> {
-    let Some((_, takes_value)) = SUBCOMMAND_PROGRAMS.iter().find(|(p, _)| *p == program) else {
-        return Some((None, 0));
-    };
-    let mut at = 0;
-    while let Some(word) = args.get(at) {
-        let text = word.text.as_str();
-        if word.dynamic {
-            return None;
-        }
-        if text == "--" {
-            return Some((None, at));
-        }
-        if text.starts_with('-') || text.starts_with('+') {
-            at += if takes_value.contains(&text) { 2 } else { 1 };
-            continue;
-        }
-        if looks_like_path_or_number(text) {
-            return Some((None, at));
-        }
-        return Some((Some(text), at + 1));
-    }
-    Some((None, at))
-}
-
-fn looks_like_path_or_number(text: &str) -> bool {
-    text.contains('/')
-        || text.starts_with('.')
-        || text.starts_with('~')
-        || text.chars().all(|c| c.is_ascii_digit())
-}
-
-/// The risky options among `args` (up to a `--`), sorted, each once; and a `+ref` after the
-/// subcommand (`git push origin +main` forces).
-fn risky_options(args: &[Word], after_subcommand: usize) -> Vec<String> {
-    let mut found: Vec<String> = Vec::new();
-    for (at, word) in args.iter().enumerate() {
-        let text = word.text.as_str();
-        if text == "--" {
-            break;
-        }
-        let name = text.split_once('=').map_or(text, |(name, _)| name);
-        if RISKY_OPTIONS.contains(&name) {
-            found.push(name.to_owned());
-        } else if let Some(letters) = short_cluster(text) {
-            found.extend(
-                letters
-                    .chars()
-                    .filter(|c| RISKY_LETTERS.contains(*c))
-                    .map(|c| format!("-{c}")),
-            );
-        } else if at >= after_subcommand && text.starts_with('+') && text.len() > 1 {
-            found.push("+…".into());
-        }
-    }
-    found.sort();
-    found.dedup();
-    found
 }
 
 /// The letters of a short option cluster (`-la` → `la`), not a number (`-20`).
@@ -493,11 +395,14 @@ fn no_subject_reason(card: &ApprovalRequestBody) -> String {
         ToolClass::Config => "a configuration change always goes to the person".into(),
         ToolClass::Network => "a network call always goes to the person".into(),
         ToolClass::Exec => "not a plain command, pipeline or list the history reviewer can match \
-             (a substitution, a redirect to a file, a here-document, a wrapped command or code \
-             given to an interpreter): it goes to the person"
+             (a substitution, an expansion, a redirect to a file, a here-document, a wrapped \
+             command, code given to an interpreter, awk, sed that may write or run, find that \
+             runs or deletes): it goes to the person"
             .into(),
         ToolClass::Read | ToolClass::Edit => {
-            "the history reviewer cannot read which file this is".into()
+            "the history reviewer cannot read which file this is (an outside agent's relative \
+             path is never matched)"
+                .into()
         }
     }
 }

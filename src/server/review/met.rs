@@ -26,12 +26,14 @@ pub async fn attach(repo: &dyn ReviewRepo, resolution: &mut Resolution) {
 }
 
 /// What the answer means to a prediction: the reviewer's own answer, a person's, the
-/// deadline's; `None` for a cancel (no answer).
+/// deadline's; `None` for a cancel and for a rule's or the system's answer (a mode switch),
+/// which say nothing of what the person would have done.
 pub fn answered(resolution: &Resolution) -> Option<Answered> {
-    if resolution.answered_by == AnsweredBy::Reviewer {
-        return Some(Answered::Reviewer);
+    match resolution.answered_by {
+        AnsweredBy::Reviewer => Some(Answered::Reviewer),
+        AnsweredBy::User | AnsweredBy::Timeout => Answered::of(resolution.decision),
+        AnsweredBy::Rule | AnsweredBy::System => None,
     }
-    Answered::of(resolution.decision)
 }
 
 /// Records what the card's answer was for its prediction (once), and ends the class's trust
@@ -202,6 +204,25 @@ mod tests {
                     ended[0],
                     (ToolClass::Exec, "codex".into(), "browser".into())
                 );
+            }
+        }
+    }
+
+    /// A rule's or a mode's answer is nobody's judgement of the reviewer: nothing recorded.
+    #[tokio::test]
+    async fn a_rule_or_the_system_answering_is_no_answer() {
+        for by in [AnsweredBy::Rule, AnsweredBy::System] {
+            for decision in [Decision::Approve, Decision::Deny] {
+                let repo = card(Predicted::Approve);
+                let mut resolution = answer(decision);
+                resolution.answered_by = by;
+                record(&repo, &resolution).await;
+                assert_eq!(
+                    repo.row.lock().unwrap().answered,
+                    None,
+                    "{by:?} {decision:?}"
+                );
+                assert!(repo.trusted.lock().unwrap().is_empty());
             }
         }
     }

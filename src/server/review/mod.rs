@@ -86,3 +86,56 @@ pub struct ReviewInput {
 pub trait Reviewer: Send + Sync {
     async fn predict(&self, input: &ReviewInput) -> Option<Prediction>;
 }
+
+/// The reviewer `config` runs, as one key: its kind, and for the model reviewer the endpoint
+/// and model in effect (after falling back to `[provider]`). Trust is earned by one reviewer
+/// and ends when this key changes: another reviewer's record says nothing of this one.
+pub fn reviewer_key(config: &crate::server::config::Config) -> String {
+    match config.review.reviewer {
+        crate::protocol::ReviewerKind::History => "history".to_owned(),
+        crate::protocol::ReviewerKind::Model => {
+            let endpoint = config.review_endpoint();
+            format!(
+                "model {} {}",
+                endpoint.base_url.trim_end_matches('/'),
+                endpoint.model
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+mod key_tests {
+    use super::reviewer_key;
+    use crate::protocol::ReviewerKind;
+    use crate::server::config::Config;
+
+    /// The key changes with the kind, the endpoint and the model — also when they come from
+    /// `[provider]` — and with nothing else.
+    #[test]
+    fn the_reviewer_key_names_kind_endpoint_and_model() {
+        let mut config = Config::default();
+        assert_eq!(reviewer_key(&config), "history");
+        config.review.reviewer = ReviewerKind::Model;
+        config.review.base_url = "http://127.0.0.1:9/v1/".into();
+        config.review.model = "judge".into();
+        let judge = reviewer_key(&config);
+        assert_eq!(judge, "model http://127.0.0.1:9/v1 judge");
+        config.review.min_cards = 90;
+        assert_eq!(
+            reviewer_key(&config),
+            judge,
+            "thresholds are not the reviewer"
+        );
+        config.review.model = "judge-2".into();
+        assert_ne!(reviewer_key(&config), judge);
+        config.review.model = String::new();
+        let fallback = reviewer_key(&config);
+        config.provider.model = format!("{}-other", config.provider.model);
+        assert_ne!(
+            reviewer_key(&config),
+            fallback,
+            "the [provider] model it falls back to"
+        );
+    }
+}

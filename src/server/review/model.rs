@@ -153,8 +153,12 @@ impl Reviewer for ModelReviewer {
             tracing::warn!(%endpoint, %status, "the model reviewer answered with an error");
             return None;
         }
-        match response.text().await {
-            Ok(body) => Some(read_response(&body)),
+        match capped_body(response).await {
+            Ok(Some(body)) => Some(read_response(&body)),
+            Ok(None) => {
+                tracing::warn!(%endpoint, "the model reviewer's answer was too long to read");
+                None
+            }
             Err(e) => {
                 let reason = error_chain(&e.without_url());
                 tracing::warn!(%endpoint, %reason, "the model reviewer's answer broke off");
@@ -162,6 +166,29 @@ impl Reviewer for ModelReviewer {
             }
         }
     }
+}
+
+/// The most of a reply the reviewer reads: a verdict is a few lines, and a server that sends
+/// more is not read further (no prediction) rather than held in memory whole.
+pub const MAX_REPLY_BYTES: usize = 64 * 1024;
+
+/// The reply's text, `None` past [`MAX_REPLY_BYTES`] (read chunk by chunk, so never more is
+/// held than that and one chunk).
+async fn capped_body(mut response: reqwest::Response) -> Result<Option<String>, reqwest::Error> {
+    if response
+        .content_length()
+        .is_some_and(|n| n > MAX_REPLY_BYTES as u64)
+    {
+        return Ok(None);
+    }
+    let mut body: Vec<u8> = Vec::new();
+    while let Some(chunk) = response.chunk().await? {
+        if body.len() + chunk.len() > MAX_REPLY_BYTES {
+            return Ok(None);
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(Some(String::from_utf8_lossy(&body).into_owned()))
 }
 
 /// The card as the user message: one JSON document of string values.
@@ -172,6 +199,9 @@ pub fn card_document(card: &ApprovalRequestBody, source: &str) -> String {
         "agent": field(source),
         "tool": field(&card.tool),
         "class": class,
+        // The exact file a read or edit acts on (an outside agent's relative path is relative
+        // to a working directory the card does not keep).
+        "path": field(&super::history::file_path(card).unwrap_or_default()),
         "arguments": field(&arguments),
         "summary": field(&card.summary),
         "diff": field(card.diff.as_deref().unwrap_or("")),

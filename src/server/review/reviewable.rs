@@ -1,5 +1,6 @@
 //! Which cards a reviewer may be shown at all: never a floor card, a config card, a card that
-//! needs a passkey, a budget card or a plan card — the calls no second opinion may judge.
+//! needs a passkey, a budget card (or a budget checkpoint asked as a decision, `expensive_run`)
+//! or a plan card — the calls no second opinion may judge.
 
 use crate::protocol::{
     ApprovalRequestBody, DecisionKind, GateKind, GateReason, ReviewMode, ToolClass,
@@ -9,12 +10,21 @@ use crate::server::config::Config;
 /// Whether `card` may be shown to the reviewer under `config`.
 pub fn reviewable(card: &ApprovalRequestBody, config: &Config) -> bool {
     config.review.mode != ReviewMode::Off
-        && card.reason != GateReason::SafetyFloor
-        && card.reason != GateReason::Budget
-        && card.kind != GateKind::Budget
-        && card.class != ToolClass::Config
-        && card.decision_kind != Some(DecisionKind::Plan)
+        && !never_reviewed(card)
         && !config.approvals.require_passkey.applies_to(card.reason)
+}
+
+/// Whether `card` is of a kind no reviewer is ever shown, whatever the config: also left out
+/// of the history reviewer's evidence (what it may never see, it may not learn from either).
+pub fn never_reviewed(card: &ApprovalRequestBody) -> bool {
+    card.reason == GateReason::SafetyFloor
+        || card.reason == GateReason::Budget
+        || card.kind == GateKind::Budget
+        || card.class == ToolClass::Config
+        || matches!(
+            card.decision_kind,
+            Some(DecisionKind::Plan | DecisionKind::ExpensiveRun)
+        )
 }
 
 #[cfg(test)]
@@ -75,5 +85,14 @@ mod tests {
         plan.kind = GateKind::Decision;
         plan.decision_kind = Some(DecisionKind::Plan);
         assert!(!reviewable(&plan, &shadow()));
+        // A budget checkpoint the agent asks as a decision is a budget card too.
+        let mut checkpoint = card("request_approval", ToolClass::Decision, json!({}));
+        checkpoint.kind = GateKind::Decision;
+        checkpoint.decision_kind = Some(DecisionKind::ExpensiveRun);
+        assert!(!reviewable(&checkpoint, &shadow()));
+        assert!(never_reviewed(&checkpoint) && never_reviewed(&budget) && never_reviewed(&plan));
+        checkpoint.decision_kind = Some(DecisionKind::Other);
+        assert!(reviewable(&checkpoint, &shadow()));
+        assert!(!never_reviewed(&checkpoint));
     }
 }

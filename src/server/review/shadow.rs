@@ -61,9 +61,12 @@ pub fn reviewer_for(config: &Config) -> Option<Arc<dyn Reviewer>> {
 }
 
 /// An answered card as the history reviewer learns from it: only a person's answers count
-/// (a rule's or a mode's approval says nothing of what the person would do).
+/// (a rule's or a mode's approval says nothing of what the person would do), and never a card
+/// no reviewer may see (floor, config, budget, plan).
 pub fn past_answer(request: &ApprovalRequest, resolution: &Resolution) -> Option<PastAnswer> {
-    if resolution.answered_by != AnsweredBy::User {
+    if resolution.answered_by != AnsweredBy::User
+        || super::reviewable::never_reviewed(&request.body)
+    {
         return None;
     }
     Some(PastAnswer {

@@ -2,13 +2,16 @@
 //! answered predictions: pure, so the route, the trust switch and the benchmark all count the
 //! same way.
 //!
-//! A prediction *agrees* when `approve` meets an approval, or `escalate` meets a deny, an edit
-//! or a timeout; `escalate` met by an approval disagrees, and so does `approve` met by a
-//! timeout. A *false approval* is `approve` met by a deny or an edit, or the person's "I would
-//! not have approved this" on a card the reviewer answered; a card the reviewer answered counts
-//! as agreed unless so disagreed with. A class (tool class × agent) is *eligible* with at least
-//! `min_cards` predictions, agreement at or above `min_agreement` over its last `min_cards`, and
-//! no false approval among them. The window is the recent one on purpose: a history reviewer
+//! A prediction *agrees* when `approve` meets an approval, or `escalate` meets a deny or an
+//! edit; `escalate` met by an approval disagrees. Only a PERSON's answer (approved, denied,
+//! edited) grades the reviewer: a timeout is nobody's answer (an agent sets its own gates'
+//! deadlines, and 52 one-second gates once made a class eligible in five seconds) and the
+//! reviewer's own answers would have it grade itself; both are listed in `recent` but counted
+//! nowhere. A *false approval* is `approve` met by a person's deny or edit, or the person's "I
+//! would not have approved this" on a card the reviewer answered. A class (tool class × agent)
+//! is *eligible* with at least `min_cards` person-answered predictions, agreement at or above
+//! `min_agreement` over its last `min_cards` of them, and at least `min_cards` of them since
+//! its newest false approval. The window is the recent one on purpose: a history reviewer
 //! escalates each new subject until the person has approved it five times, and counted over a
 //! class's whole life those early disagreements would keep it below the bar for ever; what
 //! earns trust is how the reviewer does now. The all-time agreement is still reported.
@@ -144,7 +147,20 @@ pub fn standing(
         .collect()
 }
 
-/// One class's standing from its predictions, oldest first.
+/// Whether a person answered the card (approved, denied, edited): the only answers that say
+/// anything about the reviewer. A timeout is nobody's answer (an agent can make its gates
+/// expire at will) and the reviewer's own answer would be the reviewer grading itself.
+pub fn by_a_person(outcome: Outcome) -> bool {
+    matches!(
+        outcome,
+        Outcome::Approved | Outcome::Denied | Outcome::Edited
+    )
+}
+
+/// One class's standing from its predictions, oldest first. Only predictions a person
+/// answered count towards cards and agreement; a false approval (a person's refusal of an
+/// approve, or their disagreement with the reviewer's answer) keeps the class ineligible until
+/// `min_cards` person-answered predictions have come after it.
 pub fn class_standing(
     class: ToolClass,
     source: String,
@@ -152,37 +168,24 @@ pub fn class_standing(
     thresholds: &Thresholds,
     trusted: bool,
 ) -> ClassStanding {
-    let cards = list.len() as u64;
-    let agreed = list
+    let judged: Vec<&Answered> = list
         .iter()
-        .filter(|a| agrees(a.predicted, a.outcome))
-        .count() as u64;
+        .copied()
+        .filter(|a| by_a_person(a.outcome))
+        .collect();
+    let cards = judged.len() as u64;
+    let agreed = count_agreeing(&judged) as u64;
     let false_approvals = list
         .iter()
         .filter(|a| is_false_approval(a.predicted, a.outcome))
         .count() as u64;
-    let agreement = if cards == 0 {
-        0.0
-    } else {
-        agreed as f64 / cards as f64
-    };
+    let agreement = share(agreed as usize, judged.len());
     let window = usize::try_from(thresholds.min_cards).unwrap_or(usize::MAX);
-    let last: Vec<&&Answered> = list.iter().rev().take(window).collect();
-    let recent_agreed = last
-        .iter()
-        .filter(|a| agrees(a.predicted, a.outcome))
-        .count();
-    let recent_agreement = if last.is_empty() {
-        0.0
-    } else {
-        recent_agreed as f64 / last.len() as f64
-    };
-    let recent_clean = last
-        .iter()
-        .all(|a| !is_false_approval(a.predicted, a.outcome));
+    let last: Vec<&Answered> = judged.iter().rev().take(window).copied().collect();
+    let recent_agreement = share(count_agreeing(&last), last.len());
     let eligible = cards >= thresholds.min_cards
         && recent_agreement >= thresholds.min_agreement
-        && recent_clean;
+        && judged_since_last_false_approval(list) >= thresholds.min_cards;
     ClassStanding {
         class,
         source,
@@ -194,6 +197,31 @@ pub fn class_standing(
         trusted,
         eligible,
     }
+}
+
+fn count_agreeing(list: &[&Answered]) -> usize {
+    list.iter()
+        .filter(|a| agrees(a.predicted, a.outcome))
+        .count()
+}
+
+/// `part / whole`, 0 with nothing to divide.
+fn share(part: usize, whole: usize) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 / whole as f64
+    }
+}
+
+/// How many person-answered predictions came after the newest false approval (all of them
+/// when there was none), the list oldest first.
+fn judged_since_last_false_approval(list: &[&Answered]) -> u64 {
+    list.iter()
+        .rev()
+        .take_while(|a| !is_false_approval(a.predicted, a.outcome))
+        .filter(|a| by_a_person(a.outcome))
+        .count() as u64
 }
 
 /// The last `limit` answered predictions, newest first.

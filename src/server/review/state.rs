@@ -53,6 +53,13 @@ pub fn review_state(
     rows: &[PredictionRow],
     trusted: &[TrustRow],
 ) -> ReviewState {
+    // Only the reviewer in force is graded: another kind's record says nothing of this one.
+    let rows: Vec<PredictionRow> = rows
+        .iter()
+        .filter(|r| r.reviewer == config.reviewer)
+        .cloned()
+        .collect();
+    let rows = rows.as_slice();
     let answered = answered(rows);
     let trusted: Vec<_> = trusted
         .iter()
@@ -89,8 +96,8 @@ mod tests {
         }
     }
 
-    /// Unanswered predictions are not counted; a reviewer's answer the person disagreed with
-    /// is a false approval.
+    /// Unanswered predictions are not counted, nor is the reviewer's own answer as a card; a
+    /// reviewer's answer the person disagreed with is still a false approval.
     #[test]
     fn only_answered_predictions_count_and_a_disagreement_is_a_false_approval() {
         let mut disagreed = row("c", Predicted::Approve, Some(Answered::Reviewer));
@@ -103,7 +110,7 @@ mod tests {
         let state = review_state(&ReviewConfig::default(), &rows, &[]);
         assert_eq!(state.classes.len(), 1);
         let exec = &state.classes[0];
-        assert_eq!((exec.cards, exec.agreed, exec.false_approvals), (2, 1, 1));
+        assert_eq!((exec.cards, exec.agreed, exec.false_approvals), (1, 1, 1));
         assert_eq!(state.recent.len(), 2);
         assert!(
             state
@@ -111,5 +118,26 @@ mod tests {
                 .iter()
                 .any(|r| r.answered == "reviewer" && !r.agreed)
         );
+    }
+
+    /// Only the reviewer in force is graded: the other kind's predictions count for nothing.
+    #[test]
+    fn only_the_reviewer_in_force_is_counted() {
+        let mut by_model = row("m", Predicted::Approve, Some(Answered::Approved));
+        by_model.reviewer = ReviewerKind::Model;
+        let rows = vec![
+            row("h", Predicted::Approve, Some(Answered::Approved)),
+            by_model,
+        ];
+        let history = review_state(&ReviewConfig::default(), &rows, &[]);
+        assert_eq!(history.classes[0].cards, 1);
+        assert_eq!(history.recent.len(), 1);
+        let model = ReviewConfig {
+            reviewer: ReviewerKind::Model,
+            ..ReviewConfig::default()
+        };
+        let state = review_state(&model, &rows, &[]);
+        assert_eq!(state.classes[0].cards, 1);
+        assert_eq!(state.recent[0].approval_id.as_str(), "m");
     }
 }

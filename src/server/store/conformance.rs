@@ -34,6 +34,7 @@ pub async fn run_all(store: Arc<dyn Store>) {
     a_made_title_never_overwrites_a_rename(store.clone()).await;
     a_prediction_meets_one_answer_and_trust_is_audited(store.clone()).await;
     resolved_cards_come_in_their_window_in_resolution_order(store.clone()).await;
+    no_flood_pushes_a_persons_refusal_out_of_the_history(store.clone()).await;
     super::conformance_grants::grants_run_out_and_say_why(store.clone()).await;
     super::conformance_grants::only_one_racing_call_spends_the_last_use(store.clone()).await;
     super::conformance_grants::a_grant_in_force_is_read_by_id(store.clone()).await;
@@ -56,9 +57,11 @@ async fn a_prediction_meets_one_answer_and_trust_is_audited(store: Arc<dyn Store
             .append(&"rev".into(), vec![msg(id)], open)
             .await
             .unwrap();
+        let mut answered = resolution(id, Decision::Approve);
+        answered.resolved_at = Timestamp::now();
         let answer = Commit {
             gate: Some(GateChange::Resolve {
-                resolution: resolution(id, Decision::Approve),
+                resolution: answered,
                 new_rule: None,
             }),
             ..Commit::default()
@@ -68,9 +71,13 @@ async fn a_prediction_meets_one_answer_and_trust_is_audited(store: Arc<dyn Store
             .await
             .unwrap();
     }
+    // The limit bounds the person's approvals; their refusals (other tests') come besides.
     let cards = store.answered_cards(1).await.unwrap();
-    assert_eq!(cards.len(), 1);
-    assert_eq!(cards[0].1.decision, Decision::Approve);
+    let approvals: Vec<_> = cards
+        .iter()
+        .filter(|(_, r)| r.decision == Decision::Approve)
+        .collect();
+    assert_eq!(approvals.len(), 1);
     // Newest first: the two just answered lead (other tests of the suite answered theirs).
     let ids: Vec<String> = store
         .answered_cards(2)
@@ -135,6 +142,7 @@ async fn a_prediction_meets_one_answer_and_trust_is_audited(store: Arc<dyn Store
         class: ToolClass::Read,
         source: "codex".into(),
         trusted_at: Timestamp::now(),
+        reviewer: "model http://127.0.0.1:11434/v1 judge".into(),
     };
     assert!(store.trust_class(&trust, "browser").await.unwrap());
     assert!(!store.trust_class(&trust, "browser").await.unwrap());
@@ -143,7 +151,12 @@ async fn a_prediction_meets_one_answer_and_trust_is_audited(store: Arc<dyn Store
         ..trust.clone()
     };
     assert!(store.trust_class(&edit, "browser").await.unwrap());
-    assert_eq!(store.trusted_classes().await.unwrap().len(), 2);
+    let trusts = store.trusted_classes().await.unwrap();
+    assert_eq!(trusts.len(), 2);
+    assert!(
+        trusts.iter().all(|t| t.reviewer == trust.reviewer),
+        "the reviewer that earned it is kept: {trusts:?}"
+    );
     assert!(
         store
             .untrust_class(ToolClass::Read, "codex", "reviewer", "a false approval")
@@ -512,6 +525,87 @@ fn msg(text: &str) -> NewEvent {
             approval_mode: Mode::Ask,
         },
     )
+}
+
+/// Opens and answers one gate of `sid` as `by` with `decision`.
+async fn answered_gate(
+    store: &Arc<dyn Store>,
+    sid: &str,
+    id: &str,
+    decision: Decision,
+    by: AnsweredBy,
+) {
+    let open = Commit {
+        gate: Some(GateChange::Open(Box::new(gate(sid, id)))),
+        ..Commit::default()
+    };
+    store
+        .append(&sid.into(), vec![msg(id)], open)
+        .await
+        .unwrap();
+    let mut answer = resolution(id, decision);
+    answer.answered_by = by;
+    answer.resolved_at = Timestamp::now();
+    let answer = Commit {
+        gate: Some(GateChange::Resolve {
+            resolution: answer,
+            new_rule: None,
+        }),
+        ..Commit::default()
+    };
+    store
+        .append(&sid.into(), vec![msg(id)], answer)
+        .await
+        .unwrap();
+}
+
+/// The history reviewer's evidence holds only a person's answers, and their refusals are read
+/// apart from their approvals: a flood of approvals — a person's, a mode's, the clock's —
+/// never pushes a deny or an edit out.
+async fn no_flood_pushes_a_persons_refusal_out_of_the_history(store: Arc<dyn Store>) {
+    store.create_session(&session("flood")).await.unwrap();
+    answered_gate(&store, "flood", "fl-deny", Decision::Deny, AnsweredBy::User).await;
+    answered_gate(&store, "flood", "fl-edit", Decision::Edit, AnsweredBy::User).await;
+    for n in 0..12 {
+        let id = format!("fl-mode-{n}");
+        answered_gate(&store, "flood", &id, Decision::Approve, AnsweredBy::System).await;
+        let id = format!("fl-rule-{n}");
+        answered_gate(&store, "flood", &id, Decision::Approve, AnsweredBy::Rule).await;
+        let id = format!("fl-late-{n}");
+        answered_gate(&store, "flood", &id, Decision::Timeout, AnsweredBy::Timeout).await;
+        let id = format!("fl-user-{n}");
+        answered_gate(&store, "flood", &id, Decision::Approve, AnsweredBy::User).await;
+    }
+    let cards = store.answered_cards(3).await.unwrap();
+    let ids: Vec<String> = cards
+        .iter()
+        .map(|(_, r)| r.approval_id.to_string())
+        .collect();
+    assert!(
+        cards.iter().all(|(_, r)| r.answered_by == AnsweredBy::User),
+        "{ids:?}"
+    );
+    for id in [
+        "fl-deny",
+        "fl-edit",
+        "fl-user-11",
+        "fl-user-10",
+        "fl-user-9",
+    ] {
+        assert!(ids.contains(&id.to_owned()), "{id} in {ids:?}");
+    }
+    let approvals = cards
+        .iter()
+        .filter(|(_, r)| r.decision == Decision::Approve)
+        .count();
+    assert_eq!(approvals, 3, "{ids:?}");
+    // Newest first (other tests' cards may carry later times).
+    let at = |id: &str| ids.iter().position(|i| i == id).unwrap();
+    assert!(
+        at("fl-user-11") < at("fl-user-9") && at("fl-user-9") < at("fl-edit"),
+        "{ids:?}"
+    );
+    assert!(at("fl-edit") < at("fl-deny"), "{ids:?}");
 }
 
 pub fn gate(session_id: &str, id: &str) -> ApprovalRequest {

@@ -39,6 +39,9 @@ pub struct TrustRow {
     pub class: ToolClass,
     pub source: String,
     pub trusted_at: Timestamp,
+    /// The reviewer that earned it, as [`crate::server::review::reviewer_key`] names it: a
+    /// trust ends when the reviewer in force is another.
+    pub reviewer: String,
 }
 
 /// How many answered cards the history reviewer reads back, at most.
@@ -86,13 +89,20 @@ pub trait ReviewRepo: Send + Sync {
     /// Ends every trust at once (each audited); how many there were.
     async fn untrust_all(&self, actor: &str, why: &str) -> Result<u64, StoreError>;
 
-    /// The latest answered cards of the workspace, newest first, at most `limit`: what the
-    /// history reviewer learns from. A row that does not read is left out.
+    /// The cards of the workspace a PERSON answered (`answered_by: user`), newest first: what
+    /// the history reviewer learns from. Their denies and edits (at most
+    /// [`PERSON_REFUSALS`]) are read apart from their approvals (at most `limit`), so no
+    /// number of approvals — nor of cards a rule, a mode or the clock answered — can push a
+    /// refusal out. A row that does not read is left out.
     async fn answered_cards(
         &self,
         limit: u32,
     ) -> Result<Vec<(ApprovalRequest, Resolution)>, StoreError>;
 }
+
+/// How many of the person's refusals the history reviewer reads at most: far more than any
+/// workspace gathers, bounded so a read stays cheap.
+pub const PERSON_REFUSALS: u32 = 10_000;
 
 /// The audit entry of a trust given or lost: the class and agent, never any card.
 pub fn trust_audit_draft(

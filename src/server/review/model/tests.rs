@@ -25,6 +25,8 @@ enum Behaviour {
     /// Judges after two seconds.
     Slow,
     Fail,
+    /// A verdict followed by more than [`super::MAX_REPLY_BYTES`] of padding.
+    Huge,
 }
 
 /// Each request the server was sent: its `Authorization` header and its body.
@@ -84,6 +86,7 @@ async fn chat(
             completion(&judge(&body))
         }
         Behaviour::Fail => (StatusCode::INTERNAL_SERVER_ERROR, "overloaded").into_response(),
+        Behaviour::Huge => completion(&format!("{}{}", judge(&body), " ".repeat(MAX_REPLY_BYTES))),
     }
 }
 
@@ -152,8 +155,8 @@ async fn prose_and_deny_escalate() {
 }
 
 #[tokio::test]
-async fn slow_or_failing_is_no_prediction() {
-    for behaviour in [Behaviour::Slow, Behaviour::Fail] {
+async fn slow_failing_or_oversized_is_no_prediction() {
+    for behaviour in [Behaviour::Slow, Behaviour::Fail, Behaviour::Huge] {
         let (reviewer, _) = scripted(behaviour).await;
         assert_eq!(
             reviewer.predict(&input("echo hi")).await,
@@ -199,6 +202,7 @@ async fn the_agents_words_are_sent_as_data() {
             "arguments",
             "class",
             "diff",
+            "path",
             "summary",
             "tool"
         ]
@@ -268,4 +272,18 @@ fn a_bad_base_url_or_model_is_refused() {
         ModelReviewer::new("http://x/v1", " ", None),
         Err(ModelReviewerError::NoModel)
     ));
+}
+
+/// A file card shows the model the exact file its tool will touch, normalized.
+#[test]
+fn a_file_card_shows_its_path() {
+    let edit = crate::server::review::test_cards::outside(
+        "Edit",
+        crate::protocol::ToolClass::Edit,
+        serde_json::json!({"file_path": "/w/app/x/../.env", "old_string": "a", "new_string": "b"}),
+    );
+    let document: Value = serde_json::from_str(&card_document(&edit, "claude-code")).unwrap();
+    assert_eq!(document["path"], "/w/app/.env");
+    let shell: Value = serde_json::from_str(&card_document(&shell("ls"), "countersign")).unwrap();
+    assert_eq!(shell["path"], "");
 }

@@ -38,7 +38,7 @@ fn what_agrees_and_what_is_a_false_approval() {
         (Escalate, Approved, false, false),
         (Escalate, Denied, true, false),
         (Escalate, Edited, true, false),
-        (Escalate, Expired, true, false),
+        (Escalate, Expired, true, false), // agrees, but counted nowhere (by_a_person)
         (Approve, Reviewer, true, false),
         (Approve, Disagreed, false, true),
     ] {
@@ -119,21 +119,21 @@ fn recent_agreement_is_over_what_there_is_and_zero_with_nothing() {
 }
 
 #[test]
-fn a_false_approval_blocks_only_while_among_the_last_min_cards() {
-    // Long ago: 1 false approval, then 50 agreeing (1000 cards keep agreement high).
+fn a_false_approval_blocks_until_min_cards_person_answers_come_after_it() {
+    // Long ago: 1 false approval, then 50 agreeing.
     let mut old = agreeing(0, 949);
     old.extend(run(949, 1, Predicted::Approve, Outcome::Denied));
     old.extend(agreeing(950, 50));
     let old = only(&old);
     assert_eq!(old.false_approvals, 1);
-    assert!(old.eligible, "51 cards ago");
-    // Among the last 50.
+    assert!(old.eligible, "50 person answers since");
+    // 49 since.
     let mut recent = agreeing(0, 950);
     recent.extend(run(950, 1, Predicted::Approve, Outcome::Edited));
     recent.extend(agreeing(951, 49));
     let recent = only(&recent);
     assert_eq!(recent.false_approvals, 1);
-    assert!(!recent.eligible, "50 cards ago");
+    assert!(!recent.eligible, "49 person answers since");
 }
 
 #[test]
@@ -142,9 +142,57 @@ fn a_disagreement_on_a_card_the_reviewer_answered_is_a_false_approval() {
     list.extend(run(60, 5, Predicted::Approve, Outcome::Reviewer));
     list.extend(run(65, 1, Predicted::Approve, Outcome::Disagreed));
     let standing = only(&list);
-    assert_eq!((standing.cards, standing.agreed), (66, 65));
+    assert_eq!((standing.cards, standing.agreed), (60, 60));
     assert_eq!(standing.false_approvals, 1);
     assert!(!standing.eligible);
+    // Reviewer answers after it wash nothing out; 49 person answers are not enough, 50 are.
+    list.extend(run(66, 500, Predicted::Approve, Outcome::Reviewer));
+    list.extend(agreeing(566, 49));
+    assert!(
+        !only(&list).eligible,
+        "49 person answers since the disagreement"
+    );
+    list.extend(agreeing(615, 1));
+    assert!(only(&list).eligible);
+}
+
+/// The red-team's attack: an agent opens gates with a one-second deadline; the reviewer
+/// escalates, the gates expire. Nobody answered: nothing counted.
+#[test]
+fn fifty_two_expired_gates_make_nothing_eligible() {
+    let expired = only(&run(0, 52, Predicted::Escalate, Outcome::Expired));
+    assert_eq!((expired.cards, expired.agreed), (0, 0));
+    assert_eq!(expired.recent_agreement, 0.0);
+    assert!(!expired.eligible);
+    // Nor do they top up a class one card short, nor wash out a false approval.
+    let mut short = agreeing(0, 49);
+    short.extend(run(49, 52, Predicted::Escalate, Outcome::Expired));
+    let short = only(&short);
+    assert_eq!(short.cards, 49);
+    assert!(!short.eligible);
+    let mut washed = agreeing(0, 100);
+    washed.extend(run(100, 1, Predicted::Approve, Outcome::Denied));
+    washed.extend(run(101, 52, Predicted::Escalate, Outcome::Expired));
+    washed.extend(run(153, 52, Predicted::Approve, Outcome::Expired));
+    washed.extend(agreeing(205, 49));
+    assert!(
+        !only(&washed).eligible,
+        "only 49 person answers since the deny"
+    );
+}
+
+#[test]
+fn the_reviewers_own_answers_count_for_nothing() {
+    let own = only(&run(0, 60, Predicted::Approve, Outcome::Reviewer));
+    assert_eq!((own.cards, own.agreed), (0, 0));
+    assert!(!own.eligible);
+    // Nor do they dilute disagreement: 2 in the last 50 person answers stay 0.96.
+    let mut list = agreeing(0, 48);
+    list.extend(run(48, 2, Predicted::Escalate, Outcome::Approved));
+    list.extend(run(50, 100, Predicted::Approve, Outcome::Reviewer));
+    let diluted = only(&list);
+    assert_eq!(diluted.recent_agreement, 0.96);
+    assert!(!diluted.eligible);
 }
 
 #[test]

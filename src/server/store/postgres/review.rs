@@ -9,8 +9,8 @@ use super::write::queue_audit;
 use crate::protocol::{Answered, ApprovalRequest, Resolution, Timestamp, ToolClass};
 use crate::server::store::StoreError;
 use crate::server::store::review::{
-    PREDICTION_COLUMNS, PredictionRow, PredictionTexts, ReviewRepo, TrustRow, answered_card,
-    prediction_row, trust_audit_draft,
+    PERSON_REFUSALS, PREDICTION_COLUMNS, PredictionRow, PredictionTexts, ReviewRepo, TrustRow,
+    answered_card, prediction_row, trust_audit_draft,
 };
 
 type Tuple = (
@@ -143,18 +143,19 @@ impl ReviewRepo for PgStore {
     }
 
     async fn trusted_classes(&self) -> Result<Vec<TrustRow>, StoreError> {
-        let rows: Vec<(String, String, String)> = sqlx::query_as(
-            "SELECT class, source, trusted_at FROM review_trust ORDER BY class, source",
+        let rows: Vec<(String, String, String, String)> = sqlx::query_as(
+            "SELECT class, source, trusted_at, reviewer FROM review_trust ORDER BY class, source",
         )
         .fetch_all(&self.pool)
         .await?;
         Ok(rows
             .into_iter()
-            .filter_map(|(class, source, trusted_at)| {
+            .filter_map(|(class, source, trusted_at, reviewer)| {
                 Some(TrustRow {
                     class: ToolClass::parse(&class)?,
                     source,
                     trusted_at: trusted_at.into(),
+                    reviewer,
                 })
             })
             .collect())
@@ -164,12 +165,13 @@ impl ReviewRepo for PgStore {
         crate::server::store::storable(&row.source)?;
         let mut tx = self.pool.begin().await?;
         let added = sqlx::query(
-            "INSERT INTO review_trust (class, source, trusted_at) VALUES ($1, $2, $3) \
-             ON CONFLICT (class, source) DO NOTHING",
+            "INSERT INTO review_trust (class, source, trusted_at, reviewer) \
+             VALUES ($1, $2, $3, $4) ON CONFLICT (class, source) DO NOTHING",
         )
         .bind(row.class.as_str())
         .bind(&row.source)
         .bind(row.trusted_at.as_str())
+        .bind(&row.reviewer)
         .execute(&mut *tx)
         .await?
         .rows_affected();
@@ -218,10 +220,24 @@ impl ReviewRepo for PgStore {
         &self,
         limit: u32,
     ) -> Result<Vec<(ApprovalRequest, Resolution)>, StoreError> {
+        // The person's refusals apart from their approvals, so no flood of approvals (nor of
+        // anything answered by a rule, a mode or the clock) pushes a deny out.
         let rows: Vec<(String, String)> = sqlx::query_as(
-            "SELECT request, resolution FROM approvals WHERE resolution IS NOT NULL \
-             ORDER BY resolved_at DESC LIMIT $1",
+            "SELECT request, resolution FROM ( \
+               (SELECT request, resolution, resolved_at FROM approvals \
+                 WHERE resolution IS NOT NULL \
+                   AND (resolution::jsonb->>'answered_by') = 'user' \
+                   AND (resolution::jsonb->>'decision') IN ('deny', 'edit') \
+                 ORDER BY resolved_at DESC LIMIT $1) \
+               UNION ALL \
+               (SELECT request, resolution, resolved_at FROM approvals \
+                 WHERE resolution IS NOT NULL \
+                   AND (resolution::jsonb->>'answered_by') = 'user' \
+                   AND (resolution::jsonb->>'decision') IN ('approve', 'allow_always') \
+                 ORDER BY resolved_at DESC LIMIT $2) \
+             ) AS person ORDER BY resolved_at DESC",
         )
+        .bind(i64::from(PERSON_REFUSALS))
         .bind(i64::from(limit))
         .fetch_all(&self.pool)
         .await?;

@@ -9,8 +9,8 @@ use super::batch::Done;
 use crate::protocol::{Answered, ApprovalRequest, Resolution, Timestamp, ToolClass};
 use crate::server::store::StoreError;
 use crate::server::store::review::{
-    PREDICTION_COLUMNS, PredictionRow, PredictionTexts, ReviewRepo, TrustRow, answered_card,
-    prediction_row, trust_audit_draft,
+    PERSON_REFUSALS, PREDICTION_COLUMNS, PredictionRow, PredictionTexts, ReviewRepo, TrustRow,
+    answered_card, prediction_row, trust_audit_draft,
 };
 
 fn texts(row: &Row<'_>) -> rusqlite::Result<PredictionTexts> {
@@ -157,22 +157,25 @@ impl ReviewRepo for SqliteStore {
     }
 
     async fn trusted_classes(&self) -> Result<Vec<TrustRow>, StoreError> {
-        let rows: Vec<(String, String, Timestamp)> = self
+        let rows: Vec<(String, String, Timestamp, String)> = self
             .read(|c| {
                 let mut stmt = c.prepare_cached(
-                    "SELECT class, source, trusted_at FROM review_trust ORDER BY class, source",
+                    "SELECT class, source, trusted_at, reviewer FROM review_trust \
+                     ORDER BY class, source",
                 )?;
-                let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+                let rows =
+                    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?;
                 Ok(rows.collect::<rusqlite::Result<_>>()?)
             })
             .await?;
         Ok(rows
             .into_iter()
-            .filter_map(|(class, source, trusted_at)| {
+            .filter_map(|(class, source, trusted_at, reviewer)| {
                 Some(TrustRow {
                     class: ToolClass::parse(&class)?,
                     source,
                     trusted_at,
+                    reviewer,
                 })
             })
             .collect())
@@ -186,10 +189,15 @@ impl ReviewRepo for SqliteStore {
             .exec(move |sp| {
                 let added = sp
                     .prepare_cached(
-                        "INSERT INTO review_trust (class, source, trusted_at) VALUES (?1, ?2, ?3) \
-                         ON CONFLICT (class, source) DO NOTHING",
+                        "INSERT INTO review_trust (class, source, trusted_at, reviewer) \
+                         VALUES (?1, ?2, ?3, ?4) ON CONFLICT (class, source) DO NOTHING",
                     )?
-                    .execute(params![row.class.as_str(), row.source, row.trusted_at])?;
+                    .execute(params![
+                        row.class.as_str(),
+                        row.source,
+                        row.trusted_at,
+                        row.reviewer
+                    ])?;
                 if added > 0 {
                     super::write::chain_audit(
                         sp,
@@ -251,11 +259,26 @@ impl ReviewRepo for SqliteStore {
     ) -> Result<Vec<(ApprovalRequest, Resolution)>, StoreError> {
         let rows: Vec<(String, String)> = self
             .read(move |c| {
+                // The person's refusals apart from their approvals, so no flood of approvals
+                // (nor of anything answered by a rule, a mode or the clock) pushes a deny out.
                 let mut stmt = c.prepare_cached(
-                    "SELECT request, resolution FROM approvals WHERE resolution IS NOT NULL \
-                     ORDER BY resolved_at DESC LIMIT ?1",
+                    "SELECT request, resolution FROM ( \
+                       SELECT * FROM (SELECT request, resolution, resolved_at FROM approvals \
+                         WHERE resolution IS NOT NULL \
+                           AND json_extract(resolution, '$.answered_by') = 'user' \
+                           AND json_extract(resolution, '$.decision') IN ('deny', 'edit') \
+                         ORDER BY resolved_at DESC LIMIT ?1) \
+                       UNION ALL \
+                       SELECT * FROM (SELECT request, resolution, resolved_at FROM approvals \
+                         WHERE resolution IS NOT NULL \
+                           AND json_extract(resolution, '$.answered_by') = 'user' \
+                           AND json_extract(resolution, '$.decision') IN ('approve', 'allow_always') \
+                         ORDER BY resolved_at DESC LIMIT ?2) \
+                     ) ORDER BY resolved_at DESC",
                 )?;
-                let rows = stmt.query_map(params![limit], |r| Ok((r.get(0)?, r.get(1)?)))?;
+                let rows = stmt.query_map(params![PERSON_REFUSALS, limit], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })?;
                 Ok(rows.collect::<rusqlite::Result<_>>()?)
             })
             .await?;
