@@ -46,12 +46,12 @@ test('config: locked keys, an inline edit applied on the server, a bad value, an
   await expect(page.getByTestId('config-api-key')).toHaveText(/^Provider API key: (set \(masked\)|not set)$/);
 
   // Grouped by section, in the README's order.
-  await expect(page.locator('tbody[data-section]')).toHaveCount(8);
+  await expect(page.locator('tbody[data-section]')).toHaveCount(9);
   const sections = await page.locator('tbody[data-section]').evaluateAll(
     (els) => els.map((e) => e.getAttribute('data-section')));
   // The startup settings (flags, environment, defaults) come last, read-only.
   // `server.public_url` (a file key) sits with them.
-  expect(sections).toEqual(['provider', 'approvals', 'safety', 'budget', 'storage', 'tools', 'notify', 'server']);
+  expect(sections).toEqual(['provider', 'approvals', 'safety', 'budget', 'storage', 'tools', 'notify', 'review', 'server']);
   await expect(page.locator('[data-testid=config-row][data-key="server.addr"] [data-testid=config-edit]')).toHaveCount(0);
   await expect(page.locator('[data-testid=config-row][data-key="server.token"]')).toContainText('(masked)');
   await expect(page.locator('body')).not.toContainText(server.token);
