@@ -56,23 +56,33 @@ async fn listed(store: &Arc<dyn Store>, id: &str) -> Option<Rule> {
 /// A two-use grant answers twice and then lapses, used up; an expired one answers nothing;
 /// both stay listed with why (and can be revoked), until they lapsed a month ago.
 pub async fn grants_run_out_and_say_why(store: Arc<dyn Store>) {
+    lapsed_grants_are_listed_within_the_bound(&store).await;
+    let now = Timestamp::now();
+    a_two_use_grant_answers_twice_then_is_used_up(&store, &now).await;
+    a_grant_keeps_the_agent_it_was_made_for(&store).await;
+    revoking_takes_a_grant_off_the_list_lapsed_or_not(&store, &now).await;
+}
+
+/// Grants made, one used up and one expired long ago: the fresh and the lately expired are
+/// listed, those past the bound are not.
+async fn lapsed_grants_are_listed_within_the_bound(store: &Arc<dyn Store>) {
     store.create_session(&session("grants")).await.unwrap();
     let now = Timestamp::now();
-    grant(&store, "grants", rule("two-uses", Some(2), None)).await;
+    grant(store, "grants", rule("two-uses", Some(2), None)).await;
     grant(
-        &store,
+        store,
         "grants",
         rule("expired", None, Some(now.plus_ms(-1000))),
     )
     .await;
     let long_ago = now.plus_ms(-LAPSED_LISTED_MS - 86_400_000);
     grant(
-        &store,
+        store,
         "grants",
         rule("expired-long-ago", None, Some(long_ago.clone())),
     )
     .await;
-    grant(&store, "grants", rule("used-long-ago", Some(1), None)).await;
+    grant(store, "grants", rule("used-long-ago", Some(1), None)).await;
     assert!(
         store
             .claim_rule_use(&"used-long-ago".into(), &long_ago)
@@ -80,7 +90,7 @@ pub async fn grants_run_out_and_say_why(store: Arc<dyn Store>) {
             .unwrap()
     );
 
-    let fresh = listed(&store, "two-uses").await.expect("listed");
+    let fresh = listed(store, "two-uses").await.expect("listed");
     assert_eq!(
         (fresh.uses, fresh.max_uses, fresh.lapsed),
         (0, Some(2), None)
@@ -89,20 +99,23 @@ pub async fn grants_run_out_and_say_why(store: Arc<dyn Store>) {
         fresh.last_used_at, None,
         "the approval that made it is not a use"
     );
-    let expired = listed(&store, "expired")
+    let expired = listed(store, "expired")
         .await
         .expect("an expired grant stays listed");
     assert_eq!(expired.lapsed, Some(RuleLapse::Expired));
     assert!(
-        listed(&store, "expired-long-ago").await.is_none(),
+        listed(store, "expired-long-ago").await.is_none(),
         "past the bound"
     );
     assert!(
-        listed(&store, "used-long-ago").await.is_none(),
+        listed(store, "used-long-ago").await.is_none(),
         "past the bound"
     );
+}
 
-    let now = Timestamp::now();
+/// Two uses claimed, the third refused; an expired grant and an unknown one claim nothing.
+async fn a_two_use_grant_answers_twice_then_is_used_up(store: &Arc<dyn Store>, now: &Timestamp) {
+    let now = now.clone();
     assert!(!store.claim_rule_use(&"expired".into(), &now).await.unwrap());
     assert!(
         store
@@ -123,14 +136,17 @@ pub async fn grants_run_out_and_say_why(store: Arc<dyn Store>) {
             .unwrap(),
         "a third use of a two-use grant"
     );
-    let spent = listed(&store, "two-uses")
+    let spent = listed(store, "two-uses")
         .await
         .expect("a used-up grant stays listed");
     assert_eq!((spent.uses, spent.lapsed), (2, Some(RuleLapse::UsedUp)));
     assert_eq!(spent.last_used_at, Some(now.clone()));
     assert!(!store.claim_rule_use(&"unknown".into(), &now).await.unwrap());
-
     assert_eq!(spent.source, None, "the built-in agent's grant");
+}
+
+/// An outside agent's grant is listed with its agent, and can be revoked.
+async fn a_grant_keeps_the_agent_it_was_made_for(store: &Arc<dyn Store>) {
     let outside = crate::server::store::SessionRow {
         source: Some("codex".into()),
         ..session("grants-codex")
@@ -141,8 +157,8 @@ pub async fn grants_run_out_and_say_why(store: Arc<dyn Store>) {
         source: Some("codex".into()),
         ..rule("codex-grant", None, None)
     };
-    grant(&store, "grants-codex", codex_grant).await;
-    let theirs = listed(&store, "codex-grant")
+    grant(store, "grants-codex", codex_grant).await;
+    let theirs = listed(store, "codex-grant")
         .await
         .expect("an outside agent's grant");
     assert_eq!(theirs.source.as_deref(), Some("codex"));
@@ -152,7 +168,13 @@ pub async fn grants_run_out_and_say_why(store: Arc<dyn Store>) {
             .await
             .unwrap()
     );
+}
 
+/// A revoked grant, used up or expired, leaves the list and claims nothing more.
+async fn revoking_takes_a_grant_off_the_list_lapsed_or_not(
+    store: &Arc<dyn Store>,
+    now: &Timestamp,
+) {
     assert!(
         store
             .revoke_rule(&"two-uses".into(), "browser")
@@ -160,22 +182,17 @@ pub async fn grants_run_out_and_say_why(store: Arc<dyn Store>) {
             .unwrap()
     );
     assert!(
-        listed(&store, "two-uses").await.is_none(),
+        listed(store, "two-uses").await.is_none(),
         "revoked: gone from the list"
     );
-    assert!(
-        !store
-            .claim_rule_use(&"two-uses".into(), &now)
-            .await
-            .unwrap()
-    );
+    assert!(!store.claim_rule_use(&"two-uses".into(), now).await.unwrap());
     assert!(
         store
             .revoke_rule(&"expired".into(), "browser")
             .await
             .unwrap()
     );
-    assert!(listed(&store, "expired").await.is_none());
+    assert!(listed(store, "expired").await.is_none());
 }
 
 /// Twenty calls race for a one-use grant's use: exactly one gets it, through the matcher the
