@@ -36,6 +36,12 @@ fn bash(session: &str, command: &str) -> Value {
     })
 }
 
+/// `body` as the agent named `source` sends it (each token opens gates under its own name).
+fn as_agent(mut body: Value, source: &str) -> Value {
+    body["source"] = json!(source);
+    body
+}
+
 async fn open(api: &Api, body: Value) -> Value {
     let resp = api.post("/api/v1/gates", body).await;
     assert!(
@@ -231,7 +237,11 @@ async fn every_route_answers_each_scope_as_the_table_says() {
     for scope in ["gates", "approve", "admin"] {
         let api = token(&ts, &format!("t-{scope}"), scope).await;
         // Each scope reads and cancels a gate it opened itself.
-        let own = open(&api, bash("matrix", "make")).await;
+        let own = open(
+            &api,
+            as_agent(bash("matrix", "make"), &format!("agent-{scope}")),
+        )
+        .await;
         let gate = str_of(&own, "approval_id").to_owned();
         for (method, path, body) in routes(&sid, &aid, &gate) {
             if scope == "admin" && method == Method::DELETE && path.contains("/sessions/") {
@@ -545,13 +555,13 @@ async fn the_same_key_finds_the_same_gate_and_bad_bodies_are_named() {
     .await
     .expect(200);
     assert_eq!(again["approval_id"], first["approval_id"]);
-    // Another opener's key space is its own.
+    // Another opener's key space is its own (under its own agent's name).
     let other = token(&ts, "other", "gates").await;
     let theirs = send(
         other
             .req(Method::POST, "/api/v1/gates")
             .header("Idempotency-Key", key)
-            .json(&bash("cc-k", "npm test")),
+            .json(&as_agent(bash("cc-k", "npm test"), "other-agent")),
     )
     .await
     .expect(201);
@@ -1461,4 +1471,54 @@ async fn an_outside_agent_cannot_pass_for_the_built_in_one() {
     assert!(!sessions.to_string().contains("posing"), "{sessions}");
     let fine = open(&ts, shell_call("countersign-fork", "own-name", "ls")).await;
     assert_eq!(fine["status"], "pending", "{fine}");
+}
+
+/// An agent's name is the credential's that first opened gates as it: another `gates` token
+/// naming itself so — in any spelling the name check folds together — is refused, 403
+/// `source_claimed`, creating nothing, so it never rides that agent's grants or the
+/// reviewer's trust in it. The person's own credential may use any name; revoking the
+/// first token frees the name.
+#[tokio::test]
+async fn one_token_cannot_open_gates_as_another_tokens_agent() {
+    let ts = TestServer::start().await;
+    let first = token(&ts, "hook-a", "gates").await;
+    let second = token(&ts, "hook-b", "gates").await;
+    let mine = open(&first, shell_call("claude-code", "a-1", "ls")).await;
+    assert_eq!(mine["status"], "pending", "{mine}");
+    for spelling in ["claude-code", " claude-code ", "claude-code\t"] {
+        let refused = second
+            .post("/api/v1/gates", shell_call(spelling, "b-1", "ls"))
+            .await
+            .expect_error(403, "source_claimed");
+        assert!(refused.to_string().contains("token:hook-a"), "{refused}");
+    }
+    let sessions = ts.get("/api/v1/sessions").await.expect(200);
+    assert!(!sessions.to_string().contains("b-1"), "{sessions}");
+    let pending = ts.get("/api/v1/approvals").await.expect(200);
+    assert_eq!(pending.as_array().map(Vec::len), Some(1), "{pending}");
+    assert_eq!(
+        pending[0]["cwd"], "/home/me/app",
+        "the card says where it runs"
+    );
+
+    let own_name = open(&second, shell_call("claude-code-b", "b-2", "ls")).await;
+    assert_eq!(own_name["status"], "pending", "{own_name}");
+    let person = open(&ts, shell_call("claude-code", "admin-1", "ls")).await;
+    assert_eq!(
+        person["status"], "pending",
+        "the person may use any name: {person}"
+    );
+    let claimed = ts
+        .get("/api/v1/audit?action=source_claimed")
+        .await
+        .expect(200);
+    let claims = claimed.to_string();
+    assert!(
+        claims.contains("source:claude-code") && claims.contains("token:hook-a"),
+        "{claims}"
+    );
+
+    ts.delete("/api/v1/tokens/hook-a").await.expect(204);
+    let freed = open(&second, shell_call("claude-code", "b-3", "ls")).await;
+    assert_eq!(freed["status"], "pending", "{freed}");
 }

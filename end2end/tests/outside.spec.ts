@@ -121,6 +121,8 @@ test("Claude Code's hook waits for the card and prints the answer given in the b
   await expect(c.getByTestId('card-badge')).toHaveText('Bash');
   await expect(c.getByTestId('card-summary')).toHaveText('npm publish');
   await expect(c.getByTestId('source-badge')).toHaveText('Claude Code');
+  // Where it runs: the same command means another thing in another folder.
+  await expect(c.getByTestId('card-runs-in')).toHaveText('Runs in /home/me/shop');
 
   await c.locator('[data-action=approve]').click();
   const out = await hook;

@@ -60,6 +60,8 @@ error_codes! {
     /// An `Idempotency-Key` that names a gate of another call.
     IdempotencyKeyReused => "idempotency_key_reused",
     TooManyGates => "too_many_gates",
+    /// An outside agent's `source` another credential claimed first.
+    SourceClaimed => "source_claimed",
     Forbidden => "forbidden",
     Unauthorized => "unauthorized",
     InvalidName => "invalid_name",
@@ -152,6 +154,7 @@ mod tests {
         (ErrorCode::IdempotencyKeyReused, "idempotency_key_reused"),
         (ErrorCode::TooManyGates, "too_many_gates"),
         (ErrorCode::TooManyStreams, "too_many_streams"),
+        (ErrorCode::SourceClaimed, "source_claimed"),
         (ErrorCode::Forbidden, "forbidden"),
         (ErrorCode::Unauthorized, "unauthorized"),
         (ErrorCode::InvalidName, "invalid_name"),

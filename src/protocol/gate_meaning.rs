@@ -103,6 +103,7 @@ mod tests {
     fn card(kind: GateKind, class: ToolClass) -> ApprovalRequestBody {
         let text = |s: &str| s.to_owned();
         ApprovalRequestBody {
+            cwd: None,
             approval_id: "a".into(),
             session_id: "s".into(),
             call_id: "c".into(),

@@ -433,6 +433,11 @@ pub struct ApprovalRequestBody {
     /// instead of the arguments, never part of the digest.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_says: Option<String>,
+    /// Where an outside agent's call runs (its gate's `cwd`): shown on the card, and part of
+    /// the reviewer's subject for a command (the same words in another folder are another
+    /// command). `None` for the built-in agent, whose calls run in its workspace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]

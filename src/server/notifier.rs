@@ -346,6 +346,7 @@ mod tests {
 
     pub(super) fn gate() -> ApprovalRequestBody {
         ApprovalRequestBody {
+            cwd: None,
             approval_id: "a1".into(),
             session_id: "s1".into(),
             call_id: "c".into(),

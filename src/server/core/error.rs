@@ -60,6 +60,10 @@ pub enum Error {
     /// An outside session has as many cards waiting as it may.
     #[error("{0}")]
     TooManyGates(String),
+    /// An outside agent's name another credential claimed first: everything kept per agent
+    /// (grants, the reviewer's trust) is that credential's.
+    #[error("{0}")]
+    SourceClaimed(String),
     #[error("{0}")]
     Forbidden(String),
     /// A credential that logs nobody in (a spent login link, a wrong token).
@@ -128,6 +132,7 @@ impl Error {
             Error::InvalidGate(_) => ErrorCode::InvalidGate,
             Error::KeyReused(_) => ErrorCode::IdempotencyKeyReused,
             Error::TooManyGates(_) => ErrorCode::TooManyGates,
+            Error::SourceClaimed(_) => ErrorCode::SourceClaimed,
             Error::Forbidden(_) => ErrorCode::Forbidden,
             Error::Unauthorized(_) => ErrorCode::Unauthorized,
             Error::InvalidName(_) => ErrorCode::InvalidName,
@@ -243,6 +248,7 @@ impl Error {
             Error::NotAllowed(_)
             | Error::ProtectedKey(_)
             | Error::Forbidden(_)
+            | Error::SourceClaimed(_)
             | Error::InvalidCapability
             | Error::PasskeyRequired(_)
             | Error::PasskeyRefused(_) => http::StatusCode::FORBIDDEN,
@@ -314,6 +320,7 @@ mod tests {
             (Error::KeyReused(s()), "idempotency_key_reused"),
             (Error::TooManyGates(s()), "too_many_gates"),
             (Error::Forbidden(s()), "forbidden"),
+            (Error::SourceClaimed(s()), "source_claimed"),
             (Error::Unauthorized(s()), "unauthorized"),
             (Error::InvalidName(s()), "invalid_name"),
             (Error::NameTaken(s()), "name_taken"),

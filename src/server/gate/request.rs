@@ -57,6 +57,7 @@ pub fn tool_gate(
     let (created_at, expires_at) = times(&common);
     let card = tool_card(call, env, floor.then_some(common.reason_detail.as_str()));
     ApprovalRequestBody {
+        cwd: None,
         approval_id: common.approval_id,
         session_id: common.session_id,
         call_id: call.id.clone(),
@@ -121,6 +122,7 @@ pub fn decision_card(
 ) -> ApprovalRequestBody {
     let (created_at, expires_at) = times(&common);
     ApprovalRequestBody {
+        cwd: None,
         approval_id: common.approval_id,
         session_id: common.session_id,
         call_id: call.id.clone(),

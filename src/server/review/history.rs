@@ -79,9 +79,33 @@ pub fn subject_of(card: &ApprovalRequestBody) -> Option<String> {
         tools::get(&card.tool)?.subject(&card.args)?
     };
     match subject {
+        Subject::Command(command) if outside => {
+            let folder = working_folder(card)?;
+            Some(format!(
+                "in {}: {}",
+                quoted(folder),
+                command_subject(&command)?
+            ))
+        }
         Subject::Command(command) => command_subject(&command),
         Subject::Path(path) => exact_path(&path, outside),
     }
+}
+
+/// Where an outside agent's command runs, when its card names it plainly: an absolute,
+/// already normal folder (no `.`, `..`, `//`, `\`, trailing `/` or hidden character). The
+/// same words in another folder are another command (`git clean -fdx` in a scratch folder
+/// and in a thesis), so a command without one has no subject.
+fn working_folder(card: &ApprovalRequestBody) -> Option<&str> {
+    let folder = card.cwd.as_deref()?;
+    let normal = folder == "/"
+        || (folder.starts_with('/')
+            && !folder.ends_with('/')
+            && !folder.contains('\\')
+            && folder[1..]
+                .split('/')
+                .all(|segment| !matches!(segment, "" | "." | "..")));
+    (normal && !crate::text::has_hidden(folder)).then_some(folder)
 }
 
 /// The file a read or edit card acts on, normalized (`./a/../b.rs` is `b.rs`), whether or not

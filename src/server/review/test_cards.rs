@@ -28,9 +28,13 @@ pub fn shell(command: &str) -> ApprovalRequestBody {
     gate
 }
 
-/// An outside agent's card (`kind: external`).
+/// The folder an outside agent's test card runs in.
+pub const OUTSIDE_CWD: &str = "/home/me/app";
+
+/// An outside agent's card (`kind: external`), run in [`OUTSIDE_CWD`].
 pub fn outside(tool: &str, class: ToolClass, args: Value) -> ApprovalRequestBody {
     let mut gate = card(tool, class, args);
     gate.kind = GateKind::External;
+    gate.cwd = Some(OUTSIDE_CWD.into());
     gate
 }

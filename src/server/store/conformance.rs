@@ -26,6 +26,7 @@ pub async fn run_all(store: Arc<dyn Store>) {
     exactly_one_of_fifty_concurrent_resolutions_commits(store.clone()).await;
     the_audit_chain_is_one_line_under_concurrency(store.clone()).await;
     token_names_are_unique_and_revoking_is_audited(store.clone()).await;
+    an_agents_name_is_its_first_tokens_until_that_token_goes(store.clone()).await;
     an_idempotency_key_names_one_gate(store.clone()).await;
     a_nul_is_kept_in_events_and_refused_in_columns(store.clone()).await;
     push_subscriptions_are_one_per_endpoint_and_go_with_their_token(store.clone()).await;
@@ -953,6 +954,65 @@ async fn token_names_are_unique_and_revoking_is_audited(store: Arc<dyn Store>) {
         .unwrap();
     assert_eq!(revoked.len(), 1);
     assert_eq!(revoked[0].actor, "browser");
+}
+
+/// The first token to open gates as a `source` keeps it: ten racing claims agree on one
+/// owner, a later token reads that owner, the claim is audited once, and revoking the owner
+/// frees the name for the next token.
+async fn an_agents_name_is_its_first_tokens_until_that_token_goes(store: Arc<dyn Store>) {
+    let token = |name: &str| TokenRow {
+        name: name.into(),
+        scope: Scope::Gates.into(),
+        secret_hash: format!("claim-{name}"),
+        created_at: Timestamp::now(),
+        last_used_at: None,
+    };
+    for name in ["claim-a", "claim-b"] {
+        store
+            .create_token(&token(name), "token:admin")
+            .await
+            .unwrap();
+    }
+    let racing = (0..10).map(|i| {
+        let store = store.clone();
+        let actor = if i % 2 == 0 {
+            "token:claim-a"
+        } else {
+            "token:claim-b"
+        };
+        async move { store.claim_source("claimed-agent", actor).await.unwrap() }
+    });
+    let owners = futures::future::join_all(racing).await;
+    let owner = owners[0].clone();
+    assert!(owners.iter().all(|o| o == &owner), "{owners:?}");
+    let other = if owner == "token:claim-a" {
+        "claim-b"
+    } else {
+        "claim-a"
+    };
+    assert_eq!(
+        store
+            .claim_source("claimed-agent", &format!("token:{other}"))
+            .await
+            .unwrap(),
+        owner
+    );
+    let audited = store
+        .audit_after(0, 500, Some("source_claimed"), Some("source:claimed-agent"))
+        .await
+        .unwrap();
+    assert_eq!(audited.len(), 1);
+    assert_eq!(audited[0].actor, owner);
+    let owner_name = owner.trim_start_matches("token:");
+    assert!(store.delete_token(owner_name, "browser").await.unwrap());
+    assert_eq!(
+        store
+            .claim_source("claimed-agent", &format!("token:{other}"))
+            .await
+            .unwrap(),
+        format!("token:{other}"),
+        "a revoked token's names are free"
+    );
 }
 
 async fn an_idempotency_key_names_one_gate(store: Arc<dyn Store>) {

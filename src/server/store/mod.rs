@@ -541,6 +541,16 @@ pub fn token_audit_draft(
     }
 }
 
+/// The audit entry of an outside agent's name claimed by the credential that first used it.
+pub fn source_claim_draft(source: &str, actor: &str) -> crate::server::audit::AuditDraft {
+    crate::server::audit::AuditDraft {
+        actor: actor.to_owned(),
+        action: "source_claimed",
+        subject: format!("source:{source}"),
+        detail: serde_json::json!({ "source": source }),
+    }
+}
+
 /// The audit log's chain: entries of their own (config changes) and its pages.
 #[async_trait]
 pub trait AuditRepo: Send + Sync {
@@ -588,6 +598,11 @@ pub trait OutsideRepo: Send + Sync {
         source: &str,
         external_session: &str,
     ) -> Result<Option<SessionId>, StoreError>;
+
+    /// The credential `source` belongs to: `actor` when no credential had claimed it yet (the
+    /// claim is made now, and audited as `source_claimed`), else the one that claimed it
+    /// first. A token's claims end with the token.
+    async fn claim_source(&self, source: &str, actor: &str) -> Result<String, StoreError>;
 
     /// Who opened an outside agent's gate (`None` for other gates).
     async fn external_gate(&self, approval_id: &str) -> Result<Option<ExternalGate>, StoreError>;

@@ -149,6 +149,7 @@ pub(super) fn holds_hidden(request: &ApprovalRequestBody) -> bool {
             request.reason_detail.as_str(),
             request.proposal_md.as_str(),
             request.agent_says.as_deref().unwrap_or(""),
+            request.cwd.as_deref().unwrap_or(""),
             request.diff.as_deref().unwrap_or(""),
             args.as_str(),
         ]
@@ -169,6 +170,17 @@ pub(super) fn agent_says(request: &ApprovalRequestBody) -> Option<impl IntoView 
             " "
             <p class="card-agent-says-words" data-testid="agent-says-words">{words}</p>
         </figure>
+    })
+}
+
+/// Where an outside agent's call runs: the same command means another thing in another
+/// folder (`git clean -fdx`), so the card says which, beside the arguments.
+fn runs_in(request: &ApprovalRequestBody) -> Option<impl IntoView + use<>> {
+    let folder = shown::text(request.cwd.as_deref()?);
+    Some(view! {
+        <p class="card-runs-in" data-testid="card-runs-in">
+            "Runs in " <code>{folder}</code>
+        </p>
     })
 }
 
@@ -206,6 +218,7 @@ pub(super) fn CardBody(
         {hidden}
         {agent_says(&request)}
         {why_line(&request)}
+        {runs_in(&request)}
         {proposal_of(&request)}
         {floor.then(|| view! { <FloorCall request=request.clone() revealed/> })}
         {diff_of(&request, revealed)}
@@ -258,6 +271,7 @@ fn EditedBody(request: ApprovalRequestBody, edits: serde_json::Value) -> impl In
     view! {
         {agent_says(&request)}
         <p class="card-why">"Why: " {shown::text(&request.reason_detail)}</p>
+        {runs_in(&request)}
         {ran}
         <details class="card-proposed" data-testid="card-proposed">
             <summary>"As the agent proposed it"</summary>

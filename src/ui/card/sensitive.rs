@@ -255,6 +255,7 @@ mod tests {
         let run = floor_card("shell", json!({"command": "cat .env"}));
         assert_eq!(approve_label(&run), "Approve running this command");
         let plain = ApprovalRequestBody {
+            cwd: None,
             reason: GateReason::Mode,
             ..write
         };

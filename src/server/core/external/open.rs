@@ -22,7 +22,7 @@ use crate::server::gate::policy::{self, Outcome};
 use crate::server::gate::{resolve, rules};
 use crate::server::live::Live;
 use crate::server::markdown;
-use crate::server::principal::{Principal, actors};
+use crate::server::principal::{Principal, Scope, actors};
 use crate::server::store::{
     Commit, ExternalGate, GateChange, IDEMPOTENCY_WINDOW_MS, NewEvent, SessionRow, StoreError,
 };
@@ -41,6 +41,7 @@ impl Core {
         let checked = check(body, live.config.approvals.timeout_secs)?;
         let key = idempotency_key(key)?;
         let opened_by = who.actor();
+        self.own_source(who, &checked.source).await?;
         if let Some(found) = self.replayed(&checked, &opened_by, key.as_deref()).await? {
             return Ok((false, found));
         }
@@ -107,6 +108,25 @@ impl Core {
             }
         }
         Ok(())
+    }
+
+    /// Whether this credential may open gates as `source`: an admin credential (the person)
+    /// may use any name; a token claims a name at its first gate, and no other token may use
+    /// it after — everything kept per agent (its grants, the reviewer's trust in it, its
+    /// figures) would otherwise be any token's for the asking.
+    async fn own_source(&self, who: &Principal, source: &str) -> Result<(), Error> {
+        if who.scope() == Scope::Admin {
+            return Ok(());
+        }
+        let actor = who.actor();
+        let owner = self.repos.outside.claim_source(source, &actor).await?;
+        if owner == actor {
+            return Ok(());
+        }
+        Err(Error::SourceClaimed(format!(
+            "`source` `{source}` belongs to {owner}, the credential that first opened gates as it; \
+             give this agent its own name, or revoke {owner} to free it"
+        )))
     }
 
     /// The gate this credential opened under `key` within the window, if it is this very call's.
@@ -322,6 +342,7 @@ impl Core {
             reviewer_concern: None,
             turn_id: format!("ext-{approval_id}").into(),
             body: ApprovalRequestBody {
+                cwd: checked.cwd.clone(),
                 call_id: format!("ext-{approval_id}").into(),
                 approval_id,
                 session_id: session_id.clone(),

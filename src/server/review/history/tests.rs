@@ -222,7 +222,10 @@ fn a_file_is_its_exact_path() {
 #[test]
 fn an_outside_agents_call_is_read_as_its_tool_reads_it() {
     let bash = outside("Bash", ToolClass::Exec, json!({"command": "git status -s"}));
-    assert_eq!(subject_of(&bash).as_deref(), Some("git status -s"));
+    assert_eq!(
+        subject_of(&bash).as_deref(),
+        Some("in /home/me/app: git status -s")
+    );
     let edit = outside(
         "Edit",
         ToolClass::Edit,
@@ -478,4 +481,64 @@ fn an_approved_command_says_nothing_of_its_neighbours() {
             prediction.reason
         );
     }
+}
+
+/// The red-team's: `git clean -fdx` approved five times in a scratch folder is another
+/// command in a thesis folder. An outside command's subject names where it runs; with no
+/// folder, or one not written plainly, it has none; a tool's own folder field is read too.
+#[test]
+fn an_outside_command_is_matched_only_in_the_folder_it_runs_in() {
+    let clean = |cwd: Option<&str>| {
+        let mut card = outside(
+            "Bash",
+            ToolClass::Exec,
+            json!({"command": "git clean -fdx"}),
+        );
+        card.cwd = cwd.map(str::to_owned);
+        card
+    };
+    let past: Vec<PastAnswer> = (0..5)
+        .map(|_| PastAnswer {
+            tool: "Bash".into(),
+            class: ToolClass::Exec,
+            subject: subject_of(&clean(Some("/tmp/scratch"))),
+            approved: true,
+            refused: false,
+        })
+        .collect();
+    assert_eq!(
+        predict(&clean(Some("/tmp/scratch")), &past).predicted,
+        Predicted::Approve
+    );
+    for elsewhere in ["/home/me/thesis", "/tmp", "/tmp/scratch/sub", "/"] {
+        assert_eq!(
+            predict(&clean(Some(elsewhere)), &past).predicted,
+            Predicted::Escalate,
+            "{elsewhere}"
+        );
+    }
+    for unplain in [
+        None,
+        Some(""),
+        Some("tmp/scratch"),
+        Some("/tmp/scratch/"),
+        Some("/tmp/./scratch"),
+        Some("/tmp/x/../scratch"),
+        Some("/tmp//scratch"),
+        Some("C:\\tmp\\scratch"),
+        Some("/tmp/scr\u{200b}atch"),
+    ] {
+        assert_eq!(subject_of(&clean(unplain)), None, "{unplain:?}");
+    }
+    let codex = outside(
+        "shell",
+        ToolClass::Exec,
+        json!({"command": ["git", "clean", "-fdx"], "workdir": "../thesis"}),
+    );
+    let subject = subject_of(&codex).unwrap_or_default();
+    assert!(
+        subject.starts_with("in /home/me/app: cd ") && subject.contains("thesis"),
+        "{subject}"
+    );
+    assert_ne!(subject_of(&codex), subject_of(&clean(Some("/home/me/app"))));
 }

@@ -358,6 +358,14 @@ impl OutsideRepo for PgStore {
         write::external_session(&self.pool, source, external_session, row).await
     }
 
+    async fn claim_source(&self, source: &str, actor: &str) -> Result<String, StoreError> {
+        super::storable(source)?;
+        super::storable(actor)?;
+        let claimed = write::claim_source(&self.pool, source, actor).await;
+        self.sealer.kick();
+        claimed
+    }
+
     async fn external_gate(&self, approval_id: &str) -> Result<Option<ExternalGate>, StoreError> {
         read::external_gate(&self.pool, approval_id).await
     }

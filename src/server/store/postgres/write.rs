@@ -8,7 +8,8 @@ use super::read::from_json;
 use crate::protocol::{ApprovalId, Event, SessionId, Timestamp, TurnId};
 use crate::server::audit;
 use crate::server::store::{
-    Commit, GateChange, LeaseStep, NewEvent, SessionRow, StoreError, TokenRow, token_audit_draft,
+    Commit, GateChange, LeaseStep, NewEvent, SessionRow, StoreError, TokenRow, source_claim_draft,
+    token_audit_draft,
 };
 
 fn to_json<T: serde::Serialize>(session_id: &str, value: &T) -> Result<String, StoreError> {
@@ -409,9 +410,15 @@ pub async fn delete_token(pool: &PgPool, name: &str, actor: &str) -> Result<bool
     let Some((scope,)) = scope else {
         return Ok(false);
     };
-    // Its phones' push subscriptions go with it (and their answer capabilities).
+    // Its phones' push subscriptions go with it (and their answer capabilities), and the
+    // outside agents' names it claimed.
+    let credential = crate::protocol::Actor::Token(name).to_string();
     sqlx::query("DELETE FROM push_subscriptions WHERE credential = $1")
-        .bind(crate::protocol::Actor::Token(name).to_string())
+        .bind(&credential)
+        .execute(&mut *tx)
+        .await?;
+    sqlx::query("DELETE FROM source_claims WHERE actor = $1")
+        .bind(&credential)
         .execute(&mut *tx)
         .await?;
     queue_audit(
@@ -421,6 +428,42 @@ pub async fn delete_token(pool: &PgPool, name: &str, actor: &str) -> Result<bool
     .await?;
     tx.commit().await?;
     Ok(true)
+}
+
+/// Who `source` belongs to, claimed for `actor` when nobody has: the insert that does not
+/// conflict is the claim (and its audit entry); a conflicting one reads the first claimant.
+pub async fn claim_source(pool: &PgPool, source: &str, actor: &str) -> Result<String, StoreError> {
+    let owner: Option<(String,)> =
+        sqlx::query_as("SELECT actor FROM source_claims WHERE source = $1")
+            .bind(source)
+            .fetch_optional(pool)
+            .await?;
+    if let Some((owner,)) = owner {
+        return Ok(owner);
+    }
+    let mut tx = pool.begin().await?;
+    let claimed = sqlx::query(
+        "INSERT INTO source_claims (source, actor, claimed_at) VALUES ($1, $2, $3) \
+         ON CONFLICT (source) DO NOTHING",
+    )
+    .bind(source)
+    .bind(actor)
+    .bind(Timestamp::now().as_str())
+    .execute(&mut *tx)
+    .await?
+    .rows_affected()
+        == 1;
+    if !claimed {
+        let (owner,): (String,) =
+            sqlx::query_as("SELECT actor FROM source_claims WHERE source = $1")
+                .bind(source)
+                .fetch_one(&mut *tx)
+                .await?;
+        return Ok(owner);
+    }
+    queue_audit(&mut tx, vec![source_claim_draft(source, actor)]).await?;
+    tx.commit().await?;
+    Ok(actor.to_owned())
 }
 
 /// The session of `(source, external_session)`, made from `row` by whichever caller comes

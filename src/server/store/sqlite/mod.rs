@@ -373,6 +373,12 @@ impl OutsideRepo for SqliteStore {
             .await
     }
 
+    async fn claim_source(&self, source: &str, actor: &str) -> Result<String, StoreError> {
+        super::storable(source)?;
+        super::storable(actor)?;
+        self.claim_source_for(source, actor).await
+    }
+
     async fn external_gate(&self, approval_id: &str) -> Result<Option<ExternalGate>, StoreError> {
         self.read_external_gate(approval_id).await
     }

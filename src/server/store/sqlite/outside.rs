@@ -7,7 +7,9 @@ use super::SqliteStore;
 use super::batch::Done;
 use super::write::insert_session;
 use crate::protocol::{ApprovalId, SessionId, Timestamp};
-use crate::server::store::{ExternalGate, SessionRow, StoreError, TokenRow, token_audit_draft};
+use crate::server::store::{
+    ExternalGate, SessionRow, StoreError, TokenRow, source_claim_draft, token_audit_draft,
+};
 
 const TOKEN_COLUMNS: &str = "name, scope, secret_hash, created_at, last_used_at";
 
@@ -97,9 +99,13 @@ impl SqliteStore {
                 let Some(scope) = scope else {
                     return Ok(Done::Flag(false));
                 };
-                // Its phones' push subscriptions go with it (and their answer capabilities).
+                // Its phones' push subscriptions go with it (and their answer capabilities),
+                // and the outside agents' names it claimed.
+                let credential = crate::protocol::Actor::Token(&name).to_string();
                 sp.prepare_cached("DELETE FROM push_subscriptions WHERE credential = ?1")?
-                    .execute(params![crate::protocol::Actor::Token(&name).to_string()])?;
+                    .execute(params![credential])?;
+                sp.prepare_cached("DELETE FROM source_claims WHERE actor = ?1")?
+                    .execute(params![credential])?;
                 super::write::chain_audit(
                     sp,
                     vec![token_audit_draft(&actor, "token_revoked", &name, &scope)],
@@ -125,6 +131,51 @@ impl SqliteStore {
             })
             .await
             .map(|_| ())
+    }
+
+    /// Who `source` belongs to, claiming it for `actor` when nobody has (read first on the
+    /// reader pool: a name is claimed once and read at every gate).
+    pub(super) async fn claim_source_for(
+        &self,
+        source: &str,
+        actor: &str,
+    ) -> Result<String, StoreError> {
+        let owner_of = "SELECT actor FROM source_claims WHERE source = ?1";
+        let wanted = source.to_owned();
+        let owner: Option<String> = self
+            .lookup(move |c| {
+                Ok(c.prepare_cached(owner_of)?
+                    .query_row(params![wanted], |r| r.get(0))
+                    .optional()?)
+            })
+            .await?;
+        if let Some(owner) = owner {
+            return Ok(owner);
+        }
+        let (source, actor) = (source.to_owned(), actor.to_owned());
+        let done = self
+            .writer
+            .exec(move |sp| {
+                // Read again on the writer: whoever got here first claimed it.
+                let owner: Option<String> = sp
+                    .prepare_cached(owner_of)?
+                    .query_row(params![source], |r| r.get(0))
+                    .optional()?;
+                if let Some(owner) = owner {
+                    return Ok(Done::Text(owner));
+                }
+                sp.prepare_cached(
+                    "INSERT INTO source_claims (source, actor, claimed_at) VALUES (?1, ?2, ?3)",
+                )?
+                .execute(params![source, actor, Timestamp::now()])?;
+                super::write::chain_audit(sp, vec![source_claim_draft(&source, &actor)])?;
+                Ok(Done::Text(actor.clone()))
+            })
+            .await?;
+        match done {
+            Done::Text(owner) => Ok(owner),
+            _ => Err(StoreError::Database("no claim from the writer".into())),
+        }
     }
 
     /// The session of `(source, external_session)`, if one was made.
