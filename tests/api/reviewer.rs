@@ -673,3 +673,81 @@ async fn the_built_in_agents_cards_are_reviewed_but_never_its_config_cards() {
             .is_none()
     );
 }
+
+/// An outside Write card for `path` (the `codex` agent of these tests).
+fn write(path: &str) -> Value {
+    json!({"source": "codex", "external_session": "rev", "cwd": "/home/me/app",
+           "tool": {"name": "Write", "input": {"file_path": path, "content": "notes"}}})
+}
+
+/// Answers a card with `decision` once the reviewer predicted `expected` for it.
+async fn predicted_then_answered(ts: &TestServer, gate: &Value, expected: &str) {
+    assert_eq!(prediction_of(ts, gate).await.0, expected, "{gate}");
+    answer(ts, gate, "approve").await;
+}
+
+/// The gate state of `gate` once it is no longer pending (or after four seconds).
+async fn settled(agent: &Api, gate: &Value) -> Value {
+    let aid = str_of(gate, "approval_id");
+    let mut state = Value::Null;
+    for _ in 0..200 {
+        state = agent.get(&format!("/api/v1/gates/{aid}")).await.expect(200);
+        if state["status"] != "pending" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    state
+}
+
+/// With `edit` and `exec` both trusted, the reviewer approves commands until it approves one
+/// of the agent's file edits; then for a day a command it would approve goes to the person,
+/// the card saying why (the agent could otherwise run what it wrote, read by nobody).
+#[tokio::test]
+async fn after_approving_an_edit_the_reviewer_leaves_commands_to_the_person() {
+    let ts = TestServer::configured("[review]\nmode = \"off\"\n").await;
+    let agent = agent(&ts).await;
+    let notes = "/home/me/app/notes.txt";
+    for _ in 0..5 {
+        answer(&ts, &open(&agent, "echo six").await, "approve").await;
+        let gate = agent.post("/api/v1/gates", write(notes)).await.expect(201);
+        answer(&ts, &gate, "approve").await;
+    }
+    reconfigure(&ts, "[review]\nmode = \"on\"\n").await;
+    agreeing_cards(&ts, &agent, 50).await;
+    for _ in 0..50 {
+        let gate = agent.post("/api/v1/gates", write(notes)).await.expect(201);
+        predicted_then_answered(&ts, &gate, "approve").await;
+    }
+    for class in ["exec", "edit"] {
+        ts.put(
+            &format!("/api/v1/review/classes/{class}/codex"),
+            trust(true),
+        )
+        .await
+        .expect(200);
+    }
+    let command = settled(&agent, &open(&agent, "echo six").await).await;
+    assert_eq!(command["answered_by"], "reviewer", "{command}");
+    let edit = agent.post("/api/v1/gates", write(notes)).await.expect(201);
+    let edit = settled(&agent, &edit).await;
+    assert_eq!(edit["answered_by"], "reviewer", "{edit}");
+
+    let held = open(&agent, "echo six").await;
+    concern_shown_to_the_person_only_as(&ts, &held, "may run what they wrote").await;
+    assert_eq!(settled(&agent, &held).await["status"], "pending");
+}
+
+/// `gate` waits for the person with a concern holding `words` on it.
+async fn concern_shown_to_the_person_only_as(ts: &TestServer, gate: &Value, words: &str) {
+    for _ in 0..200 {
+        let inbox = ts.get("/api/v1/approvals").await.expect(200);
+        let concern = listed(&inbox, gate)["reviewer_concern"].clone();
+        if let Some(text) = concern.as_str() {
+            assert!(text.contains(words), "{text}");
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("no concern on {gate}");
+}

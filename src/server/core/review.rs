@@ -9,12 +9,12 @@ use crate::protocol::{
 };
 use crate::server::config::ReviewConfig;
 use crate::server::core::{Core, Error};
-use crate::server::review::Prediction;
 use crate::server::review::reviewable::reviewable;
 use crate::server::review::shadow::Answerer;
 use crate::server::review::standing::class_standing;
 use crate::server::review::state::thresholds;
 use crate::server::review::state::{COUNTED, review_state};
+use crate::server::review::{Prediction, wrote_lately};
 use crate::server::store::NewEvent;
 use crate::server::store::review::TrustRow;
 
@@ -187,6 +187,7 @@ impl Answerer for Core {
         if !self.reviewer_may_act(card, source).await {
             return;
         }
+        let prediction = self.second_look(card, source, prediction).await;
         let id = &card.approval_id;
         match prediction.predicted {
             Predicted::Approve => match self.approve_as_reviewer(card, &prediction.reason).await {
@@ -228,6 +229,33 @@ impl Core {
         }
     }
 
+    /// The prediction the reviewer acts on: its own, except that a command it would approve
+    /// goes to the person when it approved the same agent's file edits lately
+    /// ([`wrote_lately`]); when those cannot be read, too.
+    async fn second_look(
+        &self,
+        card: &ApprovalRequestBody,
+        source: &str,
+        prediction: &Prediction,
+    ) -> Prediction {
+        if card.class != ToolClass::Exec || prediction.predicted != Predicted::Approve {
+            return prediction.clone();
+        }
+        let since = Timestamp::now().plus_ms(-wrote_lately::WINDOW_MS);
+        let limit = crate::server::store::review::PAST_CARDS;
+        let wrote = match self.reviews.repo().answered_predictions(limit).await {
+            Ok(rows) => wrote_lately::wrote_since(&rows, source, &since, limit as usize),
+            Err(err) => {
+                tracing::warn!(error = %err, "could not read the reviewer's recent answers");
+                true
+            }
+        };
+        match wrote {
+            true => Prediction::escalate(wrote_lately::CONCERN),
+            false => prediction.clone(),
+        }
+    }
+
     /// Tells the person, as information, that the reviewer approved a card (the webhook; Web
     /// Push says it on the notification that replaces the card's).
     async fn tell_reviewer_answered(&self, card: &ApprovalRequestBody, resolution: &Resolution) {
@@ -242,20 +270,22 @@ impl Core {
 
     /// Waiting cards with the reviewer's concerns on them, read from their sessions' logs (the
     /// `review_concern` events are the record). Only the sessions of cards the reviewer
-    /// escalated are read, their recent turns only: a waiting card is always in those.
+    /// predicted are read, their recent turns only: a waiting card is always in those.
     pub async fn with_concerns(
         &self,
         mut pending: Vec<ApprovalRequest>,
     ) -> Result<Vec<ApprovalRequest>, Error> {
         let mut sessions: Vec<SessionId> = Vec::new();
         for gate in &pending {
-            let escalated = self
+            // Any predicted card may carry one: an `approve` the reviewer held back
+            // (`second_look`) shows its concern too.
+            let predicted = self
                 .reviews
                 .repo()
                 .prediction(gate.body.approval_id.as_str())
                 .await?
-                .is_some_and(|row| row.predicted == Predicted::Escalate);
-            if escalated && !sessions.contains(&gate.body.session_id) {
+                .is_some();
+            if predicted && !sessions.contains(&gate.body.session_id) {
                 sessions.push(gate.body.session_id.clone());
             }
         }

@@ -14,6 +14,7 @@ pub mod standing;
 pub mod state;
 #[cfg(test)]
 pub(crate) mod test_cards;
+pub mod wrote_lately;
 
 use async_trait::async_trait;
 
