@@ -535,6 +535,18 @@ pub enum Via {
 }
 
 impl Resolution {
+    /// What this answer was, the one reading every count uses (the reviewer's record, the
+    /// person's figures): the reviewer's own answer, a person's, the deadline's; `None` for
+    /// a cancel and for a rule's or the system's answer (a mode switch), which say nothing
+    /// of what the person would have done.
+    pub fn answered(&self) -> Option<Answered> {
+        match self.answered_by {
+            AnsweredBy::Reviewer => Some(Answered::Reviewer),
+            AnsweredBy::User | AnsweredBy::Timeout => Answered::of(self.decision),
+            AnsweredBy::Rule | AnsweredBy::System => None,
+        }
+    }
+
     /// A resolution with nothing but who decided what, now (`resolved_at` as given).
     pub fn plain(
         approval_id: &ApprovalId,

@@ -3,7 +3,7 @@
 //! and again when a prediction arrives after the answer, so neither order loses the
 //! comparison. A false approval where the reviewer is trusted ends that trust at once.
 
-use crate::protocol::{Answered, AnsweredBy, Predicted, Resolution, Timestamp};
+use crate::protocol::{Answered, Predicted, Resolution, Timestamp};
 use crate::server::store::review::{PredictionRow, ReviewRepo};
 
 /// Why a class loses its trust when the person refused what the reviewer would have approved.
@@ -25,21 +25,10 @@ pub async fn attach(repo: &dyn ReviewRepo, resolution: &mut Resolution) {
     }
 }
 
-/// What the answer means to a prediction: the reviewer's own answer, a person's, the
-/// deadline's; `None` for a cancel and for a rule's or the system's answer (a mode switch),
-/// which say nothing of what the person would have done.
-pub fn answered(resolution: &Resolution) -> Option<Answered> {
-    match resolution.answered_by {
-        AnsweredBy::Reviewer => Some(Answered::Reviewer),
-        AnsweredBy::User | AnsweredBy::Timeout => Answered::of(resolution.decision),
-        AnsweredBy::Rule | AnsweredBy::System => None,
-    }
-}
-
 /// Records what the card's answer was for its prediction (once), and ends the class's trust
 /// when the person refused what the reviewer would have approved.
 pub async fn record(repo: &dyn ReviewRepo, resolution: &Resolution) {
-    let Some(answer) = answered(resolution) else {
+    let Some(answer) = resolution.answered() else {
         return;
     };
     let id = resolution.approval_id.as_str();
@@ -86,7 +75,9 @@ mod tests {
     use async_trait::async_trait;
 
     use super::*;
-    use crate::protocol::{ApprovalRequest, Decision, ReviewerKind, Timestamp, ToolClass};
+    use crate::protocol::{
+        AnsweredBy, ApprovalRequest, Decision, ReviewerKind, Timestamp, ToolClass,
+    };
     use crate::server::store::StoreError;
     use crate::server::store::review::TrustRow;
 

@@ -19,7 +19,7 @@
 use std::collections::BTreeMap;
 
 use crate::protocol::{
-    Actor, AnsweredBy, DayFigures, DecideBucket, Decision, DecisionFigures, Resolution, Timestamp,
+    Actor, Answered, DayFigures, DecideBucket, DecisionFigures, Resolution, Timestamp,
 };
 use crate::server::principal::actors;
 use crate::server::store::{CardEssentials, ResolvedCard};
@@ -57,16 +57,15 @@ pub enum Outcome {
 
 /// What a resolution counts as among the person's decisions; `None` when it is not one
 /// (cancelled, or resolved by a rule, a mode or the system: see the module's doc).
+/// Read through [`Resolution::answered`], the reading the reviewer's record uses too: the
+/// reviewer's approvals count as approvals.
 pub fn outcome(resolution: &Resolution) -> Option<Outcome> {
-    let answered = resolution.answered_by == AnsweredBy::User || resolution.actor == REVIEWER;
-    match resolution.decision {
-        Decision::Timeout => Some(Outcome::Expired),
-        Decision::Cancelled => None,
-        _ if !answered => None,
-        Decision::Approve | Decision::AllowAlways => Some(Outcome::Approved),
-        Decision::Deny => Some(Outcome::Denied),
-        Decision::Edit => Some(Outcome::Edited),
-    }
+    Some(match resolution.answered()? {
+        Answered::Approved | Answered::Reviewer => Outcome::Approved,
+        Answered::Denied => Outcome::Denied,
+        Answered::Edited => Outcome::Edited,
+        Answered::Expired => Outcome::Expired,
+    })
 }
 
 /// One decision, read once from its card: its outcome, how long it took and the keys of the
@@ -279,7 +278,7 @@ pub fn histogram(decisions: &[Counted]) -> Vec<DecideBucket> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::{ApprovalId, GateKind, LoginRef, ToolClass};
+    use crate::protocol::{AnsweredBy, ApprovalId, Decision, GateKind, LoginRef, ToolClass};
 
     const T0: i64 = 1_796_000_000_000; // 2026-11-30T…Z
 
@@ -295,6 +294,7 @@ mod tests {
     ) -> ResolvedCard {
         let answered_by = match actor {
             "timeout" => AnsweredBy::Timeout,
+            REVIEWER => AnsweredBy::Reviewer,
             "mode" | "cancel" => AnsweredBy::System,
             a if a.starts_with("rule:") => AnsweredBy::Rule,
             _ => AnsweredBy::User,
