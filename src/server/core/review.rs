@@ -32,11 +32,17 @@ pub const REVIEWER_CHANGED: &str = "the reviewer changed (review.reviewer, its e
 impl Core {
     /// `GET /api/v1/review`: mode, thresholds, each class's standing, the latest predictions.
     pub async fn review_state(&self) -> Result<ReviewState, Error> {
-        let config = self.config().config.review.clone();
+        let live = self.config();
+        let in_force = crate::server::review::reviewer_key(&live.config);
         let repo = self.reviews.repo();
         let rows = repo.answered_predictions(COUNTED).await?;
         let trusted = repo.trusted_classes().await?;
-        Ok(review_state(&config, &rows, &trusted))
+        Ok(review_state(
+            &live.config.review,
+            &in_force,
+            &rows,
+            &trusted,
+        ))
     }
 
     /// `PUT /api/v1/review/classes/{class}/{source}`: trusts the reviewer with a class (only

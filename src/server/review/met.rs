@@ -75,9 +75,7 @@ mod tests {
     use async_trait::async_trait;
 
     use super::*;
-    use crate::protocol::{
-        AnsweredBy, ApprovalRequest, Decision, ReviewerKind, Timestamp, ToolClass,
-    };
+    use crate::protocol::{AnsweredBy, ApprovalRequest, Decision, Timestamp, ToolClass};
     use crate::server::store::StoreError;
     use crate::server::store::review::TrustRow;
 
@@ -153,7 +151,7 @@ mod tests {
                 session_id: "s".into(),
                 class: ToolClass::Exec,
                 source: "codex".into(),
-                reviewer: ReviewerKind::History,
+                reviewer: "history".into(),
                 predicted,
                 reason: "r".into(),
                 predicted_at: Timestamp::now(),

@@ -115,8 +115,9 @@ impl Reviews {
         };
         let (this, card, source) = (Arc::clone(self), card.clone(), source.to_owned());
         let kind = config.review.reviewer;
+        let key = super::reviewer_key(config);
         tokio::spawn(async move {
-            if let Err(err) = this.predict_now(reviewer, kind, card, source).await {
+            if let Err(err) = this.predict_now(reviewer, (kind, key), card, source).await {
                 tracing::warn!(error = %err, "the reviewer's prediction was not stored");
             }
         });
@@ -127,7 +128,7 @@ impl Reviews {
     async fn predict_now(
         &self,
         reviewer: Arc<dyn Reviewer>,
-        kind: ReviewerKind,
+        (kind, key): (ReviewerKind, String),
         card: ApprovalRequestBody,
         source: String,
     ) -> Result<(), StoreError> {
@@ -151,7 +152,7 @@ impl Reviews {
                 return Ok(());
             }
         };
-        let row = row_of(&input, kind, prediction.clone());
+        let row = row_of(&input, key, prediction.clone());
         if !self.repo.save_prediction(&row).await? {
             return Ok(());
         }
@@ -183,13 +184,13 @@ impl Reviews {
 }
 
 /// The row a prediction is stored as.
-fn row_of(input: &ReviewInput, kind: ReviewerKind, prediction: Prediction) -> PredictionRow {
+fn row_of(input: &ReviewInput, reviewer: String, prediction: Prediction) -> PredictionRow {
     PredictionRow {
         approval_id: input.card.approval_id.clone(),
         session_id: input.card.session_id.clone(),
         class: input.card.class,
         source: input.source.clone(),
-        reviewer: kind,
+        reviewer,
         predicted: prediction.predicted,
         reason: prediction.reason,
         predicted_at: Timestamp::now(),

@@ -48,15 +48,18 @@ pub fn thresholds(config: &ReviewConfig) -> Thresholds {
 }
 
 /// The whole state the route answers with.
+/// `in_force` is the reviewer's key ([`crate::server::review::reviewer_key`]).
 pub fn review_state(
     config: &ReviewConfig,
+    in_force: &str,
     rows: &[PredictionRow],
     trusted: &[TrustRow],
 ) -> ReviewState {
-    // Only the reviewer in force is graded: another kind's record says nothing of this one.
+    // Only the reviewer in force is graded: another reviewer's record — another kind, or
+    // another model or endpoint — says nothing of this one.
     let rows: Vec<PredictionRow> = rows
         .iter()
-        .filter(|r| r.reviewer == config.reviewer)
+        .filter(|r| r.reviewer == in_force)
         .cloned()
         .collect();
     let rows = rows.as_slice();
@@ -86,7 +89,7 @@ mod tests {
             session_id: "s".into(),
             class: ToolClass::Exec,
             source: "codex".into(),
-            reviewer: ReviewerKind::History,
+            reviewer: "history".into(),
             predicted,
             reason: "r".into(),
             predicted_at: Timestamp::now(),
@@ -107,7 +110,7 @@ mod tests {
             row("b", Predicted::Escalate, None),
             disagreed,
         ];
-        let state = review_state(&ReviewConfig::default(), &rows, &[]);
+        let state = review_state(&ReviewConfig::default(), "history", &rows, &[]);
         assert_eq!(state.classes.len(), 1);
         let exec = &state.classes[0];
         assert_eq!((exec.cards, exec.agreed, exec.false_approvals), (1, 1, 1));
@@ -120,23 +123,31 @@ mod tests {
         );
     }
 
-    /// Only the reviewer in force is graded: the other kind's predictions count for nothing.
+    /// Only the reviewer in force is graded: another kind's predictions, and another
+    /// model's (or endpoint's) of the same kind, count for nothing; a row kept before the key
+    /// was (the kind alone) counts for no model.
     #[test]
     fn only_the_reviewer_in_force_is_counted() {
-        let mut by_model = row("m", Predicted::Approve, Some(Answered::Approved));
-        by_model.reviewer = ReviewerKind::Model;
+        let judge = "model http://127.0.0.1:9/v1 judge";
+        let by = |id: &str, reviewer: &str| {
+            let mut made = row(id, Predicted::Approve, Some(Answered::Approved));
+            made.reviewer = reviewer.into();
+            made
+        };
         let rows = vec![
-            row("h", Predicted::Approve, Some(Answered::Approved)),
-            by_model,
+            by("h", "history"),
+            by("m", judge),
+            by("m2", "model http://127.0.0.1:9/v1 judge-2"),
+            by("old", "model"),
         ];
-        let history = review_state(&ReviewConfig::default(), &rows, &[]);
+        let history = review_state(&ReviewConfig::default(), "history", &rows, &[]);
         assert_eq!(history.classes[0].cards, 1);
         assert_eq!(history.recent.len(), 1);
         let model = ReviewConfig {
             reviewer: ReviewerKind::Model,
             ..ReviewConfig::default()
         };
-        let state = review_state(&model, &rows, &[]);
+        let state = review_state(&model, judge, &rows, &[]);
         assert_eq!(state.classes[0].cards, 1);
         assert_eq!(state.recent[0].approval_id.as_str(), "m");
     }

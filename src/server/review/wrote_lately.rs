@@ -36,7 +36,7 @@ pub fn wrote_since(rows: &[PredictionRow], source: &str, since: &Timestamp, limi
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::{Predicted, ReviewerKind};
+    use crate::protocol::Predicted;
 
     fn row(source: &str, class: ToolClass, answered: Answered, at: &str) -> PredictionRow {
         PredictionRow {
@@ -44,7 +44,7 @@ mod tests {
             session_id: "s".into(),
             class,
             source: source.into(),
-            reviewer: ReviewerKind::History,
+            reviewer: "history".into(),
             predicted: Predicted::Approve,
             reason: String::new(),
             predicted_at: Timestamp::from(at.to_owned()),

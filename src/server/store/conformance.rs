@@ -46,7 +46,7 @@ pub async fn run_all(store: Arc<dyn Store>) {
 /// answered cards read back newest first; a trust given or lost is audited with its class
 /// and agent, and ending every trust ends each.
 async fn a_prediction_meets_one_answer_and_trust_is_audited(store: Arc<dyn Store>) {
-    use crate::protocol::{Answered, Predicted, ReviewerKind, ToolClass};
+    use crate::protocol::{Answered, Predicted, ToolClass};
     use crate::server::store::review::{PredictionRow, TrustRow};
     store.create_session(&session("rev")).await.unwrap();
     for id in ["rev-1", "rev-2"] {
@@ -96,7 +96,7 @@ async fn a_prediction_meets_one_answer_and_trust_is_audited(store: Arc<dyn Store
         session_id: "rev".into(),
         class: ToolClass::Exec,
         source: "countersign".into(),
-        reviewer: ReviewerKind::History,
+        reviewer: "history".into(),
         predicted: Predicted::Approve,
         reason: "approved 5 times".into(),
         predicted_at: Timestamp::now(),

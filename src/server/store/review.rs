@@ -10,8 +10,7 @@ use async_trait::async_trait;
 
 use super::StoreError;
 use crate::protocol::{
-    Answered, ApprovalId, ApprovalRequest, Predicted, Resolution, ReviewerKind, SessionId,
-    Timestamp, ToolClass,
+    Answered, ApprovalId, ApprovalRequest, Predicted, Resolution, SessionId, Timestamp, ToolClass,
 };
 
 /// One prediction as stored.
@@ -22,7 +21,10 @@ pub struct PredictionRow {
     pub class: ToolClass,
     /// `countersign` for the built-in agent, else the outside agent's source.
     pub source: String,
-    pub reviewer: ReviewerKind,
+    /// The reviewer that made it, as [`crate::server::review::reviewer_key`] names it (its
+    /// kind, and for a model its endpoint and model): only the reviewer in force is graded.
+    /// Rows stored before the key was kept hold the kind alone (`history`, `model`).
+    pub reviewer: String,
     pub predicted: Predicted,
     pub reason: String,
     pub predicted_at: Timestamp,
@@ -142,7 +144,7 @@ pub fn prediction_row(texts: PredictionTexts) -> Option<PredictionRow> {
         session_id: texts.session_id.into(),
         class: ToolClass::parse(&texts.class)?,
         source: texts.source,
-        reviewer: ReviewerKind::parse(&texts.reviewer)?,
+        reviewer: texts.reviewer,
         predicted: Predicted::parse(&texts.predicted)?,
         reason: texts.reason,
         predicted_at: texts.predicted_at.into(),
