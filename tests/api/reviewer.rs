@@ -318,8 +318,12 @@ async fn trust_is_earned_used_and_lost() {
     assert_eq!(answered["status"], "approved", "{answered}");
     assert_eq!(answered["answered_by"], "reviewer");
     assert_eq!(answered["actor"], "reviewer");
+    // The reviewer's own words: nothing of the card's command.
+    let reason = answered["reason"].as_str().unwrap();
     assert!(
-        answered["reason"].as_str().unwrap().contains("echo"),
+        reason.starts_with("this exact command was approved ")
+            && reason.ends_with(" times here, never denied")
+            && !reason.contains("echo"),
         "{answered}"
     );
     let audit = ts.get("/api/v1/audit?action=gate_resolved").await.body;

@@ -100,7 +100,9 @@ fn statement<'a>(node: Node, source: &'a str, out: &mut Vec<Piece<'a>>) -> Optio
                 match child.kind() {
                     "&&" => out.push(Piece::Operator("&&")),
                     "||" => out.push(Piece::Operator("||")),
-                    "|" | "|&" => out.push(Piece::Operator("|")),
+                    "|" => out.push(Piece::Operator("|")),
+                    // Standard error is piped too: not what `|` gives the next part.
+                    "|&" => out.push(Piece::Operator("|&")),
                     _ => statement(child, source, out)?,
                 }
             }
