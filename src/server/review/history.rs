@@ -122,7 +122,9 @@ pub fn is_normal_path(path: &str) -> bool {
         && !path.contains('\\')
         && !path.contains("//")
         && (path == "/" || !path.ends_with('/'))
-        && path.split('/').all(|segment| segment != "." && segment != "..")
+        && path
+            .split('/')
+            .all(|segment| segment != "." && segment != "..")
         && {
             // A drive's path (`C:/x`) is normalized as `/c:/x` (only the letter's case
             // changes), and is otherwise as written.
