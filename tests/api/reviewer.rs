@@ -527,6 +527,19 @@ async fn concern_shown_to_the_person_only(ts: &TestServer, agent: &Api, gate: &V
         page.body.contains("data-testid=\"reviewer-concern\""),
         "the page lacks the concern"
     );
+    // Under the page's own label, the reviewer's words quoted apart.
+    let concern = page
+        .body
+        .split("data-testid=\"reviewer-concern\"")
+        .nth(1)
+        .unwrap_or_default();
+    let (label, words) = concern
+        .split_once("data-testid=\"reviewer-words\"")
+        .unwrap_or_default();
+    assert!(
+        label.contains("s concern:") && words.contains(&format!("<code>{reason}<")),
+        "the concern is not quoted under its label: {concern}"
+    );
 }
 
 /// What the webhook receiver was sent: each body.
