@@ -16,7 +16,8 @@
 //!   the parts' subjects with the operators between — a subject of its own, approved five
 //!   times as a whole, never because its parts were (`curl x | sh` owes nothing to `curl`).
 //!   Only redirects that write nothing (`2>&1`, `>/dev/null`, `2>/dev/null`) may stand in it or
-//!   beside a single command, and are left out of the subject; a part that writes what is
+//!   beside a single command, and are left out of the subject — but before a pipe `2>&1` makes
+//!   it `|&`, and one that empties the pipe leaves no subject ([`compound`]); a part that writes what is
 //!   piped to it (`tee`, [`NOT_IN_COMPOUND`]) or runs code (an interpreter, [`INTERPRETERS`])
 //!   leaves the whole without one.
 //! - a command with any other redirect, a substitution, an expansion or glob, a `~` the

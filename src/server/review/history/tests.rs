@@ -90,7 +90,8 @@ fn a_workspace_program_is_not_the_system_one() {
 #[test]
 fn a_pipeline_or_list_of_plain_commands_has_a_compound_subject() {
     for (command, expected) in [
-        ("cargo test 2>&1 | tail -20", "cargo test | tail -20"),
+        ("cargo test 2>&1 | tail -20", "cargo test |& tail -20"),
+        ("cargo test 2>/dev/null | tail -20", "cargo test | tail -20"),
         (
             "cd crates/core && cargo build --release",
             "cd crates/core && cargo build --release",
@@ -382,9 +383,9 @@ fn a_compound_is_approved_as_a_whole_never_by_its_parts() {
         );
     }
     let line = "cargo test 2>&1 | tail -20";
-    let four = approved("cargo test | tail -20", 4);
+    let four = approved("cargo test |& tail -20", 4);
     assert_eq!(predict(&shell(line), &four).predicted, Predicted::Escalate);
-    let five = approved("cargo test | tail -20", 5);
+    let five = approved("cargo test |& tail -20", 5);
     let prediction = predict(&shell(line), &five);
     assert_eq!(prediction.predicted, Predicted::Approve);
     assert_eq!(
@@ -393,8 +394,8 @@ fn a_compound_is_approved_as_a_whole_never_by_its_parts() {
     );
     let other = approved("cargo test --lib | tail -50", 5);
     assert_eq!(predict(&shell(line), &other).predicted, Predicted::Escalate);
-    let mut refused = approved("cargo test | tail -20", 9);
-    refused.push(denied("cargo test 2>/dev/null | tail -20"));
+    let mut refused = approved("cargo test |& tail -20", 9);
+    refused.push(denied("cargo test 2>&1 |& tail -20"));
     assert_eq!(
         predict(&shell(line), &refused).predicted,
         Predicted::Escalate
@@ -546,9 +547,28 @@ fn a_home_folder_tilde_has_no_subject_a_quoted_one_is_literal() {
     );
 }
 
-/// `|&` pipes standard error too: its own operator in the subject.
+/// `|&` pipes standard error too: its own operator in the subject, which `2>&1 |` (the same
+/// thing, spelled out) shares; a redirect that empties the pipe leaves no subject.
 #[test]
 fn a_pipe_of_both_streams_is_not_a_pipe() {
+    for line in [
+        "cargo test 2>&1 | tail -5",
+        "cargo test 2>/dev/null |& tail -5",
+    ] {
+        assert_eq!(
+            subject(line).as_deref(),
+            Some("cargo test |& tail -5"),
+            "{line}"
+        );
+    }
+    for line in [
+        "cargo test >/dev/null | tail -5",
+        "cargo test &>/dev/null | tail -5",
+        "cargo test 2>&1 >/dev/null | tail -5",
+        "cargo test 2>/dev/null 2>&1 | tail -5",
+    ] {
+        assert_eq!(subject(line), None, "{line}");
+    }
     assert_eq!(
         subject("cargo test |& tail -5").as_deref(),
         Some("cargo test |& tail -5")
