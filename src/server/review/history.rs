@@ -12,21 +12,22 @@
 //!   never read the same; a program holding `=` always quoted, so `'X=1' git status`, a
 //!   program named `X=1`, never reads as a variable) — after the variables set for it
 //!   (`X=1 git status`, `env X=1 git status`), each by name and value.
-//! - a pipeline or list (`|`, `|&`, `&&`, `||`, `;`) of plain commands that each have a subject:
-//!   the parts' subjects with the operators between — a subject of its own, approved five
-//!   times as a whole, never because its parts were (`curl x | sh` owes nothing to `curl`).
+//! - a pipeline or list (`|`, `|&`, `&&`, `||`, `;`) of plain commands that each have a
+//!   subject: the parts' subjects with the operators between — a subject of its own,
+//!   approved five times as a whole, never because its parts were (`curl x | sh` owes
+//!   nothing to `curl`).
 //!   Only redirects that write nothing (`2>&1`, `>/dev/null`, `2>/dev/null`) may stand in it or
-//!   beside a single command, and are left out of the subject — but before a pipe `2>&1` makes
-//!   it `|&`, and one that empties the pipe leaves no subject ([`compound`]); a part that writes what is
-//!   piped to it (`tee`, [`NOT_IN_COMPOUND`]) or runs code (an interpreter, [`INTERPRETERS`])
-//!   leaves the whole without one.
+//!   beside a single command, and are left out of the subject — but before a pipe `2>&1`
+//!   makes it `|&`, and one that empties the pipe leaves no subject ([`compound`]); a part
+//!   that writes what is piped to it (`tee`, [`NOT_IN_COMPOUND`]) or runs code (an
+//!   interpreter, [`INTERPRETERS`]) leaves the whole without one.
 //! - a command with any other redirect, a substitution, an expansion or glob, a `~` the
 //!   shell expands to a home folder (`ls ~`, `X=~`; `ls '~'` is literal), a `+=` (its value
-//!   starts with one only known when it runs), a here-document, a subshell, group, loop or background `&`, or that runs another command
-//!   (`sudo`, `bash -c`, `xargs` …, [`WRAPPERS`]) or code given on the line (`python -c`,
-//!   `node -e`, [`INLINE_CODE`]), or whose arguments are code or hidden writes (`awk`, `sed -i`
-//!   or a `sed` script with `e`/`w`, `find -exec`/`-delete`: [`programs`]) has none: it always
-//!   goes to the person.
+//!   starts with one only known when it runs), a here-document, a subshell, group, loop or
+//!   background `&`, or that runs another command (`sudo`, `bash -c`, `xargs` …,
+//!   [`WRAPPERS`]) or code given on the line (`python -c`, `node -e`, [`INLINE_CODE`]), or
+//!   whose arguments are code or hidden writes (`awk`, `sed -i` or a `sed` script with
+//!   `e`/`w`, `find -exec`/`-delete`: [`programs`]) has none: it always goes to the person.
 //! - a file: its exact normalized path — absolute for an outside agent (resolved against the
 //!   card's working directory; a relative path with none has no subject), relative to the
 //!   workspace for the built-in agent — never a folder or extension pattern; and none when
@@ -337,7 +338,7 @@ fn quoted(text: &str) -> String {
 }
 
 /// The program as the subject shows it: like any word, but always quoted when it holds an
-/// `=`, so a program named `X=1` (`'X=1' git status`, `\\X=1 git status`) never reads as the
+/// `=`, so a program named `X=1` (`'X=1' git status`, `\X=1 git status`) never reads as the
 /// variable `X=1` set for `git status`.
 fn quoted_program(program: &str) -> String {
     if program.contains('=') {

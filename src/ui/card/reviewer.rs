@@ -70,6 +70,8 @@ pub fn ReviewerConcern(concern: Option<String>) -> impl IntoView {
 #[component]
 fn ReviewerWords(words: String) -> impl IntoView {
     view! {
-        <blockquote class="reviewer-words" data-testid="reviewer-words"><code>{words}</code></blockquote>
+        <blockquote class="reviewer-words" data-testid="reviewer-words">
+            <code>{words}</code>
+        </blockquote>
     }
 }
