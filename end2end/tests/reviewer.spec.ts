@@ -56,8 +56,9 @@ test('the reviewer: its concern on a card it escalates, its reason on a card it 
   const held = page.locator(`[data-testid=approval-card][data-approval-id="${doubtful.approval_id}"]`);
   await expect(held).toHaveAttribute('data-state', 'pending');
   const concern = held.getByTestId('reviewer-concern');
-  await expect(concern).toContainText('The reviewer asks you to look: ');
-  await expect(concern).toContainText('never approved here');
+  // The page's label, then the reviewer's own words as a quotation (no text of the card).
+  await expect(concern).toContainText("Reviewer's concern:");
+  await expect(concern.getByTestId('reviewer-words')).toHaveText('this exact command was never approved here before');
   // Near the buttons, which still answer it.
   await expect(held.locator('[data-action=approve]')).toBeVisible();
   await page.reload();
@@ -65,7 +66,7 @@ test('the reviewer: its concern on a card it escalates, its reason on a card it 
   await expect(held.getByTestId('reviewer-concern')).toContainText('never approved here');
   await page.goto(`${server.url}/inbox`);
   const row = page.locator(`[data-testid=inbox-item][data-approval-id="${doubtful.approval_id}"]`);
-  await expect(row.getByTestId('reviewer-concern')).toContainText('The reviewer asks you to look: ');
+  await expect(row.getByTestId('reviewer-concern')).toContainText("Reviewer's concern:");
   // The agent's gate state says nothing of it.
   const seen = await api('GET', `/api/v1/gates/${doubtful.approval_id}`, agent);
   expect(JSON.stringify(seen.json)).not.toContain('never approved here');
@@ -83,8 +84,8 @@ test('the reviewer: its concern on a card it escalates, its reason on a card it 
   await expect(card).toHaveAttribute('data-state', 'resolved');
   await expect(card.getByTestId('card-outcome')).toContainText('by the reviewer');
   const answer = card.getByTestId('reviewer-answer');
-  await expect(answer).toContainText('Approved by the reviewer — ');
-  await expect(answer).toContainText('echo');
+  await expect(answer).toContainText("Approved by the reviewer. Reviewer's reason:");
+  await expect(answer.getByTestId('reviewer-words')).toHaveText(/^this exact command was approved \d+ times here, never denied$/);
   await answer.locator('[data-action=disagree]').click();
   await expect(card.getByTestId('reviewer-reported'))
     .toHaveText('Reported: the reviewer no longer answers exec cards');

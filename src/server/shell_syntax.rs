@@ -44,6 +44,10 @@ pub struct Word {
     /// any other part only known when it runs), so a variable's value can be put where it
     /// stands (`.e${X}v` with `X=n` is `.env`).
     pub template: String,
+    /// Holds an unquoted `~` the shell may expand to a home folder: at its start (`~`,
+    /// `~/x`, `~root`), or after an `=` or `:` (`X=~`, `PATH=a:~/bin`). `text` keeps the
+    /// `~` as written; `'~'` and `\~` are literal and not marked.
+    pub tilde: bool,
 }
 
 impl Word {
@@ -92,6 +96,7 @@ impl Word {
             glob: parts.iter().any(|p| p.glob),
             vars: parts.iter().flat_map(|p| p.vars.iter().cloned()).collect(),
             opaque: parts.iter().any(|p| p.opaque),
+            tilde: parts.iter().any(|p| p.tilde),
         }
     }
 }
@@ -336,6 +341,12 @@ fn record(node: Node, children: &[Node], fed: bool, source: &str, script: &mut S
                 let value = node
                     .child_by_field_name("value")
                     .map_or_else(|| Word::literal(""), |v| word(v, source));
+                let appends = children.iter().any(|c| c.kind() == "+=");
+                let value = if appends {
+                    appended(&name, value)
+                } else {
+                    value
+                };
                 script.assignments.push((name, value));
             }
         }
@@ -358,6 +369,18 @@ fn record(node: Node, children: &[Node], fed: bool, source: &str, script: &mut S
         }
         _ => {}
     }
+}
+
+/// The value `NAME+=value` gives: the variable's value before it (only known when it runs),
+/// then `value` — never `value` alone, which `NAME=value` gives.
+fn appended(name: &str, value: Word) -> Word {
+    let before = Word {
+        dynamic: true,
+        template: format!("\u{1}{name}\u{2}"),
+        vars: vec![name.to_owned()],
+        ..Word::default()
+    };
+    Word::joined(&[before, value])
 }
 
 fn record_command(command: SimpleCommand, script: &mut Script) {
@@ -541,10 +564,19 @@ fn unquoted(raw: &str) -> Word {
     let mut word = Word {
         template: text.clone(),
         text,
+        tilde: expands_tilde(raw),
         ..word
     };
     mark_braces(&mut word);
     word
+}
+
+/// Whether an unquoted word's `~` may be expanded to a home folder: bash expands one at the
+/// word's start, and after the `=` or a `:` of what reads as an assignment (`X=~`, also as an
+/// argument: `echo x=~`). Read wider than bash (any `=~` or `:~`): a word wrongly marked only
+/// loses the history reviewer's subject.
+fn expands_tilde(raw: &str) -> bool {
+    raw.starts_with('~') || raw.contains("=~") || raw.contains(":~")
 }
 
 /// Brace expansion (`.{e,x}nv`, `{1..3}`) makes several words of one: read as a glob, whose
@@ -829,6 +861,56 @@ mod tests {
             "set -a",
         ] {
             assert!(read(loud).unwrap().changes_env, "{loud}");
+        }
+    }
+
+    /// bash runs a program named `X=1` for each of these: a quoted or escaped name part (or
+    /// `=`) makes the word a command word, not an assignment.
+    #[test]
+    fn a_quoted_assignment_is_a_command_word() {
+        for line in [
+            "'X=1' git status",
+            "\\X=1 git status",
+            "\"X\"=1 git status",
+            "X\"=1\" git status",
+            "X\\=1 git status",
+        ] {
+            let script = read(line).unwrap();
+            assert!(script.assignments.is_empty(), "{line}");
+            assert_eq!(names(line), [["X=1", "git", "status"]], "{line}");
+        }
+        let script = read("X=1 git status").unwrap();
+        assert_eq!(script.assignments, [("X".into(), Word::literal("1"))]);
+    }
+
+    /// `X+=1` appends to X's value before it, which only the running shell knows.
+    #[test]
+    fn an_append_is_not_a_plain_assignment() {
+        let script = read("X+=1 git status").unwrap();
+        let [(name, value)] = script.assignments.as_slice() else {
+            panic!("{script:?}");
+        };
+        assert_eq!(name, "X");
+        assert!(value.dynamic, "{value:?}");
+        assert_eq!(value.vars, ["X"]);
+        assert_eq!(value.with_value("X", "a"), "a1");
+    }
+
+    #[test]
+    fn an_unquoted_tilde_is_marked_a_quoted_one_is_not() {
+        let tilde = |line: &str| -> Vec<bool> {
+            let script = read(line).unwrap();
+            let words = script.commands[0].words.iter().skip(1);
+            let values = script.assignments.iter().map(|(_, v)| v);
+            values.chain(words).map(|w| w.tilde).collect()
+        };
+        for line in ["ls ~", "cat ~/x", "ls ~root", "echo x=~", "echo ~\"/x\""] {
+            assert_eq!(tilde(line), [true], "{line}");
+        }
+        assert_eq!(tilde("X=~ cmd"), [true]);
+        assert_eq!(tilde("X=a:~/bin cmd"), [true]);
+        for line in ["ls '~'", "ls \"~\"", "ls \\~", "ls HEAD~1", "ls a~"] {
+            assert_eq!(tilde(line), [false], "{line}");
         }
     }
 }

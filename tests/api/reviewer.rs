@@ -318,8 +318,12 @@ async fn trust_is_earned_used_and_lost() {
     assert_eq!(answered["status"], "approved", "{answered}");
     assert_eq!(answered["answered_by"], "reviewer");
     assert_eq!(answered["actor"], "reviewer");
+    // The reviewer's own words: nothing of the card's command.
+    let reason = answered["reason"].as_str().unwrap();
     assert!(
-        answered["reason"].as_str().unwrap().contains("echo"),
+        reason.starts_with("this exact command was approved ")
+            && reason.ends_with(" times here, never denied")
+            && !reason.contains("echo"),
         "{answered}"
     );
     let audit = ts.get("/api/v1/audit?action=gate_resolved").await.body;
@@ -522,6 +526,19 @@ async fn concern_shown_to_the_person_only(ts: &TestServer, agent: &Api, gate: &V
     assert!(
         page.body.contains("data-testid=\"reviewer-concern\""),
         "the page lacks the concern"
+    );
+    // Under the page's own label, the reviewer's words quoted apart.
+    let concern = page
+        .body
+        .split("data-testid=\"reviewer-concern\"")
+        .nth(1)
+        .unwrap_or_default();
+    let (label, words) = concern
+        .split_once("data-testid=\"reviewer-words\"")
+        .unwrap_or_default();
+    assert!(
+        label.contains("s concern:") && words.contains(&format!("<code>{reason}<")),
+        "the concern is not quoted under its label: {concern}"
     );
 }
 

@@ -9,25 +9,35 @@
 //! - a shell command: its whole word list, in order — the program (`/usr/bin/git` is `git`;
 //!   `./git` stays `./git`, a program of the workspace's own), then every argument as the
 //!   program receives it (quoted where it holds anything but plain characters, so two lists
-//!   never read the same) — after the variables set for it (`X=1 git status`,
-//!   `env X=1 git status`), each by name and value.
-//! - a pipeline or list (`|`, `&&`, `||`, `;`) of plain commands that each have a subject:
-//!   the parts' subjects with the operators between — a subject of its own, approved five
-//!   times as a whole, never because its parts were (`curl x | sh` owes nothing to `curl`).
+//!   never read the same; a program holding `=` always quoted, so `'X=1' git status`, a
+//!   program named `X=1`, never reads as a variable) — after the variables set for it
+//!   (`X=1 git status`, `env X=1 git status`), each by name and value.
+//! - a pipeline or list (`|`, `|&`, `&&`, `||`, `;`) of plain commands that each have a
+//!   subject: the parts' subjects with the operators between — a subject of its own,
+//!   approved five times as a whole, never because its parts were (`curl x | sh` owes
+//!   nothing to `curl`).
 //!   Only redirects that write nothing (`2>&1`, `>/dev/null`, `2>/dev/null`) may stand in it or
-//!   beside a single command, and are left out of the subject; a part that writes what is
-//!   piped to it (`tee`, [`NOT_IN_COMPOUND`]) or runs code (an interpreter, [`INTERPRETERS`])
-//!   leaves the whole without one.
-//! - a command with any other redirect, a substitution, an expansion or glob, a
-//!   here-document, a subshell, group, loop or background `&`, or that runs another command
-//!   (`sudo`, `bash -c`, `xargs` …, [`WRAPPERS`]) or code given on the line (`python -c`,
-//!   `node -e`, [`INLINE_CODE`]), or whose arguments are code or hidden writes (`awk`, `sed -i`
-//!   or a `sed` script with `e`/`w`, `find -exec`/`-delete`: [`programs`]) has none: it always
-//!   goes to the person.
+//!   beside a single command, and are left out of the subject — but before a pipe `2>&1`
+//!   makes it `|&`, and one that empties the pipe leaves no subject ([`compound`]); a part
+//!   that writes what is piped to it (`tee`, [`NOT_IN_COMPOUND`]) or runs code (an
+//!   interpreter, [`INTERPRETERS`]) leaves the whole without one.
+//! - a command with any other redirect, a substitution, an expansion or glob, a `~` the
+//!   shell expands to a home folder (`ls ~`, `X=~`; `ls '~'` is literal), a `+=` (its value
+//!   starts with one only known when it runs), a here-document, a subshell, group, loop or
+//!   background `&`, or that runs another command (`sudo`, `bash -c`, `xargs` …,
+//!   [`WRAPPERS`]) or code given on the line (`python -c`, `node -e`, [`INLINE_CODE`]), or
+//!   whose arguments are code or hidden writes (`awk`, `sed -i` or a `sed` script with
+//!   `e`/`w`, `find -exec`/`-delete`: [`programs`]) has none: it always goes to the person.
 //! - a file: its exact normalized path — absolute for an outside agent (resolved against the
 //!   card's working directory; a relative path with none has no subject), relative to the
-//!   workspace for the built-in agent — never a folder or extension pattern.
+//!   workspace for the built-in agent — never a folder or extension pattern; and none when
+//!   the path is not written already normal (a `\`, a `.` or `..` segment, `//`, a trailing
+//!   `/`: [`is_normal_path`]), nor for an edit of a file that decides what a later command runs
+//!   (`package.json`, a `Makefile`, CI files, hooks, scripts: [`runs_what`]).
 //! - decision, config and network cards have none.
+//!
+//! Its reasons are its own words ("this exact command was approved only 3 times here (5
+//! needed)"): nothing of the card's text, which the agent wrote, is in them.
 
 use async_trait::async_trait;
 
@@ -38,6 +48,7 @@ use crate::server::tools::{self, Subject};
 
 mod compound;
 pub mod programs;
+pub mod runs_what;
 
 /// Approvals of one subject, with no refusal, before the history reviewer predicts `approve`.
 pub const MIN_APPROVALS: usize = 5;
@@ -88,24 +99,62 @@ pub fn subject_of(card: &ApprovalRequestBody) -> Option<String> {
             ))
         }
         Subject::Command(command) => command_subject(&command),
-        Subject::Path(path) => exact_path(&path, outside),
+        Subject::Path(path) => {
+            if !written_plainly(card) {
+                return None;
+            }
+            let path = exact_path(&path, outside)?;
+            let runs = card.class == ToolClass::Edit && runs_what::decides_what_runs(&path);
+            (!runs).then_some(path)
+        }
     }
 }
 
 /// Where an outside agent's command runs, when its card names it plainly: an absolute,
-/// already normal folder (no `.`, `..`, `//`, `\`, trailing `/` or hidden character). The
-/// same words in another folder are another command (`git clean -fdx` in a scratch folder
-/// and in a thesis), so a command without one has no subject.
+/// already normal folder ([`is_normal_path`], no hidden character). The same words in
+/// another folder are another command (`git clean -fdx` in a scratch folder and in a
+/// thesis), so a command without one has no subject.
 fn working_folder(card: &ApprovalRequestBody) -> Option<&str> {
     let folder = card.cwd.as_deref()?;
-    let normal = folder == "/"
-        || (folder.starts_with('/')
-            && !folder.ends_with('/')
-            && !folder.contains('\\')
-            && folder[1..]
-                .split('/')
-                .all(|segment| !matches!(segment, "" | "." | "..")));
-    (normal && !crate::text::has_hidden(folder)).then_some(folder)
+    let plain =
+        folder.starts_with('/') && is_normal_path(folder) && !crate::text::has_hidden(folder);
+    plain.then_some(folder)
+}
+
+/// Whether the card's one path is written as it is meant, already normal: no `\`, no `.` or
+/// `..` segment, no `//`, no trailing `/`, nothing normalizing would change (a Windows name's
+/// trailing dot). Else normalizing its text could make it another file's subject
+/// (`a/../b.rs` is `b.rs` only if `a` is no symlink), so it has none.
+fn written_plainly(card: &ApprovalRequestBody) -> bool {
+    let written = match card.kind {
+        GateKind::External => tools::outside::written_path(&card.tool, &card.args),
+        _ => card
+            .args
+            .get("path")
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_owned),
+    };
+    written.is_some_and(|path| is_normal_path(&path))
+}
+
+/// `path` is already normal: what [`written_plainly`] asks of a card's path.
+pub fn is_normal_path(path: &str) -> bool {
+    !path.is_empty()
+        && !path.contains('\\')
+        && !path.contains("//")
+        && (path == "/" || !path.ends_with('/'))
+        && path
+            .split('/')
+            .all(|segment| segment != "." && segment != "..")
+        && {
+            // A drive's path (`C:/x`) is normalized as `/c:/x` (only the letter's case
+            // changes), and is otherwise as written.
+            let normal = tools::outside::paths::normalize(path, None);
+            normal == path
+                || normal
+                    .strip_prefix('/')
+                    .is_some_and(|n| n.eq_ignore_ascii_case(path))
+        }
 }
 
 /// The file a read or edit card acts on, normalized (`./a/../b.rs` is `b.rs`), whether or not
@@ -264,11 +313,11 @@ fn plain_subject(command: &str) -> Option<(String, Vec<Word>)> {
     if only.stdin_fed
         || !script.redirect_targets.is_empty()
         || !script.documents.is_empty()
-        || only.words.iter().any(|w| w.opaque || w.dynamic)
+        || only.words.iter().any(|w| w.opaque || w.dynamic || w.tilde)
         || script
             .assignments
             .iter()
-            .any(|(_, v)| v.opaque || v.dynamic)
+            .any(|(_, v)| v.opaque || v.dynamic || v.tilde)
     {
         return None;
     }
@@ -287,7 +336,7 @@ fn plain_subject(command: &str) -> Option<(String, Vec<Word>)> {
         return None;
     }
     let mut parts = vars;
-    parts.push(quoted(&program));
+    parts.push(quoted_program(&program));
     parts.extend(args.iter().map(|w| quoted(&w.text)));
     let subject = parts.join(" ");
     (!crate::text::has_hidden(&subject)).then_some((subject, words.to_vec()))
@@ -304,6 +353,17 @@ fn quoted(text: &str) -> String {
         text.to_owned()
     } else {
         format!("'{}'", text.replace('\'', "'\\''"))
+    }
+}
+
+/// The program as the subject shows it: like any word, but always quoted when it holds an
+/// `=`, so a program named `X=1` (`'X=1' git status`, `\X=1 git status`) never reads as the
+/// variable `X=1` set for `git status`.
+fn quoted_program(program: &str) -> String {
+    if program.contains('=') {
+        format!("'{}'", program.replace('\'', "'\\''"))
+    } else {
+        quoted(program)
     }
 }
 
@@ -379,20 +439,27 @@ pub fn predict(card: &ApprovalRequestBody, past: &[PastAnswer]) -> Prediction {
         .iter()
         .filter(|p| p.tool.eq_ignore_ascii_case(&card.tool) && p.approved && !p.refused)
         .count();
-    let shown = shown_subject(&subject);
+    // The reviewer's own words only, never the card's text: a reason quoting the agent's
+    // command would let the agent write the start of the person's concern line.
+    let what = match card.class {
+        ToolClass::Exec => "command",
+        _ => "file",
+    };
     if refused > 0 {
         return Prediction::escalate(format!(
-            "{shown} was denied or edited here before ({refused} {})",
+            "this exact {what} was denied or edited here before ({refused} {})",
             times(refused)
         ));
     }
     match approved {
-        0 => Prediction::escalate(format!("{shown} never approved here before")),
+        0 => Prediction::escalate(format!("this exact {what} was never approved here before")),
         n if n < MIN_APPROVALS => Prediction::escalate(format!(
-            "{shown} approved only {n} {} here ({MIN_APPROVALS} needed)",
+            "this exact {what} was approved only {n} {} here ({MIN_APPROVALS} needed)",
             times(n)
         )),
-        n => Prediction::approve(format!("{shown} approved {n} times here, never denied")),
+        n => Prediction::approve(format!(
+            "this exact {what} was approved {n} times here, never denied"
+        )),
     }
 }
 
@@ -400,18 +467,7 @@ fn times(n: usize) -> &'static str {
     if n == 1 { "time" } else { "times" }
 }
 
-/// The subject in backticks, cut to one short line.
-fn shown_subject(subject: &str) -> String {
-    const MAX: usize = 80;
-    let text: String = subject.chars().take(MAX).collect();
-    let cut = if subject.chars().count() > MAX {
-        "…"
-    } else {
-        ""
-    };
-    format!("`{}{cut}`", text.replace('`', "'"))
-}
-
+/// Why a card has no subject, in the reviewer's own words (nothing of the card's text).
 fn no_subject_reason(card: &ApprovalRequestBody) -> String {
     match card.class {
         _ if card.decision_kind.is_some() => "a decision is always the person's to make".into(),
@@ -419,13 +475,19 @@ fn no_subject_reason(card: &ApprovalRequestBody) -> String {
         ToolClass::Config => "a configuration change always goes to the person".into(),
         ToolClass::Network => "a network call always goes to the person".into(),
         ToolClass::Exec => "not a plain command, pipeline or list the history reviewer can match \
-             (a substitution, an expansion, a redirect to a file, a here-document, a wrapped \
-             command, code given to an interpreter, awk, sed that may write or run, find that \
-             runs or deletes): it goes to the person"
+             (a substitution, an expansion, a `~`, a `+=`, a redirect to a file, a \
+             here-document, a wrapped command, code given to an interpreter, awk, sed that may \
+             write or run, find that runs or deletes): it goes to the person"
             .into(),
+        ToolClass::Edit
+            if file_path(card).is_some_and(|path| runs_what::decides_what_runs(&path)) =>
+        {
+            "a file that decides what commands run always goes to the person".into()
+        }
         ToolClass::Read | ToolClass::Edit => {
-            "the history reviewer cannot read which file this is (an outside agent's relative \
-             path is never matched)"
+            "the history reviewer cannot read which file this is (it matches only a path \
+             written plainly — no `\\`, `.` or `..` segment, `//` or trailing `/` — and an \
+             outside agent's only when absolute)"
                 .into()
         }
     }

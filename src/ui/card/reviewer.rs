@@ -1,6 +1,11 @@
 //! The reviewer on a card (issue 40): on a waiting card it escalated in a trusted class, its
 //! concern; on a card it answered, its reason and the person's "I would not have approved
 //! this", which reports a false approval and ends the class's trust at once.
+//!
+//! The reviewer's words are shown as a quotation under a label of the page's own ("Reviewer's
+//! concern:"), never as the label itself: a model reviewer's reason is model-written after
+//! reading agent text, so its start must not pass for the page speaking. They are text
+//! nodes (escaped), written out as `shown` writes an agent's.
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
@@ -26,7 +31,8 @@ pub fn ReviewerAnswer(request: ApprovalRequestBody, resolution: Resolution) -> i
         };
         view! {
             <div class="reviewer-answer" data-testid="reviewer-answer">
-                <p>"Approved by the reviewer — " {shown::text(&reason)}</p>
+                <p class="reviewer-label">"Approved by the reviewer. Reviewer's reason:"</p>
+                <ReviewerWords words=shown::text(&reason)/>
                 {move || match reported.get() {
                     None => view! {
                         <button type="button" class="secondary" data-action="disagree" on:click=report.clone()>
@@ -45,15 +51,27 @@ pub fn ReviewerAnswer(request: ApprovalRequestBody, resolution: Resolution) -> i
     })
 }
 
-/// The reviewer's concern on a waiting card, just above its buttons: one line, the reviewer's
-/// words written out as `shown` writes an agent's (they may echo the call it read).
+/// The reviewer's concern on a waiting card, just above its buttons: the page's label, then
+/// the reviewer's words on one line, quoted, written out as `shown` writes an agent's (they
+/// may echo the call it read).
 #[component]
 pub fn ReviewerConcern(concern: Option<String>) -> impl IntoView {
     concern.map(|concern| {
         view! {
-            <p class="reviewer-concern" role="note" data-testid="reviewer-concern">
-                "The reviewer asks you to look: " {shown::line(&concern)}
-            </p>
+            <div class="reviewer-concern" role="note" data-testid="reviewer-concern">
+                <span class="reviewer-label">"Reviewer's concern:"</span>
+                <ReviewerWords words=shown::line(&concern)/>
+            </div>
         }
     })
+}
+
+/// The reviewer's own words, set apart as a quotation in monospace (plain text, never markup).
+#[component]
+fn ReviewerWords(words: String) -> impl IntoView {
+    view! {
+        <blockquote class="reviewer-words" data-testid="reviewer-words">
+            <code>{words}</code>
+        </blockquote>
+    }
 }

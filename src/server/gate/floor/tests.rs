@@ -141,6 +141,8 @@ const MUST_ASK: &[(&str, &str)] = &[
     ("F=.git; cat \"$F/config\"", "sets `F`"),
     ("export K=id_rsa && cp \"$K\" /tmp/", "sets `K`"),
     ("X=n; cat .e${X}v", "takes `$X`, which touches .env"),
+    // `+=` appends to the value before: `.env` here, never `nv` alone.
+    ("X=.e; X+=nv; cat $X", "takes `$X`"),
     ("X=i; cat .g${X}t/config", "takes `$X`"),
     ("GIT_DIR=.git git config --get alias.st", "sets `GIT_DIR`"),
     ("git show :.env", ".env"),

@@ -1,7 +1,11 @@
 //! The shape of a command line for the history reviewer: one plain command, or a pipeline or
-//! list (`|`, `&&`, `||`, `;`) of them, with only redirects that write nothing
+//! list (`|`, `|&`, `&&`, `||`, `;`) of them, with only redirects that write nothing
 //! ([`HARMLESS_REDIRECTS`]). Anything else — a subshell, a group, a loop, a background `&`, a
 //! `!`, a here-document, a redirect to a file — has no shape, and so no subject.
+//!
+//! A harmless redirect is left out of the shape, except where it changes what a pipe carries
+//! ([`fold`]): `a 2>&1 | b` is `a |& b` (bash's own shorthand for it), and any other redirect
+//! of a part's standard output before a pipe leaves the line with no shape.
 //!
 //! Its own reading of the tree (the safety floor's `shell_syntax` flattens it, losing the
 //! operators between commands); `shell_syntax::read` still vets the whole line first, and each
@@ -30,6 +34,12 @@ pub enum Piece<'a> {
     Operator(&'static str),
 }
 
+/// One step of the walk: a piece, or a harmless redirect of the command just before it.
+enum Step<'a> {
+    Piece(Piece<'a>),
+    Redirect(&'static str),
+}
+
 thread_local! {
     static PARSER: RefCell<Option<Parser>> = const { RefCell::new(None) };
 }
@@ -56,13 +66,42 @@ pub fn pieces(source: &str) -> Option<Vec<Piece<'_>>> {
     if root.has_error() || root.kind() != "program" {
         return None;
     }
-    let mut out = Vec::new();
-    program(root, source, &mut out)?;
+    let mut steps = Vec::new();
+    program(root, source, &mut steps)?;
+    let out = fold(steps)?;
     matches!(out.first(), Some(Piece::Command(_))).then_some(out)
 }
 
+/// The pieces, each part's redirects read against what follows it. Before a pipe, `2>&1`
+/// makes it `|&` (standard error piped too), a redirect of standard error to `/dev/null`
+/// changes nothing that is piped, and anything else (`>/dev/null`, two redirects) changes what
+/// the next part reads: no shape. Elsewhere a harmless redirect is left out.
+fn fold(steps: Vec<Step<'_>>) -> Option<Vec<Piece<'_>>> {
+    let mut out = Vec::with_capacity(steps.len());
+    let mut redirects: Vec<&str> = Vec::new();
+    for step in steps {
+        match step {
+            Step::Redirect(redirect) => redirects.push(redirect),
+            Step::Piece(Piece::Operator(pipe @ ("|" | "|&"))) => {
+                let pipe = match redirects.as_slice() {
+                    [] | ["2>/dev/null" | "2>>/dev/null"] => pipe,
+                    ["2>&1"] => "|&",
+                    _ => return None,
+                };
+                redirects.clear();
+                out.push(Piece::Operator(pipe));
+            }
+            Step::Piece(piece) => {
+                redirects.clear();
+                out.push(piece);
+            }
+        }
+    }
+    Some(out)
+}
+
 /// The statements of the line, a `;` between each two (a newline reads as one).
-fn program<'a>(node: Node, source: &'a str, out: &mut Vec<Piece<'a>>) -> Option<()> {
+fn program<'a>(node: Node, source: &'a str, out: &mut Vec<Step<'a>>) -> Option<()> {
     let mut cursor = node.walk();
     let mut open = false;
     for child in node.children(&mut cursor) {
@@ -72,11 +111,11 @@ fn program<'a>(node: Node, source: &'a str, out: &mut Vec<Piece<'a>>) -> Option<
                     return None;
                 }
                 open = false;
-                out.push(Piece::Operator(";"));
+                out.push(Step::Piece(Piece::Operator(";")));
             }
             _ => {
                 if open {
-                    out.push(Piece::Operator(";"));
+                    out.push(Step::Piece(Piece::Operator(";")));
                 }
                 statement(child, source, out)?;
                 open = true;
@@ -84,30 +123,38 @@ fn program<'a>(node: Node, source: &'a str, out: &mut Vec<Piece<'a>>) -> Option<
         }
     }
     // A trailing `;` ends the line: nothing follows it.
-    if matches!(out.last(), Some(Piece::Operator(";"))) {
+    if matches!(out.last(), Some(Step::Piece(Piece::Operator(";")))) {
         out.pop();
     }
     Some(())
 }
 
 /// A list, a pipeline or a plain command; `None` for anything else.
-fn statement<'a>(node: Node, source: &'a str, out: &mut Vec<Piece<'a>>) -> Option<()> {
+fn statement<'a>(node: Node, source: &'a str, out: &mut Vec<Step<'a>>) -> Option<()> {
     let mut cursor = node.walk();
     let children: Vec<Node> = node.children(&mut cursor).collect();
     match node.kind() {
         "list" | "pipeline" => {
             for child in children {
-                match child.kind() {
-                    "&&" => out.push(Piece::Operator("&&")),
-                    "||" => out.push(Piece::Operator("||")),
-                    "|" | "|&" => out.push(Piece::Operator("|")),
-                    _ => statement(child, source, out)?,
-                }
+                let operator = match child.kind() {
+                    "&&" => "&&",
+                    "||" => "||",
+                    "|" => "|",
+                    // Standard error is piped too: not what `|` gives the next part.
+                    "|&" => "|&",
+                    _ => {
+                        statement(child, source, out)?;
+                        continue;
+                    }
+                };
+                out.push(Step::Piece(Piece::Operator(operator)));
             }
             Some(())
         }
         "redirected_statement" => {
             let body = node.child_by_field_name("body")?;
+            (body.kind() == "command").then_some(())?;
+            out.push(Step::Piece(Piece::Command(source.get(body.byte_range())?)));
             for child in children {
                 if child.id() == body.id() {
                     continue;
@@ -117,16 +164,18 @@ fn statement<'a>(node: Node, source: &'a str, out: &mut Vec<Piece<'a>>) -> Optio
                     .chars()
                     .filter(|c| !c.is_whitespace())
                     .collect();
-                if child.kind() != "file_redirect" || !HARMLESS_REDIRECTS.contains(&text.as_str()) {
-                    return None;
+                let harmless = HARMLESS_REDIRECTS.iter().find(|h| **h == text.as_str());
+                match harmless {
+                    Some(redirect) if child.kind() == "file_redirect" => {
+                        out.push(Step::Redirect(redirect));
+                    }
+                    _ => return None,
                 }
             }
-            (body.kind() == "command").then_some(())?;
-            out.push(Piece::Command(source.get(body.byte_range())?));
             Some(())
         }
         "command" => {
-            out.push(Piece::Command(source.get(node.byte_range())?));
+            out.push(Step::Piece(Piece::Command(source.get(node.byte_range())?)));
             Some(())
         }
         _ => None,

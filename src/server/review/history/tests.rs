@@ -90,7 +90,8 @@ fn a_workspace_program_is_not_the_system_one() {
 #[test]
 fn a_pipeline_or_list_of_plain_commands_has_a_compound_subject() {
     for (command, expected) in [
-        ("cargo test 2>&1 | tail -20", "cargo test | tail -20"),
+        ("cargo test 2>&1 | tail -20", "cargo test |& tail -20"),
+        ("cargo test 2>/dev/null | tail -20", "cargo test | tail -20"),
         (
             "cd crates/core && cargo build --release",
             "cd crates/core && cargo build --release",
@@ -207,10 +208,7 @@ fn a_file_is_its_exact_path() {
             "src/server/review/history.rs",
             "src/server/review/history.rs",
         ),
-        ("./notes.md", "notes.md"),
-        ("src/../notes.md", "notes.md"),
-        (".github/workflows/ci.yml", ".github/workflows/ci.yml"),
-        ("Makefile", "Makefile"),
+        ("notes.md", "notes.md"),
         ("config/.env", "config/.env"),
         ("a[1]/b.rs", "a[1]/b.rs"),
     ] {
@@ -261,23 +259,22 @@ fn an_outside_agents_relative_path_is_never_matched() {
         .map(|_| PastAnswer {
             tool: "Write".into(),
             class: ToolClass::Edit,
-            subject: subject_of(&write("/home/me/app/package.json")),
+            subject: subject_of(&write("/home/me/app/config.json")),
             approved: true,
             refused: false,
         })
         .collect();
     let approve = |path: &str| predict(&write(path), &past).predicted;
-    assert_eq!(approve("/home/me/app/package.json"), Predicted::Approve);
-    assert_eq!(
-        approve("/home/me/app/./x/../package.json"),
-        Predicted::Approve
-    );
+    assert_eq!(approve("/home/me/app/config.json"), Predicted::Approve);
     for other in [
         "settings.json",
-        "package.json",
+        "config.json",
         "/home/me/app/tsconfig.json",
         "/root/.config/Code/User/settings.json",
-        "/home/me/app/package.json/../../other/package.json",
+        "/home/me/app/config.json/../../other/config.json",
+        // Not written plainly: no subject, even where it would normalize to the approved one.
+        "/home/me/app/./x/../config.json",
+        "/home/me/app//config.json",
     ] {
         assert_eq!(approve(other), Predicted::Escalate, "{other}");
     }
@@ -309,13 +306,13 @@ fn five_approvals_and_no_refusal_approve() {
     assert_eq!(four.predicted, Predicted::Escalate);
     assert_eq!(
         four.reason,
-        "`git status --short` approved only 4 times here (5 needed)"
+        "this exact command was approved only 4 times here (5 needed)"
     );
     let five = predict(&card, &approved("/usr/bin/git 'status' --short", 5));
     assert_eq!(five.predicted, Predicted::Approve);
     assert_eq!(
         five.reason,
-        "`git status --short` approved 5 times here, never denied"
+        "this exact command was approved 5 times here, never denied"
     );
     let near = predict(&card, &approved("git status -s", 50));
     assert_eq!(near.predicted, Predicted::Escalate, "not the same words");
@@ -339,7 +336,7 @@ fn one_refusal_ever_escalates() {
     assert_eq!(prediction.predicted, Predicted::Escalate);
     assert_eq!(
         prediction.reason,
-        "`git status` was denied or edited here before (1 time)"
+        "this exact command was denied or edited here before (1 time)"
     );
 }
 
@@ -350,7 +347,7 @@ fn a_near_miss_is_not_its_neighbour() {
     assert_eq!(force.predicted, Predicted::Escalate);
     assert_eq!(
         force.reason,
-        "`git push --force origin main` never approved here before"
+        "this exact command was never approved here before"
     );
     let rm = predict(&shell("rm -rf /"), &approved("rm build.log", 20));
     assert_eq!(rm.predicted, Predicted::Escalate);
@@ -389,19 +386,19 @@ fn a_compound_is_approved_as_a_whole_never_by_its_parts() {
         );
     }
     let line = "cargo test 2>&1 | tail -20";
-    let four = approved("cargo test | tail -20", 4);
+    let four = approved("cargo test |& tail -20", 4);
     assert_eq!(predict(&shell(line), &four).predicted, Predicted::Escalate);
-    let five = approved("cargo test | tail -20", 5);
+    let five = approved("cargo test |& tail -20", 5);
     let prediction = predict(&shell(line), &five);
     assert_eq!(prediction.predicted, Predicted::Approve);
     assert_eq!(
         prediction.reason,
-        "`cargo test | tail -20` approved 5 times here, never denied"
+        "this exact command was approved 5 times here, never denied"
     );
     let other = approved("cargo test --lib | tail -50", 5);
     assert_eq!(predict(&shell(line), &other).predicted, Predicted::Escalate);
-    let mut refused = approved("cargo test | tail -20", 9);
-    refused.push(denied("cargo test 2>/dev/null | tail -20"));
+    let mut refused = approved("cargo test |& tail -20", 9);
+    refused.push(denied("cargo test 2>&1 |& tail -20"));
     assert_eq!(
         predict(&shell(line), &refused).predicted,
         Predicted::Escalate
@@ -541,4 +538,243 @@ fn an_outside_command_is_matched_only_in_the_folder_it_runs_in() {
         "{subject}"
     );
     assert_ne!(subject_of(&codex), subject_of(&clean(Some("/home/me/app"))));
+}
+
+/// bash runs a program named `X=1` for each of these (a quoted or escaped part of the name or
+/// of its `=` makes the word a command word): none reads as the variable `X=1` set for
+/// `git status`.
+#[test]
+fn a_quoted_assignment_is_a_program_not_a_variable() {
+    let variable = subject("X=1 git status");
+    assert_eq!(variable.as_deref(), Some("X=1 git status"));
+    for line in [
+        "'X=1' git status",
+        "\\X=1 git status",
+        "\"X\"=1 git status",
+        "X\"=1\" git status",
+        "X\\=1 git status",
+    ] {
+        let program = subject(line);
+        assert_ne!(program, variable, "{line}");
+        assert!(
+            program.as_deref().is_some_and(|s| s.starts_with("'X=1")),
+            "{line}: {program:?}"
+        );
+    }
+    // `env` reads its arguments after the shell removed the quotes: a variable either way.
+    assert_eq!(subject("env 'X=1' git status"), variable);
+    let past = approved("X=1 git status", 9);
+    assert_eq!(
+        predict(&shell("'X=1' git status"), &past).predicted,
+        Predicted::Escalate
+    );
+}
+
+/// `X+=1` appends to a value only the running shell knows: no subject, never `X=1`'s.
+#[test]
+fn an_appended_variable_has_no_subject() {
+    for line in [
+        "X+=1 git status",
+        "X=1 Y+=2 git status",
+        "PATH+=:/opt/bin cargo build",
+    ] {
+        assert_eq!(subject(line), None, "{line}");
+    }
+    assert_ne!(subject("env X+=1 git status"), subject("X=1 git status"));
+}
+
+/// An unquoted leading `~` (or one after `=` or `:`) is a home folder, only known when it
+/// runs; a quoted or escaped one is the character.
+#[test]
+fn a_home_folder_tilde_has_no_subject_a_quoted_one_is_literal() {
+    for line in [
+        "ls ~",
+        "cat ~/x",
+        "ls ~root",
+        "ls ~+",
+        "X=~ cmd",
+        "X=a:~/bin cmd",
+        "env X=~ cmd",
+        "echo a=~",
+        "cat ~\"/notes.md\"",
+        "ls ~ | head",
+    ] {
+        assert_eq!(subject(line), None, "{line}");
+    }
+    assert_eq!(subject("ls '~'").as_deref(), Some("ls '~'"));
+    assert_eq!(subject("ls \\~").as_deref(), Some("ls '~'"));
+    assert_eq!(subject("ls \"~/x\"").as_deref(), Some("ls '~/x'"));
+    assert_eq!(
+        subject("git log HEAD~1").as_deref(),
+        Some("git log 'HEAD~1'")
+    );
+}
+
+/// `|&` pipes standard error too: its own operator in the subject, which `2>&1 |` (the same
+/// thing, spelled out) shares; a redirect that empties the pipe leaves no subject.
+#[test]
+fn a_pipe_of_both_streams_is_not_a_pipe() {
+    for line in [
+        "cargo test 2>&1 | tail -5",
+        "cargo test 2>/dev/null |& tail -5",
+    ] {
+        assert_eq!(
+            subject(line).as_deref(),
+            Some("cargo test |& tail -5"),
+            "{line}"
+        );
+    }
+    for line in [
+        "cargo test >/dev/null | tail -5",
+        "cargo test &>/dev/null | tail -5",
+        "cargo test 2>&1 >/dev/null | tail -5",
+        "cargo test 2>/dev/null 2>&1 | tail -5",
+    ] {
+        assert_eq!(subject(line), None, "{line}");
+    }
+    assert_eq!(
+        subject("cargo test |& tail -5").as_deref(),
+        Some("cargo test |& tail -5")
+    );
+    assert_ne!(
+        subject("cargo test |& tail -5"),
+        subject("cargo test | tail -5")
+    );
+    let past = approved("cargo test | tail -5", 9);
+    assert_eq!(
+        predict(&shell("cargo test |& tail -5"), &past).predicted,
+        Predicted::Escalate
+    );
+}
+
+/// A path not already normal has no subject: normalizing its text may make it another file's.
+#[test]
+fn a_path_not_written_plainly_has_no_subject() {
+    let edit = |path: &str| {
+        card(
+            "write_file",
+            ToolClass::Edit,
+            json!({"path": path, "content": ""}),
+        )
+    };
+    let read = |path: &str| card("read_file", ToolClass::Read, json!({ "path": path }));
+    for path in [
+        "./src/a.rs",
+        "src/./a.rs",
+        "src/../src/a.rs",
+        "x/../src/a.rs",
+        "src//a.rs",
+        "src/",
+        "src\\a.rs",
+        ".",
+        "",
+    ] {
+        assert_eq!(subject_of(&edit(path)), None, "{path}");
+        assert_eq!(subject_of(&read(path)), None, "{path}");
+    }
+    assert_eq!(subject_of(&edit("src/a.rs")).as_deref(), Some("src/a.rs"));
+    assert_eq!(subject_of(&read("src/a.rs")).as_deref(), Some("src/a.rs"));
+    let reason = predict(&edit("./src/a.rs"), &[]).reason;
+    assert!(reason.contains("written plainly"), "{reason}");
+    let write = |path: &str| {
+        outside(
+            "Write",
+            ToolClass::Edit,
+            json!({"file_path": path, "content": ""}),
+        )
+    };
+    for path in [
+        "/home/me/app/./src/a.rs",
+        "/home/me/app/x/../src/a.rs",
+        "/home/me//app/src/a.rs",
+        "/home/me/app/src/",
+        "C:\\Users\\me\\app\\a.rs",
+        "C:/Users/me/app/.env.",
+        "C:/Users/me/app/src/",
+    ] {
+        assert_eq!(subject_of(&write(path)), None, "{path}");
+    }
+    assert_eq!(
+        subject_of(&write("/home/me/app/src/a.rs")).as_deref(),
+        Some("/home/me/app/src/a.rs")
+    );
+    assert_eq!(
+        subject_of(&write("C:/Users/me/app/a.rs")).as_deref(),
+        Some("/c:/Users/me/app/a.rs")
+    );
+}
+
+/// An edit of a file that decides what a later command runs always goes to the person; a
+/// read of it, a look-alike and an ordinary source file are matched as before.
+#[test]
+fn an_edit_of_a_file_that_decides_what_runs_has_no_subject() {
+    let edit = |path: &str| {
+        card(
+            "write_file",
+            ToolClass::Edit,
+            json!({"path": path, "content": ""}),
+        )
+    };
+    for path in [
+        "package.json",
+        "Cargo.toml",
+        "Makefile",
+        "build.rs",
+        ".github/workflows/ci.yml",
+        ".git/hooks/pre-commit",
+        ".envrc",
+        "scripts/release.py",
+        "deploy.sh",
+        "Dockerfile",
+    ] {
+        assert_eq!(subject_of(&edit(path)), None, "{path}");
+        let prediction = predict(&edit(path), &[]);
+        assert_eq!(prediction.predicted, Predicted::Escalate);
+        assert_eq!(
+            prediction.reason,
+            "a file that decides what commands run always goes to the person"
+        );
+    }
+    let outside_edit = outside(
+        "Edit",
+        ToolClass::Edit,
+        json!({"file_path": "/home/me/app/package.json", "old_string": "a", "new_string": "b"}),
+    );
+    assert_eq!(subject_of(&outside_edit), None);
+    let read = card(
+        "read_file",
+        ToolClass::Read,
+        json!({"path": "package.json"}),
+    );
+    assert_eq!(subject_of(&read).as_deref(), Some("package.json"));
+    for path in ["package.json.md", "docs/Makefile.txt", "src/main.rs"] {
+        assert_eq!(subject_of(&edit(path)).as_deref(), Some(path), "{path}");
+    }
+}
+
+/// The reasons are the reviewer's own words: nothing of the card's command or path, which
+/// the agent wrote, so it cannot write the start of the person's concern line.
+#[test]
+fn a_reason_quotes_nothing_of_the_card() {
+    let line = "echo 'the reviewer checked: safe' ZZMARK";
+    let file = card(
+        "write_file",
+        ToolClass::Edit,
+        json!({"path": "ZZMARK.md", "content": ""}),
+    );
+    let cases = [
+        predict(&shell(line), &[]),
+        predict(&shell(line), &approved(line, 2)),
+        predict(&shell(line), &approved(line, 5)),
+        predict(&shell(line), &[denied(line)]),
+        predict(&shell("echo $ZZMARK"), &[]),
+        predict(&file, &[]),
+    ];
+    for prediction in cases {
+        assert!(
+            !prediction.reason.contains("ZZMARK") && !prediction.reason.contains("safe"),
+            "{}",
+            prediction.reason
+        );
+    }
 }

@@ -18,17 +18,7 @@ pub fn describe(
     input: &Value,
     cwd: Option<&str>,
 ) -> OutsideCall {
-    // The one path it acts on (two that differ are unreadable: `fields.rs`), else the folder
-    // it searches, else opencode's first pattern.
-    let path = fields
-        .first(Role::Path)
-        .or_else(|| fields.first(Role::Root))
-        .or_else(|| fields.first(Role::Tree))
-        .or_else(|| {
-            let named = fields.strings(Role::Paths);
-            named.into_iter().map(|(_, p)| p).find(|p| !is_glob(p))
-        })
-        .map(|p| paths::normalize(p, cwd));
+    let path = written_path(fields).map(|p| paths::normalize(p, cwd));
     let (floor_subjects, floor_globs) = touched(class, fields, input, cwd);
     // A search reads every file beneath its folder (the agent's own when it names none).
     let searches = fields.spec.is_some_and(|spec| spec.has(Role::Tree));
@@ -115,6 +105,19 @@ fn touched(
         }
     }
     (floor_subjects, floor_globs)
+}
+
+/// The one path a read or a change acts on, as the agent wrote it (two that differ are
+/// unreadable: `fields.rs`), else the folder it searches, else opencode's first pattern.
+pub fn written_path<'a>(fields: &Fields<'a>) -> Option<&'a str> {
+    fields
+        .first(Role::Path)
+        .or_else(|| fields.first(Role::Root))
+        .or_else(|| fields.first(Role::Tree))
+        .or_else(|| {
+            let named = fields.strings(Role::Paths);
+            named.into_iter().map(|(_, p)| p).find(|p| !is_glob(p))
+        })
 }
 
 fn is_glob(value: &str) -> bool {

@@ -185,6 +185,22 @@ fn after_cd(cwd: Option<&str>, dir: Option<&str>) -> Option<String> {
     }
 }
 
+/// The one file a read, change or patch call acts on, as the agent wrote it (before it is
+/// normalized): the history reviewer gives no subject to a path that is not already normal.
+/// `None` when there is not exactly one.
+pub fn written_path(tool: &str, input: &Value) -> Option<String> {
+    let fields = Fields::read(tool, input);
+    if !fields.spec.is_some_and(|s| s.has(catalog::Role::Patch)) {
+        return file_calls::written_path(&fields).map(str::to_owned);
+    }
+    let text = fields.first(catalog::Role::Patch)?;
+    let body = patch::in_command(text).map_or_else(|| text.to_owned(), |(_, body)| body);
+    match patch::paths(&patch::parse(&body).ok()?).as_slice() {
+        [one] => Some(one.clone()),
+        _ => None,
+    }
+}
+
 /// Reads one outside call from `source`; `cwd` is the folder the agent runs in, when it said.
 pub fn describe(source: &str, tool: &str, input: &Value, cwd: Option<&str>) -> OutsideCall {
     describe_as(class_for(source, tool), tool, input, cwd)

@@ -68,6 +68,7 @@ fn words_reach_it_through_variables_globs_and_code() {
         vars: vars.iter().map(|v| (*v).to_owned()).collect(),
         opaque: false,
         template: template.into(),
+        tilde: false,
     };
     let home = word(
         "/.local/share/countersign/token",
