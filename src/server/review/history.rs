@@ -332,6 +332,7 @@ fn plain_subject(command: &str) -> Option<(String, Vec<Word>)> {
     if WRAPPERS.contains(&program.as_str())
         || given_code(&program, args)
         || programs::hides_its_effect(&program, args)
+        || args.iter().any(names_what_runs)
     {
         return None;
     }
@@ -340,6 +341,24 @@ fn plain_subject(command: &str) -> Option<(String, Vec<Word>)> {
     parts.extend(args.iter().map(|w| quoted(&w.text)));
     let subject = parts.join(" ");
     (!crate::text::has_hidden(&subject)).then_some((subject, words.to_vec()))
+}
+
+/// Whether an argument names a file that decides what runs ([`runs_what`]) — as itself, as
+/// an option's value (`--output=Makefile`) or attached to a short option (`-oMakefile`): a
+/// command that may write one (`cp x package.json`, `mv`, `ln -sf`, `git checkout -- …`) is
+/// matched by its words though the file's next content is not, so it has no subject, like
+/// an edit of that file.
+fn names_what_runs(word: &Word) -> bool {
+    let text = word.text.as_str();
+    let value = text.split_once('=').map(|(_, v)| v);
+    let attached = text
+        .strip_prefix('-')
+        .filter(|rest| !rest.starts_with('-'))
+        .and_then(|rest| rest.get(1..));
+    [Some(text), value, attached]
+        .into_iter()
+        .flatten()
+        .any(|candidate| runs_what::decides_what_runs(candidate.trim_start_matches("./")))
 }
 
 /// A word as the subject shows it: as is when it holds only plain characters, else in single

@@ -53,7 +53,7 @@ fn a_command_is_its_whole_word_list() {
         ("echo 'a b'", "echo 'a b'"),
         ("echo ''", "echo ''"),
         ("python3 -m pytest -q", "python3 -m pytest -q"),
-        ("node scripts/build.mjs", "node scripts/build.mjs"),
+        ("node tools/build.mjs", "node tools/build.mjs"),
         ("sed -n 1,5p README.md", "sed -n 1,5p README.md"),
         ("find . -name '*.rs'", "find . -name '*.rs'"),
     ] {
@@ -776,5 +776,35 @@ fn a_reason_quotes_nothing_of_the_card() {
             "{}",
             prediction.reason
         );
+    }
+}
+
+/// A command that names a file deciding what runs has no subject, however the file is
+/// named (as itself, an option's value, attached to a short option), while the commands that
+/// merely run what those files say keep theirs.
+#[test]
+fn a_command_naming_a_file_that_decides_what_runs_has_no_subject() {
+    for writes in [
+        "cp /tmp/evil.json package.json",
+        "mv build.new Makefile",
+        "ln -sf /tmp/x ./scripts/test.sh",
+        "git checkout other -- .github/workflows/ci.yml",
+        "curl -o Makefile https://example.test/m",
+        "curl --output=package.json https://example.test/p",
+        "curl -oMakefile https://example.test/m",
+        "cat package.json",
+        // A script the agent may have rewritten by a command: its words say nothing of it.
+        "node scripts/build.mjs",
+    ] {
+        assert_eq!(subject_of(&shell(writes)), None, "{writes}");
+    }
+    for runs in [
+        "npm test",
+        "make",
+        "cargo test",
+        "./scripts/test",
+        "git status",
+    ] {
+        assert!(subject_of(&shell(runs)).is_some(), "{runs}");
     }
 }
