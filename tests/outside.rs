@@ -1521,6 +1521,24 @@ async fn one_token_cannot_open_gates_as_another_tokens_agent() {
         "{claims}"
     );
 
+    // The Tokens list says which token holds which name (what revoking it frees).
+    let listed = ts.get("/api/v1/tokens").await.expect(200);
+    let agents_of = |listed: &Value, name: &str| {
+        listed
+            .as_array()
+            .and_then(|all| all.iter().find(|t| t["name"] == name))
+            .map(|t| t["agents"].clone())
+    };
+    assert_eq!(
+        agents_of(&listed, "hook-a"),
+        Some(json!(["claude-code"])),
+        "{listed}"
+    );
+    assert_eq!(
+        agents_of(&listed, "hook-b"),
+        Some(json!(["claude-code-b"])),
+        "{listed}"
+    );
     ts.delete("/api/v1/tokens/hook-a").await.expect(204);
     let freed = open(&second, shell_call("claude-code", "b-3", "ls")).await;
     assert_eq!(freed["status"], "pending", "{freed}");

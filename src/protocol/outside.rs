@@ -45,6 +45,10 @@ pub struct TokenInfo {
     pub scope: Stored<Scope>,
     pub created_at: Timestamp,
     pub last_used_at: Option<Timestamp>,
+    /// **[ext]** The outside agents' names (`source`) this token claimed by opening their
+    /// first gate: no other token may open gates under them while it lives.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agents: Vec<String>,
 }
 
 /// A token just created: the one time its secret is shown.

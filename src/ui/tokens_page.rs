@@ -201,6 +201,7 @@ fn listed(token: &CreatedToken) -> TokenInfo {
         scope: token.scope.clone(),
         created_at: token.created_at.clone(),
         last_used_at: None,
+        agents: Vec::new(),
     }
 }
 
@@ -406,10 +407,23 @@ fn TokenRow(
         None => "never".into_any(),
     };
     let help = scope_help(token.scope.known());
+    // The agents' names it holds: another token opening gates under one is refused.
+    let agents = (!token.agents.is_empty()).then(|| {
+        let names = token.agents.join(", ");
+        view! {
+            <span class="token-agents" data-testid="token-agents"
+                title="Outside agents' names this token opened gates as first: no other token may use them until it is revoked">
+                "Agent: " {names}
+            </span>
+        }
+    });
     let question = format!("Revoke {name}? Whatever holds it stops working at once.");
     view! {
         <tr data-testid="token-row" data-token=name.clone()>
-            <td data-label="Name"><code data-testid="token-name-cell">{name.clone()}</code></td>
+            <td data-label="Name">
+                <code data-testid="token-name-cell">{name.clone()}</code>
+                {agents}
+            </td>
             <td data-label="Scope" data-testid="token-scope-cell" title=help data-scope=token.scope.to_string()>{token.scope.to_string()}</td>
             <td class="when" data-label="Created"><When at=token.created_at.clone() precision=Precision::Minute/></td>
             <td class="when" data-label="Last used" data-testid="token-last-used">{last_used}</td>
@@ -477,6 +491,7 @@ mod tests {
             scope: Scope::Gates.into(),
             created_at: "2026-01-05T09:14:03.512Z".into(),
             last_used_at: None,
+            agents: Vec::new(),
         }
     }
 

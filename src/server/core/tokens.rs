@@ -87,6 +87,7 @@ fn info(row: TokenRow) -> TokenInfo {
         scope: row.scope,
         created_at: row.created_at,
         last_used_at: row.last_used_at,
+        agents: Vec::new(),
     }
 }
 
@@ -131,14 +132,26 @@ impl Core {
         })
     }
 
+    /// Every token, with the outside agents' names each one claimed (so the person sees
+    /// which token a `source_claimed` refusal names, and what revoking it frees).
     pub async fn list_tokens(&self) -> Result<Vec<TokenInfo>, Error> {
+        let claims = self.repos.outside.claimed_sources().await?;
         Ok(self
             .repos
             .tokens
             .list_tokens()
             .await?
             .into_iter()
-            .map(info)
+            .map(|row| {
+                let actor = crate::protocol::Actor::Token(&row.name).to_string();
+                let mut token = info(row);
+                token.agents = claims
+                    .iter()
+                    .filter(|(_, owner)| owner == &actor)
+                    .map(|(source, _)| source.clone())
+                    .collect();
+                token
+            })
             .collect())
     }
 

@@ -604,6 +604,9 @@ pub trait OutsideRepo: Send + Sync {
     /// first. A token's claims end with the token.
     async fn claim_source(&self, source: &str, actor: &str) -> Result<String, StoreError>;
 
+    /// Every claimed name, as `(source, actor)`, by name.
+    async fn claimed_sources(&self) -> Result<Vec<(String, String)>, StoreError>;
+
     /// Who opened an outside agent's gate (`None` for other gates).
     async fn external_gate(&self, approval_id: &str) -> Result<Option<ExternalGate>, StoreError>;
 

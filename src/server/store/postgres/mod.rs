@@ -366,6 +366,14 @@ impl OutsideRepo for PgStore {
         claimed
     }
 
+    async fn claimed_sources(&self) -> Result<Vec<(String, String)>, StoreError> {
+        Ok(
+            sqlx::query_as("SELECT source, actor FROM source_claims ORDER BY source")
+                .fetch_all(&self.pool)
+                .await?,
+        )
+    }
+
     async fn external_gate(&self, approval_id: &str) -> Result<Option<ExternalGate>, StoreError> {
         read::external_gate(&self.pool, approval_id).await
     }

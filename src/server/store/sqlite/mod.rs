@@ -379,6 +379,16 @@ impl OutsideRepo for SqliteStore {
         self.claim_source_for(source, actor).await
     }
 
+    async fn claimed_sources(&self) -> Result<Vec<(String, String)>, StoreError> {
+        self.read(|c| {
+            let mut stmt =
+                c.prepare_cached("SELECT source, actor FROM source_claims ORDER BY source")?;
+            let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            Ok(rows.collect::<rusqlite::Result<_>>()?)
+        })
+        .await
+    }
+
     async fn external_gate(&self, approval_id: &str) -> Result<Option<ExternalGate>, StoreError> {
         self.read_external_gate(approval_id).await
     }
