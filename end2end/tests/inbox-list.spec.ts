@@ -1,11 +1,12 @@
 // Many cards at once (issue 39.7): the Inbox is a compact list, one line a card, opened in
-// place from the keyboard (↑/↓, Enter, Escape); its bulk bar never takes a sensitive card and,
-// after answering, links to the one it left. A batch focuses its first call, not its last
+// place from the keyboard (↑/↓, Enter, Escape); its bulk bar takes only cards whose line is the
+// whole call (commands, reads), never a sensitive card nor one to read in full (a write shows
+// only its path), and after answering names and links to the ones it left. A batch focuses its first call, not its last
 // arrival. On a phone, a waiting card out of sight is pointed at by a "1 waiting ↓" pill.
 import { expect, Page } from '@playwright/test';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { card, login, pendingCards, send, sessionId, test, waitHydrated, waitLive } from './helpers';
+import { card, login, pendingCards, send, sessionId, test, toolResults, waitHydrated, waitLive } from './helpers';
 
 /** The approval ids of the pending cards, in page order. */
 async function pendingIds(page: Page, n: number): Promise<string[]> {
@@ -58,10 +59,13 @@ test('the Inbox lists a batch one line each; arrows and Enter open a card in pla
   await expect(row(page, one).getByTestId('inbox-summary')).toContainText('list-1.txt');
   await expect(row(page, one).getByTestId('inbox-when')).toHaveText(/^asked (just now|\d+ min ago) · \d\d:\d\d · \d+:\d\d left$/);
   await expect(row(page, one).getByTestId('inbox-session')).toHaveAttribute('href', `/sessions/${sid}`);
-  // The sensitive card says so and cannot be picked for a bulk answer.
+  // The sensitive card says so; neither it nor a write (its line shows the path, never the
+  // content) can be picked for a bulk answer, and the empty box's place says why on hover.
   await expect(row(page, env).getByTestId('inbox-sensitive')).toHaveText('Sensitive');
   await expect(row(page, env).getByTestId('inbox-pick')).toHaveCount(0);
-  await expect(row(page, one).getByTestId('inbox-pick')).toBeVisible();
+  await expect(row(page, one).getByTestId('inbox-pick')).toHaveCount(0);
+  await expect(row(page, one).locator('.inbox-pick-space')).toHaveAttribute('title', 'Open it and read it in full to answer it');
+  await expect(row(page, env).locator('.inbox-pick-space')).toHaveAttribute('title', 'Sensitive: answer it on its own');
 
   // ↓ moves between lines; Enter opens one in place with its card focused; Escape closes it.
   const listed = await items.evaluateAll((els) => els.map((e) => e.getAttribute('data-approval-id')!));
@@ -92,35 +96,65 @@ test('the Inbox lists a batch one line each; arrows and Enter open a card in pla
   await expect.poll(() => existsSync(join(server.workspace, 'list-2.txt'))).toBe(true);
 });
 
-test('the bulk bar leaves the sensitive card out and links to it', async ({ page, server }) => {
+/** Two commands, a plain write and the sensitive `.env` write: only the commands are pickable. */
+const MIXED_BATCH = 'parallel:\nrun: echo one\nrun: echo two\nwrite list-1.txt: 1\nwrite .env: SECRET=1';
+
+/** The approval id of the Inbox row whose line names `text`. */
+async function rowIdOf(page: Page, text: string): Promise<string> {
+  const found = page.getByTestId('inbox-item').filter({ has: page.getByTestId('inbox-summary').filter({ hasText: text }) });
+  await expect(found).toHaveCount(1);
+  return (await found.getAttribute('data-approval-id'))!;
+}
+
+test('the bulk bar answers only the commands, and names and links to the write and the sensitive card it left', async ({ page, server }) => {
   await login(page, server);
-  await send(page, BATCH);
-  const { one, two, env } = await batchIds(page);
+  const sid = sessionId(page);
+  await send(page, MIXED_BATCH);
+  await pendingIds(page, 4);
   await page.goto(`${server.url}/inbox`);
   await waitHydrated(page);
-  await expect(page.getByTestId('inbox-item')).toHaveCount(3);
+  await expect(page.getByTestId('inbox-item')).toHaveCount(4);
+  const [one, two, write, env] = [
+    await rowIdOf(page, 'echo one'), await rowIdOf(page, 'echo two'), await rowIdOf(page, 'list-1.txt'), await rowIdOf(page, '.env'),
+  ];
+  for (const id of [one, two]) await expect(row(page, id).getByTestId('inbox-pick')).toBeVisible();
+  for (const id of [write, env]) await expect(row(page, id).getByTestId('inbox-pick')).toHaveCount(0);
   const bar = page.getByTestId('bulk-bar');
-  await expect(bar.getByTestId('bulk-sensitive')).toHaveText('1 sensitive: answer it yourself');
+  await expect(bar.getByTestId('bulk-sensitive')).toHaveText('1 sensitive, 1 to read in full: answer them yourself');
+  await expect(bar.locator('.inbox-pick-all')).toHaveText('Select the others');
   await expect(bar.locator('[data-action=approve-selected]')).toBeDisabled();
   await bar.getByTestId('pick-all').check();
-  await expect(bar.getByTestId('bulk-picked')).toHaveText('2 of 3 selected');
+  await expect(bar.getByTestId('bulk-picked')).toHaveText('2 of 4 selected');
   await bar.locator('[data-action=approve-selected]').click();
   await expect(page.getByTestId('bulk-said')).toHaveText('2 approved');
-  await expect(page.getByTestId('inbox-item')).toHaveCount(1);
-  await expect(row(page, env)).toHaveCount(1);
-  for (const name of ['list-1.txt', 'list-2.txt']) {
-    await expect.poll(() => existsSync(join(server.workspace, name))).toBe(true);
-  }
-  expect(readFileSync(join(server.workspace, 'list-1.txt'), 'utf8')).toBe('1');
-  // What it left is named, and the link opens that card and focuses it.
+  await expect(page.getByTestId('inbox-item')).toHaveCount(2);
+  for (const id of [write, env]) await expect(row(page, id)).toHaveCount(1);
+  // What it left is named with its reason, and each link opens that card and focuses it.
   const left = page.getByTestId('left-for-you');
-  await expect(left).toContainText('Left for you: 1 sensitive card — ');
+  await expect(left).toContainText('Left for you: 1 sensitive card, 1 card to read in full — ');
+  await expect(left).toContainText('list-1.txt');
   await expect(left).toContainText('.env');
-  await left.getByTestId('left-for-you-link').click();
+  const link = (id: string) => left.locator(`[data-testid=left-for-you-link][data-approval-id="${id}"]`);
+  await expect(link(write)).toHaveAttribute('data-left-reason', 'read_in_full');
+  await expect(link(env)).toHaveAttribute('data-left-reason', 'sensitive');
+  await expect(left).toContainText('(to read in full)');
+  await expect(left).toContainText('(sensitive)');
+  await link(write).click();
+  await expect(card(page, write)).toBeVisible();
+  await expect(card(page, write)).toBeFocused();
+  await link(env).click();
   await expect(card(page, env)).toBeVisible();
   await expect(card(page, env)).toBeFocused();
-  expect(existsSync(join(server.workspace, '.env'))).toBe(false);
   for (const id of [one, two]) await expect(card(page, id)).toHaveCount(0);
+  // The two commands ran; neither file was written.
+  await page.goto(`${server.url}/sessions/${sid}`);
+  await waitLive(page);
+  await expect(toolResults(page, 'ok')).toHaveCount(2);
+  await expect(toolResults(page, 'ok').filter({ hasText: 'echo one' })).toHaveCount(1);
+  await expect(toolResults(page, 'ok').filter({ hasText: 'echo two' })).toHaveCount(1);
+  await expect(pendingCards(page)).toHaveCount(2);
+  expect(existsSync(join(server.workspace, 'list-1.txt'))).toBe(false);
+  expect(existsSync(join(server.workspace, '.env'))).toBe(false);
 });
 
 test('a batch that opens while the Inbox is open focuses its first line', async ({ page, server }) => {

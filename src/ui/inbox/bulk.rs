@@ -1,21 +1,23 @@
-//! The Inbox's bulk bar: pick rows, then Approve or Deny the picked ones at once. A sensitive
-//! (safety-floor) card cannot be picked, so it is never in a bulk answer; after one, the bar
-//! names the sensitive cards it left and links to them. Each card is answered through the same
-//! decide path as its own buttons, one after another, and each failure is said with its reason.
+//! The Inbox's bulk bar: pick rows, then Approve or Deny the picked ones at once. Only a card
+//! whose line is the whole of what it does can be picked ([`super::pickable`]): a sensitive
+//! (safety-floor) card, or one to read in full (a file write, a decision, a setting…), is never
+//! in a bulk answer; the bar says how many it leaves and why, and after an answer names them
+//! and links to them. Each card is answered through the same decide path as its own buttons,
+//! one after another, and each failure is said with its reason.
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 
 use crate::api;
-use crate::protocol::{
-    ApprovalId, ApprovalRequestBody, DecideOutcome, Decision, DecisionRequest, GateReason,
-};
+use crate::protocol::{ApprovalId, ApprovalRequestBody, DecideOutcome, Decision, DecisionRequest};
 use crate::shown;
 use crate::ui::card::who_answered;
 use crate::ui::gates::ClientId;
 use crate::ui::left_for_you::LeftForYou;
 
-/// The rows picked for a bulk answer (never a sensitive one).
+use super::pickable::{can_pick, left_counts, left_note};
+
+/// The rows picked for a bulk answer (only ones [`can_pick`] allows reach it).
 #[derive(Clone, Copy)]
 pub struct Selection(RwSignal<Vec<ApprovalId>>);
 
@@ -44,18 +46,8 @@ impl Default for Selection {
     }
 }
 
-/// The longest summary a row shows whole (`row.rs` cuts longer ones).
-pub const WHOLE_SUMMARY_CHARS: usize = 400;
-
-/// Whether a card may be answered in bulk: every card the person has seen whole on its line —
-/// never a sensitive (safety-floor) one, nor one whose summary the line had to cut (the cut
-/// could hide the end of a command: `echo … ; rm -rf ~`).
-pub fn can_pick(card: &ApprovalRequestBody) -> bool {
-    card.reason != GateReason::SafetyFloor && card.summary.chars().count() <= WHOLE_SUMMARY_CHARS
-}
-
 /// The cards a bulk answer reaches: the picked ones still waiting, in the list's order, and
-/// never a sensitive one (even if its id was somehow picked).
+/// only those [`can_pick`] allows (even if another's id was somehow picked).
 pub fn bulk_targets(
     pending: &[ApprovalRequestBody],
     picked: &[ApprovalId],
@@ -126,7 +118,7 @@ async fn answer_each(
     outcomes
 }
 
-/// What the bar shows after an answer: the count, the failures, and the sensitive cards left.
+/// What the bar shows after an answer: the count and the failures.
 #[derive(Clone, Default)]
 struct Said {
     text: String,
@@ -202,7 +194,8 @@ fn BarControls(
             .map(|c| c.approval_id.clone())
             .collect::<Vec<_>>()
     });
-    let sensitive = move || pending.read().len() - pickable.read().len();
+    let left = Memo::new(move |_| left_counts(pending.read().iter()));
+    let some_left = move || left.get() != (0, 0);
     let all_picked =
         move || !pickable.read().is_empty() && targets.read().len() == pickable.read().len();
     let none = move || busy.get() || targets.read().is_empty();
@@ -212,14 +205,15 @@ fn BarControls(
                 <input type="checkbox" data-testid="pick-all" prop:checked=all_picked
                     disabled=move || pickable.read().is_empty()
                     on:change=move |ev| selection.0.set(if event_target_checked(&ev) { pickable.get_untracked() } else { Vec::new() })/>
-                {move || if sensitive() > 0 { "Select the others" } else { "Select all" }}
+                {move || if some_left() { "Select the others" } else { "Select all" }}
             </label>
             <span data-testid="bulk-picked">{move || format!("{} of {} selected", targets.read().len(), pending.read().len())}</span>
-            {move || (sensitive() > 0).then(|| view! {
-                <span class="bulk-note" data-testid="bulk-sensitive">
-                    {format!("{} sensitive: answer {} yourself", sensitive(), if sensitive() == 1 { "it" } else { "them" })}
-                </span>
-            })}
+            {move || {
+                let (sensitive, to_read) = left.get();
+                left_note(sensitive, to_read).map(|note| view! {
+                    <span class="bulk-note" data-testid="bulk-sensitive">{note}</span>
+                })
+            }}
             <button type="button" class="primary" data-action="approve-selected" disabled=none
                 on:click=move |_| answer(Decision::Approve, None)>"Approve selected"</button>
             <button type="button" data-action="deny-selected" disabled=none
@@ -274,28 +268,37 @@ fn SaidLines(said: RwSignal<Option<Said>>) -> impl IntoView {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::GateKind;
+    use crate::protocol::{GateKind, GateReason};
 
-    fn card(id: &str, reason: GateReason) -> ApprovalRequestBody {
+    /// A card of `class` asked for `reason`, its summary its id.
+    fn card(id: &str, class: &str, reason: GateReason) -> ApprovalRequestBody {
         let mut card: ApprovalRequestBody = serde_json::from_value(serde_json::json!({
             "approval_id": id, "session_id": "s", "call_id": "c", "kind": "tool",
-            "tool": "shell", "class": "exec", "args": {}, "title": "Shell", "summary": id,
+            "tool": "shell", "class": class, "args": {}, "title": "Shell", "summary": id,
             "proposal_md": "", "proposal_html": "", "reason": "mode", "reason_detail": "",
             "allowed_decisions": ["approve"], "digest": "d", "timeout_outcome": "deny",
             "created_at": "2026-01-01T00:00:00.000Z", "expires_at": "2026-01-01T00:30:00.000Z"
         }))
         .unwrap();
-        card.kind = GateKind::Tool;
         card.reason = reason;
         card
+    }
+
+    /// The ids `bulk_targets` answers when every card of `pending` was picked.
+    fn targets_of_all(pending: &[ApprovalRequestBody]) -> Vec<String> {
+        let picked: Vec<ApprovalId> = pending.iter().map(|c| c.approval_id.clone()).collect();
+        bulk_targets(pending, &picked)
+            .into_iter()
+            .map(|c| c.approval_id.to_string())
+            .collect()
     }
 
     #[test]
     fn a_sensitive_card_is_never_a_bulk_target_even_if_picked() {
         let pending = [
-            card("a", GateReason::Mode),
-            card("env", GateReason::SafetyFloor),
-            card("b", GateReason::Mode),
+            card("a", "exec", GateReason::Mode),
+            card("env", "exec", GateReason::SafetyFloor),
+            card("b", "read", GateReason::Mode),
         ];
         let picked: Vec<ApprovalId> = vec!["b".into(), "env".into(), "a".into()];
         let ids: Vec<String> = bulk_targets(&pending, &picked)
@@ -310,8 +313,31 @@ mod tests {
     }
 
     #[test]
+    fn a_card_whose_line_is_not_all_it_does_is_never_a_bulk_target_even_if_picked() {
+        let write = card("write list-1.txt", "edit", GateReason::Mode);
+        let mut edit = card("edit a.rs", "edit", GateReason::Mode);
+        edit.diff = Some("--- a.rs\n+++ a.rs\n-old\n+new\n".into());
+        let mut decision = card("Which way?", "decision", GateReason::Mode);
+        decision.kind = GateKind::Decision;
+        decision.proposal_md = "1. Rewrite it all".into();
+        let config = card("config_set ui.theme", "config", GateReason::Mode);
+        let (run, read) = (
+            card("shell: echo one", "exec", GateReason::Mode),
+            card("read_file notes.md", "read", GateReason::Mode),
+        );
+        for unseen in [&write, &edit, &decision, &config] {
+            assert!(!can_pick(unseen), "{} is pickable", unseen.summary);
+        }
+        let pending = [write, run, edit, decision, read, config];
+        assert_eq!(
+            targets_of_all(&pending),
+            ["shell: echo one", "read_file notes.md"]
+        );
+    }
+
+    #[test]
     fn a_card_whose_line_cuts_its_summary_is_never_a_bulk_target() {
-        let mut long = card("long", GateReason::Mode);
+        let mut long = card("long", "exec", GateReason::Mode);
         long.summary = format!("shell: echo {} ; rm -rf ~", "pad ".repeat(120));
         assert!(!can_pick(&long));
         assert!(bulk_targets(&[long], &["long".into()]).is_empty());

@@ -1,11 +1,13 @@
 //! `/inbox`: every pending gate across sessions, oldest first, as a compact list — one line
 //! each (`row.rs`), opened in place on the whole card, moved through with the arrow keys
-//! (`keys.rs`), several answered at once by the bulk bar (`bulk.rs`). The list is fetched again
+//! (`keys.rs`), several answered at once by the bulk bar (`bulk.rs`; which cards it may answer,
+//! `pickable.rs`). The list is fetched again
 //! whenever the server's change stream says a gate opened or resolved (see [`PendingGates`]),
 //! so a card answered here or anywhere else leaves as soon as the answer is in.
 
 mod bulk;
 mod keys;
+pub mod pickable;
 mod row;
 
 use leptos::prelude::*;

@@ -16,6 +16,7 @@ use crate::ui::transcript::GateItem;
 use crate::ui::when::AgoAndClock;
 
 use super::bulk::Selection;
+use super::pickable::{LeftReason, left_reason};
 
 /// What kind of thing a row asks about, as one word a person scans for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -131,7 +132,7 @@ fn RowLine(
 ) -> impl IntoView {
     let kind = RowKind::of(&request);
     let floor = request.reason == GateReason::SafetyFloor;
-    let summary = shown::line_within(&request.summary, super::bulk::WHOLE_SUMMARY_CHARS);
+    let summary = shown::line_within(&request.summary, super::pickable::WHOLE_SUMMARY_CHARS);
     let expires = StoredValue::new(request.expires_at.clone());
     let left = Memo::new(move |_| {
         let now = now_ms.get();
@@ -154,20 +155,24 @@ fn RowLine(
 }
 
 /// The row's checkbox for the bulk bar, once the page's script runs (a form cannot answer
-/// several cards). A sensitive card has none: it is never answered in bulk.
+/// several cards). A card the bar may not answer ([`left_reason`]: sensitive, or to read in
+/// full) has none, only its reason on hover.
 #[component]
 fn Pick(request: ApprovalRequestBody) -> impl IntoView {
     let selection = use_context::<Selection>();
     let hydrated = RwSignal::new(false);
     Effect::new(move |_| hydrated.set(true));
-    let floor = request.reason == GateReason::SafetyFloor;
+    let left = left_reason(&request);
     let id = request.approval_id.clone();
     let label = format!("Select: {}", shown::line_within(&request.summary, 120));
     move || {
         let selection = selection?;
-        if !hydrated.get() || floor {
+        if !hydrated.get() || left.is_some() {
+            // Said only where the bar is (after hydration): without it, no row has a box.
+            let why = left.filter(|_| hydrated.get()).map(LeftReason::tooltip);
             return Some(
-                view! { <span class="inbox-pick-space" aria-hidden="true"></span> }.into_any(),
+                view! { <span class="inbox-pick-space" aria-hidden="true" title=why></span> }
+                    .into_any(),
             );
         }
         let (checked_id, toggled_id) = (id.clone(), id.clone());
