@@ -12,7 +12,10 @@ use crate::server::secret::{Secret, UrlHost, UrlPassword};
 /// How durable a commit is: the store's own setting, read from `[storage]`.
 pub use crate::server::store::Synchronous;
 
+pub mod auth;
 pub mod form;
+
+pub use auth::{AuthConfig, OidcConfig};
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
@@ -26,6 +29,7 @@ pub struct Config {
     pub server: ServerConfig,
     pub notify: NotifyConfig,
     pub review: ReviewConfig,
+    pub auth: AuthConfig,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
@@ -565,6 +569,9 @@ impl Config {
         self.validate_provider()
             .map_err(|(key, problem)| invalid(key, problem))?;
         self.validate_review()
+            .map_err(|(key, problem)| invalid(key, problem))?;
+        self.auth
+            .validate()
             .map_err(|(key, problem)| invalid(key, problem))
     }
 
@@ -932,6 +939,7 @@ pub mod keys {
             ("review", _) => Some(
                 "whether a reviewer may answer for you is yours alone: change it in the config file",
             ),
+            ("auth", _) => Some("who may sign in can only be changed in the config file"),
             ("tools", _) if key.starts_with("tools.sandbox.") || key == "tools.env_passthrough" => {
                 Some("what tools can reach can only be changed in the config file")
             }

@@ -7,7 +7,7 @@ use sqlx::PgPool;
 use crate::server::store::StoreError;
 
 /// The migrations, in order: (version, SQL).
-const MIGRATIONS: [(i64, &str); 10] = [
+const MIGRATIONS: [(i64, &str); 11] = [
     (
         1,
         include_str!("../../../../migrations/postgres/0001_schema.sql"),
@@ -47,6 +47,10 @@ const MIGRATIONS: [(i64, &str); 10] = [
     (
         10,
         include_str!("../../../../migrations/postgres/0010_review.sql"),
+    ),
+    (
+        11,
+        include_str!("../../../../migrations/postgres/0011_people.sql"),
     ),
 ];
 
