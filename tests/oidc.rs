@@ -307,6 +307,21 @@ async fn people_sign_in_with_a_real_provider_and_only_those_let_in() {
         with_cookie(&srv, &alice_cookie, "/api/v1/sessions").await,
         StatusCode::OK
     );
+    // The page names her.
+    let page = srv
+        .anon(Method::GET, "/inbox")
+        .header("cookie", &alice_cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        page.contains(r#"data-person="alice@example.test""#)
+            && page.contains(r#"class="signed-in-as muted">alice@example.test<"#),
+        "{page}"
+    );
     // An approver is no admin.
     assert_eq!(
         with_cookie(&srv, &alice_cookie, "/api/v1/people").await,

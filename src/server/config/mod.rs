@@ -755,6 +755,33 @@ mod tests {
         }
     }
 
+    /// `[auth.oidc]` loads from the file, a non-loopback `http` issuer is refused naming the
+    /// key, and every `auth.*` key is protected from the web, the API and the agent.
+    #[test]
+    fn the_sign_in_provider_loads_is_checked_and_is_protected() {
+        let good = "[auth.oidc]\nissuer = \"https://id.example.com\"\nclient_id = \"cs\"\nclient_secret_env = \"OIDC_SECRET\"\n";
+        let config = parse(good).unwrap();
+        let oidc = config.auth.oidc.unwrap();
+        assert_eq!(oidc.name, auth::DEFAULT_PROVIDER_NAME);
+        assert!(oidc.allowed_domains.is_empty());
+        let e = parse(&good.replace("https://id.example.com", "http://id.example.com"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("`auth.oidc.issuer` must be an https:// URL"),
+            "{e}"
+        );
+        assert!(parse("[auth.oidc]\nissuer = \"https://x.example\"\n").is_err());
+        for key in [
+            "auth.oidc.issuer",
+            "auth.oidc.client_id",
+            "auth.oidc.client_secret_env",
+            "auth.oidc.allowed_domains",
+        ] {
+            assert!(keys::protected(key).is_some(), "{key}");
+        }
+    }
+
     /// The model reviewer falls back to the provider's endpoint, model and key variable.
     #[test]
     fn the_review_endpoint_falls_back_to_the_providers() {
