@@ -247,6 +247,24 @@ async fn audit_actions(srv: &TestServer) -> Vec<(String, String)> {
         .collect()
 }
 
+/// A browser's push subscription (a real P-256 key; the endpoint is never reached here).
+fn push_subscription() -> Value {
+    use base64::Engine;
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
+    use p256::elliptic_curve::sec1::ToEncodedPoint;
+    let secret = loop {
+        if let Ok(key) = p256::SecretKey::from_slice(&rand::random::<[u8; 32]>()) {
+            break key;
+        }
+    };
+    let public = secret.public_key().to_encoded_point(false);
+    json!({
+        "endpoint": "http://127.0.0.1:9/push/bob",
+        "expirationTime": null,
+        "keys": {"p256dh": B64.encode(public.as_bytes()), "auth": B64.encode([7u8; 16])},
+    })
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn people_sign_in_with_a_real_provider_and_only_those_let_in() {
     let Some(idp) = start_idp() else { return };
@@ -254,7 +272,7 @@ async fn people_sign_in_with_a_real_provider_and_only_those_let_in() {
     // reads the environment.
     unsafe { std::env::set_var(SECRET_ENV, CLIENT_SECRET) };
     let config = format!(
-        "[server]\npublic_url = \"{PUBLIC_URL}\"\n[auth.oidc]\nissuer = \"{}\"\nclient_id = \"{CLIENT_ID}\"\nclient_secret_env = \"{SECRET_ENV}\"\nname = \"Test IdP\"\nallowed_domains = [\"example.test\"]\n",
+        "[server]\npublic_url = \"{PUBLIC_URL}\"\n[notify]\npush_test_endpoints = true\n[auth.oidc]\nissuer = \"{}\"\nclient_id = \"{CLIENT_ID}\"\nclient_secret_env = \"{SECRET_ENV}\"\nname = \"Test IdP\"\nallowed_domains = [\"example.test\"]\n",
         idp.issuer
     );
     let srv = TestServer::configured(&config).await;
@@ -387,6 +405,17 @@ async fn people_sign_in_with_a_real_provider_and_only_those_let_in() {
         StatusCode::OK
     );
 
+    // Bob's phone subscribes to pushes with his login.
+    let sub = send(
+        srv.anon(Method::POST, "/api/v1/push/subscriptions")
+            .header("cookie", &bob_cookie)
+            .header("sec-fetch-site", "same-origin")
+            .json(&push_subscription()),
+    )
+    .await
+    .expect(201);
+    assert_eq!(sub["credential"], "person:bob@example.test");
+
     // A tampered state is refused.
     let tampered = sign_in_with(&srv, "alice", |q| q.replace("state=", "state=x")).await;
     assert_eq!(tampered.status, StatusCode::FORBIDDEN);
@@ -432,6 +461,8 @@ async fn people_sign_in_with_a_real_provider_and_only_those_let_in() {
         ("oidc", "sign_in_refused"),
         ("token:admin", "person_removed"),
         ("token:admin", "person_changed"),
+        // Bob's login's push subscription went with it.
+        ("token:admin", "push_unsubscribed"),
     ] {
         assert!(
             actions.contains(&(actor.to_owned(), action.to_owned())),
