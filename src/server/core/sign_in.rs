@@ -87,7 +87,7 @@ impl Core {
     ) -> Result<SignedIn, Error> {
         let pending = self.take_pending(flow).await?;
         if !bool::from(pending.state.as_bytes().ct_eq(state.as_bytes())) {
-            self.refused("oidc", "state", "the state did not match")
+            self.refused_as("oidc".into(), "oidc", "state", "the state did not match")
                 .await?;
             return Err(Error::Forbidden(
                 "this sign-in's state did not match the one this browser started: start again from the login page".into(),
@@ -240,11 +240,18 @@ impl Core {
 
     /// Audits a refused sign-in: who (an email, or the provider's `sub`) and why.
     async fn refused(&self, who: &str, reason: &str, words: &str) -> Result<(), Error> {
-        let actor = match reason {
-            // Nobody is known yet: the provider's flow itself was refused.
-            "state" => "oidc".to_owned(),
-            _ => format!("{PERSON_ACTOR_PREFIX}{who}"),
-        };
+        self.refused_as(format!("{PERSON_ACTOR_PREFIX}{who}"), who, reason, words)
+            .await
+    }
+
+    /// Audits a refused sign-in under `actor` (`oidc` when nobody is known yet).
+    async fn refused_as(
+        &self,
+        actor: String,
+        who: &str,
+        reason: &str,
+        words: &str,
+    ) -> Result<(), Error> {
         let draft = AuditDraft {
             actor,
             action: SIGN_IN_REFUSED,

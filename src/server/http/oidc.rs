@@ -113,6 +113,7 @@ pub async fn callback(
         let why = query
             .error_description
             .or(query.error)
+            .map(|why| crate::text::truncate(&why, 200))
             .unwrap_or_else(|| "the provider sent no code".into());
         return page(
             StatusCode::FORBIDDEN,
