@@ -182,6 +182,24 @@ ensure_agents() {
   export COUNTERSIGN_AGENTS_DIR="$dir" COUNTERSIGN_REAL_AGENTS=required
 }
 
+# The OpenID Connect provider the sign-in tests run for real (npm `oidc-provider`, pinned),
+# installed under target/oidc-provider (or $COUNTERSIGN_OIDC_PROVIDER_DIR) when its pinned
+# version is not there; `end2end/oidc/provider.mjs` starts it. Exported so tests/oidc fails,
+# rather than skips, when it is missing.
+OIDC_PROVIDER_VERSION="9.13.3"
+ensure_oidc_provider() {
+  command -v npm >/dev/null || { say "installing nodejs and npm"; apt_install nodejs npm; }
+  local dir="${COUNTERSIGN_OIDC_PROVIDER_DIR:-$ROOT/target/oidc-provider}" have
+  have="$(node -p "require('$dir/node_modules/oidc-provider/package.json').version" 2>/dev/null || true)"
+  if [ "$have" != "$OIDC_PROVIDER_VERSION" ]; then
+    say "installing oidc-provider@$OIDC_PROVIDER_VERSION (npm)"
+    mkdir -p "$dir"
+    PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm install --prefix "$dir" --no-audit --no-fund --no-save \
+      --silent "oidc-provider@$OIDC_PROVIDER_VERSION"
+  fi
+  export COUNTERSIGN_OIDC_PROVIDER_DIR="$dir" COUNTERSIGN_OIDC_PROVIDER=required
+}
+
 # A throwaway PostgreSQL cluster for the tests, on a free loopback port, stopped and removed
 # when the calling script exits; installs Debian's postgresql when missing. Exports
 # COUNTERSIGN_TEST_POSTGRES_URL (the store suite runs on it). initdb refuses root, so as root

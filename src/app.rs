@@ -21,6 +21,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
     // Which browser login this is (a digest that grants nothing): a card tells this browser's
     // answers from another's by it.
     let login = crate::ui::card::answered_by::reader_login();
+    let person = crate::ui::viewer::signed_in_person();
     // The page's own scripts carry the render's nonce too, as every script of a page does.
     let nonce = use_nonce().map(|n| n.to_string());
     view! {
@@ -41,7 +42,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <HydrationScripts options/>
                 <MetaTags/>
             </head>
-            <body data-scope=scope data-modes=modes data-login=login>
+            <body data-scope=scope data-modes=modes data-login=login data-person=person>
                 <App/>
             </body>
         </html>

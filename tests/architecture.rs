@@ -450,6 +450,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("server::provider", 6),
     ("server::push", 6),
     ("server::passkey", 6),
+    ("server::oidc", 6),
     // 7. Live state and the log, and the configuration's schema.
     ("server::hub", 7),
     ("server::store", 7),

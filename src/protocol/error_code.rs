@@ -77,6 +77,8 @@ error_codes! {
     PasskeyRequired => "passkey_required",
     PasskeyRefused => "passkey_refused",
     UnknownPasskey => "unknown_passkey",
+    /// No person with that id (`/api/v1/people/{id}`).
+    UnknownPerson => "unknown_person",
     /// Trusting the reviewer with a class needs `review.mode = "on"`.
     ReviewNotOn => "review_not_on",
     /// The class has not earned trust: too few cards, too little agreement, a recent false
@@ -168,6 +170,7 @@ mod tests {
         (ErrorCode::PasskeyRequired, "passkey_required"),
         (ErrorCode::PasskeyRefused, "passkey_refused"),
         (ErrorCode::UnknownPasskey, "unknown_passkey"),
+        (ErrorCode::UnknownPerson, "unknown_person"),
         (ErrorCode::ReviewNotOn, "review_not_on"),
         (ErrorCode::NotEligible, "not_eligible"),
         (ErrorCode::NotAnsweredByReviewer, "not_answered_by_reviewer"),

@@ -19,6 +19,7 @@ mod floor_diff;
 mod gate_meaning;
 mod ids;
 mod outside;
+mod people;
 mod review;
 mod spelled;
 mod stats;
@@ -36,6 +37,7 @@ pub use outside::{
     AgentOsUser, Capabilities, CreatedToken, GateState, GateStatus, GateTool, MCP_SOURCE, OpenGate,
     PhoneLogin, Scope, TokenInfo,
 };
+pub use people::{NewPerson, Person, PersonChange, Role};
 pub use review::{
     Answered, ClassStanding, Predicted, RecentPrediction, ResolutionReview, ReviewMode,
     ReviewState, ReviewerKind,

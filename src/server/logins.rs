@@ -6,9 +6,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::protocol::Timestamp;
+use crate::protocol::{Role, Timestamp};
 use crate::server::principal::{CLI_TOKEN_NAME, LoginRef, Principal, Scope};
 use crate::server::secret::random_token;
+use crate::server::store::people::PeopleRepo;
 use crate::server::store::secrets::{HashedSecret, HashedSecrets, SecretKind, hash_secret};
 use crate::server::store::{StoreError, TokenRepo};
 
@@ -76,6 +77,10 @@ pub struct BrowserLogin {
     /// `--token`) ends the login. `None` with no `token_hash`: a login link's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub admin_hash: Option<String>,
+    /// The person it signed in as (OpenID Connect, issue 41), by id: each request finds
+    /// them again, so removing the person (or every role) ends the login at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub person_id: Option<String>,
     /// The browser, in a few words from its `User-Agent` ("Chrome on Android").
     #[serde(default)]
     pub device: String,
@@ -88,6 +93,7 @@ pub struct BrowserLogin {
 pub async fn who(
     kept: &dyn HashedSecrets,
     tokens: &dyn TokenRepo,
+    people: &dyn PeopleRepo,
     presented: &Presented,
 ) -> Result<Option<Principal>, StoreError> {
     match presented {
@@ -100,6 +106,9 @@ pub async fn who(
                 id: login_id(hash),
                 device: login.device,
             };
+            if let Some(person_id) = login.person_id {
+                return person_signed_in(people, &person_id, seen).await;
+            }
             match (login.token_hash, login.admin_hash) {
                 (Some(token), _) => Ok(named_token(tokens, &token)
                     .await?
@@ -113,6 +122,35 @@ pub async fn who(
                 (None, None) => Ok(Some(Principal::Browser { login: seen })),
             }
         }
+    }
+}
+
+/// The person a browser login signed in as, if they are still there with a role that signs
+/// in: their scope from their roles (`people::scope_of`).
+async fn person_signed_in(
+    people: &dyn PeopleRepo,
+    person_id: &str,
+    seen: LoginRef,
+) -> Result<Option<Principal>, StoreError> {
+    let Some(person) = people.person(person_id).await? else {
+        return Ok(None);
+    };
+    Ok(scope_of(&person.roles).map(|scope| Principal::Person {
+        email: person.email,
+        scope,
+        login: seen,
+    }))
+}
+
+/// The scope a person's roles give a browser login: `admin` → admin, `approver` → approve;
+/// `None` (no sign-in) for a viewer or nobody with a role: there is no read-only scope yet.
+pub fn scope_of(roles: &[Role]) -> Option<Scope> {
+    if roles.contains(&Role::Admin) {
+        Some(Scope::Admin)
+    } else if roles.contains(&Role::Approver) {
+        Some(Scope::Approve)
+    } else {
+        None
     }
 }
 
@@ -457,6 +495,7 @@ mod tests {
         let login = BrowserLogin {
             token_hash: Some("ab".repeat(32)),
             admin_hash: None,
+            person_id: None,
             device: "Chrome on Linux".into(),
         };
         let cookie = mint_browser_login(kept.as_ref(), &login).await.unwrap();

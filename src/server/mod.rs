@@ -15,6 +15,7 @@ pub mod live;
 pub mod logins;
 pub mod markdown;
 pub mod notifier;
+pub mod oidc;
 pub mod os_user;
 pub mod passkey;
 pub mod principal;

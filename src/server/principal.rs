@@ -20,6 +20,13 @@ pub enum Principal {
         scope: Scope,
         login: Option<LoginRef>,
     },
+    /// A person signed in with OpenID Connect (issue 41), through their browser login: their
+    /// email, and the scope their roles give.
+    Person {
+        email: String,
+        scope: Scope,
+        login: LoginRef,
+    },
     /// A tap on an ntfy notification's Approve or Deny (`[notify] format = "ntfy"`): whoever
     /// reads that topic. It only ever holds a one-time answer capability, never a session.
     Ntfy,
@@ -27,6 +34,8 @@ pub enum Principal {
 
 /// The name the startup token carries in actors (`token:admin`).
 pub const STARTUP_TOKEN_NAME: &str = "admin";
+/// How the audit names a signed-in person: `person:<email>`.
+pub const PERSON_ACTOR_PREFIX: &str = "person:";
 /// The name the local CLI's short-lived credential carries in actors (`token:cli`).
 pub const CLI_TOKEN_NAME: &str = "cli";
 
@@ -96,6 +105,7 @@ impl Principal {
         match self {
             Principal::Browser { login } => Some(login),
             Principal::Token { login, .. } => login.as_ref(),
+            Principal::Person { login, .. } => Some(login),
             Principal::Ntfy => None,
         }
     }
@@ -112,15 +122,24 @@ impl Principal {
         match self {
             Principal::Browser { .. } => Actor::Browser,
             Principal::Token { name, .. } => Actor::Token(name),
+            Principal::Person { email, .. } => return format!("{PERSON_ACTOR_PREFIX}{email}"),
             Principal::Ntfy => Actor::Ntfy,
         }
         .to_string()
     }
 
+    /// The signed-in person's email, when the caller is one.
+    pub fn person_email(&self) -> Option<&str> {
+        match self {
+            Principal::Person { email, .. } => Some(email),
+            _ => None,
+        }
+    }
+
     pub fn scope(&self) -> Scope {
         match self {
             Principal::Browser { .. } => Scope::Admin,
-            Principal::Token { scope, .. } => *scope,
+            Principal::Token { scope, .. } | Principal::Person { scope, .. } => *scope,
             Principal::Ntfy => Scope::Approve,
         }
     }

@@ -238,6 +238,7 @@ pub fn Sidebar(
     view! {
         <nav class="sidebar" aria-label="Sessions">
             <div class="brand">"Countersign"</div>
+            {signed_in_as()}
             {Viewer::get().admin.then(|| view! {
                 <button class="new-session" data-testid="new-session" on:click=new_session>"+ New session"</button>
             })}
@@ -256,6 +257,14 @@ pub fn Sidebar(
             <PageLinks/>
         </nav>
     }
+}
+
+/// The signed-in person's email under the brand (issue 41); nothing for a token's login.
+fn signed_in_as() -> Option<impl IntoView> {
+    let person = crate::ui::viewer::signed_in_person();
+    (!person.is_empty()).then(|| {
+        view! { <p class="signed-in-as muted" data-testid="signed-in-as">{person}</p> }
+    })
 }
 
 /// Reloads the list whenever the server's change stream says it may have changed (not on the

@@ -119,6 +119,35 @@ impl Viewer {
     }
 }
 
+/// The email of the person signed in (OpenID Connect, issue 41), shown in the sidebar; empty
+/// for any other credential. The server writes it into `<body data-person>`, the browser reads
+/// it back from there, so both draw the same page.
+pub fn signed_in_person() -> String {
+    #[cfg(feature = "ssr")]
+    {
+        use crate::server::principal::Principal;
+        use_context::<http::request::Parts>()
+            .and_then(|parts| {
+                let who = parts.extensions.get::<Principal>()?;
+                who.person_email().map(str::to_owned)
+            })
+            .unwrap_or_default()
+    }
+    #[cfg(all(feature = "hydrate", not(feature = "ssr")))]
+    {
+        thread_local! {
+            static PERSON: String = web_sys::window()
+                .and_then(|w| w.document())
+                .and_then(|d| d.body())
+                .and_then(|b| b.get_attribute("data-person"))
+                .unwrap_or_default();
+        }
+        PERSON.with(String::clone)
+    }
+    #[cfg(not(any(feature = "ssr", feature = "hydrate")))]
+    String::new()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

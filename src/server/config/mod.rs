@@ -12,7 +12,10 @@ use crate::server::secret::{Secret, UrlHost, UrlPassword};
 /// How durable a commit is: the store's own setting, read from `[storage]`.
 pub use crate::server::store::Synchronous;
 
+pub mod auth;
 pub mod form;
+
+pub use auth::{AuthConfig, OidcConfig};
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
@@ -26,6 +29,7 @@ pub struct Config {
     pub server: ServerConfig,
     pub notify: NotifyConfig,
     pub review: ReviewConfig,
+    pub auth: AuthConfig,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
@@ -565,6 +569,9 @@ impl Config {
         self.validate_provider()
             .map_err(|(key, problem)| invalid(key, problem))?;
         self.validate_review()
+            .map_err(|(key, problem)| invalid(key, problem))?;
+        self.auth
+            .validate()
             .map_err(|(key, problem)| invalid(key, problem))
     }
 
@@ -743,6 +750,33 @@ mod tests {
             "review.reviewer",
             "review.min_cards",
             "review.api_key_env",
+        ] {
+            assert!(keys::protected(key).is_some(), "{key}");
+        }
+    }
+
+    /// `[auth.oidc]` loads from the file, a non-loopback `http` issuer is refused naming the
+    /// key, and every `auth.*` key is protected from the web, the API and the agent.
+    #[test]
+    fn the_sign_in_provider_loads_is_checked_and_is_protected() {
+        let good = "[auth.oidc]\nissuer = \"https://id.example.com\"\nclient_id = \"cs\"\nclient_secret_env = \"OIDC_SECRET\"\n";
+        let config = parse(good).unwrap();
+        let oidc = config.auth.oidc.unwrap();
+        assert_eq!(oidc.name, auth::DEFAULT_PROVIDER_NAME);
+        assert!(oidc.allowed_domains.is_empty());
+        let e = parse(&good.replace("https://id.example.com", "http://id.example.com"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("`auth.oidc.issuer` must be an https:// URL"),
+            "{e}"
+        );
+        assert!(parse("[auth.oidc]\nissuer = \"https://x.example\"\n").is_err());
+        for key in [
+            "auth.oidc.issuer",
+            "auth.oidc.client_id",
+            "auth.oidc.client_secret_env",
+            "auth.oidc.allowed_domains",
         ] {
             assert!(keys::protected(key).is_some(), "{key}");
         }
@@ -932,6 +966,7 @@ pub mod keys {
             ("review", _) => Some(
                 "whether a reviewer may answer for you is yours alone: change it in the config file",
             ),
+            ("auth", _) => Some("who may sign in can only be changed in the config file"),
             ("tools", _) if key.starts_with("tools.sandbox.") || key == "tools.env_passthrough" => {
                 Some("what tools can reach can only be changed in the config file")
             }

@@ -95,6 +95,8 @@ pub enum Error {
     PasskeyRefused(String),
     #[error("no passkey {0}")]
     UnknownPasskey(String),
+    #[error("no person {0}")]
+    UnknownPerson(String),
     #[error("{0}")]
     ReviewNotOn(String),
     #[error("{0}")]
@@ -146,6 +148,7 @@ impl Error {
             Error::PasskeyRequired(_) => ErrorCode::PasskeyRequired,
             Error::PasskeyRefused(_) => ErrorCode::PasskeyRefused,
             Error::UnknownPasskey(_) => ErrorCode::UnknownPasskey,
+            Error::UnknownPerson(_) => ErrorCode::UnknownPerson,
             Error::ReviewNotOn(_) => ErrorCode::ReviewNotOn,
             Error::NotEligible(_) => ErrorCode::NotEligible,
             Error::NotAnsweredByReviewer(_) => ErrorCode::NotAnsweredByReviewer,
@@ -257,7 +260,8 @@ impl Error {
             | Error::UnknownRule(_)
             | Error::UnknownToken(_)
             | Error::UnknownSubscription(_)
-            | Error::UnknownPasskey(_) => http::StatusCode::NOT_FOUND,
+            | Error::UnknownPasskey(_)
+            | Error::UnknownPerson(_) => http::StatusCode::NOT_FOUND,
             Error::NameTaken(_) | Error::KeyReused(_) => http::StatusCode::CONFLICT,
             Error::TooManyGates(_) | Error::TooManySubscriptions(_) => {
                 http::StatusCode::TOO_MANY_REQUESTS
@@ -333,6 +337,7 @@ mod tests {
             (Error::PasskeyRequired(s()), "passkey_required"),
             (Error::PasskeyRefused(s()), "passkey_refused"),
             (Error::UnknownPasskey(s()), "unknown_passkey"),
+            (Error::UnknownPerson(s()), "unknown_person"),
             (Error::Internal(s()), "internal"),
         ];
         for (err, spelling) in cases {

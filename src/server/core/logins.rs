@@ -64,6 +64,7 @@ impl Core {
         let who = logins::who(
             self.repos.secrets.as_ref(),
             self.repos.tokens.as_ref(),
+            self.repos.people.as_ref(),
             presented,
         )
         .await?;
@@ -88,6 +89,7 @@ impl Core {
         let login = BrowserLogin {
             token_hash: login_as.token_hash,
             admin_hash: login_as.admin_hash,
+            person_id: None,
             device: device.to_owned(),
         };
         let cookie = logins::mint_browser_login(kept, &login).await?;

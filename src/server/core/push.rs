@@ -111,10 +111,13 @@ impl Core {
 
     /// Who a subscription answers as, while the credential that made it still may.
     async fn subscriber(&self, row: &PushSubscriptionRow) -> Result<Option<Principal>, Error> {
-        Ok(
-            push::principal_of(row, self.repos.secrets.as_ref(), self.repos.tokens.as_ref())
-                .await?,
+        Ok(push::principal_of(
+            row,
+            self.repos.secrets.as_ref(),
+            self.repos.tokens.as_ref(),
+            self.repos.people.as_ref(),
         )
+        .await?)
     }
 
     /// The caller's own subscriptions (an admin credential sees every one).

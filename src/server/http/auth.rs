@@ -129,7 +129,7 @@ pub async fn login(
     let with = match (query.code.as_deref(), query.token.as_deref()) {
         (Some(code), _) => LoginWith::Code(code.trim()),
         (None, Some(token)) => LoginWith::Token(token.trim()),
-        (None, None) => return login_page(None).into_response(),
+        (None, None) => return login_page(None, &state).into_response(),
     };
     // A link followed from a page — another site's, or one on this site that shows what
     // someone else wrote (a card's markdown) — could swap this browser's login for one its
@@ -189,7 +189,9 @@ pub async fn login_form(
     let with = match (form.code.as_deref(), form.token.as_deref()) {
         (Some(code), _) => LoginWith::Code(code.trim()),
         (None, Some(token)) => LoginWith::Token(token.trim()),
-        (None, None) => return login_page(Some("paste a token to log in")).into_response(),
+        (None, None) => {
+            return login_page(Some("paste a token to log in"), &state).into_response();
+        }
     };
     log_in(&state, &headers, with).await
 }
@@ -210,14 +212,14 @@ async fn log_in(state: &AppState, headers: &HeaderMap, with: LoginWith<'_>) -> R
             .into_response(),
         Err(err @ (CoreError::Unauthorized(_) | CoreError::Forbidden(_))) => {
             let status = err.status();
-            (status, login_page(Some(&err.to_string()))).into_response()
+            (status, login_page(Some(&err.to_string()), state)).into_response()
         }
         Err(err) => ApiError::Core(err).into_response(),
     }
 }
 
 /// `text` safe inside HTML text and a double-quoted attribute.
-fn escaped(text: &str) -> String {
+pub(super) fn escaped(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
@@ -241,15 +243,32 @@ fn confirm_login_page(with: &LoginWith<'_>) -> Html<String> {
     ))
 }
 
-fn login_page(problem: Option<&str>) -> Html<String> {
+/// "Sign in with <provider>" when `[auth.oidc]` names one (issue 41).
+fn sign_in_link(state: &AppState) -> String {
+    let live = state.core.config();
+    live.config
+        .auth
+        .oidc
+        .as_ref()
+        .map(|oidc| {
+            format!(
+                r#"<p><a class="sign-in" href="/auth/oidc/start" data-action="sign-in-oidc">Sign in with {}</a></p>"#,
+                escaped(&oidc.name)
+            )
+        })
+        .unwrap_or_default()
+}
+
+fn login_page(problem: Option<&str>, state: &AppState) -> Html<String> {
     let problem = problem
         .map(|p| format!(r#"<p class="login-error" role="alert">{}</p>"#, escaped(p)))
         .unwrap_or_default();
+    let sign_in = sign_in_link(state);
     Html(format!(
         r#"<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Log in · Countersign</title><link rel="stylesheet" href="/pkg/countersign.css"></head>
 <body class="login"><main class="login-box"><h1>Countersign</h1>
-<p>Open a login link: <code>countersign login</code> on the server's machine prints a fresh one (it works once, for 15 minutes). Or paste a token.</p>{problem}
+{sign_in}<p>Open a login link: <code>countersign login</code> on the server's machine prints a fresh one (it works once, for 15 minutes). Or paste a token.</p>{problem}
 <form method="post" action="/login"><label for="token">Token</label>
 <input id="token" name="token" type="password" autocomplete="current-password" required autofocus>
 <button type="submit">Log in</button></form></main></body></html>"#

@@ -13,7 +13,8 @@ use tower_http::timeout::TimeoutLayer;
 
 use super::scopes::{Need, Routes};
 use super::{
-    approvals, auth, boundary, forms, gates, home, passkeys, push, pwa, sessions, sse, stats,
+    approvals, auth, boundary, forms, gates, home, oidc, passkeys, people, push, pwa, sessions,
+    sse, stats,
 };
 use crate::app::{App, shell};
 use crate::server::state::AppState;
@@ -133,6 +134,11 @@ fn administering() -> Routes {
         .post(Need::Admin, "/tokens", gates::create_token)
         .get(Need::Admin, "/tokens", gates::list_tokens)
         .delete(Need::Admin, "/tokens/{name}", gates::revoke_token)
+        .post(Need::Admin, "/people", people::invite)
+        .get(Need::Admin, "/people", people::list)
+        .get(Need::Admin, "/people/{id}", people::get)
+        .put(Need::Admin, "/people/{id}", people::change)
+        .delete(Need::Admin, "/people/{id}", people::remove)
         .get(Need::Admin, "/boundary", boundary::report)
         // The person's own answering habits: how they answer is theirs alone, not a reader's.
         .get(Need::Admin, "/stats/decisions", stats::decisions)
@@ -165,6 +171,8 @@ pub fn pages(state: &AppState) -> Routes {
         .get(Need::Read, "/", home)
         .get(Need::Public, "/login", auth::login)
         .post(Need::Public, "/login", auth::login_form)
+        .get(Need::Public, "/auth/oidc/start", oidc::start)
+        .get(Need::Public, "/auth/oidc/callback", oidc::callback)
         .post(Need::Decide, "/forms/decide", forms::decide)
         .built(page_or_server_fn, declared, leptos)
         .map(timed)

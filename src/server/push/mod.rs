@@ -24,6 +24,7 @@ use crate::server::hub::FeedItem;
 use crate::server::hub::Hub;
 use crate::server::logins::{self, Presented};
 use crate::server::principal::Principal;
+use crate::server::store::people::PeopleRepo;
 use crate::server::store::push::{PushSubscriptionRow, PushSubscriptions};
 use crate::server::store::secrets::HashedSecrets;
 use crate::server::store::{GateRepo, Repos, StoreError, TokenRepo};
@@ -47,6 +48,7 @@ pub struct Push {
     in_flight: Arc<tokio::sync::Semaphore>,
     subscriptions: Arc<dyn PushSubscriptions>,
     tokens: Arc<dyn TokenRepo>,
+    people: Arc<dyn PeopleRepo>,
     gates: Arc<dyn GateRepo>,
     hub: Hub,
     http: reqwest::Client,
@@ -66,11 +68,12 @@ pub async fn principal_of(
     row: &PushSubscriptionRow,
     kept: &dyn HashedSecrets,
     tokens: &dyn TokenRepo,
+    people: &dyn PeopleRepo,
 ) -> Result<Option<Principal>, StoreError> {
     let Some(presented) = Presented::from_record(&row.credential_check) else {
         return Ok(None);
     };
-    let who = logins::who(kept, tokens, &presented).await?;
+    let who = logins::who(kept, tokens, people, &presented).await?;
     Ok(who.filter(|p| p.actor() == row.credential && p.scope().decides()))
 }
 
@@ -97,6 +100,7 @@ impl Push {
             in_flight: Arc::new(tokio::sync::Semaphore::new(MAX_IN_FLIGHT)),
             subscriptions: Arc::clone(&repos.push),
             tokens: Arc::clone(&repos.tokens),
+            people: Arc::clone(&repos.people),
             gates: Arc::clone(&repos.gates),
             hub,
             http,
@@ -139,8 +143,13 @@ impl Push {
         let subscriptions = self.subscriptions().push_subscriptions().await?;
         let mut deciding = Vec::with_capacity(subscriptions.len());
         for row in subscriptions {
-            if let Some(principal) =
-                principal_of(&row, self.kept.as_ref(), self.tokens.as_ref()).await?
+            if let Some(principal) = principal_of(
+                &row,
+                self.kept.as_ref(),
+                self.tokens.as_ref(),
+                self.people.as_ref(),
+            )
+            .await?
             {
                 deciding.push((row, principal));
             }

@@ -31,6 +31,7 @@ pub async fn run_all(store: Arc<dyn Store>) {
     a_nul_is_kept_in_events_and_refused_in_columns(store.clone()).await;
     push_subscriptions_are_one_per_endpoint_and_go_with_their_token(store.clone()).await;
     passkeys_are_named_once(store.clone()).await;
+    super::conformance_people::people_are_one_per_email_and_bound_once(store.clone()).await;
     a_hashed_secret_is_found_as_its_kind_taken_once_and_lapses(store.clone()).await;
     a_made_title_never_overwrites_a_rename(store.clone()).await;
     a_prediction_meets_one_answer_and_trust_is_audited(store.clone()).await;

@@ -9,7 +9,10 @@
 pub mod conformance;
 #[cfg(test)]
 pub mod conformance_grants;
+#[cfg(test)]
+pub mod conformance_people;
 pub mod passkeys;
+pub mod people;
 pub mod postgres;
 pub mod push;
 pub mod review;
@@ -669,6 +672,7 @@ pub trait Store:
     + OutsideRepo
     + push::PushSubscriptions
     + passkeys::PasskeyRows
+    + people::PeopleRepo
     + secrets::HashedSecrets
     + review::ReviewRepo
 {
@@ -683,6 +687,7 @@ impl<T> Store for T where
         + OutsideRepo
         + push::PushSubscriptions
         + passkeys::PasskeyRows
+        + people::PeopleRepo
         + secrets::HashedSecrets
         + review::ReviewRepo
 {
@@ -699,6 +704,8 @@ pub struct Repos {
     pub outside: Arc<dyn OutsideRepo>,
     pub push: Arc<dyn push::PushSubscriptions>,
     pub passkeys: Arc<dyn passkeys::PasskeyRows>,
+    /// People who sign in with OpenID Connect (issue 41).
+    pub people: Arc<dyn people::PeopleRepo>,
     pub secrets: Arc<dyn secrets::HashedSecrets>,
     /// The reviewer's predictions and the classes it is trusted with.
     pub review: Arc<dyn review::ReviewRepo>,
@@ -727,6 +734,7 @@ impl Opened {
                 outside: store.clone(),
                 push: store.clone(),
                 passkeys: store.clone(),
+                people: store.clone(),
                 review: store.clone(),
                 secrets: store,
                 coordination,

@@ -33,6 +33,9 @@ pub enum SecretKind {
     /// a kind of its own, so a build that knows only `LoginCode` (an older instance on a
     /// shared database, a rollback) never spends one as the admin's login link.
     PhoneLoginCode,
+    /// An OpenID Connect sign-in in progress (issue 41), under its browser's flow cookie:
+    /// the state, nonce and PKCE verifier its callback must meet (spent once).
+    OidcSignIn,
 }
 
 /// The key of the `LegacyTokenWindow` marker row.
@@ -115,7 +118,8 @@ mod tests {
                 "capability",
                 "ceremony",
                 "legacy_token_window",
-                "phone_login_code"
+                "phone_login_code",
+                "oidc_sign_in"
             ]
         );
         assert_eq!(

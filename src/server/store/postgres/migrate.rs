@@ -7,7 +7,7 @@ use sqlx::PgPool;
 use crate::server::store::StoreError;
 
 /// The migrations, in order: (version, SQL).
-const MIGRATIONS: [(i64, &str); 11] = [
+const MIGRATIONS: [(i64, &str); 12] = [
     (
         1,
         include_str!("../../../../migrations/postgres/0001_schema.sql"),
@@ -51,6 +51,10 @@ const MIGRATIONS: [(i64, &str); 11] = [
     (
         11,
         include_str!("../../../../migrations/postgres/0011_source_claims.sql"),
+    ),
+    (
+        12,
+        include_str!("../../../../migrations/postgres/0012_people.sql"),
     ),
 ];
 

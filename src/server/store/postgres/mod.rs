@@ -30,6 +30,7 @@
 mod lease;
 mod migrate;
 mod passkeys;
+mod people;
 mod push;
 mod read;
 mod review;

@@ -7,7 +7,7 @@
 use rusqlite::{Connection, OptionalExtension};
 
 /// Every migration, in order; the version of the n-th is n.
-const MIGRATIONS: [&str; 15] = [
+const MIGRATIONS: [&str; 16] = [
     include_str!("../../../../migrations/sqlite/0001_sessions_and_events.sql"),
     include_str!("../../../../migrations/sqlite/0002_approvals_and_rules.sql"),
     include_str!("../../../../migrations/sqlite/0003_plan_mode_record.sql"),
@@ -23,6 +23,7 @@ const MIGRATIONS: [&str; 15] = [
     include_str!("../../../../migrations/sqlite/0013_rule_max_uses.sql"),
     include_str!("../../../../migrations/sqlite/0014_review.sql"),
     include_str!("../../../../migrations/sqlite/0015_source_claims.sql"),
+    include_str!("../../../../migrations/sqlite/0016_people.sql"),
 ];
 
 fn user_version(conn: &Connection) -> rusqlite::Result<usize> {

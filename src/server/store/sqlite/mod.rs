@@ -18,6 +18,7 @@ mod jobs;
 mod migrate;
 mod outside;
 mod passkeys;
+mod people;
 mod push;
 mod read;
 mod review;

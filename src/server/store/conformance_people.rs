@@ -1,0 +1,184 @@
+//! The store suite's part on people (`store/conformance.rs` runs it on every backend): one
+//! person per email, bound to one provider identity once, changed and removed with an audit
+//! entry each, in the same transaction.
+
+#![allow(clippy::too_many_lines)]
+
+use std::sync::Arc;
+
+use crate::protocol::{Person, Role, Timestamp};
+use crate::server::audit::AuditDraft;
+use crate::server::store::Store;
+use crate::server::store::StoreError;
+
+fn draft(action: &'static str, subject: &str) -> AuditDraft {
+    AuditDraft {
+        actor: "token:admin".into(),
+        action,
+        subject: subject.into(),
+        detail: serde_json::json!({}),
+    }
+}
+
+fn person(id: &str, email: &str, roles: Vec<Role>) -> Person {
+    Person {
+        id: id.into(),
+        email: email.into(),
+        name: None,
+        roles,
+        groups: vec!["maintainers".into()],
+        issuer: None,
+        subject: None,
+        created_at: Timestamp::now(),
+    }
+}
+
+/// An email is one person's; binding to (issuer, sub) happens once; a change replaces roles
+/// and groups; a removal is gone for every lookup; each change is audited.
+pub async fn people_are_one_per_email_and_bound_once(store: Arc<dyn Store>) {
+    let alice = person("pe-1", "alice@example.test", vec![Role::Approver]);
+    store
+        .add_person(&alice, draft("person_invited", "pe-1"))
+        .await
+        .unwrap();
+    let again = person("pe-2", "alice@example.test", vec![Role::Admin]);
+    assert!(matches!(
+        store
+            .add_person(&again, draft("person_invited", "pe-2"))
+            .await,
+        Err(StoreError::Taken(_))
+    ));
+    let bob = person("pe-3", "bob@example.test", vec![Role::Viewer]);
+    store
+        .add_person(&bob, draft("person_invited", "pe-3"))
+        .await
+        .unwrap();
+    let emails: Vec<String> = store
+        .people()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|p| p.email)
+        .filter(|e| e.ends_with("@example.test"))
+        .collect();
+    assert_eq!(emails, ["alice@example.test", "bob@example.test"]);
+    assert_eq!(store.person("pe-1").await.unwrap(), Some(alice.clone()));
+    assert_eq!(
+        store
+            .person_by_email("alice@example.test")
+            .await
+            .unwrap()
+            .map(|p| p.id),
+        Some("pe-1".into())
+    );
+
+    // Bound once: a second binding (of anyone) is refused, the first holds.
+    let issuer = "http://127.0.0.1:9/";
+    assert!(
+        store
+            .bind_person("pe-1", issuer, "sub-a", Some("Alice"))
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .bind_person("pe-1", issuer, "sub-x", Some("Mallory"))
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .bind_person("pe-none", issuer, "s", None)
+            .await
+            .unwrap()
+    );
+    let bound = store
+        .person_by_subject(issuer, "sub-a")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(bound.id, "pe-1");
+    assert_eq!(bound.name.as_deref(), Some("Alice"));
+    assert_eq!(bound.subject.as_deref(), Some("sub-a"));
+    assert!(
+        store
+            .person_by_subject(issuer, "sub-x")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        store
+            .person_by_subject("http://other/", "sub-a")
+            .await
+            .unwrap()
+            .is_none()
+    );
+
+    // A change replaces roles and groups whole.
+    let changed = store
+        .change_person(
+            "pe-1",
+            &[Role::Admin, Role::Approver],
+            &[],
+            draft("person_changed", "pe-1"),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(changed.roles, [Role::Admin, Role::Approver]);
+    assert!(changed.groups.is_empty());
+    assert_eq!(changed.subject.as_deref(), Some("sub-a"));
+    assert!(
+        store
+            .change_person("pe-none", &[], &[], draft("person_changed", "pe-none"))
+            .await
+            .unwrap()
+            .is_none()
+    );
+
+    // Removed: gone for every lookup, and the email is free again.
+    let removed = store
+        .remove_person("pe-1", draft("person_removed", "pe-1"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(removed.email, "alice@example.test");
+    assert!(
+        store
+            .remove_person("pe-1", draft("person_removed", "pe-1"))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(store.person("pe-1").await.unwrap().is_none());
+    assert!(
+        store
+            .person_by_subject(issuer, "sub-a")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    store
+        .add_person(&again, draft("person_invited", "pe-2"))
+        .await
+        .unwrap();
+
+    // Each change is one audit entry, only those that changed something.
+    let actions: Vec<(String, String)> = store
+        .audit_after(0, 10_000, None, None)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|e| e.action.starts_with("person_"))
+        .map(|e| (e.action, e.subject))
+        .collect();
+    let expected = [
+        ("person_invited", "pe-1"),
+        ("person_invited", "pe-3"),
+        ("person_changed", "pe-1"),
+        ("person_removed", "pe-1"),
+        ("person_invited", "pe-2"),
+    ];
+    assert_eq!(actions, expected.map(|(a, s)| (a.to_owned(), s.to_owned())));
+}

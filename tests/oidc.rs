@@ -1,0 +1,472 @@
+//! Sign-in with OpenID Connect against a real provider (issue 41): the npm `oidc-provider`
+//! (`end2end/oidc/provider.mjs`, installed by `ensure_oidc_provider` in scripts/lib.sh) on
+//! loopback, and the server configured for it. Each sign-in walks the real authorization
+//! code flow over HTTP: the server's redirect, the provider's login form posted, its redirect
+//! back with the code, the callback. Skipped, loudly, when node or the provider is missing,
+//! unless the run requires it (`CI=true`, or `COUNTERSIGN_OIDC_PROVIDER=required`, which
+//! scripts/test sets): then it fails.
+
+#![allow(clippy::unwrap_used)] // a test that cannot unwrap has failed
+#![cfg(feature = "ssr")]
+
+#[path = "support/mod.rs"]
+mod support;
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use reqwest::{Method, StatusCode, Url};
+use serde_json::{Value, json};
+use support::*;
+
+const CLIENT_ID: &str = "countersign-test";
+const CLIENT_SECRET: &str = "a-client-secret-for-the-tests-only";
+const SECRET_ENV: &str = "COUNTERSIGN_TEST_OIDC_SECRET";
+/// The server's public URL as the provider knows it: the test carries the provider's
+/// redirect to the real (ephemeral) address itself.
+const PUBLIC_URL: &str = "http://127.0.0.1:9";
+
+/// The provider, killed when dropped.
+struct Idp {
+    child: Child,
+    issuer: String,
+}
+
+impl Drop for Idp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn required() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+        || std::env::var("COUNTERSIGN_OIDC_PROVIDER").as_deref() == Ok("required")
+}
+
+fn provider_dir() -> PathBuf {
+    std::env::var_os("COUNTERSIGN_OIDC_PROVIDER_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/oidc-provider"))
+}
+
+/// The provider on a free loopback port; `None` (said loudly) when it cannot run here and
+/// the run does not require it.
+fn start_idp() -> Option<Idp> {
+    let installed = provider_dir().join("node_modules/oidc-provider/package.json");
+    let node = os_users::which("node");
+    if node.is_none() || !installed.is_file() {
+        let why = format!(
+            "node or oidc-provider is missing ({} not found); `source scripts/lib.sh; ensure_oidc_provider` installs it",
+            installed.display()
+        );
+        assert!(!required(), "{why}");
+        eprintln!("\n\n*** SKIPPED tests/oidc.rs: {why} ***\n\n");
+        return None;
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("end2end/oidc/provider.mjs");
+    let mut child = Command::new(node.unwrap())
+        .arg(script)
+        .args(["--client-id", CLIENT_ID, "--client-secret", CLIENT_SECRET])
+        .args([
+            "--redirect-uri",
+            &format!("{PUBLIC_URL}/auth/oidc/callback"),
+        ])
+        .env("COUNTERSIGN_OIDC_PROVIDER_DIR", provider_dir())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("node starts");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let said: Value = serde_json::from_str(&line).unwrap_or_else(|_| panic!("{line:?}"));
+    let issuer = said["issuer"].as_str().unwrap().to_owned();
+    Some(Idp { child, issuer })
+}
+
+/// What a sign-in came to: the callback's status and page, and the session cookie it set.
+struct SignIn {
+    status: StatusCode,
+    page: String,
+    session: Option<String>,
+}
+
+/// The `name=value` pairs a response sets.
+fn set_cookies(headers: &reqwest::header::HeaderMap) -> Vec<(String, String)> {
+    headers
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .filter_map(|v| v.split(';').next())
+        .filter_map(|pair| pair.split_once('='))
+        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+        .collect()
+}
+
+fn cookie_header(jar: &HashMap<String, String>) -> String {
+    jar.iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// The provider's login form: its action and the prompt it asks.
+fn form_of(page: &str) -> (String, String) {
+    let after = |key: &str| {
+        let start = page.find(key).unwrap_or_else(|| panic!("{key} in {page}")) + key.len();
+        page[start..].split('"').next().unwrap().to_owned()
+    };
+    (after("action=\""), after("name=\"prompt\" value=\""))
+}
+
+/// Walks the provider from its authorization URL to the redirect back; the callback's query.
+async fn at_provider(start: &str, account: &str) -> String {
+    let client = client();
+    let mut jar = HashMap::new();
+    let mut url = Url::parse(start).unwrap();
+    for _ in 0..12 {
+        let resp = client
+            .get(url.clone())
+            .header("cookie", cookie_header(&jar))
+            .send()
+            .await
+            .unwrap();
+        jar.extend(set_cookies(resp.headers()));
+        let next = if resp.status().is_redirection() {
+            resp.headers()["location"].to_str().unwrap().to_owned()
+        } else {
+            let page = resp.text().await.unwrap();
+            let (action, prompt) = form_of(&page);
+            let posted = client
+                .post(url.join(&action).unwrap())
+                .header("cookie", cookie_header(&jar))
+                .form(&[
+                    ("prompt", prompt.as_str()),
+                    ("login", account),
+                    ("password", "x"),
+                ])
+                .send()
+                .await
+                .unwrap();
+            jar.extend(set_cookies(posted.headers()));
+            assert!(posted.status().is_redirection(), "{}", posted.status());
+            posted.headers()["location"].to_str().unwrap().to_owned()
+        };
+        let next = url.join(&next).unwrap();
+        if next
+            .as_str()
+            .starts_with(&format!("{PUBLIC_URL}/auth/oidc/callback"))
+        {
+            return next.query().unwrap_or_default().to_owned();
+        }
+        url = next;
+    }
+    panic!("the provider never sent the browser back");
+}
+
+/// Signs `account` in through the whole flow; `tamper` changes the callback's query first.
+async fn sign_in_with(srv: &TestServer, account: &str, tamper: fn(String) -> String) -> SignIn {
+    let start = srv
+        .anon(Method::GET, "/auth/oidc/start")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(start.status(), StatusCode::SEE_OTHER);
+    let flow = set_cookies(start.headers())
+        .into_iter()
+        .find(|(k, _)| k == "countersign_oidc")
+        .expect("a flow cookie");
+    let to = start.headers()["location"].to_str().unwrap().to_owned();
+    for part in [
+        "code_challenge_method=S256",
+        "nonce=",
+        "state=",
+        "scope=openid",
+    ] {
+        assert!(to.contains(part), "{part} in {to}");
+    }
+    let query = tamper(at_provider(&to, account).await);
+    let back = srv
+        .anon(Method::GET, &format!("/auth/oidc/callback?{query}"))
+        .header("cookie", format!("{}={}", flow.0, flow.1))
+        .send()
+        .await
+        .unwrap();
+    let status = back.status();
+    let session = set_cookies(back.headers())
+        .into_iter()
+        .find(|(k, v)| k == "countersign_session" && !v.is_empty())
+        .map(|(k, v)| format!("{k}={v}"));
+    SignIn {
+        status,
+        page: back.text().await.unwrap(),
+        session,
+    }
+}
+
+async fn sign_in(srv: &TestServer, account: &str) -> SignIn {
+    sign_in_with(srv, account, |q| q).await
+}
+
+async fn with_cookie(srv: &TestServer, cookie: &str, path: &str) -> StatusCode {
+    srv.anon(Method::GET, path)
+        .header("cookie", cookie)
+        .send()
+        .await
+        .unwrap()
+        .status()
+}
+
+fn person<'a>(people: &'a Value, email: &str) -> Option<&'a Value> {
+    people
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["email"] == email)
+}
+
+async fn audit_actions(srv: &TestServer) -> Vec<(String, String)> {
+    let audit = srv.get("/api/v1/audit?limit=500").await.expect(200);
+    let entries = audit["entries"]
+        .as_array()
+        .or(audit.as_array())
+        .cloned()
+        .unwrap_or_default();
+    entries
+        .iter()
+        .map(|e| {
+            (
+                e["actor"].as_str().unwrap_or("").to_owned(),
+                e["action"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// A browser's push subscription (a real P-256 key; the endpoint is never reached here).
+fn push_subscription() -> Value {
+    use base64::Engine;
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
+    use p256::elliptic_curve::sec1::ToEncodedPoint;
+    let secret = loop {
+        if let Ok(key) = p256::SecretKey::from_slice(&rand::random::<[u8; 32]>()) {
+            break key;
+        }
+    };
+    let public = secret.public_key().to_encoded_point(false);
+    json!({
+        "endpoint": "http://127.0.0.1:9/push/bob",
+        "expirationTime": null,
+        "keys": {"p256dh": B64.encode(public.as_bytes()), "auth": B64.encode([7u8; 16])},
+    })
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn people_sign_in_with_a_real_provider_and_only_those_let_in() {
+    let Some(idp) = start_idp() else { return };
+    // SAFETY: set once, before the server (and any other thread of this binary's one test)
+    // reads the environment.
+    unsafe { std::env::set_var(SECRET_ENV, CLIENT_SECRET) };
+    let config = format!(
+        "[server]\npublic_url = \"{PUBLIC_URL}\"\n[notify]\npush_test_endpoints = true\n[auth.oidc]\nissuer = \"{}\"\nclient_id = \"{CLIENT_ID}\"\nclient_secret_env = \"{SECRET_ENV}\"\nname = \"Test IdP\"\nallowed_domains = [\"example.test\"]\n",
+        idp.issuer
+    );
+    let srv = TestServer::configured(&config).await;
+
+    // The login page offers the provider.
+    let login = send(srv.anon(Method::GET, "/login")).await;
+    assert!(
+        login.body.contains("Sign in with Test IdP"),
+        "{}",
+        login.body
+    );
+
+    // Inviting: a bad email or role is 400, a second invitation of the same email 409.
+    srv.post(
+        "/api/v1/people",
+        json!({"email": "not-an-email", "roles": ["approver"]}),
+    )
+    .await
+    .expect_error(400, "invalid_request");
+    let bad_role = srv
+        .post(
+            "/api/v1/people",
+            json!({"email": "x@example.test", "roles": ["owner"]}),
+        )
+        .await;
+    assert_eq!(bad_role.status, 400, "{}", bad_role.body);
+    let alice = srv
+        .post("/api/v1/people", json!({"email": "Alice@Example.test", "roles": ["approver"], "groups": ["maintainers"]}))
+        .await
+        .expect(201);
+    assert_eq!(alice["email"], "alice@example.test");
+    srv.post(
+        "/api/v1/people",
+        json!({"email": "alice@example.test", "roles": ["admin"]}),
+    )
+    .await
+    .expect_error(409, "name_taken");
+    let alice_id = alice["id"].as_str().unwrap().to_owned();
+
+    // An invited person signs in, is bound to their provider identity, and reads sessions.
+    let signed = sign_in(&srv, "alice").await;
+    assert_eq!(signed.status, StatusCode::OK, "{}", signed.page);
+    assert!(
+        signed.page.contains("alice@example.test"),
+        "{}",
+        signed.page
+    );
+    let alice_cookie = signed.session.expect("a session cookie");
+    assert_eq!(
+        with_cookie(&srv, &alice_cookie, "/api/v1/sessions").await,
+        StatusCode::OK
+    );
+    // The page names her.
+    let page = srv
+        .anon(Method::GET, "/inbox")
+        .header("cookie", &alice_cookie)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        page.contains(r#"data-person="alice@example.test""#)
+            && page.contains(r#"class="signed-in-as muted">alice@example.test<"#),
+        "{page}"
+    );
+    // An approver is no admin.
+    assert_eq!(
+        with_cookie(&srv, &alice_cookie, "/api/v1/people").await,
+        StatusCode::FORBIDDEN
+    );
+    let bound = srv
+        .get(&format!("/api/v1/people/{alice_id}"))
+        .await
+        .expect(200);
+    assert_eq!(bound["subject"], "alice");
+    assert_eq!(bound["issuer"], idp.issuer.as_str());
+    assert_eq!(bound["name"], "Alice Example");
+    // A second sign-in finds her by her provider identity.
+    assert_eq!(sign_in(&srv, "alice").await.status, StatusCode::OK);
+
+    // Someone not invited, of a domain not allowed: refused, nothing created.
+    let carol = sign_in(&srv, "carol").await;
+    assert_eq!(carol.status, StatusCode::FORBIDDEN);
+    assert!(carol.page.contains("was not invited"), "{}", carol.page);
+    assert!(carol.session.is_none());
+    let people = srv.get("/api/v1/people").await.expect(200);
+    assert!(person(&people, "carol@other.test").is_none());
+
+    // An email the provider does not vouch for lets nobody in, even of an allowed domain.
+    let eve = sign_in(&srv, "eve").await;
+    assert_eq!(eve.status, StatusCode::FORBIDDEN);
+    assert!(eve.page.contains("not verified"), "{}", eve.page);
+    assert!(
+        person(
+            &srv.get("/api/v1/people").await.expect(200),
+            "eve@example.test"
+        )
+        .is_none()
+    );
+
+    // An allowed domain's person joins as a viewer, and viewers do not sign in yet …
+    let bob = sign_in(&srv, "bob").await;
+    assert_eq!(bob.status, StatusCode::FORBIDDEN);
+    assert!(
+        bob.page.contains("viewers cannot sign in yet"),
+        "{}",
+        bob.page
+    );
+    assert!(bob.session.is_none());
+    let people = srv.get("/api/v1/people").await.expect(200);
+    let bob_row = person(&people, "bob@example.test")
+        .expect("bob joined")
+        .clone();
+    assert_eq!(bob_row["roles"], json!(["viewer"]));
+    let bob_id = bob_row["id"].as_str().unwrap().to_owned();
+    // … until an admin makes them an approver.
+    srv.put(
+        &format!("/api/v1/people/{bob_id}"),
+        json!({"roles": ["approver"]}),
+    )
+    .await
+    .expect(200);
+    let bob = sign_in(&srv, "bob").await;
+    assert_eq!(bob.status, StatusCode::OK, "{}", bob.page);
+    let bob_cookie = bob.session.expect("a session cookie");
+    assert_eq!(
+        with_cookie(&srv, &bob_cookie, "/api/v1/sessions").await,
+        StatusCode::OK
+    );
+
+    // Bob's phone subscribes to pushes with his login.
+    let sub = send(
+        srv.anon(Method::POST, "/api/v1/push/subscriptions")
+            .header("cookie", &bob_cookie)
+            .header("sec-fetch-site", "same-origin")
+            .json(&push_subscription()),
+    )
+    .await
+    .expect(201);
+    assert_eq!(sub["credential"], "person:bob@example.test");
+
+    // A tampered state is refused.
+    let tampered = sign_in_with(&srv, "alice", |q| q.replace("state=", "state=x")).await;
+    assert_eq!(tampered.status, StatusCode::FORBIDDEN);
+    assert!(
+        tampered.page.contains("state did not match"),
+        "{}",
+        tampered.page
+    );
+    assert!(tampered.session.is_none());
+
+    // Removing a person ends their session at once; so does taking away every role that
+    // signs in.
+    srv.delete(&format!("/api/v1/people/{alice_id}"))
+        .await
+        .expect(204);
+    assert_eq!(
+        with_cookie(&srv, &alice_cookie, "/api/v1/sessions").await,
+        StatusCode::UNAUTHORIZED
+    );
+    srv.get(&format!("/api/v1/people/{alice_id}"))
+        .await
+        .expect_error(404, "unknown_person");
+    srv.put(
+        &format!("/api/v1/people/{bob_id}"),
+        json!({"roles": ["viewer"]}),
+    )
+    .await
+    .expect(200);
+    assert_eq!(
+        with_cookie(&srv, &bob_cookie, "/api/v1/sessions").await,
+        StatusCode::UNAUTHORIZED
+    );
+
+    // The audit names each person and each refusal.
+    let actions = audit_actions(&srv).await;
+    for (actor, action) in [
+        ("token:admin", "person_invited"),
+        ("person:alice@example.test", "browser_logged_in"),
+        ("person:carol@other.test", "sign_in_refused"),
+        ("person:eve@example.test", "sign_in_refused"),
+        ("person:bob@example.test", "person_joined"),
+        ("person:bob@example.test", "browser_logged_in"),
+        ("oidc", "sign_in_refused"),
+        ("token:admin", "person_removed"),
+        ("token:admin", "person_changed"),
+        // Bob's login's push subscription went with it.
+        ("token:admin", "push_unsubscribed"),
+    ] {
+        assert!(
+            actions.contains(&(actor.to_owned(), action.to_owned())),
+            "{actor} {action} in {actions:?}"
+        );
+    }
+}
