@@ -30,13 +30,19 @@ pub fn bearer(headers: &HeaderMap) -> Option<&str> {
 /// The session cookie's value: the first `countersign_session` cookie that could be one of
 /// ours (base64url); an older build's cookie (a hex digest, a `tk.` value) is passed over.
 fn session_cookie(headers: &HeaderMap) -> Option<&str> {
+    our_cookie(headers, COOKIE_NAME)
+}
+
+/// The first cookie named `name` whose value could be one this server made: 43 base64url
+/// characters (32 random bytes), the shape of every cookie value it sets.
+pub fn our_cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
         .filter_map(|pair| pair.trim().split_once('='))
-        .filter(|(name, _)| *name == COOKIE_NAME)
+        .filter(|(found, _)| *found == name)
         .map(|(_, value)| value)
         .find(|value| {
             value.len() == 43

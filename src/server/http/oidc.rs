@@ -26,14 +26,7 @@ fn flow_cookie(value: &str, max_age_secs: i64) -> String {
 
 /// The flow cookie's value, when the request carries one that could be ours.
 fn flow_of(headers: &HeaderMap) -> Option<&str> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(name, value)| *name == FLOW_COOKIE && value.len() == 43)
-        .map(|(_, value)| value)
+    credentials::our_cookie(headers, FLOW_COOKIE)
 }
 
 /// Where the provider sends the person back: `server.public_url`, else this request's host.
