@@ -417,7 +417,13 @@ fn TokenRow(
             </span>
         }
     });
-    let question = format!("Revoke {name}? Whatever holds it stops working at once.");
+    let question = match token.agents.is_empty() {
+        true => format!("Revoke {name}? Whatever holds it stops working at once."),
+        false => format!(
+            "Revoke {name}? Whatever holds it stops working at once, and what {} was given ends with it: its grants and the reviewer's trust in it.",
+            token.agents.join(", ")
+        ),
+    };
     view! {
         <tr data-testid="token-row" data-token=name.clone()>
             <td data-label="Name">

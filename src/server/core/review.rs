@@ -193,7 +193,7 @@ impl Answerer for Core {
         if !self.reviewer_may_act(card, source).await {
             return;
         }
-        let prediction = self.second_look(card, source, prediction).await;
+        let prediction = self.second_look(card, prediction).await;
         let id = &card.approval_id;
         match prediction.predicted {
             Predicted::Approve => match self.approve_as_reviewer(card, &prediction.reason).await {
@@ -236,21 +236,16 @@ impl Core {
     }
 
     /// The prediction the reviewer acts on: its own, except that a command it would approve
-    /// goes to the person when it approved the same agent's file edits lately
+    /// goes to the person when it approved a file edit lately, any agent's
     /// ([`wrote_lately`]); when those cannot be read, too.
-    async fn second_look(
-        &self,
-        card: &ApprovalRequestBody,
-        source: &str,
-        prediction: &Prediction,
-    ) -> Prediction {
+    async fn second_look(&self, card: &ApprovalRequestBody, prediction: &Prediction) -> Prediction {
         if card.class != ToolClass::Exec || prediction.predicted != Predicted::Approve {
             return prediction.clone();
         }
         let since = Timestamp::now().plus_ms(-wrote_lately::WINDOW_MS);
         let limit = crate::server::store::review::PAST_CARDS;
         let wrote = match self.reviews.repo().answered_predictions(limit).await {
-            Ok(rows) => wrote_lately::wrote_since(&rows, source, &since, limit as usize),
+            Ok(rows) => wrote_lately::wrote_since(&rows, &since, limit as usize),
             Err(err) => {
                 tracing::warn!(error = %err, "could not read the reviewer's recent answers");
                 true

@@ -1,23 +1,25 @@
-//! The reviewer never approves a command soon after it approved the same agent's file edits:
-//! a trusted `edit` and a trusted `exec` together would let the agent run what it wrote
-//! (`cargo test` after a new test file, `npm test` after a new script) with no person having
-//! read either. Such a command goes to the person, with the reason on the card.
+//! The reviewer never approves a command soon after it approved a file edit — any agent's: a
+//! trusted `edit` and a trusted `exec` together would let an agent run what it wrote (`cargo
+//! test` after a new test file, `npm test` after a new script) with no person having read
+//! either, and an edit is read by whichever agent runs next in that folder (one agent plants
+//! a test, another's routine `npm test` runs it; one token may hold two agents' names). Such
+//! a command goes to the person, with the reason on the card.
 
 use crate::protocol::{Answered, Timestamp, ToolClass};
 use crate::server::store::review::PredictionRow;
 
-/// How long after the reviewer approved an agent's edit it approves none of its commands.
+/// How long after the reviewer approved an edit it approves no command.
 pub const WINDOW_MS: i64 = 24 * 3600 * 1000;
 
 /// What the card says when a command the reviewer would approve goes to the person for it.
-pub const CONCERN: &str = "The reviewer approved file edits by this agent in the last 24 hours, \
-     and this command may run what they wrote: it is yours to answer.";
+pub const CONCERN: &str = "The reviewer approved file edits in the last 24 hours (by this or \
+     another agent), and this command may run what they wrote: it is yours to answer.";
 
-/// Whether the reviewer approved an edit of `source`'s at or after `since`, reading `rows`
+/// Whether the reviewer approved an edit, of any agent, at or after `since`, reading `rows`
 /// (answered predictions, newest answer first, at most `limit` of them). When every row
 /// read is inside the window and there may be more, the window's start was not seen: that
 /// counts as an edit (the safe side).
-pub fn wrote_since(rows: &[PredictionRow], source: &str, since: &Timestamp, limit: usize) -> bool {
+pub fn wrote_since(rows: &[PredictionRow], since: &Timestamp, limit: usize) -> bool {
     let inside = |row: &&PredictionRow| {
         row.answered_at
             .as_ref()
@@ -26,11 +28,9 @@ pub fn wrote_since(rows: &[PredictionRow], source: &str, since: &Timestamp, limi
     let recent: Vec<&PredictionRow> = rows.iter().take_while(inside).collect();
     let unseen_start = recent.len() >= limit;
     unseen_start
-        || recent.iter().any(|row| {
-            row.source == source
-                && row.class == ToolClass::Edit
-                && row.answered == Some(Answered::Reviewer)
-        })
+        || recent
+            .iter()
+            .any(|row| row.class == ToolClass::Edit && row.answered == Some(Answered::Reviewer))
 }
 
 #[cfg(test)]
@@ -56,25 +56,22 @@ mod tests {
 
     const SINCE: &str = "2026-12-05T12:00:00.000Z";
 
-    /// Only the same agent's edits the reviewer itself approved inside the window count; a
-    /// person's approval of an edit, another agent's, an older one or a command do not; a
-    /// window read to its limit counts as written.
+    /// The edits the reviewer itself approved inside the window count, any agent's; a
+    /// person's approval of an edit, an older one or a command do not; a window read to its
+    /// limit counts as written.
     #[test]
-    fn only_the_reviewers_own_recent_edits_of_this_agent_hold_its_commands_back() {
+    fn only_the_reviewers_own_recent_edits_hold_commands_back() {
         let since = Timestamp::from(SINCE.to_owned());
         let fresh = "2026-12-06T08:00:00.000Z";
         let old = "2026-12-05T11:59:59.999Z";
-        let held = |rows: &[PredictionRow]| wrote_since(rows, "codex", &since, 100);
-        assert!(held(&[row(
-            "codex",
-            ToolClass::Edit,
-            Answered::Reviewer,
-            fresh
-        )]));
+        let held = |rows: &[PredictionRow]| wrote_since(rows, &since, 100);
+        for edit in ["codex", "claude-code", "countersign"] {
+            let rows = [row(edit, ToolClass::Edit, Answered::Reviewer, fresh)];
+            assert!(held(&rows), "{edit}'s edit");
+        }
         assert!(!held(&[]));
         for other in [
             row("codex", ToolClass::Edit, Answered::Approved, fresh),
-            row("claude-code", ToolClass::Edit, Answered::Reviewer, fresh),
             row("codex", ToolClass::Exec, Answered::Reviewer, fresh),
             row("codex", ToolClass::Read, Answered::Reviewer, fresh),
         ] {
@@ -88,10 +85,7 @@ mod tests {
         let full: Vec<PredictionRow> = (0..3)
             .map(|_| row("other", ToolClass::Read, Answered::Approved, fresh))
             .collect();
-        assert!(
-            wrote_since(&full, "codex", &since, 3),
-            "the window's start unseen"
-        );
-        assert!(!wrote_since(&full, "codex", &since, 4));
+        assert!(wrote_since(&full, &since, 3), "the window's start unseen");
+        assert!(!wrote_since(&full, &since, 4));
     }
 }

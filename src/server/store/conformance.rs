@@ -40,7 +40,8 @@ pub async fn run_all(store: Arc<dyn Store>) {
     super::conformance_grants::grants_run_out_and_say_why(store.clone()).await;
     super::conformance_grants::only_one_racing_call_spends_the_last_use(store.clone()).await;
     super::conformance_grants::a_grant_in_force_is_read_by_id(store.clone()).await;
-    super::conformance_grants::a_grant_answers_only_the_agent_it_was_made_for(store).await;
+    super::conformance_grants::a_grant_answers_only_the_agent_it_was_made_for(store.clone()).await;
+    super::conformance_grants::a_freed_name_takes_its_grants_and_trust_with_it(store).await;
 }
 
 /// A prediction is stored once and meets one answer; it outlives its session; the latest

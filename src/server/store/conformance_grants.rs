@@ -312,3 +312,94 @@ pub async fn a_grant_in_force_is_read_by_id(store: Arc<dyn Store>) {
     assert!(!in_force("to-revoke", &now).await);
     assert!(!in_force("no-such-grant", &now).await);
 }
+
+/// Revoking the token that holds an agent's name ends what that agent was given — the
+/// reviewer's trust in it and its grants in force, each audited — before the name is free
+/// for the next token: another agent claiming it inherits nothing. Another agent's grant
+/// and trust stay.
+pub async fn a_freed_name_takes_its_grants_and_trust_with_it(store: Arc<dyn Store>) {
+    use crate::protocol::{Scope, ToolClass};
+    use crate::server::store::TokenRow;
+    use crate::server::store::review::TrustRow;
+    for name in ["freed-holder", "freed-next"] {
+        let token = TokenRow {
+            name: name.into(),
+            scope: Scope::Gates.into(),
+            secret_hash: format!("freed-{name}"),
+            created_at: Timestamp::now(),
+            last_used_at: None,
+        };
+        store.create_token(&token, "browser").await.unwrap();
+    }
+    store
+        .claim_source("freed-agent", "token:freed-holder")
+        .await
+        .unwrap();
+    let outside = crate::server::store::SessionRow {
+        source: Some("freed-agent".into()),
+        ..session("freed-session")
+    };
+    store.create_session(&outside).await.unwrap();
+    for (id, source) in [("freed-grant", "freed-agent"), ("kept-grant", "kept-agent")] {
+        let made = Rule {
+            source: Some(source.into()),
+            ..rule(id, None, None)
+        };
+        grant(&store, "freed-session", made).await;
+    }
+    for source in ["freed-agent", "kept-agent"] {
+        let trust = TrustRow {
+            class: ToolClass::Exec,
+            source: source.into(),
+            trusted_at: Timestamp::now(),
+            reviewer: "history".into(),
+        };
+        assert!(store.trust_class(&trust, "browser").await.unwrap());
+    }
+    assert!(store.delete_token("freed-holder", "browser").await.unwrap());
+    let trusts = store.trusted_classes().await.unwrap();
+    assert!(
+        !trusts.iter().any(|t| t.source == "freed-agent"),
+        "{trusts:?}"
+    );
+    assert!(trusts.iter().any(|t| t.source == "kept-agent"));
+    assert!(
+        listed(&store, "freed-grant").await.is_none(),
+        "the freed agent's grant is revoked"
+    );
+    assert!(listed(&store, "kept-grant").await.is_some());
+    let revoked = store
+        .audit_after(0, 1000, Some("rule_revoked"), Some("freed-grant"))
+        .await
+        .unwrap();
+    assert_eq!(revoked.len(), 1, "{revoked:?}");
+    let untrusted = store
+        .audit_after(
+            0,
+            1000,
+            Some("review_untrusted"),
+            Some("review:exec/freed-agent"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(untrusted.len(), 1, "{untrusted:?}");
+    assert_eq!(
+        store
+            .claim_source("freed-agent", "token:freed-next")
+            .await
+            .unwrap(),
+        "token:freed-next"
+    );
+    assert!(
+        store
+            .revoke_rule(&"kept-grant".into(), "browser")
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .untrust_class(ToolClass::Exec, "kept-agent", "browser", "test")
+            .await
+            .unwrap()
+    );
+}

@@ -544,6 +544,25 @@ pub fn token_audit_draft(
     }
 }
 
+/// Why the reviewer's trust in an agent, and its grants, end when its token is revoked: the
+/// next token to open a gate under the freed name would otherwise inherit them.
+pub const NAME_FREED: &str =
+    "the token that held this agent's name was revoked: what the agent was given ends with it";
+
+/// The audit entry of a grant ended because its agent's token was revoked.
+pub fn grant_ended_draft(
+    actor: &str,
+    rule_id: &str,
+    source: &str,
+) -> crate::server::audit::AuditDraft {
+    crate::server::audit::AuditDraft {
+        actor: actor.to_owned(),
+        action: "rule_revoked",
+        subject: rule_id.to_owned(),
+        detail: serde_json::json!({ "source": source, "why": NAME_FREED }),
+    }
+}
+
 /// The audit entry of an outside agent's name claimed by the credential that first used it.
 pub fn source_claim_draft(source: &str, actor: &str) -> crate::server::audit::AuditDraft {
     crate::server::audit::AuditDraft {

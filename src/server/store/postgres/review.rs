@@ -44,7 +44,7 @@ fn row_of(t: Tuple) -> Option<PredictionRow> {
 }
 
 /// Deletes one trust row and queues its audit entry; whether there was one.
-async fn untrust_in(
+pub(super) async fn untrust_in(
     tx: &mut PgConnection,
     class: ToolClass,
     source: &str,

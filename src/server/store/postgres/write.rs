@@ -8,8 +8,8 @@ use super::read::from_json;
 use crate::protocol::{ApprovalId, Event, SessionId, Timestamp, TurnId};
 use crate::server::audit;
 use crate::server::store::{
-    Commit, GateChange, LeaseStep, NewEvent, SessionRow, StoreError, TokenRow, source_claim_draft,
-    token_audit_draft,
+    Commit, GateChange, LeaseStep, NAME_FREED, NewEvent, SessionRow, StoreError, TokenRow,
+    grant_ended_draft, source_claim_draft, token_audit_draft,
 };
 
 fn to_json<T: serde::Serialize>(session_id: &str, value: &T) -> Result<String, StoreError> {
@@ -417,6 +417,7 @@ pub async fn delete_token(pool: &PgPool, name: &str, actor: &str) -> Result<bool
         .bind(&credential)
         .execute(&mut *tx)
         .await?;
+    end_what_its_names_were_given(&mut tx, &credential, actor).await?;
     sqlx::query("DELETE FROM source_claims WHERE actor = $1")
         .bind(&credential)
         .execute(&mut *tx)
@@ -428,6 +429,44 @@ pub async fn delete_token(pool: &PgPool, name: &str, actor: &str) -> Result<bool
     .await?;
     tx.commit().await?;
     Ok(true)
+}
+
+/// Before a token's names are freed: the reviewer's trust in each, and each one's grants in
+/// force, end (audited), so the next token to claim a name inherits nothing.
+async fn end_what_its_names_were_given(
+    tx: &mut PgConnection,
+    credential: &str,
+    actor: &str,
+) -> Result<(), StoreError> {
+    let names: Vec<(String,)> = sqlx::query_as("SELECT source FROM source_claims WHERE actor = $1")
+        .bind(credential)
+        .fetch_all(&mut *tx)
+        .await?;
+    for (name,) in names {
+        let classes: Vec<(String,)> =
+            sqlx::query_as("SELECT class FROM review_trust WHERE source = $1 FOR UPDATE")
+                .bind(&name)
+                .fetch_all(&mut *tx)
+                .await?;
+        for (class,) in classes {
+            if let Some(class) = crate::protocol::ToolClass::parse(&class) {
+                super::review::untrust_in(&mut *tx, class, &name, actor, NAME_FREED).await?;
+            }
+        }
+        let grants: Vec<(String,)> = sqlx::query_as(
+            "UPDATE rules SET revoked_at = $1 WHERE source = $2 AND revoked_at IS NULL RETURNING id",
+        )
+        .bind(Timestamp::now().as_str())
+        .bind(&name)
+        .fetch_all(&mut *tx)
+        .await?;
+        let drafts = grants
+            .iter()
+            .map(|(id,)| grant_ended_draft(actor, id, &name))
+            .collect();
+        queue_audit(&mut *tx, drafts).await?;
+    }
+    Ok(())
 }
 
 /// Who `source` belongs to, claimed for `actor` when nobody has: the insert that does not

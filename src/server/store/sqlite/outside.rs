@@ -8,7 +8,8 @@ use super::batch::Done;
 use super::write::insert_session;
 use crate::protocol::{ApprovalId, SessionId, Timestamp};
 use crate::server::store::{
-    ExternalGate, SessionRow, StoreError, TokenRow, source_claim_draft, token_audit_draft,
+    ExternalGate, NAME_FREED, SessionRow, StoreError, TokenRow, grant_ended_draft,
+    source_claim_draft, token_audit_draft,
 };
 
 const TOKEN_COLUMNS: &str = "name, scope, secret_hash, created_at, last_used_at";
@@ -21,6 +22,40 @@ fn token(row: &Row<'_>) -> rusqlite::Result<TokenRow> {
         created_at: row.get(3)?,
         last_used_at: row.get(4)?,
     })
+}
+
+/// Before a token's names are freed: the reviewer's trust in each, and each one's grants in
+/// force, end (audited), so the next token to claim a name inherits nothing.
+fn end_what_its_names_were_given(
+    sp: &rusqlite::Savepoint<'_>,
+    credential: &str,
+    actor: &str,
+) -> Result<(), StoreError> {
+    let names: Vec<String> = sp
+        .prepare_cached("SELECT source FROM source_claims WHERE actor = ?1")?
+        .query_map(params![credential], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    for name in names {
+        let classes: Vec<String> = sp
+            .prepare_cached("SELECT class FROM review_trust WHERE source = ?1")?
+            .query_map(params![name], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        for class in classes {
+            super::review::untrust_in(sp, &class, &name, actor, NAME_FREED)?;
+        }
+        let grants: Vec<String> = sp
+            .prepare_cached(
+                "UPDATE rules SET revoked_at = ?1 WHERE source = ?2 AND revoked_at IS NULL RETURNING id",
+            )?
+            .query_map(params![Timestamp::now(), name], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        let drafts = grants
+            .iter()
+            .map(|id| grant_ended_draft(actor, id, &name))
+            .collect();
+        super::write::chain_audit(sp, drafts)?;
+    }
+    Ok(())
 }
 
 impl SqliteStore {
@@ -104,6 +139,7 @@ impl SqliteStore {
                 let credential = crate::protocol::Actor::Token(&name).to_string();
                 sp.prepare_cached("DELETE FROM push_subscriptions WHERE credential = ?1")?
                     .execute(params![credential])?;
+                end_what_its_names_were_given(sp, &credential, &actor)?;
                 sp.prepare_cached("DELETE FROM source_claims WHERE actor = ?1")?
                     .execute(params![credential])?;
                 super::write::chain_audit(

@@ -30,7 +30,7 @@ fn texts(row: &Row<'_>) -> rusqlite::Result<PredictionTexts> {
 }
 
 /// Deletes one trust row and chains its audit entry; whether there was one.
-fn untrust_in(
+pub(super) fn untrust_in(
     sp: &rusqlite::Savepoint<'_>,
     class: &str,
     source: &str,
