@@ -88,6 +88,24 @@ fn start_idp() -> Option<Idp> {
     Some(Idp { child, issuer })
 }
 
+/// The client secret's variable, set once for every test of this binary, each of which calls
+/// this first (before it starts a provider or a server, which read the environment).
+fn set_secret() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    // SAFETY: `Once` runs it a single time, and every test waits here before any of its own
+    // threads reads the environment.
+    ONCE.call_once(|| unsafe { std::env::set_var(SECRET_ENV, CLIENT_SECRET) });
+}
+
+/// A server signing in with `idp`, letting in `allowed_domains`.
+async fn server_for(idp: &Idp, allowed_domains: &str) -> TestServer {
+    TestServer::configured(&format!(
+        "[server]\npublic_url = \"{PUBLIC_URL}\"\n[auth.oidc]\nissuer = \"{}\"\nclient_id = \"{CLIENT_ID}\"\nclient_secret_env = \"{SECRET_ENV}\"\nallowed_domains = [{allowed_domains}]\n",
+        idp.issuer
+    ))
+    .await
+}
+
 /// What a sign-in came to: the callback's status and page, and the session cookie it set.
 struct SignIn {
     status: StatusCode,
@@ -267,10 +285,8 @@ fn push_subscription() -> Value {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn people_sign_in_with_a_real_provider_and_only_those_let_in() {
+    set_secret();
     let Some(idp) = start_idp() else { return };
-    // SAFETY: set once, before the server (and any other thread of this binary's one test)
-    // reads the environment.
-    unsafe { std::env::set_var(SECRET_ENV, CLIENT_SECRET) };
     let config = format!(
         "[server]\npublic_url = \"{PUBLIC_URL}\"\n[notify]\npush_test_endpoints = true\n[auth.oidc]\nissuer = \"{}\"\nclient_id = \"{CLIENT_ID}\"\nclient_secret_env = \"{SECRET_ENV}\"\nname = \"Test IdP\"\nallowed_domains = [\"example.test\"]\n",
         idp.issuer
@@ -469,4 +485,107 @@ async fn people_sign_in_with_a_real_provider_and_only_those_let_in() {
             "{actor} {action} in {actions:?}"
         );
     }
+}
+
+// ---- Red team (issue 41, step 1): each of these failed when it was written. ----
+
+/// A person who made a token while an admin keeps everything it grants after they are
+/// removed (or demoted): the token outlives the person. The issue says a token belongs to the
+/// person who made it; removing them must end what they hold.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_removed_admins_token_ends_with_them() {
+    set_secret();
+    let Some(idp) = start_idp() else { return };
+    let srv = server_for(&idp, "").await;
+    let alice = srv
+        .post(
+            "/api/v1/people",
+            json!({"email": "alice@example.test", "roles": ["admin"]}),
+        )
+        .await
+        .expect(201);
+    let signed = sign_in(&srv, "alice").await;
+    assert_eq!(signed.status, StatusCode::OK, "{}", signed.page);
+    let cookie = signed.session.unwrap();
+    // Signed in, Alice makes herself an admin token, as the Tokens page does.
+    let made = send(
+        srv.anon(Method::POST, "/api/v1/tokens")
+            .header("cookie", &cookie)
+            .header("sec-fetch-site", "same-origin")
+            .json(&json!({"name": "alices-laptop", "scope": "admin"})),
+    )
+    .await
+    .expect(201);
+    let token = made["token"].as_str().unwrap().to_owned();
+    let as_alice = Api::new(&srv.base).with_token(&token);
+    as_alice.get("/api/v1/people").await.expect(200);
+    // An admin removes her: her browser login ends …
+    srv.delete(&format!("/api/v1/people/{}", alice["id"].as_str().unwrap()))
+        .await
+        .expect(204);
+    assert_eq!(
+        with_cookie(&srv, &cookie, "/api/v1/sessions").await,
+        StatusCode::UNAUTHORIZED
+    );
+    // … and so must the admin token she made.
+    let after = as_alice.get("/api/v1/people").await;
+    assert_eq!(
+        after.status,
+        StatusCode::UNAUTHORIZED,
+        "a removed person's admin token still works: {}",
+        after.body
+    );
+}
+
+/// An address that only lowercases to the invited one is not it: `\u{212A}` (KELVIN SIGN)
+/// lowercases to an ASCII `k`, so a provider account verified as `\u{212A}ate@example.test`
+/// (another mailbox, for any mail system that does not fold Unicode case) signs in as the
+/// invited `kate@example.test`, an admin.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_look_alike_address_is_not_the_invited_one() {
+    set_secret();
+    let Some(idp) = start_idp() else { return };
+    let srv = server_for(&idp, "").await;
+    let kate = srv
+        .post(
+            "/api/v1/people",
+            json!({"email": "kate@example.test", "roles": ["admin"]}),
+        )
+        .await
+        .expect(201);
+    let kelvin = sign_in(&srv, "kelvin").await;
+    let bound = srv
+        .get(&format!("/api/v1/people/{}", kate["id"].as_str().unwrap()))
+        .await
+        .expect(200);
+    assert_eq!(
+        kelvin.status,
+        StatusCode::FORBIDDEN,
+        "\\u{{212A}}ate@example.test signed in as kate@example.test (bound: {bound}): {}",
+        kelvin.page
+    );
+    assert!(kelvin.session.is_none());
+    assert!(bound["subject"].is_null(), "{bound}");
+}
+
+/// An email the provider does not vouch for is whatever the account typed: the audit must not
+/// name it as a person (`person:alice@example.test`, who never tried to sign in).
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unverified_address_names_nobody_in_the_audit() {
+    set_secret();
+    let Some(idp) = start_idp() else { return };
+    let srv = server_for(&idp, "").await;
+    let mallory = sign_in(&srv, "mallory").await;
+    assert_eq!(mallory.status, StatusCode::FORBIDDEN, "{}", mallory.page);
+    let actions = audit_actions(&srv).await;
+    assert!(
+        actions.contains(&("oidc".to_owned(), "sign_in_refused".to_owned())),
+        "{actions:?}"
+    );
+    assert!(
+        !actions
+            .iter()
+            .any(|(actor, _)| actor == "person:alice@example.test"),
+        "an unverified claim is named as a person in the audit: {actions:?}"
+    );
 }
