@@ -52,7 +52,7 @@ pub struct Pending {
 pub struct Identity {
     pub issuer: String,
     pub subject: String,
-    /// Lowercased; `None` when the token carries none.
+    /// Lowercased in ASCII only (`people::email_key`); `None` when the token carries none.
     pub email: Option<String>,
     pub email_verified: bool,
     pub name: Option<String>,
@@ -121,7 +121,9 @@ impl Provider {
         Ok(Identity {
             issuer: claims.issuer().as_str().to_owned(),
             subject: claims.subject().as_str().to_owned(),
-            email: claims.email().map(|e| e.as_str().to_lowercase()),
+            email: claims
+                .email()
+                .map(|e| crate::server::core::email_key(e.as_str())),
             email_verified: claims.email_verified().unwrap_or(false),
             name: claims
                 .name()
