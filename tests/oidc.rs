@@ -588,3 +588,53 @@ async fn an_unverified_address_names_nobody_in_the_audit() {
         "an unverified claim is named as a person in the audit: {actions:?}"
     );
 }
+
+/// An approver's browser login opens an outside agent's gate under its name and so claims the
+/// name for `person:<email>`: the agent's own `gates` token is then refused (`403
+/// source_claimed`), and nothing frees the name, not even removing the person (a claim ends
+/// only with a token).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_person_cannot_squat_an_agents_name() {
+    set_secret();
+    let Some(idp) = start_idp() else { return };
+    let srv = server_for(&idp, "").await;
+    let bob = srv
+        .post(
+            "/api/v1/people",
+            json!({"email": "bob@example.test", "roles": ["approver"]}),
+        )
+        .await
+        .expect(201);
+    let signed = sign_in(&srv, "bob").await;
+    assert_eq!(signed.status, StatusCode::OK, "{}", signed.page);
+    let cookie = signed.session.unwrap();
+    let gate = |session: &str| {
+        json!({"source": "claude-code", "external_session": session,
+               "tool": {"name": "Bash", "input": {"command": "true"}}})
+    };
+    let squat = send(
+        srv.anon(Method::POST, "/api/v1/gates")
+            .header("cookie", &cookie)
+            .header("sec-fetch-site", "same-origin")
+            .json(&gate("bobs")),
+    )
+    .await;
+    // Bob is removed; the agent's hook gets its own token and opens its first gate.
+    srv.delete(&format!("/api/v1/people/{}", bob["id"].as_str().unwrap()))
+        .await
+        .expect(204);
+    let hook = srv
+        .post("/api/v1/tokens", json!({"name": "hook", "scope": "gates"}))
+        .await
+        .expect(201);
+    let agent = Api::new(&srv.base).with_token(hook["token"].as_str().unwrap());
+    let opened = agent.post("/api/v1/gates", gate("agents")).await;
+    assert_eq!(
+        opened.status,
+        StatusCode::CREATED,
+        "the removed approver's gate ({}: {}) keeps the agent's name: {}",
+        squat.status,
+        squat.body,
+        opened.body
+    );
+}
