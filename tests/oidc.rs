@@ -638,3 +638,81 @@ async fn a_person_cannot_squat_an_agents_name() {
         opened.body
     );
 }
+
+/// A callback belongs to the browser that started it, once: without its flow cookie, with
+/// another browser's, or a second time, it signs nobody in (held when written; kept as a
+/// regression test).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_callback_belongs_to_one_browser_once() {
+    set_secret();
+    let Some(idp) = start_idp() else { return };
+    let srv = server_for(&idp, "").await;
+    srv.post(
+        "/api/v1/people",
+        json!({"email": "alice@example.test", "roles": ["admin"]}),
+    )
+    .await
+    .expect(201);
+    let start = || async {
+        let r = srv
+            .anon(Method::GET, "/auth/oidc/start")
+            .send()
+            .await
+            .unwrap();
+        let flow = set_cookies(r.headers())
+            .into_iter()
+            .find(|(k, _)| k == "countersign_oidc")
+            .map(|(k, v)| format!("{k}={v}"))
+            .unwrap();
+        (flow, r.headers()["location"].to_str().unwrap().to_owned())
+    };
+    let back = |query: String, cookie: Option<String>| {
+        let mut rb = srv.anon(Method::GET, &format!("/auth/oidc/callback?{query}"));
+        if let Some(c) = cookie {
+            rb = rb.header("cookie", c);
+        }
+        async move {
+            let r = rb.send().await.unwrap();
+            let session = set_cookies(r.headers())
+                .into_iter()
+                .any(|(k, v)| k == "countersign_session" && !v.is_empty());
+            (r.status(), session)
+        }
+    };
+    // The attacker's own callback (alice stands for them), finished in a victim's browser
+    // that holds no flow cookie, or its own sign-in's: refused, no session.
+    let (_attacker_flow, to) = start().await;
+    let query = at_provider(&to, "alice").await;
+    assert_eq!(
+        back(query.clone(), None).await,
+        (StatusCode::UNAUTHORIZED, false)
+    );
+    let (victim_flow, _) = start().await;
+    assert_eq!(
+        back(query.clone(), Some(victim_flow.clone())).await,
+        (StatusCode::FORBIDDEN, false)
+    );
+    // The victim's own sign-in was spent by that: its flow gives nothing any more.
+    assert_eq!(
+        back(query, Some(victim_flow)).await,
+        (StatusCode::UNAUTHORIZED, false)
+    );
+    // The right browser signs in once; the same callback again is refused.
+    let (flow, to) = start().await;
+    let query = at_provider(&to, "alice").await;
+    assert_eq!(
+        back(query.clone(), Some(flow.clone())).await,
+        (StatusCode::OK, true)
+    );
+    assert_eq!(
+        back(query, Some(flow)).await,
+        (StatusCode::UNAUTHORIZED, false)
+    );
+    // A provider's error (or anyone's link saying one) is text on a page that signs nobody in.
+    let (status, session) = back(
+        "error=access_denied&error_description=%3Cscript%3Ex%3C%2Fscript%3E".into(),
+        None,
+    )
+    .await;
+    assert_eq!((status, session), (StatusCode::FORBIDDEN, false));
+}
