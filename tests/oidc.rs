@@ -716,3 +716,40 @@ async fn a_callback_belongs_to_one_browser_once() {
     .await;
     assert_eq!((status, session), (StatusCode::FORBIDDEN, false));
 }
+
+/// A provider that takes the connection and never answers: the login page does not ask it,
+/// and a sign-in gives up on it in bounded time with a page saying so (held when written).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_silent_provider_hangs_nothing() {
+    set_secret();
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let issuer = format!("http://{}", silent.local_addr().unwrap());
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((conn, _)) = silent.accept().await {
+            held.push(conn);
+        }
+    });
+    let srv = TestServer::configured(&format!(
+        "[server]\npublic_url = \"{PUBLIC_URL}\"\n[auth.oidc]\nissuer = \"{issuer}\"\nclient_id = \"{CLIENT_ID}\"\nclient_secret_env = \"{SECRET_ENV}\"\n"
+    ))
+    .await;
+    let t = std::time::Instant::now();
+    assert_eq!(
+        send(srv.anon(Method::GET, "/login")).await.status,
+        StatusCode::OK
+    );
+    assert!(t.elapsed() < std::time::Duration::from_secs(2));
+    let t = std::time::Instant::now();
+    let started = srv
+        .anon(Method::GET, "/auth/oidc/start")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(started.status(), StatusCode::BAD_GATEWAY);
+    assert!(
+        t.elapsed() < std::time::Duration::from_secs(15),
+        "{:?}",
+        t.elapsed()
+    );
+}
