@@ -753,3 +753,61 @@ async fn a_silent_provider_hangs_nothing() {
         t.elapsed()
     );
 }
+
+/// The peak of this process's resident memory, in MiB (Linux).
+fn peak_mib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .unwrap_or(0)
+        / 1024
+}
+
+/// A provider (compromised, or anything answering at the issuer) that sends a discovery
+/// document of 256 MiB: any visitor's `/auth/oidc/start` makes the server read all of it
+/// into memory (no cap on what the provider sends; only the 10 s limit), and each start
+/// does so again, since discovery is read at every sign-in.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_provider_cannot_fill_the_servers_memory() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    set_secret();
+    const BODY: usize = 256 << 20;
+    let huge = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let issuer = format!("http://{}", huge.local_addr().unwrap());
+    tokio::spawn(async move {
+        while let Ok((mut conn, _)) = huge.accept().await {
+            tokio::spawn(async move {
+                let mut buf = [0u8; 4096];
+                let _ = conn.read(&mut buf).await;
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {BODY}\r\n\r\n"
+                );
+                let _ = conn.write_all(head.as_bytes()).await;
+                let chunk = vec![b' '; 1 << 20];
+                for _ in 0..(BODY >> 20) {
+                    if conn.write_all(&chunk).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    let srv = TestServer::configured(&format!(
+        "[server]\npublic_url = \"{PUBLIC_URL}\"\n[auth.oidc]\nissuer = \"{issuer}\"\nclient_id = \"{CLIENT_ID}\"\nclient_secret_env = \"{SECRET_ENV}\"\n"
+    ))
+    .await;
+    let before = peak_mib();
+    let started = srv
+        .anon(Method::GET, "/auth/oidc/start")
+        .send()
+        .await
+        .unwrap();
+    let grew = peak_mib().saturating_sub(before);
+    assert_eq!(started.status(), StatusCode::BAD_GATEWAY);
+    assert!(
+        grew < 32,
+        "one unauthenticated start made the server hold {grew} MiB of the provider's answer"
+    );
+}
