@@ -6,6 +6,8 @@
 // until killed. Its accounts (the login form takes the account id, any password):
 //   alice  alice@example.test  verified    bob   bob@example.test  verified
 //   carol  carol@other.test    verified    eve   eve@example.test  NOT verified
+//   kelvin  \u212Aate@example.test (KELVIN SIGN, not a K)  verified
+//   mallory alice@example.test  NOT verified (claims someone else's address)
 import http from 'node:http';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -35,6 +37,8 @@ const accounts = {
   bob: { email: 'bob@example.test', email_verified: true, name: 'Bob Example' },
   carol: { email: 'carol@other.test', email_verified: true, name: 'Carol Other' },
   eve: { email: 'eve@example.test', email_verified: false, name: 'Eve Unverified' },
+  kelvin: { email: '\u212Aate@example.test', email_verified: true, name: 'Kelvin Lookalike' },
+  mallory: { email: 'alice@example.test', email_verified: false, name: 'Mallory Claims' },
 };
 
 const server = http.createServer();

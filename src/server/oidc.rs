@@ -16,6 +16,8 @@ use crate::server::secret::Secret;
 
 /// How long a provider may take to answer one request (discovery, keys, the token).
 const PROVIDER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+/// The most one answer of the provider may hold (discovery, keys and a token are a few KiB).
+const MAX_ANSWER_BYTES: usize = 1 << 20;
 
 /// Why a sign-in could not go on: said to the person in a sentence, the cause logged.
 #[derive(Debug, thiserror::Error)]
@@ -52,7 +54,7 @@ pub struct Pending {
 pub struct Identity {
     pub issuer: String,
     pub subject: String,
-    /// Lowercased; `None` when the token carries none.
+    /// Lowercased in ASCII only (`people::email_key`); `None` when the token carries none.
     pub email: Option<String>,
     pub email_verified: bool,
     pub name: Option<String>,
@@ -104,6 +106,7 @@ impl Provider {
     pub async fn finish(&self, code: &str, pending: &Pending) -> Result<Identity, OidcError> {
         let client = self.client().await?;
         let http = http_client()?;
+        let http = |request| capped(http.clone(), request);
         let response = client
             .exchange_code(AuthorizationCode::new(code.to_owned()))
             .map_err(|e| OidcError::Provider(e.to_string()))?
@@ -121,7 +124,9 @@ impl Provider {
         Ok(Identity {
             issuer: claims.issuer().as_str().to_owned(),
             subject: claims.subject().as_str().to_owned(),
-            email: claims.email().map(|e| e.as_str().to_lowercase()),
+            email: claims
+                .email()
+                .map(|e| crate::server::core::email_key(e.as_str())),
             email_verified: claims.email_verified().unwrap_or(false),
             name: claims
                 .name()
@@ -147,7 +152,9 @@ impl Provider {
     > {
         let issuer = IssuerUrl::new(self.config.issuer.clone())
             .map_err(|e| OidcError::Provider(e.to_string()))?;
-        let metadata = CoreProviderMetadata::discover_async(issuer, &http_client()?)
+        let http = http_client()?;
+        let http = |request| capped(http.clone(), request);
+        let metadata = CoreProviderMetadata::discover_async(issuer, &http)
             .await
             .map_err(|e| OidcError::Provider(crate::text::error_chain(&e)))?;
         let redirect = RedirectUrl::new(self.redirect_uri.clone())
@@ -169,4 +176,38 @@ fn http_client() -> Result<reqwest::Client, OidcError> {
         .timeout(PROVIDER_TIMEOUT)
         .build()
         .map_err(|e| OidcError::Provider(e.to_string()))
+}
+
+/// One request to the provider, its answer read up to `MAX_ANSWER_BYTES` and refused past
+/// that as it arrives: any visitor's sign-in makes the server ask the provider, which must not
+/// be able to fill the server's memory with one answer.
+async fn capped(
+    http: reqwest::Client,
+    request: openidconnect::HttpRequest,
+) -> Result<openidconnect::HttpResponse, openidconnect::HttpClientError<reqwest::Error>> {
+    use openidconnect::HttpClientError;
+    let too_long =
+        || HttpClientError::Other(format!("the answer is over {MAX_ANSWER_BYTES} bytes"));
+    let request = reqwest::Request::try_from(request).map_err(Box::new)?;
+    let mut response = http.execute(request).await.map_err(Box::new)?;
+    if response
+        .content_length()
+        .is_some_and(|len| len > MAX_ANSWER_BYTES as u64)
+    {
+        return Err(too_long());
+    }
+    let mut builder = http::Response::builder()
+        .status(response.status())
+        .version(response.version());
+    for (name, value) in response.headers() {
+        builder = builder.header(name, value);
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(Box::new)? {
+        if body.len() + chunk.len() > MAX_ANSWER_BYTES {
+            return Err(too_long());
+        }
+        body.extend_from_slice(&chunk);
+    }
+    builder.body(body).map_err(HttpClientError::Http)
 }

@@ -617,10 +617,16 @@ impl Config {
                     "must list variable names (letters, digits, `_`)",
                 ));
             }
-            if name.starts_with("COUNTERSIGN_") || *name == self.provider.api_key_env {
+            let oidc_secret = self
+                .auth
+                .oidc
+                .as_ref()
+                .is_some_and(|o| *name == o.client_secret_env);
+            if name.starts_with("COUNTERSIGN_") || *name == self.provider.api_key_env || oidc_secret
+            {
                 return Err((
                     "tools.env_passthrough",
-                    "may not pass the server's own variables (COUNTERSIGN_*, the provider key) to tools",
+                    "may not pass the server's own variables (COUNTERSIGN_*, the provider key, the sign-in provider's client secret) to tools",
                 ));
             }
         }
@@ -709,6 +715,20 @@ mod tests {
         assert!(
             parse("[approvals]\nrequire_passkey = \"floor\"\ndefault_mode = \"yolo\"\n").is_ok()
         );
+    }
+
+    /// The sign-in provider's client secret is the server's own, like the model's key: no
+    /// tool gets it.
+    #[test]
+    fn the_client_secret_is_never_passed_to_tools() {
+        let oidc = "[auth.oidc]\nissuer = \"https://id.example.com\"\nclient_id = \"c\"\nclient_secret_env = \"OIDC_SECRET\"\n";
+        assert!(parse(&format!("[tools]\nenv_passthrough = [\"OTHER\"]\n{oidc}")).is_ok());
+        match parse(&format!(
+            "[tools]\nenv_passthrough = [\"OIDC_SECRET\"]\n{oidc}"
+        )) {
+            Err(ConfigError::Invalid { key, .. }) => assert_eq!(key, "tools.env_passthrough"),
+            other => panic!("{other:?}"),
+        }
     }
 
     /// The reviewer's thresholds may only be raised, its mode only be set in the file.

@@ -28,6 +28,7 @@ pub use external::MAX_WAIT_SECS;
 pub use floor_view::{FLOOR_FILE_VIEWED, MAX_FLOOR_VIEW_BYTES};
 pub use logins::{LoggedIn, LoginWith};
 pub use passkeys::{PasskeyChange, PasskeyProof, answer_fingerprint};
+pub use people::email_key;
 pub use push::CapabilityAnswer;
 pub use sign_in::{SIGN_IN_SECS, SignInStarted, SignedIn};
 pub use tokens::{TokenUse, secret_hash};

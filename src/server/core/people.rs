@@ -20,9 +20,17 @@ pub const PERSON_REMOVED: &str = "person_removed";
 const MAX_GROUPS: usize = 64;
 const MAX_GROUP_CHARS: usize = 64;
 
-/// `email` lowercased, when it is plainly an address (`local@domain.tld`, no spaces).
+/// How an address is compared: lowercased in ASCII only. Unicode's lowercasing would make
+/// another address equal to an invited one (`\u{212A}ate@…`, KELVIN SIGN, lowercases to
+/// `kate@…`), and the provider vouches for the address it saw, not for its lowercasing.
+pub fn email_key(email: &str) -> String {
+    email.to_ascii_lowercase()
+}
+
+/// `email` lowercased (`email_key`), when it is plainly an address (`local@domain.tld`, no
+/// spaces).
 pub fn normalized_email(email: &str) -> Result<String, Error> {
-    let email = email.trim().to_lowercase();
+    let email = email_key(email.trim());
     let plain = email.len() <= 254
         && email.split_once('@').is_some_and(|(local, domain)| {
             !local.is_empty()
@@ -193,6 +201,11 @@ mod tests {
         assert_eq!(
             normalized_email(" Alice@Example.TEST ").ok().as_deref(),
             Some("alice@example.test")
+        );
+        // Only ASCII folds: a look-alike is another address, never the invited one.
+        assert_ne!(
+            normalized_email("\u{212A}ate@example.test").ok().as_deref(),
+            Some("kate@example.test")
         );
         for bad in [
             "",

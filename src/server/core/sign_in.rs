@@ -141,8 +141,17 @@ impl Core {
         let email = match (&identity.email, identity.email_verified) {
             (Some(email), true) => email.clone(),
             _ => {
-                let who = identity.email.as_deref().unwrap_or(&identity.subject);
-                self.refused(who, "unverified", "no verified email").await?;
+                // Nobody vouched for this address (the account typed it): the audit names
+                // no person by it, and keeps no more of it than an address holds.
+                let claimed: String = identity
+                    .email
+                    .as_deref()
+                    .unwrap_or(&identity.subject)
+                    .chars()
+                    .take(254)
+                    .collect();
+                self.refused_as("oidc".into(), &claimed, "unverified", "no verified email")
+                    .await?;
                 return Err(Error::Forbidden(
                     "your provider did not vouch for your email address (it is not verified), so nobody can tell whether you were invited".into(),
                 ));
