@@ -99,6 +99,12 @@ impl Core {
         scope: Option<&str>,
         who: &Principal,
     ) -> Result<CreatedToken, Error> {
+        // Tokens do not yet record who made them, so removing a person could not end theirs.
+        if matches!(who, Principal::Person { .. }) {
+            return Err(Error::Forbidden(
+                "a person who signed in cannot make tokens yet (a token would outlive their removal): make it with the startup token, a login link or the CLI on the server's machine".into(),
+            ));
+        }
         let name = name.map(str::trim).unwrap_or("");
         check_name(name)?;
         let scope = scope.and_then(Scope::parse).ok_or_else(|| {

@@ -118,6 +118,13 @@ impl Core {
         if who.scope() == Scope::Admin {
             return Ok(());
         }
+        // A person who signed in answers cards; an agent opens gates with a token of its own.
+        // (An approver's browser claiming `claude-code` would keep it after they are removed.)
+        if matches!(who, Principal::Person { .. }) {
+            return Err(Error::Forbidden(
+                "a person who signed in answers cards and opens no gates: an agent opens them with its own `gates` token".into(),
+            ));
+        }
         let actor = who.actor();
         let owner = self.repos.outside.claim_source(source, &actor).await?;
         if owner == actor {
