@@ -241,4 +241,68 @@ mod tests {
             assert!(!decides_what_runs(path), "{path}");
         }
     }
+
+    /// RED TEAM (fails today): files that decide what a routinely approved command runs and
+    /// are not in the list, so five approved edits of one approve a sixth that adds code the
+    /// next `./gradlew build`, `dotnet test`, `grunt`, `pnpm install`, `deno task`, `bun test`,
+    /// `yarn`, `mix test`, `zig build`, `bazel test`, `nix develop`, `jest`, `karma` … runs
+    /// (after `wrote_lately`'s 24 hours, which only runs_what closes for good).
+    #[test]
+    fn redteam_more_files_decide_what_runs() {
+        let missing: Vec<&str> = [
+            "gradlew",
+            "mvnw",
+            "gradle/wrapper/gradle-wrapper.properties",
+            ".mvn/wrapper/maven-wrapper.properties",
+            "App.csproj",
+            "Directory.Build.props",
+            "Directory.Build.targets",
+            "Gruntfile.js",
+            "gulpfile.js",
+            ".pnpmfile.cjs",
+            "deno.json",
+            "deno.jsonc",
+            "bunfig.toml",
+            ".yarn/releases/yarn-4.1.0.cjs",
+            ".babelrc",
+            "babel.config.json",
+            ".eslintrc.js",
+            "jest.config.json",
+            "karma.conf.js",
+            "mix.exs",
+            "x.cabal",
+            "stack.yaml",
+            "build.zig",
+            "BUILD.bazel",
+            "WORKSPACE",
+            "MODULE.bazel",
+            ".bazelrc",
+            "flake.nix",
+            "shell.nix",
+            "default.nix",
+            "configure",
+            "configure.ac",
+            "Makefile.am",
+            "SConstruct",
+            "Tiltfile",
+            "Earthfile",
+            "Snakefile",
+            "x.gemspec",
+            "uv.lock",
+            "pdm.lock",
+            ".tool-versions",
+            "mise.toml",
+            "sitecustomize.py",
+            "x.pth",
+            ".claude/settings.json",
+            ".claude/settings.local.json",
+            ".codex/config.toml",
+            ".gemini/settings.json",
+            ".gitattributes",
+        ]
+        .into_iter()
+        .filter(|p| !decides_what_runs(p))
+        .collect();
+        assert!(missing.is_empty(), "not read as deciding what runs: {missing:?}");
+    }
 }
