@@ -1,4 +1,4 @@
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::*;
 use crate::protocol::{DecisionKind, Predicted};
@@ -913,4 +913,24 @@ fn redteam_a_blank_bash_keeps_is_not_dropped() {
     assert_ne!(subject("rm a\u{b}b"), subject("rm a b"));
     assert_ne!(subject("rm a\u{c}b"), subject("rm a b"));
     assert_ne!(subject("\\ ./gradlew build"), subject("./gradlew build"));
+}
+
+/// RED TEAM (fails today): Codex's exec form `[shell, flag, script]` is read as `shell -c
+/// script` whenever the flag starts with `-` and CONTAINS a `c` (`command_calls::command_of`).
+/// `bash --norc 'npm test'` and `bash --restricted 'npm test'` run the FILE named `npm test`
+/// in the working folder as a script (checked with bash 5), yet read as the command
+/// `npm test` the person approved five times: the agent writes that file (an edit of an
+/// ordinary-looking path), then the reviewer approves running it.
+#[test]
+fn redteam_a_script_file_is_not_the_command_of_its_name() {
+    let codex = |argv: Value| outside("shell", ToolClass::Exec, json!({ "command": argv }));
+    let approved = codex(json!(["bash", "-lc", "npm test"]));
+    assert!(subject_of(&approved).is_some());
+    for argv in [
+        json!(["bash", "--norc", "npm test"]),
+        json!(["bash", "--restricted", "npm test"]),
+        json!(["zsh", "--no-rcs", "npm test"]),
+    ] {
+        assert_ne!(subject_of(&codex(argv.clone())), subject_of(&approved), "{argv}");
+    }
 }
