@@ -106,7 +106,12 @@ mod tests {
     fn redteam_another_agents_unread_edit_holds_commands_too() {
         let since = Timestamp::from(SINCE.to_owned());
         let fresh = "2026-12-06T08:00:00.000Z";
-        let rows = [row("claude-code", ToolClass::Edit, Answered::Reviewer, fresh)];
+        let rows = [row(
+            "claude-code",
+            ToolClass::Edit,
+            Answered::Reviewer,
+            fresh,
+        )];
         assert!(wrote_since(&rows, "codex", &since, 100));
         assert!(wrote_since(&rows, "countersign", &since, 100));
     }

@@ -303,6 +303,9 @@ mod tests {
         .into_iter()
         .filter(|p| !decides_what_runs(p))
         .collect();
-        assert!(missing.is_empty(), "not read as deciding what runs: {missing:?}");
+        assert!(
+            missing.is_empty(),
+            "not read as deciding what runs: {missing:?}"
+        );
     }
 }

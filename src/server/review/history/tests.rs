@@ -815,11 +815,7 @@ fn a_command_naming_a_file_that_decides_what_runs_has_no_subject() {
 /// five times, so the reviewer approves the escape.
 #[test]
 fn redteam_a_sandbox_escape_is_not_the_sandboxed_command() {
-    let plain = outside(
-        "Bash",
-        ToolClass::Exec,
-        json!({"command": "npm test"}),
-    );
+    let plain = outside("Bash", ToolClass::Exec, json!({"command": "npm test"}));
     let past: Vec<PastAnswer> = (0..5)
         .map(|_| PastAnswer {
             tool: "Bash".into(),
@@ -931,6 +927,10 @@ fn redteam_a_script_file_is_not_the_command_of_its_name() {
         json!(["bash", "--restricted", "npm test"]),
         json!(["zsh", "--no-rcs", "npm test"]),
     ] {
-        assert_ne!(subject_of(&codex(argv.clone())), subject_of(&approved), "{argv}");
+        assert_ne!(
+            subject_of(&codex(argv.clone())),
+            subject_of(&approved),
+            "{argv}"
+        );
     }
 }

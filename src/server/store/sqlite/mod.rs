@@ -495,7 +495,10 @@ pub(super) mod tests {
             store.create_token(&row, "browser").await.unwrap();
         }
         assert_eq!(
-            store.claim_source("claude-code", "token:real-agent").await.unwrap(),
+            store
+                .claim_source("claude-code", "token:real-agent")
+                .await
+                .unwrap(),
             "token:real-agent"
         );
         let trust = TrustRow {
@@ -509,7 +512,10 @@ pub(super) mod tests {
         assert!(store.delete_token("real-agent", "browser").await.unwrap());
         // Another agent's token now claims the name ...
         assert_eq!(
-            store.claim_source("claude-code", "token:other-agent").await.unwrap(),
+            store
+                .claim_source("claude-code", "token:other-agent")
+                .await
+                .unwrap(),
             "token:other-agent"
         );
         // ... and the reviewer would answer its commands under the old trust.
@@ -517,7 +523,10 @@ pub(super) mod tests {
         assert!(
             !trusts.iter().any(|t| t.source == "claude-code"),
             "the trust outlived the token that earned it: {:?}",
-            trusts.iter().map(|t| (&t.class, &t.source)).collect::<Vec<_>>()
+            trusts
+                .iter()
+                .map(|t| (&t.class, &t.source))
+                .collect::<Vec<_>>()
         );
     }
 
