@@ -130,6 +130,17 @@ fn program_unread(fields: &Fields<'_>) -> Option<String> {
     })
 }
 
+/// Whether a shell's one flag makes it run the next word as a command line: a short-option
+/// cluster holding `c` (`-c`, `-lc`, `-ec`). A long option that merely spells a `c`
+/// (`--norc`, `--restricted`) makes it run the FILE of that name as a script instead.
+fn runs_its_argument(flag: &str) -> bool {
+    flag.strip_prefix('-').is_some_and(|letters| {
+        !letters.is_empty()
+            && letters.chars().all(|c| c.is_ascii_alphabetic())
+            && letters.contains('c')
+    })
+}
+
 /// The command the input runs: a string (trimmed), or Codex's exec form: `["bash", "-lc",
 /// "npm test"]` is its script, any other argv is run word by word, so it is quoted word by
 /// word (`["env", "bash", "-c", "rm -rf x"]` is not `bash -c rm …`).
@@ -144,7 +155,7 @@ fn command_of(fields: &Fields<'_>) -> Option<String> {
     let words = fields.values(Role::Command).find_map(|v| v.as_array())?;
     let words: Vec<&str> = words.iter().filter_map(|w| w.as_str()).collect();
     match words.as_slice() {
-        [shell, flag, script] if flag.starts_with('-') && flag.contains('c') && is_shell(shell) => {
+        [shell, flag, script] if runs_its_argument(flag) && is_shell(shell) => {
             Some((*script).to_owned())
         }
         [] => None,
