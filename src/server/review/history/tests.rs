@@ -934,3 +934,30 @@ fn redteam_a_script_file_is_not_the_command_of_its_name() {
         );
     }
 }
+
+/// RED TEAM (fails today): `is_shell` reads only a path's last name, so a shell at any path
+/// — the workspace's own `./bash`, a `/tmp/x/sh` the agent wrote — is read as bash: Codex's
+/// `["/home/me/app/bash", "-c", "npm test"]` and a call naming `"shell": "/tmp/x/bash"`
+/// have the subject of the `npm test` the person approved, and run the agent's program.
+#[test]
+fn redteam_a_shell_the_agent_wrote_is_not_bash() {
+    let approved = outside(
+        "shell",
+        ToolClass::Exec,
+        json!({"command": ["bash", "-lc", "npm test"]}),
+    );
+    assert!(subject_of(&approved).is_some());
+    let mut same = Vec::new();
+    for input in [
+        json!({"command": ["/home/me/app/bash", "-c", "npm test"]}),
+        json!({"command": ["./bash", "-c", "npm test"]}),
+        json!({"command": ["/tmp/x/sh", "-c", "npm test"]}),
+        json!({"command": "npm test", "shell": "/tmp/x/bash"}),
+    ] {
+        let card = outside("shell", ToolClass::Exec, input.clone());
+        if subject_of(&card) == subject_of(&approved) {
+            same.push(input);
+        }
+    }
+    assert!(same.is_empty(), "read as the approved `npm test`: {same:#?}");
+}
