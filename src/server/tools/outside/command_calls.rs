@@ -165,8 +165,14 @@ fn command_of(fields: &Fields<'_>) -> Option<String> {
 
 /// Whether `program` is a shell the floor reads (by name or path).
 pub fn is_shell(program: &str) -> bool {
-    let name = program.rsplit('/').next().unwrap_or(program);
-    matches!(name, "bash" | "sh" | "zsh" | "dash")
+    // A shell by its bare name (found on PATH) or in a system folder: `./bash` or
+    // `/tmp/x/sh` is a program of the agent's own, whatever its name says.
+    let (folder, name) = program.rsplit_once('/').unwrap_or(("", program));
+    let system = matches!(
+        folder,
+        "" | "/bin" | "/usr/bin" | "/usr/local/bin" | "/opt/homebrew/bin"
+    ) && !(folder.is_empty() && program.contains('/'));
+    system && matches!(name, "bash" | "sh" | "zsh" | "dash")
 }
 
 /// The folders a shell call says to run in, each non-empty value once.
