@@ -959,5 +959,30 @@ fn redteam_a_shell_the_agent_wrote_is_not_bash() {
             same.push(input);
         }
     }
-    assert!(same.is_empty(), "read as the approved `npm test`: {same:#?}");
+    assert!(
+        same.is_empty(),
+        "read as the approved `npm test`: {same:#?}"
+    );
+}
+
+/// RED TEAM (fails today): a read of several files (Gemini's `read_many_files`) has the
+/// subject of its FIRST plain path (`file_calls::written_path`), so five approved reads of
+/// `README.md` approve a read of `README.md` plus any other files listed after it.
+#[test]
+fn redteam_a_read_of_many_files_is_not_a_read_of_the_first() {
+    let read = |paths: Value| {
+        outside(
+            "read_many_files",
+            ToolClass::Read,
+            json!({ "paths": paths }),
+        )
+    };
+    let approved = read(json!(["/home/me/app/README.md"]));
+    assert!(subject_of(&approved).is_some());
+    let more = read(json!([
+        "/home/me/app/README.md",
+        "/home/me/thesis/private/diary.md",
+        "/home/me/app/**/*"
+    ]));
+    assert_ne!(subject_of(&more), subject_of(&approved));
 }
