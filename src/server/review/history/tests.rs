@@ -986,3 +986,21 @@ fn redteam_a_read_of_many_files_is_not_a_read_of_the_first() {
     ]));
     assert_ne!(subject_of(&more), subject_of(&approved));
 }
+
+/// RED TEAM (fails today): a search's subject is its `path` only, whatever its pattern: five
+/// approved `Glob *.md` in `/home/me/app` approve `Glob /home/me/thesis/**/*` and
+/// `../thesis/**` (fast-glob expands absolute and `..` patterns), listing another folder.
+#[test]
+fn redteam_a_glob_reaching_out_is_not_its_folder() {
+    let glob = |pattern: &str| {
+        outside(
+            "Glob",
+            ToolClass::Read,
+            json!({"path": "/home/me/app", "pattern": pattern}),
+        )
+    };
+    let approved = subject_of(&glob("*.md"));
+    assert!(approved.is_some());
+    assert_ne!(subject_of(&glob("/home/me/thesis/**/*")), approved);
+    assert_ne!(subject_of(&glob("../thesis/**")), approved);
+}
