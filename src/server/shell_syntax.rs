@@ -687,9 +687,11 @@ fn ansi_c_text(raw: &str) -> (String, bool) {
             continue;
         }
         let decoded = match chars.peek() {
+            // `\xHH` and `\NNN` give one raw byte: above 0x7F it is no character of its
+            // own (bash passes the byte as is), so the word is only known when it runs.
             Some('x') => {
                 chars.next();
-                Some(number(&mut chars, 16, 2))
+                Some(number(&mut chars, 16, 2).filter(char::is_ascii))
             }
             Some('u') => {
                 chars.next();
@@ -699,7 +701,7 @@ fn ansi_c_text(raw: &str) -> (String, bool) {
                 chars.next();
                 Some(number(&mut chars, 16, 8))
             }
-            Some('0'..='7') => Some(number(&mut chars, 8, 3)),
+            Some('0'..='7') => Some(number(&mut chars, 8, 3).filter(char::is_ascii)),
             _ => None,
         };
         match decoded {

@@ -55,13 +55,45 @@ pub fn describe(
         floor_globs,
         floor_trees,
         unreadable,
-        rule_subject: command.clone().map(Subject::Command),
+        // A run outside the sandbox is not the sandboxed run a rule or past approvals were
+        // given for: it has no subject.
+        rule_subject: command
+            .clone()
+            .filter(|_| !leaves_the_sandbox(fields))
+            .map(Subject::Command),
         floor_texts: fields
             .strings(Role::Prose)
             .into_iter()
             .map(|(_, t)| t.to_owned())
             .collect(),
         ..OutsideCall::of(class, command.unwrap_or_else(|| tool.to_owned()))
+    }
+}
+
+/// Whether the call asks to run outside its agent's sandbox, or with the sandbox widened
+/// (`additional_permissions` granting anything): any such field set to other than `false`,
+/// nothing or Codex's `use_default`.
+fn leaves_the_sandbox(fields: &Fields<'_>) -> bool {
+    fields
+        .values(Role::SandboxEscape)
+        .chain(fields.values(Role::NestedPaths))
+        .any(grants_anything)
+}
+
+/// Whether a sandbox field's value asks for anything: `true`, a number but 0, a string but
+/// `false`/`use_default`, or a list or object holding one of these.
+fn grants_anything(value: &serde_json::Value) -> bool {
+    use serde_json::Value;
+    match value {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64() != Some(0.0),
+        Value::String(s) => {
+            let s = s.trim();
+            !(s.is_empty() || s.eq_ignore_ascii_case("false") || s == "use_default")
+        }
+        Value::Array(items) => items.iter().any(grants_anything),
+        Value::Object(fields) => fields.values().any(grants_anything),
     }
 }
 
