@@ -368,6 +368,9 @@ mod tests {
             ".vscode/settings.json",
             "cargo/config.toml",
             "src/config.ts",
+            // Bazel's names only as written: in lower case they are ordinary command words.
+            "build",
+            "workspace",
             "",
         ] {
             assert!(!decides_what_runs(path), "{path}");
