@@ -20,7 +20,10 @@
 //!   beside a single command, and are left out of the subject — but before a pipe `2>&1`
 //!   makes it `|&`, and one that empties the pipe leaves no subject ([`compound`]); a part
 //!   that writes what is piped to it (`tee`, [`NOT_IN_COMPOUND`]) or runs code (an
-//!   interpreter, [`INTERPRETERS`]) leaves the whole without one.
+//!   interpreter, [`INTERPRETERS`]) leaves the whole without one, and a part that reads the
+//!   pipe must be a filter that writes and runs nothing ([`pipe_readers`], an allowlist).
+//! - a line holding a blank bash and tree-sitter part words at differently (`\ `, a vertical
+//!   tab, a form feed, a no-break space: [`holds_an_odd_blank`]) has none.
 //! - a command with any other redirect, a substitution, an expansion or glob, a `~` the
 //!   shell expands to a home folder (`ls ~`, `X=~`; `ls '~'` is literal), a `+=` (its value
 //!   starts with one only known when it runs), a here-document, a subshell, group, loop or
@@ -28,12 +31,15 @@
 //!   [`WRAPPERS`]) or code given on the line (`python -c`, `node -e`, [`INLINE_CODE`]), or
 //!   whose arguments are code or hidden writes (`awk`, `sed -i` or a `sed` script with
 //!   `e`/`w`, `find -exec`/`-delete`: [`programs`]) has none: it always goes to the person.
+//! - an outside shell call asking to run outside its agent's sandbox, or to widen it, has
+//!   none (its tool reading gives it no rule subject: `tools::outside`).
 //! - a file: its exact normalized path — absolute for an outside agent (resolved against the
 //!   card's working directory; a relative path with none has no subject), relative to the
 //!   workspace for the built-in agent — never a folder or extension pattern; and none when
 //!   the path is not written already normal (a `\`, a `.` or `..` segment, `//`, a trailing
 //!   `/`: [`is_normal_path`]), nor for an edit of a file that decides what a later command runs
-//!   (`package.json`, a `Makefile`, CI files, hooks, scripts: [`runs_what`]).
+//!   (`package.json`, a `Makefile`, CI files, hooks, scripts: [`runs_what`]); none for a read
+//!   of several paths, nor for a search whose glob is absolute or holds `..`.
 //! - decision, config and network cards have none.
 //!
 //! Its reasons are its own words ("this exact command was approved only 3 times here (5
