@@ -644,7 +644,9 @@ fn no_subject_reason(card: &ApprovalRequestBody) -> String {
         ToolClass::Exec => "not a plain command, pipeline or list the history reviewer can match \
              (a substitution, an expansion, a `~`, a `+=`, a redirect to a file, a \
              here-document, a wrapped command, code given to an interpreter, awk, sed that may \
-             write or run, find that runs or deletes): it goes to the person"
+             write or run, find that runs or deletes, a pipe into anything but a plain filter, \
+             a blank the shell keeps in a word, a run outside the agent's sandbox): it goes to \
+             the person"
             .into(),
         ToolClass::Edit
             if file_path(card).is_some_and(|path| runs_what::decides_what_runs(&path)) =>
