@@ -649,7 +649,9 @@ fn double_quoted(node: Node, source: &str) -> Word {
     joined
 }
 
-/// `$'…'`: the common escapes decoded; an unusual one leaves the word dynamic.
+/// `$'…'`: the common escapes decoded; an unusual one leaves the word dynamic. So does a
+/// `\xHH` or `\NNN` above 0x7F: one raw byte bash passes as is, no Unicode character (`$'\xff'`
+/// is the byte 0xFF, not `ÿ`'s two bytes), only known for what it is when it runs.
 fn ansi_c(raw: &str) -> Word {
     let (text, dynamic) = ansi_c_text(raw);
     Word {
@@ -689,7 +691,7 @@ fn ansi_c_text(raw: &str) -> (String, bool) {
         let decoded = match chars.peek() {
             Some('x') => {
                 chars.next();
-                Some(number(&mut chars, 16, 2))
+                Some(number(&mut chars, 16, 2).filter(char::is_ascii))
             }
             Some('u') => {
                 chars.next();
@@ -699,7 +701,7 @@ fn ansi_c_text(raw: &str) -> (String, bool) {
                 chars.next();
                 Some(number(&mut chars, 16, 8))
             }
-            Some('0'..='7') => Some(number(&mut chars, 8, 3)),
+            Some('0'..='7') => Some(number(&mut chars, 8, 3).filter(char::is_ascii)),
             _ => None,
         };
         match decoded {
@@ -713,20 +715,29 @@ fn ansi_c_text(raw: &str) -> (String, bool) {
             }
             None => {}
         }
-        match chars.next() {
-            Some('n') => text.push('\n'),
-            Some('t') => text.push('\t'),
-            Some('r') => text.push('\r'),
-            Some(c @ ('\\' | '\'' | '"' | '?')) => text.push(c),
-            Some('a') => text.push('\u{7}'),
-            Some('b') => text.push('\u{8}'),
-            Some('e' | 'E') => text.push('\u{1b}'),
-            Some('f') => text.push('\u{c}'),
-            Some('v') => text.push('\u{b}'),
-            _ => dynamic = true,
+        match chars.next().and_then(one_letter_escape) {
+            Some(c) => text.push(c),
+            None => dynamic = true,
         }
     }
     (text, dynamic)
+}
+
+/// The character a one-letter `$'…'` escape (`\n`, `\t`, `\'` …) stands for; `None` for one
+/// this reader does not decode (`\cX`).
+fn one_letter_escape(letter: char) -> Option<char> {
+    Some(match letter {
+        'n' => '\n',
+        't' => '\t',
+        'r' => '\r',
+        c @ ('\\' | '\'' | '"' | '?') => c,
+        'a' => '\u{7}',
+        'b' => '\u{8}',
+        'e' | 'E' => '\u{1b}',
+        'f' => '\u{c}',
+        'v' => '\u{b}',
+        _ => return None,
+    })
 }
 
 #[cfg(test)]

@@ -20,7 +20,10 @@
 //!   beside a single command, and are left out of the subject — but before a pipe `2>&1`
 //!   makes it `|&`, and one that empties the pipe leaves no subject ([`compound`]); a part
 //!   that writes what is piped to it (`tee`, [`NOT_IN_COMPOUND`]) or runs code (an
-//!   interpreter, [`INTERPRETERS`]) leaves the whole without one.
+//!   interpreter, [`INTERPRETERS`]) leaves the whole without one, and a part that reads the
+//!   pipe must be a filter that writes and runs nothing ([`pipe_readers`], an allowlist).
+//! - a line holding a blank bash and tree-sitter part words at differently (`\ `, a vertical
+//!   tab, a form feed, a no-break space: [`holds_an_odd_blank`]) has none.
 //! - a command with any other redirect, a substitution, an expansion or glob, a `~` the
 //!   shell expands to a home folder (`ls ~`, `X=~`; `ls '~'` is literal), a `+=` (its value
 //!   starts with one only known when it runs), a here-document, a subshell, group, loop or
@@ -28,12 +31,15 @@
 //!   [`WRAPPERS`]) or code given on the line (`python -c`, `node -e`, [`INLINE_CODE`]), or
 //!   whose arguments are code or hidden writes (`awk`, `sed -i` or a `sed` script with
 //!   `e`/`w`, `find -exec`/`-delete`: [`programs`]) has none: it always goes to the person.
+//! - an outside shell call asking to run outside its agent's sandbox, or to widen it, has
+//!   none (its tool reading gives it no rule subject: `tools::outside`).
 //! - a file: its exact normalized path — absolute for an outside agent (resolved against the
 //!   card's working directory; a relative path with none has no subject), relative to the
 //!   workspace for the built-in agent — never a folder or extension pattern; and none when
 //!   the path is not written already normal (a `\`, a `.` or `..` segment, `//`, a trailing
 //!   `/`: [`is_normal_path`]), nor for an edit of a file that decides what a later command runs
-//!   (`package.json`, a `Makefile`, CI files, hooks, scripts: [`runs_what`]).
+//!   (`package.json`, a `Makefile`, CI files, hooks, scripts: [`runs_what`]); none for a read
+//!   of several paths, nor for a search whose glob is absolute or holds `..`.
 //! - decision, config and network cards have none.
 //!
 //! Its reasons are its own words ("this exact command was approved only 3 times here (5
@@ -47,6 +53,7 @@ use crate::server::shell_syntax::{self, Word};
 use crate::server::tools::{self, Subject};
 
 mod compound;
+pub mod pipe_readers;
 pub mod programs;
 pub mod runs_what;
 
@@ -56,9 +63,68 @@ pub const MIN_APPROVALS: usize = 5;
 /// Programs that run another command, or code given as text: what they run is not their
 /// subject, so they have none.
 pub const WRAPPERS: &[&str] = &[
-    "sudo", "doas", "su", "env", "nice", "nohup", "time", "timeout", "xargs", "exec", "command",
-    "builtin", "eval", "source", ".", "export", "bash", "sh", "zsh", "dash", "fish", "ksh", "ssh",
-    "watch", "strace", "parallel", "script", "busybox",
+    "sudo",
+    "doas",
+    "su",
+    "env",
+    "nice",
+    "nohup",
+    "time",
+    "timeout",
+    "xargs",
+    "exec",
+    "command",
+    "builtin",
+    "eval",
+    "source",
+    ".",
+    "export",
+    "bash",
+    "sh",
+    "zsh",
+    "dash",
+    "fish",
+    "ksh",
+    "ssh",
+    "watch",
+    "strace",
+    "parallel",
+    "script",
+    "busybox",
+    "mksh",
+    "tcsh",
+    "csh",
+    "ash",
+    "yash",
+    "posh",
+    "nu",
+    "elvish",
+    "xonsh",
+    "stdbuf",
+    "setsid",
+    "flock",
+    "ionice",
+    "taskset",
+    "unshare",
+    "chrt",
+    "systemd-run",
+    "firejail",
+    "coproc",
+    "nsenter",
+    "chroot",
+    "runuser",
+    "setpriv",
+    "bwrap",
+    "ltrace",
+    "unbuffer",
+    "rlwrap",
+    "xvfb-run",
+    "dbus-run-session",
+    "npx",
+    "bunx",
+    "pnpx",
+    "uvx",
+    "pipx",
 ];
 
 /// Folders whose programs are the ones their name says (`/usr/bin/git` is `git`).
@@ -205,30 +271,63 @@ fn exact_path(path: &str, outside: bool) -> Option<String> {
 /// when the line or any part of it has none, or a part is one a compound must not hold
 /// ([`NOT_IN_COMPOUND`], or an interpreter given code: [`runs_code`]).
 fn command_subject(command: &str) -> Option<String> {
+    if holds_an_odd_blank(command) {
+        return None;
+    }
     shell_syntax::read(command).ok()?;
     let pieces = compound::pieces(command)?;
     let single = pieces.len() == 1;
     let mut subject = String::new();
+    let mut after_pipe = false;
     for piece in pieces {
         match piece {
             compound::Piece::Command(text) => {
-                let (part, words) = plain_subject(text)?;
-                if !single && !fits_a_compound(&words) {
+                let part = plain_subject(text)?;
+                if !single && !fits_a_compound(&part.words) {
+                    return None;
+                }
+                if after_pipe && !reads_a_pipe_plainly(&part) {
                     return None;
                 }
                 if !subject.is_empty() {
                     subject.push(' ');
                 }
-                subject.push_str(&part);
+                subject.push_str(&part.subject);
             }
-            compound::Piece::Operator(";") => subject.push(';'),
             compound::Piece::Operator(op) => {
-                subject.push(' ');
+                after_pipe = matches!(op, "|" | "|&");
+                if op != ";" {
+                    subject.push(' ');
+                }
                 subject.push_str(op);
             }
         }
     }
     Some(subject)
+}
+
+/// Whether the line holds a blank that bash and the tree-sitter reader part words at
+/// differently: a `\` before a space or tab (bash keeps the blank in the word; the reader
+/// drops both), or any blank but space, tab and newline (a vertical tab, a form feed, a
+/// carriage return, a no-break space: the reader may split a word bash keeps whole). `rm \ x`
+/// removes ` x`, not `x`; such a line has no subject.
+fn holds_an_odd_blank(command: &str) -> bool {
+    command.contains("\\ ")
+        || command.contains("\\\t")
+        || command
+            .chars()
+            .any(|c| c.is_whitespace() && !matches!(c, ' ' | '\t' | '\n'))
+}
+
+/// Whether a part after `|` or `|&` may read what is piped to it: a filter that writes and
+/// runs nothing ([`pipe_readers`]), with no variables set for it (`LESSOPEN=…`,
+/// `RIPGREP_CONFIG_PATH=…` would make it run what they name).
+fn reads_a_pipe_plainly(part: &Part) -> bool {
+    let Some((first, args)) = part.words.split_first() else {
+        return false;
+    };
+    !part.sets_variables
+        && program_name(first).is_some_and(|program| pipe_readers::only_filters(&program, args))
 }
 
 /// Programs a pipeline or list may not hold: they write a file from what is piped to them.
@@ -254,7 +353,41 @@ pub const INTERPRETERS: &[&str] = &[
     "nawk",
     "osascript",
     "pwsh",
+    "powershell",
     "tclsh",
+    "wish",
+    "bun",
+    "tsx",
+    "ts-node",
+    "pypy",
+    "pypy3",
+    "luajit",
+    "julia",
+    "irb",
+    "expect",
+    "psql",
+    "mysql",
+    "mariadb",
+    "sqlite3",
+    "duckdb",
+    "mongosh",
+    "redis-cli",
+    "guile",
+    "racket",
+    "sbcl",
+    "ghci",
+    "runghc",
+    "elixir",
+    "iex",
+    "erl",
+    "escript",
+    "groovy",
+    "jshell",
+    "scala",
+    "R",
+    "octave",
+    "gdb",
+    "lldb",
 ];
 
 /// Whether a part may stand in a pipeline or list: not a program that writes what is piped to
@@ -303,9 +436,19 @@ fn given_code(program: &str, args: &[Word]) -> bool {
         })
 }
 
+/// One plain command of a line, as [`plain_subject`] reads it.
+struct Part {
+    /// The variables set for it by name and value, then its program and every argument.
+    subject: String,
+    /// Its words after `env` and the variables.
+    words: Vec<Word>,
+    /// Whether any variable is set for it (`X=1 cmd`, `env X=1 cmd`).
+    sets_variables: bool,
+}
+
 /// One plain simple command's subject and its words after `env`: the variables set for it by
 /// name and value, then its program and every argument, in order.
-fn plain_subject(command: &str) -> Option<(String, Vec<Word>)> {
+fn plain_subject(command: &str) -> Option<Part> {
     let script = shell_syntax::read(command).ok()?;
     let [only] = script.commands.as_slice() else {
         return None;
@@ -336,11 +479,16 @@ fn plain_subject(command: &str) -> Option<(String, Vec<Word>)> {
     {
         return None;
     }
+    let sets_variables = !vars.is_empty();
     let mut parts = vars;
     parts.push(quoted_program(&program));
     parts.extend(args.iter().map(|w| quoted(&w.text)));
     let subject = parts.join(" ");
-    (!crate::text::has_hidden(&subject)).then_some((subject, words.to_vec()))
+    (!crate::text::has_hidden(&subject)).then(|| Part {
+        subject,
+        words: words.to_vec(),
+        sets_variables,
+    })
 }
 
 /// Whether an argument names a file that decides what runs ([`runs_what`]) — as itself, as
@@ -496,7 +644,9 @@ fn no_subject_reason(card: &ApprovalRequestBody) -> String {
         ToolClass::Exec => "not a plain command, pipeline or list the history reviewer can match \
              (a substitution, an expansion, a `~`, a `+=`, a redirect to a file, a \
              here-document, a wrapped command, code given to an interpreter, awk, sed that may \
-             write or run, find that runs or deletes): it goes to the person"
+             write or run, find that runs or deletes, a pipe into anything but a plain filter, \
+             a blank the shell keeps in a word, a run outside the agent's sandbox): it goes to \
+             the person"
             .into(),
         ToolClass::Edit
             if file_path(card).is_some_and(|path| runs_what::decides_what_runs(&path)) =>

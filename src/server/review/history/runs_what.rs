@@ -48,6 +48,45 @@ const NAMES: &[&str] = &[
     "build.sbt",
     "go.mod",
     "go.sum",
+    "uv.lock",
+    "pdm.lock",
+    "deno.json",
+    "deno.jsonc",
+    "deno.lock",
+    "bunfig.toml",
+    "bun.lock",
+    ".pnpmfile.cjs",
+    "mix.exs",
+    "mix.lock",
+    "stack.yaml",
+    "cabal.project",
+    "package.swift",
+    "podfile",
+    "brewfile",
+    "directory.build.props",
+    "directory.build.targets",
+    "directory.packages.props",
+    "global.json",
+    "nuget.config",
+    "turbo.json",
+    "nx.json",
+    "lerna.json",
+    // Wrappers that fetch and run a build tool, and what they fetch.
+    "gradlew",
+    "mvnw",
+    "gradle-wrapper.properties",
+    "gradle-wrapper.jar",
+    "gradle.properties",
+    // Python runs these on every start.
+    "sitecustomize.py",
+    "usercustomize.py",
+    // Which tool version runs.
+    ".tool-versions",
+    "mise.toml",
+    ".mise.toml",
+    ".python-version",
+    ".node-version",
+    ".nvmrc",
     // Build files.
     "makefile",
     "gnumakefile",
@@ -62,6 +101,28 @@ const NAMES: &[&str] = &[
     "compose.yml",
     "compose.yaml",
     "vagrantfile",
+    "build.zig",
+    "build.zig.zon",
+    "build.bazel",
+    "workspace.bazel",
+    "module.bazel",
+    ".bazelrc",
+    ".bazelversion",
+    "flake.nix",
+    "flake.lock",
+    "configure",
+    "configure.ac",
+    "configure.in",
+    "makefile.am",
+    "makefile.in",
+    "sconstruct",
+    "sconscript",
+    "tiltfile",
+    "earthfile",
+    "snakefile",
+    "dangerfile",
+    "babel.config.json",
+    ".lintstagedrc",
     // CI and hooks.
     ".gitlab-ci.yml",
     ".travis.yml",
@@ -72,6 +133,8 @@ const NAMES: &[&str] = &[
     "lefthook.yml",
     "lefthook.yaml",
     ".gitmodules",
+    // Filters and diff drivers git runs (with `.git/config`).
+    ".gitattributes",
     // Shell and tool start-up.
     ".envrc",
     ".env.sh",
@@ -89,14 +152,64 @@ const NAMES: &[&str] = &[
     ".yarnrc.yml",
 ];
 
+/// Bazel's file names, matched as written: in lower case they are words of ordinary
+/// commands (`cargo build`, `yarn workspace web test`), which an argument naming a file that
+/// decides what runs would leave without a subject.
+const CASED_NAMES: &[&str] = &["BUILD", "WORKSPACE"];
+
 /// Endings of a file name (lower case) that make it a script or a build file.
 const ENDINGS: &[&str] = &[
-    ".sh", ".bash", ".zsh", ".fish", ".ps1", ".psm1", ".bat", ".cmd", ".mk", ".cmake",
+    ".sh",
+    ".bash",
+    ".zsh",
+    ".fish",
+    ".ps1",
+    ".psm1",
+    ".bat",
+    ".cmd",
+    ".mk",
+    ".cmake",
+    // .NET projects and their imports, Haskell, Ruby, Nix, Bazel, Gradle, Elixir scripts.
+    ".csproj",
+    ".fsproj",
+    ".vbproj",
+    ".sln",
+    ".props",
+    ".targets",
+    ".cabal",
+    ".gemspec",
+    ".nix",
+    ".bzl",
+    ".bazel",
+    ".gradle",
+    ".gradle.kts",
+    ".exs",
+    // A `.pth` file in site-packages runs its `import` lines on every Python start.
+    ".pth",
+    // Test runners' code configuration (`karma.conf.js`, `protractor.conf.ts`).
+    ".conf.js",
+    ".conf.cjs",
+    ".conf.mjs",
+    ".conf.ts",
 ];
 
 /// Starts of a file name (lower case): `Dockerfile`, `Dockerfile.dev`, `docker-compose.yml`,
-/// `docker-compose.override.yaml`.
-const STARTS: &[&str] = &["dockerfile", "docker-compose"];
+/// `docker-compose.override.yaml`, and the ones below.
+const STARTS: &[&str] = &[
+    "dockerfile",
+    "docker-compose",
+    // Task files (`Gruntfile.js`, `gulpfile.babel.js`) and tools' configuration that loads
+    // plugins or is code (`.eslintrc.js`, `.babelrc`, `.prettierrc.cjs`, `.mocharc.yml`).
+    "gruntfile.",
+    "gulpfile.",
+    ".eslintrc",
+    ".babelrc",
+    ".prettierrc",
+    ".stylelintrc",
+    ".mocharc",
+    ".lintstagedrc.",
+    ".swcrc",
+];
 
 /// Folders (lower case) everything beneath which decides what runs: CI workflows and hooks,
 /// the repository's own git folder (its hooks and config), a dev container's set-up, and any
@@ -110,6 +223,15 @@ const FOLDERS: &[&str] = &[
     ".devcontainer",
     "scripts",
     "bin",
+    // Build tools' wrappers, what they fetch, and the packaged tool they run.
+    ".mvn",
+    ".yarn",
+    // Coding agents' own settings: their hooks and allowed commands.
+    ".claude",
+    ".codex",
+    ".gemini",
+    ".qwen",
+    ".opencode",
 ];
 
 /// Whether `path` (normalized, `/`-separated; relative or absolute) names a file that
@@ -124,6 +246,10 @@ pub fn decides_what_runs(path: &str) -> bool {
         folders.last().is_some_and(|f| *f == folder) && file(name)
     };
     NAMES.contains(name)
+        || path
+            .rsplit('/')
+            .next()
+            .is_some_and(|written| CASED_NAMES.contains(&written))
         || ENDINGS.iter().any(|end| name.ends_with(end))
         || STARTS.iter().any(|start| name.starts_with(start))
         || is_tool_config(name)
@@ -133,10 +259,16 @@ pub fn decides_what_runs(path: &str) -> bool {
 }
 
 /// A JavaScript tool's configuration, which is code the tool runs (`vite.config.ts`,
-/// `eslint.config.js`, `jest.config.mjs`).
+/// `eslint.config.js`, `jest.config.mjs`) or names the code it loads (`jest.config.json`'s
+/// set-up files, `babel.config.json`'s plugins).
 fn is_tool_config(name: &str) -> bool {
     name.rsplit_once('.').is_some_and(|(stem, ext)| {
-        stem.ends_with(".config") && ["js", "cjs", "mjs", "ts", "cts", "mts"].contains(&ext)
+        stem.ends_with(".config")
+            && [
+                "js", "cjs", "mjs", "ts", "cts", "mts", "json", "jsonc", "json5", "yaml", "yml",
+                "toml",
+            ]
+            .contains(&ext)
     })
 }
 
@@ -236,9 +368,79 @@ mod tests {
             ".vscode/settings.json",
             "cargo/config.toml",
             "src/config.ts",
+            // Bazel's names only as written: in lower case they are ordinary command words.
+            "build",
+            "workspace",
             "",
         ] {
             assert!(!decides_what_runs(path), "{path}");
         }
+    }
+
+    /// Files that decide what a routinely approved command runs (found by the red team) are
+    /// known, so five approved edits of one never approve a sixth that adds code the next
+    /// `./gradlew build`, `dotnet test`, `grunt`, `pnpm install`, `deno task`, `bun test`,
+    /// `yarn`, `mix test`, `zig build`, `bazel test`, `nix develop`, `jest`, `karma` … runs
+    /// (after `wrote_lately`'s 24 hours, which only runs_what closes for good).
+    #[test]
+    fn more_files_decide_what_runs() {
+        let missing: Vec<&str> = [
+            "gradlew",
+            "mvnw",
+            "gradle/wrapper/gradle-wrapper.properties",
+            ".mvn/wrapper/maven-wrapper.properties",
+            "App.csproj",
+            "Directory.Build.props",
+            "Directory.Build.targets",
+            "Gruntfile.js",
+            "gulpfile.js",
+            ".pnpmfile.cjs",
+            "deno.json",
+            "deno.jsonc",
+            "bunfig.toml",
+            ".yarn/releases/yarn-4.1.0.cjs",
+            ".babelrc",
+            "babel.config.json",
+            ".eslintrc.js",
+            "jest.config.json",
+            "karma.conf.js",
+            "mix.exs",
+            "x.cabal",
+            "stack.yaml",
+            "build.zig",
+            "BUILD.bazel",
+            "WORKSPACE",
+            "MODULE.bazel",
+            ".bazelrc",
+            "flake.nix",
+            "shell.nix",
+            "default.nix",
+            "configure",
+            "configure.ac",
+            "Makefile.am",
+            "SConstruct",
+            "Tiltfile",
+            "Earthfile",
+            "Snakefile",
+            "x.gemspec",
+            "uv.lock",
+            "pdm.lock",
+            ".tool-versions",
+            "mise.toml",
+            "sitecustomize.py",
+            "x.pth",
+            ".claude/settings.json",
+            ".claude/settings.local.json",
+            ".codex/config.toml",
+            ".gemini/settings.json",
+            ".gitattributes",
+        ]
+        .into_iter()
+        .filter(|p| !decides_what_runs(p))
+        .collect();
+        assert!(
+            missing.is_empty(),
+            "not read as deciding what runs: {missing:?}"
+        );
     }
 }

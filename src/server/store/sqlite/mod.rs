@@ -485,6 +485,62 @@ pub(super) mod tests {
     /// A fresh session row for store tests (the writer's tests use it too).
     pub(in crate::server::store) use crate::server::store::conformance::session;
 
+    /// RED TEAM (fails today): revoking a token frees the `source` names it claimed, but the
+    /// reviewer's trust in those names stays. The next `gates` token that opens a gate under
+    /// the name (another agent's, polling `POST /api/v1/gates` until its `403
+    /// source_claimed` turns into a claim) rides `exec/<name>`'s trust at once.
+    #[tokio::test]
+    async fn redteam_a_freed_name_does_not_keep_its_trust() {
+        use crate::protocol::ToolClass;
+        use crate::server::store::review::{ReviewRepo, TrustRow};
+        use crate::server::store::{OutsideRepo, TokenRepo, TokenRow};
+        let (_dir, store) = temp_store().await;
+        for name in ["real-agent", "other-agent"] {
+            let row = TokenRow {
+                name: name.into(),
+                scope: crate::protocol::Scope::Gates.into(),
+                secret_hash: format!("h-{name}"),
+                created_at: Timestamp::now(),
+                last_used_at: None,
+            };
+            store.create_token(&row, "browser").await.unwrap();
+        }
+        assert_eq!(
+            store
+                .claim_source("claude-code", "token:real-agent")
+                .await
+                .unwrap(),
+            "token:real-agent"
+        );
+        let trust = TrustRow {
+            class: ToolClass::Exec,
+            source: "claude-code".into(),
+            trusted_at: Timestamp::now(),
+            reviewer: "history".into(),
+        };
+        assert!(store.trust_class(&trust, "browser").await.unwrap());
+        // The person rotates (or revokes) the real agent's token.
+        assert!(store.delete_token("real-agent", "browser").await.unwrap());
+        // Another agent's token now claims the name ...
+        assert_eq!(
+            store
+                .claim_source("claude-code", "token:other-agent")
+                .await
+                .unwrap(),
+            "token:other-agent"
+        );
+        // ... and the reviewer would answer its commands under the old trust.
+        let trusts = store.trusted_classes().await.unwrap();
+        assert!(
+            !trusts.iter().any(|t| t.source == "claude-code"),
+            "the trust outlived the token that earned it: {:?}",
+            trusts
+                .iter()
+                .map(|t| (&t.class, &t.source))
+                .collect::<Vec<_>>()
+        );
+    }
+
     /// The backend-neutral store suite (`store/conformance.rs`), on a fresh SQLite file.
     #[tokio::test]
     async fn the_store_suite_passes_on_sqlite() {

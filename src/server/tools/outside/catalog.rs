@@ -43,8 +43,13 @@ pub enum Role {
     Target,
     /// Words put to the person, read by the floor for the commands and paths they name.
     Prose,
-    /// Paths anywhere inside (Gemini's `additional_permissions`).
+    /// Paths anywhere inside (Gemini's `additional_permissions`): what the sandbox is asked
+    /// to open up for the command.
     NestedPaths,
+    /// Asks to run the command outside the agent's sandbox, or with it widened (Claude
+    /// Code's `dangerouslyDisableSandbox`, Codex's `sandbox_permissions`,
+    /// `with_escalated_permissions`, `requestSandboxBypass`).
+    SandboxEscape,
     /// Nothing the agent opens or runs: content, old and new text, a description, a number.
     Text,
 }
@@ -250,11 +255,11 @@ const SHELL: Group = &[
     ("detach", Text),
     ("shellId", Text),
     ("shell_id", Text),
-    ("dangerouslyDisableSandbox", Text),
-    ("requestSandboxBypass", Text),
-    ("requestSandboxPermissive", Text),
-    ("sandbox_permissions", Text),
-    ("with_escalated_permissions", Text),
+    ("dangerouslyDisableSandbox", SandboxEscape),
+    ("requestSandboxBypass", SandboxEscape),
+    ("requestSandboxPermissive", SandboxEscape),
+    ("sandbox_permissions", SandboxEscape),
+    ("with_escalated_permissions", SandboxEscape),
     ("prefix_rule", Text),
     ("idle_timeout_ms", Text),
     ("max_events", Text),

@@ -55,13 +55,45 @@ pub fn describe(
         floor_globs,
         floor_trees,
         unreadable,
-        rule_subject: command.clone().map(Subject::Command),
+        // A run outside the sandbox is not the sandboxed run a rule or past approvals were
+        // given for: it has no subject.
+        rule_subject: command
+            .clone()
+            .filter(|_| !leaves_the_sandbox(fields))
+            .map(Subject::Command),
         floor_texts: fields
             .strings(Role::Prose)
             .into_iter()
             .map(|(_, t)| t.to_owned())
             .collect(),
         ..OutsideCall::of(class, command.unwrap_or_else(|| tool.to_owned()))
+    }
+}
+
+/// Whether the call asks to run outside its agent's sandbox, or with the sandbox widened
+/// (`additional_permissions` granting anything): any such field set to other than `false`,
+/// nothing or Codex's `use_default`.
+fn leaves_the_sandbox(fields: &Fields<'_>) -> bool {
+    fields
+        .values(Role::SandboxEscape)
+        .chain(fields.values(Role::NestedPaths))
+        .any(grants_anything)
+}
+
+/// Whether a sandbox field's value asks for anything: `true`, a number but 0, a string but
+/// `false`/`use_default`, or a list or object holding one of these.
+fn grants_anything(value: &serde_json::Value) -> bool {
+    use serde_json::Value;
+    match value {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64() != Some(0.0),
+        Value::String(s) => {
+            let s = s.trim();
+            !(s.is_empty() || s.eq_ignore_ascii_case("false") || s == "use_default")
+        }
+        Value::Array(items) => items.iter().any(grants_anything),
+        Value::Object(fields) => fields.values().any(grants_anything),
     }
 }
 
@@ -130,6 +162,17 @@ fn program_unread(fields: &Fields<'_>) -> Option<String> {
     })
 }
 
+/// Whether a shell's one flag makes it run the next word as a command line: a short-option
+/// cluster holding `c` (`-c`, `-lc`, `-ec`). A long option that merely spells a `c`
+/// (`--norc`, `--restricted`) makes it run the FILE of that name as a script instead.
+fn runs_its_argument(flag: &str) -> bool {
+    flag.strip_prefix('-').is_some_and(|letters| {
+        !letters.is_empty()
+            && letters.chars().all(|c| c.is_ascii_alphabetic())
+            && letters.contains('c')
+    })
+}
+
 /// The command the input runs: a string (trimmed), or Codex's exec form: `["bash", "-lc",
 /// "npm test"]` is its script, any other argv is run word by word, so it is quoted word by
 /// word (`["env", "bash", "-c", "rm -rf x"]` is not `bash -c rm …`).
@@ -144,7 +187,7 @@ fn command_of(fields: &Fields<'_>) -> Option<String> {
     let words = fields.values(Role::Command).find_map(|v| v.as_array())?;
     let words: Vec<&str> = words.iter().filter_map(|w| w.as_str()).collect();
     match words.as_slice() {
-        [shell, flag, script] if flag.starts_with('-') && flag.contains('c') && is_shell(shell) => {
+        [shell, flag, script] if runs_its_argument(flag) && is_shell(shell) => {
             Some((*script).to_owned())
         }
         [] => None,
@@ -154,8 +197,14 @@ fn command_of(fields: &Fields<'_>) -> Option<String> {
 
 /// Whether `program` is a shell the floor reads (by name or path).
 pub fn is_shell(program: &str) -> bool {
-    let name = program.rsplit('/').next().unwrap_or(program);
-    matches!(name, "bash" | "sh" | "zsh" | "dash")
+    // A shell by its bare name (found on PATH) or in a system folder: `./bash` or
+    // `/tmp/x/sh` is a program of the agent's own, whatever its name says.
+    let (folder, name) = program.rsplit_once('/').unwrap_or(("", program));
+    let system = matches!(
+        folder,
+        "" | "/bin" | "/usr/bin" | "/usr/local/bin" | "/opt/homebrew/bin"
+    ) && !(folder.is_empty() && program.contains('/'));
+    system && matches!(name, "bash" | "sh" | "zsh" | "dash")
 }
 
 /// The folders a shell call says to run in, each non-empty value once.

@@ -52,7 +52,10 @@ pub fn describe(
         } else {
             Vec::new()
         },
-        rule_subject: path.clone().map(Subject::Path),
+        rule_subject: path
+            .clone()
+            .filter(|_| names_one_place(fields))
+            .map(Subject::Path),
         diff: (class == ToolClass::Edit)
             .then(|| diff_of(input, path.as_deref()))
             .flatten(),
@@ -118,6 +121,27 @@ pub fn written_path<'a>(fields: &Fields<'a>) -> Option<&'a str> {
             let named = fields.strings(Role::Paths);
             named.into_iter().map(|(_, p)| p).find(|p| !is_glob(p))
         })
+}
+
+/// Whether the call's one path is all it reaches, so a rule or past approvals for that path
+/// may answer it: a list of paths (Gemini's `read_many_files`) names one only, and nothing
+/// else besides it; no glob it expands is absolute or climbs out with `..` (fast-glob expands
+/// `/home/me/thesis/**` and `../thesis/**` whatever its folder).
+fn names_one_place(fields: &Fields<'_>) -> bool {
+    let listed = fields.strings(Role::Paths);
+    let besides = [Role::Path, Role::Root, Role::Tree]
+        .into_iter()
+        .any(|role| !fields.strings(role).is_empty());
+    let one_listed = match listed.as_slice() {
+        [] => true,
+        [(_, only)] => !besides && !is_glob(only),
+        _ => false,
+    };
+    let reaching_out = fields.strings(Role::Glob).into_iter().any(|(_, glob)| {
+        let glob = glob.trim();
+        glob.starts_with(['/', '\\', '~']) || glob.get(1..2) == Some(":") || glob.contains("..")
+    });
+    one_listed && !reaching_out
 }
 
 fn is_glob(value: &str) -> bool {

@@ -511,3 +511,60 @@ fn paths_named_by_other_tools_are_floor_paths() {
         "{outside:?}"
     );
 }
+
+/// A call asking to run outside its sandbox, or to widen it, has no rule subject: a standing
+/// rule made for the sandboxed command never answers the escape, and none is offered for it.
+#[test]
+fn a_sandbox_escape_has_no_rule_subject() {
+    for input in [
+        json!({"command": "npm test", "dangerouslyDisableSandbox": true}),
+        json!({"command": "npm test", "sandbox_permissions": "require_escalated"}),
+        json!({"command": "npm test", "sandbox_permissions": "with_additional_permissions"}),
+        json!({"command": "npm test", "with_escalated_permissions": true}),
+        json!({"command": "npm test", "additional_permissions": {"network": true}}),
+    ] {
+        let call = describe("claude-code", "Bash", &input, Some("/w"));
+        assert_eq!(call.rule_subject, None, "{input}");
+    }
+    let stays = describe(
+        "codex",
+        "shell",
+        &json!({"command": "npm test", "sandbox_permissions": "use_default"}),
+        Some("/w"),
+    );
+    assert_eq!(
+        stays.rule_subject,
+        Some(Subject::Command("npm test".into()))
+    );
+}
+
+/// A read of several paths, or a glob reaching out of its folder, has no one-path rule subject.
+#[test]
+fn a_read_reaching_past_its_one_path_has_no_rule_subject() {
+    let many = |paths: Value| {
+        describe(
+            "gemini-cli",
+            "read_many_files",
+            &json!({ "paths": paths }),
+            None,
+        )
+    };
+    assert_eq!(
+        many(json!(["/w/README.md"])).rule_subject,
+        Some(Subject::Path("/w/README.md".into()))
+    );
+    assert_eq!(many(json!(["/w/README.md", "/w/b.md"])).rule_subject, None);
+    let glob = |pattern: &str| {
+        describe(
+            "claude-code",
+            "Glob",
+            &json!({"path": "/w", "pattern": pattern}),
+            None,
+        )
+        .rule_subject
+    };
+    assert_eq!(glob("*.md"), Some(Subject::Path("/w".into())));
+    for pattern in ["/etc/**", "../x/**", "{..,a}/*", "~/x", "C:/x/*"] {
+        assert_eq!(glob(pattern), None, "{pattern}");
+    }
+}
