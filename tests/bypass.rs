@@ -875,14 +875,18 @@ async fn an_outside_session_belongs_to_the_token_that_opened_it() {
         .expect(201);
     assert_eq!(again["session_id"], sid.as_str());
     assert_eq!(again["status"], "approved", "{again}");
-    // The second token, same external session: its own session, asking.
-    let other = second
+    // The second token may not even name the first one's agent …
+    second
         .post(
             "/api/v1/gates",
             gate_body("shared", "Bash", json!({"command": "make test"})),
         )
         .await
-        .expect(201);
+        .expect_error(403, "source_claimed");
+    // … and under its own name, the same external session is its own session, asking.
+    let mut own_name = gate_body("shared", "Bash", json!({"command": "make test"}));
+    own_name["source"] = json!("other-agent");
+    let other = second.post("/api/v1/gates", own_name).await.expect(201);
     assert_ne!(
         other["session_id"],
         sid.as_str(),

@@ -37,7 +37,7 @@ pub use outside::{
     AgentOsUser, Capabilities, CreatedToken, GateState, GateStatus, GateTool, MCP_SOURCE, OpenGate,
     PhoneLogin, Scope, TokenInfo,
 };
-pub use people::{NewPerson, Person, PersonChange, Role};
+pub use people::{NewPerson, Person, PersonChange, Role, email_key};
 pub use review::{
     Answered, ClassStanding, Predicted, RecentPrediction, ResolutionReview, ReviewMode,
     ReviewState, ReviewerKind,

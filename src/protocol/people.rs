@@ -55,3 +55,10 @@ pub struct PersonChange {
     #[serde(default)]
     pub groups: Vec<String>,
 }
+
+/// How an address is compared: lowercased in ASCII only. Unicode's lowercasing would make
+/// another address equal to an invited one (`\u{212A}ate@…`, KELVIN SIGN, lowercases to
+/// `kate@…`), and the provider vouches for the address it saw, not for its lowercasing.
+pub fn email_key(email: &str) -> String {
+    email.to_ascii_lowercase()
+}

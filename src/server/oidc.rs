@@ -126,7 +126,7 @@ impl Provider {
             subject: claims.subject().as_str().to_owned(),
             email: claims
                 .email()
-                .map(|e| crate::server::core::email_key(e.as_str())),
+                .map(|e| crate::protocol::email_key(e.as_str())),
             email_verified: claims.email_verified().unwrap_or(false),
             name: claims
                 .name()

@@ -20,12 +20,7 @@ pub const PERSON_REMOVED: &str = "person_removed";
 const MAX_GROUPS: usize = 64;
 const MAX_GROUP_CHARS: usize = 64;
 
-/// How an address is compared: lowercased in ASCII only. Unicode's lowercasing would make
-/// another address equal to an invited one (`\u{212A}ate@…`, KELVIN SIGN, lowercases to
-/// `kate@…`), and the provider vouches for the address it saw, not for its lowercasing.
-pub fn email_key(email: &str) -> String {
-    email.to_ascii_lowercase()
-}
+pub use crate::protocol::email_key;
 
 /// `email` lowercased (`email_key`), when it is plainly an address (`local@domain.tld`, no
 /// spaces).

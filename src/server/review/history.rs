@@ -158,8 +158,12 @@ pub fn subject_of(card: &ApprovalRequestBody) -> Option<String> {
     match subject {
         Subject::Command(command) if outside => {
             let folder = working_folder(card)?;
+            let sandbox = match leaves_sandbox(card) {
+                true => ", outside the sandbox",
+                false => "",
+            };
             Some(format!(
-                "in {}: {}",
+                "in {}{sandbox}: {}",
                 quoted(folder),
                 command_subject(&command)?
             ))
@@ -249,6 +253,13 @@ fn outside_subject(card: &ApprovalRequestBody) -> Option<Subject> {
         return None;
     }
     call.rule_subject
+}
+
+/// Whether an outside call asks to leave its sandbox: such a run is another command than the
+/// same words inside it, so five sandboxed approvals say nothing of it.
+fn leaves_sandbox(card: &ApprovalRequestBody) -> bool {
+    card.kind == GateKind::External
+        && tools::outside::describe_as(card.class, &card.tool, &card.args, None).leaves_sandbox
 }
 
 /// A file's exact normalized path: never a pattern, so five approved writes of one file say

@@ -89,15 +89,12 @@ mod tests {
         assert!(!wrote_since(&full, &since, 4));
     }
 
-    /// RED TEAM (fails today): only the SAME `source`'s reviewer-approved edits hold its
-    /// commands back. But an edit is read by the next command of ANY agent in that folder:
-    /// claude-code (edit trusted) plants code in `tests/`, and codex's routine `npm test`
-    /// (exec trusted) — or the built-in agent's `cargo test` in the same workspace — is
-    /// approved by the reviewer and runs it, read by nobody. A token may also claim a second
-    /// name (`source_claims` binds a name to a token, not a token to one name) and edit under
-    /// one, run under the other.
+    /// The third red-team pass: an edit is read by the next command of any agent in that
+    /// folder — claude-code (edit trusted) plants code in `tests/`, and codex's routine `npm
+    /// test` (exec trusted) runs it — and one token may hold two agents' names. So an edit
+    /// the reviewer approved holds back every agent's commands.
     #[test]
-    fn redteam_another_agents_unread_edit_holds_commands_too() {
+    fn another_agents_unread_edit_holds_commands_too() {
         let since = Timestamp::from(SINCE.to_owned());
         let fresh = "2026-12-06T08:00:00.000Z";
         let rows = [row(
@@ -106,7 +103,6 @@ mod tests {
             Answered::Reviewer,
             fresh,
         )];
-        assert!(wrote_since(&rows, "codex", &since, 100));
-        assert!(wrote_since(&rows, "countersign", &since, 100));
+        assert!(wrote_since(&rows, &since, 100));
     }
 }

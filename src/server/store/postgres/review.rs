@@ -2,10 +2,9 @@
 //! audit entry for a trust given or lost.
 
 use async_trait::async_trait;
-use sqlx::PgConnection;
 
 use super::PgStore;
-use super::write::queue_audit;
+use super::write::{queue_audit, untrust_in};
 use crate::protocol::{Answered, ApprovalRequest, Resolution, Timestamp, ToolClass};
 use crate::server::store::StoreError;
 use crate::server::store::review::{
@@ -41,28 +40,6 @@ fn row_of(t: Tuple) -> Option<PredictionRow> {
         answered_at: t.9,
         disagreed_at: t.10,
     })
-}
-
-/// Deletes one trust row and queues its audit entry; whether there was one.
-pub(super) async fn untrust_in(
-    tx: &mut PgConnection,
-    class: ToolClass,
-    source: &str,
-    actor: &str,
-    why: &str,
-) -> Result<bool, StoreError> {
-    let gone = sqlx::query("DELETE FROM review_trust WHERE class = $1 AND source = $2")
-        .bind(class.as_str())
-        .bind(source)
-        .execute(&mut *tx)
-        .await?
-        .rows_affected();
-    if gone == 0 {
-        return Ok(false);
-    }
-    let draft = trust_audit_draft(actor, "review_untrusted", class, source, Some(why));
-    queue_audit(tx, vec![draft]).await?;
-    Ok(true)
 }
 
 #[async_trait]

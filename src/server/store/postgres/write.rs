@@ -450,7 +450,7 @@ async fn end_what_its_names_were_given(
                 .await?;
         for (class,) in classes {
             if let Some(class) = crate::protocol::ToolClass::parse(&class) {
-                super::review::untrust_in(&mut *tx, class, &name, actor, NAME_FREED).await?;
+                untrust_in(&mut *tx, class, &name, actor, NAME_FREED).await?;
             }
         }
         let grants: Vec<(String,)> = sqlx::query_as(
@@ -569,4 +569,32 @@ pub async fn claim_rule_use(
     .await?
     .rows_affected();
     Ok(n > 0)
+}
+
+/// Deletes one trust row and queues its audit entry; whether there was one.
+pub(super) async fn untrust_in(
+    tx: &mut PgConnection,
+    class: crate::protocol::ToolClass,
+    source: &str,
+    actor: &str,
+    why: &str,
+) -> Result<bool, StoreError> {
+    let gone = sqlx::query("DELETE FROM review_trust WHERE class = $1 AND source = $2")
+        .bind(class.as_str())
+        .bind(source)
+        .execute(&mut *tx)
+        .await?
+        .rows_affected();
+    if gone == 0 {
+        return Ok(false);
+    }
+    let draft = crate::server::store::review::trust_audit_draft(
+        actor,
+        "review_untrusted",
+        class,
+        source,
+        Some(why),
+    );
+    queue_audit(tx, vec![draft]).await?;
+    Ok(true)
 }

@@ -485,12 +485,12 @@ pub(super) mod tests {
     /// A fresh session row for store tests (the writer's tests use it too).
     pub(in crate::server::store) use crate::server::store::conformance::session;
 
-    /// RED TEAM (fails today): revoking a token frees the `source` names it claimed, but the
+    /// RED TEAM (fixed: revoking ends the names' trust first): revoking a token frees the `source` names it claimed, but the
     /// reviewer's trust in those names stays. The next `gates` token that opens a gate under
     /// the name (another agent's, polling `POST /api/v1/gates` until its `403
     /// source_claimed` turns into a claim) rides `exec/<name>`'s trust at once.
     #[tokio::test]
-    async fn redteam_a_freed_name_does_not_keep_its_trust() {
+    async fn a_freed_name_does_not_keep_its_trust() {
         use crate::protocol::ToolClass;
         use crate::server::store::review::{ReviewRepo, TrustRow};
         use crate::server::store::{OutsideRepo, TokenRepo, TokenRow};

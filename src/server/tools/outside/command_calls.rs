@@ -55,12 +55,10 @@ pub fn describe(
         floor_globs,
         floor_trees,
         unreadable,
-        // A run outside the sandbox is not the sandboxed run a rule or past approvals were
-        // given for: it has no subject.
-        rule_subject: command
-            .clone()
-            .filter(|_| !leaves_the_sandbox(fields))
-            .map(Subject::Command),
+        // A grant covers its command in the sandbox or out (Codex asks only about runs out of
+        // it, so its grants are made for those); the history reviewer keeps them apart.
+        rule_subject: command.clone().map(Subject::Command),
+        leaves_sandbox: leaves_the_sandbox(fields),
         floor_texts: fields
             .strings(Role::Prose)
             .into_iter()

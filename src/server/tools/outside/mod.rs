@@ -61,6 +61,10 @@ pub struct OutsideCall {
     pub cwd: Option<String>,
     /// What a standing rule matches (one path or one command), when there is one.
     pub rule_subject: Option<Subject>,
+    /// It asks to run outside its agent's sandbox, or with the sandbox widened (Claude Code's
+    /// `dangerouslyDisableSandbox`, Codex's `sandbox_permissions: "require_escalated"`): the
+    /// history reviewer keeps such runs apart from sandboxed ones of the same words.
+    pub leaves_sandbox: bool,
     /// The card's one line.
     pub summary: String,
     /// A unified diff, for file changes whose input carries one (or the text to make one).
@@ -82,6 +86,7 @@ impl OutsideCall {
             unknown_tool: None,
             cwd: None,
             rule_subject: None,
+            leaves_sandbox: false,
             summary,
             diff: None,
         }

@@ -515,7 +515,7 @@ fn paths_named_by_other_tools_are_floor_paths() {
 /// A call asking to run outside its sandbox, or to widen it, has no rule subject: a standing
 /// rule made for the sandboxed command never answers the escape, and none is offered for it.
 #[test]
-fn a_sandbox_escape_has_no_rule_subject() {
+fn a_sandbox_escape_is_marked_as_one() {
     for input in [
         json!({"command": "npm test", "dangerouslyDisableSandbox": true}),
         json!({"command": "npm test", "sandbox_permissions": "require_escalated"}),
@@ -524,7 +524,7 @@ fn a_sandbox_escape_has_no_rule_subject() {
         json!({"command": "npm test", "additional_permissions": {"network": true}}),
     ] {
         let call = describe("claude-code", "Bash", &input, Some("/w"));
-        assert_eq!(call.rule_subject, None, "{input}");
+        assert!(call.leaves_sandbox, "{input}");
     }
     let stays = describe(
         "codex",
@@ -536,6 +536,7 @@ fn a_sandbox_escape_has_no_rule_subject() {
         stays.rule_subject,
         Some(Subject::Command("npm test".into()))
     );
+    assert!(!stays.leaves_sandbox);
 }
 
 /// A read of several paths, or a glob reaching out of its folder, has no one-path rule subject.
