@@ -392,6 +392,31 @@ fn TokensTable(rows: RwSignal<Vec<TokenInfo>>) -> impl IntoView {
     }
 }
 
+/// The agents' names a token holds: another token opening gates under one is refused.
+fn agents_held(token: &TokenInfo) -> Option<impl IntoView + use<>> {
+    (!token.agents.is_empty()).then(|| {
+        let names = token.agents.join(", ");
+        view! {
+            <span class="token-agents" data-testid="token-agents"
+                title="Outside agents' names this token opened gates as first: no other token may use them until it is revoked">
+                "Agent: " {names}
+            </span>
+        }
+    })
+}
+
+/// What Revoke asks: what stops, and what its agents were given that ends with it.
+fn revoke_question(token: &TokenInfo) -> String {
+    let name = &token.name;
+    match token.agents.is_empty() {
+        true => format!("Revoke {name}? Whatever holds it stops working at once."),
+        false => format!(
+            "Revoke {name}? Whatever holds it stops working at once, and what {} was given ends with it: its grants and the reviewer's trust in it.",
+            token.agents.join(", ")
+        ),
+    }
+}
+
 #[component]
 fn TokenRow(
     token: TokenInfo,
@@ -407,23 +432,8 @@ fn TokenRow(
         None => "never".into_any(),
     };
     let help = scope_help(token.scope.known());
-    // The agents' names it holds: another token opening gates under one is refused.
-    let agents = (!token.agents.is_empty()).then(|| {
-        let names = token.agents.join(", ");
-        view! {
-            <span class="token-agents" data-testid="token-agents"
-                title="Outside agents' names this token opened gates as first: no other token may use them until it is revoked">
-                "Agent: " {names}
-            </span>
-        }
-    });
-    let question = match token.agents.is_empty() {
-        true => format!("Revoke {name}? Whatever holds it stops working at once."),
-        false => format!(
-            "Revoke {name}? Whatever holds it stops working at once, and what {} was given ends with it: its grants and the reviewer's trust in it.",
-            token.agents.join(", ")
-        ),
-    };
+    let agents = agents_held(&token);
+    let question = revoke_question(&token);
     view! {
         <tr data-testid="token-row" data-token=name.clone()>
             <td data-label="Name">
