@@ -250,6 +250,7 @@ mod tests {
     fn request_body() -> ApprovalRequestBody {
         ApprovalRequestBody {
             cwd: None,
+            source: None,
             approval_id: "a1".into(),
             session_id: "s1".into(),
             call_id: "c1".into(),

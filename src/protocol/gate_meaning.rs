@@ -104,6 +104,7 @@ mod tests {
         let text = |s: &str| s.to_owned();
         ApprovalRequestBody {
             cwd: None,
+            source: None,
             approval_id: "a".into(),
             session_id: "s".into(),
             call_id: "c".into(),

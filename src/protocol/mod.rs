@@ -440,6 +440,11 @@ pub struct ApprovalRequestBody {
     /// command). `None` for the built-in agent, whose calls run in its workspace.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
+    /// The outside agent that asks (its gate's `source`, which its token claimed): past
+    /// answers count for the reviewer only within one agent, whose tool and sandbox they were
+    /// given for. `None` for the built-in agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]

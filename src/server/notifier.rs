@@ -347,6 +347,7 @@ mod tests {
     pub(super) fn gate() -> ApprovalRequestBody {
         ApprovalRequestBody {
             cwd: None,
+            source: None,
             approval_id: "a1".into(),
             session_id: "s1".into(),
             call_id: "c".into(),

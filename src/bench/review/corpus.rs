@@ -189,6 +189,7 @@ impl Day {
         self.clock_ms += 5_000 + (self.rng.below(60) as i64) * 1_000;
         ApprovalRequestBody {
             cwd: None,
+            source: None,
             approval_id: ApprovalId::new(format!("apr-{n:05}")),
             session_id: SessionId::new(format!("ses-day-{}", self.day)),
             call_id: CallId::new(format!("call-{n:05}")),

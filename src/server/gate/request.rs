@@ -58,6 +58,7 @@ pub fn tool_gate(
     let card = tool_card(call, env, floor.then_some(common.reason_detail.as_str()));
     ApprovalRequestBody {
         cwd: None,
+        source: None,
         approval_id: common.approval_id,
         session_id: common.session_id,
         call_id: call.id.clone(),
@@ -123,6 +124,7 @@ pub fn decision_card(
     let (created_at, expires_at) = times(&common);
     ApprovalRequestBody {
         cwd: None,
+        source: None,
         approval_id: common.approval_id,
         session_id: common.session_id,
         call_id: call.id.clone(),

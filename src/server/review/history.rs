@@ -31,11 +31,12 @@
 //!   [`WRAPPERS`]) or code given on the line (`python -c`, `node -e`, [`INLINE_CODE`]), or
 //!   whose arguments are code or hidden writes (`awk`, `sed -i` or a `sed` script with
 //!   `e`/`w`, `find -exec`/`-delete`: [`programs`]) has none: it always goes to the person.
-//! - an outside shell call asking to run outside its agent's sandbox, or to widen it, has
-//!   none (its tool reading gives it no rule subject: `tools::outside`).
-//! - a file: its exact normalized path — absolute for an outside agent (resolved against the
-//!   card's working directory; a relative path with none has no subject), relative to the
-//!   workspace for the built-in agent — never a folder or extension pattern; and none when
+//! - an outside agent's call is headed by the agent's name, and a command's by its folder and
+//!   whether it leaves its agent's sandbox: `⟨codex in /home/me/app, outside the sandbox⟩ npm
+//!   test` (no name, or a command with no plain absolute folder: none). Past answers so count
+//!   within one agent, one folder and one side of the sandbox.
+//! - a file: its exact normalized path — absolute for an outside agent (a relative path has no
+//!   subject), relative to the workspace for the built-in agent — never a folder or extension pattern; and none when
 //!   the path is not written already normal (a `\`, a `.` or `..` segment, `//`, a trailing
 //!   `/`: [`is_normal_path`]), nor for an edit of a file that decides what a later command runs
 //!   (`package.json`, a `Makefile`, CI files, hooks, scripts: [`runs_what`]); none for a read
@@ -150,34 +151,59 @@ pub fn subject_of(card: &ApprovalRequestBody) -> Option<String> {
         return None;
     }
     let outside = card.kind == GateKind::External;
-    let subject = if outside {
-        outside_subject(card)?
-    } else {
-        tools::get(&card.tool)?.subject(&card.args)?
-    };
-    match subject {
-        Subject::Command(command) if outside => {
+    if outside {
+        return outside_agents_subject(card);
+    }
+    match tools::get(&card.tool)?.subject(&card.args)? {
+        Subject::Command(command) => command_subject(&command),
+        Subject::Path(path) => file_subject(card, &path, false),
+    }
+}
+
+/// An outside agent's subject: which agent, where, and whether it leaves its sandbox, then
+/// the command or the absolute path — `⟨codex in /home/me/app⟩ git status`. Past answers
+/// count only within one agent (its tool, its sandbox), one folder and one side of the
+/// sandbox. A built-in subject never holds an unquoted `⟨`, so never reads as one of these.
+/// None without the agent's name or a plain folder for a command.
+fn outside_agents_subject(card: &ApprovalRequestBody) -> Option<String> {
+    let source = card.source.as_deref().filter(|s| is_plain_source(s))?;
+    match outside_subject(card)? {
+        Subject::Command(command) => {
             let folder = working_folder(card)?;
             let sandbox = match leaves_sandbox(card) {
                 true => ", outside the sandbox",
                 false => "",
             };
+            let command = command_subject(&command)?;
             Some(format!(
-                "in {}{sandbox}: {}",
-                quoted(folder),
-                command_subject(&command)?
+                "⟨{source} in {}{sandbox}⟩ {command}",
+                quoted(folder)
             ))
         }
-        Subject::Command(command) => command_subject(&command),
         Subject::Path(path) => {
-            if !written_plainly(card) {
-                return None;
-            }
-            let path = exact_path(&path, outside)?;
-            let runs = card.class == ToolClass::Edit && runs_what::decides_what_runs(&path);
-            (!runs).then_some(path)
+            let path = file_subject(card, &path, true)?;
+            Some(format!("⟨{source}⟩ {path}"))
         }
     }
+}
+
+/// An agent's name as a gate checks it: lowercase letters, digits and `-`.
+fn is_plain_source(source: &str) -> bool {
+    !source.is_empty()
+        && source
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+}
+
+/// A read or edit's subject: the exact path when written plainly, never for an edit of a file
+/// that decides what runs.
+fn file_subject(card: &ApprovalRequestBody, path: &str, outside: bool) -> Option<String> {
+    if !written_plainly(card) {
+        return None;
+    }
+    let path = exact_path(path, outside)?;
+    let runs = card.class == ToolClass::Edit && runs_what::decides_what_runs(&path);
+    (!runs).then_some(path)
 }
 
 /// Where an outside agent's command runs, when its card names it plainly: an absolute,

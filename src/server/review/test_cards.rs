@@ -28,13 +28,17 @@ pub fn shell(command: &str) -> ApprovalRequestBody {
     gate
 }
 
+/// The agent an outside test card comes from.
+pub const OUTSIDE_AGENT: &str = "claude-code";
+
 /// The folder an outside agent's test card runs in.
 pub const OUTSIDE_CWD: &str = "/home/me/app";
 
-/// An outside agent's card (`kind: external`), run in [`OUTSIDE_CWD`].
+/// An outside agent's card (`kind: external`) from [`OUTSIDE_AGENT`], run in [`OUTSIDE_CWD`].
 pub fn outside(tool: &str, class: ToolClass, args: Value) -> ApprovalRequestBody {
     let mut gate = card(tool, class, args);
     gate.kind = GateKind::External;
     gate.cwd = Some(OUTSIDE_CWD.into());
+    gate.source = Some(OUTSIDE_AGENT.into());
     gate
 }

@@ -256,6 +256,7 @@ mod tests {
         assert_eq!(approve_label(&run), "Approve running this command");
         let plain = ApprovalRequestBody {
             cwd: None,
+            source: None,
             reason: GateReason::Mode,
             ..write
         };

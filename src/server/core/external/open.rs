@@ -350,6 +350,7 @@ impl Core {
             turn_id: format!("ext-{approval_id}").into(),
             body: ApprovalRequestBody {
                 cwd: checked.cwd.clone(),
+                source: Some(checked.source.clone()),
                 call_id: format!("ext-{approval_id}").into(),
                 approval_id,
                 session_id: session_id.clone(),

@@ -222,7 +222,7 @@ fn an_outside_agents_call_is_read_as_its_tool_reads_it() {
     let bash = outside("Bash", ToolClass::Exec, json!({"command": "git status -s"}));
     assert_eq!(
         subject_of(&bash).as_deref(),
-        Some("in /home/me/app: git status -s")
+        Some("⟨claude-code in /home/me/app⟩ git status -s")
     );
     let edit = outside(
         "Edit",
@@ -231,8 +231,39 @@ fn an_outside_agents_call_is_read_as_its_tool_reads_it() {
     );
     assert_eq!(
         subject_of(&edit).as_deref(),
-        Some("/home/me/app/src/lib.rs")
+        Some("⟨claude-code⟩ /home/me/app/src/lib.rs")
     );
+    // Without the agent's name (a card stored before it was kept) there is none.
+    let mut nameless = bash.clone();
+    nameless.source = None;
+    assert_eq!(subject_of(&nameless), None);
+}
+
+/// Past answers count only within one agent: Claude Code's sandboxed `Bash` approvals say
+/// nothing of opencode's `bash` (no sandbox) running the same words in the same folder, nor
+/// of a built-in command that would spell the outside subject.
+#[test]
+fn approvals_count_only_for_the_agent_they_were_given_to() {
+    let mut opencode = outside("bash", ToolClass::Exec, json!({"command": "npm test"}));
+    opencode.source = Some("opencode".into());
+    let claude = outside("Bash", ToolClass::Exec, json!({"command": "npm test"}));
+    assert_ne!(subject_of(&opencode), subject_of(&claude));
+    let past: Vec<PastAnswer> = (0..5)
+        .map(|_| PastAnswer {
+            tool: "Bash".into(),
+            class: ToolClass::Exec,
+            subject: subject_of(&claude),
+            approved: true,
+            refused: false,
+        })
+        .collect();
+    assert_eq!(predict(&claude, &past).predicted, Predicted::Approve);
+    assert_eq!(predict(&opencode, &past).predicted, Predicted::Escalate);
+    let spelled = shell("'⟨claude-code' in /home/me/app⟩ npm test");
+    assert_ne!(subject_of(&spelled), subject_of(&claude));
+    let mut odd = claude.clone();
+    odd.source = Some("Claude Code".into());
+    assert_eq!(subject_of(&odd), None, "a name no gate accepts");
 }
 
 /// The red-team's: five approved writes of root `*.json` files, then `settings.json` of
@@ -534,7 +565,7 @@ fn an_outside_command_is_matched_only_in_the_folder_it_runs_in() {
     );
     let subject = subject_of(&codex).unwrap_or_default();
     assert!(
-        subject.starts_with("in /home/me/app: cd ") && subject.contains("thesis"),
+        subject.starts_with("⟨claude-code in /home/me/app⟩ cd ") && subject.contains("thesis"),
         "{subject}"
     );
     assert_ne!(subject_of(&codex), subject_of(&clean(Some("/home/me/app"))));
@@ -696,11 +727,11 @@ fn a_path_not_written_plainly_has_no_subject() {
     }
     assert_eq!(
         subject_of(&write("/home/me/app/src/a.rs")).as_deref(),
-        Some("/home/me/app/src/a.rs")
+        Some("⟨claude-code⟩ /home/me/app/src/a.rs")
     );
     assert_eq!(
         subject_of(&write("C:/Users/me/app/a.rs")).as_deref(),
-        Some("/c:/Users/me/app/a.rs")
+        Some("⟨claude-code⟩ /c:/Users/me/app/a.rs")
     );
 }
 
