@@ -316,7 +316,7 @@ pub async fn a_grant_in_force_is_read_by_id(store: Arc<dyn Store>) {
 /// Revoking the token that holds an agent's name ends what that agent was given — the
 /// reviewer's trust in it and its grants in force, each audited — before the name is free
 /// for the next token: another agent claiming it inherits nothing. Another agent's grant
-/// and trust stay.
+/// and trust stay, until a token first claims that name.
 pub async fn a_freed_name_takes_its_grants_and_trust_with_it(store: Arc<dyn Store>) {
     use crate::protocol::{Scope, ToolClass};
     use crate::server::store::TokenRow;
@@ -390,16 +390,22 @@ pub async fn a_freed_name_takes_its_grants_and_trust_with_it(store: Arc<dyn Stor
             .unwrap(),
         "token:freed-next"
     );
+    // What was given under a name no token held (an admin's gates, a database from before
+    // names were claimed) is not the first claimant's: its claim ends it.
+    store
+        .claim_source("kept-agent", "token:freed-next")
+        .await
+        .unwrap();
+    assert!(listed(&store, "kept-grant").await.is_none());
+    let trusts = store.trusted_classes().await.unwrap();
     assert!(
-        store
-            .revoke_rule(&"kept-grant".into(), "browser")
-            .await
-            .unwrap()
+        !trusts.iter().any(|t| t.source == "kept-agent"),
+        "{trusts:?}"
     );
-    assert!(
-        store
-            .untrust_class(ToolClass::Exec, "kept-agent", "browser", "test")
-            .await
-            .unwrap()
-    );
+    let ended = store
+        .audit_after(0, 1000, Some("rule_revoked"), Some("kept-grant"))
+        .await
+        .unwrap();
+    assert_eq!(ended.len(), 1, "{ended:?}");
+    assert_eq!(ended[0].actor, "token:freed-next");
 }

@@ -549,17 +549,24 @@ pub fn token_audit_draft(
 pub const NAME_FREED: &str =
     "the token that held this agent's name was revoked: what the agent was given ends with it";
 
-/// The audit entry of a grant ended because its agent's token was revoked.
+/// Why what was given under an agent's name ends when a token first claims it: it was given
+/// while no token held the name (an admin's gates, a database from before names were
+/// claimed, a card answered after its token was revoked), so it is not this token's.
+pub const NAME_CLAIMED: &str =
+    "a token claimed this agent's name: what was given under it while no token held it ends";
+
+/// The audit entry of a grant ended with its agent's name (freed or newly claimed: `why`).
 pub fn grant_ended_draft(
     actor: &str,
     rule_id: &str,
     source: &str,
+    why: &str,
 ) -> crate::server::audit::AuditDraft {
     crate::server::audit::AuditDraft {
         actor: actor.to_owned(),
         action: "rule_revoked",
         subject: rule_id.to_owned(),
-        detail: serde_json::json!({ "source": source, "why": NAME_FREED }),
+        detail: serde_json::json!({ "source": source, "why": why }),
     }
 }
 

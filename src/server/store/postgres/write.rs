@@ -8,8 +8,8 @@ use super::read::from_json;
 use crate::protocol::{ApprovalId, Event, SessionId, Timestamp, TurnId};
 use crate::server::audit;
 use crate::server::store::{
-    Commit, GateChange, LeaseStep, NAME_FREED, NewEvent, SessionRow, StoreError, TokenRow,
-    grant_ended_draft, source_claim_draft, token_audit_draft,
+    Commit, GateChange, LeaseStep, NAME_CLAIMED, NAME_FREED, NewEvent, SessionRow, StoreError,
+    TokenRow, grant_ended_draft, source_claim_draft, token_audit_draft,
 };
 
 fn to_json<T: serde::Serialize>(session_id: &str, value: &T) -> Result<String, StoreError> {
@@ -443,30 +443,40 @@ async fn end_what_its_names_were_given(
         .fetch_all(&mut *tx)
         .await?;
     for (name,) in names {
-        let classes: Vec<(String,)> =
-            sqlx::query_as("SELECT class FROM review_trust WHERE source = $1 FOR UPDATE")
-                .bind(&name)
-                .fetch_all(&mut *tx)
-                .await?;
-        for (class,) in classes {
-            if let Some(class) = crate::protocol::ToolClass::parse(&class) {
-                untrust_in(&mut *tx, class, &name, actor, NAME_FREED).await?;
-            }
-        }
-        let grants: Vec<(String,)> = sqlx::query_as(
-            "UPDATE rules SET revoked_at = $1 WHERE source = $2 AND revoked_at IS NULL RETURNING id",
-        )
-        .bind(Timestamp::now().as_str())
-        .bind(&name)
-        .fetch_all(&mut *tx)
-        .await?;
-        let drafts = grants
-            .iter()
-            .map(|(id,)| grant_ended_draft(actor, id, &name))
-            .collect();
-        queue_audit(&mut *tx, drafts).await?;
+        end_what_a_name_was_given(&mut *tx, &name, actor, NAME_FREED).await?;
     }
     Ok(())
+}
+
+/// The reviewer's trust in `name` and its grants in force end, each audited with `why`.
+async fn end_what_a_name_was_given(
+    tx: &mut PgConnection,
+    name: &str,
+    actor: &str,
+    why: &str,
+) -> Result<(), StoreError> {
+    let classes: Vec<(String,)> =
+        sqlx::query_as("SELECT class FROM review_trust WHERE source = $1 FOR UPDATE")
+            .bind(name)
+            .fetch_all(&mut *tx)
+            .await?;
+    for (class,) in classes {
+        if let Some(class) = crate::protocol::ToolClass::parse(&class) {
+            untrust_in(&mut *tx, class, name, actor, why).await?;
+        }
+    }
+    let grants: Vec<(String,)> = sqlx::query_as(
+        "UPDATE rules SET revoked_at = $1 WHERE source = $2 AND revoked_at IS NULL RETURNING id",
+    )
+    .bind(Timestamp::now().as_str())
+    .bind(name)
+    .fetch_all(&mut *tx)
+    .await?;
+    let drafts = grants
+        .iter()
+        .map(|(id,)| grant_ended_draft(actor, id, name, why))
+        .collect();
+    queue_audit(&mut *tx, drafts).await
 }
 
 /// Who `source` belongs to, claimed for `actor` when nobody has: the insert that does not
@@ -501,6 +511,7 @@ pub async fn claim_source(pool: &PgPool, source: &str, actor: &str) -> Result<St
         return Ok(owner);
     }
     queue_audit(&mut tx, vec![source_claim_draft(source, actor)]).await?;
+    end_what_a_name_was_given(&mut tx, source, actor, NAME_CLAIMED).await?;
     tx.commit().await?;
     Ok(actor.to_owned())
 }

@@ -8,7 +8,7 @@ use super::batch::Done;
 use super::write::insert_session;
 use crate::protocol::{ApprovalId, SessionId, Timestamp};
 use crate::server::store::{
-    ExternalGate, NAME_FREED, SessionRow, StoreError, TokenRow, grant_ended_draft,
+    ExternalGate, NAME_CLAIMED, NAME_FREED, SessionRow, StoreError, TokenRow, grant_ended_draft,
     source_claim_draft, token_audit_draft,
 };
 
@@ -36,25 +36,36 @@ fn end_what_its_names_were_given(
         .query_map(params![credential], |r| r.get(0))?
         .collect::<rusqlite::Result<_>>()?;
     for name in names {
-        let classes: Vec<String> = sp
-            .prepare_cached("SELECT class FROM review_trust WHERE source = ?1")?
-            .query_map(params![name], |r| r.get(0))?
-            .collect::<rusqlite::Result<_>>()?;
-        for class in classes {
-            super::review::untrust_in(sp, &class, &name, actor, NAME_FREED)?;
-        }
-        let grants: Vec<String> = sp
-            .prepare_cached(
-                "UPDATE rules SET revoked_at = ?1 WHERE source = ?2 AND revoked_at IS NULL RETURNING id",
-            )?
-            .query_map(params![Timestamp::now(), name], |r| r.get(0))?
-            .collect::<rusqlite::Result<_>>()?;
-        let drafts = grants
-            .iter()
-            .map(|id| grant_ended_draft(actor, id, &name))
-            .collect();
-        super::write::chain_audit(sp, drafts)?;
+        end_what_a_name_was_given(sp, &name, actor, NAME_FREED)?;
     }
+    Ok(())
+}
+
+/// The reviewer's trust in `name` and its grants in force end, each audited with `why`.
+fn end_what_a_name_was_given(
+    sp: &rusqlite::Savepoint<'_>,
+    name: &str,
+    actor: &str,
+    why: &str,
+) -> Result<(), StoreError> {
+    let classes: Vec<String> = sp
+        .prepare_cached("SELECT class FROM review_trust WHERE source = ?1")?
+        .query_map(params![name], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    for class in classes {
+        super::review::untrust_in(sp, &class, name, actor, why)?;
+    }
+    let grants: Vec<String> = sp
+        .prepare_cached(
+            "UPDATE rules SET revoked_at = ?1 WHERE source = ?2 AND revoked_at IS NULL RETURNING id",
+        )?
+        .query_map(params![Timestamp::now(), name], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    let drafts = grants
+        .iter()
+        .map(|id| grant_ended_draft(actor, id, name, why))
+        .collect();
+    super::write::chain_audit(sp, drafts)?;
     Ok(())
 }
 
@@ -205,6 +216,7 @@ impl SqliteStore {
                 )?
                 .execute(params![source, actor, Timestamp::now()])?;
                 super::write::chain_audit(sp, vec![source_claim_draft(&source, &actor)])?;
+                end_what_a_name_was_given(sp, &source, &actor, NAME_CLAIMED)?;
                 Ok(Done::Text(actor.clone()))
             })
             .await?;
