@@ -89,7 +89,22 @@ pub struct Callback {
     code: Option<String>,
     state: Option<String>,
     error: Option<String>,
-    error_description: Option<String>,
+}
+
+/// What the page says of a provider's refusal: its error code when it is one (`access_denied`,
+/// lowercase letters and `_`), never its free-text `error_description` — anyone can send a
+/// person this address with any words in it, and the page must not speak them.
+fn provider_error_shown(error: Option<&str>) -> String {
+    match error {
+        Some(code)
+            if !code.is_empty()
+                && code.len() <= 64
+                && code.bytes().all(|b| b.is_ascii_lowercase() || b == b'_') =>
+        {
+            format!("`{code}`")
+        }
+        _ => "the provider sent no code".into(),
+    }
 }
 
 /// `GET /auth/oidc/callback`.
@@ -103,11 +118,7 @@ pub async fn callback(
         Err(page) => return *page,
     };
     let (Some(code), Some(given_state)) = (query.code.as_deref(), query.state.as_deref()) else {
-        let why = query
-            .error_description
-            .or(query.error)
-            .map(|why| crate::text::truncate(&why, 200))
-            .unwrap_or_else(|| "the provider sent no code".into());
+        let why = provider_error_shown(query.error.as_deref());
         return page(
             StatusCode::FORBIDDEN,
             &format!("The provider did not sign you in: {why}"),
@@ -179,6 +190,29 @@ fn page(status: StatusCode, words: &str) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Only an error code is shown; a description or anything else anyone put in the link
+    /// is not.
+    #[test]
+    fn a_providers_refusal_is_shown_by_its_code_only() {
+        assert_eq!(
+            provider_error_shown(Some("access_denied")),
+            "`access_denied`"
+        );
+        for odd in [
+            Some("Your account is locked, call +1 555"),
+            Some("<b>x</b>"),
+            Some(""),
+            Some("ACCESS_DENIED"),
+            None,
+        ] {
+            assert_eq!(
+                provider_error_shown(odd),
+                "the provider sent no code",
+                "{odd:?}"
+            );
+        }
+    }
 
     #[test]
     fn the_flow_cookie_is_read_only_when_it_could_be_ours() {
