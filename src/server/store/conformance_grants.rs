@@ -356,6 +356,13 @@ pub async fn a_freed_name_takes_its_grants_and_trust_with_it(store: Arc<dyn Stor
         };
         assert!(store.trust_class(&trust, "browser").await.unwrap());
     }
+    revoking_ends_what_its_names_were_given(&store).await;
+    a_first_claim_ends_what_no_token_held(&store).await;
+}
+
+/// The holder is revoked: its name's trust and grant end, audited; another agent's stay; the
+/// name is free.
+async fn revoking_ends_what_its_names_were_given(store: &Arc<dyn Store>) {
     assert!(store.delete_token("freed-holder", "browser").await.unwrap());
     let trusts = store.trusted_classes().await.unwrap();
     assert!(
@@ -364,10 +371,10 @@ pub async fn a_freed_name_takes_its_grants_and_trust_with_it(store: Arc<dyn Stor
     );
     assert!(trusts.iter().any(|t| t.source == "kept-agent"));
     assert!(
-        listed(&store, "freed-grant").await.is_none(),
+        listed(store, "freed-grant").await.is_none(),
         "the freed agent's grant is revoked"
     );
-    assert!(listed(&store, "kept-grant").await.is_some());
+    assert!(listed(store, "kept-grant").await.is_some());
     let revoked = store
         .audit_after(0, 1000, Some("rule_revoked"), Some("freed-grant"))
         .await
@@ -390,13 +397,16 @@ pub async fn a_freed_name_takes_its_grants_and_trust_with_it(store: Arc<dyn Stor
             .unwrap(),
         "token:freed-next"
     );
-    // What was given under a name no token held (an admin's gates, a database from before
-    // names were claimed) is not the first claimant's: its claim ends it.
+}
+
+/// What was given under a name no token held (an admin's gates, a database from before names
+/// were claimed) is not the first claimant's: its claim ends it.
+async fn a_first_claim_ends_what_no_token_held(store: &Arc<dyn Store>) {
     store
         .claim_source("kept-agent", "token:freed-next")
         .await
         .unwrap();
-    assert!(listed(&store, "kept-grant").await.is_none());
+    assert!(listed(store, "kept-grant").await.is_none());
     let trusts = store.trusted_classes().await.unwrap();
     assert!(
         !trusts.iter().any(|t| t.source == "kept-agent"),

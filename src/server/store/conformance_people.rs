@@ -71,9 +71,15 @@ pub async fn people_are_one_per_email_and_bound_once(store: Arc<dyn Store>) {
             .map(|p| p.id),
         Some("pe-1".into())
     );
-
-    // Bound once: a second binding (of anyone) is refused, the first holds.
     let issuer = "http://127.0.0.1:9/";
+    bound_once(&store, issuer).await;
+    changed_whole(&store).await;
+    removed_everywhere(&store, issuer, &again).await;
+    each_change_audited_once(&store).await;
+}
+
+/// Bound once: a second binding (of anyone) is refused, the first holds.
+async fn bound_once(store: &Arc<dyn Store>, issuer: &str) {
     assert!(
         store
             .bind_person("pe-1", issuer, "sub-a", Some("Alice"))
@@ -114,8 +120,10 @@ pub async fn people_are_one_per_email_and_bound_once(store: Arc<dyn Store>) {
             .unwrap()
             .is_none()
     );
+}
 
-    // A change replaces roles and groups whole.
+/// A change replaces roles and groups whole.
+async fn changed_whole(store: &Arc<dyn Store>) {
     let changed = store
         .change_person(
             "pe-1",
@@ -136,8 +144,10 @@ pub async fn people_are_one_per_email_and_bound_once(store: Arc<dyn Store>) {
             .unwrap()
             .is_none()
     );
+}
 
-    // Removed: gone for every lookup, and the email is free again.
+/// Removed: gone for every lookup, and the email is free again.
+async fn removed_everywhere(store: &Arc<dyn Store>, issuer: &str, again: &Person) {
     let removed = store
         .remove_person("pe-1", draft("person_removed", "pe-1"))
         .await
@@ -160,11 +170,13 @@ pub async fn people_are_one_per_email_and_bound_once(store: Arc<dyn Store>) {
             .is_none()
     );
     store
-        .add_person(&again, draft("person_invited", "pe-2"))
+        .add_person(again, draft("person_invited", "pe-2"))
         .await
         .unwrap();
+}
 
-    // Each change is one audit entry, only those that changed something.
+/// Each change is one audit entry, only those that changed something.
+async fn each_change_audited_once(store: &Arc<dyn Store>) {
     let actions: Vec<(String, String)> = store
         .audit_after(0, 10_000, None, None)
         .await
