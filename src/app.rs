@@ -18,10 +18,11 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
     crate::server::csp::set_page_policy();
     let viewer = Viewer::current();
     let (scope, modes) = (viewer.scope_attr(), viewer.modes.attr());
+    // Who is signed in (absent for the admin's own login): the header says so.
+    let person = viewer.person.clone();
     // Which browser login this is (a digest that grants nothing): a card tells this browser's
     // answers from another's by it.
     let login = crate::ui::card::answered_by::reader_login();
-    let person = crate::ui::viewer::signed_in_person();
     // The page's own scripts carry the render's nonce too, as every script of a page does.
     let nonce = use_nonce().map(|n| n.to_string());
     view! {

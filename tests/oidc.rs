@@ -19,6 +19,7 @@ use std::process::{Child, Command, Stdio};
 
 use reqwest::{Method, StatusCode, Url};
 use serde_json::{Value, json};
+use support::walk;
 use support::*;
 
 const CLIENT_ID: &str = "countersign-test";
@@ -239,6 +240,12 @@ async fn with_cookie(srv: &TestServer, cookie: &str, path: &str) -> StatusCode {
         .status()
 }
 
+/// Replaces the person `id`'s roles (as an admin).
+async fn set_roles(srv: &TestServer, id: &str, roles: Value) -> Resp {
+    srv.put(&format!("/api/v1/people/{id}"), json!({ "roles": roles }))
+        .await
+}
+
 fn person<'a>(people: &'a Value, email: &str) -> Option<&'a Value> {
     people
         .as_array()
@@ -353,7 +360,7 @@ async fn people_sign_in_with_a_real_provider_and_only_those_let_in() {
         .unwrap();
     assert!(
         page.contains(r#"data-person="alice@example.test""#)
-            && page.contains(r#"class="signed-in-as muted">alice@example.test<"#),
+            && page.contains(r#"data-testid="signed-in-email">alice@example.test<"#),
         "{page}"
     );
     // An approver is no admin.
@@ -391,28 +398,47 @@ async fn people_sign_in_with_a_real_provider_and_only_those_let_in() {
         .is_none()
     );
 
-    // An allowed domain's person joins as a viewer, and viewers do not sign in yet …
+    // An allowed domain's person joins as a viewer, and signs in to read: sessions yes,
+    // a push subscription (which exists to answer) no …
     let bob = sign_in(&srv, "bob").await;
-    assert_eq!(bob.status, StatusCode::FORBIDDEN);
-    assert!(
-        bob.page.contains("viewers cannot sign in yet"),
-        "{}",
-        bob.page
+    assert_eq!(bob.status, StatusCode::OK, "{}", bob.page);
+    let bob_viewer = bob.session.expect("a viewer's session cookie");
+    assert_eq!(
+        with_cookie(&srv, &bob_viewer, "/api/v1/sessions").await,
+        StatusCode::OK
     );
-    assert!(bob.session.is_none());
+    assert_eq!(
+        with_cookie(&srv, &bob_viewer, "/api/v1/push/key").await,
+        StatusCode::FORBIDDEN
+    );
+    let page = send(
+        srv.anon(Method::GET, "/inbox")
+            .header("cookie", &bob_viewer)
+            .header("sec-fetch-site", "same-origin"),
+    )
+    .await;
+    assert!(
+        page.body.contains(r#"data-scope="view""#)
+            && page.body.contains(r#"data-person="bob@example.test""#),
+        "{page:?}"
+    );
     let people = srv.get("/api/v1/people").await.expect(200);
     let bob_row = person(&people, "bob@example.test")
         .expect("bob joined")
         .clone();
     assert_eq!(bob_row["roles"], json!(["viewer"]));
     let bob_id = bob_row["id"].as_str().unwrap().to_owned();
-    // … until an admin makes them an approver.
+    // … until an admin makes them an approver: the same login answers now.
     srv.put(
         &format!("/api/v1/people/{bob_id}"),
         json!({"roles": ["approver"]}),
     )
     .await
     .expect(200);
+    assert_eq!(
+        with_cookie(&srv, &bob_viewer, "/api/v1/push/key").await,
+        StatusCode::OK
+    );
     let bob = sign_in(&srv, "bob").await;
     assert_eq!(bob.status, StatusCode::OK, "{}", bob.page);
     let bob_cookie = bob.session.expect("a session cookie");
@@ -442,8 +468,8 @@ async fn people_sign_in_with_a_real_provider_and_only_those_let_in() {
     );
     assert!(tampered.session.is_none());
 
-    // Removing a person ends their session at once; so does taking away every role that
-    // signs in.
+    // Removing a person ends their session at once; making them a viewer ends what their
+    // logins could answer (and the pushes they subscribed to), not their reading.
     srv.delete(&format!("/api/v1/people/{alice_id}"))
         .await
         .expect(204);
@@ -462,7 +488,18 @@ async fn people_sign_in_with_a_real_provider_and_only_those_let_in() {
     .expect(200);
     assert_eq!(
         with_cookie(&srv, &bob_cookie, "/api/v1/sessions").await,
-        StatusCode::UNAUTHORIZED
+        StatusCode::OK
+    );
+    assert_eq!(
+        with_cookie(&srv, &bob_cookie, "/api/v1/push/key").await,
+        StatusCode::FORBIDDEN
+    );
+    assert!(
+        srv.get("/api/v1/push/subscriptions")
+            .await
+            .expect(200)
+            .as_array()
+            .is_some_and(Vec::is_empty)
     );
 
     // The audit names each person and each refusal.
@@ -488,11 +525,12 @@ async fn people_sign_in_with_a_real_provider_and_only_those_let_in() {
 
 // ---- Red team (issue 41, step 1): each of these failed when it was written. ----
 
-/// A token made by a person would keep everything it grants after they are removed (tokens
-/// do not yet record who made them): so a person who signed in, even an admin, makes none —
-/// 403, nothing stored — and removing them ends all they hold.
+/// A token belongs to its maker: an admin who signed in makes one (owned by her, acting as
+/// `person:<email> via token:<name>`); it never does more than her roles give now (made an
+/// approver, her admin token approves; made a viewer, it reads), an approver makes none, and
+/// removing her revokes it (audited) along with her browser login.
 #[tokio::test(flavor = "multi_thread")]
-async fn a_person_makes_no_token_that_would_outlive_them() {
+async fn a_persons_token_is_theirs_and_never_outgrows_them() {
     set_secret();
     let Some(idp) = start_idp() else { return };
     let srv = server_for(&idp, "").await;
@@ -503,27 +541,255 @@ async fn a_person_makes_no_token_that_would_outlive_them() {
         )
         .await
         .expect(201);
+    let alice_id = alice["id"].as_str().unwrap().to_owned();
     let signed = sign_in(&srv, "alice").await;
     assert_eq!(signed.status, StatusCode::OK, "{}", signed.page);
     let cookie = signed.session.unwrap();
-    // Signed in, Alice tries to make herself an admin token, as the Tokens page would.
-    let made = send(
+    let make = |name: &'static str, scope: &'static str| {
         srv.anon(Method::POST, "/api/v1/tokens")
             .header("cookie", &cookie)
             .header("sec-fetch-site", "same-origin")
-            .json(&json!({"name": "alices-laptop", "scope": "admin"})),
-    )
-    .await;
-    assert_eq!(made.status, StatusCode::FORBIDDEN, "{}", made.body);
+            .json(&json!({"name": name, "scope": scope}))
+    };
+    // Signed in, Alice makes herself an admin token, as the Tokens page would.
+    let made = send(make("alices-laptop", "admin")).await;
+    assert_eq!(made.status, StatusCode::CREATED, "{}", made.body);
+    let secret = serde_json::from_str::<Value>(&made.body).unwrap()["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let listed = srv.get("/api/v1/tokens").await.expect(200);
-    assert!(!listed.to_string().contains("alices-laptop"), "{listed}");
-    // An admin removes her: her browser login ends …
-    srv.delete(&format!("/api/v1/people/{}", alice["id"].as_str().unwrap()))
+    let row = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "alices-laptop")
+        .expect("listed")
+        .clone();
+    assert_eq!(row["owner"], "alice@example.test");
+    let bearer = |path: &str| {
+        let rb = srv.anon(Method::GET, path).bearer_auth(&secret);
+        async move { rb.send().await.unwrap().status() }
+    };
+    assert_eq!(bearer("/api/v1/config").await, StatusCode::OK);
+    // An approver now: her admin token approves, and makes no tokens.
+    set_roles(&srv, &alice_id, json!(["approver"]))
+        .await
+        .expect(200);
+    assert_eq!(bearer("/api/v1/config").await, StatusCode::FORBIDDEN);
+    assert_eq!(bearer("/api/v1/push/key").await, StatusCode::OK);
+    assert_eq!(
+        send(make("another", "view")).await.status,
+        StatusCode::FORBIDDEN
+    );
+    // A viewer: it reads, and answers nothing.
+    set_roles(&srv, &alice_id, json!(["viewer"]))
+        .await
+        .expect(200);
+    assert_eq!(bearer("/api/v1/sessions").await, StatusCode::OK);
+    assert_eq!(bearer("/api/v1/push/key").await, StatusCode::FORBIDDEN);
+    // An admin again, then removed: the token is revoked with her login.
+    set_roles(&srv, &alice_id, json!(["admin"]))
+        .await
+        .expect(200);
+    assert_eq!(bearer("/api/v1/config").await, StatusCode::OK);
+    srv.delete(&format!("/api/v1/people/{alice_id}"))
         .await
         .expect(204);
+    assert_eq!(bearer("/api/v1/sessions").await, StatusCode::UNAUTHORIZED);
     assert_eq!(
         with_cookie(&srv, &cookie, "/api/v1/sessions").await,
         StatusCode::UNAUTHORIZED
+    );
+    let listed = srv.get("/api/v1/tokens").await.expect(200);
+    assert!(!listed.to_string().contains("alices-laptop"), "{listed}");
+    let actions = audit_actions(&srv).await;
+    for (actor, action) in [
+        ("person:alice@example.test", "token_created"),
+        ("token:admin", "token_revoked"),
+    ] {
+        assert!(
+            actions.contains(&(actor.to_owned(), action.to_owned())),
+            "{actor} {action} in {actions:?}"
+        );
+    }
+}
+
+/// Roles on every route (issue 41, point 2): three people signed in through the real
+/// provider — an admin, an approver, a viewer — a `view` token the admin made for a dashboard,
+/// and an agent's `gates` token are each sent every declared route and server function: `403`
+/// from the route's check exactly where the role may not go, never `401`.
+#[tokio::test(flavor = "multi_thread")]
+async fn every_route_gives_each_role_what_it_allows() {
+    set_secret();
+    let Some(idp) = start_idp() else { return };
+    let srv = server_for(&idp, "").await;
+    let routes = srv.server.as_ref().unwrap().routes.clone();
+    let mut people = Vec::new();
+    for (account, email, role, scope) in [
+        ("alice", "alice@example.test", "admin", walk::ADMIN_REACHES),
+        (
+            "bob",
+            "bob@example.test",
+            "approver",
+            walk::APPROVER_REACHES,
+        ),
+        ("carol", "carol@other.test", "viewer", walk::VIEWER_REACHES),
+    ] {
+        srv.post("/api/v1/people", json!({"email": email, "roles": [role]}))
+            .await
+            .expect(201);
+        let signed = sign_in(&srv, account).await;
+        assert_eq!(signed.status, StatusCode::OK, "{}", signed.page);
+        people.push((role, scope, signed.session.expect("a session cookie")));
+    }
+    let made = send(
+        srv.anon(Method::POST, "/api/v1/tokens")
+            .header("cookie", &people[0].2)
+            .header("sec-fetch-site", "same-origin")
+            .json(&json!({"name": "wall", "scope": "view"})),
+    )
+    .await;
+    assert_eq!(made.status, StatusCode::CREATED, "{}", made.body);
+    let wall = serde_json::from_str::<Value>(&made.body).unwrap()["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let hook = srv
+        .post("/api/v1/tokens", json!({"name": "hook", "scope": "gates"}))
+        .await
+        .expect(201)["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for (role, reaches, cookie) in &people {
+        walk::walk_as(
+            &srv,
+            &routes,
+            walk::Presented::Cookie(cookie),
+            reaches,
+            role,
+        )
+        .await;
+    }
+    let tokens = [
+        (&wall, walk::VIEWER_REACHES, "a view token"),
+        (&hook, walk::GATES_REACHES, "a gates token"),
+    ];
+    for (secret, reaches, what) in tokens {
+        walk::walk_as(
+            &srv,
+            &routes,
+            walk::Presented::Bearer(secret),
+            reaches,
+            what,
+        )
+        .await;
+    }
+    // Nothing in the walk ended a login.
+    for (role, _, cookie) in &people {
+        let still = with_cookie(&srv, cookie, "/api/v1/sessions").await;
+        assert_eq!(still, StatusCode::OK, "{role}");
+    }
+}
+
+/// A waiting card: a viewer's answer is refused (`403`, the card still waits), an approver's
+/// is taken and names them, and an answer through a person's token names the person and the
+/// token (`person:<email> via token:<name>`), in the gate's state and in the audit; the
+/// figures count both answers as the person's.
+#[tokio::test(flavor = "multi_thread")]
+async fn answers_name_the_person_and_a_viewer_answers_nothing() {
+    set_secret();
+    let Some(idp) = start_idp() else { return };
+    let srv = server_for(&idp, "").await;
+    let mut cookies = HashMap::new();
+    for (account, email, role) in [
+        ("alice", "alice@example.test", "admin"),
+        ("bob", "bob@example.test", "approver"),
+        ("carol", "carol@other.test", "viewer"),
+    ] {
+        srv.post("/api/v1/people", json!({"email": email, "roles": [role]}))
+            .await
+            .expect(201);
+        let signed = sign_in(&srv, account).await;
+        assert_eq!(signed.status, StatusCode::OK, "{}", signed.page);
+        cookies.insert(account, signed.session.unwrap());
+    }
+    let as_person = |account: &str, method: Method, path: &str| {
+        srv.anon(method, path)
+            .header("cookie", &cookies[account])
+            .header("sec-fetch-site", "same-origin")
+    };
+    let made = send(
+        as_person("alice", Method::POST, "/api/v1/tokens")
+            .json(&json!({"name": "alices-phone", "scope": "approve"})),
+    )
+    .await;
+    assert_eq!(made.status, StatusCode::CREATED, "{}", made.body);
+    let phone = serde_json::from_str::<Value>(&made.body).unwrap()["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let hook = srv
+        .post("/api/v1/tokens", json!({"name": "hook", "scope": "gates"}))
+        .await
+        .expect(201);
+    let agent = Api::new(&srv.base).with_token(hook["token"].as_str().unwrap());
+    let gate = |session: &str| {
+        json!({"source": "claude-code", "external_session": session,
+               "tool": {"name": "Bash", "input": {"command": "make deploy"}}})
+    };
+    let answer_path = |gate: &Value| {
+        format!(
+            "/api/v1/sessions/{}/approvals/{}",
+            gate["session_id"].as_str().unwrap(),
+            gate["approval_id"].as_str().unwrap()
+        )
+    };
+    let first = agent.post("/api/v1/gates", gate("one")).await.expect(201);
+    let approve = json!({"decision": "approve"});
+    let carol = send(as_person("carol", Method::POST, &answer_path(&first)).json(&approve)).await;
+    assert_eq!(carol.status, StatusCode::FORBIDDEN, "{}", carol.body);
+    let id = first["approval_id"].as_str().unwrap();
+    let waiting = agent.get(&format!("/api/v1/gates/{id}")).await.expect(200);
+    assert_eq!(waiting["status"], "pending", "{waiting}");
+    let bob = send(as_person("bob", Method::POST, &answer_path(&first)).json(&approve)).await;
+    assert_eq!(bob.status, StatusCode::OK, "{}", bob.body);
+    let answered = agent.get(&format!("/api/v1/gates/{id}")).await.expect(200);
+    assert_eq!(answered["actor"], "person:bob@example.test", "{answered}");
+
+    let second = agent.post("/api/v1/gates", gate("two")).await.expect(201);
+    let by_token = send(
+        srv.anon(Method::POST, &answer_path(&second))
+            .bearer_auth(&phone)
+            .json(&json!({"decision": "deny"})),
+    )
+    .await;
+    assert_eq!(by_token.status, StatusCode::OK, "{}", by_token.body);
+    let id = second["approval_id"].as_str().unwrap();
+    let denied = agent.get(&format!("/api/v1/gates/{id}")).await.expect(200);
+    assert_eq!(
+        denied["actor"], "person:alice@example.test via token:alices-phone",
+        "{denied}"
+    );
+    let actions = audit_actions(&srv).await;
+    for actor in [
+        "person:bob@example.test",
+        "person:alice@example.test via token:alices-phone",
+    ] {
+        assert!(
+            actions.contains(&(actor.to_owned(), "gate_resolved".to_owned())),
+            "{actor} in {actions:?}"
+        );
+    }
+    let stats = srv.get("/api/v1/stats/decisions").await.expect(200);
+    assert_eq!(
+        stats["by_person"]["bob@example.test"]["approved"], 1,
+        "{stats}"
+    );
+    assert_eq!(
+        stats["by_person"]["alice@example.test"]["denied"], 1,
+        "{stats}"
     );
 }
 

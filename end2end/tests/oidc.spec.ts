@@ -67,7 +67,7 @@ test('an invited person signs in with the provider and lands signed in; someone 
   // The session cookie is SameSite=Strict: the page after the provider's redirect sends the
   // browser home itself, so the cookie goes with it.
   await expect(page).toHaveURL(/\/inbox$/);
-  await expect(page.getByTestId('signed-in-as')).toHaveText('alice@example.test');
+  await expect(page.getByTestId('signed-in-email')).toHaveText('alice@example.test');
 
   const other = await browser.newPage();
   await signIn(other, 'carol');

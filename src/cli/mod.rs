@@ -123,7 +123,8 @@ pub enum TokenCommand {
     Create {
         /// Letters, digits, `-`, `_`, `.`.
         name: String,
-        /// admin, approve (read and decide) or gates (outside agents: open their own gates).
+        /// admin, approve (read and decide), view (read only) or gates (outside agents: open
+        /// their own gates).
         #[arg(long)]
         scope: String,
     },

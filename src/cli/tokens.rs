@@ -52,11 +52,12 @@ async fn list(client: &Client, json: bool) -> Result<(), CliError> {
 }
 
 fn tokens_table(tokens: &[TokenInfo], now: i64) -> Table {
-    let mut table = Table::new(&["NAME", "SCOPE", "CREATED", "LAST USED"]);
+    let mut table = Table::new(&["NAME", "SCOPE", "OWNER", "CREATED", "LAST USED"]);
     for token in tokens {
         table.row(vec![
             clean(&token.name),
             clean(token.scope.as_str()),
+            clean(&token.owner),
             table::relative(&token.created_at, now),
             token
                 .last_used_at

@@ -35,7 +35,7 @@ pub use gate_meaning::EditTarget;
 pub use ids::{ApprovalId, CallId, RuleId, SessionId, TurnId};
 pub use outside::{
     AgentOsUser, Capabilities, CreatedToken, GateState, GateStatus, GateTool, MCP_SOURCE, OpenGate,
-    PhoneLogin, Scope, TokenInfo,
+    PhoneLogin, Scope, TOKEN_OWNER_ADMIN, TokenInfo,
 };
 pub use people::{NewPerson, Person, PersonChange, Role, email_key};
 pub use review::{

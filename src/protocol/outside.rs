@@ -28,12 +28,40 @@ pub enum Scope {
     /// Open outside agents' gates, and read or cancel its own; nothing else. An agent holding
     /// it can never answer a gate.
     Gates,
+    /// Read sessions, feeds, the inbox, rules and the audit; answer nothing, change nothing
+    /// (a person with the `viewer` role, a read-only dashboard's token).
+    View,
 }
 
 impl Scope {
     /// Whether it may answer a gate.
     pub fn decides(self) -> bool {
         matches!(self, Scope::Admin | Scope::Approve)
+    }
+
+    /// Whether it may read what a person sees (sessions, the inbox, the audit).
+    pub fn reads(self) -> bool {
+        self != Scope::Gates
+    }
+
+    /// How much it may do, for capping one scope by another: `gates` < `view` < `approve` <
+    /// `admin` (each may do all that the ones before it may).
+    fn rank(self) -> u8 {
+        match self {
+            Scope::Gates => 0,
+            Scope::View => 1,
+            Scope::Approve => 2,
+            Scope::Admin => 3,
+        }
+    }
+
+    /// This scope, but never more than `ceiling`: a token is capped by its maker's roles.
+    pub fn at_most(self, ceiling: Scope) -> Scope {
+        if self.rank() <= ceiling.rank() {
+            self
+        } else {
+            ceiling
+        }
     }
 }
 
@@ -49,6 +77,17 @@ pub struct TokenInfo {
     /// first gate: no other token may open gates under them while it lives.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub agents: Vec<String>,
+    /// Who made it (issue 41): a person's email, or `admin` (the startup token, a login
+    /// link's browser, the local CLI; every token made before tokens kept their maker).
+    #[serde(default = "admin_owner")]
+    pub owner: String,
+}
+
+/// How a token the admin made names its owner.
+pub const TOKEN_OWNER_ADMIN: &str = "admin";
+
+fn admin_owner() -> String {
+    TOKEN_OWNER_ADMIN.to_owned()
 }
 
 /// A token just created: the one time its secret is shown.
@@ -65,6 +104,9 @@ pub struct CreatedToken {
     /// that means and what to do. Absent when the OS boundary holds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub os_user_warning: Option<String>,
+    /// Who made it: the person's email, or `admin` (as `TokenInfo::owner`).
+    #[serde(default = "admin_owner")]
+    pub owner: String,
 }
 
 /// A phone's way in to a new `approve` token: a login link, good once for 15 minutes (it

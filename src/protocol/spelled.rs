@@ -276,7 +276,11 @@ mod tests {
             &["file", "default", "flag", "env"],
         );
         parses(ConfigSource::parse);
-        spelled_as(&Scope::ALL, Scope::as_str, &["admin", "approve", "gates"]);
+        spelled_as(
+            &Scope::ALL,
+            Scope::as_str,
+            &["admin", "approve", "gates", "view"],
+        );
         parses(Scope::parse);
         spelled_as(
             &GateStatus::ALL,

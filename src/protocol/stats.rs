@@ -56,8 +56,13 @@ pub struct DecisionStats {
     pub until: Timestamp,
     pub total: DecisionFigures,
     /// By the actor's text as the resolution has it: `browser`, `token:<name>`, `ntfy`,
-    /// `timeout` (every expired card), `reviewer`.
+    /// `person:<email>`, `person:<email> via token:<name>`, `timeout` (every expired card),
+    /// `reviewer`.
     pub by_actor: BTreeMap<String, DecisionFigures>,
+    /// By person (issue 41), their email: each one's answers through all their credentials
+    /// (signed in, or through a token they made). Answers no person gave are in none.
+    #[serde(default)]
+    pub by_person: BTreeMap<String, DecisionFigures>,
     /// By tool class (`read`, `edit`, `exec`, `config`, `decision`, `network`).
     pub by_class: BTreeMap<String, DecisionFigures>,
     /// By credential and device in words (`browser login · Firefox on Linux`, `token phone`).

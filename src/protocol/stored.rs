@@ -91,16 +91,18 @@ mod tests {
         Admin,
         Approve,
         Gates,
+        View,
     }
 
     impl Spelling for Scope {
-        const ALL: &'static [Self] = &[Scope::Admin, Scope::Approve, Scope::Gates];
+        const ALL: &'static [Self] = &[Scope::Admin, Scope::Approve, Scope::Gates, Scope::View];
 
         fn spelling(self) -> &'static str {
             match self {
                 Scope::Admin => "admin",
                 Scope::Approve => "approve",
                 Scope::Gates => "gates",
+                Scope::View => "view",
             }
         }
     }
@@ -126,6 +128,8 @@ mod tests {
             "ADMIN",
             "approve\0",
             "gates,admin",
+            "View",
+            "view,approve",
             "admín",
         ] {
             let stored = Stored::<Scope>::read(raw);

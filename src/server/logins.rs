@@ -97,7 +97,7 @@ pub async fn who(
     presented: &Presented,
 ) -> Result<Option<Principal>, StoreError> {
     match presented {
-        Presented::Bearer(hash) => bearer_holder(kept, tokens, hash).await,
+        Presented::Bearer(hash) => bearer_holder(kept, tokens, people, hash).await,
         Presented::Cookie(hash) => {
             let Some(login) = browser_login(kept, hash).await? else {
                 return Ok(None);
@@ -110,10 +110,10 @@ pub async fn who(
                 return person_signed_in(people, &person_id, seen).await;
             }
             match (login.token_hash, login.admin_hash) {
-                (Some(token), _) => Ok(named_token(tokens, &token)
+                (Some(token), _) => Ok(named_token(tokens, people, &token)
                     .await?
-                    // A `gates` token never logs in.
-                    .filter(|p| p.scope().decides())
+                    // A `gates` token never logs in (nor one its maker's roles cut to it).
+                    .filter(|p| p.scope().reads())
                     .map(|p| p.through(seen))),
                 (None, Some(admin)) => Ok(kept
                     .find_secret(SecretKind::AdminToken, &admin)
@@ -142,13 +142,16 @@ async fn person_signed_in(
     }))
 }
 
-/// The scope a person's roles give a browser login: `admin` → admin, `approver` → approve;
-/// `None` (no sign-in) for a viewer or nobody with a role: there is no read-only scope yet.
+/// The scope a person's roles give them now (their browser logins and their tokens alike):
+/// `admin` → admin, `approver` → approve, `viewer` → view (read, answer nothing). `None` only
+/// for no role at all, which people's checks never store.
 pub fn scope_of(roles: &[Role]) -> Option<Scope> {
     if roles.contains(&Role::Admin) {
         Some(Scope::Admin)
     } else if roles.contains(&Role::Approver) {
         Some(Scope::Approve)
+    } else if roles.contains(&Role::Viewer) {
+        Some(Scope::View)
     } else {
         None
     }
@@ -167,6 +170,7 @@ pub fn login_id(cookie_hash: &str) -> String {
 async fn bearer_holder(
     kept: &dyn HashedSecrets,
     tokens: &dyn TokenRepo,
+    people: &dyn PeopleRepo,
     hash: &str,
 ) -> Result<Option<Principal>, StoreError> {
     if kept
@@ -183,12 +187,17 @@ async fn bearer_holder(
     {
         return Ok(Some(Principal::bearer(CLI_TOKEN_NAME, Scope::Admin)));
     }
-    named_token(tokens, hash).await
+    named_token(tokens, people, hash).await
 }
 
 /// The named token whose secret hashes to `hash`; one with a scope this build cannot read is
-/// refused.
-async fn named_token(tokens: &dyn TokenRepo, hash: &str) -> Result<Option<Principal>, StoreError> {
+/// refused. A person's token works only while they are there, and never with more than their
+/// roles give now (found again at every request, as their browser logins are).
+async fn named_token(
+    tokens: &dyn TokenRepo,
+    people: &dyn PeopleRepo,
+    hash: &str,
+) -> Result<Option<Principal>, StoreError> {
     let Some(row) = tokens.token_by_hash(hash).await? else {
         return Ok(None);
     };
@@ -196,7 +205,18 @@ async fn named_token(tokens: &dyn TokenRepo, hash: &str) -> Result<Option<Princi
         tracing::error!(token = %row.name, scope = %row.scope, "a stored token has an unknown scope; refusing it");
         return Ok(None);
     };
-    Ok(Some(Principal::bearer(row.name, scope)))
+    let Some(owner_id) = row.owner else {
+        return Ok(Some(Principal::bearer(row.name, scope)));
+    };
+    let Some(maker) = people.person(&owner_id).await? else {
+        return Ok(None);
+    };
+    let Some(ceiling) = scope_of(&maker.roles) else {
+        return Ok(None);
+    };
+    Ok(Some(
+        Principal::bearer(row.name, scope.at_most(ceiling)).owned_by(maker.email),
+    ))
 }
 
 fn row(hash: String, kind: SecretKind, body: String, ttl_ms: Option<i64>) -> HashedSecret {

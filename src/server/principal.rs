@@ -14,11 +14,14 @@ pub enum Principal {
     /// token: which login, and its device.
     Browser { login: LoginRef },
     /// A token, by name (the startup token is named `admin`): as a bearer (`login` `None`), or
-    /// through the browser login it made (a phone logged in with its `approve` token).
+    /// through the browser login it made (a phone logged in with its `approve` token). `scope`
+    /// is what it may do now: a person's token never more than their roles give today.
     Token {
         name: String,
         scope: Scope,
         login: Option<LoginRef>,
+        /// The email of the person who made it (issue 41); `None`: the admin's.
+        owner: Option<String>,
     },
     /// A person signed in with OpenID Connect (issue 41), through their browser login: their
     /// email, and the scope their roles give.
@@ -48,9 +51,11 @@ pub enum Need {
     Public,
     /// Any credential: an outside agent opens its gates, waits for them, cancels them.
     Gates,
-    /// Read what the person sees: sessions, feeds, the inbox, rules, the audit, pages.
+    /// Read what the person sees: sessions, feeds, the inbox, rules, the audit, pages (every
+    /// scope but `gates`: a viewer reaches these and nothing more).
     Read,
-    /// Answer a gate, and keep a device that answers (its push subscription).
+    /// Answer a gate, and keep a device that answers (its push subscription): `approve` and
+    /// `admin`, never `view`.
     Decide,
     /// Everything else: messages, modes, sessions, configuration, tokens, passkeys.
     Admin,
@@ -64,6 +69,7 @@ impl Need {
             (Need::Public | Need::Gates, _)
                 | (_, Scope::Admin)
                 | (Need::Read | Need::Decide, Scope::Approve)
+                | (Need::Read, Scope::View)
         )
     }
 }
@@ -71,19 +77,31 @@ impl Need {
 impl Principal {
     /// The startup token (`--token`, `COUNTERSIGN_TOKEN` or the generated one).
     pub fn startup_token() -> Self {
-        Principal::Token {
-            name: STARTUP_TOKEN_NAME.to_owned(),
-            scope: Scope::Admin,
-            login: None,
-        }
+        Principal::bearer(STARTUP_TOKEN_NAME, Scope::Admin)
     }
 
-    /// A token presented as a bearer (the API, the CLI, an agent's hook).
+    /// An admin's token presented as a bearer (the API, the CLI, an agent's hook).
     pub fn bearer(name: impl Into<String>, scope: Scope) -> Self {
         Principal::Token {
             name: name.into(),
             scope,
             login: None,
+            owner: None,
+        }
+    }
+
+    /// This token as made by the person whose email is `owner` (their scope already capped).
+    pub fn owned_by(self, owner: impl Into<String>) -> Self {
+        match self {
+            Principal::Token {
+                name, scope, login, ..
+            } => Principal::Token {
+                name,
+                scope,
+                login,
+                owner: Some(owner.into()),
+            },
+            other => other,
         }
     }
 
@@ -91,10 +109,13 @@ impl Principal {
     /// login said, so an answer names the device it came from.
     pub fn through(self, seen: LoginRef) -> Self {
         match self {
-            Principal::Token { name, scope, .. } => Principal::Token {
+            Principal::Token {
+                name, scope, owner, ..
+            } => Principal::Token {
                 name,
                 scope,
                 login: Some(seen),
+                owner,
             },
             other => other,
         }
@@ -115,23 +136,45 @@ impl Principal {
         matches!(self, Principal::Browser { .. })
     }
 
-    /// How the audit and `approval_resolved.actor` name this caller: the credential's kind
-    /// and name (`browser`, `token:<name>`), as protocol.md spells it; which browser login,
-    /// and its device, is `login()`, kept beside it (`Resolution::login`).
+    /// How the audit and `approval_resolved.actor` name this caller: the person, and the
+    /// credential's kind and name (`browser`, `token:<name>`, `person:<email>`, `person:<email>
+    /// via token:<name>` for a person's token), spelled by `protocol::Actor`; which browser
+    /// login, and its device, is `login()`, kept beside it (`Resolution::login`).
     pub fn actor(&self) -> String {
         match self {
             Principal::Browser { .. } => Actor::Browser,
+            Principal::Token {
+                name,
+                owner: Some(email),
+                ..
+            } => Actor::Person {
+                email,
+                via: Some(name),
+            },
             Principal::Token { name, .. } => Actor::Token(name),
-            Principal::Person { email, .. } => return format!("{PERSON_ACTOR_PREFIX}{email}"),
+            Principal::Person { email, .. } => Actor::Person { email, via: None },
             Principal::Ntfy => Actor::Ntfy,
         }
         .to_string()
     }
 
-    /// The signed-in person's email, when the caller is one.
+    /// Which credential this is, whoever is behind it (`token:<name>` for any named token,
+    /// `person:<email>`, `browser`, `ntfy`): what a push subscription, an outside agent's
+    /// claimed name and the gates it opened are bound to, so they end with that credential.
+    pub fn credential(&self) -> String {
+        match self {
+            Principal::Token { name, .. } => Actor::Token(name).to_string(),
+            other => other.actor(),
+        }
+    }
+
+    /// The person behind this caller: the one signed in, or the maker of the token it holds.
+    /// `None` for the admin's own credentials (the startup token, a login link's browser, the
+    /// local CLI, the admin's tokens) and ntfy.
     pub fn person_email(&self) -> Option<&str> {
         match self {
             Principal::Person { email, .. } => Some(email),
+            Principal::Token { owner, .. } => owner.as_deref(),
             _ => None,
         }
     }
@@ -195,5 +238,35 @@ mod tests {
         assert_eq!(phone.login(), Some(&seen));
         assert!(!phone.is_browser());
         assert_eq!(Principal::Ntfy.through(seen).login(), None);
+    }
+
+    /// A person's token names the person and the token; its credential stays the token's,
+    /// and through its browser login it keeps its maker.
+    #[test]
+    fn a_persons_token_acts_as_the_person_via_the_token() {
+        let seen = LoginRef {
+            id: "l3".into(),
+            device: "Firefox on Linux".into(),
+        };
+        let wall = Principal::bearer("wall", Scope::View).owned_by("alice@example.test");
+        assert_eq!(wall.actor(), "person:alice@example.test via token:wall");
+        assert_eq!(wall.credential(), "token:wall");
+        assert_eq!(wall.person_email(), Some("alice@example.test"));
+        let through = wall.through(seen.clone());
+        assert_eq!(through.actor(), "person:alice@example.test via token:wall");
+        assert_eq!(through.login(), Some(&seen));
+        let person = Principal::Person {
+            email: "bob@example.test".into(),
+            scope: Scope::View,
+            login: seen,
+        };
+        assert_eq!(person.actor(), "person:bob@example.test");
+        assert_eq!(person.credential(), person.actor());
+        assert_eq!(Principal::startup_token().person_email(), None);
+        assert_eq!(
+            Principal::bearer("ci", Scope::Gates).credential(),
+            "token:ci"
+        );
+        assert_eq!(Principal::Ntfy.person_email(), None);
     }
 }

@@ -107,6 +107,7 @@ fn Figures(stats: DecisionStats, days: u32) -> impl IntoView {
         <BarPlot testid="plot-decide-time" title="Time to decide" unit="answers" bars=histogram/>
         <BarPlot testid="plot-by-class" title="By tool class" unit="decisions" bars=classes/>
         <BarPlot testid="plot-by-agent" title="By agent" unit="decisions" bars=agents/>
+        <PersonTable stats=stats.clone()/>
         <DeviceTable stats/>
     }
     .into_any()
@@ -371,14 +372,40 @@ fn BarPlot(
 #[component]
 fn DeviceTable(stats: DecisionStats) -> impl IntoView {
     view! {
+        <FiguresTable title="By credential and device" first="Credential · device"
+            testid="answers-by-device" rows=stats.by_device/>
+    }
+}
+
+/// Every figure per person (issue 41), each one's answers through all their credentials;
+/// nothing when no person answered (the admin's own logins and tokens are no person's).
+#[component]
+fn PersonTable(stats: DecisionStats) -> impl IntoView {
+    (!stats.by_person.is_empty()).then(|| {
+        view! {
+            <FiguresTable title="By person" first="Person"
+                testid="answers-by-person" rows=stats.by_person/>
+        }
+    })
+}
+
+/// One table of figures, a row per group.
+#[component]
+fn FiguresTable(
+    title: &'static str,
+    first: &'static str,
+    testid: &'static str,
+    rows: std::collections::BTreeMap<String, DecisionFigures>,
+) -> impl IntoView {
+    view! {
         <section class="plot">
-            <h2>"By credential and device"</h2>
+            <h2>{title}</h2>
             // Nine columns scroll sideways on a phone: the region takes focus, so a keyboard
             // can scroll it too.
-            <div class="table-wrap" tabindex="0" role="region" aria-label="Figures per credential and device">
-                <table class="data-table" data-testid="answers-by-device">
+            <div class="table-wrap" tabindex="0" role="region" aria-label=format!("Figures {}", title.to_lowercase())>
+                <table class="data-table" data-testid=testid>
                     <thead><tr>
-                        <th scope="col">"Credential · device"</th>
+                        <th scope="col">{first}</th>
                         <th scope="col" class="num">"Decisions"</th>
                         <th scope="col" class="num">"Approved"</th>
                         <th scope="col" class="num">"Denied"</th>
@@ -389,9 +416,9 @@ fn DeviceTable(stats: DecisionStats) -> impl IntoView {
                         <th scope="col" class="num">"Longest run"</th>
                     </tr></thead>
                     <tbody>
-                        {stats.by_device.into_iter().map(|(device, f)| view! {
-                            <tr data-device=device.clone()>
-                                <th scope="row">{device.clone()}</th>
+                        {rows.into_iter().map(|(group, f)| view! {
+                            <tr data-device=group.clone()>
+                                <th scope="row">{group.clone()}</th>
                                 <td class="num">{f.decisions}</td>
                                 <td class="num">{f.approved}</td>
                                 <td class="num">{f.denied}</td>

@@ -101,7 +101,7 @@ pub fn ChatView(snapshot: Snapshot) -> impl IntoView {
             </Show>
         </section>
         <WaitingPill pending/>
-        <BulkBar session_id pending/>
+        {Viewer::get().decides.then(|| view! { <BulkBar session_id pending/> })}
         <SessionFoot feed source draft waiting=Signal::derive(move || !pending.read().is_empty())/>
     }
 }
@@ -115,7 +115,15 @@ fn SessionFoot(
     draft: RwSignal<String>,
     waiting: Signal<bool>,
 ) -> impl IntoView {
-    match (source, Viewer::get().admin) {
+    let viewer = Viewer::get();
+    match (source, viewer.admin) {
+        // A viewer reads: no composer, no mode switch, no answers.
+        (_, false) if !viewer.decides => view! {
+            <div class="composer answer-only" data-testid="read-only-note">
+                <p class="outside-note">"You may read this session; answering cards is for approvers, messages and modes for admins."</p>
+            </div>
+        }
+        .into_any(),
         // Messages, modes and Stop are an admin credential's: a phone answers cards.
         (_, false) => view! {
             <div class="composer answer-only" data-testid="answer-only-note">

@@ -263,7 +263,7 @@ pub fn Sidebar(
 fn signed_in_as() -> Option<impl IntoView> {
     let person = crate::ui::viewer::signed_in_person();
     (!person.is_empty()).then(|| {
-        view! { <p class="signed-in-as muted" data-testid="signed-in-as">{person}</p> }
+        view! { <p class="signed-in-as muted" data-testid="signed-in-as">"Signed in as "<span data-testid="signed-in-email">{person}</span></p> }
     })
 }
 
@@ -489,8 +489,11 @@ fn PageLinks() -> impl IntoView {
                 <li><a href="/tokens" data-testid="nav-tokens" aria-current=current("/tokens")>"Tokens"</a></li>
                 <li><a href="/security" rel="external" data-testid="nav-security" aria-current=current("/security")>"Security"</a></li>
             })}
-            // A full load: the page's own script (public/notify.js) runs with it.
-            <li><a href="/notify" rel="external" data-testid="nav-notify" aria-current=current("/notify")>"Notify this device"</a></li>
+            // A full load: the page's own script (public/notify.js) runs with it. Only for a
+            // credential that answers: a push exists to answer.
+            {Viewer::get().decides.then(|| view! {
+                <li><a href="/notify" rel="external" data-testid="nav-notify" aria-current=current("/notify")>"Notify this device"</a></li>
+            })}
         </ul>
     }
 }

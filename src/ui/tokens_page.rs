@@ -14,10 +14,14 @@ use crate::ui::when::{Precision, When};
 
 /// The scopes a token may have, least trusted first (the form's default is the first), each
 /// with what it is for, in one line.
-pub const SCOPES: [(Scope, &str); 3] = [
+pub const SCOPES: [(Scope, &str); 4] = [
     (
         Scope::Gates,
         "an outside agent's hook: may open and wait for its own gates, never answer",
+    ),
+    (
+        Scope::View,
+        "read sessions, the inbox and the audit, e.g. a dashboard; answers nothing, changes nothing",
     ),
     (
         Scope::Approve,
@@ -202,6 +206,7 @@ fn listed(token: &CreatedToken) -> TokenInfo {
         created_at: token.created_at.clone(),
         last_used_at: None,
         agents: Vec::new(),
+        owner: token.owner.clone(),
     }
 }
 
@@ -376,6 +381,7 @@ fn TokensTable(rows: RwSignal<Vec<TokenInfo>>) -> impl IntoView {
                         <tr>
                             <th scope="col">"Name"</th>
                             <th scope="col">"Scope"</th>
+                            <th scope="col">"Owner"</th>
                             <th scope="col">"Created"</th>
                             <th scope="col">"Last used"</th>
                             <th scope="col"><span class="sr-only">"Actions"</span></th>
@@ -441,6 +447,7 @@ fn TokenRow(
                 {agents}
             </td>
             <td data-label="Scope" data-testid="token-scope-cell" title=help data-scope=token.scope.to_string()>{token.scope.to_string()}</td>
+            <td data-label="Owner" data-testid="token-owner-cell">{token.owner.clone()}</td>
             <td class="when" data-label="Created"><When at=token.created_at.clone() precision=Precision::Minute/></td>
             <td class="when" data-label="Last used" data-testid="token-last-used">{last_used}</td>
             <td class="token-actions row-actions">
@@ -508,13 +515,15 @@ mod tests {
             created_at: "2026-01-05T09:14:03.512Z".into(),
             last_used_at: None,
             agents: Vec::new(),
+            owner: crate::protocol::TOKEN_OWNER_ADMIN.to_owned(),
         }
     }
 
     #[test]
     fn every_scope_the_server_knows_is_explained() {
         let names: Vec<&str> = SCOPES.iter().map(|(n, _)| n.as_str()).collect();
-        assert_eq!(names, ["gates", "approve", "admin"]);
+        assert_eq!(names, ["gates", "view", "approve", "admin"]);
+        assert!(scope_help(Some(Scope::View)).contains("answers nothing"));
         assert!(scope_help(Some(Scope::Approve)).contains("your phone"));
         assert!(scope_help(Some(Scope::Gates)).contains("never answer"));
         assert_eq!(scope_help(None), "");

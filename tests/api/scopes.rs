@@ -1,5 +1,6 @@
 //! Permissions closed by default: every route the server declares is sent every credential
-//! (none, a `gates`, an `approve` and an `admin` token), and each gets exactly what the
+//! (none, a `gates`, a `view`, an `approve` and an `admin` token; people signed in with each
+//! role are walked the same way in `tests/oidc.rs`), and each gets exactly what the
 //! route's declared need allows — `401` (or the login page) without one, `403` for a scope
 //! that lacks it, and past the check for one that has it. A route added without a need cannot
 //! exist (`server::http::scopes::Routes` is the only way one is added), and one whose need is
@@ -10,58 +11,8 @@ use countersign::server::principal::Scope;
 use reqwest::Method;
 use serde_json::json;
 
+use crate::support::walk::{REFUSED, filled, send_or_head};
 use crate::support::*;
-
-/// The message a route's check gives a scope that lacks its need (a page may carry a server
-/// function's own refusal in its HTML: that is the page rendered, not the route refused).
-const REFUSED: &str = "a token with the `";
-
-/// A path with each `{param}` (or `{*rest}`) filled with something no object is named.
-fn filled(path: &str) -> String {
-    let mut out = String::new();
-    let mut rest = path;
-    while let Some(open) = rest.find('{') {
-        out.push_str(&rest[..open]);
-        let close = rest[open..].find('}').map_or(rest.len(), |c| open + c + 1);
-        out.push_str("0b7b1f3e-1111-4222-8333-444455556666");
-        rest = &rest[close..];
-    }
-    out.push_str(rest);
-    out
-}
-
-/// Sends the request and reads the answer; a stream (`text/event-stream`) is judged by its
-/// head alone, since its body never ends.
-async fn send_or_head(rb: reqwest::RequestBuilder) -> Resp {
-    let resp = response(rb).await;
-    let streaming = resp
-        .headers()
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|ct| ct.starts_with("text/event-stream"));
-    if !streaming {
-        return read_whole(resp).await;
-    }
-    Resp {
-        status: resp.status(),
-        headers: resp.headers().clone(),
-        body: String::new(),
-    }
-}
-
-async fn read_whole(resp: reqwest::Response) -> Resp {
-    let status = resp.status();
-    let headers = resp.headers().clone();
-    let body = tokio::time::timeout(SOON, resp.text())
-        .await
-        .expect("body in time")
-        .expect("body read");
-    Resp {
-        status,
-        headers,
-        body,
-    }
-}
 
 async fn token(ts: &TestServer, name: &str, scope: &str) -> String {
     let made = ts
@@ -78,8 +29,10 @@ async fn every_declared_route_gives_each_credential_what_its_need_allows() {
     assert!(routes.len() > 40, "only {} routes declared", routes.len());
     let approve = token(&ts, "phone", "approve").await;
     let gates = token(&ts, "agent", "gates").await;
+    let view = token(&ts, "wall", "view").await;
     let credentials = [
         (Scope::Gates, gates.as_str()),
+        (Scope::View, view.as_str()),
         (Scope::Approve, approve.as_str()),
         (Scope::Admin, TOKEN),
     ];
@@ -242,4 +195,77 @@ async fn a_method_a_route_does_not_have_tells_nothing_to_those_who_may_not_read(
             "{other} {path} as admin: {admin:?}"
         );
     }
+}
+
+/// What a viewer's `view` scope reaches is reading only (issue 41): no route it reaches
+/// answers a card, keeps a device subscribed, or changes anything (a server function it may
+/// call reads). The outside-gate routes any credential reaches are the only exception.
+#[tokio::test]
+async fn a_view_scope_reaches_only_reading() {
+    let ts = TestServer::scripted([]).await;
+    let routes = ts.server.as_ref().unwrap().routes.clone();
+    for route in routes.iter().filter(|r| r.need.permits(Scope::View)) {
+        let what = format!("{} {}", route.method, route.path);
+        match route.need {
+            Need::Public | Need::Gates => {}
+            Need::Read => assert!(
+                route.method == Method::GET || route.path.starts_with("/api/ui/"),
+                "{what} changes something, yet a viewer reaches it"
+            ),
+            other => panic!("{what} needs {other:?}, yet a viewer reaches it"),
+        }
+        for answering in [
+            "/approvals/",
+            "/decide",
+            "/push/subscriptions",
+            "/review/disagree",
+            "disagree",
+        ] {
+            assert!(
+                !route.path.contains(answering) || route.need == Need::Public,
+                "{what} answers, yet a viewer reaches it"
+            );
+        }
+    }
+}
+
+/// An approver (`approve`) reaches no configuration, people, tokens, passkeys, reviewer trust
+/// or rule-revoking API route, and no server function that does those (issue 41: "admin (config,
+/// people, tokens, rules of others)").
+#[tokio::test]
+async fn an_approve_scope_reaches_no_admin_route() {
+    let ts = TestServer::scripted([]).await;
+    let routes = ts.server.as_ref().unwrap().routes.clone();
+    let admin_only = [
+        "/config",
+        "/people",
+        "/tokens",
+        "/passkeys",
+        "/review/classes",
+        "/stats/",
+        "/api/ui/config",
+        "/api/ui/set_config",
+        "/api/ui/tokens",
+        "/api/ui/create_token",
+        "/api/ui/revoke_token",
+        "/api/ui/phone_login",
+        "/api/ui/revoke_rule",
+        "/api/ui/your_answers",
+    ];
+    let mut checked = 0;
+    for route in &routes {
+        let what = format!("{} {}", route.method, route.path);
+        // The pages (`/config`, `/tokens`) are a reader's: what they show comes from these.
+        let api = route.path.starts_with("/api/");
+        let admins = (api && admin_only.iter().any(|p| route.path.contains(p)))
+            || (route.method == Method::DELETE && route.path.starts_with("/api/v1/rules"));
+        if admins {
+            assert!(
+                !route.need.permits(Scope::Approve),
+                "{what} reaches an approver"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 20, "only {checked} admin routes found");
 }

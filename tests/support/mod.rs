@@ -18,6 +18,7 @@ mod server;
 mod session;
 mod sse;
 pub mod unseen;
+pub mod walk;
 
 // Re-exported flat (`use support::*`); a binary that needs none of a part's items would
 // otherwise warn about its re-export.

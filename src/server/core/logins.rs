@@ -123,12 +123,12 @@ impl Core {
             Some(LoginCodeGrant {
                 token_hash: Some(hash),
             }) => {
-                let name = self.token_that_decides(&hash).await?;
+                let token = self.token_that_decides(&hash).await?;
                 Ok(LoginAs {
                     token_hash: Some(hash),
                     admin_hash: None,
                     landing: "/inbox",
-                    actor: Actor::Token(&name).to_string(),
+                    actor: token.actor(),
                     with: LoggedInWith::PhoneLink,
                 })
             }
@@ -147,14 +147,14 @@ impl Core {
                 actor: Actor::Browser.to_string(),
                 with: LoggedInWith::Token,
             }),
-            Some(Principal::Token { name, scope, .. })
-                if scope.decides() && name != CLI_TOKEN_NAME =>
+            Some(token @ Principal::Token { .. })
+                if token.scope().reads() && !is_cli(&token) =>
             {
                 Ok(LoginAs {
                     token_hash: Some(hash),
                     admin_hash: None,
                     landing: "/inbox",
-                    actor: Actor::Token(&name).to_string(),
+                    actor: token.actor(),
                     with: LoggedInWith::Token,
                 })
             }
@@ -162,7 +162,7 @@ impl Core {
                 "the local CLI's credential is for one command and cannot log in".into(),
             )),
             Some(_) => Err(Error::Forbidden(
-                "that token has the gates scope: it is for an agent's hook and cannot log in; use an approve or admin token".into(),
+                "that token has the gates scope: it is for an agent's hook and cannot log in; use a view, approve or admin token".into(),
             )),
             None => Err(Error::Unauthorized(
                 "that token is not valid; use a login link (`countersign login`) or a named token".into(),
@@ -217,15 +217,13 @@ impl Core {
 
     /// The name of a login link's named token, if that token may still log in (not revoked,
     /// and a scope that answers cards).
-    async fn token_that_decides(&self, hash: &str) -> Result<String, Error> {
+    async fn token_that_decides(&self, hash: &str) -> Result<Principal, Error> {
         match self
             .who_presented(&Presented::Bearer(hash.to_owned()))
             .await?
         {
-            Some(Principal::Token { name, scope, .. })
-                if scope.decides() && name != CLI_TOKEN_NAME =>
-            {
-                Ok(name)
+            Some(token @ Principal::Token { .. }) if token.scope().decides() && !is_cli(&token) => {
+                Ok(token)
             }
             _ => Err(Error::Unauthorized(
                 "this login link's token was revoked: make a new token on the Tokens page".into(),
@@ -241,4 +239,9 @@ impl Core {
             .forget_secrets(SecretKind::BrowserLogin, None)
             .await?)
     }
+}
+
+/// Whether `who` is the local CLI's one-command credential (which never logs a browser in).
+fn is_cli(who: &Principal) -> bool {
+    matches!(who, Principal::Token { name, .. } if name == CLI_TOKEN_NAME)
 }

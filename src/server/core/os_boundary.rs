@@ -40,7 +40,7 @@ impl Core {
         if who.scope() != Scope::Gates {
             return None;
         }
-        let credential = who.actor();
+        let credential = who.credential();
         let (same, first) = self.os_boundary.note_peer(&credential, uid);
         if first {
             tracing::warn!(

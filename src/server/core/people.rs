@@ -140,13 +140,24 @@ impl Core {
             .change_person(id, &roles, &groups, audit)
             .await?
             .ok_or_else(|| unknown(id))?;
-        if logins::scope_of(&person.roles).is_none() {
-            self.end_person_logins(&person.id, who).await?;
+        match logins::scope_of(&person.roles) {
+            None => {
+                self.end_person_logins(&person.id, who, Logins::Forget)
+                    .await?
+            }
+            // A viewer reads on with their logins, but answers nothing: the pushes they
+            // subscribed to (which exist to answer) end.
+            Some(scope) if !scope.decides() => {
+                self.end_person_logins(&person.id, who, Logins::Keep)
+                    .await?;
+            }
+            Some(_) => {}
         }
         Ok(person)
     }
 
-    /// Removes a person, ending their browser logins and those logins' push subscriptions.
+    /// Removes a person, ending their browser logins and those logins' push subscriptions, and
+    /// revoking the tokens they made (their tokens already stopped working with the row).
     pub async fn remove_person(&self, id: &str, who: &Principal) -> Result<(), Error> {
         let person = self.person(id).await?;
         self.repos
@@ -154,20 +165,29 @@ impl Core {
             .remove_person(id, draft(who, PERSON_REMOVED, &person))
             .await?
             .ok_or_else(|| unknown(id))?;
-        self.end_person_logins(id, who).await
+        self.end_person_logins(id, who, Logins::Forget).await?;
+        self.revoke_tokens_of(id, who).await
     }
 
-    /// Forgets every browser login of the person `id`, and the push subscriptions they made.
-    /// (Each request finds the person again, so their logins already stopped working; this
-    /// leaves nothing behind.)
-    async fn end_person_logins(&self, id: &str, who: &Principal) -> Result<(), Error> {
+    /// Ends the push subscriptions every browser login of the person `id` made, and forgets
+    /// those logins too when told to. (Each request finds the person again, so their logins
+    /// already stopped working or lost what their roles no longer give; this leaves nothing
+    /// behind.)
+    async fn end_person_logins(
+        &self,
+        id: &str,
+        who: &Principal,
+        logins: Logins,
+    ) -> Result<(), Error> {
         let kept = self.repos.secrets.as_ref();
         let mut ended = Vec::new();
         for row in kept.secrets_of(SecretKind::BrowserLogin).await? {
             let login: Option<BrowserLogin> = serde_json::from_str(&row.body).ok();
             if login.is_some_and(|l| l.person_id.as_deref() == Some(id)) {
-                kept.forget_secrets(SecretKind::BrowserLogin, Some(&row.hash))
-                    .await?;
+                if logins == Logins::Forget {
+                    kept.forget_secrets(SecretKind::BrowserLogin, Some(&row.hash))
+                        .await?;
+                }
                 ended.push(Presented::Cookie(row.hash).record());
             }
         }
@@ -181,6 +201,13 @@ impl Core {
         }
         Ok(())
     }
+}
+
+/// Whether ending a person's push subscriptions ends their browser logins too.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Logins {
+    Forget,
+    Keep,
 }
 
 fn unknown(id: &str) -> Error {

@@ -70,7 +70,7 @@ impl Core {
         }
         if existing
             .iter()
-            .filter(|r| r.credential == who.actor())
+            .filter(|r| r.credential == who.credential())
             .count()
             >= MAX_PER_CREDENTIAL
         {
@@ -83,7 +83,7 @@ impl Core {
             endpoint: checked.endpoint.to_string(),
             p256dh: checked.p256dh,
             auth: checked.auth,
-            credential: who.actor(),
+            credential: who.credential(),
             credential_check,
             created_at: Timestamp::now(),
         };
@@ -273,5 +273,5 @@ impl Core {
 
 /// Whether `who` may see and remove `row`: its own credential's, or any for an admin.
 fn owns(who: &Principal, row: &PushSubscriptionRow) -> bool {
-    who.scope() == crate::server::principal::Scope::Admin || row.credential == who.actor()
+    who.scope() == crate::server::principal::Scope::Admin || row.credential == who.credential()
 }

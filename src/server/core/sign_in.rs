@@ -98,14 +98,6 @@ impl Core {
             Error::Forbidden(format!("the sign-in could not be completed: {e}"))
         })?;
         let person = self.person_for(&identity).await?;
-        let Some(_) = logins::scope_of(&person.roles) else {
-            self.refused(&person.email, "viewer", "a viewer cannot sign in yet")
-                .await?;
-            return Err(Error::Forbidden(format!(
-                "{} may only view, and viewers cannot sign in yet: ask an admin for the approver or admin role",
-                person.email
-            )));
-        };
         self.log_person_in(&person, device).await
     }
 

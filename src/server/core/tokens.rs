@@ -1,5 +1,7 @@
 //! Named tokens: created with a scope (the secret shown once, only its hash kept), listed,
-//! revoked at once, and turned back into a `Principal` when a request presents one.
+//! revoked at once, and turned back into a `Principal` when a request presents one. A token
+//! belongs to its maker (issue 41): a person, or the admin; a person's tokens never do more
+//! than the person's roles give now (`logins::who`) and are revoked when the person is removed.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -8,7 +10,7 @@ use std::time::{Duration, Instant};
 use rand::RngCore;
 
 use super::{Core, Error};
-use crate::protocol::{CreatedToken, Timestamp, TokenInfo};
+use crate::protocol::{CreatedToken, Person, TOKEN_OWNER_ADMIN, Timestamp, TokenInfo};
 use crate::server::principal::{CLI_TOKEN_NAME, Principal, STARTUP_TOKEN_NAME, Scope};
 use crate::server::store::{StoreError, TokenRow};
 
@@ -81,13 +83,23 @@ fn check_name(name: &str) -> Result<(), Error> {
     Ok(())
 }
 
-fn info(row: TokenRow) -> TokenInfo {
+/// A token as listed, its maker named by email (`admin` for the admin's; a maker no longer
+/// there, whose token no longer works, by their id).
+fn info(row: TokenRow, people: &[Person]) -> TokenInfo {
+    let owner = match &row.owner {
+        None => TOKEN_OWNER_ADMIN.to_owned(),
+        Some(id) => people
+            .iter()
+            .find(|p| &p.id == id)
+            .map_or_else(|| format!("removed person {id}"), |p| p.email.clone()),
+    };
     TokenInfo {
         name: row.name,
         scope: row.scope,
         created_at: row.created_at,
         last_used_at: row.last_used_at,
         agents: Vec::new(),
+        owner,
     }
 }
 
@@ -99,16 +111,11 @@ impl Core {
         scope: Option<&str>,
         who: &Principal,
     ) -> Result<CreatedToken, Error> {
-        // Tokens do not yet record who made them, so removing a person could not end theirs.
-        if matches!(who, Principal::Person { .. }) {
-            return Err(Error::Forbidden(
-                "a person who signed in cannot make tokens yet (a token would outlive their removal): make it with the startup token, a login link or the CLI on the server's machine".into(),
-            ));
-        }
+        let owner = self.token_maker(who).await?;
         let name = name.map(str::trim).unwrap_or("");
         check_name(name)?;
         let scope = scope.and_then(Scope::parse).ok_or_else(|| {
-            Error::InvalidScope("scope must be one of admin, approve, gates".into())
+            Error::InvalidScope("scope must be one of admin, approve, view, gates".into())
         })?;
         let secret = new_secret();
         let row = TokenRow {
@@ -117,6 +124,7 @@ impl Core {
             secret_hash: secret_hash(&secret),
             created_at: Timestamp::now(),
             last_used_at: None,
+            owner,
         };
         match self.repos.tokens.create_token(&row, &who.actor()).await {
             Ok(()) => {}
@@ -135,13 +143,29 @@ impl Core {
             os_user_warning: (scope == Scope::Gates)
                 .then(|| self.os_boundary().token_warning())
                 .flatten(),
+            owner: who.person_email().unwrap_or(TOKEN_OWNER_ADMIN).to_owned(),
         })
     }
 
-    /// Every token, with the outside agents' names each one claimed (so the person sees
-    /// which token a `source_claimed` refusal names, and what revoking it frees).
+    /// Whose a token `who` makes is: the person behind them (signed in, or through a token
+    /// of theirs), by id, or `None` for the admin. A person no longer there makes none.
+    async fn token_maker(&self, who: &Principal) -> Result<Option<String>, Error> {
+        let Some(email) = who.person_email() else {
+            return Ok(None);
+        };
+        match self.repos.people.person_by_email(email).await? {
+            Some(person) => Ok(Some(person.id)),
+            None => Err(Error::Forbidden(format!(
+                "{email} is no longer one of the people here"
+            ))),
+        }
+    }
+
+    /// Every token, with its maker and the outside agents' names each one claimed (so the
+    /// person sees which token a `source_claimed` refusal names, and what revoking it frees).
     pub async fn list_tokens(&self) -> Result<Vec<TokenInfo>, Error> {
         let claims = self.repos.outside.claimed_sources().await?;
+        let people = self.repos.people.people().await?;
         Ok(self
             .repos
             .tokens
@@ -150,7 +174,7 @@ impl Core {
             .into_iter()
             .map(|row| {
                 let actor = crate::protocol::Actor::Token(&row.name).to_string();
-                let mut token = info(row);
+                let mut token = info(row, &people);
                 token.agents = claims
                     .iter()
                     .filter(|(_, owner)| owner == &actor)
@@ -169,6 +193,27 @@ impl Core {
         } else {
             Err(Error::UnknownToken(name.chars().take(64).collect()))
         }
+    }
+
+    /// Revokes every token the person `person_id` made (each audited `token_revoked`, and
+    /// the outside agents' names it claimed freed): the person was removed.
+    pub(super) async fn revoke_tokens_of(
+        &self,
+        person_id: &str,
+        who: &Principal,
+    ) -> Result<(), Error> {
+        for row in self.repos.tokens.list_tokens().await? {
+            if row.owner.as_deref() == Some(person_id)
+                && self
+                    .repos
+                    .tokens
+                    .delete_token(&row.name, &who.actor())
+                    .await?
+            {
+                self.token_use.forget(&row.name);
+            }
+        }
+        Ok(())
     }
 
     /// Records a named token's use (at most once a minute per token, off the request path).

@@ -225,6 +225,7 @@ mod tests {
             (Scope::Admin, [true, true, true, true, true]),
             (Scope::Approve, [true, true, true, true, false]),
             (Scope::Gates, [true, true, false, false, false]),
+            (Scope::View, [true, true, true, false, false]),
         ];
         for (scope, expected) in table {
             for (need, allowed) in [Public, Gates, Read, Decide, Admin]

@@ -74,7 +74,7 @@ pub async fn principal_of(
         return Ok(None);
     };
     let who = logins::who(kept, tokens, people, &presented).await?;
-    Ok(who.filter(|p| p.actor() == row.credential && p.scope().decides()))
+    Ok(who.filter(|p| p.credential() == row.credential && p.scope().decides()))
 }
 
 impl Push {

@@ -26,6 +26,7 @@ pub async fn run_all(store: Arc<dyn Store>) {
     exactly_one_of_fifty_concurrent_resolutions_commits(store.clone()).await;
     the_audit_chain_is_one_line_under_concurrency(store.clone()).await;
     token_names_are_unique_and_revoking_is_audited(store.clone()).await;
+    a_token_keeps_its_maker(store.clone()).await;
     an_agents_name_is_its_first_tokens_until_that_token_goes(store.clone()).await;
     an_idempotency_key_names_one_gate(store.clone()).await;
     a_nul_is_kept_in_events_and_refused_in_columns(store.clone()).await;
@@ -256,6 +257,7 @@ async fn push_subscriptions_are_one_per_endpoint_and_go_with_their_token(store: 
         secret_hash: "pager-hash".into(),
         created_at: Timestamp::now(),
         last_used_at: None,
+        owner: None,
     };
     store.create_token(&token, "browser").await.unwrap();
     assert!(store.delete_token("pager", "browser").await.unwrap());
@@ -931,6 +933,7 @@ async fn token_names_are_unique_and_revoking_is_audited(store: Arc<dyn Store>) {
         secret_hash: "h1".into(),
         created_at: Timestamp::now(),
         last_used_at: None,
+        owner: None,
     };
     store.create_token(&row, "token:admin").await.unwrap();
     let again = TokenRow {
@@ -958,6 +961,41 @@ async fn token_names_are_unique_and_revoking_is_audited(store: Arc<dyn Store>) {
     assert_eq!(revoked[0].actor, "browser");
 }
 
+/// A token's maker (a person's id, or none: the admin) is kept and read back by both reads.
+async fn a_token_keeps_its_maker(store: Arc<dyn Store>) {
+    let made = |name: &str, owner: Option<&str>| TokenRow {
+        name: name.into(),
+        scope: Scope::View.into(),
+        secret_hash: format!("owner-{name}"),
+        created_at: Timestamp::now(),
+        last_used_at: None,
+        owner: owner.map(str::to_owned),
+    };
+    store
+        .create_token(&made("wall", Some("pe-alice")), "person:alice@example.test")
+        .await
+        .unwrap();
+    store
+        .create_token(&made("ci", None), "browser")
+        .await
+        .unwrap();
+    let wall = store.token_by_hash("owner-wall").await.unwrap().unwrap();
+    assert_eq!(wall.owner.as_deref(), Some("pe-alice"));
+    assert_eq!(wall.scope.known(), Some(Scope::View));
+    let listed = store.list_tokens().await.unwrap();
+    let owner_of = |name: &str| {
+        listed
+            .iter()
+            .find(|t| t.name == name)
+            .map(|t| t.owner.clone())
+    };
+    assert_eq!(owner_of("wall"), Some(Some("pe-alice".into())));
+    assert_eq!(owner_of("ci"), Some(None));
+    for name in ["wall", "ci"] {
+        assert!(store.delete_token(name, "browser").await.unwrap());
+    }
+}
+
 /// The first token to open gates as a `source` keeps it: ten racing claims agree on one
 /// owner, a later token reads that owner, the claim is audited once, and revoking the owner
 /// frees the name for the next token.
@@ -968,6 +1006,7 @@ async fn an_agents_name_is_its_first_tokens_until_that_token_goes(store: Arc<dyn
         secret_hash: format!("claim-{name}"),
         created_at: Timestamp::now(),
         last_used_at: None,
+        owner: None,
     };
     for name in ["claim-a", "claim-b"] {
         store
@@ -1116,6 +1155,7 @@ async fn a_nul_is_kept_in_events_and_refused_in_columns(store: Arc<dyn Store>) {
         secret_hash: "nul-hash".into(),
         created_at: Timestamp::now(),
         last_used_at: None,
+        owner: None,
     };
     let err = store.create_token(&token, "browser").await.unwrap_err();
     assert!(matches!(err, StoreError::Unstorable(_)), "{err:?}");

@@ -328,6 +328,7 @@ pub async fn a_freed_name_takes_its_grants_and_trust_with_it(store: Arc<dyn Stor
             secret_hash: format!("freed-{name}"),
             created_at: Timestamp::now(),
             last_used_at: None,
+            owner: None,
         };
         store.create_token(&token, "browser").await.unwrap();
     }

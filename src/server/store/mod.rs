@@ -253,6 +253,9 @@ pub struct TokenRow {
     pub secret_hash: String,
     pub created_at: Timestamp,
     pub last_used_at: Option<Timestamp>,
+    /// Who made it: a person's id (issue 41), or `None` for the admin (the startup token, a
+    /// login link's browser, the local CLI; every token made before owners were kept).
+    pub owner: Option<String>,
 }
 
 impl Commit {

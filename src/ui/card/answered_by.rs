@@ -39,6 +39,7 @@ fn by_a_person(resolution: &Resolution, actor: Actor<'_>, reader: Reader<'_>) ->
         Actor::Token(name) => Some(name),
         // Whoever reads the ntfy topic: not necessarily the person reading this.
         Actor::Ntfy => return "from an ntfy notification".to_owned(),
+        Actor::Person { email, via } => return by_someone_named(resolution, email, via, reader),
         // Not a credential's spelling (an event from before actors existed, or a misspelling):
         // never "you".
         Actor::Other(_) => return by_someone(resolution),
@@ -77,6 +78,27 @@ fn through_a_login(
     match token {
         Some(name) => format!("by you, {place} (token {name})"),
         None => format!("by you, {place}"),
+    }
+}
+
+/// A signed-in person's answer (issue 41), or through a token they made: "you" only in the
+/// very login that answered; anyone else reads the person's email and where it came from.
+fn by_someone_named(
+    resolution: &Resolution,
+    email: &str,
+    via: Option<&str>,
+    reader: Reader<'_>,
+) -> String {
+    let login = resolution.login.as_ref();
+    if let Some(login) = login.filter(|l| !reader.login.is_empty() && l.id == reader.login) {
+        return through_a_login(resolution, login, via, reader);
+    }
+    let device = login.map(|l| l.device.as_str()).filter(|d| !d.is_empty());
+    match (device, via) {
+        (Some(device), Some(name)) => format!("by {email}, on {device} (token {name})"),
+        (Some(device), None) => format!("by {email}, on {device}"),
+        (None, Some(name)) => format!("by {email}, with token {name}"),
+        (None, None) => format!("by {email}"),
     }
 }
 
@@ -240,6 +262,40 @@ mod tests {
         assert_eq!(
             answered_by(&form, reader("tab-2", DESK)),
             "by you, in this browser"
+        );
+    }
+
+    /// A person (or their token) is named by email to everyone but the login that answered.
+    #[test]
+    fn a_person_is_named_by_email_and_is_you_only_in_their_own_login() {
+        let alice = from(
+            "person:alice@x.test",
+            PHONE,
+            "Chrome on Pixel 8",
+            Some("tab-9"),
+        );
+        assert_eq!(
+            answered_by(&alice, reader("tab-1", DESK)),
+            "by alice@x.test, on Chrome on Pixel 8"
+        );
+        assert_eq!(
+            answered_by(&alice, reader("tab-9", PHONE)),
+            "by you, in this tab"
+        );
+        let wall = by("person:alice@x.test via token:ci", AnsweredBy::User);
+        assert_eq!(
+            answered_by(&wall, reader("tab-1", DESK)),
+            "by alice@x.test, with token ci"
+        );
+        let phone = from(
+            "person:bob@x.test via token:phone",
+            PHONE,
+            "Safari on iPhone",
+            None,
+        );
+        assert_eq!(
+            answered_by(&phone, reader("", DESK)),
+            "by bob@x.test, on Safari on iPhone (token phone)"
         );
     }
 

@@ -76,11 +76,30 @@ pub(super) fn PendingCard(
             <ConfirmPrompt state/>
             <LostTo request=request.clone() state/>
             <super::reviewer::ReviewerConcern concern/>
-            <Actions request=request.clone() state send/>
-            <OpenPanels request=request.clone() state send/>
+            {answer_controls(&request, state, send)}
             {move || state.notice.get().map(|n| view! { <p class="card-notice" role="status" data-testid="card-notice">{n}</p> })}
         </article>
     }
+}
+
+/// The card's buttons and their panels, for a credential that may answer (a viewer reads the
+/// card and is told who answers it instead; the server refuses their answer all the same).
+fn answer_controls(
+    request: &ApprovalRequestBody,
+    state: CardState,
+    send: Callback<DecisionRequest>,
+) -> impl IntoView + use<> {
+    if !Viewer::get().decides {
+        return view! {
+            <p class="card-read-only muted" data-testid="card-read-only">"You may read this card; an approver answers it."</p>
+        }
+        .into_any();
+    }
+    view! {
+        <Actions request=request.clone() state send/>
+        <OpenPanels request=request.clone() state send/>
+    }
+    .into_any()
 }
 
 /// What a pending card works with, set up before it draws anything.

@@ -19,6 +19,7 @@ use crate::ui::card::{AnsweredHere, CardPlace};
 use crate::ui::gates::{self, CardBus, ClientId};
 use crate::ui::json;
 use crate::ui::sidebar::{PageLayout, PendingGates};
+use crate::ui::viewer::Viewer;
 use bulk::{InboxBulkBar, Selection};
 use row::InboxRow;
 
@@ -48,7 +49,10 @@ fn Inbox() -> impl IntoView {
     };
     let bus = CardBus::new();
     provide_context(bus);
-    provide_context(Selection::new());
+    // A viewer answers nothing: no boxes to pick cards with, no bar to answer them.
+    if Viewer::get().decides {
+        provide_context(Selection::new());
+    }
 
     let now_ms = crate::ui::when::clock();
     let pending = still_pending(bus, gates);
@@ -79,7 +83,7 @@ fn Inbox() -> impl IntoView {
                     </For>
                 </ul>
             </Suspense>
-            <InboxBulkBar pending/>
+            {Viewer::get().decides.then(|| view! { <InboxBulkBar pending/> })}
         </div>
     }
 }

@@ -441,7 +441,7 @@ impl Core {
             .external_gate(approval_id.as_str())
             .await?
             .ok_or_else(unknown)?;
-        if who.scope() == Scope::Gates && gate.opened_by != who.actor() {
+        if who.scope() == Scope::Gates && gate.opened_by != who.credential() {
             return Err(Error::Forbidden(
                 "a gates token may read and cancel only the gates it opened".into(),
             ));

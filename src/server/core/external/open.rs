@@ -40,7 +40,7 @@ impl Core {
         let live = self.config();
         let checked = check(body, live.config.approvals.timeout_secs)?;
         let key = idempotency_key(key)?;
-        let opened_by = who.actor();
+        let opened_by = who.credential();
         self.own_source(who, &checked.source).await?;
         if let Some(found) = self.replayed(&checked, &opened_by, key.as_deref()).await? {
             return Ok((false, found));
@@ -125,7 +125,7 @@ impl Core {
                 "a person who signed in answers cards and opens no gates: an agent opens them with its own `gates` token".into(),
             ));
         }
-        let actor = who.actor();
+        let actor = who.credential();
         let owner = self.repos.outside.claim_source(source, &actor).await?;
         if owner == actor {
             return Ok(());

@@ -79,6 +79,9 @@ pub struct Counted {
     /// A person's approval (never the reviewer's) in under [`FAST_APPROVAL_MS`].
     pub fast: bool,
     pub actor: String,
+    /// The person who answered (issue 41): signed in, or through a token they made; `None`
+    /// for the admin's own credentials, the reviewer and timeouts.
+    pub person: Option<String>,
     pub device: String,
     pub class: String,
     pub agent: String,
@@ -113,11 +116,13 @@ pub fn counted(card: &ResolvedCard) -> Option<Counted> {
     let fast = outcome == Outcome::Approved
         && actor != REVIEWER
         && decide_ms.is_some_and(|ms| ms < FAST_APPROVAL_MS);
+    let person = Actor::parse(&actor).person().map(str::to_owned);
     Some(Counted {
         outcome,
         decide_ms,
         fast,
         actor,
+        person,
         device,
         class: card.card.class.as_str().to_owned(),
         agent: card
@@ -223,6 +228,21 @@ pub fn grouped<'a>(
     tallies
         .into_iter()
         .map(|(key, tally)| (key, tally.finish()))
+        .collect()
+}
+
+/// Each person's figures, by email: their answers through every credential of theirs (their
+/// browser logins and their tokens) together; answers no person gave are in no group.
+pub fn per_person(decisions: &[Counted]) -> BTreeMap<String, DecisionFigures> {
+    let mut tallies: BTreeMap<&str, Tally> = BTreeMap::new();
+    for decision in decisions {
+        if let Some(person) = &decision.person {
+            tallies.entry(person).or_default().add(decision);
+        }
+    }
+    tallies
+        .into_iter()
+        .map(|(key, tally)| (key.to_owned(), tally.finish()))
         .collect()
 }
 
@@ -464,6 +484,57 @@ mod tests {
         let by_agent = grouped(&decisions, |d| &d.agent);
         assert_eq!(by_agent["claude-code"].decisions, 1);
         assert_eq!(by_agent[BUILT_IN_AGENT].decisions, 8);
+    }
+
+    /// A person's answers through their browser login and through their tokens are theirs;
+    /// the admin's, the reviewer's and timeouts are no person's.
+    #[test]
+    fn a_persons_answers_through_any_credential_of_theirs_are_theirs() {
+        use Decision::{Approve, Deny};
+        use ToolClass::Exec;
+        let decisions: Vec<Counted> = [
+            card(1, Exec, 0, 2_000, Approve, "person:alice@x.test"),
+            card(
+                2,
+                Exec,
+                1_000,
+                4_000,
+                Deny,
+                "person:alice@x.test via token:phone",
+            ),
+            card(
+                3,
+                Exec,
+                2_000,
+                2_000,
+                Approve,
+                "person:bob@x.test via token:wall",
+            ),
+            card(4, Exec, 3_000, 2_000, Approve, "browser"),
+            card(
+                5,
+                Exec,
+                4_000,
+                2_000,
+                Approve,
+                "person:alice@x.test via token:",
+            ),
+            card(6, Exec, 5_000, 200, Approve, REVIEWER),
+        ]
+        .iter()
+        .filter_map(counted)
+        .collect();
+        let people = per_person(&decisions);
+        assert_eq!(
+            people.keys().collect::<Vec<_>>(),
+            ["alice@x.test", "bob@x.test"]
+        );
+        let alice = &people["alice@x.test"];
+        assert_eq!((alice.decisions, alice.approved, alice.denied), (2, 1, 1));
+        assert_eq!(alice.median_decide_ms, Some(3_000));
+        assert_eq!(people["bob@x.test"].approved, 1);
+        let by_device = grouped(&decisions, |d| &d.device);
+        assert_eq!(by_device["alice@x.test via token phone"].denied, 1);
     }
 
     #[test]

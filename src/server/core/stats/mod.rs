@@ -70,6 +70,7 @@ pub fn stats(
         until,
         total: figures::total(&decisions),
         by_actor: figures::grouped(&decisions, |d| &d.actor),
+        by_person: figures::per_person(&decisions),
         by_class: figures::grouped(&decisions, |d| &d.class),
         by_device: figures::grouped(&decisions, |d| &d.device),
         by_agent: figures::grouped(&decisions, |d| &d.agent),

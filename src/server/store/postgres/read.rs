@@ -43,8 +43,15 @@ type RuleTuple = (
 const AUDIT_COLUMNS: &str = "n, at, actor, action, subject, detail, prev_hash, hash";
 type AuditTuple = (i64, String, String, String, String, String, String, String);
 
-const TOKEN_COLUMNS: &str = "name, scope, secret_hash, created_at, last_used_at";
-type TokenTuple = (String, String, String, String, Option<String>);
+const TOKEN_COLUMNS: &str = "name, scope, secret_hash, created_at, last_used_at, owner";
+type TokenTuple = (
+    String,
+    String,
+    String,
+    String,
+    Option<String>,
+    Option<String>,
+);
 
 /// Session ids as a `TEXT[]` parameter.
 pub(super) fn ids_as_text(ids: &[SessionId]) -> Vec<&str> {
@@ -119,13 +126,14 @@ fn audit_entry((n, at, actor, action, subject, detail, prev, hash): AuditTuple) 
     }
 }
 
-fn token((name, scope, secret_hash, created_at, last_used_at): TokenTuple) -> TokenRow {
+fn token((name, scope, secret_hash, created_at, last_used_at, owner): TokenTuple) -> TokenRow {
     TokenRow {
         name,
         scope: Stored::read(scope),
         secret_hash,
         created_at: created_at.into(),
         last_used_at: last_used_at.map(Timestamp::from),
+        owner,
     }
 }
 

@@ -372,14 +372,15 @@ pub async fn append_audit(pool: &PgPool, drafts: Vec<audit::AuditDraft>) -> Resu
 pub async fn create_token(pool: &PgPool, row: &TokenRow, actor: &str) -> Result<(), StoreError> {
     let mut tx = pool.begin().await?;
     let inserted = sqlx::query(
-        "INSERT INTO tokens (name, scope, secret_hash, created_at, last_used_at)
-         VALUES ($1, $2, $3, $4, $5) ON CONFLICT (name) DO NOTHING",
+        "INSERT INTO tokens (name, scope, secret_hash, created_at, last_used_at, owner)
+         VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (name) DO NOTHING",
     )
     .bind(&row.name)
     .bind(row.scope.as_str())
     .bind(&row.secret_hash)
     .bind(row.created_at.as_str())
     .bind(row.last_used_at.as_ref().map(|t| t.as_str().to_owned()))
+    .bind(row.owner.as_deref())
     .execute(&mut *tx)
     .await?
     .rows_affected();

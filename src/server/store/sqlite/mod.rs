@@ -502,6 +502,7 @@ pub(super) mod tests {
                 secret_hash: format!("h-{name}"),
                 created_at: Timestamp::now(),
                 last_used_at: None,
+                owner: None,
             };
             store.create_token(&row, "browser").await.unwrap();
         }

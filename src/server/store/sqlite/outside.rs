@@ -12,7 +12,7 @@ use crate::server::store::{
     source_claim_draft, token_audit_draft,
 };
 
-const TOKEN_COLUMNS: &str = "name, scope, secret_hash, created_at, last_used_at";
+const TOKEN_COLUMNS: &str = "name, scope, secret_hash, created_at, last_used_at, owner";
 
 fn token(row: &Row<'_>) -> rusqlite::Result<TokenRow> {
     Ok(TokenRow {
@@ -21,6 +21,7 @@ fn token(row: &Row<'_>) -> rusqlite::Result<TokenRow> {
         secret_hash: row.get(2)?,
         created_at: row.get(3)?,
         last_used_at: row.get(4)?,
+        owner: row.get(5)?,
     })
 }
 
@@ -83,14 +84,15 @@ impl SqliteStore {
                     return Err(StoreError::Taken(row.name.clone()));
                 }
                 sp.prepare_cached(&format!(
-                    "INSERT INTO tokens ({TOKEN_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5)"
+                    "INSERT INTO tokens ({TOKEN_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
                 ))?
                 .execute(params![
                     row.name,
                     row.scope,
                     row.secret_hash,
                     row.created_at,
-                    row.last_used_at
+                    row.last_used_at,
+                    row.owner
                 ])?;
                 super::write::chain_audit(
                     sp,
