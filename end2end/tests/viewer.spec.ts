@@ -2,7 +2,7 @@
 // end2end/oidc/provider.mjs) and reads: the Inbox shows a waiting card without its Approve,
 // Edit, Deny or Allow always buttons, the navigation shows no admin page and no "Notify this
 // device", and an answer posted from the page anyway is refused (403) with the card still
-// waiting. The provider knows the server as http://127.0.0.1:9 (its public_url); the
+// waiting; made an approver, the same login's next page draws the buttons. The provider knows the server as http://127.0.0.1:9 (its public_url); the
 // browser's way back there is carried to the real server's address.
 import { ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -85,7 +85,7 @@ test('a viewer reads a waiting card without its buttons, and an answer posted an
   if (!(await read.isVisible())) await page.getByText('make deploy').first().click();
   await expect(read).toBeVisible();
   for (const name of [/^Approve/, /^Edit/, /^Deny/, /Allow always/]) {
-    await expect(card.getByRole('button', { name })).toHaveCount(0);
+    await expect(card.getByRole('button', { name, includeHidden: true })).toHaveCount(0);
   }
   await expect(page.getByTestId('inbox-pick')).toHaveCount(0);
   for (const nav of ['nav-config', 'nav-tokens', 'nav-answers', 'nav-security', 'nav-notify']) {
@@ -106,4 +106,18 @@ test('a viewer reads a waiting card without its buttons, and an answer posted an
     headers: { authorization: `Bearer ${hook.token}` },
   });
   expect((await state.json()).status).toBe('pending');
+
+  // Made an approver, the same login answers: roles are read again on every request, and
+  // the next page draws the card's buttons.
+  const auth = { authorization: `Bearer ${server!.token}`, 'content-type': 'application/json' };
+  const people = await (await fetch(`${server!.url}/api/v1/people`, { headers: auth })).json();
+  const bob = people.find((p: { email: string }) => p.email === 'bob@example.test');
+  const changed = await fetch(`${server!.url}/api/v1/people/${bob.id}`, {
+    method: 'PUT', headers: auth, body: JSON.stringify({ roles: ['approver'] }),
+  });
+  expect(changed.status).toBe(200);
+  await page.reload();
+  await expect(page.locator('body')).toHaveAttribute('data-scope', 'approve');
+  await expect(card.getByRole('button', { name: /^Approve/, includeHidden: true })).toHaveCount(1);
+  await expect(page.getByTestId('card-read-only')).toHaveCount(0);
 });
