@@ -793,6 +793,118 @@ async fn answers_name_the_person_and_a_viewer_answers_nothing() {
     );
 }
 
+/// Red team (issue 41, roles): a person's tokens cannot be used to get around their roles or
+/// their removal. Demoted, an admin's own admin token makes no token and changes no config
+/// (its maker is capped, not the token's stored scope); a gates token she made claims an
+/// agent's name, and removing her frees it for another agent's token; a view token never
+/// answers, whatever its maker may do.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_persons_tokens_do_not_outlast_or_outgrow_them() {
+    set_secret();
+    let Some(idp) = start_idp() else { return };
+    let srv = server_for(&idp, "").await;
+    let alice = srv
+        .post(
+            "/api/v1/people",
+            json!({"email": "alice@example.test", "roles": ["admin"]}),
+        )
+        .await
+        .expect(201);
+    let alice_id = alice["id"].as_str().unwrap().to_owned();
+    let signed = sign_in(&srv, "alice").await;
+    assert_eq!(signed.status, StatusCode::OK, "{}", signed.page);
+    let cookie = signed.session.unwrap();
+    let mut secrets = HashMap::new();
+    for (name, scope) in [
+        ("laptop", "admin"),
+        ("her-agent", "gates"),
+        ("wall", "view"),
+    ] {
+        let made = send(
+            srv.anon(Method::POST, "/api/v1/tokens")
+                .header("cookie", &cookie)
+                .header("sec-fetch-site", "same-origin")
+                .json(&json!({"name": name, "scope": scope})),
+        )
+        .await;
+        assert_eq!(made.status, StatusCode::CREATED, "{}", made.body);
+        let token = serde_json::from_str::<Value>(&made.body).unwrap()["token"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        secrets.insert(name, Api::new(&srv.base).with_token(&token));
+    }
+    let gate = |session: &str| {
+        json!({"source": "claude-code", "external_session": session,
+               "tool": {"name": "Bash", "input": {"command": "true"}}})
+    };
+    let opened = secrets["her-agent"]
+        .post("/api/v1/gates", gate("hers"))
+        .await;
+    assert_eq!(opened.status, StatusCode::CREATED, "{}", opened.body);
+    // A view token answers nothing, though its maker is an admin.
+    let opened = opened.json();
+    let (sid, aid) = (
+        str_of(&opened, "session_id"),
+        str_of(&opened, "approval_id"),
+    );
+    let answer = secrets["wall"]
+        .post(
+            &format!("/api/v1/sessions/{sid}/approvals/{aid}"),
+            json!({"decision": "approve"}),
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::FORBIDDEN, "{}", answer.body);
+    // Demoted: her admin token is an approver's now, for every admin route.
+    set_roles(&srv, &alice_id, json!(["approver"]))
+        .await
+        .expect(200);
+    let laptop = &secrets["laptop"];
+    let made = laptop
+        .post(
+            "/api/v1/tokens",
+            json!({"name": "sneaky", "scope": "admin"}),
+        )
+        .await;
+    assert_eq!(made.status, StatusCode::FORBIDDEN, "{}", made.body);
+    let set = send(
+        laptop
+            .req(Method::PUT, "/api/v1/config/approvals.timeout_secs")
+            .json(&json!({"value": 5})),
+    )
+    .await;
+    assert_eq!(set.status, StatusCode::FORBIDDEN, "{}", set.body);
+    assert_eq!(
+        laptop.get("/api/v1/people").await.status,
+        StatusCode::FORBIDDEN
+    );
+    // Removed: the agent's name her token claimed is free for another agent's token.
+    srv.delete(&format!("/api/v1/people/{alice_id}"))
+        .await
+        .expect(204);
+    assert_eq!(
+        secrets["her-agent"]
+            .get("/api/v1/gates/os-user")
+            .await
+            .status,
+        StatusCode::UNAUTHORIZED
+    );
+    let other = srv
+        .post(
+            "/api/v1/tokens",
+            json!({"name": "their-agent", "scope": "gates"}),
+        )
+        .await
+        .expect(201);
+    let other = Api::new(&srv.base).with_token(other["token"].as_str().unwrap());
+    let claimed = other.post("/api/v1/gates", gate("theirs")).await;
+    assert_eq!(claimed.status, StatusCode::CREATED, "{}", claimed.body);
+    let listed = srv.get("/api/v1/tokens").await.expect(200);
+    for gone in ["laptop", "her-agent", "wall"] {
+        assert!(!listed.to_string().contains(gone), "{gone} in {listed}");
+    }
+}
+
 /// An address that only lowercases to the invited one is not it: `\u{212A}` (KELVIN SIGN)
 /// lowercases to an ASCII `k`, so a provider account verified as `\u{212A}ate@example.test`
 /// (another mailbox, for any mail system that does not fold Unicode case) signs in as the
