@@ -148,3 +148,62 @@ async fn an_answer_names_its_browser_login_and_device_and_the_audit_says_so() {
 
     audit_names_them(&ts, [&by_desk, &by_phone, &by_bearer], &desk_said["login"]).await;
 }
+
+/// A `view` token (a dashboard, issue 41) logs a browser in to read: its page says `view`
+/// and draws no answer control; its answers, by REST, by form and as a bearer, are refused
+/// `403` and the card still waits.
+#[tokio::test]
+async fn a_view_token_logs_a_dashboard_in_that_reads_and_answers_nothing() {
+    let ts = TestServer::start().await;
+    let made = ts
+        .post("/api/v1/tokens", json!({"name": "wall", "scope": "view"}))
+        .await
+        .expect(201);
+    assert_eq!(made["owner"], "admin");
+    let secret = made["token"].as_str().unwrap().to_owned();
+    let cookie = browser_login(&ts, &secret, DESKTOP).await;
+    let sid = ts.create_id(json!({"approval_mode": "ask"})).await;
+    ts.send_msg(&sid, "run: echo x > x.txt", None).await;
+    let gate = aid(&ts.wait_gate(&sid).await);
+    let page = send(
+        ts.anon(Method::GET, &format!("/sessions/{sid}"))
+            .header("cookie", &cookie),
+    )
+    .await;
+    assert_eq!(page.status.as_u16(), 200, "{page:?}");
+    assert!(page.body.contains(r#"data-scope="view""#), "{}", page.body);
+    assert!(page.body.contains(r#"data-testid="card-read-only""#));
+    assert!(!page.body.contains(r#"action="/forms/decide""#));
+    assert!(
+        !page.body.contains("data-person="),
+        "the admin's token names no person"
+    );
+    let route = format!("/api/v1/sessions/{sid}/approvals/{gate}");
+    let by_cookie = send(
+        ts.anon(Method::POST, &route)
+            .header("cookie", &cookie)
+            .header("sec-fetch-site", "same-origin")
+            .json(&json!({"decision": "approve"})),
+    )
+    .await;
+    assert_eq!(by_cookie.status.as_u16(), 403, "{by_cookie:?}");
+    let by_form = send(
+        ts.anon(Method::POST, "/forms/decide")
+            .header("cookie", &cookie)
+            .header("sec-fetch-site", "same-origin")
+            .form(&[
+                ("session_id", sid.as_str()),
+                ("approval_id", gate.as_str()),
+                ("decision", "approve"),
+            ]),
+    )
+    .await;
+    assert_eq!(by_form.status.as_u16(), 403, "{by_form:?}");
+    let by_bearer = Api::new(&ts.base)
+        .with_token(&secret)
+        .post(&route, json!({"decision": "approve"}))
+        .await;
+    assert_eq!(by_bearer.status.as_u16(), 403, "{by_bearer:?}");
+    let pending = ts.get("/api/v1/approvals").await.expect(200);
+    assert!(pending.to_string().contains(gate.as_str()), "{pending}");
+}
