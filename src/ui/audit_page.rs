@@ -134,7 +134,7 @@ fn AuditFilters(
             </label>
             <label>
                 "Actor"
-                <input type="search" data-testid="audit-actor" placeholder="browser, token, rule:, agent…"
+                <input type="search" data-testid="audit-actor" placeholder="browser, token, person, rule:, agent…"
                     prop:value=move || actor.get() on:input=move |ev| actor.set(event_target_value(&ev))/>
             </label>
             <label>
@@ -452,6 +452,16 @@ mod tests {
         for other in ["rule:r1", "agent", "timeout", "Browser"] {
             assert_eq!(actor_label(&entry(other, Value::Null)), other);
         }
+        // A person, and a person's token through its login (issue 41).
+        assert_eq!(
+            actor_label(&entry("person:alice@x.test", Value::Null)),
+            "alice@x.test"
+        );
+        let phone = serde_json::json!({"login": {"id": "l2", "device": "Safari on iPhone"}});
+        assert_eq!(
+            actor_label(&entry("person:alice@x.test via token:phone", phone)),
+            "alice@x.test via token phone · Safari on iPhone"
+        );
         let sneaky = serde_json::json!({"login": {"id": "l", "device": "x\u{202E}y"}});
         assert_eq!(
             actor_label(&entry("browser", sneaky)),
