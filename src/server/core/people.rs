@@ -156,8 +156,9 @@ impl Core {
         Ok(person)
     }
 
-    /// Removes a person, ending their browser logins and those logins' push subscriptions, and
-    /// revoking the tokens they made (their tokens already stopped working with the row).
+    /// Removes a person, ending their browser logins and those logins' push subscriptions; the
+    /// tokens they made are revoked with the row, in the same transaction
+    /// (`PeopleRepo::remove_person`).
     pub async fn remove_person(&self, id: &str, who: &Principal) -> Result<(), Error> {
         let person = self.person(id).await?;
         self.repos
@@ -165,8 +166,7 @@ impl Core {
             .remove_person(id, draft(who, PERSON_REMOVED, &person))
             .await?
             .ok_or_else(|| unknown(id))?;
-        self.end_person_logins(id, who, Logins::Forget).await?;
-        self.revoke_tokens_of(id, who).await
+        self.end_person_logins(id, who, Logins::Forget).await
     }
 
     /// Ends the push subscriptions every browser login of the person `id` made, and forgets

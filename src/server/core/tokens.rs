@@ -1,7 +1,8 @@
 //! Named tokens: created with a scope (the secret shown once, only its hash kept), listed,
 //! revoked at once, and turned back into a `Principal` when a request presents one. A token
 //! belongs to its maker (issue 41): a person, or the admin; a person's tokens never do more
-//! than the person's roles give now (`logins::who`) and are revoked when the person is removed.
+//! than the person's roles give now (`logins::who`) and are revoked with the person
+//! (`PeopleRepo::remove_person`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -193,27 +194,6 @@ impl Core {
         } else {
             Err(Error::UnknownToken(name.chars().take(64).collect()))
         }
-    }
-
-    /// Revokes every token the person `person_id` made (each audited `token_revoked`, and
-    /// the outside agents' names it claimed freed): the person was removed.
-    pub(super) async fn revoke_tokens_of(
-        &self,
-        person_id: &str,
-        who: &Principal,
-    ) -> Result<(), Error> {
-        for row in self.repos.tokens.list_tokens().await? {
-            if row.owner.as_deref() == Some(person_id)
-                && self
-                    .repos
-                    .tokens
-                    .delete_token(&row.name, &who.actor())
-                    .await?
-            {
-                self.token_use.forget(&row.name);
-            }
-        }
-        Ok(())
     }
 
     /// Records a named token's use (at most once a minute per token, off the request path).

@@ -74,8 +74,46 @@ pub async fn people_are_one_per_email_and_bound_once(store: Arc<dyn Store>) {
     let issuer = "http://127.0.0.1:9/";
     bound_once(&store, issuer).await;
     changed_whole(&store).await;
+    tokens_of_each(&store).await;
     removed_everywhere(&store, issuer, &again).await;
+    only_their_tokens_went_with_them(&store).await;
     each_change_audited_once(&store).await;
+}
+
+/// A token made by `pe-1` and one by `pe-3` (issue 41: a token belongs to its maker).
+async fn tokens_of_each(store: &Arc<dyn Store>) {
+    for (name, owner) in [("pe1-phone", "pe-1"), ("pe3-wall", "pe-3")] {
+        let row = crate::server::store::TokenRow {
+            name: name.into(),
+            scope: crate::protocol::Scope::Approve.into(),
+            secret_hash: format!("hash-{name}"),
+            created_at: Timestamp::now(),
+            last_used_at: None,
+            owner: Some(owner.into()),
+        };
+        store.create_token(&row, "token:admin").await.unwrap();
+    }
+}
+
+/// Removing `pe-1` revoked their token in the same transaction, audited under the remover;
+/// `pe-3`'s is untouched.
+async fn only_their_tokens_went_with_them(store: &Arc<dyn Store>) {
+    assert!(
+        store
+            .token_by_hash("hash-pe1-phone")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let kept = store.token_by_hash("hash-pe3-wall").await.unwrap().unwrap();
+    assert_eq!(kept.owner.as_deref(), Some("pe-3"));
+    let revoked = store
+        .audit_after(0, 10_000, Some("token_revoked"), Some("token:pe1-phone"))
+        .await
+        .unwrap();
+    assert_eq!(revoked.len(), 1);
+    assert_eq!(revoked[0].actor, "token:admin");
+    assert!(store.delete_token("pe3-wall", "token:admin").await.unwrap());
 }
 
 /// Bound once: a second binding (of anyone) is refused, the first holds.

@@ -46,7 +46,9 @@ pub trait PeopleRepo: Send + Sync {
         subject: &str,
         name: Option<&str>,
     ) -> Result<bool, StoreError>;
-    /// Removes one, with its audit entry; the person removed, `None` when there was none.
+    /// Removes one, with its audit entry, and revokes the tokens they made (each audited
+    /// `token_revoked` under the same actor, their claimed names freed), in one transaction;
+    /// the person removed, `None` when there was none.
     async fn remove_person(
         &self,
         id: &str,

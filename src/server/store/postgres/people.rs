@@ -122,7 +122,10 @@ impl PeopleRepo for PgStore {
         let Some(row) = row else {
             return Ok(None);
         };
+        let actor = audit.actor.clone();
         queue_audit(&mut tx, vec![audit]).await?;
+        // Their tokens go with them, in the same transaction.
+        super::write::revoke_tokens_of_in(&mut tx, id, &actor).await?;
         tx.commit().await?;
         self.sealer.kick();
         Ok(Some(person(row)))
@@ -163,7 +166,10 @@ impl PeopleRepo for PgStore {
         let Some(row) = row else {
             return Ok(None);
         };
+        let actor = audit.actor.clone();
         queue_audit(&mut tx, vec![audit]).await?;
+        // Their tokens go with them, in the same transaction.
+        super::write::revoke_tokens_of_in(&mut tx, id, &actor).await?;
         tx.commit().await?;
         self.sealer.kick();
         Ok(Some(person(row)))

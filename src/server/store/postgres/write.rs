@@ -403,6 +403,20 @@ pub async fn create_token(pool: &PgPool, row: &TokenRow, actor: &str) -> Result<
 
 pub async fn delete_token(pool: &PgPool, name: &str, actor: &str) -> Result<bool, StoreError> {
     let mut tx = pool.begin().await?;
+    let revoked = revoke_token_in(&mut tx, name, actor).await?;
+    tx.commit().await?;
+    Ok(revoked)
+}
+
+/// Revokes the token `name` inside the caller's transaction (revoking it, or removing the
+/// person who made it): its phones' push subscriptions go with it (and their answer
+/// capabilities), and the outside agents' names it claimed, after what they were given ends;
+/// audited `token_revoked` under `actor`. Whether there was one.
+pub(super) async fn revoke_token_in(
+    tx: &mut PgConnection,
+    name: &str,
+    actor: &str,
+) -> Result<bool, StoreError> {
     let scope: Option<(String,)> =
         sqlx::query_as("DELETE FROM tokens WHERE name = $1 RETURNING scope")
             .bind(name)
@@ -411,25 +425,40 @@ pub async fn delete_token(pool: &PgPool, name: &str, actor: &str) -> Result<bool
     let Some((scope,)) = scope else {
         return Ok(false);
     };
-    // Its phones' push subscriptions go with it (and their answer capabilities), and the
-    // outside agents' names it claimed.
     let credential = crate::protocol::Actor::Token(name).to_string();
     sqlx::query("DELETE FROM push_subscriptions WHERE credential = $1")
         .bind(&credential)
         .execute(&mut *tx)
         .await?;
-    end_what_its_names_were_given(&mut tx, &credential, actor).await?;
+    end_what_its_names_were_given(&mut *tx, &credential, actor).await?;
     sqlx::query("DELETE FROM source_claims WHERE actor = $1")
         .bind(&credential)
         .execute(&mut *tx)
         .await?;
     queue_audit(
-        &mut tx,
+        &mut *tx,
         vec![token_audit_draft(actor, "token_revoked", name, &scope)],
     )
     .await?;
-    tx.commit().await?;
     Ok(true)
+}
+
+/// Revokes every token the person `owner` made, inside the caller's transaction (their
+/// removal), each as [`revoke_token_in`] does.
+pub(super) async fn revoke_tokens_of_in(
+    tx: &mut PgConnection,
+    owner: &str,
+    actor: &str,
+) -> Result<(), StoreError> {
+    let names: Vec<(String,)> =
+        sqlx::query_as("SELECT name FROM tokens WHERE owner = $1 ORDER BY name")
+            .bind(owner)
+            .fetch_all(&mut *tx)
+            .await?;
+    for (name,) in names {
+        revoke_token_in(&mut *tx, &name, actor).await?;
+    }
+    Ok(())
 }
 
 /// Before a token's names are freed: the reviewer's trust in each, and each one's grants in

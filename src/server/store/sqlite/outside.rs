@@ -70,6 +70,52 @@ fn end_what_a_name_was_given(
     Ok(())
 }
 
+/// Revokes the token `name` inside the caller's transaction (revoking it, or removing the
+/// person who made it): its phones' push subscriptions go with it (and their answer
+/// capabilities), and the outside agents' names it claimed, after what they were given ends;
+/// audited `token_revoked` under `actor`. Whether there was one.
+pub(super) fn revoke_token_in(
+    sp: &rusqlite::Savepoint<'_>,
+    name: &str,
+    actor: &str,
+) -> Result<bool, StoreError> {
+    let scope: Option<String> = sp
+        .prepare_cached("DELETE FROM tokens WHERE name = ?1 RETURNING scope")?
+        .query_row(params![name], |r| r.get(0))
+        .optional()?;
+    let Some(scope) = scope else {
+        return Ok(false);
+    };
+    let credential = crate::protocol::Actor::Token(name).to_string();
+    sp.prepare_cached("DELETE FROM push_subscriptions WHERE credential = ?1")?
+        .execute(params![credential])?;
+    end_what_its_names_were_given(sp, &credential, actor)?;
+    sp.prepare_cached("DELETE FROM source_claims WHERE actor = ?1")?
+        .execute(params![credential])?;
+    super::write::chain_audit(
+        sp,
+        vec![token_audit_draft(actor, "token_revoked", name, &scope)],
+    )?;
+    Ok(true)
+}
+
+/// Revokes every token the person `owner` made, inside the caller's transaction (their
+/// removal), each as [`revoke_token_in`] does.
+pub(super) fn revoke_tokens_of_in(
+    sp: &rusqlite::Savepoint<'_>,
+    owner: &str,
+    actor: &str,
+) -> Result<(), StoreError> {
+    let names: Vec<String> = sp
+        .prepare_cached("SELECT name FROM tokens WHERE owner = ?1 ORDER BY name")?
+        .query_map(params![owner], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    for name in names {
+        revoke_token_in(sp, &name, actor)?;
+    }
+    Ok(())
+}
+
 impl SqliteStore {
     pub(super) async fn insert_token(&self, row: &TokenRow, actor: &str) -> Result<(), StoreError> {
         let row = row.clone();
@@ -139,28 +185,7 @@ impl SqliteStore {
         let actor = actor.to_owned();
         let done = self
             .writer
-            .exec(move |sp| {
-                let scope: Option<String> = sp
-                    .prepare_cached("DELETE FROM tokens WHERE name = ?1 RETURNING scope")?
-                    .query_row(params![name], |r| r.get(0))
-                    .optional()?;
-                let Some(scope) = scope else {
-                    return Ok(Done::Flag(false));
-                };
-                // Its phones' push subscriptions go with it (and their answer capabilities),
-                // and the outside agents' names it claimed.
-                let credential = crate::protocol::Actor::Token(&name).to_string();
-                sp.prepare_cached("DELETE FROM push_subscriptions WHERE credential = ?1")?
-                    .execute(params![credential])?;
-                end_what_its_names_were_given(sp, &credential, &actor)?;
-                sp.prepare_cached("DELETE FROM source_claims WHERE actor = ?1")?
-                    .execute(params![credential])?;
-                super::write::chain_audit(
-                    sp,
-                    vec![token_audit_draft(&actor, "token_revoked", &name, &scope)],
-                )?;
-                Ok(Done::Flag(true))
-            })
+            .exec(move |sp| Ok(Done::Flag(revoke_token_in(sp, &name, &actor)?)))
             .await?;
         Ok(matches!(done, Done::Flag(true)))
     }

@@ -195,6 +195,8 @@ impl PeopleRepo for SqliteStore {
                 sp.prepare_cached("DELETE FROM people WHERE id = ?1")?
                     .execute(params![id])?;
                 super::write::chain_audit(sp, vec![audit.clone()])?;
+                // Their tokens go with them, in the same transaction.
+                super::outside::revoke_tokens_of_in(sp, &id, &audit.actor)?;
                 done_with(Some(row))
             })
             .await?;
