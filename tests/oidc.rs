@@ -1181,3 +1181,38 @@ async fn a_provider_cannot_fill_the_servers_memory() {
         "one unauthenticated start made the server hold {grew} MiB of the provider's answer"
     );
 }
+
+// ---- Red team (issue 41, roles and tokens, helper rtroles). ----
+
+/// The provider's verified email is taken as written, without the checks an invited address
+/// gets (`normalized_email`: no spaces, no control characters). A provider account of an
+/// allowed domain whose address reads `alice@example.test via token:phone@example.test` joins,
+/// and everything it does is written `person:alice@example.test via token:phone@example.test`,
+/// which reads back (`Actor::parse`) as Alice through a token called `phone@example.test`: the
+/// audit names her for a sign-in she never made, and, once the joiner is made an approver,
+/// the figures count its answers as hers.
+#[tokio::test(flavor = "multi_thread")]
+async fn rt_a_provider_address_cannot_spell_another_persons_actor() {
+    set_secret();
+    let Some(idp) = start_idp() else { return };
+    let srv = server_for(&idp, "\"example.test\"").await;
+    let signed = sign_in(&srv, "spoofer").await;
+    assert_eq!(
+        signed.status,
+        StatusCode::FORBIDDEN,
+        "an address with spaces signed in: {}",
+        signed.page
+    );
+    assert!(signed.session.is_none());
+    let people = srv.get("/api/v1/people").await.expect(200);
+    assert!(
+        people.as_array().unwrap().is_empty(),
+        "the address joined: {people}"
+    );
+    for (actor, _) in audit_actions(&srv).await {
+        assert!(
+            !actor.starts_with("person:alice@example.test"),
+            "the audit names alice for someone else: {actor}"
+        );
+    }
+}

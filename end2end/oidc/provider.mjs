@@ -8,6 +8,7 @@
 //   carol  carol@other.test    verified    eve   eve@example.test  NOT verified
 //   kelvin  \u212Aate@example.test (KELVIN SIGN, not a K)  verified
 //   mallory alice@example.test  NOT verified (claims someone else's address)
+//   spoofer 'alice@example.test via token:phone@example.test'  verified (no address: spaces)
 import http from 'node:http';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -39,6 +40,7 @@ const accounts = {
   eve: { email: 'eve@example.test', email_verified: false, name: 'Eve Unverified' },
   kelvin: { email: '\u212Aate@example.test', email_verified: true, name: 'Kelvin Lookalike' },
   mallory: { email: 'alice@example.test', email_verified: false, name: 'Mallory Claims' },
+  spoofer: { email: 'alice@example.test via token:phone@example.test', email_verified: true, name: 'Spoofer' },
 };
 
 const server = http.createServer();

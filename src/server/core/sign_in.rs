@@ -149,6 +149,26 @@ impl Core {
                 ));
             }
         };
+        // The provider vouches for an address, not for its spelling: one an invitation would
+        // refuse (spaces, control characters, no domain) names nobody. Written into an actor
+        // as is, `a@x via token:t@y` would read back as `a@x`'s token.
+        if super::people::normalized_email(&email).ok().as_deref() != Some(email.as_str()) {
+            let claimed: String = email
+                .chars()
+                .filter(|c| !c.is_control())
+                .take(254)
+                .collect();
+            self.refused_as(
+                "oidc".into(),
+                &claimed,
+                "not_an_address",
+                "not an email address",
+            )
+            .await?;
+            return Err(Error::Forbidden(
+                "your provider's email address is not plainly one (name@example.com, no spaces), so nobody can tell whether you were invited".into(),
+            ));
+        }
         if let Some(person) = people.person_by_email(&email).await? {
             return self.bind(person, identity).await;
         }
