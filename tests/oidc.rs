@@ -1184,6 +1184,119 @@ async fn a_provider_cannot_fill_the_servers_memory() {
 
 // ---- Red team (issue 41, roles and tokens, helper rtroles). ----
 
+/// A viewer "may nothing: every answer is refused `403`" (README, Teams) — yet a viewer who
+/// signed in, and a `view` token an admin made for a wall's dashboard, can each close any
+/// agent's waiting card through `POST /api/v1/gates/{id}/cancel`: the card leaves the
+/// approvers' Inbox unanswered and the agent's call does not run. A cancel is an answer in all
+/// but name (it resolves the card, `gate_resolved` in the audit, the actor the viewer's).
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "red-team finding 1: a viewer (person or view token) closes any agent's card with POST /api/v1/gates/{id}/cancel"]
+async fn rt_a_viewer_cannot_close_an_agents_card() {
+    set_secret();
+    let Some(idp) = start_idp() else { return };
+    let srv = server_for(&idp, "").await;
+    srv.post(
+        "/api/v1/people",
+        json!({"email": "carol@other.test", "roles": ["viewer"]}),
+    )
+    .await
+    .expect(201);
+    let signed = sign_in(&srv, "carol").await;
+    assert_eq!(signed.status, StatusCode::OK, "{}", signed.page);
+    let carol = signed.session.unwrap();
+    let wall = srv
+        .post("/api/v1/tokens", json!({"name": "wall", "scope": "view"}))
+        .await
+        .expect(201)["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let hook = srv
+        .post("/api/v1/tokens", json!({"name": "hook", "scope": "gates"}))
+        .await
+        .expect(201);
+    let agent = Api::new(&srv.base).with_token(hook["token"].as_str().unwrap());
+    let gate = |session: &str| {
+        json!({"source": "claude-code", "external_session": session,
+               "tool": {"name": "Bash", "input": {"command": "make release"}}})
+    };
+    // Carol, signed in as a viewer, from the page's own origin.
+    let first = agent.post("/api/v1/gates", gate("one")).await.expect(201);
+    let id = first["approval_id"].as_str().unwrap().to_owned();
+    let by_carol = send(
+        srv.anon(Method::POST, &format!("/api/v1/gates/{id}/cancel"))
+            .header("cookie", &carol)
+            .header("sec-fetch-site", "same-origin")
+            .json(&json!({})),
+    )
+    .await;
+    let state = agent.get(&format!("/api/v1/gates/{id}")).await.expect(200);
+    assert_eq!(
+        (by_carol.status, state["status"].as_str()),
+        (StatusCode::FORBIDDEN, Some("pending")),
+        "a viewer closed an agent's card: {} / {state}",
+        by_carol.body
+    );
+    // The wall's `view` token.
+    let second = agent.post("/api/v1/gates", gate("two")).await.expect(201);
+    let id = second["approval_id"].as_str().unwrap().to_owned();
+    let by_wall = send(
+        srv.anon(Method::POST, &format!("/api/v1/gates/{id}/cancel"))
+            .bearer_auth(&wall)
+            .json(&json!({})),
+    )
+    .await;
+    let state = agent.get(&format!("/api/v1/gates/{id}")).await.expect(200);
+    assert_eq!(
+        (by_wall.status, state["status"].as_str()),
+        (StatusCode::FORBIDDEN, Some("pending")),
+        "a view token closed an agent's card: {} / {state}",
+        by_wall.body
+    );
+}
+
+/// The same door, quieter: a viewer polls an agent's gate with `watch` and goes away; with
+/// nobody else watching (an agent that polls without `watch`), the card closes as
+/// `agent_gone` a few seconds later — a viewer ended a card it may not answer.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "red-team finding 2: a viewer's GET /api/v1/gates/{id}?watch= closes an agent's card (agent_gone) when it stops polling"]
+async fn rt_a_viewers_watch_does_not_close_an_agents_card() {
+    set_secret();
+    let Some(idp) = start_idp() else { return };
+    let srv = server_for(&idp, "").await;
+    srv.post(
+        "/api/v1/people",
+        json!({"email": "carol@other.test", "roles": ["viewer"]}),
+    )
+    .await
+    .expect(201);
+    let signed = sign_in(&srv, "carol").await;
+    assert_eq!(signed.status, StatusCode::OK, "{}", signed.page);
+    let carol = signed.session.unwrap();
+    let hook = srv
+        .post("/api/v1/tokens", json!({"name": "hook", "scope": "gates"}))
+        .await
+        .expect(201);
+    let agent = Api::new(&srv.base).with_token(hook["token"].as_str().unwrap());
+    let opened = agent
+        .post(
+            "/api/v1/gates",
+            json!({"source": "claude-code", "external_session": "s",
+                   "tool": {"name": "Bash", "input": {"command": "make release"}}}),
+        )
+        .await
+        .expect(201);
+    let id = opened["approval_id"].as_str().unwrap().to_owned();
+    let watched = with_cookie(&srv, &carol, &format!("/api/v1/gates/{id}?wait=0&watch=5")).await;
+    assert_eq!(watched, StatusCode::OK);
+    tokio::time::sleep(std::time::Duration::from_secs(9)).await;
+    let state = agent.get(&format!("/api/v1/gates/{id}")).await.expect(200);
+    assert_eq!(
+        state["status"], "pending",
+        "a viewer's watch closed the agent's card: {state}"
+    );
+}
+
 /// The provider's verified email is taken as written, without the checks an invited address
 /// gets (`normalized_email`: no spaces, no control characters). A provider account of an
 /// allowed domain whose address reads `alice@example.test via token:phone@example.test` joins,
