@@ -1329,3 +1329,58 @@ async fn rt_a_provider_address_cannot_spell_another_persons_actor() {
         );
     }
 }
+
+/// An agent that opens its gates with an admin credential claims no name, so its Allow always
+/// grants are kept under its `source` with no token holding it. A `view` token — a wall's
+/// read-only dashboard, the scope a viewer has — then opens one gate under that name: it
+/// claims the name, and the claim ends what was given under it (`rule_revoked`, actor
+/// `token:wall`). Revoking rules is an admin's; a viewer revoked one, and now owns the agent's
+/// name (its real token gets `403 source_claimed`).
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "red-team finding 4: a view token opens a gate under an agent's name, claims it, and so revokes that agent's grants"]
+async fn rt_a_view_token_cannot_revoke_an_agents_grants_by_claiming_its_name() {
+    let srv = TestServer::configured("").await;
+    // The agent's hook holds the admin token: its gates claim nothing.
+    let gate = |session: &str, command: &str| {
+        json!({"source": "claude-code", "external_session": session,
+               "tool": {"name": "Bash", "input": {"command": command}}})
+    };
+    let first = srv
+        .post("/api/v1/gates", gate("s1", "cargo test"))
+        .await
+        .expect(201);
+    let answered = srv
+        .post(
+            &format!(
+                "/api/v1/sessions/{}/approvals/{}",
+                first["session_id"].as_str().unwrap(),
+                first["approval_id"].as_str().unwrap()
+            ),
+            json!({"decision": "allow_always", "rule": {"scope": "workspace"}}),
+        )
+        .await;
+    assert_eq!(answered.status, 200, "{}", answered.body);
+    let live = |rules: &Value| {
+        rules
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["source"] == "claude-code" && r["lapsed"].is_null())
+            .count()
+    };
+    assert_eq!(live(&srv.get("/api/v1/rules").await.expect(200)), 1);
+    // The wall's view token opens one gate as `claude-code`.
+    let wall = srv
+        .post("/api/v1/tokens", json!({"name": "wall", "scope": "view"}))
+        .await
+        .expect(201);
+    let viewer = Api::new(&srv.base).with_token(wall["token"].as_str().unwrap());
+    let opened = viewer.post("/api/v1/gates", gate("w", "true")).await;
+    let rules = srv.get("/api/v1/rules").await.expect(200);
+    assert_eq!(
+        (opened.status, live(&rules)),
+        (StatusCode::FORBIDDEN, 1),
+        "a view token opened a gate as the agent ({}) and its grant is gone: {rules}",
+        opened.body
+    );
+}
