@@ -1384,3 +1384,62 @@ async fn rt_a_view_token_cannot_revoke_an_agents_grants_by_claiming_its_name() {
         opened.body
     );
 }
+
+/// A person removed while their own requests are in flight: an admin who signed in makes
+/// tokens while another admin removes her. A token whose maker was looked up before the
+/// removal and stored after it outlives her — listed as `removed person <id>`, which the docs
+/// say "removing a person never leaves" — and keeps its name taken. (Her other tokens were
+/// revoked with her, in the removal's transaction.)
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "red-team finding 5: a token made while its maker is being removed is stored after the removal, owned by nobody who exists"]
+async fn rt_a_token_made_during_its_makers_removal_does_not_outlive_her() {
+    set_secret();
+    let Some(idp) = start_idp() else { return };
+    let srv = server_for(&idp, "").await;
+    let mut leftovers: Vec<String> = Vec::new();
+    for round in 0..5 {
+        let alice = srv
+            .post(
+                "/api/v1/people",
+                json!({"email": "alice@example.test", "roles": ["admin"]}),
+            )
+            .await
+            .expect(201);
+        let signed = sign_in(&srv, "alice").await;
+        assert_eq!(signed.status, StatusCode::OK, "{}", signed.page);
+        let cookie = signed.session.unwrap();
+        let makes = (0..40).map(|i| {
+            srv.anon(Method::POST, "/api/v1/tokens")
+                .header("cookie", &cookie)
+                .header("sec-fetch-site", "same-origin")
+                .json(&json!({"name": format!("r{round}-t{i}"), "scope": "view"}))
+                .send()
+        });
+        let made = futures::future::join_all(makes);
+        let removal = async {
+            tokio::time::sleep(std::time::Duration::from_millis(3)).await;
+            srv.delete(&format!("/api/v1/people/{}", alice["id"].as_str().unwrap()))
+                .await
+                .expect(204);
+        };
+        let (_, ()) = tokio::join!(made, removal);
+    }
+    let listed = srv.get("/api/v1/tokens").await.expect(200);
+    leftovers.extend(
+        listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| {
+                t["owner"]
+                    .as_str()
+                    .unwrap_or("")
+                    .starts_with("removed person")
+            })
+            .map(|t| t["name"].as_str().unwrap().to_owned()),
+    );
+    assert!(
+        leftovers.is_empty(),
+        "tokens outlived the person who made them: {leftovers:?}"
+    );
+}
