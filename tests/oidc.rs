@@ -1443,3 +1443,73 @@ async fn rt_a_token_made_during_its_makers_removal_does_not_outlive_her() {
         "tokens outlived the person who made them: {leftovers:?}"
     );
 }
+
+/// A person removed while her agent's gates are being opened: her `gates` token was checked
+/// by the request before the removal and claims the agent's name after it (the removal's
+/// transaction already freed that token's names). The name stays claimed by a token that no
+/// longer exists: the agent's new token gets `403 source_claimed` "revoke token:hook to free
+/// it", and revoking `hook` answers `404 unknown_token`.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "red-team finding 6: a gate opened while its token's maker is removed claims the agent's name for a token that no longer exists"]
+async fn rt_a_removed_persons_token_leaves_no_claim_behind() {
+    set_secret();
+    let Some(idp) = start_idp() else { return };
+    let srv = server_for(&idp, "").await;
+    let alice = srv
+        .post(
+            "/api/v1/people",
+            json!({"email": "alice@example.test", "roles": ["admin"]}),
+        )
+        .await
+        .expect(201);
+    let signed = sign_in(&srv, "alice").await;
+    assert_eq!(signed.status, StatusCode::OK, "{}", signed.page);
+    let made = send(
+        srv.anon(Method::POST, "/api/v1/tokens")
+            .header("cookie", signed.session.as_ref().unwrap())
+            .header("sec-fetch-site", "same-origin")
+            .json(&json!({"name": "hook", "scope": "gates"})),
+    )
+    .await;
+    assert_eq!(made.status, StatusCode::CREATED, "{}", made.body);
+    let hook = serde_json::from_str::<Value>(&made.body).unwrap()["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let gate = |source: String| {
+        json!({"source": source, "external_session": "s",
+               "tool": {"name": "Bash", "input": {"command": "true"}}})
+    };
+    let opens = (0..40).map(|i| {
+        srv.anon(Method::POST, "/api/v1/gates")
+            .bearer_auth(&hook)
+            .json(&gate(format!("agent-{i}")))
+            .send()
+    });
+    let removal = async {
+        tokio::time::sleep(std::time::Duration::from_millis(3)).await;
+        srv.delete(&format!("/api/v1/people/{}", alice["id"].as_str().unwrap()))
+            .await
+            .expect(204);
+    };
+    let (_, ()) = tokio::join!(futures::future::join_all(opens), removal);
+    let fresh = srv
+        .post("/api/v1/tokens", json!({"name": "hook2", "scope": "gates"}))
+        .await
+        .expect(201);
+    let agent = Api::new(&srv.base).with_token(fresh["token"].as_str().unwrap());
+    let mut stuck = Vec::new();
+    for i in 0..40 {
+        let opened = agent
+            .post("/api/v1/gates", gate(format!("agent-{i}")))
+            .await;
+        if opened.status == StatusCode::FORBIDDEN {
+            stuck.push(format!("agent-{i}: {}", opened.body));
+        }
+    }
+    assert!(
+        stuck.is_empty(),
+        "names still claimed by the removed person's token: {stuck:?}; revoking it: {:?}",
+        srv.delete("/api/v1/tokens/hook").await.status
+    );
+}
