@@ -1190,7 +1190,6 @@ async fn a_provider_cannot_fill_the_servers_memory() {
 /// approvers' Inbox unanswered and the agent's call does not run. A cancel is an answer in all
 /// but name (it resolves the card, `gate_resolved` in the audit, the actor the viewer's).
 #[tokio::test(flavor = "multi_thread")]
-#[ignore = "red-team finding 1: a viewer (person or view token) closes any agent's card with POST /api/v1/gates/{id}/cancel"]
 async fn rt_a_viewer_cannot_close_an_agents_card() {
     set_secret();
     let Some(idp) = start_idp() else { return };
@@ -1259,7 +1258,6 @@ async fn rt_a_viewer_cannot_close_an_agents_card() {
 /// nobody else watching (an agent that polls without `watch`), the card closes as
 /// `agent_gone` a few seconds later — a viewer ended a card it may not answer.
 #[tokio::test(flavor = "multi_thread")]
-#[ignore = "red-team finding 2: a viewer's GET /api/v1/gates/{id}?watch= closes an agent's card (agent_gone) when it stops polling"]
 async fn rt_a_viewers_watch_does_not_close_an_agents_card() {
     set_secret();
     let Some(idp) = start_idp() else { return };
@@ -1337,7 +1335,6 @@ async fn rt_a_provider_address_cannot_spell_another_persons_actor() {
 /// `token:wall`). Revoking rules is an admin's; a viewer revoked one, and now owns the agent's
 /// name (its real token gets `403 source_claimed`).
 #[tokio::test(flavor = "multi_thread")]
-#[ignore = "red-team finding 4: a view token opens a gate under an agent's name, claims it, and so revokes that agent's grants"]
 async fn rt_a_view_token_cannot_revoke_an_agents_grants_by_claiming_its_name() {
     let srv = TestServer::configured("").await;
     // The agent's hook holds the admin token: its gates claim nothing.
@@ -1391,7 +1388,6 @@ async fn rt_a_view_token_cannot_revoke_an_agents_grants_by_claiming_its_name() {
 /// say "removing a person never leaves" — and keeps its name taken. (Her other tokens were
 /// revoked with her, in the removal's transaction.)
 #[tokio::test(flavor = "multi_thread")]
-#[ignore = "red-team finding 5: a token made while its maker is being removed is stored after the removal, owned by nobody who exists"]
 async fn rt_a_token_made_during_its_makers_removal_does_not_outlive_her() {
     set_secret();
     let Some(idp) = start_idp() else { return };
@@ -1450,7 +1446,6 @@ async fn rt_a_token_made_during_its_makers_removal_does_not_outlive_her() {
 /// longer exists: the agent's new token gets `403 source_claimed` "revoke token:hook to free
 /// it", and revoking `hook` answers `404 unknown_token`.
 #[tokio::test(flavor = "multi_thread")]
-#[ignore = "red-team finding 6: a gate opened while its token's maker is removed claims the agent's name for a token that no longer exists"]
 async fn rt_a_removed_persons_token_leaves_no_claim_behind() {
     set_secret();
     let Some(idp) = start_idp() else { return };

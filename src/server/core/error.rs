@@ -211,6 +211,7 @@ impl From<StoreError> for Error {
             StoreError::AlreadyResolved(resolution) => Error::for_resolved(*resolution),
             StoreError::TurnHeld(_) => Error::TurnInProgress,
             StoreError::Unstorable(why) => Error::InvalidRequest(why),
+            StoreError::Gone(why) => Error::Unauthorized(why),
             // Logged here, where its cause is dropped: the answer (`503`) does not carry it.
             failure if failure.is_database_failure() => {
                 tracing::error!(error = %failure, "database error");

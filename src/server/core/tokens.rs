@@ -76,7 +76,8 @@ fn check_name(name: &str) -> Result<(), Error> {
             "a token name uses letters, digits, `-`, `_` and `.` only".into(),
         ));
     }
-    if name == STARTUP_TOKEN_NAME || name == CLI_TOKEN_NAME {
+    // In any case: `Admin` beside `admin` reads as the startup token in every list.
+    if name.eq_ignore_ascii_case(STARTUP_TOKEN_NAME) || name.eq_ignore_ascii_case(CLI_TOKEN_NAME) {
         return Err(Error::NameTaken(format!(
             "`{name}` is reserved (the admin token's and the local CLI's names)"
         )));
@@ -226,6 +227,12 @@ mod tests {
         ));
         assert!(matches!(check_name("admin"), Err(Error::NameTaken(_))));
         assert!(matches!(check_name("cli"), Err(Error::NameTaken(_))));
+        for look_alike in ["Admin", "ADMIN", "Cli"] {
+            assert!(
+                matches!(check_name(look_alike), Err(Error::NameTaken(_))),
+                "{look_alike}"
+            );
+        }
     }
 
     #[test]

@@ -317,7 +317,18 @@ pub enum StoreError {
     /// Text a database column cannot hold (a NUL character).
     #[error("{0}")]
     Unstorable(String),
+    /// What a write stands on went in the same moment: a token's maker removed, a token
+    /// revoked while it claimed a name. Checked inside the write's transaction.
+    #[error("{0}")]
+    Gone(String),
 }
+
+/// Why a token is not made: its maker was removed in the same moment.
+pub(crate) const MAKER_GONE: &str =
+    "the person this token would belong to was removed: it was not made";
+/// Why a name is not claimed: the token claiming it was revoked in the same moment.
+pub(crate) const CLAIMANT_GONE: &str =
+    "this token was revoked while it opened its first gate: nothing was claimed";
 
 impl StoreError {
     /// A failure of the database itself (as opposed to a logical outcome such as a lost

@@ -449,6 +449,23 @@ impl Core {
         Ok(gate)
     }
 
+    /// The gate `who` may act on (cancel): one it opened, or any for a credential that may
+    /// answer it anyway. A viewer closes nobody's card.
+    async fn gate_to_act_on(
+        &self,
+        who: &Principal,
+        approval_id: &ApprovalId,
+    ) -> Result<ExternalGate, Error> {
+        let gate = self.visible_gate(who, approval_id).await?;
+        if !who.scope().decides() && gate.opened_by != who.credential() {
+            return Err(Error::Forbidden(
+                "only the credential that opened a gate, or one that may answer it, may cancel it"
+                    .into(),
+            ));
+        }
+        Ok(gate)
+    }
+
     /// `GET /api/v1/gates/{id}?wait=&watch=`: the gate's state, as soon as it is resolved or
     /// after `wait` (at most a minute). With `watch`, the card closes (`agent_gone`) when no
     /// such poll waits on it for that long, or soon after a poll's connection closes while it
@@ -470,8 +487,11 @@ impl Core {
             self.watches.forget(approval_id.as_str());
             return Ok(state);
         }
+        // Only the agent that opened the gate says when it went away: anyone else's watch
+        // (a viewer's, an approver's) would close a card its agent still waits on.
         let watching = watch
             .filter(|_| self.repos.coordination.is_none())
+            .filter(|_| gate.opened_by == who.credential())
             .map(|lapse| self.watch_gate(&gate, approval_id.as_str(), lapse));
         if wait.is_zero() {
             if let Some(watching) = watching {
@@ -506,7 +526,7 @@ impl Core {
         approval_id: &ApprovalId,
         why: Option<&str>,
     ) -> Result<GateState, Error> {
-        let gate = self.visible_gate(who, approval_id).await?;
+        let gate = self.gate_to_act_on(who, approval_id).await?;
         let stored = self
             .repos
             .gates

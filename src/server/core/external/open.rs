@@ -120,6 +120,11 @@ impl Core {
         }
         // A person who signed in answers cards; an agent opens gates with a token of its own.
         // (An approver's browser claiming `claude-code` would keep it after they are removed.)
+        if who.scope() == Scope::View {
+            return Err(Error::Forbidden(
+                "a `view` credential reads and opens no gates: an agent opens them with its own `gates` token".into(),
+            ));
+        }
         if matches!(who, Principal::Person { .. }) {
             return Err(Error::Forbidden(
                 "a person who signed in answers cards and opens no gates: an agent opens them with its own `gates` token".into(),

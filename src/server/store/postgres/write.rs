@@ -371,6 +371,18 @@ pub async fn append_audit(pool: &PgPool, drafts: Vec<audit::AuditDraft>) -> Resu
 
 pub async fn create_token(pool: &PgPool, row: &TokenRow, actor: &str) -> Result<(), StoreError> {
     let mut tx = pool.begin().await?;
+    // Its maker held still until this commits: a removal waits, then revokes this token too
+    // (it deletes the person before their tokens); one that went first leaves no maker.
+    if let Some(owner) = &row.owner {
+        let present: Option<(i32,)> =
+            sqlx::query_as("SELECT 1 FROM people WHERE id = $1 FOR SHARE")
+                .bind(owner)
+                .fetch_optional(&mut *tx)
+                .await?;
+        if present.is_none() {
+            return Err(StoreError::Gone(crate::server::store::MAKER_GONE.into()));
+        }
+    }
     let inserted = sqlx::query(
         "INSERT INTO tokens (name, scope, secret_hash, created_at, last_used_at, owner)
          VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (name) DO NOTHING",
@@ -521,6 +533,18 @@ pub async fn claim_source(pool: &PgPool, source: &str, actor: &str) -> Result<St
         return Ok(owner);
     }
     let mut tx = pool.begin().await?;
+    // The claiming token held still until this commits: a revocation waits, then frees this
+    // claim too (it deletes the token before its claims); one that went first leaves none.
+    if let crate::protocol::Actor::Token(name) = crate::protocol::Actor::parse(actor) {
+        let present: Option<(i32,)> =
+            sqlx::query_as("SELECT 1 FROM tokens WHERE name = $1 FOR SHARE")
+                .bind(name)
+                .fetch_optional(&mut *tx)
+                .await?;
+        if present.is_none() {
+            return Err(StoreError::Gone(crate::server::store::CLAIMANT_GONE.into()));
+        }
+    }
     let claimed = sqlx::query(
         "INSERT INTO source_claims (source, actor, claimed_at) VALUES ($1, $2, $3) \
          ON CONFLICT (source) DO NOTHING",

@@ -129,6 +129,16 @@ impl SqliteStore {
                 if taken.is_some() {
                     return Err(StoreError::Taken(row.name.clone()));
                 }
+                // Its maker still here, on the writer: a removal that went first left no token.
+                if let Some(owner) = &row.owner {
+                    let present = sp
+                        .prepare_cached("SELECT 1 FROM people WHERE id = ?1")?
+                        .query_row(params![owner], |_| Ok(()))
+                        .optional()?;
+                    if present.is_none() {
+                        return Err(StoreError::Gone(super::super::MAKER_GONE.into()));
+                    }
+                }
                 sp.prepare_cached(&format!(
                     "INSERT INTO tokens ({TOKEN_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
                 ))?
@@ -237,6 +247,9 @@ impl SqliteStore {
                     .optional()?;
                 if let Some(owner) = owner {
                     return Ok(Done::Text(owner));
+                }
+                if !claimant_present(sp, &actor)? {
+                    return Err(StoreError::Gone(super::super::CLAIMANT_GONE.into()));
                 }
                 sp.prepare_cached(
                     "INSERT INTO source_claims (source, actor, claimed_at) VALUES (?1, ?2, ?3)",
@@ -356,4 +369,17 @@ impl SqliteStore {
         })
         .await
     }
+}
+
+/// Whether the credential claiming a name still exists: a named token must still be in the
+/// table (a revocation that went first also freed its names); other credentials hold no row.
+fn claimant_present(sp: &rusqlite::Connection, actor: &str) -> Result<bool, StoreError> {
+    let crate::protocol::Actor::Token(name) = crate::protocol::Actor::parse(actor) else {
+        return Ok(true);
+    };
+    Ok(sp
+        .prepare_cached("SELECT 1 FROM tokens WHERE name = ?1")?
+        .query_row(params![name], |_| Ok(()))
+        .optional()?
+        .is_some())
 }
