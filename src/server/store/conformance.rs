@@ -11,8 +11,8 @@
 use std::sync::Arc;
 
 use crate::protocol::{
-    AnsweredBy, ApprovalRequest, Decision, EventBody, Mode, Resolution, Scope, Stored, Timestamp,
-    TurnStatus,
+    AnsweredBy, ApprovalRequest, Decision, EventBody, Mode, Resolution, Role, Scope, Stored,
+    Timestamp, TurnStatus,
 };
 use crate::server::store::{
     Commit, ExternalGate, GateChange, NewEvent, SessionRow, Store, StoreError, TokenRow,
@@ -971,10 +971,22 @@ async fn a_token_keeps_its_maker(store: Arc<dyn Store>) {
         last_used_at: None,
         owner: owner.map(str::to_owned),
     };
+    use super::conformance_people::{draft, person};
+    let alice = person("pe-alice", "token-maker@makers.test", vec![Role::Admin]);
+    store
+        .add_person(&alice, draft("person_invited", "pe-alice"))
+        .await
+        .unwrap();
     store
         .create_token(&made("wall", Some("pe-alice")), "person:alice@example.test")
         .await
         .unwrap();
+    // A maker nobody can find (removed in the same moment) makes no token.
+    let orphan = store
+        .create_token(&made("orphan", Some("pe-gone")), "person:gone@example.test")
+        .await;
+    assert!(matches!(orphan, Err(StoreError::Gone(_))), "{orphan:?}");
+    assert!(store.token_by_hash("owner-orphan").await.unwrap().is_none());
     store
         .create_token(&made("ci", None), "browser")
         .await
@@ -1053,6 +1065,19 @@ async fn an_agents_name_is_its_first_tokens_until_that_token_goes(store: Arc<dyn
             .unwrap(),
         format!("token:{other}"),
         "a revoked token's names are free"
+    );
+    // A token revoked in the same moment claims nothing: the name stays free.
+    let claimed = store
+        .claim_source("orphaned-agent", &format!("token:{owner_name}"))
+        .await;
+    assert!(matches!(claimed, Err(StoreError::Gone(_))), "{claimed:?}");
+    assert!(
+        !store
+            .claimed_sources()
+            .await
+            .unwrap()
+            .iter()
+            .any(|(source, _)| source == "orphaned-agent")
     );
 }
 
