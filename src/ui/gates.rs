@@ -254,7 +254,8 @@ async fn answer_each(
         };
         if matches!(
             api::decide(session_id.clone(), gate.approval_id.clone(), input).await,
-            Ok(crate::protocol::DecideOutcome::Decided { .. })
+            Ok(crate::protocol::DecideOutcome::Decided { .. }
+                | crate::protocol::DecideOutcome::Counted { .. })
         ) {
             answered += 1;
         }

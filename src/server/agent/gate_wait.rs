@@ -244,6 +244,7 @@ impl Turn {
         body.reason_detail = stale.body.reason_detail.clone();
         let fresh = ApprovalRequest {
             reviewer_concern: None,
+            route_state: None,
             turn_id: self.turn_id.clone(),
             body,
         };

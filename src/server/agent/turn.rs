@@ -449,14 +449,34 @@ impl Turn {
         floor: Option<&str>,
         asked: Option<EventBody>,
     ) -> Result<(ToolStatus, String), TurnEnd> {
-        let body = Box::pin(self.card(tool, call, reason, floor)).await?;
+        let mut body = Box::pin(self.card(tool, call, reason, floor)).await?;
+        self.route_card(&mut body).await?;
         let gate = ApprovalRequest {
             reviewer_concern: None,
+            route_state: None,
             turn_id: self.turn_id.clone(),
             body,
         };
         let resolution = self.wait_for_gate(asked, &gate).await?;
         Box::pin(self.after_gate(call, &gate, resolution)).await
+    }
+
+    /// Puts the `[[approvals.route]]` the card matches on it, with the session's owner (issue
+    /// 41): from now on it says who may answer it.
+    async fn route_card(&self, body: &mut ApprovalRequestBody) -> Result<(), TurnEnd> {
+        let owner = self
+            .deps
+            .hub
+            .session(&self.session_id)
+            .await?
+            .and_then(|row| row.owner);
+        let live = self.deps.config();
+        crate::server::gate::route::route_card(
+            &live.config.approvals.route,
+            body,
+            owner.as_deref(),
+        );
+        Ok(())
     }
 
     /// A call recorded as run by a rule whose rule was revoked or expired before it started:
@@ -581,6 +601,11 @@ impl Turn {
             floor,
             unknown_tool: None,
             checkpoint_in_yolo: CheckpointInYolo::Refuse,
+            held_for_people: crate::server::gate::route::held_for_people(
+                &live.config.approvals.route,
+                class,
+                None,
+            ),
         };
         // A rule is for the path as it leads: one written for `docs/a.md` does not cover the
         // file a symlink of that name points to (checked before its use is spent).

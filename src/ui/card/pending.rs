@@ -28,6 +28,8 @@ pub(super) fn PendingCard(
     request: ApprovalRequestBody,
     /// The reviewer's concern, when it escalated this card in a class the person trusts it with.
     concern: Option<String>,
+    /// A routed card's approvals so far and whether it escalated.
+    route_state: crate::protocol::RouteState,
     now_ms: RwSignal<f64>,
 ) -> impl IntoView {
     let PendingSetup {
@@ -76,10 +78,28 @@ pub(super) fn PendingCard(
             <ConfirmPrompt state/>
             <LostTo request=request.clone() state/>
             <super::reviewer::ReviewerConcern concern/>
-            <Actions request=request.clone() state send/>
-            <OpenPanels request=request.clone() state send/>
+            <RoutedAnswers request=request.clone() route_state state send/>
             {move || state.notice.get().map(|n| view! { <p class="card-notice" role="status" data-testid="card-notice">{n}</p> })}
         </article>
+    }
+}
+
+/// Who may answer a routed card, and the answers, shown only to those its route names (any
+/// card without a route: to everyone).
+#[component]
+fn RoutedAnswers(
+    request: ApprovalRequestBody,
+    route_state: crate::protocol::RouteState,
+    state: CardState,
+    send: Callback<DecisionRequest>,
+) -> impl IntoView {
+    let may = super::route::may_answer_here(&request, &route_state);
+    view! {
+        <super::route::RouteLine request=request.clone() state=route_state may/>
+        {may.then(|| view! {
+            <Actions request=request.clone() state send/>
+            <OpenPanels request=request.clone() state send/>
+        })}
     }
 }
 

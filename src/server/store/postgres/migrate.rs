@@ -7,7 +7,7 @@ use sqlx::PgPool;
 use crate::server::store::StoreError;
 
 /// The migrations, in order: (version, SQL).
-const MIGRATIONS: [(i64, &str); 12] = [
+const MIGRATIONS: [(i64, &str); 13] = [
     (
         1,
         include_str!("../../../../migrations/postgres/0001_schema.sql"),
@@ -55,6 +55,10 @@ const MIGRATIONS: [(i64, &str); 12] = [
     (
         12,
         include_str!("../../../../migrations/postgres/0012_people.sql"),
+    ),
+    (
+        14,
+        include_str!("../../../../migrations/postgres/0014_routes.sql"),
     ),
 ];
 

@@ -7,7 +7,7 @@
 use rusqlite::{Connection, OptionalExtension};
 
 /// Every migration, in order; the version of the n-th is n.
-const MIGRATIONS: [&str; 16] = [
+const MIGRATIONS: [&str; 17] = [
     include_str!("../../../../migrations/sqlite/0001_sessions_and_events.sql"),
     include_str!("../../../../migrations/sqlite/0002_approvals_and_rules.sql"),
     include_str!("../../../../migrations/sqlite/0003_plan_mode_record.sql"),
@@ -24,6 +24,8 @@ const MIGRATIONS: [&str; 16] = [
     include_str!("../../../../migrations/sqlite/0014_review.sql"),
     include_str!("../../../../migrations/sqlite/0015_source_claims.sql"),
     include_str!("../../../../migrations/sqlite/0016_people.sql"),
+    // 0017 is issue 41's token owners (helper roles); 0018 follows it once both are merged.
+    include_str!("../../../../migrations/sqlite/0018_routes.sql"),
 ];
 
 fn user_version(conn: &Connection) -> rusqlite::Result<usize> {
