@@ -1,7 +1,9 @@
 //! Which `[[approvals.route]]` a card matches (first match wins), and the route it snapshots
 //! when it is made: a later config change does not move a waiting card.
 
-use crate::protocol::{ApprovalRequestBody, CardRoute, GateKind, GateReason, RouteWhen, ToolClass};
+use crate::protocol::{
+    ApprovalRequestBody, CardRoute, Decision, GateKind, GateReason, RouteWhen, ToolClass,
+};
 use crate::server::config::route::{BUILT_IN_SOURCE, RouteConfig};
 
 /// What a route looks at in a call: whether it is on the floor, its class, its agent.
@@ -93,9 +95,15 @@ pub fn snapshot(
     })
 }
 
-/// Puts the matching route on a card as it is made.
+/// Puts the matching route on a card as it is made. A card several people must approve
+/// offers no Allow always: the standing rule would answer the next one for them.
 pub fn route_card(routes: &[RouteConfig], card: &mut ApprovalRequestBody, owner: Option<&str>) {
     card.route = snapshot(routes, card, owner);
+    if needs_people(card) {
+        card.allowed_decisions
+            .retain(|d| *d != Decision::AllowAlways);
+        card.suggested_rule = None;
+    }
 }
 
 #[cfg(test)]
@@ -146,6 +154,36 @@ mod tests {
             .is_none()
         );
         assert!(snapshot(&r, &card(ToolClass::Read, GateReason::Mode, None), None).is_none());
+    }
+
+    /// A card two people must approve offers no Allow always; one a single approver answers
+    /// still does.
+    #[test]
+    fn a_quorum_card_offers_no_standing_answer() {
+        let r = routes(
+            "[[approvals.route]]\nwhen = \"exec\"\napprovers = [\"owner\"]\nquorum = 2\n\
+             [[approvals.route]]\nwhen = \"edit\"\napprovers = [\"owner\"]\n",
+        );
+        let offering = |class| {
+            let mut c = card(class, GateReason::Mode, None);
+            c.allowed_decisions.push(Decision::AllowAlways);
+            c.suggested_rule = Some(crate::protocol::RuleSuggestion {
+                tool: "shell".into(),
+                pattern: "ls *".into(),
+                approved_before: 0,
+            });
+            c
+        };
+        let mut exec = offering(ToolClass::Exec);
+        route_card(&r, &mut exec, None);
+        assert!(!exec.allowed_decisions.contains(&Decision::AllowAlways));
+        assert!(exec.suggested_rule.is_none());
+        let mut edit = offering(ToolClass::Edit);
+        route_card(&r, &mut edit, None);
+        assert!(edit.allowed_decisions.contains(&Decision::AllowAlways));
+        assert!(held_for_people(&r, ToolClass::Exec, None));
+        assert!(!held_for_people(&r, ToolClass::Edit, None));
+        assert!(!held_for_people(&r, ToolClass::Read, Some("codex")));
     }
 
     #[test]
