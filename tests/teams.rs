@@ -426,3 +426,50 @@ async fn a_card_escalates_after_a_restart_with_the_route_it_was_made_with() {
     let done = srv.decide(&sid, &aid, approve()).await.expect(200);
     assert_eq!(done["decision"], "approve");
 }
+
+/// `owner` is the person whose session it is: here the admin Carol, whose own login opened the
+/// agent's session. Only she answers its card; the admin token is not her.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_owner_of_a_session_answers_its_cards() {
+    set_secret();
+    let Some(idp) = start_idp() else { return };
+    let config = format!(
+        "[server]\npublic_url = \"{PUBLIC_URL}\"\n[auth.oidc]\nissuer = \"{}\"\nclient_id = \"{CLIENT_ID}\"\nclient_secret_env = \"{SECRET_ENV}\"\n[[approvals.route]]\nwhen = \"exec\"\napprovers = [\"owner\"]\n",
+        idp.issuer
+    );
+    let srv = TestServer::configured(&config).await;
+    for (email, role) in [
+        ("alice@example.test", "approver"),
+        ("carol@other.test", "admin"),
+    ] {
+        srv.post("/api/v1/people", json!({"email": email, "roles": [role]}))
+            .await
+            .expect(201);
+    }
+    let alice = sign_in(&srv, "alice").await.session.unwrap();
+    let carol = sign_in(&srv, "carol").await.session.unwrap();
+    let opened = send(
+        srv.anon(Method::POST, "/api/v1/gates")
+            .header("cookie", &carol)
+            .header("sec-fetch-site", "same-origin")
+            .json(&json!({
+                "source": "codex", "external_session": "mine", "cwd": "/home/carol",
+                "tool": {"name": "Bash", "input": {"command": "make test"}},
+            })),
+    )
+    .await
+    .expect(201);
+    let sid = opened["session_id"].as_str().unwrap().to_owned();
+    let aid = opened["approval_id"].as_str().unwrap().to_owned();
+    let shown = card(&srv, &sid).await;
+    assert_eq!(shown["route"]["owner"], "carol@other.test", "{shown:#}");
+    answer(&srv, &alice, &sid, &aid, approve())
+        .await
+        .expect_error(403, "not_an_approver");
+    srv.decide(&sid, &aid, approve())
+        .await
+        .expect_error(403, "not_an_approver");
+    answer(&srv, &carol, &sid, &aid, approve())
+        .await
+        .expect(200);
+}
