@@ -473,3 +473,45 @@ async fn the_owner_of_a_session_answers_its_cards() {
         .await
         .expect(200);
 }
+
+/// Routes are the file's alone: the API refuses to change them, and a file with a bad entry
+/// is refused naming it, the routes in force staying as they were.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_bad_route_is_refused_by_name_and_the_routes_in_force_stay() {
+    let good = "[[approvals.route]]\nwhen = \"exec\"\napprovers = [\"role:admin\"]\nquorum = 2\n";
+    let srv = TestServer::configured(good).await;
+    let view = srv.get("/api/v1/config").await.expect(200);
+    let row = view["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["key"] == "approvals.route")
+        .cloned()
+        .unwrap_or_else(|| panic!("approvals.route listed: {view:#}"));
+    assert_eq!(row["protected"], true, "{row}");
+    srv.put("/api/v1/config/approvals.route", json!({"value": []}))
+        .await
+        .expect_error(403, "protected_key");
+    let bad = good.replace("role:admin", "group: maintainers");
+    std::fs::write(srv.root().join("config.toml"), bad).unwrap();
+    let view = poll_until("the refusal", SOON, async || {
+        let view = srv.get("/api/v1/config").await.expect(200);
+        if view["error"].is_string() {
+            Ok(view)
+        } else {
+            Err(view)
+        }
+    })
+    .await;
+    assert!(
+        view["error"]
+            .as_str()
+            .unwrap()
+            .contains("`group: maintainers`"),
+        "{view}"
+    );
+    let (sid, _) = open(&srv, "codex", "Bash", json!({"command": "make test"})).await;
+    let shown = card(&srv, &sid).await;
+    assert_eq!(shown["route"]["approvers"], json!(["role:admin"]));
+    assert_eq!(shown["route"]["quorum"], 2);
+}
