@@ -515,3 +515,27 @@ async fn a_bad_route_is_refused_by_name_and_the_routes_in_force_stay() {
     assert_eq!(shown["route"]["approvers"], json!(["role:admin"]));
     assert_eq!(shown["route"]["quorum"], 2);
 }
+
+/// The built-in agent's cards are routed too: a command in yolo still waits for two
+/// approvals (the admin counts once), and a deny ends it with nothing run.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_built_in_agents_card_waits_for_its_quorum_in_yolo() {
+    let config = "[[approvals.route]]\nwhen = \"exec\"\nsource = \"countersign\"\napprovers = [\"role:admin\", \"group:maintainers\"]\nquorum = 2\n";
+    let srv = TestServer::configured(config).await;
+    let sid = srv.session().await;
+    let turn = srv.send_msg(&sid, "run: touch ran.txt", Some("yolo")).await;
+    let shown = srv.wait_gate(&sid).await;
+    assert_eq!(shown["tool"], "shell");
+    assert_eq!(shown["route"]["quorum"], 2, "{shown:#}");
+    let aid = shown["approval_id"].as_str().unwrap().to_owned();
+    let counted = srv.decide(&sid, &aid, approve()).await.expect(202);
+    assert_eq!(counted["quorum"], 2);
+    // The admin again is the same person: still one of two.
+    let again = srv.decide(&sid, &aid, approve()).await.expect(202);
+    assert_eq!(again["approvals"].as_array().unwrap().len(), 1);
+    srv.decide(&sid, &aid, json!({"decision": "deny", "reason": "not now"}))
+        .await
+        .expect(200);
+    srv.wait_turn(&sid, &turn).await;
+    assert!(!srv.workspace().join("ran.txt").exists());
+}

@@ -449,8 +449,7 @@ impl Turn {
         floor: Option<&str>,
         asked: Option<EventBody>,
     ) -> Result<(ToolStatus, String), TurnEnd> {
-        let mut body = Box::pin(self.card(tool, call, reason, floor)).await?;
-        self.route_card(&mut body).await?;
+        let body = Box::pin(self.card(tool, call, reason, floor)).await?;
         let gate = ApprovalRequest {
             reviewer_concern: None,
             route_state: None,
@@ -463,7 +462,7 @@ impl Turn {
 
     /// Puts the `[[approvals.route]]` the card matches on it, with the session's owner (issue
     /// 41): from now on it says who may answer it.
-    async fn route_card(&self, body: &mut ApprovalRequestBody) -> Result<(), TurnEnd> {
+    pub(super) async fn route_card(&self, body: &mut ApprovalRequestBody) -> Result<(), TurnEnd> {
         let owner = self
             .deps
             .hub
