@@ -38,10 +38,10 @@ pub enum Answered {
     },
 }
 
-/// Who answers, as the eligibility check reads them: the admin's own credentials, or a
+/// Who is answering, as the eligibility check reads them: the admin's own credentials, or a
 /// person with their roles and groups from the people store, read now.
 #[derive(Clone, Debug)]
-pub struct Approver {
+pub struct Answering {
     /// `None`: the admin's own credentials.
     person: Option<PersonNow>,
 }
@@ -54,7 +54,7 @@ struct PersonNow {
     groups: Vec<String>,
 }
 
-impl Approver {
+impl Answering {
     pub fn answerer(&self) -> Answerer<'_> {
         match &self.person {
             None => Answerer::Admin,
@@ -81,7 +81,7 @@ impl Approver {
 fn revised(
     request: &ApprovalRequest,
     resolution: &Resolution,
-    approver: &Approver,
+    approver: &Answering,
 ) -> Result<(ApprovalRequest, Option<CardEdit>), Error> {
     if resolution.decision != Decision::Edit {
         return Ok((request.clone(), None));
@@ -172,14 +172,14 @@ impl Core {
     /// `Principal::person_email`; roles and groups from the people store now; a person no
     /// longer there has none), or the admin's own credentials. A notification's one-time
     /// link (ntfy) names nobody: it answers no routed card.
-    pub(super) async fn approver(&self, who: &Principal) -> Result<Approver, Error> {
+    pub(super) async fn approver(&self, who: &Principal) -> Result<Answering, Error> {
         if matches!(who, Principal::Ntfy) {
             return Err(Error::NotAnApprover(
                 "a notification's link cannot answer a card routed to named approvers: open the card".into(),
             ));
         }
         let Some(email) = who.person_email() else {
-            return Ok(Approver { person: None });
+            return Ok(Answering { person: None });
         };
         let email = email_key(email);
         let found = self.repos.people.person_by_email(&email).await?;
@@ -189,7 +189,7 @@ impl Core {
             groups: found.map(|p| p.groups).unwrap_or_default(),
             email,
         };
-        Ok(Approver {
+        Ok(Answering {
             person: Some(person),
         })
     }
@@ -220,7 +220,7 @@ impl Core {
         &self,
         request: &ApprovalRequest,
         who: &Principal,
-    ) -> Result<Option<Approver>, Error> {
+    ) -> Result<Option<Answering>, Error> {
         let Some(route) = &request.body.route else {
             return Ok(None);
         };
@@ -244,7 +244,7 @@ impl Core {
         session: &SessionId,
         request: &ApprovalRequest,
         resolution: Resolution,
-        approver: &Approver,
+        approver: &Answering,
     ) -> Result<Answered, Error> {
         let quorum = request.body.route.as_ref().map_or(1, |r| r.quorum);
         let (card, edit) = revised(request, &resolution, approver)?;
