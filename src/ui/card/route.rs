@@ -5,7 +5,7 @@
 
 use leptos::prelude::*;
 
-use crate::protocol::{ApprovalRequestBody, GivenApproval, RouteState};
+use crate::protocol::{ApprovalRequestBody, CardEdit, GivenApproval, RouteState};
 use crate::shown;
 use crate::ui::when::AgoAndClock;
 
@@ -35,8 +35,29 @@ fn approval_line(approval: GivenApproval) -> impl IntoView {
     }
 }
 
-/// The route's line, the approvals on the card as it is now, and a word for a reader who may
-/// not answer it. Nothing for a card without a route.
+/// An approver's edit, shown to the others: who, and what it changed (its diff, else the
+/// edited call or text). Approving the card approves it as edited.
+fn edit_view(edit: CardEdit) -> impl IntoView {
+    let who = edit
+        .by
+        .name
+        .clone()
+        .filter(|n| !n.trim().is_empty())
+        .unwrap_or_else(|| edit.by.who.clone());
+    let changed = edit.edit_diff.clone().unwrap_or_else(|| match &edit.edits {
+        serde_json::Value::String(text) => text.clone(),
+        other => serde_json::to_string_pretty(other).unwrap_or_default(),
+    });
+    view! {
+        <div class="card-route-edit" data-testid="card-route-edit">
+            <p class="card-route-edit-by">"Edited by " {shown::text(&who)} " — approving approves it as edited:"</p>
+            <pre class="card-route-edit-diff">{shown::text(&changed)}</pre>
+        </div>
+    }
+}
+
+/// The route's line, the approvals on the card as it is now, an approver's edit, and a word
+/// for a reader who may not answer it. Nothing for a card without a route.
 #[component]
 pub fn RouteLine(request: ApprovalRequestBody, state: RouteState, may: bool) -> impl IntoView {
     let route = request.route.clone()?;
@@ -52,6 +73,7 @@ pub fn RouteLine(request: ApprovalRequestBody, state: RouteState, may: bool) -> 
             {(!approvals.is_empty()).then(|| view! {
                 <ul class="card-approvals">{approvals.into_iter().map(approval_line).collect_view()}</ul>
             })}
+            {route.edit.clone().map(edit_view)}
             {(!may).then(|| view! {
                 <p class="card-not-yours muted" data-testid="card-not-yours">"You may not answer this card."</p>
             })}
