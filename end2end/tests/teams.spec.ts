@@ -81,6 +81,7 @@ async function openCommand(command: string): Promise<{ sid: string; aid: string 
     body: JSON.stringify({
       source: 'codex', external_session: 'team-e2e', cwd: '/home/me/app',
       tool: { name: 'Bash', input: { command } },
+      capabilities: { edit: true },
     }),
   });
   expect(opened.status).toBe(201);
@@ -133,4 +134,40 @@ test('two maintainers approve one card in their own browsers; a third person see
   const given = entries.filter((e) => e.action === 'approval_given').map((e) => e.actor);
   expect(given).toEqual(['person:alice@example.test', 'person:bob@example.test']);
   for (const page of [alice, bob, carol]) await page.context().close();
+});
+
+test("one maintainer's edit shows on the other's card, and the count starts again", async ({ browser }) => {
+  test.skip(!server, 'oidc-provider is not installed');
+  const alice = await signedIn(browser, 'alice');
+  const bob = await signedIn(browser, 'bob');
+  const { sid, aid } = await openCommand('make deploy');
+  for (const page of [alice, bob]) {
+    await page.goto(`${server!.url}/sessions/${sid}`);
+    await waitLive(page);
+  }
+  await card(bob, aid).locator('[data-action=approve]').click();
+  await expect(card(alice, aid).getByTestId('card-approval')).toContainText('Approved by Bob Example');
+
+  // Alice edits the command (through the same decision route as her card's Edit).
+  const cookies = await alice.context().cookies();
+  const session = cookies.find((c) => c.name === 'countersign_session')!;
+  const edited = await fetch(`${server!.url}/api/v1/sessions/${sid}/approvals/${aid}`, {
+    method: 'POST',
+    headers: { cookie: `${session.name}=${session.value}`, 'sec-fetch-site': 'same-origin', 'content-type': 'application/json' },
+    body: JSON.stringify({ decision: 'edit', edits: { command: 'make deploy-staging' } }),
+  });
+  expect(edited.status).toBe(202);
+
+  // Bob sees the edit, and that only Alice's approval counts now.
+  const bobs = card(bob, aid);
+  await expect(bobs.getByTestId('card-route-edit')).toContainText('Edited by Alice Example');
+  await expect(bobs.getByTestId('card-route-edit')).toContainText('make deploy-staging');
+  await expect(bobs.getByTestId('card-approval')).toHaveCount(1);
+  await expect(bobs.getByTestId('card-approval')).toContainText('Approved by Alice Example');
+
+  // His approval of the card as edited resolves it as an edit.
+  await bobs.locator('[data-action=approve]').click();
+  await expect(bobs).toHaveAttribute('data-state', 'resolved');
+  await expect(bobs.getByTestId('card-outcome')).toContainText('Approved (edited) by Alice Example, and by Bob Example');
+  for (const page of [alice, bob]) await page.context().close();
 });
