@@ -539,3 +539,40 @@ async fn the_built_in_agents_card_waits_for_its_quorum_in_yolo() {
     srv.wait_turn(&sid, &turn).await;
     assert!(!srv.workspace().join("ran.txt").exists());
 }
+
+/// The passkey step-up is asked of each person: under `require_passkey = "floor"` an approval
+/// toward a floor card's quorum without its own assertion is refused, and nothing is counted.
+#[tokio::test(flavor = "multi_thread")]
+async fn each_approval_toward_a_quorum_needs_its_own_passkey() {
+    set_secret();
+    let Some(idp) = start_idp() else { return };
+    let config = format!(
+        "[server]\npublic_url = \"{PUBLIC_URL}\"\n[auth.oidc]\nissuer = \"{}\"\nclient_id = \"{CLIENT_ID}\"\nclient_secret_env = \"{SECRET_ENV}\"\n[approvals]\nrequire_passkey = \"floor\"\n[[approvals.route]]\nwhen = \"floor\"\napprovers = [\"group:maintainers\"]\nquorum = 2\n",
+        idp.issuer
+    );
+    let srv = TestServer::configured(&config).await;
+    srv.post(
+        "/api/v1/people",
+        json!({"email": "alice@example.test", "roles": ["approver"], "groups": ["maintainers"]}),
+    )
+    .await
+    .expect(201);
+    let alice = sign_in(&srv, "alice").await.session.unwrap();
+    let (sid, aid) = open(&srv, "codex", "Bash", json!({"command": "cat .env"})).await;
+    card(&srv, &sid).await;
+    answer(&srv, &alice, &sid, &aid, approve())
+        .await
+        .expect_error(403, "passkey_required");
+    let waiting = card(&srv, &sid).await;
+    assert!(
+        waiting["route_state"]["approvals"]
+            .as_array()
+            .is_none_or(Vec::is_empty),
+        "{waiting:#}"
+    );
+    let audit = audit_of(&srv, &aid).await;
+    assert!(
+        !audit.iter().any(|(_, action)| action == "approval_given"),
+        "{audit:?}"
+    );
+}
