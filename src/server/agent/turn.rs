@@ -463,18 +463,20 @@ impl Turn {
     /// Puts the `[[approvals.route]]` the card matches on it, with the session's owner (issue
     /// 41): from now on it says who may answer it.
     pub(super) async fn route_card(&self, body: &mut ApprovalRequestBody) -> Result<(), TurnEnd> {
+        let live = self.deps.config();
+        let routes = &live.config.approvals.route;
+        // No route matches (none configured, or a card that stays the same when rejoined):
+        // nothing to read.
+        if body.route.is_some() || crate::server::gate::route::matching(routes, body).is_none() {
+            return Ok(());
+        }
         let owner = self
             .deps
             .hub
             .session(&self.session_id)
             .await?
             .and_then(|row| row.owner);
-        let live = self.deps.config();
-        crate::server::gate::route::route_card(
-            &live.config.approvals.route,
-            body,
-            owner.as_deref(),
-        );
+        crate::server::gate::route::route_card(routes, body, owner.as_deref());
         Ok(())
     }
 

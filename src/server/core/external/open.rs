@@ -62,12 +62,7 @@ impl Core {
             .outside_verdict(&checked, &call, &session_id, &live)
             .await?;
         let mut request = Self::request_for(&checked, &call, &session_id, &verdict);
-        let owner = self.session_row(&session_id).await?.owner;
-        route::route_card(
-            &live.config.approvals.route,
-            &mut request.body,
-            owner.as_deref(),
-        );
+        self.route_outside_card(&mut request.body, &live).await?;
         let external = ExternalGate {
             approval_id: request.body.approval_id.clone(),
             session_id: session_id.clone(),
@@ -113,6 +108,22 @@ impl Core {
                     .gate_opened(&live.config, &request.body, &title);
             }
         }
+        Ok(())
+    }
+
+    /// Puts the `[[approvals.route]]` the card matches on it, with its session's owner (read
+    /// only when a route matches).
+    async fn route_outside_card(
+        &self,
+        card: &mut ApprovalRequestBody,
+        live: &Live,
+    ) -> Result<(), Error> {
+        let routes = &live.config.approvals.route;
+        if route::matching(routes, card).is_none() {
+            return Ok(());
+        }
+        let owner = self.session_row(&card.session_id).await?.owner;
+        route::route_card(routes, card, owner.as_deref());
         Ok(())
     }
 
