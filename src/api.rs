@@ -142,9 +142,9 @@ pub async fn list_sessions() -> Result<Vec<Session>, ErrorBody> {
 needs!("create_session", Admin);
 #[server(prefix = "/api/ui", endpoint = "create_session", input = Json)]
 pub async fn create_session() -> Result<Session, ErrorBody> {
-    backend::caller("create_session")?;
+    let who = backend::caller("create_session")?;
     let core = backend::core()?;
-    core.create_session(None, None)
+    core.create_session(None, None, who.person_email())
         .await
         .map_err(backend::to_server_error)
 }
@@ -216,12 +216,17 @@ pub async fn decide(
     input: DecisionRequest,
 ) -> Result<DecideOutcome, ErrorBody> {
     let who = backend::caller("decide")?;
-    use crate::server::core::Error;
+    use crate::server::core::{Answered, Error};
     let core = backend::core()?;
     let answer = crate::server::core::Answer::try_from(input).map_err(backend::to_server_error)?;
     let session_id = backend::session_id(&session_id)?;
     match core.decide(&session_id, &approval_id, answer, &who).await {
-        Ok(resolution) => Ok(DecideOutcome::Decided { resolution }),
+        Ok(Answered::Resolved(resolution)) => Ok(DecideOutcome::Decided { resolution }),
+        Ok(Answered::Counted { approvals, quorum }) => Ok(DecideOutcome::Counted {
+            approval_id,
+            approvals,
+            quorum,
+        }),
         Err(Error::AlreadyResolved(resolution) | Error::Gone(resolution)) => {
             Ok(DecideOutcome::Lost {
                 resolution: *resolution,

@@ -23,6 +23,9 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
     // Which browser login this is (a digest that grants nothing): a card tells this browser's
     // answers from another's by it.
     let login = crate::ui::card::answered_by::reader_login();
+    // Their roles and groups, for the buttons of a card routed to some of them (issue 41).
+    let approver = crate::ui::approver::page_approver();
+    let (roles, groups) = (approver.roles_attr(), approver.groups_attr());
     // The page's own scripts carry the render's nonce too, as every script of a page does.
     let nonce = use_nonce().map(|n| n.to_string());
     view! {
@@ -43,7 +46,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <HydrationScripts options/>
                 <MetaTags/>
             </head>
-            <body data-scope=scope data-modes=modes data-login=login data-person=person>
+            <body data-scope=scope data-modes=modes data-login=login data-person=person data-roles=roles data-groups=groups>
                 <App/>
             </body>
         </html>

@@ -326,6 +326,15 @@ fn done_line(answer: &Answer, gate: &GateRef, reply: &Value) -> String {
         clean(&gate.summary)
     };
     let mut line = format!("{verb} {}: {what}", short_id(gate.approval_id.as_str()));
+    // A routed card that needs several people (`202`, issue 41): counted, it waits.
+    if reply["status"] == "counted" {
+        let given = reply["approvals"].as_array().map_or(0, Vec::len);
+        let quorum = reply["quorum"].as_u64().unwrap_or(0);
+        line.push_str(&format!(
+            "
+your approval counted ({given} of {quorum}): the card waits for the others"
+        ));
+    }
     if let Answer::Deny(Some(reason)) = answer {
         line.push_str(&format!(" (reason: {})", clean_within(reason, 120)));
     }
@@ -537,5 +546,20 @@ mod tests {
         assert!(said.contains("is no longer open"), "{said}");
         let other = ErrorCode::Other("brand_new".into());
         assert_eq!(message(explain_resolved(api(other), &tool)), "as sent");
+    }
+
+    /// An approval counted toward a routed card's quorum says so, not that the card is done.
+    #[test]
+    fn a_counted_approval_says_the_card_waits() {
+        let tool = gate(GateKind::Tool);
+        let reply = serde_json::json!({"status": "counted", "approvals": [{}], "quorum": 2});
+        let line = done_line(&Answer::Approve, &tool, &reply);
+        assert!(line.contains("your approval counted (1 of 2)"), "{line}");
+        let done = done_line(
+            &Answer::Approve,
+            &tool,
+            &serde_json::json!({"decision": "approve"}),
+        );
+        assert!(!done.contains("counted"), "{done}");
     }
 }

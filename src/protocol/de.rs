@@ -205,7 +205,26 @@ impl EventBody {
                 status: o.required("status")?,
                 error: o.optional("error")?,
             },
-            EventKind::ReviewConcern => EventBody::ReviewConcern {
+            EventKind::ReviewConcern | EventKind::ApprovalGiven | EventKind::ApprovalEscalated => {
+                EventBody::card_note(kind, o)?
+            }
+        })
+    }
+
+    /// What was said of a waiting card: the reviewer's concern, an approval toward its
+    /// quorum, its escalation.
+    fn card_note<E: Error>(kind: EventKind, o: &mut Object<'_>) -> Result<Self, E> {
+        Ok(match kind {
+            EventKind::ApprovalGiven => EventBody::ApprovalGiven {
+                approval_id: o.required("approval_id")?,
+                approval: o.required("approval")?,
+                edit: o.optional("edit")?,
+            },
+            EventKind::ApprovalEscalated => EventBody::ApprovalEscalated {
+                approval_id: o.required("approval_id")?,
+                escalate_to: o.required("escalate_to")?,
+            },
+            _ => EventBody::ReviewConcern {
                 approval_id: o.required("approval_id")?,
                 reason: o.required("reason")?,
             },
@@ -219,6 +238,7 @@ impl<'de> Deserialize<'de> for ApprovalRequest {
         Ok(ApprovalRequest {
             turn_id: object.required("turn_id")?,
             reviewer_concern: object.optional("reviewer_concern")?,
+            route_state: object.optional("route_state")?,
             body: object.rest()?,
         })
     }
@@ -228,11 +248,22 @@ impl<'de> Deserialize<'de> for DecideOutcome {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let mut object = Object::deserialize(deserializer)?;
         let outcome: String = object.required("outcome")?;
-        let resolution = object.required("resolution")?;
         match outcome.as_str() {
-            "decided" => Ok(DecideOutcome::Decided { resolution }),
-            "lost" => Ok(DecideOutcome::Lost { resolution }),
-            _ => Err(D::Error::unknown_variant(&outcome, &["decided", "lost"])),
+            "decided" => Ok(DecideOutcome::Decided {
+                resolution: object.required("resolution")?,
+            }),
+            "lost" => Ok(DecideOutcome::Lost {
+                resolution: object.required("resolution")?,
+            }),
+            "counted" => Ok(DecideOutcome::Counted {
+                approval_id: object.required("approval_id")?,
+                approvals: object.required("approvals")?,
+                quorum: object.required("quorum")?,
+            }),
+            _ => Err(D::Error::unknown_variant(
+                &outcome,
+                &["decided", "lost", "counted"],
+            )),
         }
     }
 }
@@ -249,6 +280,7 @@ mod tests {
 
     fn request_body() -> ApprovalRequestBody {
         ApprovalRequestBody {
+            route: None,
             cwd: None,
             source: None,
             approval_id: "a1".into(),
@@ -339,6 +371,20 @@ mod tests {
             EventBody::ReviewConcern {
                 approval_id: "a1".into(),
                 reason: "npm publish never approved here".into(),
+            },
+            EventBody::ApprovalGiven {
+                approval_id: "a1".into(),
+                approval: crate::protocol::GivenApproval {
+                    who: "alice@example.com".into(),
+                    name: None,
+                    at: "2026-01-01T00:00:00.000Z".into(),
+                    digest: "d1".into(),
+                },
+                edit: None,
+            },
+            EventBody::ApprovalEscalated {
+                approval_id: "a1".into(),
+                escalate_to: vec![crate::protocol::Approver::Owner],
             },
         ];
         let kinds: Vec<EventKind> = bodies.iter().map(EventBody::event_kind).collect();
@@ -436,6 +482,7 @@ mod tests {
     fn approval_requests_keep_turn_id_beside_the_body() {
         let request = ApprovalRequest {
             reviewer_concern: None,
+            route_state: None,
             turn_id: "t1".into(),
             body: request_body(),
         };

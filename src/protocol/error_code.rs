@@ -86,6 +86,8 @@ error_codes! {
     NotEligible => "not_eligible",
     /// "I would not have approved this" on a card the reviewer did not answer.
     NotAnsweredByReviewer => "not_answered_by_reviewer",
+    /// A routed card answered by someone its route does not name (issue 41).
+    NotAnApprover => "not_an_approver",
     Internal => "internal",
     // What only HTTP can get wrong (`server::http::error::ApiError`).
     Csrf => "csrf",
@@ -174,6 +176,7 @@ mod tests {
         (ErrorCode::ReviewNotOn, "review_not_on"),
         (ErrorCode::NotEligible, "not_eligible"),
         (ErrorCode::NotAnsweredByReviewer, "not_answered_by_reviewer"),
+        (ErrorCode::NotAnApprover, "not_an_approver"),
         (ErrorCode::Internal, "internal"),
         (ErrorCode::Csrf, "csrf"),
         (ErrorCode::PayloadTooLarge, "payload_too_large"),

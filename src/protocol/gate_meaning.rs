@@ -103,6 +103,7 @@ mod tests {
     fn card(kind: GateKind, class: ToolClass) -> ApprovalRequestBody {
         let text = |s: &str| s.to_owned();
         ApprovalRequestBody {
+            route: None,
             cwd: None,
             source: None,
             approval_id: "a".into(),

@@ -21,6 +21,7 @@ mod ids;
 mod outside;
 mod people;
 mod review;
+mod route;
 mod spelled;
 mod stats;
 mod stored;
@@ -41,6 +42,10 @@ pub use people::{NewPerson, Person, PersonChange, Role, email_key};
 pub use review::{
     Answered, ClassStanding, Predicted, RecentPrediction, ResolutionReview, ReviewMode,
     ReviewState, ReviewerKind,
+};
+pub use route::{
+    Answerer, Approver, BadApprover, CardEdit, CardRoute, GivenApproval, MAX_QUORUM, PageApprover,
+    RouteState, RouteWhen, by_each,
 };
 use spelled::spelled;
 pub use stats::{DayFigures, DecideBucket, DecisionFigures, DecisionStats};
@@ -245,6 +250,22 @@ pub enum EventBody {
         approval_id: ApprovalId,
         reason: String,
     },
+    /// One person's approval counted toward a routed card's quorum (issue 41): the card waits
+    /// for more, and shows who approved so far. (The approval that reaches the quorum is in the
+    /// card's `approval_resolved` instead.)
+    ApprovalGiven {
+        approval_id: ApprovalId,
+        approval: GivenApproval,
+        /// The approval was an edit: the card as it is from now on (its new digest).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        edit: Option<CardEdit>,
+    },
+    /// A routed card nobody answered by its `escalate_at`: from now on it goes also to its
+    /// route's `escalate_to` (issue 41). Its deadline stays.
+    ApprovalEscalated {
+        approval_id: ApprovalId,
+        escalate_to: Vec<Approver>,
+    },
 }
 
 /// The type of an event: its `type` field and its SSE `event:` name.
@@ -263,6 +284,8 @@ pub enum EventKind {
     ToolResult,
     TurnFinished,
     ReviewConcern,
+    ApprovalGiven,
+    ApprovalEscalated,
 }
 
 impl EventBody {
@@ -279,6 +302,8 @@ impl EventBody {
             EventBody::ToolResult { .. } => EventKind::ToolResult,
             EventBody::TurnFinished { .. } => EventKind::TurnFinished,
             EventBody::ReviewConcern { .. } => EventKind::ReviewConcern,
+            EventBody::ApprovalGiven { .. } => EventKind::ApprovalGiven,
+            EventBody::ApprovalEscalated { .. } => EventKind::ApprovalEscalated,
         }
     }
 
@@ -445,6 +470,10 @@ pub struct ApprovalRequestBody {
     /// given for. `None` for the built-in agent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
+    /// The `[[approvals.route]]` this card matched when it was made (issue 41): who may answer
+    /// it and how many must. `None`: any approver, as before routes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub route: Option<CardRoute>,
 }
 
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -469,6 +498,10 @@ pub struct ApprovalRequest {
     /// An outside agent's gate state never carries it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reviewer_concern: Option<String>,
+    /// A routed card's approvals so far and whether it was escalated (issue 41), as the
+    /// pending card is listed; absent for a card with no route.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub route_state: Option<RouteState>,
 }
 
 /// How a gate was resolved; the `approval_resolved` event and the 409/410 answers carry it.
@@ -518,6 +551,10 @@ pub struct Resolution {
     /// answered card, never before.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub review: Option<ResolutionReview>,
+    /// The approvals that made a routed card's quorum (issue 41), oldest first, the last one
+    /// this answer's: "Approved by Alice, and by Bob". Absent where one answer resolves.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub approved_by: Vec<GivenApproval>,
 }
 
 /// Which browser login did something, and on what device: how a card says "you, in another
@@ -578,6 +615,7 @@ impl Resolution {
             passkey: None,
             login: None,
             review: None,
+            approved_by: Vec::new(),
         }
     }
 }
@@ -665,8 +703,19 @@ pub struct PasskeyAnswer {
 #[derive(Serialize, Clone, Debug, PartialEq)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum DecideOutcome {
-    Decided { resolution: Resolution },
-    Lost { resolution: Resolution },
+    Decided {
+        resolution: Resolution,
+    },
+    Lost {
+        resolution: Resolution,
+    },
+    /// A routed card that needs several approvals (issue 41): this one was counted, and the
+    /// card waits for the rest.
+    Counted {
+        approval_id: ApprovalId,
+        approvals: Vec<GivenApproval>,
+        quorum: u32,
+    },
 }
 
 /// One entry of the append-only, hash-chained audit log.
@@ -949,6 +998,20 @@ mod tests {
             EventBody::ReviewConcern {
                 approval_id: "a".into(),
                 reason: "r".into(),
+            },
+            EventBody::ApprovalGiven {
+                approval_id: "a".into(),
+                approval: GivenApproval {
+                    who: "alice@example.com".into(),
+                    name: Some("Alice".into()),
+                    at: Timestamp::from("2026-01-01T00:00:00.000Z"),
+                    digest: "d".into(),
+                },
+                edit: None,
+            },
+            EventBody::ApprovalEscalated {
+                approval_id: "a".into(),
+                escalate_to: vec![Approver::Role(Role::Admin)],
             },
         ];
         for body in &samples {

@@ -205,6 +205,8 @@ mod tests {
                 "tool_result",
                 "turn_finished",
                 "review_concern",
+                "approval_given",
+                "approval_escalated",
             ],
         );
         parses(EventKind::parse);
@@ -295,6 +297,12 @@ mod tests {
             ],
         );
         parses(GateStatus::parse);
+        spelled_as(
+            &RouteWhen::ALL,
+            RouteWhen::as_str,
+            &["floor", "exec", "edit", "config", "decision", "any"],
+        );
+        parses(RouteWhen::parse);
     }
 
     /// A set without a fallback refuses a spelling it does not know, in serde's own words;

@@ -239,6 +239,7 @@ pub async fn start(
     let shutdown = CancellationToken::new();
     let core = core_of(&settings, hub, repos, live, notifier, shutdown.clone()).await?;
     core.answer_for_the_reviewer();
+    core.escalate_when_due();
     let watcher = watch_config(&core, &settings.config_path);
     // Several instances on one database: follow the others' commits, keep this one's turn
     // leases and take over the turns of instances that stopped.

@@ -100,7 +100,9 @@ impl Notifier {
     fn ntfy_answer(&self, config: &Config, gate: &ApprovalRequestBody) -> Option<NtfyAnswer> {
         let push = Arc::clone(self.push.get()?);
         let needs_passkey = config.approvals.require_passkey.applies_to(gate.reason);
+        // Nobody can tell who tapped an ntfy button: a routed card is answered on its page.
         if config.notify.format != NotifyFormat::Ntfy
+            || gate.route.is_some()
             || !crate::server::push::payload::answerable_from_notification(gate, needs_passkey)
         {
             return None;
@@ -131,6 +133,13 @@ impl Notifier {
             grant,
             base: base.to_owned(),
         })
+    }
+
+    /// Tells those a routed card escalated to (Web Push to their devices); returns at once.
+    pub fn gate_escalated(&self, config: &Config, gate: &ApprovalRequestBody, session_title: &str) {
+        if let Some(push) = self.push.get() {
+            push.gate_escalated(config, gate, session_title);
+        }
     }
 
     /// Tells the person a gate waits for them: their subscribed devices (Web Push), and the
@@ -346,6 +355,7 @@ mod tests {
 
     pub(super) fn gate() -> ApprovalRequestBody {
         ApprovalRequestBody {
+            route: None,
             cwd: None,
             source: None,
             approval_id: "a1".into(),

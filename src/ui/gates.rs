@@ -254,7 +254,8 @@ async fn answer_each(
         };
         if matches!(
             api::decide(session_id.clone(), gate.approval_id.clone(), input).await,
-            Ok(crate::protocol::DecideOutcome::Decided { .. })
+            Ok(crate::protocol::DecideOutcome::Decided { .. }
+                | crate::protocol::DecideOutcome::Counted { .. })
         ) {
             answered += 1;
         }
@@ -374,15 +375,21 @@ fn bulk_answer(
     }
 }
 
-/// The cards a bulk answer may answer: every pending one but the sensitive (floor) cards.
+/// The cards a bulk answer may answer: every pending one but those it leaves.
 fn ordinary_cards(pending: Memo<Vec<ApprovalRequestBody>>) -> Memo<Vec<ApprovalRequestBody>> {
     Memo::new(move |_| {
         pending
             .get()
             .into_iter()
-            .filter(|g| g.reason != GateReason::SafetyFloor)
+            .filter(|g| !left_alone(g))
             .collect::<Vec<_>>()
     })
+}
+
+/// Whether a bulk answer leaves the card to its own buttons: a sensitive (floor) card, or a
+/// routed one (issue 41), which says who may answer it and who approved it so far.
+fn left_alone(card: &ApprovalRequestBody) -> bool {
+    card.reason == GateReason::SafetyFloor || card.route.is_some()
 }
 
 /// After a bulk answer: what it did, then the sensitive cards it left, linked.
@@ -401,11 +408,11 @@ pub fn bulk_summary(answered: usize, verb: &str) -> String {
     format!("{answered} {verb}")
 }
 
-/// The sensitive (safety-floor) cards among `pending`: what a bulk answer leaves.
+/// The cards among `pending` a bulk answer leaves (sensitive, routed).
 fn sensitive_ids(pending: &[ApprovalRequestBody]) -> Vec<ApprovalId> {
     pending
         .iter()
-        .filter(|g| g.reason == GateReason::SafetyFloor)
+        .filter(|g| left_alone(g))
         .map(|g| g.approval_id.clone())
         .collect()
 }

@@ -1,6 +1,7 @@
 //! The user interface: components rendered on the server and hydrated in the browser.
 
 pub mod answers_page;
+pub mod approver;
 pub mod audit_page;
 pub mod browser;
 pub mod card;

@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use crate::protocol::{
     ApprovalId, ApprovalRequestBody, CallId, Decision, Event, EventBody, Mode, Resolution,
-    ToolClass, ToolStatus, TurnStatus, Verdict,
+    RouteState, ToolClass, ToolStatus, TurnStatus, Verdict,
 };
 
 #[derive(Clone, Debug, PartialEq)]
@@ -50,14 +50,24 @@ pub struct GateItem {
     pub resolution: Option<Resolution>,
     /// The reviewer's concern, raised while the card waited (`review_concern`).
     pub reviewer_concern: Option<String>,
+    /// A routed card's approvals so far and whether it escalated (`approval_given`,
+    /// `approval_escalated`).
+    pub route_state: RouteState,
 }
 
 impl GateItem {
     /// The card's part of a key: its id and its state.
     fn key_part(&self) -> String {
         format!(
-            ":{}:{}{}",
+            ":{}:{}:{}:{}{}{}",
             self.request.approval_id,
+            self.request.digest,
+            self.route_state.approvals.len(),
+            if self.route_state.escalated {
+                "escalated"
+            } else {
+                ""
+            },
             if self.reviewer_concern.is_some() {
                 ":concern"
             } else {
@@ -176,7 +186,35 @@ pub fn apply(items: &mut Vec<Item>, event: &Event) {
             approval_id,
             reason,
         } => add_concern(items, approval_id, reason),
+        EventBody::ApprovalGiven { .. } | EventBody::ApprovalEscalated { .. } => {
+            add_route_note(items, &event.body);
+        }
         EventBody::AssistantDelta { .. } => {}
+    }
+}
+
+/// A routed card's approval so far (an edit changes the card: the others see it, and approve
+/// it as edited) or its escalation, on the card while it waits.
+fn add_route_note(items: &mut [Item], body: &EventBody) {
+    match body {
+        EventBody::ApprovalGiven {
+            approval_id,
+            approval,
+            edit,
+        } => {
+            if let Some(gate) = find_card(items, approval_id).filter(|g| g.resolution.is_none()) {
+                gate.route_state.approvals.push(approval.clone());
+                if let Some(edit) = edit {
+                    edit.apply(&mut gate.request);
+                }
+            }
+        }
+        EventBody::ApprovalEscalated { approval_id, .. } => {
+            if let Some(gate) = find_card(items, approval_id).filter(|g| g.resolution.is_none()) {
+                gate.route_state.escalated = true;
+            }
+        }
+        _ => {}
     }
 }
 
@@ -216,6 +254,7 @@ fn add_card(items: &mut Vec<Item>, request: &ApprovalRequestBody) {
         request: request.clone(),
         resolution: None,
         reviewer_concern: None,
+        route_state: RouteState::default(),
     };
     match find_tool(items, &request.call_id) {
         Some(tool) => tool.cards.push(gate),

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 mod events;
 pub mod fixtures;
 mod http;
+pub mod idp;
 pub mod os_users;
 mod process;
 mod server;

@@ -188,6 +188,7 @@ impl Day {
         let n = self.steps.len();
         self.clock_ms += 5_000 + (self.rng.below(60) as i64) * 1_000;
         ApprovalRequestBody {
+            route: None,
             cwd: None,
             source: None,
             approval_id: ApprovalId::new(format!("apr-{n:05}")),

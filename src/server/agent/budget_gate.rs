@@ -31,6 +31,7 @@ impl Turn {
         };
         let gate = ApprovalRequest {
             reviewer_concern: None,
+            route_state: None,
             turn_id: self.turn_id.clone(),
             body: budget_card(common, &call, why),
         };

@@ -20,13 +20,17 @@ fn until(expires_at: &Timestamp) -> Duration {
 }
 
 impl Turn {
-    /// Opens the gate (call + request + approvals row in one commit) and waits for it.
-    /// `call_event` is the gated call's `tool_call`; a budget gate has none.
+    /// Opens the gate (call + request + approvals row in one commit), with the route it
+    /// matches (`Turn::route_card`), and waits for it. `call_event` is the gated call's
+    /// `tool_call`; a budget gate has none.
     pub(super) async fn wait_for_gate(
         &self,
         call_event: Option<EventBody>,
         gate: &ApprovalRequest,
     ) -> Result<Resolution, TurnEnd> {
+        let mut routed = gate.clone();
+        self.route_card(&mut routed.body).await?;
+        let gate = &routed;
         // Park before the request is visible, so an instant answer finds the waiter.
         let parked = self.deps.hub.park(&self.session_id, &gate.body.approval_id);
         let commit = Commit {
@@ -244,6 +248,7 @@ impl Turn {
         body.reason_detail = stale.body.reason_detail.clone();
         let fresh = ApprovalRequest {
             reviewer_concern: None,
+            route_state: None,
             turn_id: self.turn_id.clone(),
             body,
         };

@@ -164,6 +164,7 @@ impl Turn {
             None => {
                 let gate = ApprovalRequest {
                     reviewer_concern: None,
+                    route_state: None,
                     turn_id: self.turn_id.clone(),
                     body,
                 };
@@ -194,6 +195,7 @@ impl Turn {
             (Some(body), resolution) => {
                 let gate = ApprovalRequest {
                     reviewer_concern: None,
+                    route_state: None,
                     turn_id: self.turn_id.clone(),
                     body,
                 };

@@ -452,11 +452,32 @@ impl Turn {
         let body = Box::pin(self.card(tool, call, reason, floor)).await?;
         let gate = ApprovalRequest {
             reviewer_concern: None,
+            route_state: None,
             turn_id: self.turn_id.clone(),
             body,
         };
         let resolution = self.wait_for_gate(asked, &gate).await?;
         Box::pin(self.after_gate(call, &gate, resolution)).await
+    }
+
+    /// Puts the `[[approvals.route]]` the card matches on it, with the session's owner (issue
+    /// 41): from now on it says who may answer it.
+    pub(super) async fn route_card(&self, body: &mut ApprovalRequestBody) -> Result<(), TurnEnd> {
+        let live = self.deps.config();
+        let routes = &live.config.approvals.route;
+        // No route matches (none configured, or a card that stays the same when rejoined):
+        // nothing to read.
+        if body.route.is_some() || crate::server::gate::route::matching(routes, body).is_none() {
+            return Ok(());
+        }
+        let owner = self
+            .deps
+            .hub
+            .session(&self.session_id)
+            .await?
+            .and_then(|row| row.owner);
+        crate::server::gate::route::route_card(routes, body, owner.as_deref());
+        Ok(())
     }
 
     /// A call recorded as run by a rule whose rule was revoked or expired before it started:
@@ -581,6 +602,11 @@ impl Turn {
             floor,
             unknown_tool: None,
             checkpoint_in_yolo: CheckpointInYolo::Refuse,
+            held_for_people: crate::server::gate::route::held_for_people(
+                &live.config.approvals.route,
+                class,
+                None,
+            ),
         };
         // A rule is for the path as it leads: one written for `docs/a.md` does not cover the
         // file a symlink of that name points to (checked before its use is spent).

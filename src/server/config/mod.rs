@@ -14,6 +14,7 @@ pub use crate::server::store::Synchronous;
 
 pub mod auth;
 pub mod form;
+pub mod route;
 
 pub use auth::{AuthConfig, OidcConfig};
 
@@ -289,6 +290,9 @@ pub struct ApprovalsConfig {
     pub default_mode: Mode,
     /// `off`, `floor` or `all`: answering such a card needs a fresh passkey assertion.
     pub require_passkey: RequirePasskey,
+    /// `[[approvals.route]]`: who may answer which card (first match wins); none, any approver.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub route: Vec<route::RouteConfig>,
 }
 
 impl Default for ApprovalsConfig {
@@ -298,6 +302,7 @@ impl Default for ApprovalsConfig {
             decision_timeout: DecisionTimeout::ProceedUnapproved,
             default_mode: Mode::Ask,
             require_passkey: RequirePasskey::Off,
+            route: Vec::new(),
         }
     }
 }
@@ -570,6 +575,7 @@ impl Config {
             .map_err(|(key, problem)| invalid(key, problem))?;
         self.validate_review()
             .map_err(|(key, problem)| invalid(key, problem))?;
+        route::validate(&self.approvals.route).map_err(|(key, problem)| invalid(key, problem))?;
         self.auth
             .validate()
             .map_err(|(key, problem)| invalid(key, problem))

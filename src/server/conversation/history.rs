@@ -231,6 +231,8 @@ pub fn add_to_conversation(messages: &mut Vec<Arc<ChatMessage>>, body: &EventBod
         | EventBody::TurnFinished { .. } => {}
         // The reviewer's concern is the person's to read, never the agent's.
         EventBody::ReviewConcern { .. } => {}
+        // Who approved a card, and whom it went to, are the people's business.
+        EventBody::ApprovalGiven { .. } | EventBody::ApprovalEscalated { .. } => {}
     }
 }
 

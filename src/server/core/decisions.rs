@@ -6,12 +6,14 @@
 
 use serde_json::Value;
 
+use super::routes::Answered;
 use super::{Core, Error};
 use crate::protocol::{
     AnsweredBy, ApprovalId, ApprovalRequest, Decision, DecisionRequest, EditTarget, Mode,
     Resolution, Rule, RuleId, RuleScope, SessionId, Spelling, Timestamp,
 };
 use crate::server::digest::{bound_call_digest, call_digest};
+use crate::server::gate::route::needs_people;
 use crate::server::gate::{edit_diff, resolve, rules};
 use crate::server::principal::{Principal, Scope, actors};
 use crate::server::tools;
@@ -296,7 +298,13 @@ impl Core {
     /// bound anything (its digest is the arguments' alone) still holds.
     async fn card_still_holds(&self, request: &ApprovalRequest) -> Result<bool, Error> {
         let body = &request.body;
-        if !body.kind.is_our_tool_call() || body.digest == call_digest(&body.tool, &body.args) {
+        // A card an approver edited binds the edit (its digest is the edit's): what runs is
+        // what the edit says.
+        let edited = body.route.as_ref().is_some_and(|r| r.edit.is_some());
+        if edited
+            || !body.kind.is_our_tool_call()
+            || body.digest == call_digest(&body.tool, &body.args)
+        {
             return Ok(true);
         }
         let Some(tool) = tools::get(&body.tool) else {
@@ -371,20 +379,35 @@ impl Core {
         })
     }
 
-    /// A person's answer to a gate. Exactly one answer per gate succeeds.
+    /// A person's answer to a gate. Exactly one answer per gate succeeds. On a routed card
+    /// only its approvers answer; where its route asks several people, an approval is counted
+    /// and the card resolves when enough distinct people approved the same digest.
     pub async fn decide(
         &self,
         session: &SessionId,
         approval_id: &ApprovalId,
         body: Answer,
         who: &Principal,
-    ) -> Result<Resolution, Error> {
+    ) -> Result<Answered, Error> {
         let request = self.answerable(session, approval_id).await?;
+        let approver = self.may_answer(&request, who).await?;
         // An answer the card does not offer changes nothing, not even a changed card.
+        no_standing_answer(&request, body.decision)?;
         offered(&request, body.decision)?;
         self.still_as_shown(session, &request, &body).await?;
         let (resolution, new_rule) = self.resolution_of(&request, body, who).await?;
-        Ok(resolve::commit(&self.hub, session, &request, resolution, new_rule).await?)
+        match approver {
+            Some(approver)
+                if needs_people(&request.body)
+                    && matches!(resolution.decision, Decision::Approve | Decision::Edit) =>
+            {
+                self.count_approval(session, &request, resolution, &approver)
+                    .await
+            }
+            _ => Ok(Answered::Resolved(
+                resolve::commit(&self.hub, session, &request, resolution, new_rule).await?,
+            )),
+        }
     }
 
     /// The reviewer's approval of a card (a trusted class in `on` mode), through the checks a
@@ -397,6 +420,12 @@ impl Core {
     ) -> Result<Resolution, Error> {
         let session = &card.session_id;
         let request = self.answerable(session, &card.approval_id).await?;
+        // A routed card is its approvers' to answer, never the reviewer's.
+        if request.body.route.is_some() {
+            return Err(Error::NotAnApprover(
+                "the reviewer does not answer a card routed to named approvers".into(),
+            ));
+        }
         offered(&request, Decision::Approve)?;
         let body = Answer {
             decision: Decision::Approve,
@@ -547,6 +576,7 @@ impl Core {
             login: who.login().cloned(),
             // Attached as it commits (`gate::resolve`), from the stored prediction.
             review: None,
+            approved_by: Vec::new(),
         };
         Ok((resolution, new_rule))
     }
@@ -555,6 +585,7 @@ impl Core {
     /// concerns on them.
     pub async fn pending_approvals(&self) -> Result<Vec<ApprovalRequest>, Error> {
         let pending = self.repos.gates.pending_gates(None).await?;
+        let pending = self.with_route_states(pending).await?;
         self.with_concerns(pending).await
     }
 
@@ -638,6 +669,20 @@ fn revised_proposal(edits: &Value) -> Result<Value, Error> {
         _ => Err(Error::InvalidEdits(
             "a decision's edit is the revised proposal, as text".into(),
         )),
+    }
+}
+
+/// Refuses Allow always on a card whose route asks several people: the standing rule it makes
+/// would answer the next such card for them.
+fn no_standing_answer(request: &ApprovalRequest, decision: Decision) -> Result<(), Error> {
+    match request.body.route.as_ref() {
+        Some(route) if route.quorum > 1 && decision == Decision::AllowAlways => {
+            Err(Error::NotAllowed(format!(
+                "Allow always is not offered on a card that needs {} approvals: a standing rule would answer the next one for them; approve this once",
+                route.quorum
+            )))
+        }
+        _ => Ok(()),
     }
 }
 

@@ -66,6 +66,10 @@ pub enum Error {
     SourceClaimed(String),
     #[error("{0}")]
     Forbidden(String),
+    /// A routed card (`[[approvals.route]]`) answered by someone its route does not name: the
+    /// message says who may answer it.
+    #[error("{0}")]
+    NotAnApprover(String),
     /// A credential that logs nobody in (a spent login link, a wrong token).
     #[error("{0}")]
     Unauthorized(String),
@@ -136,6 +140,7 @@ impl Error {
             Error::TooManyGates(_) => ErrorCode::TooManyGates,
             Error::SourceClaimed(_) => ErrorCode::SourceClaimed,
             Error::Forbidden(_) => ErrorCode::Forbidden,
+            Error::NotAnApprover(_) => ErrorCode::NotAnApprover,
             Error::Unauthorized(_) => ErrorCode::Unauthorized,
             Error::InvalidName(_) => ErrorCode::InvalidName,
             Error::NameTaken(_) => ErrorCode::NameTaken,
@@ -252,6 +257,7 @@ impl Error {
             Error::NotAllowed(_)
             | Error::ProtectedKey(_)
             | Error::Forbidden(_)
+            | Error::NotAnApprover(_)
             | Error::SourceClaimed(_)
             | Error::InvalidCapability
             | Error::PasskeyRequired(_)
@@ -325,6 +331,7 @@ mod tests {
             (Error::KeyReused(s()), "idempotency_key_reused"),
             (Error::TooManyGates(s()), "too_many_gates"),
             (Error::Forbidden(s()), "forbidden"),
+            (Error::NotAnApprover(s()), "not_an_approver"),
             (Error::SourceClaimed(s()), "source_claimed"),
             (Error::Unauthorized(s()), "unauthorized"),
             (Error::InvalidName(s()), "invalid_name"),

@@ -5,6 +5,7 @@
 mod config;
 mod decisions;
 mod error;
+mod escalation;
 mod external;
 mod feed;
 mod floor_view;
@@ -16,6 +17,7 @@ mod people;
 mod phone_login;
 mod push;
 mod review;
+mod routes;
 mod sessions;
 mod sign_in;
 pub mod stats;
@@ -30,6 +32,7 @@ pub use logins::{LoggedIn, LoginWith};
 pub use passkeys::{PasskeyChange, PasskeyProof, answer_fingerprint};
 pub use people::email_key;
 pub use push::CapabilityAnswer;
+pub use routes::{APPROVAL_ESCALATED, APPROVAL_GIVEN, Answered, route_states_in};
 pub use sign_in::{SIGN_IN_SECS, SignInStarted, SignedIn};
 pub use tokens::{TokenUse, secret_hash};
 pub use watch::{MAX_WATCH, MIN_WATCH};
@@ -109,6 +112,8 @@ pub fn pending_in(events: &[crate::protocol::Event]) -> Vec<crate::protocol::App
         })
         .collect();
     let concerns = concerns_in(events);
+    let states = route_states_in(events);
+    let edits = routes::edits_in(events);
     events
         .iter()
         .filter_map(|e| match &e.body {
@@ -120,7 +125,19 @@ pub fn pending_in(events: &[crate::protocol::Event]) -> Vec<crate::protocol::App
                     reviewer_concern: concerns
                         .get(g.approval_id.as_str())
                         .map(|c| (*c).to_owned()),
-                    body: (**g).clone(),
+                    route_state: g.route.as_ref().map(|_| {
+                        states
+                            .get(g.approval_id.as_str())
+                            .cloned()
+                            .unwrap_or_default()
+                    }),
+                    body: {
+                        let mut body = (**g).clone();
+                        if let Some(edit) = edits.get(g.approval_id.as_str()) {
+                            edit.apply(&mut body);
+                        }
+                        body
+                    },
                 })
             }
             _ => None,

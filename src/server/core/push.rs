@@ -6,7 +6,7 @@
 use serde::Deserialize;
 
 use super::{Answer, Core, Error};
-use crate::protocol::{Decision, Resolution, Timestamp, Via};
+use crate::protocol::{Decision, Timestamp, Via};
 use crate::server::logins::Presented;
 use crate::server::principal::Principal;
 use crate::server::push::capability::Holder;
@@ -176,7 +176,7 @@ impl Core {
         &self,
         capability: &str,
         body: CapabilityAnswer,
-    ) -> Result<Resolution, Error> {
+    ) -> Result<super::Answered, Error> {
         let grant = match self.push()?.capabilities().open(capability).await {
             Ok(grant) => grant,
             Err(push::capability::Invalid::Unknown) => return Err(Error::InvalidCapability),

@@ -50,10 +50,13 @@ impl Core {
         Ok(self.session_row(id).await?.id)
     }
 
+    /// A new session; `owner` is the person whose it is (`Principal::person_email`), whom a
+    /// route's `owner` names.
     pub async fn create_session(
         &self,
         title: Option<String>,
         mode: Option<Mode>,
+        owner: Option<&str>,
     ) -> Result<Session, Error> {
         let mode = match mode {
             Some(mode) => self.mode_allowed(mode).map(|()| mode)?,
@@ -77,6 +80,7 @@ impl Core {
             pre_plan_mode: None,
             plan_execution_mode: None,
             source: None,
+            owner: owner.map(crate::protocol::email_key),
         };
         self.hub.create_session(&row).await?;
         Ok(self.session_view(&row, 0, &HashMap::new()))

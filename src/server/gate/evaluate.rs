@@ -33,6 +33,9 @@ pub struct Input {
     /// unless the person's standing rule for that very tool answers it.
     pub unknown_tool: Option<String>,
     pub checkpoint_in_yolo: CheckpointInYolo,
+    /// The call's `[[approvals.route]]` asks more than one person (issue 41): no rule, grant
+    /// or mode answers it; it always goes to a card (`route::held_for_people`).
+    pub held_for_people: bool,
 }
 
 /// What the pipeline decided, and everything a card or a record needs to say why.
@@ -56,7 +59,7 @@ impl Input {
     /// that allows none; for an unknown tool always (its rule is what answers it); otherwise
     /// only where the mode would ask.
     fn rule_may_answer(&self, mode: Mode) -> bool {
-        if self.floor.is_some() || !self.step_up.allows_rules() {
+        if self.floor.is_some() || !self.step_up.allows_rules() || self.held_for_people {
             return false;
         }
         self.unknown_tool.is_some()
@@ -97,6 +100,13 @@ where
         {
             Outcome::Run { rule_id: None }
         }
+        other => other,
+    };
+    // A route that asks several people is answered by them, whatever the mode says.
+    let outcome = match outcome {
+        Outcome::Run { .. } if input.held_for_people => Outcome::Ask {
+            reason: GateReason::Mode,
+        },
         other => other,
     };
     let reason = match &outcome {
@@ -170,6 +180,7 @@ mod tests {
             floor: None,
             unknown_tool: None,
             checkpoint_in_yolo: CheckpointInYolo::Refuse,
+            held_for_people: false,
         }
     }
 
@@ -182,6 +193,36 @@ mod tests {
         }))
         .unwrap();
         (verdict, asked.get())
+    }
+
+    /// A call whose route asks several people goes to a card in every mode, and no rule is
+    /// looked up for it (none is spent either).
+    #[test]
+    fn a_quorum_route_is_answered_by_people_only() {
+        for mode in [Mode::Ask, Mode::AutoEdit, Mode::Yolo] {
+            for class in [ToolClass::Exec, ToolClass::Edit, ToolClass::Read] {
+                let held = Input {
+                    held_for_people: true,
+                    checkpoint_in_yolo: CheckpointInYolo::Proceed,
+                    ..input(mode, class)
+                };
+                let (v, asked) = run(held, Some(rule()));
+                assert_eq!(asked, 0, "{mode:?} {class:?}");
+                assert!(
+                    matches!(v.outcome, Outcome::Ask { .. }),
+                    "{mode:?} {class:?}"
+                );
+            }
+        }
+        let checkpoint = Input {
+            held_for_people: true,
+            checkpoint_in_yolo: CheckpointInYolo::Proceed,
+            ..input(Mode::Yolo, ToolClass::Decision)
+        };
+        assert!(matches!(
+            run(checkpoint, None).0.outcome,
+            Outcome::Ask { .. }
+        ));
     }
 
     #[test]

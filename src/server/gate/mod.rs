@@ -7,5 +7,6 @@ pub mod floor;
 pub mod policy;
 pub mod request;
 pub mod resolve;
+pub mod route;
 pub mod rules;
 pub mod sentence;

@@ -57,6 +57,7 @@ pub fn tool_gate(
     let (created_at, expires_at) = times(&common);
     let card = tool_card(call, env, floor.then_some(common.reason_detail.as_str()));
     ApprovalRequestBody {
+        route: None,
         cwd: None,
         source: None,
         approval_id: common.approval_id,
@@ -123,6 +124,7 @@ pub fn decision_card(
 ) -> ApprovalRequestBody {
     let (created_at, expires_at) = times(&common);
     ApprovalRequestBody {
+        route: None,
         cwd: None,
         source: None,
         approval_id: common.approval_id,

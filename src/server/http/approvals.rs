@@ -9,8 +9,8 @@ use serde_json::json;
 
 use super::json::ApiJson;
 use crate::protocol::{ApprovalId, DecisionRequest, RuleId};
-use crate::server::core::Error;
 use crate::server::core::ids;
+use crate::server::core::{Answered, Error};
 use crate::server::http::error::ApiError;
 use crate::server::principal::Principal;
 use crate::server::state::AppState;
@@ -24,13 +24,28 @@ pub async fn decide(
     let answer = crate::server::core::Answer::try_from(body)?;
     let (sid, aid) = (ids::session_id(&sid)?, ApprovalId::from(aid));
     crate::timeline::mark("decide: request read");
-    let resolution = state.core.decide(&sid, &aid, answer, &who).await?;
-    Ok(Json(json!({
-        "approval_id": resolution.approval_id,
-        "decision": resolution.decision,
-        "resolved_at": resolution.resolved_at,
-        "rule_id": resolution.rule_id,
-    })))
+    match state.core.decide(&sid, &aid, answer, &who).await? {
+        Answered::Resolved(resolution) => Ok((
+            StatusCode::OK,
+            Json(json!({
+                "approval_id": resolution.approval_id,
+                "decision": resolution.decision,
+                "resolved_at": resolution.resolved_at,
+                "rule_id": resolution.rule_id,
+                "approved_by": resolution.approved_by,
+            })),
+        )),
+        // A routed card that needs more approvals: this one counted, the card waits.
+        Answered::Counted { approvals, quorum } => Ok((
+            StatusCode::ACCEPTED,
+            Json(json!({
+                "approval_id": aid,
+                "status": "counted",
+                "approvals": approvals,
+                "quorum": quorum,
+            })),
+        )),
+    }
 }
 
 /// What a pending floor write would change in its file, masked, for the person (admin): never

@@ -84,6 +84,7 @@ pub async fn require_auth(State(state): State<AppState>, mut req: Request, next:
     if principal.scope() != crate::server::principal::Scope::Gates {
         mark_authenticated(&req);
     }
+    super::person_now::attach(&state, &principal, &mut req).await;
     req.extensions_mut().insert(principal);
     req.extensions_mut().insert(presented);
     next.run(req).await

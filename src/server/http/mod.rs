@@ -11,6 +11,7 @@ pub mod listen;
 pub mod oidc;
 pub mod passkeys;
 pub mod people;
+pub mod person_now;
 pub mod push;
 pub mod pwa;
 pub mod routes;
@@ -153,6 +154,9 @@ async fn home(
     State(state): State<AppState>,
     who: Option<axum::Extension<crate::server::principal::Principal>>,
 ) -> Result<Response, ApiError> {
+    let owner = who
+        .as_ref()
+        .and_then(|w| w.person_email().map(str::to_owned));
     let admin = who.is_some_and(|w| w.scope() == crate::server::principal::Scope::Admin);
     if !admin {
         return Ok(Redirect::to("/inbox").into_response());
@@ -160,7 +164,10 @@ async fn home(
     let sessions = state.core.list_sessions().await?;
     let id = match sessions.first() {
         Some(session) => session.id.clone(),
-        None => state.core.create_session(None, None).await?.id,
+        None => {
+            let owner = owner.as_deref();
+            state.core.create_session(None, None, owner).await?.id
+        }
     };
     Ok(Redirect::to(&format!("/sessions/{id}")).into_response())
 }

@@ -89,7 +89,16 @@ pub async fn answer(
     ApiJson(body): ApiJson<CapabilityAnswer>,
 ) -> Result<impl IntoResponse, ApiError> {
     let resolution = match state.core.answer_with_capability(&capability, body).await {
-        Ok(resolution) => resolution,
+        Ok(crate::server::core::Answered::Resolved(resolution)) => resolution,
+        // One approval of several on a routed card: counted, the card waits for the others.
+        Ok(crate::server::core::Answered::Counted { approvals, quorum }) => {
+            return Ok(Json(json!({
+                "status": "counted",
+                "approvals": approvals.len(),
+                "quorum": quorum,
+                "outcome": "counted",
+            })));
+        }
         // Who answered and how, yes; the person's reason for it and the login (device) it
         // came from stay on the card (anyone reading an ntfy topic holds these capabilities).
         Err(Error::AlreadyResolved(mut r)) => {

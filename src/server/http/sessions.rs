@@ -44,6 +44,7 @@ pub struct CreateSession {
 
 pub async fn create(
     State(state): State<AppState>,
+    Extension(who): Extension<Principal>,
     ApiJson(body): ApiJson<CreateSession>,
 ) -> Result<impl IntoResponse, ApiError> {
     let session = state
@@ -51,6 +52,7 @@ pub async fn create(
         .create_session(
             body.title,
             ids::optional_mode(body.approval_mode.as_deref())?,
+            who.person_email(),
         )
         .await?;
     Ok((StatusCode::CREATED, Json(session)))

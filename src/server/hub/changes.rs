@@ -27,6 +27,10 @@ pub fn change_of(body: &EventBody) -> Option<ChangeKind> {
         EventBody::ApprovalResolved(_) => Some(ChangeKind::ApprovalResolved),
         // A waiting card now carries the reviewer's concern: the Inbox lists it again.
         EventBody::ReviewConcern { .. } => Some(ChangeKind::ApprovalOpened),
+        // An approval toward its quorum, or an escalation: the Inbox lists the card again.
+        EventBody::ApprovalGiven { .. } | EventBody::ApprovalEscalated { .. } => {
+            Some(ChangeKind::ApprovalOpened)
+        }
         _ => None,
     }
 }

@@ -77,6 +77,15 @@ pub async fn principal_of(
     Ok(who.filter(|p| p.credential() == row.credential && p.scope().decides()))
 }
 
+/// Whom a routed card's push goes to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Audience {
+    /// Those its route names (everyone, for a card with no route).
+    Approvers,
+    /// Those its escalation adds: named by `escalate_to`, not by its approvers.
+    Escalated,
+}
+
 impl Push {
     pub fn new(keys: vapid::VapidKeys, hub: Hub, repos: &Repos) -> Result<Push, reqwest::Error> {
         let loopback = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -157,6 +166,67 @@ impl Push {
         Ok(deciding)
     }
 
+    /// The subscriptions a card's push goes to; `None` when there are none (or they could not
+    /// be read: said in the log).
+    async fn targets_for(
+        &self,
+        gate: &ApprovalRequestBody,
+        audience: Audience,
+    ) -> Option<Vec<(PushSubscriptionRow, Principal)>> {
+        let targets = match self.deciding_subscriptions().await {
+            Ok(targets) => self.routed_to(gate, targets, audience).await,
+            Err(e) => Err(e),
+        };
+        match targets {
+            Ok(targets) if !targets.is_empty() => Some(targets),
+            Ok(_) => None,
+            Err(e) => {
+                tracing::warn!(error = %e, "no push for a gate: the subscriptions could not be read");
+                None
+            }
+        }
+    }
+
+    /// The subscriptions `audience` holds (issue 41): all of them for a card with no route;
+    /// for a routed card, those its route names, people read from the people store now.
+    async fn routed_to(
+        &self,
+        gate: &ApprovalRequestBody,
+        targets: Vec<(PushSubscriptionRow, Principal)>,
+        audience: Audience,
+    ) -> Result<Vec<(PushSubscriptionRow, Principal)>, StoreError> {
+        let Some(route) = &gate.route else {
+            return Ok(targets);
+        };
+        let mut kept = Vec::with_capacity(targets.len());
+        for (row, who) in targets {
+            let (roles, groups) = match who.person_email() {
+                Some(email) => {
+                    crate::server::store::people::roles_and_groups(self.people.as_ref(), email)
+                        .await?
+                }
+                None => (Vec::new(), Vec::new()),
+            };
+            let answerer = match who.person_email() {
+                Some(email) => crate::protocol::Answerer::Person {
+                    email,
+                    roles: &roles,
+                    groups: &groups,
+                },
+                None => crate::protocol::Answerer::Admin,
+            };
+            let before = route.may_answer(&answerer, false);
+            let told = match audience {
+                Audience::Approvers => before,
+                Audience::Escalated => !before && route.may_answer(&answerer, true),
+            };
+            if told && !matches!(who, Principal::Ntfy) {
+                kept.push((row, who));
+            }
+        }
+        Ok(kept)
+    }
+
     /// Takes in the config's push settings (whether loopback endpoints are allowed).
     pub fn follow(&self, config: &Config) {
         self.loopback.store(
@@ -208,6 +278,28 @@ impl Push {
         gate: &ApprovalRequestBody,
         session_title: &str,
     ) {
+        self.gate_to(config, gate, session_title, Audience::Approvers);
+    }
+
+    /// Pushes a routed card that escalated to those it now goes to also (its `escalate_to`,
+    /// not those who were told already).
+    pub fn gate_escalated(
+        self: &Arc<Self>,
+        config: &Config,
+        gate: &ApprovalRequestBody,
+        session_title: &str,
+    ) {
+        self.gate_to(config, gate, session_title, Audience::Escalated);
+    }
+
+    /// Pushes a card to `audience`, then its closing message once it is answered.
+    fn gate_to(
+        self: &Arc<Self>,
+        config: &Config,
+        gate: &ApprovalRequestBody,
+        session_title: &str,
+        audience: Audience,
+    ) {
         let push = Arc::clone(self);
         let gate = gate.clone();
         let subject = subject(config);
@@ -217,13 +309,8 @@ impl Push {
         tokio::spawn(async move {
             // Watch before anything is sent, so an answer given at once is not missed.
             let watch = push.hub.subscribe(&gate.session_id);
-            let targets = match push.deciding_subscriptions().await {
-                Ok(targets) if !targets.is_empty() => targets,
-                Ok(_) => return,
-                Err(e) => {
-                    tracing::warn!(error = %e, "no push for a gate: the subscriptions could not be read");
-                    return;
-                }
+            let Some(targets) = push.targets_for(&gate, audience).await else {
+                return;
             };
             let answerable = payload::answerable_from_notification(&gate, needs_passkey);
             let sends = targets.iter().map(|(row, _)| {

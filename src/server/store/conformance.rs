@@ -33,6 +33,10 @@ pub async fn run_all(store: Arc<dyn Store>) {
     push_subscriptions_are_one_per_endpoint_and_go_with_their_token(store.clone()).await;
     passkeys_are_named_once(store.clone()).await;
     super::conformance_people::people_are_one_per_email_and_bound_once(store.clone()).await;
+    super::conformance_quorum::a_session_keeps_its_owner(store.clone()).await;
+    super::conformance_quorum::approvals_count_distinct_people_on_one_digest(store.clone()).await;
+    super::conformance_quorum::two_approvals_at_once_are_counted_in_turn(store.clone()).await;
+    super::conformance_quorum::an_escalation_is_marked_once(store.clone()).await;
     a_hashed_secret_is_found_as_its_kind_taken_once_and_lapses(store.clone()).await;
     a_made_title_never_overwrites_a_rename(store.clone()).await;
     a_prediction_meets_one_answer_and_trust_is_audited(store.clone()).await;
@@ -519,6 +523,7 @@ pub fn session(id: &str) -> SessionRow {
         pre_plan_mode: None,
         plan_execution_mode: None,
         source: None,
+        owner: None,
     }
 }
 
@@ -1227,6 +1232,7 @@ async fn a_nul_is_kept_in_events_and_refused_in_columns(store: Arc<dyn Store>) {
 async fn resolved_cards_come_in_their_window_in_resolution_order(store: Arc<dyn Store>) {
     let outside = SessionRow {
         source: Some("claude-code".into()),
+        owner: None,
         ..session("stats-outside")
     };
     store.create_session(&session("stats-own")).await.unwrap();

@@ -149,6 +149,7 @@ async fn a_two_use_grant_answers_twice_then_is_used_up(store: &Arc<dyn Store>, n
 async fn a_grant_keeps_the_agent_it_was_made_for(store: &Arc<dyn Store>) {
     let outside = crate::server::store::SessionRow {
         source: Some("codex".into()),
+        owner: None,
         ..session("grants-codex")
     };
     store.create_session(&outside).await.unwrap();
@@ -338,6 +339,7 @@ pub async fn a_freed_name_takes_its_grants_and_trust_with_it(store: Arc<dyn Stor
         .unwrap();
     let outside = crate::server::store::SessionRow {
         source: Some("freed-agent".into()),
+        owner: None,
         ..session("freed-session")
     };
     store.create_session(&outside).await.unwrap();

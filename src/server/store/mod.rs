@@ -11,10 +11,13 @@ pub mod conformance;
 pub mod conformance_grants;
 #[cfg(test)]
 pub mod conformance_people;
+#[cfg(test)]
+pub mod conformance_quorum;
 pub mod passkeys;
 pub mod people;
 pub mod postgres;
 pub mod push;
+pub mod quorum;
 pub mod review;
 pub mod secrets;
 pub mod sqlite;
@@ -44,6 +47,9 @@ pub struct SessionRow {
     /// The outside agent whose gates this session holds (`claude-code`, `codex`, …); `None`
     /// for the built-in agent's sessions.
     pub source: Option<String>,
+    /// The person whose session it is (their email, issue 41): who made it, or whose token
+    /// opened an outside agent's; `None` for the admin's own credentials. A route's `owner`.
+    pub owner: Option<String>,
 }
 
 impl SessionRow {
@@ -713,6 +719,7 @@ pub trait Store:
     + push::PushSubscriptions
     + passkeys::PasskeyRows
     + people::PeopleRepo
+    + quorum::QuorumRepo
     + secrets::HashedSecrets
     + review::ReviewRepo
 {
@@ -728,6 +735,7 @@ impl<T> Store for T where
         + push::PushSubscriptions
         + passkeys::PasskeyRows
         + people::PeopleRepo
+        + quorum::QuorumRepo
         + secrets::HashedSecrets
         + review::ReviewRepo
 {
@@ -746,6 +754,8 @@ pub struct Repos {
     pub passkeys: Arc<dyn passkeys::PasskeyRows>,
     /// People who sign in with OpenID Connect (issue 41).
     pub people: Arc<dyn people::PeopleRepo>,
+    /// Approvals toward a routed card's quorum, and escalations (issue 41).
+    pub quorum: Arc<dyn quorum::QuorumRepo>,
     pub secrets: Arc<dyn secrets::HashedSecrets>,
     /// The reviewer's predictions and the classes it is trusted with.
     pub review: Arc<dyn review::ReviewRepo>,
@@ -775,6 +785,7 @@ impl Opened {
                 push: store.clone(),
                 passkeys: store.clone(),
                 people: store.clone(),
+                quorum: store.clone(),
                 review: store.clone(),
                 secrets: store,
                 coordination,

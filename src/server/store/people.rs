@@ -56,6 +56,19 @@ pub trait PeopleRepo: Send + Sync {
     ) -> Result<Option<PersonRow>, StoreError>;
 }
 
+/// A person's roles and groups now, by email (none for one no longer there): what a routed
+/// card's approvers are matched against (issue 41).
+pub async fn roles_and_groups(
+    people: &dyn PeopleRepo,
+    email: &str,
+) -> Result<(Vec<Role>, Vec<String>), StoreError> {
+    Ok(people
+        .person_by_email(&crate::protocol::email_key(email))
+        .await?
+        .map(|p| (p.roles, p.groups))
+        .unwrap_or_default())
+}
+
 /// Roles as their column holds them: a JSON array of their spellings.
 pub fn roles_column(roles: &[Role]) -> String {
     serde_json::to_string(roles).unwrap_or_else(|_| "[]".into())

@@ -20,6 +20,10 @@ pub struct Reader<'a> {
 
 /// Who answered, for the card and the "Edited by" line: `by you, in this tab`, `by rule` …
 pub fn answered_by(resolution: &Resolution, reader: Reader<'_>) -> String {
+    // A routed card several people approved: each of them, by name.
+    if !resolution.approved_by.is_empty() {
+        return crate::protocol::by_each(&resolution.approved_by);
+    }
     let actor = Actor::parse(&resolution.actor);
     match resolution.answered_by {
         AnsweredBy::User => by_a_person(resolution, actor, reader),

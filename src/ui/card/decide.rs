@@ -148,6 +148,18 @@ async fn send(
 fn show_outcome(outcome: Result<DecideOutcome, ErrorBody>, state: CardState, bus: CardBus) {
     match outcome {
         Ok(DecideOutcome::Decided { resolution }) => bus.answered.update(|a| a.push(resolution)),
+        // One approval of several: the card waits for the others (its `approval_given` event
+        // shows who approved so far).
+        Ok(DecideOutcome::Counted {
+            approvals, quorum, ..
+        }) => {
+            state.sending.set(false);
+            state.confirming.set(false);
+            state.notice.set(Some(format!(
+                "Your approval counted: {} of {quorum}",
+                approvals.len()
+            )));
+        }
         Ok(DecideOutcome::Lost { resolution }) => {
             state.sending.set(false);
             let what = match resolution.decision {

@@ -11,6 +11,7 @@ mod panels;
 mod parts;
 mod pending;
 mod reviewer;
+mod route;
 mod sensitive;
 
 use leptos::prelude::*;
@@ -39,7 +40,7 @@ pub fn ApprovalCard(
             view! { <ResolvedCard request=item.request resolution in_row/> }.into_any()
         }
         None => view! {
-            <PendingCard request=item.request concern=item.reviewer_concern now_ms/>
+            <PendingCard request=item.request concern=item.reviewer_concern route_state=item.route_state now_ms/>
         }
         .into_any(),
     }

@@ -28,6 +28,8 @@ pub(super) fn PendingCard(
     request: ApprovalRequestBody,
     /// The reviewer's concern, when it escalated this card in a class the person trusts it with.
     concern: Option<String>,
+    /// A routed card's approvals so far and whether it escalated.
+    route_state: crate::protocol::RouteState,
     now_ms: RwSignal<f64>,
 ) -> impl IntoView {
     let PendingSetup {
@@ -76,30 +78,34 @@ pub(super) fn PendingCard(
             <ConfirmPrompt state/>
             <LostTo request=request.clone() state/>
             <super::reviewer::ReviewerConcern concern/>
-            {answer_controls(&request, state, send)}
+            <RoutedAnswers request=request.clone() route_state state send/>
             {move || state.notice.get().map(|n| view! { <p class="card-notice" role="status" data-testid="card-notice">{n}</p> })}
         </article>
     }
 }
 
-/// The card's buttons and their panels, for a credential that may answer (a viewer reads the
-/// card and is told who answers it instead; the server refuses their answer all the same).
-fn answer_controls(
-    request: &ApprovalRequestBody,
+/// Who may answer a routed card, and the answers, shown only to a credential that may answer
+/// and, for a routed card, only to those its route names (a viewer reads the card and is told
+/// who answers it instead; the server refuses their answer all the same).
+#[component]
+fn RoutedAnswers(
+    request: ApprovalRequestBody,
+    route_state: crate::protocol::RouteState,
     state: CardState,
     send: Callback<DecisionRequest>,
-) -> impl IntoView + use<> {
-    if !Viewer::get().decides {
-        return view! {
-            <p class="card-read-only muted" data-testid="card-read-only">"You may read this card; an approver answers it."</p>
-        }
-        .into_any();
-    }
+) -> impl IntoView {
+    let decides = Viewer::get().decides;
+    let may = decides && super::route::may_answer_here(&request, &route_state);
     view! {
-        <Actions request=request.clone() state send/>
-        <OpenPanels request=request.clone() state send/>
+        <super::route::RouteLine request=request.clone() state=route_state may/>
+        {(!decides).then(|| view! {
+            <p class="card-read-only muted" data-testid="card-read-only">"You may read this card; an approver answers it."</p>
+        })}
+        {may.then(|| view! {
+            <Actions request=request.clone() state send/>
+            <OpenPanels request=request.clone() state send/>
+        })}
     }
-    .into_any()
 }
 
 /// What a pending card works with, set up before it draws anything.

@@ -107,7 +107,9 @@ async fn answer_each(
             ..DecisionRequest::of(decision.as_str())
         };
         let outcome = match api::decide(card.session_id, card.approval_id, input).await {
-            Ok(DecideOutcome::Decided { .. }) => CardOutcome::Answered,
+            Ok(DecideOutcome::Decided { .. } | DecideOutcome::Counted { .. }) => {
+                CardOutcome::Answered
+            }
             Ok(DecideOutcome::Lost { resolution }) => {
                 CardOutcome::AlreadyAnswered(who_answered(&resolution, &client_id))
             }

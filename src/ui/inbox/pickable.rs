@@ -63,7 +63,8 @@ impl LeftReason {
 /// (which the line never shows); and a summary the line shows whole (a cut could hide the end
 /// of a command: `echo … ; rm -rf ~`). A file write shows only its path on the line, a
 /// decision or plan its title, a setting its key: approving those from the line would approve
-/// content the person never saw.
+/// content the person never saw. A routed card (issue 41) is opened too: it says who may
+/// answer it and who approved it so far.
 pub fn left_reason(card: &ApprovalRequestBody) -> Option<LeftReason> {
     let line_is_the_call = matches!(card.kind, GateKind::Tool | GateKind::External)
         && matches!(
@@ -73,6 +74,7 @@ pub fn left_reason(card: &ApprovalRequestBody) -> Option<LeftReason> {
         && card.decision_kind.is_none()
         && card.diff.is_none()
         && card.proposal_md.trim().is_empty()
+        && card.route.is_none()
         && line_shows_whole(&card.summary);
     if card.reason == GateReason::SafetyFloor || !line_is_the_call {
         Some(LeftReason::of(card))
@@ -183,6 +185,22 @@ mod tests {
         let mut plan = card("pl", "exec", "Plan");
         plan.decision_kind = Some(DecisionKind::Plan);
         assert_eq!(left_reason(&plan), read_in_full);
+    }
+
+    /// A routed card is answered on its own card, which says who may answer it.
+    #[test]
+    fn a_routed_card_is_never_answered_in_bulk() {
+        let mut routed = card("r", "exec", "shell: ls");
+        assert!(can_pick(&routed));
+        routed.route = Some(crate::protocol::CardRoute {
+            approvers: vec![crate::protocol::Approver::Owner],
+            quorum: 1,
+            escalate_to: Vec::new(),
+            escalate_at: None,
+            owner: None,
+            edit: None,
+        });
+        assert_eq!(left_reason(&routed), Some(LeftReason::ReadInFull));
     }
 
     #[test]

@@ -90,6 +90,7 @@ pub fn time_left(expires: &Timestamp, now_ms: f64) -> String {
 pub fn InboxRow(gate: ApprovalRequest, now_ms: RwSignal<f64>, open: bool) -> impl IntoView {
     let sessions = use_context::<PageSessions>();
     let (request, concern) = (gate.body, gate.reviewer_concern);
+    let route_state = gate.route_state.unwrap_or_default();
     let session_id = request.session_id.clone();
     let href = format!("/sessions/{session_id}");
     let session_title = {
@@ -115,7 +116,7 @@ pub fn InboxRow(gate: ApprovalRequest, now_ms: RwSignal<f64>, open: bool) -> imp
             <details class="inbox-details" open=open on:toggle=focus_card_when_opened(approval_id.clone())>
                 <RowLine request=request.clone() now_ms source/>
                 <div class="inbox-card">
-                    <ApprovalCard item=GateItem { request, resolution: None, reviewer_concern: concern } now_ms/>
+                    <ApprovalCard item=GateItem { request, resolution: None, reviewer_concern: concern, route_state } now_ms/>
                 </div>
             </details>
             <a class="inbox-session" href=href data-testid="inbox-session">{session_title}</a>

@@ -533,6 +533,10 @@ impl Core {
             .get_gate(&gate.session_id, &gate.approval_id)
             .await?
             .ok_or_else(|| Error::UnknownApproval(approval_id.as_str().to_owned()))?;
+        // Anyone but its agent closes a routed card only if they may answer it.
+        if gate.opened_by != who.credential() {
+            self.may_answer(&stored.request, who).await?;
+        }
         if stored.resolution.is_none() {
             let why = why
                 .map(|w| w.trim().chars().take(200).collect::<String>())

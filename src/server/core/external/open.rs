@@ -19,7 +19,7 @@ use crate::server::core::{Core, Error};
 use crate::server::digest::{call_digest, proposal_digest};
 use crate::server::gate::evaluate::{self, CheckpointInYolo, Verdict};
 use crate::server::gate::policy::{self, Outcome};
-use crate::server::gate::{resolve, rules};
+use crate::server::gate::{resolve, route, rules};
 use crate::server::live::Live;
 use crate::server::markdown;
 use crate::server::principal::{Principal, Scope, actors};
@@ -52,7 +52,7 @@ impl Core {
             checked.cwd.as_deref(),
         );
         let session_id = self
-            .outside_session(&checked, &opened_by, &call, &live)
+            .outside_session(&checked, (&opened_by, who.person_email()), &call, &live)
             .await?;
         // One gate decision at a time per session: the mode read here is the one it runs under.
         let handle = self.hub.enter(&session_id);
@@ -61,7 +61,8 @@ impl Core {
         let verdict = self
             .outside_verdict(&checked, &call, &session_id, &live)
             .await?;
-        let request = Self::request_for(&checked, &call, &session_id, &verdict);
+        let mut request = Self::request_for(&checked, &call, &session_id, &verdict);
+        self.route_outside_card(&mut request.body, &live).await?;
         let external = ExternalGate {
             approval_id: request.body.approval_id.clone(),
             session_id: session_id.clone(),
@@ -107,6 +108,22 @@ impl Core {
                     .gate_opened(&live.config, &request.body, &title);
             }
         }
+        Ok(())
+    }
+
+    /// Puts the `[[approvals.route]]` the card matches on it, with its session's owner (read
+    /// only when a route matches).
+    async fn route_outside_card(
+        &self,
+        card: &mut ApprovalRequestBody,
+        live: &Live,
+    ) -> Result<(), Error> {
+        let routes = &live.config.approvals.route;
+        if route::matching(routes, card).is_none() {
+            return Ok(());
+        }
+        let owner = self.session_row(&card.session_id).await?.owner;
+        route::route_card(routes, card, owner.as_deref());
         Ok(())
     }
 
@@ -171,7 +188,7 @@ impl Core {
     async fn outside_session(
         &self,
         checked: &Checked,
-        opened_by: &str,
+        (opened_by, owner): (&str, Option<&str>),
         call: &OutsideCall,
         live: &Live,
     ) -> Result<SessionId, Error> {
@@ -184,6 +201,7 @@ impl Core {
             pre_plan_mode: None,
             plan_execution_mode: None,
             source: Some(checked.source.clone()),
+            owner: owner.map(crate::protocol::email_key),
         };
         let owned = format!("{opened_by}\u{1f}{}", checked.external_session);
         Ok(self
@@ -232,6 +250,11 @@ impl Core {
             floor: floor_of(Arc::clone(&live.floor), call).await,
             unknown_tool: call.unknown_tool.clone(),
             checkpoint_in_yolo: CheckpointInYolo::Proceed,
+            held_for_people: route::held_for_people(
+                &live.config.approvals.route,
+                call.class,
+                Some(&checked.source),
+            ),
         };
         let find_rule = || {
             rules::matching_subject(
@@ -352,8 +375,10 @@ impl Core {
         };
         ApprovalRequest {
             reviewer_concern: None,
+            route_state: None,
             turn_id: format!("ext-{approval_id}").into(),
             body: ApprovalRequestBody {
+                route: None,
                 cwd: checked.cwd.clone(),
                 source: Some(checked.source.clone()),
                 call_id: format!("ext-{approval_id}").into(),
@@ -364,10 +389,7 @@ impl Core {
                 class: call.class,
                 args: checked.input.clone(),
                 decision_kind: None,
-                title: checked
-                    .title
-                    .clone()
-                    .unwrap_or_else(|| checked.tool.clone()),
+                title: checked.title.as_ref().unwrap_or(&checked.tool).clone(),
                 summary: call.summary.clone(),
                 proposal_html: markdown::render(&proposal_md),
                 proposal_md,

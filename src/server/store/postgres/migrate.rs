@@ -7,7 +7,7 @@ use sqlx::PgPool;
 use crate::server::store::StoreError;
 
 /// The migrations, in order: (version, SQL).
-const MIGRATIONS: [(i64, &str); 13] = [
+const MIGRATIONS: [(i64, &str); 14] = [
     (
         1,
         include_str!("../../../../migrations/postgres/0001_schema.sql"),
@@ -59,6 +59,10 @@ const MIGRATIONS: [(i64, &str); 13] = [
     (
         13,
         include_str!("../../../../migrations/postgres/0013_token_owners.sql"),
+    ),
+    (
+        14,
+        include_str!("../../../../migrations/postgres/0014_routes.sql"),
     ),
 ];
 

@@ -32,6 +32,7 @@ mod migrate;
 mod passkeys;
 mod people;
 mod push;
+mod quorum;
 mod read;
 mod review;
 mod seal;

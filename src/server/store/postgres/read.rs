@@ -11,14 +11,14 @@ use crate::server::store::{
     WaitingCounts,
 };
 
-pub(super) const SESSION_COLUMNS: &str =
-    "id, title, created_at, approval_mode, last_seq, pre_plan_mode, plan_execution_mode, source";
+pub(super) const SESSION_COLUMNS: &str = "id, title, created_at, approval_mode, last_seq, pre_plan_mode, plan_execution_mode, source, owner";
 type SessionTuple = (
     String,
     String,
     String,
     String,
     i64,
+    Option<String>,
     Option<String>,
     Option<String>,
     Option<String>,
@@ -67,7 +67,9 @@ fn to_u64(n: i64) -> u64 {
     u64::try_from(n).unwrap_or(0)
 }
 
-fn session((id, title, created_at, mode, last_seq, pre, exec, source): SessionTuple) -> SessionRow {
+fn session(
+    (id, title, created_at, mode, last_seq, pre, exec, source, owner): SessionTuple,
+) -> SessionRow {
     SessionRow {
         id: id.into(),
         title,
@@ -77,6 +79,7 @@ fn session((id, title, created_at, mode, last_seq, pre, exec, source): SessionTu
         pre_plan_mode: pre.map(Stored::read),
         plan_execution_mode: exec.map(Stored::read),
         source,
+        owner,
     }
 }
 

@@ -22,14 +22,15 @@ fn to_json<T: serde::Serialize>(session_id: &str, value: &T) -> Result<String, S
 
 async fn insert_session(conn: &mut PgConnection, row: &SessionRow) -> Result<(), StoreError> {
     sqlx::query(
-        "INSERT INTO sessions (id, title, created_at, approval_mode, last_seq, source)
-         VALUES ($1, $2, $3, $4, 0, $5)",
+        "INSERT INTO sessions (id, title, created_at, approval_mode, last_seq, source, owner)
+         VALUES ($1, $2, $3, $4, 0, $5, $6)",
     )
     .bind(row.id.as_str())
     .bind(&row.title)
     .bind(row.created_at.as_str())
     .bind(row.approval_mode.as_str())
     .bind(&row.source)
+    .bind(&row.owner)
     .execute(conn)
     .await?;
     Ok(())

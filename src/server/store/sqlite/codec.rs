@@ -11,8 +11,7 @@ use crate::protocol::{
 use crate::server::store::{SessionRow, StoreError};
 
 /// The session columns, in the order `session` reads them.
-pub const SESSION_COLUMNS: &str =
-    "id, title, created_at, approval_mode, last_seq, pre_plan_mode, plan_execution_mode, source";
+pub const SESSION_COLUMNS: &str = "id, title, created_at, approval_mode, last_seq, pre_plan_mode, plan_execution_mode, source, owner";
 
 /// The rule columns, in the order `rule` reads them.
 pub const RULE_COLUMNS: &str = "id, tool, pattern, scope, session_id, created_at, created_by_approval, uses, last_used_at, expires_at, max_uses, source";
@@ -39,6 +38,7 @@ pub fn session(row: &Row<'_>) -> rusqlite::Result<SessionRow> {
         pre_plan_mode: row.get(5)?,
         plan_execution_mode: row.get(6)?,
         source: row.get(7)?,
+        owner: row.get(8)?,
     })
 }
 

@@ -7,7 +7,7 @@
 use rusqlite::{Connection, OptionalExtension};
 
 /// Every migration, in order; the version of the n-th is n.
-const MIGRATIONS: [&str; 17] = [
+const MIGRATIONS: [&str; 18] = [
     include_str!("../../../../migrations/sqlite/0001_sessions_and_events.sql"),
     include_str!("../../../../migrations/sqlite/0002_approvals_and_rules.sql"),
     include_str!("../../../../migrations/sqlite/0003_plan_mode_record.sql"),
@@ -25,6 +25,7 @@ const MIGRATIONS: [&str; 17] = [
     include_str!("../../../../migrations/sqlite/0015_source_claims.sql"),
     include_str!("../../../../migrations/sqlite/0016_people.sql"),
     include_str!("../../../../migrations/sqlite/0017_token_owners.sql"),
+    include_str!("../../../../migrations/sqlite/0018_routes.sql"),
 ];
 
 fn user_version(conn: &Connection) -> rusqlite::Result<usize> {

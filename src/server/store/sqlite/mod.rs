@@ -20,6 +20,7 @@ mod outside;
 mod passkeys;
 mod people;
 mod push;
+mod quorum;
 mod read;
 mod review;
 mod secrets;

@@ -62,9 +62,9 @@ pub fn perform(sp: &mut Savepoint<'_>, job: &Job) -> Result<Done, StoreError> {
 /// Inserts a new session row.
 pub fn insert_session(conn: &Connection, row: &SessionRow) -> Result<(), StoreError> {
     conn.prepare_cached(
-        "INSERT INTO sessions (id, title, created_at, approval_mode, last_seq, source) VALUES (?1, ?2, ?3, ?4, 0, ?5)",
+        "INSERT INTO sessions (id, title, created_at, approval_mode, last_seq, source, owner) VALUES (?1, ?2, ?3, ?4, 0, ?5, ?6)",
     )?
-    .execute(params![row.id, row.title, row.created_at, row.approval_mode, row.source])?;
+    .execute(params![row.id, row.title, row.created_at, row.approval_mode, row.source, row.owner])?;
     Ok(())
 }
 

@@ -1,0 +1,147 @@
+//! `[[approvals.route]]` (issue 41): which cards go to whom, how many must approve, and who
+//! is asked also when nobody answers. Read typed (an approver is an `Approver`, `when` a
+//! `RouteWhen`), so a typo is a config error naming the entry, never a route that names nobody.
+
+use serde::{Deserialize, Serialize};
+
+use crate::protocol::{Approver, MAX_QUORUM, RouteWhen};
+
+/// One route: the cards it is for (`when`, and `source` when given) and who answers them.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct RouteConfig {
+    pub when: RouteWhen,
+    /// `countersign` (the built-in agent) or an outside agent's name; absent: any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    pub approvers: Vec<Approver>,
+    /// How many distinct people must approve the same digest.
+    #[serde(default = "one")]
+    pub quorum: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub escalate_after_secs: Option<u64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub escalate_to: Vec<Approver>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// What a card's `source` is for the built-in agent, as a route spells it.
+pub const BUILT_IN_SOURCE: &str = "countersign";
+
+/// Each route names someone, asks for 1 to `MAX_QUORUM` approvals, and escalates with both
+/// keys or neither.
+pub fn validate(routes: &[RouteConfig]) -> Result<(), (&'static str, &'static str)> {
+    const KEY: &str = "approvals.route";
+    for route in routes {
+        if route.approvers.is_empty() {
+            return Err((KEY, "needs at least one entry in `approvers`"));
+        }
+        if route.quorum == 0 || route.quorum > MAX_QUORUM {
+            return Err((KEY, "`quorum` must be from 1 to 10"));
+        }
+        if route.source.as_deref().is_some_and(|s| s.trim().is_empty()) {
+            return Err((KEY, "`source` must name an agent (or be left out)"));
+        }
+        match (route.escalate_after_secs, route.escalate_to.is_empty()) {
+            (None, true) => {}
+            (Some(0), _) => return Err((KEY, "`escalate_after_secs` must be at least 1")),
+            (Some(_), false) => {}
+            _ => {
+                return Err((
+                    KEY,
+                    "`escalate_after_secs` and `escalate_to` go together: set both or neither",
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::server::config::Config;
+    use std::path::Path;
+
+    fn parse(text: &str) -> Result<Config, String> {
+        Config::parse(text, Path::new("c.toml")).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_route_reads_typed() {
+        let c = parse(
+            "[[approvals.route]]\nwhen = \"floor\"\napprovers = [\"group:maintainers\", \"person:Alice@Example.com\"]\nquorum = 2\nescalate_after_secs = 60\nescalate_to = [\"role:admin\"]\n\n[[approvals.route]]\nwhen = \"any\"\nsource = \"codex\"\napprovers = [\"owner\"]\n",
+        )
+        .unwrap();
+        let routes = &c.approvals.route;
+        assert_eq!(routes.len(), 2);
+        assert_eq!(routes[0].quorum, 2);
+        assert_eq!(
+            routes[0].approvers[1],
+            crate::protocol::Approver::Person("alice@example.com".into())
+        );
+        assert_eq!(routes[1].quorum, 1, "quorum defaults to 1");
+        assert!(parse("").unwrap().approvals.route.is_empty());
+    }
+
+    /// Each way a route could quietly mean something else is refused, naming what is wrong.
+    #[test]
+    fn bad_routes_are_refused_by_name() {
+        let cases = [
+            ("when = \"flor\"\napprovers = [\"owner\"]", "flor"),
+            ("when = \"Floor\"\napprovers = [\"owner\"]", "Floor"),
+            ("approvers = [\"owner\"]", "when"),
+            ("when = \"any\"\napprovers = [\"group:\"]", "`group:`"),
+            ("when = \"any\"\napprovers = [\"role:root\"]", "`role:root`"),
+            (
+                "when = \"any\"\napprovers = [\"persn:a@b.c\"]",
+                "`persn:a@b.c`",
+            ),
+            ("when = \"any\"\napprovers = []", "at least one"),
+            (
+                "when = \"any\"\napprovers = [\"owner\"]\nquorum = 0",
+                "quorum",
+            ),
+            (
+                "when = \"any\"\napprovers = [\"owner\"]\nquorum = 11",
+                "quorum",
+            ),
+            (
+                "when = \"any\"\napprovers = [\"owner\"]\nquorum = -1",
+                "quorum",
+            ),
+            (
+                "when = \"any\"\napprovers = [\"owner\"]\nescalate_after_secs = 5",
+                "together",
+            ),
+            (
+                "when = \"any\"\napprovers = [\"owner\"]\nescalate_to = [\"owner\"]",
+                "together",
+            ),
+            (
+                "when = \"any\"\napprovers = [\"owner\"]\nescalate_after_secs = 0\nescalate_to = [\"owner\"]",
+                "at least 1",
+            ),
+            (
+                "when = \"any\"\napprovers = [\"owner\"]\nsource = \" \"",
+                "source",
+            ),
+            (
+                "when = \"any\"\napprovers = [\"owner\"]\nquorums = 2",
+                "quorums",
+            ),
+        ];
+        for (body, named) in cases {
+            let err = parse(&format!("[[approvals.route]]\n{body}\n")).expect_err(body);
+            assert!(err.contains(named), "{body}: {err}");
+        }
+    }
+
+    /// The web and the API may not change who answers (the file may).
+    #[test]
+    fn routes_are_not_changed_through_the_api() {
+        assert!(crate::server::config::keys::protected("approvals.route").is_some());
+    }
+}
