@@ -42,8 +42,19 @@ pub fn validate(routes: &[RouteConfig]) -> Result<(), (&'static str, &'static st
         if route.quorum == 0 || route.quorum > MAX_QUORUM {
             return Err((KEY, "`quorum` must be from 1 to 10"));
         }
-        if route.source.as_deref().is_some_and(|s| s.trim().is_empty()) {
-            return Err((KEY, "`source` must name an agent (or be left out)"));
+        // An agent's name is lowercase letters, digits and `-` (as `POST /api/v1/gates`
+        // takes it): a `source` spelled otherwise would match no card, and the route would
+        // quietly hold nothing.
+        if route.source.as_deref().is_some_and(|s| {
+            s.is_empty()
+                || !s
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        }) {
+            return Err((
+                KEY,
+                "`source` must name an agent (lowercase letters, digits and `-`, e.g. claude-code), or be left out",
+            ));
         }
         match (route.escalate_after_secs, route.escalate_to.is_empty()) {
             (None, true) => {}
@@ -143,5 +154,29 @@ mod tests {
     #[test]
     fn routes_are_not_changed_through_the_api() {
         assert!(crate::server::config::keys::protected("approvals.route").is_some());
+    }
+
+    /// Red-team finding 4 (fixed): a route's `source` is compared exactly with the agent's name, and an
+    /// agent's name is lowercase letters, digits and `-`. A `source` spelled otherwise
+    /// ("Claude-Code", "claude code", " codex") matches no card ever, so the route a person
+    /// wrote to hold that agent's calls for two people silently holds nothing: the cards fall
+    /// through to a later route or to none (anyone answers, and rules, grants and the mode
+    /// answer again). Such a spelling must be refused, as a misspelt `when` is.
+    #[test]
+    fn rt_a_source_no_agent_can_have_is_refused() {
+        for source in ["Claude-Code", "claude code", " codex", "codex ", "claude_code"] {
+            let body = format!(
+                "[[approvals.route]]\nwhen = \"any\"\nsource = \"{source}\"\napprovers = [\"owner\"]\nquorum = 2\n"
+            );
+            let err = parse(&body).expect_err(source);
+            assert!(err.contains("source"), "{source}: {err}");
+        }
+        // The names agents have (and the built-in agent's) still parse.
+        for source in ["claude-code", "codex", "countersign", "mcp2"] {
+            let body = format!(
+                "[[approvals.route]]\nwhen = \"any\"\nsource = \"{source}\"\napprovers = [\"owner\"]\n"
+            );
+            parse(&body).expect(source);
+        }
     }
 }

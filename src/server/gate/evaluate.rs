@@ -107,6 +107,15 @@ where
         Outcome::Run { .. } if input.held_for_people => Outcome::Ask {
             reason: GateReason::Mode,
         },
+        // The built-in agent's checkpoint in yolo is refused so that it goes on by its own
+        // judgement: that too is the mode answering, so a held checkpoint goes to its people.
+        Outcome::Refuse { .. }
+            if input.held_for_people && input.class == ToolClass::Decision && floor.is_none() =>
+        {
+            Outcome::Ask {
+                reason: GateReason::AgentCheckpoint,
+            }
+        }
         other => other,
     };
     let reason = match &outcome {
@@ -342,5 +351,25 @@ mod tests {
             ToolClass::Read,
             None
         ));
+    }
+
+    /// Red-team finding 1 (fixed): the built-in agent's checkpoint in yolo, on a route that asks
+    /// several people (`when = "decision"`, quorum 2), must go to those people. The pipeline
+    /// turns only `Run` into `Ask` for a held call; the built-in agent's yolo checkpoint is
+    /// `Refuse` ("proceed on your own judgement"), so the agent goes on and nobody is asked:
+    /// the mode answered a call the route gives to two people.
+    #[test]
+    fn rt_builtin_checkpoint_in_yolo_is_not_skipped_past_a_quorum() {
+        let checkpoint = Input {
+            held_for_people: true,
+            checkpoint_in_yolo: CheckpointInYolo::Refuse,
+            ..input(Mode::Yolo, ToolClass::Decision)
+        };
+        let (v, _) = run(checkpoint, None);
+        assert!(
+            matches!(v.outcome, Outcome::Ask { .. }),
+            "a checkpoint two people must answer was decided by yolo: {:?}",
+            v.outcome
+        );
     }
 }
