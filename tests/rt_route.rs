@@ -40,7 +40,10 @@ async fn crew_server(idp: &Idp) -> (TestServer, Crew) {
         .await
         .expect(201);
     }
-    let ann = sign_in(&srv, "alice").await.session.expect("alice's cookie");
+    let ann = sign_in(&srv, "alice")
+        .await
+        .session
+        .expect("alice's cookie");
     let ben = sign_in(&srv, "bob").await.session.expect("bob's cookie");
     (srv, Crew { ann, ben })
 }

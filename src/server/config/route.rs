@@ -164,7 +164,13 @@ mod tests {
     /// answer again). Such a spelling must be refused, as a misspelt `when` is.
     #[test]
     fn rt_a_source_no_agent_can_have_is_refused() {
-        for source in ["Claude-Code", "claude code", " codex", "codex ", "claude_code"] {
+        for source in [
+            "Claude-Code",
+            "claude code",
+            " codex",
+            "codex ",
+            "claude_code",
+        ] {
             let body = format!(
                 "[[approvals.route]]\nwhen = \"any\"\nsource = \"{source}\"\napprovers = [\"owner\"]\nquorum = 2\n"
             );
