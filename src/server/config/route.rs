@@ -31,6 +31,9 @@ fn one() -> u32 {
 /// What a card's `source` is for the built-in agent, as a route spells it.
 pub const BUILT_IN_SOURCE: &str = "countersign";
 
+/// The longest `escalate_after_secs` (ten years): far longer than any card waits.
+pub const MAX_ESCALATE_AFTER_SECS: u64 = 10 * 365 * 86_400;
+
 /// Each route names someone, asks for 1 to `MAX_QUORUM` approvals, and escalates with both
 /// keys or neither.
 pub fn validate(routes: &[RouteConfig]) -> Result<(), (&'static str, &'static str)> {
@@ -59,6 +62,14 @@ pub fn validate(routes: &[RouteConfig]) -> Result<(), (&'static str, &'static st
         match (route.escalate_after_secs, route.escalate_to.is_empty()) {
             (None, true) => {}
             (Some(0), _) => return Err((KEY, "`escalate_after_secs` must be at least 1")),
+            // A card's `escalate_at` is a time of years 0000-9999: past that it could not be
+            // read, and an unreadable time has passed (the card would escalate at once).
+            (Some(secs), _) if secs > MAX_ESCALATE_AFTER_SECS => {
+                return Err((
+                    KEY,
+                    "`escalate_after_secs` must be at most 315360000 (ten years)",
+                ));
+            }
             (Some(_), false) => {}
             _ => {
                 return Err((
@@ -184,5 +195,53 @@ mod tests {
             );
             parse(&body).expect(source);
         }
+    }
+
+    /// Red-team finding 5 (fixed): `escalate_after_secs` had no upper bound. A "never, in
+    /// practice" value (a trillion seconds, or `i64::MAX`) put the card's `escalate_at` past
+    /// the year 9999, where a time written `YYYY-…` cannot be read back, and an unreadable
+    /// time counts as passed: the card escalated the moment it was made, and `escalate_to`
+    /// answered it at once. Such a value is refused; the largest allowed stays in the future.
+    #[test]
+    fn rt_a_huge_escalate_after_secs_does_not_escalate_at_once() {
+        for secs in ["999999999999", "9223372036854775807", "315360001"] {
+            let body = format!(
+                "[[approvals.route]]\nwhen = \"any\"\napprovers = [\"owner\"]\nescalate_after_secs = {secs}\nescalate_to = [\"role:admin\"]\n"
+            );
+            match parse(&body) {
+                Err(err) => assert!(err.contains("escalate_after_secs"), "{secs}: {err}"),
+                Ok(c) => {
+                    let card = crate::server::review::test_cards::card(
+                        "shell",
+                        crate::protocol::ToolClass::Exec,
+                        serde_json::json!({}),
+                    );
+                    let route =
+                        crate::server::gate::route::snapshot(&c.approvals.route, &card, None)
+                            .unwrap();
+                    let at = route.escalate_at.unwrap();
+                    panic!(
+                        "escalate_after_secs = {secs} was taken; escalate_at {at:?} has passed: {}",
+                        at.has_passed(crate::protocol::Timestamp::now_ms())
+                    );
+                }
+            }
+        }
+        let c = parse(
+            "[[approvals.route]]\nwhen = \"any\"\napprovers = [\"owner\"]\nescalate_after_secs = 315360000\nescalate_to = [\"role:admin\"]\n",
+        )
+        .unwrap();
+        let card = crate::server::review::test_cards::card(
+            "shell",
+            crate::protocol::ToolClass::Exec,
+            serde_json::json!({}),
+        );
+        let route = crate::server::gate::route::snapshot(&c.approvals.route, &card, None).unwrap();
+        assert!(
+            !route
+                .escalate_at
+                .unwrap()
+                .has_passed(crate::protocol::Timestamp::now_ms())
+        );
     }
 }
