@@ -229,3 +229,33 @@ async fn rt_an_approval_of_someone_no_longer_named_does_not_count() {
         second.body
     );
 }
+
+/// Held: two approvals that would each complete the quorum, sent at once, resolve the card
+/// once: one is the resolution, the other is told it was already answered.
+#[tokio::test(flavor = "multi_thread")]
+async fn rt_two_completing_approvals_at_once_resolve_once() {
+    set_secret();
+    let Some(idp) = start_idp() else { return };
+    let (srv, crew) = crew_server(&idp).await;
+    srv.post(
+        "/api/v1/people",
+        json!({"email": "carol@other.test", "roles": ["approver"], "groups": ["maintainers"]}),
+    )
+    .await
+    .expect(201);
+    let cat = sign_in(&srv, "carol")
+        .await
+        .session
+        .expect("carol's cookie");
+    let (sid, aid) = floor_card(&srv).await;
+    as_cookie(&srv, &crew.ann, &sid, &aid, json!({"decision": "approve"}))
+        .await
+        .expect(202);
+    let (b, c) = tokio::join!(
+        as_cookie(&srv, &crew.ben, &sid, &aid, json!({"decision": "approve"})),
+        as_cookie(&srv, &cat, &sid, &aid, json!({"decision": "approve"})),
+    );
+    let mut codes = [b.status.as_u16(), c.status.as_u16()];
+    codes.sort_unstable();
+    assert_eq!(codes, [200, 409], "{} / {}", b.body, c.body);
+}
