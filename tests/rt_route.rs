@@ -123,15 +123,23 @@ async fn person_id(srv: &TestServer, email: &str) -> String {
 }
 
 /// Held: one person counts once toward a quorum through every credential of theirs: their
-/// browser login, and two tokens of their own (one capped below their role).
+/// browser login, and tokens of their own (an admin person makes tokens; one is capped below
+/// her role).
 #[tokio::test(flavor = "multi_thread")]
 async fn rt_one_person_counts_once_through_login_and_tokens() {
     set_secret();
     let Some(idp) = start_idp() else { return };
     let (srv, crew) = crew_server(&idp).await;
+    let alice = person_id(&srv, "alice@example.test").await;
+    srv.put(
+        &format!("/api/v1/people/{alice}"),
+        json!({"roles": ["admin"], "groups": ["maintainers"]}),
+    )
+    .await
+    .expect(200);
     let (sid, aid) = floor_card(&srv).await;
     let one = token_of(&srv, &crew.ann, "ann-one", "approve").await;
-    let two = token_of(&srv, &crew.ann, "ann-two", "approve").await;
+    let two = token_of(&srv, &crew.ann, "ann-two", "admin").await;
     let first = as_cookie(&srv, &crew.ann, &sid, &aid, json!({"decision": "approve"}))
         .await
         .expect(202);
