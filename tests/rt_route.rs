@@ -178,13 +178,13 @@ async fn rt_one_person_counts_once_through_login_and_tokens() {
     assert_eq!(refused.status.as_u16(), 403, "{}", refused.body);
 }
 
-/// Finding 2: an approval that does not say which digest it approves (as `countersign
+/// Finding 2 (fixed): an approval that does not say which digest it approves (as `countersign
 /// approvals approve` sends it: `{"decision":"approve"}`) is counted toward whatever the card
 /// is now. Bob edits the floor card into something else (his edit is his approval); Alice,
 /// who looked at the card as the agent proposed it, approves it from the CLI: the card
 /// resolves and Bob's edit runs with two approvals, only one of which ever saw it.
+/// Fixed: such an approval is `409 stale_digest`; sent with the edited card's digest, it counts.
 #[tokio::test(flavor = "multi_thread")]
-#[ignore = "red-team finding 2: an approval with no digest approves another approver's edit it never saw"]
 async fn rt_an_approval_naming_no_digest_does_not_complete_an_edit_it_never_saw() {
     set_secret();
     let Some(idp) = start_idp() else { return };
@@ -206,6 +206,21 @@ async fn rt_an_approval_naming_no_digest_does_not_complete_an_edit_it_never_saw(
         "an approval naming no digest completed another approver's edit: {}",
         blind.body
     );
+    blind.expect_error(409, "stale_digest");
+    // Nothing was counted: the card waits with Bob's edit alone, and Alice's approval of the
+    // card as edited (its digest named) completes it.
+    let shown = srv.wait_gate(&sid).await;
+    let digest = shown["digest"].clone();
+    let done = as_cookie(
+        &srv,
+        &crew.ann,
+        &sid,
+        &aid,
+        json!({"decision": "approve", "digest": digest}),
+    )
+    .await
+    .expect(200);
+    assert_eq!(done["decision"], "edit", "{done}");
 }
 
 /// Finding 3: an approval stays counted after its author may no longer answer the card.

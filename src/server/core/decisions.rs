@@ -395,6 +395,7 @@ impl Core {
         no_standing_answer(&request, body.decision)?;
         offered(&request, body.decision)?;
         self.still_as_shown(session, &request, &body).await?;
+        blind_approval_of_an_edit(&request, &body, approver.is_some())?;
         let (resolution, new_rule) = self.resolution_of(&request, body, who).await?;
         match approver {
             Some(approver)
@@ -684,6 +685,30 @@ fn no_standing_answer(request: &ApprovalRequest, decision: Decision) -> Result<(
         }
         _ => Ok(()),
     }
+}
+
+/// Refuses an approval that names no digest toward a card several people must approve once an
+/// approver has edited it: it would approve the edit, which this answer may never have seen
+/// (`countersign approvals approve` sends no digest). Sent with the card's digest, it counts.
+fn blind_approval_of_an_edit(
+    request: &ApprovalRequest,
+    body: &Answer,
+    routed: bool,
+) -> Result<(), Error> {
+    let edited = request
+        .body
+        .route
+        .as_ref()
+        .is_some_and(|r| r.edit.is_some());
+    if routed
+        && edited
+        && needs_people(&request.body)
+        && body.decision == Decision::Approve
+        && body.digest.is_none()
+    {
+        return Err(Error::StaleDigest);
+    }
+    Ok(())
 }
 
 /// Refuses a decision the card does not offer, naming those it does.
