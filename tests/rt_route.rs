@@ -282,3 +282,29 @@ async fn rt_two_completing_approvals_at_once_resolve_once() {
     codes.sort_unstable();
     assert_eq!(codes, [200, 409], "{} / {}", b.body, c.body);
 }
+
+/// Finding 3, the sharper case: the admin removes Alice altogether (her logins end, her tokens
+/// are revoked) after her approval was counted; Bob's approval still resolves the card with
+/// hers among the two.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "red-team finding 3: a removed person's counted approval still completes the quorum"]
+async fn rt_a_removed_persons_approval_does_not_complete_the_quorum() {
+    set_secret();
+    let Some(idp) = start_idp() else { return };
+    let (srv, crew) = crew_server(&idp).await;
+    let (sid, aid) = floor_card(&srv).await;
+    as_cookie(&srv, &crew.ann, &sid, &aid, json!({"decision": "approve"}))
+        .await
+        .expect(202);
+    let alice = person_id(&srv, "alice@example.test").await;
+    srv.delete(&format!("/api/v1/people/{alice}"))
+        .await
+        .expect(204);
+    let second = as_cookie(&srv, &crew.ben, &sid, &aid, json!({"decision": "approve"})).await;
+    assert_eq!(
+        second.status.as_u16(),
+        202,
+        "the card resolved counting a removed person's approval: {}",
+        second.body
+    );
+}
