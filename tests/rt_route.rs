@@ -228,7 +228,6 @@ async fn rt_an_approval_naming_no_digest_does_not_complete_an_edit_it_never_saw(
 /// then resolves the card with Alice's counted, two approvals of which only one is by
 /// someone the route names now.
 #[tokio::test(flavor = "multi_thread")]
-#[ignore = "red-team finding 3: an approval by someone the route no longer names still counts toward the quorum"]
 async fn rt_an_approval_of_someone_no_longer_named_does_not_count() {
     set_secret();
     let Some(idp) = start_idp() else { return };
@@ -287,7 +286,6 @@ async fn rt_two_completing_approvals_at_once_resolve_once() {
 /// are revoked) after her approval was counted; Bob's approval still resolves the card with
 /// hers among the two.
 #[tokio::test(flavor = "multi_thread")]
-#[ignore = "red-team finding 3: a removed person's counted approval still completes the quorum"]
 async fn rt_a_removed_persons_approval_does_not_complete_the_quorum() {
     set_secret();
     let Some(idp) = start_idp() else { return };

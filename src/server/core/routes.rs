@@ -181,6 +181,11 @@ impl Core {
         let Some(email) = who.person_email() else {
             return Ok(Answering { person: None });
         };
+        self.person_now(email).await
+    }
+
+    /// The person of `email` as the people store has them now (none: no roles, no groups).
+    async fn person_now(&self, email: &str) -> Result<Answering, Error> {
         let email = email_key(email);
         let found = self.repos.people.person_by_email(&email).await?;
         let person = PersonNow {
@@ -271,6 +276,7 @@ impl Core {
             Given::Stale => return Err(Error::StaleDigest),
             Given::NotWaiting => return Err(self.answer_that_stands(session, request).await?),
         };
+        let approvals = self.still_named(request, approvals).await?;
         if (approvals.len() as u64) < u64::from(quorum) {
             self.announce_approval(&card, given, edit).await;
             return Ok(Answered::Counted { approvals, quorum });
@@ -282,6 +288,36 @@ impl Core {
             Err(StoreError::AlreadyResolved(winner)) => Err(Error::for_resolved(*winner)),
             Err(other) => Err(other.into()),
         }
+    }
+
+    /// The approvals whose authors the card's route names *now*: one taken out of its group,
+    /// left with no role that answers, or removed since they approved no longer counts (their
+    /// row stays, audited; a quorum is of people who may answer when it completes).
+    async fn still_named(
+        &self,
+        request: &ApprovalRequest,
+        approvals: Vec<GivenApproval>,
+    ) -> Result<Vec<GivenApproval>, Error> {
+        let Some(route) = &request.body.route else {
+            return Ok(approvals);
+        };
+        let escalated = Self::escalated(request);
+        let mut named = Vec::with_capacity(approvals.len());
+        for approval in approvals {
+            let now = self.answering_as(&approval.who).await?;
+            if route.may_answer(&now.answerer(), escalated) {
+                named.push(approval);
+            }
+        }
+        Ok(named)
+    }
+
+    /// Who an approval's key (`admin`, or a person's email) is now.
+    async fn answering_as(&self, who: &str) -> Result<Answering, Error> {
+        if who == Answerer::Admin.key() {
+            return Ok(Answering { person: None });
+        }
+        self.person_now(who).await
     }
 
     /// The error for an answer to a card that stopped waiting meanwhile.
