@@ -242,3 +242,42 @@ async fn the_next_approver_is_shown_all_of_the_edit_that_runs() {
         &shown[shown.len().saturating_sub(200)..]
     );
 }
+
+/// Finding 5: a route whose quorum more distinct people must reach than it can ever name is
+/// taken: `approvers = ["owner"]` (or one `person:`) with `quorum = 2`. Its cards say "Needs 2
+/// of: the session's owner" and can only be denied or time out; the config should refuse it
+/// by name, as it refuses a quorum of 0. (`role:` and `group:` name any number of people, the
+/// admin counts once, so only routes made of `owner` and `person:` entries, `escalate_to`
+/// included, can be told short; `role:viewer` names nobody who answers.)
+/// Fixed: `config::route::validate` refuses it.
+#[test]
+fn a_route_that_names_fewer_people_than_its_quorum_is_refused() {
+    use countersign::server::config::route::{RouteConfig, validate};
+    for route in [
+        json!({"when": "exec", "approvers": ["owner"], "quorum": 2}),
+        // A viewer answers nothing: a route of viewers names nobody who may approve.
+        json!({"when": "exec", "approvers": ["role:viewer"]}),
+        json!({"when": "floor", "approvers": ["person:alice@example.test"], "quorum": 2}),
+        json!({"when": "any", "approvers": ["person:alice@example.test", "person:ALICE@example.test"], "quorum": 2}),
+        json!({"when": "any", "approvers": ["owner", "person:bob@example.test"], "quorum": 3,
+               "escalate_after_secs": 60, "escalate_to": ["owner"]}),
+    ] {
+        let parsed: RouteConfig = serde_json::from_value(route.clone()).unwrap();
+        assert!(
+            validate(&[parsed]).is_err(),
+            "{route}: its cards could never be approved, yet the route is taken"
+        );
+    }
+    // What some people can reach stays: two named people, a group, a role, the owner alone.
+    for route in [
+        json!({"when": "exec", "approvers": ["owner"], "quorum": 1}),
+        json!({"when": "any", "approvers": ["owner", "person:bob@example.test"], "quorum": 2}),
+        json!({"when": "any", "approvers": ["owner"], "quorum": 2,
+               "escalate_after_secs": 60, "escalate_to": ["person:carol@example.test"]}),
+        json!({"when": "floor", "approvers": ["group:maintainers"], "quorum": 10}),
+        json!({"when": "floor", "approvers": ["person:a@example.test", "role:admin"], "quorum": 3}),
+    ] {
+        let parsed: RouteConfig = serde_json::from_value(route.clone()).unwrap();
+        assert_eq!(validate(&[parsed]), Ok(()), "{route}");
+    }
+}

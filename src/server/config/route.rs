@@ -42,6 +42,12 @@ pub fn validate(routes: &[RouteConfig]) -> Result<(), (&'static str, &'static st
         if route.quorum == 0 || route.quorum > MAX_QUORUM {
             return Err((KEY, "`quorum` must be from 1 to 10"));
         }
+        if route.quorum > most_people(route) {
+            return Err((
+                KEY,
+                "`quorum` is more than the people its `approvers` and `escalate_to` can name: its cards could never be approved",
+            ));
+        }
         if route.source.as_deref().is_some_and(|s| s.trim().is_empty()) {
             return Err((KEY, "`source` must name an agent (or be left out)"));
         }
@@ -58,6 +64,23 @@ pub fn validate(routes: &[RouteConfig]) -> Result<(), (&'static str, &'static st
         }
     }
     Ok(())
+}
+
+/// The most distinct people who could approve a route's card (approvers and `escalate_to`):
+/// any number once a `group:` or an answering `role:` is among them, else its `person:`
+/// entries (keyed as people are) and one for `owner`. `role:viewer` names nobody: a viewer
+/// answers nothing.
+fn most_people(route: &RouteConfig) -> u32 {
+    let mut people = std::collections::HashSet::new();
+    for approver in route.approvers.iter().chain(&route.escalate_to) {
+        match approver {
+            Approver::Role(crate::protocol::Role::Viewer) => false,
+            Approver::Group(_) | Approver::Role(_) => return u32::MAX,
+            Approver::Person(email) => people.insert(email.clone()),
+            Approver::Owner => people.insert(String::new()),
+        };
+    }
+    u32::try_from(people.len()).unwrap_or(u32::MAX)
 }
 
 #[cfg(test)]
