@@ -16,7 +16,10 @@ const PUBLIC_URL = 'http://127.0.0.1:9';
 const SECRET_ENV = 'COUNTERSIGN_TEST_OIDC_SECRET';
 const SECRET = 'a-client-secret-for-the-tests-only';
 const PROVIDER_DIR = process.env.COUNTERSIGN_OIDC_PROVIDER_DIR || resolve(__dirname, '../../target/oidc-provider');
-const ROUTES = '[[approvals.route]]\nwhen = "exec"\napprovers = ["group:maintainers"]\nquorum = 2\n';
+// Claude Code's commands go to one maintainer, and to Carol too after ten seconds; the rest
+// need two maintainers.
+const ROUTES = '[[approvals.route]]\nwhen = "exec"\nsource = "claude-code"\napprovers = ["group:maintainers"]\nescalate_after_secs = 10\nescalate_to = ["person:carol@other.test"]\n\n'
+  + '[[approvals.route]]\nwhen = "exec"\napprovers = ["group:maintainers"]\nquorum = 2\n';
 
 let idp: ChildProcess | undefined;
 let server: RunningServer | undefined;
@@ -75,12 +78,12 @@ async function signedIn(browser: Browser, account: string): Promise<Page> {
 }
 
 /** Opens a command's card as an outside agent (with the admin token); its ids. */
-async function openCommand(command: string): Promise<{ sid: string; aid: string }> {
+async function openCommand(command: string, source = 'codex'): Promise<{ sid: string; aid: string }> {
   const opened = await fetch(`${server!.url}/api/v1/gates`, {
     method: 'POST',
     headers: { authorization: `Bearer ${server!.token}`, 'content-type': 'application/json' },
     body: JSON.stringify({
-      source: 'codex', external_session: 'rtpage-e2e', cwd: '/home/me/app',
+      source, external_session: `rtpage-e2e-${source}`, cwd: '/home/me/app',
       tool: { name: 'Bash', input: { command } },
       capabilities: { edit: true },
     }),
@@ -169,4 +172,23 @@ test.fixme('red-team finding 4: a routed card arriving on an open page follows i
   // …and the card on his open page should offer it.
   await expect(c.getByTestId('card-not-yours')).toHaveCount(0, { timeout: 5000 });
   await expect(c.locator('[data-action=approve]')).toHaveCount(1);
+});
+
+// Held: escalation on an open page. Carol reads a card routed to the maintainers; when it
+// escalates to her, the card she has open says so and offers her its buttons, and her answer
+// resolves it.
+test('a card that escalates to its reader offers them its buttons on the page they have open', async ({ browser }) => {
+  test.skip(!server, 'oidc-provider is not installed');
+  const carol = await signedIn(browser, 'carol');
+  const { sid, aid } = await openCommand('make deploy', 'claude-code');
+  await carol.goto(`${server!.url}/sessions/${sid}`);
+  await waitLive(carol);
+  const c = card(carol, aid);
+  await expect(c.getByTestId('card-route-needs')).toHaveText('Needs one of: group maintainers');
+  await expect(c.getByTestId('card-not-yours')).toBeVisible();
+  await expect(c.getByTestId('escalated-chip')).toBeVisible({ timeout: 30000 });
+  await expect(c.getByTestId('card-route-needs')).toContainText('carol@other.test');
+  await expect(c.getByTestId('card-not-yours')).toHaveCount(0);
+  await c.locator('[data-action=approve]').click();
+  await expect(card(carol, aid)).toHaveAttribute('data-state', 'resolved');
 });
