@@ -9,6 +9,7 @@
 //   kelvin  \u212Aate@example.test (KELVIN SIGN, not a K)  verified
 //   mallory alice@example.test  NOT verified (claims someone else's address)
 //   spoofer 'alice@example.test via token:phone@example.test'  verified (no address: spaces)
+//   dave   dave@example.test   verified, display name 'bob@example.test'
 import http from 'node:http';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -41,6 +42,8 @@ const accounts = {
   kelvin: { email: '\u212Aate@example.test', email_verified: true, name: 'Kelvin Lookalike' },
   mallory: { email: 'alice@example.test', email_verified: false, name: 'Mallory Claims' },
   spoofer: { email: 'alice@example.test via token:phone@example.test', email_verified: true, name: 'Spoofer' },
+  // A maintainer whose display name is another person's address (red-team, tests/rtpage.rs).
+  dave: { email: 'dave@example.test', email_verified: true, name: 'bob@example.test' },
 };
 
 const server = http.createServer();

@@ -34,52 +34,80 @@ pub const BUILT_IN_SOURCE: &str = "countersign";
 /// The longest `escalate_after_secs` (ten years): far longer than any card waits.
 pub const MAX_ESCALATE_AFTER_SECS: u64 = 10 * 365 * 86_400;
 
-/// Each route names someone, asks for 1 to `MAX_QUORUM` approvals, and escalates with both
-/// keys or neither.
+/// Each route names someone, asks for 1 to `MAX_QUORUM` approvals it can get, names an agent
+/// as agents are named, and escalates with both keys or neither.
 pub fn validate(routes: &[RouteConfig]) -> Result<(), (&'static str, &'static str)> {
     const KEY: &str = "approvals.route";
     for route in routes {
-        if route.approvers.is_empty() {
-            return Err((KEY, "needs at least one entry in `approvers`"));
-        }
-        if route.quorum == 0 || route.quorum > MAX_QUORUM {
-            return Err((KEY, "`quorum` must be from 1 to 10"));
-        }
-        // An agent's name is lowercase letters, digits and `-` (as `POST /api/v1/gates`
-        // takes it): a `source` spelled otherwise would match no card, and the route would
-        // quietly hold nothing.
-        if route.source.as_deref().is_some_and(|s| {
-            s.is_empty()
-                || !s
-                    .chars()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        }) {
-            return Err((
-                KEY,
-                "`source` must name an agent (lowercase letters, digits and `-`, e.g. claude-code), or be left out",
-            ));
-        }
-        match (route.escalate_after_secs, route.escalate_to.is_empty()) {
-            (None, true) => {}
-            (Some(0), _) => return Err((KEY, "`escalate_after_secs` must be at least 1")),
-            // A card's `escalate_at` is a time of years 0000-9999: past that it could not be
-            // read, and an unreadable time has passed (the card would escalate at once).
-            (Some(secs), _) if secs > MAX_ESCALATE_AFTER_SECS => {
-                return Err((
-                    KEY,
-                    "`escalate_after_secs` must be at most 315360000 (ten years)",
-                ));
-            }
-            (Some(_), false) => {}
-            _ => {
-                return Err((
-                    KEY,
-                    "`escalate_after_secs` and `escalate_to` go together: set both or neither",
-                ));
-            }
-        }
+        check_route(route).map_err(|why| (KEY, why))?;
     }
     Ok(())
+}
+
+/// One route's approvers, quorum and source.
+fn check_route(route: &RouteConfig) -> Result<(), &'static str> {
+    if route.approvers.is_empty() {
+        return Err("needs at least one entry in `approvers`");
+    }
+    if route.quorum == 0 || route.quorum > MAX_QUORUM {
+        return Err("`quorum` must be from 1 to 10");
+    }
+    if route.quorum > most_people(route) {
+        return Err(
+            "`quorum` is more than the people its `approvers` and `escalate_to` can name: its cards could never be approved",
+        );
+    }
+    // An agent's name is lowercase letters, digits and `-` (as `POST /api/v1/gates` takes
+    // it): a `source` spelled otherwise would match no card, and the route would quietly
+    // hold nothing.
+    if route.source.as_deref().is_some_and(|s| {
+        s.is_empty()
+            || !s
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+    }) {
+        return Err(
+            "`source` must name an agent (lowercase letters, digits and `-`, e.g. claude-code), or be left out",
+        );
+    }
+    check_escalation(route)
+}
+
+/// `escalate_after_secs` and `escalate_to`: both or neither, and a time a card can hold.
+fn check_escalation(route: &RouteConfig) -> Result<(), &'static str> {
+    match (route.escalate_after_secs, route.escalate_to.is_empty()) {
+        (None, true) | (Some(_), false)
+            if route
+                .escalate_after_secs
+                .is_none_or(|secs| (1..=MAX_ESCALATE_AFTER_SECS).contains(&secs)) =>
+        {
+            Ok(())
+        }
+        (Some(0), _) => Err("`escalate_after_secs` must be at least 1"),
+        // A card's `escalate_at` is a time of years 0000-9999: past that it could not be
+        // read, and an unreadable time has passed (the card would escalate at once).
+        (Some(secs), _) if secs > MAX_ESCALATE_AFTER_SECS => {
+            Err("`escalate_after_secs` must be at most 315360000 (ten years)")
+        }
+        _ => Err("`escalate_after_secs` and `escalate_to` go together: set both or neither"),
+    }
+}
+
+/// The most distinct people who could approve a route's card (approvers and `escalate_to`):
+/// any number once a `group:` or an answering `role:` is among them, else its `person:`
+/// entries (keyed as people are) and one for `owner`. `role:viewer` names nobody: a viewer
+/// answers nothing.
+fn most_people(route: &RouteConfig) -> u32 {
+    let mut people = std::collections::HashSet::new();
+    for approver in route.approvers.iter().chain(&route.escalate_to) {
+        match approver {
+            Approver::Role(crate::protocol::Role::Viewer) => false,
+            Approver::Group(_) | Approver::Role(_) => return u32::MAX,
+            Approver::Person(email) => people.insert(email.clone()),
+            Approver::Owner => people.insert(String::new()),
+        };
+    }
+    u32::try_from(people.len()).unwrap_or(u32::MAX)
 }
 
 #[cfg(test)]
@@ -183,7 +211,7 @@ mod tests {
             "claude_code",
         ] {
             let body = format!(
-                "[[approvals.route]]\nwhen = \"any\"\nsource = \"{source}\"\napprovers = [\"owner\"]\nquorum = 2\n"
+                "[[approvals.route]]\nwhen = \"any\"\nsource = \"{source}\"\napprovers = [\"group:maintainers\"]\nquorum = 2\n"
             );
             let err = parse(&body).expect_err(source);
             assert!(err.contains("source"), "{source}: {err}");

@@ -38,7 +38,7 @@ pub(super) fn PendingCard(
         send,
         modes,
         is_plan,
-    } = pending_setup(&request);
+    } = pending_setup(&request, &route_state);
     let floor = request.reason == GateReason::SafetyFloor;
     let approval_id = request.approval_id.clone();
     let is_active = {
@@ -119,7 +119,10 @@ struct PendingSetup {
 
 /// The card's state, its sender and its command listener: kept apart from the markup so the
 /// card's view reads as its layout.
-fn pending_setup(request: &ApprovalRequestBody) -> PendingSetup {
+fn pending_setup(
+    request: &ApprovalRequestBody,
+    route_state: &crate::protocol::RouteState,
+) -> PendingSetup {
     let bus = use_context::<CardBus>().unwrap_or_default();
     // The plan's mode starts on the one the card proposes, if the step-up still allows it
     // (`Viewer::modes`), else on `ask`.
@@ -137,8 +140,9 @@ fn pending_setup(request: &ApprovalRequestBody) -> PendingSetup {
         },
         state,
     );
-    // A viewer's keys answer nothing (the server would refuse them all the same).
-    if Viewer::get().decides {
+    // A viewer's keys answer nothing, nor do those of someone a routed card's route does not
+    // name (the card draws them no buttons; the server would refuse them all the same).
+    if Viewer::get().decides && super::route::may_answer_here(request, route_state) {
         follow_commands(request, state, send, bus);
     }
     PendingSetup {
