@@ -134,8 +134,8 @@ fn visible(html: &str) -> String {
 /// OpenID provider sent, as it sent it. Dave (dave@example.test, a maintainer) calls himself
 /// `bob@example.test` at his provider: his approval reads "Approved by bob@example.test" on
 /// the card Alice is asked to countersign, and the answered card says Bob approved it.
+/// Fixed: a card names an approver by name *and* email (`GivenApproval::shown_name`).
 #[tokio::test(flavor = "multi_thread")]
-#[ignore = "red-team finding 1: an approver's provider display name passes for another person on the card"]
 async fn an_approval_on_the_card_names_the_address_that_gave_it() {
     set_secret();
     let Some(idp) = start_idp() else { return };
@@ -185,8 +185,8 @@ async fn an_approval_on_the_card_names_the_address_that_gave_it() {
 /// what runs is the whole edit. Alice's edit puts a page of harmless lines first and
 /// `curl … | sh` last: Bob's card shows him the harmless part ("approving approves it as
 /// edited") and nowhere the line he will have approved.
+/// Fixed: an approver's edit whose changes the card cannot show whole is refused.
 #[tokio::test(flavor = "multi_thread")]
-#[ignore = "red-team finding 2: the edit shown to the next approver is cut; what runs is not"]
 async fn the_next_approver_is_shown_all_of_the_edit_that_runs() {
     set_secret();
     let Some(idp) = start_idp() else { return };
@@ -216,6 +216,7 @@ async fn the_next_approver_is_shown_all_of_the_edit_that_runs() {
     content.push_str(hidden);
     content.push('\n');
     let edits = json!({"file_path": "/home/me/app/setup.sh", "content": content});
+    // Too much to show the others whole: refused, and the card is as it was.
     answer(
         &srv,
         alice,
@@ -224,9 +225,22 @@ async fn the_next_approver_is_shown_all_of_the_edit_that_runs() {
         json!({"decision": "edit", "edits": edits}),
     )
     .await
-    .expect(202);
+    .expect(400);
+    let card = srv.wait_gate(&sid).await;
+    assert!(card["route"]["edit"].is_null(), "{:#}", card["route"]);
 
-    // Bob's card: the edit he is asked to approve.
+    // An edit the card shows whole goes to Bob, all of it.
+    let small =
+        json!({"file_path": "/home/me/app/setup.sh", "content": format!("echo hello\n{hidden}\n")});
+    answer(
+        &srv,
+        alice,
+        &sid,
+        &aid,
+        json!({"decision": "edit", "edits": small}),
+    )
+    .await
+    .expect(202);
     let page = page_for(&srv, bob, &sid).await;
     let shown = visible(element(&page, "data-testid=\"card-route-edit\"", "</pre>"));
     assert!(
@@ -234,19 +248,9 @@ async fn the_next_approver_is_shown_all_of_the_edit_that_runs() {
         "{}",
         &shown[..shown.len().min(300)]
     );
-    // What runs if he approves: the edit, whole.
-    let card = srv.wait_gate(&sid).await;
-    assert!(
-        card["route"]["edit"]["edits"]["content"]
-            .as_str()
-            .unwrap()
-            .contains(hidden)
-    );
     assert!(
         shown.contains(hidden),
-        "Bob is shown {} characters of the edit, ending {:?}, not the line that runs",
-        shown.len(),
-        &shown[shown.len().saturating_sub(200)..]
+        "Bob is not shown the line that runs: {shown}"
     );
 }
 

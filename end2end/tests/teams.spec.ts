@@ -3,74 +3,36 @@
 // end2end/oidc/provider.mjs) in two browser contexts; Carol, who is not a maintainer, sees the
 // card without its buttons. Alice's approval shows on Bob's card as it happens; Bob's resolves
 // it, and both cards name both of them.
-import { ChildProcess, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { createInterface } from 'node:readline';
-import { resolve } from 'node:path';
 import { Browser, expect, Page, test } from '@playwright/test';
-import { RunningServer, startServer } from './server';
+import { RunningServer } from './server';
+import { invite as inviteTo, signedIn as signedInTo, startTeam, stopTeam, Team } from './idp';
 import { card, waitLive } from './helpers';
 
-const PUBLIC_URL = 'http://127.0.0.1:9';
-const SECRET_ENV = 'COUNTERSIGN_TEST_OIDC_SECRET';
-const SECRET = 'a-client-secret-for-the-tests-only';
-const PROVIDER_DIR = process.env.COUNTERSIGN_OIDC_PROVIDER_DIR || resolve(__dirname, '../../target/oidc-provider');
 const ROUTES = '[[approvals.route]]\nwhen = "exec"\napprovers = ["group:maintainers"]\nquorum = 2\n';
 
-let idp: ChildProcess | undefined;
+let team: Team | undefined;
 let server: RunningServer | undefined;
 
 async function invite(email: string, groups: string[]) {
-  const invited = await fetch(`${server!.url}/api/v1/people`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${server!.token}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ email, roles: ['approver'], groups }),
-  });
-  expect(invited.status).toBe(201);
+  await inviteTo(server!, email, groups);
 }
 
 test.beforeAll(async () => {
-  if (!existsSync(resolve(PROVIDER_DIR, 'node_modules/oidc-provider/package.json'))) {
-    const why = `oidc-provider is not installed under ${PROVIDER_DIR} (source scripts/lib.sh; ensure_oidc_provider)`;
-    if (process.env.CI === 'true' || process.env.COUNTERSIGN_OIDC_PROVIDER === 'required') throw new Error(why);
-    console.warn(`\n*** SKIPPED teams.spec.ts: ${why} ***\n`);
-    return;
-  }
-  idp = spawn('node', [resolve(__dirname, '../oidc/provider.mjs'), '--client-id', 'countersign-e2e',
-    '--client-secret', SECRET, '--redirect-uri', `${PUBLIC_URL}/auth/oidc/callback`],
-  { env: { ...process.env, COUNTERSIGN_OIDC_PROVIDER_DIR: PROVIDER_DIR }, stdio: ['ignore', 'pipe', 'ignore'] });
-  const line: string = await new Promise((ok) => createInterface({ input: idp!.stdout! }).once('line', ok));
-  const issuer = JSON.parse(line).issuer;
-  process.env[SECRET_ENV] = SECRET;
-  server = await startServer([], {
-    config: `[server]\npublic_url = "${PUBLIC_URL}"\n[auth.oidc]\nissuer = "${issuer}"\nclient_id = "countersign-e2e"\nclient_secret_env = "${SECRET_ENV}"\nname = "Test IdP"\n${ROUTES}`,
-  });
+  team = await startTeam('teams.spec.ts', ROUTES);
+  server = team?.server;
+  if (!server) return;
   await invite('alice@example.test', ['maintainers']);
   await invite('bob@example.test', ['maintainers']);
   await invite('carol@other.test', ['oncall']);
 });
 
 test.afterAll(async () => {
-  await server?.stop();
-  idp?.kill();
+  await stopTeam(team);
 });
 
 /** A new browser (its own cookies) signed in as `account` through the provider's form. */
 async function signedIn(browser: Browser, account: string): Promise<Page> {
-  const context = await browser.newContext();
-  const page = await context.newPage();
-  // The provider sends the browser back to the public URL: carried to the real server.
-  await page.route(`${PUBLIC_URL}/**`, (route) => {
-    const back = new URL(route.request().url());
-    return route.fulfill({ status: 302, headers: { location: `${server!.url}${back.pathname}${back.search}` } });
-  });
-  await page.goto(`${server!.url}/login`);
-  await page.getByRole('link', { name: 'Sign in with Test IdP' }).click();
-  await page.locator('input[name=login]').fill(account);
-  await page.locator('input[name=password]').fill('any');
-  await page.getByRole('button', { name: 'Sign-in' }).click();
-  await expect(page).toHaveURL(/\/inbox$/);
-  return page;
+  return signedInTo(browser, server!, account);
 }
 
 /** Opens a command's card as an outside agent (with the admin token); its ids. */
@@ -123,7 +85,7 @@ test('two maintainers approve one card in their own browsers; a third person see
   for (const page of [alice, bob, carol]) {
     const c = card(page, aid);
     await expect(c).toHaveAttribute('data-state', 'resolved');
-    await expect(c.getByTestId('card-outcome')).toContainText('Approved by Alice Example, and by Bob Example');
+    await expect(c.getByTestId('card-outcome')).toContainText('Approved by Alice Example (alice@example.test), and by Bob Example (bob@example.test)');
   }
 
   // The audit names each person.
@@ -168,6 +130,6 @@ test("one maintainer's edit shows on the other's card, and the count starts agai
   // His approval of the card as edited resolves it as an edit.
   await bobs.locator('[data-action=approve]').click();
   await expect(bobs).toHaveAttribute('data-state', 'resolved');
-  await expect(bobs.getByTestId('card-outcome')).toContainText('Approved (edited) by Alice Example, and by Bob Example');
+  await expect(bobs.getByTestId('card-outcome')).toContainText('Approved (edited) by Alice Example (alice@example.test), and by Bob Example (bob@example.test)');
   for (const page of [alice, bob]) await page.context().close();
 });

@@ -4,19 +4,12 @@
 // device", and an answer posted from the page anyway is refused (403) with the card still
 // waiting; made an approver, the same login's next page draws the buttons. The provider knows the server as http://127.0.0.1:9 (its public_url); the
 // browser's way back there is carried to the real server's address.
-import { ChildProcess, spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { createInterface } from 'node:readline';
-import { resolve } from 'node:path';
-import { expect, Page, test } from '@playwright/test';
-import { RunningServer, startServer } from './server';
+import { expect, test } from '@playwright/test';
+import { RunningServer } from './server';
+import { signIn, startTeam, stopTeam, Team } from './idp';
 
-const PUBLIC_URL = 'http://127.0.0.1:9';
-const SECRET_ENV = 'COUNTERSIGN_TEST_OIDC_SECRET';
-const SECRET = 'a-client-secret-for-the-tests-only';
-const PROVIDER_DIR = process.env.COUNTERSIGN_OIDC_PROVIDER_DIR || resolve(__dirname, '../../target/oidc-provider');
 
-let idp: ChildProcess | undefined;
+let team: Team | undefined;
 let server: RunningServer | undefined;
 
 async function api(path: string, body: unknown, token = server!.token): Promise<Response> {
@@ -28,41 +21,15 @@ async function api(path: string, body: unknown, token = server!.token): Promise<
 }
 
 test.beforeAll(async () => {
-  if (!existsSync(resolve(PROVIDER_DIR, 'node_modules/oidc-provider/package.json'))) {
-    const why = `oidc-provider is not installed under ${PROVIDER_DIR} (source scripts/lib.sh; ensure_oidc_provider)`;
-    if (process.env.CI === 'true' || process.env.COUNTERSIGN_OIDC_PROVIDER === 'required') throw new Error(why);
-    console.warn(`\n*** SKIPPED viewer.spec.ts: ${why} ***\n`);
-    return;
-  }
-  idp = spawn('node', [resolve(__dirname, '../oidc/provider.mjs'), '--client-id', 'countersign-e2e',
-    '--client-secret', SECRET, '--redirect-uri', `${PUBLIC_URL}/auth/oidc/callback`],
-  { env: { ...process.env, COUNTERSIGN_OIDC_PROVIDER_DIR: PROVIDER_DIR }, stdio: ['ignore', 'pipe', 'ignore'] });
-  const line: string = await new Promise((ok) => createInterface({ input: idp!.stdout! }).once('line', ok));
-  const issuer = JSON.parse(line).issuer;
-  process.env[SECRET_ENV] = SECRET;
-  server = await startServer([], {
-    config: `[server]\npublic_url = "${PUBLIC_URL}"\n[auth.oidc]\nissuer = "${issuer}"\nclient_id = "countersign-e2e"\nclient_secret_env = "${SECRET_ENV}"\nname = "Test IdP"\n`,
-  });
+  team = await startTeam('viewer.spec.ts');
+  server = team?.server;
+  if (!server) return;
   expect((await api('/api/v1/people', { email: 'bob@example.test', roles: ['viewer'] })).status).toBe(201);
 });
 
 test.afterAll(async () => {
-  await server?.stop();
-  idp?.kill();
+  await stopTeam(team);
 });
-
-/** From the login page through the provider's form, as `account`. */
-async function signIn(page: Page, account: string) {
-  await page.route(`${PUBLIC_URL}/**`, (route) => {
-    const back = new URL(route.request().url());
-    return route.fulfill({ status: 302, headers: { location: `${server!.url}${back.pathname}${back.search}` } });
-  });
-  await page.goto(`${server!.url}/login`);
-  await page.getByRole('link', { name: 'Sign in with Test IdP' }).click();
-  await page.locator('input[name=login]').fill(account);
-  await page.locator('input[name=password]').fill('any');
-  await page.getByRole('button', { name: 'Sign-in' }).click();
-}
 
 test('a viewer reads a waiting card without its buttons, and an answer posted anyway is refused', async ({ page }) => {
   test.skip(!server, 'oidc-provider is not installed');
@@ -74,7 +41,7 @@ test('a viewer reads a waiting card without its buttons, and an answer posted an
   expect(opened.status).toBe(201);
   const gate = await opened.json();
 
-  await signIn(page, 'bob');
+  await signIn(page, server!, 'bob');
   await expect(page).toHaveURL(/\/inbox$/);
   await expect(page.getByTestId('signed-in-email')).toHaveText('bob@example.test');
   await expect(page.locator('body')).toHaveAttribute('data-scope', 'view');

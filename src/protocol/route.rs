@@ -331,16 +331,41 @@ impl PageApprover {
     }
 }
 
-/// How a resolved routed card names its approvers: "by Alice, and by Bob" (their names, else
-/// their emails; the admin's own credentials are "the admin").
+/// The longest display name a card shows (a provider's `name` claim is anyone's to choose).
+const MAX_SHOWN_NAME_CHARS: usize = 64;
+
+impl GivenApproval {
+    /// How a card names who gave it: their name *and* their email ("Alice Example
+    /// (alice@example.com)"), since a display name is whatever its owner typed at the provider
+    /// and could read as another approver; the email alone without a name; "the admin" for the
+    /// admin's own credentials. The name is one line, cut to `MAX_SHOWN_NAME_CHARS`.
+    pub fn shown_name(&self) -> String {
+        if self.who == "admin" {
+            return "the admin".to_owned();
+        }
+        let name: String = self
+            .name
+            .as_deref()
+            .unwrap_or_default()
+            .chars()
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .take(MAX_SHOWN_NAME_CHARS)
+            .collect();
+        let name = name.split_whitespace().collect::<Vec<_>>().join(" ");
+        if name.is_empty() || name.eq_ignore_ascii_case(&self.who) {
+            self.who.clone()
+        } else {
+            format!("{name} ({})", self.who)
+        }
+    }
+}
+
+/// How a resolved routed card names its approvers: "by Alice Example (alice@…), and by
+/// bob@…" (`GivenApproval::shown_name`).
 pub fn by_each(approvals: &[GivenApproval]) -> String {
     let names: Vec<String> = approvals
         .iter()
-        .map(|a| match (&a.name, a.who.as_str()) {
-            (Some(name), _) if !name.trim().is_empty() => format!("by {name}"),
-            (_, "admin") => "by the admin".to_owned(),
-            (_, who) => format!("by {who}"),
-        })
+        .map(|a| format!("by {}", a.shown_name()))
         .collect();
     match names.as_slice() {
         [] => String::new(),
@@ -473,7 +498,7 @@ mod tests {
         };
         assert_eq!(
             by_each(&[given("alice@x.io", Some("Alice")), given("bob@x.io", None)]),
-            "by Alice, and by bob@x.io"
+            "by Alice (alice@x.io), and by bob@x.io"
         );
         assert_eq!(
             by_each(&[
@@ -481,7 +506,22 @@ mod tests {
                 given("admin", None),
                 given("c@x.io", Some("C"))
             ]),
-            "by A, by the admin, and by C"
+            "by A (a@x.io), by the admin, and by C (c@x.io)"
+        );
+        // A name chosen to read as another approver, or as page text, shows whose it is.
+        assert_eq!(
+            given("dave@x.io", Some("bob@x.io")).shown_name(),
+            "bob@x.io (dave@x.io)"
+        );
+        assert_eq!(
+            given("dave@x.io", Some("the admin\nand by Bob")).shown_name(),
+            "the admin and by Bob (dave@x.io)"
+        );
+        assert_eq!(given("admin", Some("Alice")).shown_name(), "the admin");
+        assert_eq!(given("e@x.io", Some(" E@X.io ")).shown_name(), "e@x.io");
+        assert_eq!(
+            given("f@x.io", Some(&"F".repeat(500))).shown_name(),
+            format!("{} (f@x.io)", "F".repeat(64))
         );
     }
 

@@ -87,6 +87,17 @@ fn revised(
         return Ok((request.clone(), None));
     }
     let edits = resolution.edits.clone().ok_or(Error::EditsRequired)?;
+    // The others approve the edit as their card shows it: one whose changes the card could
+    // not show whole would have them approve what they never saw.
+    if resolution
+        .edit_diff
+        .as_deref()
+        .is_some_and(crate::server::gate::edit_diff::is_cut)
+    {
+        return Err(Error::InvalidDecision(
+            "an edit of a card others approve after you is shown to them whole, and this one changes too much to show (over 64 KiB of changes): make a smaller edit, or deny the card".into(),
+        ));
+    }
     let body = &request.body;
     let digest = match &edits {
         serde_json::Value::String(text) if body.is_proposal() => proposal_digest(text),

@@ -68,6 +68,11 @@ fn text_diff(key: &str, old: &str, new: &str) -> String {
         .replacen(&format!("+++ b/{key}"), &format!("+++ edited {key}"), 1)
 }
 
+/// Whether `diff` is one `cap` cut short (an uncut diff is never longer than the cap).
+pub fn is_cut(diff: &str) -> bool {
+    diff.len() > MAX_DIFF_CHARS
+}
+
 fn cap(text: String) -> String {
     if text.len() <= MAX_DIFF_CHARS {
         return text;

@@ -20,14 +20,7 @@ pub fn may_answer_here(request: &ApprovalRequestBody, state: &RouteState) -> boo
 }
 
 fn approval_line(approval: GivenApproval) -> impl IntoView {
-    let name = approval
-        .name
-        .clone()
-        .filter(|n| !n.trim().is_empty())
-        .unwrap_or_else(|| match approval.who.as_str() {
-            "admin" => "the admin".to_owned(),
-            who => who.to_owned(),
-        });
+    let name = approval.shown_name();
     view! {
         <li class="card-approval" data-testid="card-approval" data-who=approval.who.clone()>
             "Approved by " {shown::text(&name)} " · " <AgoAndClock at=approval.at/>
@@ -38,12 +31,7 @@ fn approval_line(approval: GivenApproval) -> impl IntoView {
 /// An approver's edit, shown to the others: who, and what it changed (its diff, else the
 /// edited call or text). Approving the card approves it as edited.
 fn edit_view(edit: CardEdit) -> impl IntoView {
-    let who = edit
-        .by
-        .name
-        .clone()
-        .filter(|n| !n.trim().is_empty())
-        .unwrap_or_else(|| edit.by.who.clone());
+    let who = edit.by.shown_name();
     let changed = edit.edit_diff.clone().unwrap_or_else(|| match &edit.edits {
         serde_json::Value::String(text) => text.clone(),
         other => serde_json::to_string_pretty(other).unwrap_or_default(),
