@@ -161,7 +161,7 @@ mod tests {
     #[test]
     fn a_quorum_card_offers_no_standing_answer() {
         let r = routes(
-            "[[approvals.route]]\nwhen = \"exec\"\napprovers = [\"owner\"]\nquorum = 2\n\
+            "[[approvals.route]]\nwhen = \"exec\"\napprovers = [\"group:maintainers\"]\nquorum = 2\n\
              [[approvals.route]]\nwhen = \"edit\"\napprovers = [\"owner\"]\n",
         );
         let offering = |class| {
