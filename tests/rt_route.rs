@@ -11,6 +11,7 @@ mod support;
 use reqwest::Method;
 use serde_json::{Value, json};
 use support::idp::*;
+use support::team::answer as as_cookie;
 use support::*;
 
 /// The floor goes to two maintainers.
@@ -66,19 +67,6 @@ async fn floor_card(srv: &TestServer) -> (String, String) {
     let aid = opened["approval_id"].as_str().unwrap().to_owned();
     srv.wait_gate(&sid).await;
     (sid, aid)
-}
-
-async fn as_cookie(srv: &TestServer, cookie: &str, sid: &str, aid: &str, body: Value) -> Resp {
-    send(
-        srv.anon(
-            Method::POST,
-            &format!("/api/v1/sessions/{sid}/approvals/{aid}"),
-        )
-        .header("cookie", cookie)
-        .header("sec-fetch-site", "same-origin")
-        .json(&body),
-    )
-    .await
 }
 
 async fn as_bearer(srv: &TestServer, secret: &str, sid: &str, aid: &str, body: Value) -> Resp {

@@ -12,8 +12,9 @@
 mod support;
 
 use reqwest::Method;
-use serde_json::{Value, json};
+use serde_json::json;
 use support::idp::*;
+use support::team::{answer, open};
 use support::*;
 
 /// The floor and Claude Code's edits need two maintainers.
@@ -51,39 +52,6 @@ async fn server_with(idp: &Idp, people: &[(&str, &str)]) -> (TestServer, Vec<Str
         cookies.push(signed.session.expect("a session cookie"));
     }
     (srv, cookies)
-}
-
-/// An outside agent's call, opened with the admin token; its session id and approval id.
-async fn open(srv: &TestServer, source: &str, tool: &str, input: Value) -> (String, String) {
-    let opened = srv
-        .post(
-            "/api/v1/gates",
-            json!({
-                "source": source, "external_session": "rt", "cwd": "/home/me/app",
-                "tool": {"name": tool, "input": input},
-                "capabilities": {"edit": true, "always": true},
-            }),
-        )
-        .await
-        .expect(201);
-    assert_eq!(opened["status"], "pending", "{opened}");
-    (
-        opened["session_id"].as_str().unwrap().to_owned(),
-        opened["approval_id"].as_str().unwrap().to_owned(),
-    )
-}
-
-async fn answer(srv: &TestServer, cookie: &str, sid: &str, aid: &str, body: Value) -> Resp {
-    send(
-        srv.anon(
-            Method::POST,
-            &format!("/api/v1/sessions/{sid}/approvals/{aid}"),
-        )
-        .header("cookie", cookie)
-        .header("sec-fetch-site", "same-origin")
-        .json(&body),
-    )
-    .await
 }
 
 /// The session's page as `cookie`'s person reads it (server-rendered HTML).

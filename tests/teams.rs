@@ -13,6 +13,7 @@ mod support;
 use reqwest::Method;
 use serde_json::{Value, json};
 use support::idp::*;
+use support::team::{answer, open};
 use support::*;
 
 /// Alice and Bob maintain; Carol is on call. The floor needs two maintainers; a command goes
@@ -73,39 +74,6 @@ async fn team_server(idp: &Idp, default_mode: &str) -> (TestServer, Team) {
     let bob = cookies.pop().unwrap();
     let alice = cookies.pop().unwrap();
     (srv, Team { alice, bob, carol })
-}
-
-/// An outside agent's call, opened with the admin token; its session id and approval id.
-async fn open(srv: &TestServer, source: &str, tool: &str, input: Value) -> (String, String) {
-    let opened = srv
-        .post(
-            "/api/v1/gates",
-            json!({
-                "source": source, "external_session": "team", "cwd": "/home/me/app",
-                "tool": {"name": tool, "input": input},
-                "capabilities": {"edit": true, "always": true},
-            }),
-        )
-        .await
-        .expect(201);
-    assert_eq!(opened["status"], "pending", "{opened}");
-    let sid = opened["session_id"].as_str().unwrap().to_owned();
-    let aid = opened["approval_id"].as_str().unwrap().to_owned();
-    (sid, aid)
-}
-
-/// A person's answer through their browser session.
-async fn answer(srv: &TestServer, cookie: &str, sid: &str, aid: &str, body: Value) -> Resp {
-    send(
-        srv.anon(
-            Method::POST,
-            &format!("/api/v1/sessions/{sid}/approvals/{aid}"),
-        )
-        .header("cookie", cookie)
-        .header("sec-fetch-site", "same-origin")
-        .json(&body),
-    )
-    .await
 }
 
 fn approve() -> Value {

@@ -18,6 +18,7 @@ mod process;
 mod server;
 mod session;
 mod sse;
+pub mod team;
 pub mod unseen;
 pub mod walk;
 
