@@ -87,37 +87,15 @@ where
         (None, None) => input.unknown_tool,
         (floor, _) => floor,
     };
-    let outcome = match decide(
+    let decided = decide(
         mode,
         input.class,
         floor.as_deref(),
         rule.as_ref().map(|r| &r.id),
-    ) {
-        Outcome::Refuse { .. }
-            if input.class == ToolClass::Decision
-                && floor.is_none()
-                && input.checkpoint_in_yolo == CheckpointInYolo::Proceed =>
-        {
-            Outcome::Run { rule_id: None }
-        }
-        other => other,
-    };
-    // A route that asks several people is answered by them, whatever the mode says.
-    let outcome = match outcome {
-        Outcome::Run { .. } if input.held_for_people => Outcome::Ask {
-            reason: GateReason::Mode,
-        },
-        // The built-in agent's checkpoint in yolo is refused so that it goes on by its own
-        // judgement: that too is the mode answering, so a held checkpoint goes to its people.
-        Outcome::Refuse { .. }
-            if input.held_for_people && input.class == ToolClass::Decision && floor.is_none() =>
-        {
-            Outcome::Ask {
-                reason: GateReason::AgentCheckpoint,
-            }
-        }
-        other => other,
-    };
+    );
+    let on_floor = floor.is_some();
+    let outcome = checkpoint_in_yolo(input.class, input.checkpoint_in_yolo, on_floor, decided);
+    let outcome = held_for_people(input.held_for_people, input.class, on_floor, outcome);
     let reason = match &outcome {
         Outcome::Ask { reason } => *reason,
         _ if floor.is_some() => GateReason::SafetyFloor,
@@ -131,6 +109,43 @@ where
         rule,
         unknown_only,
     })
+}
+
+/// A checkpoint the mode refused in yolo runs instead where the configuration says the agent
+/// proceeds on its own judgement (never on the floor).
+fn checkpoint_in_yolo(
+    class: ToolClass,
+    in_yolo: CheckpointInYolo,
+    on_floor: bool,
+    outcome: Outcome,
+) -> Outcome {
+    match outcome {
+        Outcome::Refuse { .. }
+            if class == ToolClass::Decision
+                && !on_floor
+                && in_yolo == CheckpointInYolo::Proceed =>
+        {
+            Outcome::Run { rule_id: None }
+        }
+        other => other,
+    }
+}
+
+/// A route that asks several people is answered by them, whatever the mode says.
+fn held_for_people(held: bool, class: ToolClass, on_floor: bool, outcome: Outcome) -> Outcome {
+    match outcome {
+        Outcome::Run { .. } if held => Outcome::Ask {
+            reason: GateReason::Mode,
+        },
+        // The built-in agent's checkpoint in yolo is refused so that it goes on by its own
+        // judgement: that too is the mode answering, so a held checkpoint goes to its people.
+        Outcome::Refuse { .. } if held && class == ToolClass::Decision && !on_floor => {
+            Outcome::Ask {
+                reason: GateReason::AgentCheckpoint,
+            }
+        }
+        other => other,
+    }
 }
 
 /// Whether a call the pipeline let run unasked still runs now (when it finally has a slot, or
